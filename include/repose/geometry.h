@@ -1,0 +1,176 @@
+/*
+ * repose — collision geometry core: spheres and capsules, exact signed
+ * distance, witness points, rigid transforms.
+ *
+ * Units are metres throughout.  A signed distance is positive for a gap of
+ * that size, zero when the surfaces touch and negative for a penetration of
+ * that depth.
+ *
+ * Accuracy contract: for any valid pair, |computed - exact| <= 16*eps*S, where
+ * eps = 2^-52 and S is the largest magnitude among the pair's coordinates and
+ * radii.  d(a, b) == d(b, a) bit for bit.  Results are never NaN for valid
+ * input.  The kernels use no tolerances.
+ *
+ * Everything here is pure: no allocation, no I/O, no global state, so every
+ * function is safe to call from any number of threads at once.  The kernels
+ * assume valid input (see rp_shape_validate); validation happens at the
+ * boundary (constructors, validate, the JSON codec), never inside a kernel.
+ *
+ * Only libm is needed.
+ */
+#ifndef REPOSE_GEOMETRY_H
+#define REPOSE_GEOMETRY_H
+
+#include <stdbool.h>
+
+#include "repose/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A point or direction in metres.
+typedef struct rp_vec3 {
+    double x; ///< x coordinate, metres.
+    double y; ///< y coordinate, metres.
+    double z; ///< z coordinate, metres.
+} rp_vec3;
+
+/// A ball.
+typedef struct rp_sphere {
+    rp_vec3 center; ///< Centre, metres.
+    double radius;  ///< Radius, metres, finite and >= 0 (0 is a point).
+} rp_sphere;
+
+/// A sphere swept along the segment a->b: a cylinder with hemispherical caps.
+/// A capsule with a == b is a sphere.
+typedef struct rp_capsule {
+    rp_vec3 a;     ///< First end of the axis segment, metres.
+    rp_vec3 b;     ///< Second end of the axis segment, metres.
+    double radius; ///< Radius, metres, finite and >= 0.
+} rp_capsule;
+
+/// Which member of rp_shape is live.
+typedef enum rp_shape_kind {
+    RP_SHAPE_SPHERE,  ///< rp_shape.sphere is live.
+    RP_SHAPE_CAPSULE  ///< rp_shape.capsule is live.
+} rp_shape_kind;
+
+/// A tagged shape, passed and stored by value.
+typedef struct rp_shape {
+    rp_shape_kind kind; ///< Selects the union member.
+    union {
+        rp_sphere sphere;   ///< Valid when kind == RP_SHAPE_SPHERE.
+        rp_capsule capsule; ///< Valid when kind == RP_SHAPE_CAPSULE.
+    };
+} rp_shape;
+
+/// Closest-point information between two shapes.
+typedef struct rp_contact {
+    double distance; ///< Signed distance, metres (as rp_shape_signed_distance).
+    rp_vec3 point_a; ///< Witness on a's surface: closest core point of a + r_a*normal.
+    rp_vec3 point_b; ///< Witness on b's surface: closest core point of b - r_b*normal.
+    rp_vec3 normal;  ///< Unit vector from a towards b; point_b - point_a = distance*normal.
+} rp_contact;
+
+/// A rigid transform: world = r*local + t.
+typedef struct rp_transform {
+    double r[3][3]; ///< Rotation matrix, row-major: r[row][column].
+    rp_vec3 t;      ///< Translation, metres.
+} rp_transform;
+
+/// A shape attached to a robot frame.
+typedef struct rp_link_shape {
+    rp_shape shape; ///< Shape in the frame's local coordinates, metres.
+    int frame;      ///< Joint frame index >= 0, or -1 for the robot base.
+} rp_link_shape;
+
+/* ---- construction and validation ------------------------------------- */
+
+/// Builds a sphere.  Returns RP_ERR_NONFINITE for a non-finite centre
+/// coordinate, RP_ERR_RADIUS_NONFINITE / RP_ERR_RADIUS_NEGATIVE for a bad
+/// radius, RP_ERR_INVALID_ARG when out is NULL; *out is written only on RP_OK.
+rp_status rp_sphere_new(rp_vec3 center, double radius, rp_sphere *out);
+
+/// Builds a capsule; a == b is allowed (it is a sphere).  Same status codes
+/// as rp_sphere_new; *out is written only on RP_OK.
+rp_status rp_capsule_new(rp_vec3 a, rp_vec3 b, double radius, rp_capsule *out);
+
+/// Wraps a sphere in a tagged shape.  Does not validate.
+rp_shape rp_shape_from_sphere(rp_sphere s);
+
+/// Wraps a capsule in a tagged shape.  Does not validate.
+rp_shape rp_shape_from_capsule(rp_capsule c);
+
+/// Checks a shape built as a literal or decoded from outside: known kind,
+/// finite coordinates, finite radius >= 0.  Checks the kind first, then the
+/// coordinates in declaration order, then the radius; returns the first
+/// failure.  NULL gives RP_ERR_INVALID_ARG.
+rp_status rp_shape_validate(const rp_shape *s);
+
+/* ---- signed distance -------------------------------------------------- */
+
+/// Signed distance between two spheres, metres.
+double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b);
+
+/// Signed distance between a capsule and a sphere, metres.
+double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b);
+
+/// Signed distance between two capsules: the distance between the axis
+/// segments minus both radii, metres.  Exact (see the contract above) for
+/// parallel, nearly parallel, collinear, crossing and degenerate axes.
+double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b);
+
+/// Signed distance between any two shapes; dispatches on the kinds.
+double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b);
+
+/// True when rp_shape_signed_distance(a, b) < margin, strictly: a pair at
+/// exactly the margin does not violate it.  No hidden epsilon.
+bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, double margin);
+
+/// Distance, witness points and normal.  When the closest core points
+/// coincide (crossing axes, coincident centres) the normal is still unit
+/// length and deterministic: the normalised cross product of the capsule
+/// axes when they are not parallel, otherwise a fixed perpendicular to the
+/// axis (or +z when there is no axis).  Swapping a and b swaps the points
+/// and negates the normal, bit for bit.
+rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b);
+
+/* ---- transforms ------------------------------------------------------- */
+
+/// The identity transform.
+rp_transform rp_transform_identity(void);
+
+/// Builds a transform from a translation and a Hamilton quaternion (w, x, y,
+/// z), active: world = R(q)*local + t.  The quaternion is normalised first.
+/// Returns RP_ERR_QUATERNION when it is non-finite or zero, RP_ERR_NONFINITE
+/// for a non-finite translation; *out is written only on RP_OK.
+rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x,
+                                       double y, double z, rp_transform *out);
+
+/// Returns a∘b: applying the result equals applying b, then a.
+rp_transform rp_transform_compose(const rp_transform *a, const rp_transform *b);
+
+/// Returns the inverse of a rigid transform (transpose rotation).
+rp_transform rp_transform_inverse(const rp_transform *tf);
+
+/// Checks that every entry is finite and that r is orthonormal with
+/// determinant +1, each within 1e-6 (absolute, on unit-scale quantities).
+/// Returns RP_ERR_NONFINITE or RP_ERR_TRANSFORM on failure.
+rp_status rp_transform_validate(const rp_transform *tf);
+
+/// Applies a transform to a point: r*p + t.
+rp_vec3 rp_transform_point(const rp_transform *tf, rp_vec3 p);
+
+/// Moves a shape given in a frame's local coordinates into world
+/// coordinates.  Radii are unchanged (the transform must be rigid).
+rp_shape rp_transform_shape(const rp_transform *frame, const rp_shape *local);
+
+/// Moves a link shape into the world.  `frame` is the world pose of the
+/// link's frame (the base pose when ls->frame == -1); the caller picks it.
+rp_shape rp_link_shape_transform_shape(const rp_link_shape *ls, const rp_transform *frame);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REPOSE_GEOMETRY_H */

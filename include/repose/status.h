@@ -1,0 +1,56 @@
+/*
+ * repose — status codes shared by every module.
+ *
+ * One table, RP_STATUS_MAP, generates the enum, the symbolic name, the human
+ * message and the JSON-RPC error code that the daemon uses when the status
+ * reaches a client.  Adding an error is adding one row here.  The geometry
+ * core only ever returns the first rows; the scene store and the daemon use
+ * the rest.
+ */
+#ifndef REPOSE_STATUS_H
+#define REPOSE_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(enum constant, message, JSON-RPC code) */
+#define RP_STATUS_MAP(X)                                                          \
+    X(RP_OK,                  "ok",                                      0)      \
+    X(RP_ERR_NONFINITE,       "coordinate must be finite",               -32602) \
+    X(RP_ERR_RADIUS_NONFINITE,"radius must be finite",                   -32602) \
+    X(RP_ERR_RADIUS_NEGATIVE, "radius must be >= 0",                     -32602) \
+    X(RP_ERR_SHAPE_KIND,      "unknown shape kind",                      -32602) \
+    X(RP_ERR_TRANSFORM,       "rotation must be orthonormal with det +1", -32602) \
+    X(RP_ERR_QUATERNION,      "quaternion must be finite and non-zero",  -32602) \
+    X(RP_ERR_INVALID_ARG,     "invalid argument",                        -32602) \
+    X(RP_ERR_NOMEM,           "out of memory",                           -32603) \
+    X(RP_ERR_NOT_FOUND,       "not found",                               -32001) \
+    X(RP_ERR_EXISTS,          "already exists",                          -32002) \
+    X(RP_ERR_REVISION,        "revision conflict",                       -32003) \
+    X(RP_ERR_LIMIT,           "limit exceeded",                          -32004)
+
+/// Result of every fallible repose call.  RP_OK is zero; errors are positive
+/// so that `if (st) …` reads naturally.
+typedef enum rp_status {
+#define RP_STATUS_ENUM_(name, msg, code) name,
+    RP_STATUS_MAP(RP_STATUS_ENUM_)
+#undef RP_STATUS_ENUM_
+    RP_STATUS_COUNT_ ///< Number of codes; not a status.
+} rp_status;
+
+/// Human-readable message for a status ("radius must be >= 0").  Never NULL:
+/// an out-of-range value yields "unknown status".  Static storage.
+const char *rp_status_str(rp_status st);
+
+/// Symbolic name of a status ("RP_ERR_RADIUS_NEGATIVE").  Never NULL.
+const char *rp_status_name(rp_status st);
+
+/// JSON-RPC 2.0 error code a status maps to (0 for RP_OK, -32603 for an
+/// unknown value).
+int rp_status_rpc_code(rp_status st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REPOSE_STATUS_H */

@@ -1,0 +1,405 @@
+/*
+ * Signed distance kernels for spheres and capsules.
+ *
+ * Every pair reduces to the closest points between two "cores": a point (a
+ * sphere's centre) or a segment (a capsule's axis).  The signed distance is
+ * the core distance minus both radii.
+ *
+ * Segment-segment without tolerances.  With P(s) = p0 + s*u, Q(t) = q0 + t*v
+ * and w = q0 - p0, the squared distance f(s,t) = |w + t*v - s*u|^2 is convex
+ * on the unit square, so its minimum is either the interior stationary point
+ * or lies on one of the four edges s=0, s=1, t=0, t=1, each of which is a
+ * point-to-segment problem with a closed-form, well-conditioned answer.  We
+ * evaluate every candidate as an actual pair of points and keep the closest,
+ * so a poorly located candidate can only lose, never produce a too-small
+ * distance.
+ *
+ * The interior candidate is where textbook code (Cramer's rule on the 2x2
+ * normal equations with det = ac - b^2) loses half its digits on nearly
+ * parallel segments: det cancels catastrophically.  We instead minimise the
+ * distance from P(s) to the *line* through Q, which is |A - s*B| / |v| with
+ * A = w x v and B = u x v, so s* = (A.B)/(B.B).  Cross products keep the
+ * small angle in their magnitude instead of cancelling it away, and any
+ * remaining error in s* moves the point along the shallow valley of f, where
+ * the distance barely changes: the resulting error stays a few eps*S for any
+ * angle (the accuracy tests cover angles down to 1e-12 rad).  When B is
+ * exactly zero the segments are parallel (or one is a point) and an edge
+ * candidate is always optimal, so the interior candidate is skipped with an
+ * exact test, not an epsilon.  t for the interior candidate is recomputed as
+ * the projection of P(s*) onto Q, which is well conditioned.
+ *
+ * Range.  The kernels work on coordinate differences and form products of up
+ * to four of them (A.B).  While the largest difference lies in
+ * [2^-200, 2^200] none of these can overflow or lose precision to
+ * underflow.  Outside that range (coordinates near DBL_MAX, or whole pairs
+ * smaller than 1e-60 m) the pair is rescaled by a power of two, which is
+ * exact, solved, and the result scaled back.
+ *
+ * Symmetry.  rp_capsule_capsule_signed_distance(a, b) must equal (b, a) bit
+ * for bit, so the pair is first put in a canonical order (by the bit patterns
+ * of their fields) and contacts are mirrored afterwards.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "repose/geometry.h"
+#include "vec.h"
+
+/* Which pair of cores is being solved. */
+typedef enum core_kind {
+    CORES_POINT_POINT,     /* sphere-sphere */
+    CORES_SEGMENT_POINT,   /* capsule-sphere */
+    CORES_SEGMENT_SEGMENT  /* capsule-capsule */
+} core_kind;
+
+/* Result of a core solve.  The closest points are p0 + s*(p1-p0) on a and
+ * q0 + t*(q1-q0) on b; d is the vector between them (a to b) in units of
+ * 2^scale metres, d2 = |d|^2 in those units. */
+typedef struct core_result {
+    double s, t;
+    rp_vec3 d;
+    double d2;
+    int scale;
+} core_result;
+
+/* Bounds of the range where the kernels need no rescaling (see top). */
+#define SAFE_MAX 0x1p200
+#define SAFE_MIN 0x1p-200
+
+static inline double clamp01(double x)
+{
+    /* NaN cannot reach here from valid input, but would map to 0. */
+    return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0;
+}
+
+/* num/den clamped to [0,1]; 0 when den is 0 (a degenerate segment, where any
+ * parameter gives the same point). */
+static inline double ratio01(double num, double den)
+{
+    return den > 0.0 ? clamp01(num / den) : 0.0;
+}
+
+/* Candidate (s,t) for a segment-segment solve: keeps it when its actual
+ * squared distance is strictly smaller than the best so far.  The strict
+ * comparison makes the earliest candidate win ties, which keeps the choice
+ * deterministic. */
+static inline void consider(core_result *best, rp_vec3 w, rp_vec3 u, rp_vec3 v,
+                            double s, double t)
+{
+    rp_vec3 d = v3(w.x + t * v.x - s * u.x, w.y + t * v.y - s * u.y,
+                   w.z + t * v.z - s * u.z);
+    double d2 = v3_dot(d, d);
+    if (d2 < best->d2) {
+        best->s = s;
+        best->t = t;
+        best->d = d;
+        best->d2 = d2;
+    }
+}
+
+/* Solves for the closest points given w = q0 - p0, u = p1 - p0 and
+ * v = q1 - q0, all within the safe range.  Fills s, t, d and d2. */
+static inline void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v, core_result *r)
+{
+    if (kind == CORES_POINT_POINT) {
+        r->s = r->t = 0.0;
+        r->d = w;
+        r->d2 = v3_dot(w, w);
+        return;
+    }
+    double a = v3_dot(u, u);
+    double wu = v3_dot(w, u);
+    if (kind == CORES_SEGMENT_POINT) {
+        /* Project the point onto the segment: minimise |w - s*u|. */
+        double s = ratio01(wu, a);
+        r->s = s;
+        r->t = 0.0;
+        r->d = v3(w.x - s * u.x, w.y - s * u.y, w.z - s * u.z);
+        r->d2 = v3_dot(r->d, r->d);
+        return;
+    }
+
+    double c = v3_dot(v, v);
+    double wv = v3_dot(w, v);
+    double uv = v3_dot(u, v);
+
+    /* The four edges.  On s = 0 minimise |w + t*v| over t, on s = 1
+     * |(w - u) + t*v|; on t = 0 minimise |w - s*u| over s, on t = 1
+     * |(w + v) - s*u|.  (w-u).v = wv - uv and (w+v).u = wu + uv. */
+    r->d2 = INFINITY;
+    consider(r, w, u, v, 0.0, ratio01(-wv, c));
+    consider(r, w, u, v, 1.0, ratio01(uv - wv, c));
+    consider(r, w, u, v, ratio01(wu, a), 0.0);
+    consider(r, w, u, v, ratio01(wu + uv, a), 1.0);
+
+    /* The interior stationary point, unless the segments are exactly
+     * parallel or one of them is a point (then B == 0 and an edge wins). */
+    rp_vec3 B = v3_cross(u, v);
+    double bb = v3_dot(B, B);
+    if (bb > 0.0) {
+        rp_vec3 A = v3_cross(w, v);
+        double s = clamp01(v3_dot(A, B) / bb);
+        /* t: projection of P(s) onto Q, i.e. minimise |(w - s*u) + t*v|. */
+        double t = ratio01(s * uv - wv, c);
+        consider(r, w, u, v, s, t);
+    }
+}
+
+static inline double max3(double a, double b, double c)
+{
+    return fmax(a, fmax(b, c));
+}
+
+static rp_vec3 scale_vec(rp_vec3 p, int e)
+{
+    return v3(ldexp(p.x, e), ldexp(p.y, e), ldexp(p.z, e));
+}
+
+/* Closest points between cores p0-p1 (a) and q0-q1 (b); p1 == p0 for a
+ * point, likewise q.  Works for any finite coordinates. */
+static core_result closest_cores(core_kind kind, rp_vec3 p0, rp_vec3 p1, rp_vec3 q0,
+                                 rp_vec3 q1)
+{
+    core_result r;
+    rp_vec3 w = v3_sub(q0, p0), u = v3_sub(p1, p0), v = v3_sub(q1, q0);
+    double m = max3(v3_maxabs(w), v3_maxabs(u), v3_maxabs(v));
+    if (m <= SAFE_MAX && (m >= SAFE_MIN || m == 0.0)) {
+        solve(kind, w, u, v, &r);
+        r.scale = 0;
+        return r;
+    }
+
+    /* Slow path.  Huge coordinates: scale every coordinate down by a power
+     * of two first, so that the differences cannot overflow. */
+    int scale = 0;
+    if (!(m <= SAFE_MAX)) {
+        double big = fmax(max3(v3_maxabs(p0), v3_maxabs(p1), v3_maxabs(q0)), v3_maxabs(q1));
+        scale = ilogb(big);
+        p0 = scale_vec(p0, -scale);
+        p1 = scale_vec(p1, -scale);
+        q0 = scale_vec(q0, -scale);
+        q1 = scale_vec(q1, -scale);
+        w = v3_sub(q0, p0), u = v3_sub(p1, p0), v = v3_sub(q1, q0);
+        m = max3(v3_maxabs(w), v3_maxabs(u), v3_maxabs(v));
+    }
+    /* Tiny differences: scale them up. */
+    if (m > 0.0 && m < SAFE_MIN) {
+        int e = ilogb(m);
+        w = scale_vec(w, -e), u = scale_vec(u, -e), v = scale_vec(v, -e);
+        scale += e;
+    }
+    solve(kind, w, u, v, &r);
+    r.scale = scale;
+    return r;
+}
+
+/* Length of the core distance vector in metres. */
+static inline double core_length(const core_result *r)
+{
+    double len = sqrt(r->d2);
+    return r->scale ? ldexp(len, r->scale) : len;
+}
+
+/* ---- canonical order for bitwise symmetry ------------------------------ */
+
+static int cmp_bits(double a, double b)
+{
+    uint64_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    return (ua > ub) - (ua < ub);
+}
+
+/* Lexicographic order on bit patterns: true when fa sorts after fb. */
+static bool fields_after(const double *fa, const double *fb, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int c = cmp_bits(fa[i], fb[i]);
+        if (c)
+            return c > 0;
+    }
+    return false;
+}
+
+/* Total order on capsules; true when a must be swapped with b to put the
+ * pair in canonical order. */
+static bool capsule_after(const rp_capsule *a, const rp_capsule *b)
+{
+    const double fa[7] = {a->a.x, a->a.y, a->a.z, a->b.x, a->b.y, a->b.z, a->radius};
+    const double fb[7] = {b->a.x, b->a.y, b->a.z, b->b.x, b->b.y, b->b.z, b->radius};
+    return fields_after(fa, fb, 7);
+}
+
+/* The same for spheres. */
+static bool sphere_after(const rp_sphere *a, const rp_sphere *b)
+{
+    const double fa[4] = {a->center.x, a->center.y, a->center.z, a->radius};
+    const double fb[4] = {b->center.x, b->center.y, b->center.z, b->radius};
+    return fields_after(fa, fb, 4);
+}
+
+/* ---- signed distance --------------------------------------------------- */
+
+double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b)
+{
+    core_result r = closest_cores(CORES_POINT_POINT, a->center, a->center, b->center, b->center);
+    return core_length(&r) - (a->radius + b->radius);
+}
+
+double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b)
+{
+    core_result r = closest_cores(CORES_SEGMENT_POINT, a->a, a->b, b->center, b->center);
+    return core_length(&r) - (a->radius + b->radius);
+}
+
+double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b)
+{
+    if (capsule_after(a, b)) {
+        const rp_capsule *tmp = a;
+        a = b;
+        b = tmp;
+    }
+    core_result r = closest_cores(CORES_SEGMENT_SEGMENT, a->a, a->b, b->a, b->b);
+    return core_length(&r) - (a->radius + b->radius);
+}
+
+double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b)
+{
+    if (a->kind == RP_SHAPE_CAPSULE) {
+        if (b->kind == RP_SHAPE_CAPSULE)
+            return rp_capsule_capsule_signed_distance(&a->capsule, &b->capsule);
+        return rp_capsule_sphere_signed_distance(&a->capsule, &b->sphere);
+    }
+    if (b->kind == RP_SHAPE_CAPSULE)
+        return rp_capsule_sphere_signed_distance(&b->capsule, &a->sphere);
+    return rp_sphere_sphere_signed_distance(&a->sphere, &b->sphere);
+}
+
+bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, double margin)
+{
+    return rp_shape_signed_distance(a, b) < margin;
+}
+
+/* ---- contacts ----------------------------------------------------------- */
+
+/* Unit vector along x, computed without overflow or underflow; x != 0. */
+static rp_vec3 unit(rp_vec3 x)
+{
+    double m = v3_maxabs(x);
+    /* Divide rather than multiply by 1/m, which overflows for subnormal m. */
+    rp_vec3 y = v3(x.x / m, x.y / m, x.z / m);
+    return v3_scale(y, 1.0 / sqrt(v3_dot(y, y)));
+}
+
+/* A fixed unit perpendicular to a non-zero direction: the cross product with
+ * the coordinate axis along which the direction has its smallest component
+ * (the first such axis on ties). */
+static rp_vec3 perpendicular(rp_vec3 dir)
+{
+    double ax = fabs(dir.x), ay = fabs(dir.y), az = fabs(dir.z);
+    rp_vec3 e;
+    if (ax <= ay && ax <= az)
+        e = v3(1, 0, 0);
+    else if (ay <= az)
+        e = v3(0, 1, 0);
+    else
+        e = v3(0, 0, 1);
+    return unit(v3_cross(dir, e));
+}
+
+/* Normal from a to b for a solved pair.  When the core points coincide the
+ * direction is chosen from the axes: their cross product when they are not
+ * parallel, a fixed perpendicular to one axis otherwise, +z for two points.
+ * u and v are the axis directions (zero for points). */
+static rp_vec3 contact_normal(const core_result *r, rp_vec3 u, rp_vec3 v)
+{
+    if (v3_maxabs(r->d) > 0.0)
+        return unit(r->d);
+    /* Bring the axes to unit scale before crossing them, so the product
+     * neither overflows nor underflows. */
+    double m = fmax(v3_maxabs(u), v3_maxabs(v));
+    if (m == 0.0)
+        return v3(0, 0, 1);
+    u = v3(u.x / m, u.y / m, u.z / m);
+    v = v3(v.x / m, v.y / m, v.z / m);
+    rp_vec3 n = v3_cross(u, v);
+    if (v3_maxabs(n) > 0.0)
+        return unit(n);
+    return perpendicular(v3_maxabs(u) > 0.0 ? u : v);
+}
+
+static rp_vec3 lerp(rp_vec3 p0, rp_vec3 p1, double s)
+{
+    if (s == 0.0)
+        return p0;
+    if (s == 1.0)
+        return p1;
+    /* (1-s)*p0 + s*p1 cannot overflow for finite endpoints. */
+    return v3((1.0 - s) * p0.x + s * p1.x, (1.0 - s) * p0.y + s * p1.y,
+              (1.0 - s) * p0.z + s * p1.z);
+}
+
+/* Builds the contact for cores p0-p1 (radius ra) and q0-q1 (radius rb). */
+static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra, rp_vec3 q0,
+                               rp_vec3 q1, double rb)
+{
+    core_result r = closest_cores(kind, p0, p1, q0, q1);
+    rp_contact c;
+    c.distance = core_length(&r) - (ra + rb);
+    rp_vec3 u = v3_sub(p1, p0), v = v3_sub(q1, q0);
+    if (!v3_isfinite(u) || !v3_isfinite(v)) {
+        /* Axes longer than DBL_MAX: only their directions matter here. */
+        u = v3_sub(v3_scale(p1, 0.5), v3_scale(p0, 0.5));
+        v = v3_sub(v3_scale(q1, 0.5), v3_scale(q0, 0.5));
+    }
+    c.normal = contact_normal(&r, u, v);
+    rp_vec3 ca = lerp(p0, p1, r.s), cb = lerp(q0, q1, r.t);
+    c.point_a = v3_madd(ca, c.normal, ra);
+    c.point_b = v3_madd(cb, c.normal, -rb);
+    return c;
+}
+
+static rp_contact mirror(rp_contact c)
+{
+    rp_vec3 p = c.point_a;
+    c.point_a = c.point_b;
+    c.point_b = p;
+    c.normal = v3_neg(c.normal);
+    return c;
+}
+
+rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b)
+{
+    if (a->kind == RP_SHAPE_CAPSULE && b->kind == RP_SHAPE_CAPSULE) {
+        const rp_capsule *x = &a->capsule, *y = &b->capsule;
+        bool swap = capsule_after(x, y);
+        if (swap) {
+            const rp_capsule *tmp = x;
+            x = y;
+            y = tmp;
+        }
+        rp_contact c = make_contact(CORES_SEGMENT_SEGMENT, x->a, x->b, x->radius, y->a, y->b,
+                                    y->radius);
+        return swap ? mirror(c) : c;
+    }
+    if (a->kind == RP_SHAPE_CAPSULE) {
+        const rp_capsule *x = &a->capsule;
+        const rp_sphere *y = &b->sphere;
+        return make_contact(CORES_SEGMENT_POINT, x->a, x->b, x->radius, y->center, y->center,
+                            y->radius);
+    }
+    if (b->kind == RP_SHAPE_CAPSULE)
+        return mirror(rp_shape_contact(b, a));
+    /* Sphere-sphere distances are symmetric as computed, but signed zeros in
+     * the normal are not: canonical order plus mirroring makes them so. */
+    const rp_sphere *x = &a->sphere, *y = &b->sphere;
+    bool swap = sphere_after(x, y);
+    if (swap) {
+        const rp_sphere *tmp = x;
+        x = y;
+        y = tmp;
+    }
+    rp_contact c = make_contact(CORES_POINT_POINT, x->center, x->center, x->radius, y->center,
+                                y->center, y->radius);
+    return swap ? mirror(c) : c;
+}

@@ -1,0 +1,32 @@
+/* Status names, messages and JSON-RPC codes, all generated from RP_STATUS_MAP. */
+#include "repose/status.h"
+
+static const struct {
+    const char *name;
+    const char *message;
+    int rpc_code;
+} status_table[] = {
+#define RP_STATUS_ROW_(name, msg, code) {#name, msg, code},
+    RP_STATUS_MAP(RP_STATUS_ROW_)
+#undef RP_STATUS_ROW_
+};
+
+static int in_range(rp_status st)
+{
+    return (int)st >= 0 && (int)st < (int)RP_STATUS_COUNT_;
+}
+
+const char *rp_status_str(rp_status st)
+{
+    return in_range(st) ? status_table[st].message : "unknown status";
+}
+
+const char *rp_status_name(rp_status st)
+{
+    return in_range(st) ? status_table[st].name : "RP_ERR_UNKNOWN";
+}
+
+int rp_status_rpc_code(rp_status st)
+{
+    return in_range(st) ? status_table[st].rpc_code : -32603;
+}

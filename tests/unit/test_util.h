@@ -1,0 +1,59 @@
+/*
+ * Helpers shared by the cmocka unit tests.  cmocka 1.1.5 has no
+ * assert_double_equal and its assert_float_equal casts to float, so doubles
+ * are compared here with an explicit absolute tolerance.
+ */
+#ifndef REPOSE_TEST_UTIL_H
+#define REPOSE_TEST_UTIL_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+/* Fails the test when |got - want| > tol or either is NaN. */
+#define assert_near(got, want, tol)                                            \
+    do {                                                                       \
+        double g_ = (got), w_ = (want), t_ = (tol);                            \
+        if (!(fabs(g_ - w_) <= t_))                                            \
+            fail_msg("%s = %.17g, want %.17g within %.3g (off by %.3g)",       \
+                     #got, g_, w_, t_, fabs(g_ - w_));                         \
+    } while (0)
+
+/* Bitwise equality of two doubles (distinguishes -0.0 from 0.0). */
+static inline int same_bits(double a, double b)
+{
+    uint64_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    return ua == ub;
+}
+
+#define assert_same_bits(a, b)                                                 \
+    do {                                                                       \
+        double a_ = (a), b_ = (b);                                             \
+        if (!same_bits(a_, b_))                                                \
+            fail_msg("%s = %a and %s = %a differ bitwise", #a, a_, #b, b_);    \
+    } while (0)
+
+/* splitmix64: small deterministic generator for seeded property tests. */
+typedef struct test_rng { uint64_t s; } test_rng;
+
+static inline uint64_t rng_next(test_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform double in [lo, hi). */
+static inline double rng_uniform(test_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(rng_next(r) >> 11) * 0x1.0p-53);
+}
+
+#endif /* REPOSE_TEST_UTIL_H */
