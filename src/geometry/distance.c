@@ -45,6 +45,14 @@
 #include "repose/geometry.h"
 #include "vec.h"
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define NOINLINE __attribute__((noinline))
+#else
+#define ALWAYS_INLINE inline
+#define NOINLINE
+#endif
+
 /* Which pair of cores is being solved. */
 typedef enum core_kind {
     CORES_POINT_POINT,     /* sphere-sphere */
@@ -79,75 +87,68 @@ static inline double ratio01(double num, double den)
     return den > 0.0 ? clamp01(num / den) : 0.0;
 }
 
-/* Candidate (s,t) for a segment-segment solve: keeps it when its actual
- * squared distance is strictly smaller than the best so far.  The strict
- * comparison makes the earliest candidate win ties, which keeps the choice
- * deterministic. */
-static inline void consider(core_result *best, rp_vec3 w, rp_vec3 u, rp_vec3 v,
-                            double s, double t)
-{
-    rp_vec3 d = v3(w.x + t * v.x - s * u.x, w.y + t * v.y - s * u.y,
-                   w.z + t * v.z - s * u.z);
-    double d2 = v3_dot(d, d);
-    if (d2 < best->d2) {
-        best->s = s;
-        best->t = t;
-        best->d = d;
-        best->d2 = d2;
-    }
-}
-
 /* Solves for the closest points given w = q0 - p0, u = p1 - p0 and
  * v = q1 - q0, all within the safe range.  Fills s, t, d and d2. */
-static inline void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v, core_result *r)
+static ALWAYS_INLINE void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v,
+                                core_result *r)
 {
-    if (kind == CORES_POINT_POINT) {
-        r->s = r->t = 0.0;
-        r->d = w;
-        r->d2 = v3_dot(w, w);
-        return;
-    }
-    double a = v3_dot(u, u);
-    double wu = v3_dot(w, u);
+    double s = 0.0, t = 0.0;
     if (kind == CORES_SEGMENT_POINT) {
         /* Project the point onto the segment: minimise |w - s*u|. */
-        double s = ratio01(wu, a);
-        r->s = s;
-        r->t = 0.0;
-        r->d = v3(w.x - s * u.x, w.y - s * u.y, w.z - s * u.z);
-        r->d2 = v3_dot(r->d, r->d);
-        return;
+        s = ratio01(v3_dot(w, u), v3_dot(u, u));
+    } else if (kind == CORES_SEGMENT_SEGMENT) {
+        double a = v3_dot(u, u), c = v3_dot(v, v);
+        double wu = v3_dot(w, u), wv = v3_dot(w, v), uv = v3_dot(u, v);
+        /* Reciprocals off the critical path.  A subnormal a or c gives an
+         * infinite reciprocal; clamp01 below turns the resulting inf into 1
+         * and NaN (0 * inf) into 0, both valid parameters of a segment that
+         * is a point at this scale.  (tc * ic is only used when 0 < tc < c,
+         * so it is finite there.) */
+        double ia = a > 0.0 ? 1.0 / a : 0.0, ic = c > 0.0 ? 1.0 / c : 0.0;
+        /* s: minimiser over [0,1] of the distance from P(s) to the line
+         * through Q (see the top of the file).  B == 0 exactly when the
+         * segments are parallel or one is a point; any s is then as good
+         * as another for this step. */
+        rp_vec3 B = v3_cross(u, v);
+        double bb = v3_dot(B, B);
+        if (bb > 0.0)
+            s = clamp01(v3_dot(v3_cross(w, v), B) / bb);
+        /* t: the closest point of Q's line to P(s), t*c = (s*u - w).v.
+         * When it falls off the segment, the optimum lies on that edge of
+         * the unit square (the squared distance is convex, and its minimum
+         * over the strip s in [0,1] lies beyond the edge): fix t there and
+         * minimise over s instead, as a point-to-segment projection. */
+        double tc = s * uv - wv;
+        if (tc <= 0.0) {
+            t = 0.0;
+            s = clamp01(wu * ia);
+        } else if (tc >= c) {
+            t = 1.0;
+            s = clamp01((wu + uv) * ia);
+        } else {
+            t = tc * ic;
+        }
     }
+    r->s = s;
+    r->t = t;
+    r->d = v3(w.x + t * v.x - s * u.x, w.y + t * v.y - s * u.y, w.z + t * v.z - s * u.z);
+    r->d2 = v3_dot(r->d, r->d);
+}
 
-    double c = v3_dot(v, v);
-    double wv = v3_dot(w, v);
-    double uv = v3_dot(u, v);
-
-    /* The four edges.  On s = 0 minimise |w + t*v| over t, on s = 1
-     * |(w - u) + t*v|; on t = 0 minimise |w - s*u| over s, on t = 1
-     * |(w + v) - s*u|.  (w-u).v = wv - uv and (w+v).u = wu + uv. */
-    r->d2 = INFINITY;
-    consider(r, w, u, v, 0.0, ratio01(-wv, c));
-    consider(r, w, u, v, 1.0, ratio01(uv - wv, c));
-    consider(r, w, u, v, ratio01(wu, a), 0.0);
-    consider(r, w, u, v, ratio01(wu + uv, a), 1.0);
-
-    /* The interior stationary point, unless the segments are exactly
-     * parallel or one of them is a point (then B == 0 and an edge wins). */
-    rp_vec3 B = v3_cross(u, v);
-    double bb = v3_dot(B, B);
-    if (bb > 0.0) {
-        rp_vec3 A = v3_cross(w, v);
-        double s = clamp01(v3_dot(A, B) / bb);
-        /* t: projection of P(s) onto Q, i.e. minimise |(w - s*u) + t*v|. */
-        double t = ratio01(s * uv - wv, c);
-        consider(r, w, u, v, s, t);
-    }
+static inline double max2(double a, double b)
+{
+    /* Not fmax: that is a libm call here, and the inputs are never NaN. */
+    return a > b ? a : b;
 }
 
 static inline double max3(double a, double b, double c)
 {
-    return fmax(a, fmax(b, c));
+    return max2(a, max2(b, c));
+}
+
+static inline double maxabs3(rp_vec3 a)
+{
+    return max3(fabs(a.x), fabs(a.y), fabs(a.z));
 }
 
 static rp_vec3 scale_vec(rp_vec3 p, int e)
@@ -155,32 +156,26 @@ static rp_vec3 scale_vec(rp_vec3 p, int e)
     return v3(ldexp(p.x, e), ldexp(p.y, e), ldexp(p.z, e));
 }
 
-/* Closest points between cores p0-p1 (a) and q0-q1 (b); p1 == p0 for a
- * point, likewise q.  Works for any finite coordinates. */
-static core_result closest_cores(core_kind kind, rp_vec3 p0, rp_vec3 p1, rp_vec3 q0,
-                                 rp_vec3 q1)
+/* The rescaling path of closest_cores for pairs whose coordinate
+ * differences m lie outside [SAFE_MIN, SAFE_MAX].  Kept out of line: it is
+ * rare and would only bloat the inlined fast path. */
+static NOINLINE core_result closest_cores_rescaled(core_kind kind, rp_vec3 p0, rp_vec3 p1,
+                                                   rp_vec3 q0, rp_vec3 q1, double m)
 {
     core_result r;
     rp_vec3 w = v3_sub(q0, p0), u = v3_sub(p1, p0), v = v3_sub(q1, q0);
-    double m = max3(v3_maxabs(w), v3_maxabs(u), v3_maxabs(v));
-    if (m <= SAFE_MAX && (m >= SAFE_MIN || m == 0.0)) {
-        solve(kind, w, u, v, &r);
-        r.scale = 0;
-        return r;
-    }
-
-    /* Slow path.  Huge coordinates: scale every coordinate down by a power
-     * of two first, so that the differences cannot overflow. */
+    /* Huge coordinates: scale every coordinate down by a power of two
+     * first, so that the differences cannot overflow. */
     int scale = 0;
     if (!(m <= SAFE_MAX)) {
-        double big = fmax(max3(v3_maxabs(p0), v3_maxabs(p1), v3_maxabs(q0)), v3_maxabs(q1));
+        double big = max2(max3(maxabs3(p0), maxabs3(p1), maxabs3(q0)), maxabs3(q1));
         scale = ilogb(big);
         p0 = scale_vec(p0, -scale);
         p1 = scale_vec(p1, -scale);
         q0 = scale_vec(q0, -scale);
         q1 = scale_vec(q1, -scale);
         w = v3_sub(q0, p0), u = v3_sub(p1, p0), v = v3_sub(q1, q0);
-        m = max3(v3_maxabs(w), v3_maxabs(u), v3_maxabs(v));
+        m = max3(maxabs3(w), maxabs3(u), maxabs3(v));
     }
     /* Tiny differences: scale them up. */
     if (m > 0.0 && m < SAFE_MIN) {
@@ -191,6 +186,22 @@ static core_result closest_cores(core_kind kind, rp_vec3 p0, rp_vec3 p1, rp_vec3
     solve(kind, w, u, v, &r);
     r.scale = scale;
     return r;
+}
+
+/* Closest points between cores p0-p1 (a) and q0-q1 (b); p1 == p0 for a
+ * point, likewise q.  Works for any finite coordinates. */
+static ALWAYS_INLINE core_result closest_cores(core_kind kind, rp_vec3 p0, rp_vec3 p1, rp_vec3 q0,
+                                 rp_vec3 q1)
+{
+    core_result r;
+    rp_vec3 w = v3_sub(q0, p0), u = v3_sub(p1, p0), v = v3_sub(q1, q0);
+    double m = max3(maxabs3(w), maxabs3(u), maxabs3(v));
+    if (m <= SAFE_MAX && (m >= SAFE_MIN || m == 0.0)) {
+        solve(kind, w, u, v, &r);
+        r.scale = 0;
+        return r;
+    }
+    return closest_cores_rescaled(kind, p0, p1, q0, q1, m);
 }
 
 /* Length of the core distance vector in metres. */
@@ -210,6 +221,7 @@ static int cmp_bits(double a, double b)
     return (ua > ub) - (ua < ub);
 }
 
+
 /* Lexicographic order on bit patterns: true when fa sorts after fb. */
 static bool fields_after(const double *fa, const double *fb, int n)
 {
@@ -221,13 +233,29 @@ static bool fields_after(const double *fa, const double *fb, int n)
     return false;
 }
 
-/* Total order on capsules; true when a must be swapped with b to put the
- * pair in canonical order. */
-static bool capsule_after(const rp_capsule *a, const rp_capsule *b)
+static inline uint64_t bits_of(double x)
 {
-    const double fa[7] = {a->a.x, a->a.y, a->a.z, a->b.x, a->b.y, a->b.z, a->radius};
-    const double fb[7] = {b->a.x, b->a.y, b->a.z, b->b.x, b->b.y, b->b.z, b->radius};
-    return fields_after(fa, fb, 7);
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* Total order on capsules; true when a must be swapped with b to put the
+ * pair in canonical order.  The first field almost always decides, so it is
+ * compared inline and the rest out of line. */
+static NOINLINE bool capsule_after_rest(const rp_capsule *a, const rp_capsule *b)
+{
+    const double fa[6] = {a->a.y, a->a.z, a->b.x, a->b.y, a->b.z, a->radius};
+    const double fb[6] = {b->a.y, b->a.z, b->b.x, b->b.y, b->b.z, b->radius};
+    return fields_after(fa, fb, 6);
+}
+
+static inline bool capsule_after(const rp_capsule *a, const rp_capsule *b)
+{
+    uint64_t x = bits_of(a->a.x), y = bits_of(b->a.x);
+    if (x != y)
+        return x > y;
+    return capsule_after_rest(a, b);
 }
 
 /* The same for spheres. */
@@ -254,13 +282,11 @@ double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b
 
 double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b)
 {
-    if (capsule_after(a, b)) {
-        const rp_capsule *tmp = a;
-        a = b;
-        b = tmp;
-    }
-    core_result r = closest_cores(CORES_SEGMENT_SEGMENT, a->a, a->b, b->a, b->b);
-    return core_length(&r) - (a->radius + b->radius);
+    /* Selects rather than branches: the order of random pairs is random. */
+    bool swap = capsule_after(a, b);
+    const rp_capsule *x = swap ? b : a, *y = swap ? a : b;
+    core_result r = closest_cores(CORES_SEGMENT_SEGMENT, x->a, x->b, y->a, y->b);
+    return core_length(&r) - (x->radius + y->radius);
 }
 
 double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b)

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Install test: installs repose from a build tree into a scratch prefix, then
+# builds and runs tests/install/consumer.c against the installed copy twice:
+#   (a) with `pkg-config --cflags --libs repose`
+#   (b) with CMake `find_package(repose REQUIRED)` + repose::repose
+#       (the stand-alone consumer project tests/install/CMakeLists.txt).
+#
+# Usage: CC=<compiler> bash tests/install/run.sh <repose binary dir> <scratch dir>
+# The scratch dir is wiped.  When the build tree was configured with
+# REPOSE_SANITIZE=ON the installed library is ASan/UBSan-instrumented, so the
+# consumer is built with the same sanitizers.
+set -euo pipefail
+
+die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
+step() { printf '\n==> %s\n' "$*"; }
+run() { printf '+'; printf ' %q' "$@"; printf '\n'; "$@"; }
+
+[[ $# -eq 2 ]] || die "usage: CC=<cc> bash $0 <repose binary dir> <scratch dir>"
+[[ -n "$1" && -n "$2" ]] || die "empty argument"
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bin="$(cd "$1" && pwd)" || die "binary dir '$1' does not exist"
+cache="$bin/CMakeCache.txt"
+[[ -f "$cache" ]] || die "$cache not found: '$1' is not a configured build tree"
+
+scratch="$2"
+[[ "$scratch" = /* ]] || scratch="$PWD/$scratch"
+case "${scratch%/}" in
+    "" | / | "$HOME" | "$bin" | "$here") die "refusing to wipe scratch dir '$scratch'" ;;
+esac
+
+cc="${CC:-cc}"
+# Use the cmake that configured the build tree when it is recorded.
+cmake_bin="$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$cache")"
+[[ -n "$cmake_bin" && -x "$cmake_bin" ]] || cmake_bin="cmake"
+
+san_flags=()
+if grep -Eiq '^REPOSE_SANITIZE:BOOL=(ON|TRUE|YES|Y|1)$' "$cache"; then
+    san_flags=("-fsanitize=address,undefined" -fno-sanitize-recover=all -fno-omit-frame-pointer)
+fi
+
+echo "run.sh: binary dir  $bin"
+echo "run.sh: scratch dir $scratch"
+echo "run.sh: CC=$cc  cmake=$cmake_bin"
+echo "run.sh: sanitizer flags: ${san_flags[*]:-(none; REPOSE_SANITIZE is off)}"
+
+step "wipe scratch dir"
+run rm -rf "$scratch"
+run mkdir -p "$scratch"
+prefix="$scratch/prefix"
+
+step "install into $prefix"
+run "$cmake_bin" --install "$bin" --prefix "$prefix"
+
+# libdir is lib, lib64 or lib/<multiarch> depending on the platform/prefix.
+pc_file="$(find "$prefix" -path '*/pkgconfig/repose.pc' -print | head -n 1)"
+[[ -n "$pc_file" ]] || die "no pkgconfig/repose.pc installed under $prefix"
+pc_dir="$(dirname "$pc_file")"
+libdir="$(dirname "$pc_dir")"
+echo "run.sh: libdir $libdir"
+ls -l "$libdir"
+[[ -f "$prefix/include/repose/geometry.h" ]] || die "include/repose/geometry.h not installed"
+[[ -f "$libdir/cmake/repose/reposeConfig.cmake" ]] || die "cmake/repose/reposeConfig.cmake not installed in $libdir"
+
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# Checks that the consumer resolves librepose from the prefix (when ldd exists).
+check_linked_lib() {
+    if command -v ldd >/dev/null 2>&1; then
+        local line
+        line="$(ldd "$1" | grep 'librepose\.so' || true)"
+        echo "run.sh: $line"
+        [[ "$line" == *"$libdir/"* ]] || die "$1 does not load librepose from $libdir"
+    fi
+}
+
+# ---- (a) pkg-config -------------------------------------------------------
+step "(a) consumer via pkg-config"
+export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+echo "+ cat $pc_file"
+cat "$pc_file"
+run pkg-config --modversion repose
+pc_libdir="$(pkg-config --variable=libdir repose)"
+pc_incdir="$(pkg-config --variable=includedir repose)"
+# The .pc file must point into the prefix it was installed to, not into the
+# configure-time CMAKE_INSTALL_PREFIX.
+[[ "$(cd "$pc_libdir" 2>/dev/null && pwd -P)" == "$(cd "$libdir" && pwd -P)" ]] ||
+    die "repose.pc libdir='$pc_libdir' is not the installed libdir '$libdir' (pkg-config file not relocatable to --prefix)"
+[[ "$(cd "$pc_incdir" 2>/dev/null && pwd -P)" == "$(cd "$prefix/include" && pwd -P)" ]] ||
+    die "repose.pc includedir='$pc_incdir' is not '$prefix/include' (pkg-config file not relocatable to --prefix)"
+pc_flags="$(pkg-config --cflags --libs repose)"
+read -r -a pc_flag_arr <<<"$pc_flags"
+mkdir -p "$scratch/build-pkgconfig"
+exe_a="$scratch/build-pkgconfig/consumer"
+run "$cc" -std=c11 -Wall -Wextra -Werror "${san_flags[@]}" \
+    "$here/consumer.c" -o "$exe_a" "${pc_flag_arr[@]}"
+check_linked_lib "$exe_a"
+run "$exe_a"
+
+# ---- (b) CMake find_package -------------------------------------------------
+step "(b) consumer via find_package(repose)"
+build_b="$scratch/build-cmake"
+cmake_args=(-S "$here" -B "$build_b"
+    -DCMAKE_C_COMPILER="$cc"
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DCMAKE_PREFIX_PATH="$prefix"
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+if [[ ${#san_flags[@]} -gt 0 ]]; then
+    cmake_args+=(-DCMAKE_C_FLAGS="${san_flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san_flags[*]}")
+fi
+run "$cmake_bin" "${cmake_args[@]}"
+found_dir="$(sed -n 's/^repose_DIR:PATH=//p' "$build_b/CMakeCache.txt")"
+echo "run.sh: repose_DIR=$found_dir"
+[[ "$found_dir" == "$prefix/"* ]] || die "find_package(repose) found '$found_dir', not the package in $prefix"
+run "$cmake_bin" --build "$build_b"
+exe_b="$build_b/consumer"
+[[ -x "$exe_b" ]] || die "$exe_b was not built"
+check_linked_lib "$exe_b"
+run "$exe_b"
+
+step "install test passed (pkg-config and find_package)"
