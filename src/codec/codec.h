@@ -1,0 +1,174 @@
+/*
+ * JSON codec for the daemon: decoding request values (cJSON trees) into
+ * geometry types with path-precise errors, a direct JSON writer for replies,
+ * and a pre-scan that checks nesting depth and UTF-8 before cJSON sees a line.
+ *
+ * Only the server links this; the geometry core and the scene store know
+ * nothing of JSON.
+ *
+ * Paths: every decoder takes the path of the value it is given, written the
+ * way clients see it ("params.shapes.post.capsule.radius",
+ * "params.frames[3].rotation.w"), and on failure fills rp_codec_err with the
+ * path of the offending value and a short reason ("must be finite and >= 0").
+ */
+#ifndef REPOSE_CODEC_H
+#define REPOSE_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "repose/geometry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest path and reason kept; longer ones are truncated (still useful). */
+#define RP_CODEC_PATH_MAX 256
+#define RP_CODEC_REASON_MAX 160
+
+/* Names: 1..128 chars.  Scene and model names use [A-Za-z0-9_.-] and may
+ * not start with '.'; shape and link ids use [A-Za-z0-9_.:/-]. */
+#define RP_NAME_MAX 128
+
+/* Tolerance for unit quaternions and rotation matrices (absolute, on
+ * unit-scale quantities), as in the protocol. */
+#define RP_CODEC_ROTATION_TOL 1e-6
+
+typedef struct rp_codec_err {
+    char path[RP_CODEC_PATH_MAX];     /* e.g. "params.shapes.post.capsule.radius" */
+    char reason[RP_CODEC_REASON_MAX]; /* e.g. "must be finite and >= 0" */
+} rp_codec_err;
+
+/* Sets err->path to `path` and err->reason to the formatted reason; returns
+ * false so decoders can `return rp_codec_fail(...)`. */
+bool rp_codec_fail(rp_codec_err *err, const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Appends ".key" (object member) or "[index]" (array element) to a path,
+ * writing into dst (RP_CODEC_PATH_MAX bytes).  Returns dst. */
+char *rp_codec_path_key(char *dst, const char *path, const char *key);
+char *rp_codec_path_index(char *dst, const char *path, size_t index);
+
+/* ---- decoders: return true on success; on failure fill err, return false,
+ * and leave *out unspecified.  `j` may be NULL (member missing): decoders
+ * report "is required". ------------------------------------------------- */
+
+/* [x, y, z], each a finite number. */
+bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err *err);
+
+/* {"sphere": {"center": vec3, "radius": r}} or
+ * {"capsule": {"a": vec3, "b": vec3, "radius": r}}: exactly one key at the
+ * outer level, no unknown or duplicate keys anywhere, r finite and >= 0. */
+bool rp_codec_shape(const cJSON *j, const char *path, rp_shape *out, rp_codec_err *err);
+
+/* {"translation": vec3?, "rotation": {"w","x","y","z"}?} (quaternion must
+ * have norm within 1e-6 of 1; it is then normalised) or
+ * {"matrix": [[r00,r01,r02,tx],[r10,r11,r12,ty],[r20,r21,r22,tz]]} with an
+ * optional 4th row [0,0,0,1]; rotation orthonormal with det +1 within 1e-6.
+ * Missing parts are identity. */
+bool rp_codec_pose(const cJSON *j, const char *path, rp_transform *out, rp_codec_err *err);
+
+/* Scene/model name and shape/link id validation (strings). *out points
+ * into the cJSON tree. */
+bool rp_codec_name(const cJSON *j, const char *path, const char **out, rp_codec_err *err);
+bool rp_codec_id(const cJSON *j, const char *path, const char **out, rp_codec_err *err);
+bool rp_codec_valid_name(const char *s);
+bool rp_codec_valid_id(const char *s);
+
+/* A finite number; a finite number >= 0; a boolean; a non-negative integer
+ * that a double represents exactly (<= 2^53). */
+bool rp_codec_number(const cJSON *j, const char *path, double *out, rp_codec_err *err);
+bool rp_codec_nonneg(const cJSON *j, const char *path, double *out, rp_codec_err *err);
+bool rp_codec_bool(const cJSON *j, const char *path, bool *out, rp_codec_err *err);
+bool rp_codec_uint(const cJSON *j, const char *path, uint64_t *out, rp_codec_err *err);
+/* A string ("must be a string"); *out points into the cJSON tree.  (Added
+ * for params like "report" and "token".) */
+bool rp_codec_string(const cJSON *j, const char *path, const char **out, rp_codec_err *err);
+
+/* Checks that object `j` (at `path`) is an object whose member names are all
+ * in the NULL-terminated list `allowed`, each at most once.  Reports
+ * "must be an object", "unknown key" (path = path.key) or "duplicate key". */
+bool rp_codec_object_keys(const cJSON *j, const char *path, const char *const *allowed,
+                          rp_codec_err *err);
+
+/* Checks that object `j` (a map of any size, e.g. "shapes": {id: shape})
+ * names no member twice: O(n), with a temporary hash table for more than 16
+ * members.  RP_OK; RP_ERR_INVALID_ARG with err filled ("must be an object",
+ * or "duplicate key" at path.key of the second occurrence); RP_ERR_NOMEM
+ * when the table cannot be allocated (err untouched).  cJSON keeps
+ * duplicate members, so without this the last or first one would silently
+ * win.  (Added.) */
+rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err *err);
+
+/* ---- pre-scan ------------------------------------------------------------ */
+
+typedef enum rp_scan_result {
+    RP_SCAN_OK,
+    RP_SCAN_TOO_DEEP,  /* nesting deeper than max_depth (outermost bracket counts as 1) */
+    RP_SCAN_BAD_UTF8   /* invalid UTF-8 anywhere in the line (offset set) */
+} rp_scan_result;
+
+/* One pass over a request line: validates UTF-8 (overlongs, surrogates and
+ * code points > U+10FFFF are invalid) and measures bracket depth outside
+ * strings.  Does not otherwise validate JSON (cJSON does).  *offset gets the
+ * byte offset of the problem. */
+rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_t *offset);
+
+/* ---- writer -------------------------------------------------------------- */
+
+/* A growable output buffer with JSON helpers that insert commas
+ * automatically.  Nesting up to RP_JW_MAX_DEPTH.  On allocation failure
+ * `oom` is set and further writes are ignored; the caller checks it once. */
+#define RP_JW_MAX_DEPTH 64
+
+typedef struct rp_jw {
+    char *buf;          /* owned; NUL-terminated when len > 0 */
+    size_t len, cap;
+    bool oom;
+    int depth;
+    bool need_comma[RP_JW_MAX_DEPTH + 1]; /* per open container: next item needs ',' */
+    bool after_key;     /* a key was just written; the value follows without ',' */
+} rp_jw;
+
+void rp_jw_init(rp_jw *w);
+void rp_jw_free(rp_jw *w);           /* frees buf; rp_jw_free(NULL) is a no-op */
+void rp_jw_reset(rp_jw *w);          /* len = 0, keeps the allocation */
+/* Reserve capacity for n more bytes; false (and oom) when impossible. */
+bool rp_jw_reserve(rp_jw *w, size_t n);
+
+void rp_jw_raw(rp_jw *w, const char *s, size_t n);   /* verbatim, no comma logic */
+void rp_jw_object_begin(rp_jw *w);
+void rp_jw_object_end(rp_jw *w);
+void rp_jw_array_begin(rp_jw *w);
+void rp_jw_array_end(rp_jw *w);
+void rp_jw_key(rp_jw *w, const char *key);           /* escaped */
+void rp_jw_string(rp_jw *w, const char *s);          /* escaped, UTF-8 passed through */
+void rp_jw_string_n(rp_jw *w, const char *s, size_t n);
+/* Shortest decimal that parses back to the same double; non-finite -> null. */
+void rp_jw_double(rp_jw *w, double x);
+void rp_jw_int(rp_jw *w, int64_t x);
+void rp_jw_uint(rp_jw *w, uint64_t x);
+void rp_jw_bool(rp_jw *w, bool b);
+void rp_jw_null(rp_jw *w);
+/* A pre-serialised JSON value (e.g. a request id printed by cJSON). */
+void rp_jw_value_raw(rp_jw *w, const char *json, size_t n);
+void rp_jw_vec3(rp_jw *w, rp_vec3 v);                /* [x,y,z] */
+void rp_jw_shape(rp_jw *w, const rp_shape *s);       /* the protocol's shape object */
+/* Writes a cJSON value (used to echo request ids). */
+void rp_jw_cjson(rp_jw *w, const cJSON *j);
+
+/* Formats the shortest round-trip representation of a finite double into
+ * buf (at least 32 bytes); returns the length. */
+size_t rp_format_double(char *buf, double x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REPOSE_CODEC_H */

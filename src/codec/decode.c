@@ -1,0 +1,525 @@
+/*
+ * Decoding request values (cJSON trees) into geometry types, with the path
+ * of the offending value and a short reason on failure.
+ *
+ * The server calls these while it validates params; nothing here allocates
+ * (except rp_codec_object_unique's table for large maps) and nothing keeps
+ * pointers beyond what the caller passes in.  Paths are built only as deep
+ * as needed: a decoder appends ".key" or "[i]" to the path it was given when
+ * it descends, which costs a short copy per level.
+ */
+#include "codec/codec.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every decoder's reason strings, in one place so tests and docs agree. */
+#define R_REQUIRED "is required"
+#define R_NUMBER "must be a number"
+#define R_FINITE "must be finite"
+#define R_NONNEG "must be finite and >= 0"
+#define R_UINT "must be a non-negative integer"
+#define R_BOOL "must be a boolean"
+#define R_STRING "must be a string"
+#define R_OBJECT "must be an object"
+#define R_VEC3 "must be an array of 3 numbers"
+#define R_UNKNOWN "unknown key"
+#define R_DUPLICATE "duplicate key"
+#define R_SHAPE_ONE "must have exactly one of sphere, capsule"
+#define R_POSE_MIX "must have either matrix or translation/rotation, not both"
+#define R_QUAT_NORM "quaternion norm must be within 1e-6 of 1"
+#define R_MATRIX "must be an array of 3 or 4 rows"
+#define R_MATRIX_ROW "must be an array of 4 numbers"
+#define R_MATRIX_LAST "must be [0,0,0,1]"
+#define R_ROTATION "rotation must be orthonormal with det +1"
+#define R_NAME "must be 1-128 characters of [A-Za-z0-9_.-], not starting with '.'"
+#define R_ID "must be 1-128 characters of [A-Za-z0-9_.:/-]"
+
+/* ---- errors and paths ------------------------------------------------- */
+
+/* Length of s[0..n) after dropping a UTF-8 sequence that truncation cut in
+ * half, so that a truncated path or reason is still valid UTF-8 (it ends up
+ * in a JSON reply). */
+static size_t utf8_trim(const char *s, size_t n)
+{
+    size_t i = n, back = 0;
+    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0)
+        return back ? 0 : n;
+    unsigned char lead = (unsigned char)s[i - 1];
+    if (lead < 0x80)
+        return n;
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return back + 1 == want ? n : i - 1;
+}
+
+/* Copies src into dst (cap bytes, cap >= 1) and NUL-terminates, truncating
+ * at a character boundary.  dst and src may overlap. */
+static void copy_trunc(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = utf8_trim(src, cap - 1);
+    memmove(dst, src, n);
+    dst[n] = '\0';
+}
+
+bool rp_codec_fail(rp_codec_err *err, const char *path, const char *fmt, ...)
+{
+    if (!err)
+        return false;
+    copy_trunc(err->path, sizeof err->path, path ? path : "");
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err->reason, sizeof err->reason, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        err->reason[0] = '\0';
+    else if ((size_t)n >= sizeof err->reason)
+        err->reason[utf8_trim(err->reason, sizeof err->reason - 1)] = '\0';
+    return false;
+}
+
+/* Appends sep (0 for none), then s[0..n), to the path in dst[0..len),
+ * truncating at RP_CODEC_PATH_MAX - 1 bytes. */
+static char *path_append(char *dst, size_t len, char sep, const char *s, size_t n)
+{
+    const size_t cap = RP_CODEC_PATH_MAX - 1;
+    if (sep && len < cap)
+        dst[len++] = sep;
+    if (n > cap - len)
+        n = utf8_trim(s, cap - len);
+    memmove(dst + len, s, n);
+    dst[len + n] = '\0';
+    return dst;
+}
+
+/* Copies path into dst (they may be the same buffer) and returns its length. */
+static size_t path_base(char *dst, const char *path)
+{
+    if (!path)
+        path = "";
+    size_t len = strlen(path);
+    if (len > RP_CODEC_PATH_MAX - 1)
+        len = utf8_trim(path, RP_CODEC_PATH_MAX - 1);
+    if (dst != path)
+        memmove(dst, path, len);
+    dst[len] = '\0';
+    return len;
+}
+
+char *rp_codec_path_key(char *dst, const char *path, const char *key)
+{
+    size_t len = path_base(dst, path);
+    return path_append(dst, len, len ? '.' : 0, key, strlen(key));
+}
+
+char *rp_codec_path_index(char *dst, const char *path, size_t index)
+{
+    char num[24];
+    size_t n = sizeof num;
+    num[--n] = ']';
+    do {
+        num[--n] = (char)('0' + index % 10);
+        index /= 10;
+    } while (index);
+    num[--n] = '[';
+    size_t len = path_base(dst, path);
+    return path_append(dst, len, 0, num + n, sizeof num - n);
+}
+
+/* ---- scalars --------------------------------------------------------- */
+
+bool rp_codec_number(const cJSON *j, const char *path, double *out, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    if (!cJSON_IsNumber(j))
+        return rp_codec_fail(err, path, R_NUMBER);
+    /* cJSON turns 1e400 into inf; JSON has no NaN, but be safe. */
+    if (!isfinite(j->valuedouble))
+        return rp_codec_fail(err, path, R_FINITE);
+    *out = j->valuedouble;
+    return true;
+}
+
+bool rp_codec_nonneg(const cJSON *j, const char *path, double *out, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    if (!cJSON_IsNumber(j))
+        return rp_codec_fail(err, path, R_NUMBER);
+    double x = j->valuedouble;
+    if (!(isfinite(x) && x >= 0))
+        return rp_codec_fail(err, path, R_NONNEG);
+    /* -0 is accepted as 0 and stored as +0, so it never prints as "-0". */
+    *out = x == 0 ? 0.0 : x;
+    return true;
+}
+
+bool rp_codec_bool(const cJSON *j, const char *path, bool *out, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    if (!cJSON_IsBool(j))
+        return rp_codec_fail(err, path, R_BOOL);
+    *out = cJSON_IsTrue(j);
+    return true;
+}
+
+bool rp_codec_uint(const cJSON *j, const char *path, uint64_t *out, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    if (!cJSON_IsNumber(j))
+        return rp_codec_fail(err, path, R_UINT);
+    double x = j->valuedouble;
+    /* 2^53: above it a double no longer holds every integer, so the value
+     * the client wrote may not be the one we read. */
+    if (!(x >= 0 && x <= 9007199254740992.0 && x == floor(x)))
+        return rp_codec_fail(err, path, R_UINT);
+    *out = (uint64_t)x;
+    return true;
+}
+
+bool rp_codec_string(const cJSON *j, const char *path, const char **out, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    if (!cJSON_IsString(j) || !j->valuestring)
+        return rp_codec_fail(err, path, R_STRING);
+    *out = j->valuestring;
+    return true;
+}
+
+/* ---- names and ids --------------------------------------------------- */
+
+/* Bit 1: allowed in names; bit 2: allowed in ids. */
+static const unsigned char name_chars[128] = {
+    ['-'] = 3, ['.'] = 3, ['_'] = 3, [':'] = 2, ['/'] = 2,
+    ['0'] = 3, ['1'] = 3, ['2'] = 3, ['3'] = 3, ['4'] = 3,
+    ['5'] = 3, ['6'] = 3, ['7'] = 3, ['8'] = 3, ['9'] = 3,
+    ['A'] = 3, ['B'] = 3, ['C'] = 3, ['D'] = 3, ['E'] = 3, ['F'] = 3, ['G'] = 3,
+    ['H'] = 3, ['I'] = 3, ['J'] = 3, ['K'] = 3, ['L'] = 3, ['M'] = 3, ['N'] = 3,
+    ['O'] = 3, ['P'] = 3, ['Q'] = 3, ['R'] = 3, ['S'] = 3, ['T'] = 3, ['U'] = 3,
+    ['V'] = 3, ['W'] = 3, ['X'] = 3, ['Y'] = 3, ['Z'] = 3,
+    ['a'] = 3, ['b'] = 3, ['c'] = 3, ['d'] = 3, ['e'] = 3, ['f'] = 3, ['g'] = 3,
+    ['h'] = 3, ['i'] = 3, ['j'] = 3, ['k'] = 3, ['l'] = 3, ['m'] = 3, ['n'] = 3,
+    ['o'] = 3, ['p'] = 3, ['q'] = 3, ['r'] = 3, ['s'] = 3, ['t'] = 3, ['u'] = 3,
+    ['v'] = 3, ['w'] = 3, ['x'] = 3, ['y'] = 3, ['z'] = 3,
+};
+
+static bool valid_chars(const char *s, unsigned char bit)
+{
+    if (!s)
+        return false;
+    size_t i = 0;
+    for (; s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (i >= RP_NAME_MAX || c >= 128 || !(name_chars[c] & bit))
+            return false;
+    }
+    return i > 0;
+}
+
+bool rp_codec_valid_name(const char *s)
+{
+    return valid_chars(s, 1) && s[0] != '.';
+}
+
+bool rp_codec_valid_id(const char *s)
+{
+    return valid_chars(s, 2);
+}
+
+bool rp_codec_name(const cJSON *j, const char *path, const char **out, rp_codec_err *err)
+{
+    if (!rp_codec_string(j, path, out, err))
+        return false;
+    if (!rp_codec_valid_name(*out))
+        return rp_codec_fail(err, path, R_NAME);
+    return true;
+}
+
+bool rp_codec_id(const cJSON *j, const char *path, const char **out, rp_codec_err *err)
+{
+    if (!rp_codec_string(j, path, out, err))
+        return false;
+    if (!rp_codec_valid_id(*out))
+        return rp_codec_fail(err, path, R_ID);
+    return true;
+}
+
+/* ---- objects ----------------------------------------------------------- */
+
+/* Checks that j is an object whose members are all named in `allowed`
+ * (NULL-terminated), each at most once, and stores member i's value in
+ * found[i] (NULL when absent; found may be NULL).  Stops at the first
+ * unknown or repeated key, so it looks at no more than |allowed| + 1
+ * members however large the object is. */
+static bool collect(const cJSON *j, const char *path, const char *const *allowed,
+                    const cJSON **found, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    if (!cJSON_IsObject(j))
+        return rp_codec_fail(err, path, R_OBJECT);
+    size_t n = 0;
+    while (allowed[n])
+        n++;
+    if (found)
+        for (size_t i = 0; i < n; i++)
+            found[i] = NULL;
+    uint64_t seen = 0;
+    for (const cJSON *c = j->child; c; c = c->next) {
+        const char *key = c->string ? c->string : "";
+        size_t i = 0;
+        while (i < n && strcmp(allowed[i], key) != 0)
+            i++;
+        char p[RP_CODEC_PATH_MAX];
+        if (i == n)
+            return rp_codec_fail(err, rp_codec_path_key(p, path, key), R_UNKNOWN);
+        bool dup;
+        if (i < 64) {
+            dup = seen & ((uint64_t)1 << i);
+            seen |= (uint64_t)1 << i;
+        } else {
+            dup = false;
+            for (const cJSON *d = j->child; d != c && !dup; d = d->next)
+                dup = d->string && strcmp(d->string, key) == 0;
+        }
+        if (dup)
+            return rp_codec_fail(err, rp_codec_path_key(p, path, key), R_DUPLICATE);
+        if (found)
+            found[i] = c;
+    }
+    return true;
+}
+
+bool rp_codec_object_keys(const cJSON *j, const char *path, const char *const *allowed,
+                          rp_codec_err *err)
+{
+    return collect(j, path, allowed, NULL, err);
+}
+
+/* FNV-1a; member names are short and this runs once per key. */
+static size_t hash_str(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 32));
+}
+
+rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err *err)
+{
+    if (!cJSON_IsObject(j)) {
+        rp_codec_fail(err, path, R_OBJECT);
+        return RP_ERR_INVALID_ARG;
+    }
+    size_t n = 0;
+    for (const cJSON *c = j->child; c; c = c->next)
+        n++;
+    char p[RP_CODEC_PATH_MAX];
+    if (n <= 16) { /* small maps: pairwise is cheaper than a table */
+        for (const cJSON *c = j->child; c; c = c->next)
+            for (const cJSON *d = j->child; d != c; d = d->next)
+                if (strcmp(c->string ? c->string : "", d->string ? d->string : "") == 0) {
+                    rp_codec_fail(err, rp_codec_path_key(p, path, c->string ? c->string : ""),
+                                  R_DUPLICATE);
+                    return RP_ERR_INVALID_ARG;
+                }
+        return RP_OK;
+    }
+    size_t cap = 32;
+    while (cap < 2 * n)
+        cap *= 2;
+    const char **slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return RP_ERR_NOMEM;
+    rp_status st = RP_OK;
+    for (const cJSON *c = j->child; c && st == RP_OK; c = c->next) {
+        const char *key = c->string ? c->string : "";
+        size_t i = hash_str(key) & (cap - 1);
+        while (slots[i] && strcmp(slots[i], key) != 0)
+            i = (i + 1) & (cap - 1);
+        if (slots[i]) {
+            rp_codec_fail(err, rp_codec_path_key(p, path, key), R_DUPLICATE);
+            st = RP_ERR_INVALID_ARG;
+        }
+        slots[i] = key;
+    }
+    free(slots);
+    return st;
+}
+
+/* ---- geometry values ------------------------------------------------- */
+
+bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err *err)
+{
+    if (!j)
+        return rp_codec_fail(err, path, R_REQUIRED);
+    const cJSON *e[3];
+    const cJSON *c = cJSON_IsArray(j) ? j->child : NULL;
+    int n = 0;
+    for (; c && n < 4; c = c->next, n++)
+        if (n < 3)
+            e[n] = c;
+    if (!cJSON_IsArray(j) || n != 3)
+        return rp_codec_fail(err, path, R_VEC3);
+    double v[3];
+    for (int i = 0; i < 3; i++) {
+        if (!cJSON_IsNumber(e[i]) || !isfinite(e[i]->valuedouble)) {
+            char p[RP_CODEC_PATH_MAX];
+            return rp_codec_number(e[i], rp_codec_path_index(p, path, (size_t)i), &v[i], err);
+        }
+        v[i] = e[i]->valuedouble;
+    }
+    out->x = v[0];
+    out->y = v[1];
+    out->z = v[2];
+    return true;
+}
+
+static const char *const sphere_keys[] = {"center", "radius", NULL};
+static const char *const capsule_keys[] = {"a", "b", "radius", NULL};
+static const char *const shape_keys[] = {"sphere", "capsule", NULL};
+
+/* Reports a geometry-core rejection that the checks above should have
+ * caught first; kept so that a stricter core never lets a shape through. */
+static bool status_fail(rp_status st, const char *path, rp_codec_err *err)
+{
+    return rp_codec_fail(err, path, "%s", rp_status_str(st));
+}
+
+bool rp_codec_shape(const cJSON *j, const char *path, rp_shape *out, rp_codec_err *err)
+{
+    const cJSON *kind[2];
+    if (!collect(j, path, shape_keys, kind, err))
+        return false;
+    if ((kind[0] == NULL) == (kind[1] == NULL))
+        return rp_codec_fail(err, path, R_SHAPE_ONE);
+
+    char base[RP_CODEC_PATH_MAX], p[RP_CODEC_PATH_MAX];
+    if (kind[0]) {
+        const cJSON *m[2];
+        rp_vec3 center = {0, 0, 0};
+        double r = 0;
+        rp_codec_path_key(base, path, "sphere");
+        if (!collect(kind[0], base, sphere_keys, m, err) ||
+            !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "center"), &center, err) ||
+            !rp_codec_nonneg(m[1], rp_codec_path_key(p, base, "radius"), &r, err))
+            return false;
+        rp_sphere s;
+        rp_status st = rp_sphere_new(center, r, &s);
+        if (st)
+            return status_fail(st, base, err);
+        *out = rp_shape_from_sphere(s);
+    } else {
+        const cJSON *m[3];
+        rp_vec3 a = {0, 0, 0}, b = {0, 0, 0};
+        double r = 0;
+        rp_codec_path_key(base, path, "capsule");
+        if (!collect(kind[1], base, capsule_keys, m, err) ||
+            !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "a"), &a, err) ||
+            !rp_codec_vec3(m[1], rp_codec_path_key(p, base, "b"), &b, err) ||
+            !rp_codec_nonneg(m[2], rp_codec_path_key(p, base, "radius"), &r, err))
+            return false;
+        rp_capsule c;
+        rp_status st = rp_capsule_new(a, b, r, &c);
+        if (st)
+            return status_fail(st, base, err);
+        *out = rp_shape_from_capsule(c);
+    }
+    return true;
+}
+
+static const char *const pose_keys[] = {"translation", "rotation", "matrix", NULL};
+static const char *const quat_keys[] = {"w", "x", "y", "z", NULL};
+
+/* {"w","x","y","z"} at `path`: each a finite number, norm within 1e-6 of 1
+ * (absolute, on the norm itself, not its square).  Returns the components
+ * unnormalised; rp_transform_from_quaternion normalises. */
+static bool decode_quaternion(const cJSON *j, const char *path, double q[4], rp_codec_err *err)
+{
+    const cJSON *m[4];
+    if (!collect(j, path, quat_keys, m, err))
+        return false;
+    char p[RP_CODEC_PATH_MAX];
+    for (int i = 0; i < 4; i++)
+        if (!rp_codec_number(m[i], rp_codec_path_key(p, path, quat_keys[i]), &q[i], err))
+            return false;
+    double norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    if (!(fabs(norm - 1.0) <= RP_CODEC_ROTATION_TOL))
+        return rp_codec_fail(err, path, R_QUAT_NORM);
+    return true;
+}
+
+/* [[r00,r01,r02,tx],[r10,r11,r12,ty],[r20,r21,r22,tz]] with an optional
+ * exact [0,0,0,1] row; the rotation is checked by rp_transform_validate
+ * (orthonormal with det +1 within 1e-6) and kept as given. */
+static bool decode_matrix(const cJSON *j, const char *path, rp_transform *out, rp_codec_err *err)
+{
+    const cJSON *rows[4];
+    int n = 0;
+    const cJSON *c = cJSON_IsArray(j) ? j->child : NULL;
+    for (; c && n < 5; c = c->next, n++)
+        if (n < 4)
+            rows[n] = c;
+    if (!cJSON_IsArray(j) || n < 3 || n > 4)
+        return rp_codec_fail(err, path, R_MATRIX);
+
+    char rp[RP_CODEC_PATH_MAX], p[RP_CODEC_PATH_MAX];
+    double v[4][4];
+    for (int i = 0; i < n; i++) {
+        rp_codec_path_index(rp, path, (size_t)i);
+        int k = 0;
+        const cJSON *e = cJSON_IsArray(rows[i]) ? rows[i]->child : NULL;
+        for (; e && k < 5; e = e->next, k++)
+            if (k < 4 && !rp_codec_number(e, rp_codec_path_index(p, rp, (size_t)k), &v[i][k], err))
+                return false;
+        if (!cJSON_IsArray(rows[i]) || k != 4)
+            return rp_codec_fail(err, rp, R_MATRIX_ROW);
+    }
+    if (n == 4 && !(v[3][0] == 0 && v[3][1] == 0 && v[3][2] == 0 && v[3][3] == 1))
+        return rp_codec_fail(err, rp_codec_path_index(p, path, 3), R_MATRIX_LAST);
+
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++)
+            out->r[i][k] = v[i][k];
+    out->t.x = v[0][3];
+    out->t.y = v[1][3];
+    out->t.z = v[2][3];
+    if (rp_transform_validate(out) != RP_OK)
+        return rp_codec_fail(err, path, R_ROTATION);
+    return true;
+}
+
+bool rp_codec_pose(const cJSON *j, const char *path, rp_transform *out, rp_codec_err *err)
+{
+    const cJSON *m[3];
+    if (!collect(j, path, pose_keys, m, err))
+        return false;
+    char p[RP_CODEC_PATH_MAX];
+    if (m[2]) {
+        if (m[0] || m[1])
+            return rp_codec_fail(err, path, R_POSE_MIX);
+        return decode_matrix(m[2], rp_codec_path_key(p, path, "matrix"), out, err);
+    }
+    rp_vec3 t = {0, 0, 0};
+    double q[4] = {1, 0, 0, 0};
+    if (m[0] && !rp_codec_vec3(m[0], rp_codec_path_key(p, path, "translation"), &t, err))
+        return false;
+    if (m[1] && !decode_quaternion(m[1], rp_codec_path_key(p, path, "rotation"), q, err))
+        return false;
+    rp_status st = rp_transform_from_quaternion(t, q[0], q[1], q[2], q[3], out);
+    if (st)
+        return status_fail(st, path, err);
+    return true;
+}

@@ -1,0 +1,114 @@
+/*
+ * The pre-scan: one pass over a request line before cJSON sees it.
+ *
+ * cJSON recurses once per nesting level and accepts any bytes inside
+ * strings, so the server runs this first: it bounds the nesting depth (a
+ * line of 10 MB of '[' must not reach the parser) and rejects invalid UTF-8
+ * (overlong forms, surrogates, code points above U+10FFFF, truncated or
+ * stray bytes), so everything echoed back in a reply is valid UTF-8.
+ * Brackets inside strings do not count; string state follows '"' and
+ * backslash escapes.  Anything else about JSON syntax is cJSON's job.
+ */
+#include "codec/codec.h"
+
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence starting at p[0] (a byte >= 0x80),
+ * or 0 when it is invalid or cut off by the end of the buffer (n bytes
+ * left).  Follows the well-formed byte sequences of Unicode table 3-7. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c < 0xC2) /* continuation byte, or the overlong C0/C1 leads */
+        return 0;
+    if (c < 0xE0)
+        return n >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c < 0xF0) {
+        if (n < 3)
+            return 0;
+        /* E0 needs A0..BF (no overlongs), ED needs 80..9F (no surrogates). */
+        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c < 0xF5) {
+        if (n < 4)
+            return 0;
+        /* F0 needs 90..BF (no overlongs), F4 needs 80..8F (<= U+10FFFF). */
+        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4
+                                                                                       : 0;
+    }
+    return 0;
+}
+
+/* Eight bytes at once: true when none is '"', '\' or >= 0x80, i.e. the whole
+ * word is plain string content.  A byte b is zero in (x - 0x01..) & ~x & 0x80..
+ * exactly when some byte of x is zero, which is all this needs. */
+static inline bool plain8(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+    uint64_t zero = ((q - ones) & ~q) | ((b - ones) & ~b);
+    return ((zero | x) & high) == 0;
+}
+
+rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_t *offset)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t i = 0;
+    long depth = 0;
+    bool in_string = false;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            size_t n = utf8_seq(p + i, len - i);
+            if (n == 0) {
+                if (offset)
+                    *offset = i;
+                return RP_SCAN_BAD_UTF8;
+            }
+            i += n;
+            continue;
+        }
+        if (in_string) {
+            if (c == '"') {
+                in_string = false;
+            } else if (c == '\\') {
+                /* Skip the escaped byte unless it is the start of a UTF-8
+                 * sequence, which still has to be validated. */
+                if (i + 1 < len && p[i + 1] < 0x80)
+                    i++;
+            } else {
+                while (i + 9 <= len && plain8(p + i + 1))
+                    i += 8;
+            }
+            i++;
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_string = true;
+            break;
+        case '[':
+        case '{':
+            if (++depth > max_depth) {
+                if (offset)
+                    *offset = i;
+                return RP_SCAN_TOO_DEEP;
+            }
+            break;
+        case ']':
+        case '}':
+            /* Unbalanced closers are cJSON's to report. */
+            if (depth > 0)
+                depth--;
+            break;
+        default:
+            break;
+        }
+        i++;
+    }
+    return RP_SCAN_OK;
+}

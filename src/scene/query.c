@@ -1,0 +1,97 @@
+/*
+ * Scene queries: distance from query shapes to scene shapes, nearest pair,
+ * and the pairs below a threshold.  Brute force over the scene (or the
+ * requested subset).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scene_int.h"
+
+/* Total order used for ties: distance, then query index, then shape id. */
+static int pair_cmp(const rp_scene *sc, const rp_pair *a, const rp_pair *b)
+{
+    if (a->distance < b->distance)
+        return -1;
+    if (a->distance > b->distance)
+        return 1;
+    if (a->query != b->query)
+        return a->query < b->query ? -1 : 1;
+    return strcmp(sc->entries[a->shape].id, sc->entries[b->shape].id);
+}
+
+static bool push_pair(rp_query_result *r, rp_pair p)
+{
+    if (r->n_pairs == r->cap_pairs) {
+        size_t cap = r->cap_pairs ? r->cap_pairs * 2 : 16;
+        rp_pair *grown = realloc(r->pairs, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        r->pairs = grown;
+        r->cap_pairs = cap;
+    }
+    r->pairs[r->n_pairs++] = p;
+    return true;
+}
+
+/* Sorts pairs with pair_cmp: merge sort, because qsort cannot carry the
+ * scene as context and pair counts can be large. */
+static void merge_sort(const rp_scene *sc, rp_pair *a, rp_pair *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2;
+    merge_sort(sc, a, tmp, h);
+    merge_sort(sc, a + h, tmp, n - h);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = pair_cmp(sc, &a[j], &a[i]) < 0 ? a[j++] : a[i++];
+    while (i < h)
+        tmp[k++] = a[i++];
+    while (j < n)
+        tmp[k++] = a[j++];
+    memcpy(a, tmp, n * sizeof *a);
+}
+
+rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = q->subset ? q->n_subset : sc->count;
+    for (size_t qi = 0; qi < q->n_shapes; qi++) {
+        const rp_shape *qs = &q->shapes[qi];
+        for (size_t k = 0; k < n; k++) {
+            size_t e = q->subset ? q->subset[k] : k;
+            rp_pair p = {qi, e, rp_shape_signed_distance(qs, &sc->entries[e].shape)};
+            if (!out->has_min || pair_cmp(sc, &p, &out->nearest) < 0) {
+                out->nearest = p;
+                out->has_min = true;
+            }
+            if (q->collect && p.distance < q->threshold) {
+                if (!push_pair(out, p)) {
+                    rp_query_result_free(out);
+                    return RP_ERR_NOMEM;
+                }
+                if (q->first_only)
+                    return RP_OK;
+            }
+        }
+    }
+    if (out->n_pairs > 1) {
+        rp_pair *tmp = malloc(out->n_pairs * sizeof *tmp);
+        if (!tmp) {
+            rp_query_result_free(out);
+            return RP_ERR_NOMEM;
+        }
+        merge_sort(sc, out->pairs, tmp, out->n_pairs);
+        free(tmp);
+    }
+    return RP_OK;
+}
+
+void rp_query_result_free(rp_query_result *r)
+{
+    if (!r)
+        return;
+    free(r->pairs);
+    memset(r, 0, sizeof *r);
+}

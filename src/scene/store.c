@@ -1,0 +1,140 @@
+/*
+ * The store: scenes kept in an array sorted by name, so lookups are a binary
+ * search and scene.list needs no sorting.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scene_int.h"
+
+rp_store *rp_store_new(const rp_store_limits *limits)
+{
+    rp_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    if (limits)
+        st->limits = *limits;
+    if (st->limits.max_shapes_per_scene == 0)
+        st->limits.max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE;
+    st->bytes = sizeof *st;
+    return st;
+}
+
+void rp_store_free(rp_store *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < st->count; i++)
+        rp_scene_free_(st->scenes[i]);
+    free(st->scenes);
+    free(st);
+}
+
+rp_store_limits rp_store_get_limits(const rp_store *st) { return st->limits; }
+size_t rp_store_scene_count(const rp_store *st) { return st->count; }
+const rp_scene *rp_store_scene_at(const rp_store *st, size_t i) { return st->scenes[i]; }
+uint64_t rp_store_shape_count(const rp_store *st) { return st->shapes; }
+
+size_t rp_store_memory(const rp_store *st)
+{
+    return st->bytes + st->cap * sizeof *st->scenes;
+}
+
+/* Position of `name` in the sorted array, or where it would be inserted. */
+static size_t lower_bound(const rp_store *st, const char *name, bool *found)
+{
+    size_t lo = 0, hi = st->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(st->scenes[mid]->name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < st->count && strcmp(st->scenes[lo]->name, name) == 0;
+    return lo;
+}
+
+rp_scene *rp_store_find(const rp_store *st, const char *name)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    return found ? st->scenes[i] : NULL;
+}
+
+/* Builds a scene holding `shapes` at revision 1 and links it in at
+ * position i.  All or nothing. */
+static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_shape_put *shapes,
+                            size_t n, rp_scene **out)
+{
+    /* Build the scene first, then grow the list: a failure at either step
+     * leaves the store as it was (memory accounting included). */
+    rp_scene *sc = rp_scene_new_(st, name);
+    if (!sc)
+        return RP_ERR_NOMEM;
+    rp_status status = rp_scene_put(sc, shapes, n, NULL, NULL); /* revision 0 -> 1 */
+    if (status) {
+        rp_scene_free_(sc);
+        return status;
+    }
+    if (st->count == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 8;
+        rp_scene **grown = realloc(st->scenes, cap * sizeof *grown);
+        if (!grown) {
+            rp_scene_free_(sc);
+            return RP_ERR_NOMEM;
+        }
+        st->scenes = grown;
+        st->cap = cap;
+    }
+    memmove(&st->scenes[i + 1], &st->scenes[i], (st->count - i) * sizeof *st->scenes);
+    st->scenes[i] = sc;
+    st->count++;
+    if (out)
+        *out = sc;
+    return RP_OK;
+}
+
+rp_status rp_store_create(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                          rp_scene **out)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    if (found)
+        return RP_ERR_EXISTS;
+    return insert_new(st, i, name, shapes, n, out);
+}
+
+rp_status rp_store_delete(rp_store *st, const char *name)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    if (!found)
+        return RP_ERR_NOT_FOUND;
+    rp_scene_free_(st->scenes[i]);
+    memmove(&st->scenes[i], &st->scenes[i + 1], (st->count - i - 1) * sizeof *st->scenes);
+    st->count--;
+    return RP_OK;
+}
+
+rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                       const uint64_t *if_revision, bool create, rp_scene **out,
+                       uint64_t *actual_revision)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    if (found) {
+        if (out)
+            *out = st->scenes[i];
+        return rp_scene_put(st->scenes[i], shapes, n, if_revision, actual_revision);
+    }
+    if (!create)
+        return RP_ERR_NOT_FOUND;
+    /* A missing scene has revision 0 for compare-and-set purposes. */
+    if (if_revision && *if_revision != 0) {
+        if (actual_revision)
+            *actual_revision = 0;
+        return RP_ERR_REVISION;
+    }
+    return insert_new(st, i, name, shapes, n, out);
+}

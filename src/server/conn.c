@@ -1,0 +1,285 @@
+/*
+ * Client connections: read bytes into the framer, run complete lines through
+ * the JSON-RPC layer, and write the replies.  One code path serves TCP and
+ * Unix streams.
+ *
+ * Replies of all the lines found in one read are coalesced into one write.
+ * Backpressure: when a client's unsent replies pass write_pause_bytes, line
+ * processing and reading stop until the writes drain below half of that; a
+ * client whose backlog passes write_kill_bytes is disconnected.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "server.h"
+
+typedef struct write_req {
+    uv_write_t req;
+    rpd_conn *conn;
+    char *buf;
+    size_t len;
+} write_req;
+
+static void on_close(uv_handle_t *h);
+static void start_reading(rpd_conn *c);
+static void process_lines(rpd_conn *c);
+
+static size_t backlog(const rpd_conn *c)
+{
+    return c->inflight + c->out.len;
+}
+
+/* Closes now, dropping unsent replies. */
+void rpd_conn_close(rpd_conn *c)
+{
+    if (uv_is_closing(&c->h.handle))
+        return;
+    if (c->reading)
+        uv_read_stop(&c->h.stream);
+    c->reading = false;
+    uv_close(&c->h.handle, on_close);
+}
+
+static void close_if_done(rpd_conn *c)
+{
+    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused)
+        rpd_conn_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    write_req *wr = (write_req *)req;
+    rpd_conn *c = wr->conn;
+    c->inflight -= wr->len;
+    free(wr->buf);
+    free(wr);
+    if (status < 0) {
+        if (status != UV_ECANCELED)
+            rpd_log(RPD_LOG_DEBUG, "write failed: %s", uv_strerror(status));
+        rpd_conn_close(c);
+        return;
+    }
+    if (uv_is_closing(&c->h.handle))
+        return;
+    if (c->paused && backlog(c) < c->srv->core.limits.write_pause_bytes / 2) {
+        c->paused = false;
+        process_lines(c); /* may pause again, flushes, may close */
+        if (uv_is_closing(&c->h.handle))
+            return;
+        if (!c->paused && !c->eof && !c->closing)
+            start_reading(c);
+    }
+    close_if_done(c);
+}
+
+/* Hands the buffered replies to libuv (the buffer moves into the request,
+ * no copy). */
+static void flush(rpd_conn *c)
+{
+    if (c->out.len == 0 || uv_is_closing(&c->h.handle))
+        return;
+    if (c->out.oom) {
+        rpd_log(RPD_LOG_ERROR, "out of memory building replies; closing a connection");
+        rpd_conn_close(c);
+        return;
+    }
+    write_req *wr = malloc(sizeof *wr);
+    if (!wr) {
+        rpd_conn_close(c);
+        return;
+    }
+    wr->conn = c;
+    wr->buf = c->out.buf;
+    wr->len = c->out.len;
+    rp_jw_init(&c->out);
+    uv_buf_t b = uv_buf_init(wr->buf, (unsigned)wr->len);
+    c->inflight += wr->len;
+    int rc = uv_write(&wr->req, &c->h.stream, &b, 1, on_write);
+    if (rc < 0) {
+        c->inflight -= wr->len;
+        free(wr->buf);
+        free(wr);
+        rpd_conn_close(c);
+    }
+}
+
+/* Runs every complete buffered line unless backpressure says stop. */
+static void process_lines(rpd_conn *c)
+{
+    rpd_core *core = &c->srv->core;
+    while (!c->closing) {
+        if (backlog(c) >= core->limits.write_pause_bytes) {
+            c->paused = true;
+            if (c->reading) {
+                uv_read_stop(&c->h.stream);
+                c->reading = false;
+            }
+            break;
+        }
+        const char *line;
+        size_t len;
+        rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
+        if (st == RPD_FRAME_LINE) {
+            rpd_process_line(core, &c->session, line, len, &c->out);
+            continue;
+        }
+        if (st == RPD_FRAME_TOO_LONG) {
+            rpd_reply_line_too_long(core, &c->out);
+            rpd_log(RPD_LOG_DEBUG, "request line over %zu bytes; closing the connection",
+                    core->limits.max_request_bytes);
+            c->closing = true;
+            break;
+        }
+        /* RPD_FRAME_NEED_MORE: at end of stream, the unterminated tail is
+         * the last request. */
+        if (c->eof && rpd_framer_rest(&c->in, &line, &len))
+            rpd_process_line(core, &c->session, line, len, &c->out);
+        break;
+    }
+    if (backlog(c) > core->limits.write_kill_bytes) {
+        core->stats.limit_write_buffer++;
+        rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
+                backlog(c));
+        rpd_conn_close(c);
+        return;
+    }
+    if (c->closing && c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    flush(c);
+    close_if_done(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    rpd_conn *c = h->data;
+    size_t avail = 0;
+    char *p = rpd_framer_space(&c->in, RPD_READ_CHUNK, &avail);
+    *buf = uv_buf_init(p, p ? (unsigned)(avail > 0x7fffffff ? 0x7fffffff : avail) : 0);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    rpd_conn *c = s->data;
+    if (nread > 0) {
+        rpd_framer_commit(&c->in, (size_t)nread);
+        process_lines(c);
+        return;
+    }
+    if (nread == 0)
+        return; /* EAGAIN */
+    uv_read_stop(s);
+    c->reading = false;
+    if (nread == UV_EOF) {
+        c->eof = true;
+        process_lines(c);
+        return;
+    }
+    if (nread != UV_ECONNRESET)
+        rpd_log(RPD_LOG_DEBUG, "read failed: %s", uv_strerror((int)nread));
+    rpd_conn_close(c);
+}
+
+static void start_reading(rpd_conn *c)
+{
+    if (c->reading || uv_is_closing(&c->h.handle))
+        return;
+    int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc < 0) {
+        rpd_conn_close(c);
+        return;
+    }
+    c->reading = true;
+}
+
+void rpd_conn_finish(rpd_conn *c)
+{
+    if (uv_is_closing(&c->h.handle))
+        return;
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    c->closing = true;
+    c->paused = false;
+    flush(c);
+    close_if_done(c);
+}
+
+static void on_close(uv_handle_t *h)
+{
+    rpd_conn *c = h->data;
+    rpd_server *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    rpd_framer_free(&c->in);
+    rp_jw_free(&c->out);
+    free(c);
+    srv->core.stats.conn_current--;
+    rpd_server_conn_closed(srv);
+}
+
+void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
+{
+    rpd_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        rpd_log(RPD_LOG_ERROR, "out of memory accepting a connection");
+        return;
+    }
+    c->srv = srv;
+    c->session.is_tcp = is_tcp;
+    rpd_framer_init(&c->in, srv->core.limits.max_request_bytes);
+    rp_jw_init(&c->out);
+    int rc = is_tcp ? uv_tcp_init(srv->loop, &c->h.tcp) : uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    if (rc < 0) {
+        rpd_framer_free(&c->in);
+        free(c);
+        return;
+    }
+    c->h.handle.data = c;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->core.stats.conn_current++;
+    if (uv_accept(listener, &c->h.stream) < 0) {
+        rpd_conn_close(c);
+        return;
+    }
+    srv->core.stats.conn_total++;
+    if (is_tcp)
+        uv_tcp_nodelay(&c->h.tcp, 1);
+
+    if (srv->core.stats.conn_current > srv->core.limits.max_connections) {
+        /* Over the limit: tell the client why, then close. */
+        rpd_error e;
+        memset(&e, 0, sizeof e);
+        e.code = RPD_LIMIT_EXCEEDED;
+        e.data = RPD_DATA_LIMIT;
+        e.limit = "max_connections";
+        e.max = srv->core.limits.max_connections;
+        snprintf(e.message, sizeof e.message, "Limit exceeded: too many connections (max %zu)",
+                 srv->core.limits.max_connections);
+        srv->core.stats.conn_rejected++;
+        srv->core.stats.limit_connections++;
+        rpd_reply_error_line(&srv->core, &c->out, &e);
+        c->closing = true;
+        flush(c);
+        close_if_done(c);
+        return;
+    }
+    if (srv->stopping) {
+        rpd_conn_finish(c);
+        return;
+    }
+    start_reading(c);
+}

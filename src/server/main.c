@@ -1,0 +1,112 @@
+/* reposed: command line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "server.h"
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: reposed [options]\n"
+            "\n"
+            "Keeps named scenes of spheres and capsules in memory and answers distance\n"
+            "and margin queries over JSON-RPC 2.0 (one JSON object per line).\n"
+            "\n"
+            "  --unix PATH|none         Unix socket (default %s, mode 0660)\n"
+            "  --tcp HOST:PORT|none     TCP listener (default %s; port 0 = any free\n"
+            "                           port, printed at start)\n"
+            "  --max-connections N      concurrent clients (default %d)\n"
+            "  --max-request-bytes N    longest request line (default %u)\n"
+            "  --max-shapes N           shapes per scene (default %u)\n"
+            "  --log-level LEVEL        error, warn, info (default) or debug\n"
+            "  --help                   this text\n"
+            "  --version                print the version\n"
+            "\n"
+            "Planned, not in this version: --data-dir, --fsync, --token-file.\n"
+            "Stops on SIGTERM or SIGINT after flushing replies (at most 5 s).\n",
+            RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_DEFAULT_MAX_CONNECTIONS,
+            RPD_DEFAULT_MAX_REQUEST_BYTES, RP_DEFAULT_MAX_SHAPES_PER_SCENE);
+}
+
+/* Parses a positive decimal count; false on junk, zero or overflow. */
+static bool parse_count(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || end == s || s[0] == '-' || v == 0 || v > (unsigned long long)SIZE_MAX)
+        return false;
+    *out = (size_t)v;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    rpd_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.unix_path = RPD_DEFAULT_UNIX;
+    cfg.tcp = RPD_DEFAULT_TCP;
+    cfg.limits = rpd_default_limits();
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("reposed %s (protocol %d)\n", RPD_VERSION, RPD_PROTOCOL);
+            return 0;
+        }
+        bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
+                           strcmp(a, "--max-connections") == 0 ||
+                           strcmp(a, "--max-request-bytes") == 0 ||
+                           strcmp(a, "--max-shapes") == 0 || strcmp(a, "--log-level") == 0 ||
+                           strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
+                           strcmp(a, "--token-file") == 0;
+        if (!takes_value) {
+            fprintf(stderr, "reposed: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+        if (!v) {
+            fprintf(stderr, "reposed: %s needs a value (see --help)\n", a);
+            return 2;
+        }
+        i++;
+        size_t n;
+        if (strcmp(a, "--unix") == 0) {
+            cfg.unix_path = strcmp(v, "none") == 0 ? NULL : v;
+        } else if (strcmp(a, "--tcp") == 0) {
+            cfg.tcp = strcmp(v, "none") == 0 ? NULL : v;
+        } else if (strcmp(a, "--log-level") == 0) {
+            int level = rpd_log_parse_level(v);
+            if (level < 0) {
+                fprintf(stderr, "reposed: --log-level must be error, warn, info or debug\n");
+                return 2;
+            }
+            rpd_log_set_level((rpd_log_level)level);
+        } else if (strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
+                   strcmp(a, "--token-file") == 0) {
+            fprintf(stderr, "reposed: %s is planned but not supported by this version\n", a);
+            return 2;
+        } else if (!parse_count(v, &n)) {
+            fprintf(stderr, "reposed: %s needs a positive integer, got '%s'\n", a, v);
+            return 2;
+        } else if (strcmp(a, "--max-connections") == 0) {
+            cfg.limits.max_connections = n;
+        } else if (strcmp(a, "--max-request-bytes") == 0) {
+            cfg.limits.max_request_bytes = n;
+        } else {
+            cfg.limits.max_shapes_per_scene = n;
+        }
+    }
+    if (!cfg.unix_path && !cfg.tcp) {
+        fprintf(stderr, "reposed: both listeners are off (--unix none --tcp none)\n");
+        return 2;
+    }
+    return rpd_server_run(&cfg);
+}

@@ -1,0 +1,293 @@
+/*
+ * The method table and the handlers that do not touch scenes: ping, hello,
+ * stats, distance, violates_margin.  Scene handlers are in methods_scene.c.
+ *
+ * Adding a method: one row in rpd_methods (kept sorted by name), one handler,
+ * one test.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "methods.h"
+
+/* ---- shared helpers -------------------------------------------------------- */
+
+bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowed)
+{
+    rp_codec_err ce;
+    if (params && !rp_codec_object_keys(params, "params", allowed, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+const cJSON *rpd_param(const cJSON *params, const char *key, char *path)
+{
+    rp_codec_path_key(path, "params", key);
+    return cJSON_GetObjectItemCaseSensitive(params, key);
+}
+
+/* ---- meta ------------------------------------------------------------------ */
+
+static bool m_ping(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {NULL};
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "pong");
+    rp_jw_bool(w, true);
+    rp_jw_object_end(w);
+    return true;
+}
+
+static void write_limits(rp_jw *w, const rpd_limits *l)
+{
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "max_request_bytes");
+    rp_jw_uint(w, l->max_request_bytes);
+    rp_jw_key(w, "max_json_depth");
+    rp_jw_int(w, l->max_json_depth);
+    rp_jw_key(w, "max_connections");
+    rp_jw_uint(w, l->max_connections);
+    rp_jw_key(w, "max_shapes_per_scene");
+    rp_jw_uint(w, l->max_shapes_per_scene);
+    rp_jw_key(w, "write_pause_bytes");
+    rp_jw_uint(w, l->write_pause_bytes);
+    rp_jw_key(w, "write_kill_bytes");
+    rp_jw_uint(w, l->write_kill_bytes);
+    rp_jw_object_end(w);
+}
+
+static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {NULL};
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "server");
+    rp_jw_string(w, "reposed");
+    rp_jw_key(w, "version");
+    rp_jw_string(w, RPD_VERSION);
+    rp_jw_key(w, "protocol");
+    rp_jw_int(w, RPD_PROTOCOL);
+    rp_jw_key(w, "run_id");
+    rp_jw_string(w, req->core->run_id);
+    rp_jw_key(w, "methods");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rpd_method_count; i++)
+        rp_jw_string(w, rpd_methods[i].name);
+    rp_jw_array_end(w);
+    rp_jw_key(w, "limits");
+    write_limits(w, &req->core->limits);
+    rp_jw_object_end(w);
+    return true;
+}
+
+static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {NULL};
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rpd_core *c = req->core;
+    const rpd_stats *s = &c->stats;
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "uptime_s");
+    rp_jw_double(w, (double)(rpd_now_ns() - c->start_ns) / 1e9);
+    rp_jw_key(w, "connections");
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "current");
+    rp_jw_uint(w, s->conn_current);
+    rp_jw_key(w, "total");
+    rp_jw_uint(w, s->conn_total);
+    rp_jw_key(w, "rejected");
+    rp_jw_uint(w, s->conn_rejected);
+    rp_jw_object_end(w);
+
+    rp_jw_key(w, "requests");
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "total");
+    rp_jw_uint(w, s->requests);
+    rp_jw_key(w, "errors");
+    rp_jw_uint(w, s->errors);
+    rp_jw_key(w, "notifications");
+    rp_jw_uint(w, s->notifications);
+    rp_jw_key(w, "batches");
+    rp_jw_uint(w, s->batches);
+    rp_jw_key(w, "by_method");
+    rp_jw_object_begin(w);
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        if (s->by_method[i]) {
+            rp_jw_key(w, rpd_methods[i].name);
+            rp_jw_uint(w, s->by_method[i]);
+        }
+    }
+    rp_jw_object_end(w);
+    rp_jw_key(w, "errors_by_code");
+    rp_jw_object_begin(w);
+    for (int i = 0; i < 12; i++) {
+        if (s->errors_by_code[i]) {
+            char code[16];
+            snprintf(code, sizeof code, "%d", rpd_stats_slot_code(i));
+            rp_jw_key(w, i == 11 ? "other" : code);
+            rp_jw_uint(w, s->errors_by_code[i]);
+        }
+    }
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+
+    rp_jw_key(w, "limits_hit");
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "max_request_bytes");
+    rp_jw_uint(w, s->limit_request_bytes);
+    rp_jw_key(w, "max_json_depth");
+    rp_jw_uint(w, s->limit_json_depth);
+    rp_jw_key(w, "max_connections");
+    rp_jw_uint(w, s->limit_connections);
+    rp_jw_key(w, "write_kill_bytes");
+    rp_jw_uint(w, s->limit_write_buffer);
+    rp_jw_key(w, "max_shapes_per_scene");
+    rp_jw_uint(w, s->limit_shapes);
+    rp_jw_object_end(w);
+
+    rp_jw_key(w, "scenes");
+    rp_jw_uint(w, rp_store_scene_count(c->store));
+    rp_jw_key(w, "models");
+    rp_jw_uint(w, 0);
+    rp_jw_key(w, "shapes");
+    rp_jw_uint(w, rp_store_shape_count(c->store));
+    rp_jw_key(w, "memory");
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "store_bytes");
+    rp_jw_uint(w, rp_store_memory(c->store));
+    rp_jw_object_end(w);
+    rp_jw_key(w, "latency_us");
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "p50");
+    rp_jw_double(w, (double)rpd_stats_quantile(s, 0.50) / 1e3);
+    rp_jw_key(w, "p99");
+    rp_jw_double(w, (double)rpd_stats_quantile(s, 0.99) / 1e3);
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+    return true;
+}
+
+/* ---- geometry -------------------------------------------------------------- */
+
+bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shape *out)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *j = rpd_param(params, key, path);
+    if (!rp_codec_shape(j, path, out, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt,
+                       bool *out)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *j = rpd_param(params, key, path);
+    *out = dflt;
+    if (j && !rp_codec_bool(j, path, out, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+bool rpd_number_param(rpd_req *req, const cJSON *params, const char *key, double *out)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *j = rpd_param(params, key, path);
+    if (!rp_codec_number(j, path, out, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+static bool m_distance(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"a", "b", "witness", NULL};
+    rp_shape a, b;
+    bool witness;
+    if (!rpd_check_keys(req, params, keys) || !rpd_shape_param(req, params, "a", &a) ||
+        !rpd_shape_param(req, params, "b", &b) ||
+        !rpd_optional_bool(req, params, "witness", false, &witness))
+        return false;
+    rp_jw_object_begin(w);
+    if (witness) {
+        rp_contact c = rp_shape_contact(&a, &b);
+        /* Print signed zeros of the mirrored normal as plain 0. */
+        c.normal.x += 0.0, c.normal.y += 0.0, c.normal.z += 0.0;
+        rp_jw_key(w, "distance");
+        rp_jw_double(w, c.distance);
+        rp_jw_key(w, "point_a");
+        rp_jw_vec3(w, c.point_a);
+        rp_jw_key(w, "point_b");
+        rp_jw_vec3(w, c.point_b);
+        rp_jw_key(w, "normal");
+        rp_jw_vec3(w, c.normal);
+    } else {
+        rp_jw_key(w, "distance");
+        rp_jw_double(w, rp_shape_signed_distance(&a, &b));
+    }
+    rp_jw_object_end(w);
+    return true;
+}
+
+static bool m_violates_margin(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"a", "b", "margin", NULL};
+    rp_shape a, b;
+    double margin;
+    if (!rpd_check_keys(req, params, keys) || !rpd_shape_param(req, params, "a", &a) ||
+        !rpd_shape_param(req, params, "b", &b) ||
+        !rpd_number_param(req, params, "margin", &margin))
+        return false;
+    double d = rp_shape_signed_distance(&a, &b);
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "violates");
+    rp_jw_bool(w, d < margin);
+    rp_jw_key(w, "distance");
+    rp_jw_double(w, d);
+    rp_jw_object_end(w);
+    return true;
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+const rpd_method rpd_methods[] = {
+    /* Sorted by name (strcmp): rpd_method_find does a binary search. */
+    {"distance", m_distance, 0},
+    {"hello", m_hello, 0},
+    {"ping", m_ping, 0},
+    {"scene.check", rpd_m_scene_check, 0},
+    {"scene.create", rpd_m_scene_create, RPD_METHOD_MUTATES},
+    {"scene.delete", rpd_m_scene_delete, RPD_METHOD_MUTATES},
+    {"scene.distance", rpd_m_scene_distance, 0},
+    {"scene.get", rpd_m_scene_get, 0},
+    {"scene.list", rpd_m_scene_list, 0},
+    {"scene.put", rpd_m_scene_put, RPD_METHOD_MUTATES},
+    {"scene.remove", rpd_m_scene_remove, RPD_METHOD_MUTATES},
+    {"stats", m_stats, 0},
+    {"violates_margin", m_violates_margin, 0},
+};
+const size_t rpd_method_count = sizeof rpd_methods / sizeof rpd_methods[0];
+
+const rpd_method *rpd_method_find(const char *name, size_t *index)
+{
+    size_t lo = 0, hi = rpd_method_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(rpd_methods[mid].name, name);
+        if (c == 0) {
+            *index = mid;
+            return &rpd_methods[mid];
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}

@@ -1,0 +1,30 @@
+/* Handlers of the method table and the parameter helpers they share. */
+#ifndef REPOSE_SERVER_METHODS_H
+#define REPOSE_SERVER_METHODS_H
+
+#include "rpc.h"
+
+/* Fails with -32602 unless params (may be NULL = omitted) is an object whose
+ * keys are all in `allowed` (NULL-terminated), each once. */
+bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowed);
+
+/* params[key] (NULL when absent or params is NULL); writes "params.key"
+ * into path (RP_CODEC_PATH_MAX bytes). */
+const cJSON *rpd_param(const cJSON *params, const char *key, char *path);
+
+/* Required shape / number, optional bool with default. */
+bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shape *out);
+bool rpd_number_param(rpd_req *req, const cJSON *params, const char *key, double *out);
+bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt,
+                       bool *out);
+
+bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w);
+
+#endif /* REPOSE_SERVER_METHODS_H */

@@ -1,0 +1,541 @@
+/*
+ * scene.* handlers: decode parameters into store calls, write results.
+ * Every parameter is decoded and validated before the store is touched, and
+ * the store applies a mutation all or nothing, so a failed request leaves
+ * nothing half-changed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods.h"
+
+/* ---- parameter decoding ----------------------------------------------------- */
+
+/* params.scene: a valid scene name. */
+static bool scene_name(rpd_req *req, const cJSON *params, const char **name)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    if (!rp_codec_name(rpd_param(params, "scene", path), path, name, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+/* The scene named by params.scene, or a -32001 error. */
+static rp_scene *existing_scene(rpd_req *req, const cJSON *params)
+{
+    const char *name;
+    if (!scene_name(req, params, &name))
+        return NULL;
+    rp_scene *sc = rp_store_find(req->core->store, name);
+    if (!sc)
+        rpd_fail_not_found(req, "scene", name);
+    return sc;
+}
+
+/* Decodes {id: shape, ...} at `path` into a malloc'ed array (caller frees;
+ * NULL with *n == 0 for an empty object).  Ids point into the cJSON tree.
+ * Duplicate ids: the last one wins, as in the store. */
+static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_put **out,
+                      size_t *n)
+{
+    rp_codec_err ce;
+    *out = NULL;
+    *n = 0;
+    if (!cJSON_IsObject(j))
+        return rpd_fail_path(req, path, j ? "must be an object of id: shape" : "is required");
+    size_t count = 0;
+    for (const cJSON *c = j->child; c; c = c->next)
+        count++;
+    if (count == 0)
+        return true;
+    rp_shape_put *items = malloc(count * sizeof *items);
+    if (!items)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    size_t k = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char sub[RP_CODEC_PATH_MAX];
+        rp_codec_path_key(sub, path, c->string);
+        if (!rp_codec_valid_id(c->string)) {
+            free(items);
+            return rpd_fail_path(req, sub,
+                                 "shape id must be 1-128 characters of [A-Za-z0-9_.:/-]");
+        }
+        if (!rp_codec_shape(c, sub, &items[k].shape, &ce)) {
+            free(items);
+            return rpd_fail_params(req, &ce);
+        }
+        items[k].id = c->string;
+    }
+    *out = items;
+    *n = count;
+    return true;
+}
+
+/* Optional params.if_revision. */
+static bool if_revision(rpd_req *req, const cJSON *params, uint64_t *value, bool *present)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *j = rpd_param(params, "if_revision", path);
+    *present = j != NULL;
+    if (j && !rp_codec_uint(j, path, value, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+/* params.ids: an array of shape ids that must all exist in the scene; gives
+ * their storage indices, sorted by id and without duplicates when `sorted`. */
+static bool id_list(rpd_req *req, const cJSON *j, const char *path, const rp_scene *sc,
+                    bool must_exist, const char ***ids_out, size_t **idx_out, size_t *n_out)
+{
+    *ids_out = NULL;
+    if (idx_out)
+        *idx_out = NULL;
+    *n_out = 0;
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, j ? "must be an array of shape ids" : "is required");
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    const char **ids = malloc((n ? n : 1) * sizeof *ids);
+    size_t *idx = idx_out ? malloc((n ? n : 1) * sizeof *idx) : NULL;
+    if (!ids || (idx_out && !idx)) {
+        free(ids);
+        free(idx);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    size_t k = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char sub[RP_CODEC_PATH_MAX];
+        rp_codec_err ce;
+        rp_codec_path_index(sub, path, k);
+        if (!rp_codec_id(c, sub, &ids[k], &ce)) {
+            free(ids);
+            free(idx);
+            return rpd_fail_params(req, &ce);
+        }
+        if (idx) {
+            idx[k] = rp_scene_find(sc, ids[k]);
+            if (idx[k] == SIZE_MAX && must_exist) {
+                free(ids);
+                free(idx);
+                return rpd_fail_not_found(req, "shape", c->valuestring);
+            }
+        }
+    }
+    *ids_out = ids;
+    if (idx_out)
+        *idx_out = idx;
+    *n_out = n;
+    return true;
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+static void write_scene_rev(rp_jw *w, const rp_scene *sc)
+{
+    rp_jw_key(w, "scene");
+    rp_jw_string(w, rp_scene_name(sc));
+    rp_jw_key(w, "revision");
+    rp_jw_uint(w, rp_scene_revision(sc));
+}
+
+/* Maps a store status to the protocol's error. */
+static bool store_error(rpd_req *req, rp_status st, const char *name, uint64_t expected,
+                        uint64_t actual)
+{
+    switch (st) {
+    case RP_ERR_EXISTS:
+        return rpd_fail_exists(req, "scene", name);
+    case RP_ERR_NOT_FOUND:
+        return rpd_fail_not_found(req, "scene", name);
+    case RP_ERR_REVISION:
+        return rpd_fail_revision(req, expected, actual);
+    case RP_ERR_LIMIT:
+        req->core->stats.limit_shapes++;
+        return rpd_fail_limit(req, "max_shapes_per_scene",
+                              rp_store_get_limits(req->core->store).max_shapes_per_scene);
+    default:
+        return rpd_fail_status(req, st);
+    }
+}
+
+/* ---- handlers ------------------------------------------------------------------- */
+
+bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "shapes", NULL};
+    const char *name;
+    rp_shape_put *items = NULL;
+    size_t n = 0;
+    char path[RP_CODEC_PATH_MAX];
+    if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name))
+        return false;
+    const cJSON *shapes = rpd_param(params, "shapes", path);
+    if (shapes && !shape_map(req, shapes, path, &items, &n))
+        return false;
+    rp_scene *sc;
+    rp_status st = rp_store_create(req->core->store, name, items, n, &sc);
+    free(items);
+    if (st)
+        return store_error(req, st, name, 0, 0);
+    rp_jw_object_begin(w);
+    write_scene_rev(w, sc);
+    rp_jw_object_end(w);
+    return true;
+}
+
+bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", NULL};
+    const char *name;
+    if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name))
+        return false;
+    rp_status st = rp_store_delete(req->core->store, name);
+    if (st)
+        return store_error(req, st, name, 0, 0);
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "scene");
+    rp_jw_string(w, name);
+    rp_jw_key(w, "deleted");
+    rp_jw_bool(w, true);
+    rp_jw_object_end(w);
+    return true;
+}
+
+bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {NULL};
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    const rp_store *store = req->core->store;
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "scenes");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_store_scene_count(store); i++) {
+        const rp_scene *sc = rp_store_scene_at(store, i);
+        rp_jw_object_begin(w);
+        write_scene_rev(w, sc);
+        rp_jw_key(w, "shapes");
+        rp_jw_uint(w, rp_scene_shape_count(sc));
+        rp_jw_object_end(w);
+    }
+    rp_jw_array_end(w);
+    rp_jw_object_end(w);
+    return true;
+}
+
+static int cmp_index_by_id(const void *a, const void *b, const rp_scene *sc)
+{
+    return strcmp(rp_scene_id_at(sc, *(const size_t *)a), rp_scene_id_at(sc, *(const size_t *)b));
+}
+
+/* Insertion sort of a few requested indices by id (ids lists are short;
+ * full-scene listings use rp_scene_sorted). */
+static void sort_indices(size_t *idx, size_t n, const rp_scene *sc)
+{
+    for (size_t i = 1; i < n; i++) {
+        size_t v = idx[i], j = i;
+        while (j > 0 && cmp_index_by_id(&idx[j - 1], &v, sc) > 0) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+}
+
+bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "ids", NULL};
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rp_scene *sc = existing_scene(req, params);
+    if (!sc)
+        return false;
+    char path[RP_CODEC_PATH_MAX];
+    const cJSON *ids_j = rpd_param(params, "ids", path);
+    const char **ids = NULL;
+    size_t *idx = NULL, n;
+    if (ids_j) {
+        if (!id_list(req, ids_j, path, sc, true, &ids, &idx, &n))
+            return false;
+        sort_indices(idx, n, sc);
+    } else {
+        n = rp_scene_shape_count(sc);
+        idx = malloc((n ? n : 1) * sizeof *idx);
+        if (!idx || rp_scene_sorted(sc, idx)) {
+            free(idx);
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        }
+    }
+    rp_jw_object_begin(w);
+    write_scene_rev(w, sc);
+    rp_jw_key(w, "shapes");
+    rp_jw_object_begin(w);
+    for (size_t k = 0; k < n; k++) {
+        if (k > 0 && idx[k] == idx[k - 1])
+            continue; /* an id asked for twice */
+        rp_jw_key(w, rp_scene_id_at(sc, idx[k]));
+        rp_jw_shape(w, rp_scene_shape_at(sc, idx[k]));
+    }
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+    free(ids);
+    free(idx);
+    return true;
+}
+
+bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "shapes", "if_revision", "create", NULL};
+    const char *name;
+    uint64_t expected = 0, actual = 0;
+    bool has_rev, create;
+    char path[RP_CODEC_PATH_MAX];
+    rp_shape_put *items;
+    size_t n;
+    if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
+        !if_revision(req, params, &expected, &has_rev) ||
+        !rpd_optional_bool(req, params, "create", false, &create))
+        return false;
+    if (!shape_map(req, rpd_param(params, "shapes", path), path, &items, &n))
+        return false;
+    rp_scene *sc;
+    rp_status st = rp_store_put(req->core->store, name, items, n, has_rev ? &expected : NULL,
+                                create, &sc, &actual);
+    free(items);
+    if (st)
+        return store_error(req, st, name, expected, actual);
+    rp_jw_object_begin(w);
+    write_scene_rev(w, sc);
+    rp_jw_object_end(w);
+    return true;
+}
+
+bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "ids", "if_revision", NULL};
+    uint64_t expected = 0, actual = 0;
+    bool has_rev;
+    char path[RP_CODEC_PATH_MAX];
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rp_scene *sc = existing_scene(req, params);
+    if (!sc || !if_revision(req, params, &expected, &has_rev))
+        return false;
+    const char **ids;
+    size_t n, removed = 0;
+    if (!id_list(req, rpd_param(params, "ids", path), path, sc, false, &ids, NULL, &n))
+        return false;
+    rp_status st = rp_scene_remove(sc, ids, n, has_rev ? &expected : NULL, &removed, &actual);
+    free(ids);
+    if (st)
+        return store_error(req, st, rp_scene_name(sc), expected, actual);
+    rp_jw_object_begin(w);
+    write_scene_rev(w, sc);
+    rp_jw_key(w, "removed");
+    rp_jw_uint(w, removed);
+    rp_jw_object_end(w);
+    return true;
+}
+
+/* ---- queries --------------------------------------------------------------------- */
+
+/* Query shapes: params.shape (one, query id null) or params.shapes
+ * {qid: shape}, sorted by qid so that ties resolve deterministically. */
+typedef struct query_set {
+    rp_shape *shapes;
+    const char **qids; /* NULL for a single `shape` */
+    size_t n;
+} query_set;
+
+static int cmp_put_by_id(const void *a, const void *b)
+{
+    return strcmp(((const rp_shape_put *)a)->id, ((const rp_shape_put *)b)->id);
+}
+
+static bool query_shapes(rpd_req *req, const cJSON *params, query_set *qs)
+{
+    char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
+    const cJSON *one = rpd_param(params, "shape", p1);
+    const cJSON *many = rpd_param(params, "shapes", p2);
+    memset(qs, 0, sizeof *qs);
+    if ((one != NULL) == (many != NULL))
+        return rpd_fail_path(req, "params", "must have exactly one of shape, shapes");
+    qs->shapes = malloc(sizeof *qs->shapes);
+    if (!qs->shapes)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    if (one) {
+        rp_codec_err ce;
+        qs->n = 1;
+        if (!rp_codec_shape(one, p1, &qs->shapes[0], &ce))
+            return rpd_fail_params(req, &ce);
+        return true;
+    }
+    rp_shape_put *items;
+    size_t n;
+    if (!shape_map(req, many, p2, &items, &n))
+        return false;
+    if (n == 0)
+        return rpd_fail_path(req, p2, "must hold at least one shape");
+    qsort(items, n, sizeof *items, cmp_put_by_id);
+    rp_shape *shapes = realloc(qs->shapes, n * sizeof *shapes);
+    qs->qids = malloc(n * sizeof *qs->qids);
+    if (!shapes || !qs->qids) {
+        if (shapes)
+            qs->shapes = shapes;
+        free(items);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    qs->shapes = shapes;
+    for (size_t k = 0; k < n; k++) {
+        qs->shapes[k] = items[k].shape;
+        qs->qids[k] = items[k].id;
+    }
+    qs->n = n;
+    free(items);
+    return true;
+}
+
+static void query_set_free(query_set *qs)
+{
+    free(qs->shapes);
+    free(qs->qids);
+}
+
+static void write_query_id(rp_jw *w, const query_set *qs, size_t q)
+{
+    if (qs->qids)
+        rp_jw_string(w, qs->qids[q]);
+    else
+        rp_jw_null(w);
+}
+
+static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
+                        const rp_query_result *res)
+{
+    rp_jw_key(w, "pairs");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < res->n_pairs; i++) {
+        const rp_pair *p = &res->pairs[i];
+        rp_jw_object_begin(w);
+        rp_jw_key(w, "query");
+        write_query_id(w, qs, p->query);
+        rp_jw_key(w, "shape");
+        rp_jw_string(w, rp_scene_id_at(sc, p->shape));
+        rp_jw_key(w, "distance");
+        rp_jw_double(w, p->distance);
+        rp_jw_object_end(w);
+    }
+    rp_jw_array_end(w);
+}
+
+/* Shared by scene.distance and scene.check: decodes the scene, query shapes
+ * and optional ids, runs the query. */
+static bool run_query(rpd_req *req, const cJSON *params, rp_scene **sc_out, query_set *qs,
+                      rp_query *q, rp_query_result *res)
+{
+    char path[RP_CODEC_PATH_MAX];
+    const char **ids = NULL;
+    size_t *idx = NULL, n = 0;
+    memset(qs, 0, sizeof *qs);
+    rp_scene *sc = existing_scene(req, params);
+    if (!sc)
+        return false;
+    const cJSON *ids_j = rpd_param(params, "ids", path);
+    if (ids_j && !id_list(req, ids_j, path, sc, true, &ids, &idx, &n))
+        return false;
+    free(ids);
+    if (!query_shapes(req, params, qs)) {
+        free(idx);
+        return false;
+    }
+    q->shapes = qs->shapes;
+    q->n_shapes = qs->n;
+    q->subset = idx;
+    q->n_subset = n;
+    rp_status st = rp_scene_query(sc, q, res);
+    free(idx);
+    if (st)
+        return rpd_fail_status(req, st);
+    *sc_out = sc;
+    return true;
+}
+
+bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "shape", "shapes", "ids", "max_distance", NULL};
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    rp_query q;
+    memset(&q, 0, sizeof q);
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    const cJSON *md = rpd_param(params, "max_distance", path);
+    if (md) {
+        if (!rp_codec_number(md, path, &q.threshold, &ce))
+            return rpd_fail_params(req, &ce);
+        q.collect = true;
+    }
+    rp_scene *sc;
+    query_set qs;
+    rp_query_result res;
+    if (!run_query(req, params, &sc, &qs, &q, &res)) {
+        query_set_free(&qs);
+        return false;
+    }
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "revision");
+    rp_jw_uint(w, rp_scene_revision(sc));
+    rp_jw_key(w, "distance");
+    if (res.has_min)
+        rp_jw_double(w, res.nearest.distance);
+    else
+        rp_jw_null(w);
+    rp_jw_key(w, "nearest");
+    if (res.has_min) {
+        rp_jw_object_begin(w);
+        rp_jw_key(w, "query");
+        write_query_id(w, &qs, res.nearest.query);
+        rp_jw_key(w, "shape");
+        rp_jw_string(w, rp_scene_id_at(sc, res.nearest.shape));
+        rp_jw_object_end(w);
+    } else {
+        rp_jw_null(w);
+    }
+    if (q.collect)
+        write_pairs(w, sc, &qs, &res);
+    rp_jw_object_end(w);
+    rp_query_result_free(&res);
+    query_set_free(&qs);
+    return true;
+}
+
+bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "shape", "shapes", "ids", "margin",
+                                       "first_only", NULL};
+    rp_query q;
+    memset(&q, 0, sizeof q);
+    if (!rpd_check_keys(req, params, keys) ||
+        !rpd_number_param(req, params, "margin", &q.threshold) ||
+        !rpd_optional_bool(req, params, "first_only", false, &q.first_only))
+        return false;
+    q.collect = true;
+    rp_scene *sc;
+    query_set qs;
+    rp_query_result res;
+    if (!run_query(req, params, &sc, &qs, &q, &res)) {
+        query_set_free(&qs);
+        return false;
+    }
+    rp_jw_object_begin(w);
+    rp_jw_key(w, "revision");
+    rp_jw_uint(w, rp_scene_revision(sc));
+    rp_jw_key(w, "violates");
+    rp_jw_bool(w, res.n_pairs > 0);
+    write_pairs(w, sc, &qs, &res);
+    rp_jw_object_end(w);
+    rp_query_result_free(&res);
+    query_set_free(&qs);
+    return true;
+}

@@ -1,0 +1,291 @@
+/*
+ * Listeners, signals and the shutdown sequence of reposed.
+ *
+ * Shutdown (SIGTERM or SIGINT): close the listeners, stop reading from every
+ * client, let pending replies flush for up to RPD_SHUTDOWN_GRACE_MS, close
+ * every handle, and return from uv_run with nothing left open so that
+ * uv_loop_close succeeds.  A second signal skips the grace period.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server.h"
+
+/* ---- listeners ---------------------------------------------------------------- */
+
+static void on_tcp_connection(uv_stream_t *listener, int status)
+{
+    rpd_server *srv = listener->data;
+    if (status < 0) {
+        rpd_log(RPD_LOG_WARN, "accept failed: %s", uv_strerror(status));
+        return;
+    }
+    rpd_conn_accept(srv, listener, true);
+}
+
+static void on_pipe_connection(uv_stream_t *listener, int status)
+{
+    rpd_server *srv = listener->data;
+    if (status < 0) {
+        rpd_log(RPD_LOG_WARN, "accept failed: %s", uv_strerror(status));
+        return;
+    }
+    rpd_conn_accept(srv, listener, false);
+}
+
+/* Splits "HOST:PORT" ("[v6]:PORT" for IPv6) and resolves numeric hosts and
+ * "localhost". */
+static int parse_tcp(const char *spec, struct sockaddr_storage *addr)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host)
+        return UV_EINVAL;
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || colon[1] == '\0' || port < 0 || port > 65535)
+        return UV_EINVAL;
+    if (strcmp(host, "localhost") == 0)
+        strcpy(host, "127.0.0.1");
+    size_t n = strlen(host);
+    if (host[0] == '[' && host[n - 1] == ']') {
+        host[n - 1] = '\0';
+        return uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)addr);
+    }
+    return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr);
+}
+
+static bool listen_tcp(rpd_server *srv)
+{
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof addr);
+    int rc = parse_tcp(srv->cfg.tcp, &addr);
+    if (rc < 0) {
+        rpd_log(RPD_LOG_ERROR, "--tcp %s: expected HOST:PORT with a numeric address", srv->cfg.tcp);
+        return false;
+    }
+    uv_tcp_init(srv->loop, &srv->tcp);
+    srv->tcp.data = srv;
+    srv->has_tcp = true;
+    rc = uv_tcp_bind(&srv->tcp, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&srv->tcp, 511, on_tcp_connection);
+    if (rc < 0) {
+        rpd_log(RPD_LOG_ERROR, "cannot listen on tcp %s: %s", srv->cfg.tcp, uv_strerror(rc));
+        return false;
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    char ip[64] = "?";
+    int port = 0;
+    uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&bound, &len);
+    if (bound.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&bound, ip, sizeof ip);
+        port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+        rpd_log(RPD_LOG_INFO, "listening on tcp [%s]:%d", ip, port);
+    } else {
+        uv_ip4_name((struct sockaddr_in *)&bound, ip, sizeof ip);
+        port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+        rpd_log(RPD_LOG_INFO, "listening on tcp %s:%d", ip, port);
+    }
+    return true;
+}
+
+/* A socket file is stale when nothing accepts connections on it. */
+static bool socket_is_live(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
+    bool live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return live;
+}
+
+static bool listen_unix(rpd_server *srv)
+{
+    const char *path = srv->cfg.unix_path;
+    struct sockaddr_un sa;
+    if (strlen(path) >= sizeof sa.sun_path) {
+        rpd_log(RPD_LOG_ERROR, "--unix %s: path longer than %zu bytes", path,
+                sizeof sa.sun_path - 1);
+        return false;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            rpd_log(RPD_LOG_ERROR, "--unix %s: exists and is not a socket; not replacing it",
+                    path);
+            return false;
+        }
+        if (socket_is_live(path)) {
+            rpd_log(RPD_LOG_ERROR, "--unix %s: another server is listening there", path);
+            return false;
+        }
+        rpd_log(RPD_LOG_INFO, "replacing stale socket %s", path);
+        unlink(path);
+    }
+    uv_pipe_init(srv->loop, &srv->pipe, 0);
+    srv->pipe.data = srv;
+    srv->has_pipe = true;
+    /* Create the socket file with mode 0660 from the start: no window in
+     * which it is more open than that. */
+    mode_t old = umask(0117);
+    int rc = uv_pipe_bind(&srv->pipe, path);
+    umask(old);
+    if (rc == 0) {
+        srv->unix_path_created = strdup(path);
+        rc = uv_listen((uv_stream_t *)&srv->pipe, 511, on_pipe_connection);
+    }
+    if (rc < 0) {
+        rpd_log(RPD_LOG_ERROR, "cannot listen on unix %s: %s", path, uv_strerror(rc));
+        return false;
+    }
+    chmod(path, 0660);
+    rpd_log(RPD_LOG_INFO, "listening on unix %s", path);
+    return true;
+}
+
+/* ---- shutdown ------------------------------------------------------------------- */
+
+static void close_if_open(uv_handle_t *h)
+{
+    if (h->loop && !uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Closes the remaining server handles once every connection is gone; uv_run
+ * then returns. */
+static void maybe_finish(rpd_server *srv)
+{
+    if (!srv->stopping || srv->conns)
+        return;
+    if (srv->grace_started)
+        close_if_open((uv_handle_t *)&srv->grace);
+    close_if_open((uv_handle_t *)&srv->sigterm);
+    close_if_open((uv_handle_t *)&srv->sigint);
+}
+
+void rpd_server_conn_closed(rpd_server *srv)
+{
+    maybe_finish(srv);
+}
+
+static void on_grace_expired(uv_timer_t *t)
+{
+    rpd_server *srv = t->data;
+    rpd_log(RPD_LOG_WARN, "shutdown grace period over; closing remaining connections");
+    for (rpd_conn *c = srv->conns; c; c = c->next)
+        rpd_conn_close(c);
+}
+
+static void begin_shutdown(rpd_server *srv, int signum)
+{
+    if (srv->stopping) {
+        rpd_log(RPD_LOG_INFO, "second signal; closing connections now");
+        on_grace_expired(&srv->grace);
+        return;
+    }
+    rpd_log(RPD_LOG_INFO, "received %s; shutting down", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    srv->stopping = true;
+    srv->core.shutting_down = true;
+    if (srv->has_tcp)
+        close_if_open((uv_handle_t *)&srv->tcp);
+    if (srv->has_pipe)
+        close_if_open((uv_handle_t *)&srv->pipe);
+    if (srv->unix_path_created)
+        unlink(srv->unix_path_created);
+    uv_timer_init(srv->loop, &srv->grace);
+    srv->grace.data = srv;
+    srv->grace_started = true;
+    uv_timer_start(&srv->grace, on_grace_expired, RPD_SHUTDOWN_GRACE_MS, 0);
+    uv_unref((uv_handle_t *)&srv->grace);
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next; /* finishing may close (not free) c */
+        rpd_conn_finish(c);
+    }
+    maybe_finish(srv);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    begin_shutdown(s->data, signum);
+}
+
+/* ---- run ------------------------------------------------------------------------ */
+
+static void make_run_id(char out[33])
+{
+    unsigned char raw[16];
+    if (uv_random(NULL, NULL, raw, sizeof raw, 0, NULL) != 0) {
+        uint64_t t = uv_hrtime() ^ ((uint64_t)getpid() << 32);
+        memcpy(raw, &t, sizeof t);
+        memcpy(raw + 8, &t, sizeof t);
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+int rpd_server_run(const rpd_config *cfg)
+{
+    rpd_server srv;
+    memset(&srv, 0, sizeof srv);
+    srv.cfg = *cfg;
+    srv.loop = uv_default_loop();
+    if (!rpd_core_init(&srv.core, &cfg->limits)) {
+        rpd_log(RPD_LOG_ERROR, "out of memory");
+        return 1;
+    }
+    make_run_id(srv.core.run_id);
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_signal_init(srv.loop, &srv.sigterm);
+    uv_signal_init(srv.loop, &srv.sigint);
+    srv.sigterm.data = srv.sigint.data = &srv;
+    uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&srv.sigint, on_signal, SIGINT);
+
+    bool ok = (!cfg->tcp || listen_tcp(&srv)) && (!cfg->unix_path || listen_unix(&srv));
+    int code = 0;
+    if (ok) {
+        rpd_log(RPD_LOG_INFO, "ready (run_id %s)", srv.core.run_id);
+        uv_run(srv.loop, UV_RUN_DEFAULT);
+    } else {
+        code = 1;
+        srv.stopping = true;
+        if (srv.has_tcp)
+            close_if_open((uv_handle_t *)&srv.tcp);
+        if (srv.has_pipe)
+            close_if_open((uv_handle_t *)&srv.pipe);
+        if (srv.unix_path_created)
+            unlink(srv.unix_path_created);
+        maybe_finish(&srv);
+        uv_run(srv.loop, UV_RUN_DEFAULT);
+    }
+    int rc = uv_loop_close(srv.loop);
+    if (rc != 0) {
+        rpd_log(RPD_LOG_ERROR, "event loop did not close cleanly: %s", uv_strerror(rc));
+        code = code ? code : 1;
+    }
+    free(srv.unix_path_created);
+    rpd_core_free(&srv.core);
+    if (code == 0)
+        rpd_log(RPD_LOG_INFO, "stopped");
+    return code;
+}

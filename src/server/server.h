@@ -1,0 +1,79 @@
+/*
+ * reposed's event loop: listeners (TCP and Unix socket), connections,
+ * signals and shutdown.  Only this part of repose touches libuv.
+ */
+#ifndef REPOSE_SERVER_SERVER_H
+#define REPOSE_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "framer.h"
+#include "rpc.h"
+
+/* Default listeners (protocol v1). */
+#define RPD_DEFAULT_TCP "127.0.0.1:7411"
+#define RPD_DEFAULT_UNIX "/tmp/reposed.sock"
+/* Bytes offered to each read. */
+#define RPD_READ_CHUNK (64u * 1024u)
+/* Grace period for flushing replies at shutdown, ms. */
+#define RPD_SHUTDOWN_GRACE_MS 5000
+
+typedef struct rpd_config {
+    const char *unix_path; /* NULL: no Unix socket */
+    const char *tcp;       /* "HOST:PORT"; NULL: no TCP */
+    rpd_limits limits;
+} rpd_config;
+
+typedef struct rpd_server rpd_server;
+
+/* A client connection.  The handle comes first; the struct is freed only in
+ * the handle's close callback. */
+typedef struct rpd_conn {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    rpd_server *srv;
+    struct rpd_conn *prev, *next;
+    rpd_framer in;
+    rp_jw out;       /* replies not yet handed to uv_write */
+    size_t inflight; /* bytes in uv_write requests not yet completed */
+    bool reading;    /* uv_read_start is active */
+    bool paused;     /* line processing stopped by backpressure */
+    bool eof;        /* the peer has finished sending */
+    bool closing;    /* close as soon as every reply is written */
+    rpd_session session;
+} rpd_conn;
+
+struct rpd_server {
+    uv_loop_t *loop;
+    rpd_core core;
+    rpd_config cfg;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+    bool has_tcp, has_pipe;
+    char *unix_path_created; /* unlinked at exit: only sockets we created */
+    uv_signal_t sigterm, sigint;
+    uv_timer_t grace;
+    bool grace_started;
+    bool stopping;
+    rpd_conn *conns; /* doubly linked list */
+};
+
+/* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */
+int rpd_server_run(const rpd_config *cfg);
+
+/* conn.c */
+void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp);
+void rpd_conn_close(rpd_conn *c);
+/* Stops reading and closes once replies are flushed (shutdown). */
+void rpd_conn_finish(rpd_conn *c);
+/* server.c: called when a connection is gone. */
+void rpd_server_conn_closed(rpd_server *srv);
+
+#endif /* REPOSE_SERVER_SERVER_H */

@@ -1,0 +1,68 @@
+/* Counters and latency quantiles for the stats method. */
+#define _POSIX_C_SOURCE 200809L
+#include <time.h>
+
+#include "stats.h"
+
+uint64_t rpd_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Bucket of a duration: exact below 8 ns, then 8 sub-buckets per octave. */
+static int bucket_of(uint64_t ns)
+{
+    if (ns < RPD_LAT_SUB)
+        return (int)ns;
+    int octave = 63 - __builtin_clzll(ns); /* >= 3 */
+    int sub = (int)((ns >> (octave - 3)) & (RPD_LAT_SUB - 1));
+    int b = (octave - 2) * RPD_LAT_SUB + sub;
+    return b < RPD_LAT_BUCKETS ? b : RPD_LAT_BUCKETS - 1;
+}
+
+/* Largest duration that falls in bucket b. */
+static uint64_t bucket_upper(int b)
+{
+    if (b < RPD_LAT_SUB)
+        return (uint64_t)b;
+    int octave = b / RPD_LAT_SUB + 2, sub = b % RPD_LAT_SUB;
+    uint64_t base = (uint64_t)(RPD_LAT_SUB + sub) << (octave - 3);
+    return base + ((uint64_t)1 << (octave - 3)) - 1;
+}
+
+void rpd_stats_latency(rpd_stats *s, uint64_t ns)
+{
+    s->latency[bucket_of(ns)]++;
+    s->latency_count++;
+}
+
+uint64_t rpd_stats_quantile(const rpd_stats *s, double q)
+{
+    if (s->latency_count == 0)
+        return 0;
+    uint64_t rank = (uint64_t)(q * (double)(s->latency_count - 1)) + 1, seen = 0;
+    for (int b = 0; b < RPD_LAT_BUCKETS; b++) {
+        seen += s->latency[b];
+        if (seen >= rank)
+            return bucket_upper(b);
+    }
+    return bucket_upper(RPD_LAT_BUCKETS - 1);
+}
+
+static const int codes[12] = {-32700, -32600, -32601, -32602, -32603, -32001,
+                              -32002, -32003, -32004, -32005, -32006, 0};
+
+int rpd_stats_code_slot(int code)
+{
+    for (int i = 0; i < 11; i++)
+        if (codes[i] == code)
+            return i;
+    return 11; /* other */
+}
+
+int rpd_stats_slot_code(int slot)
+{
+    return codes[slot];
+}

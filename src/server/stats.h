@@ -1,0 +1,36 @@
+/* Server statistics: counters and a latency histogram (no locking: the loop
+ * thread owns them). */
+#ifndef REPOSE_SERVER_STATS_H
+#define REPOSE_SERVER_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RPD_STATS_MAX_METHODS 64
+/* Log-linear latency histogram: 8 sub-buckets per power of two of ns. */
+#define RPD_LAT_SUB 8
+#define RPD_LAT_BUCKETS (64 * RPD_LAT_SUB)
+
+typedef struct rpd_stats {
+    uint64_t conn_current, conn_total, conn_rejected;
+    uint64_t requests, notifications, errors, batches;
+    uint64_t by_method[RPD_STATS_MAX_METHODS];
+    uint64_t errors_by_code[12]; /* see rpd_stats_code_slot */
+    uint64_t limit_request_bytes, limit_json_depth, limit_connections,
+        limit_write_buffer, limit_shapes;
+    uint64_t latency[RPD_LAT_BUCKETS];
+    uint64_t latency_count;
+} rpd_stats;
+
+/* Monotonic clock in ns. */
+uint64_t rpd_now_ns(void);
+
+void rpd_stats_latency(rpd_stats *s, uint64_t ns);
+/* Latency at quantile q in [0,1], in ns (upper edge of its bucket); 0 when
+ * nothing was recorded. */
+uint64_t rpd_stats_quantile(const rpd_stats *s, double q);
+/* Index into errors_by_code for a JSON-RPC code, or -1. */
+int rpd_stats_code_slot(int code);
+int rpd_stats_slot_code(int slot);
+
+#endif /* REPOSE_SERVER_STATS_H */

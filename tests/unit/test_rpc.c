@@ -1,0 +1,291 @@
+/*
+ * JSON-RPC dispatch without sockets: request lines in, reply lines out.
+ * Envelope validation, notifications, batches, error codes and data, and
+ * that failed mutations leave scenes untouched.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+#include "server/rpc.h"
+
+typedef struct fixture {
+    rpd_core core;
+    rpd_session session;
+    rp_jw out;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f || !rpd_core_init(&f->core, NULL))
+        return -1;
+    rp_jw_init(&f->out);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    rp_jw_free(&f->out);
+    rpd_core_free(&f->core);
+    free(f);
+    return 0;
+}
+
+/* Sends one line; returns everything the server wrote for it (static
+ * buffer, "" when nothing). */
+static const char *call(fixture *f, const char *line)
+{
+    static char reply[1 << 16];
+    rp_jw_reset(&f->out);
+    rpd_process_line(&f->core, &f->session, line, strlen(line), &f->out);
+    assert_false(f->out.oom);
+    assert_true(f->out.len < sizeof reply);
+    memcpy(reply, f->out.buf ? f->out.buf : "", f->out.len);
+    reply[f->out.len] = '\0';
+    return reply;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+#define assert_reply(f, line, want) assert_string_equal(call(f, line), want "\n")
+
+static void ping_answers_pong_with_the_same_id(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"pong\":true}}");
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\",\"params\":{}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"result\":{\"pong\":true}}");
+    assert_reply(f, "{\"id\":null,\"method\":\"ping\",\"jsonrpc\":\"2.0\"}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{\"pong\":true}}");
+}
+
+static void unknown_method_is_32601_with_method_in_data(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.nope\"}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":"
+                 "\"Method not found: scene.nope\",\"data\":{\"method\":\"scene.nope\"}}}");
+}
+
+static void bad_envelopes_are_invalid_requests(void **state)
+{
+    fixture *f = *state;
+    const char *bad[] = {
+        "{\"id\":1,\"method\":\"ping\"}",                              /* no jsonrpc */
+        "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",          /* wrong version */
+        "{\"jsonrpc\":\"2.0\",\"id\":1}",                              /* no method */
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}",                 /* method not string */
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":1}",  /* unknown member */
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", /* duplicate member */
+        "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}",        /* id not scalar */
+        "42",
+        "\"ping\"",
+        "null",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *r = call(f, bad[i]);
+        assert_non_null(strstr(r, "\"code\":-32600"));
+        assert_true(r[strlen(r) - 1] == '\n');
+    }
+    /* The id is echoed when it can be read. */
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"1.0\",\"id\":9,\"method\":\"ping\"}"),
+                           "\"id\":9,"));
+}
+
+static void parse_errors_carry_the_offset(void **state)
+{
+    fixture *f = *state;
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"");
+    assert_non_null(strstr(r, "\"id\":null,\"error\":{\"code\":-32700"));
+    assert_non_null(strstr(r, "\"data\":{\"offset\":"));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing");
+    assert_non_null(strstr(r, "\"code\":-32700"));
+    assert_non_null(strstr(r, "\"offset\":41"));
+    r = call(f, "{\"a\":NaN}");
+    assert_non_null(strstr(r, "\"code\":-32700"));
+    r = call(f, "{\"s\":\"\xC0\x80\"}"); /* overlong UTF-8 */
+    assert_non_null(strstr(r, "\"code\":-32700"));
+    assert_non_null(strstr(r, "\"offset\":6"));
+}
+
+static void nesting_beyond_the_limit_is_32004(void **state)
+{
+    fixture *f = *state;
+    char deep[200];
+    memset(deep, '[', 65);
+    memset(deep + 65, ']', 65);
+    deep[130] = '\0';
+    const char *r = call(f, deep);
+    assert_non_null(strstr(r, "\"code\":-32004"));
+    assert_non_null(strstr(r, "\"limit\":\"max_json_depth\",\"max\":64"));
+    deep[64] = '\0'; /* 64 '[' and no closers: depth ok, then a parse error */
+    assert_non_null(strstr(call(f, deep), "\"code\":-32700"));
+}
+
+static void notifications_execute_without_reply(void **state)
+{
+    fixture *f = *state;
+    assert_string_equal(call(f, "{\"jsonrpc\":\"2.0\",\"method\":\"scene.create\","
+                                "\"params\":{\"scene\":\"n\"}}"),
+                        "");
+    assert_non_null(rp_store_find(f->core.store, "n"));
+    /* Errors in notifications are not reported either. */
+    assert_string_equal(call(f, "{\"jsonrpc\":\"2.0\",\"method\":\"nope\"}"), "");
+}
+
+static void batch_returns_array_without_notification_entries(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f,
+                 "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]",
+                 "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"pong\":true}}]");
+    assert_string_equal(call(f, "[{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}]"), "");
+    const char *r = call(f, "[]");
+    assert_true(r[0] == '{');
+    assert_non_null(strstr(r, "\"code\":-32600"));
+    r = call(f, "[1,\"x\",{}]");
+    assert_true(r[0] == '[');
+    assert_int_equal(count_of(r, "\"code\":-32600"), 3);
+}
+
+static void replies_on_consecutive_lines_have_no_leading_comma(void **state)
+{
+    fixture *f = *state;
+    rp_jw_reset(&f->out);
+    const char *a = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    const char *b = "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]";
+    rpd_process_line(&f->core, &f->session, a, strlen(a), &f->out);
+    rpd_process_line(&f->core, &f->session, b, strlen(b), &f->out);
+    rpd_process_line(&f->core, &f->session, a, strlen(a), &f->out);
+    assert_int_equal(f->out.len, strlen(f->out.buf));
+    assert_string_equal(f->out.buf,
+                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n"
+                        "[{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"pong\":true}}]\n"
+                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n");
+}
+
+static void invalid_params_name_the_path(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"distance\",\"params\":{\"a\":"
+                 "{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},\"b\":{\"capsule\":{\"a\":[0,0,0],"
+                 "\"b\":[1,1e400,0],\"radius\":1}}}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32602,\"message\":\"Invalid "
+                 "params: params.b.capsule.b[1] must be finite\",\"data\":{\"path\":"
+                 "\"params.b.capsule.b[1]\",\"reason\":\"must be finite\"}}}");
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":[1]}");
+    assert_non_null(strstr(r, "\"path\":\"params\""));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":1}}");
+    assert_non_null(strstr(r, "\"path\":\"params.x\",\"reason\":\"unknown key\""));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"distance\",\"params\":{}}");
+    assert_non_null(strstr(r, "\"path\":\"params.a\",\"reason\":\"is required\""));
+}
+
+static void failed_put_leaves_the_scene_unchanged(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":"
+                 "\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"scene\":\"s\",\"revision\":1}}");
+    /* Second shape invalid: nothing of the put may land. */
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.put\",\"params\":{"
+                            "\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[9,9,9],"
+                            "\"radius\":1}},\"b\":{\"sphere\":{\"center\":[0,0,0],\"radius\":-1}}}}}");
+    assert_non_null(strstr(r, "\"path\":\"params.shapes.b.sphere.radius\""));
+    /* Wrong revision: -32003 and nothing applied. */
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.put\",\"params\":{\"scene\":"
+                 "\"s\",\"if_revision\":5,\"shapes\":{\"a\":{\"sphere\":{\"center\":[9,9,9],"
+                 "\"radius\":1}}}}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32003,\"message\":\"Revision "
+                 "conflict: expected 5, scene is at 1\",\"data\":{\"expected\":5,\"actual\":1}}}");
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.get\",\"params\":{\"scene\":\"s\"}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"scene\":\"s\",\"revision\":1,"
+                 "\"shapes\":{\"a\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}}}");
+}
+
+static void scene_errors_have_kind_and_name(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.delete\",\"params\":{\"scene\":\"ghost\"}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32001,\"message\":\"Not found: "
+                 "scene 'ghost'\",\"data\":{\"kind\":\"scene\",\"name\":\"ghost\"}}}");
+    call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.create\",\"params\":{\"scene\":\"x\"}}");
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\",\"params\":{\"scene\":\"x\"}}");
+    assert_non_null(strstr(r, "\"code\":-32002"));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.create\",\"params\":{\"scene\":\".hidden\"}}");
+    assert_non_null(strstr(r, "\"path\":\"params.scene\""));
+}
+
+static void scene_distance_on_empty_scene_is_null(void **state)
+{
+    fixture *f = *state;
+    call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":\"e\"}}");
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.distance\",\"params\":{\"scene\":"
+                 "\"e\",\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},\"max_distance\":1}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"revision\":1,\"distance\":null,"
+                 "\"nearest\":null,\"pairs\":[]}}");
+}
+
+static void stats_count_requests_by_method_and_errors(void **state)
+{
+    fixture *f = *state;
+    call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+    call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+    call(f, "not json");
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"stats\"}");
+    assert_non_null(strstr(r, "\"by_method\":{\"ping\":2,\"stats\":1}"));
+    assert_non_null(strstr(r, "\"errors_by_code\":{\"-32700\":1}"));
+    assert_non_null(strstr(r, "\"total\":4"));
+}
+
+static void method_table_is_sorted_for_binary_search(void **state)
+{
+    (void)state;
+    for (size_t i = 1; i < rpd_method_count; i++)
+        assert_true(strcmp(rpd_methods[i - 1].name, rpd_methods[i].name) < 0);
+    size_t idx;
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        assert_ptr_equal(rpd_method_find(rpd_methods[i].name, &idx), &rpd_methods[i]);
+        assert_int_equal(idx, i);
+    }
+    assert_null(rpd_method_find("pin", &idx));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(ping_answers_pong_with_the_same_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(unknown_method_is_32601_with_method_in_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_envelopes_are_invalid_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(parse_errors_carry_the_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(nesting_beyond_the_limit_is_32004, setup, teardown),
+        cmocka_unit_test_setup_teardown(notifications_execute_without_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(batch_returns_array_without_notification_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(replies_on_consecutive_lines_have_no_leading_comma, setup, teardown),
+        cmocka_unit_test_setup_teardown(invalid_params_name_the_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_put_leaves_the_scene_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(scene_errors_have_kind_and_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(scene_distance_on_empty_scene_is_null, setup, teardown),
+        cmocka_unit_test_setup_teardown(stats_count_requests_by_method_and_errors, setup, teardown),
+        cmocka_unit_test(method_table_is_sorted_for_binary_search),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
