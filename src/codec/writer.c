@@ -144,17 +144,29 @@ static int decimal_length(uint64_t v)
     return n + (v >= 10) + (v >= 100) + (v >= 1000);
 }
 
-/* Writes the n decimal digits of v to p[0..n). */
-static void put_digits(char *p, uint64_t v, int n)
+/* Writes the n decimal digits of v (< 10^9) to p[0..n) in 32-bit steps. */
+static void put_digits32(char *p, uint32_t v, int n)
 {
     while (n >= 2) {
-        unsigned r = (unsigned)(v % 100);
+        uint32_t r = v % 100;
         v /= 100;
         n -= 2;
         memcpy(p + n, digit_pairs + 2 * r, 2);
     }
     if (n == 1)
-        p[0] = (char)('0' + v % 10);
+        p[0] = (char)('0' + v);
+}
+
+/* Writes the n decimal digits of v to p[0..n).  Splits off eight digits at
+ * a time so that the loops run on 32-bit values. */
+static void put_digits(char *p, uint64_t v, int n)
+{
+    while (v > UINT32_MAX) {
+        n -= 8;
+        put_digits32(p + n, (uint32_t)(v % 100000000), 8);
+        v /= 100000000;
+    }
+    put_digits32(p, (uint32_t)v, n);
 }
 
 /* Formats x like "%.17g" would, except with the shortest round-trip digits

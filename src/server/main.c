@@ -21,6 +21,9 @@ static void usage(FILE *to)
             "  --max-connections N      concurrent clients (default %d)\n"
             "  --max-request-bytes N    longest request line (default %u)\n"
             "  --max-shapes N           shapes per scene (default %u)\n"
+            "  --write-pause-bytes N    stop reading a client with this many unsent reply\n"
+            "                           bytes until they drain (default %u)\n"
+            "  --write-kill-bytes N     disconnect a client with this many (default %u)\n"
             "  --log-level LEVEL        error, warn, info (default) or debug\n"
             "  --help                   this text\n"
             "  --version                print the version\n"
@@ -28,7 +31,8 @@ static void usage(FILE *to)
             "Planned, not in this version: --data-dir, --fsync, --token-file.\n"
             "Stops on SIGTERM or SIGINT after flushing replies (at most 5 s).\n",
             RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_DEFAULT_MAX_CONNECTIONS,
-            RPD_DEFAULT_MAX_REQUEST_BYTES, RP_DEFAULT_MAX_SHAPES_PER_SCENE);
+            RPD_DEFAULT_MAX_REQUEST_BYTES, RP_DEFAULT_MAX_SHAPES_PER_SCENE,
+            RPD_DEFAULT_WRITE_PAUSE_BYTES, RPD_DEFAULT_WRITE_KILL_BYTES);
 }
 
 /* Parses a positive decimal count; false on junk, zero or overflow. */
@@ -66,6 +70,8 @@ int main(int argc, char **argv)
                            strcmp(a, "--max-connections") == 0 ||
                            strcmp(a, "--max-request-bytes") == 0 ||
                            strcmp(a, "--max-shapes") == 0 || strcmp(a, "--log-level") == 0 ||
+                           strcmp(a, "--write-pause-bytes") == 0 ||
+                           strcmp(a, "--write-kill-bytes") == 0 ||
                            strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
                            strcmp(a, "--token-file") == 0;
         if (!takes_value) {
@@ -100,9 +106,17 @@ int main(int argc, char **argv)
             cfg.limits.max_connections = n;
         } else if (strcmp(a, "--max-request-bytes") == 0) {
             cfg.limits.max_request_bytes = n;
+        } else if (strcmp(a, "--write-pause-bytes") == 0) {
+            cfg.limits.write_pause_bytes = n;
+        } else if (strcmp(a, "--write-kill-bytes") == 0) {
+            cfg.limits.write_kill_bytes = n;
         } else {
             cfg.limits.max_shapes_per_scene = n;
         }
+    }
+    if (cfg.limits.write_kill_bytes < cfg.limits.write_pause_bytes) {
+        fprintf(stderr, "reposed: --write-kill-bytes must be >= --write-pause-bytes\n");
+        return 2;
     }
     if (!cfg.unix_path && !cfg.tcp) {
         fprintf(stderr, "reposed: both listeners are off (--unix none --tcp none)\n");

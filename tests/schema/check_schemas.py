@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Checks proto/schemas/protocol.schema.json against the example transcripts.
+
+For every request line in proto/examples/*.jsonl and the reply the transcript
+expects for it:
+  * every expected reply must match #/$defs/response;
+  * a request answered with a result must match #/$defs/request, and the
+    result must match #/$defs/result/<method>;
+  * a request answered with -32600 / -32602 must NOT match the request schema
+    (the schema is as strict as the server), and -32700 lines must not parse;
+  * any other error (not found, conflict, ...) comes from a schema-valid request.
+
+The transcript format is described in proto/examples/README.md.  Wildcards
+("*") in expected replies are replaced by null before result validation only
+where the schema allows it, so they are skipped for the result check.
+usage: check_schemas.py SCHEMA EXAMPLES_DIR
+"""
+import glob
+import json
+import os
+import sys
+
+import jsonschema
+
+
+def is_reply(text):
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return False
+
+    def one(o):
+        return isinstance(o, dict) and ("result" in o or "error" in o) and "method" not in o
+
+    return one(v) or (isinstance(v, list) and len(v) > 0 and all(one(o) for o in v))
+
+
+def is_notification(o):
+    """Mirrors the server: a well-formed envelope without an id gets no reply."""
+    return (isinstance(o, dict) and o.get("jsonrpc") == "2.0" and isinstance(o.get("method"), str)
+            and "id" not in o and set(o) <= {"jsonrpc", "method", "params"})
+
+
+def has_wildcard(v):
+    if v == "*":
+        return True
+    if isinstance(v, dict):
+        return any(has_wildcard(x) for x in v.values())
+    if isinstance(v, list):
+        return any(has_wildcard(x) for x in v)
+    return False
+
+
+def main():
+    schema_path, examples = sys.argv[1], sys.argv[2]
+    with open(schema_path) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    resolver = jsonschema.RefResolver.from_schema(schema)
+
+    def validator(pointer):
+        return jsonschema.Draft202012Validator({"$ref": "#" + pointer}, resolver=resolver)
+
+    response_v = validator("/$defs/response")
+    request_v = validator("/$defs/request")
+    failures = []
+    checked = 0
+
+    def fail(where, msg):
+        failures.append(f"{where}: {msg}")
+
+    for path in sorted(glob.glob(os.path.join(examples, "*.jsonl"))):
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = [l.rstrip("\n") for l in f]
+        pending = []  # requests awaiting replies, in order: (lineno, parsed or None)
+        for no, line in enumerate(lines, 1):
+            where = f"{os.path.basename(path)}:{no}"
+            if not line.strip():
+                continue
+            if not is_reply(line):
+                try:
+                    v = json.loads(line)
+                except ValueError:
+                    pending.append((no, None, "unparsable"))
+                    continue
+                items = v if isinstance(v, list) and v else [v]
+                if isinstance(v, list) and v:
+                    # a batch: one pending entry per element that expects a reply
+                    pending.append((no, items, "batch"))
+                else:
+                    pending.append((no, v, "single"))
+                continue
+            reply = json.loads(line)
+            for err in response_v.iter_errors(reply):
+                fail(where, f"reply does not match the response schema: {err.message}")
+            # Pair with the oldest request that gets a reply.
+            while pending:
+                rno, req, kind = pending.pop(0)
+                if kind == "single" and is_notification(req):
+                    continue  # a notification: no reply
+                if kind == "batch" and all(is_notification(r) for r in req):
+                    continue  # a batch of notifications: no reply
+                break
+            else:
+                fail(where, "reply without a request")
+                continue
+            replies = reply if isinstance(reply, list) else [reply]
+            if kind == "batch":
+                reqs = [r for r in req if not is_notification(r)]
+                if len(reqs) != len(replies):
+                    fail(where, f"batch of {len(reqs)} answerable requests got {len(replies)} replies")
+                    continue
+            else:
+                reqs = [req]
+            for r, rep in zip(reqs, replies):
+                checked += 1
+                if "result" in rep:
+                    if not request_v.is_valid(r):
+                        err = next(request_v.iter_errors(r))
+                        fail(where, f"request {rno} succeeded but fails the schema: {err.message}")
+                        continue
+                    if has_wildcard(rep["result"]):
+                        continue
+                    rv = validator("/$defs/result/" + r["method"].replace("~", "~0").replace("/", "~1"))
+                    for err in rv.iter_errors(rep["result"]):
+                        fail(where, f"result of {r['method']} fails its schema: {err.message}")
+                else:
+                    code = rep["error"]["code"]
+                    if code == -32700:
+                        if kind != "unparsable" and r is not None:
+                            fail(where, f"request {rno} parsed but the reply is -32700")
+                    elif code in (-32600, -32602, -32601):
+                        if r is not None and request_v.is_valid(r):
+                            fail(where, f"request {rno} got {code} but the schema accepts it")
+                    elif code in (-32001, -32002, -32003):
+                        if r is not None and not request_v.is_valid(r):
+                            err = next(request_v.iter_errors(r))
+                            fail(where, f"request {rno} got {code} but the schema rejects it: {err.message}")
+    for f_ in failures:
+        print("FAIL", f_)
+    print(f"schema checks: {checked} request/reply pairs, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
