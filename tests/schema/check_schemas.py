@@ -19,8 +19,13 @@ import glob
 import json
 import os
 import sys
+import warnings
 
 import jsonschema
+
+# RefResolver is deprecated in newer jsonschema releases but is what Debian 12's
+# python3-jsonschema (4.10) offers; it works in both.
+warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
 def is_reply(text):

@@ -208,6 +208,11 @@ static void failed_put_leaves_the_scene_unchanged(void **state)
                             "\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[9,9,9],"
                             "\"radius\":1}},\"b\":{\"sphere\":{\"center\":[0,0,0],\"radius\":-1}}}}}");
     assert_non_null(strstr(r, "\"path\":\"params.shapes.b.sphere.radius\""));
+    /* The same id twice: rejected, nothing applied. */
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.put\",\"params\":{"
+                "\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[9,9,9],"
+                "\"radius\":1}},\"a\":{\"sphere\":{\"center\":[0,0,0],\"radius\":2}}}}}");
+    assert_non_null(strstr(r, "\"path\":\"params.shapes.a\",\"reason\":\"duplicate key\""));
     /* Wrong revision: -32003 and nothing applied. */
     assert_reply(f,
                  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.put\",\"params\":{\"scene\":"

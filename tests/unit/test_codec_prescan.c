@@ -1,0 +1,160 @@
+/*
+ * Unit tests for src/codec/prescan.c: nesting depth (the outermost bracket
+ * counts), string and escape tracking, and UTF-8 validation with offsets.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+
+#include "codec/codec.h"
+
+/* ---- pre-scan ---------------------------------------------------------- */
+
+static rp_scan_result scan(const char *s, int max_depth, size_t *off)
+{
+    *off = (size_t)-1;
+    return rp_json_prescan(s, strlen(s), max_depth, off);
+}
+
+static void prescan_depth_limit_counts_outermost_bracket(void **state)
+{
+    (void)state;
+    char buf[300];
+    size_t off;
+    for (int n = 63; n <= 66; n++) {
+        memset(buf, '[', (size_t)n);
+        memset(buf + n, ']', (size_t)n);
+        buf[2 * n] = '\0';
+        rp_scan_result r = scan(buf, 64, &off);
+        if (n <= 64) {
+            assert_int_equal(r, RP_SCAN_OK);
+        } else {
+            assert_int_equal(r, RP_SCAN_TOO_DEEP);
+            assert_int_equal(off, 64); /* the 65th bracket */
+        }
+    }
+    /* objects count too, mixed with arrays */
+    assert_int_equal(scan("{\"a\":[{\"b\":[1]}]}", 4, &off), RP_SCAN_OK);
+    assert_int_equal(scan("{\"a\":[{\"b\":[1]}]}", 3, &off), RP_SCAN_TOO_DEEP);
+    assert_int_equal(off, 11);
+    /* siblings do not add up */
+    assert_int_equal(scan("[[1],[2],[[3]],{}]", 3, &off), RP_SCAN_OK);
+    assert_int_equal(scan("[[1],[2],[[3]],{}]", 2, &off), RP_SCAN_TOO_DEEP);
+    assert_int_equal(off, 10);
+    assert_int_equal(scan("1", 0, &off), RP_SCAN_OK);
+    assert_int_equal(scan("[]", 0, &off), RP_SCAN_TOO_DEEP);
+    assert_int_equal(off, 0);
+    assert_int_equal(rp_json_prescan("", 0, 64, &off), RP_SCAN_OK);
+    /* Unbalanced closers are left to cJSON and do not go negative. */
+    assert_int_equal(scan("]]]]][[", 2, &off), RP_SCAN_OK);
+}
+
+static void prescan_ignores_brackets_inside_strings(void **state)
+{
+    (void)state;
+    size_t off;
+    assert_int_equal(scan("[\"[[[[{{{{\"]", 1, &off), RP_SCAN_OK);
+    assert_int_equal(scan("{\"[[[\":\"]]]{{{\"}", 1, &off), RP_SCAN_OK);
+    /* escaped quote keeps the string open */
+    assert_int_equal(scan("[\"a\\\"[[[\"]", 1, &off), RP_SCAN_OK);
+    /* escaped backslash before the quote closes it, so the '[' counts */
+    assert_int_equal(scan("[\"a\\\\\",[]]", 1, &off), RP_SCAN_TOO_DEEP);
+    assert_int_equal(off, 7);
+    assert_int_equal(scan("[\"\\\\\\\"[\"]", 1, &off), RP_SCAN_OK);
+    /* a long string (word-at-a-time path) with the quote at every alignment */
+    for (size_t n = 0; n < 40; n++) {
+        char buf[64] = "[\"";
+        memset(buf + 2, 'a', n);
+        strcpy(buf + 2 + n, "\",[[]]]");
+        assert_int_equal(scan(buf, 2, &off), RP_SCAN_TOO_DEEP);
+        assert_int_equal(off, 2 + n + 3);
+        /* A backslash in the middle escapes an 'a'; on the last 'a' it escapes
+         * the closing quote (and for n == 0 it replaces it), so the string
+         * swallows the brackets. */
+        buf[2 + n / 2] = '\\';
+        bool swallowed = n / 2 + 1 >= n;
+        assert_int_equal(scan(buf, 2, &off), swallowed ? RP_SCAN_OK : RP_SCAN_TOO_DEEP);
+    }
+}
+
+static void prescan_accepts_valid_utf8(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {
+        "[\"\xC3\xA9\"]",                 /* U+00E9, 2 bytes */
+        "[\"\xC2\x80\xDF\xBF\"]",         /* U+0080, U+07FF */
+        "[\"\xE2\x82\xAC\"]",             /* U+20AC, 3 bytes */
+        "[\"\xE0\xA0\x80\xEF\xBF\xBF\"]", /* U+0800, U+FFFF */
+        "[\"\xED\x9F\xBF\xEE\x80\x80\"]", /* U+D7FF, U+E000 around the surrogates */
+        "[\"\xF0\x9F\x98\x80\"]",         /* U+1F600, 4 bytes */
+        "[\"\xF0\x90\x80\x80\xF4\x8F\xBF\xBF\"]", /* U+10000, U+10FFFF */
+        "\xC3\xA9",                       /* outside strings too */
+        "[\"\\\xC3\xA9\"]",               /* after a backslash */
+    };
+    size_t off;
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (scan(ok[i], 64, &off) != RP_SCAN_OK)
+            fail_msg("case %zu rejected at %zu", i, off);
+}
+
+static void prescan_rejects_invalid_utf8_at_its_offset(void **state)
+{
+    (void)state;
+    static const struct { const char *s; size_t off; } bad[] = {
+        {"[\"ab\xC0\x80\"]", 4},             /* overlong NUL */
+        {"[\"\xC1\xBF\"]", 2},               /* overlong */
+        {"[\"\xE0\x80\x80\"]", 2},           /* overlong 3-byte */
+        {"[\"\xE0\x9F\xBF\"]", 2},           /* overlong U+07FF */
+        {"[\"\xED\xA0\x80\"]", 2},           /* surrogate U+D800 */
+        {"[\"\xED\xBF\xBF\"]", 2},           /* surrogate U+DFFF */
+        {"[\"\xF0\x80\x80\x80\"]", 2},       /* overlong 4-byte */
+        {"[\"\xF0\x8F\xBF\xBF\"]", 2},       /* overlong U+FFFF */
+        {"[\"\xF4\x90\x80\x80\"]", 2},       /* U+110000 */
+        {"[\"\xF5\x80\x80\x80\"]", 2},
+        {"[\"\xFF\"]", 2},
+        {"[\"\xFE\"]", 2},
+        {"[\"x\x80\"]", 3},                  /* lone continuation */
+        {"[\"\xBF\"]", 2},
+        {"[\"\xC3\xA9\xA9\"]", 4},           /* one continuation too many */
+        {"[\"\xE2\x82\"]", 2},               /* truncated, then '"' */
+        {"[\"\xE2\x82\x41\"]", 2},
+        {"[\"\xF0\x9F\x98\"]", 2},
+        {"\x80[]", 0},                       /* outside strings */
+        {"[\"\\\x80\"]", 3},                 /* after a backslash */
+    };
+    size_t off;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rp_scan_result r = scan(bad[i].s, 64, &off);
+        if (r != RP_SCAN_BAD_UTF8 || off != bad[i].off)
+            fail_msg("case %zu: result %d offset %zu, want bad utf8 at %zu", i, (int)r, off,
+                     bad[i].off);
+    }
+    /* truncated at the very end of the buffer */
+    static const char *const cut[] = {"\xC3", "\xE2\x82", "\xF0\x9F\x98", "\xE2"};
+    for (size_t i = 0; i < sizeof cut / sizeof *cut; i++) {
+        char buf[16] = "[\"ab";
+        strcat(buf, cut[i]);
+        assert_int_equal(scan(buf, 64, &off), RP_SCAN_BAD_UTF8);
+        assert_int_equal(off, 4);
+    }
+    /* a bad byte at every position of a long string (word-at-a-time path) */
+    for (size_t pos = 0; pos < 40; pos++) {
+        char buf[64] = "[\"";
+        memset(buf + 2, 'a', 40);
+        strcpy(buf + 42, "\"]");
+        buf[2 + pos] = (char)0xC0;
+        assert_int_equal(scan(buf, 64, &off), RP_SCAN_BAD_UTF8);
+        assert_int_equal(off, 2 + pos);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(prescan_depth_limit_counts_outermost_bracket),
+        cmocka_unit_test(prescan_ignores_brackets_inside_strings),
+        cmocka_unit_test(prescan_accepts_valid_utf8),
+        cmocka_unit_test(prescan_rejects_invalid_utf8_at_its_offset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
