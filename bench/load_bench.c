@@ -591,9 +591,8 @@ int main(int argc, char **argv)
         memcpy(rep + (size_t)i * cfg.line_len, cfg.line, cfg.line_len);
     rep_buf = rep;
 
-    conn *conns = calloc((size_t)cfg.conns, sizeof *conns);
     worker *ws = calloc((size_t)cfg.threads, sizeof *ws);
-    if (!conns || !ws)
+    if (!ws)
         die("out of memory");
     for (int t = 0; t < cfg.threads; t++) {
         ws[t].epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -606,7 +605,6 @@ int main(int argc, char **argv)
             ws[t].quota = cfg.requests / (uint64_t)cfg.threads +
                           ((uint64_t)t < cfg.requests % (uint64_t)cfg.threads);
     }
-    free(conns);
     for (int i = 0; i < cfg.conns; i++) {
         worker *w = &ws[i % cfg.threads];
         conn *c = &w->conns[w->nconns++];

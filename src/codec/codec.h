@@ -112,7 +112,10 @@ rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err 
 typedef enum rp_scan_result {
     RP_SCAN_OK,
     RP_SCAN_TOO_DEEP,  /* nesting deeper than max_depth (outermost bracket counts as 1) */
-    RP_SCAN_BAD_UTF8   /* invalid UTF-8 anywhere in the line (offset set) */
+    RP_SCAN_BAD_UTF8,  /* invalid UTF-8 anywhere in the line (offset set) */
+    RP_SCAN_CONTROL,   /* a control byte: in a string, or between tokens other than
+                          space, tab, CR, LF */
+    RP_SCAN_NUL_ESCAPE /* \u0000 in a string (cJSON would truncate the string) */
 } rp_scan_result;
 
 /* One pass over a request line: validates UTF-8 (overlongs, surrogates and

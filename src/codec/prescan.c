@@ -44,24 +44,38 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
 /* Bytes below 0x80 the scanner must look at; the rest (digits, letters,
  * punctuation, spaces) are skipped in tight loops.  Bytes >= 0x80 always go
  * to UTF-8 validation. */
-enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH };
+enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH, CONTROL };
+/* Control bytes: RFC 8259 allows only space, tab, CR and LF between tokens
+ * (cJSON would skip any byte <= 0x20) and none unescaped inside strings. */
+#define CONTROLS_EXCEPT_WS                                                              \
+    [0x00] = CONTROL, [0x01] = CONTROL, [0x02] = CONTROL, [0x03] = CONTROL,             \
+    [0x04] = CONTROL, [0x05] = CONTROL, [0x06] = CONTROL, [0x07] = CONTROL,             \
+    [0x08] = CONTROL, [0x0B] = CONTROL, [0x0C] = CONTROL, [0x0E] = CONTROL,             \
+    [0x0F] = CONTROL, [0x10] = CONTROL, [0x11] = CONTROL, [0x12] = CONTROL,             \
+    [0x13] = CONTROL, [0x14] = CONTROL, [0x15] = CONTROL, [0x16] = CONTROL,             \
+    [0x17] = CONTROL, [0x18] = CONTROL, [0x19] = CONTROL, [0x1A] = CONTROL,             \
+    [0x1B] = CONTROL, [0x1C] = CONTROL, [0x1D] = CONTROL, [0x1E] = CONTROL,             \
+    [0x1F] = CONTROL, [0x7F] = PLAIN
 static const unsigned char outside_class[128] = {
+    CONTROLS_EXCEPT_WS,
     ['"'] = QUOTE, ['['] = OPEN, ['{'] = OPEN, [']'] = CLOSE, ['}'] = CLOSE,
 };
 static const unsigned char inside_class[128] = {
+    CONTROLS_EXCEPT_WS, [0x09] = CONTROL, [0x0A] = CONTROL, [0x0D] = CONTROL,
     ['"'] = QUOTE, ['\\'] = BACKSLASH,
 };
 
-/* Eight bytes at once: true when none is '"', '\\' or >= 0x80, i.e. the whole
- * word is plain string content.  (x - 0x01..) & ~x & 0x80.. is non-zero
- * exactly when some byte of x is zero, which is all this needs. */
+/* Eight bytes at once: true when none is '"', '\\', a control byte (< 0x20)
+ * or >= 0x80, i.e. the whole word is plain string content.
+ * (x - n*0x01..) & ~x & 0x80.. is non-zero when some byte of x is below n
+ * (for bytes < 0x80), which with n = 1 finds zero bytes after the XORs. */
 static inline bool plain8(const unsigned char *p)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     uint64_t x;
     memcpy(&x, p, 8);
     uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-    uint64_t zero = ((q - ones) & ~q) | ((b - ones) & ~b);
+    uint64_t zero = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x);
     return ((zero | x) & high) == 0;
 }
 
@@ -103,11 +117,17 @@ rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_
             in_string = !in_string;
             break;
         case BACKSLASH:
-            /* Skip the escaped byte unless it starts a UTF-8 sequence,
-             * which still has to be validated. */
-            if (i + 1 < len && p[i + 1] < 0x80)
+            /* cJSON ends strings at a decoded NUL, so "a\u0000b" would
+             * silently become "a": refuse it. */
+            if (len - i >= 6 && memcmp(p + i + 1, "u0000", 5) == 0)
+                return stop(RP_SCAN_NUL_ESCAPE, i, offset);
+            /* Skip the escaped byte unless it starts a UTF-8 sequence or is
+             * a control byte, which still have to be checked. */
+            if (i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80)
                 i++;
             break;
+        case CONTROL:
+            return stop(RP_SCAN_CONTROL, i, offset);
         case OPEN:
             if (++depth > max_depth)
                 return stop(RP_SCAN_TOO_DEEP, i, offset);

@@ -42,10 +42,72 @@ void rpd_conn_close(rpd_conn *c)
     uv_close(&c->h.handle, on_close);
 }
 
+/* Input of a lingering connection is read into this and dropped. */
+static char discard_buf[64 * 1024];
+
+static void on_alloc_discard(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(discard_buf, sizeof discard_buf);
+}
+
+static void on_read_discard(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (nread < 0)
+        rpd_conn_close(s->data); /* EOF or error: the peer is done */
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    rpd_conn *c = req->data;
+    if (uv_is_closing(&c->h.handle))
+        return;
+    if (status < 0 || uv_read_start(&c->h.stream, on_alloc_discard, on_read_discard) < 0) {
+        rpd_conn_close(c);
+        return;
+    }
+    c->reading = true;
+}
+
+/* Ends a connection whose replies are all handed to the kernel.  Closing a
+ * TCP socket that still has unread input makes the kernel send a reset,
+ * which can destroy replies not yet delivered.  So, unless the peer already
+ * sent EOF, shut down our write side (FIN after the last reply) and read and
+ * discard until the peer closes, for at most RPD_LINGER_MS (rpd_conn_sweep,
+ * or the shutdown grace timer). */
+static void linger_close(rpd_conn *c)
+{
+    if (c->lingering || uv_is_closing(&c->h.handle))
+        return;
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    if (c->eof) {
+        rpd_conn_close(c);
+        return;
+    }
+    c->lingering = true;
+    c->linger_since = uv_now(c->srv->loop);
+    c->shutdown_req.data = c;
+    if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0)
+        rpd_conn_close(c);
+}
+
+void rpd_conn_sweep(rpd_server *srv)
+{
+    uint64_t now = uv_now(srv->loop);
+    for (rpd_conn *c = srv->conns; c; c = c->next)
+        if (c->lingering && now - c->linger_since >= RPD_LINGER_MS)
+            rpd_conn_close(c);
+}
+
 static void close_if_done(rpd_conn *c)
 {
     if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused)
-        rpd_conn_close(c);
+        linger_close(c);
 }
 
 static void on_write(uv_write_t *req, int status)
@@ -138,10 +200,12 @@ static void process_lines(rpd_conn *c)
             rpd_process_line(core, &c->session, line, len, &c->out);
         break;
     }
-    if (backlog(c) > core->limits.write_kill_bytes) {
+    /* Disconnect a client that lets replies pile up.  Only bytes libuv could
+     * not write yet count: one large reply to a client that reads is fine. */
+    if (c->inflight > core->limits.write_kill_bytes) {
         core->stats.limit_write_buffer++;
         rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
-                backlog(c));
+                c->inflight);
         rpd_conn_close(c);
         return;
     }
@@ -205,6 +269,13 @@ void rpd_conn_finish(rpd_conn *c)
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
+    /* Lines already received but not yet processed (held back by
+     * backpressure) are answered: with core->shutting_down set, each gets
+     * -32006. */
+    const char *line;
+    size_t len;
+    while (rpd_framer_next(&c->in, &line, &len) == RPD_FRAME_LINE)
+        rpd_process_line(&c->srv->core, &c->session, line, len, &c->out);
     c->closing = true;
     c->paused = false;
     flush(c);

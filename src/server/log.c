@@ -30,5 +30,5 @@ void rpd_log(rpd_log_level level, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     /* One fprintf per line so concurrent writers do not interleave. */
-    fprintf(stderr, "reposed: %s%s\n", tags[level], line);
+    fprintf(stderr, "reposed: %s%s\n", level == RPD_LOG_ALWAYS ? "" : tags[level], line);
 }

@@ -2,7 +2,15 @@
 #ifndef REPOSE_SERVER_LOG_H
 #define REPOSE_SERVER_LOG_H
 
-typedef enum rpd_log_level { RPD_LOG_ERROR, RPD_LOG_WARN, RPD_LOG_INFO, RPD_LOG_DEBUG } rpd_log_level;
+/* RPD_LOG_ALWAYS is for lines that scripts rely on ("listening on ..."):
+ * printed whatever the level, without a tag. */
+typedef enum rpd_log_level {
+    RPD_LOG_ALWAYS = -1,
+    RPD_LOG_ERROR,
+    RPD_LOG_WARN,
+    RPD_LOG_INFO,
+    RPD_LOG_DEBUG
+} rpd_log_level;
 
 void rpd_log_set_level(rpd_log_level level);
 /* Parses "error", "warn", "info", "debug"; -1 when unknown. */

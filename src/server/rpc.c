@@ -340,9 +340,9 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     } else if (params && !cJSON_IsObject(params)) {
         core->stats.by_method[index]++;
         ok = rpd_fail_path(&r, "params", "must be an object (parameters by name)");
-    } else if (core->shutting_down && (m->flags & RPD_METHOD_MUTATES)) {
+    } else if (core->shutting_down) {
         core->stats.by_method[index]++;
-        ok = rpd_fail(&r, RPD_SHUTTING_DOWN, "Shutting down");
+        ok = rpd_fail(&r, RPD_SHUTTING_DOWN, "Shutting down: request not executed");
     } else {
         core->stats.by_method[index]++;
         write_envelope(w, id, "result");
@@ -421,6 +421,19 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         core->stats.requests++;
         parse_error(core, out, offset, "invalid UTF-8");
         return;
+    case RP_SCAN_CONTROL:
+        core->stats.requests++;
+        parse_error(core, out, offset, "control character (escape it inside strings)");
+        return;
+    case RP_SCAN_NUL_ESCAPE: {
+        rpd_error e;
+        simple_error(&e, RPD_INVALID_REQUEST, "");
+        snprintf(e.message, sizeof e.message,
+                 "Invalid Request: \\u0000 in a string is not supported (byte %zu)", offset);
+        core->stats.requests++;
+        rpd_reply_error_line(core, out, &e);
+        return;
+    }
     }
 
     const char *end = NULL;

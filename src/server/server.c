@@ -93,11 +93,11 @@ static bool listen_tcp(rpd_server *srv)
     if (bound.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&bound, ip, sizeof ip);
         port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-        rpd_log(RPD_LOG_INFO, "listening on tcp [%s]:%d", ip, port);
+        rpd_log(RPD_LOG_ALWAYS, "listening on tcp [%s]:%d", ip, port);
     } else {
         uv_ip4_name((struct sockaddr_in *)&bound, ip, sizeof ip);
         port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        rpd_log(RPD_LOG_INFO, "listening on tcp %s:%d", ip, port);
+        rpd_log(RPD_LOG_ALWAYS, "listening on tcp %s:%d", ip, port);
     }
     return true;
 }
@@ -157,7 +157,7 @@ static bool listen_unix(rpd_server *srv)
         return false;
     }
     chmod(path, 0660);
-    rpd_log(RPD_LOG_INFO, "listening on unix %s", path);
+    rpd_log(RPD_LOG_ALWAYS, "listening on unix %s", path);
     return true;
 }
 
@@ -177,6 +177,7 @@ static void maybe_finish(rpd_server *srv)
         return;
     if (srv->grace_started)
         close_if_open((uv_handle_t *)&srv->grace);
+    close_if_open((uv_handle_t *)&srv->sweep);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
 }
@@ -223,6 +224,11 @@ static void begin_shutdown(rpd_server *srv, int signum)
     maybe_finish(srv);
 }
 
+static void on_sweep(uv_timer_t *t)
+{
+    rpd_conn_sweep(t->data);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     begin_shutdown(s->data, signum);
@@ -260,6 +266,10 @@ int rpd_server_run(const rpd_config *cfg)
     srv.sigterm.data = srv.sigint.data = &srv;
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
     uv_signal_start(&srv.sigint, on_signal, SIGINT);
+    uv_timer_init(srv.loop, &srv.sweep);
+    srv.sweep.data = &srv;
+    uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);
+    uv_unref((uv_handle_t *)&srv.sweep); /* never keeps the loop alive */
 
     bool ok = (!cfg->tcp || listen_tcp(&srv)) && (!cfg->unix_path || listen_unix(&srv));
     int code = 0;

@@ -20,6 +20,11 @@
 #define RPD_READ_CHUNK (64u * 1024u)
 /* Grace period for flushing replies at shutdown, ms. */
 #define RPD_SHUTDOWN_GRACE_MS 5000
+/* How long a connection we are closing may linger, discarding input, so that
+ * its last replies are not lost to a TCP reset (see linger_close), ms; and
+ * how often lingering connections are checked. */
+#define RPD_LINGER_MS 2000
+#define RPD_SWEEP_MS 500
 
 typedef struct rpd_config {
     const char *unix_path; /* NULL: no Unix socket */
@@ -47,6 +52,9 @@ typedef struct rpd_conn {
     bool paused;     /* line processing stopped by backpressure */
     bool eof;        /* the peer has finished sending */
     bool closing;    /* close as soon as every reply is written */
+    bool lingering;  /* write side shut down; discarding input until EOF */
+    uint64_t linger_since; /* uv_now() when lingering started */
+    uv_shutdown_t shutdown_req;
     rpd_session session;
 } rpd_conn;
 
@@ -61,6 +69,7 @@ struct rpd_server {
     uv_signal_t sigterm, sigint;
     uv_timer_t grace;
     bool grace_started;
+    uv_timer_t sweep; /* closes connections that lingered too long */
     bool stopping;
     rpd_conn *conns; /* doubly linked list */
 };
@@ -73,6 +82,8 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp);
 void rpd_conn_close(rpd_conn *c);
 /* Stops reading and closes once replies are flushed (shutdown). */
 void rpd_conn_finish(rpd_conn *c);
+/* Closes connections that have lingered longer than RPD_LINGER_MS. */
+void rpd_conn_sweep(rpd_server *srv);
 /* server.c: called when a connection is gone. */
 void rpd_server_conn_closed(rpd_server *srv);
 

@@ -37,6 +37,7 @@ static char *unconst(const char *s)
 }
 static rh_daemon pool[MAX_DAEMONS];
 static rh_conn *conns[MAX_CONNS];
+static char temp_dirs[MAX_DAEMONS][128];
 static bool atexit_done;
 
 /* ---- time ---------------------------------------------------------------------- */
@@ -172,6 +173,31 @@ static size_t read_log(const char *path, char *buf, size_t cap)
     close(fd);
     buf[n] = '\0';
     return n;
+}
+
+void rh_signal(rh_daemon *d, int sig)
+{
+    if (d->pid > 0 && !d->exited)
+        kill(d->pid, sig);
+}
+
+long rh_rss_kb(const rh_daemon *d)
+{
+    if (d->pid <= 0 || d->exited)
+        return -1;
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+    if (read_log(path, buf, sizeof buf) == 0)
+        return -1;
+    const char *p = strstr(buf, "VmRSS:");
+    return p ? atol(p + 6) : -1;
+}
+
+bool rh_log_contains(const rh_daemon *d, const char *text)
+{
+    static char buf[65536];
+    read_log(d->log_path, buf, sizeof buf);
+    return strstr(buf, text) != NULL;
 }
 
 void rh_dump_log(const rh_daemon *d)
@@ -450,11 +476,13 @@ static rh_conn *wrap_fd(int fd)
 
 /* Connects fd to addr, waiting at most the default timeout; then makes it
  * non-blocking. */
-static rh_conn *connect_addr(int family, const struct sockaddr *sa, socklen_t len)
+static rh_conn *connect_addr(int family, const struct sockaddr *sa, socklen_t len, int rcvbuf)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return NULL;
+    if (rcvbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     if (connect(fd, sa, len) != 0) {
         close(fd);
         return NULL;
@@ -468,7 +496,7 @@ static rh_conn *connect_addr(int family, const struct sockaddr *sa, socklen_t le
     return wrap_fd(fd);
 }
 
-rh_conn *rh_connect_unix(const char *path)
+static rh_conn *connect_unix(const char *path, int rcvbuf)
 {
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
@@ -476,22 +504,37 @@ rh_conn *rh_connect_unix(const char *path)
     if (strlen(path) >= sizeof sa.sun_path)
         return NULL;
     strcpy(sa.sun_path, path);
-    return connect_addr(AF_UNIX, (const struct sockaddr *)&sa, sizeof sa);
+    return connect_addr(AF_UNIX, (const struct sockaddr *)&sa, sizeof sa, rcvbuf);
 }
 
-rh_conn *rh_connect_tcp(int port)
+static rh_conn *connect_tcp(int port, int rcvbuf)
 {
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((unsigned short)port);
     sa.sin_addr.s_addr = htonl(0x7f000001u);
-    return connect_addr(AF_INET, (const struct sockaddr *)&sa, sizeof sa);
+    return connect_addr(AF_INET, (const struct sockaddr *)&sa, sizeof sa, rcvbuf);
+}
+
+rh_conn *rh_connect_unix(const char *path)
+{
+    return connect_unix(path, 0);
+}
+
+rh_conn *rh_connect_tcp(int port)
+{
+    return connect_tcp(port, 0);
 }
 
 rh_conn *rh_connect(const rh_daemon *d, bool tcp)
 {
-    return tcp ? rh_connect_tcp(d->tcp_port) : rh_connect_unix(d->unix_path);
+    return tcp ? connect_tcp(d->tcp_port, 0) : connect_unix(d->unix_path, 0);
+}
+
+rh_conn *rh_connect_rcvbuf(const rh_daemon *d, bool tcp, int rcvbuf)
+{
+    return tcp ? connect_tcp(d->tcp_port, rcvbuf) : connect_unix(d->unix_path, rcvbuf);
 }
 
 int rh_fd(const rh_conn *c)
@@ -637,6 +680,26 @@ void rh_close(rh_conn *c)
     free(c);
 }
 
+/* ---- scratch directories ------------------------------------------------------ */
+
+const char *rh_temp_dir(void)
+{
+    if (!atexit_done) {
+        atexit(cleanup_at_exit);
+        atexit_done = true;
+    }
+    for (int i = 0; i < MAX_DAEMONS; i++) {
+        if (!temp_dirs[i][0]) {
+            if (!make_temp_dir(temp_dirs[i], sizeof temp_dirs[i])) {
+                temp_dirs[i][0] = '\0';
+                return NULL;
+            }
+            return temp_dirs[i];
+        }
+    }
+    return NULL;
+}
+
 /* ---- cleanup ------------------------------------------------------------------- */
 
 void rh_cleanup_all(void)
@@ -646,6 +709,12 @@ void rh_cleanup_all(void)
             rh_close(conns[i]);
     for (int i = 0; i < MAX_DAEMONS; i++)
         rh_destroy(&pool[i]);
+    for (int i = 0; i < MAX_DAEMONS; i++) {
+        if (temp_dirs[i][0]) {
+            remove_dir(temp_dirs[i]);
+            temp_dirs[i][0] = '\0';
+        }
+    }
 }
 
 int rh_teardown(void **state)

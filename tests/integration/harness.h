@@ -79,6 +79,12 @@ int rh_wait_exit(rh_daemon *d, int timeout_ms);
 /* Kills the daemon if it still runs, removes its temporary directory
  * (every file in it) and releases the pool slot.  NULL is a no-op. */
 void rh_destroy(rh_daemon *d);
+/* Sends a signal to a running daemon (no-op once it exited). */
+void rh_signal(rh_daemon *d, int sig);
+/* The daemon's resident set size in KiB from /proc, or -1 if unknown. */
+long rh_rss_kb(const rh_daemon *d);
+/* True when the daemon's stderr so far contains `text`. */
+bool rh_log_contains(const rh_daemon *d, const char *text);
 /* Copies the daemon's stderr so far to our stderr (for failure reports). */
 void rh_dump_log(const rh_daemon *d);
 /* Exit status as rh_stop returns it, from a raw wait status. */
@@ -106,6 +112,10 @@ rh_conn *rh_connect_unix(const char *path);
 rh_conn *rh_connect_tcp(int port);
 /* Connects to a running daemon: Unix when tcp is false, else TCP. */
 rh_conn *rh_connect(const rh_daemon *d, bool tcp);
+/* The same with a fixed receive buffer (SO_RCVBUF set before connecting,
+ * which also stops TCP from growing it), for tests that need the kernel to
+ * hold only a little of what the daemon sends. */
+rh_conn *rh_connect_rcvbuf(const rh_daemon *d, bool tcp, int rcvbuf);
 int rh_fd(const rh_conn *c);
 /* Writes all n bytes (waits for the socket to drain, at most the default
  * timeout).  False on error or timeout. */
@@ -127,10 +137,16 @@ size_t rh_pending(const rh_conn *c);
 /* Closes and frees; NULL is a no-op. */
 void rh_close(rh_conn *c);
 
+/* ---- scratch directories ------------------------------------------------------ */
+
+/* Creates a temporary directory that rh_cleanup_all removes (with the files
+ * in it).  Returns its path (owned by the harness) or NULL. */
+const char *rh_temp_dir(void);
+
 /* ---- cleanup ---------------------------------------------------------------- */
 
 /* Closes every open connection, kills every running daemon and removes
- * their directories. */
+ * their directories and every rh_temp_dir. */
 void rh_cleanup_all(void);
 /* A cmocka-shaped teardown that calls rh_cleanup_all. */
 int rh_teardown(void **state);

@@ -148,6 +148,37 @@ static void prescan_rejects_invalid_utf8_at_its_offset(void **state)
     }
 }
 
+static void prescan_rejects_control_bytes_and_nul_escapes(void **state)
+{
+    (void)state;
+    size_t off = 99;
+    /* Between tokens only space, tab, CR and LF are whitespace. */
+    const char ok[] = "{\"a\":\t1,\r \"b\":\"x\\ty\\u0001\"}";
+    assert_int_equal(rp_json_prescan(ok, strlen(ok), 64, &off), RP_SCAN_OK);
+    const char ctl_out[] = "{\"a\":1,\x01\"b\":2}";
+    assert_int_equal(rp_json_prescan(ctl_out, strlen(ctl_out), 64, &off), RP_SCAN_CONTROL);
+    assert_int_equal(off, 7);
+    const char vt_out[] = "{\x0b}";
+    assert_int_equal(rp_json_prescan(vt_out, strlen(vt_out), 64, &off), RP_SCAN_CONTROL);
+    assert_int_equal(off, 1);
+    /* Inside strings no raw control byte, not even a tab, in either the
+     * word-at-a-time or the byte-at-a-time path. */
+    const char tab_in[] = "{\"abc\tdef\":1}";
+    assert_int_equal(rp_json_prescan(tab_in, strlen(tab_in), 64, &off), RP_SCAN_CONTROL);
+    assert_int_equal(off, 5);
+    const char long_in[] = "[\"0123456789abcdef0123456789\x1f\"]";
+    assert_int_equal(rp_json_prescan(long_in, strlen(long_in), 64, &off), RP_SCAN_CONTROL);
+    assert_int_equal(off, 28);
+    const char esc_ctl[] = "[\"a\\\x01\"]"; /* backslash then a raw control byte */
+    assert_int_equal(rp_json_prescan(esc_ctl, strlen(esc_ctl), 64, &off), RP_SCAN_CONTROL);
+    const char nul[] = "{\"scene\":\"keep\\u0000junk\"}";
+    assert_int_equal(rp_json_prescan(nul, strlen(nul), 64, &off), RP_SCAN_NUL_ESCAPE);
+    assert_int_equal(off, 14);
+    const char escaped_backslash[] = "[\"\\\\u0000\"]"; /* \\ then literal u0000 */
+    assert_int_equal(rp_json_prescan(escaped_backslash, strlen(escaped_backslash), 64, &off),
+                     RP_SCAN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +186,7 @@ int main(void)
         cmocka_unit_test(prescan_ignores_brackets_inside_strings),
         cmocka_unit_test(prescan_accepts_valid_utf8),
         cmocka_unit_test(prescan_rejects_invalid_utf8_at_its_offset),
+        cmocka_unit_test(prescan_rejects_control_bytes_and_nul_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,19 @@ static void parse_errors_carry_the_offset(void **state)
     assert_non_null(strstr(r, "\"offset\":6"));
 }
 
+static void control_bytes_and_nul_escapes_are_refused(void **state)
+{
+    fixture *f = *state;
+    /* cJSON would treat \x01 as whitespace and truncate "keep\u0000junk". */
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\x01\"id\":5,\"method\":\"ping\"}");
+    assert_non_null(strstr(r, "\"code\":-32700"));
+    assert_non_null(strstr(r, "\"offset\":17"));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"scene.create\",\"params\":"
+                "{\"scene\":\"keep\\u0000junk\"}}");
+    assert_non_null(strstr(r, "\"code\":-32600"));
+    assert_null(rp_store_find(f->core.store, "keep"));
+}
+
 static void nesting_beyond_the_limit_is_32004(void **state)
 {
     fixture *f = *state;
@@ -282,6 +295,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(bad_envelopes_are_invalid_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(parse_errors_carry_the_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(nesting_beyond_the_limit_is_32004, setup, teardown),
+        cmocka_unit_test_setup_teardown(control_bytes_and_nul_escapes_are_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(notifications_execute_without_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(batch_returns_array_without_notification_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(replies_on_consecutive_lines_have_no_leading_comma, setup, teardown),
