@@ -152,6 +152,11 @@ void rp_jw_object_end(rp_jw *w);
 void rp_jw_array_begin(rp_jw *w);
 void rp_jw_array_end(rp_jw *w);
 void rp_jw_key(rp_jw *w, const char *key);           /* escaped */
+/* A key already quoted and followed by ':' (e.g. "\"scene\":"), written
+ * verbatim: the fast path for keys known at compile time.  RP_JW_KEY builds
+ * the quoted form of a string literal that needs no escaping. */
+void rp_jw_key_lit(rp_jw *w, const char *quoted, size_t n);
+#define RP_JW_KEY(w, lit) rp_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
 void rp_jw_string(rp_jw *w, const char *s);          /* escaped, UTF-8 passed through */
 void rp_jw_string_n(rp_jw *w, const char *s, size_t n);
 /* Shortest decimal that parses back to the same double; non-finite -> null. */

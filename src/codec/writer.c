@@ -487,6 +487,19 @@ void rp_jw_key(rp_jw *w, const char *key)
     w->after_key = true;
 }
 
+void rp_jw_key_lit(rp_jw *w, const char *quoted, size_t n)
+{
+    if (!room(w, n + 1))
+        return;
+    if (w->depth > 0) {
+        if (w->need_comma[w->depth])
+            w->buf[w->len++] = ',';
+        w->need_comma[w->depth] = true;
+    }
+    put_raw(w, quoted, n);
+    w->after_key = true;
+}
+
 /* ---- scalars --------------------------------------------------------- */
 
 /* Longest rp_format_double output is 24 bytes ("-1.2345678901234567e-308"). */

@@ -132,12 +132,28 @@ static void on_write(uv_write_t *req, int status)
             return;
         if (!c->paused && !c->eof && !c->closing)
             start_reading(c);
+        return;
     }
     close_if_done(c);
 }
 
-/* Hands the buffered replies to libuv (the buffer moves into the request,
- * no copy). */
+/* Empties the output buffer, keeping its allocation for the next replies
+ * unless a large reply made it big. */
+static void release_output(rpd_conn *c)
+{
+    if (c->out.cap > RPD_KEEP_OUTPUT_BYTES) {
+        rp_jw_free(&c->out);
+        rp_jw_init(&c->out);
+    } else {
+        rp_jw_reset(&c->out);
+    }
+}
+
+/* Sends the buffered replies.  When nothing is queued in libuv, try to
+ * write them right away (uv_try_write): usually the socket takes everything,
+ * and the output buffer is kept for the next replies, with no write request
+ * and no callback.  Whatever is left moves into a write request (the buffer
+ * itself when nothing was written, no copy). */
 static void flush(rpd_conn *c)
 {
     if (c->out.len == 0 || uv_is_closing(&c->h.handle))
@@ -147,15 +163,43 @@ static void flush(rpd_conn *c)
         rpd_conn_close(c);
         return;
     }
+    size_t done = 0;
+    if (c->inflight == 0) {
+        uv_buf_t b = uv_buf_init(c->out.buf, (unsigned)c->out.len);
+        int n = uv_try_write(&c->h.stream, &b, 1);
+        if (n > 0)
+            done = (size_t)n;
+        else if (n != UV_EAGAIN && n != UV_ENOSYS) {
+            rpd_log(RPD_LOG_DEBUG, "write failed: %s", uv_strerror(n));
+            rpd_conn_close(c);
+            return;
+        }
+        if (done == c->out.len) {
+            release_output(c);
+            return;
+        }
+    }
     write_req *wr = malloc(sizeof *wr);
     if (!wr) {
         rpd_conn_close(c);
         return;
     }
     wr->conn = c;
-    wr->buf = c->out.buf;
-    wr->len = c->out.len;
-    rp_jw_init(&c->out);
+    if (done == 0) {
+        wr->buf = c->out.buf;
+        wr->len = c->out.len;
+        rp_jw_init(&c->out);
+    } else {
+        wr->len = c->out.len - done;
+        wr->buf = malloc(wr->len);
+        if (!wr->buf) {
+            free(wr);
+            rpd_conn_close(c);
+            return;
+        }
+        memcpy(wr->buf, c->out.buf + done, wr->len);
+        release_output(c);
+    }
     uv_buf_t b = uv_buf_init(wr->buf, (unsigned)wr->len);
     c->inflight += wr->len;
     int rc = uv_write(&wr->req, &c->h.stream, &b, 1, on_write);
@@ -167,53 +211,63 @@ static void flush(rpd_conn *c)
     }
 }
 
-/* Runs every complete buffered line unless backpressure says stop. */
+/* Runs complete buffered lines until the input is used up or backpressure
+ * says stop, writing the replies as it goes. */
 static void process_lines(rpd_conn *c)
 {
     rpd_core *core = &c->srv->core;
-    while (!c->closing) {
-        if (backlog(c) >= core->limits.write_pause_bytes) {
-            c->paused = true;
-            if (c->reading) {
-                uv_read_stop(&c->h.stream);
-                c->reading = false;
+    for (;;) {
+        while (!c->closing) {
+            if (backlog(c) >= core->limits.write_pause_bytes) {
+                c->paused = true;
+                break;
             }
+            const char *line;
+            size_t len;
+            rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
+            if (st == RPD_FRAME_LINE) {
+                rpd_process_line(core, &c->session, line, len, &c->out);
+                continue;
+            }
+            if (st == RPD_FRAME_TOO_LONG) {
+                rpd_reply_line_too_long(core, &c->out);
+                rpd_log(RPD_LOG_DEBUG, "request line over %zu bytes; closing the connection",
+                        core->limits.max_request_bytes);
+                c->closing = true;
+                break;
+            }
+            /* RPD_FRAME_NEED_MORE: at end of stream, the unterminated tail
+             * is the last request. */
+            if (c->eof && rpd_framer_rest(&c->in, &line, &len))
+                rpd_process_line(core, &c->session, line, len, &c->out);
             break;
         }
-        const char *line;
-        size_t len;
-        rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
-        if (st == RPD_FRAME_LINE) {
-            rpd_process_line(core, &c->session, line, len, &c->out);
+        /* Disconnect a client that lets replies pile up.  Only bytes libuv
+         * could not write yet count: one large reply to a client that reads
+         * is fine. */
+        if (c->inflight > core->limits.write_kill_bytes) {
+            core->stats.limit_write_buffer++;
+            rpd_log(RPD_LOG_WARN,
+                    "client not reading (%zu bytes of replies pending); disconnecting",
+                    c->inflight);
+            rpd_conn_close(c);
+            return;
+        }
+        flush(c);
+        if (uv_is_closing(&c->h.handle))
+            return;
+        /* When the socket took everything at once, carry on right here: no
+         * write callback will come to resume us. */
+        if (c->paused && backlog(c) < core->limits.write_pause_bytes / 2) {
+            c->paused = false;
             continue;
         }
-        if (st == RPD_FRAME_TOO_LONG) {
-            rpd_reply_line_too_long(core, &c->out);
-            rpd_log(RPD_LOG_DEBUG, "request line over %zu bytes; closing the connection",
-                    core->limits.max_request_bytes);
-            c->closing = true;
-            break;
-        }
-        /* RPD_FRAME_NEED_MORE: at end of stream, the unterminated tail is
-         * the last request. */
-        if (c->eof && rpd_framer_rest(&c->in, &line, &len))
-            rpd_process_line(core, &c->session, line, len, &c->out);
         break;
     }
-    /* Disconnect a client that lets replies pile up.  Only bytes libuv could
-     * not write yet count: one large reply to a client that reads is fine. */
-    if (c->inflight > core->limits.write_kill_bytes) {
-        core->stats.limit_write_buffer++;
-        rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
-                c->inflight);
-        rpd_conn_close(c);
-        return;
-    }
-    if (c->closing && c->reading) {
+    if ((c->paused || c->closing) && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
-    flush(c);
     close_if_done(c);
 }
 

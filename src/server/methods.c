@@ -34,7 +34,7 @@ static bool m_ping(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rpd_check_keys(req, params, keys))
         return false;
     rp_jw_object_begin(w);
-    rp_jw_key(w, "pong");
+    RP_JW_KEY(w, "pong");
     rp_jw_bool(w, true);
     rp_jw_object_end(w);
     return true;
@@ -43,17 +43,17 @@ static bool m_ping(rpd_req *req, const cJSON *params, rp_jw *w)
 static void write_limits(rp_jw *w, const rpd_limits *l)
 {
     rp_jw_object_begin(w);
-    rp_jw_key(w, "max_request_bytes");
+    RP_JW_KEY(w, "max_request_bytes");
     rp_jw_uint(w, l->max_request_bytes);
-    rp_jw_key(w, "max_json_depth");
+    RP_JW_KEY(w, "max_json_depth");
     rp_jw_int(w, l->max_json_depth);
-    rp_jw_key(w, "max_connections");
+    RP_JW_KEY(w, "max_connections");
     rp_jw_uint(w, l->max_connections);
-    rp_jw_key(w, "max_shapes_per_scene");
+    RP_JW_KEY(w, "max_shapes_per_scene");
     rp_jw_uint(w, l->max_shapes_per_scene);
-    rp_jw_key(w, "write_pause_bytes");
+    RP_JW_KEY(w, "write_pause_bytes");
     rp_jw_uint(w, l->write_pause_bytes);
-    rp_jw_key(w, "write_kill_bytes");
+    RP_JW_KEY(w, "write_kill_bytes");
     rp_jw_uint(w, l->write_kill_bytes);
     rp_jw_object_end(w);
 }
@@ -64,20 +64,20 @@ static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rpd_check_keys(req, params, keys))
         return false;
     rp_jw_object_begin(w);
-    rp_jw_key(w, "server");
+    RP_JW_KEY(w, "server");
     rp_jw_string(w, "reposed");
-    rp_jw_key(w, "version");
+    RP_JW_KEY(w, "version");
     rp_jw_string(w, RPD_VERSION);
-    rp_jw_key(w, "protocol");
+    RP_JW_KEY(w, "protocol");
     rp_jw_int(w, RPD_PROTOCOL);
-    rp_jw_key(w, "run_id");
+    RP_JW_KEY(w, "run_id");
     rp_jw_string(w, req->core->run_id);
-    rp_jw_key(w, "methods");
+    RP_JW_KEY(w, "methods");
     rp_jw_array_begin(w);
     for (size_t i = 0; i < rpd_method_count; i++)
         rp_jw_string(w, rpd_methods[i].name);
     rp_jw_array_end(w);
-    rp_jw_key(w, "limits");
+    RP_JW_KEY(w, "limits");
     write_limits(w, &req->core->limits);
     rp_jw_object_end(w);
     return true;
@@ -91,29 +91,29 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rpd_core *c = req->core;
     const rpd_stats *s = &c->stats;
     rp_jw_object_begin(w);
-    rp_jw_key(w, "uptime_s");
+    RP_JW_KEY(w, "uptime_s");
     rp_jw_double(w, (double)(rpd_now_ns() - c->start_ns) / 1e9);
-    rp_jw_key(w, "connections");
+    RP_JW_KEY(w, "connections");
     rp_jw_object_begin(w);
-    rp_jw_key(w, "current");
+    RP_JW_KEY(w, "current");
     rp_jw_uint(w, s->conn_current);
-    rp_jw_key(w, "total");
+    RP_JW_KEY(w, "total");
     rp_jw_uint(w, s->conn_total);
-    rp_jw_key(w, "rejected");
+    RP_JW_KEY(w, "rejected");
     rp_jw_uint(w, s->conn_rejected);
     rp_jw_object_end(w);
 
-    rp_jw_key(w, "requests");
+    RP_JW_KEY(w, "requests");
     rp_jw_object_begin(w);
-    rp_jw_key(w, "total");
+    RP_JW_KEY(w, "total");
     rp_jw_uint(w, s->requests);
-    rp_jw_key(w, "errors");
+    RP_JW_KEY(w, "errors");
     rp_jw_uint(w, s->errors);
-    rp_jw_key(w, "notifications");
+    RP_JW_KEY(w, "notifications");
     rp_jw_uint(w, s->notifications);
-    rp_jw_key(w, "batches");
+    RP_JW_KEY(w, "batches");
     rp_jw_uint(w, s->batches);
-    rp_jw_key(w, "by_method");
+    RP_JW_KEY(w, "by_method");
     rp_jw_object_begin(w);
     for (size_t i = 0; i < rpd_method_count; i++) {
         if (s->by_method[i]) {
@@ -122,7 +122,7 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
         }
     }
     rp_jw_object_end(w);
-    rp_jw_key(w, "errors_by_code");
+    RP_JW_KEY(w, "errors_by_code");
     rp_jw_object_begin(w);
     for (int i = 0; i < 12; i++) {
         if (s->errors_by_code[i]) {
@@ -135,36 +135,36 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_object_end(w);
     rp_jw_object_end(w);
 
-    rp_jw_key(w, "limits_hit");
+    RP_JW_KEY(w, "limits_hit");
     rp_jw_object_begin(w);
-    rp_jw_key(w, "max_request_bytes");
+    RP_JW_KEY(w, "max_request_bytes");
     rp_jw_uint(w, s->limit_request_bytes);
-    rp_jw_key(w, "max_json_depth");
+    RP_JW_KEY(w, "max_json_depth");
     rp_jw_uint(w, s->limit_json_depth);
-    rp_jw_key(w, "max_connections");
+    RP_JW_KEY(w, "max_connections");
     rp_jw_uint(w, s->limit_connections);
-    rp_jw_key(w, "write_kill_bytes");
+    RP_JW_KEY(w, "write_kill_bytes");
     rp_jw_uint(w, s->limit_write_buffer);
-    rp_jw_key(w, "max_shapes_per_scene");
+    RP_JW_KEY(w, "max_shapes_per_scene");
     rp_jw_uint(w, s->limit_shapes);
     rp_jw_object_end(w);
 
-    rp_jw_key(w, "scenes");
+    RP_JW_KEY(w, "scenes");
     rp_jw_uint(w, rp_store_scene_count(c->store));
-    rp_jw_key(w, "models");
+    RP_JW_KEY(w, "models");
     rp_jw_uint(w, 0);
-    rp_jw_key(w, "shapes");
+    RP_JW_KEY(w, "shapes");
     rp_jw_uint(w, rp_store_shape_count(c->store));
-    rp_jw_key(w, "memory");
+    RP_JW_KEY(w, "memory");
     rp_jw_object_begin(w);
-    rp_jw_key(w, "store_bytes");
+    RP_JW_KEY(w, "store_bytes");
     rp_jw_uint(w, rp_store_memory(c->store));
     rp_jw_object_end(w);
-    rp_jw_key(w, "latency_us");
+    RP_JW_KEY(w, "latency_us");
     rp_jw_object_begin(w);
-    rp_jw_key(w, "p50");
+    RP_JW_KEY(w, "p50");
     rp_jw_double(w, (double)rpd_stats_quantile(s, 0.50) / 1e3);
-    rp_jw_key(w, "p99");
+    RP_JW_KEY(w, "p99");
     rp_jw_double(w, (double)rpd_stats_quantile(s, 0.99) / 1e3);
     rp_jw_object_end(w);
     rp_jw_object_end(w);
@@ -219,16 +219,16 @@ static bool m_distance(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_contact c = rp_shape_contact(&a, &b);
         /* Print signed zeros of the mirrored normal as plain 0. */
         c.normal.x += 0.0, c.normal.y += 0.0, c.normal.z += 0.0;
-        rp_jw_key(w, "distance");
+        RP_JW_KEY(w, "distance");
         rp_jw_double(w, c.distance);
-        rp_jw_key(w, "point_a");
+        RP_JW_KEY(w, "point_a");
         rp_jw_vec3(w, c.point_a);
-        rp_jw_key(w, "point_b");
+        RP_JW_KEY(w, "point_b");
         rp_jw_vec3(w, c.point_b);
-        rp_jw_key(w, "normal");
+        RP_JW_KEY(w, "normal");
         rp_jw_vec3(w, c.normal);
     } else {
-        rp_jw_key(w, "distance");
+        RP_JW_KEY(w, "distance");
         rp_jw_double(w, rp_shape_signed_distance(&a, &b));
     }
     rp_jw_object_end(w);
@@ -246,9 +246,9 @@ static bool m_violates_margin(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     double d = rp_shape_signed_distance(&a, &b);
     rp_jw_object_begin(w);
-    rp_jw_key(w, "violates");
+    RP_JW_KEY(w, "violates");
     rp_jw_bool(w, d < margin);
-    rp_jw_key(w, "distance");
+    RP_JW_KEY(w, "distance");
     rp_jw_double(w, d);
     rp_jw_object_end(w);
     return true;

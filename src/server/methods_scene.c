@@ -138,9 +138,9 @@ static bool id_list(rpd_req *req, const cJSON *j, const char *path, const rp_sce
 
 static void write_scene_rev(rp_jw *w, const rp_scene *sc)
 {
-    rp_jw_key(w, "scene");
+    RP_JW_KEY(w, "scene");
     rp_jw_string(w, rp_scene_name(sc));
-    rp_jw_key(w, "revision");
+    RP_JW_KEY(w, "revision");
     rp_jw_uint(w, rp_scene_revision(sc));
 }
 
@@ -199,9 +199,9 @@ bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     if (st)
         return store_error(req, st, name, 0, 0);
     rp_jw_object_begin(w);
-    rp_jw_key(w, "scene");
+    RP_JW_KEY(w, "scene");
     rp_jw_string(w, name);
-    rp_jw_key(w, "deleted");
+    RP_JW_KEY(w, "deleted");
     rp_jw_bool(w, true);
     rp_jw_object_end(w);
     return true;
@@ -214,13 +214,13 @@ bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     const rp_store *store = req->core->store;
     rp_jw_object_begin(w);
-    rp_jw_key(w, "scenes");
+    RP_JW_KEY(w, "scenes");
     rp_jw_array_begin(w);
     for (size_t i = 0; i < rp_store_scene_count(store); i++) {
         const rp_scene *sc = rp_store_scene_at(store, i);
         rp_jw_object_begin(w);
         write_scene_rev(w, sc);
-        rp_jw_key(w, "shapes");
+        RP_JW_KEY(w, "shapes");
         rp_jw_uint(w, rp_scene_shape_count(sc));
         rp_jw_object_end(w);
     }
@@ -274,7 +274,7 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
     }
     rp_jw_object_begin(w);
     write_scene_rev(w, sc);
-    rp_jw_key(w, "shapes");
+    RP_JW_KEY(w, "shapes");
     rp_jw_object_begin(w);
     for (size_t k = 0; k < n; k++) {
         if (k > 0 && idx[k] == idx[k - 1])
@@ -337,7 +337,7 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
         return store_error(req, st, rp_scene_name(sc), expected, actual);
     rp_jw_object_begin(w);
     write_scene_rev(w, sc);
-    rp_jw_key(w, "removed");
+    RP_JW_KEY(w, "removed");
     rp_jw_uint(w, removed);
     rp_jw_object_end(w);
     return true;
@@ -418,16 +418,16 @@ static void write_query_id(rp_jw *w, const query_set *qs, size_t q)
 static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
                         const rp_query_result *res)
 {
-    rp_jw_key(w, "pairs");
+    RP_JW_KEY(w, "pairs");
     rp_jw_array_begin(w);
     for (size_t i = 0; i < res->n_pairs; i++) {
         const rp_pair *p = &res->pairs[i];
         rp_jw_object_begin(w);
-        rp_jw_key(w, "query");
+        RP_JW_KEY(w, "query");
         write_query_id(w, qs, p->query);
-        rp_jw_key(w, "shape");
+        RP_JW_KEY(w, "shape");
         rp_jw_string(w, rp_scene_id_at(sc, p->shape));
-        rp_jw_key(w, "distance");
+        RP_JW_KEY(w, "distance");
         rp_jw_double(w, p->distance);
         rp_jw_object_end(w);
     }
@@ -489,19 +489,19 @@ bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     }
     rp_jw_object_begin(w);
-    rp_jw_key(w, "revision");
+    RP_JW_KEY(w, "revision");
     rp_jw_uint(w, rp_scene_revision(sc));
-    rp_jw_key(w, "distance");
+    RP_JW_KEY(w, "distance");
     if (res.has_min)
         rp_jw_double(w, res.nearest.distance);
     else
         rp_jw_null(w);
-    rp_jw_key(w, "nearest");
+    RP_JW_KEY(w, "nearest");
     if (res.has_min) {
         rp_jw_object_begin(w);
-        rp_jw_key(w, "query");
+        RP_JW_KEY(w, "query");
         write_query_id(w, &qs, res.nearest.query);
-        rp_jw_key(w, "shape");
+        RP_JW_KEY(w, "shape");
         rp_jw_string(w, rp_scene_id_at(sc, res.nearest.shape));
         rp_jw_object_end(w);
     } else {
@@ -534,9 +534,9 @@ bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     }
     rp_jw_object_begin(w);
-    rp_jw_key(w, "revision");
+    RP_JW_KEY(w, "revision");
     rp_jw_uint(w, rp_scene_revision(sc));
-    rp_jw_key(w, "violates");
+    RP_JW_KEY(w, "violates");
     rp_jw_bool(w, res.n_pairs > 0);
     write_pairs(w, sc, &qs, &res);
     rp_jw_object_end(w);

@@ -26,6 +26,8 @@
 #define RPD_DEFAULT_MAX_CONNECTIONS 1024
 #define RPD_DEFAULT_WRITE_PAUSE_BYTES (1u << 20)
 #define RPD_DEFAULT_WRITE_KILL_BYTES (64u << 20)
+/* One request line in this many is timed for the latency statistics. */
+#define RPD_LATENCY_SAMPLE 8
 
 /* JSON-RPC error codes (protocol v1). */
 enum {
@@ -58,6 +60,7 @@ typedef struct rpd_core {
     rpd_stats stats;
     char run_id[33];
     uint64_t start_ns;
+    uint64_t lines; /* request lines seen, for latency sampling */
     bool shutting_down;
 } rpd_core;
 

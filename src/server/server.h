@@ -16,6 +16,8 @@
 /* Default listeners (protocol v1). */
 #define RPD_DEFAULT_TCP "127.0.0.1:7411"
 #define RPD_DEFAULT_UNIX "/tmp/reposed.sock"
+/* An output buffer larger than this is freed after use instead of kept. */
+#define RPD_KEEP_OUTPUT_BYTES (256u * 1024u)
 /* Bytes offered to each read. */
 #define RPD_READ_CHUNK (64u * 1024u)
 /* Grace period for flushing replies at shutdown, ms. */
