@@ -350,6 +350,8 @@ static void on_close(uv_handle_t *h)
     rp_jw_free(&c->out);
     free(c);
     srv->core.stats.conn_current--;
+    rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
+            (unsigned long long)srv->core.stats.conn_current);
     rpd_server_conn_closed(srv);
 }
 
@@ -383,6 +385,8 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     srv->core.stats.conn_total++;
     if (is_tcp)
         uv_tcp_nodelay(&c->h.tcp, 1);
+    rpd_log(RPD_LOG_DEBUG, "%s client connected (%llu open)", is_tcp ? "tcp" : "unix",
+            (unsigned long long)srv->core.stats.conn_current);
 
     if (srv->core.stats.conn_current > srv->core.limits.max_connections) {
         /* Over the limit: tell the client why, then close. */
