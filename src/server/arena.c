@@ -30,6 +30,7 @@ typedef struct chunk {
 static chunk *head;  /* current chunk (newest first) */
 static chunk *first; /* the chunk kept across resets */
 
+#ifndef RPD_ARENA_DISABLED
 static void *arena_alloc(size_t n)
 {
     n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
@@ -54,6 +55,7 @@ static void arena_release(void *p)
 {
     (void)p; /* everything goes at the next reset */
 }
+#endif
 
 void rpd_arena_install(void)
 {
