@@ -118,6 +118,15 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
                           const uint64_t *if_revision, size_t *removed,
                           uint64_t *actual_revision);
 
+/// Builds the scene's bounding-volume hierarchy now if a mutation made it
+/// stale.  Queries do this themselves on first use (it is the one write a
+/// query makes); call it before letting several threads query one scene.
+/// Scenes of 16 shapes or fewer have no tree.  RP_ERR_NOMEM.
+rp_status rp_scene_prepare(rp_scene *sc);
+
+/// Bytes of the scene's current tree (nodes and leaf order); 0 without one.
+size_t rp_scene_index_bytes(const rp_scene *sc);
+
 /* ---- queries ----------------------------------------------------------- */
 
 /// A (query shape, scene shape) pair and its signed distance.
@@ -136,11 +145,13 @@ typedef struct rp_query {
     bool collect;           ///< Collect pairs whose distance < threshold (strictly).
     double threshold;       ///< Used when collect is true.
     bool first_only;        ///< Stop at the first collected pair.
+    bool no_nearest;        ///< Skip the nearest-pair search (only pairs are wanted).
 } rp_query;
 
 /// Result of rp_scene_query.  Release with rp_query_result_free.
 typedef struct rp_query_result {
-    bool has_min;           ///< False when no pair was considered (empty scene/subset).
+    bool has_min;           ///< False when no pair was considered (empty scene/subset)
+                            ///< or the nearest search was skipped.
     rp_pair nearest;        ///< The closest pair (valid when has_min).  Ties: lowest
                             ///< query index, then smallest shape id (strcmp).
     rp_pair *pairs;         ///< Collected pairs, ascending by distance, ties as above.
@@ -148,14 +159,139 @@ typedef struct rp_query_result {
     size_t cap_pairs;
 } rp_query_result;
 
-/// Runs a query.  Without first_only, `nearest` is the global minimum over
-/// every (query, shape) pair considered; with first_only the scan stops at
-/// the first collected pair and `nearest` covers only what was scanned.
-/// RP_ERR_NOMEM when pairs cannot be stored (result then empty).
+/// Runs a query: the nearest (query, shape) pair over the scene or the
+/// subset, and with `collect` every pair closer than the threshold.  With
+/// first_only the search stops at the first pair it finds below the
+/// threshold, which is then also reported as `nearest`.  Uses the scene's
+/// bounding-volume hierarchy (built on first use after a mutation, see
+/// rp_scene_prepare); results equal a brute-force scan.  RP_ERR_NOMEM.
 rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out);
 
 /// Frees the pairs of a result; safe on a zeroed or already freed result.
 void rp_query_result_free(rp_query_result *r);
+
+
+/* ---- robot models --------------------------------------------------------- */
+
+typedef struct rp_model rp_model;
+
+/// One link shape of a robot model.
+typedef struct rp_link {
+    const char *id; ///< Link id (copied by the store).
+    int frame;      ///< Joint frame index >= 0, or -1 for the robot base.
+    rp_shape shape; ///< Shape in that frame's coordinates, metres.
+} rp_link;
+
+/// What rp_store_model_put stores.
+typedef struct rp_model_def {
+    const rp_link *links;             ///< n_links links; ids unique.
+    size_t n_links;
+    double safety_margin;             ///< Metres, finite and >= 0.
+    const char *const *allowed_pairs; ///< 2*n_allowed link ids: pairs that may touch.
+    size_t n_allowed;
+    bool self_collision;              ///< Check link-link pairs on different frames.
+} rp_model_def;
+
+/// Why rp_store_model_put refused a definition (with RP_ERR_INVALID_ARG).
+typedef enum rp_model_problem {
+    RP_MODEL_OK,
+    RP_MODEL_DUPLICATE_LINK,   ///< links[index].id repeats an earlier id.
+    RP_MODEL_BAD_FRAME,        ///< links[index].frame < -1.
+    RP_MODEL_BAD_SHAPE,        ///< links[index].shape fails rp_shape_validate.
+    RP_MODEL_BAD_MARGIN,       ///< safety_margin not finite or negative.
+    RP_MODEL_UNKNOWN_PAIR_LINK ///< allowed pair `index`, element `element`, names no link.
+} rp_model_problem;
+
+/// Where a refused definition went wrong.
+typedef struct rp_model_error {
+    rp_model_problem problem; ///< RP_MODEL_OK when nothing is wrong.
+    size_t index;             ///< Link index or allowed-pair index.
+    size_t element;           ///< 0 or 1 within an allowed pair.
+} rp_model_error;
+
+/// Creates or replaces model `name` (revision 1, then +1 per replacement).
+/// RP_ERR_INVALID_ARG with *err filled for a bad definition; RP_ERR_NOMEM.
+/// On error nothing changes.  *out (may be NULL) receives the model.
+rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def *def,
+                             rp_model **out, rp_model_error *err);
+/// Finds a model; NULL when missing.  Valid until deleted or replaced.
+rp_model *rp_store_model_find(const rp_store *st, const char *name);
+/// Deletes a model.  RP_ERR_NOT_FOUND when missing.
+rp_status rp_store_model_delete(rp_store *st, const char *name);
+/// Number of models, and model i in name order.
+size_t rp_store_model_count(const rp_store *st);
+const rp_model *rp_store_model_at(const rp_store *st, size_t i);
+
+const char *rp_model_name(const rp_model *m);
+uint64_t rp_model_revision(const rp_model *m);
+size_t rp_model_link_count(const rp_model *m);
+/// Link i, in definition order; its id is owned by the model.
+const rp_link *rp_model_link_at(const rp_model *m, size_t i);
+double rp_model_safety_margin(const rp_model *m);
+bool rp_model_self_collision(const rp_model *m);
+size_t rp_model_allowed_count(const rp_model *m);
+/// Allowed pair i as two link indices, in definition order.
+void rp_model_allowed_at(const rp_model *m, size_t i, size_t *link_a, size_t *link_b);
+/// Number of joint-frame poses a check needs: highest frame index + 1.
+size_t rp_model_frame_count(const rp_model *m);
+
+/* ---- checks ------------------------------------------------------------------ */
+
+/// How much a check reports.
+typedef enum rp_report {
+    RP_REPORT_FIRST,   ///< collision, and the first violation found (fast path).
+    RP_REPORT_CLOSEST, ///< collision, min distance and the closest pair.
+    RP_REPORT_ALL      ///< as CLOSEST, plus every violation, ascending.
+} rp_report;
+
+/// What a link is paired with.
+typedef enum rp_pair_kind {
+    RP_PAIR_SCENE, ///< other = scene storage index.
+    RP_PAIR_SELF   ///< other = link index in the model.
+} rp_pair_kind;
+
+/// A link paired with a scene shape or another link.
+typedef struct rp_check_pair {
+    size_t link;       ///< Link index in the model.
+    rp_pair_kind kind; ///< What `other` indexes.
+    size_t other;      ///< Scene storage index or link index.
+    double distance;   ///< Signed distance, metres.
+} rp_check_pair;
+
+/// Options of a check.
+typedef struct rp_check_opts {
+    rp_report report;
+    bool has_margin; ///< Use `margin` instead of the model's safety margin.
+    double margin;   ///< Metres; pairs closer than this (strictly) violate it.
+} rp_check_opts;
+
+/// Result of rp_model_check; release with rp_check_result_free.
+typedef struct rp_check_result {
+    bool collision;             ///< Some pair is closer than the margin.
+    bool has_min;               ///< CLOSEST/ALL: some pair was considered.
+    rp_check_pair closest;      ///< CLOSEST/ALL: a pair at the minimum distance.  Ties:
+                                ///< lowest link index, scene before self, then smallest
+                                ///< shape id (strcmp) or link index.
+    rp_check_pair *violations;  ///< FIRST: the violation found; ALL: every violation,
+                                ///< ascending by distance, ties as above.
+    size_t n_violations;
+    size_t cap_violations;
+} rp_check_result;
+
+/// Checks a model at one configuration.  `frames` holds n_frames world poses
+/// of the joint frames, n_frames == rp_model_frame_count(m) (else
+/// RP_ERR_INVALID_ARG); `base` is the world pose of the base (NULL =
+/// identity); `scene` may be NULL (self-collision only).  Link shapes are
+/// moved into the world with rp_link_shape_transform_shape.  A pair counts
+/// when it is a link and a scene shape, or (with self_collision) two links on
+/// different frames that are not an allowed pair.  Queries the scene's
+/// bounding-volume hierarchy, so like rp_scene_query it must not run while
+/// the scene is mutated.  RP_ERR_NOMEM.
+rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                         const rp_transform *frames, size_t n_frames, const rp_check_opts *opts,
+                         rp_check_result *out);
+/// Frees a result's violations; safe on a zeroed or freed result.
+void rp_check_result_free(rp_check_result *r);
 
 #ifdef __cplusplus
 }

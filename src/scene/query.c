@@ -3,6 +3,7 @@
  * and the pairs below a threshold.  Brute force over the scene (or the
  * requested subset).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,28 +54,95 @@ static void merge_sort(const rp_scene *sc, rp_pair *a, rp_pair *tmp, size_t n)
     memcpy(a, tmp, n * sizeof *a);
 }
 
-rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out)
+/* Collects pairs below the threshold for one query shape (bvh.c visitor). */
+typedef struct collector {
+    rp_query_result *out;
+    size_t query;
+    bool first_only;
+    bool oom;
+} collector;
+
+static bool collect_pair(void *ctx, size_t index, double distance)
 {
-    memset(out, 0, sizeof *out);
-    size_t n = q->subset ? q->n_subset : sc->count;
+    collector *c = ctx;
+    rp_pair p = {c->query, index, distance};
+    if (!push_pair(c->out, p)) {
+        c->oom = true;
+        return false;
+    }
+    return !c->first_only;
+}
+
+/* The scan over a subset of the scene (scene.distance/check with ids). */
+static rp_status query_subset(const rp_scene *sc, const rp_query *q, rp_query_result *out)
+{
     for (size_t qi = 0; qi < q->n_shapes; qi++) {
         const rp_shape *qs = &q->shapes[qi];
-        for (size_t k = 0; k < n; k++) {
-            size_t e = q->subset ? q->subset[k] : k;
+        for (size_t k = 0; k < q->n_subset; k++) {
+            size_t e = q->subset[k];
             rp_pair p = {qi, e, rp_shape_signed_distance(qs, &sc->entries[e].shape)};
-            if (!out->has_min || pair_cmp(sc, &p, &out->nearest) < 0) {
+            if (!q->no_nearest && (!out->has_min || pair_cmp(sc, &p, &out->nearest) < 0)) {
                 out->nearest = p;
                 out->has_min = true;
             }
             if (q->collect && p.distance < q->threshold) {
-                if (!push_pair(out, p)) {
-                    rp_query_result_free(out);
+                if (!push_pair(out, p))
                     return RP_ERR_NOMEM;
-                }
-                if (q->first_only)
+                if (q->first_only) {
+                    out->nearest = p;
+                    out->has_min = true;
                     return RP_OK;
+                }
             }
         }
+    }
+    return RP_OK;
+}
+
+/* The whole scene through the tree: nearest pair over every query shape
+ * (queries in index order, so a later query wins only when strictly closer:
+ * the tie rule), then the pairs below the threshold.  With first_only the
+ * violation search runs first and the nearest covers only what the
+ * specification asks for (see scene.h). */
+static rp_status query_all(const rp_scene *sc, const rp_query *q, rp_query_result *out)
+{
+    if (q->collect) {
+        for (size_t qi = 0; qi < q->n_shapes; qi++) {
+            collector c = {out, qi, q->first_only, false};
+            bool done = !rp_scene_below_(sc, &q->shapes[qi], q->threshold, collect_pair, &c);
+            if (c.oom)
+                return RP_ERR_NOMEM;
+            if (done && q->first_only) {
+                out->nearest = out->pairs[0];
+                out->has_min = true;
+                return RP_OK;
+            }
+        }
+    }
+    if (q->no_nearest)
+        return RP_OK;
+    double best = INFINITY;
+    size_t best_idx = 0;
+    for (size_t qi = 0; qi < q->n_shapes; qi++) {
+        bool found;
+        rp_scene_nearest_(sc, &q->shapes[qi], &best, &best_idx, &found);
+        if (found) {
+            out->nearest.query = qi;
+            out->nearest.shape = best_idx;
+            out->nearest.distance = best;
+            out->has_min = true;
+        }
+    }
+    return RP_OK;
+}
+
+rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out)
+{
+    memset(out, 0, sizeof *out);
+    rp_status st = q->subset ? query_subset(sc, q, out) : query_all(sc, q, out);
+    if (st) {
+        rp_query_result_free(out);
+        return st;
     }
     if (out->n_pairs > 1) {
         rp_pair *tmp = malloc(out->n_pairs * sizeof *tmp);

@@ -56,6 +56,7 @@ void rp_scene_free_(rp_scene *sc)
         free(sc->entries[i].id);
     }
     st->shapes -= sc->count;
+    rp_bvh_free_(sc->bvh, st);
     st->bytes -= sc->cap * sizeof *sc->entries + sc->nslots * sizeof *sc->slots;
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->entries);
@@ -305,6 +306,7 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
     id_bytes = 0;
     sc->store->shapes += fresh;
     sc->revision++;
+    sc->bvh_stale = true;
 
 out:
     if (ids)
@@ -344,6 +346,7 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
     }
     sc->store->shapes -= count;
     sc->revision++;
+    sc->bvh_stale = true;
     if (removed)
         *removed = count;
     return RP_OK;

@@ -26,7 +26,10 @@ void rp_store_free(rp_store *st)
         return;
     for (size_t i = 0; i < st->count; i++)
         rp_scene_free_(st->scenes[i]);
+    for (size_t i = 0; i < st->model_count; i++)
+        rp_model_free_(st->models[i]);
     free(st->scenes);
+    free(st->models);
     free(st);
 }
 
@@ -37,7 +40,7 @@ uint64_t rp_store_shape_count(const rp_store *st) { return st->shapes; }
 
 size_t rp_store_memory(const rp_store *st)
 {
-    return st->bytes + st->cap * sizeof *st->scenes;
+    return st->bytes + st->cap * sizeof *st->scenes + st->model_cap * sizeof *st->models;
 }
 
 /* Position of `name` in the sorted array, or where it would be inserted. */

@@ -526,6 +526,7 @@ bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
         !rpd_optional_bool(req, params, "first_only", false, &q.first_only))
         return false;
     q.collect = true;
+    q.no_nearest = true; /* scene.check reports violating pairs only */
     rp_scene *sc;
     query_set qs;
     rp_query_result res;
