@@ -55,6 +55,8 @@ static void write_limits(rp_jw *w, const rpd_limits *l)
     rp_jw_uint(w, l->write_pause_bytes);
     RP_JW_KEY(w, "write_kill_bytes");
     rp_jw_uint(w, l->write_kill_bytes);
+    RP_JW_KEY(w, "max_batch_configurations");
+    rp_jw_uint(w, RPD_MAX_BATCH_CONFIGS);
     rp_jw_object_end(w);
 }
 
@@ -152,7 +154,7 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     RP_JW_KEY(w, "scenes");
     rp_jw_uint(w, rp_store_scene_count(c->store));
     RP_JW_KEY(w, "models");
-    rp_jw_uint(w, 0);
+    rp_jw_uint(w, rp_store_model_count(c->store));
     RP_JW_KEY(w, "shapes");
     rp_jw_uint(w, rp_store_shape_count(c->store));
     RP_JW_KEY(w, "memory");
@@ -258,8 +260,14 @@ static bool m_violates_margin(rpd_req *req, const cJSON *params, rp_jw *w)
 
 const rpd_method rpd_methods[] = {
     /* Sorted by name (strcmp): rpd_method_find does a binary search. */
+    {"check", rpd_m_check, 0},
+    {"check.batch", rpd_m_check_batch, 0},
     {"distance", m_distance, 0},
     {"hello", m_hello, 0},
+    {"model.delete", rpd_m_model_delete, RPD_METHOD_MUTATES},
+    {"model.get", rpd_m_model_get, 0},
+    {"model.list", rpd_m_model_list, 0},
+    {"model.put", rpd_m_model_put, RPD_METHOD_MUTATES},
     {"ping", m_ping, 0},
     {"scene.check", rpd_m_scene_check, 0},
     {"scene.create", rpd_m_scene_create, RPD_METHOD_MUTATES},

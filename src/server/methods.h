@@ -26,5 +26,11 @@ bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w);
 
 #endif /* REPOSE_SERVER_METHODS_H */

@@ -26,6 +26,8 @@
 #define RPD_DEFAULT_MAX_CONNECTIONS 1024
 #define RPD_DEFAULT_WRITE_PAUSE_BYTES (1u << 20)
 #define RPD_DEFAULT_WRITE_KILL_BYTES (64u << 20)
+/* Most configurations in one check.batch (reported by hello). */
+#define RPD_MAX_BATCH_CONFIGS 100000
 /* One request line in this many is timed for the latency statistics. */
 #define RPD_LATENCY_SAMPLE 8
 
