@@ -502,20 +502,61 @@ typedef struct row {
     size_t shapes;
     bool self;
     const char *report;
-    double repose_us, min_us, max_us, brute_us;
+    double repose_us, min_us, max_us; /* all configurations */
+    double free_us, coll_us;          /* collision-free / colliding ones (NAN: none) */
+    double brute_us;
     double collide;
 } row;
 
+static void print_us(double us)
+{
+    if (isnan(us))
+        printf("  %8s", "-");
+    else
+        printf("  %8.3f", us);
+}
+
 static void print_row(const row *r)
 {
-    printf("%8zu  %-4s  %-7s  %10.3f  %8.3f  %8.3f  %10.1f  %8.0fx  %8.2f\n", r->shapes,
-           r->self ? "on" : "off", r->report, r->repose_us, r->min_us, r->max_us, r->brute_us,
-           r->brute_us / r->repose_us, 100.0 * r->collide);
+    printf("%8zu  %-4s  %-7s  %9.3f  %8.3f  %8.3f", r->shapes, r->self ? "on" : "off", r->report,
+           r->repose_us, r->min_us, r->max_us);
+    print_us(r->free_us);
+    print_us(r->coll_us);
+    printf("  %10.1f  %7.0fx  %8.2f\n", r->brute_us, r->brute_us / r->repose_us,
+           100.0 * r->collide);
     fflush(stdout);
 }
 
+/* Median over `passes` passes of the per-pass mean (us per configuration);
+ * also the fastest and slowest pass.  Checks the collision count. */
+static double repose_median(const bench_scene *s, const rp_model *m, const rp_transform *cfgs,
+                            size_t n_cfg, rp_report report, int passes, size_t expect_hits,
+                            double *min_us, double *max_us, bool self, const char *name)
+{
+    if (n_cfg == 0)
+        return NAN;
+    double *per = xmalloc((size_t)passes, sizeof *per);
+    double lo = INFINITY, hi = 0.0;
+    for (int p = 0; p < passes; p++) {
+        size_t hits = 0;
+        per[p] = 1e6 * repose_pass(s, m, cfgs, n_cfg, report, &hits) / (double)n_cfg;
+        lo = fmin(lo, per[p]);
+        hi = fmax(hi, per[p]);
+        if (hits != expect_hits)
+            mismatch(s->n, self, name, 0, "collision count differs in a timed pass");
+    }
+    double med = median(per, (size_t)passes);
+    free(per);
+    if (min_us)
+        *min_us = lo;
+    if (max_us)
+        *max_us = hi;
+    return med;
+}
+
 /* Brute force (timed, one pass each), verification, then the timed passes of
- * both report modes, for one scene and one model. */
+ * both report modes, for one scene and one model: over all configurations,
+ * and separately over the collision-free and the colliding ones. */
 static void bench_one(const bench_scene *s, const rp_model *m, bool self, double margin,
                       const rp_transform *cfgs, size_t n_cfg, int passes, row out[2])
 {
@@ -535,25 +576,31 @@ static void bench_one(const bench_scene *s, const rp_model *m, bool self, double
 
     verify(s, m, cfgs, n_cfg, bm, bf, self, margin);
 
+    /* The configurations split by outcome (copies, so passes stay linear). */
+    rp_transform *fr = xmalloc(n_cfg * N_FRAMES, sizeof *fr);
+    rp_transform *co = xmalloc(n_cfg * N_FRAMES, sizeof *co);
+    size_t n_fr = 0, n_co = 0;
+    for (size_t c = 0; c < n_cfg; c++) {
+        rp_transform *dst = bf[c] ? &co[n_co++ * N_FRAMES] : &fr[n_fr++ * N_FRAMES];
+        memcpy(dst, &cfgs[c * N_FRAMES], N_FRAMES * sizeof *dst);
+    }
+
     static const rp_report reports[2] = {RP_REPORT_FIRST, RP_REPORT_CLOSEST};
     static const char *const names[2] = {"first", "closest"};
-    double *per = xmalloc((size_t)passes, sizeof *per);
     for (int k = 0; k < 2; k++) {
-        double lo = INFINITY, hi = 0.0;
-        size_t hits = 0;
-        for (int p = 0; p < passes; p++) {
-            per[p] = 1e6 * repose_pass(s, m, cfgs, n_cfg, reports[k], &hits) / (double)n_cfg;
-            lo = fmin(lo, per[p]);
-            hi = fmax(hi, per[p]);
-            if (hits != bhits)
-                mismatch(s->n, self, names[k], 0, "collision count differs in a timed pass");
-        }
-        row r = {s->n, self, names[k], median(per, (size_t)passes), lo, hi,
+        row r = {s->n, self, names[k], 0.0, 0.0, 0.0, 0.0, 0.0,
                  1e6 * (k == 0 ? brute_first_s : brute_closest_s) / (double)n_cfg,
                  (double)bhits / (double)n_cfg};
+        r.repose_us = repose_median(s, m, cfgs, n_cfg, reports[k], passes, bhits, &r.min_us,
+                                    &r.max_us, self, names[k]);
+        r.free_us = repose_median(s, m, fr, n_fr, reports[k], passes, 0, NULL, NULL, self,
+                                  names[k]);
+        r.coll_us = repose_median(s, m, co, n_co, reports[k], passes, n_co, NULL, NULL, self,
+                                  names[k]);
         out[k] = r;
     }
-    free(per);
+    free(fr);
+    free(co);
     free(bm);
     free(bf);
 }
@@ -633,14 +680,15 @@ int main(int argc, char **argv)
            "centres uniform in [-%.0f, %.0f]^3 m\n",
            SHAPE_MAX_RADIUS, CAPSULE_MAX_LEN, SCENE_HALF, SCENE_HALF);
     printf("repose_us: median over passes of the per-pass mean (min/max: fastest/slowest "
-           "pass); brute_us: one pass\n\n");
+           "pass);\nfree_us/coll_us: the same over the collision-free/colliding configurations "
+           "only; brute_us: one pass\n\n");
 
     row *rows = xmalloc(n_sizes * 4, sizeof *rows);
     size_t n_rows = 0;
     bench_scene *mem = xmalloc(n_sizes, sizeof *mem);
 
-    printf("  shapes  self  report    repose_us    min_us    max_us    brute_us   speedup  "
-           "collide%%\n");
+    printf("  shapes  self  report   repose_us    min_us    max_us   free_us   coll_us    "
+           "brute_us  speedup  collide%%\n");
     for (size_t z = 0; z < n_sizes; z++) {
         bench_scene s;
         scene_build(&s, sizes[z]);
