@@ -49,6 +49,10 @@ struct rp_bvh {
 
 /* ---- boxes ------------------------------------------------------------------ */
 
+/* Inline min/max: fmin/fmax are libm calls here; inputs are never NaN. */
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+
 typedef struct dbox {
     double lo[3], hi[3];
     double r; /* radius of the shape (largest radius for a node) */
@@ -78,8 +82,8 @@ static dbox shape_box(const rp_shape *s)
     S = S > Sb ? S : Sb;
     S = S > r ? S : r;
     double pad = r + BOX_SLACK * DBL_EPSILON * S + DBL_MIN;
-    dbox box = {{fmin(a.x, b.x) - pad, fmin(a.y, b.y) - pad, fmin(a.z, b.z) - pad},
-                {fmax(a.x, b.x) + pad, fmax(a.y, b.y) + pad, fmax(a.z, b.z) + pad},
+    dbox box = {{MIN2(a.x, b.x) - pad, MIN2(a.y, b.y) - pad, MIN2(a.z, b.z) - pad},
+                {MAX2(a.x, b.x) + pad, MAX2(a.y, b.y) + pad, MAX2(a.z, b.z) + pad},
                 pad};
     return box;
 }
@@ -98,21 +102,39 @@ static float float_up(double x)
     return (double)f < x ? nextafterf(f, INFINITY) : f;
 }
 
-/* Lower bound of the signed distance of any pair of the query (box qlo..qhi,
- * radius qr) and a shape below node n. */
-static inline double lower_bound(const double qlo[3], const double qhi[3], double qr,
-                                 const rp_bvh_node *n)
+/* A key for node n: the squared distance between the query's box and the
+ * node's box when they are apart (> 0), otherwise the penetration bound
+ * -(query radius + largest radius inside) (<= 0).  Keys order nodes like
+ * their lower bounds do; comparing squares saves a square root per node. */
+static inline double node_key(const double qlo[3], const double qhi[3], double qr,
+                              const rp_bvh_node *n)
 {
     double sum = 0.0;
     for (int k = 0; k < 3; k++) {
         double d1 = (double)n->lo[k] - qhi[k], d2 = qlo[k] - (double)n->hi[k];
-        double d = d1 > d2 ? d1 : d2;
+        double d = MAX2(d1, d2);
         if (d > 0.0) /* false for NaN (infinite boxes): no bound */
             sum += d * d;
     }
-    if (sum > 0.0)
-        return sqrt(sum);
-    return -(qr + (double)n->rmax);
+    return sum > 0.0 ? sum : -(qr + (double)n->rmax);
+}
+
+/* Slack on squared comparisons: the boxes' inflation already keeps every
+ * computed distance above the box gap; this only absorbs the rounding of
+ * the squares themselves, erring towards visiting. */
+#define SQUARE_SLACK (1.0 + 8.0 * DBL_EPSILON)
+
+/* True when no pair below a node with this key can be below `bound` (or
+ * equal to it, when ties cannot win). */
+static inline bool key_excludes(double key, double bound, bool ties_win)
+{
+    if (key > 0.0) { /* apart: every distance exceeds sqrt(key) */
+        if (bound < 0.0)
+            return true;
+        double b2 = bound * bound * SQUARE_SLACK;
+        return key > b2;
+    }
+    return key > bound || (key == bound && !ties_win);
 }
 
 /* ---- build ------------------------------------------------------------------ */
@@ -344,18 +366,18 @@ void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *be
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, nearer child first.  A node is skipped when its bound
-     * exceeds the best distance, or equals it while no tie can win. */
+     * exceeds the best distance, or equals it while no tie can win.  (gap
+     * holds node keys, see node_key.) */
     struct {
         uint32_t node;
         double gap;
     } stack[STACK_MAX];
     size_t top = 0;
     stack[top].node = 0;
-    stack[top++].gap = lower_bound(lo, hi, qr, &t->nodes[0]);
+    stack[top++].gap = node_key(lo, hi, qr, &t->nodes[0]);
     while (top > 0) {
         top--;
-        double gap = stack[top].gap;
-        if (gap > *best_d || (gap == *best_d && !*found))
+        if (key_excludes(stack[top].gap, *best_d, *found))
             continue;
         const rp_bvh_node *n = &t->nodes[stack[top].node];
         if (n->count) {
@@ -364,8 +386,8 @@ void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *be
             continue;
         }
         uint32_t a = n->first, b = a + 1;
-        double ga = lower_bound(lo, hi, qr, &t->nodes[a]);
-        double gb = lower_bound(lo, hi, qr, &t->nodes[b]);
+        double ga = node_key(lo, hi, qr, &t->nodes[a]);
+        double gb = node_key(lo, hi, qr, &t->nodes[b]);
         if (ga < gb) { /* push the farther one first, so the nearer pops first */
             uint32_t tn = a;
             double tg = ga;
@@ -397,7 +419,7 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
     stack[top++] = 0;
     while (top > 0) {
         const rp_bvh_node *n = &t->nodes[stack[--top]];
-        if (!(lower_bound(lo, hi, qr, n) < threshold))
+        if (key_excludes(node_key(lo, hi, qr, n), threshold, false))
             continue; /* every pair inside is at >= threshold */
         if (n->count) {
             for (uint32_t i = 0; i < n->count; i++) {

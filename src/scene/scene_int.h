@@ -38,7 +38,7 @@ struct rp_scene {
     scene_entry *entries; /* dense, count used, cap allocated */
     size_t count, cap;
     /* Id index: open addressing with linear probing over entry indices;
-     * nslots is a power of two kept at least twice count. */
+     * nslots is a power of two, kept at most 3/4 full. */
     uint32_t *slots;
     size_t nslots;
     rp_store *store; /* owner, for limits and memory accounting */
