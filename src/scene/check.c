@@ -147,23 +147,10 @@ static int pair_cmp(const rp_scene *sc, const rp_check_pair *a, const rp_check_p
     return a->other < b->other ? -1 : a->other > b->other;
 }
 
-/* Sorts pairs with pair_cmp: a merge sort, because qsort cannot carry the
- * scene whose ids break ties. */
-static void merge_sort(const rp_scene *sc, rp_check_pair *a, rp_check_pair *tmp, size_t n)
+/* pair_cmp for rp_sort_ctx_ (the context is the scene). */
+static int pair_cmp_ctx(const void *a, const void *b, const void *ctx)
 {
-    if (n < 2)
-        return;
-    size_t h = n / 2;
-    merge_sort(sc, a, tmp, h);
-    merge_sort(sc, a + h, tmp, n - h);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = pair_cmp(sc, &a[j], &a[i]) < 0 ? a[j++] : a[i++];
-    while (i < h)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
+    return pair_cmp(ctx, a, b);
 }
 
 /* CLOSEST, and with `collect` ALL: the minimum over every pair considered
@@ -217,13 +204,9 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
     out->has_min = has;
     out->closest = best;
     out->collision = has && best.distance < margin;
-    if (out->n_violations > 1) {
-        rp_check_pair *tmp = malloc(out->n_violations * sizeof *tmp);
-        if (!tmp)
-            goto nomem;
-        merge_sort(sc, out->violations, tmp, out->n_violations);
-        free(tmp);
-    }
+    if (!rp_sort_ctx_(out->violations, out->n_violations, sizeof *out->violations,
+                      pair_cmp_ctx, sc))
+        goto nomem;
     return RP_OK;
 
 nomem:

@@ -29,19 +29,16 @@ static size_t array_cap_for(size_t count)
     return cap;
 }
 
-/* Position of `name` in the sorted array, or where it would be inserted. */
+static const char *model_name_of(const void *item)
+{
+    return ((const rp_model *)item)->name;
+}
+
+/* Position of `name` among the models, or where it would be inserted. */
 static size_t lower_bound(const rp_store *st, const char *name, bool *found)
 {
-    size_t lo = 0, hi = st->model_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(st->models[mid]->name, name) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = lo < st->model_count && strcmp(st->models[lo]->name, name) == 0;
-    return lo;
+    return rp_name_lower_bound_((void *const *)st->models, st->model_count, model_name_of, name,
+                                found);
 }
 
 rp_model *rp_store_model_find(const rp_store *st, const char *name)

@@ -35,23 +35,10 @@ static bool push_pair(rp_query_result *r, rp_pair p)
     return true;
 }
 
-/* Sorts pairs with pair_cmp: merge sort, because qsort cannot carry the
- * scene as context and pair counts can be large. */
-static void merge_sort(const rp_scene *sc, rp_pair *a, rp_pair *tmp, size_t n)
+/* pair_cmp for rp_sort_ctx_ (the context is the scene). */
+static int pair_cmp_ctx(const void *a, const void *b, const void *ctx)
 {
-    if (n < 2)
-        return;
-    size_t h = n / 2;
-    merge_sort(sc, a, tmp, h);
-    merge_sort(sc, a + h, tmp, n - h);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = pair_cmp(sc, &a[j], &a[i]) < 0 ? a[j++] : a[i++];
-    while (i < h)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
+    return pair_cmp(ctx, a, b);
 }
 
 /* Collects pairs below the threshold for one query shape (bvh.c visitor). */
@@ -144,14 +131,9 @@ rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result 
         rp_query_result_free(out);
         return st;
     }
-    if (out->n_pairs > 1) {
-        rp_pair *tmp = malloc(out->n_pairs * sizeof *tmp);
-        if (!tmp) {
-            rp_query_result_free(out);
-            return RP_ERR_NOMEM;
-        }
-        merge_sort(sc, out->pairs, tmp, out->n_pairs);
-        free(tmp);
+    if (!rp_sort_ctx_(out->pairs, out->n_pairs, sizeof *out->pairs, pair_cmp_ctx, sc)) {
+        rp_query_result_free(out);
+        return RP_ERR_NOMEM;
     }
     return RP_OK;
 }

@@ -58,6 +58,17 @@ struct rp_store {
 
 uint32_t rp_scene_hash(const char *s);
 
+/* util.c: position of `name` in an array of count items sorted by name
+ * (name_of gives an item's name), or where it would be inserted. */
+size_t rp_name_lower_bound_(void *const *items, size_t count,
+                            const char *(*name_of)(const void *item), const char *name,
+                            bool *found);
+
+/* util.c: stable sort with a context for the comparison; false when out of
+ * memory (the array is then unchanged). */
+typedef int (*rp_ctx_cmp)(const void *a, const void *b, const void *ctx);
+bool rp_sort_ctx_(void *base, size_t n, size_t size, rp_ctx_cmp cmp, const void *ctx);
+
 /* ---- queries used by robot checks (bvh.c) ------------------------------- */
 
 /* Nearest scene shape to q.  *best_d is an in/out bound: a shape becomes the

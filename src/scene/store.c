@@ -43,19 +43,15 @@ size_t rp_store_memory(const rp_store *st)
     return st->bytes + st->cap * sizeof *st->scenes + st->model_cap * sizeof *st->models;
 }
 
-/* Position of `name` in the sorted array, or where it would be inserted. */
+static const char *scene_name_of(const void *item)
+{
+    return ((const rp_scene *)item)->name;
+}
+
+/* Position of `name` among the scenes, or where it would be inserted. */
 static size_t lower_bound(const rp_store *st, const char *name, bool *found)
 {
-    size_t lo = 0, hi = st->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(st->scenes[mid]->name, name) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = lo < st->count && strcmp(st->scenes[lo]->name, name) == 0;
-    return lo;
+    return rp_name_lower_bound_((void *const *)st->scenes, st->count, scene_name_of, name, found);
 }
 
 rp_scene *rp_store_find(const rp_store *st, const char *name)
