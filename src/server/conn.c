@@ -227,10 +227,18 @@ static void process_lines(rpd_conn *c)
             rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
             if (st == RPD_FRAME_LINE) {
                 rpd_process_line(core, &c->session, line, len, &c->out);
+                /* After auth, the full request size applies. */
+                if (c->in.max_line < core->limits.max_request_bytes &&
+                    !rpd_session_locked(core, &c->session))
+                    c->in.max_line = core->limits.max_request_bytes;
                 continue;
             }
             if (st == RPD_FRAME_TOO_LONG) {
-                rpd_reply_line_too_long(core, &c->out);
+                bool before_auth = c->in.max_line < core->limits.max_request_bytes;
+                rpd_reply_line_too_long(core, &c->out,
+                                        before_auth ? "max_request_bytes_before_auth"
+                                                    : "max_request_bytes",
+                                        c->in.max_line);
                 rpd_log(RPD_LOG_DEBUG, "request line over %zu bytes; closing the connection",
                         core->limits.max_request_bytes);
                 c->closing = true;
@@ -364,7 +372,11 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     }
     c->srv = srv;
     c->session.is_tcp = is_tcp;
-    rpd_framer_init(&c->in, srv->core.limits.max_request_bytes);
+    /* A connection that must auth first gets the small pre-auth line limit,
+     * so an unauthenticated client cannot make the server buffer 16 MiB. */
+    rpd_framer_init(&c->in, rpd_session_locked(&srv->core, &c->session)
+                                ? RPD_PREAUTH_MAX_REQUEST_BYTES
+                                : srv->core.limits.max_request_bytes);
     rp_jw_init(&c->out);
     int rc = is_tcp ? uv_tcp_init(srv->loop, &c->h.tcp) : uv_pipe_init(srv->loop, &c->h.pipe, 0);
     if (rc < 0) {

@@ -24,11 +24,14 @@ static void usage(FILE *to)
             "  --write-pause-bytes N    stop reading a client with this many unsent reply\n"
             "                           bytes until they drain (default %u)\n"
             "  --write-kill-bytes N     disconnect a client with this many (default %u)\n"
+            "  --token-file PATH        TCP clients must call auth with the token in PATH\n"
+            "                           (one line; the file must not be world-readable)\n"
+            "  --insecure-tcp           allow a non-loopback --tcp address without a token\n"
             "  --log-level LEVEL        error, warn, info (default) or debug\n"
             "  --help                   this text\n"
             "  --version                print the version\n"
             "\n"
-            "Planned, not in this version: --data-dir, --fsync, --token-file.\n"
+            "Planned, not in this version: --data-dir, --fsync.\n"
             "Stops on SIGTERM or SIGINT after flushing replies (at most 5 s).\n",
             RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_DEFAULT_MAX_CONNECTIONS,
             RPD_DEFAULT_MAX_REQUEST_BYTES, RP_DEFAULT_MAX_SHAPES_PER_SCENE,
@@ -61,6 +64,10 @@ int main(int argc, char **argv)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
+        }
+        if (strcmp(a, "--insecure-tcp") == 0) {
+            cfg.insecure_tcp = true;
+            continue;
         }
         if (strcmp(a, "--version") == 0) {
             printf("reposed %s (protocol %d)\n", RPD_VERSION, RPD_PROTOCOL);
@@ -95,8 +102,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             rpd_log_set_level((rpd_log_level)level);
-        } else if (strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
-                   strcmp(a, "--token-file") == 0) {
+        } else if (strcmp(a, "--token-file") == 0) {
+            cfg.token_file = v;
+        } else if (strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0) {
             fprintf(stderr, "reposed: %s is planned but not supported by this version\n", a);
             return 2;
         } else if (!parse_count(v, &n)) {

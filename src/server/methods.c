@@ -173,6 +173,40 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
+/* Compares a candidate token with the server's in time that depends only on
+ * the server token's length, never on where the first difference is. */
+static bool token_matches(const char *want, size_t want_len, const char *got, size_t got_len)
+{
+    unsigned char diff = (unsigned char)(got_len != want_len);
+    for (size_t i = 0; i < want_len; i++) {
+        unsigned char g = i < got_len ? (unsigned char)got[i] : 0;
+        diff |= (unsigned char)(g ^ (unsigned char)want[i]);
+    }
+    return diff == 0;
+}
+
+static bool m_auth(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"token", NULL};
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const char *token;
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    const cJSON *tj = rpd_param(params, "token", path);
+    if (!rp_codec_string(tj, path, &token, &ce))
+        return rpd_fail_params(req, &ce);
+    const rpd_core *core = req->core;
+    if (core->token && !token_matches(core->token, core->token_len, token, strlen(token)))
+        return rpd_fail(req, RPD_UNAUTHORIZED, "Unauthorized: wrong token");
+    req->session->authed = true;
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "ok");
+    rp_jw_bool(w, true);
+    rp_jw_object_end(w);
+    return true;
+}
+
 /* ---- geometry -------------------------------------------------------------- */
 
 bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shape *out)
@@ -260,15 +294,16 @@ static bool m_violates_margin(rpd_req *req, const cJSON *params, rp_jw *w)
 
 const rpd_method rpd_methods[] = {
     /* Sorted by name (strcmp): rpd_method_find does a binary search. */
+    {"auth", m_auth, RPD_METHOD_NOAUTH},
     {"check", rpd_m_check, 0},
     {"check.batch", rpd_m_check_batch, 0},
     {"distance", m_distance, 0},
-    {"hello", m_hello, 0},
+    {"hello", m_hello, RPD_METHOD_NOAUTH},
     {"model.delete", rpd_m_model_delete, RPD_METHOD_MUTATES},
     {"model.get", rpd_m_model_get, 0},
     {"model.list", rpd_m_model_list, 0},
     {"model.put", rpd_m_model_put, RPD_METHOD_MUTATES},
-    {"ping", m_ping, 0},
+    {"ping", m_ping, RPD_METHOD_NOAUTH},
     {"scene.check", rpd_m_scene_check, 0},
     {"scene.create", rpd_m_scene_create, RPD_METHOD_MUTATES},
     {"scene.delete", rpd_m_scene_delete, RPD_METHOD_MUTATES},

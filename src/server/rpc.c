@@ -42,6 +42,11 @@ void rpd_core_free(rpd_core *core)
 {
     rp_store_free(core->store);
     core->store = NULL;
+    if (core->token) {
+        memset(core->token, 0, core->token_len); /* do not leave it in freed memory */
+        free(core->token);
+        core->token = NULL;
+    }
     rpd_arena_free_all();
 }
 
@@ -239,16 +244,15 @@ static void simple_error(rpd_error *e, int code, const char *message)
     copy_text(e->message, sizeof e->message, message);
 }
 
-void rpd_reply_line_too_long(rpd_core *core, rp_jw *out)
+void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, const char *limit, size_t max)
 {
     rpd_error e;
     simple_error(&e, RPD_LIMIT_EXCEEDED, "");
     e.data = RPD_DATA_LIMIT;
-    e.limit = "max_request_bytes";
-    e.max = core->limits.max_request_bytes;
+    e.limit = limit;
+    e.max = max;
     snprintf(e.message, sizeof e.message,
-             "Limit exceeded: request line longer than %zu bytes; closing the connection",
-             core->limits.max_request_bytes);
+             "Limit exceeded: request line longer than %zu bytes; closing the connection", max);
     core->stats.limit_request_bytes++;
     rpd_reply_error_line(core, out, &e);
 }
@@ -357,6 +361,11 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
         copy_text(r.err.text, sizeof r.err.text, name);
         snprintf(r.err.message, sizeof r.err.message, "Method not found: %s", r.err.text);
         ok = false;
+    } else if (!(m->flags & RPD_METHOD_NOAUTH) && rpd_session_locked(core, s)) {
+        core->stats.by_method[index]++;
+        ok = rpd_fail(&r, RPD_UNAUTHORIZED,
+                      "Unauthorized: this TCP connection must call auth with the server's token "
+                      "first");
     } else if (params && !cJSON_IsObject(params)) {
         core->stats.by_method[index]++;
         ok = rpd_fail_path(&r, "params", "must be an object (parameters by name)");

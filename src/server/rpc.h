@@ -63,13 +63,21 @@ typedef struct rpd_core {
     char run_id[33];
     uint64_t start_ns;
     uint64_t lines; /* request lines seen, for latency sampling */
+    char *token;    /* NULL: no auth; else TCP clients must auth with it */
+    size_t token_len;
     bool shutting_down;
 } rpd_core;
 
 /* Per-connection protocol state. */
 typedef struct rpd_session {
     bool is_tcp;
+    bool authed; /* sent the right token (auth); only TCP sessions need it */
 } rpd_session;
+
+/* Longest request line before auth, where auth is required. */
+#define RPD_PREAUTH_MAX_REQUEST_BYTES (16u * 1024u)
+/* Longest token accepted in a token file. */
+#define RPD_MAX_TOKEN_BYTES 4096
 
 /* What goes into an error's "data" member. */
 typedef enum rpd_data_kind {
@@ -107,7 +115,16 @@ typedef struct rpd_req {
  * wrote is then discarded. */
 typedef bool (*rpd_handler)(rpd_req *req, const cJSON *params, rp_jw *w);
 
-enum { RPD_METHOD_MUTATES = 1u << 0 };
+enum {
+    RPD_METHOD_MUTATES = 1u << 0, /* changes the store (refused while shutting down) */
+    RPD_METHOD_NOAUTH = 1u << 1   /* allowed before auth: ping, hello, auth */
+};
+
+/* Whether this session must auth before using other methods. */
+static inline bool rpd_session_locked(const rpd_core *core, const rpd_session *s)
+{
+    return core->token && s->is_tcp && !s->authed;
+}
 
 typedef struct rpd_method {
     const char *name;
@@ -129,8 +146,9 @@ rpd_limits rpd_default_limits(void);
  * (with '\n'), if any, to out. */
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out);
 
-/* Appends the error line sent for an overlong request line (id null). */
-void rpd_reply_line_too_long(rpd_core *core, rp_jw *out);
+/* Appends the error line sent for an overlong request line (id null);
+ * `limit` names the limit that applied, `max` its value. */
+void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, const char *limit, size_t max);
 
 /* Appends a standalone error line with id null (e.g. connection limit). */
 void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);

@@ -66,6 +66,55 @@ static int parse_tcp(const char *spec, struct sockaddr_storage *addr)
     return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr);
 }
 
+/* 127.0.0.0/8 or ::1. */
+static bool is_loopback(const struct sockaddr_storage *addr)
+{
+    if (addr->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
+    static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return memcmp(&a->sin6_addr, one, 16) == 0;
+}
+
+/* Reads the auth token: the file must not be readable by others (the token
+ * is a password), and holds one line (a trailing newline is dropped). */
+static bool read_token(const char *path, rpd_core *core)
+{
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    if (!f || fstat(fileno(f), &st) != 0) {
+        rpd_log(RPD_LOG_ERROR, "--token-file %s: %s", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return false;
+    }
+    if (st.st_mode & S_IROTH) {
+        rpd_log(RPD_LOG_ERROR, "--token-file %s: readable by every user; chmod o-r it first",
+                path);
+        fclose(f);
+        return false;
+    }
+    char *buf = calloc(1, RPD_MAX_TOKEN_BYTES + 2);
+    size_t n = buf ? fread(buf, 1, RPD_MAX_TOKEN_BYTES + 1, f) : 0;
+    fclose(f);
+    if (!buf)
+        return false;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    if (n == 0 || n > RPD_MAX_TOKEN_BYTES || memchr(buf, '\0', n) || memchr(buf, '\n', n)) {
+        rpd_log(RPD_LOG_ERROR, "--token-file %s: must hold one line of 1-%d bytes", path,
+                RPD_MAX_TOKEN_BYTES);
+        free(buf);
+        return false;
+    }
+    buf[n] = '\0';
+    core->token = buf;
+    core->token_len = n;
+    return true;
+}
+
 static bool listen_tcp(rpd_server *srv)
 {
     struct sockaddr_storage addr;
@@ -73,6 +122,13 @@ static bool listen_tcp(rpd_server *srv)
     int rc = parse_tcp(srv->cfg.tcp, &addr);
     if (rc < 0) {
         rpd_log(RPD_LOG_ERROR, "--tcp %s: expected HOST:PORT with a numeric address", srv->cfg.tcp);
+        return false;
+    }
+    if (!srv->core.token && !srv->cfg.insecure_tcp && !is_loopback(&addr)) {
+        rpd_log(RPD_LOG_ERROR,
+                "refusing to listen on tcp %s without --token-file: anyone who can reach "
+                "that address could change the scenes (use --insecure-tcp to do it anyway)",
+                srv->cfg.tcp);
         return false;
     }
     uv_tcp_init(srv->loop, &srv->tcp);
@@ -259,6 +315,11 @@ int rpd_server_run(const rpd_config *cfg)
         return 1;
     }
     make_run_id(srv.core.run_id);
+    if (cfg->token_file && !read_token(cfg->token_file, &srv.core)) {
+        rpd_core_free(&srv.core);
+        uv_loop_close(srv.loop);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
 
     uv_signal_init(srv.loop, &srv.sigterm);

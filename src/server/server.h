@@ -31,6 +31,8 @@
 typedef struct rpd_config {
     const char *unix_path; /* NULL: no Unix socket */
     const char *tcp;       /* "HOST:PORT"; NULL: no TCP */
+    const char *token_file; /* NULL: no auth */
+    bool insecure_tcp;     /* allow a non-loopback TCP address without a token */
     rpd_limits limits;
 } rpd_config;
 

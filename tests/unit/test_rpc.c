@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* strdup */
 /*
  * JSON-RPC dispatch without sockets: request lines in, reply lines out.
  * Envelope validation, notifications, batches, error codes and data, and
@@ -274,6 +275,34 @@ static void stats_count_requests_by_method_and_errors(void **state)
     assert_non_null(strstr(r, "\"total\":4"));
 }
 
+static void tcp_sessions_are_locked_until_auth_with_the_token(void **state)
+{
+    fixture *f = *state;
+    f->core.token = strdup("k3y");
+    f->core.token_len = 3;
+    f->session.is_tcp = true;
+    /* A notification before auth is not executed either. */
+    assert_string_equal(call(f, "{\"jsonrpc\":\"2.0\",\"method\":\"scene.create\","
+                                "\"params\":{\"scene\":\"n\"}}"),
+                        "");
+    assert_null(rp_store_find(f->core.store, "n"));
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\",\"params\":[]}");
+    assert_non_null(strstr(r, "\"code\":-32005")); /* auth is checked before params */
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"auth\",\"params\":{\"token\":\"k3\"}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32005,\"message\":"
+                 "\"Unauthorized: wrong token\"}}");
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"auth\",\"params\":{\"token\":\"k3y\"}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}");
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.list\"}"),
+                           "\"result\""));
+    /* Unix sessions never need auth. */
+    rpd_session unix_session = {false, false};
+    rp_jw_reset(&f->out);
+    const char *line = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"scene.list\"}";
+    rpd_process_line(&f->core, &unix_session, line, strlen(line), &f->out);
+    assert_non_null(strstr(f->out.buf, "\"result\""));
+}
+
 static void method_table_is_sorted_for_binary_search(void **state)
 {
     (void)state;
@@ -304,6 +333,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(scene_errors_have_kind_and_name, setup, teardown),
         cmocka_unit_test_setup_teardown(scene_distance_on_empty_scene_is_null, setup, teardown),
         cmocka_unit_test_setup_teardown(stats_count_requests_by_method_and_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(tcp_sessions_are_locked_until_auth_with_the_token, setup, teardown),
         cmocka_unit_test(method_table_is_sorted_for_binary_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
