@@ -1,0 +1,171 @@
+/*
+ * repose client: a small blocking client for reposed (JSON-RPC 2.0 over
+ * newline-delimited JSON, on a Unix socket or TCP).  See proto/PROTOCOL.md.
+ *
+ * Memory: every rp_client from a connect function is released with
+ * rp_client_close (NULL is a no-op).  Strings returned through `char **`
+ * (results, reply lines) are malloc'ed and belong to the caller, who frees
+ * them with free().  cJSON trees returned through `cJSON **` belong to the
+ * caller (cJSON_Delete).  rp_client_error.data is malloc'ed; release it with
+ * rp_client_error_free, or let the next call that takes the same error
+ * release it (every call resets *err first).
+ *
+ * Errors: every function returns RP_CLIENT_OK (0) on success or the kind of
+ * failure, and fills *err (when err is not NULL) with details.  An error
+ * reply from the server (RP_CLIENT_RPC) leaves the connection usable.  A
+ * timeout, a closed connection, a malformed reply or an I/O error leaves the
+ * stream out of step, so the client closes its socket and every later call
+ * fails with RP_CLIENT_CLOSED; make a new client to reconnect.
+ *
+ * Timeouts bound each call as a whole (sending the request and receiving the
+ * reply), in milliseconds; 0 or a negative value waits forever.
+ *
+ * Thread safety: a client is not thread-safe; use one client per thread.
+ * Different clients are independent.  The library never raises SIGPIPE
+ * (writes use MSG_NOSIGNAL), so callers need not ignore it.
+ */
+#ifndef REPOSE_CLIENT_H
+#define REPOSE_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cJSON is only needed by rp_client_call_cjson; declaring the tag keeps this
+ * header free of the cJSON include. */
+struct cJSON;
+
+/// The longest reply line the client accepts, in bytes; a longer one is a
+/// protocol error (RP_CLIENT_PROTOCOL) and the connection is dropped.
+#define RP_CLIENT_MAX_REPLY_BYTES ((size_t)1 << 30)
+
+/// The default TCP port of reposed.
+#define RP_CLIENT_DEFAULT_PORT 7411
+
+/// The default Unix socket path of reposed.
+#define RP_CLIENT_DEFAULT_UNIX_PATH "/tmp/reposed.sock"
+
+/// What went wrong.  RP_CLIENT_OK is 0, every failure is non-zero.
+typedef enum rp_client_error_kind {
+    RP_CLIENT_OK = 0,    ///< success
+    RP_CLIENT_CONNECT,   ///< could not connect (refused, no such socket, unknown host)
+    RP_CLIENT_TIMEOUT,   ///< the call did not complete within the timeout
+    RP_CLIENT_CLOSED,    ///< the server closed the connection (or it was closed earlier)
+    RP_CLIENT_PROTOCOL,  ///< a reply was not valid JSON-RPC, or its id did not match
+    RP_CLIENT_RPC,       ///< the server answered with an error (code, message, data)
+    RP_CLIENT_IO,        ///< another socket error (code holds errno)
+    RP_CLIENT_NOMEM,     ///< out of memory
+    RP_CLIENT_ARG        ///< invalid argument (NULL, bad params JSON, misuse)
+} rp_client_error_kind;
+
+/// Details of a failure.  Initialise with RP_CLIENT_ERROR_INIT (or zero it)
+/// before its first use; every call resets it (freeing `data`) on entry.
+typedef struct rp_client_error {
+    rp_client_error_kind kind; ///< RP_CLIENT_OK after a successful call
+    int code;                  ///< RPC: the JSON-RPC error code; CONNECT/IO: errno; else 0
+    char message[256];         ///< human-readable text ("" on success), NUL-terminated
+    char *data; ///< RPC: the error's `data` as compact JSON (malloc'ed), or NULL
+} rp_client_error;
+
+/// A zero initialiser for rp_client_error.
+#define RP_CLIENT_ERROR_INIT {RP_CLIENT_OK, 0, {0}, NULL}
+
+/// An opaque connection to reposed.
+typedef struct rp_client rp_client;
+
+/// Releases err->data and resets *err to RP_CLIENT_OK.  NULL is a no-op.
+void rp_client_error_free(rp_client_error *err);
+
+/// A static, lowercase name for a kind ("ok", "connect", "timeout", "closed",
+/// "protocol", "rpc", "io", "nomem", "arg"); never NULL.
+const char *rp_client_error_kind_name(rp_client_error_kind kind);
+
+/// Connects to reposed on the Unix socket at `path`, waiting at most
+/// timeout_ms (which also becomes the client's call timeout).  Returns the
+/// client (caller owns it: rp_client_close) or NULL with *err set:
+/// RP_CLIENT_CONNECT when nothing listens there (ENOENT, ECONNREFUSED),
+/// RP_CLIENT_TIMEOUT, RP_CLIENT_ARG for a NULL or too long path.
+rp_client *rp_client_connect_unix(const char *path, int timeout_ms, rp_client_error *err);
+
+/// Connects to reposed at host:port over TCP (host is a name or a numeric
+/// IPv4/IPv6 address; every address it resolves to is tried in turn),
+/// waiting at most timeout_ms per attempt.  Same ownership and errors as
+/// rp_client_connect_unix; an unresolvable host is RP_CLIENT_CONNECT.
+rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms,
+                                 rp_client_error *err);
+
+/// Sets the timeout of later calls, in milliseconds (<= 0: wait forever).
+/// NULL is a no-op.
+void rp_client_set_timeout(rp_client *c, int timeout_ms);
+
+/// Closes the connection and frees the client.  Outstanding pipelined
+/// replies are discarded.  NULL is a no-op.
+void rp_client_close(rp_client *c);
+
+/// Authenticates with `token` (the `auth` method).  Needed on TCP when the
+/// daemon runs with --token-file; before it, other methods than ping, hello
+/// and auth get RPC error -32005.  A wrong token is an RP_CLIENT_RPC error
+/// (the connection stays usable).  The token is not kept by the client.
+rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_client_error *err);
+
+/// Calls `method` with `params_json` (a JSON object as text, or NULL for no
+/// params) and waits for the reply.  params_json is checked and minified
+/// locally (a malformed one is RP_CLIENT_ARG; nothing is sent).  On success
+/// *result_json (when result_json is not NULL) receives the result exactly as
+/// the server wrote it (compact JSON, malloc'ed; caller frees).  On failure
+/// *result_json is NULL.  Fails with RP_CLIENT_ARG while pipelined replies
+/// are outstanding (read them with rp_client_recv first).
+rp_client_error_kind rp_client_call(rp_client *c, const char *method, const char *params_json,
+                                    char **result_json, rp_client_error *err);
+
+/// rp_client_call with cJSON values: `params` (an object, or NULL) is not
+/// modified nor kept; on success *result receives the parsed result (caller
+/// owns it: cJSON_Delete), else NULL.
+rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *method,
+                                          const struct cJSON *params, struct cJSON **result,
+                                          rp_client_error *err);
+
+/// Pipelining: sends one request without waiting for its reply and stores
+/// its id in *id_out (when not NULL).  Ids are 1, 2, 3, ... per client.
+/// While the socket cannot take more bytes the client reads (and keeps)
+/// replies that have arrived, so sending many requests before reading never
+/// deadlocks against the server's write back-pressure.
+rp_client_error_kind rp_client_send(rp_client *c, const char *method, const char *params_json,
+                                    uint64_t *id_out, rp_client_error *err);
+
+/// Receives the reply to the oldest request sent with rp_client_send
+/// (replies come back in request order).  *id (when not NULL) receives its id,
+/// also when the reply is an RPC error; *result_json is as in rp_client_call.
+/// RP_CLIENT_ARG when no reply is outstanding.
+rp_client_error_kind rp_client_recv(rp_client *c, uint64_t *id, char **result_json,
+                                    rp_client_error *err);
+
+/// How many sent requests still wait for rp_client_recv.
+size_t rp_client_pending(const rp_client *c);
+
+/// Raw access (repose-cli --raw): sends `len` bytes of `line` followed by
+/// "\n", unchanged and untracked (the caller matches replies itself; a
+/// notification gets none).  Do not mix with pending rp_client_send requests.
+rp_client_error_kind rp_client_send_line(rp_client *c, const char *line, size_t len,
+                                         rp_client_error *err);
+
+/// Raw access: receives the next line the server sends, without its "\n"
+/// (and "\r"), NUL-terminated, malloc'ed into *line (caller frees), its length
+/// in *len (when not NULL).  RP_CLIENT_CLOSED at the end of the stream; a
+/// final line without "\n" is still returned first.
+rp_client_error_kind rp_client_recv_line(rp_client *c, char **line, size_t *len,
+                                         rp_client_error *err);
+
+/// Raw access: says that nothing more will be sent (shutdown of the write
+/// side).  The server answers what it has read and then closes, so reading
+/// lines until RP_CLIENT_CLOSED gets every reply.
+rp_client_error_kind rp_client_shutdown_write(rp_client *c, rp_client_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REPOSE_CLIENT_H */

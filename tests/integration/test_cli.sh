@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# repose-cli against the real daemon: exit codes, pretty and raw output,
+# lines from a pipe, @file params and the token file checks.
+#
+# Usage: test_cli.sh PATH-TO-REPOSE-CLI PATH-TO-REPOSED
+#
+# Waits are guards against hangs only; nothing here asserts a duration.
+set -euo pipefail
+
+CLI=$(realpath "$1")
+REPOSED=$(realpath "$2")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/repose-cli-test.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+failures=0
+checks=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+ok() { checks=$((checks + 1)); }
+
+# expect_code WANT DESCRIPTION -- CMD...: runs CMD (stdout to $tmp/out,
+# stderr to $tmp/err) and checks its exit code.
+expect_code() {
+  local want=$1 what=$2
+  shift 3
+  local got=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
+  if [[ $got -ne $want ]]; then
+    fail "$what: exit $got, want $want"
+    sed 's/^/  stdout: /' "$tmp/out" >&2
+    sed 's/^/  stderr: /' "$tmp/err" >&2
+  else
+    ok
+  fi
+}
+
+# expect_file FILE WANT-TEXT DESCRIPTION
+expect_file() {
+  if [[ "$(cat "$1")" != "$2" ]]; then
+    fail "$3: got"
+    sed 's/^/  | /' "$1" >&2
+    echo "  want:" >&2
+    printf '%s\n' "$2" | sed 's/^/  | /' >&2
+  else
+    ok
+  fi
+}
+
+# expect_grep FILE PATTERN DESCRIPTION
+expect_grep() {
+  if grep -q -- "$2" "$1"; then ok; else
+    fail "$3: '$2' not in"
+    sed 's/^/  | /' "$1" >&2
+  fi
+}
+
+# start_daemon NAME [FLAGS...]: starts reposed on $tmp/NAME.sock and a free
+# TCP port; sets $sock and $port.
+start_daemon() {
+  local name=$1
+  shift
+  sock="$tmp/$name.sock"
+  local log="$tmp/$name.log"
+  "$REPOSED" --unix "$sock" --tcp 127.0.0.1:0 "$@" 2>"$log" &
+  pids+=($!)
+  port=
+  for _ in $(seq 1 1000); do
+    if grep -q "listening on unix" "$log" && grep -q "listening on tcp" "$log"; then
+      port=$(sed -n 's/.*listening on tcp .*:\([0-9]*\)$/\1/p' "$log" | head -1)
+      return 0
+    fi
+    sleep 0.01
+  done
+  echo "reposed did not start:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+start_daemon main
+S=(--unix "$sock")
+
+# ---- one call: pretty output and exit codes --------------------------------------
+expect_code 0 "ping" -- "$CLI" "${S[@]}" ping
+expect_file "$tmp/out" $'{\n  "pong": true\n}' "ping output"
+expect_code 0 "ping over tcp" -- "$CLI" --host 127.0.0.1 --port "$port" ping
+expect_file "$tmp/out" $'{\n  "pong": true\n}' "ping output over tcp"
+expect_code 0 "--port alone means 127.0.0.1" -- "$CLI" --port "$port" ping
+
+expect_code 0 "scene.create" -- "$CLI" "${S[@]}" scene.create \
+  '{"scene":"cell","shapes":{"post":{"capsule":{"a":[0,0,0],"b":[0,0,1],"radius":0.25}}}}'
+expect_file "$tmp/out" $'{\n  "scene": "cell",\n  "revision": 1\n}' "scene.create output"
+expect_code 0 "scene.get" -- "$CLI" "${S[@]}" scene.get '{"scene":"cell"}'
+expect_file "$tmp/out" '{
+  "scene": "cell",
+  "revision": 1,
+  "shapes": {
+    "post": {
+      "capsule": {
+        "a": [
+          0,
+          0,
+          0
+        ],
+        "b": [
+          0,
+          0,
+          1
+        ],
+        "radius": 0.25
+      }
+    }
+  }
+}' "scene.get pretty output"
+expect_code 0 "empty object stays compact" -- "$CLI" "${S[@]}" scene.create '{"scene":"empty"}'
+expect_code 0 "scene.get of an empty scene" -- "$CLI" "${S[@]}" scene.get '{"scene":"empty"}'
+expect_grep "$tmp/out" '"shapes": {}' "empty shapes"
+
+expect_code 1 "rpc error" -- "$CLI" "${S[@]}" scene.get '{"scene":"nope"}'
+expect_grep "$tmp/err" "error -32001" "rpc error code"
+expect_grep "$tmp/err" '"name": "nope"' "rpc error data"
+[[ ! -s "$tmp/out" ]] && ok || fail "rpc error printed on stdout"
+expect_code 1 "unknown method" -- "$CLI" "${S[@]}" no.such.method
+expect_grep "$tmp/err" "error -32601" "unknown method code"
+
+# ---- usage errors: 2 ---------------------------------------------------------------
+expect_code 0 "--help" -- "$CLI" --help
+expect_grep "$tmp/out" "usage: repose-cli" "--help text"
+expect_code 2 "unknown option" -- "$CLI" --bogus ping
+expect_code 2 "missing option value" -- "$CLI" --unix
+expect_code 2 "bad port" -- "$CLI" --port 70000 ping
+expect_code 2 "bad timeout" -- "$CLI" --timeout soon ping
+expect_code 2 "--unix with --host" -- "$CLI" --unix "$sock" --host 127.0.0.1 ping
+expect_code 2 "too many arguments" -- "$CLI" "${S[@]}" ping '{}' extra
+expect_code 2 "params not JSON" -- "$CLI" "${S[@]}" ping '{oops'
+expect_grep "$tmp/err" "not valid JSON" "params not JSON message"
+expect_code 2 "params not an object" -- "$CLI" "${S[@]}" ping '[1]'
+expect_code 2 "--raw with a method" -- "$CLI" "${S[@]}" --raw ping
+expect_code 2 "bad params win over no daemon" -- "$CLI" --unix "$tmp/none.sock" ping '{oops'
+
+# ---- no daemon: 3 -------------------------------------------------------------------
+expect_code 3 "no daemon on the Unix socket" -- "$CLI" --unix "$tmp/none.sock" ping
+expect_grep "$tmp/err" "none.sock" "no daemon message names the socket"
+expect_code 3 "no daemon on a TCP port" -- "$CLI" --host 127.0.0.1 --port 1 ping
+
+# ---- @file params ---------------------------------------------------------------------
+cat >"$tmp/shapes.json" <<'EOF'
+{
+  "a": {"sphere": {"center": [0, 0, 0], "radius": 0.5}},
+  "b": {"capsule": {"a": [2, -1, 0], "b": [2, 1, 0], "radius": 0.25}}
+}
+EOF
+expect_code 0 "@file shapes" -- "$CLI" "${S[@]}" scene.create \
+  "{\"scene\":\"fromfile\",\"shapes\":@$tmp/shapes.json}"
+expect_code 0 "scene from file" -- "$CLI" "${S[@]}" scene.list
+expect_grep "$tmp/out" '"scene": "fromfile"' "scene from file listed"
+expect_grep "$tmp/out" '"shapes": 2' "scene from file has 2 shapes"
+expect_code 0 "@file in a relative path" -- bash -c \
+  "cd '$tmp' && '$CLI' --unix '$sock' scene.put '{\"scene\":\"fromfile\",\"shapes\":@shapes.json}'"
+expect_grep "$tmp/out" '"revision": 2' "relative @file applied"
+expect_code 2 "@file missing" -- "$CLI" "${S[@]}" scene.create '{"scene":"x","shapes":@no-such.json}'
+expect_grep "$tmp/err" "no-such.json" "@file missing names the file"
+echo '{"a": ' >"$tmp/broken.json"
+expect_code 2 "@file invalid" -- "$CLI" "${S[@]}" scene.create \
+  "{\"scene\":\"x\",\"shapes\":@$tmp/broken.json}"
+expect_grep "$tmp/err" "broken.json" "@file invalid names the file"
+expect_code 1 "@ inside a string is sent as is" -- "$CLI" "${S[@]}" scene.get '{"scene":"a@b"}'
+expect_grep "$tmp/err" "error -32602" "a@b is an invalid scene name, not a file"
+
+# ---- lines from a pipe ------------------------------------------------------------------
+expect_code 0 "lines from a pipe" -- bash -c "printf '%s\n' 'ping' '' '# a comment' \
+  'scene.get {\"scene\":\"cell\",\"ids\":[\"post\"]}' '  hello' | '$CLI' --unix '$sock'"
+if grep -q "repose>" "$tmp/out"; then fail "prompt printed when piped"; else ok; fi
+expect_grep "$tmp/out" '"pong": true' "piped ping"
+expect_grep "$tmp/out" '"post": {' "piped scene.get"
+expect_grep "$tmp/out" '"server": "reposed"' "piped hello"
+expect_code 1 "a failing line makes exit 1, later lines still run" -- bash -c \
+  "printf '%s\n' 'scene.get {\"scene\":\"nope\"}' 'bad.params {oops' 'ping' | '$CLI' --unix '$sock'"
+expect_grep "$tmp/err" "error -32001" "piped rpc error"
+expect_grep "$tmp/err" "not valid JSON" "piped bad params"
+expect_grep "$tmp/out" '"pong": true' "line after the failures ran"
+
+# ---- --raw ----------------------------------------------------------------------------------
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+  '{"jsonrpc":"2.0","method":"ping"}' \
+  '[{"jsonrpc":"2.0","id":"b","method":"scene.get","params":{"scene":"nope"}}]' \
+  'not json' >"$tmp/raw.in"
+printf '{"jsonrpc":"2.0","id":9,"method":"ping"}' >>"$tmp/raw.in" # no final newline
+expect_code 0 "--raw" -- bash -c "'$CLI' --unix '$sock' --raw <'$tmp/raw.in'"
+expect_file "$tmp/out" '{"jsonrpc":"2.0","id":1,"result":{"pong":true}}
+[{"jsonrpc":"2.0","id":"b","error":{"code":-32001,"message":"Not found: scene '"'"'nope'"'"'","data":{"kind":"scene","name":"nope"}}}]
+{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid JSON at byte 0","data":{"offset":0}}}
+{"jsonrpc":"2.0","id":9,"result":{"pong":true}}' "--raw output"
+expect_code 0 "--raw over tcp" -- bash -c \
+  "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}' | '$CLI' --port $port --raw"
+expect_file "$tmp/out" '{"jsonrpc":"2.0","id":1,"result":{"pong":true}}' "--raw over tcp output"
+
+# ---- token files ------------------------------------------------------------------------------
+printf 'tok-%s\n' "$RANDOM$RANDOM" >"$tmp/token"
+chmod 600 "$tmp/token"
+start_daemon authed --token-file "$tmp/token"
+expect_code 0 "ping needs no token" -- "$CLI" --port "$port" ping
+expect_code 1 "tcp without token" -- "$CLI" --port "$port" scene.list
+expect_grep "$tmp/err" "error -32005" "tcp without token is -32005"
+expect_code 0 "tcp with the token file" -- "$CLI" --port "$port" --token-file "$tmp/token" scene.list
+expect_file "$tmp/out" $'{\n  "scenes": []\n}' "authed scene.list"
+printf 'wrong\n' >"$tmp/wrong"
+chmod 600 "$tmp/wrong"
+expect_code 1 "wrong token" -- "$CLI" --port "$port" --token-file "$tmp/wrong" scene.list
+expect_grep "$tmp/err" "auth failed" "wrong token message"
+expect_code 0 "unix socket needs no token" -- "$CLI" --unix "$sock" scene.list
+expect_code 0 "--raw after auth" -- bash -c "printf '%s\n' \
+  '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\"}' | \
+  '$CLI' --port $port --token-file '$tmp/token' --raw"
+expect_file "$tmp/out" '{"jsonrpc":"2.0","id":1,"result":{"scenes":[]}}' "--raw after auth output"
+chmod 644 "$tmp/token"
+expect_code 2 "world-readable token file" -- "$CLI" --port "$port" --token-file "$tmp/token" ping
+expect_grep "$tmp/err" "world-readable" "world-readable message"
+expect_code 2 "missing token file" -- "$CLI" --port "$port" --token-file "$tmp/nope" ping
+: >"$tmp/empty"
+chmod 600 "$tmp/empty"
+expect_code 2 "empty token file" -- "$CLI" --port "$port" --token-file "$tmp/empty" ping
+
+echo "test_cli: $checks checks passed, $failures failed"
+[[ $failures -eq 0 ]]
