@@ -4,7 +4,7 @@
 # every package is already installed.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libcmocka-dev valgrind python3 python3-jsonschema)
+packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libcmocka-dev valgrind python3 python3-jsonschema systemd)
 
 missing=()
 for p in "${packages[@]}"; do

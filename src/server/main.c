@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sd.h"
 #include "server.h"
 
 static void usage(FILE *to)
@@ -32,7 +33,11 @@ static void usage(FILE *to)
             "  --version                print the version\n"
             "\n"
             "Planned, not in this version: --data-dir, --fsync.\n"
-            "Stops on SIGTERM or SIGINT after flushing replies (at most 5 s).\n",
+            "Stops on SIGTERM or SIGINT after flushing replies (at most 5 s).\n"
+            "\n"
+            "Under systemd: sockets passed by socket activation (LISTEN_FDS) replace\n"
+            "--unix and --tcp; readiness, stopping and watchdog pings are sent to\n"
+            "NOTIFY_SOCKET (Type=notify, WatchdogSec=).\n",
             RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_DEFAULT_MAX_CONNECTIONS,
             RPD_DEFAULT_MAX_REQUEST_BYTES, RP_DEFAULT_MAX_SHAPES_PER_SCENE,
             RPD_DEFAULT_WRITE_PAUSE_BYTES, RPD_DEFAULT_WRITE_KILL_BYTES);
@@ -126,7 +131,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "reposed: --write-kill-bytes must be >= --write-pause-bytes\n");
         return 2;
     }
-    if (!cfg.unix_path && !cfg.tcp) {
+    /* Read (and clear) the socket-activation variables once, before anything
+     * could start a child that would inherit them. */
+    static rpd_sd_fds activation;
+    int passed = rpd_sd_listen_fds(&activation);
+    if (passed < 0)
+        return 1;
+    if (passed > 0)
+        cfg.activation = &activation;
+    else if (!cfg.unix_path && !cfg.tcp) {
         fprintf(stderr, "reposed: both listeners are off (--unix none --tcp none)\n");
         return 2;
     }

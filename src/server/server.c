@@ -1,6 +1,11 @@
 /*
  * Listeners, signals and the shutdown sequence of reposed.
  *
+ * Listeners are ours (--tcp, --unix) or, under socket activation, the sockets
+ * systemd passed us; a socket file is unlinked at exit only if we created it.
+ * systemd is told READY=1 once every listener accepts, STOPPING=1 when
+ * shutdown begins, and WATCHDOG=1 from a timer when it asks for it (sd.h).
+ *
  * Shutdown (SIGTERM or SIGINT): close the listeners, stop reading from every
  * client, let pending replies flush for up to RPD_SHUTDOWN_GRACE_MS, close
  * every handle, and return from uv_run with nothing left open so that
@@ -18,28 +23,42 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sd.h"
 #include "server.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
 
-static void on_tcp_connection(uv_stream_t *listener, int status)
+static void close_if_open(uv_handle_t *h)
 {
-    rpd_server *srv = listener->data;
-    if (status < 0) {
-        rpd_log(RPD_LOG_WARN, "accept failed: %s", uv_strerror(status));
-        return;
-    }
-    rpd_conn_accept(srv, listener, true);
+    if (h->loop && !uv_is_closing(h))
+        uv_close(h, NULL);
 }
 
-static void on_pipe_connection(uv_stream_t *listener, int status)
+static void on_connection(uv_stream_t *listener, int status)
 {
     rpd_server *srv = listener->data;
     if (status < 0) {
         rpd_log(RPD_LOG_WARN, "accept failed: %s", uv_strerror(status));
         return;
     }
-    rpd_conn_accept(srv, listener, false);
+    rpd_conn_accept(srv, listener, listener->type == UV_TCP);
+}
+
+/* Initialises the next listener slot as a TCP (is_tcp) or pipe handle and
+ * counts it, so that shutdown closes it whatever happens next.  NULL when
+ * every slot is taken. */
+static rpd_listener *add_listener(rpd_server *srv, bool is_tcp)
+{
+    if (srv->n_listeners >= RPD_MAX_LISTENERS)
+        return NULL;
+    rpd_listener *l = &srv->listeners[srv->n_listeners];
+    if (is_tcp)
+        uv_tcp_init(srv->loop, &l->h.tcp);
+    else
+        uv_pipe_init(srv->loop, &l->h.pipe, 0);
+    l->h.handle.data = srv;
+    srv->n_listeners++;
+    return l;
 }
 
 /* Splits "HOST:PORT" ("[v6]:PORT" for IPv6) and resolves numeric hosts and
@@ -66,7 +85,8 @@ static int parse_tcp(const char *spec, struct sockaddr_storage *addr)
     return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr);
 }
 
-/* 127.0.0.0/8 or ::1. */
+/* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104 (an IPv4 loopback address on an
+ * IPv6 socket, as a passed socket may be bound). */
 static bool is_loopback(const struct sockaddr_storage *addr)
 {
     if (addr->ss_family == AF_INET) {
@@ -75,7 +95,63 @@ static bool is_loopback(const struct sockaddr_storage *addr)
     }
     const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
     static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    return memcmp(&a->sin6_addr, one, 16) == 0;
+    static const unsigned char v4mapped_127[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127};
+    return memcmp(&a->sin6_addr, one, 16) == 0 ||
+           memcmp(&a->sin6_addr, v4mapped_127, 13) == 0;
+}
+
+/* The TCP policy, for our own and for passed sockets: a non-loopback address
+ * needs a token file or --insecure-tcp.  WHAT names the socket in the error. */
+static bool tcp_allowed(const rpd_server *srv, const struct sockaddr_storage *addr,
+                        const char *what)
+{
+    if (srv->core.token || srv->cfg.insecure_tcp || is_loopback(addr))
+        return true;
+    rpd_log(RPD_LOG_ERROR,
+            "refusing to listen on tcp %s without --token-file: anyone who can reach "
+            "that address could change the scenes (use --insecure-tcp to do it anyway)",
+            what);
+    return false;
+}
+
+/* Formats a bound TCP address as "HOST:PORT" ("[v6]:PORT"). */
+static void format_tcp(const struct sockaddr_storage *addr, char *out, size_t size)
+{
+    char ip[64] = "?";
+    if (addr->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
+        uv_ip6_name(a, ip, sizeof ip);
+        snprintf(out, size, "[%s]:%d", ip, ntohs(a->sin6_port));
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
+        uv_ip4_name(a, ip, sizeof ip);
+        snprintf(out, size, "%s:%d", ip, ntohs(a->sin_port));
+    }
+}
+
+/* Logs the line scripts wait for: "listening on tcp HOST:PORT". */
+static void log_tcp_listening(uv_tcp_t *tcp)
+{
+    struct sockaddr_storage bound;
+    memset(&bound, 0, sizeof bound);
+    int len = sizeof bound;
+    char text[96];
+    uv_tcp_getsockname(tcp, (struct sockaddr *)&bound, &len);
+    format_tcp(&bound, text, sizeof text);
+    rpd_log(RPD_LOG_ALWAYS, "listening on tcp %s", text);
+}
+
+/* Logs "listening on unix PATH"; an abstract name is shown with '@'. */
+static void log_unix_listening(uv_pipe_t *pipe)
+{
+    char path[sizeof(struct sockaddr_un)];
+    size_t len = sizeof path - 1;
+    if (uv_pipe_getsockname(pipe, path, &len) != 0)
+        len = 0;
+    path[len] = '\0';
+    if (len > 0 && path[0] == '\0')
+        path[0] = '@';
+    rpd_log(RPD_LOG_ALWAYS, "listening on unix %.*s", (int)len, path);
 }
 
 /* Reads the auth token: the file must not be readable by others (the token
@@ -124,37 +200,17 @@ static bool listen_tcp(rpd_server *srv)
         rpd_log(RPD_LOG_ERROR, "--tcp %s: expected HOST:PORT with a numeric address", srv->cfg.tcp);
         return false;
     }
-    if (!srv->core.token && !srv->cfg.insecure_tcp && !is_loopback(&addr)) {
-        rpd_log(RPD_LOG_ERROR,
-                "refusing to listen on tcp %s without --token-file: anyone who can reach "
-                "that address could change the scenes (use --insecure-tcp to do it anyway)",
-                srv->cfg.tcp);
+    if (!tcp_allowed(srv, &addr, srv->cfg.tcp))
         return false;
-    }
-    uv_tcp_init(srv->loop, &srv->tcp);
-    srv->tcp.data = srv;
-    srv->has_tcp = true;
-    rc = uv_tcp_bind(&srv->tcp, (const struct sockaddr *)&addr, 0);
+    rpd_listener *l = add_listener(srv, true);
+    rc = l ? uv_tcp_bind(&l->h.tcp, (const struct sockaddr *)&addr, 0) : UV_EMFILE;
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&srv->tcp, 511, on_tcp_connection);
+        rc = uv_listen(&l->h.stream, RPD_LISTEN_BACKLOG, on_connection);
     if (rc < 0) {
         rpd_log(RPD_LOG_ERROR, "cannot listen on tcp %s: %s", srv->cfg.tcp, uv_strerror(rc));
         return false;
     }
-    struct sockaddr_storage bound;
-    int len = sizeof bound;
-    char ip[64] = "?";
-    int port = 0;
-    uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&bound, &len);
-    if (bound.ss_family == AF_INET6) {
-        uv_ip6_name((struct sockaddr_in6 *)&bound, ip, sizeof ip);
-        port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-        rpd_log(RPD_LOG_ALWAYS, "listening on tcp [%s]:%d", ip, port);
-    } else {
-        uv_ip4_name((struct sockaddr_in *)&bound, ip, sizeof ip);
-        port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        rpd_log(RPD_LOG_ALWAYS, "listening on tcp %s:%d", ip, port);
-    }
+    log_tcp_listening(&l->h.tcp);
     return true;
 }
 
@@ -196,17 +252,17 @@ static bool listen_unix(rpd_server *srv)
         rpd_log(RPD_LOG_INFO, "replacing stale socket %s", path);
         unlink(path);
     }
-    uv_pipe_init(srv->loop, &srv->pipe, 0);
-    srv->pipe.data = srv;
-    srv->has_pipe = true;
+    rpd_listener *l = add_listener(srv, false);
+    if (!l)
+        return false;
     /* Create the socket file with mode 0660 from the start: no window in
      * which it is more open than that. */
     mode_t old = umask(0117);
-    int rc = uv_pipe_bind(&srv->pipe, path);
+    int rc = uv_pipe_bind(&l->h.pipe, path);
     umask(old);
     if (rc == 0) {
         srv->unix_path_created = strdup(path);
-        rc = uv_listen((uv_stream_t *)&srv->pipe, 511, on_pipe_connection);
+        rc = uv_listen(&l->h.stream, RPD_LISTEN_BACKLOG, on_connection);
     }
     if (rc < 0) {
         rpd_log(RPD_LOG_ERROR, "cannot listen on unix %s: %s", path, uv_strerror(rc));
@@ -217,13 +273,129 @@ static bool listen_unix(rpd_server *srv)
     return true;
 }
 
-/* ---- shutdown ------------------------------------------------------------------- */
-
-static void close_if_open(uv_handle_t *h)
+/* Adopts passed socket FD (socket activation): a Unix stream socket becomes
+ * a pipe listener, an IPv4/IPv6 one a TCP listener under the same policy as
+ * --tcp.  The socket stays systemd's: its file is never unlinked. */
+static bool adopt_fd(rpd_server *srv, int fd, const char *name)
 {
-    if (h->loop && !uv_is_closing(h))
-        uv_close(h, NULL);
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof addr);
+    socklen_t alen = sizeof addr;
+    int type = 0;
+    socklen_t tlen = sizeof type;
+    if (getsockname(fd, (struct sockaddr *)&addr, &alen) != 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0) {
+        rpd_log(RPD_LOG_ERROR, "passed fd %d (%s): not a socket: %s", fd, name, strerror(errno));
+        return false;
+    }
+    bool is_tcp = addr.ss_family == AF_INET || addr.ss_family == AF_INET6;
+    if (type != SOCK_STREAM || (!is_tcp && addr.ss_family != AF_UNIX)) {
+        rpd_log(RPD_LOG_ERROR,
+                "passed fd %d (%s): not a Unix, IPv4 or IPv6 stream socket "
+                "(use ListenStream= in the .socket unit)",
+                fd, name);
+        return false;
+    }
+    char what[128];
+    if (is_tcp) {
+        char text[96];
+        format_tcp(&addr, text, sizeof text);
+        snprintf(what, sizeof what, "%s (passed fd %d)", text, fd);
+        if (!tcp_allowed(srv, &addr, what))
+            return false;
+    }
+    rpd_listener *l = add_listener(srv, is_tcp);
+    int rc = !l ? UV_EMFILE : is_tcp ? uv_tcp_open(&l->h.tcp, fd) : uv_pipe_open(&l->h.pipe, fd);
+    if (rc == 0)
+        rc = uv_listen(&l->h.stream, RPD_LISTEN_BACKLOG, on_connection);
+    if (rc < 0) {
+        rpd_log(RPD_LOG_ERROR, "cannot listen on passed fd %d (%s): %s", fd, name,
+                uv_strerror(rc));
+        return false;
+    }
+    rpd_log(RPD_LOG_INFO, "socket activation: fd %d named \"%s\"", fd, name);
+    if (is_tcp)
+        log_tcp_listening(&l->h.tcp);
+    else
+        log_unix_listening(&l->h.pipe);
+    return true;
 }
+
+/* Listens on the sockets systemd passed instead of creating our own. */
+static bool adopt_listeners(rpd_server *srv, const rpd_sd_fds *fds)
+{
+    if (srv->cfg.unix_path || srv->cfg.tcp)
+        rpd_log(RPD_LOG_INFO,
+                "socket activation: using the %d socket(s) from systemd; --unix and --tcp "
+                "are ignored",
+                fds->n);
+    for (int i = 0; i < fds->n; i++) {
+        const char *name = fds->names[i][0] ? fds->names[i] : "unnamed";
+        if (!adopt_fd(srv, RPD_SD_LISTEN_FDS_START + i, name))
+            return false;
+    }
+    return true;
+}
+
+/* Creates our own listeners (--tcp, --unix) or adopts systemd's. */
+static bool start_listeners(rpd_server *srv)
+{
+    const rpd_sd_fds *fds = srv->cfg.activation;
+    if (fds && fds->n > 0)
+        return adopt_listeners(srv, fds);
+    return (!srv->cfg.tcp || listen_tcp(srv)) && (!srv->cfg.unix_path || listen_unix(srv));
+}
+
+/* Closes every listener; our socket file goes with it. */
+static void close_listeners(rpd_server *srv)
+{
+    for (int i = 0; i < srv->n_listeners; i++)
+        close_if_open(&srv->listeners[i].h.handle);
+    if (srv->unix_path_created)
+        unlink(srv->unix_path_created);
+}
+
+/* ---- systemd notifications ----------------------------------------------------- */
+
+/* Sends STATE to systemd; a failure is logged once, then only at debug
+ * level, so a vanished notify socket cannot flood the log. */
+static void notify(const char *state)
+{
+    static bool warned;
+    int rc = rpd_sd_notify(state);
+    if (rc < 0) {
+        rpd_log(warned ? RPD_LOG_DEBUG : RPD_LOG_WARN, "cannot notify systemd: %s",
+                strerror(-rc));
+        warned = true;
+    }
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+    (void)t;
+    notify("WATCHDOG=1");
+}
+
+/* Tells systemd we are ready and starts the watchdog timer if it asked for
+ * one.  The timer never keeps the loop alive; maybe_finish closes it. */
+static void notify_ready(rpd_server *srv)
+{
+    char state[160];
+    snprintf(state, sizeof state, "READY=1\nSTATUS=Listening on %d socket(s), run_id %s",
+             srv->n_listeners, srv->core.run_id);
+    notify(state);
+    uint64_t ms = rpd_sd_watchdog_interval_ms();
+    if (ms == 0)
+        return;
+    uv_timer_init(srv->loop, &srv->watchdog);
+    srv->watchdog.data = srv;
+    srv->watchdog_started = true;
+    uv_timer_start(&srv->watchdog, on_watchdog, ms, ms);
+    uv_unref((uv_handle_t *)&srv->watchdog);
+    rpd_log(RPD_LOG_INFO, "systemd watchdog: pinging every %llu ms", (unsigned long long)ms);
+}
+
+/* ---- shutdown ------------------------------------------------------------------- */
 
 /* Closes the remaining server handles once every connection is gone; uv_run
  * then returns. */
@@ -233,6 +405,8 @@ static void maybe_finish(rpd_server *srv)
         return;
     if (srv->grace_started)
         close_if_open((uv_handle_t *)&srv->grace);
+    if (srv->watchdog_started)
+        close_if_open((uv_handle_t *)&srv->watchdog);
     close_if_open((uv_handle_t *)&srv->sweep);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
@@ -259,14 +433,10 @@ static void begin_shutdown(rpd_server *srv, int signum)
         return;
     }
     rpd_log(RPD_LOG_INFO, "received %s; shutting down", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    notify("STOPPING=1\nSTATUS=Shutting down");
     srv->stopping = true;
     srv->core.shutting_down = true;
-    if (srv->has_tcp)
-        close_if_open((uv_handle_t *)&srv->tcp);
-    if (srv->has_pipe)
-        close_if_open((uv_handle_t *)&srv->pipe);
-    if (srv->unix_path_created)
-        unlink(srv->unix_path_created);
+    close_listeners(srv);
     uv_timer_init(srv->loop, &srv->grace);
     srv->grace.data = srv;
     srv->grace_started = true;
@@ -332,20 +502,15 @@ int rpd_server_run(const rpd_config *cfg)
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);
     uv_unref((uv_handle_t *)&srv.sweep); /* never keeps the loop alive */
 
-    bool ok = (!cfg->tcp || listen_tcp(&srv)) && (!cfg->unix_path || listen_unix(&srv));
     int code = 0;
-    if (ok) {
+    if (start_listeners(&srv)) {
         rpd_log(RPD_LOG_INFO, "ready (run_id %s)", srv.core.run_id);
+        notify_ready(&srv);
         uv_run(srv.loop, UV_RUN_DEFAULT);
     } else {
         code = 1;
         srv.stopping = true;
-        if (srv.has_tcp)
-            close_if_open((uv_handle_t *)&srv.tcp);
-        if (srv.has_pipe)
-            close_if_open((uv_handle_t *)&srv.pipe);
-        if (srv.unix_path_created)
-            unlink(srv.unix_path_created);
+        close_listeners(&srv);
         maybe_finish(&srv);
         uv_run(srv.loop, UV_RUN_DEFAULT);
     }

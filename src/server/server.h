@@ -12,6 +12,7 @@
 
 #include "framer.h"
 #include "rpc.h"
+#include "sd.h"
 
 /* Default listeners (protocol v1). */
 #define RPD_DEFAULT_TCP "127.0.0.1:7411"
@@ -27,16 +28,34 @@
  * how often lingering connections are checked. */
 #define RPD_LINGER_MS 2000
 #define RPD_SWEEP_MS 500
+/* Listening sockets: ours (at most one TCP and one Unix) or those passed by
+ * systemd (socket activation, at most RPD_SD_MAX_FDS). */
+#define RPD_MAX_LISTENERS RPD_SD_MAX_FDS
+/* Backlog of pending connections for each listener. */
+#define RPD_LISTEN_BACKLOG 511
 
 typedef struct rpd_config {
     const char *unix_path; /* NULL: no Unix socket */
     const char *tcp;       /* "HOST:PORT"; NULL: no TCP */
     const char *token_file; /* NULL: no auth */
     bool insecure_tcp;     /* allow a non-loopback TCP address without a token */
+    /* Sockets passed by systemd; when non-NULL with n > 0 they replace
+     * unix_path and tcp.  Borrowed: must outlive rpd_server_run. */
+    const rpd_sd_fds *activation;
     rpd_limits limits;
 } rpd_config;
 
 typedef struct rpd_server rpd_server;
+
+/* A listening socket; the handle's data points at the server. */
+typedef struct rpd_listener {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+} rpd_listener;
 
 /* A client connection.  The handle comes first; the struct is freed only in
  * the handle's close callback. */
@@ -66,14 +85,15 @@ struct rpd_server {
     uv_loop_t *loop;
     rpd_core core;
     rpd_config cfg;
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-    bool has_tcp, has_pipe;
+    rpd_listener listeners[RPD_MAX_LISTENERS];
+    int n_listeners;         /* initialised handles in listeners[] */
     char *unix_path_created; /* unlinked at exit: only sockets we created */
     uv_signal_t sigterm, sigint;
     uv_timer_t grace;
     bool grace_started;
     uv_timer_t sweep; /* closes connections that lingered too long */
+    uv_timer_t watchdog; /* sends WATCHDOG=1 to systemd (sd.h) */
+    bool watchdog_started;
     bool stopping;
     rpd_conn *conns; /* doubly linked list */
 };

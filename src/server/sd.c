@@ -1,0 +1,148 @@
+/*
+ * systemd's notification and socket-activation protocols, implemented
+ * directly (see sd.h): no libsystemd dependency, no libuv either — the
+ * server owns the watchdog timer and the adopted listeners.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sd.h"
+
+/* Parses a whole decimal number into *out; false on junk or overflow. */
+static bool parse_ulong(const char *s, unsigned long long *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* True when the variable NAME holds our pid. */
+static bool env_is_our_pid(const char *name)
+{
+    unsigned long long pid;
+    return parse_ulong(getenv(name), &pid) && pid == (unsigned long long)getpid();
+}
+
+/* Copies the colon-separated LISTEN_FDNAMES entries into out->names. */
+static void copy_names(rpd_sd_fds *out, const char *names)
+{
+    for (int i = 0; i < out->n && names; i++) {
+        const char *colon = strchr(names, ':');
+        size_t len = colon ? (size_t)(colon - names) : strlen(names);
+        size_t keep = len > RPD_SD_MAX_NAME ? RPD_SD_MAX_NAME : len;
+        memcpy(out->names[i], names, keep);
+        out->names[i][keep] = '\0';
+        names = colon ? colon + 1 : NULL;
+    }
+}
+
+static void unset_listen_env(void)
+{
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+}
+
+int rpd_sd_listen_fds(rpd_sd_fds *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *pid_s = getenv("LISTEN_PID");
+    const char *fds_s = getenv("LISTEN_FDS");
+    if (!pid_s || !fds_s) {
+        unset_listen_env();
+        return 0;
+    }
+    /* A LISTEN_PID that is not ours was meant for a parent process (the
+     * variables were inherited); it is not an error. */
+    if (!env_is_our_pid("LISTEN_PID")) {
+        rpd_log(RPD_LOG_DEBUG, "LISTEN_PID=%s is not our pid; ignoring LISTEN_FDS", pid_s);
+        unset_listen_env();
+        return 0;
+    }
+    unsigned long long n;
+    if (!parse_ulong(fds_s, &n) || n > RPD_SD_MAX_FDS) {
+        rpd_log(RPD_LOG_ERROR, "LISTEN_FDS=%s: expected a count of at most %d sockets", fds_s,
+                RPD_SD_MAX_FDS);
+        unset_listen_env();
+        return -1;
+    }
+    out->n = (int)n;
+    copy_names(out, getenv("LISTEN_FDNAMES"));
+    unset_listen_env();
+    for (int i = 0; i < out->n; i++) {
+        int fd = RPD_SD_LISTEN_FDS_START + i;
+        int flags = fcntl(fd, F_GETFD);
+        if (flags < 0) {
+            rpd_log(RPD_LOG_ERROR, "LISTEN_FDS=%d, but fd %d is not open", out->n, fd);
+            return -1;
+        }
+        /* The sockets are ours alone: children must not inherit them. */
+        if (!(flags & FD_CLOEXEC))
+            fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    return out->n;
+}
+
+int rpd_sd_notify(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    if (!path || !*path)
+        return 0;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    size_t len = strlen(path);
+    if ((path[0] != '/' && path[0] != '@') || len >= sizeof sa.sun_path) {
+        /* Other address families (vsock:...) are for VMs, not for us. */
+        return -EAFNOSUPPORT;
+    }
+    memcpy(sa.sun_path, path, len);
+    /* '@' names an abstract socket: a leading NUL, and the address length
+     * (not a terminator) says where the name ends. */
+    if (path[0] == '@')
+        sa.sun_path[0] = '\0';
+    socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len +
+                                  (path[0] == '@' ? 0 : 1));
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = 1;
+    size_t n = strlen(state);
+    ssize_t sent = sendto(fd, state, n, MSG_NOSIGNAL, (const struct sockaddr *)&sa, salen);
+    if (sent < 0)
+        rc = -errno;
+    else if ((size_t)sent != n)
+        rc = -EMSGSIZE;
+    close(fd);
+    return rc;
+}
+
+uint64_t rpd_sd_watchdog_interval_ms(void)
+{
+    unsigned long long usec;
+    const char *notify = getenv("NOTIFY_SOCKET");
+    if (!notify || !*notify)
+        return 0;
+    if (!parse_ulong(getenv("WATCHDOG_USEC"), &usec) || usec == 0)
+        return 0;
+    if (getenv("WATCHDOG_PID") && !env_is_our_pid("WATCHDOG_PID"))
+        return 0;
+    /* systemd recommends pinging at half the timeout: one late ping must not
+     * be fatal. */
+    uint64_t ms = usec / 2000u;
+    return ms ? ms : 1;
+}
