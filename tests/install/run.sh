@@ -97,6 +97,15 @@ run "$cc" -std=c11 -Wall -Wextra -Werror "${san_flags[@]}" \
 check_linked_lib "$exe_a"
 run "$exe_a"
 
+# The client library has its own .pc (it needs libcjson).
+step "(a') client consumer via pkg-config repose-client"
+cl_flags="$(pkg-config --cflags --libs repose-client)"
+read -r -a cl_flag_arr <<<"$cl_flags"
+exe_c="$scratch/build-pkgconfig/client_consumer"
+run "$cc" -std=c11 -Wall -Wextra -Werror "${san_flags[@]}" \
+    "$here/client_consumer.c" -o "$exe_c" "${cl_flag_arr[@]}"
+run "$exe_c"
+
 # ---- (b) CMake find_package -------------------------------------------------
 step "(b) consumer via find_package(repose)"
 build_b="$scratch/build-cmake"
