@@ -35,6 +35,15 @@ static rp_model *existing_model(rpd_req *req, const cJSON *params)
     return m;
 }
 
+/* Writes the "model" and "revision" members. */
+static void write_model_rev(rp_jw *w, const rp_model *m)
+{
+    RP_JW_KEY(w, "model");
+    rp_jw_string(w, rp_model_name(m));
+    RP_JW_KEY(w, "revision");
+    rp_jw_uint(w, rp_model_revision(m));
+}
+
 /* Decodes params.links into links[] (malloc'ed; ids point into the tree). */
 static bool decode_links(rpd_req *req, const cJSON *j, const char *path, rp_link **out,
                          size_t *n_out)
@@ -167,10 +176,7 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     if (st)
         return rpd_fail_status(req, st);
     rp_jw_object_begin(w);
-    RP_JW_KEY(w, "model");
-    rp_jw_string(w, rp_model_name(m));
-    RP_JW_KEY(w, "revision");
-    rp_jw_uint(w, rp_model_revision(m));
+    write_model_rev(w, m);
     rp_jw_object_end(w);
     return true;
 }
@@ -184,10 +190,7 @@ bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!m)
         return false;
     rp_jw_object_begin(w);
-    RP_JW_KEY(w, "model");
-    rp_jw_string(w, rp_model_name(m));
-    RP_JW_KEY(w, "revision");
-    rp_jw_uint(w, rp_model_revision(m));
+    write_model_rev(w, m);
     RP_JW_KEY(w, "links");
     rp_jw_array_begin(w);
     for (size_t i = 0; i < rp_model_link_count(m); i++) {
@@ -255,10 +258,7 @@ bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w)
     for (size_t i = 0; i < rp_store_model_count(st); i++) {
         const rp_model *m = rp_store_model_at(st, i);
         rp_jw_object_begin(w);
-        RP_JW_KEY(w, "model");
-        rp_jw_string(w, rp_model_name(m));
-        RP_JW_KEY(w, "revision");
-        rp_jw_uint(w, rp_model_revision(m));
+        write_model_rev(w, m);
         RP_JW_KEY(w, "links");
         rp_jw_uint(w, rp_model_link_count(m));
         rp_jw_object_end(w);

@@ -435,8 +435,9 @@ static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
 }
 
 /* Shared by scene.distance and scene.check: decodes the scene, query shapes
- * and optional ids, runs the query. */
-static bool run_query(rpd_req *req, const cJSON *params, rp_scene **sc_out, query_set *qs,
+ * and optional ids, runs the query.  On failure everything is released
+ * (see run_query). */
+static bool run_query_inner(rpd_req *req, const cJSON *params, rp_scene **sc_out, query_set *qs,
                       rp_query *q, rp_query_result *res)
 {
     char path[RP_CODEC_PATH_MAX];
@@ -466,6 +467,17 @@ static bool run_query(rpd_req *req, const cJSON *params, rp_scene **sc_out, quer
     return true;
 }
 
+/* run_query_inner, releasing the query set when it fails, so handlers only
+ * clean up after success. */
+static bool run_query(rpd_req *req, const cJSON *params, rp_scene **sc_out, query_set *qs,
+                      rp_query *q, rp_query_result *res)
+{
+    if (run_query_inner(req, params, sc_out, qs, q, res))
+        return true;
+    query_set_free(qs);
+    return false;
+}
+
 bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"scene", "shape", "shapes", "ids", "max_distance", NULL};
@@ -484,10 +496,8 @@ bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_scene *sc;
     query_set qs;
     rp_query_result res;
-    if (!run_query(req, params, &sc, &qs, &q, &res)) {
-        query_set_free(&qs);
+    if (!run_query(req, params, &sc, &qs, &q, &res))
         return false;
-    }
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "revision");
     rp_jw_uint(w, rp_scene_revision(sc));
@@ -530,10 +540,8 @@ bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_scene *sc;
     query_set qs;
     rp_query_result res;
-    if (!run_query(req, params, &sc, &qs, &q, &res)) {
-        query_set_free(&qs);
+    if (!run_query(req, params, &sc, &qs, &q, &res))
         return false;
-    }
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "revision");
     rp_jw_uint(w, rp_scene_revision(sc));
