@@ -1,0 +1,66 @@
+/*
+ * Private parts of the client shared by client.c (connections, socket I/O,
+ * errors) and client_rpc.c (JSON-RPC requests and replies, raw lines).
+ */
+#ifndef REPOSE_CLIENT_INT_H
+#define REPOSE_CLIENT_INT_H
+#include "repose/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0 /* BSDs: SO_NOSIGPIPE is set on the socket instead */
+#endif
+
+/* Bytes read from the socket per recv(). */
+#define READ_CHUNK 65536
+
+struct rp_client {
+    int fd;                       /* -1 once closed */
+    int timeout_ms;               /* <= 0: none */
+    uint64_t next_id;             /* the id of the next request */
+    uint64_t *pending;            /* ring of ids awaiting replies */
+    size_t pending_head, pending_count, pending_cap;
+    char *in;                     /* received bytes in[in_start..in_len) */
+    size_t in_start, in_len, in_cap;
+    bool eof;                     /* the server closed its side */
+    rp_client_error_kind broken;  /* non-OK once the stream is unusable */
+};
+
+/* Sets *err (may be NULL) and returns kind.  printf-style message. */
+rp_client_error_kind rp_client_fail_(rp_client_error *err, rp_client_error_kind kind, int code,
+                                     const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Marks the stream unusable (closes the socket) and returns kind. */
+rp_client_error_kind rp_client_breaks_(rp_client *c, rp_client_error_kind kind);
+/* RP_CLIENT_OK when c can still be used, else fills err. */
+rp_client_error_kind rp_client_usable_(const rp_client *c, rp_client_error *err);
+/* Absolute deadline (ms) for the client's timeout; <= 0 means none. */
+long long rp_client_deadline_after_(int timeout_ms);
+/* Writes n bytes by the deadline, reading replies meanwhile. */
+rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
+                                          long long deadline, rp_client_error *err);
+/* The next complete line (without '\n'), malloc'ed, by the deadline. */
+rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char **line,
+                                          size_t *len, rp_client_error *err);
+
+#endif /* REPOSE_CLIENT_INT_H */

@@ -1,0 +1,484 @@
+/*
+ * The client's JSON-RPC side: building requests, matching replies to ids,
+ * the public call functions and raw line passthrough.  Connections and
+ * socket I/O are in client.c.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "client_int.h"
+
+/* ---- JSON text helpers --------------------------------------------------------------- */
+
+/* Appends to a growable string. */
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->cap - b->len < n + 1) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* Appends s as a JSON string literal. */
+static void sb_json_string(strbuf *b, const char *s)
+{
+    sb_add(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            sb_add(b, esc, 2);
+        } else if (*p < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            sb_add(b, esc, 6);
+        } else {
+            sb_add(b, (const char *)p, 1);
+        }
+    }
+    sb_add(b, "\"", 1);
+}
+
+/* Appends valid JSON text s without whitespace outside strings, so that a
+ * pretty-printed params text still fits on one request line. */
+static void sb_minified(strbuf *b, const char *s)
+{
+    bool in_str = false;
+    const char *run = s;
+    for (const char *p = s; *p; p++) {
+        if (in_str) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == '"')
+                in_str = false;
+        } else if (*p == '"') {
+            in_str = true;
+        } else if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+            sb_add(b, run, (size_t)(p - run));
+            run = p + 1;
+        }
+    }
+    sb_add(b, run, strlen(run));
+}
+
+/* Skips one JSON value of already validated text starting at p (no leading
+ * whitespace expected but tolerated); returns the byte after it. */
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    return p;
+}
+
+static const char *skip_string(const char *p)
+{
+    for (p++; *p && *p != '"'; p++)
+        if (*p == '\\' && p[1])
+            p++;
+    return *p ? p + 1 : p;
+}
+
+static const char *skip_value(const char *p)
+{
+    p = skip_ws(p);
+    if (*p == '"')
+        return skip_string(p);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        for (; *p; p++) {
+            if (*p == '"') {
+                p = skip_string(p) - 1;
+            } else if (*p == '{' || *p == '[') {
+                depth++;
+            } else if (*p == '}' || *p == ']') {
+                if (--depth == 0)
+                    return p + 1;
+            }
+        }
+        return p;
+    }
+    while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
+           *p != '\r' && *p != '\n')
+        p++;
+    return p;
+}
+
+/* In the validated JSON object text obj, finds the raw text of member `key`
+ * (a key without escapes); malloc'ed copy, or NULL (absent or no memory). */
+static char *raw_member(const char *obj, const char *key)
+{
+    size_t klen = strlen(key);
+    const char *p = skip_ws(obj);
+    if (*p != '{')
+        return NULL;
+    p = skip_ws(p + 1);
+    while (*p == '"') {
+        const char *k = p + 1;
+        const char *kend = skip_string(p);
+        bool match = (size_t)(kend - 1 - k) == klen && memcmp(k, key, klen) == 0;
+        p = skip_ws(kend);
+        if (*p != ':')
+            return NULL;
+        const char *v = skip_ws(p + 1);
+        const char *vend = skip_value(v);
+        if (match) {
+            size_t n = (size_t)(vend - v);
+            char *out = malloc(n + 1);
+            if (out) {
+                memcpy(out, v, n);
+                out[n] = '\0';
+            }
+            return out;
+        }
+        p = skip_ws(vend);
+        if (*p != ',')
+            return NULL;
+        p = skip_ws(p + 1);
+    }
+    return NULL;
+}
+
+/* ---- requests and replies -------------------------------------------------------------- */
+
+static bool pending_push(rp_client *c, uint64_t id)
+{
+    if (c->pending_count == c->pending_cap) {
+        size_t cap = c->pending_cap ? c->pending_cap * 2 : 16;
+        uint64_t *np = malloc(cap * sizeof *np);
+        if (!np)
+            return false;
+        for (size_t i = 0; i < c->pending_count; i++)
+            np[i] = c->pending[(c->pending_head + i) % c->pending_cap];
+        free(c->pending);
+        c->pending = np;
+        c->pending_cap = cap;
+        c->pending_head = 0;
+    }
+    c->pending[(c->pending_head + c->pending_count) % c->pending_cap] = id;
+    c->pending_count++;
+    return true;
+}
+
+static uint64_t pending_pop(rp_client *c)
+{
+    uint64_t id = c->pending[c->pending_head];
+    c->pending_head = (c->pending_head + 1) % c->pending_cap;
+    c->pending_count--;
+    return id;
+}
+
+/* Builds the request line for method/params_json with the given id. */
+static rp_client_error_kind build_request(strbuf *b, const char *method, const char *params_json,
+                                          uint64_t id, rp_client_error *err)
+{
+    if (!method || !*method)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "method is %s", method ? "empty" : "NULL");
+    if (params_json) {
+        cJSON *check = cJSON_ParseWithOpts(params_json, NULL, 1);
+        if (!check)
+            return rp_client_fail_(err, RP_CLIENT_ARG, 0, "params are not valid JSON (near byte %zu)",
+                        (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - params_json : 0));
+        cJSON_Delete(check);
+    }
+    char idtext[32];
+    snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)id);
+    sb_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    sb_puts(b, idtext);
+    sb_puts(b, ",\"method\":");
+    sb_json_string(b, method);
+    if (params_json) {
+        sb_puts(b, ",\"params\":");
+        sb_minified(b, params_json);
+    }
+    sb_puts(b, "}\n");
+    if (b->oom)
+        return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    return RP_CLIENT_OK;
+}
+
+/* Sends a request and queues its id; the shared part of send and call. */
+static rp_client_error_kind send_request(rp_client *c, const char *method,
+                                         const char *params_json, uint64_t *id_out,
+                                         long long deadline, rp_client_error *err)
+{
+    strbuf b = {NULL, 0, 0, false};
+    uint64_t id = c->next_id;
+    rp_client_error_kind k = build_request(&b, method, params_json, id, err);
+    if (k == RP_CLIENT_OK && !pending_push(c, id))
+        k = rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    if (k != RP_CLIENT_OK) {
+        free(b.p);
+        return k; /* nothing sent: the stream is still in step */
+    }
+    c->next_id++;
+    k = rp_client_write_all_(c, b.p, b.len, deadline, err);
+    free(b.p);
+    if (k != RP_CLIENT_OK)
+        return rp_client_breaks_(c, k);
+    if (id_out)
+        *id_out = id;
+    return RP_CLIENT_OK;
+}
+
+/* Reads the reply to the oldest pending request.  On success (OK or RPC) the
+ * id is popped and *id set; *reply receives the parsed reply when reply is
+ * not NULL (caller deletes), *result_raw the raw result text when not NULL. */
+static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint64_t *id,
+                                          cJSON **reply, char **result_raw,
+                                          rp_client_error *err)
+{
+    char *line;
+    size_t len;
+    rp_client_error_kind k = rp_client_next_line_(c, deadline, &line, &len, err);
+    if (k != RP_CLIENT_OK)
+        return rp_client_breaks_(c, k);
+    cJSON *r = cJSON_ParseWithLengthOpts(line, len + 1, NULL, 1); /* len + 1: the NUL counts */
+    if (!r) {
+        return rp_client_breaks_(c, rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "reply is not JSON: %.80s%s", line,
+                              len > 80 ? "..." : ""));
+    }
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(r, "jsonrpc");
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(r, "id");
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "result");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+    const char *bad = NULL;
+    if (!cJSON_IsObject(r))
+        bad = "reply is not a JSON object";
+    else if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0)
+        bad = "reply lacks \"jsonrpc\":\"2.0\"";
+    else if (!rid)
+        bad = "reply has no id";
+    else if ((res != NULL) == (e != NULL))
+        bad = "reply must have exactly one of result and error";
+    else if (e && (!cJSON_IsObject(e) ||
+                   !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "code")) ||
+                   !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "message"))))
+        bad = "reply error lacks a numeric code or a string message";
+    uint64_t want = c->pending[c->pending_head];
+    /* The server answers with id null when it could not read the request (a
+     * parse error, an overlong line); that is the reply to our request. */
+    bool null_id_error = e && cJSON_IsNull(rid);
+    if (!bad && !null_id_error && (!cJSON_IsNumber(rid) || rid->valuedouble != (double)want))
+        bad = "reply id does not match the request id";
+    if (bad) {
+        cJSON_Delete(r);
+        return rp_client_breaks_(c, rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "%s: %.80s%s", bad, line,
+                              len > 80 ? "..." : ""));
+    }
+    pending_pop(c);
+    if (id)
+        *id = want;
+    if (e) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        rp_client_fail_(err, RP_CLIENT_RPC, (int)code->valuedouble, "%s", msg->valuestring);
+        if (err && cJSON_GetObjectItemCaseSensitive(e, "data")) {
+            char *etext = raw_member(line, "error");
+            err->data = etext ? raw_member(etext, "data") : NULL;
+            free(etext);
+        }
+        cJSON_Delete(r);
+        return RP_CLIENT_RPC;
+    }
+    if (result_raw) {
+        *result_raw = raw_member(line, "result");
+        if (!*result_raw) {
+            cJSON_Delete(r);
+            return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+        }
+    }
+    if (reply)
+        *reply = r;
+    else
+        cJSON_Delete(r);
+    return RP_CLIENT_OK;
+}
+
+/* ---- the public calls ------------------------------------------------------------------ */
+
+rp_client_error_kind rp_client_send(rp_client *c, const char *method, const char *params_json,
+                                    uint64_t *id_out, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    rp_client_error_kind k = rp_client_usable_(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    return send_request(c, method, params_json, id_out, rp_client_deadline_after_(c->timeout_ms), err);
+}
+
+rp_client_error_kind rp_client_recv(rp_client *c, uint64_t *id, char **result_json,
+                                    rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (result_json)
+        *result_json = NULL;
+    rp_client_error_kind k = rp_client_usable_(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    if (c->pending_count == 0)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "no reply outstanding");
+    return receive_reply(c, rp_client_deadline_after_(c->timeout_ms), id, NULL, result_json, err);
+}
+
+rp_client_error_kind rp_client_call(rp_client *c, const char *method, const char *params_json,
+                                    char **result_json, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (result_json)
+        *result_json = NULL;
+    rp_client_error_kind k = rp_client_usable_(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    if (c->pending_count > 0)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "%zu pipelined replies outstanding; recv them first",
+                    c->pending_count);
+    long long deadline = rp_client_deadline_after_(c->timeout_ms);
+    k = send_request(c, method, params_json, NULL, deadline, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    return receive_reply(c, deadline, NULL, NULL, result_json, err);
+}
+
+rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *method, const cJSON *params,
+                                          cJSON **result, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (result)
+        *result = NULL;
+    rp_client_error_kind k = rp_client_usable_(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    if (c->pending_count > 0)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "%zu pipelined replies outstanding; recv them first",
+                    c->pending_count);
+    char *text = NULL;
+    if (params) {
+        text = cJSON_PrintUnformatted(params);
+        if (!text)
+            return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    }
+    long long deadline = rp_client_deadline_after_(c->timeout_ms);
+    k = send_request(c, method, text, NULL, deadline, err);
+    cJSON_free(text);
+    if (k != RP_CLIENT_OK)
+        return k;
+    cJSON *reply = NULL;
+    k = receive_reply(c, deadline, NULL, &reply, NULL, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    if (result)
+        *result = cJSON_DetachItemFromObjectCaseSensitive(reply, "result");
+    cJSON_Delete(reply);
+    return RP_CLIENT_OK;
+}
+
+rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (!token)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "token is NULL");
+    strbuf b = {NULL, 0, 0, false};
+    sb_puts(&b, "{\"token\":");
+    sb_json_string(&b, token);
+    sb_puts(&b, "}");
+    if (b.oom) {
+        free(b.p);
+        return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    }
+    char *result = NULL;
+    rp_client_error_kind k = rp_client_call(c, "auth", b.p, &result, err);
+    /* The token is a secret: do not leave it in freed heap memory. */
+    volatile char *v = b.p;
+    for (size_t i = 0; i < b.len; i++)
+        v[i] = 0;
+    free(b.p);
+    if (k != RP_CLIENT_OK)
+        return k;
+    cJSON *r = cJSON_Parse(result);
+    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"));
+    cJSON_Delete(r);
+    free(result);
+    if (!ok)
+        return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "auth reply lacks \"ok\":true");
+    return RP_CLIENT_OK;
+}
+
+/* ---- raw lines ------------------------------------------------------------------------- */
+
+rp_client_error_kind rp_client_send_line(rp_client *c, const char *line, size_t len,
+                                         rp_client_error *err)
+{
+    rp_client_error_free(err);
+    rp_client_error_kind k = rp_client_usable_(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    if (!line && len > 0)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "line is NULL");
+    long long deadline = rp_client_deadline_after_(c->timeout_ms);
+    k = rp_client_write_all_(c, line, len, deadline, err);
+    if (k == RP_CLIENT_OK)
+        k = rp_client_write_all_(c, "\n", 1, deadline, err);
+    return k == RP_CLIENT_OK ? k : rp_client_breaks_(c, k);
+}
+
+rp_client_error_kind rp_client_recv_line(rp_client *c, char **line, size_t *len,
+                                         rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (line)
+        *line = NULL;
+    if (!line)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "line is NULL");
+    /* Lines already received stay readable after the server closed. */
+    if (!c || c->broken != RP_CLIENT_OK || (c->fd < 0 && c->in_len == c->in_start))
+        return rp_client_usable_(c, err);
+    char *l;
+    size_t n;
+    rp_client_error_kind k = rp_client_next_line_(c, rp_client_deadline_after_(c->timeout_ms), &l, &n, err);
+    if (k == RP_CLIENT_CLOSED && c->eof) {
+        /* The clean end of a raw session: report it, keep the state. */
+        return k;
+    }
+    if (k != RP_CLIENT_OK)
+        return rp_client_breaks_(c, k);
+    *line = malloc(n + 1);
+    if (!*line)
+        return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    memcpy(*line, l, n + 1);
+    if (len)
+        *len = n;
+    return RP_CLIENT_OK;
+}
+
+rp_client_error_kind rp_client_shutdown_write(rp_client *c, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    rp_client_error_kind k = rp_client_usable_(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    if (shutdown(c->fd, SHUT_WR) != 0 && errno != ENOTCONN)
+        return rp_client_fail_(err, RP_CLIENT_IO, errno, "shutdown: %s", strerror(errno));
+    return RP_CLIENT_OK;
+}
