@@ -342,18 +342,29 @@ rp_client_error_kind rp_client_recv(rp_client *c, uint64_t *id, char **result_js
     return receive_reply(c, rp_client_deadline_after_(c->timeout_ms), id, NULL, result_json, err);
 }
 
-rp_client_error_kind rp_client_call(rp_client *c, const char *method, const char *params_json,
-                                    char **result_json, rp_client_error *err)
+/* What a synchronous call needs first: a fresh error, a usable stream, and
+ * no pipelined replies still unread (they would be taken for its reply). */
+static rp_client_error_kind call_ready(rp_client *c, rp_client_error *err)
 {
     rp_client_error_free(err);
-    if (result_json)
-        *result_json = NULL;
     rp_client_error_kind k = rp_client_usable_(c, err);
     if (k != RP_CLIENT_OK)
         return k;
     if (c->pending_count > 0)
-        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "%zu pipelined replies outstanding; recv them first",
-                    c->pending_count);
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0,
+                               "%zu pipelined replies outstanding; recv them first",
+                               c->pending_count);
+    return RP_CLIENT_OK;
+}
+
+rp_client_error_kind rp_client_call(rp_client *c, const char *method, const char *params_json,
+                                    char **result_json, rp_client_error *err)
+{
+    if (result_json)
+        *result_json = NULL;
+    rp_client_error_kind k = call_ready(c, err);
+    if (k != RP_CLIENT_OK)
+        return k;
     long long deadline = rp_client_deadline_after_(c->timeout_ms);
     k = send_request(c, method, params_json, NULL, deadline, err);
     if (k != RP_CLIENT_OK)
@@ -364,15 +375,11 @@ rp_client_error_kind rp_client_call(rp_client *c, const char *method, const char
 rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *method, const cJSON *params,
                                           cJSON **result, rp_client_error *err)
 {
-    rp_client_error_free(err);
     if (result)
         *result = NULL;
-    rp_client_error_kind k = rp_client_usable_(c, err);
+    rp_client_error_kind k = call_ready(c, err);
     if (k != RP_CLIENT_OK)
         return k;
-    if (c->pending_count > 0)
-        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "%zu pipelined replies outstanding; recv them first",
-                    c->pending_count);
     char *text = NULL;
     if (params) {
         text = cJSON_PrintUnformatted(params);

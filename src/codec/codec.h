@@ -143,6 +143,10 @@ typedef struct rp_jw {
 void rp_jw_init(rp_jw *w);
 void rp_jw_free(rp_jw *w);           /* frees buf; rp_jw_free(NULL) is a no-op */
 void rp_jw_reset(rp_jw *w);          /* len = 0, keeps the allocation */
+/* Takes back everything written since `mark` (a copy of *w taken earlier):
+ * length and comma state return to the mark; the allocation and the oom
+ * flag stay as they are now. */
+void rp_jw_rewind(rp_jw *w, const rp_jw *mark);
 /* Reserve capacity for n more bytes; false (and oom) when impossible. */
 bool rp_jw_reserve(rp_jw *w, size_t n);
 

@@ -319,6 +319,19 @@ static inline bool room(rp_jw *w, size_t n)
     return grow(w, n);
 }
 
+void rp_jw_rewind(rp_jw *w, const rp_jw *mark)
+{
+    char *buf = w->buf;
+    size_t cap = w->cap;
+    bool oom = w->oom;
+    *w = *mark;
+    w->buf = buf;
+    w->cap = cap;
+    w->oom = oom;
+    if (buf && w->len < cap)
+        buf[w->len] = '\0';
+}
+
 bool rp_jw_reserve(rp_jw *w, size_t n)
 {
     return room(w, n);

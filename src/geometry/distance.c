@@ -213,14 +213,18 @@ static inline double core_length(const core_result *r)
 
 /* ---- canonical order for bitwise symmetry ------------------------------ */
 
-static int cmp_bits(double a, double b)
+static inline uint64_t bits_of(double x)
 {
-    uint64_t ua, ub;
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    return (ua > ub) - (ua < ub);
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
 }
 
+static int cmp_bits(double a, double b)
+{
+    uint64_t ua = bits_of(a), ub = bits_of(b);
+    return (ua > ub) - (ua < ub);
+}
 
 /* Lexicographic order on bit patterns: true when fa sorts after fb. */
 static bool fields_after(const double *fa, const double *fb, int n)
@@ -231,13 +235,6 @@ static bool fields_after(const double *fa, const double *fb, int n)
             return c > 0;
     }
     return false;
-}
-
-static inline uint64_t bits_of(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
 }
 
 /* Total order on capsules; true when a must be swapped with b to put the

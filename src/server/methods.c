@@ -126,11 +126,11 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_object_end(w);
     RP_JW_KEY(w, "errors_by_code");
     rp_jw_object_begin(w);
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < RPD_STATS_CODE_SLOTS; i++) {
         if (s->errors_by_code[i]) {
             char code[16];
             snprintf(code, sizeof code, "%d", rpd_stats_slot_code(i));
-            rp_jw_key(w, i == 11 ? "other" : code);
+            rp_jw_key(w, i == RPD_STATS_OTHER_SLOT ? "other" : code);
             rp_jw_uint(w, s->errors_by_code[i]);
         }
     }

@@ -355,7 +355,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     const rpd_method *m = rpd_method_find(name, &index);
     const cJSON *params = env.params;
     bool ok;
-    rp_jw snapshot = *w;
+    rp_jw mark = *w;
     if (!m) {
         set_error(&r.err, RPD_METHOD_NOT_FOUND, RPD_DATA_METHOD);
         copy_text(r.err.text, sizeof r.err.text, name);
@@ -380,11 +380,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
             rp_jw_object_end(w);
     }
     if (!ok) {
-        /* Discard whatever the handler wrote, keeping the buffer. */
-        snapshot.buf = w->buf;
-        snapshot.cap = w->cap;
-        snapshot.oom = w->oom;
-        *w = snapshot;
+        rp_jw_rewind(w, &mark); /* discard whatever the handler wrote */
         if (notify) {
             core->stats.errors++;
             return false;
@@ -393,11 +389,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
         return true;
     }
     if (notify) {
-        /* Executed; the reply is dropped. */
-        snapshot.buf = w->buf;
-        snapshot.cap = w->cap;
-        snapshot.oom = w->oom;
-        *w = snapshot;
+        rp_jw_rewind(w, &mark); /* executed; the reply is dropped */
         return false;
     }
     return true;
@@ -488,7 +480,7 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         return;
     }
 
-    size_t before = out->len;
+    rp_jw mark = *out;
     if (cJSON_IsArray(root)) {
         core->stats.batches++;
         if (!root->child) {
@@ -505,8 +497,7 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
             if (any) {
                 end_line(out);
             } else {
-                out->len = before; /* only notifications: no reply at all */
-                out->need_comma[0] = false;
+                rp_jw_rewind(out, &mark); /* only notifications: no reply at all */
             }
         }
     } else if (handle_request(core, s, root, out)) {

@@ -51,15 +51,15 @@ uint64_t rpd_stats_quantile(const rpd_stats *s, double q)
     return bucket_upper(RPD_LAT_BUCKETS - 1);
 }
 
-static const int codes[12] = {-32700, -32600, -32601, -32602, -32603, -32001,
+static const int codes[RPD_STATS_CODE_SLOTS] = {-32700, -32600, -32601, -32602, -32603, -32001,
                               -32002, -32003, -32004, -32005, -32006, 0};
 
 int rpd_stats_code_slot(int code)
 {
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < RPD_STATS_OTHER_SLOT; i++)
         if (codes[i] == code)
             return i;
-    return 11; /* other */
+    return RPD_STATS_OTHER_SLOT;
 }
 
 int rpd_stats_slot_code(int slot)

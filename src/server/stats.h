@@ -7,6 +7,9 @@
 #include <stdint.h>
 
 #define RPD_STATS_MAX_METHODS 64
+/* Error counters: one slot per protocol error code, plus one for others. */
+#define RPD_STATS_CODE_SLOTS 12
+#define RPD_STATS_OTHER_SLOT (RPD_STATS_CODE_SLOTS - 1)
 /* Log-linear latency histogram: 8 sub-buckets per power of two of ns. */
 #define RPD_LAT_SUB 8
 #define RPD_LAT_BUCKETS (64 * RPD_LAT_SUB)
@@ -15,7 +18,7 @@ typedef struct rpd_stats {
     uint64_t conn_current, conn_total, conn_rejected;
     uint64_t requests, notifications, errors, batches;
     uint64_t by_method[RPD_STATS_MAX_METHODS];
-    uint64_t errors_by_code[12]; /* see rpd_stats_code_slot */
+    uint64_t errors_by_code[RPD_STATS_CODE_SLOTS]; /* see rpd_stats_code_slot */
     uint64_t limit_request_bytes, limit_json_depth, limit_connections,
         limit_write_buffer, limit_shapes;
     uint64_t latency[RPD_LAT_BUCKETS];
@@ -29,7 +32,8 @@ void rpd_stats_latency(rpd_stats *s, uint64_t ns);
 /* Latency at quantile q in [0,1], in ns (upper edge of its bucket); 0 when
  * nothing was recorded. */
 uint64_t rpd_stats_quantile(const rpd_stats *s, double q);
-/* Index into errors_by_code for a JSON-RPC code, or -1. */
+/* Index into errors_by_code for a JSON-RPC code (RPD_STATS_OTHER_SLOT for a
+ * code the protocol does not define), and back (0 for the other slot). */
 int rpd_stats_code_slot(int code);
 int rpd_stats_slot_code(int slot);
 

@@ -121,7 +121,6 @@ static void tree_equals_brute_force_on_random_scenes(void **state)
 {
     (void)state;
     test_rng r = {101};
-    char id[32];
     for (int scene = 0; scene < 60; scene++) {
         rp_store *st = rp_store_new(NULL);
         size_t n = (size_t)(rng_next(&r) % 1500);
@@ -140,7 +139,6 @@ static void tree_equals_brute_force_on_random_scenes(void **state)
             rp_shape q = random_shape(&r, half * 1.2, 0.5, grid);
             check_query(sc, &q, rng_uniform(&r, -0.5, 1.0));
         }
-        (void)id;
         free(p);
         free(ids);
         rp_store_free(st);

@@ -9,23 +9,11 @@
 #include <stdlib.h>
 
 #include "test_util.h"
+#include "test_shapes.h"
 
 #include "repose/scene.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static rp_shape sphere(double x, double y, double z, double r)
-{
-    rp_sphere s = {{x, y, z}, r};
-    return rp_shape_from_sphere(s);
-}
-
-static rp_shape capsule(double ax, double ay, double az, double bx, double by, double bz,
-                        double r)
-{
-    rp_capsule c = {{ax, ay, az}, {bx, by, bz}, r};
-    return rp_shape_from_capsule(c);
-}
 
 static rp_shape_put P(const char *id, rp_shape shape)
 {
