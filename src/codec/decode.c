@@ -30,7 +30,11 @@
 #define R_DUPLICATE "duplicate key"
 #define R_SHAPE_ONE "must have exactly one of sphere, capsule"
 #define R_POSE_MIX "must have either matrix or translation/rotation, not both"
-#define R_QUAT_NORM "quaternion norm must be within 1e-6 of 1"
+/* Printed with the norm the client sent, "%.9g": nine digits show a norm
+ * just outside the 1e-6 tolerance as different from 1. */
+#define R_QUAT_NORM "quaternion norm must be within 1e-6 of 1 (a unit quaternion), has norm %.9g"
+#define R_QUAT_OBJECT "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}"
+#define R_QUAT_LIST R_QUAT_OBJECT ", not a list"
 #define R_MATRIX "must be an array of 3 or 4 rows"
 #define R_MATRIX_ROW "must be an array of 4 numbers"
 #define R_MATRIX_LAST "must be [0,0,0,1]"
@@ -448,6 +452,11 @@ static const char *const quat_keys[] = {"w", "x", "y", "z", NULL};
  * unnormalised; rp_transform_from_quaternion normalises. */
 static bool decode_quaternion(const cJSON *j, const char *path, double q[4], rp_codec_err *err)
 {
+    /* A list [w,x,y,z] (or [x,y,z,w], as some libraries write it) is a
+     * common guess; say which form is expected rather than only "must be
+     * an object", and guess no component order. */
+    if (j && !cJSON_IsObject(j))
+        return rp_codec_fail(err, path, cJSON_IsArray(j) ? R_QUAT_LIST : R_QUAT_OBJECT);
     const cJSON *m[4];
     if (!collect(j, path, quat_keys, m, err))
         return false;
@@ -456,8 +465,20 @@ static bool decode_quaternion(const cJSON *j, const char *path, double q[4], rp_
         if (!rp_codec_number(m[i], rp_codec_path_key(p, path, quat_keys[i]), &q[i], err))
             return false;
     double norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    if (!(fabs(norm - 1.0) <= RP_CODEC_ROTATION_TOL))
-        return rp_codec_fail(err, path, R_QUAT_NORM);
+    if (!(fabs(norm - 1.0) <= RP_CODEC_ROTATION_TOL)) {
+        /* The squares overflow for components near 1e154 and up; the
+         * message then reports the norm computed on scaled components. */
+        if (isinf(norm)) {
+            double s = 0;
+            for (int i = 0; i < 4; i++)
+                s = fmax(s, fabs(q[i]));
+            double sum = 0;
+            for (int i = 0; i < 4; i++)
+                sum += (q[i] / s) * (q[i] / s);
+            norm = s * sqrt(sum);
+        }
+        return rp_codec_fail(err, path, R_QUAT_NORM, norm);
+    }
     return true;
 }
 

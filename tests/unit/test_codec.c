@@ -536,17 +536,43 @@ static void pose_quaternion_norm_tolerance_is_1e6(void **state)
     static const double flip_y[3][3] = {{-1, 0, 0}, {0, 1, 0}, {0, 0, -1}};
     assert_rotation(&t, flip_y, 1e-15);
 
-    /* 1 + 2e-6 and 1 - 2e-6: rejected. */
-    static const double bad[] = {1 + 2e-6, 1 - 2e-6, 0, 2};
+    /* 1 + 2e-6 and 1 - 2e-6: rejected, and the reason says the norm given,
+     * with enough digits to tell it from 1. */
+    static const struct {
+        double w;
+        const char *norm;
+    } bad[] = {{1 + 2e-6, "1.000002"}, {1 - 2e-6, "0.999998"}, {0, "0"}, {2, "2"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(json, sizeof json, "{\"rotation\":{\"w\":%.17g,\"x\":0,\"y\":0,\"z\":0}}",
-                 bad[i]);
+                 bad[i].w);
         cJSON *j = parse(json);
         rp_codec_err err;
         assert_false(rp_codec_pose(j, "params.frames[3]", &t, &err));
-        assert_err(err, "params.frames[3].rotation", "quaternion norm must be within 1e-6 of 1");
+        char want[160];
+        snprintf(want, sizeof want,
+                 "quaternion norm must be within 1e-6 of 1 (a unit quaternion), has norm %s",
+                 bad[i].norm);
+        assert_err(err, "params.frames[3].rotation", want);
         cJSON_Delete(j);
     }
+}
+
+static void pose_quaternion_as_a_list_names_the_object_form(void **state)
+{
+    (void)state;
+    static const reject_case cases[] = {
+        {"{\"rotation\":[1,0,0,0]}", "params.a.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}, not a list"},
+        {"{\"rotation\":[]}", "params.a.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}, not a list"},
+        {"{\"rotation\":1}", "params.a.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}"},
+        {"{\"rotation\":\"identity\"}", "params.a.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}"},
+        {"{\"rotation\":null}", "params.a.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}"},
+    };
+    run_rejects(cases, sizeof cases / sizeof *cases, pose_fn);
 }
 
 static void pose_rejections_name_the_offending_value(void **state)
@@ -559,7 +585,6 @@ static void pose_rejections_name_the_offending_value(void **state)
          "duplicate key"},
         {"{\"translation\":[0,0]}", "params.a.translation", "must be an array of 3 numbers"},
         {"{\"translation\":[0,0,1e999]}", "params.a.translation[2]", "must be finite"},
-        {"{\"rotation\":[1,0,0,0]}", "params.a.rotation", "must be an object"},
         {"{\"rotation\":{\"w\":1,\"x\":0,\"y\":0}}", "params.a.rotation.z", "is required"},
         {"{\"rotation\":{\"x\":0,\"y\":0,\"z\":0}}", "params.a.rotation.w", "is required"},
         {"{\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0,\"v\":0}}", "params.a.rotation.v",
@@ -571,7 +596,10 @@ static void pose_rejections_name_the_offending_value(void **state)
         {"{\"rotation\":{\"w\":1,\"x\":1e400,\"y\":0,\"z\":0}}", "params.a.rotation.x",
          "must be finite"},
         {"{\"rotation\":{\"w\":1e200,\"x\":1e200,\"y\":0,\"z\":0}}", "params.a.rotation",
-         "quaternion norm must be within 1e-6 of 1"},
+         "quaternion norm must be within 1e-6 of 1 (a unit quaternion), has norm 1.41421356e+200"},
+        /* The squares overflow: the norm is still reported, not "inf". */
+        {"{\"rotation\":{\"w\":1e300,\"x\":0,\"y\":0,\"z\":1e300}}", "params.a.rotation",
+         "quaternion norm must be within 1e-6 of 1 (a unit quaternion), has norm 1.41421356e+300"},
         {"{\"matrix\":[[1,0,0,0],[0,1,0,0],[0,0,1,0]],\"translation\":[0,0,0]}", "params.a",
          "must have either matrix or translation/rotation, not both"},
         {"{\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0},\"matrix\":[[1,0,0,0],[0,1,0,0],"
@@ -671,6 +699,7 @@ int main(void)
         cmocka_unit_test(pose_defaults_to_identity),
         cmocka_unit_test(pose_quarter_turn_about_z),
         cmocka_unit_test(pose_quaternion_norm_tolerance_is_1e6),
+        cmocka_unit_test(pose_quaternion_as_a_list_names_the_object_form),
         cmocka_unit_test(pose_rejections_name_the_offending_value),
         cmocka_unit_test(pose_matrix_with_three_or_four_rows),
         cmocka_unit_test(pose_paths_under_frames_index),
