@@ -2,15 +2,22 @@
  * repose-cli: a command-line client for reposed, in the spirit of redis-cli.
  *
  *   repose-cli [--unix PATH | --host H --port P] [--token-file F] [--raw]
- *              [--timeout MS] [METHOD [PARAMS-JSON]]
+ *              [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]
  *
- * One call: prints the result as pretty JSON (2-space indent) on stdout and
- * exits 0, or prints the error on stderr and exits 1.  Usage errors (bad
- * options, bad params JSON, an unreadable @file or token file) exit 2;
- * failing to connect or losing the connection exits 3.
+ * One call: prints the result as pretty JSON (2-space indent, arrays of
+ * numbers such as a vec3 on one line) on stdout and exits 0, or prints the
+ * error on stderr and exits 1.  Usage errors (bad options, bad params, an
+ * unreadable @file or token file) exit 2; failing to connect or losing the
+ * connection exits 3.  An unknown method gets a "did you mean" from the
+ * daemon's own method list (`hello`).
  *
- * Without METHOD it reads `METHOD [PARAMS-JSON]` lines from stdin (with a
- * prompt only on a terminal) and prints each reply; --raw instead passes
+ * Params are one JSON object, or KEY=VALUE words: VALUE is used as JSON when
+ * it parses as JSON, as the JSON in a file with @FILE, else as a string
+ * (`scene.create scene=cell`).
+ *
+ * Without METHOD it reads `METHOD [PARAMS]` lines from stdin (with a prompt
+ * only on a terminal) and prints each reply; `help` lists the methods.  When
+ * stdin is not a terminal, errors name the input line.  --raw instead passes
  * request lines through unchanged and prints the reply lines unchanged.
  *
  * In PARAMS-JSON, `@path` in place of a JSON value is replaced by the
@@ -18,10 +25,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +52,12 @@ enum {
 #define DEFAULT_TIMEOUT_MS 30000
 /* The longest token file accepted, bytes. */
 #define MAX_TOKEN_BYTES 4096
+/* Set by CMake from the project version. */
+#ifndef REPOSE_CLI_VERSION
+#define REPOSE_CLI_VERSION "unknown"
+#endif
+/* JSON-RPC "method not found": the reply that earns a "did you mean". */
+#define RPC_METHOD_NOT_FOUND (-32601)
 
 typedef struct options {
     const char *unix_path; /* NULL with host set */
@@ -50,14 +67,34 @@ typedef struct options {
     bool raw;
     int timeout_ms;
     const char *method; /* NULL: read lines from stdin */
-    const char *params; /* NULL: no params */
+    char **params;      /* the words after METHOD (argv entries) */
+    int nparams;
 } options;
+
+/* The input line being run in piped line mode, for error messages; 0 when
+ * errors need no line number (one call, or a terminal). */
+static long g_line;
+/* True while reading lines from stdin, where `help` is typed bare. */
+static bool g_lines_mode;
+
+/* Prints "repose-cli: [line N: ]MESSAGE\n" on stderr. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+    fputs("repose-cli: ", stderr);
+    if (g_line > 0)
+        fprintf(stderr, "line %ld: ", g_line);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F] [--raw]\n"
-            "                  [--timeout MS] [METHOD [PARAMS-JSON]]\n"
+            "                  [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
             "\n"
             "  --unix PATH        Unix socket (default %s)\n"
             "  --host H           connect over TCP to H instead\n"
@@ -67,13 +104,23 @@ static void usage(FILE *f)
             "  --raw              pass NDJSON request lines from stdin through unchanged\n"
             "                     and print reply lines unchanged\n"
             "  --timeout MS       per-call timeout (default %d; 0 waits forever)\n"
+            "  -h, --help         this text\n"
+            "  --version          print the version\n"
             "\n"
             "With METHOD: prints the result as JSON and exits 0; prints the error to\n"
             "stderr and exits 1.  Usage errors exit 2, connection failures 3.\n"
-            "Without METHOD: reads `METHOD [PARAMS-JSON]` lines from stdin.\n"
+            "Params are one JSON object or KEY=VALUE words; a VALUE is JSON if it\n"
+            "parses as JSON, @FILE for the JSON in FILE, else a string:\n"
+            "  repose-cli scene.create scene=cell\n"
+            "  repose-cli distance a='{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}' \\\n"
+            "                      b='{\"sphere\":{\"center\":[3,0,0],\"radius\":1}}'\n"
+            "  repose-cli scene.put scene=cell shapes=@shapes.json\n"
             "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE:\n"
             "  repose-cli scene.put '{\"scene\":\"cell\",\"shapes\":@shapes.json}'\n"
-            "`repose-cli ping` exits 0 only when the daemon answers.\n",
+            "Without METHOD: reads `METHOD [PARAMS]` lines from stdin; `help` lists\n"
+            "the daemon's methods, `quit` leaves (on a terminal).\n"
+            "`repose-cli help` lists the methods; `repose-cli ping` exits 0 only when\n"
+            "the daemon answers.\n",
             RP_CLIENT_DEFAULT_UNIX_PATH, RP_CLIENT_DEFAULT_PORT, DEFAULT_TIMEOUT_MS);
 }
 
@@ -97,14 +144,19 @@ static int parse_args(int argc, char **argv, options *o)
     o->timeout_ms = DEFAULT_TIMEOUT_MS;
     bool port_set = false;
     int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+    /* Options come before METHOD; no method name starts with '-'. */
+    for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) {
             i++;
             break;
         }
-        if (strcmp(a, "--help") == 0) {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
+            return EXIT_OK;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("repose-cli %s\n", REPOSE_CLI_VERSION);
             return EXIT_OK;
         }
         if (strcmp(a, "--raw") == 0) {
@@ -150,12 +202,8 @@ static int parse_args(int argc, char **argv, options *o)
         o->unix_path = RP_CLIENT_DEFAULT_UNIX_PATH;
     if (i < argc)
         o->method = argv[i++];
-    if (i < argc)
-        o->params = argv[i++];
-    if (i < argc) {
-        fprintf(stderr, "repose-cli: too many arguments (quote PARAMS-JSON as one argument)\n");
-        return EXIT_USAGE;
-    }
+    o->params = argv + i;
+    o->nparams = argc - i;
     if (o->raw && o->method) {
         fprintf(stderr, "repose-cli: --raw reads requests from stdin; give no METHOD\n");
         return EXIT_USAGE;
@@ -303,7 +351,7 @@ static char *expand_params(const char *text)
         while (*end && !strchr(",}] \t\r\n", *end))
             end++;
         if (end == start) {
-            fprintf(stderr, "repose-cli: '@' must be followed by a file name\n");
+            say("'@' must be followed by a file name");
             free(b.p);
             return NULL;
         }
@@ -311,7 +359,7 @@ static char *expand_params(const char *text)
         size_t flen = 0;
         char *content = path ? read_file(path, &flen) : NULL;
         if (!content) {
-            fprintf(stderr, "repose-cli: @%s: cannot read: %s\n", path ? path : "?",
+            say("@%s: cannot read: %s", path ? path : "?",
                     strerror(errno));
             free(path);
             free(b.p);
@@ -327,7 +375,7 @@ static char *expand_params(const char *text)
             ep++;
         valid = valid && *ep == '\0';
         if (!valid) {
-            fprintf(stderr, "repose-cli: @%s: not valid JSON (near byte %zu)\n", path,
+            say("@%s: not valid JSON (near byte %zu)", path,
                     ep && ep >= content ? (size_t)(ep - content) : (size_t)0);
             free(content);
             free(path);
@@ -343,7 +391,7 @@ static char *expand_params(const char *text)
     if (ok)
         ok = sb_add(&b, run, strlen(run));
     if (!ok) {
-        fprintf(stderr, "repose-cli: out of memory\n");
+        say("out of memory");
         free(b.p);
         return NULL;
     }
@@ -351,7 +399,7 @@ static char *expand_params(const char *text)
     cJSON *check = cJSON_ParseWithOpts(b.p, &ep, 1);
     if (!check) {
         ep = cJSON_GetErrorPtr();
-        fprintf(stderr, "repose-cli: PARAMS-JSON is not valid JSON (near byte %zu)\n",
+        say("PARAMS-JSON is not valid JSON (near byte %zu)",
                 ep && ep >= b.p ? (size_t)(ep - b.p) : (size_t)0);
         free(b.p);
         return NULL;
@@ -359,11 +407,158 @@ static char *expand_params(const char *text)
     bool object = cJSON_IsObject(check);
     cJSON_Delete(check);
     if (!object) {
-        fprintf(stderr, "repose-cli: PARAMS-JSON must be a JSON object\n");
+        say("PARAMS-JSON must be a JSON object");
         free(b.p);
         return NULL;
     }
     return b.p;
+}
+
+/* ---- params: KEY=VALUE words ------------------------------------------------------- */
+
+/* Appends s[0..n) as a JSON string literal. */
+static bool sb_add_json_string(strbuf *b, const char *s, size_t n)
+{
+    bool ok = sb_add(b, "\"", 1);
+    for (size_t i = 0; i < n && ok; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char esc[8];
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            ok = sb_add(b, esc, 2);
+        } else if (ch < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+            ok = sb_add(b, esc, 6);
+        } else {
+            ok = sb_add(b, s + i, 1);
+        }
+    }
+    return ok && sb_add(b, "\"", 1);
+}
+
+/* True when text is exactly one JSON value (blanks around it allowed). */
+static bool is_json_value(const char *text)
+{
+    cJSON *j = cJSON_ParseWithOpts(text, NULL, 1);
+    cJSON_Delete(j);
+    return j != NULL;
+}
+
+/* Builds a params object from KEY=VALUE words: VALUE is copied as JSON when
+ * it parses as JSON, kept as @FILE for expand_params to read, else quoted as
+ * a string.  Returns the malloc'ed JSON text, or NULL after a message. */
+static char *kv_params(char *const *words, int n)
+{
+    strbuf b = {NULL, 0, 0};
+    bool ok = sb_add(&b, "{", 1);
+    for (int i = 0; i < n && ok; i++) {
+        const char *w = words[i], *eq = strchr(w, '=');
+        if (!eq || eq == w) {
+            if (!eq)
+                say("'%s' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)", w);
+            else
+                say("'%s': the key before '=' is empty", w);
+            free(b.p);
+            return NULL;
+        }
+        size_t klen = (size_t)(eq - w);
+        for (int k = 0; k < i; k++)
+            if (strncmp(words[k], w, klen + 1) == 0) {
+                say("key '%.*s' is given twice", (int)klen, w);
+                free(b.p);
+                return NULL;
+            }
+        const char *v = eq + 1;
+        ok = (i == 0 || sb_add(&b, ",", 1)) && sb_add_json_string(&b, w, klen) &&
+             sb_add(&b, ":", 1);
+        if (ok)
+            ok = v[0] == '@' || is_json_value(v) ? sb_add(&b, v, strlen(v))
+                                                 : sb_add_json_string(&b, v, strlen(v));
+    }
+    if (!(ok && sb_add(&b, "}", 1))) {
+        say("out of memory");
+        free(b.p);
+        return NULL;
+    }
+    char *out = expand_params(b.p);
+    free(b.p);
+    return out;
+}
+
+/* The params JSON for the words after METHOD: NULL with *bad false for no
+ * words; one JSON object (starting with '{', or '[' to be told it must be an
+ * object); or KEY=VALUE words.  NULL with *bad true after a message. */
+static char *words_params(char *const *words, int n, bool *bad)
+{
+    *bad = false;
+    if (n == 0)
+        return NULL;
+    const char *w = words[0];
+    while (*w == ' ' || *w == '\t' || *w == '\r' || *w == '\n')
+        w++;
+    char *out;
+    if (*w == '{' || *w == '[') {
+        if (n > 1) {
+            say("PARAMS-JSON must be the only argument after METHOD (quote it as one "
+                "argument)");
+            *bad = true;
+            return NULL;
+        }
+        out = expand_params(words[0]);
+    } else {
+        out = kv_params(words, n);
+    }
+    *bad = out == NULL;
+    return out;
+}
+
+/* Splits p into words in place, at blanks outside JSON strings and
+ * brackets, so that `a={"x": 1} b="two words"` is two words.  Returns the
+ * count and a malloc'ed array in *out (NULL for none); -1 when out of
+ * memory. */
+static int split_words(char *p, char ***out)
+{
+    char **v = NULL;
+    int n = 0, cap = 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[n++] = p;
+        int depth = 0;
+        bool in_str = false;
+        for (; *p; p++) {
+            if (in_str) {
+                if (*p == '\\' && p[1])
+                    p++;
+                else if (*p == '"')
+                    in_str = false;
+            } else if (*p == '"') {
+                in_str = true;
+            } else if (*p == '{' || *p == '[') {
+                depth++;
+            } else if ((*p == '}' || *p == ']') && depth > 0) {
+                depth--;
+            } else if ((*p == ' ' || *p == '\t') && depth == 0) {
+                break;
+            }
+        }
+        if (*p)
+            *p++ = '\0';
+    }
+    *out = v;
+    return n;
 }
 
 /* ---- output ------------------------------------------------------------------------- */
@@ -401,8 +596,27 @@ static void print_pretty(FILE *f, const char *s)
             in_str = true;
             fputc(ch, f);
             break;
-        case '{':
         case '[': {
+            /* An array of numbers only (a vec3, a matrix row, a joint
+             * vector) stays on one line: [1, 2, 3]. */
+            const char *q = p + 1;
+            bool digit = false;
+            for (; *q && strchr("0123456789+-.eE, \t\r\n", *q); q++)
+                digit = digit || (*q >= '0' && *q <= '9');
+            if (*q == ']' && digit) {
+                fputc('[', f);
+                for (const char *r = p + 1; r < q; r++)
+                    if (*r == ',')
+                        fputs(", ", f);
+                    else if (!strchr(" \t\r\n", *r))
+                        fputc(*r, f);
+                fputc(']', f);
+                p = q;
+                break;
+            }
+        }
+        /* fall through */
+        case '{': {
             const char *q = p + 1;
             while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')
                 q++;
@@ -439,6 +653,8 @@ static int report(const rp_client_error *err)
 {
     switch (err->kind) {
     case RP_CLIENT_RPC:
+        if (g_line > 0)
+            fprintf(stderr, "repose-cli: line %ld: ", g_line);
         fprintf(stderr, "error %d: %s\n", err->code, err->message);
         if (err->data) {
             fputs("data: ", stderr);
@@ -449,14 +665,13 @@ static int report(const rp_client_error *err)
     case RP_CLIENT_CLOSED:
     case RP_CLIENT_TIMEOUT:
     case RP_CLIENT_IO:
-        fprintf(stderr, "repose-cli: %s\n", err->message);
+        say("%s", err->message);
         return EXIT_CONNECT;
     case RP_CLIENT_ARG:
-        fprintf(stderr, "repose-cli: %s\n", err->message);
+        say("%s", err->message);
         return EXIT_USAGE;
     default:
-        fprintf(stderr, "repose-cli: %s error: %s\n", rp_client_error_kind_name(err->kind),
-                err->message);
+        say("%s error: %s", rp_client_error_kind_name(err->kind), err->message);
         return EXIT_RPC;
     }
 }
@@ -498,6 +713,146 @@ static rp_client *open_client(const options *o, int *code)
     return c;
 }
 
+/* Asks the daemon for its method list (`hello`).  On success *hello holds
+ * the parsed result (the caller deletes it) and the list is returned; NULL
+ * with err filled otherwise (RP_CLIENT_PROTOCOL when there is no list). */
+static const cJSON *daemon_methods(rp_client *c, cJSON **hello, rp_client_error *err)
+{
+    char *result = NULL;
+    *hello = NULL;
+    if (rp_client_call(c, "hello", NULL, &result, err) != RP_CLIENT_OK)
+        return NULL;
+    *hello = cJSON_Parse(result);
+    free(result);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(*hello, "methods");
+    if (!cJSON_IsArray(m)) {
+        rp_client_error_free(err);
+        err->kind = RP_CLIENT_PROTOCOL;
+        snprintf(err->message, sizeof err->message, "the hello reply has no methods list");
+        return NULL;
+    }
+    return m;
+}
+
+/* Levenshtein distance between two method names, ignoring ASCII case;
+ * SIZE_MAX for names longer than any method (no suggestion then). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    enum { MAX_NAME = 64 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > MAX_NAME || lb > MAX_NAME)
+        return SIZE_MAX;
+    size_t row[MAX_NAME + 1];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
+                                  tolower((unsigned char)b[j - 1]));
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* How far name is from a known method: the edit distance, or 1 when name
+ * is the part after the dot (`list` for scene.list and model.list). */
+static size_t method_distance(const char *name, const char *known)
+{
+    const char *dot = strrchr(known, '.');
+    if (dot && strcasecmp(dot + 1, name) == 0)
+        return 1;
+    return edit_distance(name, known);
+}
+
+/* After "method not found": prints the daemon's methods nearest to the one
+ * asked for, when any is near (at most 2 edits, or a third of the name). */
+static void suggest_method(rp_client *c, const char *method)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    cJSON *hello = NULL;
+    const cJSON *methods = daemon_methods(c, &hello, &err);
+    size_t best = SIZE_MAX;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, methods)
+    {
+        if (cJSON_IsString(m)) {
+            size_t d = method_distance(method, m->valuestring);
+            if (d < best)
+                best = d;
+        }
+    }
+    size_t len = strlen(method);
+    if (methods && best > 0 && (best <= 2 || best * 3 <= len)) {
+        /* At most three of the nearest, in the daemon's (sorted) order. */
+        char list[256] = "";
+        int shown = 0, ties = 0;
+        cJSON_ArrayForEach(m, methods)
+        {
+            if (!cJSON_IsString(m) || method_distance(method, m->valuestring) != best)
+                continue;
+            if (++ties > 3)
+                continue;
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s'%s'", shown ? " or " : "",
+                     m->valuestring);
+            shown++;
+        }
+        say("did you mean %s?", list);
+    } else if (methods && best == 0) {
+        /* Only the case differs: method names are case-sensitive. */
+        cJSON_ArrayForEach(m, methods)
+        {
+            if (cJSON_IsString(m) && method_distance(method, m->valuestring) == 0) {
+                say("did you mean '%s'? (method names are case-sensitive)", m->valuestring);
+                break;
+            }
+        }
+    } else {
+        say("no method is near '%s'; `%s` lists them", method,
+            g_lines_mode ? "help" : "repose-cli help");
+    }
+    cJSON_Delete(hello);
+    rp_client_error_free(&err);
+}
+
+/* `help`: lists the daemon's methods on stdout.  Returns the exit code. */
+static int print_methods(rp_client *c)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    cJSON *hello = NULL;
+    const cJSON *methods = daemon_methods(c, &hello, &err);
+    int code = EXIT_OK;
+    if (!methods) {
+        code = report(&err);
+    } else {
+        const cJSON *server = cJSON_GetObjectItemCaseSensitive(hello, "server");
+        const cJSON *version = cJSON_GetObjectItemCaseSensitive(hello, "version");
+        printf("methods of %s %s:\n", cJSON_IsString(server) ? server->valuestring : "the daemon",
+               cJSON_IsString(version) ? version->valuestring : "");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, methods)
+        {
+            if (cJSON_IsString(m))
+                printf("  %s\n", m->valuestring);
+        }
+        printf("call one as METHOD [PARAMS-JSON | KEY=VALUE...], e.g. scene.create scene=cell\n"
+               "(proto/PROTOCOL.md describes each method's params)\n");
+        fflush(stdout);
+    }
+    cJSON_Delete(hello);
+    rp_client_error_free(&err);
+    return code;
+}
+
 /* One call with expanded params (or NULL): calls, prints.  Returns the
  * exit code. */
 static int run_call(rp_client *c, const char *method, const char *params)
@@ -508,6 +863,8 @@ static int run_call(rp_client *c, const char *method, const char *params)
     int code = EXIT_OK;
     if (k != RP_CLIENT_OK) {
         code = report(&err);
+        if (k == RP_CLIENT_RPC && err.code == RPC_METHOD_NOT_FOUND)
+            suggest_method(c, method);
     } else {
         print_pretty(stdout, result);
         fflush(stdout);
@@ -526,22 +883,28 @@ static int run_call(rp_client *c, const char *method, const char *params)
     return code;
 }
 
-/* Reads `METHOD [PARAMS-JSON]` lines from stdin.  Exits with 3 when the
- * connection is lost, else 1 when any call failed, else 0. */
+/* Reads `METHOD [PARAMS]` lines from stdin; `help` lists the methods.
+ * Errors name the line (when stdin is not a terminal).  Exits with 3 when
+ * the connection is lost, else 1 when any call failed, else 0. */
 static int run_lines(rp_client *c)
 {
     bool tty = isatty(STDIN_FILENO);
     int worst = EXIT_OK;
     char *line = NULL;
     size_t cap = 0;
+    long lineno = 0;
+    g_lines_mode = true;
     for (;;) {
         if (tty) {
             fputs("repose> ", stdout);
             fflush(stdout);
         }
+        g_line = 0;
         ssize_t n = getline(&line, &cap, stdin);
         if (n < 0)
             break;
+        lineno++;
+        g_line = tty ? 0 : lineno;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
         char *p = line;
@@ -558,13 +921,27 @@ static int run_lines(rp_client *c)
             p++;
         if (tty && (strcmp(method, "quit") == 0 || strcmp(method, "exit") == 0))
             break;
-        char *params = NULL;
-        if (*p && !(params = expand_params(p))) {
-            worst = EXIT_RPC;
-            continue;
+        int code;
+        if (strcmp(method, "help") == 0 && !*p) {
+            code = print_methods(c);
+        } else {
+            /* One JSON object (which may hold blanks), or KEY=VALUE words. */
+            char **words = NULL;
+            int nwords = *p == '{' || *p == '[' ? 1 : split_words(p, &words);
+            bool bad = nwords < 0;
+            char *params = NULL;
+            if (bad)
+                say("out of memory");
+            else
+                params = words_params(words ? words : &p, nwords, &bad);
+            free(words);
+            if (bad) {
+                worst = worst == EXIT_OK ? EXIT_RPC : worst;
+                continue;
+            }
+            code = run_call(c, method, params);
+            free(params);
         }
-        int code = run_call(c, method, params);
-        free(params);
         if (code == EXIT_CONNECT) {
             worst = EXIT_CONNECT;
             break;
@@ -572,6 +949,7 @@ static int run_lines(rp_client *c)
         if (code != EXIT_OK)
             worst = EXIT_RPC;
     }
+    g_line = 0;
     if (tty)
         fputc('\n', stdout);
     free(line);
@@ -626,8 +1004,10 @@ int main(int argc, char **argv)
     if (code >= 0)
         return code;
     /* Bad params are a usage error even when no daemon runs. */
-    char *params = NULL;
-    if (o.method && o.params && !(params = expand_params(o.params)))
+    bool bad = false;
+    bool help = o.method && strcmp(o.method, "help") == 0 && o.nparams == 0;
+    char *params = o.method ? words_params(o.params, o.nparams, &bad) : NULL;
+    if (bad)
         return EXIT_USAGE;
     rp_client *c = open_client(&o, &code);
     if (!c) {
@@ -636,6 +1016,8 @@ int main(int argc, char **argv)
     }
     if (o.raw)
         code = run_raw(c);
+    else if (help)
+        code = print_methods(c);
     else if (o.method)
         code = run_call(c, o.method, params);
     else

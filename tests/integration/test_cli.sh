@@ -101,21 +101,13 @@ expect_file "$tmp/out" '{
   "shapes": {
     "post": {
       "capsule": {
-        "a": [
-          0,
-          0,
-          0
-        ],
-        "b": [
-          0,
-          0,
-          1
-        ],
+        "a": [0, 0, 0],
+        "b": [0, 0, 1],
         "radius": 0.25
       }
     }
   }
-}' "scene.get pretty output"
+}' "scene.get pretty output: a vec3 on one line"
 expect_code 0 "empty object stays compact" -- "$CLI" "${S[@]}" scene.create '{"scene":"empty"}'
 expect_code 0 "scene.get of an empty scene" -- "$CLI" "${S[@]}" scene.get '{"scene":"empty"}'
 expect_grep "$tmp/out" '"shapes": {}' "empty shapes"
@@ -127,10 +119,50 @@ expect_grep "$tmp/err" '"name": "nope"' "rpc error data"
 expect_code 1 "unknown method" -- "$CLI" "${S[@]}" no.such.method
 expect_grep "$tmp/err" "error -32601" "unknown method code"
 
+# Arrays of numbers stay on one line; other arrays get one element a line.
+expect_code 0 "hello" -- "$CLI" "${S[@]}" hello
+expect_grep "$tmp/out" '^  "methods": \[$' "an array of strings is not inlined"
+expect_grep "$tmp/out" '^    "scene.create",$' "one method a line"
+expect_code 0 "distance with witness" -- "$CLI" "${S[@]}" distance \
+  '{"a":{"sphere":{"center":[0,0,0],"radius":1}},"b":{"sphere":{"center":[0,3,0],"radius":0.5}},"witness":true}'
+expect_file "$tmp/out" '{
+  "distance": 1.5,
+  "point_a": [0, 1, 0],
+  "point_b": [0, 2.5, 0],
+  "normal": [0, 1, 0]
+}' "witness vectors on one line"
+
+# ---- unknown methods: the nearest of the daemon's methods ------------------------
+# suggest NAME WANT-LAST-STDERR-LINE
+suggest() {
+  expect_code 1 "unknown method $1" -- "$CLI" "${S[@]}" "$1"
+  expect_file "$tmp/err" "error -32601: Method not found: $1
+data: {
+  \"method\": \"$1\"
+}
+$2" "suggestion for $1"
+}
+suggest scene.lst "repose-cli: did you mean 'scene.list'?"
+suggest sceen.create "repose-cli: did you mean 'scene.create'?"
+suggest chek "repose-cli: did you mean 'check'?"
+suggest PING "repose-cli: did you mean 'ping'? (method names are case-sensitive)"
+suggest list "repose-cli: did you mean 'model.list' or 'scene.list'?"
+suggest frobnicate "repose-cli: no method is near 'frobnicate'; \`repose-cli help\` lists them"
+
 # ---- usage errors: 2 ---------------------------------------------------------------
 expect_code 0 "--help" -- "$CLI" --help
 expect_grep "$tmp/out" "usage: repose-cli" "--help text"
+expect_code 0 "-h" -- "$CLI" -h
+expect_grep "$tmp/out" "usage: repose-cli" "-h text"
+expect_code 0 "-h needs no daemon" -- "$CLI" --unix "$tmp/none.sock" -h
+# --version: the project version, the same as the daemon's.
+daemon_version=$("$REPOSED" --version | sed -n 's/^reposed \([^ ]*\).*/\1/p')
+[[ -n $daemon_version ]] && ok || fail "reposed --version: no version"
+expect_code 0 "--version" -- "$CLI" --version
+expect_file "$tmp/out" "repose-cli $daemon_version" "--version output"
 expect_code 2 "unknown option" -- "$CLI" --bogus ping
+expect_code 2 "unknown short option" -- "$CLI" -x ping
+expect_grep "$tmp/err" "unknown option '-x'" "unknown short option message"
 expect_code 2 "missing option value" -- "$CLI" --unix
 expect_code 2 "bad port" -- "$CLI" --port 70000 ping
 expect_code 2 "bad timeout" -- "$CLI" --timeout soon ping
@@ -141,6 +173,14 @@ expect_grep "$tmp/err" "not valid JSON" "params not JSON message"
 expect_code 2 "params not an object" -- "$CLI" "${S[@]}" ping '[1]'
 expect_code 2 "--raw with a method" -- "$CLI" "${S[@]}" --raw ping
 expect_code 2 "bad params win over no daemon" -- "$CLI" --unix "$tmp/none.sock" ping '{oops'
+
+# ---- help: the daemon's methods ---------------------------------------------------------
+expect_code 0 "help" -- "$CLI" "${S[@]}" help
+expect_grep "$tmp/out" "^methods of reposed $daemon_version:\$" "help heading"
+for m in ping scene.create scene.list check.batch violates_margin; do
+  expect_grep "$tmp/out" "^  $m\$" "help lists $m"
+done
+expect_code 3 "help without a daemon" -- "$CLI" --unix "$tmp/none.sock" help
 
 # ---- no daemon: 3 -------------------------------------------------------------------
 expect_code 3 "no daemon on the Unix socket" -- "$CLI" --unix "$tmp/none.sock" ping
@@ -171,6 +211,36 @@ expect_grep "$tmp/err" "broken.json" "@file invalid names the file"
 expect_code 1 "@ inside a string is sent as is" -- "$CLI" "${S[@]}" scene.get '{"scene":"a@b"}'
 expect_grep "$tmp/err" "error -32602" "a@b is an invalid scene name, not a file"
 
+# ---- KEY=VALUE params ------------------------------------------------------------------
+expect_code 0 "key=value: a plain word is a string" -- "$CLI" "${S[@]}" scene.create scene=kv
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 1\n}' "scene.create scene=kv output"
+expect_code 0 "key=value: JSON values" -- "$CLI" "${S[@]}" scene.put scene=kv \
+  shapes='{"s": {"sphere": {"center": [0, 0, 0], "radius": 1}}}' if_revision=1 create=false
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 2\n}' "scene.put with JSON values"
+expect_code 0 "key=value: the distance example" -- "$CLI" "${S[@]}" distance \
+  a='{"sphere":{"center":[0,0,0],"radius":1}}' b='{"sphere":{"center":[3,0,0],"radius":1}}'
+expect_file "$tmp/out" $'{\n  "distance": 1\n}' "distance with key=value"
+expect_code 1 "key=value: a number stays a number" -- "$CLI" "${S[@]}" scene.create scene=123
+expect_grep "$tmp/err" "params.scene must be a string" "scene=123 is sent as a number"
+expect_code 0 "key=value: a JSON string" -- "$CLI" "${S[@]}" scene.create scene='"123"'
+expect_grep "$tmp/out" '"scene": "123"' "scene=\"123\" is the string 123"
+expect_code 1 "key=value: blanks stay in a string" -- "$CLI" "${S[@]}" scene.create 'scene=a "b"'
+expect_grep "$tmp/err" 'Invalid params: params.scene must be' "a string with blanks and quotes"
+expect_code 0 "key=value: @file" -- "$CLI" "${S[@]}" scene.put scene=kv shapes=@"$tmp/shapes.json"
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 3\n}' "scene.put shapes=@file"
+expect_code 2 "key=value: @file missing" -- "$CLI" "${S[@]}" scene.put scene=kv shapes=@"$tmp/nope.json"
+expect_grep "$tmp/err" "nope.json: cannot read" "missing @file named"
+expect_code 2 "key=value: a word without =" -- "$CLI" "${S[@]}" scene.get kv
+expect_file "$tmp/err" "repose-cli: 'kv' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)" \
+  "a word without = message"
+expect_code 2 "key=value: empty key" -- "$CLI" "${S[@]}" scene.get =kv
+expect_file "$tmp/err" "repose-cli: '=kv': the key before '=' is empty" "empty key message"
+expect_code 2 "key=value: a key twice" -- "$CLI" "${S[@]}" scene.get scene=a scene=b
+expect_file "$tmp/err" "repose-cli: key 'scene' is given twice" "a key twice message"
+expect_code 2 "JSON and key=value mixed" -- "$CLI" "${S[@]}" scene.get '{"scene":"kv"}' ids='[]'
+expect_grep "$tmp/err" "PARAMS-JSON must be the only argument" "mixed forms message"
+expect_code 2 "bad key=value wins over no daemon" -- "$CLI" --unix "$tmp/none.sock" scene.get kv
+
 # ---- lines from a pipe ------------------------------------------------------------------
 expect_code 0 "lines from a pipe" -- bash -c "printf '%s\n' 'ping' '' '# a comment' \
   'scene.get {\"scene\":\"cell\",\"ids\":[\"post\"]}' '  hello' | '$CLI' --unix '$sock'"
@@ -183,6 +253,41 @@ expect_code 1 "a failing line makes exit 1, later lines still run" -- bash -c \
 expect_grep "$tmp/err" "error -32001" "piped rpc error"
 expect_grep "$tmp/err" "not valid JSON" "piped bad params"
 expect_grep "$tmp/out" '"pong": true' "line after the failures ran"
+
+# Errors name the input line (blank and comment lines count); KEY=VALUE
+# words, JSON with blanks and `help` work in lines too.
+printf '%s\n' 'ping' '' '# comment' 'scene.get scene=nope' 'scene.creat scene=x' \
+  'scene.get kv' 'scene.put scene=kv shapes={"t": {"capsule": {"a": [0, 0, 0], "b": [1, 0, 0], "radius": 0.5}}}' \
+  'scene.get {"scene": "kv", "ids": ["t"]}' 'help' >"$tmp/lines.in"
+expect_code 1 "line numbers in errors" -- bash -c "'$CLI' --unix '$sock' <'$tmp/lines.in'"
+expect_file "$tmp/err" "repose-cli: line 4: error -32001: Not found: scene 'nope'
+data: {
+  \"kind\": \"scene\",
+  \"name\": \"nope\"
+}
+repose-cli: line 5: error -32601: Method not found: scene.creat
+data: {
+  \"method\": \"scene.creat\"
+}
+repose-cli: line 5: did you mean 'scene.create'?
+repose-cli: line 6: 'kv' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)" \
+  "piped errors with line numbers"
+expect_grep "$tmp/out" '"revision": 4' "key=value line with JSON blanks applied"
+expect_grep "$tmp/out" '"b": \[1, 0, 0\],' "JSON-with-blanks line read back"
+expect_grep "$tmp/out" '^  scene.remove$' "help in line mode"
+
+# On a terminal: a prompt, help, and no line numbers (script(1) gives the CLI a pty).
+if command -v script >/dev/null; then
+  printf '%s\n' 'scene.get scene=nope' 'help' 'quit' >"$tmp/tty.in"
+  expect_code 1 "interactive session (one call fails)" -- bash -c \
+    "script -qec \"'$CLI' --unix '$sock'\" /dev/null <'$tmp/tty.in'"
+  tr -d '\r' <"$tmp/out" >"$tmp/tty.out"
+  expect_grep "$tmp/tty.out" "^repose> error -32001: Not found: scene 'nope'" "tty error without a line number"
+  expect_grep "$tmp/tty.out" "^  scene.distance$" "tty help lists methods"
+  if grep -q "line [0-9]" "$tmp/tty.out"; then fail "line number on a terminal"; else ok; fi
+else
+  fail "script(1) (util-linux) not found: cannot test the interactive mode"
+fi
 
 # ---- --raw ----------------------------------------------------------------------------------
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
