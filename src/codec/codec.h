@@ -107,6 +107,10 @@ bool rp_codec_object_keys(const cJSON *j, const char *path, const char *const *a
  * win.  (Added.) */
 rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err *err);
 
+/* Length of s[0..n) without a UTF-8 sequence that a cut at n split: cutting
+ * a valid UTF-8 string there then leaves valid UTF-8. */
+size_t rp_utf8_trim(const char *s, size_t n);
+
 /* ---- pre-scan ------------------------------------------------------------ */
 
 typedef enum rp_scan_result {
@@ -124,17 +128,33 @@ typedef enum rp_scan_result {
  * byte offset of the problem. */
 rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_t *offset);
 
+/* cJSON reports an allocation that failed during a parse as a syntax error
+ * at wherever it was.  So the allocators given to cJSON (cJSON_InitHooks:
+ * the daemon's arena, the tests' counting allocator) call
+ * rp_json_note_oom() when they return NULL, and the caller of a failed parse
+ * asks rp_json_take_oom(), which also clears the flag, whether memory ran
+ * out.  cJSON's hooks are process-wide and so is this flag; the daemon is
+ * single-threaded.  With cJSON's default allocator nothing notes a failure
+ * and a parse that ran out of memory still looks like invalid JSON. */
+void rp_json_note_oom(void);
+bool rp_json_take_oom(void);
+
 /* ---- writer -------------------------------------------------------------- */
 
 /* A growable output buffer with JSON helpers that insert commas
  * automatically.  Nesting up to RP_JW_MAX_DEPTH.  On allocation failure
- * `oom` is set and further writes are ignored; the caller checks it once. */
+ * `oom` is set, and when a write would take the length past `limit` `over`
+ * is set; either way further writes are ignored until
+ * rp_jw_clear_failure(), and the caller checks rp_jw_failed() once (or in
+ * the loops of a long reply, to stop early). */
 #define RP_JW_MAX_DEPTH 64
 
 typedef struct rp_jw {
     char *buf;          /* owned; NUL-terminated when len > 0 */
     size_t len, cap;
-    bool oom;
+    size_t limit;       /* most bytes len may reach (SIZE_MAX: none) */
+    bool oom;           /* an allocation failed */
+    bool over;          /* a write would have passed limit */
     int depth;
     bool need_comma[RP_JW_MAX_DEPTH + 1]; /* per open container: next item needs ',' */
     bool after_key;     /* a key was just written; the value follows without ',' */
@@ -147,8 +167,28 @@ void rp_jw_reset(rp_jw *w);          /* len = 0, keeps the allocation */
  * length and comma state return to the mark; the allocation and the oom
  * flag stay as they are now. */
 void rp_jw_rewind(rp_jw *w, const rp_jw *mark);
-/* Reserve capacity for n more bytes; false (and oom) when impossible. */
+/* Reserve capacity for n more bytes; false (and oom or over) when
+ * impossible. */
 bool rp_jw_reserve(rp_jw *w, size_t n);
+/* Whether writes are being dropped (oom or over). */
+static inline bool rp_jw_failed(const rp_jw *w)
+{
+    return w->oom || w->over;
+}
+/* Sets the most bytes the buffer may hold (SIZE_MAX: no limit). */
+void rp_jw_set_limit(rp_jw *w, size_t limit);
+/* Clears oom and over, so that writes are accepted again (after the caller
+ * rewound what a failed reply had written). */
+void rp_jw_clear_failure(rp_jw *w);
+/* Ends a line: appends '\n' and returns to the top level, so the next
+ * value starts a new JSON text without a comma. */
+void rp_jw_end_line(rp_jw *w);
+/* Hands the buffer (len bytes) to the caller, who frees it; the writer is
+ * left empty with the same limit. */
+char *rp_jw_detach(rp_jw *w, size_t *len);
+/* Empties the writer; keeps its allocation for reuse unless it is larger
+ * than `keep` bytes. */
+void rp_jw_release(rp_jw *w, size_t keep);
 
 void rp_jw_raw(rp_jw *w, const char *s, size_t n);   /* verbatim, no comma logic */
 void rp_jw_object_begin(rp_jw *w);

@@ -47,7 +47,7 @@
 /* Length of s[0..n) after dropping a UTF-8 sequence that truncation cut in
  * half, so that a truncated path or reason is still valid UTF-8 (it ends up
  * in a JSON reply). */
-static size_t utf8_trim(const char *s, size_t n)
+size_t rp_utf8_trim(const char *s, size_t n)
 {
     size_t i = n, back = 0;
     while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
@@ -69,7 +69,7 @@ static void copy_trunc(char *dst, size_t cap, const char *src)
 {
     size_t n = strlen(src);
     if (n >= cap)
-        n = utf8_trim(src, cap - 1);
+        n = rp_utf8_trim(src, cap - 1);
     memmove(dst, src, n);
     dst[n] = '\0';
 }
@@ -86,7 +86,7 @@ bool rp_codec_fail(rp_codec_err *err, const char *path, const char *fmt, ...)
     if (n < 0)
         err->reason[0] = '\0';
     else if ((size_t)n >= sizeof err->reason)
-        err->reason[utf8_trim(err->reason, sizeof err->reason - 1)] = '\0';
+        err->reason[rp_utf8_trim(err->reason, sizeof err->reason - 1)] = '\0';
     return false;
 }
 
@@ -98,7 +98,7 @@ static char *path_append(char *dst, size_t len, char sep, const char *s, size_t 
     if (sep && len < cap)
         dst[len++] = sep;
     if (n > cap - len)
-        n = utf8_trim(s, cap - len);
+        n = rp_utf8_trim(s, cap - len);
     memmove(dst + len, s, n);
     dst[len + n] = '\0';
     return dst;
@@ -111,7 +111,7 @@ static size_t path_base(char *dst, const char *path)
         path = "";
     size_t len = strlen(path);
     if (len > RP_CODEC_PATH_MAX - 1)
-        len = utf8_trim(path, RP_CODEC_PATH_MAX - 1);
+        len = rp_utf8_trim(path, RP_CODEC_PATH_MAX - 1);
     if (dst != path)
         memmove(dst, path, len);
     dst[len] = '\0';

@@ -189,3 +189,19 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
         i++;
     }
 }
+
+/* ---- cJSON allocation failures (see codec.h) ------------------------------ */
+
+static bool json_oom;
+
+void rp_json_note_oom(void)
+{
+    json_oom = true;
+}
+
+bool rp_json_take_oom(void)
+{
+    bool was = json_oom;
+    json_oom = false;
+    return was;
+}

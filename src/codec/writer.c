@@ -265,6 +265,7 @@ size_t rp_format_double(char *buf, double x)
 void rp_jw_init(rp_jw *w)
 {
     memset(w, 0, sizeof *w);
+    w->limit = SIZE_MAX;
 }
 
 void rp_jw_free(rp_jw *w)
@@ -279,6 +280,7 @@ void rp_jw_reset(rp_jw *w)
 {
     w->len = 0;
     w->oom = false;
+    w->over = false;
     w->depth = 0;
     w->need_comma[0] = false;
     w->after_key = false;
@@ -290,8 +292,12 @@ void rp_jw_reset(rp_jw *w)
  * so that appending is amortised O(1).  Called only when it does not fit. */
 static bool grow(rp_jw *w, size_t n)
 {
-    if (w->oom)
+    if (w->oom || w->over)
         return false;
+    if (n >= w->limit - w->len) {
+        w->over = true;
+        return false;
+    }
     if (n > SIZE_MAX / 2 - w->len) {
         w->oom = true;
         return false;
@@ -314,7 +320,7 @@ static bool grow(rp_jw *w, size_t n)
  * the writer has failed, so every write after a failure is dropped. */
 static inline bool room(rp_jw *w, size_t n)
 {
-    if (w->cap - w->len > n && !w->oom)
+    if (w->cap - w->len > n && n < w->limit - w->len && !w->oom && !w->over)
         return true;
     return grow(w, n);
 }
@@ -323,13 +329,56 @@ void rp_jw_rewind(rp_jw *w, const rp_jw *mark)
 {
     char *buf = w->buf;
     size_t cap = w->cap;
-    bool oom = w->oom;
+    bool oom = w->oom, over = w->over;
+    size_t limit = w->limit;
     *w = *mark;
     w->buf = buf;
     w->cap = cap;
     w->oom = oom;
+    w->over = over;
+    w->limit = limit;
     if (buf && w->len < cap)
         buf[w->len] = '\0';
+}
+
+void rp_jw_set_limit(rp_jw *w, size_t limit)
+{
+    w->limit = limit;
+}
+
+void rp_jw_clear_failure(rp_jw *w)
+{
+    w->oom = false;
+    w->over = false;
+}
+
+void rp_jw_end_line(rp_jw *w)
+{
+    rp_jw_raw(w, "\n", 1);
+    w->depth = 0;
+    w->need_comma[0] = false;
+    w->after_key = false;
+}
+
+char *rp_jw_detach(rp_jw *w, size_t *len)
+{
+    char *buf = w->buf;
+    size_t limit = w->limit;
+    *len = w->len;
+    rp_jw_init(w);
+    w->limit = limit;
+    return buf;
+}
+
+void rp_jw_release(rp_jw *w, size_t keep)
+{
+    if (w->cap > keep) {
+        size_t limit = w->limit;
+        rp_jw_free(w);
+        w->limit = limit;
+    } else {
+        rp_jw_reset(w);
+    }
 }
 
 bool rp_jw_reserve(rp_jw *w, size_t n)
@@ -641,13 +690,13 @@ void rp_jw_cjson(rp_jw *w, const cJSON *j)
         break;
     case cJSON_Array:
         rp_jw_array_begin(w);
-        for (const cJSON *c = j->child; c && !w->oom; c = c->next)
+        for (const cJSON *c = j->child; c && !rp_jw_failed(w); c = c->next)
             rp_jw_cjson(w, c);
         rp_jw_array_end(w);
         break;
     case cJSON_Object:
         rp_jw_object_begin(w);
-        for (const cJSON *c = j->child; c && !w->oom; c = c->next) {
+        for (const cJSON *c = j->child; c && !rp_jw_failed(w); c = c->next) {
             rp_jw_key(w, c->string ? c->string : "");
             rp_jw_cjson(w, c);
         }

@@ -6,12 +6,24 @@
  * Replies of all the lines found in one read are coalesced into one write.
  * Backpressure: when a client's unsent replies pass write_pause_bytes, line
  * processing and reading stop until the writes drain below half of that; a
- * client whose backlog passes write_kill_bytes is disconnected.
+ * client whose backlog (replies queued in libuv plus the reply being built)
+ * passes write_kill_bytes is disconnected.
+ *
+ * Fairness: one connection processes lines for at most RPD_SLICE_NS at a
+ * time; then it yields (stops reading) and the server's idle handle resumes
+ * it on the next loop iteration, after other clients, timers and signals
+ * had their turn.
+ *
+ * Memory: the request bytes buffered by all connections together are
+ * counted (core.input_bytes); a connection whose incomplete line would take
+ * the total past max_input_bytes is refused with -32004 and closed.  An
+ * idle connection's input buffer shrinks back.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "log.h"
 #include "server.h"
 
@@ -29,6 +41,15 @@ static void process_lines(rpd_conn *c);
 static size_t backlog(const rpd_conn *c)
 {
     return c->inflight + c->out.len;
+}
+
+/* Records a change of this connection's input buffer capacity in the
+ * server-wide total. */
+static void account_input(rpd_conn *c)
+{
+    rpd_server *srv = c->srv;
+    srv->input_bytes = srv->input_bytes - c->input_counted + c->in.cap;
+    c->input_counted = c->in.cap;
 }
 
 /* Closes now, dropping unsent replies. */
@@ -96,17 +117,9 @@ static void linger_close(rpd_conn *c)
         rpd_conn_close(c);
 }
 
-void rpd_conn_sweep(rpd_server *srv)
-{
-    uint64_t now = uv_now(srv->loop);
-    for (rpd_conn *c = srv->conns; c; c = c->next)
-        if (c->lingering && now - c->linger_since >= RPD_LINGER_MS)
-            rpd_conn_close(c);
-}
-
 static void close_if_done(rpd_conn *c)
 {
-    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused)
+    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded)
         linger_close(c);
 }
 
@@ -130,7 +143,7 @@ static void on_write(uv_write_t *req, int status)
         process_lines(c); /* may pause again, flushes, may close */
         if (uv_is_closing(&c->h.handle))
             return;
-        if (!c->paused && !c->eof && !c->closing)
+        if (!c->paused && !c->yielded && !c->eof && !c->closing)
             start_reading(c);
         return;
     }
@@ -141,12 +154,7 @@ static void on_write(uv_write_t *req, int status)
  * unless a large reply made it big. */
 static void release_output(rpd_conn *c)
 {
-    if (c->out.cap > RPD_KEEP_OUTPUT_BYTES) {
-        rp_jw_free(&c->out);
-        rp_jw_init(&c->out);
-    } else {
-        rp_jw_reset(&c->out);
-    }
+    rp_jw_release(&c->out, RPD_KEEP_OUTPUT_BYTES);
 }
 
 /* Sends the buffered replies.  When nothing is queued in libuv, try to
@@ -158,7 +166,7 @@ static void flush(rpd_conn *c)
 {
     if (c->out.len == 0 || uv_is_closing(&c->h.handle))
         return;
-    if (c->out.oom) {
+    if (rp_jw_failed(&c->out)) {
         rpd_log(RPD_LOG_ERROR, "out of memory building replies; closing a connection");
         rpd_conn_close(c);
         return;
@@ -186,9 +194,7 @@ static void flush(rpd_conn *c)
     }
     wr->conn = c;
     if (done == 0) {
-        wr->buf = c->out.buf;
-        wr->len = c->out.len;
-        rp_jw_init(&c->out);
+        wr->buf = rp_jw_detach(&c->out, &wr->len);
     } else {
         wr->len = c->out.len - done;
         wr->buf = malloc(wr->len);
@@ -211,56 +217,95 @@ static void flush(rpd_conn *c)
     }
 }
 
-/* Runs complete buffered lines until the input is used up or backpressure
- * says stop, writing the replies as it goes. */
+/* Sends the HTTP 400 text to a client that spoke HTTP and closes its
+ * connection without running anything more from it. */
+static void refuse_http(rpd_conn *c)
+{
+    rpd_server *srv = c->srv;
+    srv->core.stats.http_rejected++;
+    rpd_log(RPD_LOG_WARN,
+            "%s client sent an HTTP request; closing it (reposed speaks newline-delimited "
+            "JSON-RPC, and a web page must not be able to drive it)",
+            c->session.is_tcp ? "tcp" : "unix");
+    rp_jw_raw(&c->out, rpd_http_reply, strlen(rpd_http_reply));
+    c->closing = true;
+}
+
+/* Runs one complete line: HTTP is refused, everything else goes to the
+ * JSON-RPC layer, whose parse tree is dropped with the arena right after. */
+static void run_line(rpd_conn *c, const char *line, size_t len)
+{
+    rpd_core *core = &c->srv->core;
+    c->last_line_ms = uv_now(c->srv->loop);
+    if (rpd_line_is_http(line, len)) {
+        refuse_http(c);
+        return;
+    }
+    rpd_process_line(core, &c->session, line, len, &c->out);
+    rpd_arena_reset();
+    /* After auth, the full request size applies. */
+    if (c->in.max_line < core->limits.max_request_bytes && !rpd_session_locked(core, &c->session))
+        c->in.max_line = core->limits.max_request_bytes;
+}
+
+/* Whether a client lets replies pile up: counted are the bytes libuv has
+ * not written yet and the replies still in the output buffer. */
+static bool over_kill_limit(rpd_conn *c)
+{
+    rpd_core *core = &c->srv->core;
+    if (backlog(c) <= core->limits.write_kill_bytes)
+        return false;
+    core->stats.limits_hit[RPD_LIMIT_write_kill_bytes]++;
+    rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
+            backlog(c));
+    rpd_conn_close(c);
+    return true;
+}
+
+/* Runs complete buffered lines until the input is used up, backpressure
+ * says stop, or the time slice is over, writing the replies as it goes. */
 static void process_lines(rpd_conn *c)
 {
     rpd_core *core = &c->srv->core;
+    uint64_t slice_end = rpd_now_ns() + RPD_SLICE_NS;
     for (;;) {
         while (!c->closing) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
             }
+            if (rpd_now_ns() >= slice_end && rpd_framer_pending(&c->in) > 0) {
+                rpd_conn_yield(c);
+                break;
+            }
             const char *line;
             size_t len;
             rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
             if (st == RPD_FRAME_LINE) {
-                rpd_process_line(core, &c->session, line, len, &c->out);
-                /* After auth, the full request size applies. */
-                if (c->in.max_line < core->limits.max_request_bytes &&
-                    !rpd_session_locked(core, &c->session))
-                    c->in.max_line = core->limits.max_request_bytes;
+                run_line(c, line, len);
+                if (over_kill_limit(c))
+                    return;
                 continue;
             }
             if (st == RPD_FRAME_TOO_LONG) {
                 bool before_auth = c->in.max_line < core->limits.max_request_bytes;
                 rpd_reply_line_too_long(core, &c->out,
-                                        before_auth ? "max_request_bytes_before_auth"
-                                                    : "max_request_bytes",
+                                        before_auth ? RPD_LIMIT_max_request_bytes_before_auth
+                                                    : RPD_LIMIT_max_request_bytes,
                                         c->in.max_line);
                 rpd_log(RPD_LOG_DEBUG, "request line over %zu bytes; closing the connection",
-                        core->limits.max_request_bytes);
+                        c->in.max_line);
                 c->closing = true;
                 break;
             }
             /* RPD_FRAME_NEED_MORE: at end of stream, the unterminated tail
              * is the last request. */
             if (c->eof && rpd_framer_rest(&c->in, &line, &len))
-                rpd_process_line(core, &c->session, line, len, &c->out);
+                run_line(c, line, len);
             break;
         }
-        /* Disconnect a client that lets replies pile up.  Only bytes libuv
-         * could not write yet count: one large reply to a client that reads
-         * is fine. */
-        if (c->inflight > core->limits.write_kill_bytes) {
-            core->stats.limit_write_buffer++;
-            rpd_log(RPD_LOG_WARN,
-                    "client not reading (%zu bytes of replies pending); disconnecting",
-                    c->inflight);
-            rpd_conn_close(c);
+        if (over_kill_limit(c))
             return;
-        }
         flush(c);
         if (uv_is_closing(&c->h.handle))
             return;
@@ -272,11 +317,27 @@ static void process_lines(rpd_conn *c)
         }
         break;
     }
-    if ((c->paused || c->closing) && c->reading) {
+    if ((c->paused || c->closing || c->yielded) && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
+    if (rpd_framer_pending(&c->in) == 0) {
+        rpd_framer_trim(&c->in, RPD_KEEP_INPUT_BYTES);
+        account_input(c);
+    }
     close_if_done(c);
+}
+
+void rpd_conn_resume(rpd_conn *c)
+{
+    c->yielded = false;
+    if (uv_is_closing(&c->h.handle))
+        return;
+    process_lines(c);
+    if (uv_is_closing(&c->h.handle))
+        return;
+    if (!c->paused && !c->yielded && !c->eof && !c->closing)
+        start_reading(c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -285,7 +346,35 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     rpd_conn *c = h->data;
     size_t avail = 0;
     char *p = rpd_framer_space(&c->in, RPD_READ_CHUNK, &avail);
+    account_input(c);
     *buf = uv_buf_init(p, p ? (unsigned)(avail > 0x7fffffff ? 0x7fffffff : avail) : 0);
+}
+
+/* Refuses a client whose incomplete request line would take the input
+ * buffered by all clients past max_input_bytes.  A connection with little
+ * buffered is never refused, so many small clients keep working. */
+static bool over_input_limit(rpd_conn *c)
+{
+    rpd_server *srv = c->srv;
+    rpd_core *core = &srv->core;
+    if (srv->input_bytes <= core->limits.max_input_bytes ||
+        rpd_framer_pending(&c->in) <= RPD_KEEP_INPUT_BYTES)
+        return false;
+    rpd_error e;
+    memset(&e, 0, sizeof e);
+    rpd_error_limit(&e, RPD_LIMIT_max_input_bytes, core->limits.max_input_bytes,
+                    "the server holds too many incomplete requests; closing the connection");
+    rpd_reply_error_line(core, &c->out, &e);
+    rpd_log(RPD_LOG_WARN, "request bytes buffered by all clients over %zu; closing a client "
+            "with %zu bytes of an incomplete line", core->limits.max_input_bytes,
+            rpd_framer_pending(&c->in));
+    c->closing = true;
+    /* Its input is dropped now, not when the close completes. */
+    rpd_framer_free(&c->in);
+    account_input(c);
+    flush(c);
+    close_if_done(c);
+    return true;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -294,7 +383,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     rpd_conn *c = s->data;
     if (nread > 0) {
         rpd_framer_commit(&c->in, (size_t)nread);
+        c->last_read_ms = uv_now(c->srv->loop);
         process_lines(c);
+        if (!uv_is_closing(&c->h.handle) && !c->closing)
+            over_input_limit(c);
         return;
     }
     if (nread == 0)
@@ -336,9 +428,10 @@ void rpd_conn_finish(rpd_conn *c)
      * -32006. */
     const char *line;
     size_t len;
-    while (rpd_framer_next(&c->in, &line, &len) == RPD_FRAME_LINE)
-        rpd_process_line(&c->srv->core, &c->session, line, len, &c->out);
+    while (!c->closing && rpd_framer_next(&c->in, &line, &len) == RPD_FRAME_LINE)
+        run_line(c, line, len);
     c->closing = true;
+    c->yielded = false;
     c->paused = false;
     flush(c);
     close_if_done(c);
@@ -355,16 +448,39 @@ static void on_close(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     rpd_framer_free(&c->in);
+    account_input(c);
     rp_jw_free(&c->out);
-    free(c);
     srv->core.stats.conn_current--;
+    if (c->session.is_tcp)
+        srv->core.stats.conn_tcp--;
+    else
+        srv->core.stats.conn_unix--;
+    free(c);
     rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
             (unsigned long long)srv->core.stats.conn_current);
     rpd_server_conn_closed(srv);
 }
 
+/* Sends a -32004 error line for a connection-level limit and closes once it
+ * is written. */
+static void refuse(rpd_conn *c, rpd_limit_id limit, size_t max, const char *what)
+{
+    rpd_error e;
+    memset(&e, 0, sizeof e);
+    rpd_error_limit(&e, limit, max, what);
+    rpd_reply_error_line(&c->srv->core, &c->out, &e);
+    c->closing = true;
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    flush(c);
+    close_if_done(c);
+}
+
 void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
 {
+    rpd_core *core = &srv->core;
     rpd_conn *c = calloc(1, sizeof *c);
     if (!c) {
         rpd_log(RPD_LOG_ERROR, "out of memory accepting a connection");
@@ -374,9 +490,9 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     c->session.is_tcp = is_tcp;
     /* A connection that must auth first gets the small pre-auth line limit,
      * so an unauthenticated client cannot make the server buffer 16 MiB. */
-    rpd_framer_init(&c->in, rpd_session_locked(&srv->core, &c->session)
-                                ? RPD_PREAUTH_MAX_REQUEST_BYTES
-                                : srv->core.limits.max_request_bytes);
+    rpd_framer_init(&c->in, rpd_session_locked(core, &c->session)
+                                ? core->limits.max_request_bytes_before_auth
+                                : core->limits.max_request_bytes);
     rp_jw_init(&c->out);
     int rc = is_tcp ? uv_tcp_init(srv->loop, &c->h.tcp) : uv_pipe_init(srv->loop, &c->h.pipe, 0);
     if (rc < 0) {
@@ -389,33 +505,27 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     if (srv->conns)
         srv->conns->prev = c;
     srv->conns = c;
-    srv->core.stats.conn_current++;
+    core->stats.conn_current++;
+    uint64_t *open = is_tcp ? &core->stats.conn_tcp : &core->stats.conn_unix;
+    (*open)++;
+    c->connected_ms = c->last_line_ms = c->last_read_ms = uv_now(srv->loop);
     if (uv_accept(listener, &c->h.stream) < 0) {
         rpd_conn_close(c);
         return;
     }
-    srv->core.stats.conn_total++;
+    core->stats.conn_total++;
     if (is_tcp)
         uv_tcp_nodelay(&c->h.tcp, 1);
     rpd_log(RPD_LOG_DEBUG, "%s client connected (%llu open)", is_tcp ? "tcp" : "unix",
-            (unsigned long long)srv->core.stats.conn_current);
+            (unsigned long long)core->stats.conn_current);
 
-    if (srv->core.stats.conn_current > srv->core.limits.max_connections) {
-        /* Over the limit: tell the client why, then close. */
-        rpd_error e;
-        memset(&e, 0, sizeof e);
-        e.code = RPD_LIMIT_EXCEEDED;
-        e.data = RPD_DATA_LIMIT;
-        e.limit = "max_connections";
-        e.max = srv->core.limits.max_connections;
-        snprintf(e.message, sizeof e.message, "Limit exceeded: too many connections (max %zu)",
-                 srv->core.limits.max_connections);
-        srv->core.stats.conn_rejected++;
-        srv->core.stats.limit_connections++;
-        rpd_reply_error_line(&srv->core, &c->out, &e);
-        c->closing = true;
-        flush(c);
-        close_if_done(c);
+    /* TCP and Unix clients have separate limits, so that remote clients
+     * cannot take every slot and lock out local ones. */
+    size_t max = is_tcp ? core->limits.max_tcp_connections : core->limits.max_unix_connections;
+    if (*open > max) {
+        core->stats.conn_rejected++;
+        refuse(c, is_tcp ? RPD_LIMIT_max_tcp_connections : RPD_LIMIT_max_unix_connections, max,
+               is_tcp ? "too many TCP connections" : "too many Unix socket connections");
         return;
     }
     if (srv->stopping) {
@@ -423,4 +533,44 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
         return;
     }
     start_reading(c);
+}
+
+/* Closes TCP connections past their timeouts: idle_timeout_s without a
+ * complete request line (which also ends a client that trickles bytes
+ * without ever finishing a line), and auth_timeout_s without a successful
+ * auth where one is required.  Called from the sweep timer. */
+static void check_timeouts(rpd_conn *c, uint64_t now)
+{
+    rpd_core *core = &c->srv->core;
+    if (!c->session.is_tcp || c->closing || c->lingering || uv_is_closing(&c->h.handle))
+        return;
+    if (core->limits.auth_timeout_s && rpd_session_locked(core, &c->session) &&
+        now - c->connected_ms >= core->limits.auth_timeout_s * 1000) {
+        rpd_log(RPD_LOG_INFO, "tcp client did not authenticate within %zu s; closing it",
+                core->limits.auth_timeout_s);
+        refuse(c, RPD_LIMIT_auth_timeout_s, core->limits.auth_timeout_s,
+               "no successful auth in time; closing the connection");
+        return;
+    }
+    /* A connection waiting for its replies to drain is not idle. */
+    if (core->limits.idle_timeout_s && backlog(c) == 0 &&
+        now - c->last_line_ms >= core->limits.idle_timeout_s * 1000) {
+        rpd_log(RPD_LOG_DEBUG, "tcp client idle for %zu s; closing it",
+                core->limits.idle_timeout_s);
+        refuse(c, RPD_LIMIT_idle_timeout_s, core->limits.idle_timeout_s,
+               "no complete request in time; closing the connection");
+    }
+}
+
+void rpd_conn_sweep(rpd_server *srv)
+{
+    uint64_t now = uv_now(srv->loop);
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next; /* closing does not free c before the close callback */
+        if (c->lingering && now - c->linger_since >= RPD_LINGER_MS)
+            rpd_conn_close(c);
+        else
+            check_timeouts(c, now);
+    }
 }

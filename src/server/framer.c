@@ -57,11 +57,17 @@ bool rpd_framer_feed(rpd_framer *f, const char *data, size_t n)
 
 rpd_frame_status rpd_framer_next(rpd_framer *f, const char **line, size_t *len)
 {
-    char *nl = memchr(f->buf + f->scanned, '\n', f->len - f->scanned);
+    /* Nothing new to search (also when nothing was ever buffered and buf is
+     * NULL, which memchr must not be given). */
+    char *nl = f->len > f->scanned ? memchr(f->buf + f->scanned, '\n', f->len - f->scanned)
+                                   : NULL;
     if (!nl) {
         f->scanned = f->len;
-        /* +1: the line may still end in a '\r' that will not count. */
-        return f->len - f->start > f->max_line + 1 ? RPD_FRAME_TOO_LONG : RPD_FRAME_NEED_MORE;
+        /* The line may still end in a '\r' that will not count: too long only
+         * past max_line + 1 bytes (written so that it cannot overflow). */
+        size_t pending = f->len - f->start;
+        return pending > f->max_line && pending - f->max_line > 1 ? RPD_FRAME_TOO_LONG
+                                                                    : RPD_FRAME_NEED_MORE;
     }
     size_t end = (size_t)(nl - f->buf);
     size_t n = end - f->start;
@@ -86,6 +92,15 @@ bool rpd_framer_rest(rpd_framer *f, const char **line, size_t *len)
     *len = n;
     f->start = f->scanned = f->len;
     return true;
+}
+
+void rpd_framer_trim(rpd_framer *f, size_t keep)
+{
+    if (f->start == f->len && f->cap > keep) {
+        free(f->buf);
+        f->buf = NULL;
+        f->start = f->scanned = f->len = f->cap = 0;
+    }
 }
 
 size_t rpd_framer_pending(const rpd_framer *f)

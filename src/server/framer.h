@@ -49,6 +49,11 @@ rpd_frame_status rpd_framer_next(rpd_framer *f, const char **line, size_t *len);
  * last line may lack its '\n').  False when nothing is buffered. */
 bool rpd_framer_rest(rpd_framer *f, const char **line, size_t *len);
 
+/* Frees the buffer when it holds nothing unconsumed and is larger than
+ * `keep` bytes, so that an idle connection does not pin the memory of its
+ * largest request. */
+void rpd_framer_trim(rpd_framer *f, size_t keep);
+
 /* Bytes buffered but not yet returned as lines. */
 size_t rpd_framer_pending(const rpd_framer *f);
 

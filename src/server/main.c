@@ -16,43 +16,29 @@ static void usage(FILE *to)
             "Keeps named scenes of spheres and capsules in memory and answers distance\n"
             "and margin queries over JSON-RPC 2.0 (one JSON object per line).\n"
             "\n"
-            "  --unix PATH|none         Unix socket (default %s, mode 0660)\n"
-            "  --tcp HOST:PORT|none     TCP listener (default %s; port 0 = any free\n"
-            "                           port, printed at start)\n"
-            "  --max-connections N      concurrent clients (default %d)\n"
-            "  --max-request-bytes N    longest request line (default %u)\n"
-            "  --max-shapes N           shapes per scene (default %u)\n"
-            "  --write-pause-bytes N    stop reading a client with this many unsent reply\n"
-            "                           bytes until they drain (default %u)\n"
-            "  --write-kill-bytes N     disconnect a client with this many (default %u)\n"
-            "  --token-file PATH        TCP clients must call auth with the token in PATH\n"
-            "                           (one line; the file must not be world-readable)\n"
-            "  --insecure-tcp           allow a non-loopback --tcp address without a token\n"
-            "  --log-level LEVEL        error, warn, info (default) or debug\n"
-            "  --help                   this text\n"
-            "  --version                print the version\n"
+            "  --unix PATH|none                Unix socket (default %s, mode 0660)\n"
+            "  --tcp HOST:PORT|none            TCP listener (default %s; port 0 = any\n"
+            "                                  free port, printed at start)\n"
+            "  --token-file PATH               TCP clients must call auth with the token in\n"
+            "                                  PATH (one line; not world-readable)\n"
+            "  --insecure-tcp                  allow a non-loopback --tcp address without a\n"
+            "                                  token\n"
+            "  --log-level LEVEL               error, warn, info (default) or debug\n"
+            "  --help                          this text\n"
+            "  --version                       print the version\n"
+            "\n"
+            "Limits (see proto/PROTOCOL.md):\n",
+            RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP);
+    rpd_limits_usage(to);
+    fprintf(to,
             "\n"
             "Planned, not in this version: --data-dir, --fsync.\n"
-            "Stops on SIGTERM or SIGINT after flushing replies (at most 5 s).\n"
+            "Stops on SIGTERM, SIGINT or SIGQUIT after flushing replies (at most 5 s);\n"
+            "SIGHUP, SIGUSR1 and SIGUSR2 are ignored.\n"
             "\n"
             "Under systemd: sockets passed by socket activation (LISTEN_FDS) replace\n"
             "--unix and --tcp; readiness, stopping and watchdog pings are sent to\n"
-            "NOTIFY_SOCKET (Type=notify, WatchdogSec=).\n",
-            RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_DEFAULT_MAX_CONNECTIONS,
-            RPD_DEFAULT_MAX_REQUEST_BYTES, RP_DEFAULT_MAX_SHAPES_PER_SCENE,
-            RPD_DEFAULT_WRITE_PAUSE_BYTES, RPD_DEFAULT_WRITE_KILL_BYTES);
-}
-
-/* Parses a positive decimal count; false on junk, zero or overflow. */
-static bool parse_count(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || end == s || s[0] == '-' || v == 0 || v > (unsigned long long)SIZE_MAX)
-        return false;
-    *out = (size_t)v;
-    return true;
+            "NOTIFY_SOCKET (Type=notify, WatchdogSec=).\n");
 }
 
 int main(int argc, char **argv)
@@ -79,23 +65,24 @@ int main(int argc, char **argv)
             return 0;
         }
         bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
-                           strcmp(a, "--max-connections") == 0 ||
-                           strcmp(a, "--max-request-bytes") == 0 ||
-                           strcmp(a, "--max-shapes") == 0 || strcmp(a, "--log-level") == 0 ||
-                           strcmp(a, "--write-pause-bytes") == 0 ||
-                           strcmp(a, "--write-kill-bytes") == 0 ||
-                           strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
-                           strcmp(a, "--token-file") == 0;
-        if (!takes_value) {
-            fprintf(stderr, "reposed: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (!v) {
+                           strcmp(a, "--log-level") == 0 || strcmp(a, "--data-dir") == 0 ||
+                           strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0;
+        if (!v && (takes_value || rpd_limits_is_flag(a))) {
             fprintf(stderr, "reposed: %s needs a value (see --help)\n", a);
             return 2;
         }
+        if (!takes_value) {
+            int r = v ? rpd_limits_parse_flag(&cfg.limits, a, v) : 0;
+            if (r < 0)
+                return 2;
+            if (r == 0) {
+                fprintf(stderr, "reposed: unknown option '%s' (see --help)\n", a);
+                return 2;
+            }
+            i++;
+            continue;
+        }
         i++;
-        size_t n;
         if (strcmp(a, "--unix") == 0) {
             cfg.unix_path = strcmp(v, "none") == 0 ? NULL : v;
         } else if (strcmp(a, "--tcp") == 0) {
@@ -109,28 +96,13 @@ int main(int argc, char **argv)
             rpd_log_set_level((rpd_log_level)level);
         } else if (strcmp(a, "--token-file") == 0) {
             cfg.token_file = v;
-        } else if (strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0) {
+        } else {
             fprintf(stderr, "reposed: %s is planned but not supported by this version\n", a);
             return 2;
-        } else if (!parse_count(v, &n)) {
-            fprintf(stderr, "reposed: %s needs a positive integer, got '%s'\n", a, v);
-            return 2;
-        } else if (strcmp(a, "--max-connections") == 0) {
-            cfg.limits.max_connections = n;
-        } else if (strcmp(a, "--max-request-bytes") == 0) {
-            cfg.limits.max_request_bytes = n;
-        } else if (strcmp(a, "--write-pause-bytes") == 0) {
-            cfg.limits.write_pause_bytes = n;
-        } else if (strcmp(a, "--write-kill-bytes") == 0) {
-            cfg.limits.write_kill_bytes = n;
-        } else {
-            cfg.limits.max_shapes_per_scene = n;
         }
     }
-    if (cfg.limits.write_kill_bytes < cfg.limits.write_pause_bytes) {
-        fprintf(stderr, "reposed: --write-kill-bytes must be >= --write-pause-bytes\n");
+    if (!rpd_limits_check(&cfg.limits, stderr))
         return 2;
-    }
     /* Read (and clear) the socket-activation variables once, before anything
      * could start a child that would inherit them. */
     static rpd_sd_fds activation;

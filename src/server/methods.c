@@ -40,26 +40,6 @@ static bool m_ping(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
-static void write_limits(rp_jw *w, const rpd_limits *l)
-{
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "max_request_bytes");
-    rp_jw_uint(w, l->max_request_bytes);
-    RP_JW_KEY(w, "max_json_depth");
-    rp_jw_int(w, l->max_json_depth);
-    RP_JW_KEY(w, "max_connections");
-    rp_jw_uint(w, l->max_connections);
-    RP_JW_KEY(w, "max_shapes_per_scene");
-    rp_jw_uint(w, l->max_shapes_per_scene);
-    RP_JW_KEY(w, "write_pause_bytes");
-    rp_jw_uint(w, l->write_pause_bytes);
-    RP_JW_KEY(w, "write_kill_bytes");
-    rp_jw_uint(w, l->write_kill_bytes);
-    RP_JW_KEY(w, "max_batch_configurations");
-    rp_jw_uint(w, RPD_MAX_BATCH_CONFIGS);
-    rp_jw_object_end(w);
-}
-
 static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {NULL};
@@ -80,7 +60,7 @@ static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_jw_string(w, rpd_methods[i].name);
     rp_jw_array_end(w);
     RP_JW_KEY(w, "limits");
-    write_limits(w, &req->core->limits);
+    rpd_limits_write(w, &req->core->limits);
     rp_jw_object_end(w);
     return true;
 }
@@ -103,6 +83,12 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_uint(w, s->conn_total);
     RP_JW_KEY(w, "rejected");
     rp_jw_uint(w, s->conn_rejected);
+    RP_JW_KEY(w, "tcp");
+    rp_jw_uint(w, s->conn_tcp);
+    RP_JW_KEY(w, "unix");
+    rp_jw_uint(w, s->conn_unix);
+    RP_JW_KEY(w, "http_rejected");
+    rp_jw_uint(w, s->http_rejected);
     rp_jw_object_end(w);
 
     RP_JW_KEY(w, "requests");
@@ -139,18 +125,11 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
 
     RP_JW_KEY(w, "limits_hit");
     rp_jw_object_begin(w);
-    RP_JW_KEY(w, "max_request_bytes");
-    rp_jw_uint(w, s->limit_request_bytes);
-    RP_JW_KEY(w, "max_json_depth");
-    rp_jw_uint(w, s->limit_json_depth);
-    RP_JW_KEY(w, "max_connections");
-    rp_jw_uint(w, s->limit_connections);
-    RP_JW_KEY(w, "write_kill_bytes");
-    rp_jw_uint(w, s->limit_write_buffer);
-    RP_JW_KEY(w, "max_shapes_per_scene");
-    rp_jw_uint(w, s->limit_shapes);
+    for (int i = 0; i < RPD_LIMIT_COUNT; i++) {
+        rp_jw_key(w, rpd_limit_name((rpd_limit_id)i));
+        rp_jw_uint(w, s->limits_hit[i]);
+    }
     rp_jw_object_end(w);
-
     RP_JW_KEY(w, "scenes");
     rp_jw_uint(w, rp_store_scene_count(c->store));
     RP_JW_KEY(w, "models");
@@ -197,8 +176,12 @@ static bool m_auth(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rp_codec_string(tj, path, &token, &ce))
         return rpd_fail_params(req, &ce);
     const rpd_core *core = req->core;
-    if (core->token && !token_matches(core->token, core->token_len, token, strlen(token)))
+    if (core->token && !token_matches(core->token, core->token_len, token, strlen(token))) {
+        /* A wrong token ends an earlier authorisation too: a session is
+         * authorised by its last auth, never by an older one. */
+        req->session->authed = false;
         return rpd_fail(req, RPD_UNAUTHORIZED, "Unauthorized: wrong token");
+    }
     req->session->authed = true;
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "ok");

@@ -2,7 +2,13 @@
 #ifndef REPOSE_SERVER_METHODS_H
 #define REPOSE_SERVER_METHODS_H
 
-#include "rpc.h"
+#include "req.h"
+
+/* The method table (methods.c), sorted by name, and its size. */
+extern const rpd_method rpd_methods[];
+extern const size_t rpd_method_count;
+/* Finds a method by name (binary search); *index gets its row. */
+const rpd_method *rpd_method_find(const char *name, size_t *index);
 
 /* Fails with -32602 unless params (may be NULL = omitted) is an object whose
  * keys are all in `allowed` (NULL-terminated), each once. */

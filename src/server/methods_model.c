@@ -463,8 +463,9 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_path(req, path,
                              configs ? "must be an array of configurations" : "is required");
     size_t n = (size_t)cJSON_GetArraySize(configs);
-    if (n > RPD_MAX_BATCH_CONFIGS)
-        return rpd_fail_limit(req, "max_batch_configurations", RPD_MAX_BATCH_CONFIGS);
+    if (n > req->core->limits.max_batch_configurations)
+        return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
+                              req->core->limits.max_batch_configurations);
     size_t nf = cs.n_frames ? cs.n_frames : 1;
     rp_transform *frames = malloc((n ? n : 1) * nf * sizeof *frames);
     rp_transform *bases = malloc((n ? n : 1) * sizeof *bases);

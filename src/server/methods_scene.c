@@ -156,8 +156,7 @@ static bool store_error(rpd_req *req, rp_status st, const char *name, uint64_t e
     case RP_ERR_REVISION:
         return rpd_fail_revision(req, expected, actual);
     case RP_ERR_LIMIT:
-        req->core->stats.limit_shapes++;
-        return rpd_fail_limit(req, "max_shapes_per_scene",
+        return rpd_fail_limit(req, RPD_LIMIT_max_shapes_per_scene,
                               rp_store_get_limits(req->core->store).max_shapes_per_scene);
     default:
         return rpd_fail_status(req, st);

@@ -1,30 +1,17 @@
 /*
  * The JSON-RPC 2.0 envelope: pre-scan, parse, batch, validate, dispatch to
  * the method table, and write replies straight into the connection's output
- * buffer.  Every error reply goes through write_error(), which also counts
- * it.
+ * buffer.  Every error reply goes through rpd_write_error (req.c), which
+ * also counts it.
  */
+#include <ctype.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "methods.h"
 #include "rpc.h"
-
-rpd_limits rpd_default_limits(void)
-{
-    rpd_limits l = {
-        .max_request_bytes = RPD_DEFAULT_MAX_REQUEST_BYTES,
-        .max_json_depth = RPD_DEFAULT_MAX_JSON_DEPTH,
-        .max_connections = RPD_DEFAULT_MAX_CONNECTIONS,
-        .max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE,
-        .write_pause_bytes = RPD_DEFAULT_WRITE_PAUSE_BYTES,
-        .write_kill_bytes = RPD_DEFAULT_WRITE_KILL_BYTES,
-    };
-    return l;
-}
 
 bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
 {
@@ -33,7 +20,6 @@ bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
     rp_store_limits sl = {core->limits.max_shapes_per_scene};
     core->store = rp_store_new(&sl);
     core->start_ns = rpd_now_ns();
-    rpd_arena_install();
     strcpy(core->run_id, "00000000000000000000000000000000");
     return core->store != NULL;
 }
@@ -47,213 +33,19 @@ void rpd_core_free(rpd_core *core)
         free(core->token);
         core->token = NULL;
     }
-    rpd_arena_free_all();
-}
-
-/* ---- errors --------------------------------------------------------------- */
-
-static void set_error(rpd_error *e, int code, rpd_data_kind data)
-{
-    e->code = code;
-    e->data = data;
-}
-
-bool rpd_fail(rpd_req *req, int code, const char *fmt, ...)
-{
-    set_error(&req->err, code, RPD_DATA_NONE);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(req->err.message, sizeof req->err.message, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap) {
-        n = cap - 1;
-        /* Do not cut a UTF-8 sequence in half. */
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--;
-    }
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-bool rpd_fail_path(rpd_req *req, const char *path, const char *reason)
-{
-    set_error(&req->err, RPD_INVALID_PARAMS, RPD_DATA_PATH);
-    copy_text(req->err.text, sizeof req->err.text, path);
-    copy_text(req->err.reason, sizeof req->err.reason, reason);
-    snprintf(req->err.message, sizeof req->err.message, "Invalid params: %s %s",
-             req->err.text, req->err.reason);
-    return false;
-}
-
-bool rpd_fail_params(rpd_req *req, const rp_codec_err *ce)
-{
-    return rpd_fail_path(req, ce->path, ce->reason);
-}
-
-bool rpd_fail_not_found(rpd_req *req, const char *kind, const char *name)
-{
-    set_error(&req->err, RPD_NOT_FOUND, RPD_DATA_ENTITY);
-    req->err.kind = kind;
-    copy_text(req->err.text, sizeof req->err.text, name);
-    snprintf(req->err.message, sizeof req->err.message, "Not found: %s '%s'", kind,
-             req->err.text);
-    return false;
-}
-
-bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name)
-{
-    set_error(&req->err, RPD_ALREADY_EXISTS, RPD_DATA_ENTITY);
-    req->err.kind = kind;
-    copy_text(req->err.text, sizeof req->err.text, name);
-    snprintf(req->err.message, sizeof req->err.message, "Already exists: %s '%s'", kind,
-             req->err.text);
-    return false;
-}
-
-bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual)
-{
-    set_error(&req->err, RPD_REVISION_CONFLICT, RPD_DATA_REVISION);
-    req->err.expected = expected;
-    req->err.actual = actual;
-    snprintf(req->err.message, sizeof req->err.message,
-             "Revision conflict: expected %llu, scene is at %llu",
-             (unsigned long long)expected, (unsigned long long)actual);
-    return false;
-}
-
-bool rpd_fail_limit(rpd_req *req, const char *limit, uint64_t max)
-{
-    set_error(&req->err, RPD_LIMIT_EXCEEDED, RPD_DATA_LIMIT);
-    req->err.limit = limit;
-    req->err.max = max;
-    snprintf(req->err.message, sizeof req->err.message, "Limit exceeded: %s (max %llu)", limit,
-             (unsigned long long)max);
-    return false;
-}
-
-bool rpd_fail_status(rpd_req *req, rp_status st)
-{
-    if (st == RP_ERR_NOMEM)
-        return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
-    return rpd_fail(req, rp_status_rpc_code(st), "%s", rp_status_str(st));
-}
-
-/* Writes the "error" member's value and counts the error. */
-static void write_error_body(rpd_core *core, rp_jw *w, const rpd_error *e)
-{
-    core->stats.errors++;
-    core->stats.errors_by_code[rpd_stats_code_slot(e->code)]++;
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "code");
-    rp_jw_int(w, e->code);
-    RP_JW_KEY(w, "message");
-    rp_jw_string(w, e->message);
-    if (e->data != RPD_DATA_NONE) {
-        RP_JW_KEY(w, "data");
-        rp_jw_object_begin(w);
-        switch (e->data) {
-        case RPD_DATA_OFFSET:
-            RP_JW_KEY(w, "offset");
-            rp_jw_uint(w, e->offset);
-            break;
-        case RPD_DATA_METHOD:
-            RP_JW_KEY(w, "method");
-            rp_jw_string(w, e->text);
-            break;
-        case RPD_DATA_PATH:
-            RP_JW_KEY(w, "path");
-            rp_jw_string(w, e->text);
-            RP_JW_KEY(w, "reason");
-            rp_jw_string(w, e->reason);
-            break;
-        case RPD_DATA_ENTITY:
-            RP_JW_KEY(w, "kind");
-            rp_jw_string(w, e->kind);
-            RP_JW_KEY(w, "name");
-            rp_jw_string(w, e->text);
-            break;
-        case RPD_DATA_REVISION:
-            RP_JW_KEY(w, "expected");
-            rp_jw_uint(w, e->expected);
-            RP_JW_KEY(w, "actual");
-            rp_jw_uint(w, e->actual);
-            break;
-        case RPD_DATA_LIMIT:
-            RP_JW_KEY(w, "limit");
-            rp_jw_string(w, e->limit);
-            RP_JW_KEY(w, "max");
-            rp_jw_uint(w, e->max);
-            break;
-        case RPD_DATA_NONE:
-            break;
-        }
-        rp_jw_object_end(w);
-    }
-    rp_jw_object_end(w);
-}
-
-/* The envelope prefix up to the result/error value.  id NULL = null. */
-static void write_envelope(rp_jw *w, const cJSON *id, bool error)
-{
-    rp_jw_object_begin(w);
-    /* Written as one pre-encoded key: "jsonrpc":"2.0","id": */
-    RP_JW_KEY(w, "jsonrpc\":\"2.0\",\"id");
-    if (id)
-        rp_jw_cjson(w, id);
-    else
-        rp_jw_null(w);
-    if (error)
-        RP_JW_KEY(w, "error");
-    else
-        RP_JW_KEY(w, "result");
-}
-
-/* A complete error response object. */
-static void write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error *e)
-{
-    write_envelope(w, id, true);
-    write_error_body(core, w, e);
-    rp_jw_object_end(w);
-}
-
-/* Ends a reply line.  Lines are separate JSON texts, so the writer's
- * top-level comma state is reset. */
-static void end_line(rp_jw *out)
-{
-    rp_jw_raw(out, "\n", 1);
-    out->need_comma[0] = false;
-    out->after_key = false;
 }
 
 void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e)
 {
-    write_error(core, out, NULL, e);
-    end_line(out);
+    rpd_write_error(core, out, NULL, e);
+    rp_jw_end_line(out);
 }
 
-static void simple_error(rpd_error *e, int code, const char *message)
-{
-    memset(e, 0, sizeof *e);
-    e->code = code;
-    copy_text(e->message, sizeof e->message, message);
-}
-
-void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, const char *limit, size_t max)
+void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, rpd_limit_id limit, size_t max)
 {
     rpd_error e;
-    simple_error(&e, RPD_LIMIT_EXCEEDED, "");
-    e.data = RPD_DATA_LIMIT;
-    e.limit = limit;
-    e.max = max;
-    snprintf(e.message, sizeof e.message,
-             "Limit exceeded: request line longer than %zu bytes; closing the connection", max);
-    core->stats.limit_request_bytes++;
+    memset(&e, 0, sizeof e);
+    rpd_error_limit(&e, limit, max, "request line too long; closing the connection");
     rpd_reply_error_line(core, out, &e);
 }
 
@@ -270,6 +62,9 @@ typedef struct envelope {
     const cJSON *jsonrpc, *id, *method, *params;
 } envelope;
 
+/* Longest piece of a member name quoted in an error message, bytes. */
+#define QUOTE_MAX 64
+
 /* Validates the envelope of one request.  Returns true when it is well
  * formed; otherwise fills e (invalid request).  *id is the id to echo (NULL
  * for null / unknown), *notify whether no reply is wanted. */
@@ -280,7 +75,7 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
     *id = NULL;
     *notify = false;
     if (!cJSON_IsObject(req)) {
-        simple_error(e, RPD_INVALID_REQUEST, "Invalid Request: must be a JSON object");
+        rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: must be a JSON object");
         return false;
     }
     const char *problem = NULL, *name = NULL;
@@ -307,24 +102,62 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
     if (env->id && valid_id(env->id))
         *id = env->id;
     if (problem) {
-        simple_error(e, RPD_INVALID_REQUEST, "");
-        snprintf(e->message, sizeof e->message, "Invalid Request: %s '%.64s'", problem, name);
+        /* Quote at most QUOTE_MAX bytes of the name, cut between characters. */
+        size_t n = strlen(name);
+        bool cut = n > QUOTE_MAX;
+        if (cut)
+            n = rp_utf8_trim(name, QUOTE_MAX);
+        rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: %s '%.*s%s'", problem, (int)n,
+                      name, cut ? "…" : "");
         return false;
     }
     if (!cJSON_IsString(env->jsonrpc) || strcmp(env->jsonrpc->valuestring, "2.0") != 0) {
-        simple_error(e, RPD_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
+        rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
         return false;
     }
     if (env->id && !valid_id(env->id)) {
-        simple_error(e, RPD_INVALID_REQUEST,
-                     "Invalid Request: id must be a string, a number or null");
+        rpd_error_set(e, RPD_INVALID_REQUEST,
+                      "Invalid Request: id must be a string, a number or null");
         return false;
     }
     if (!cJSON_IsString(env->method)) {
-        simple_error(e, RPD_INVALID_REQUEST, "Invalid Request: method must be a string");
+        rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: method must be a string");
         return false;
     }
     *notify = env->id == NULL;
+    return true;
+}
+
+/* Runs the handler of method m (or fills r->err) and writes the response
+ * object into w.  Returns false when the request failed. */
+static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON *id,
+                     const cJSON *params, rp_jw *w)
+{
+    rpd_core *core = r->core;
+    core->stats.by_method[index]++;
+    if (!(m->flags & RPD_METHOD_NOAUTH) && rpd_session_locked(core, r->session))
+        return rpd_fail(r, RPD_UNAUTHORIZED,
+                        "Unauthorized: this TCP connection must call auth with the server's "
+                        "token first");
+    if (params && !cJSON_IsObject(params))
+        return rpd_fail_path(r, "params", "must be an object (parameters by name)");
+    if (core->shutting_down && (m->flags & RPD_METHOD_MUTATES))
+        return rpd_fail(r, RPD_SHUTTING_DOWN, "Shutting down: %s not executed", m->name);
+    rp_jw_object_begin(w);
+    /* Written as one pre-encoded key: "jsonrpc":"2.0","id": */
+    RP_JW_KEY(w, "jsonrpc\":\"2.0\",\"id");
+    if (id)
+        rp_jw_cjson(w, id);
+    else
+        rp_jw_null(w);
+    RP_JW_KEY(w, "result");
+    if (!m->handler(r, params, w))
+        return false;
+    rp_jw_object_end(w);
+    if (w->over)
+        return rpd_fail_limit(r, RPD_LIMIT_max_reply_bytes, core->limits.max_reply_bytes);
+    if (w->oom)
+        return rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: out of memory writing the reply");
     return true;
 }
 
@@ -344,7 +177,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     core->stats.requests++;
 
     if (!check_envelope(req, &env, &id, &notify, &r.err)) {
-        write_error(core, w, id, &r.err);
+        rpd_write_error(core, w, id, &r.err);
         return true;
     }
     if (notify)
@@ -353,40 +186,34 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     const char *name = env.method->valuestring;
     size_t index;
     const rpd_method *m = rpd_method_find(name, &index);
-    const cJSON *params = env.params;
-    bool ok;
     rp_jw mark = *w;
-    if (!m) {
-        set_error(&r.err, RPD_METHOD_NOT_FOUND, RPD_DATA_METHOD);
-        copy_text(r.err.text, sizeof r.err.text, name);
-        snprintf(r.err.message, sizeof r.err.message, "Method not found: %s", r.err.text);
-        ok = false;
-    } else if (!(m->flags & RPD_METHOD_NOAUTH) && rpd_session_locked(core, s)) {
-        core->stats.by_method[index]++;
-        ok = rpd_fail(&r, RPD_UNAUTHORIZED,
-                      "Unauthorized: this TCP connection must call auth with the server's token "
-                      "first");
-    } else if (params && !cJSON_IsObject(params)) {
-        core->stats.by_method[index]++;
-        ok = rpd_fail_path(&r, "params", "must be an object (parameters by name)");
-    } else if (core->shutting_down) {
-        core->stats.by_method[index]++;
-        ok = rpd_fail(&r, RPD_SHUTTING_DOWN, "Shutting down: request not executed");
+    bool ok;
+    if (m) {
+        ok = dispatch(&r, m, index, id, env.params, w);
     } else {
-        core->stats.by_method[index]++;
-        write_envelope(w, id, false);
-        ok = m->handler(&r, params, w);
-        if (ok)
-            rp_jw_object_end(w);
+        r.err.code = RPD_METHOD_NOT_FOUND;
+        r.err.data = RPD_DATA_METHOD;
+        size_t n = strlen(name);
+        if (n >= sizeof r.err.text)
+            n = rp_utf8_trim(name, sizeof r.err.text - 1);
+        memcpy(r.err.text, name, n);
+        r.err.text[n] = '\0';
+        rpd_format(r.err.message, sizeof r.err.message, "Method not found: %s", r.err.text);
+        ok = false;
     }
     if (!ok) {
-        rp_jw_rewind(w, &mark); /* discard whatever the handler wrote */
-        if (notify) {
-            core->stats.errors++;
-            return false;
-        }
-        write_error(core, w, id, &r.err);
-        return true;
+        /* Discard whatever the handler wrote; the error object itself may
+         * go past max_reply_bytes by its own few hundred bytes. */
+        rp_jw_rewind(w, &mark);
+        rp_jw_clear_failure(w);
+        size_t limit = w->limit;
+        rp_jw_set_limit(w, SIZE_MAX);
+        if (notify)
+            rpd_count_error(core, &r.err);
+        else
+            rpd_write_error(core, w, id, &r.err);
+        rp_jw_set_limit(w, limit);
+        return !notify;
     }
     if (notify) {
         rp_jw_rewind(w, &mark); /* executed; the reply is dropped */
@@ -397,14 +224,40 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
 
 /* ---- a line --------------------------------------------------------------- */
 
+/* A parse error at offset; `what` says what is wrong there. */
 static void parse_error(rpd_core *core, rp_jw *out, size_t offset, const char *what)
 {
     rpd_error e;
-    simple_error(&e, RPD_PARSE_ERROR, "");
-    snprintf(e.message, sizeof e.message, "Parse error: %s at byte %zu", what, offset);
+    rpd_error_set(&e, RPD_PARSE_ERROR, "Parse error: %s at byte %zu", what, offset);
     e.data = RPD_DATA_OFFSET;
     e.offset = offset;
     rpd_reply_error_line(core, out, &e);
+}
+
+/* True when s[0..n) equals the lower-case ASCII word w, ignoring case. */
+static bool strncasecmp_ascii(const char *s, const char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)s[i]) != tolower((unsigned char)w[i]))
+            return false;
+    return true;
+}
+
+/* Why cJSON stopped at `at`: names the non-JSON number tokens that other
+ * JSON encoders produce (Python's json.dumps writes NaN and Infinity). */
+static const char *explain_parse_error(const char *at, size_t left)
+{
+    if (left > 0 && (*at == '-' || *at == '+')) {
+        at++;
+        left--;
+    }
+    static const char *const tokens[] = {"NaN", "Infinity", "inf", "nan"};
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+        size_t n = strlen(tokens[i]);
+        if (left >= n && strncasecmp_ascii(at, tokens[i], n))
+            return "NaN and Infinity are not JSON numbers (send finite numbers)";
+    }
+    return "invalid JSON";
 }
 
 static bool is_blank(const char *line, size_t len)
@@ -415,6 +268,68 @@ static bool is_blank(const char *line, size_t len)
     return true;
 }
 
+/* Checks the line before parsing: UTF-8, control bytes, depth.  Writes the
+ * error line and returns false when the line is refused. */
+static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out)
+{
+    size_t offset = 0;
+    rpd_error e;
+    switch (rp_json_prescan(line, len, (int)core->limits.max_json_depth, &offset)) {
+    case RP_SCAN_OK:
+        return true;
+    case RP_SCAN_TOO_DEEP:
+        rpd_error_set(&e, RPD_LIMIT_EXCEEDED,
+                      "Limit exceeded: JSON nested deeper than %zu levels at byte %zu",
+                      core->limits.max_json_depth, offset);
+        e.data = RPD_DATA_LIMIT;
+        e.limit = RPD_LIMIT_max_json_depth;
+        e.max = core->limits.max_json_depth;
+        rpd_reply_error_line(core, out, &e);
+        return false;
+    case RP_SCAN_BAD_UTF8:
+        parse_error(core, out, offset, "invalid UTF-8");
+        return false;
+    case RP_SCAN_CONTROL:
+        parse_error(core, out, offset, "control character (escape it inside strings)");
+        return false;
+    case RP_SCAN_NUL_ESCAPE:
+        rpd_error_set(&e, RPD_INVALID_REQUEST,
+                      "Invalid Request: \\u0000 in a string is not supported (byte %zu)",
+                      offset);
+        rpd_reply_error_line(core, out, &e);
+        return false;
+    }
+    return true;
+}
+
+/* Handles the parsed JSON text of a line. */
+static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out)
+{
+    if (!cJSON_IsArray(root)) {
+        if (handle_request(core, s, root, out))
+            rp_jw_end_line(out);
+        return;
+    }
+    core->stats.batches++;
+    if (!root->child) {
+        rpd_error e;
+        rpd_error_set(&e, RPD_INVALID_REQUEST, "Invalid Request: empty batch");
+        core->stats.requests++;
+        rpd_reply_error_line(core, out, &e);
+        return;
+    }
+    rp_jw mark = *out;
+    rp_jw_array_begin(out);
+    bool any = false;
+    for (const cJSON *r = root->child; r; r = r->next)
+        any |= handle_request(core, s, r, out);
+    rp_jw_array_end(out);
+    if (any)
+        rp_jw_end_line(out);
+    else
+        rp_jw_rewind(out, &mark); /* only notifications: no reply at all */
+}
+
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
 {
     if (is_blank(line, len))
@@ -423,88 +338,69 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
      * twice per request is a measurable share of a ping on some VMs. */
     bool timed = (core->lines++ % RPD_LATENCY_SAMPLE) == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
-    size_t offset = 0;
-    switch (rp_json_prescan(line, len, core->limits.max_json_depth, &offset)) {
-    case RP_SCAN_OK:
-        break;
-    case RP_SCAN_TOO_DEEP: {
-        rpd_error e;
-        simple_error(&e, RPD_LIMIT_EXCEEDED, "");
-        snprintf(e.message, sizeof e.message,
-                 "Limit exceeded: JSON nested deeper than %d levels at byte %zu",
-                 core->limits.max_json_depth, offset);
-        e.data = RPD_DATA_LIMIT;
-        e.limit = "max_json_depth";
-        e.max = (uint64_t)core->limits.max_json_depth;
-        core->stats.limit_json_depth++;
+    if (!prescan(core, line, len, out)) {
         core->stats.requests++;
-        rpd_reply_error_line(core, out, &e);
         return;
     }
-    case RP_SCAN_BAD_UTF8:
-        core->stats.requests++;
-        parse_error(core, out, offset, "invalid UTF-8");
-        return;
-    case RP_SCAN_CONTROL:
-        core->stats.requests++;
-        parse_error(core, out, offset, "control character (escape it inside strings)");
-        return;
-    case RP_SCAN_NUL_ESCAPE: {
-        rpd_error e;
-        simple_error(&e, RPD_INVALID_REQUEST, "");
-        snprintf(e.message, sizeof e.message,
-                 "Invalid Request: \\u0000 in a string is not supported (byte %zu)", offset);
-        core->stats.requests++;
-        rpd_reply_error_line(core, out, &e);
-        return;
-    }
-    }
-
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
     if (!root) {
-        rpd_arena_reset(); /* a failed parse may leave partial allocations */
         const char *at = cJSON_GetErrorPtr();
         size_t off = (at && at >= line && at <= line + len) ? (size_t)(at - line) : 0;
         core->stats.requests++;
-        parse_error(core, out, off, "invalid JSON");
+        parse_error(core, out, off, explain_parse_error(line + off, len - off));
         return;
     }
     if (!is_blank(end, len - (size_t)(end - line))) {
         while (*end == ' ' || *end == '\t' || *end == '\r')
             end++; /* report where the garbage starts */
         cJSON_Delete(root);
-        rpd_arena_reset();
         core->stats.requests++;
         parse_error(core, out, (size_t)(end - line), "trailing data after the JSON value");
         return;
     }
-
-    rp_jw mark = *out;
-    if (cJSON_IsArray(root)) {
-        core->stats.batches++;
-        if (!root->child) {
-            rpd_error e;
-            simple_error(&e, RPD_INVALID_REQUEST, "Invalid Request: empty batch");
-            core->stats.requests++;
-            rpd_reply_error_line(core, out, &e);
-        } else {
-            rp_jw_array_begin(out);
-            bool any = false;
-            for (const cJSON *r = root->child; r; r = r->next)
-                any |= handle_request(core, s, r, out);
-            rp_jw_array_end(out);
-            if (any) {
-                end_line(out);
-            } else {
-                rp_jw_rewind(out, &mark); /* only notifications: no reply at all */
-            }
-        }
-    } else if (handle_request(core, s, root, out)) {
-        end_line(out);
-    }
+    /* The line's reply may grow to max_reply_bytes; its check work is
+     * shared by the requests of a batch. */
+    size_t limit = out->limit;
+    rp_jw_set_limit(out, out->len + core->limits.max_reply_bytes);
+    core->work_left = core->limits.max_check_work;
+    handle_root(core, s, root, out);
+    rp_jw_set_limit(out, limit);
     cJSON_Delete(root);
-    rpd_arena_reset();
     if (timed)
         rpd_stats_latency(&core->stats, rpd_now_ns() - t0);
+}
+
+/* ---- HTTP ----------------------------------------------------------------- */
+
+#define HTTP_BODY                                                                          \
+    "reposed speaks JSON-RPC 2.0 as newline-delimited JSON over a plain socket, not HTTP.\n" \
+    "Try: repose-cli ping   or   nc -N 127.0.0.1 7411\n"
+#define HTTP_BODY_LENGTH "134"
+_Static_assert(sizeof HTTP_BODY - 1 == 134, "HTTP_BODY_LENGTH must match HTTP_BODY");
+
+const char rpd_http_reply[] = "HTTP/1.1 400 Bad Request\r\n"
+                              "Content-Type: text/plain; charset=utf-8\r\n"
+                              "Connection: close\r\n"
+                              "Content-Length: " HTTP_BODY_LENGTH "\r\n"
+                              "\r\n" HTTP_BODY;
+
+bool rpd_line_is_http(const char *line, size_t len)
+{
+    /* JSON texts start with '{' or '[' (after blanks): the fast path. */
+    if (len == 0 || line[0] == '{' || line[0] == '[')
+        return false;
+    if (len >= 5 && strncasecmp_ascii(line, "host:", 5))
+        return true;
+    static const char *const methods[] = {"GET ",    "POST ",  "PUT ",     "HEAD ", "DELETE ",
+                                          "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        size_t n = strlen(methods[i]);
+        if (len > n && memcmp(line, methods[i], n) == 0) {
+            /* METHOD SP target SP HTTP/x.y */
+            const char *sp = memchr(line + n, ' ', len - n);
+            return sp && (size_t)(line + len - sp) > 5 && memcmp(sp + 1, "HTTP/", 5) == 0;
+        }
+    }
+    return false;
 }

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "log.h"
 #include "sd.h"
 #include "server.h"
@@ -408,8 +409,13 @@ static void maybe_finish(rpd_server *srv)
     if (srv->watchdog_started)
         close_if_open((uv_handle_t *)&srv->watchdog);
     close_if_open((uv_handle_t *)&srv->sweep);
+    close_if_open((uv_handle_t *)&srv->resume);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
+    close_if_open((uv_handle_t *)&srv->sigquit);
+    close_if_open((uv_handle_t *)&srv->sighup);
+    close_if_open((uv_handle_t *)&srv->sigusr1);
+    close_if_open((uv_handle_t *)&srv->sigusr2);
 }
 
 void rpd_server_conn_closed(rpd_server *srv)
@@ -432,7 +438,8 @@ static void begin_shutdown(rpd_server *srv, int signum)
         on_grace_expired(&srv->grace);
         return;
     }
-    rpd_log(RPD_LOG_INFO, "received %s; shutting down", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    rpd_log(RPD_LOG_INFO, "received %s; shutting down",
+            signum == SIGTERM ? "SIGTERM" : signum == SIGINT ? "SIGINT" : "SIGQUIT");
     notify("STOPPING=1\nSTATUS=Shutting down");
     srv->stopping = true;
     srv->core.shutting_down = true;
@@ -458,6 +465,49 @@ static void on_sweep(uv_timer_t *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
     begin_shutdown(s->data, signum);
+}
+
+/* SIGHUP (a closed terminal, or an operator asking for a reload) and
+ * SIGUSR1/SIGUSR2 would kill the process by default, leaving the socket
+ * file behind; reposed has nothing to reload, so they are logged and
+ * otherwise ignored. */
+static void on_ignored_signal(uv_signal_t *s, int signum)
+{
+    (void)s;
+    rpd_log(RPD_LOG_INFO, "received %s; ignored (nothing to reload; SIGTERM stops reposed)",
+            signum == SIGHUP ? "SIGHUP" : signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+}
+
+/* ---- fairness ------------------------------------------------------------------ */
+
+/* Runs every connection that yielded its time slice, once per loop
+ * iteration, until none is left. */
+static void on_resume(uv_idle_t *idle)
+{
+    rpd_server *srv = idle->data;
+    bool any = false;
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (c->yielded) {
+            rpd_conn_resume(c);
+            any |= c->yielded;
+        }
+    }
+    if (!any) {
+        uv_idle_stop(idle);
+        srv->resume_active = false;
+    }
+}
+
+void rpd_conn_yield(rpd_conn *c)
+{
+    rpd_server *srv = c->srv;
+    c->yielded = true;
+    if (!srv->resume_active) {
+        uv_idle_start(&srv->resume, on_resume);
+        srv->resume_active = true;
+    }
 }
 
 /* ---- run ------------------------------------------------------------------------ */
@@ -492,11 +542,30 @@ int rpd_server_run(const rpd_config *cfg)
     }
     signal(SIGPIPE, SIG_IGN);
 
-    uv_signal_init(srv.loop, &srv.sigterm);
-    uv_signal_init(srv.loop, &srv.sigint);
-    srv.sigterm.data = srv.sigint.data = &srv;
-    uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
-    uv_signal_start(&srv.sigint, on_signal, SIGINT);
+    /* cJSON parses into the arena (arena.h), dropped after every line. */
+    rpd_arena_install();
+
+    struct {
+        uv_signal_t *h;
+        uv_signal_cb cb;
+        int signum;
+    } signals[] = {
+        {&srv.sigterm, on_signal, SIGTERM},
+        {&srv.sigint, on_signal, SIGINT},
+        {&srv.sigquit, on_signal, SIGQUIT},
+        {&srv.sighup, on_ignored_signal, SIGHUP},
+        {&srv.sigusr1, on_ignored_signal, SIGUSR1},
+        {&srv.sigusr2, on_ignored_signal, SIGUSR2},
+    };
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        uv_signal_init(srv.loop, signals[i].h);
+        signals[i].h->data = &srv;
+        uv_signal_start(signals[i].h, signals[i].cb, signals[i].signum);
+        if (signals[i].cb == on_ignored_signal)
+            uv_unref((uv_handle_t *)signals[i].h);
+    }
+    uv_idle_init(srv.loop, &srv.resume);
+    srv.resume.data = &srv;
     uv_timer_init(srv.loop, &srv.sweep);
     srv.sweep.data = &srv;
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);
@@ -521,6 +590,7 @@ int rpd_server_run(const rpd_config *cfg)
     }
     free(srv.unix_path_created);
     rpd_core_free(&srv.core);
+    rpd_arena_free_all();
     if (code == 0)
         rpd_log(RPD_LOG_INFO, "stopped");
     return code;

@@ -17,8 +17,15 @@
 /* Default listeners (protocol v1). */
 #define RPD_DEFAULT_TCP "127.0.0.1:7411"
 #define RPD_DEFAULT_UNIX "/tmp/reposed.sock"
-/* An output buffer larger than this is freed after use instead of kept. */
+/* An output buffer larger than this is freed after use instead of kept;
+ * an input buffer larger than this is freed when it holds nothing, and a
+ * connection with at most this much of an incomplete line buffered is never
+ * refused for max_input_bytes. */
 #define RPD_KEEP_OUTPUT_BYTES (256u * 1024u)
+#define RPD_KEEP_INPUT_BYTES (128u * 1024u)
+/* Longest time one connection processes lines before letting the loop
+ * serve others (timers, signals, other clients), ns. */
+#define RPD_SLICE_NS (20u * 1000u * 1000u)
 /* Bytes offered to each read. */
 #define RPD_READ_CHUNK (64u * 1024u)
 /* Grace period for flushing replies at shutdown, ms. */
@@ -76,7 +83,10 @@ typedef struct rpd_conn {
     bool eof;        /* the peer has finished sending */
     bool closing;    /* close as soon as every reply is written */
     bool lingering;  /* write side shut down; discarding input until EOF */
+    bool yielded;    /* used up its time slice; the server resumes it (rpd_conn_resume) */
     uint64_t linger_since; /* uv_now() when lingering started */
+    uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
+    size_t input_counted; /* this connection's share of srv->input_bytes */
     uv_shutdown_t shutdown_req;
     rpd_session session;
 } rpd_conn;
@@ -88,7 +98,10 @@ struct rpd_server {
     rpd_listener listeners[RPD_MAX_LISTENERS];
     int n_listeners;         /* initialised handles in listeners[] */
     char *unix_path_created; /* unlinked at exit: only sockets we created */
-    uv_signal_t sigterm, sigint;
+    uv_signal_t sigterm, sigint, sigquit, sighup, sigusr1, sigusr2;
+    uv_idle_t resume; /* runs connections that yielded their time slice */
+    bool resume_active;
+    size_t input_bytes; /* input buffer capacity of every connection */
     uv_timer_t grace;
     bool grace_started;
     uv_timer_t sweep; /* closes connections that lingered too long */
@@ -106,8 +119,14 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp);
 void rpd_conn_close(rpd_conn *c);
 /* Stops reading and closes once replies are flushed (shutdown). */
 void rpd_conn_finish(rpd_conn *c);
-/* Closes connections that have lingered longer than RPD_LINGER_MS. */
+/* Closes connections that have lingered longer than RPD_LINGER_MS and TCP
+ * connections past their idle or auth timeout. */
 void rpd_conn_sweep(rpd_server *srv);
+/* Continues a connection that yielded its time slice (server.c calls it
+ * from the resume idle handle). */
+void rpd_conn_resume(rpd_conn *c);
+/* server.c: marks c as yielded and makes sure the resume handle runs. */
+void rpd_conn_yield(rpd_conn *c);
 /* server.c: called when a connection is gone. */
 void rpd_server_conn_closed(rpd_server *srv);
 

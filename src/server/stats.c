@@ -51,8 +51,12 @@ uint64_t rpd_stats_quantile(const rpd_stats *s, double q)
     return bucket_upper(RPD_LAT_BUCKETS - 1);
 }
 
-static const int codes[RPD_STATS_CODE_SLOTS] = {-32700, -32600, -32601, -32602, -32603, -32001,
-                              -32002, -32003, -32004, -32005, -32006, 0};
+static const int codes[RPD_STATS_CODE_SLOTS] = {
+#define RPD_ERROR_CODE(name, code, text) code,
+    RPD_ERROR_TABLE(RPD_ERROR_CODE)
+#undef RPD_ERROR_CODE
+    0 /* the other slot */
+};
 
 int rpd_stats_code_slot(int code)
 {

@@ -6,9 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errors.h"
+#include "limits.h"
+
 #define RPD_STATS_MAX_METHODS 64
 /* Error counters: one slot per protocol error code, plus one for others. */
-#define RPD_STATS_CODE_SLOTS 12
+#define RPD_STATS_CODE_SLOTS (RPD_ERROR_CODE_COUNT + 1)
 #define RPD_STATS_OTHER_SLOT (RPD_STATS_CODE_SLOTS - 1)
 /* Log-linear latency histogram: 8 sub-buckets per power of two of ns. */
 #define RPD_LAT_SUB 8
@@ -16,11 +19,12 @@
 
 typedef struct rpd_stats {
     uint64_t conn_current, conn_total, conn_rejected;
+    uint64_t conn_tcp, conn_unix;   /* open connections by transport */
+    uint64_t http_rejected;         /* connections closed for speaking HTTP */
     uint64_t requests, notifications, errors, batches;
     uint64_t by_method[RPD_STATS_MAX_METHODS];
     uint64_t errors_by_code[RPD_STATS_CODE_SLOTS]; /* see rpd_stats_code_slot */
-    uint64_t limit_request_bytes, limit_json_depth, limit_connections,
-        limit_write_buffer, limit_shapes;
+    uint64_t limits_hit[RPD_LIMIT_COUNT]; /* indexed by rpd_limit_id */
     uint64_t latency[RPD_LAT_BUCKETS];
     uint64_t latency_count;
 } rpd_stats;

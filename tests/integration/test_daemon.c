@@ -1179,42 +1179,56 @@ static void overlong_line_gets_limit_error_then_close(void **state)
 
 /* ---- 4. connection limit --------------------------------------------------------------- */
 
+/* Connects one more client of the given kind and expects it to be turned
+ * away with -32004 naming `limit`. */
+static void expect_connection_refused(rh_daemon *d, bool tcp, const char *limit, int max)
+{
+    rh_conn *c = connect_ok(d, tcp);
+    cJSON *r = read_json(c);
+    assert_int_equal((int)num_at(r, "error.code"), -32004);
+    assert_true(cJSON_IsNull(at(r, "id")));
+    assert_string_equal(str_at(r, "error.data.limit"), limit);
+    assert_int_equal((int)num_at(r, "error.data.max"), max);
+    cJSON_Delete(r);
+    rh_read_status st = rh_wait_close(c, rh_ms(RH_TIMEOUT_MS), 0);
+    assert_true(st == RH_EOF || st == RH_ERROR);
+    rh_close(c);
+}
+
+/* TCP and Unix clients have limits of their own: remote clients holding
+ * every TCP slot do not lock out local ones, and a freed slot is usable. */
 static void connection_limit_rejects_then_recovers(void **state)
 {
     (void)state;
-    static const char *const extra[] = {"--max-connections", "4", NULL};
+    static const char *const extra[] = {"--max-tcp-connections", "2", "--max-unix-connections",
+                                        "2", NULL};
     rh_daemon *d = start(extra);
     rh_conn *cs[4];
     for (int i = 0; i < 4; i++) {
         cs[i] = connect_ok(d, i % 2 == 0);
         expect_pong(cs[i]); /* accepted and served */
     }
+    expect_connection_refused(d, true, "max_tcp_connections", 2);
+    expect_connection_refused(d, false, "max_unix_connections", 2);
+    int rejected = 2;
 
-    rh_conn *extra_conn = connect_ok(d, false);
-    cJSON *r = read_json(extra_conn);
-    assert_int_equal((int)num_at(r, "error.code"), -32004);
-    assert_true(cJSON_IsNull(at(r, "id")));
-    assert_string_equal(str_at(r, "error.data.limit"), "max_connections");
-    assert_int_equal((int)num_at(r, "error.data.max"), 4);
-    cJSON_Delete(r);
-    rh_read_status st = rh_wait_close(extra_conn, rh_ms(RH_TIMEOUT_MS), 0);
-    assert_true(st == RH_EOF || st == RH_ERROR);
-    rh_close(extra_conn);
-    int rejected = 1;
-
-    /* Free a slot.  The daemon notices the close asynchronously, so a new
-     * client may still be turned away for a moment: retry until served. */
-    rh_close(cs[3]);
+    /* Free a TCP slot.  The daemon notices the close asynchronously, so a
+     * new client may still be turned away for a moment: retry until served. */
+    rh_close(cs[2]);
     long long deadline = rh_now_ms() + rh_ms(RH_TIMEOUT_MS);
     rh_conn *fresh = NULL;
     while (!fresh) {
         rh_conn *c = connect_ok(d, true);
-        r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}");
+        cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}");
         if (at(r, "result")) {
             fresh = c;
             assert_int_equal((int)num_at(r, "result.connections.current"), 4);
+            assert_int_equal((int)num_at(r, "result.connections.tcp"), 2);
+            assert_int_equal((int)num_at(r, "result.connections.unix"), 2);
             assert_int_equal((int)num_at(r, "result.connections.rejected"), rejected);
-            assert_int_equal((int)num_at(r, "result.limits_hit.max_connections"), rejected);
+            assert_int_equal((int)num_at(r, "result.limits_hit.max_tcp_connections"),
+                             rejected - 1);
+            assert_int_equal((int)num_at(r, "result.limits_hit.max_unix_connections"), 1);
         } else {
             assert_int_equal((int)num_at(r, "error.code"), -32004);
             rejected++;
@@ -1224,11 +1238,13 @@ static void connection_limit_rejects_then_recovers(void **state)
         }
         cJSON_Delete(r);
     }
-    for (int i = 0; i < 3; i++)
-        expect_pong(cs[i]);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            expect_pong(cs[i]);
     expect_pong(fresh);
-    for (int i = 0; i < 3; i++)
-        rh_close(cs[i]);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            rh_close(cs[i]);
     rh_close(fresh);
     stop_ok(d);
 }
@@ -1537,7 +1553,7 @@ static void sigterm_flushes_replies(bool tcp)
                  got + 1, got + 2);
         snprintf(refusal, sizeof refusal,
                  "{\"jsonrpc\":\"2.0\",\"id\":%d,\"error\":{\"code\":-32006,\"message\":"
-                 "\"Shutting down: request not executed\"}}",
+                 "\"Shutting down: scene.put not executed\"}}",
                  got + refused + 1);
         if (refused == 0 && strcmp(line, want) == 0)
             got++;
@@ -1690,18 +1706,31 @@ static void listening_lines_survive_quiet_log_levels(void **state)
 
 /* A single reply larger than --write-kill-bytes reaches a client that reads
  * it: the limit is for clients that let replies pile up. */
-static void one_reply_larger_than_the_kill_limit_is_delivered(void **state)
+/* A reply is built only up to max_reply_bytes (here lowered to kill -
+ * pause = 983,040 bytes): a larger one is answered with -32004
+ * max_reply_bytes instead, the connection goes on, and a smaller request
+ * for the same data works. */
+static void reply_over_max_reply_bytes_is_refused_and_connection_goes_on(void **state)
 {
     (void)state;
     rh_daemon *d = start(bp_flags);
     rh_conn *c = connect_ok(d, false);
-    create_big_scene(c, "huge", 30000); /* scene.get reply ~1.8 MB > 1 MiB kill limit */
+    create_big_scene(c, "huge", 30000); /* scene.get reply ~1.8 MB */
     cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"scene.get\","
                             "\"params\":{\"scene\":\"huge\"}}");
-    assert_non_null(r);
-    assert_int_equal(cJSON_GetArraySize(at(r, "result.shapes")), 30000);
+    assert_int_equal((int)num_at(r, "id"), 9);
+    assert_int_equal((int)num_at(r, "error.code"), -32004);
+    assert_string_equal(str_at(r, "error.data.limit"), "max_reply_bytes");
+    assert_int_equal((int)num_at(r, "error.data.max"), 1048576 - 65536);
     cJSON_Delete(r);
     expect_pong(c);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"scene.get\","
+                     "\"params\":{\"scene\":\"huge\",\"ids\":[\"s00000\",\"s29999\"]}}");
+    assert_int_equal(cJSON_GetArraySize(at(r, "result.shapes")), 2);
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"hello\"}");
+    assert_int_equal((int)num_at(r, "result.limits.max_reply_bytes"), 1048576 - 65536);
+    cJSON_Delete(r);
     rh_close(c);
     stop_ok(d);
 }
@@ -2060,7 +2089,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(many_requests_in_one_write, rh_teardown),
         cmocka_unit_test_teardown(tcp_port_zero_picks_a_port, rh_teardown),
         cmocka_unit_test_teardown(listening_lines_survive_quiet_log_levels, rh_teardown),
-        cmocka_unit_test_teardown(one_reply_larger_than_the_kill_limit_is_delivered, rh_teardown),
+        cmocka_unit_test_teardown(reply_over_max_reply_bytes_is_refused_and_connection_goes_on,
+                                  rh_teardown),
         cmocka_unit_test_teardown(help_and_version_exit_zero, rh_teardown),
         cmocka_unit_test_teardown(bad_command_lines_exit_two, rh_teardown),
         cmocka_unit_test_teardown(check_batch_of_ten_thousand_matches_in_process, rh_teardown),

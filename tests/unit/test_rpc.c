@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 
+#include "server/methods.h"
 #include "server/rpc.h"
 
 typedef struct fixture {

@@ -1,0 +1,54 @@
+/*
+ * The state every request can see: the store, the limits, the statistics
+ * and the auth token (rpd_core), and one connection's protocol state
+ * (rpd_session).  Shared by the JSON-RPC layer (rpc.c), the handlers
+ * (methods*.c) and the event loop (server.c, conn.c).
+ */
+#ifndef REPOSE_SERVER_CORE_H
+#define REPOSE_SERVER_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+#include "repose/scene.h"
+#include "stats.h"
+
+#define RPD_VERSION "0.1.0"
+#define RPD_PROTOCOL 1
+
+/* One request line in this many is timed for the latency statistics. */
+#define RPD_LATENCY_SAMPLE 8
+/* Longest token accepted in a token file. */
+#define RPD_MAX_TOKEN_BYTES 4096
+
+/* State shared by every connection. */
+typedef struct rpd_core {
+    rp_store *store;
+    rpd_limits limits;
+    rpd_stats stats;
+    char run_id[33];
+    uint64_t start_ns;
+    uint64_t lines; /* request lines seen, for latency sampling */
+    char *token;    /* NULL: no auth; else TCP clients must auth with it */
+    size_t token_len;
+    bool shutting_down; /* mutations are refused with -32006 */
+    /* Pair tests the current request line may still do (max_check_work,
+     * shared by the requests of a batch). */
+    uint64_t work_left;
+} rpd_core;
+
+/* Per-connection protocol state. */
+typedef struct rpd_session {
+    bool is_tcp;
+    bool authed; /* sent the right token (auth); only TCP sessions need it */
+} rpd_session;
+
+/* Whether this session must auth before using other methods. */
+static inline bool rpd_session_locked(const rpd_core *core, const rpd_session *s)
+{
+    return core->token && s->is_tcp && !s->authed;
+}
+
+#endif /* REPOSE_SERVER_CORE_H */

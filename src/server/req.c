@@ -1,0 +1,212 @@
+/*
+ * Errors: the rpd_fail_* helpers that handlers call, and rpd_write_error,
+ * the one place where an error reply is written and counted.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "req.h"
+
+static void vformat(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(dst, cap, fmt, ap);
+    if (n < 0)
+        dst[0] = '\0';
+    else if ((size_t)n >= cap)
+        dst[rp_utf8_trim(dst, cap - 1)] = '\0';
+}
+
+void rpd_format(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(dst, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* Copies src into dst (cap bytes), cut at a character boundary. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = rp_utf8_trim(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static void set_error(rpd_error *e, int code, rpd_data_kind data)
+{
+    e->code = code;
+    e->data = data;
+}
+
+void rpd_error_set(rpd_error *e, int code, const char *fmt, ...)
+{
+    set_error(e, code, RPD_DATA_NONE);
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+void rpd_error_limit(rpd_error *e, rpd_limit_id limit, uint64_t max, const char *what)
+{
+    set_error(e, RPD_LIMIT_EXCEEDED, RPD_DATA_LIMIT);
+    e->limit = limit;
+    e->max = max;
+    rpd_format(e->message, sizeof e->message, "Limit exceeded: %s (%s %llu)", what,
+               rpd_limit_name(limit), (unsigned long long)max);
+}
+
+bool rpd_fail(rpd_req *req, int code, const char *fmt, ...)
+{
+    set_error(&req->err, code, RPD_DATA_NONE);
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(req->err.message, sizeof req->err.message, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool rpd_fail_path(rpd_req *req, const char *path, const char *reason)
+{
+    set_error(&req->err, RPD_INVALID_PARAMS, RPD_DATA_PATH);
+    copy_text(req->err.text, sizeof req->err.text, path);
+    copy_text(req->err.reason, sizeof req->err.reason, reason);
+    rpd_format(req->err.message, sizeof req->err.message, "Invalid params: %s %s",
+               req->err.text, req->err.reason);
+    return false;
+}
+
+bool rpd_fail_params(rpd_req *req, const rp_codec_err *ce)
+{
+    return rpd_fail_path(req, ce->path, ce->reason);
+}
+
+static bool fail_entity(rpd_req *req, int code, const char *what, const char *kind,
+                        const char *name)
+{
+    set_error(&req->err, code, RPD_DATA_ENTITY);
+    req->err.kind = kind;
+    copy_text(req->err.text, sizeof req->err.text, name);
+    rpd_format(req->err.message, sizeof req->err.message, "%s: %s '%s'", what, kind,
+               req->err.text);
+    return false;
+}
+
+bool rpd_fail_not_found(rpd_req *req, const char *kind, const char *name)
+{
+    return fail_entity(req, RPD_NOT_FOUND, "Not found", kind, name);
+}
+
+bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name)
+{
+    return fail_entity(req, RPD_ALREADY_EXISTS, "Already exists", kind, name);
+}
+
+bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual)
+{
+    set_error(&req->err, RPD_REVISION_CONFLICT, RPD_DATA_REVISION);
+    req->err.expected = expected;
+    req->err.actual = actual;
+    rpd_format(req->err.message, sizeof req->err.message,
+               "Revision conflict: expected %llu, scene is at %llu",
+               (unsigned long long)expected, (unsigned long long)actual);
+    return false;
+}
+
+bool rpd_fail_limit(rpd_req *req, rpd_limit_id limit, uint64_t max)
+{
+    set_error(&req->err, RPD_LIMIT_EXCEEDED, RPD_DATA_LIMIT);
+    req->err.limit = limit;
+    req->err.max = max;
+    rpd_format(req->err.message, sizeof req->err.message, "Limit exceeded: %s (max %llu)",
+               rpd_limit_name(limit), (unsigned long long)max);
+    return false;
+}
+
+bool rpd_fail_status(rpd_req *req, rp_status st)
+{
+    if (st == RP_ERR_NOMEM)
+        return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+    return rpd_fail(req, rp_status_rpc_code(st), "%s", rp_status_str(st));
+}
+
+/* Writes the "error" member's value. */
+static void write_error_body(rp_jw *w, const rpd_error *e)
+{
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "code");
+    rp_jw_int(w, e->code);
+    RP_JW_KEY(w, "message");
+    rp_jw_string(w, e->message);
+    if (e->data == RPD_DATA_NONE) {
+        rp_jw_object_end(w);
+        return;
+    }
+    RP_JW_KEY(w, "data");
+    rp_jw_object_begin(w);
+    switch (e->data) {
+    case RPD_DATA_OFFSET:
+        RP_JW_KEY(w, "offset");
+        rp_jw_uint(w, e->offset);
+        break;
+    case RPD_DATA_METHOD:
+        RP_JW_KEY(w, "method");
+        rp_jw_string(w, e->text);
+        break;
+    case RPD_DATA_PATH:
+        RP_JW_KEY(w, "path");
+        rp_jw_string(w, e->text);
+        RP_JW_KEY(w, "reason");
+        rp_jw_string(w, e->reason);
+        break;
+    case RPD_DATA_ENTITY:
+        RP_JW_KEY(w, "kind");
+        rp_jw_string(w, e->kind);
+        RP_JW_KEY(w, "name");
+        rp_jw_string(w, e->text);
+        break;
+    case RPD_DATA_REVISION:
+        RP_JW_KEY(w, "expected");
+        rp_jw_uint(w, e->expected);
+        RP_JW_KEY(w, "actual");
+        rp_jw_uint(w, e->actual);
+        break;
+    case RPD_DATA_LIMIT:
+        RP_JW_KEY(w, "limit");
+        rp_jw_string(w, rpd_limit_name(e->limit));
+        RP_JW_KEY(w, "max");
+        rp_jw_uint(w, e->max);
+        break;
+    case RPD_DATA_NONE:
+        break;
+    }
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+}
+
+void rpd_count_error(rpd_core *core, const rpd_error *e)
+{
+    core->stats.errors++;
+    core->stats.errors_by_code[rpd_stats_code_slot(e->code)]++;
+    if (e->code == RPD_LIMIT_EXCEEDED && e->data == RPD_DATA_LIMIT &&
+        (size_t)e->limit < RPD_LIMIT_COUNT)
+        core->stats.limits_hit[e->limit]++;
+}
+
+void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error *e)
+{
+    rpd_count_error(core, e);
+    rp_jw_object_begin(w);
+    /* Written as one pre-encoded key: "jsonrpc":"2.0","id": */
+    RP_JW_KEY(w, "jsonrpc\":\"2.0\",\"id");
+    if (id)
+        rp_jw_cjson(w, id);
+    else
+        rp_jw_null(w);
+    RP_JW_KEY(w, "error");
+    write_error_body(w, e);
+    rp_jw_object_end(w);
+}

@@ -1,0 +1,111 @@
+/*
+ * One request being handled, and how a handler fails: the rpd_fail_*
+ * helpers fill the request's error, which the JSON-RPC layer (rpc.c) turns
+ * into the error reply (rpd_write_error), the one place where errors are
+ * written and counted.  Handlers (methods*.c) and the JSON-RPC layer both
+ * use this header; neither includes the other's.
+ */
+#ifndef REPOSE_SERVER_REQ_H
+#define REPOSE_SERVER_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "codec/codec.h"
+#include "core.h"
+#include "errors.h"
+
+/* What goes into an error's "data" member. */
+typedef enum rpd_data_kind {
+    RPD_DATA_NONE,
+    RPD_DATA_OFFSET,   /* offset */
+    RPD_DATA_METHOD,   /* method */
+    RPD_DATA_PATH,     /* path, reason */
+    RPD_DATA_ENTITY,   /* kind, name (not found / already exists) */
+    RPD_DATA_REVISION, /* expected, actual */
+    RPD_DATA_LIMIT     /* limit, max */
+} rpd_data_kind;
+
+typedef struct rpd_error {
+    int code;
+    char message[512];              /* valid UTF-8, never cut inside a character */
+    rpd_data_kind data;
+    size_t offset;
+    char text[RP_CODEC_PATH_MAX];   /* method, path or entity name */
+    char reason[RP_CODEC_REASON_MAX];
+    const char *kind;               /* static: "scene", "model", "shape" */
+    uint64_t expected, actual;
+    rpd_limit_id limit;
+    uint64_t max;
+} rpd_error;
+
+/* One request being handled. */
+typedef struct rpd_req {
+    rpd_core *core;
+    rpd_session *session;
+    rpd_error err;
+} rpd_req;
+
+/* A handler writes its result value into w and returns true, or fills
+ * req->err (through the rpd_fail_* helpers) and returns false; whatever it
+ * wrote is then discarded.  A handler that writes a large result checks
+ * rp_jw_failed(w) in its loops and stops early; the JSON-RPC layer then
+ * answers -32004 max_reply_bytes (or -32603 when memory ran out). */
+typedef bool (*rpd_handler)(rpd_req *req, const cJSON *params, rp_jw *w);
+
+enum {
+    RPD_METHOD_MUTATES = 1u << 0, /* changes the store: refused while shutting down */
+    RPD_METHOD_NOAUTH = 1u << 1   /* allowed before auth: ping, hello, auth */
+};
+
+typedef struct rpd_method {
+    const char *name;
+    rpd_handler handler;
+    unsigned flags;
+} rpd_method;
+
+/* Helpers for handlers; each fills req->err and returns false. */
+bool rpd_fail(rpd_req *req, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+bool rpd_fail_params(rpd_req *req, const rp_codec_err *ce);
+bool rpd_fail_path(rpd_req *req, const char *path, const char *reason);
+bool rpd_fail_not_found(rpd_req *req, const char *kind, const char *name);
+bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name);
+bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual);
+bool rpd_fail_limit(rpd_req *req, rpd_limit_id limit, uint64_t max);
+bool rpd_fail_status(rpd_req *req, rp_status st);
+
+/* Fills e with a plain error (no data) whose message is fmt.  Also used by
+ * the JSON-RPC layer for envelope and framing errors. */
+void rpd_error_set(rpd_error *e, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Fills e with a -32004 error for `limit` (its message says `what`). */
+void rpd_error_limit(rpd_error *e, rpd_limit_id limit, uint64_t max, const char *what);
+
+/* Counts an error in the statistics (errors, by code, the limit hit for
+ * -32004) without writing it: for notifications, whose errors are not sent. */
+void rpd_count_error(rpd_core *core, const rpd_error *e);
+
+/* Writes a complete error response object with the given id (NULL: null)
+ * and counts it: errors, errors by code, and the limit hit for -32004. */
+void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error *e);
+
+/* Formats into dst like snprintf, but when the text does not fit it is cut
+ * at a UTF-8 character boundary, never inside a character.  Every message
+ * that quotes client input is formatted through this. */
+void rpd_format(char *dst, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif /* REPOSE_SERVER_REQ_H */
