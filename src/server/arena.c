@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "arena.h"
+#include "codec/codec.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RPD_ARENA_DISABLED 1
@@ -37,8 +38,10 @@ static void *arena_alloc(size_t n)
     if (!head || head->size - head->used < n) {
         size_t size = n > CHUNK_BYTES ? n : CHUNK_BYTES;
         chunk *c = malloc(sizeof *c + size);
-        if (!c)
+        if (!c) {
+            rp_json_note_oom(); /* so the failed parse reads as out of memory */
             return NULL;
+        }
         c->size = size;
         c->used = 0;
         c->next = head;

@@ -128,6 +128,12 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
     return true;
 }
 
+/* Bytes the rest of a mutation's reply can take: the result object (a
+ * scene or model name of at most RP_NAME_MAX characters that need no
+ * escaping, a revision and a count), the response's '}', and the ']' and
+ * '\n' that may end the line. */
+#define RPD_MUTATION_REPLY_BYTES 512
+
 /* Runs the handler of method m (or fills r->err) and writes the response
  * object into w.  Returns false when the request failed. */
 static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON *id,
@@ -151,6 +157,12 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     else
         rp_jw_null(w);
     RP_JW_KEY(w, "result");
+    /* A mutation's result is a name and a few numbers: with room for it
+     * reserved first, writing it after the store changed cannot fail, so
+     * an out-of-memory error always means nothing changed. */
+    if ((m->flags & RPD_METHOD_MUTATES) && !rp_jw_reserve(w, RPD_MUTATION_REPLY_BYTES))
+        return w->over ? rpd_fail_limit(r, RPD_LIMIT_max_reply_bytes, core->limits.max_reply_bytes)
+                       : rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: out of memory");
     if (!m->handler(r, params, w))
         return false;
     rp_jw_object_end(w);
@@ -302,6 +314,22 @@ static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out)
     return true;
 }
 
+/* For when the writer failed outside any one request's reply (the '[' that
+ * starts a batch: then nothing runs; its ']' or the final '\n': then the
+ * batch's requests have run), or could not write a request's error: what
+ * the line wrote becomes one out-of-memory error.  If that fails too the
+ * writer stays failed, and the server closes the connection. */
+static void reply_line_oom(rpd_core *core, rp_jw *out, const rp_jw *mark, const cJSON *root)
+{
+    const cJSON *id = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "id") : NULL;
+    rpd_error e;
+    rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+    rp_jw_rewind(out, mark);
+    rp_jw_clear_failure(out);
+    rpd_write_error(core, out, id && valid_id(id) ? id : NULL, &e);
+    rp_jw_end_line(out);
+}
+
 /* Handles the parsed JSON text of a line. */
 static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out)
 {
@@ -321,7 +349,7 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
     rp_jw mark = *out;
     rp_jw_array_begin(out);
     bool any = false;
-    for (const cJSON *r = root->child; r; r = r->next)
+    for (const cJSON *r = root->child; r && !out->oom; r = r->next)
         any |= handle_request(core, s, r, out);
     rp_jw_array_end(out);
     if (any)
@@ -343,7 +371,15 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         return;
     }
     const char *end = NULL;
+    (void)rp_json_take_oom(); /* a stale flag must not blame this parse */
     cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+    if (!root && rp_json_take_oom()) { /* memory ran out; the JSON may be fine */
+        rpd_error e;
+        rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory parsing the request");
+        core->stats.requests++;
+        rpd_reply_error_line(core, out, &e);
+        return;
+    }
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         size_t off = (at && at >= line && at <= line + len) ? (size_t)(at - line) : 0;
@@ -364,7 +400,10 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
     size_t limit = out->limit;
     rp_jw_set_limit(out, out->len + core->limits.max_reply_bytes);
     core->work_left = core->limits.max_check_work;
+    rp_jw mark = *out;
     handle_root(core, s, root, out);
+    if (out->oom)
+        reply_line_oom(core, out, &mark, root);
     rp_jw_set_limit(out, limit);
     cJSON_Delete(root);
     if (timed)
