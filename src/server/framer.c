@@ -25,7 +25,9 @@ char *rpd_framer_space(rpd_framer *f, size_t want, size_t *avail)
         f->scanned -= f->start;
         f->start = 0;
     }
-    if (f->cap - f->len < want) {
+    /* A buffer is allocated even for want == 0: the caller takes NULL to
+     * mean out of memory, and NULL + 0 is not a valid pointer either. */
+    if (!f->buf || f->cap - f->len < want) {
         size_t cap = f->cap ? f->cap : 4096;
         while (cap - f->len < want)
             cap *= 2;
@@ -63,11 +65,15 @@ rpd_frame_status rpd_framer_next(rpd_framer *f, const char **line, size_t *len)
                                    : NULL;
     if (!nl) {
         f->scanned = f->len;
-        /* The line may still end in a '\r' that will not count: too long only
-         * past max_line + 1 bytes (written so that it cannot overflow). */
+        /* Too long once the bytes so far, less a last '\r' that may turn out
+         * to be the terminator's, exceed max_line.  Counting a '\r' that is
+         * followed by more bytes matters: at end of stream the caller takes
+         * the rest as the last line, which must be within max_line too.
+         * (Written so that max_line = SIZE_MAX cannot overflow.) */
         size_t pending = f->len - f->start;
-        return pending > f->max_line && pending - f->max_line > 1 ? RPD_FRAME_TOO_LONG
-                                                                    : RPD_FRAME_NEED_MORE;
+        if (pending > 0 && f->buf[f->len - 1] == '\r')
+            pending--;
+        return pending > f->max_line ? RPD_FRAME_TOO_LONG : RPD_FRAME_NEED_MORE;
     }
     size_t end = (size_t)(nl - f->buf);
     size_t n = end - f->start;

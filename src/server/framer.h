@@ -46,7 +46,9 @@ bool rpd_framer_feed(rpd_framer *f, const char *data, size_t n);
 rpd_frame_status rpd_framer_next(rpd_framer *f, const char **line, size_t *len);
 
 /* Takes whatever is buffered as a final line (at end of stream, where the
- * last line may lack its '\n').  False when nothing is buffered. */
+ * last line may lack its '\n').  False when nothing is buffered.  Call it
+ * after rpd_framer_next returned RPD_FRAME_NEED_MORE: the rest is then
+ * within max_line. */
 bool rpd_framer_rest(rpd_framer *f, const char **line, size_t *len);
 
 /* Frees the buffer when it holds nothing unconsumed and is larger than

@@ -106,6 +106,74 @@ static void unterminated_last_line_is_available_at_end_of_stream(void **state)
     rpd_framer_free(&f);
 }
 
+/* Found by tests/fuzz/fuzz_framer: an unterminated last line of max_line + 1
+ * bytes not ending in '\r' was NEED_MORE, so at end of stream the rest came
+ * out one byte over the limit. */
+static void unterminated_line_one_over_the_limit_is_too_long(void **state)
+{
+    (void)state;
+    rpd_framer f;
+    rpd_framer_init(&f, 10);
+    assert_true(rpd_framer_feed(&f, "12345678901", 11));
+    const char *line;
+    size_t len;
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_TOO_LONG);
+    rpd_framer_free(&f);
+
+    /* With a last '\r' it may still be the terminator's: not yet too long,
+     * and the rest without it is exactly the limit. */
+    rpd_framer_init(&f, 10);
+    assert_true(rpd_framer_feed(&f, "1234567890\r", 11));
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_NEED_MORE);
+    assert_true(rpd_framer_rest(&f, &line, &len));
+    assert_int_equal(len, 10);
+    rpd_framer_free(&f);
+
+    /* A '\r' followed by more bytes counts. */
+    rpd_framer_init(&f, 10);
+    assert_true(rpd_framer_feed(&f, "123456789\r0", 11));
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_TOO_LONG);
+    rpd_framer_free(&f);
+}
+
+/* Found by tests/fuzz/fuzz_framer: on a new framer, an empty feed or a
+ * request for 0 bytes of space returned NULL (read as out of memory) after
+ * computing NULL + 0. */
+static void empty_feed_on_a_new_framer_succeeds(void **state)
+{
+    (void)state;
+    rpd_framer f;
+    rpd_framer_init(&f, 10);
+    assert_true(rpd_framer_feed(&f, "", 0));
+    const char *line;
+    size_t len;
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_NEED_MORE);
+    rpd_framer_free(&f);
+
+    rpd_framer_init(&f, 10);
+    size_t avail = 0;
+    assert_non_null(rpd_framer_space(&f, 0, &avail));
+    rpd_framer_free(&f);
+}
+
+/* max_line = SIZE_MAX ("no limit", e.g. --max-request-bytes at its
+ * maximum) must not wrap when the allowance for a '\r' is added.
+ * fuzz_framer runs with this limit too. */
+static void no_limit_does_not_wrap(void **state)
+{
+    (void)state;
+    rpd_framer f;
+    rpd_framer_init(&f, SIZE_MAX);
+    assert_true(rpd_framer_feed(&f, "{\"a\":1}", 7));
+    const char *line;
+    size_t len;
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_NEED_MORE);
+    assert_true(rpd_framer_feed(&f, "\n", 1));
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_LINE);
+    assert_int_equal(len, 7);
+    rpd_framer_free(&f);
+}
+
 static void byte_at_a_time_equals_all_at_once(void **state)
 {
     (void)state;
@@ -141,6 +209,9 @@ int main(void)
         cmocka_unit_test(overlong_line_is_reported_before_its_newline),
         cmocka_unit_test(line_of_exactly_the_limit_passes_and_one_more_fails),
         cmocka_unit_test(unterminated_last_line_is_available_at_end_of_stream),
+        cmocka_unit_test(unterminated_line_one_over_the_limit_is_too_long),
+        cmocka_unit_test(empty_feed_on_a_new_framer_succeeds),
+        cmocka_unit_test(no_limit_does_not_wrap),
         cmocka_unit_test(byte_at_a_time_equals_all_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
