@@ -146,6 +146,9 @@ typedef struct rp_query {
     double threshold;       ///< Used when collect is true.
     bool first_only;        ///< Stop at the first collected pair.
     bool no_nearest;        ///< Skip the nearest-pair search (only pairs are wanted).
+    size_t max_pairs;       ///< With collect: most pairs to collect (0: no limit); when
+                            ///< more qualify the query stops and fails with RP_ERR_LIMIT,
+                            ///< so that its memory and time stay bounded.
 } rp_query;
 
 /// Result of rp_scene_query.  Release with rp_query_result_free.
@@ -164,7 +167,8 @@ typedef struct rp_query_result {
 /// first_only the search stops at the first pair it finds below the
 /// threshold, which is then also reported as `nearest`.  Uses the scene's
 /// bounding-volume hierarchy (built on first use after a mutation, see
-/// rp_scene_prepare); results equal a brute-force scan.  RP_ERR_NOMEM.
+/// rp_scene_prepare); results equal a brute-force scan.  RP_ERR_NOMEM;
+/// RP_ERR_LIMIT when more than max_pairs pairs qualify.
 rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out);
 
 /// Frees the pairs of a result; safe on a zeroed or already freed result.

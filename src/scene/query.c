@@ -1,7 +1,7 @@
 /*
  * Scene queries: distance from query shapes to scene shapes, nearest pair,
- * and the pairs below a threshold.  Brute force over the scene (or the
- * requested subset).
+ * and the pairs below a threshold: through the bounding-volume hierarchy
+ * (bvh.c) over the whole scene, by a scan over a requested subset.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -21,18 +21,22 @@ static int pair_cmp(const rp_scene *sc, const rp_pair *a, const rp_pair *b)
     return strcmp(sc->entries[a->shape].id, sc->entries[b->shape].id);
 }
 
-static bool push_pair(rp_query_result *r, rp_pair p)
+/* Appends a pair; RP_ERR_LIMIT when max_pairs (0: none) are already
+ * there, RP_ERR_NOMEM when the array cannot grow. */
+static rp_status push_pair(rp_query_result *r, rp_pair p, size_t max_pairs)
 {
+    if (max_pairs && r->n_pairs >= max_pairs)
+        return RP_ERR_LIMIT;
     if (r->n_pairs == r->cap_pairs) {
         size_t cap = r->cap_pairs ? r->cap_pairs * 2 : 16;
         rp_pair *grown = realloc(r->pairs, cap * sizeof *grown);
         if (!grown)
-            return false;
+            return RP_ERR_NOMEM;
         r->pairs = grown;
         r->cap_pairs = cap;
     }
     r->pairs[r->n_pairs++] = p;
-    return true;
+    return RP_OK;
 }
 
 /* pair_cmp for rp_sort_ctx_ (the context is the scene). */
@@ -46,17 +50,17 @@ typedef struct collector {
     rp_query_result *out;
     size_t query;
     bool first_only;
-    bool oom;
+    size_t max_pairs;
+    rp_status status; /* RP_OK, or why collecting stopped */
 } collector;
 
 static bool collect_pair(void *ctx, size_t index, double distance)
 {
     collector *c = ctx;
     rp_pair p = {c->query, index, distance};
-    if (!push_pair(c->out, p)) {
-        c->oom = true;
+    c->status = push_pair(c->out, p, c->max_pairs);
+    if (c->status != RP_OK)
         return false;
-    }
     return !c->first_only;
 }
 
@@ -73,8 +77,9 @@ static rp_status query_subset(const rp_scene *sc, const rp_query *q, rp_query_re
                 out->has_min = true;
             }
             if (q->collect && p.distance < q->threshold) {
-                if (!push_pair(out, p))
-                    return RP_ERR_NOMEM;
+                rp_status st = push_pair(out, p, q->max_pairs);
+                if (st != RP_OK)
+                    return st;
                 if (q->first_only) {
                     out->nearest = p;
                     out->has_min = true;
@@ -95,10 +100,10 @@ static rp_status query_all(const rp_scene *sc, const rp_query *q, rp_query_resul
 {
     if (q->collect) {
         for (size_t qi = 0; qi < q->n_shapes; qi++) {
-            collector c = {out, qi, q->first_only, false};
+            collector c = {out, qi, q->first_only, q->max_pairs, RP_OK};
             bool done = !rp_scene_below_(sc, &q->shapes[qi], q->threshold, collect_pair, &c);
-            if (c.oom)
-                return RP_ERR_NOMEM;
+            if (c.status != RP_OK)
+                return c.status;
             if (done && q->first_only) {
                 out->nearest = out->pairs[0];
                 out->has_min = true;

@@ -34,7 +34,7 @@ typedef struct rpd_core {
     char *token;    /* NULL: no auth; else TCP clients must auth with it */
     size_t token_len;
     bool shutting_down; /* mutations are refused with -32006 */
-    /* Pair tests the current request line may still do (max_check_work,
+    /* Pair tests the current request line may still do (max_request_work,
      * shared by the requests of a batch). */
     uint64_t work_left;
 } rpd_core;

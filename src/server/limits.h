@@ -44,8 +44,8 @@
     X(max_model_links, 4096, 1, 1000000, "--max-model-links", "links in one model")              \
     X(max_allowed_pairs, 1000000, 0, 100000000, "--max-allowed-pairs",                           \
       "allowed pairs in one model")                                                              \
-    X(max_check_work, 200000000, 1000, (size_t)1 << 50, "--max-check-work",                      \
-      "pair tests one request line may need (check and check.batch), estimated before work")     \
+    X(max_request_work, 50000000, 1000, (size_t)1 << 50, "--max-request-work",                   \
+      "pair tests one request line may need (checks and scene queries; estimated up front)")     \
     X(idle_timeout_s, 300, 0, 86400 * 365, "--idle-timeout",                                     \
       "seconds a TCP connection may go without a complete request (0: never)")                   \
     X(auth_timeout_s, 10, 0, 86400, "--auth-timeout",                                            \

@@ -26,6 +26,36 @@ const cJSON *rpd_param(const cJSON *params, const char *key, char *path)
     return cJSON_GetObjectItemCaseSensitive(params, key);
 }
 
+bool rpd_charge_work(rpd_req *req, uint64_t units)
+{
+    rpd_core *core = req->core;
+    if (units > core->work_left) {
+        rpd_fail_limit(req, RPD_LIMIT_max_request_work, core->limits.max_request_work);
+        rpd_format(req->err.message, sizeof req->err.message,
+                   "Limit exceeded: max_request_work (max %zu pair tests per request line; "
+                   "this request needs about %llu): split it into smaller requests",
+                   core->limits.max_request_work, (unsigned long long)units);
+        return false;
+    }
+    core->work_left -= units;
+    return true;
+}
+
+uint64_t rpd_tree_depth(size_t n)
+{
+    uint64_t d = 0;
+    while (n) {
+        d++;
+        n >>= 1;
+    }
+    return d;
+}
+
+size_t rpd_max_pairs(const rpd_req *req)
+{
+    return req->core->limits.max_reply_bytes / RPD_MIN_PAIR_BYTES + 1;
+}
+
 /* ---- meta ------------------------------------------------------------------ */
 
 static bool m_ping(rpd_req *req, const cJSON *params, rp_jw *w)

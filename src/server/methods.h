@@ -18,6 +18,22 @@ bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowe
  * into path (RP_CODEC_PATH_MAX bytes). */
 const cJSON *rpd_param(const cJSON *params, const char *key, char *path);
 
+/* Takes `units` pair tests from what the current request line may still
+ * spend (max_request_work); fails with -32004 when that is not enough.
+ * Called with an estimate before the work starts, so an oversized request
+ * is refused at once instead of holding the event loop. */
+bool rpd_charge_work(rpd_req *req, uint64_t units);
+
+/* ceil(log2(n + 1)): the depth of a balanced tree over n shapes, the unit
+ * of a tree query's cost in work estimates. */
+uint64_t rpd_tree_depth(size_t n);
+
+/* Most pairs a reply of max_reply_bytes can hold: pair lists longer than
+ * that are refused while they are collected (a written pair takes at least
+ * RPD_MIN_PAIR_BYTES). */
+#define RPD_MIN_PAIR_BYTES 40
+size_t rpd_max_pairs(const rpd_req *req);
+
 /* Required shape / number, optional bool with default. */
 bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shape *out);
 bool rpd_number_param(rpd_req *req, const cJSON *params, const char *key, double *out);

@@ -54,6 +54,8 @@ static bool decode_links(rpd_req *req, const cJSON *j, const char *path, rp_link
     if (!cJSON_IsArray(j))
         return rpd_fail_path(req, path, j ? "must be an array of links" : "is required");
     size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
     rp_link *links = malloc((n ? n : 1) * sizeof *links);
     if (!links)
         return rpd_fail_status(req, RP_ERR_NOMEM);
@@ -102,6 +104,9 @@ static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const c
     if (!cJSON_IsArray(j))
         return rpd_fail_path(req, path, "must be an array of [link id, link id] pairs");
     size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_allowed_pairs)
+        return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
+                              req->core->limits.max_allowed_pairs);
     const char **ids = malloc((n ? 2 * n : 1) * sizeof *ids);
     if (!ids)
         return rpd_fail_status(req, RP_ERR_NOMEM);
@@ -320,6 +325,17 @@ static bool decode_setup(rpd_req *req, const cJSON *params, check_setup *cs)
     return true;
 }
 
+/* Pair tests one configuration may need: each link against the scene
+ * (a tree walk) and, with self collision, every pair of links. */
+static uint64_t check_cost(const check_setup *cs)
+{
+    uint64_t links = rp_model_link_count(cs->model);
+    uint64_t scene = cs->scene ? rpd_tree_depth(rp_scene_shape_count(cs->scene)) : 0;
+    uint64_t self = rp_model_self_collision(cs->model) ? links * (links - (links > 0)) / 2 : 0;
+    uint64_t cost = links * scene + self;
+    return cost ? cost : 1;
+}
+
 /* Decodes frames (exactly cs->n_frames poses) and an optional base pose at
  * `path` (".frames", ".base" are appended). */
 static bool decode_config(rpd_req *req, const check_setup *cs, const cJSON *frames,
@@ -427,6 +443,8 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
     const cJSON *frames = rpd_param(params, "frames", fpath);
     const cJSON *base = rpd_param(params, "base", bpath);
+    if (!rpd_charge_work(req, check_cost(&cs)))
+        return false;
     rp_transform *tf = malloc((cs.n_frames ? cs.n_frames : 1) * sizeof *tf), btf;
     bool has_base;
     if (!tf)
@@ -466,6 +484,11 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
     if (n > req->core->limits.max_batch_configurations)
         return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                               req->core->limits.max_batch_configurations);
+    uint64_t cost = check_cost(&cs);
+    if (n && cost > UINT64_MAX / n)
+        cost = UINT64_MAX / n;
+    if (!rpd_charge_work(req, cost * n))
+        return false;
     size_t nf = cs.n_frames ? cs.n_frames : 1;
     rp_transform *frames = malloc((n ? n : 1) * nf * sizeof *frames);
     rp_transform *bases = malloc((n ? n : 1) * sizeof *bases);
@@ -497,7 +520,7 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_jw_object_begin(w);
         RP_JW_KEY(w, "results");
         rp_jw_array_begin(w);
-        for (k = 0; k < n && ok; k++) {
+        for (k = 0; k < n && ok && !rp_jw_failed(w); k++) {
             rp_check_result res;
             rp_status st = rp_model_check(cs.model, cs.scene, has_base[k] ? &bases[k] : NULL,
                                           &frames[k * nf], cs.n_frames, &cs.opts, &res);

@@ -228,23 +228,32 @@ bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
-static int cmp_index_by_id(const void *a, const void *b, const rp_scene *sc)
+/* A requested shape: its id and storage index, sorted by id. */
+typedef struct id_index {
+    const char *id;
+    size_t index;
+} id_index;
+
+static int cmp_id_index(const void *a, const void *b)
 {
-    return strcmp(rp_scene_id_at(sc, *(const size_t *)a), rp_scene_id_at(sc, *(const size_t *)b));
+    return strcmp(((const id_index *)a)->id, ((const id_index *)b)->id);
 }
 
-/* Insertion sort of a few requested indices by id (ids lists are short;
- * full-scene listings use rp_scene_sorted). */
-static void sort_indices(size_t *idx, size_t n, const rp_scene *sc)
+/* Sorts requested storage indices by id: O(n log n), so that a long ids
+ * list cannot hold the event loop (it once took an insertion sort 36 s for
+ * 240,000 ids).  False when out of memory. */
+static bool sort_indices(size_t *idx, size_t n, const rp_scene *sc)
 {
-    for (size_t i = 1; i < n; i++) {
-        size_t v = idx[i], j = i;
-        while (j > 0 && cmp_index_by_id(&idx[j - 1], &v, sc) > 0) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = v;
-    }
+    id_index *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp)
+        return false;
+    for (size_t k = 0; k < n; k++)
+        tmp[k] = (id_index){rp_scene_id_at(sc, idx[k]), idx[k]};
+    qsort(tmp, n, sizeof *tmp, cmp_id_index);
+    for (size_t k = 0; k < n; k++)
+        idx[k] = tmp[k].index;
+    free(tmp);
+    return true;
 }
 
 bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
@@ -262,7 +271,11 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
     if (ids_j) {
         if (!id_list(req, ids_j, path, sc, true, &ids, &idx, &n))
             return false;
-        sort_indices(idx, n, sc);
+        if (!sort_indices(idx, n, sc)) {
+            free(ids);
+            free(idx);
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        }
     } else {
         n = rp_scene_shape_count(sc);
         idx = malloc((n ? n : 1) * sizeof *idx);
@@ -275,7 +288,7 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
     write_scene_rev(w, sc);
     RP_JW_KEY(w, "shapes");
     rp_jw_object_begin(w);
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n && !rp_jw_failed(w); k++) {
         if (k > 0 && idx[k] == idx[k - 1])
             continue; /* an id asked for twice */
         rp_jw_key(w, rp_scene_id_at(sc, idx[k]));
@@ -419,7 +432,7 @@ static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
 {
     RP_JW_KEY(w, "pairs");
     rp_jw_array_begin(w);
-    for (size_t i = 0; i < res->n_pairs; i++) {
+    for (size_t i = 0; i < res->n_pairs && !rp_jw_failed(w); i++) {
         const rp_pair *p = &res->pairs[i];
         rp_jw_object_begin(w);
         RP_JW_KEY(w, "query");
@@ -458,8 +471,18 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, rp_scene **sc_out
     q->n_shapes = qs->n;
     q->subset = idx;
     q->n_subset = n;
+    q->max_pairs = rpd_max_pairs(req);
+    /* A subset is scanned pair by pair; the whole scene is searched through
+     * its tree. */
+    uint64_t per_query = idx ? n : rpd_tree_depth(rp_scene_shape_count(sc));
+    if (!rpd_charge_work(req, (uint64_t)qs->n * (per_query ? per_query : 1))) {
+        free(idx);
+        return false;
+    }
     rp_status st = rp_scene_query(sc, q, res);
     free(idx);
+    if (st == RP_ERR_LIMIT)
+        return rpd_fail_limit(req, RPD_LIMIT_max_reply_bytes, req->core->limits.max_reply_bytes);
     if (st)
         return rpd_fail_status(req, st);
     *sc_out = sc;

@@ -10,8 +10,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#endif
+
 #include "methods.h"
 #include "rpc.h"
+
+/* When a line frees at least this much of the store (a large scene or
+ * model deleted or replaced), free heap pages go back to the system. */
+#define RPD_TRIM_BYTES ((size_t)16 << 20)
+
+/* Returns free heap memory to the system.  glibc keeps freed memory for
+ * reuse, so after a 1M-shape scene is deleted the process would otherwise
+ * stay at its peak size. */
+static void release_memory(void)
+{
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
 
 bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
 {
@@ -399,13 +417,17 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
      * shared by the requests of a batch. */
     size_t limit = out->limit;
     rp_jw_set_limit(out, out->len + core->limits.max_reply_bytes);
-    core->work_left = core->limits.max_check_work;
+    core->work_left = core->limits.max_request_work;
+    size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
     handle_root(core, s, root, out);
     if (out->oom)
         reply_line_oom(core, out, &mark, root);
     rp_jw_set_limit(out, limit);
     cJSON_Delete(root);
+    size_t store_after = rp_store_memory(core->store);
+    if (store_after < store_before && store_before - store_after >= RPD_TRIM_BYTES)
+        release_memory();
     if (timed)
         rpd_stats_latency(&core->stats, rpd_now_ns() - t0);
 }
