@@ -1,0 +1,389 @@
+/*
+ * Fuzz target: the whole request path, without sockets.  Request lines go
+ * into rpd_process_line (src/server/rpc.h) with a fresh core per input;
+ * reply bytes come out and are checked against the protocol.
+ *
+ * Per input: a new rpd_core whose store holds one scene ("cell") and one
+ * model ("arm"), put there by fixed setup requests, so fuzzed lines find
+ * things to read, change and delete.  The input is split at '\n' (one '\r'
+ * before it dropped, as the framer does) and each piece is one request
+ * line, so sequences of requests run against the state earlier ones left.
+ * One input in eight (by a hash of its bytes, so runs are reproducible)
+ * runs on a TCP session that must `auth` with the token "fuzz-token"
+ * first, and one in eight on a core that is shutting down.
+ *
+ * For every line:
+ *  - the reply is empty or exactly one line ending in its only '\n', of
+ *    valid UTF-8, that parses as JSON;
+ *  - it is a JSON-RPC 2.0 response object, or a non-empty array of them
+ *    for a batch: "jsonrpc": "2.0", an "id", exactly one of "result" and
+ *    "error", nothing else; an error has an integer "code" and a string
+ *    "message" (and optionally "data");
+ *  - replies come exactly for the requests that need one, in order, each
+ *    with the request's id (null where the request had none or an invalid
+ *    one; an invalid request may also answer null); a line that does not
+ *    parse, is blank, or is an empty batch gets the protocol's single
+ *    error line (or nothing for a blank line);
+ *  - when every request in the line was answered with an error, the store
+ *    is byte-identical afterwards (a failed mutation changes nothing).
+ */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include "fuzz_util.h"
+
+#include "server/rpc.h"
+
+#define TOKEN "fuzz-token"
+
+static const char *const setup_lines[] = {
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":\"cell\","
+    "\"shapes\":{\"post\":{\"capsule\":{\"a\":[0.5,0,0],\"b\":[0.5,0,1],\"radius\":0.25}},"
+    "\"ball\":{\"sphere\":{\"center\":[0,0,-1],\"radius\":0.25}}}}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{\"model\":\"arm\","
+    "\"links\":[{\"id\":\"upper\",\"frame\":0,\"shape\":{\"capsule\":{\"a\":[0,0,0],"
+    "\"b\":[1,0,0],\"radius\":0.25}}},{\"id\":\"fore\",\"frame\":1,\"shape\":{\"capsule\":"
+    "{\"a\":[0,0,0],\"b\":[1,0,0],\"radius\":0.25}}},{\"id\":\"base\",\"frame\":null,"
+    "\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":0.5}}}],\"safety_margin\":0.125,"
+    "\"allowed_pairs\":[[\"upper\",\"fore\"]]}}",
+};
+
+/* ---- the store, dumped to bytes ------------------------------------------ */
+
+static void dump_u64(rp_jw *d, uint64_t x)
+{
+    rp_jw_raw(d, (const char *)&x, sizeof x);
+}
+
+static void dump_double(rp_jw *d, double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    dump_u64(d, u);
+}
+
+static void dump_str(rp_jw *d, const char *s)
+{
+    size_t n = strlen(s);
+    dump_u64(d, n);
+    rp_jw_raw(d, s, n);
+}
+
+static void dump_shape(rp_jw *d, const rp_shape *s)
+{
+    dump_u64(d, (uint64_t)s->kind);
+    const rp_vec3 *v = s->kind == RP_SHAPE_SPHERE ? &s->sphere.center : &s->capsule.a;
+    dump_double(d, v->x);
+    dump_double(d, v->y);
+    dump_double(d, v->z);
+    if (s->kind == RP_SHAPE_CAPSULE) {
+        dump_double(d, s->capsule.b.x);
+        dump_double(d, s->capsule.b.y);
+        dump_double(d, s->capsule.b.z);
+    }
+    dump_double(d, s->kind == RP_SHAPE_SPHERE ? s->sphere.radius : s->capsule.radius);
+}
+
+/* Everything a client can observe about the store's contents, in store
+ * order: scenes with revisions, ids and shapes; models with revisions,
+ * links, margin, self-collision flag, allowed pairs and frame count. */
+static void dump_store(const rp_store *st, rp_jw *d)
+{
+    rp_jw_reset(d);
+    size_t ns = rp_store_scene_count(st);
+    dump_u64(d, ns);
+    for (size_t i = 0; i < ns; i++) {
+        const rp_scene *sc = rp_store_scene_at(st, i);
+        dump_str(d, rp_scene_name(sc));
+        dump_u64(d, rp_scene_revision(sc));
+        size_t n = rp_scene_shape_count(sc);
+        dump_u64(d, n);
+        for (size_t k = 0; k < n; k++) {
+            dump_str(d, rp_scene_id_at(sc, k));
+            dump_shape(d, rp_scene_shape_at(sc, k));
+        }
+    }
+    size_t nm = rp_store_model_count(st);
+    dump_u64(d, nm);
+    for (size_t i = 0; i < nm; i++) {
+        const rp_model *m = rp_store_model_at(st, i);
+        dump_str(d, rp_model_name(m));
+        dump_u64(d, rp_model_revision(m));
+        size_t nl = rp_model_link_count(m);
+        dump_u64(d, nl);
+        for (size_t k = 0; k < nl; k++) {
+            const rp_link *l = rp_model_link_at(m, k);
+            dump_str(d, l->id);
+            dump_u64(d, (uint64_t)(int64_t)l->frame);
+            dump_shape(d, &l->shape);
+        }
+        dump_double(d, rp_model_safety_margin(m));
+        dump_u64(d, rp_model_self_collision(m));
+        size_t na = rp_model_allowed_count(m);
+        dump_u64(d, na);
+        for (size_t k = 0; k < na; k++) {
+            size_t a, b;
+            rp_model_allowed_at(m, k, &a, &b);
+            dump_u64(d, a);
+            dump_u64(d, b);
+        }
+        dump_u64(d, rp_model_frame_count(m));
+    }
+    FUZZ_CHECK(!d->oom, "out of memory dumping the store");
+}
+
+/* ---- what the reply must be ---------------------------------------------- */
+
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+static bool valid_id(const cJSON *id)
+{
+    return cJSON_IsString(id) || cJSON_IsNull(id) ||
+           (cJSON_IsNumber(id) && isfinite(id->valuedouble));
+}
+
+/* What one request object (or non-object element) must get back. */
+typedef struct expect {
+    bool reply;       /* a response is due (false: a notification) */
+    const cJSON *id;  /* the id to echo; NULL: null */
+    bool null_ok;     /* an invalid request: null is accepted too */
+} expect;
+
+/* From the JSON-RPC 2.0 specification and PROTOCOL.md: a request is an
+ * object with only jsonrpc "2.0", method (a string), params and id (a
+ * string, a number or null), none twice.  A valid request without id is a
+ * notification and gets no reply; anything else gets one. */
+static expect expect_for(const cJSON *req)
+{
+    expect e = {true, NULL, false};
+    if (!cJSON_IsObject(req))
+        return e;
+    const cJSON *jsonrpc = NULL, *id = NULL, *method = NULL, *params = NULL;
+    bool valid = true;
+    for (const cJSON *m = req->child; m; m = m->next) {
+        const cJSON **slot = strcmp(m->string, "jsonrpc") == 0  ? &jsonrpc
+                             : strcmp(m->string, "id") == 0     ? &id
+                             : strcmp(m->string, "method") == 0 ? &method
+                             : strcmp(m->string, "params") == 0 ? &params
+                                                                : NULL;
+        if (!slot || *slot)
+            valid = false;
+        else
+            *slot = m;
+    }
+    valid = valid && cJSON_IsString(jsonrpc) && strcmp(jsonrpc->valuestring, "2.0") == 0 &&
+            cJSON_IsString(method) && (!id || valid_id(id));
+    if (!id) {
+        e.reply = !valid;
+        return e;
+    }
+    if (valid_id(id))
+        e.id = id;
+    e.null_ok = !valid;
+    return e;
+}
+
+static bool same_id(const cJSON *want, const cJSON *got)
+{
+    if (!want || cJSON_IsNull(want))
+        return cJSON_IsNull(got);
+    if (cJSON_IsString(want))
+        return cJSON_IsString(got) && strcmp(want->valuestring, got->valuestring) == 0;
+    return cJSON_IsNumber(got) && got->valuedouble == want->valuedouble;
+}
+
+/* Checks one response object; returns true when it is an error. */
+static bool check_response(const cJSON *r, const expect *e, int want_code)
+{
+    FUZZ_CHECK(cJSON_IsObject(r), "a response that is not an object");
+    const cJSON *jsonrpc = NULL, *id = NULL, *result = NULL, *error = NULL;
+    for (const cJSON *m = r->child; m; m = m->next) {
+        const cJSON **slot = strcmp(m->string, "jsonrpc") == 0  ? &jsonrpc
+                             : strcmp(m->string, "id") == 0     ? &id
+                             : strcmp(m->string, "result") == 0 ? &result
+                             : strcmp(m->string, "error") == 0  ? &error
+                                                                : NULL;
+        FUZZ_CHECK(slot, "response member '%s'", m->string);
+        FUZZ_CHECK(!*slot, "response member '%s' twice", m->string);
+        *slot = m;
+    }
+    FUZZ_CHECK(cJSON_IsString(jsonrpc) && strcmp(jsonrpc->valuestring, "2.0") == 0,
+               "response without \"jsonrpc\":\"2.0\"");
+    FUZZ_CHECK(id, "response without id");
+    FUZZ_CHECK(same_id(e->id, id) || (e->null_ok && cJSON_IsNull(id)),
+               "response id is not the request's");
+    FUZZ_CHECK((result != NULL) != (error != NULL), "response needs exactly one of result, error");
+    if (result) {
+        FUZZ_CHECK(want_code == 0, "a result where error %d is due", want_code);
+        return false;
+    }
+    FUZZ_CHECK(cJSON_IsObject(error), "error is not an object");
+    const cJSON *code = NULL, *message = NULL;
+    for (const cJSON *m = error->child; m; m = m->next) {
+        if (strcmp(m->string, "code") == 0 && !code)
+            code = m;
+        else if (strcmp(m->string, "message") == 0 && !message)
+            message = m;
+        else
+            FUZZ_CHECK(strcmp(m->string, "data") == 0 && m == cJSON_GetObjectItem(error, "data"),
+                       "error member '%s'", m->string);
+    }
+    FUZZ_CHECK(cJSON_IsNumber(code) && code->valuedouble == floor(code->valuedouble) &&
+                   fabs(code->valuedouble) < 2147483648.0,
+               "error code is not an integer");
+    FUZZ_CHECK(cJSON_IsString(message) && message->valuestring[0], "error message missing");
+    FUZZ_CHECK(want_code == 0 || code->valuedouble == want_code, "error %g where %d is due",
+               code->valuedouble, want_code);
+    return true;
+}
+
+/* Runs one line and checks its reply.  Returns true when the line cannot
+ * have changed the store: it was blank, malformed, or every request in it
+ * was answered with an error. */
+static bool run_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
+{
+    rp_jw_reset(out);
+    rpd_process_line(core, s, line, len, out);
+    FUZZ_CHECK(!out->oom, "reply writer out of memory");
+    const char *reply = out->buf;
+    size_t n = out->len;
+
+    if (n > 0) {
+        FUZZ_CHECK(reply[n - 1] == '\n', "reply does not end in a newline");
+        FUZZ_CHECK(memchr(reply, '\n', n - 1) == NULL, "reply is more than one line");
+        FUZZ_CHECK(fuzz_utf8_valid(reply, n), "reply is not UTF-8 (byte %zu): %.*s",
+                   fuzz_utf8_invalid_at((const unsigned char *)reply, n), (int)n, reply);
+    }
+    if (blank(line, len)) {
+        FUZZ_CHECK(n == 0, "a reply to a blank line");
+        return true;
+    }
+    const char *end = NULL;
+    cJSON *got = NULL;
+    if (n > 0) {
+        got = cJSON_ParseWithLengthOpts(reply, n - 1, &end, false);
+        FUZZ_CHECK(got && end == reply + n - 1, "reply is not one JSON text: %.*s", (int)n,
+                   reply);
+    }
+
+    /* Lines the server must reject as a whole, with one error and id null. */
+    expect line_err = {true, NULL, false};
+    size_t off;
+    rp_scan_result scan = rp_json_prescan(line, len, core->limits.max_json_depth, &off);
+    cJSON *req = NULL;
+    int want_code = 0;
+    if (scan == RP_SCAN_TOO_DEEP)
+        want_code = RPD_LIMIT_EXCEEDED;
+    else if (scan == RP_SCAN_NUL_ESCAPE)
+        want_code = RPD_INVALID_REQUEST;
+    else if (scan != RP_SCAN_OK)
+        want_code = RPD_PARSE_ERROR;
+    else if (!(req = cJSON_ParseWithLengthOpts(line, len, &end, false)) ||
+             !blank(end, len - (size_t)(end - line)))
+        want_code = RPD_PARSE_ERROR;
+    else if (cJSON_IsArray(req) && !req->child)
+        want_code = RPD_INVALID_REQUEST;
+    if (want_code) {
+        FUZZ_CHECK(got, "no reply to a line that must get error %d", want_code);
+        check_response(got, &line_err, want_code);
+        cJSON_Delete(got);
+        cJSON_Delete(req);
+        return true;
+    }
+
+    /* One request, or a batch: replies for exactly the requests that need
+     * one, in order. */
+    bool batch = cJSON_IsArray(req);
+    const cJSON *first = batch ? req->child : req;
+    size_t due = 0, sent = 0, errors = 0;
+    for (const cJSON *r = first; r; r = batch ? r->next : NULL)
+        due += expect_for(r).reply;
+    if (due == 0) {
+        FUZZ_CHECK(!got, "a reply where only notifications were sent");
+    } else {
+        FUZZ_CHECK(got, "no reply where %zu responses are due", due);
+        FUZZ_CHECK(batch == cJSON_IsArray(got), "batch and reply shapes differ");
+        const cJSON *g = batch ? got->child : got;
+        for (const cJSON *r = first; r; r = batch ? r->next : NULL) {
+            expect e = expect_for(r);
+            if (!e.reply)
+                continue;
+            FUZZ_CHECK(g, "batch reply has %zu responses, %zu due", sent, due);
+            errors += check_response(g, &e, 0);
+            sent++;
+            g = batch ? g->next : NULL;
+        }
+        FUZZ_CHECK(!g, "more responses than requests that need one");
+    }
+    size_t requests = batch ? (size_t)cJSON_GetArraySize(req) : 1;
+    cJSON_Delete(got);
+    cJSON_Delete(req);
+    /* A request without a reply (a notification) may have run. */
+    return sent == requests && errors == sent;
+}
+
+/* FNV-1a over the input, to pick a session mode reproducibly. */
+static uint32_t hash(const uint8_t *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    rpd_limits limits = rpd_default_limits();
+    /* Small enough that a fuzzed put can reach it. */
+    limits.max_shapes_per_scene = 16;
+    rpd_core core;
+    FUZZ_CHECK(rpd_core_init(&core, &limits), "rpd_core_init failed");
+    rpd_session session = {0};
+    rp_jw out, before, after;
+    rp_jw_init(&out);
+    rp_jw_init(&before);
+    rp_jw_init(&after);
+
+    for (size_t i = 0; i < sizeof setup_lines / sizeof setup_lines[0]; i++) {
+        rp_jw_reset(&out);
+        rpd_process_line(&core, &session, setup_lines[i], strlen(setup_lines[i]), &out);
+        FUZZ_CHECK(out.len > 0 && strstr(out.buf, "\"result\""), "setup line %zu: %.*s", i,
+                   (int)out.len, out.buf ? out.buf : "");
+    }
+    uint32_t mode = hash(data, size) % 8;
+    if (mode == 0) {
+        core.token = strdup(TOKEN);
+        FUZZ_CHECK(core.token, "out of memory");
+        core.token_len = strlen(TOKEN);
+        session.is_tcp = true;
+    } else if (mode == 1) {
+        core.shutting_down = true;
+    }
+
+    const char *p = (const char *)data, *stop = p + size;
+    while (p < stop) {
+        const char *nl = memchr(p, '\n', (size_t)(stop - p));
+        const char *end = nl ? nl : stop;
+        size_t len = (size_t)(end - p);
+        if (nl && len > 0 && end[-1] == '\r')
+            len--;
+        dump_store(core.store, &before);
+        if (run_line(&core, &session, p, len, &out)) {
+            dump_store(core.store, &after);
+            FUZZ_CHECK(before.len == after.len && memcmp(before.buf, after.buf, before.len) == 0,
+                       "the store changed on a line whose every request failed: %.*s",
+                       (int)len, p);
+        }
+        p = nl ? nl + 1 : stop;
+    }
+
+    rp_jw_free(&out);
+    rp_jw_free(&before);
+    rp_jw_free(&after);
+    rpd_core_free(&core);
+    return 0;
+}
