@@ -11,6 +11,16 @@
  * radii.  d(a, b) == d(b, a) bit for bit.  Results are never NaN for valid
  * input.  The kernels use no tolerances.
  *
+ * Range: any finite coordinates and radii are valid, up to DBL_MAX (about
+ * 1.8e308 m).  The kernels rescale by powers of two internally, so results
+ * meet the contract wherever the exact value is representable, even when
+ * intermediate quantities (differences of coordinates, the sum of the radii)
+ * are not.  A signed distance whose exact value lies beyond the double range
+ * (a gap or penetration deeper than DBL_MAX, e.g. two spheres of radius
+ * 1.7e308 with nearby centres) is returned as +DBL_MAX or -DBL_MAX: always
+ * finite, with the right sign, and compared as that value by
+ * rp_shapes_violate_margin.  Witness point coordinates saturate the same way.
+ *
  * Everything here is pure: no allocation, no I/O, no global state, so every
  * function is safe to call from any number of threads at once.  The kernels
  * assume valid input (see rp_shape_validate); validation happens at the
@@ -70,7 +80,8 @@ typedef struct rp_contact {
     double distance; ///< Signed distance, metres (as rp_shape_signed_distance).
     rp_vec3 point_a; ///< Witness on a's surface: closest core point of a + r_a*normal.
     rp_vec3 point_b; ///< Witness on b's surface: closest core point of b - r_b*normal.
-    rp_vec3 normal;  ///< Unit vector from a towards b; point_b - point_a = distance*normal.
+    rp_vec3 normal;  ///< Unit vector from a towards b; point_b - point_a = distance*normal
+                     ///< (within the accuracy contract, where nothing saturates).
 } rp_contact;
 
 /// A rigid transform: world = r*local + t.
@@ -121,7 +132,9 @@ double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b
 /// parallel, nearly parallel, collinear, crossing and degenerate axes.
 double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b);
 
-/// Signed distance between any two shapes; dispatches on the kinds.
+/// Signed distance between any two shapes; dispatches on the kinds.  Like
+/// every signed distance here: finite, saturated to ±DBL_MAX when the exact
+/// value is beyond the double range (see "Range" above).
 double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b);
 
 /// True when rp_shape_signed_distance(a, b) < margin, strictly: a pair at

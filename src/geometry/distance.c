@@ -33,12 +33,19 @@
  * [2^-200, 2^200] none of these can overflow or lose precision to
  * underflow.  Outside that range (coordinates near DBL_MAX, or whole pairs
  * smaller than 1e-60 m) the pair is rescaled by a power of two, which is
- * exact, solved, and the result scaled back.
+ * exact, solved, and the result scaled back.  The last step, core length
+ * minus both radii, overflows when the core length or the sum of the radii
+ * exceeds DBL_MAX (about 1.8e308 m) even though the difference may not:
+ * those pairs subtract in the scaled units too (signed_distance_wide).  A
+ * signed distance or witness coordinate whose exact value lies beyond the
+ * double range saturates to -DBL_MAX or +DBL_MAX, so every result is finite
+ * and has the right sign.
  *
  * Symmetry.  rp_capsule_capsule_signed_distance(a, b) must equal (b, a) bit
  * for bit, so the pair is first put in a canonical order (by the bit patterns
  * of their fields) and contacts are mirrored afterwards.
  */
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -211,6 +218,38 @@ static inline double core_length(const core_result *r)
     return r->scale ? ldexp(len, r->scale) : len;
 }
 
+/* ±DBL_MAX for ±infinity (see "Range" at the top); x is never NaN here. */
+static inline double saturate(double x)
+{
+    return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
+}
+
+/* The out-of-range path of signed_distance: the core length in metres or
+ * ra + rb overflowed.  Subtracts in units of 2^e metres instead, where the
+ * core length (below 8 units of 2^scale, see closest_cores_rescaled) and
+ * the radii's sum both fit, and scales the difference back.  Only radii far
+ * below eps*2^e lose bits to underflow, which is far inside the accuracy
+ * bound.  Never NaN; a result beyond the double range saturates. */
+static NOINLINE double signed_distance_wide(const core_result *r, double ra, double rb)
+{
+    int e = (r->scale > 0 ? r->scale : 0) + 1;
+    double len = ldexp(sqrt(r->d2), r->scale - e);
+    double d = len - (ldexp(ra, -e) + ldexp(rb, -e));
+    return saturate(ldexp(d, e));
+}
+
+/* Core distance minus both radii, in metres.  The plain subtraction is
+ * finite unless the core length or ra + rb overflowed (inf - inf = NaN,
+ * or an infinity whose true value may be representable); those rare pairs
+ * take the rescaled path. */
+static inline double signed_distance(const core_result *r, double ra, double rb)
+{
+    double d = core_length(r) - (ra + rb);
+    if (fabs(d) <= DBL_MAX)
+        return d;
+    return signed_distance_wide(r, ra, rb);
+}
+
 /* ---- canonical order for bitwise symmetry ------------------------------ */
 
 static inline uint64_t bits_of(double x)
@@ -268,13 +307,13 @@ static bool sphere_after(const rp_sphere *a, const rp_sphere *b)
 double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b)
 {
     core_result r = closest_cores(CORES_POINT_POINT, a->center, a->center, b->center, b->center);
-    return core_length(&r) - (a->radius + b->radius);
+    return signed_distance(&r, a->radius, b->radius);
 }
 
 double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b)
 {
     core_result r = closest_cores(CORES_SEGMENT_POINT, a->a, a->b, b->center, b->center);
-    return core_length(&r) - (a->radius + b->radius);
+    return signed_distance(&r, a->radius, b->radius);
 }
 
 double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b)
@@ -283,7 +322,7 @@ double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule 
     bool swap = capsule_after(a, b);
     const rp_capsule *x = swap ? b : a, *y = swap ? a : b;
     core_result r = closest_cores(CORES_SEGMENT_SEGMENT, x->a, x->b, y->a, y->b);
-    return core_length(&r) - (x->radius + y->radius);
+    return signed_distance(&r, x->radius, y->radius);
 }
 
 double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b)
@@ -357,7 +396,8 @@ static rp_vec3 lerp(rp_vec3 p0, rp_vec3 p1, double s)
         return p0;
     if (s == 1.0)
         return p1;
-    /* (1-s)*p0 + s*p1 cannot overflow for finite endpoints. */
+    /* (1-s)*p0 + s*p1 cannot overflow for finite endpoints, except by a
+     * rounding step at ±DBL_MAX, which make_contact saturates. */
     return v3((1.0 - s) * p0.x + s * p1.x, (1.0 - s) * p0.y + s * p1.y,
               (1.0 - s) * p0.z + s * p1.z);
 }
@@ -368,7 +408,7 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
 {
     core_result r = closest_cores(kind, p0, p1, q0, q1);
     rp_contact c;
-    c.distance = core_length(&r) - (ra + rb);
+    c.distance = signed_distance(&r, ra, rb);
     rp_vec3 u = v3_sub(p1, p0), v = v3_sub(q1, q0);
     if (!v3_isfinite(u) || !v3_isfinite(v)) {
         /* Axes longer than DBL_MAX: only their directions matter here. */
@@ -379,6 +419,13 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
     rp_vec3 ca = lerp(p0, p1, r.s), cb = lerp(q0, q1, r.t);
     c.point_a = v3_madd(ca, c.normal, ra);
     c.point_b = v3_madd(cb, c.normal, -rb);
+    /* A finite point plus a radius times a unit vector overflows only when
+     * the witness lies beyond the double range; it saturates, like the
+     * distance (never NaN: no term is infinite). */
+    if (!v3_isfinite(c.point_a) || !v3_isfinite(c.point_b)) {
+        c.point_a = v3(saturate(c.point_a.x), saturate(c.point_a.y), saturate(c.point_a.z));
+        c.point_b = v3(saturate(c.point_b.x), saturate(c.point_b.y), saturate(c.point_b.z));
+    }
     return c;
 }
 

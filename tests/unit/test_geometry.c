@@ -490,6 +490,161 @@ static void extreme_magnitudes_give_finite_correct_results(void **state)
     assert_true(c.normal.x == -1.0);
 }
 
+/* Near the largest double the core length (centres 1e308 apart on two
+ * axes), the sum of the radii (1.7e308 each) or both overflow, although the
+ * distance itself is representable: it must come out right, not as NaN
+ * (inf - inf) or as an infinity.  Expected values in long double, whose
+ * range holds every intermediate (x86: 64-bit significand, 11 bits more
+ * than the tolerance needs). */
+static void huge_cores_and_radii_give_the_representable_distance(void **state)
+{
+    (void)state;
+    const double r = 1.7e308;
+    long double want_pp = 2.0L * (long double)1e308 - 2.0L * (long double)r; /* -1.4e308 */
+
+    /* The example: centres +-1e308, radius 1.7e308. */
+    rp_shape a = sphere(V(1e308, 0, 0), r), b = sphere(V(-1e308, 0, 0), r);
+    assert_near(rp_shape_signed_distance(&a, &b), (double)want_pp, 16 * EPS * r);
+    assert_near(rp_sphere_sphere_signed_distance(&a.sphere, &b.sphere), (double)want_pp,
+                16 * EPS * r);
+    assert_true(rp_shapes_violate_margin(&a, &b, 0.0));
+    assert_false(rp_shapes_violate_margin(&a, &b, -1.5e308));
+
+    /* Core length 2*sqrt(2)*1e308 > DBL_MAX, radii's sum 1.5e308. */
+    rp_shape c = sphere(V(-1e308, -1e308, 0), 1e308), d = sphere(V(1e308, 1e308, 0), 0.5e308);
+    long double want_far = 2.0L * sqrtl(2.0L) * (long double)1e308 -
+                           ((long double)1e308 + (long double)0.5e308);
+    assert_near(rp_shape_signed_distance(&c, &d), (double)want_far, 16 * EPS * 1e308);
+
+    /* Capsule-sphere and capsule-capsule with the same overflowing parts. */
+    rp_shape cs = capsule(V(-1e308, 1e308, 0), V(1e308, 1e308, 0), r);
+    rp_shape s = sphere(V(0, -1e308, 0), r);
+    assert_near(rp_shape_signed_distance(&cs, &s), (double)want_pp, 16 * EPS * r);
+    assert_near(rp_capsule_sphere_signed_distance(&cs.capsule, &s.sphere), (double)want_pp,
+                16 * EPS * r);
+    rp_shape c1 = capsule(V(-1e308, 0, -1e308), V(1e308, 0, -1e308), r);
+    rp_shape c2 = capsule(V(1e308, 0, 1e308), V(-1e308, 0, 1e308), r);
+    assert_near(rp_capsule_capsule_signed_distance(&c1.capsule, &c2.capsule), (double)want_pp,
+                16 * EPS * r);
+    assert_same_bits(rp_capsule_capsule_signed_distance(&c1.capsule, &c2.capsule),
+                     rp_capsule_capsule_signed_distance(&c2.capsule, &c1.capsule));
+    /* Radii summing past DBL_MAX with an ordinary core distance. */
+    rp_shape u = sphere(V(0, 0, 0), DBL_MAX), w = sphere(V(DBL_MAX, 0, 0), DBL_MAX / 2);
+    long double want_u = (long double)DBL_MAX - 1.5L * (long double)DBL_MAX;
+    assert_near(rp_shape_signed_distance(&u, &w), (double)want_u, 16 * EPS * DBL_MAX);
+
+    /* Witness points of the first pair: representable, so exact-ish.  The
+     * normal runs from a (x = 1e308) to b (x = -1e308). */
+    rp_contact k = rp_shape_contact(&a, &b);
+    assert_true(k.normal.x == -1.0 && k.normal.y == 0.0 && k.normal.z == 0.0);
+    assert_near(k.point_a.x, 1e308 - r, 4 * EPS * r);
+    assert_near(k.point_b.x, r - 1e308, 4 * EPS * r);
+    check_contact(&a, &b);
+    check_contact(&c, &d);
+    check_contact(&cs, &s);
+    check_contact(&c1, &c2);
+}
+
+/* Distances and witness coordinates whose exact values lie beyond the
+ * double range saturate at +-DBL_MAX (geometry.h, "Range"): finite, with the
+ * right sign, and compared as that value by the margin predicate. */
+static void distances_beyond_the_double_range_saturate_with_their_sign(void **state)
+{
+    (void)state;
+    /* Penetration 3.4e308. */
+    rp_shape a = sphere(V(0, 0, 0), 1.7e308), b = sphere(V(1, 0, 0), 1.7e308);
+    assert_true(rp_shape_signed_distance(&a, &b) == -DBL_MAX);
+    assert_true(rp_shape_signed_distance(&b, &a) == -DBL_MAX);
+    assert_true(rp_shapes_violate_margin(&a, &b, 0.0));
+    assert_true(rp_shapes_violate_margin(&a, &b, -1e308));
+    assert_false(rp_shapes_violate_margin(&a, &b, -DBL_MAX)); /* the saturated value */
+    rp_shape ca = capsule(V(-1e308, 0, 0), V(1e308, 0, 0), 1.7e308);
+    rp_shape cb = capsule(V(0, -1e308, 0), V(0, 1e308, 0), 1.7e308);
+    assert_true(rp_shape_signed_distance(&ca, &cb) == -DBL_MAX);
+    assert_true(rp_shape_signed_distance(&ca, &a) == -DBL_MAX);
+
+    /* Gap 2*sqrt(3)*1e308. */
+    rp_shape g1 = sphere(V(-1e308, -1e308, -1e308), 0), g2 = sphere(V(1e308, 1e308, 1e308), 0);
+    assert_true(rp_shape_signed_distance(&g1, &g2) == DBL_MAX);
+    assert_false(rp_shapes_violate_margin(&g1, &g2, 1e308));
+    assert_true(rp_shapes_violate_margin(&g1, &g2, INFINITY));
+    rp_shape g3 = capsule(V(1e308, 1e308, 1e308), V(1e308, 1e308, 0.5e308), 0);
+    assert_true(rp_shape_signed_distance(&g1, &g3) == DBL_MAX);
+    assert_true(rp_shape_signed_distance(&g3, &g1) == DBL_MAX);
+
+    /* Contacts stay finite: unit normal, saturated distance. */
+    rp_contact c = rp_shape_contact(&a, &b);
+    assert_true(c.distance == -DBL_MAX);
+    assert_near(norm(c.normal), 1.0, 4 * EPS);
+    assert_true(c.point_a.x == 1.7e308 && c.point_b.x == 1 - 1.7e308);
+    rp_contact cg = rp_shape_contact(&g1, &g2);
+    assert_true(cg.distance == DBL_MAX);
+    assert_near(cg.normal.x, sqrt(1.0 / 3.0), 4 * EPS);
+    assert_true(cg.point_a.x == -1e308 && cg.point_b.z == 1e308);
+
+    /* A representable distance whose witness point is not: a's far side
+     * (1e308 + 1.7e308) faces b; it saturates, b's witness does not. */
+    rp_shape w1 = sphere(V(1e308, 0, 0), 1.7e308), w2 = sphere(V(1.5e308, 0, 0), 0);
+    rp_contact cw = rp_shape_contact(&w1, &w2);
+    assert_near(cw.distance, (double)((long double)0.5e308 - (long double)1.7e308),
+                16 * EPS * 1.7e308);
+    assert_true(cw.normal.x == 1.0);
+    assert_true(cw.point_a.x == DBL_MAX);
+    assert_true(cw.point_b.x == 1.5e308);
+    rp_contact cwm = rp_shape_contact(&w2, &w1);
+    assert_true(cwm.point_b.x == DBL_MAX && cwm.normal.x == -1.0);
+}
+
+/* Uniform in [-h, h) for any finite h (h * u, never 2h). */
+static double sym_uniform(test_rng *r, double h)
+{
+    return h * rng_uniform(r, -1.0, 1.0);
+}
+
+static rp_shape random_huge_shape(test_rng *r)
+{
+    rp_vec3 p = V(sym_uniform(r, 1e308), sym_uniform(r, 1e308), sym_uniform(r, 1e308));
+    double rad = rng_uniform(r, 0, 1.7e308);
+    if (rng_next(r) & 1)
+        return sphere(p, rad);
+    return capsule(p, V(sym_uniform(r, 1e308), sym_uniform(r, 1e308), sym_uniform(r, 1e308)),
+                   rad);
+}
+
+static bool finite_v(rp_vec3 v)
+{
+    return isfinite(v.x) && isfinite(v.y) && isfinite(v.z);
+}
+
+/* The issue's property test, shortened (2M pairs gave 9,473 NaN before the
+ * fix): random large-magnitude pairs give finite, symmetric distances that
+ * agree with the margin predicate and with the contacts, whose points and
+ * normals are finite (the accuracy suite's near_dbl_max family checks the
+ * values against the reference). */
+static void random_pairs_near_the_largest_double_are_finite_and_consistent(void **state)
+{
+    (void)state;
+    test_rng r = {17};
+    long negative = 0;
+    for (int i = 0; i < 200000; i++) {
+        rp_shape a = random_huge_shape(&r), b = random_huge_shape(&r);
+        double d = rp_shape_signed_distance(&a, &b);
+        if (!isfinite(d))
+            fail_msg("pair %d: distance %a", i, d);
+        assert_same_bits(d, rp_shape_signed_distance(&b, &a));
+        assert_int_equal(rp_shapes_violate_margin(&a, &b, 0.0), d < 0.0);
+        negative += d < 0.0;
+        if (i % 8 == 0) { /* contacts cost more; a sample suffices */
+            rp_contact c = rp_shape_contact(&a, &b);
+            assert_same_bits(c.distance, d);
+            assert_true(finite_v(c.point_a) && finite_v(c.point_b) && finite_v(c.normal));
+            assert_near(norm(c.normal), 1.0, 4 * EPS);
+        }
+    }
+    /* Both signs occur (the distribution is not degenerate). */
+    assert_true(negative > 1000 && negative < 199000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -516,6 +671,9 @@ int main(void)
         cmocka_unit_test(contact_normal_is_unit_when_cores_coincide),
         cmocka_unit_test(contact_properties_hold_for_random_pairs),
         cmocka_unit_test(extreme_magnitudes_give_finite_correct_results),
+        cmocka_unit_test(huge_cores_and_radii_give_the_representable_distance),
+        cmocka_unit_test(distances_beyond_the_double_range_saturate_with_their_sign),
+        cmocka_unit_test(random_pairs_near_the_largest_double_are_finite_and_consistent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,12 +6,15 @@
  *   - |computed - exact| <= 16*eps*S (eps = 2^-52, S = largest magnitude among
  *     the pair's coordinates and radii) for the specialised kernel that fits
  *     the kinds and for the dispatcher rp_shape_signed_distance;
- *   - never NaN;
+ *   - never NaN; where the exact distance lies beyond the double range (only
+ *     in the near_dbl_max family), exactly +DBL_MAX or -DBL_MAX with its
+ *     sign (geometry.h: results saturate);
  *   - d(a, b) == d(b, a) bit for bit (capsule-capsule, sphere-sphere and the
  *     dispatcher for every kind combination);
  *   - rp_shape_contact: finite, unit normal (| |n| - 1 | <= 1e-12), distance
  *     bitwise equal to rp_shape_signed_distance, point_b - point_a =
- *     distance*normal within 8*eps*S per component, and swapping a and b swaps
+ *     distance*normal within 8*eps*S per component (unless the distance or a
+ *     witness coordinate saturated at +-DBL_MAX), and swapping a and b swaps
  *     the points and negates the normal bit for bit.
  * Each capsule b is also checked with its end points exchanged.
  *
@@ -21,6 +24,7 @@
  * %a so that it can be reproduced exactly.  Set REPOSE_ACCURACY_DETAIL=1 to
  * also print the worst witness-point residual per family.
  */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -203,7 +207,11 @@ static void finish_pair(test_rng *r, const rp_vec3 pts[4], int mixed, double rma
         *a = mk_sphere(vaxpy(pts[0], rng_uniform(r, 0, 1), vsub(pts[1], pts[0])), 0);
     if (!kb)
         *b = mk_sphere(vaxpy(pts[2], rng_uniform(r, 0, 1), vsub(pts[3], pts[2])), 0);
+    /* Cores near DBL_MAX can be farther apart than DBL_MAX (near_dbl_max):
+     * radii summing to DBL_MAX are as close to touching as valid radii get. */
     double D = (double)ref_shape_core_distance(a, b);
+    if (!(D <= DBL_MAX))
+        D = DBL_MAX;
     double ra, rb;
     pick_radii(r, D, rmax, gapmax, &ra, &rb);
     if (ka)
@@ -416,6 +424,7 @@ typedef struct family {
     double worst_contact; /* worst witness residual, eps*S */
     long failures;
     int reports;
+    long saturated;       /* pairs whose exact distance is beyond +-DBL_MAX */
 } family;
 
 static void print_shape(const char *label, const rp_shape *s)
@@ -446,6 +455,17 @@ static int failure(family *f, const char *what, const rp_shape *a, const rp_shap
 static void check_distance(family *f, const char *what, const rp_shape *a, const rp_shape *b,
                            double computed, ref_real ref, double S)
 {
+    if (ref > (ref_real)DBL_MAX || ref < -(ref_real)DBL_MAX) {
+        /* Not representable: the contract is saturation, with the sign. */
+        double want = ref > 0 ? DBL_MAX : -DBL_MAX;
+        if (!same_bits(computed, want) && failure(f, what, a, b)) {
+            double hi, lo;
+            ref_split(ref, &hi, &lo);
+            printf("    computed = %a, want %a (saturated; reference = %a + %a)\n",
+                   computed, want, hi, lo);
+        }
+        return;
+    }
     double e = ref_error_in_eps_S(computed, ref, S);
     if (isnan(e))
         e = HUGE_VAL;
@@ -500,6 +520,20 @@ static void print_contact(const char *label, rp_contact c)
            c.point_b.z, c.normal.x, c.normal.y, c.normal.z);
 }
 
+static int at_dbl_max(double x)
+{
+    return fabs(x) == DBL_MAX;
+}
+
+/* True when the contact's distance or a witness coordinate sits at +-DBL_MAX
+ * (saturated, or by chance exactly there). */
+static int saturated_contact(rp_contact c)
+{
+    return at_dbl_max(c.distance) || at_dbl_max(c.point_a.x) || at_dbl_max(c.point_a.y) ||
+           at_dbl_max(c.point_a.z) || at_dbl_max(c.point_b.x) || at_dbl_max(c.point_b.y) ||
+           at_dbl_max(c.point_b.z);
+}
+
 static double residual(double pb, double pa, double dist, double n)
 {
     ref_real x = (ref_real)pb - (ref_real)pa - (ref_real)dist * (ref_real)n;
@@ -527,16 +561,19 @@ static void check_contact(family *f, const rp_shape *a, const rp_shape *b, doubl
         failure(f, "contact.distance != rp_shape_signed_distance", a, b))
         printf("    %a vs %a\n", c.distance, dab);
 
-    double res = residual(c.point_b.x, c.point_a.x, c.distance, n.x);
-    res = fmax(res, residual(c.point_b.y, c.point_a.y, c.distance, n.y));
-    res = fmax(res, residual(c.point_b.z, c.point_a.z, c.distance, n.z));
-    double res_eps = S > 0 ? res / (EPS * S) : (res == 0 ? 0 : HUGE_VAL);
-    if (res_eps > f->worst_contact)
-        f->worst_contact = res_eps;
-    if (!(res_eps <= CONTACT_BOUND) &&
-        failure(f, "point_b - point_a != distance*normal", a, b)) {
-        print_contact("contact(a,b)", c);
-        printf("    residual = %.3f eps*S\n", res_eps);
+    /* A saturated distance or witness no longer satisfies the identity. */
+    if (!saturated_contact(c)) {
+        double res = residual(c.point_b.x, c.point_a.x, c.distance, n.x);
+        res = fmax(res, residual(c.point_b.y, c.point_a.y, c.distance, n.y));
+        res = fmax(res, residual(c.point_b.z, c.point_a.z, c.distance, n.z));
+        double res_eps = S > 0 ? res / (EPS * S) : (res == 0 ? 0 : HUGE_VAL);
+        if (res_eps > f->worst_contact)
+            f->worst_contact = res_eps;
+        if (!(res_eps <= CONTACT_BOUND) &&
+            failure(f, "point_b - point_a != distance*normal", a, b)) {
+            print_contact("contact(a,b)", c);
+            printf("    residual = %.3f eps*S\n", res_eps);
+        }
     }
 
     /* Identical shapes make contact(b, a) the very same call as contact(a, b),
@@ -554,6 +591,8 @@ static void check_pair(family *f, const rp_shape *a, const rp_shape *b)
 {
     ref_real ref = ref_shape_distance(a, b);
     double S = ref_scale_S(a, b);
+    if (ref > (ref_real)DBL_MAX || ref < -(ref_real)DBL_MAX)
+        f->saturated++;
 
     if (a->kind == RP_SHAPE_CAPSULE && b->kind == RP_SHAPE_CAPSULE) {
         double d1 = rp_capsule_capsule_signed_distance(&a->capsule, &b->capsule);
@@ -585,7 +624,7 @@ typedef void (*pair_gen)(test_rng *r, rp_shape *a, rp_shape *b);
 
 static void run_family(const char *name, uint64_t seed, pair_gen gen)
 {
-    family f = {name, 0, 0, 0, 0, 0};
+    family f = {name, 0, 0, 0, 0, 0, 0};
     test_rng r = {seed};
     for (int i = 0; i < PAIRS; i++) {
         rp_shape a, b;
@@ -596,7 +635,10 @@ static void run_family(const char *name, uint64_t seed, pair_gen gen)
             check_pair(&f, &a, &br);
         }
     }
-    printf("family %s: n=%ld worst=%.3g eps*S\n", name, f.n, f.worst);
+    printf("family %s: n=%ld worst=%.3g eps*S", name, f.n, f.worst);
+    if (f.saturated)
+        printf(" (%ld beyond +-DBL_MAX, saturated)", f.saturated);
+    printf("\n");
     if (getenv("REPOSE_ACCURACY_DETAIL"))
         printf("    contact residual worst=%.3g eps*S\n", f.worst_contact);
     fflush(stdout);
@@ -838,6 +880,72 @@ static void gen_deep_penetration(test_rng *r, rp_shape *a, rp_shape *b)
     }
 }
 
+/* Uniform in [-h, h) for any finite h: rng_uniform(-h, h) would form 2h,
+ * which overflows for h near DBL_MAX. */
+static double rand_sym(test_rng *r, double h)
+{
+    return h * rng_uniform(r, -1.0, 1.0);
+}
+
+static double maxabs_pts(const rp_vec3 pts[4])
+{
+    double m = 0;
+    for (int i = 0; i < 4; i++)
+        m = fmax(m, fmax(fabs(pts[i].x), fmax(fabs(pts[i].y), fabs(pts[i].z))));
+    return m;
+}
+
+/* Pairs near the largest double, where coordinate differences, core lengths
+ * and sums of radii overflow although the distance may not:
+ *   - the issue's distribution: centres and end points uniform in +-1e308,
+ *     radii uniform in [0, 1.7e308], sphere or capsule at random (many of
+ *     these are beyond the double range and must saturate);
+ *   - structured configurations scaled by a power of two so that the largest
+ *     coordinate lies in [2^1019, 2^1022) (about 5e306 to 4.5e307; grid
+ *     exactness is kept), radii up to 1.7e308 or up to half the scale, or
+ *     near touching;
+ *   - structured configurations at the scale of 1e300 translated by up to
+ *     1.2e308 per axis (a multiple of 2^-10 of that scale), the
+ *     far_from_origin family at the top of the range. */
+static void gen_near_dbl_max(test_rng *r, rp_shape *a, rp_shape *b)
+{
+    int mode = rand_int(r, 0, 2);
+    if (mode == 0) {
+        rp_shape s[2];
+        for (int i = 0; i < 2; i++) {
+            rp_vec3 p = v3(rand_sym(r, 1e308), rand_sym(r, 1e308), rand_sym(r, 1e308));
+            double rad = rng_uniform(r, 0, 1.7e308);
+            if (rng_next(r) & 1)
+                s[i] = mk_sphere(p, rad);
+            else
+                s[i] = mk_capsule(p, v3(rand_sym(r, 1e308), rand_sym(r, 1e308),
+                                        rand_sym(r, 1e308)), rad);
+        }
+        *a = s[0];
+        *b = s[1];
+        return;
+    }
+    rp_vec3 pts[4];
+    core_mixed(r, pts);
+    if (mode == 1) {
+        int k = 1021 - ilogb(maxabs_pts(pts)) - rand_int(r, 0, 2);
+        for (int i = 0; i < 4; i++)
+            pts[i] = vscale(pts[i], ldexp(1.0, k));
+        double rmax = one_in(r, 2) ? 1.7e308 : ldexp(0.5, k);
+        finish_pair(r, pts, 1, rmax, ldexp(0.1, k), a, b);
+        return;
+    }
+    double unit = 0x1p997; /* about 1.3e300 */
+    rp_vec3 t = vscale(rand_unit(r), rng_uniform(r, 0.5, 1.0) * 1.2e308 * sqrt(3.0));
+    double q = unit * 0x1p-10;
+    t = v3(fmax(-1.2e308, fmin(1.2e308, nearbyint(t.x / q) * q)),
+           fmax(-1.2e308, fmin(1.2e308, nearbyint(t.y / q) * q)),
+           fmax(-1.2e308, fmin(1.2e308, nearbyint(t.z / q) * q)));
+    for (int i = 0; i < 4; i++)
+        pts[i] = vadd(vscale(pts[i], unit), t);
+    finish_pair(r, pts, 1, 0.5 * unit, 3e-6 * unit, a, b);
+}
+
 /* A random capsule axis, half the time on the grid. */
 static void rand_axis(test_rng *r, rp_vec3 *p0, rp_vec3 *p1)
 {
@@ -1065,6 +1173,12 @@ static void test_far_from_origin_pairs_with_micrometre_gaps_are_within_bound(voi
     run_family("far_from_origin", 0x5eed0012, gen_far_from_origin);
 }
 
+static void test_pairs_near_the_largest_double_are_within_bound_or_saturate(void **state)
+{
+    (void)state;
+    run_family("near_dbl_max", 0x5eed0019, gen_near_dbl_max);
+}
+
 static void test_deep_penetration_is_within_bound(void **state)
 {
     (void)state;
@@ -1244,6 +1358,7 @@ int main(void)
         cmocka_unit_test(test_capsule_sphere_on_the_axis_is_within_bound),
         cmocka_unit_test(test_touching_spheres_are_within_bound),
         cmocka_unit_test(test_concentric_spheres_are_within_bound),
+        cmocka_unit_test(test_pairs_near_the_largest_double_are_within_bound_or_saturate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
