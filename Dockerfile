@@ -2,20 +2,32 @@
 #
 #   docker build -t reposed .
 #
+# Listeners come from the environment (scripts/docker-entrypoint.sh), and the
+# HEALTHCHECK probes the same ones:
+#   REPOSED_UNIX        default /run/reposed/reposed.sock (in the volume), or none
+#   REPOSED_TCP         default 0.0.0.0:7411, or none
+#   REPOSED_TOKEN_FILE  default /run/secrets/reposed_token, used while TCP is on
+#
 # Unix socket only, in a volume shared with the clients (no network):
-#   docker run -d --name reposed -v reposed-run:/run/reposed reposed \
-#       --unix /run/reposed/reposed.sock --tcp none
+#   docker run -d --name reposed -e REPOSED_TCP=none -v reposed-run:/run/reposed reposed
+#
+# The daemon runs as uid 10001, gid 10001; the socket is mode 0660 in a 0770
+# directory, both owned by 10001:10001.  A client container that mounts the
+# volume must run with gid 10001 (as its group or an extra one) or uid 10001:
+#   docker run --rm --group-add 10001 -v reposed-run:/run/reposed reposed \
+#       repose-cli --unix /run/reposed/reposed.sock ping
 #
 # TCP on the container's network needs a token.  The file must be readable by
 # uid 10001 and not by everyone (reposed refuses a world-readable token):
-#   install -m 0400 -o 10001 -g 10001 /dev/stdin ./token <<< "$(openssl rand -hex 32)"
+#   od -An -tx1 -N32 /dev/urandom | tr -d ' \n' | sudo install -m 0400 -o 10001 -g 10001 /dev/stdin ./token
 #   docker run -d --name reposed -p 127.0.0.1:7411:7411 \
 #       -v "$PWD/token:/run/secrets/reposed_token:ro" reposed
 # Clients then call `auth` with the token first (repose-cli --token-file).
 #
 # Health: `docker inspect --format '{{.State.Health.Status}}' reposed`
-# (HEALTHCHECK runs `repose-cli ping` on the Unix socket inside the
-# container).  `docker stop` sends SIGTERM: reposed flushes replies and exits 0.
+# (`repose-cli ping` inside the container, on REPOSED_UNIX, or on REPOSED_TCP
+# when the Unix socket is off).  `docker stop` sends SIGTERM: reposed flushes
+# replies and exits 0.
 
 # ---- build stage: compilers and -dev packages ------------------------------
 FROM debian:12-slim AS build
@@ -33,8 +45,17 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
           -DREPOSE_BUILD_TESTS=OFF -DREPOSE_BUILD_BENCH=OFF \
  && cmake --build build -j"$(nproc)" \
  && cmake --install build --prefix /opt/repose --strip
+# Stage the two programs and those of repose's own shared libraries they load
+# (today none: reposed and repose-cli link repose statically).  System
+# libraries come from Debian packages in the runtime stage.
+RUN mkdir -p /stage/bin /stage/lib \
+ && cp /opt/repose/bin/reposed /opt/repose/bin/repose-cli /stage/bin/ \
+ && for lib in $(LD_LIBRARY_PATH=/opt/repose/lib ldd /stage/bin/* \
+                 | awk '$3 ~ /^\/opt\/repose\// { print $3 }' | sort -u); do \
+        cp -a "$lib" "$(readlink -f "$lib")" /stage/lib/; \
+    done
 
-# ---- runtime stage: only the shared libraries the binaries use -------------
+# ---- runtime stage: the programs and the shared libraries they load --------
 FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libuv1 libcjson1 \
@@ -42,21 +63,24 @@ RUN apt-get update \
  && mkdir -p /run/reposed \
  && chown 10001:10001 /run/reposed \
  && chmod 0770 /run/reposed
-COPY --from=build /opt/repose/bin/reposed /opt/repose/bin/repose-cli /usr/local/bin/
-COPY --from=build /opt/repose/lib/ /usr/local/lib/
-RUN ldconfig
+COPY --from=build /stage/bin/ /usr/local/bin/
+COPY --from=build /stage/lib/ /usr/local/lib/
+COPY scripts/docker-entrypoint.sh /usr/local/bin/docker-entrypoint
+# Fail the build, not the first start, when a library is missing.
+RUN ldconfig \
+ && if ldd /usr/local/bin/reposed /usr/local/bin/repose-cli | grep 'not found'; then exit 1; fi
 
-# A fixed, unprivileged uid (no account needed); the socket directory is a
-# volume so that clients in other containers can reach the Unix socket.
+ENV REPOSED_UNIX=/run/reposed/reposed.sock \
+    REPOSED_TCP=0.0.0.0:7411 \
+    REPOSED_TOKEN_FILE=/run/secrets/reposed_token
+# A fixed, unprivileged uid and gid (no account needed); the socket directory
+# is a volume so that clients in other containers can reach the Unix socket.
 USER 10001:10001
 VOLUME ["/run/reposed"]
 EXPOSE 7411
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD ["repose-cli", "--unix", "/run/reposed/reposed.sock", "--timeout", "2000", "ping"]
-ENTRYPOINT ["reposed"]
-# Default: Unix socket in the volume, TCP on all container interfaces with the
-# token from /run/secrets/reposed_token (mount it as shown above, or pass
-# other flags, e.g. `--unix /run/reposed/reposed.sock --tcp none`).
-CMD ["--unix", "/run/reposed/reposed.sock", "--tcp", "0.0.0.0:7411", \
-     "--token-file", "/run/secrets/reposed_token"]
+    CMD ["docker-entrypoint", "healthcheck"]
+ENTRYPOINT ["docker-entrypoint"]
+# Arguments after the image name go to reposed (e.g. --log-level debug).
+CMD []

@@ -1,0 +1,57 @@
+#!/bin/sh
+# The container's entrypoint (see Dockerfile).  reposed's listeners come from
+# the environment, so that the HEALTHCHECK (this script with the argument
+# `healthcheck`) probes the socket or port the daemon really listens on:
+#
+#   REPOSED_UNIX        Unix socket path, or none  (default /run/reposed/reposed.sock)
+#   REPOSED_TCP         HOST:PORT, or none         (default 0.0.0.0:7411)
+#   REPOSED_TOKEN_FILE  token file for TCP clients, passed as --token-file
+#                       when REPOSED_TCP is not none (default
+#                       /run/secrets/reposed_token; empty: no token)
+#
+# Other reposed flags follow the image name: docker run ... reposed --log-level debug.
+# --unix and --tcp there are refused: the health check could not follow them.
+# A command instead of flags is run as is (docker run ... reposed repose-cli ping).
+set -eu
+
+unix=${REPOSED_UNIX:-/run/reposed/reposed.sock}
+tcp=${REPOSED_TCP:-0.0.0.0:7411}
+token=${REPOSED_TOKEN_FILE-/run/secrets/reposed_token}
+
+if [ "${1:-}" = healthcheck ]; then
+  # Prefer the Unix socket; ping needs no token on either listener.  Docker
+  # reads exit 1 as unhealthy (2 is reserved), so every failure is 1.
+  if [ "$unix" != none ]; then
+    repose-cli --unix "$unix" --timeout 2000 ping >/dev/null || exit 1
+    exit 0
+  fi
+  port=${tcp##*:}
+  host=${tcp%:*}
+  case $host in
+    '' | 0.0.0.0) host=127.0.0.1 ;; # any IPv4 address: loopback answers
+    '[::]') host=::1 ;;
+    '['*']') host=${host#[}; host=${host%]} ;;
+  esac
+  repose-cli --host "$host" --port "$port" --timeout 2000 ping >/dev/null || exit 1
+  exit 0
+fi
+
+case ${1:-} in
+  '' | -*) ;;
+  *) exec "$@" ;;
+esac
+
+for a in "$@"; do
+  case $a in
+    --unix | --unix=* | --tcp | --tcp=*)
+      echo "docker-entrypoint: set REPOSED_UNIX / REPOSED_TCP (docker run -e) instead of $a:" \
+        "the HEALTHCHECK reads them" >&2
+      exit 2
+      ;;
+    --token-file | --token-file=*) token= ;; # given explicitly: do not add ours
+  esac
+done
+if [ "$tcp" != none ] && [ -n "$token" ]; then
+  set -- --token-file "$token" "$@"
+fi
+exec reposed --unix "$unix" --tcp "$tcp" "$@"
