@@ -14,8 +14,8 @@
 # The daemon runs as uid 10001, gid 10001; the socket is mode 0660 in a 0770
 # directory, both owned by 10001:10001.  A client container that mounts the
 # volume must run with gid 10001 (as its group or an extra one) or uid 10001:
-#   docker run --rm --group-add 10001 -v reposed-run:/run/reposed reposed \
-#       repose-cli --unix /run/reposed/reposed.sock ping
+#   docker run --rm --user 1000:1000 --group-add 10001 -v reposed-run:/run/reposed \
+#       reposed repose-cli --unix /run/reposed/reposed.sock ping
 #
 # TCP on the container's network needs a token.  The file must be readable by
 # uid 10001 and not by everyone (reposed refuses a world-readable token):
