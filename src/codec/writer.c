@@ -294,7 +294,7 @@ static bool grow(rp_jw *w, size_t n)
 {
     if (w->oom || w->over)
         return false;
-    if (n >= w->limit - w->len) {
+    if (w->len >= w->limit || n >= w->limit - w->len) {
         w->over = true;
         return false;
     }
@@ -320,7 +320,10 @@ static bool grow(rp_jw *w, size_t n)
  * the writer has failed, so every write after a failure is dropped. */
 static inline bool room(rp_jw *w, size_t n)
 {
-    if (w->cap - w->len > n && n < w->limit - w->len && !w->oom && !w->over)
+    /* len may already be past limit (an error reply is written with the
+     * limit lifted), so it is compared before limit - len is taken. */
+    if (w->cap - w->len > n && w->len < w->limit && n < w->limit - w->len && !w->oom &&
+        !w->over)
         return true;
     return grow(w, n);
 }

@@ -351,9 +351,14 @@ static void reply_line_oom(rpd_core *core, rp_jw *out, const rp_jw *mark, const 
 /* Handles the parsed JSON text of a line. */
 static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out)
 {
+    /* max_reply_bytes bounds what requests write; the few bytes that close
+     * a line (']', '\n') are written whatever it says, since error objects
+     * may already have taken the line past it. */
     if (!cJSON_IsArray(root)) {
-        if (handle_request(core, s, root, out))
+        if (handle_request(core, s, root, out)) {
+            rp_jw_set_limit(out, SIZE_MAX);
             rp_jw_end_line(out);
+        }
         return;
     }
     core->stats.batches++;
@@ -369,6 +374,7 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
     bool any = false;
     for (const cJSON *r = root->child; r && !out->oom; r = r->next)
         any |= handle_request(core, s, r, out);
+    rp_jw_set_limit(out, SIZE_MAX);
     rp_jw_array_end(out);
     if (any)
         rp_jw_end_line(out);

@@ -396,9 +396,44 @@ static void writer_grows_geometrically_and_fails_on_overdeep_nesting(void **stat
     rp_jw_free(&w);
 }
 
+/* The byte limit: writes that would pass it are dropped and `over` is set;
+ * a rewind keeps the limit; clearing the failure accepts writes again; and
+ * a writer whose length is already past its limit (an error written with
+ * the limit lifted) still refuses more. */
+static void writer_limit_stops_writes_and_recovers(void **state)
+{
+    (void)state;
+    rp_jw w;
+    rp_jw_init(&w);
+    rp_jw_set_limit(&w, 16);
+    rp_jw mark = w;
+    rp_jw_string(&w, "0123456789");
+    assert_false(rp_jw_failed(&w));
+    assert_int_equal(w.len, 12);
+    rp_jw_string(&w, "abc");
+    assert_true(w.over);
+    assert_false(w.oom);
+    assert_int_equal(w.len, 12);
+    rp_jw_rewind(&w, &mark);
+    assert_true(w.over); /* sticky until cleared */
+    rp_jw_clear_failure(&w);
+    assert_int_equal(w.limit, 16);
+    rp_jw_string(&w, "abc");
+    assert_false(rp_jw_failed(&w));
+    assert_string_equal(w.buf, "\"abc\"");
+
+    rp_jw_set_limit(&w, SIZE_MAX);
+    rp_jw_string(&w, "a longer string past the old limit");
+    rp_jw_set_limit(&w, 16); /* len is now past it */
+    rp_jw_raw(&w, "x", 1);
+    assert_true(w.over);
+    rp_jw_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(writer_limit_stops_writes_and_recovers),
         cmocka_unit_test(format_double_known_values),
         cmocka_unit_test(format_double_round_trips_random_bit_patterns),
         cmocka_unit_test(format_double_round_trips_edge_values),
