@@ -225,29 +225,38 @@ static inline double saturate(double x)
 }
 
 /* The out-of-range path of signed_distance: the core length in metres or
- * ra + rb overflowed.  Subtracts in units of 2^e metres instead, where the
- * core length (below 8 units of 2^scale, see closest_cores_rescaled) and
- * the radii's sum both fit, and scales the difference back.  Only radii far
- * below eps*2^e lose bits to underflow, which is far inside the accuracy
- * bound.  Never NaN; a result beyond the double range saturates. */
-static NOINLINE double signed_distance_wide(const core_result *r, double ra, double rb)
+ * ra + rb overflowed.  Solves the cores again (rare: recomputing keeps the
+ * first solve's intermediates out of the fast path's registers) and
+ * subtracts in units of 2^e metres, where the core length (below 8 units of
+ * 2^scale, see closest_cores_rescaled) and the radii's sum both fit, then
+ * scales the difference back.  Only radii far below eps*2^e lose bits to
+ * underflow, far inside the accuracy bound.  Never NaN; a result beyond the
+ * double range saturates. */
+static NOINLINE double signed_distance_wide(core_kind kind, const rp_vec3 *p0, const rp_vec3 *p1,
+                                            const rp_vec3 *q0, const rp_vec3 *q1, double ra,
+                                            double rb)
 {
-    int e = (r->scale > 0 ? r->scale : 0) + 1;
-    double len = ldexp(sqrt(r->d2), r->scale - e);
+    core_result r = closest_cores(kind, *p0, *p1, *q0, *q1);
+    int e = (r.scale > 0 ? r.scale : 0) + 1;
+    double len = ldexp(sqrt(r.d2), r.scale - e);
     double d = len - (ldexp(ra, -e) + ldexp(rb, -e));
     return saturate(ldexp(d, e));
 }
 
-/* Core distance minus both radii, in metres.  The plain subtraction is
- * finite unless the core length or ra + rb overflowed (inf - inf = NaN,
- * or an infinity whose true value may be representable); those rare pairs
- * take the rescaled path. */
-static inline double signed_distance(const core_result *r, double ra, double rb)
+/* Core distance minus both radii, in metres, for the solved cores r of
+ * p0-p1 (radius ra) and q0-q1 (radius rb).  The plain subtraction is finite
+ * unless the core length or ra + rb overflowed (inf - inf = NaN, or an
+ * infinity whose true value may be representable); those rare pairs take
+ * the rescaled path. */
+static ALWAYS_INLINE double signed_distance(const core_result *r, core_kind kind,
+                                            const rp_vec3 *p0, const rp_vec3 *p1,
+                                            const rp_vec3 *q0, const rp_vec3 *q1, double ra,
+                                            double rb)
 {
     double d = core_length(r) - (ra + rb);
     if (fabs(d) <= DBL_MAX)
         return d;
-    return signed_distance_wide(r, ra, rb);
+    return signed_distance_wide(kind, p0, p1, q0, q1, ra, rb);
 }
 
 /* ---- canonical order for bitwise symmetry ------------------------------ */
@@ -307,13 +316,15 @@ static bool sphere_after(const rp_sphere *a, const rp_sphere *b)
 double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b)
 {
     core_result r = closest_cores(CORES_POINT_POINT, a->center, a->center, b->center, b->center);
-    return signed_distance(&r, a->radius, b->radius);
+    return signed_distance(&r, CORES_POINT_POINT, &a->center, &a->center, &b->center,
+                           &b->center, a->radius, b->radius);
 }
 
 double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b)
 {
     core_result r = closest_cores(CORES_SEGMENT_POINT, a->a, a->b, b->center, b->center);
-    return signed_distance(&r, a->radius, b->radius);
+    return signed_distance(&r, CORES_SEGMENT_POINT, &a->a, &a->b, &b->center, &b->center,
+                           a->radius, b->radius);
 }
 
 double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b)
@@ -322,7 +333,8 @@ double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule 
     bool swap = capsule_after(a, b);
     const rp_capsule *x = swap ? b : a, *y = swap ? a : b;
     core_result r = closest_cores(CORES_SEGMENT_SEGMENT, x->a, x->b, y->a, y->b);
-    return signed_distance(&r, x->radius, y->radius);
+    return signed_distance(&r, CORES_SEGMENT_SEGMENT, &x->a, &x->b, &y->a, &y->b, x->radius,
+                           y->radius);
 }
 
 double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b)
@@ -408,7 +420,7 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
 {
     core_result r = closest_cores(kind, p0, p1, q0, q1);
     rp_contact c;
-    c.distance = signed_distance(&r, ra, rb);
+    c.distance = signed_distance(&r, kind, &p0, &p1, &q0, &q1, ra, rb);
     rp_vec3 u = v3_sub(p1, p0), v = v3_sub(q1, q0);
     if (!v3_isfinite(u) || !v3_isfinite(v)) {
         /* Axes longer than DBL_MAX: only their directions matter here. */
@@ -421,8 +433,12 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
     c.point_b = v3_madd(cb, c.normal, -rb);
     /* A finite point plus a radius times a unit vector overflows only when
      * the witness lies beyond the double range; it saturates, like the
-     * distance (never NaN: no term is infinite). */
-    if (!v3_isfinite(c.point_a) || !v3_isfinite(c.point_b)) {
+     * distance (never NaN: no term is infinite).  One test on the sum of
+     * the coordinates catches any infinity; when finite coordinates merely
+     * sum past DBL_MAX, saturating leaves them as they are. */
+    double sum = c.point_a.x + c.point_a.y + c.point_a.z + c.point_b.x + c.point_b.y +
+                 c.point_b.z;
+    if (!(fabs(sum) <= DBL_MAX)) {
         c.point_a = v3(saturate(c.point_a.x), saturate(c.point_a.y), saturate(c.point_a.z));
         c.point_b = v3(saturate(c.point_b.x), saturate(c.point_b.y), saturate(c.point_b.z));
     }
