@@ -18,6 +18,17 @@
  * the *computed* distance as well, and the tree returns exactly what a
  * brute-force scan returns (same distances, same pair, same tie rule).
  *
+ * Range.  Shapes near the largest double (centre 1e308, radius 1.7e308)
+ * have boxes that overflow to infinity, and any coordinate beyond float
+ * range rounds outwards to infinity; such boxes stay conservative.  The
+ * bounds never become NaN: a lower side is never +inf and an upper side
+ * never -inf, so the gaps lo - hi are never inf - inf; a gap whose square
+ * overflows gives an infinite key, which only prunes against a bound whose
+ * square is finite (below 1.3e154), and a penetration bound -(inf) never
+ * prunes.  Distances themselves are finite (geometry.h saturates them at
+ * ±DBL_MAX), so every comparison with a bound is an ordinary one.  Split
+ * keys are core centres, always finite.
+ *
  * Maintenance.  The tree is rebuilt lazily: mutations mark it stale, and the
  * first query after them rebuilds it (O(n log n), median splits).  Queries
  * are otherwise read-only; rp_scene_prepare builds it ahead of concurrent
@@ -90,6 +101,20 @@ static dbox shape_box(const rp_shape *s)
     return box;
 }
 
+/* The centre of the shape's core (the midpoint of a capsule's axis), the
+ * key of the median splits.  Taken from the core, not the box: a box may
+ * reach to -inf and +inf on the same axis (coordinates and radii near
+ * DBL_MAX), and its midpoint would be NaN, which no ordering can sort. */
+static void shape_centre(const rp_shape *s, double c[3])
+{
+    rp_vec3 a = s->kind == RP_SHAPE_SPHERE ? s->sphere.center : s->capsule.a;
+    rp_vec3 b = s->kind == RP_SHAPE_SPHERE ? s->sphere.center : s->capsule.b;
+    /* Halves first, so the sum cannot overflow. */
+    c[0] = 0.5 * a.x + 0.5 * b.x;
+    c[1] = 0.5 * a.y + 0.5 * b.y;
+    c[2] = 0.5 * a.z + 0.5 * b.z;
+}
+
 /* Largest float <= x, and smallest float >= x (infinite beyond float range,
  * which keeps boxes conservative). */
 static float float_down(double x)
@@ -115,7 +140,7 @@ static inline double node_key(const double qlo[3], const double qhi[3], double q
     for (int k = 0; k < 3; k++) {
         double d1 = (double)n->lo[k] - qhi[k], d2 = qlo[k] - (double)n->hi[k];
         double d = MAX2(d1, d2);
-        if (d > 0.0) /* false for NaN (infinite boxes): no bound */
+        if (d > 0.0)
             sum += d * d;
     }
     return sum > 0.0 ? sum : -(qr + (double)n->rmax);
@@ -273,8 +298,7 @@ static rp_bvh *build(const rp_scene *sc)
     }
     for (size_t i = 0; i < n; i++) {
         items[i].box = shape_box(&sc->entries[i].shape);
-        for (int k = 0; k < 3; k++)
-            items[i].centroid[k] = 0.5 * items[i].box.lo[k] + 0.5 * items[i].box.hi[k];
+        shape_centre(&sc->entries[i].shape, items[i].centroid);
         items[i].index = (uint32_t)i;
     }
     builder b = {items, nodes, 1};
