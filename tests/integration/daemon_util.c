@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -153,3 +155,129 @@ void send_raw(rh_conn *c, const char *buf, size_t n)
         fail_msg("cannot send %zu bytes", n);
 }
 
+/* ---- random shapes ---------------------------------------------------------------------- */
+
+uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+unsigned rng_below(rng *r, unsigned n)
+{
+    return (unsigned)(rng_next(r) % n);
+}
+
+/* Multiples of 1/8 in [-4, 4]: exact in binary and short in decimal. */
+double rng_coord(rng *r)
+{
+    return ((int)rng_below(r, 65) - 32) / 8.0;
+}
+
+rp_vec3 rng_vec(rng *r)
+{
+    rp_vec3 v = {rng_coord(r), rng_coord(r), rng_coord(r)};
+    return v;
+}
+
+rp_shape rng_shape(rng *r)
+{
+    double radius = rng_below(r, 17) / 8.0;
+    rp_shape s;
+    if (rng_below(r, 2) == 0) {
+        rp_sphere sp;
+        assert_int_equal(rp_sphere_new(rng_vec(r), radius, &sp), RP_OK);
+        s = rp_shape_from_sphere(sp);
+    } else {
+        rp_capsule cp;
+        rp_vec3 a = rng_vec(r), b = rng_vec(r);
+        assert_int_equal(rp_capsule_new(a, b, radius, &cp), RP_OK);
+        s = rp_shape_from_capsule(cp);
+    }
+    return s;
+}
+
+cJSON *vec_json(rp_vec3 v)
+{
+    double xyz[3] = {v.x, v.y, v.z};
+    return cJSON_CreateDoubleArray(xyz, 3);
+}
+
+/* The protocol's shape object, members in the order the server prints. */
+cJSON *shape_json(const rp_shape *s)
+{
+    cJSON *outer = cJSON_CreateObject(), *in = cJSON_CreateObject();
+    if (s->kind == RP_SHAPE_SPHERE) {
+        cJSON_AddItemToObject(in, "center", vec_json(s->sphere.center));
+        cJSON_AddNumberToObject(in, "radius", s->sphere.radius);
+        cJSON_AddItemToObject(outer, "sphere", in);
+    } else {
+        cJSON_AddItemToObject(in, "a", vec_json(s->capsule.a));
+        cJSON_AddItemToObject(in, "b", vec_json(s->capsule.b));
+        cJSON_AddNumberToObject(in, "radius", s->capsule.radius);
+        cJSON_AddItemToObject(outer, "capsule", in);
+    }
+    return outer;
+}
+
+/* ---- large requests ---------------------------------------------------------------------- */
+
+/* Appends printf-style text, growing the buffer as needed. */
+void tb_printf(textbuf *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0);
+        if (t->p && (size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->p = realloc(t->p, t->cap);
+        assert_non_null(t->p);
+    }
+}
+
+const char *const bp_flags[] = {"--write-pause-bytes", "65536", "--write-kill-bytes", "1048576",
+                                NULL};
+
+/* A scene whose scene.get reply is about `shapes` * 60 bytes. */
+void create_big_scene(rh_conn *c, const char *name, int shapes)
+{
+    size_t cap = (size_t)shapes * 80 + 256, n = 0;
+    char *buf = malloc(cap);
+    n += (size_t)snprintf(buf, cap,
+                          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":"
+                          "{\"scene\":\"%s\",\"shapes\":{",
+                          name);
+    for (int i = 0; i < shapes; i++)
+        n += (size_t)snprintf(buf + n, cap - n,
+                              "%s\"s%05d\":{\"sphere\":{\"center\":[%d,%d.5,-%d],\"radius\":0.25}}",
+                              i ? "," : "", i, i, i % 7, i % 13);
+    snprintf(buf + n, cap - n, "}}}");
+    cJSON *r = call_json(c, buf);
+    assert_non_null(at(r, "result"));
+    cJSON_Delete(r);
+    free(buf);
+}
+
+/* Writes `token` into a fresh file of the given mode; returns its path. */
+const char *token_file(const char *token, mode_t mode)
+{
+    static char path[512];
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    snprintf(path, sizeof path, "%s/token-%o", dir, (unsigned)mode);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(token, f);
+    fputs("\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+    return path;
+}

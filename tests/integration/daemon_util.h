@@ -1,18 +1,22 @@
 /*
- * Helpers shared by the daemon test programs (test_daemon.c,
- * test_hardening.c, …): start and stop a daemon, connect, send requests,
- * read and inspect JSON replies.  Each fails the current cmocka test on
- * error, so tests read as straight-line code.
+ * Helpers shared by the daemon test programs (test_daemon_*.c,
+ * test_hardening.c): start and stop a daemon, connect, send requests, read
+ * and inspect JSON replies, build random shapes and large requests.  Each
+ * fails the current cmocka test on error, so tests read as straight-line
+ * code.
  */
 #ifndef REPOSE_TESTS_DAEMON_UTIL_H
 #define REPOSE_TESTS_DAEMON_UTIL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
 #include "harness.h"
+#include "repose/geometry.h"
 
 /* Starts a daemon and fails the test unless it comes up. */
 rh_daemon *start_with(const rh_opts *o);
@@ -40,5 +44,50 @@ bool json_same(const cJSON *a, const cJSON *b);
 char *show(const cJSON *j);
 /* Sends raw bytes (no newline added). */
 void send_raw(rh_conn *c, const char *buf, size_t n);
+
+
+/* ---- random shapes ---------------------------------------------------------------------- */
+
+/* A splitmix64 generator: the same seed gives the same shapes everywhere. */
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+uint64_t rng_next(rng *r);
+/* Uniform in [0, n). */
+unsigned rng_below(rng *r, unsigned n);
+/* Multiples of 1/8 in [-4, 4]: exact in binary and short in decimal. */
+double rng_coord(rng *r);
+rp_vec3 rng_vec(rng *r);
+/* A sphere or a capsule with coordinates from rng_coord and a radius in
+ * [0, 2] (multiples of 1/8). */
+rp_shape rng_shape(rng *r);
+/* [x, y, z] as a JSON array (the caller owns the tree). */
+cJSON *vec_json(rp_vec3 v);
+/* The protocol's shape object, members in the order the server prints
+ * (the caller owns the tree). */
+cJSON *shape_json(const rp_shape *s);
+
+/* ---- large requests ---------------------------------------------------------------------- */
+
+/* A growing text buffer for building large requests.  Start from {0} (or a
+ * malloc'ed p with its cap); the caller frees p. */
+typedef struct textbuf {
+    char *p;
+    size_t len, cap;
+} textbuf;
+
+/* Appends printf-style text, growing the buffer as needed. */
+void tb_printf(textbuf *t, const char *fmt, ...);
+
+/* Small write limits (pause at 64 KiB, disconnect at 1 MiB), for
+ * backpressure and reply-size tests. */
+extern const char *const bp_flags[];
+/* A scene whose scene.get reply is about `shapes` * 60 bytes. */
+void create_big_scene(rh_conn *c, const char *name, int shapes);
+/* Writes `token` into a fresh file of the given mode in the harness's
+ * temporary directory; returns its path (static storage, valid until the
+ * next call). */
+const char *token_file(const char *token, mode_t mode);
 
 #endif /* REPOSE_TESTS_DAEMON_UTIL_H */

@@ -32,30 +32,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-/* A growing string for building large requests. */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        assert_true(n >= 0);
-        if (b->p && (size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        b->cap = (b->cap + (size_t)n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-}
-
 /* Strict UTF-8 check (no overlongs, no surrogates, nothing above U+10FFFF). */
 static bool utf8_valid(const unsigned char *s, size_t n)
 {
@@ -121,14 +97,14 @@ static const char *const multibyte[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x9
 /* A scene of n spheres on a line, created in one request. */
 static void create_scene(rh_conn *c, const char *name, int n)
 {
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
                   "\"scene\":\"%s\",\"shapes\":{",
               name);
     for (int i = 0; i < n; i++)
-        sb_printf(&b, "%s\"s%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.25}}", i ? "," : "",
+        tb_printf(&b, "%s\"s%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.25}}", i ? "," : "",
                   i, i);
-    sb_printf(&b, "}}}");
+    tb_printf(&b, "}}}");
     cJSON *r = call_json(c, b.p);
     if (!at(r, "result"))
         fail_msg("scene.create failed: %s", show(r));
@@ -139,15 +115,15 @@ static void create_scene(rh_conn *c, const char *name, int n)
 /* A model of n links on n frames (capsules along x), put in one request. */
 static void put_model(rh_conn *c, const char *name, int n)
 {
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
                   "\"model\":\"%s\",\"links\":[",
               name);
     for (int i = 0; i < n; i++)
-        sb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"capsule\":{\"a\":[0,0,0],"
+        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"capsule\":{\"a\":[0,0,0],"
                       "\"b\":[0.2,0,0],\"radius\":0.03}}}",
                   i ? "," : "", i, i);
-    sb_printf(&b, "]}}");
+    tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
     if (!at(r, "result"))
         fail_msg("model.put failed: %s", show(r));
@@ -160,20 +136,20 @@ static void put_model(rh_conn *c, const char *name, int n)
 static char *check_batch_request(int id, const char *model, const char *scene, int n,
                                  int configs)
 {
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
                   "\"model\":\"%s\",",
               id, model);
     if (scene)
-        sb_printf(&b, "\"scene\":\"%s\",", scene);
-    sb_printf(&b, "\"report\":\"closest\",\"configurations\":[");
+        tb_printf(&b, "\"scene\":\"%s\",", scene);
+    tb_printf(&b, "\"report\":\"closest\",\"configurations\":[");
     for (int k = 0; k < configs; k++) {
-        sb_printf(&b, "%s{\"frames\":[", k ? "," : "");
+        tb_printf(&b, "%s{\"frames\":[", k ? "," : "");
         for (int i = 0; i < n; i++)
-            sb_printf(&b, "%s{\"translation\":[%d,0,%d]}", i ? "," : "", i, k % 5 + 1);
-        sb_printf(&b, "]}");
+            tb_printf(&b, "%s{\"translation\":[%d,0,%d]}", i ? "," : "", i, k % 5 + 1);
+        tb_printf(&b, "]}");
     }
-    sb_printf(&b, "]}}");
+    tb_printf(&b, "]}}");
     return b.p;
 }
 
@@ -196,11 +172,11 @@ static void unknown_member_names_are_cut_between_characters(void **state)
     rh_conn *c = connect_ok(d, false);
     for (int w = 0; w < 3; w++) {
         for (int pad = 58; pad <= 66; pad++) {
-            sbuf b = {0};
-            sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"");
+            textbuf b = {0};
+            tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"");
             for (int i = 0; i < pad; i++)
-                sb_printf(&b, "a");
-            sb_printf(&b, "%s%s\":2}", multibyte[w], multibyte[(w + 1) % 3]);
+                tb_printf(&b, "a");
+            tb_printf(&b, "%s%s\":2}", multibyte[w], multibyte[(w + 1) % 3]);
             cJSON *r = call_utf8(c, b.p);
             assert_int_equal((int)num_at(r, "error.code"), -32600);
             assert_non_null(strstr(str_at(r, "error.message"), "unknown member 'aaaa"));
@@ -222,16 +198,16 @@ static void error_paths_and_names_stay_valid_utf8(void **state)
     rh_conn *c = connect_ok(d, true);
     for (int w = 0; w < 3; w++) {
         for (int reps = 60; reps <= 140; reps += 7) {
-            sbuf key = {0};
+            textbuf key = {0};
             for (int i = 0; i < reps; i++)
-                sb_printf(&key, "%s", multibyte[(w + i) % 3]);
+                tb_printf(&key, "%s", multibyte[(w + i) % 3]);
             char *reqs[3];
-            sbuf b0 = {0}, b1 = {0}, b2 = {0};
-            sb_printf(&b0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
+            textbuf b0 = {0}, b1 = {0}, b2 = {0};
+            tb_printf(&b0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
                            "\"scene\":\"s\",\"create\":true,\"shapes\":{\"%s\":{}}}}",
                       key.p);
-            sb_printf(&b1, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"%s\"}", key.p);
-            sb_printf(&b2, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"%s\":1}}",
+            tb_printf(&b1, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"%s\"}", key.p);
+            tb_printf(&b2, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"%s\":1}}",
                       key.p);
             reqs[0] = b0.p, reqs[1] = b1.p, reqs[2] = b2.p;
             for (int k = 0; k < 3; k++) {
@@ -286,8 +262,8 @@ static void http_request_is_answered_400_and_nothing_runs(void **state)
     for (int i = 0; i < 4; i++) {
         for (int tcp = 0; tcp < 2; tcp++) {
             rh_conn *c = connect_ok(d, tcp);
-            sbuf b = {0};
-            sb_printf(&b, "%sHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\n"
+            textbuf b = {0};
+            tb_printf(&b, "%sHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\n"
                           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
                           "\"params\":{\"scene\":\"evil\"}}\n",
                       openers[i]);
@@ -360,12 +336,12 @@ static void scene_get_with_a_huge_ids_list_is_answered(void **state)
     rh_conn *c = connect_ok(d, false);
     create_scene(c, "two", 2);
     int n = rh_wrapped() ? 20000 : 240000;
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.get\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.get\",\"params\":{"
                   "\"scene\":\"two\",\"ids\":[");
     for (int i = 0; i < n; i++)
-        sb_printf(&b, "%s\"s%d\"", i ? "," : "", (i * 7) % 2);
-    sb_printf(&b, "]}}");
+        tb_printf(&b, "%s\"s%d\"", i ? "," : "", (i * 7) % 2);
+    tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
     free(b.p);
     assert_int_equal(cJSON_GetArraySize(at(r, "result.shapes")), 2);
@@ -385,14 +361,14 @@ static void model_size_limits_are_enforced(void **state)
     rh_daemon *d = start(flags);
     rh_conn *c = connect_ok(d, false);
     put_model(c, "ok", 10);
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{"
                   "\"model\":\"big\",\"links\":[");
     for (int i = 0; i < 11; i++)
-        sb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
                       "\"radius\":0.1}}}",
                   i ? "," : "", i, i);
-    sb_printf(&b, "]}}");
+    tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
     free(b.p);
     expect_limit(r, "max_model_links");
@@ -422,14 +398,14 @@ static void thirty_thousand_links_are_refused_by_default(void **state)
     (void)state;
     rh_daemon *d = start(NULL);
     rh_conn *c = connect_ok(d, false);
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{"
                   "\"model\":\"huge\",\"links\":[");
     for (int i = 0; i < 30000; i++)
-        sb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
                       "\"radius\":0.1}}}",
                   i ? "," : "", i, i % 1000);
-    sb_printf(&b, "]}}");
+    tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
     free(b.p);
     expect_limit(r, "max_model_links");
@@ -461,8 +437,8 @@ static void check_work_is_bounded_per_line(void **state)
     assert_int_equal(cJSON_GetArraySize(at(r, "result.results")), 30);
     cJSON_Delete(r);
     /* Two of those in one line: 1680 in all, so the second is refused. */
-    sbuf b = {0};
-    sb_printf(&b, "[%s,%s]", small, small);
+    textbuf b = {0};
+    tb_printf(&b, "[%s,%s]", small, small);
     free(small);
     r = call_json(c, b.p);
     free(b.p);
@@ -484,13 +460,13 @@ static void scene_distance_pairs_stop_at_the_reply_limit(void **state)
     rh_daemon *d = start(flags);
     rh_conn *c = connect_ok(d, true);
     create_scene(c, "line", 3000);
-    sbuf b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"scene.distance\",\"params\":{"
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"scene.distance\",\"params\":{"
                   "\"scene\":\"line\",\"max_distance\":1e300,\"shapes\":{");
     for (int q = 0; q < 20; q++)
-        sb_printf(&b, "%s\"q%d\":{\"sphere\":{\"center\":[%d,1,0],\"radius\":0.1}}", q ? "," : "",
+        tb_printf(&b, "%s\"q%d\":{\"sphere\":{\"center\":[%d,1,0],\"radius\":0.1}}", q ? "," : "",
                   q, q * 10);
-    sb_printf(&b, "}}}");
+    tb_printf(&b, "}}}");
     cJSON *r = call_json(c, b.p);
     free(b.p);
     assert_int_equal((int)num_at(r, "id"), 5);
@@ -522,13 +498,13 @@ static void batch_of_large_replies_is_bounded(void **state)
     rh_daemon *d = start(flags);
     rh_conn *c = connect_ok(d, false);
     create_scene(c, "mid", 600); /* scene.get ~ 28 kB */
-    sbuf b = {0};
-    sb_printf(&b, "[");
+    textbuf b = {0};
+    tb_printf(&b, "[");
     for (int i = 0; i < 100; i++)
-        sb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":{"
+        tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":{"
                       "\"scene\":\"mid\"}}",
                   i ? "," : "", i);
-    sb_printf(&b, "]");
+    tb_printf(&b, "]");
     assert_true(rh_send_line(c, b.p));
     free(b.p);
     const char *line;
@@ -608,27 +584,12 @@ static void idle_and_trickling_tcp_clients_are_closed(void **state)
     stop_ok(d);
 }
 
-/* Writes a token file (mode 0600) and returns its path. */
-static const char *token_file(const char *token)
-{
-    static char path[512];
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
-    snprintf(path, sizeof path, "%s/token", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", token);
-    fclose(f);
-    chmod(path, 0600);
-    return path;
-}
-
 /* With a token, a TCP client that does not authenticate in time is
  * closed; one that did is not; a later wrong auth ends its authorisation. */
 static void auth_timeout_and_wrong_reauth(void **state)
 {
     (void)state;
-    const char *path = token_file("s3cret-token");
+    const char *path = token_file("s3cret-token", 0600);
     const char *flags[] = {"--token-file", path, "--auth-timeout", "1", NULL};
     rh_daemon *d = start(flags);
     rh_conn *lazy = connect_ok(d, true);
@@ -714,10 +675,10 @@ static void heavy_pipeline_does_not_starve_other_clients(void **state)
     put_model(heavy, "arm", 14);
     enum { LINES = 40 };
     int configs = rh_wrapped() ? 20 : 300;
-    sbuf all = {0};
+    textbuf all = {0};
     for (int i = 0; i < LINES; i++) {
         char *one = check_batch_request(100 + i, "arm", "world", 14, configs);
-        sb_printf(&all, "%s\n", one);
+        tb_printf(&all, "%s\n", one);
         free(one);
     }
     send_raw(heavy, all.p, all.len);
@@ -828,14 +789,14 @@ static void memory_is_returned_after_a_large_delete(void **state)
     long before = rh_rss_kb(d);
     assert_true(before > 0);
     for (int part = 0; part < 4; part++) {
-        sbuf b = {0};
-        sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
+        textbuf b = {0};
+        tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
                       "\"scene\":\"big\",\"create\":true,\"shapes\":{");
         for (int i = 0; i < 50000; i++)
-            sb_printf(&b, "%s\"p%d_%d\":{\"capsule\":{\"a\":[%d,1,2],\"b\":[%d,1.5,2],"
+            tb_printf(&b, "%s\"p%d_%d\":{\"capsule\":{\"a\":[%d,1,2],\"b\":[%d,1.5,2],"
                           "\"radius\":0.125}}",
                       i ? "," : "", part, i, i, i);
-        sb_printf(&b, "}}}");
+        tb_printf(&b, "}}}");
         cJSON *r = call_json(c, b.p);
         assert_non_null(at(r, "result"));
         cJSON_Delete(r);

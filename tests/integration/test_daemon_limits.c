@@ -1,0 +1,332 @@
+/*
+ * Daemon limit tests: the real reposed over its real sockets.
+ *
+ * Usage: test_daemon_limits PATH-TO-REPOSED
+ *
+ * Each test starts its own daemon (tests/integration/harness.h), so tests
+ * are independent and may use special flags.  Helpers shared with the
+ * other daemon test programs are in daemon_util.h.
+ *
+ * Overlong lines, the TCP and Unix connection limits, backpressure on
+ * clients that do not read (or read slowly), and the reply size limit.
+ *
+ * No test asserts a duration: every wait is a generous guard against hangs.
+ * Under REPOSE_DAEMON_WRAPPER (valgrind) the workloads are smaller.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "daemon_util.h"
+#include "harness.h"
+
+/* ---- overlong lines ---------------------------------------------------------------------- */
+
+/* A ping padded with spaces to exactly `len` bytes (before the newline). */
+static char *padded_ping(size_t len, const char *id)
+{
+    char *s = malloc(len + 1);
+    int n = snprintf(s, len + 1, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"ping\"}", id);
+    memset(s + n, ' ', len - (size_t)n);
+    s[len] = '\0';
+    return s;
+}
+
+static void expect_line_limit_and_close(rh_conn *c)
+{
+    cJSON *r = read_json(c);
+    assert_int_equal((int)num_at(r, "error.code"), -32004);
+    assert_true(cJSON_IsNull(at(r, "id")));
+    assert_string_equal(str_at(r, "error.data.limit"), "max_request_bytes");
+    assert_int_equal((int)num_at(r, "error.data.max"), 4096);
+    cJSON_Delete(r);
+    rh_read_status st = rh_wait_close(c, rh_ms(RH_TIMEOUT_MS), 0);
+    assert_true(st == RH_EOF || st == RH_ERROR);
+}
+
+static void overlong_line_gets_limit_error_then_close(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-request-bytes", "4096", NULL};
+    rh_daemon *d = start(extra);
+
+    /* Exactly at the limit: fine, also with CRLF. */
+    rh_conn *c = connect_ok(d, false);
+    char *line = padded_ping(4096, "at-limit");
+    cJSON *r = call_json(c, line);
+    assert_string_equal(str_at(r, "id"), "at-limit");
+    assert_non_null(at(r, "result"));
+    cJSON_Delete(r);
+    send_raw(c, line, 4096);
+    send_raw(c, "\r\n", 2);
+    r = read_json(c);
+    assert_non_null(at(r, "result"));
+    cJSON_Delete(r);
+    free(line);
+
+    /* One byte over: -32004 with id null, then the server closes. */
+    line = padded_ping(4097, "over");
+    send_raw(c, line, 4097);
+    send_raw(c, "\n", 1);
+    free(line);
+    expect_line_limit_and_close(c);
+    rh_close(c);
+
+    /* An endless line without a newline is cut off too. */
+    c = connect_ok(d, true);
+    expect_pong(c);
+    char junk[8192];
+    memset(junk, 'x', sizeof junk);
+    send_raw(c, junk, sizeof junk);
+    expect_line_limit_and_close(c);
+    rh_close(c);
+
+    /* Other clients are unaffected and the limit hits are counted. */
+    c = connect_ok(d, false);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}");
+    assert_int_equal((int)num_at(r, "result.limits_hit.max_request_bytes"), 2);
+    cJSON_Delete(r);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* ---- connection limit -------------------------------------------------------------------- */
+
+/* Connects one more client of the given kind and expects it to be turned
+ * away with -32004 naming `limit`. */
+static void expect_connection_refused(rh_daemon *d, bool tcp, const char *limit, int max)
+{
+    rh_conn *c = connect_ok(d, tcp);
+    cJSON *r = read_json(c);
+    assert_int_equal((int)num_at(r, "error.code"), -32004);
+    assert_true(cJSON_IsNull(at(r, "id")));
+    assert_string_equal(str_at(r, "error.data.limit"), limit);
+    assert_int_equal((int)num_at(r, "error.data.max"), max);
+    cJSON_Delete(r);
+    rh_read_status st = rh_wait_close(c, rh_ms(RH_TIMEOUT_MS), 0);
+    assert_true(st == RH_EOF || st == RH_ERROR);
+    rh_close(c);
+}
+
+/* TCP and Unix clients have limits of their own: remote clients holding
+ * every TCP slot do not lock out local ones, and a freed slot is usable. */
+static void connection_limit_rejects_then_recovers(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-tcp-connections", "2", "--max-unix-connections",
+                                        "2", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *cs[4];
+    for (int i = 0; i < 4; i++) {
+        cs[i] = connect_ok(d, i % 2 == 0);
+        expect_pong(cs[i]); /* accepted and served */
+    }
+    expect_connection_refused(d, true, "max_tcp_connections", 2);
+    expect_connection_refused(d, false, "max_unix_connections", 2);
+    int rejected = 2;
+
+    /* Free a TCP slot.  The daemon notices the close asynchronously, so a
+     * new client may still be turned away for a moment: retry until served. */
+    rh_close(cs[2]);
+    long long deadline = rh_now_ms() + rh_ms(RH_TIMEOUT_MS);
+    rh_conn *fresh = NULL;
+    while (!fresh) {
+        rh_conn *c = connect_ok(d, true);
+        cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}");
+        if (at(r, "result")) {
+            fresh = c;
+            assert_int_equal((int)num_at(r, "result.connections.current"), 4);
+            assert_int_equal((int)num_at(r, "result.connections.tcp"), 2);
+            assert_int_equal((int)num_at(r, "result.connections.unix"), 2);
+            assert_int_equal((int)num_at(r, "result.connections.rejected"), rejected);
+            assert_int_equal((int)num_at(r, "result.limits_hit.max_tcp_connections"),
+                             rejected - 1);
+            assert_int_equal((int)num_at(r, "result.limits_hit.max_unix_connections"), 1);
+        } else {
+            assert_int_equal((int)num_at(r, "error.code"), -32004);
+            rejected++;
+            rh_close(c);
+            assert_true(rh_now_ms() < deadline);
+            rh_sleep_ms(10);
+        }
+        cJSON_Delete(r);
+    }
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            expect_pong(cs[i]);
+    expect_pong(fresh);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            rh_close(cs[i]);
+    rh_close(fresh);
+    stop_ok(d);
+}
+
+/* ---- backpressure ------------------------------------------------------------------------ */
+static void client_that_does_not_read_cannot_exhaust_the_daemon(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(bp_flags);
+    rh_conn *other = connect_ok(d, true);
+    create_big_scene(other, "big", 400); /* ~25 kB per scene.get reply */
+
+    /* The greedy client asks for far more reply bytes (> 1 GB) than a
+     * daemon could buffer, and never reads. */
+    rh_conn *greedy = connect_ok(d, false);
+    static const char get[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.get\",\"params\":{\"scene\":\"big\"}}\n";
+    const size_t n_requests = 50000, glen = sizeof get - 1;
+    size_t sent = 0; /* bytes */
+    const size_t total = n_requests * glen;
+    long long stall_since = 0, deadline = rh_now_ms() + rh_ms(RH_TIMEOUT_MS);
+    int pings = 0;
+    long max_rss = 0;
+    while (sent < total && rh_now_ms() < deadline) {
+        size_t off = sent % glen;
+        ssize_t w = send(rh_fd(greedy), get + off, glen - off, MSG_NOSIGNAL);
+        if (w > 0) {
+            sent += (size_t)w;
+            stall_since = 0;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break; /* disconnected by the daemon: also acceptable */
+        /* The daemon has stopped reading us (or is busy): meanwhile it must
+         * keep serving everybody else. */
+        expect_pong(other);
+        pings++;
+        long rss = rh_rss_kb(d);
+        if (rss > max_rss)
+            max_rss = rss;
+        if (!stall_since)
+            stall_since = rh_now_ms();
+        else if (rh_now_ms() - stall_since > rh_ms(1000))
+            break; /* stalled for good: the daemon applies backpressure */
+        struct pollfd p = {rh_fd(greedy), POLLOUT, 0};
+        poll(&p, 1, 20);
+    }
+    /* It could not push everything: the daemon stopped reading it. */
+    assert_true(sent < total);
+    assert_true(pings > 0);
+    if (!rh_wrapped() && max_rss > 0 && max_rss > 768L * 1024)
+        fail_msg("daemon RSS grew to %ld KiB", max_rss);
+
+    /* Dropping the greedy client frees everything; the daemon carries on. */
+    rh_close(greedy);
+    expect_pong(other);
+    assert_string_equal(call_line(other, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}"),
+                        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"scenes\":[{\"scene\":\"big\","
+                        "\"revision\":1,\"shapes\":400}]}}");
+    rh_close(other);
+    stop_ok(d);
+}
+
+static void slow_reader_gets_every_reply_in_order(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(bp_flags);
+    rh_conn *c = connect_ok(d, false);
+    const int n = rh_wrapped() ? 4000 : 20000;
+    /* All requests, then read them back slowly (a little at a time) while
+     * still writing. */
+    size_t cap = (size_t)n * 64, len = 0;
+    char *buf = malloc(cap);
+    for (int i = 1; i <= n; i++)
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i);
+    size_t off = 0;
+    int next = 1;
+    long long deadline = rh_now_ms() + rh_ms(60000);
+    char want[80];
+    while (next <= n) {
+        if (off < len) {
+            ssize_t w = send(rh_fd(c), buf + off, len - off < 4096 ? len - off : 4096,
+                             MSG_NOSIGNAL);
+            if (w > 0)
+                off += (size_t)w;
+            else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                fail_msg("send: %s", strerror(errno));
+        }
+        /* Slow: at most 8 replies per round, then a short nap. */
+        for (int k = 0; k < 8 && next <= n; k++) {
+            const char *line;
+            size_t llen;
+            rh_read_status st = rh_read_line(c, 0, &line, &llen);
+            if (st == RH_TIMEOUT)
+                break;
+            if (st != RH_LINE)
+                fail_msg("connection closed after %d replies", next - 1);
+            snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"pong\":true}}",
+                     next);
+            if (strcmp(line, want) != 0)
+                fail_msg("reply %d: got %s", next, line);
+            next++;
+        }
+        if (next % 512 == 0)
+            rh_sleep_ms(1);
+        if (rh_now_ms() > deadline)
+            fail_msg("only %d of %d replies", next - 1, n);
+        struct pollfd p = {rh_fd(c), POLLIN | (off < len ? POLLOUT : 0), 0};
+        poll(&p, 1, 10);
+    }
+    free(buf);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* ---- reply size -------------------------------------------------------------------------- */
+
+/* A reply is built only up to max_reply_bytes (here lowered to kill -
+ * pause = 983,040 bytes): a larger one is answered with -32004
+ * max_reply_bytes instead, the connection goes on, and a smaller request
+ * for the same data works. */
+static void reply_over_max_reply_bytes_is_refused_and_connection_goes_on(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(bp_flags);
+    rh_conn *c = connect_ok(d, false);
+    create_big_scene(c, "huge", 30000); /* scene.get reply ~1.8 MB */
+    cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"scene.get\","
+                            "\"params\":{\"scene\":\"huge\"}}");
+    assert_int_equal((int)num_at(r, "id"), 9);
+    assert_int_equal((int)num_at(r, "error.code"), -32004);
+    assert_string_equal(str_at(r, "error.data.limit"), "max_reply_bytes");
+    assert_int_equal((int)num_at(r, "error.data.max"), 1048576 - 65536);
+    cJSON_Delete(r);
+    expect_pong(c);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"scene.get\","
+                     "\"params\":{\"scene\":\"huge\",\"ids\":[\"s00000\",\"s29999\"]}}");
+    assert_int_equal(cJSON_GetArraySize(at(r, "result.shapes")), 2);
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"hello\"}");
+    assert_int_equal((int)num_at(r, "result.limits.max_reply_bytes"), 1048576 - 65536);
+    cJSON_Delete(r);
+    rh_close(c);
+    stop_ok(d);
+}
+
+int main(int argc, char **argv)
+{
+    if (!rh_init(argc, argv))
+        return 2;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(overlong_line_gets_limit_error_then_close, rh_teardown),
+        cmocka_unit_test_teardown(connection_limit_rejects_then_recovers, rh_teardown),
+        cmocka_unit_test_teardown(client_that_does_not_read_cannot_exhaust_the_daemon, rh_teardown),
+        cmocka_unit_test_teardown(slow_reader_gets_every_reply_in_order, rh_teardown),
+        cmocka_unit_test_teardown(reply_over_max_reply_bytes_is_refused_and_connection_goes_on,
+                                  rh_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
