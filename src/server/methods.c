@@ -51,9 +51,22 @@ uint64_t rpd_tree_depth(size_t n)
     return d;
 }
 
-size_t rpd_max_pairs(const rpd_req *req)
+/* Bytes left under w's limit. */
+static size_t reply_room(const rp_jw *w)
 {
-    return req->core->limits.max_reply_bytes / RPD_MIN_PAIR_BYTES + 1;
+    return w->len < w->limit ? w->limit - w->len : 0;
+}
+
+bool rpd_reply_fits(rpd_req *req, const rp_jw *w, uint64_t items, size_t min_bytes)
+{
+    if (items <= reply_room(w) / min_bytes)
+        return true;
+    return rpd_fail_limit(req, RPD_LIMIT_max_reply_bytes, req->core->limits.max_reply_bytes);
+}
+
+size_t rpd_max_pairs(const rp_jw *w)
+{
+    return reply_room(w) / RPD_MIN_PAIR_BYTES + 1;
 }
 
 /* ---- meta ------------------------------------------------------------------ */

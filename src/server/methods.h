@@ -28,11 +28,21 @@ bool rpd_charge_work(rpd_req *req, uint64_t units);
  * of a tree query's cost in work estimates. */
 uint64_t rpd_tree_depth(size_t n);
 
-/* Most pairs a reply of max_reply_bytes can hold: pair lists longer than
- * that are refused while they are collected (a written pair takes at least
- * RPD_MIN_PAIR_BYTES). */
+/* Lower bounds of what one item of a long reply takes when written: a pair
+ * {"query":null,"shape":"s","distance":0}, a check result
+ * {"collision":false}. */
 #define RPD_MIN_PAIR_BYTES 40
-size_t rpd_max_pairs(const rpd_req *req);
+#define RPD_MIN_RESULT_BYTES 20
+
+/* Fails with -32004 max_reply_bytes, before any work, when `items` items
+ * of at least `min_bytes` each cannot fit in what is left of the reply
+ * limit of w: a request that is bound to fail does not build its reply (or
+ * sort its scene) first. */
+bool rpd_reply_fits(rpd_req *req, const rp_jw *w, uint64_t items, size_t min_bytes);
+
+/* Most pairs that what is left of the reply limit of w can hold: pair lists
+ * longer than that are refused while they are collected. */
+size_t rpd_max_pairs(const rp_jw *w);
 
 /* Required shape / number, optional bool with default. */
 bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shape *out);

@@ -487,7 +487,7 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
     uint64_t cost = check_cost(&cs);
     if (n && cost > UINT64_MAX / n)
         cost = UINT64_MAX / n;
-    if (!rpd_charge_work(req, cost * n))
+    if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
         return false;
     size_t nf = cs.n_frames ? cs.n_frames : 1;
     rp_transform *frames = malloc((n ? n : 1) * nf * sizeof *frames);

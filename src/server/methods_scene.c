@@ -256,6 +256,22 @@ static bool sort_indices(size_t *idx, size_t n, const rp_scene *sc)
     return true;
 }
 
+/* The fewest bytes the shapes of scene.get can take: an entry
+ * "ID":{"sphere":{"center":[x,y,z],"radius":r}} is at least 43 bytes plus
+ * the id (every number takes a digit or more).  idx NULL: every shape
+ * (storage indices are dense); else idx[0..n), sorted, an index repeated
+ * counting once. */
+static uint64_t shapes_reply_bound(const rp_scene *sc, const size_t *idx, size_t n)
+{
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (idx && k > 0 && idx[k] == idx[k - 1])
+            continue;
+        bytes += 43 + strlen(rp_scene_id_at(sc, idx ? idx[k] : k));
+    }
+    return bytes;
+}
+
 bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"scene", "ids", NULL};
@@ -276,8 +292,16 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
             free(idx);
             return rpd_fail_status(req, RP_ERR_NOMEM);
         }
+        if (!rpd_reply_fits(req, w, shapes_reply_bound(sc, idx, n), 1)) {
+            free(ids);
+            free(idx);
+            return false;
+        }
     } else {
+        /* Refused before the sort when it cannot fit. */
         n = rp_scene_shape_count(sc);
+        if (!rpd_reply_fits(req, w, shapes_reply_bound(sc, NULL, n), 1))
+            return false;
         idx = malloc((n ? n : 1) * sizeof *idx);
         if (!idx || rp_scene_sorted(sc, idx)) {
             free(idx);
@@ -449,7 +473,8 @@ static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
 /* Shared by scene.distance and scene.check: decodes the scene, query shapes
  * and optional ids, runs the query.  On failure everything is released
  * (see run_query). */
-static bool run_query_inner(rpd_req *req, const cJSON *params, rp_scene **sc_out, query_set *qs,
+static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, rp_scene **sc_out,
+                            query_set *qs,
                       rp_query *q, rp_query_result *res)
 {
     char path[RP_CODEC_PATH_MAX];
@@ -471,7 +496,7 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, rp_scene **sc_out
     q->n_shapes = qs->n;
     q->subset = idx;
     q->n_subset = n;
-    q->max_pairs = rpd_max_pairs(req);
+    q->max_pairs = rpd_max_pairs(w);
     /* A subset is scanned pair by pair; the whole scene is searched through
      * its tree. */
     uint64_t per_query = idx ? n : rpd_tree_depth(rp_scene_shape_count(sc));
@@ -491,10 +516,11 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, rp_scene **sc_out
 
 /* run_query_inner, releasing the query set when it fails, so handlers only
  * clean up after success. */
-static bool run_query(rpd_req *req, const cJSON *params, rp_scene **sc_out, query_set *qs,
+static bool run_query(rpd_req *req, const cJSON *params, const rp_jw *w, rp_scene **sc_out,
+                      query_set *qs,
                       rp_query *q, rp_query_result *res)
 {
-    if (run_query_inner(req, params, sc_out, qs, q, res))
+    if (run_query_inner(req, params, w, sc_out, qs, q, res))
         return true;
     query_set_free(qs);
     return false;
@@ -518,7 +544,7 @@ bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_scene *sc;
     query_set qs;
     rp_query_result res;
-    if (!run_query(req, params, &sc, &qs, &q, &res))
+    if (!run_query(req, params, w, &sc, &qs, &q, &res))
         return false;
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "revision");
@@ -562,7 +588,7 @@ bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_scene *sc;
     query_set qs;
     rp_query_result res;
-    if (!run_query(req, params, &sc, &qs, &q, &res))
+    if (!run_query(req, params, w, &sc, &qs, &q, &res))
         return false;
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "revision");

@@ -17,9 +17,9 @@
 #include "methods.h"
 #include "rpc.h"
 
-/* When a line frees at least this much of the store (a large scene or
- * model deleted or replaced), free heap pages go back to the system. */
-#define RPD_TRIM_BYTES ((size_t)16 << 20)
+/* When a line frees at least this much of the store (a scene of ~30,000
+ * shapes or more deleted or replaced), free heap pages go back to the system. */
+#define RPD_TRIM_BYTES ((size_t)4 << 20)
 
 /* Returns free heap memory to the system.  glibc keeps freed memory for
  * reuse, so after a 1M-shape scene is deleted the process would otherwise
