@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "repose/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -77,39 +79,39 @@ typedef struct rp_client_error {
 typedef struct rp_client rp_client;
 
 /// Releases err->data and resets *err to RP_CLIENT_OK.  NULL is a no-op.
-void rp_client_error_free(rp_client_error *err);
+RP_API void rp_client_error_free(rp_client_error *err);
 
 /// A static, lowercase name for a kind ("ok", "connect", "timeout", "closed",
 /// "protocol", "rpc", "io", "nomem", "arg"); never NULL.
-const char *rp_client_error_kind_name(rp_client_error_kind kind);
+RP_API const char *rp_client_error_kind_name(rp_client_error_kind kind);
 
 /// Connects to reposed on the Unix socket at `path`, waiting at most
 /// timeout_ms (which also becomes the client's call timeout).  Returns the
 /// client (caller owns it: rp_client_close) or NULL with *err set:
 /// RP_CLIENT_CONNECT when nothing listens there (ENOENT, ECONNREFUSED),
 /// RP_CLIENT_TIMEOUT, RP_CLIENT_ARG for a NULL or too long path.
-rp_client *rp_client_connect_unix(const char *path, int timeout_ms, rp_client_error *err);
+RP_API rp_client *rp_client_connect_unix(const char *path, int timeout_ms, rp_client_error *err);
 
 /// Connects to reposed at host:port over TCP (host is a name or a numeric
 /// IPv4/IPv6 address; every address it resolves to is tried in turn),
 /// waiting at most timeout_ms per attempt.  Same ownership and errors as
 /// rp_client_connect_unix; an unresolvable host is RP_CLIENT_CONNECT.
-rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms,
-                                 rp_client_error *err);
+RP_API rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms,
+                                        rp_client_error *err);
 
 /// Sets the timeout of later calls, in milliseconds (<= 0: wait forever).
 /// NULL is a no-op.
-void rp_client_set_timeout(rp_client *c, int timeout_ms);
+RP_API void rp_client_set_timeout(rp_client *c, int timeout_ms);
 
 /// Closes the connection and frees the client.  Outstanding pipelined
 /// replies are discarded.  NULL is a no-op.
-void rp_client_close(rp_client *c);
+RP_API void rp_client_close(rp_client *c);
 
 /// Authenticates with `token` (the `auth` method).  Needed on TCP when the
 /// daemon runs with --token-file; before it, other methods than ping, hello
 /// and auth get RPC error -32005.  A wrong token is an RP_CLIENT_RPC error
 /// (the connection stays usable).  The token is not kept by the client.
-rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_client_error *err);
+RP_API rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_client_error *err);
 
 /// Calls `method` with `params_json` (a JSON object as text, or NULL for no
 /// params) and waits for the reply.  params_json is checked and minified
@@ -118,51 +120,53 @@ rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_client_e
 /// the server wrote it (compact JSON, malloc'ed; caller frees).  On failure
 /// *result_json is NULL.  Fails with RP_CLIENT_ARG while pipelined replies
 /// are outstanding (read them with rp_client_recv first).
-rp_client_error_kind rp_client_call(rp_client *c, const char *method, const char *params_json,
-                                    char **result_json, rp_client_error *err);
+RP_API rp_client_error_kind rp_client_call(rp_client *c, const char *method,
+                                           const char *params_json, char **result_json,
+                                           rp_client_error *err);
 
 /// rp_client_call with cJSON values: `params` (an object, or NULL) is not
 /// modified nor kept; on success *result receives the parsed result (caller
 /// owns it: cJSON_Delete), else NULL.
-rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *method,
-                                          const struct cJSON *params, struct cJSON **result,
-                                          rp_client_error *err);
+RP_API rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *method,
+                                                 const struct cJSON *params, struct cJSON **result,
+                                                 rp_client_error *err);
 
 /// Pipelining: sends one request without waiting for its reply and stores
 /// its id in *id_out (when not NULL).  Ids are 1, 2, 3, ... per client.
 /// While the socket cannot take more bytes the client reads (and keeps)
 /// replies that have arrived, so sending many requests before reading never
 /// deadlocks against the server's write back-pressure.
-rp_client_error_kind rp_client_send(rp_client *c, const char *method, const char *params_json,
-                                    uint64_t *id_out, rp_client_error *err);
+RP_API rp_client_error_kind rp_client_send(rp_client *c, const char *method,
+                                           const char *params_json, uint64_t *id_out,
+                                           rp_client_error *err);
 
 /// Receives the reply to the oldest request sent with rp_client_send
 /// (replies come back in request order).  *id (when not NULL) receives its id,
 /// also when the reply is an RPC error; *result_json is as in rp_client_call.
 /// RP_CLIENT_ARG when no reply is outstanding.
-rp_client_error_kind rp_client_recv(rp_client *c, uint64_t *id, char **result_json,
-                                    rp_client_error *err);
+RP_API rp_client_error_kind rp_client_recv(rp_client *c, uint64_t *id, char **result_json,
+                                           rp_client_error *err);
 
 /// How many sent requests still wait for rp_client_recv.
-size_t rp_client_pending(const rp_client *c);
+RP_API size_t rp_client_pending(const rp_client *c);
 
 /// Raw access (repose-cli --raw): sends `len` bytes of `line` followed by
 /// "\n", unchanged and untracked (the caller matches replies itself; a
 /// notification gets none).  Do not mix with pending rp_client_send requests.
-rp_client_error_kind rp_client_send_line(rp_client *c, const char *line, size_t len,
-                                         rp_client_error *err);
+RP_API rp_client_error_kind rp_client_send_line(rp_client *c, const char *line, size_t len,
+                                                rp_client_error *err);
 
 /// Raw access: receives the next line the server sends, without its "\n"
 /// (and "\r"), NUL-terminated, malloc'ed into *line (caller frees), its length
 /// in *len (when not NULL).  RP_CLIENT_CLOSED at the end of the stream; a
 /// final line without "\n" is still returned first.
-rp_client_error_kind rp_client_recv_line(rp_client *c, char **line, size_t *len,
-                                         rp_client_error *err);
+RP_API rp_client_error_kind rp_client_recv_line(rp_client *c, char **line, size_t *len,
+                                                rp_client_error *err);
 
 /// Raw access: says that nothing more will be sent (shutdown of the write
 /// side).  The server answers what it has read and then closes, so reading
 /// lines until RP_CLIENT_CLOSED gets every reply.
-rp_client_error_kind rp_client_shutdown_write(rp_client *c, rp_client_error *err);
+RP_API rp_client_error_kind rp_client_shutdown_write(rp_client *c, rp_client_error *err);
 
 #ifdef __cplusplus
 }

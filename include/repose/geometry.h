@@ -33,6 +33,7 @@
 
 #include <stdbool.h>
 
+#include "repose/export.h"
 #include "repose/status.h"
 
 #ifdef __cplusplus
@@ -101,45 +102,45 @@ typedef struct rp_link_shape {
 /// Builds a sphere.  Returns RP_ERR_NONFINITE for a non-finite centre
 /// coordinate, RP_ERR_RADIUS_NONFINITE / RP_ERR_RADIUS_NEGATIVE for a bad
 /// radius, RP_ERR_INVALID_ARG when out is NULL; *out is written only on RP_OK.
-rp_status rp_sphere_new(rp_vec3 center, double radius, rp_sphere *out);
+RP_API rp_status rp_sphere_new(rp_vec3 center, double radius, rp_sphere *out);
 
 /// Builds a capsule; a == b is allowed (it is a sphere).  Same status codes
 /// as rp_sphere_new; *out is written only on RP_OK.
-rp_status rp_capsule_new(rp_vec3 a, rp_vec3 b, double radius, rp_capsule *out);
+RP_API rp_status rp_capsule_new(rp_vec3 a, rp_vec3 b, double radius, rp_capsule *out);
 
 /// Wraps a sphere in a tagged shape.  Does not validate.
-rp_shape rp_shape_from_sphere(rp_sphere s);
+RP_API rp_shape rp_shape_from_sphere(rp_sphere s);
 
 /// Wraps a capsule in a tagged shape.  Does not validate.
-rp_shape rp_shape_from_capsule(rp_capsule c);
+RP_API rp_shape rp_shape_from_capsule(rp_capsule c);
 
 /// Checks a shape built as a literal or decoded from outside: known kind,
 /// finite coordinates, finite radius >= 0.  Checks the kind first, then the
 /// coordinates in declaration order, then the radius; returns the first
 /// failure.  NULL gives RP_ERR_INVALID_ARG.
-rp_status rp_shape_validate(const rp_shape *s);
+RP_API rp_status rp_shape_validate(const rp_shape *s);
 
 /* ---- signed distance -------------------------------------------------- */
 
 /// Signed distance between two spheres, metres.
-double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b);
+RP_API double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b);
 
 /// Signed distance between a capsule and a sphere, metres.
-double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b);
+RP_API double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b);
 
 /// Signed distance between two capsules: the distance between the axis
 /// segments minus both radii, metres.  Exact (see the contract above) for
 /// parallel, nearly parallel, collinear, crossing and degenerate axes.
-double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b);
+RP_API double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b);
 
 /// Signed distance between any two shapes; dispatches on the kinds.  Like
 /// every signed distance here: finite, saturated to ±DBL_MAX when the exact
 /// value is beyond the double range (see "Range" above).
-double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b);
+RP_API double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b);
 
 /// True when rp_shape_signed_distance(a, b) < margin, strictly: a pair at
 /// exactly the margin does not violate it.  No hidden epsilon.
-bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, double margin);
+RP_API bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, double margin);
 
 /// Distance, witness points and normal.  When the closest core points
 /// coincide (crossing axes, coincident centres) the normal is still unit
@@ -147,41 +148,41 @@ bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, double margi
 /// axes when they are not parallel, otherwise a fixed perpendicular to the
 /// axis (or +z when there is no axis).  Swapping a and b swaps the points
 /// and negates the normal, bit for bit.
-rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b);
+RP_API rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b);
 
 /* ---- transforms ------------------------------------------------------- */
 
 /// The identity transform.
-rp_transform rp_transform_identity(void);
+RP_API rp_transform rp_transform_identity(void);
 
 /// Builds a transform from a translation and a Hamilton quaternion (w, x, y,
 /// z), active: world = R(q)*local + t.  The quaternion is normalised first.
 /// Returns RP_ERR_QUATERNION when it is non-finite or zero, RP_ERR_NONFINITE
 /// for a non-finite translation; *out is written only on RP_OK.
-rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x,
-                                       double y, double z, rp_transform *out);
+RP_API rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x,
+                                              double y, double z, rp_transform *out);
 
 /// Returns a∘b: applying the result equals applying b, then a.
-rp_transform rp_transform_compose(const rp_transform *a, const rp_transform *b);
+RP_API rp_transform rp_transform_compose(const rp_transform *a, const rp_transform *b);
 
 /// Returns the inverse of a rigid transform (transpose rotation).
-rp_transform rp_transform_inverse(const rp_transform *tf);
+RP_API rp_transform rp_transform_inverse(const rp_transform *tf);
 
 /// Checks that every entry is finite and that r is orthonormal with
 /// determinant +1, each within 1e-6 (absolute, on unit-scale quantities).
 /// Returns RP_ERR_NONFINITE or RP_ERR_TRANSFORM on failure.
-rp_status rp_transform_validate(const rp_transform *tf);
+RP_API rp_status rp_transform_validate(const rp_transform *tf);
 
 /// Applies a transform to a point: r*p + t.
-rp_vec3 rp_transform_point(const rp_transform *tf, rp_vec3 p);
+RP_API rp_vec3 rp_transform_point(const rp_transform *tf, rp_vec3 p);
 
 /// Moves a shape given in a frame's local coordinates into world
 /// coordinates.  Radii are unchanged (the transform must be rigid).
-rp_shape rp_transform_shape(const rp_transform *frame, const rp_shape *local);
+RP_API rp_shape rp_transform_shape(const rp_transform *frame, const rp_shape *local);
 
 /// Moves a link shape into the world.  `frame` is the world pose of the
 /// link's frame (the base pose when ls->frame == -1); the caller picks it.
-rp_shape rp_link_shape_transform_shape(const rp_link_shape *ls, const rp_transform *frame);
+RP_API rp_shape rp_link_shape_transform_shape(const rp_link_shape *ls, const rp_transform *frame);
 
 #ifdef __cplusplus
 }

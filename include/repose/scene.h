@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "repose/export.h"
 #include "repose/geometry.h"
 #include "repose/status.h"
 
@@ -47,85 +48,85 @@ typedef struct rp_shape_put {
 
 /// Creates an empty store.  `limits` may be NULL for the defaults.  Returns
 /// NULL when out of memory.  Free with rp_store_free.
-rp_store *rp_store_new(const rp_store_limits *limits);
+RP_API rp_store *rp_store_new(const rp_store_limits *limits);
 
 /// Frees a store, its scenes and their shapes.  rp_store_free(NULL) is a no-op.
-void rp_store_free(rp_store *st);
+RP_API void rp_store_free(rp_store *st);
 
 /// The limits in force (defaults filled in).
-rp_store_limits rp_store_get_limits(const rp_store *st);
+RP_API rp_store_limits rp_store_get_limits(const rp_store *st);
 
 /// Finds a scene by name; NULL when there is none.  The pointer stays valid
 /// until the scene is deleted or the store freed.
-rp_scene *rp_store_find(const rp_store *st, const char *name);
+RP_API rp_scene *rp_store_find(const rp_store *st, const char *name);
 
 /// Creates a scene holding `shapes` (n may be 0) at revision 1.  Returns
 /// RP_ERR_EXISTS when the name is taken, RP_ERR_LIMIT when n exceeds the
 /// per-scene limit, RP_ERR_NOMEM; on error nothing changes.  *out (may be
 /// NULL) receives the scene.  Later duplicates of an id in `shapes` win.
-rp_status rp_store_create(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
-                          rp_scene **out);
+RP_API rp_status rp_store_create(rp_store *st, const char *name, const rp_shape_put *shapes,
+                                 size_t n, rp_scene **out);
 
 /// Deletes a scene and everything in it.  RP_ERR_NOT_FOUND when missing.
-rp_status rp_store_delete(rp_store *st, const char *name);
+RP_API rp_status rp_store_delete(rp_store *st, const char *name);
 
 /// Puts shapes into scene `name`, creating it when `create` is true and it
 /// does not exist (it then starts at revision 1, and an `if_revision` of 0
 /// means "must not exist yet").  See rp_scene_put for the rest.
-rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
-                       const uint64_t *if_revision, bool create, rp_scene **out,
-                       uint64_t *actual_revision);
+RP_API rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                              const uint64_t *if_revision, bool create, rp_scene **out,
+                              uint64_t *actual_revision);
 
 /// Number of scenes, and scene i in name order (strcmp), 0 <= i < count.
-size_t rp_store_scene_count(const rp_store *st);
-const rp_scene *rp_store_scene_at(const rp_store *st, size_t i);
+RP_API size_t rp_store_scene_count(const rp_store *st);
+RP_API const rp_scene *rp_store_scene_at(const rp_store *st, size_t i);
 
 /// Shapes in all scenes.
-uint64_t rp_store_shape_count(const rp_store *st);
+RP_API uint64_t rp_store_shape_count(const rp_store *st);
 
 /// Bytes the store holds on the heap (scenes, shapes, ids, indexes), as
 /// counted by the store itself.
-size_t rp_store_memory(const rp_store *st);
+RP_API size_t rp_store_memory(const rp_store *st);
 
 /* ---- scene ------------------------------------------------------------- */
 
-const char *rp_scene_name(const rp_scene *sc);
-uint64_t rp_scene_revision(const rp_scene *sc);
-size_t rp_scene_shape_count(const rp_scene *sc);
+RP_API const char *rp_scene_name(const rp_scene *sc);
+RP_API uint64_t rp_scene_revision(const rp_scene *sc);
+RP_API size_t rp_scene_shape_count(const rp_scene *sc);
 
 /// Looks an id up; returns its storage index or SIZE_MAX when absent.
 /// Storage indices are dense (0..count-1) and change on every mutation.
-size_t rp_scene_find(const rp_scene *sc, const char *id);
-const char *rp_scene_id_at(const rp_scene *sc, size_t index);
-const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t index);
+RP_API size_t rp_scene_find(const rp_scene *sc, const char *id);
+RP_API const char *rp_scene_id_at(const rp_scene *sc, size_t index);
+RP_API const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t index);
 
 /// Fills order[0..count-1] with the storage indices sorted by id (strcmp).
 /// Returns RP_ERR_NOMEM on allocation failure (order is caller-owned).
-rp_status rp_scene_sorted(const rp_scene *sc, size_t *order);
+RP_API rp_status rp_scene_sorted(const rp_scene *sc, size_t *order);
 
 /// Inserts or replaces shapes by id, all or nothing.  When `if_revision` is
 /// non-NULL and differs from the revision, fails with RP_ERR_REVISION and
 /// sets *actual_revision (may be NULL).  RP_ERR_LIMIT when the scene would
 /// exceed max_shapes_per_scene; RP_ERR_NOMEM.  On success the revision is
 /// bumped by one (also for n == 0).
-rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
-                       const uint64_t *if_revision, uint64_t *actual_revision);
+RP_API rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
+                              const uint64_t *if_revision, uint64_t *actual_revision);
 
 /// Removes the shapes with the given ids; ids not in the scene are ignored.
 /// *removed (may be NULL) gets the number removed.  `if_revision` as for
 /// put.  On success the revision is bumped by one.
-rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
-                          const uint64_t *if_revision, size_t *removed,
-                          uint64_t *actual_revision);
+RP_API rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
+                                 const uint64_t *if_revision, size_t *removed,
+                                 uint64_t *actual_revision);
 
 /// Builds the scene's bounding-volume hierarchy now if a mutation made it
 /// stale.  Queries do this themselves on first use (it is the one write a
 /// query makes); call it before letting several threads query one scene.
 /// Scenes of 16 shapes or fewer have no tree.  RP_ERR_NOMEM.
-rp_status rp_scene_prepare(rp_scene *sc);
+RP_API rp_status rp_scene_prepare(rp_scene *sc);
 
 /// Bytes of the scene's current tree (nodes and leaf order); 0 without one.
-size_t rp_scene_index_bytes(const rp_scene *sc);
+RP_API size_t rp_scene_index_bytes(const rp_scene *sc);
 
 /* ---- queries ----------------------------------------------------------- */
 
@@ -169,10 +170,10 @@ typedef struct rp_query_result {
 /// bounding-volume hierarchy (built on first use after a mutation, see
 /// rp_scene_prepare); results equal a brute-force scan.  RP_ERR_NOMEM;
 /// RP_ERR_LIMIT when more than max_pairs pairs qualify.
-rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out);
+RP_API rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out);
 
 /// Frees the pairs of a result; safe on a zeroed or already freed result.
-void rp_query_result_free(rp_query_result *r);
+RP_API void rp_query_result_free(rp_query_result *r);
 
 
 /* ---- robot models --------------------------------------------------------- */
@@ -216,28 +217,28 @@ typedef struct rp_model_error {
 /// Creates or replaces model `name` (revision 1, then +1 per replacement).
 /// RP_ERR_INVALID_ARG with *err filled for a bad definition; RP_ERR_NOMEM.
 /// On error nothing changes.  *out (may be NULL) receives the model.
-rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def *def,
-                             rp_model **out, rp_model_error *err);
+RP_API rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def *def,
+                                    rp_model **out, rp_model_error *err);
 /// Finds a model; NULL when missing.  Valid until deleted or replaced.
-rp_model *rp_store_model_find(const rp_store *st, const char *name);
+RP_API rp_model *rp_store_model_find(const rp_store *st, const char *name);
 /// Deletes a model.  RP_ERR_NOT_FOUND when missing.
-rp_status rp_store_model_delete(rp_store *st, const char *name);
+RP_API rp_status rp_store_model_delete(rp_store *st, const char *name);
 /// Number of models, and model i in name order.
-size_t rp_store_model_count(const rp_store *st);
-const rp_model *rp_store_model_at(const rp_store *st, size_t i);
+RP_API size_t rp_store_model_count(const rp_store *st);
+RP_API const rp_model *rp_store_model_at(const rp_store *st, size_t i);
 
-const char *rp_model_name(const rp_model *m);
-uint64_t rp_model_revision(const rp_model *m);
-size_t rp_model_link_count(const rp_model *m);
+RP_API const char *rp_model_name(const rp_model *m);
+RP_API uint64_t rp_model_revision(const rp_model *m);
+RP_API size_t rp_model_link_count(const rp_model *m);
 /// Link i, in definition order; its id is owned by the model.
-const rp_link *rp_model_link_at(const rp_model *m, size_t i);
-double rp_model_safety_margin(const rp_model *m);
-bool rp_model_self_collision(const rp_model *m);
-size_t rp_model_allowed_count(const rp_model *m);
+RP_API const rp_link *rp_model_link_at(const rp_model *m, size_t i);
+RP_API double rp_model_safety_margin(const rp_model *m);
+RP_API bool rp_model_self_collision(const rp_model *m);
+RP_API size_t rp_model_allowed_count(const rp_model *m);
 /// Allowed pair i as two link indices, in definition order.
-void rp_model_allowed_at(const rp_model *m, size_t i, size_t *link_a, size_t *link_b);
+RP_API void rp_model_allowed_at(const rp_model *m, size_t i, size_t *link_a, size_t *link_b);
 /// Number of joint-frame poses a check needs: highest frame index + 1.
-size_t rp_model_frame_count(const rp_model *m);
+RP_API size_t rp_model_frame_count(const rp_model *m);
 
 /* ---- checks ------------------------------------------------------------------ */
 
@@ -291,11 +292,11 @@ typedef struct rp_check_result {
 /// different frames that are not an allowed pair.  Queries the scene's
 /// bounding-volume hierarchy, so like rp_scene_query it must not run while
 /// the scene is mutated.  RP_ERR_NOMEM.
-rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_transform *base,
-                         const rp_transform *frames, size_t n_frames, const rp_check_opts *opts,
-                         rp_check_result *out);
+RP_API rp_status rp_model_check(const rp_model *m, const rp_scene *scene,
+                                const rp_transform *base, const rp_transform *frames,
+                                size_t n_frames, const rp_check_opts *opts, rp_check_result *out);
 /// Frees a result's violations; safe on a zeroed or freed result.
-void rp_check_result_free(rp_check_result *r);
+RP_API void rp_check_result_free(rp_check_result *r);
 
 #ifdef __cplusplus
 }

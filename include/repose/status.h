@@ -10,6 +10,8 @@
 #ifndef REPOSE_STATUS_H
 #define REPOSE_STATUS_H
 
+#include "repose/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,14 +43,14 @@ typedef enum rp_status {
 
 /// Human-readable message for a status ("radius must be >= 0").  Never NULL:
 /// an out-of-range value yields "unknown status".  Static storage.
-const char *rp_status_str(rp_status st);
+RP_API const char *rp_status_str(rp_status st);
 
 /// Symbolic name of a status ("RP_ERR_RADIUS_NEGATIVE").  Never NULL.
-const char *rp_status_name(rp_status st);
+RP_API const char *rp_status_name(rp_status st);
 
 /// JSON-RPC 2.0 error code a status maps to (0 for RP_OK, -32603 for an
 /// unknown value).
-int rp_status_rpc_code(rp_status st);
+RP_API int rp_status_rpc_code(rp_status st);
 
 #ifdef __cplusplus
 }

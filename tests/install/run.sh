@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install test: installs repose from a build tree into a scratch prefix, then
-# builds and runs tests/install/consumer.c against the installed copy twice:
+# Install test: installs repose from a build tree into a scratch prefix,
+# checks that the shared libraries export exactly the RP_API functions of the
+# installed headers (nm -D), then builds and runs tests/install/consumer.c
+# against the installed copy twice:
 #   (a) with `pkg-config --cflags --libs repose`
 #   (b) with CMake `find_package(repose REQUIRED)` + repose::repose
 #       (the stand-alone consumer project tests/install/CMakeLists.txt).
@@ -63,6 +65,43 @@ ls -l "$libdir"
 [[ -f "$libdir/cmake/repose/reposeConfig.cmake" ]] || die "cmake/repose/reposeConfig.cmake not installed in $libdir"
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# ---- exported symbols -------------------------------------------------------
+# The libraries are built with -fvisibility=hidden: each exports exactly the
+# functions its installed headers declare with RP_API, nothing internal
+# (rp_scene_nearest_, rp_client_fail_, …) and nothing a header forgot.
+step "exported symbols = RP_API declarations of the installed headers"
+# Names declared with RP_API in the given headers, one per line, sorted.
+# Fails when a function declaration at the start of a line lacks RP_API.
+declared_api() {
+    local bare
+    bare="$(grep -hE '^[A-Za-z_][A-Za-z0-9_ *]*\brp_[A-Za-z0-9_]+ *\(' "$@" |
+        grep -vE '^(RP_API|typedef|#)' || true)"
+    [[ -z "$bare" ]] || die "public declarations without RP_API:"$'\n'"$bare"
+    grep -hE '^RP_API ' "$@" | grep -oE '\brp_[A-Za-z0-9_]+ *\(' | tr -d ' (' | sort -u
+}
+# Defined dynamic symbols of a shared library, sorted.  Names that start
+# with "__" belong to the toolchain (sanitizer runtimes), never to repose.
+exported() {
+    nm -D --defined-only "$1" | awk '{ print $NF }' | grep -v '^__' | sort -u
+}
+check_exports() {
+    local lib="$1"; shift
+    [[ -f "$lib" ]] || die "$lib not installed"
+    local want got extra missing
+    want="$(declared_api "$@")"
+    got="$(exported "$lib")"
+    extra="$(comm -13 <(echo "$want") <(echo "$got"))"
+    missing="$(comm -23 <(echo "$want") <(echo "$got"))"
+    echo "run.sh: $(basename "$lib"): $(echo "$got" | grep -c .) exported," \
+        "$(echo "$want" | grep -c .) declared"
+    [[ -z "$extra" ]] || die "$(basename "$lib") exports names no header declares:"$'\n'"$extra"
+    [[ -z "$missing" ]] || die "$(basename "$lib") does not export:"$'\n'"$missing"
+}
+command -v nm >/dev/null 2>&1 || die "nm not found (binutils)"
+inc="$prefix/include/repose"
+check_exports "$libdir/librepose.so" "$inc/status.h" "$inc/geometry.h" "$inc/scene.h"
+check_exports "$libdir/librepose_client.so" "$inc/client.h"
 
 # Checks that the consumer resolves librepose from the prefix (when ldd exists).
 check_linked_lib() {
