@@ -156,6 +156,50 @@ static void empty_feed_on_a_new_framer_succeeds(void **state)
     rpd_framer_free(&f);
 }
 
+/* The shutdown path asks a framer that never received a byte for its next
+ * line: its buffer is NULL, which must not reach memchr (UBSan flagged
+ * it). */
+static void next_on_a_framer_that_never_read_needs_more(void **state)
+{
+    (void)state;
+    rpd_framer f;
+    rpd_framer_init(&f, 10);
+    const char *line;
+    size_t len;
+    assert_null(f.buf);
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_NEED_MORE);
+    assert_false(rpd_framer_rest(&f, &line, &len));
+    rpd_framer_free(&f);
+}
+
+/* An idle framer gives back a large buffer; one holding unconsumed bytes
+ * keeps them. */
+static void trim_frees_only_an_empty_large_buffer(void **state)
+{
+    (void)state;
+    rpd_framer f;
+    rpd_framer_init(&f, 1 << 20);
+    static char big[100000];
+    memset(big, 'x', sizeof big);
+    assert_true(rpd_framer_feed(&f, big, sizeof big));
+    assert_true(rpd_framer_feed(&f, "\nab", 3));
+    const char *line;
+    size_t len;
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_LINE);
+    rpd_framer_trim(&f, 4096);
+    assert_non_null(f.buf); /* "ab" is still pending */
+    assert_true(rpd_framer_feed(&f, "\n", 1));
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_LINE);
+    assert_int_equal(len, 2);
+    rpd_framer_trim(&f, 4096);
+    assert_null(f.buf);
+    assert_int_equal(rpd_framer_pending(&f), 0);
+    assert_true(rpd_framer_feed(&f, "z\n", 2)); /* usable again */
+    assert_int_equal(rpd_framer_next(&f, &line, &len), RPD_FRAME_LINE);
+    assert_int_equal(len, 1);
+    rpd_framer_free(&f);
+}
+
 /* max_line = SIZE_MAX ("no limit", e.g. --max-request-bytes at its
  * maximum) must not wrap when the allowance for a '\r' is added.
  * fuzz_framer runs with this limit too. */
@@ -212,6 +256,8 @@ int main(void)
         cmocka_unit_test(unterminated_line_one_over_the_limit_is_too_long),
         cmocka_unit_test(empty_feed_on_a_new_framer_succeeds),
         cmocka_unit_test(no_limit_does_not_wrap),
+        cmocka_unit_test(next_on_a_framer_that_never_read_needs_more),
+        cmocka_unit_test(trim_frees_only_an_empty_large_buffer),
         cmocka_unit_test(byte_at_a_time_equals_all_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

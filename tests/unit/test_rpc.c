@@ -317,6 +317,138 @@ static void method_table_is_sorted_for_binary_search(void **state)
     assert_null(rpd_method_find("pin", &idx));
 }
 
+/* While the server stops, queries still run and mutations get -32006
+ * (RPD_METHOD_MUTATES), as PROTOCOL.md says. */
+static void only_mutations_are_refused_while_shutting_down(void **state)
+{
+    fixture *f = *state;
+    f->core.shutting_down = true;
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\"}"),
+                           "\"result\""));
+    static const char *const mutations[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.create\",\"params\":{\"scene\":\"a\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.put\",\"params\":{\"scene\":\"a\","
+        "\"create\":true,\"shapes\":{}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"model.put\",\"params\":{\"model\":\"m\","
+        "\"links\":[]}}",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        const char *r = call(f, mutations[i]);
+        assert_non_null(strstr(r, "\"code\":-32006"));
+        assert_non_null(strstr(r, "not executed"));
+    }
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        const char *n = rpd_methods[i].name;
+        bool mutates = (rpd_methods[i].flags & RPD_METHOD_MUTATES) != 0;
+        bool named = strstr(n, ".put") || strstr(n, ".delete") || strstr(n, ".create") ||
+                     strstr(n, ".remove");
+        assert_int_equal(mutates, named);
+    }
+    f->core.shutting_down = false;
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"scene.list\"}"),
+                           "\"scenes\":[]"));
+}
+
+static void http_request_lines_and_host_headers_are_recognised(void **state)
+{
+    (void)state;
+    static const char *const http[] = {
+        "GET / HTTP/1.1", "POST /rpc HTTP/1.0", "PUT /x HTTP/2", "HEAD / HTTP/1.1",
+        "OPTIONS * HTTP/1.1", "DELETE /a HTTP/1.1", "PATCH /a HTTP/1.1",
+        "CONNECT 127.0.0.1:7411 HTTP/1.1", "TRACE / HTTP/1.1", "Host: 127.0.0.1:7411",
+        "host:x", "HOST: a"};
+    for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
+        assert_true(rpd_line_is_http(http[i], strlen(http[i])));
+    static const char *const not_http[] = {
+        "{\"jsonrpc\":\"2.0\",\"method\":\"GET / HTTP/1.1\"}", "[]", "", "GET", "GET /",
+        "GET / HTTP", "POSTMAN / HTTP/1.1", "get / HTTP/1.1", " GET / HTTP/1.1", "Hostname: x",
+        "not json"};
+    for (size_t i = 0; i < sizeof not_http / sizeof not_http[0]; i++)
+        assert_false(rpd_line_is_http(not_http[i], strlen(not_http[i])));
+    /* The 400 text is a complete HTTP response whose length is right. */
+    const char *body = strstr(rpd_http_reply, "\r\n\r\n");
+    assert_non_null(body);
+    char want[64];
+    snprintf(want, sizeof want, "Content-Length: %zu\r\n", strlen(body + 4));
+    assert_non_null(strstr(rpd_http_reply, want));
+}
+
+/* A wrong token after a right one ends the authorisation. */
+static void wrong_reauth_locks_the_session_again(void **state)
+{
+    fixture *f = *state;
+    f->core.token = strdup("tok");
+    f->core.token_len = 3;
+    f->session.is_tcp = true;
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"auth\","
+                                   "\"params\":{\"token\":\"tok\"}}"),
+                           "\"ok\":true"));
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"auth\","
+                                   "\"params\":{\"token\":\"tok2\"}}"),
+                           "-32005"));
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.list\"}"),
+                           "-32005"));
+}
+
+/* Error messages that quote input are cut between UTF-8 characters: every
+ * multi-byte character in the reply is complete. */
+static void quoted_input_is_cut_between_characters(void **state)
+{
+    fixture *f = *state;
+    for (int pad = 0; pad < 600; pad += 1) {
+        char line[2048];
+        int n = snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"");
+        for (int i = 0; i < pad; i++)
+            line[n++] = 'm';
+        for (int i = 0; i < 100; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "\xe2\x82\xac");
+        n += snprintf(line + n, sizeof line - (size_t)n, "\"}");
+        const char *r = call(f, line);
+        for (const unsigned char *p = (const unsigned char *)r; *p; p++) {
+            if (*p == 0xE2) {
+                assert_int_equal(p[1], 0x82);
+                assert_int_equal(p[2], 0xAC);
+                p += 2;
+            } else {
+                assert_true(*p < 0x80);
+            }
+        }
+    }
+}
+
+/* max_request_work is shared by the requests of one line and renewed for
+ * the next line. */
+static void work_budget_is_per_line(void **state)
+{
+    (void)state;
+    rpd_limits l = rpd_default_limits();
+    l.max_request_work = 1000;
+    fixture f;
+    memset(&f, 0, sizeof f);
+    assert_true(rpd_core_init(&f.core, &l));
+    rp_jw_init(&f.out);
+    call(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{\"model\":\"m\","
+             "\"links\":[{\"id\":\"a\",\"frame\":0,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+             "\"radius\":1}}},{\"id\":\"b\",\"frame\":1,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+             "\"radius\":1}}}]}}");
+    /* One self pair per configuration, no scene: 1 unit each. */
+    static char line[65536];
+    int n = snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check.batch\","
+                                        "\"params\":{\"model\":\"m\",\"configurations\":[");
+    for (int k = 0; k < 600; k++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s{\"frames\":[{},{}]}", k ? "," : "");
+    snprintf(line + n, sizeof line - (size_t)n, "]}}");
+    assert_non_null(strstr(call(&f, line), "\"results\""));
+    assert_non_null(strstr(call(&f, line), "\"results\"")); /* a new line, a new budget */
+    static char batch[2 * sizeof line + 8];
+    snprintf(batch, sizeof batch, "[%s,%s]", line, line);
+    const char *r = call(&f, batch);
+    assert_int_equal(count_of(r, "\"results\""), 1);
+    assert_int_equal(count_of(r, "\"limit\":\"max_request_work\""), 1);
+    rp_jw_free(&f.out);
+    rpd_core_free(&f.core);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +468,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(stats_count_requests_by_method_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(tcp_sessions_are_locked_until_auth_with_the_token, setup, teardown),
         cmocka_unit_test(method_table_is_sorted_for_binary_search),
+        cmocka_unit_test_setup_teardown(only_mutations_are_refused_while_shutting_down, setup,
+                                        teardown),
+        cmocka_unit_test(http_request_lines_and_host_headers_are_recognised),
+        cmocka_unit_test_setup_teardown(wrong_reauth_locks_the_session_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(quoted_input_is_cut_between_characters, setup, teardown),
+        cmocka_unit_test(work_budget_is_per_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
