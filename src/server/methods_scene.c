@@ -89,8 +89,10 @@ static bool if_revision(rpd_req *req, const cJSON *params, uint64_t *value, bool
     return true;
 }
 
-/* params.ids: an array of shape ids that must all exist in the scene; gives
- * their storage indices, sorted by id and without duplicates when `sorted`. */
+/* params.ids: an array of shape ids.  Gives the ids (pointing into the cJSON
+ * tree) and, when idx_out is not NULL, their storage indices in request
+ * order, duplicates kept (sort_indices sorts them); with `must_exist` an id
+ * the scene lacks is a -32001 error. */
 static bool id_list(rpd_req *req, const cJSON *j, const char *path, const rp_scene *sc,
                     bool must_exist, const char ***ids_out, size_t **idx_out, size_t *n_out)
 {
