@@ -88,8 +88,8 @@ bool rp_codec_number(const cJSON *j, const char *path, double *out, rp_codec_err
 bool rp_codec_nonneg(const cJSON *j, const char *path, double *out, rp_codec_err *err);
 bool rp_codec_bool(const cJSON *j, const char *path, bool *out, rp_codec_err *err);
 bool rp_codec_uint(const cJSON *j, const char *path, uint64_t *out, rp_codec_err *err);
-/* A string ("must be a string"); *out points into the cJSON tree.  (Added
- * for params like "report" and "token".) */
+/* A string ("must be a string"); *out points into the cJSON tree (params
+ * like "report" and "token"). */
 bool rp_codec_string(const cJSON *j, const char *path, const char **out, rp_codec_err *err);
 
 /* Checks that object `j` (at `path`) is an object whose member names are all
@@ -104,7 +104,7 @@ bool rp_codec_object_keys(const cJSON *j, const char *path, const char *const *a
  * or "duplicate key" at path.key of the second occurrence); RP_ERR_NOMEM
  * when the table cannot be allocated (err untouched).  cJSON keeps
  * duplicate members, so without this the last or first one would silently
- * win.  (Added.) */
+ * win. */
 rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err *err);
 
 /* Length of s[0..n) without a UTF-8 sequence that a cut at n split: cutting

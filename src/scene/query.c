@@ -91,11 +91,11 @@ static rp_status query_subset(const rp_scene *sc, const rp_query *q, rp_query_re
     return RP_OK;
 }
 
-/* The whole scene through the tree: nearest pair over every query shape
- * (queries in index order, so a later query wins only when strictly closer:
- * the tie rule), then the pairs below the threshold.  With first_only the
- * violation search runs first and the nearest covers only what the
- * specification asks for (see scene.h). */
+/* The whole scene through the tree: first the pairs below the threshold
+ * (with first_only, up to the first one found, which is then also the
+ * nearest, as scene.h specifies), then the nearest pair over every query
+ * shape (queries in index order, so a later query wins only when strictly
+ * closer: the tie rule). */
 static rp_status query_all(const rp_scene *sc, const rp_query *q, rp_query_result *out)
 {
     if (q->collect) {

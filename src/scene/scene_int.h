@@ -1,6 +1,7 @@
 /*
- * Private layout of scenes and the store, shared by store.c, scene.c and
- * query.c.  Nothing outside src/scene includes this.
+ * Private layout of scenes and the store, shared by the files of src/scene
+ * (store.c, scene.c, query.c, bvh.c, util.c, and through model_int.h
+ * model.c and check.c).  Nothing outside src/scene includes this.
  */
 #ifndef REPOSE_SCENE_INT_H
 #define REPOSE_SCENE_INT_H
@@ -53,9 +54,11 @@ struct rp_store {
     size_t model_count, model_cap;
     rp_store_limits limits;
     uint64_t shapes;   /* across all scenes */
-    size_t bytes;      /* heap bytes held, as accounted by scene.c/store.c */
+    size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
 };
 
+/* scene.c: FNV-1a hash of an id (shape ids, cached in scene_entry.hash;
+ * link ids in model.c's table). */
 uint32_t rp_scene_hash(const char *s);
 
 /* util.c: position of `name` in an array of count items sorted by name
