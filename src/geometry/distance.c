@@ -224,39 +224,59 @@ static inline double saturate(double x)
     return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
 }
 
-/* The out-of-range path of signed_distance: the core length in metres or
- * ra + rb overflowed.  Solves the cores again (rare: recomputing keeps the
- * first solve's intermediates out of the fast path's registers) and
- * subtracts in units of 2^e metres, where the core length (below 8 units of
- * 2^scale, see closest_cores_rescaled) and the radii's sum both fit, then
- * scales the difference back.  Only radii far below eps*2^e lose bits to
- * underflow, far inside the accuracy bound.  Never NaN; a result beyond the
- * double range saturates. */
-static NOINLINE double signed_distance_wide(core_kind kind, const rp_vec3 *p0, const rp_vec3 *p1,
-                                            const rp_vec3 *q0, const rp_vec3 *q1, double ra,
-                                            double rb)
+/* Core distance minus both radii in units of 2^e metres, scaled back: for
+ * pairs whose core length in metres or ra + rb overflows.  Both fit at that
+ * scale (the core length is below 8 units of 2^scale, see
+ * closest_cores_rescaled, and ra + rb below 2*DBL_MAX).  Only radii far below
+ * eps*2^e lose bits to underflow, far inside the accuracy bound.  Never NaN;
+ * a result beyond the double range saturates. */
+static NOINLINE double distance_wide(double d2, int scale, double ra, double rb)
 {
-    core_result r = closest_cores(kind, *p0, *p1, *q0, *q1);
-    int e = (r.scale > 0 ? r.scale : 0) + 1;
-    double len = ldexp(sqrt(r.d2), r.scale - e);
+    int e = (scale > 0 ? scale : 0) + 1;
+    double len = ldexp(sqrt(d2), scale - e);
     double d = len - (ldexp(ra, -e) + ldexp(rb, -e));
     return saturate(ldexp(d, e));
 }
 
-/* Core distance minus both radii, in metres, for the solved cores r of
- * p0-p1 (radius ra) and q0-q1 (radius rb).  The plain subtraction is finite
- * unless the core length or ra + rb overflowed (inf - inf = NaN, or an
- * infinity whose true value may be representable); those rare pairs take
- * the rescaled path. */
-static ALWAYS_INLINE double signed_distance(const core_result *r, core_kind kind,
-                                            const rp_vec3 *p0, const rp_vec3 *p1,
-                                            const rp_vec3 *q0, const rp_vec3 *q1, double ra,
-                                            double rb)
+/* Core length minus both radii, in metres, for solved cores r.  The plain
+ * subtraction is finite unless the core length or ra + rb overflowed
+ * (inf - inf = NaN, or an infinity whose true value may be representable);
+ * those pairs take distance_wide. */
+static inline double finish_distance(const core_result *r, double ra, double rb)
 {
     double d = core_length(r) - (ra + rb);
     if (fabs(d) <= DBL_MAX)
         return d;
-    return signed_distance_wide(kind, p0, p1, q0, q1, ra, rb);
+    return distance_wide(r->d2, r->scale, ra, rb);
+}
+
+/* The rare path of signed_distance, out of line. */
+static NOINLINE double signed_distance_rescaled(core_kind kind, const rp_vec3 *p0,
+                                                const rp_vec3 *p1, const rp_vec3 *q0,
+                                                const rp_vec3 *q1, double ra, double rb)
+{
+    core_result r = closest_cores(kind, *p0, *p1, *q0, *q1);
+    return finish_distance(&r, ra, rb);
+}
+
+/* Signed distance between cores p0-p1 (radius ra) and q0-q1 (radius rb), in
+ * metres: closest_cores and finish_distance, with the fast path's test
+ * extended to the radii, so that the common case (differences in the safe
+ * range, ra + rb finite) needs no test after the subtraction: its core
+ * length is finite, and so is the difference. */
+static ALWAYS_INLINE double signed_distance(core_kind kind, const rp_vec3 *p0, const rp_vec3 *p1,
+                                            const rp_vec3 *q0, const rp_vec3 *q1, double ra,
+                                            double rb)
+{
+    rp_vec3 w = v3_sub(*q0, *p0), u = v3_sub(*p1, *p0), v = v3_sub(*q1, *q0);
+    double m = max3(maxabs3(w), maxabs3(u), maxabs3(v));
+    double rr = ra + rb;
+    if (m <= SAFE_MAX && (m >= SAFE_MIN || m == 0.0) && rr <= DBL_MAX) {
+        core_result r;
+        solve(kind, w, u, v, &r);
+        return sqrt(r.d2) - rr;
+    }
+    return signed_distance_rescaled(kind, p0, p1, q0, q1, ra, rb);
 }
 
 /* ---- canonical order for bitwise symmetry ------------------------------ */
@@ -315,16 +335,14 @@ static bool sphere_after(const rp_sphere *a, const rp_sphere *b)
 
 double rp_sphere_sphere_signed_distance(const rp_sphere *a, const rp_sphere *b)
 {
-    core_result r = closest_cores(CORES_POINT_POINT, a->center, a->center, b->center, b->center);
-    return signed_distance(&r, CORES_POINT_POINT, &a->center, &a->center, &b->center,
-                           &b->center, a->radius, b->radius);
+    return signed_distance(CORES_POINT_POINT, &a->center, &a->center, &b->center, &b->center,
+                           a->radius, b->radius);
 }
 
 double rp_capsule_sphere_signed_distance(const rp_capsule *a, const rp_sphere *b)
 {
-    core_result r = closest_cores(CORES_SEGMENT_POINT, a->a, a->b, b->center, b->center);
-    return signed_distance(&r, CORES_SEGMENT_POINT, &a->a, &a->b, &b->center, &b->center,
-                           a->radius, b->radius);
+    return signed_distance(CORES_SEGMENT_POINT, &a->a, &a->b, &b->center, &b->center, a->radius,
+                           b->radius);
 }
 
 double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule *b)
@@ -332,8 +350,7 @@ double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule 
     /* Selects rather than branches: the order of random pairs is random. */
     bool swap = capsule_after(a, b);
     const rp_capsule *x = swap ? b : a, *y = swap ? a : b;
-    core_result r = closest_cores(CORES_SEGMENT_SEGMENT, x->a, x->b, y->a, y->b);
-    return signed_distance(&r, CORES_SEGMENT_SEGMENT, &x->a, &x->b, &y->a, &y->b, x->radius,
+    return signed_distance(CORES_SEGMENT_SEGMENT, &x->a, &x->b, &y->a, &y->b, x->radius,
                            y->radius);
 }
 
@@ -420,7 +437,7 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
 {
     core_result r = closest_cores(kind, p0, p1, q0, q1);
     rp_contact c;
-    c.distance = signed_distance(&r, kind, &p0, &p1, &q0, &q1, ra, rb);
+    c.distance = finish_distance(&r, ra, rb);
     rp_vec3 u = v3_sub(p1, p0), v = v3_sub(q1, q0);
     if (!v3_isfinite(u) || !v3_isfinite(v)) {
         /* Axes longer than DBL_MAX: only their directions matter here. */
