@@ -36,7 +36,7 @@
  * exact, solved, and the result scaled back.  The last step, core length
  * minus both radii, overflows when the core length or the sum of the radii
  * exceeds DBL_MAX (about 1.8e308 m) even though the difference may not:
- * those pairs subtract in the scaled units too (signed_distance_wide).  A
+ * those pairs subtract in the scaled units too (distance_wide).  A
  * signed distance or witness coordinate whose exact value lies beyond the
  * double range saturates to -DBL_MAX or +DBL_MAX, so every result is finite
  * and has the right sign.
