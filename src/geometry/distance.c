@@ -350,8 +350,7 @@ double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule 
     /* Selects rather than branches: the order of random pairs is random. */
     bool swap = capsule_after(a, b);
     const rp_capsule *x = swap ? b : a, *y = swap ? a : b;
-    return signed_distance(CORES_SEGMENT_SEGMENT, &x->a, &x->b, &y->a, &y->b, x->radius,
-                           y->radius);
+    return signed_distance(CORES_SEGMENT_SEGMENT, &x->a, &x->b, &y->a, &y->b, x->radius, y->radius);
 }
 
 double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b)
@@ -453,8 +452,7 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
      * distance (never NaN: no term is infinite).  One test on the sum of
      * the coordinates catches any infinity; when finite coordinates merely
      * sum past DBL_MAX, saturating leaves them as they are. */
-    double sum = c.point_a.x + c.point_a.y + c.point_a.z + c.point_b.x + c.point_b.y +
-                 c.point_b.z;
+    double sum = c.point_a.x + c.point_a.y + c.point_a.z + c.point_b.x + c.point_b.y + c.point_b.z;
     if (!(fabs(sum) <= DBL_MAX)) {
         c.point_a = v3(saturate(c.point_a.x), saturate(c.point_a.y), saturate(c.point_a.z));
         c.point_b = v3(saturate(c.point_b.x), saturate(c.point_b.y), saturate(c.point_b.z));
