@@ -299,9 +299,12 @@ static void process_lines(rpd_conn *c)
                 break;
             }
             /* RPD_FRAME_NEED_MORE: at end of stream, the unterminated tail
-             * is the last request. */
+             * is the last request; a draining connection (shutdown) is
+             * done once its complete lines are answered. */
             if (c->eof && rpd_framer_rest(&c->in, &line, &len))
                 run_line(c, line, len);
+            if (c->draining)
+                c->closing = true;
             break;
         }
         if (over_kill_limit(c))
@@ -405,7 +408,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void start_reading(rpd_conn *c)
 {
-    if (c->reading || uv_is_closing(&c->h.handle))
+    if (c->reading || c->draining || uv_is_closing(&c->h.handle))
         return;
     int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc < 0) {
@@ -424,17 +427,13 @@ void rpd_conn_finish(rpd_conn *c)
         c->reading = false;
     }
     /* Lines already received but not yet processed (held back by
-     * backpressure) are answered: with core->shutting_down set, each gets
-     * -32006. */
-    const char *line;
-    size_t len;
-    while (!c->closing && rpd_framer_next(&c->in, &line, &len) == RPD_FRAME_LINE)
-        run_line(c, line, len);
-    c->closing = true;
-    c->yielded = false;
-    c->paused = false;
-    flush(c);
-    close_if_done(c);
+     * backpressure or a time slice) are answered, in slices as usual, so
+     * that the grace timer can still end a long drain: queries run, and
+     * with core->shutting_down set mutations get -32006.  Then the
+     * connection closes (process_lines, once its input is used up). */
+    c->draining = true;
+    if (!c->paused && !c->yielded)
+        process_lines(c);
 }
 
 static void on_close(uv_handle_t *h)

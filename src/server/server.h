@@ -84,6 +84,7 @@ typedef struct rpd_conn {
     bool closing;    /* close as soon as every reply is written */
     bool lingering;  /* write side shut down; discarding input until EOF */
     bool yielded;    /* used up its time slice; the server resumes it (rpd_conn_resume) */
+    bool draining;   /* shutting down: no more reading; close once buffered lines are answered */
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
     size_t input_counted; /* this connection's share of srv->input_bytes */

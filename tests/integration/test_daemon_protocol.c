@@ -96,7 +96,7 @@ typedef struct client {
 
 static void shape_id(char out[8], int k)
 {
-    snprintf(out, 8, "s%02d", k);
+    snprintf(out, 8, "s%02u", (unsigned)k % 1000000u); /* k < 10^6: fits in 8 bytes */
 }
 
 static void append_request(client *cl, cJSON *req, cJSON *reply)

@@ -30,6 +30,25 @@
 #include "daemon_util.h"
 #include "harness.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define RH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RH_ASAN 1
+#endif
+#endif
+
+/* Whether the daemon is much slower than a release build (valgrind, or an
+ * ASan build at -O0): heavy workloads shrink. */
+static bool slow_daemon(void)
+{
+#ifdef RH_ASAN
+    return true;
+#else
+    return rh_wrapped();
+#endif
+}
+
 /* ---- helpers ---------------------------------------------------------------------------- */
 
 /* Strict UTF-8 check (no overlongs, no surrogates, nothing above U+10FFFF). */
@@ -742,6 +761,71 @@ static void sigterm_with_idle_connections_exits_zero(void **state)
     rh_close(b);
 }
 
+/* SIGTERM while a client has many heavy requests buffered: they are
+ * drained in time slices like any others, so the 5 s grace timer still
+ * ends the drain and the daemon exits 0 (it used to answer every buffered
+ * line in one go before even looking at the timer). */
+static void sigterm_during_a_long_drain_ends_at_the_grace_period(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    /* 4096 links (1024 on slow builds) on 2 frames: 2048 x 2048 = 4.2
+     * million self pairs per configuration, in a request of a few bytes. */
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+                  "\"model\":\"dense\",\"links\":[");
+    int links = slow_daemon() ? 1024 : 4096;
+    for (int i = 0; i < links; i++)
+        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":"
+                      "[%d,0,0],\"radius\":0.1}}}",
+                  i ? "," : "", i, i % 2, i);
+    tb_printf(&b, "]}}");
+    cJSON *r = call_json(c, b.p);
+    assert_non_null(at(r, "result"));
+    cJSON_Delete(r);
+    free(b.p);
+    int configs = slow_daemon() ? 1 : 5, lines = 100; /* 5 x 8.4M estimated: under 50M */
+    textbuf all = {0};
+    for (int k = 0; k < lines; k++) {
+        tb_printf(&all, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\","
+                        "\"params\":{\"model\":\"dense\",\"report\":\"first\","
+                        "\"configurations\":[",
+                  k);
+        for (int j = 0; j < configs; j++) {
+            tb_printf(&all, "%s{\"frames\":[", j ? "," : "");
+            tb_printf(&all, "{},{\"translation\":[0,%d,0]}", 1 + j);
+            tb_printf(&all, "]}");
+        }
+        tb_printf(&all, "]}}\n");
+    }
+    send_raw(c, all.p, all.len);
+    free(all.p);
+    r = read_json(c);
+    assert_int_equal((int)num_at(r, "id"), 0);
+    cJSON_Delete(r);
+    rh_signal(d, SIGTERM);
+    int got = 1;
+    const char *line;
+    size_t len;
+    rh_read_status st;
+    while ((st = rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &line, &len)) == RH_LINE) {
+        cJSON *j = cJSON_ParseWithLength(line, len);
+        assert_non_null(j);
+        assert_int_equal((int)num_at(j, "id"), got); /* in order, complete */
+        assert_non_null(at(j, "result.results"));
+        cJSON_Delete(j);
+        got++;
+    }
+    assert_true(st == RH_EOF || st == RH_ERROR);
+    if (got >= lines)
+        fail_msg("all %d heavy lines ran before the daemon stopped", lines);
+    assert_int_equal(rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS)), 0);
+    assert_true(rh_log_contains(d, "shutdown grace period over"));
+    rh_close(c);
+    rh_destroy(d);
+}
+
 /* Limit flags take integers in a documented range: 2^64-1 used to wrap
  * the line limit to 0. */
 static void out_of_range_limits_are_refused_at_start(void **state)
@@ -766,13 +850,6 @@ static void out_of_range_limits_are_refused_at_start(void **state)
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define RH_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RH_ASAN 1
-#endif
-#endif
 
 /* After a large scene is deleted the daemon gives the memory back to the
  * system (glibc would keep it: 302 MB stayed 187 MB before). */
@@ -843,6 +920,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(heavy_pipeline_does_not_starve_other_clients, rh_teardown),
         cmocka_unit_test_teardown(signals_are_handled_cleanly, rh_teardown),
         cmocka_unit_test_teardown(sigterm_with_idle_connections_exits_zero, rh_teardown),
+        cmocka_unit_test_teardown(sigterm_during_a_long_drain_ends_at_the_grace_period,
+                                  rh_teardown),
         cmocka_unit_test_teardown(out_of_range_limits_are_refused_at_start, rh_teardown),
         cmocka_unit_test_teardown(memory_is_returned_after_a_large_delete, rh_teardown),
     };
