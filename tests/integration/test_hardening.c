@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -723,6 +725,98 @@ static void heavy_pipeline_does_not_starve_other_clients(void **state)
     stop_ok(d);
 }
 
+/* A model of n sphere links alternating between frames 0 and 1: n^2/4
+ * self pairs per configuration, cheap to send. */
+static void put_two_frame_model(rh_conn *c, const char *name, int n)
+{
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+                  "\"model\":\"%s\",\"links\":[",
+              name);
+    for (int i = 0; i < n; i++)
+        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":"
+                      "[%d,0,0],\"radius\":0.1}}}",
+                  i ? "," : "", i, i % 2, i);
+    tb_printf(&b, "]}}");
+    cJSON *r = call_json(c, b.p);
+    if (!at(r, "result"))
+        fail_msg("model.put failed: %s", show(r));
+    cJSON_Delete(r);
+    free(b.p);
+}
+
+/* Appends one check.batch line of `configs` configurations of such a
+ * model (frame 1 moved aside, so nothing collides and every pair is
+ * tested). */
+static void append_two_frame_batch(textbuf *t, int id, const char *model, int configs)
+{
+    tb_printf(t, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
+                 "\"model\":\"%s\",\"report\":\"first\",\"configurations\":[",
+              id, model);
+    for (int j = 0; j < configs; j++)
+        tb_printf(t, "%s{\"frames\":[{},{\"translation\":[0,%d,0]}]}", j ? "," : "", 1 + j);
+    tb_printf(t, "]}}\n");
+}
+
+/* The systemd watchdog is fed from a timer on the event loop: while a
+ * client's long pipeline is worked through, WATCHDOG=1 keeps arriving
+ * between its replies (all of its lines used to be run in one go, with no
+ * timer in between). */
+static void watchdog_is_fed_during_a_heavy_pipeline(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify", dir);
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+    setenv("WATCHDOG_USEC", "100000", 1); /* a ping every 50 ms */
+    rh_daemon *d = start(NULL);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    rh_conn *c = connect_ok(d, false);
+    /* 1024 links on 2 frames: 262,144 self pairs per configuration, in a
+     * few bytes of request. */
+    put_two_frame_model(c, "dense", 1024);
+    enum { LINES = 30 };
+    textbuf all = {0};
+    for (int i = 0; i < LINES; i++)
+        append_two_frame_batch(&all, i, "dense", 20);
+    /* Drop what was sent so far (READY=1, early pings). */
+    char dgram[256];
+    while (recv(fd, dgram, sizeof dgram, MSG_DONTWAIT) > 0)
+        ;
+    send_raw(c, all.p, all.len);
+    free(all.p);
+    cJSON *r = read_json(c);
+    cJSON_Delete(r);
+    while (recv(fd, dgram, sizeof dgram, MSG_DONTWAIT) > 0)
+        ; /* pings before the first reply do not count */
+    int pings = 0;
+    for (int i = 1; i < LINES; i++) {
+        r = read_json(c);
+        assert_int_equal((int)num_at(r, "id"), i);
+        cJSON_Delete(r);
+        if (i == LINES - 1)
+            break; /* pings after the last reply do not count either */
+        ssize_t n;
+        while ((n = recv(fd, dgram, sizeof dgram - 1, MSG_DONTWAIT)) > 0) {
+            dgram[n] = '\0';
+            pings += strstr(dgram, "WATCHDOG=1") != NULL;
+        }
+    }
+    if (pings == 0)
+        fail_msg("no WATCHDOG=1 between the first and the last of %d heavy replies", LINES);
+    close(fd);
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* ---- signals and start-up ----------------------------------------------------------------- */
 
 /* SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored; SIGQUIT stops the
@@ -771,34 +865,14 @@ static void sigterm_during_a_long_drain_ends_at_the_grace_period(void **state)
     rh_daemon *d = start(NULL);
     rh_conn *c = connect_ok(d, false);
     /* 4096 links (1024 on slow builds) on 2 frames: 2048 x 2048 = 4.2
-     * million self pairs per configuration, in a request of a few bytes. */
-    textbuf b = {0};
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
-                  "\"model\":\"dense\",\"links\":[");
-    int links = slow_daemon() ? 1024 : 4096;
-    for (int i = 0; i < links; i++)
-        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":"
-                      "[%d,0,0],\"radius\":0.1}}}",
-                  i ? "," : "", i, i % 2, i);
-    tb_printf(&b, "]}}");
-    cJSON *r = call_json(c, b.p);
-    assert_non_null(at(r, "result"));
-    cJSON_Delete(r);
-    free(b.p);
-    int configs = slow_daemon() ? 1 : 5, lines = 100; /* 5 x 8.4M estimated: under 50M */
+     * million self pairs per configuration, in a request of a few bytes;
+     * 5 configurations are estimated at 5 x 8.4M, under max_request_work. */
+    put_two_frame_model(c, "dense", slow_daemon() ? 1024 : 4096);
+    int configs = slow_daemon() ? 1 : 5, lines = 100;
     textbuf all = {0};
-    for (int k = 0; k < lines; k++) {
-        tb_printf(&all, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\","
-                        "\"params\":{\"model\":\"dense\",\"report\":\"first\","
-                        "\"configurations\":[",
-                  k);
-        for (int j = 0; j < configs; j++) {
-            tb_printf(&all, "%s{\"frames\":[", j ? "," : "");
-            tb_printf(&all, "{},{\"translation\":[0,%d,0]}", 1 + j);
-            tb_printf(&all, "]}");
-        }
-        tb_printf(&all, "]}}\n");
-    }
+    for (int k = 0; k < lines; k++)
+        append_two_frame_batch(&all, k, "dense", configs);
+    cJSON *r;
     send_raw(c, all.p, all.len);
     free(all.p);
     r = read_json(c);
@@ -918,6 +992,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(auth_timeout_and_wrong_reauth, rh_teardown),
         cmocka_unit_test_teardown(incomplete_lines_are_capped_across_connections, rh_teardown),
         cmocka_unit_test_teardown(heavy_pipeline_does_not_starve_other_clients, rh_teardown),
+        cmocka_unit_test_teardown(watchdog_is_fed_during_a_heavy_pipeline, rh_teardown),
         cmocka_unit_test_teardown(signals_are_handled_cleanly, rh_teardown),
         cmocka_unit_test_teardown(sigterm_with_idle_connections_exits_zero, rh_teardown),
         cmocka_unit_test_teardown(sigterm_during_a_long_drain_ends_at_the_grace_period,
