@@ -353,6 +353,23 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(p, p ? (unsigned)(avail > 0x7fffffff ? 0x7fffffff : avail) : 0);
 }
 
+/* Sends a -32004 error line for a connection-level limit and closes once it
+ * is written. */
+static void refuse(rpd_conn *c, rpd_limit_id limit, size_t max, const char *what)
+{
+    rpd_error e;
+    memset(&e, 0, sizeof e);
+    rpd_error_limit(&e, limit, max, what);
+    rpd_reply_error_line(&c->srv->core, &c->out, &e);
+    c->closing = true;
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    flush(c);
+    close_if_done(c);
+}
+
 /* Refuses a client whose incomplete request line would take the input
  * buffered by all clients past max_input_bytes.  A connection with little
  * buffered is never refused, so many small clients keep working. */
@@ -363,20 +380,14 @@ static bool over_input_limit(rpd_conn *c)
     if (srv->input_bytes <= core->limits.max_input_bytes ||
         rpd_framer_pending(&c->in) <= RPD_KEEP_INPUT_BYTES)
         return false;
-    rpd_error e;
-    memset(&e, 0, sizeof e);
-    rpd_error_limit(&e, RPD_LIMIT_max_input_bytes, core->limits.max_input_bytes,
-                    "the server holds too many incomplete requests; closing the connection");
-    rpd_reply_error_line(core, &c->out, &e);
     rpd_log(RPD_LOG_WARN, "request bytes buffered by all clients over %zu; closing a client "
             "with %zu bytes of an incomplete line", core->limits.max_input_bytes,
             rpd_framer_pending(&c->in));
-    c->closing = true;
     /* Its input is dropped now, not when the close completes. */
     rpd_framer_free(&c->in);
     account_input(c);
-    flush(c);
-    close_if_done(c);
+    refuse(c, RPD_LIMIT_max_input_bytes, core->limits.max_input_bytes,
+           "the server holds too many incomplete requests; closing the connection");
     return true;
 }
 
@@ -458,23 +469,6 @@ static void on_close(uv_handle_t *h)
     rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
             (unsigned long long)srv->core.stats.conn_current);
     rpd_server_conn_closed(srv);
-}
-
-/* Sends a -32004 error line for a connection-level limit and closes once it
- * is written. */
-static void refuse(rpd_conn *c, rpd_limit_id limit, size_t max, const char *what)
-{
-    rpd_error e;
-    memset(&e, 0, sizeof e);
-    rpd_error_limit(&e, limit, max, what);
-    rpd_reply_error_line(&c->srv->core, &c->out, &e);
-    c->closing = true;
-    if (c->reading) {
-        uv_read_stop(&c->h.stream);
-        c->reading = false;
-    }
-    flush(c);
-    close_if_done(c);
 }
 
 void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
