@@ -3,10 +3,10 @@
  * of the offending value and a short reason on failure.
  *
  * The server calls these while it validates params; nothing here allocates
- * (except rp_codec_object_unique's table for large maps) and nothing keeps
- * pointers beyond what the caller passes in.  Paths are built only as deep
- * as needed: a decoder appends ".key" or "[i]" to the path it was given when
- * it descends, which costs a short copy per level.
+ * (except rp_codec_object_unique's table for large maps, util/strtab.h) and
+ * nothing keeps pointers beyond what the caller passes in.  Paths are built
+ * only as deep as needed: a decoder appends ".key" or "[i]" to the path it
+ * was given when it descends, which costs a short copy per level.
  */
 #include "codec/codec.h"
 
@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/strtab.h"
 
 /* Every decoder's reason strings, in one place so tests and docs agree. */
 #define R_REQUIRED "is required"
@@ -312,13 +314,20 @@ bool rp_codec_object_keys(const cJSON *j, const char *path, const char *const *a
     return collect(j, path, allowed, NULL, err);
 }
 
-/* FNV-1a; member names are short and this runs once per key. */
-static size_t hash_str(const char *s)
+/* The members of a large map as its duplicate check's table sees them. */
+typedef struct member {
+    const char *key;
+    uint32_t hash;
+} member;
+
+static const char *member_key(const void *ctx, uint32_t k)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return (size_t)(h ^ (h >> 32));
+    return ((const member *)ctx)[k].key;
+}
+
+static uint32_t member_hash(const void *ctx, uint32_t k)
+{
+    return ((const member *)ctx)[k].hash;
 }
 
 rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err *err)
@@ -341,25 +350,28 @@ rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err 
                 }
         return RP_OK;
     }
-    size_t cap = 32;
-    while (cap < 2 * n)
-        cap *= 2;
-    const char **slots = calloc(cap, sizeof *slots);
-    if (!slots)
+    member *members = n < RP_STRTAB_EMPTY ? malloc(n * sizeof *members) : NULL;
+    rp_strtab t;
+    rp_strtab_init_(&t, member_key, member_hash, members);
+    if (!members || !rp_strtab_reserve_(&t, n)) {
+        free(members);
         return RP_ERR_NOMEM;
-    rp_status st = RP_OK;
-    for (const cJSON *c = j->child; c && st == RP_OK; c = c->next) {
-        const char *key = c->string ? c->string : "";
-        size_t i = hash_str(key) & (cap - 1);
-        while (slots[i] && strcmp(slots[i], key) != 0)
-            i = (i + 1) & (cap - 1);
-        if (slots[i]) {
-            rp_codec_fail(err, rp_codec_path_key(p, path, key), R_DUPLICATE);
-            st = RP_ERR_INVALID_ARG;
-        }
-        slots[i] = key;
     }
-    free(slots);
+    rp_status st = RP_OK;
+    uint32_t k = 0;
+    for (const cJSON *c = j->child; c && st == RP_OK; c = c->next, k++) {
+        members[k].key = c->string ? c->string : "";
+        members[k].hash = rp_strhash_(members[k].key);
+        size_t slot;
+        if (rp_strtab_find_(&t, members[k].key, members[k].hash, &slot)) {
+            rp_codec_fail(err, rp_codec_path_key(p, path, members[k].key), R_DUPLICATE);
+            st = RP_ERR_INVALID_ARG;
+        } else {
+            rp_strtab_insert_at_(&t, slot, k);
+        }
+    }
+    rp_strtab_free_(&t);
+    free(members);
     return st;
 }
 

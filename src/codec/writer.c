@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "codec/pow10_table.h"
+#include "util/grow.h"
 
 /* First allocation; later ones double.  Most replies fit in one. */
 #define JW_INITIAL_CAP 256
@@ -302,17 +303,12 @@ static bool grow(rp_jw *w, size_t n)
         w->oom = true;
         return false;
     }
-    size_t need = w->len + n + 1;
-    size_t cap = w->cap ? w->cap : JW_INITIAL_CAP;
-    while (cap < need)
-        cap *= 2;
-    char *nb = realloc(w->buf, cap);
+    char *nb = rp_grow_(w->buf, &w->cap, w->len + n + 1, 1, JW_INITIAL_CAP);
     if (!nb) {
         w->oom = true;
         return false;
     }
     w->buf = nb;
-    w->cap = cap;
     return true;
 }
 

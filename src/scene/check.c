@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "util/grow.h"
 
 /* Links whose world shapes live on the stack, so that a FIRST check (the
  * planners' fast path) allocates nothing unless it finds a collision.
@@ -47,12 +48,11 @@ static bool push_violation(rp_check_result *r, size_t link, rp_pair_kind kind, s
                            double distance)
 {
     if (r->n_violations == r->cap_violations) {
-        size_t cap = r->cap_violations ? r->cap_violations * 2 : 8;
-        rp_check_pair *grown = realloc(r->violations, cap * sizeof *grown);
+        rp_check_pair *grown = rp_grow_(r->violations, &r->cap_violations, r->n_violations + 1,
+                                        sizeof *grown, 8);
         if (!grown)
             return false;
         r->violations = grown;
-        r->cap_violations = cap;
     }
     rp_check_pair p = {link, kind, other, distance};
     r->violations[r->n_violations++] = p;

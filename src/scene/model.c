@@ -103,48 +103,30 @@ static void *model_alloc(rp_model *m, size_t size)
     return p;
 }
 
-/* Link ids by name during validation: open addressing over link indices,
- * sized to at most half full.  Lives only for one put. */
-typedef struct id_table {
-    size_t *slots; /* SIZE_MAX = empty */
-    size_t mask;
-    const rp_link *links;
-} id_table;
-
-static bool id_table_init(id_table *t, const rp_link *links, size_t n)
+/* Link ids by name during validation (util/strtab.h): values are link
+ * indices into def->links.  Lives only for one put; model puts are rare and
+ * ids short, so hashes are recomputed rather than stored. */
+static const char *link_id(const void *ctx, uint32_t k)
 {
-    size_t nslots = 16;
-    while (nslots < 2 * n)
-        nslots *= 2;
-    t->slots = malloc(nslots * sizeof *t->slots);
-    if (!t->slots)
-        return false;
-    memset(t->slots, 0xff, nslots * sizeof *t->slots); /* SIZE_MAX */
-    t->mask = nslots - 1;
-    t->links = links;
-    return true;
+    return ((const rp_link *)ctx)[k].id;
 }
 
-/* The slot holding link `id`, or the empty slot where it would go. */
-static size_t id_table_slot(const id_table *t, const char *id)
+static uint32_t link_hash(const void *ctx, uint32_t k)
 {
-    for (size_t i = rp_scene_hash(id) & t->mask;; i = (i + 1) & t->mask) {
-        size_t k = t->slots[i];
-        if (k == SIZE_MAX || strcmp(t->links[k].id, id) == 0)
-            return i;
-    }
+    return rp_strhash_(((const rp_link *)ctx)[k].id);
 }
 
 /* Checks everything but the allowed pairs, link by link in definition
  * order (each link: duplicate id, frame, shape), then the margin, and fills
  * the id table.  Returns false with *err set at the first problem. */
-static bool validate_links(const rp_model_def *def, id_table *t, rp_model_error *err)
+static bool validate_links(const rp_model_def *def, rp_strtab *t, rp_model_error *err)
 {
     for (size_t k = 0; k < def->n_links; k++) {
         const rp_link *l = &def->links[k];
-        size_t slot = id_table_slot(t, l->id);
+        size_t slot;
+        uint32_t hash = rp_strhash_(l->id);
         rp_model_problem p = RP_MODEL_OK;
-        if (t->slots[slot] != SIZE_MAX)
+        if (rp_strtab_find_(t, l->id, hash, &slot))
             p = RP_MODEL_DUPLICATE_LINK;
         else if (l->frame < -1)
             p = RP_MODEL_BAD_FRAME;
@@ -155,7 +137,7 @@ static bool validate_links(const rp_model_def *def, id_table *t, rp_model_error 
             err->index = k;
             return false;
         }
-        t->slots[slot] = k;
+        rp_strtab_insert_at_(t, slot, (uint32_t)k);
     }
     if (!isfinite(def->safety_margin) || def->safety_margin < 0) {
         err->problem = RP_MODEL_BAD_MARGIN;
@@ -166,18 +148,19 @@ static bool validate_links(const rp_model_def *def, id_table *t, rp_model_error 
 
 /* Resolves the allowed pairs to link indices in allowed[0 .. 2*n_allowed).
  * Returns false with *err set at the first name that is no link. */
-static bool resolve_pairs(const rp_model_def *def, const id_table *t, size_t *allowed,
+static bool resolve_pairs(const rp_model_def *def, const rp_strtab *t, size_t *allowed,
                           rp_model_error *err)
 {
     for (size_t i = 0; i < 2 * def->n_allowed; i++) {
-        size_t k = t->slots[id_table_slot(t, def->allowed_pairs[i])];
-        if (k == SIZE_MAX) {
+        const char *id = def->allowed_pairs[i];
+        size_t slot;
+        if (!rp_strtab_find_(t, id, rp_strhash_(id), &slot)) {
             err->problem = RP_MODEL_UNKNOWN_PAIR_LINK;
             err->index = i / 2;
             err->element = i % 2;
             return false;
         }
-        allowed[i] = k;
+        allowed[i] = t->slots[slot];
     }
     return true;
 }
@@ -299,16 +282,17 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     if (def->n_allowed > SIZE_MAX / 2 / sizeof(size_t) || def->n_links > SIZE_MAX / 4)
         return RP_ERR_NOMEM;
 
-    id_table t;
-    if (!id_table_init(&t, def->links, def->n_links))
+    rp_strtab t;
+    rp_strtab_init_(&t, link_id, link_hash, def->links);
+    if (!rp_strtab_reserve_(&t, def->n_links))
         return RP_ERR_NOMEM;
     size_t *allowed = malloc((def->n_allowed ? 2 * def->n_allowed : 1) * sizeof *allowed);
     if (!allowed) {
-        free(t.slots);
+        rp_strtab_free_(&t);
         return RP_ERR_NOMEM;
     }
     bool ok = validate_links(def, &t, err) && resolve_pairs(def, &t, allowed, err);
-    free(t.slots);
+    rp_strtab_free_(&t);
     if (!ok) {
         free(allowed);
         return RP_ERR_INVALID_ARG;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "scene_int.h"
+#include "util/grow.h"
 
 /* Total order used for ties: distance, then query index, then shape id. */
 static int pair_cmp(const rp_scene *sc, const rp_pair *a, const rp_pair *b)
@@ -28,12 +29,10 @@ static rp_status push_pair(rp_query_result *r, rp_pair p, size_t max_pairs)
     if (max_pairs && r->n_pairs >= max_pairs)
         return RP_ERR_LIMIT;
     if (r->n_pairs == r->cap_pairs) {
-        size_t cap = r->cap_pairs ? r->cap_pairs * 2 : 16;
-        rp_pair *grown = realloc(r->pairs, cap * sizeof *grown);
+        rp_pair *grown = rp_grow_(r->pairs, &r->cap_pairs, r->n_pairs + 1, sizeof *grown, 16);
         if (!grown)
             return RP_ERR_NOMEM;
         r->pairs = grown;
-        r->cap_pairs = cap;
     }
     r->pairs[r->n_pairs++] = p;
     return RP_OK;

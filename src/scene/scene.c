@@ -11,13 +11,15 @@
 
 #include "scene_int.h"
 
-uint32_t rp_scene_hash(const char *s)
+/* The id index's view of the entries (util/strtab.h). */
+static const char *entry_id(const void *ctx, uint32_t e)
 {
-    /* FNV-1a: short ids, good enough spread, no allocation. */
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h;
+    return ((const rp_scene *)ctx)->entries[e].id;
+}
+
+static uint32_t entry_hash(const void *ctx, uint32_t e)
+{
+    return ((const rp_scene *)ctx)->entries[e].hash;
 }
 
 static char *dup_string(const char *s, size_t *bytes)
@@ -37,6 +39,7 @@ rp_scene *rp_scene_new_(rp_store *st, const char *name)
     if (!sc)
         return NULL;
     sc->store = st;
+    rp_strtab_init_(&sc->index, entry_id, entry_hash, sc);
     sc->name = dup_string(name, &st->bytes);
     if (!sc->name) {
         free(sc);
@@ -57,10 +60,10 @@ void rp_scene_free_(rp_scene *sc)
     }
     st->shapes -= sc->count;
     rp_bvh_free_(sc->bvh, st);
-    st->bytes -= sc->cap * sizeof *sc->entries + sc->nslots * sizeof *sc->slots;
+    st->bytes -= sc->cap * sizeof *sc->entries + rp_strtab_bytes_(&sc->index);
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->entries);
-    free(sc->slots);
+    rp_strtab_free_(&sc->index);
     free(sc->name);
     free(sc);
 }
@@ -73,93 +76,14 @@ const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i) { return &sc->en
 
 /* ---- id index ----------------------------------------------------------- */
 
-/* Slot holding `id` (entry index in *slot), or the empty slot where it
- * would go.  Returns true when found. */
-static bool index_lookup(const rp_scene *sc, const char *id, uint32_t hash, size_t *slot)
-{
-    size_t mask = sc->nslots - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        uint32_t e = sc->slots[i];
-        if (e == SLOT_EMPTY) {
-            *slot = i;
-            return false;
-        }
-        if (sc->entries[e].hash == hash && strcmp(sc->entries[e].id, id) == 0) {
-            *slot = i;
-            return true;
-        }
-    }
-}
-
 size_t rp_scene_find(const rp_scene *sc, const char *id)
 {
     if (sc->count == 0)
         return SIZE_MAX;
     size_t slot;
-    if (!index_lookup(sc, id, rp_scene_hash(id), &slot))
+    if (!rp_strtab_find_(&sc->index, id, rp_strhash_(id), &slot))
         return SIZE_MAX;
-    return sc->slots[slot];
-}
-
-/* Removes slot i with backward-shift deletion, so lookups never need
- * tombstones. */
-static void index_delete_slot(rp_scene *sc, size_t i)
-{
-    size_t mask = sc->nslots - 1;
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & mask;
-        uint32_t e = sc->slots[j];
-        if (e == SLOT_EMPTY)
-            break;
-        size_t home = sc->entries[e].hash & mask;
-        /* Move e back into the hole at i unless its home lies cyclically
-         * in (i, j]. */
-        bool keep = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
-        if (!keep) {
-            sc->slots[i] = e;
-            i = j;
-        }
-    }
-    sc->slots[i] = SLOT_EMPTY;
-}
-
-/* Replaces the entry index `from` with `to` in the index (after the entry
- * moved in the dense array). */
-static void index_renumber(rp_scene *sc, uint32_t from, uint32_t to)
-{
-    size_t mask = sc->nslots - 1;
-    for (size_t i = sc->entries[to].hash & mask;; i = (i + 1) & mask) {
-        if (sc->slots[i] == from) {
-            sc->slots[i] = to;
-            return;
-        }
-    }
-}
-
-/* Rebuilds the index with at least `min_slots` slots.  Fails without
- * changing anything when out of memory. */
-static bool index_rebuild(rp_scene *sc, size_t min_slots)
-{
-    size_t n = 16;
-    while (n < min_slots)
-        n *= 2;
-    uint32_t *slots = malloc(n * sizeof *slots);
-    if (!slots)
-        return false;
-    memset(slots, 0xff, n * sizeof *slots); /* SLOT_EMPTY */
-    for (size_t e = 0; e < sc->count; e++) {
-        size_t i = sc->entries[e].hash & (n - 1);
-        while (slots[i] != SLOT_EMPTY)
-            i = (i + 1) & (n - 1);
-        slots[i] = (uint32_t)e;
-    }
-    sc->store->bytes += n * sizeof *slots;
-    sc->store->bytes -= sc->nslots * sizeof *sc->slots;
-    free(sc->slots);
-    sc->slots = slots;
-    sc->nslots = n;
-    return true;
+    return sc->index.slots[slot];
 }
 
 /* Makes room for `total` entries: entry array and id index.  All or
@@ -182,10 +106,12 @@ static bool reserve(rp_scene *sc, size_t total)
         sc->entries = e;
         sc->cap = cap;
     }
-    /* Keep the index at most 3/4 full: linear probing stays short, and it
+    /* The index stays at most 3/4 full: linear probing stays short, and it
      * costs about 5-11 bytes per shape. */
-    if (total * 4 > sc->nslots * 3)
-        return index_rebuild(sc, total * 4 / 3 + 1);
+    size_t before = rp_strtab_bytes_(&sc->index);
+    if (!rp_strtab_reserve_(&sc->index, total))
+        return false;
+    sc->store->bytes += rp_strtab_bytes_(&sc->index) - before;
     return true;
 }
 
@@ -202,42 +128,48 @@ static bool revision_matches(const rp_scene *sc, const uint64_t *if_revision,
     return true;
 }
 
-/* Index of the last occurrence of shapes[i].id in shapes[0..n), found
- * through a scratch index over the batch.  Used so that later duplicates
- * win and each new id is counted once. */
-typedef struct batch_index {
-    uint32_t *slots;
-    size_t mask;
-} batch_index;
+/* A put's batch as seen by its scratch index: ids from the shapes, hashes
+ * computed once. */
+typedef struct batch {
+    const rp_shape_put *shapes;
+    const uint32_t *hashes;
+} batch;
 
-static bool batch_index_build(batch_index *bi, const rp_shape_put *shapes, size_t n,
-                              uint32_t *hashes, uint32_t *last)
+static const char *batch_id(const void *ctx, uint32_t k)
 {
-    size_t nslots = 16;
-    while (nslots < 2 * n)
-        nslots *= 2;
-    bi->slots = malloc(nslots * sizeof *bi->slots);
-    if (!bi->slots)
+    return ((const batch *)ctx)->shapes[k].id;
+}
+
+static uint32_t batch_hash(const void *ctx, uint32_t k)
+{
+    return ((const batch *)ctx)->hashes[k];
+}
+
+/* Fills last[]: for the first occurrence of an id in shapes[0..n), the
+ * index of its last occurrence; for a later occurrence, the index of the
+ * first.  Found through a scratch index over the batch.  Used so that later
+ * duplicates win and each new id is counted once.  False when out of
+ * memory. */
+static bool batch_last(const rp_shape_put *shapes, size_t n, const uint32_t *hashes,
+                       uint32_t *last)
+{
+    batch b = {shapes, hashes};
+    rp_strtab t;
+    rp_strtab_init_(&t, batch_id, batch_hash, &b);
+    if (!rp_strtab_reserve_(&t, n))
         return false;
-    memset(bi->slots, 0xff, nslots * sizeof *bi->slots);
-    bi->mask = nslots - 1;
     for (size_t k = 0; k < n; k++) {
-        size_t i = hashes[k] & bi->mask;
-        for (;; i = (i + 1) & bi->mask) {
-            uint32_t e = bi->slots[i];
-            if (e == SLOT_EMPTY) {
-                bi->slots[i] = (uint32_t)k;
-                last[k] = (uint32_t)k;
-                break;
-            }
-            if (hashes[e] == hashes[k] && strcmp(shapes[e].id, shapes[k].id) == 0) {
-                last[e] = (uint32_t)k; /* the first occurrence records the last */
-                last[k] = (uint32_t)e; /* later ones point at the first */
-                break;
-            }
+        size_t slot;
+        if (rp_strtab_find_(&t, shapes[k].id, hashes[k], &slot)) {
+            uint32_t e = t.slots[slot];
+            last[e] = (uint32_t)k; /* the first occurrence records the last */
+            last[k] = e;           /* later ones point at the first */
+        } else {
+            rp_strtab_insert_at_(&t, slot, (uint32_t)k);
+            last[k] = (uint32_t)k;
         }
     }
-    free(bi->slots);
+    rp_strtab_free_(&t);
     return true;
 }
 
@@ -260,9 +192,8 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         goto out;
     }
     for (size_t k = 0; k < n; k++)
-        hashes[k] = rp_scene_hash(shapes[k].id);
-    batch_index bi;
-    if (!batch_index_build(&bi, shapes, n, hashes, last)) {
+        hashes[k] = rp_strhash_(shapes[k].id);
+    if (!batch_last(shapes, n, hashes, last)) {
         st = RP_ERR_NOMEM;
         goto out;
     }
@@ -304,8 +235,8 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         sc->entries[e].hash = hashes[k];
         ids[k] = NULL;
         size_t slot;
-        index_lookup(sc, sc->entries[e].id, hashes[k], &slot);
-        sc->slots[slot] = (uint32_t)e;
+        rp_strtab_find_(&sc->index, sc->entries[e].id, hashes[k], &slot);
+        rp_strtab_insert_at_(&sc->index, slot, (uint32_t)e);
     }
     sc->store->bytes += id_bytes;
     id_bytes = 0;
@@ -335,16 +266,16 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
         if (sc->count == 0)
             break;
         size_t slot;
-        if (!index_lookup(sc, ids[k], rp_scene_hash(ids[k]), &slot))
+        if (!rp_strtab_find_(&sc->index, ids[k], rp_strhash_(ids[k]), &slot))
             continue;
-        uint32_t e = sc->slots[slot];
-        index_delete_slot(sc, slot);
+        uint32_t e = sc->index.slots[slot];
+        rp_strtab_delete_at_(&sc->index, slot);
         sc->store->bytes -= strlen(sc->entries[e].id) + 1;
         free(sc->entries[e].id);
         uint32_t last = (uint32_t)(sc->count - 1);
         if (e != last) {
             sc->entries[e] = sc->entries[last];
-            index_renumber(sc, last, e);
+            rp_strtab_renumber_(&sc->index, sc->entries[e].hash, last, e);
         }
         sc->count--;
         count++;

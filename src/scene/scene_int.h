@@ -9,9 +9,10 @@
 #include <stdint.h>
 
 #include "repose/scene.h"
+#include "util/strtab.h"
 
 /* One stored shape.  The id is a separate heap string owned by the entry;
- * hash caches its hash for the id index. */
+ * hash caches its rp_strhash_ for the id index. */
 typedef struct scene_entry {
     rp_shape shape;
     char *id;
@@ -30,18 +31,13 @@ typedef struct rp_bvh_node {
 
 typedef struct rp_bvh rp_bvh;
 
-/* Empty slot marker in the id index. */
-#define SLOT_EMPTY UINT32_MAX
-
 struct rp_scene {
     char *name;
     uint64_t revision;
     scene_entry *entries; /* dense, count used, cap allocated */
     size_t count, cap;
-    /* Id index: open addressing with linear probing over entry indices;
-     * nslots is a power of two, kept at most 3/4 full. */
-    uint32_t *slots;
-    size_t nslots;
+    /* Id index: entry indices by id (util/strtab.h), kept at most 3/4 full. */
+    rp_strtab index;
     rp_store *store; /* owner, for limits and memory accounting */
     rp_bvh *bvh;     /* NULL until the first query on a large scene */
     bool bvh_stale;  /* a mutation happened since bvh was built */
@@ -56,10 +52,6 @@ struct rp_store {
     uint64_t shapes;   /* across all scenes */
     size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
 };
-
-/* scene.c: FNV-1a hash of an id (shape ids, cached in scene_entry.hash;
- * link ids in model.c's table). */
-uint32_t rp_scene_hash(const char *s);
 
 /* util.c: position of `name` in an array of count items sorted by name
  * (name_of gives an item's name), or where it would be inserted. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "scene_int.h"
+#include "util/grow.h"
 
 rp_store *rp_store_new(const rp_store_limits *limits)
 {
@@ -77,14 +78,12 @@ static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_s
         return status;
     }
     if (st->count == st->cap) {
-        size_t cap = st->cap ? st->cap * 2 : 8;
-        rp_scene **grown = realloc(st->scenes, cap * sizeof *grown);
+        rp_scene **grown = rp_grow_(st->scenes, &st->cap, st->count + 1, sizeof *grown, 8);
         if (!grown) {
             rp_scene_free_(sc);
             return RP_ERR_NOMEM;
         }
         st->scenes = grown;
-        st->cap = cap;
     }
     memmove(&st->scenes[i + 1], &st->scenes[i], (st->count - i) * sizeof *st->scenes);
     st->scenes[i] = sc;

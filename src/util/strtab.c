@@ -1,0 +1,126 @@
+/* The string hash table; see strtab.h. */
+#include "strtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t rp_strhash_(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+void rp_strtab_init_(rp_strtab *t, rp_strtab_key_fn key_of, rp_strtab_hash_fn hash_of,
+                     const void *ctx)
+{
+    t->slots = NULL;
+    t->nslots = 0;
+    t->count = 0;
+    t->key_of = key_of;
+    t->hash_of = hash_of;
+    t->ctx = ctx;
+}
+
+void rp_strtab_free_(rp_strtab *t)
+{
+    if (!t)
+        return;
+    free(t->slots);
+    t->slots = NULL;
+    t->nslots = 0;
+    t->count = 0;
+}
+
+bool rp_strtab_reserve_(rp_strtab *t, size_t n)
+{
+    if (n * 4 <= t->nslots * 3)
+        return true;
+    if (n >= RP_STRTAB_EMPTY || n > SIZE_MAX / 8)
+        return false;
+    size_t want = n * 4 / 3 + 1, nslots = 16;
+    while (nslots < want)
+        nslots *= 2;
+    uint32_t *slots = malloc(nslots * sizeof *slots);
+    if (!slots)
+        return false;
+    memset(slots, 0xff, nslots * sizeof *slots); /* RP_STRTAB_EMPTY */
+    size_t mask = nslots - 1;
+    for (size_t k = 0; k < t->nslots; k++) {
+        uint32_t v = t->slots[k];
+        if (v == RP_STRTAB_EMPTY)
+            continue;
+        size_t i = t->hash_of(t->ctx, v) & mask;
+        while (slots[i] != RP_STRTAB_EMPTY)
+            i = (i + 1) & mask;
+        slots[i] = v;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return true;
+}
+
+bool rp_strtab_find_(const rp_strtab *t, const char *key, uint32_t hash, size_t *slot)
+{
+    *slot = 0;
+    if (t->nslots == 0)
+        return false;
+    size_t mask = t->nslots - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        uint32_t v = t->slots[i];
+        if (v == RP_STRTAB_EMPTY) {
+            *slot = i;
+            return false;
+        }
+        if (t->hash_of(t->ctx, v) == hash && strcmp(t->key_of(t->ctx, v), key) == 0) {
+            *slot = i;
+            return true;
+        }
+    }
+}
+
+void rp_strtab_insert_at_(rp_strtab *t, size_t slot, uint32_t value)
+{
+    t->slots[slot] = value;
+    t->count++;
+}
+
+void rp_strtab_delete_at_(rp_strtab *t, size_t i)
+{
+    size_t mask = t->nslots - 1;
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        uint32_t v = t->slots[j];
+        if (v == RP_STRTAB_EMPTY)
+            break;
+        size_t home = t->hash_of(t->ctx, v) & mask;
+        /* Move v back into the hole at i unless its home lies cyclically
+         * in (i, j]. */
+        bool keep = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!keep) {
+            t->slots[i] = v;
+            i = j;
+        }
+    }
+    t->slots[i] = RP_STRTAB_EMPTY;
+    t->count--;
+}
+
+void rp_strtab_renumber_(rp_strtab *t, uint32_t hash, uint32_t from, uint32_t to)
+{
+    size_t mask = t->nslots - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        if (t->slots[i] == from) {
+            t->slots[i] = to;
+            return;
+        }
+    }
+}
+
+size_t rp_strtab_bytes_(const rp_strtab *t)
+{
+    return t->nslots * sizeof *t->slots;
+}

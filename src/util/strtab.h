@@ -1,0 +1,79 @@
+/*
+ * An open-addressing hash table from string keys to uint32 values, shared by
+ * the library's id indexes (scene ids, a put's batch, model link ids) and
+ * the codec's duplicate-key check.
+ *
+ * The table stores neither keys nor hashes: a slot is the 4-byte value,
+ * which names an item of the caller's, and key_of(ctx, value) and
+ * hash_of(ctx, value) give that item's key and its key's hash (the scene
+ * caches the hash in its entries; small tables may recompute it).  Linear
+ * probing over a power-of-two number of slots, kept at most 3/4 full;
+ * deletion shifts later slots back, so lookups never meet tombstones.
+ *
+ * Library-internal (hidden in the shared library); nothing here is public.
+ */
+#ifndef REPOSE_UTIL_STRTAB_H
+#define REPOSE_UTIL_STRTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The value of a free slot; not a valid value. */
+#define RP_STRTAB_EMPTY UINT32_MAX
+
+/* The key of the item `value` names (valid as long as the item is), and
+ * rp_strhash_ of that key. */
+typedef const char *(*rp_strtab_key_fn)(const void *ctx, uint32_t value);
+typedef uint32_t (*rp_strtab_hash_fn)(const void *ctx, uint32_t value);
+
+typedef struct rp_strtab {
+    uint32_t *slots; /* values, RP_STRTAB_EMPTY when free; NULL while nslots is 0 */
+    size_t nslots;   /* 0, or a power of two >= 16 */
+    size_t count;    /* values stored */
+    rp_strtab_key_fn key_of;
+    rp_strtab_hash_fn hash_of;
+    const void *ctx;
+} rp_strtab;
+
+/* FNV-1a (32 bits) of a NUL-terminated string: ids are short, the spread is
+ * good enough, and it allocates nothing. */
+uint32_t rp_strhash_(const char *s);
+
+/* An empty table (no allocation) whose keys and hashes come from
+ * key_of(ctx, value) and hash_of(ctx, value). */
+void rp_strtab_init_(rp_strtab *t, rp_strtab_key_fn key_of, rp_strtab_hash_fn hash_of,
+                     const void *ctx);
+
+/* Frees the slots; the table is then empty again (same key_of and ctx).
+ * NULL is a no-op. */
+void rp_strtab_free_(rp_strtab *t);
+
+/* Makes room for n values in all without passing 3/4 full: when needed, a
+ * rebuild into the smallest power of two of slots (at least 16) that holds
+ * them.  False when out of memory or n is too large; the table is then
+ * unchanged.  n == 0 on an empty table allocates nothing. */
+bool rp_strtab_reserve_(rp_strtab *t, size_t n);
+
+/* Looks `key` (with hash == rp_strhash_(key)) up.  True when found, with
+ * *slot holding it (its value is t->slots[*slot]); false when absent,
+ * with *slot the free slot where it would go (meaningless while nslots is
+ * 0: reserve first). */
+bool rp_strtab_find_(const rp_strtab *t, const char *key, uint32_t hash, size_t *slot);
+
+/* Stores value at the free slot that rp_strtab_find_ gave, with no change
+ * to the table in between; room must have been reserved. */
+void rp_strtab_insert_at_(rp_strtab *t, size_t slot, uint32_t value);
+
+/* Removes the value at `slot` (backward-shift deletion; the items of the
+ * values still stored must still give their hashes). */
+void rp_strtab_delete_at_(rp_strtab *t, size_t slot);
+
+/* Replaces value `from`, whose key hashes to `hash`, by `to` (after the
+ * caller moved the item); `from` must be in the table. */
+void rp_strtab_renumber_(rp_strtab *t, uint32_t hash, uint32_t from, uint32_t to);
+
+/* Heap bytes the table holds. */
+size_t rp_strtab_bytes_(const rp_strtab *t);
+
+#endif /* REPOSE_UTIL_STRTAB_H */
