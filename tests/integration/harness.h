@@ -29,8 +29,9 @@
 
 /* Every timeout is multiplied by this under REPOSE_DAEMON_WRAPPER. */
 #define RH_WRAPPED_SCALE 12
-/* Default guard for a reply or for start-up, ms (before scaling). */
-#define RH_TIMEOUT_MS 10000
+/* Default guard for a reply or for start-up, ms (before scaling): a guard
+ * against hangs, generous enough for an ASan build on a loaded machine. */
+#define RH_TIMEOUT_MS 30000
 
 /* Reads argv[1] (if given) as the daemon path, else $REPOSED.  Returns false
  * (with a message on stderr) when neither names an executable. */
