@@ -291,7 +291,9 @@ typedef struct rp_check_result {
 /// when it is a link and a scene shape, or (with self_collision) two links on
 /// different frames that are not an allowed pair.  Queries the scene's
 /// bounding-volume hierarchy, so like rp_scene_query it must not run while
-/// the scene is mutated.  RP_ERR_NOMEM.
+/// the scene is mutated.  RP_ERR_NOMEM; RP_ERR_NONFINITE when a pose moves
+/// a link beyond the range of doubles (a coordinate past ±DBL_MAX), and then
+/// out->closest.link is that link's index.
 RP_API rp_status rp_model_check(const rp_model *m, const rp_scene *scene,
                                 const rp_transform *base, const rp_transform *frames,
                                 size_t n_frames, const rp_check_opts *opts, rp_check_result *out);

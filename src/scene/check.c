@@ -27,20 +27,45 @@
  * 64 shapes are 4 KiB. */
 #define STACK_LINKS 64
 
+/* 0 for a finite x, NaN for an infinity or a NaN: summed over coordinates,
+ * one test tells whether all of them are finite (a plain sum could overflow
+ * for finite values). */
+static inline double nonfinite_probe(double x)
+{
+    return x - x;
+}
+
 /* Moves every link shape into the world: joint frame f's pose for links on
- * frame f, the base pose (identity when NULL) for links on the base. */
-static void place_links(const rp_model *m, const rp_transform *base,
-                        const rp_transform *frames, rp_shape *world)
+ * frame f, the base pose (identity when NULL) for links on the base.
+ * Valid shapes moved by valid poses can still land beyond the largest
+ * double (a link at 1e308 translated by 1e308): RP_ERR_NONFINITE then, and
+ * *bad_link names the first such link. */
+static rp_status place_links(const rp_model *m, const rp_transform *base,
+                             const rp_transform *frames, rp_shape *world, size_t *bad_link)
 {
     rp_transform identity;
     if (!base) {
         identity = rp_transform_identity();
         base = &identity;
     }
+    double probe = 0.0;
     for (size_t k = 0; k < m->n_links; k++) {
         rp_link_shape ls = {m->links[k].shape, m->links[k].frame};
         world[k] = rp_link_shape_transform_shape(&ls, ls.frame < 0 ? base : &frames[ls.frame]);
+        const rp_capsule *c = &world[k].capsule;
+        const rp_sphere *sp = &world[k].sphere;
+        probe += world[k].kind == RP_SHAPE_CAPSULE
+                     ? nonfinite_probe(c->a.x) + nonfinite_probe(c->a.y) +
+                           nonfinite_probe(c->a.z) + nonfinite_probe(c->b.x) +
+                           nonfinite_probe(c->b.y) + nonfinite_probe(c->b.z)
+                     : nonfinite_probe(sp->center.x) + nonfinite_probe(sp->center.y) +
+                           nonfinite_probe(sp->center.z);
+        if (probe != 0.0) {
+            *bad_link = k;
+            return RP_ERR_NONFINITE;
+        }
     }
+    return RP_OK;
 }
 
 /* Appends a pair to the result's violations; false when out of memory. */
@@ -243,10 +268,14 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
         if (!world)
             return RP_ERR_NOMEM;
     }
-    place_links(m, base, frames, world);
-    rp_status st = opts->report == RP_REPORT_FIRST
-                       ? check_first(m, scene, world, margin, out)
-                       : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, out);
+    size_t bad_link = 0;
+    rp_status st = place_links(m, base, frames, world, &bad_link);
+    if (st == RP_OK)
+        st = opts->report == RP_REPORT_FIRST
+                 ? check_first(m, scene, world, margin, out)
+                 : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, out);
+    else
+        out->closest.link = bad_link; /* which link left the double range */
     if (world != stack)
         free(world);
     return st;

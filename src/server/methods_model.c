@@ -325,6 +325,26 @@ static bool decode_setup(rpd_req *req, const cJSON *params, check_setup *cs)
     return true;
 }
 
+/* The error for a pose that moved a link beyond the range of doubles
+ * (RP_ERR_NONFINITE from rp_model_check): the path names the pose that
+ * did it, under `config_path` ("params" or "params.configurations[k]"). */
+static bool fail_out_of_range(rpd_req *req, const check_setup *cs, const char *config_path,
+                              size_t link)
+{
+    char path[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+    const rp_link *l = rp_model_link_at(cs->model, link);
+    if (l->frame < 0) {
+        rp_codec_path_key(path, config_path, "base");
+    } else {
+        char frames[RP_CODEC_PATH_MAX];
+        rp_codec_path_index(path, rp_codec_path_key(frames, config_path, "frames"),
+                            (size_t)l->frame);
+    }
+    rpd_format(reason, sizeof reason,
+               "moves link '%s' beyond the largest double (a coordinate past 1.8e308 m)", l->id);
+    return rpd_fail_path(req, path, reason);
+}
+
 /* Pair tests one configuration may need: each link against the scene
  * (a tree walk) and, with self collision, every pair of links. */
 static uint64_t check_cost(const check_setup *cs)
@@ -457,6 +477,8 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_status st = rp_model_check(cs.model, cs.scene, has_base ? &btf : NULL, tf, cs.n_frames,
                                   &cs.opts, &res);
     free(tf);
+    if (st == RP_ERR_NONFINITE)
+        return fail_out_of_range(req, &cs, "params", res.closest.link);
     if (st)
         return rpd_fail_status(req, st);
     rp_jw_object_begin(w);
@@ -524,6 +546,12 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
             rp_check_result res;
             rp_status st = rp_model_check(cs.model, cs.scene, has_base[k] ? &bases[k] : NULL,
                                           &frames[k * nf], cs.n_frames, &cs.opts, &res);
+            if (st == RP_ERR_NONFINITE) {
+                char cp[RP_CODEC_PATH_MAX];
+                ok = fail_out_of_range(req, &cs, rp_codec_path_index(cp, path, k),
+                                       res.closest.link);
+                break;
+            }
             if (st) {
                 ok = rpd_fail_status(req, st);
                 break;

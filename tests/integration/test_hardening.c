@@ -557,6 +557,41 @@ static void batch_of_large_replies_is_bounded(void **state)
     stop_ok(d);
 }
 
+/* A pose that moves a link past the largest double is refused with the
+ * path of that pose (it used to give NaN distances), in check and in
+ * check.batch (where nothing is returned for the other configurations). */
+static void poses_beyond_the_double_range_are_refused_with_their_path(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+                            "\"model\":\"m\",\"links\":[{\"id\":\"a\",\"frame\":0,\"shape\":{"
+                            "\"sphere\":{\"center\":[0,0,0],\"radius\":1}}},{\"id\":\"far\","
+                            "\"frame\":1,\"shape\":{\"sphere\":{\"center\":[1e308,0,0],"
+                            "\"radius\":1}}}]}}");
+    assert_non_null(at(r, "result"));
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check\",\"params\":{"
+                     "\"model\":\"m\",\"frames\":[{},{\"translation\":[1e308,0,0]}]}}");
+    assert_int_equal((int)num_at(r, "error.code"), -32602);
+    assert_string_equal(str_at(r, "error.data.path"), "params.frames[1]");
+    assert_non_null(strstr(str_at(r, "error.data.reason"), "link 'far'"));
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"check.batch\",\"params\":{"
+                     "\"model\":\"m\",\"configurations\":[{\"frames\":[{},{}]},{\"frames\":"
+                     "[{},{\"translation\":[9e307,0,0]}]}]}}");
+    assert_int_equal((int)num_at(r, "error.code"), -32602);
+    assert_string_equal(str_at(r, "error.data.path"), "params.configurations[1].frames[1]");
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"check\",\"params\":{"
+                     "\"model\":\"m\",\"frames\":[{},{\"translation\":[-1e308,0,0]}]}}");
+    assert_true(cJSON_IsTrue(at(r, "result.collision"))); /* far is back at the origin */
+    cJSON_Delete(r);
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* ---- connections: timeouts and buffered input ----------------------------------------- */
 
 /* A TCP client that sends nothing, or trickles bytes without finishing a
@@ -988,6 +1023,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(check_work_is_bounded_per_line, rh_teardown),
         cmocka_unit_test_teardown(scene_distance_pairs_stop_at_the_reply_limit, rh_teardown),
         cmocka_unit_test_teardown(batch_of_large_replies_is_bounded, rh_teardown),
+        cmocka_unit_test_teardown(poses_beyond_the_double_range_are_refused_with_their_path,
+                                  rh_teardown),
         cmocka_unit_test_teardown(idle_and_trickling_tcp_clients_are_closed, rh_teardown),
         cmocka_unit_test_teardown(auth_timeout_and_wrong_reauth, rh_teardown),
         cmocka_unit_test_teardown(incomplete_lines_are_capped_across_connections, rh_teardown),

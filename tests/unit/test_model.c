@@ -905,6 +905,38 @@ static void reports_agree_with_brute_force_beyond_the_stack_buffer(void **state)
         compare_on_random_model(&r, 65 + rng_next(&r) % 40, 15);
 }
 
+/* Valid link shapes moved by valid poses can leave the range of doubles
+ * (a link at 1e308 translated by another 1e308): the check refuses with
+ * RP_ERR_NONFINITE and names the link, for every report and for links on
+ * the base as on frames; just inside the range it runs. */
+static void poses_that_move_links_past_dbl_max_are_refused(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_link links[] = {
+        {"near", 0, sphere(0, 0, 0, 0.1)},
+        {"far", 1, sphere(1e308, 0, 0, 0.1)},
+        {"base", -1, sphere(0, -1e308, 0, 0.1)},
+    };
+    rp_model *m = put_model(st, "m", links, 3, 0.0, NULL, 0, true);
+    rp_transform ok[2] = {shift(0, 0, 0), shift(7e307, 0, 0)};
+    rp_transform far[2] = {shift(0, 0, 0), shift(1e308, 0, 0)};
+    rp_transform low = shift(0, -1e308, 0);
+    rp_report reports[] = {RP_REPORT_FIRST, RP_REPORT_CLOSEST, RP_REPORT_ALL};
+    for (int i = 0; i < 3; i++) {
+        rp_check_opts o = {reports[i], false, 0};
+        rp_check_result r;
+        assert_int_equal(rp_model_check(m, NULL, NULL, ok, 2, &o, &r), RP_OK);
+        rp_check_result_free(&r);
+        assert_int_equal(rp_model_check(m, NULL, NULL, far, 2, &o, &r), RP_ERR_NONFINITE);
+        assert_int_equal(r.closest.link, 1);
+        assert_null(r.violations);
+        assert_int_equal(rp_model_check(m, NULL, &low, ok, 2, &o, &r), RP_ERR_NONFINITE);
+        assert_int_equal(r.closest.link, 2);
+    }
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -932,6 +964,7 @@ int main(void)
         cmocka_unit_test(first_report_allocates_nothing_without_a_collision),
         cmocka_unit_test(reports_agree_with_brute_force_on_random_configurations),
         cmocka_unit_test(reports_agree_with_brute_force_beyond_the_stack_buffer),
+        cmocka_unit_test(poses_that_move_links_past_dbl_max_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
