@@ -76,12 +76,19 @@ const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i) { return &sc->en
 
 /* ---- id index ----------------------------------------------------------- */
 
+/* Looks an id up in the index (rp_strtab_find_ with the entry accessors
+ * inlined: every id a request names goes through here). */
+static bool index_find(const rp_scene *sc, const char *id, uint32_t hash, size_t *slot)
+{
+    return rp_strtab_probe_(&sc->index, id, hash, entry_id, entry_hash, slot);
+}
+
 size_t rp_scene_find(const rp_scene *sc, const char *id)
 {
     if (sc->count == 0)
         return SIZE_MAX;
     size_t slot;
-    if (!rp_strtab_find_(&sc->index, id, rp_strhash_(id), &slot))
+    if (!index_find(sc, id, rp_strhash_(id), &slot))
         return SIZE_MAX;
     return sc->index.slots[slot];
 }
@@ -160,7 +167,7 @@ static bool batch_last(const rp_shape_put *shapes, size_t n, const uint32_t *has
         return false;
     for (size_t k = 0; k < n; k++) {
         size_t slot;
-        if (rp_strtab_find_(&t, shapes[k].id, hashes[k], &slot)) {
+        if (rp_strtab_probe_(&t, shapes[k].id, hashes[k], batch_id, batch_hash, &slot)) {
             uint32_t e = t.slots[slot];
             last[e] = (uint32_t)k; /* the first occurrence records the last */
             last[k] = e;           /* later ones point at the first */
@@ -235,7 +242,7 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         sc->entries[e].hash = hashes[k];
         ids[k] = NULL;
         size_t slot;
-        rp_strtab_find_(&sc->index, sc->entries[e].id, hashes[k], &slot);
+        index_find(sc, sc->entries[e].id, hashes[k], &slot);
         rp_strtab_insert_at_(&sc->index, slot, (uint32_t)e);
     }
     sc->store->bytes += id_bytes;
@@ -266,10 +273,10 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
         if (sc->count == 0)
             break;
         size_t slot;
-        if (!rp_strtab_find_(&sc->index, ids[k], rp_strhash_(ids[k]), &slot))
+        if (!index_find(sc, ids[k], rp_strhash_(ids[k]), &slot))
             continue;
         uint32_t e = sc->index.slots[slot];
-        rp_strtab_delete_at_(&sc->index, slot);
+        rp_strtab_unlink_(&sc->index, slot, entry_hash);
         sc->store->bytes -= strlen(sc->entries[e].id) + 1;
         free(sc->entries[e].id);
         uint32_t last = (uint32_t)(sc->count - 1);

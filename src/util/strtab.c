@@ -4,14 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t rp_strhash_(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h;
-}
-
 void rp_strtab_init_(rp_strtab *t, rp_strtab_key_fn key_of, rp_strtab_hash_fn hash_of,
                      const void *ctx)
 {
@@ -64,21 +56,7 @@ bool rp_strtab_reserve_(rp_strtab *t, size_t n)
 
 bool rp_strtab_find_(const rp_strtab *t, const char *key, uint32_t hash, size_t *slot)
 {
-    *slot = 0;
-    if (t->nslots == 0)
-        return false;
-    size_t mask = t->nslots - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        uint32_t v = t->slots[i];
-        if (v == RP_STRTAB_EMPTY) {
-            *slot = i;
-            return false;
-        }
-        if (t->hash_of(t->ctx, v) == hash && strcmp(t->key_of(t->ctx, v), key) == 0) {
-            *slot = i;
-            return true;
-        }
-    }
+    return rp_strtab_probe_(t, key, hash, t->key_of, t->hash_of, slot);
 }
 
 void rp_strtab_insert_at_(rp_strtab *t, size_t slot, uint32_t value)
@@ -87,26 +65,9 @@ void rp_strtab_insert_at_(rp_strtab *t, size_t slot, uint32_t value)
     t->count++;
 }
 
-void rp_strtab_delete_at_(rp_strtab *t, size_t i)
+void rp_strtab_delete_at_(rp_strtab *t, size_t slot)
 {
-    size_t mask = t->nslots - 1;
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & mask;
-        uint32_t v = t->slots[j];
-        if (v == RP_STRTAB_EMPTY)
-            break;
-        size_t home = t->hash_of(t->ctx, v) & mask;
-        /* Move v back into the hole at i unless its home lies cyclically
-         * in (i, j]. */
-        bool keep = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
-        if (!keep) {
-            t->slots[i] = v;
-            i = j;
-        }
-    }
-    t->slots[i] = RP_STRTAB_EMPTY;
-    t->count--;
+    rp_strtab_unlink_(t, slot, t->hash_of);
 }
 
 void rp_strtab_renumber_(rp_strtab *t, uint32_t hash, uint32_t from, uint32_t to)

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The value of a free slot; not a valid value. */
 #define RP_STRTAB_EMPTY UINT32_MAX
@@ -37,8 +38,15 @@ typedef struct rp_strtab {
 } rp_strtab;
 
 /* FNV-1a (32 bits) of a NUL-terminated string: ids are short, the spread is
- * good enough, and it allocates nothing. */
-uint32_t rp_strhash_(const char *s);
+ * good enough, and it allocates nothing.  Inline: every looked-up id is
+ * hashed. */
+static inline uint32_t rp_strhash_(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
 
 /* An empty table (no allocation) whose keys and hashes come from
  * key_of(ctx, value) and hash_of(ctx, value). */
@@ -61,6 +69,31 @@ bool rp_strtab_reserve_(rp_strtab *t, size_t n);
  * 0: reserve first). */
 bool rp_strtab_find_(const rp_strtab *t, const char *key, uint32_t hash, size_t *slot);
 
+/* rp_strtab_find_ inline, with the caller's key_of and hash_of (those the
+ * table was made with) given as constants, so that the compiler inlines
+ * them: for hot lookups (the scene's id index), where an indirect call per
+ * probe would show. */
+static inline bool rp_strtab_probe_(const rp_strtab *t, const char *key, uint32_t hash,
+                                    rp_strtab_key_fn key_of, rp_strtab_hash_fn hash_of,
+                                    size_t *slot)
+{
+    *slot = 0;
+    if (t->nslots == 0)
+        return false;
+    size_t mask = t->nslots - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        uint32_t v = t->slots[i];
+        if (v == RP_STRTAB_EMPTY) {
+            *slot = i;
+            return false;
+        }
+        if (hash_of(t->ctx, v) == hash && strcmp(key_of(t->ctx, v), key) == 0) {
+            *slot = i;
+            return true;
+        }
+    }
+}
+
 /* Stores value at the free slot that rp_strtab_find_ gave, with no change
  * to the table in between; room must have been reserved. */
 void rp_strtab_insert_at_(rp_strtab *t, size_t slot, uint32_t value);
@@ -68,6 +101,30 @@ void rp_strtab_insert_at_(rp_strtab *t, size_t slot, uint32_t value);
 /* Removes the value at `slot` (backward-shift deletion; the items of the
  * values still stored must still give their hashes). */
 void rp_strtab_delete_at_(rp_strtab *t, size_t slot);
+
+/* rp_strtab_delete_at_ inline with the caller's hash_of, as for
+ * rp_strtab_probe_. */
+static inline void rp_strtab_unlink_(rp_strtab *t, size_t i, rp_strtab_hash_fn hash_of)
+{
+    size_t mask = t->nslots - 1;
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        uint32_t v = t->slots[j];
+        if (v == RP_STRTAB_EMPTY)
+            break;
+        size_t home = hash_of(t->ctx, v) & mask;
+        /* Move v back into the hole at i unless its home lies cyclically
+         * in (i, j]. */
+        bool keep = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!keep) {
+            t->slots[i] = v;
+            i = j;
+        }
+    }
+    t->slots[i] = RP_STRTAB_EMPTY;
+    t->count--;
+}
 
 /* Replaces value `from`, whose key hashes to `hash`, by `to` (after the
  * caller moved the item); `from` must be in the table. */
