@@ -13,6 +13,13 @@
 
 #include "daemon_util.h"
 
+int run_daemon_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n)
+{
+    if (!rh_init(argc, argv))
+        return 2;
+    return _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
+}
+
 /* Starts a daemon with extra flags and fails the test unless it comes up. */
 rh_daemon *start_with(const rh_opts *o)
 {

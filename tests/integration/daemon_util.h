@@ -18,6 +18,17 @@
 #include "harness.h"
 #include "repose/geometry.h"
 
+struct CMUnitTest;
+
+/* A daemon test: rh_teardown runs after it and kills whatever a failed test
+ * left running. */
+#define DAEMON_TEST(f) cmocka_unit_test_teardown(f, rh_teardown)
+
+/* The whole main of a daemon test program: reads the daemon's path (argv[1]
+ * or $REPOSED; exit status 2 without one) and runs the n tests.  Returns
+ * the exit status. */
+int run_daemon_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n);
+
 /* Starts a daemon and fails the test unless it comes up. */
 rh_daemon *start_with(const rh_opts *o);
 /* The same with the default listeners and extra flags (may be NULL). */

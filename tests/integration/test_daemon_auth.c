@@ -113,11 +113,9 @@ static void unsafe_configurations_are_refused_at_start(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(tcp_clients_must_auth_and_unix_clients_need_not, rh_teardown),
-        cmocka_unit_test_teardown(unsafe_configurations_are_refused_at_start, rh_teardown),
+        DAEMON_TEST(tcp_clients_must_auth_and_unix_clients_need_not),
+        DAEMON_TEST(unsafe_configurations_are_refused_at_start),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

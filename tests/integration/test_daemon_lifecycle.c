@@ -317,19 +317,17 @@ static void bad_command_lines_exit_two(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(unix_socket_has_mode_0660, rh_teardown),
-        cmocka_unit_test_teardown(stale_socket_file_is_replaced, rh_teardown),
-        cmocka_unit_test_teardown(live_socket_is_refused, rh_teardown),
-        cmocka_unit_test_teardown(regular_file_at_socket_path_is_left_alone, rh_teardown),
-        cmocka_unit_test_teardown(sigterm_flushes_replies_unix, rh_teardown),
-        cmocka_unit_test_teardown(sigterm_flushes_replies_tcp, rh_teardown),
-        cmocka_unit_test_teardown(tcp_port_zero_picks_a_port, rh_teardown),
-        cmocka_unit_test_teardown(listening_lines_survive_quiet_log_levels, rh_teardown),
-        cmocka_unit_test_teardown(help_and_version_exit_zero, rh_teardown),
-        cmocka_unit_test_teardown(bad_command_lines_exit_two, rh_teardown),
+        DAEMON_TEST(unix_socket_has_mode_0660),
+        DAEMON_TEST(stale_socket_file_is_replaced),
+        DAEMON_TEST(live_socket_is_refused),
+        DAEMON_TEST(regular_file_at_socket_path_is_left_alone),
+        DAEMON_TEST(sigterm_flushes_replies_unix),
+        DAEMON_TEST(sigterm_flushes_replies_tcp),
+        DAEMON_TEST(tcp_port_zero_picks_a_port),
+        DAEMON_TEST(listening_lines_survive_quiet_log_levels),
+        DAEMON_TEST(help_and_version_exit_zero),
+        DAEMON_TEST(bad_command_lines_exit_two),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

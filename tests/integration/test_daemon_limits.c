@@ -318,15 +318,12 @@ static void reply_over_max_reply_bytes_is_refused_and_connection_goes_on(void **
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(overlong_line_gets_limit_error_then_close, rh_teardown),
-        cmocka_unit_test_teardown(connection_limit_rejects_then_recovers, rh_teardown),
-        cmocka_unit_test_teardown(client_that_does_not_read_cannot_exhaust_the_daemon, rh_teardown),
-        cmocka_unit_test_teardown(slow_reader_gets_every_reply_in_order, rh_teardown),
-        cmocka_unit_test_teardown(reply_over_max_reply_bytes_is_refused_and_connection_goes_on,
-                                  rh_teardown),
+        DAEMON_TEST(overlong_line_gets_limit_error_then_close),
+        DAEMON_TEST(connection_limit_rejects_then_recovers),
+        DAEMON_TEST(client_that_does_not_read_cannot_exhaust_the_daemon),
+        DAEMON_TEST(slow_reader_gets_every_reply_in_order),
+        DAEMON_TEST(reply_over_max_reply_bytes_is_refused_and_connection_goes_on),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

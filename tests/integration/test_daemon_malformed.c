@@ -476,11 +476,9 @@ static void malformed_input_in_one_write_over_tcp(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(malformed_input_gets_errors_and_changes_nothing, rh_teardown),
-        cmocka_unit_test_teardown(malformed_input_in_one_write_over_tcp, rh_teardown),
+        DAEMON_TEST(malformed_input_gets_errors_and_changes_nothing),
+        DAEMON_TEST(malformed_input_in_one_write_over_tcp),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

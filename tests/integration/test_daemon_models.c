@@ -195,10 +195,8 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(check_batch_of_ten_thousand_matches_in_process, rh_teardown),
+        DAEMON_TEST(check_batch_of_ten_thousand_matches_in_process),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

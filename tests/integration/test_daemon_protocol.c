@@ -535,12 +535,10 @@ static void many_requests_in_one_write(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(concurrent_clients_pipeline_mixed_requests, rh_teardown),
-        cmocka_unit_test_teardown(request_sent_one_byte_at_a_time, rh_teardown),
-        cmocka_unit_test_teardown(many_requests_in_one_write, rh_teardown),
+        DAEMON_TEST(concurrent_clients_pipeline_mixed_requests),
+        DAEMON_TEST(request_sent_one_byte_at_a_time),
+        DAEMON_TEST(many_requests_in_one_write),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
