@@ -8,6 +8,9 @@
 
 #include "req.h"
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 0)))
+#endif
 static void vformat(char *dst, size_t cap, const char *fmt, va_list ap)
 {
     int n = vsnprintf(dst, cap, fmt, ap);
