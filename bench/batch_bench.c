@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/arena.h"
 #include "server/rpc.h"
 
 static double now_ms(void)
@@ -165,9 +166,12 @@ int main(int argc, char **argv)
     rp_jw out;
     if (!rpd_core_init(&core, NULL))
         return 1;
+    rpd_arena_install(); /* as the daemon does: cJSON trees in the arena */
     rp_jw_init(&out);
     rpd_process_line(&core, &session, scene.p, scene.len - 1, &out);
+    rpd_arena_reset();
     rpd_process_line(&core, &session, model.p, model.len - 1, &out);
+    rpd_arena_reset();
     if (strstr(out.buf, "error")) {
         fprintf(stderr, "setup failed: %s\n", out.buf);
         return 1;
@@ -181,17 +185,18 @@ int main(int argc, char **argv)
         rp_jw_reset(&out);
         double t0 = now_ms();
         rpd_process_line(&core, &session, batch.p, batch.len - 1, &out);
+        rpd_arena_reset();
         t_full[r] = now_ms() - t0;
         reply_len = out.len;
     }
-    /* Parse only, with the default allocator (the daemon's arena is
-     * installed by rpd_core_init; this measures the same hooks). */
+    /* Parse only, into the arena as above. */
     cJSON *tree = NULL;
     for (int r = 0; r < reps; r++) {
         double t0 = now_ms();
         tree = cJSON_ParseWithLength(batch.p, batch.len - 1);
         t_parse[r] = now_ms() - t0;
         cJSON_Delete(tree);
+        rpd_arena_reset();
     }
     /* Compute only: decode the poses once, then time the checks. */
     rp_model *m = rp_store_model_find(core.store, "arm");
@@ -255,5 +260,6 @@ int main(int argc, char **argv)
     }
     rp_jw_free(&out);
     rpd_core_free(&core);
+    rpd_arena_free_all();
     return 0;
 }
