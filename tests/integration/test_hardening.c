@@ -1009,33 +1009,29 @@ static void memory_is_returned_after_a_large_delete(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!rh_init(argc, argv))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(unknown_member_names_are_cut_between_characters, rh_teardown),
-        cmocka_unit_test_teardown(error_paths_and_names_stay_valid_utf8, rh_teardown),
-        cmocka_unit_test_teardown(nan_and_infinity_tokens_are_named, rh_teardown),
-        cmocka_unit_test_teardown(http_request_is_answered_400_and_nothing_runs, rh_teardown),
-        cmocka_unit_test_teardown(http_line_mid_connection_closes_it, rh_teardown),
-        cmocka_unit_test_teardown(scene_get_with_a_huge_ids_list_is_answered, rh_teardown),
-        cmocka_unit_test_teardown(model_size_limits_are_enforced, rh_teardown),
-        cmocka_unit_test_teardown(thirty_thousand_links_are_refused_by_default, rh_teardown),
-        cmocka_unit_test_teardown(check_work_is_bounded_per_line, rh_teardown),
-        cmocka_unit_test_teardown(scene_distance_pairs_stop_at_the_reply_limit, rh_teardown),
-        cmocka_unit_test_teardown(batch_of_large_replies_is_bounded, rh_teardown),
-        cmocka_unit_test_teardown(poses_beyond_the_double_range_are_refused_with_their_path,
-                                  rh_teardown),
-        cmocka_unit_test_teardown(idle_and_trickling_tcp_clients_are_closed, rh_teardown),
-        cmocka_unit_test_teardown(auth_timeout_and_wrong_reauth, rh_teardown),
-        cmocka_unit_test_teardown(incomplete_lines_are_capped_across_connections, rh_teardown),
-        cmocka_unit_test_teardown(heavy_pipeline_does_not_starve_other_clients, rh_teardown),
-        cmocka_unit_test_teardown(watchdog_is_fed_during_a_heavy_pipeline, rh_teardown),
-        cmocka_unit_test_teardown(signals_are_handled_cleanly, rh_teardown),
-        cmocka_unit_test_teardown(sigterm_with_idle_connections_exits_zero, rh_teardown),
-        cmocka_unit_test_teardown(sigterm_during_a_long_drain_ends_at_the_grace_period,
-                                  rh_teardown),
-        cmocka_unit_test_teardown(out_of_range_limits_are_refused_at_start, rh_teardown),
-        cmocka_unit_test_teardown(memory_is_returned_after_a_large_delete, rh_teardown),
+        DAEMON_TEST(unknown_member_names_are_cut_between_characters),
+        DAEMON_TEST(error_paths_and_names_stay_valid_utf8),
+        DAEMON_TEST(nan_and_infinity_tokens_are_named),
+        DAEMON_TEST(http_request_is_answered_400_and_nothing_runs),
+        DAEMON_TEST(http_line_mid_connection_closes_it),
+        DAEMON_TEST(scene_get_with_a_huge_ids_list_is_answered),
+        DAEMON_TEST(model_size_limits_are_enforced),
+        DAEMON_TEST(thirty_thousand_links_are_refused_by_default),
+        DAEMON_TEST(check_work_is_bounded_per_line),
+        DAEMON_TEST(scene_distance_pairs_stop_at_the_reply_limit),
+        DAEMON_TEST(batch_of_large_replies_is_bounded),
+        DAEMON_TEST(poses_beyond_the_double_range_are_refused_with_their_path),
+        DAEMON_TEST(idle_and_trickling_tcp_clients_are_closed),
+        DAEMON_TEST(auth_timeout_and_wrong_reauth),
+        DAEMON_TEST(incomplete_lines_are_capped_across_connections),
+        DAEMON_TEST(heavy_pipeline_does_not_starve_other_clients),
+        DAEMON_TEST(watchdog_is_fed_during_a_heavy_pipeline),
+        DAEMON_TEST(signals_are_handled_cleanly),
+        DAEMON_TEST(sigterm_with_idle_connections_exits_zero),
+        DAEMON_TEST(sigterm_during_a_long_drain_ends_at_the_grace_period),
+        DAEMON_TEST(out_of_range_limits_are_refused_at_start),
+        DAEMON_TEST(memory_is_returned_after_a_large_delete),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
