@@ -111,6 +111,10 @@ rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err 
  * a valid UTF-8 string there then leaves valid UTF-8. */
 size_t rp_utf8_trim(const char *s, size_t n);
 
+/* Copies src into dst (cap bytes, cap >= 1) and NUL-terminates, cut at a
+ * character boundary when it does not fit.  dst and src may overlap. */
+void rp_utf8_copy(char *dst, size_t cap, const char *src);
+
 /* ---- pre-scan ------------------------------------------------------------ */
 
 typedef enum rp_scan_result {

@@ -65,9 +65,7 @@ size_t rp_utf8_trim(const char *s, size_t n)
     return back + 1 == want ? n : i - 1;
 }
 
-/* Copies src into dst (cap bytes, cap >= 1) and NUL-terminates, truncating
- * at a character boundary.  dst and src may overlap. */
-static void copy_trunc(char *dst, size_t cap, const char *src)
+void rp_utf8_copy(char *dst, size_t cap, const char *src)
 {
     size_t n = strlen(src);
     if (n >= cap)
@@ -80,7 +78,7 @@ bool rp_codec_fail(rp_codec_err *err, const char *path, const char *fmt, ...)
 {
     if (!err)
         return false;
-    copy_trunc(err->path, sizeof err->path, path ? path : "");
+    rp_utf8_copy(err->path, sizeof err->path, path ? path : "");
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(err->reason, sizeof err->reason, fmt, ap);

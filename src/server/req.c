@@ -28,15 +28,6 @@ void rpd_format(char *dst, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Copies src into dst (cap bytes), cut at a character boundary. */
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = rp_utf8_trim(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
 
 static void set_error(rpd_error *e, int code, rpd_data_kind data)
 {
@@ -75,8 +66,8 @@ bool rpd_fail(rpd_req *req, int code, const char *fmt, ...)
 bool rpd_fail_path(rpd_req *req, const char *path, const char *reason)
 {
     set_error(&req->err, RPD_INVALID_PARAMS, RPD_DATA_PATH);
-    copy_text(req->err.text, sizeof req->err.text, path);
-    copy_text(req->err.reason, sizeof req->err.reason, reason);
+    rp_utf8_copy(req->err.text, sizeof req->err.text, path);
+    rp_utf8_copy(req->err.reason, sizeof req->err.reason, reason);
     rpd_format(req->err.message, sizeof req->err.message, "Invalid params: %s %s",
                req->err.text, req->err.reason);
     return false;
@@ -92,7 +83,7 @@ static bool fail_entity(rpd_req *req, int code, const char *what, const char *ki
 {
     set_error(&req->err, code, RPD_DATA_ENTITY);
     req->err.kind = kind;
-    copy_text(req->err.text, sizeof req->err.text, name);
+    rp_utf8_copy(req->err.text, sizeof req->err.text, name);
     rpd_format(req->err.message, sizeof req->err.message, "%s: %s '%s'", what, kind,
                req->err.text);
     return false;
@@ -199,9 +190,8 @@ void rpd_count_error(rpd_core *core, const rpd_error *e)
         core->stats.limits_hit[e->limit]++;
 }
 
-void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error *e)
+void rpd_write_envelope(rp_jw *w, const cJSON *id, bool error)
 {
-    rpd_count_error(core, e);
     rp_jw_object_begin(w);
     /* Written as one pre-encoded key: "jsonrpc":"2.0","id": */
     RP_JW_KEY(w, "jsonrpc\":\"2.0\",\"id");
@@ -209,7 +199,16 @@ void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error 
         rp_jw_cjson(w, id);
     else
         rp_jw_null(w);
-    RP_JW_KEY(w, "error");
+    if (error)
+        RP_JW_KEY(w, "error");
+    else
+        RP_JW_KEY(w, "result");
+}
+
+void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error *e)
+{
+    rpd_count_error(core, e);
+    rpd_write_envelope(w, id, true);
     write_error_body(w, e);
     rp_jw_object_end(w);
 }

@@ -91,6 +91,12 @@ void rpd_error_set(rpd_error *e, int code, const char *fmt, ...)
 /* Fills e with a -32004 error for `limit` (its message says `what`). */
 void rpd_error_limit(rpd_error *e, rpd_limit_id limit, uint64_t max, const char *what);
 
+/* Opens a response object and writes its members up to the value of
+ * "result" (error false) or "error" (true): {"jsonrpc":"2.0","id":ID,…
+ * with id NULL written as null.  The caller writes the value and closes
+ * the object. */
+void rpd_write_envelope(rp_jw *w, const cJSON *id, bool error);
+
 /* Counts an error in the statistics (errors, by code, the limit hit for
  * -32004) without writing it: for notifications, whose errors are not sent. */
 void rpd_count_error(rpd_core *core, const rpd_error *e);

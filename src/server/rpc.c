@@ -167,14 +167,7 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
         return rpd_fail_path(r, "params", "must be an object (parameters by name)");
     if (core->shutting_down && (m->flags & RPD_METHOD_MUTATES))
         return rpd_fail(r, RPD_SHUTTING_DOWN, "Shutting down: %s not executed", m->name);
-    rp_jw_object_begin(w);
-    /* Written as one pre-encoded key: "jsonrpc":"2.0","id": */
-    RP_JW_KEY(w, "jsonrpc\":\"2.0\",\"id");
-    if (id)
-        rp_jw_cjson(w, id);
-    else
-        rp_jw_null(w);
-    RP_JW_KEY(w, "result");
+    rpd_write_envelope(w, id, false);
     /* A mutation's result is a name and a few numbers: with room for it
      * reserved first, writing it after the store changed cannot fail, so
      * an out-of-memory error always means nothing changed. */
