@@ -34,7 +34,7 @@ typedef struct text {
     size_t len, cap;
 } text;
 
-static void add(text *t, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void add(text *t, const char *fmt, ...)
 {
     for (;;) {
         va_list ap;

@@ -89,7 +89,7 @@ typedef struct textbuf {
 } textbuf;
 
 /* Appends printf-style text, growing the buffer as needed. */
-void tb_printf(textbuf *t, const char *fmt, ...);
+void tb_printf(textbuf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Small write limits (pause at 64 KiB, disconnect at 1 MiB), for
  * backpressure and reply-size tests. */
