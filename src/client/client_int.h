@@ -63,4 +63,23 @@ rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
 rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char **line,
                                           size_t *len, rp_client_error *err);
 
+/* Parses one reply line, line[0..len) with line[len] == '\0' (no '\n'), as
+ * the reply to the request with id `want`; the socket-free half of reading a
+ * reply, also driven by tests/fuzz/fuzz_client_reply.c.  Returns
+ *   RP_CLIENT_OK        a result: *result_raw (when not NULL) is its raw text
+ *                       as the server wrote it, *reply (when not NULL) the
+ *                       parsed reply; both malloc'ed, the caller frees them;
+ *   RP_CLIENT_RPC       an error reply: err->code, err->message and err->data
+ *                       (the raw text of error.data, or NULL);
+ *   RP_CLIENT_PROTOCOL  not a JSON-RPC 2.0 response to `want` (not JSON, a
+ *                       NUL byte, no "jsonrpc":"2.0", no id or another id,
+ *                       not exactly one of result and error, an error
+ *                       without an integer code or a string message);
+ *   RP_CLIENT_NOMEM     out of memory copying the result.
+ * An error reply with id null counts as the answer to `want` (the server
+ * could not read the request).  *reply and *result_raw are NULL unless OK. */
+rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
+                                            cJSON **reply, char **result_raw,
+                                            rp_client_error *err);
+
 #endif /* REPOSE_CLIENT_INT_H */

@@ -6,6 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "client_int.h"
 
+#include <limits.h>
+
 /* ---- JSON text helpers --------------------------------------------------------------- */
 
 /* Appends to a growable string. */
@@ -83,15 +85,21 @@ static void sb_minified(strbuf *b, const char *s)
     sb_add(b, run, strlen(run));
 }
 
-/* Skips one JSON value of already validated text starting at p (no leading
- * whitespace expected but tolerated); returns the byte after it. */
+/* A skipper over JSON text that cJSON has already accepted, to find the
+ * raw text of a member (the result keeps the server's digits exactly, which
+ * re-printing the cJSON tree would not).  It must see the text exactly as
+ * cJSON did, including cJSON's leniencies: every byte 0x01..0x20 counts as
+ * whitespace (cJSON's buffer_skip_whitespace; NUL bytes are refused before
+ * any of this runs), and a UTF-8 byte order mark may open the text.
+ * tests/fuzz/fuzz_client_reply.c checks the two agree. */
 static const char *skip_ws(const char *p)
 {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    while ((unsigned char)*p - 1u < 0x20u) /* 0x01..0x20; NUL ends the text */
         p++;
     return p;
 }
 
+/* p at an opening '"'; returns the byte after the closing one. */
 static const char *skip_string(const char *p)
 {
     for (p++; *p && *p != '"'; p++)
@@ -100,6 +108,8 @@ static const char *skip_string(const char *p)
     return *p ? p + 1 : p;
 }
 
+/* Skips one JSON value starting at p (leading whitespace tolerated);
+ * returns the byte after it. */
 static const char *skip_value(const char *p)
 {
     p = skip_ws(p);
@@ -119,31 +129,35 @@ static const char *skip_value(const char *p)
         }
         return p;
     }
-    while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
-           *p != '\r' && *p != '\n')
+    /* A number or a literal ends at a delimiter or at whitespace. */
+    while (*p && *p != ',' && *p != '}' && *p != ']' && (unsigned char)*p > 0x20u)
         p++;
     return p;
 }
 
-/* In the validated JSON object text obj, finds the raw text of member `key`
- * (a key without escapes); malloc'ed copy, or NULL (absent or no memory). */
-static char *raw_member(const char *obj, const char *key)
+/* In the object text obj (accepted by cJSON, no NUL bytes), the raw text of
+ * the value of the index-th member (0-based, in text order, which is the
+ * order of cJSON's children).  Members are found by position, not by name:
+ * cJSON decodes escapes in keys ("res\u0075lt" is "result") and takes the
+ * first of duplicate keys, and matching its choice by position needs no
+ * second decoder.  Returns a malloc'ed copy, or NULL when out of memory (or
+ * when the text is not what cJSON accepted, which the caller treats alike). */
+static char *raw_member_at(const char *obj, int index)
 {
-    size_t klen = strlen(key);
-    const char *p = skip_ws(obj);
+    const char *p = obj;
+    if (strncmp(p, "\xEF\xBB\xBF", 3) == 0) /* cJSON skips a UTF-8 BOM first */
+        p += 3;
+    p = skip_ws(p);
     if (*p != '{')
         return NULL;
     p = skip_ws(p + 1);
-    while (*p == '"') {
-        const char *k = p + 1;
-        const char *kend = skip_string(p);
-        bool match = (size_t)(kend - 1 - k) == klen && memcmp(k, key, klen) == 0;
-        p = skip_ws(kend);
+    for (int i = 0; *p == '"'; i++) {
+        p = skip_ws(skip_string(p));
         if (*p != ':')
             return NULL;
         const char *v = skip_ws(p + 1);
         const char *vend = skip_value(v);
-        if (match) {
+        if (i == index) {
             size_t n = (size_t)(vend - v);
             char *out = malloc(n + 1);
             if (out) {
@@ -158,6 +172,17 @@ static char *raw_member(const char *obj, const char *key)
         p = skip_ws(p + 1);
     }
     return NULL;
+}
+
+/* The position among obj's members of the one cJSON_GetObjectItemCaseSensitive
+ * returns for key (the first with that name), or -1. */
+static int member_index(const cJSON *obj, const char *key)
+{
+    int i = 0;
+    for (const cJSON *m = obj ? obj->child : NULL; m; m = m->next, i++)
+        if (m->string && strcmp(m->string, key) == 0)
+            return i;
+    return -1;
 }
 
 /* ---- requests and replies -------------------------------------------------------------- */
@@ -242,23 +267,42 @@ static rp_client_error_kind send_request(rp_client *c, const char *method,
     return RP_CLIENT_OK;
 }
 
-/* Reads the reply to the oldest pending request.  On success (OK or RPC) the
- * id is popped and *id set; *reply receives the parsed reply when reply is
- * not NULL (caller deletes), *result_raw the raw result text when not NULL. */
-static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint64_t *id,
-                                          cJSON **reply, char **result_raw,
-                                          rp_client_error *err)
+/* Fails with RP_CLIENT_PROTOCOL, quoting the start of the line. */
+static rp_client_error_kind bad_reply(rp_client_error *err, const char *why, const char *line,
+                                      size_t len)
 {
-    char *line;
-    size_t len;
-    rp_client_error_kind k = rp_client_next_line_(c, deadline, &line, &len, err);
-    if (k != RP_CLIENT_OK)
-        return rp_client_breaks_(c, k);
+    return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "%s: %.80s%s", why, line,
+                           len > 80 ? "..." : "");
+}
+
+/* Checks an error object's members: a code that is an integer in int's
+ * range (JSON-RPC 2.0 says "MUST be an integer"; a fraction or 1e300 would
+ * not convert) and a string message. */
+static bool valid_error_object(const cJSON *e)
+{
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+    if (!cJSON_IsObject(e) || !cJSON_IsNumber(code) || !cJSON_IsString(msg))
+        return false;
+    double v = code->valuedouble;
+    return v >= (double)INT_MIN && v <= (double)INT_MAX && v == (double)(int)v;
+}
+
+rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
+                                            cJSON **reply, char **result_raw,
+                                            rp_client_error *err)
+{
+    if (reply)
+        *reply = NULL;
+    if (result_raw)
+        *result_raw = NULL;
+    /* cJSON, given a length, would take a NUL byte for whitespace; the raw
+     * member copies below stop at it.  No JSON text holds one. */
+    if (memchr(line, '\0', len))
+        return bad_reply(err, "reply contains a NUL byte", line, len);
     cJSON *r = cJSON_ParseWithLengthOpts(line, len + 1, NULL, 1); /* len + 1: the NUL counts */
-    if (!r) {
-        return rp_client_breaks_(c, rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "reply is not JSON: %.80s%s", line,
-                              len > 80 ? "..." : ""));
-    }
+    if (!r)
+        return bad_reply(err, "reply is not JSON", line, len);
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(r, "jsonrpc");
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(r, "id");
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "result");
@@ -272,11 +316,8 @@ static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint
         bad = "reply has no id";
     else if ((res != NULL) == (e != NULL))
         bad = "reply must have exactly one of result and error";
-    else if (e && (!cJSON_IsObject(e) ||
-                   !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "code")) ||
-                   !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "message"))))
-        bad = "reply error lacks a numeric code or a string message";
-    uint64_t want = c->pending[c->pending_head];
+    else if (e && !valid_error_object(e))
+        bad = "reply error lacks an integer code or a string message";
     /* The server answers with id null when it could not read the request (a
      * parse error, an overlong line); that is the reply to our request. */
     bool null_id_error = e && cJSON_IsNull(rid);
@@ -284,26 +325,23 @@ static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint
         bad = "reply id does not match the request id";
     if (bad) {
         cJSON_Delete(r);
-        return rp_client_breaks_(c, rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "%s: %.80s%s", bad, line,
-                              len > 80 ? "..." : ""));
+        return bad_reply(err, bad, line, len);
     }
-    pending_pop(c);
-    if (id)
-        *id = want;
     if (e) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
         rp_client_fail_(err, RP_CLIENT_RPC, (int)code->valuedouble, "%s", msg->valuestring);
-        if (err && cJSON_GetObjectItemCaseSensitive(e, "data")) {
-            char *etext = raw_member(line, "error");
-            err->data = etext ? raw_member(etext, "data") : NULL;
+        int data_at = member_index(e, "data");
+        if (err && data_at >= 0) {
+            char *etext = raw_member_at(line, member_index(r, "error"));
+            err->data = etext ? raw_member_at(etext, data_at) : NULL;
             free(etext);
         }
         cJSON_Delete(r);
         return RP_CLIENT_RPC;
     }
     if (result_raw) {
-        *result_raw = raw_member(line, "result");
+        *result_raw = raw_member_at(line, member_index(r, "result"));
         if (!*result_raw) {
             cJSON_Delete(r);
             return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
@@ -314,6 +352,30 @@ static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint
     else
         cJSON_Delete(r);
     return RP_CLIENT_OK;
+}
+
+/* Reads the reply to the oldest pending request.  On success (OK or RPC) the
+ * id is popped and *id set; *reply receives the parsed reply when reply is
+ * not NULL (caller deletes), *result_raw the raw result text when not NULL.
+ * A reply that is not the answer to that request breaks the stream. */
+static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint64_t *id,
+                                          cJSON **reply, char **result_raw,
+                                          rp_client_error *err)
+{
+    char *line;
+    size_t len;
+    rp_client_error_kind k = rp_client_next_line_(c, deadline, &line, &len, err);
+    if (k != RP_CLIENT_OK)
+        return rp_client_breaks_(c, k);
+    uint64_t want = c->pending[c->pending_head];
+    k = rp_client_parse_reply_(line, len, want, reply, result_raw, err);
+    if (k == RP_CLIENT_PROTOCOL)
+        return rp_client_breaks_(c, k);
+    /* OK, RPC, or NOMEM for the result's copy: the reply was ours. */
+    pending_pop(c);
+    if (id)
+        *id = want;
+    return k;
 }
 
 /* ---- the public calls ------------------------------------------------------------------ */

@@ -79,8 +79,14 @@ typedef enum fake_mode {
     FAKE_GARBAGE,  /* answers every request line with "garbage" */
     FAKE_WRONG_ID, /* answers with a well-formed reply for id 999 */
     FAKE_CLOSE,    /* reads one request, then closes */
-    FAKE_SILENT    /* reads and never answers */
+    FAKE_SILENT,   /* reads and never answers */
+    FAKE_FIXED     /* answers every request with fake_fixed_reply */
 } fake_mode;
+
+/* FAKE_FIXED's reply line (with its '\n'; it may hold NUL bytes), set
+ * before fake_start forks. */
+static const char *fake_fixed_reply;
+static size_t fake_fixed_len;
 
 typedef struct fake_server {
     pid_t pid;
@@ -102,9 +108,8 @@ static bool fake_read_line(int fd)
     }
 }
 
-static void fake_write(int fd, const char *s)
+static void fake_write_n(int fd, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     while (n > 0) {
         ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
         if (w <= 0)
@@ -112,6 +117,11 @@ static void fake_write(int fd, const char *s)
         s += w;
         n -= (size_t)w;
     }
+}
+
+static void fake_write(int fd, const char *s)
+{
+    fake_write_n(fd, s, strlen(s));
 }
 
 /* The child: serves one connection at a time as `mode` says. */
@@ -129,6 +139,8 @@ static void fake_serve(int lfd, fake_mode mode)
                 fake_write(fd, "garbage\n");
             else if (mode == FAKE_WRONG_ID)
                 fake_write(fd, "{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{\"pong\":true}}\n");
+            else if (mode == FAKE_FIXED)
+                fake_write_n(fd, fake_fixed_reply, fake_fixed_len);
             else if (mode == FAKE_CLOSE)
                 break;
             /* FAKE_SILENT: keep reading, never answer. */
@@ -410,6 +422,80 @@ static void mismatched_reply_id_gives_protocol_error(void **state)
     fake_stop(&f);
 }
 
+/* Reply lines that cJSON reads in a way a hand-written scan of the text
+ * once did not (found by tests/fuzz/fuzz_client_reply.c; the inputs are in
+ * tests/fuzz/regressions/fuzz_client_reply/): the client must take the
+ * members cJSON takes, and refuse what it cannot represent. */
+typedef struct fixed_case {
+    const char *line; /* the reply, '\n' included */
+    size_t len;
+    rp_client_error_kind kind;
+    const char *result; /* OK: the result text; RPC: error.data or NULL */
+    int code;           /* RPC: the code */
+} fixed_case;
+
+#define LINE(s) s, sizeof s - 1
+
+static void replies_are_read_the_way_cjson_reads_them(void **state)
+{
+    (void)state;
+    static const fixed_case cases[] = {
+        /* An escaped key is still "result" (was: "out of memory"). */
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":{\"pong\":true}}\n"),
+         RP_CLIENT_OK, "{\"pong\":true}", 0},
+        /* cJSON takes the first "result", escaped or not (was: the second). */
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":1,\"result\":2}\n"),
+         RP_CLIENT_OK, "1", 0},
+        /* cJSON skips every byte up to 0x20 as whitespace, and a BOM. */
+        {LINE("{\f\"jsonrpc\":\"2.0\",\v\"id\":1,\"result\":\x01[1, 2]\x1f}\n"),
+         RP_CLIENT_OK, "[1, 2]", 0},
+        {LINE("\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":true}\n"), RP_CLIENT_OK,
+         "true", 0},
+        /* error.data under an escaped key (was: no data). */
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"m\","
+              "\"d\\u0061ta\":[1]}}\n"),
+         RP_CLIENT_RPC, "[1]", -32602},
+        /* A code that is not an int (was: undefined behaviour converting
+         * 1e300, a silently truncated -32601.5). */
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1e300,\"message\":\"m\"}}\n"),
+         RP_CLIENT_PROTOCOL, NULL, 0},
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601.5,\"message\":\"m\"}}\n"),
+         RP_CLIENT_PROTOCOL, NULL, 0},
+        /* cJSON given the line's length reads a NUL byte as whitespace
+         * (was: "out of memory"). */
+        {LINE("{\"jsonrpc\":\"2.0\",\0\"id\":1,\"result\":1}\n"), RP_CLIENT_PROTOCOL, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const fixed_case *t = &cases[i];
+        fake_fixed_reply = t->line;
+        fake_fixed_len = t->len;
+        fake_server f;
+        fake_start(&f, FAKE_FIXED);
+        rp_client_error err = RP_CLIENT_ERROR_INIT;
+        rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+        assert_non_null(c);
+        char *result = NULL;
+        rp_client_error_kind k = rp_client_call(c, "ping", NULL, &result, &err);
+        if (k != t->kind)
+            fprintf(stderr, "case %zu: %s (%s)\n", i, rp_client_error_kind_name(k), err.message);
+        assert_int_equal(k, t->kind);
+        if (k == RP_CLIENT_OK) {
+            assert_string_equal(result, t->result);
+        } else if (k == RP_CLIENT_RPC) {
+            assert_int_equal(err.code, t->code);
+            assert_string_equal(err.message, "m");
+            assert_non_null(err.data);
+            assert_string_equal(err.data, t->result);
+        } else {
+            assert_null(result);
+        }
+        free(result);
+        rp_client_error_free(&err);
+        rp_client_close(c);
+        fake_stop(&f);
+    }
+}
+
 static void silent_server_gives_timeout(void **state)
 {
     (void)state;
@@ -644,6 +730,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(server_that_closes_gives_closed, rh_teardown),
         cmocka_unit_test_teardown(garbage_reply_gives_protocol_error, rh_teardown),
         cmocka_unit_test_teardown(mismatched_reply_id_gives_protocol_error, rh_teardown),
+        cmocka_unit_test_teardown(replies_are_read_the_way_cjson_reads_them, rh_teardown),
         cmocka_unit_test_teardown(silent_server_gives_timeout, rh_teardown),
         cmocka_unit_test_teardown(pipelining_1000_requests_replies_in_order_unix, rh_teardown),
         cmocka_unit_test_teardown(pipelining_1000_requests_replies_in_order_tcp, rh_teardown),

@@ -1,0 +1,174 @@
+/*
+ * Fuzz target: the client library's reply parsing (rp_client_parse_reply_,
+ * src/client/client_rpc.c), the step from one reply line to a result's raw
+ * text or an error's code, message and data.
+ *
+ * The input is one reply line (without its '\n').  The reference is the
+ * tree cJSON builds from the same line (cJSON_ParseWithOpts, which stops at
+ * a NUL byte where the client is given a length).  The line is parsed as the
+ * reply to request id 1 and, when its id is an integer 0..2^53, as the reply
+ * to that id, once asking for the result's text and the tree and once for
+ * neither.  Invariants:
+ *
+ *  - a line with a NUL byte, a line cJSON rejects, and a line that is not a
+ *    JSON-RPC 2.0 response to the id asked for is RP_CLIENT_PROTOCOL, with
+ *    a NUL-terminated message and no result;
+ *  - a response with a result is RP_CLIENT_OK, and its raw text occurs
+ *    verbatim in the line, has no whitespace around it, parses with cJSON,
+ *    and equals cJSON's `result` member node by node (types, keys and their
+ *    order, strings, numbers bit for bit: stricter than cJSON_Compare, which
+ *    also calls infinity unequal to itself); the tree handed back equals
+ *    cJSON's whole reply;
+ *  - an error response is RP_CLIENT_RPC with cJSON's code and message (the
+ *    message cut to the 255 bytes rp_client_error holds), and error.data's
+ *    raw text, when there is one, likewise equal to cJSON's `data`.
+ *
+ * What counts as a response is restated here from JSON-RPC 2.0 and the
+ * comment on rp_client_parse_reply_: an object; "jsonrpc" the string
+ * "2.0"; an id; exactly one of result and error; an error an object with an
+ * integer code in int's range and a string message; the id a number equal
+ * to the one asked for, or null on an error reply.  Members are the ones
+ * cJSON_GetObjectItemCaseSensitive finds (the first of duplicates, keys
+ * with escapes decoded).  The only place the client is stricter than cJSON
+ * is the NUL byte, which cJSON given a length treats as whitespace.
+ */
+#include "fuzz_util.h"
+
+#include <limits.h>
+
+#include "client_int.h"
+
+/* Node-by-node equality of two cJSON trees (see the invariants above). */
+static bool same_json(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b)
+        return a == b;
+    if ((a->type & 0xFF) != (b->type & 0xFF))
+        return false;
+    if (cJSON_IsNumber(a))
+        return fuzz_same_bits(a->valuedouble, b->valuedouble);
+    if (cJSON_IsString(a))
+        return strcmp(a->valuestring, b->valuestring) == 0;
+    if (!cJSON_IsArray(a) && !cJSON_IsObject(a))
+        return true;
+    const cJSON *x = a->child, *y = b->child;
+    for (; x && y; x = x->next, y = y->next) {
+        if (cJSON_IsObject(a) && strcmp(x->string, y->string) != 0)
+            return false;
+        if (!same_json(x, y))
+            return false;
+    }
+    return !x && !y;
+}
+
+/* Checks that raw is the text of the value ref: found verbatim in line,
+ * without surrounding whitespace, parsing to the same tree. */
+static void check_raw_value(const char *what, const char *raw, const cJSON *ref, const char *line)
+{
+    FUZZ_CHECK(raw != NULL, "%s: no raw text", what);
+    size_t n = strlen(raw);
+    FUZZ_CHECK(n > 0 && (unsigned char)raw[0] > 0x20 && (unsigned char)raw[n - 1] > 0x20,
+               "%s: raw text '%s' is empty or has whitespace around it", what, raw);
+    FUZZ_CHECK(strstr(line, raw) != NULL, "%s: raw text '%s' is not in the line", what, raw);
+    cJSON *parsed = cJSON_ParseWithOpts(raw, NULL, 1);
+    FUZZ_CHECK(parsed != NULL, "%s: raw text '%s' does not parse", what, raw);
+    FUZZ_CHECK(same_json(parsed, ref), "%s: raw text '%s' is not the value cJSON found", what, raw);
+    cJSON_Delete(parsed);
+}
+
+/* The kind the client must return for the reply tree r (NULL: cJSON
+ * rejected the line) as the answer to want. */
+static rp_client_error_kind expected_kind(const cJSON *r, uint64_t want)
+{
+    if (!cJSON_IsObject(r))
+        return RP_CLIENT_PROTOCOL;
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(r, "jsonrpc");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "result");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+    if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0 || !id)
+        return RP_CLIENT_PROTOCOL;
+    if ((res == NULL) == (e == NULL))
+        return RP_CLIENT_PROTOCOL;
+    if (e) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        if (!cJSON_IsObject(e) || !cJSON_IsNumber(code) || !cJSON_IsString(msg))
+            return RP_CLIENT_PROTOCOL;
+        double c = code->valuedouble;
+        if (!(c >= INT_MIN && c <= INT_MAX) || floor(c) != c)
+            return RP_CLIENT_PROTOCOL;
+        if (cJSON_IsNull(id))
+            return RP_CLIENT_RPC;
+    }
+    if (!cJSON_IsNumber(id) || id->valuedouble != (double)want)
+        return RP_CLIENT_PROTOCOL;
+    return e ? RP_CLIENT_RPC : RP_CLIENT_OK;
+}
+
+/* Parses line as the reply to want and checks the outcome against ref. */
+static void check_parse(const char *line, size_t len, bool has_nul, const cJSON *ref, uint64_t want,
+                        bool outputs)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    cJSON *reply = NULL;
+    char *raw = NULL;
+    rp_client_error_kind k = rp_client_parse_reply_(line, len, want, outputs ? &reply : NULL,
+                                                    outputs ? &raw : NULL, &err);
+    rp_client_error_kind want_k = has_nul ? RP_CLIENT_PROTOCOL : expected_kind(ref, want);
+    FUZZ_CHECK(k == want_k, "id %llu: kind %s, expected %s", (unsigned long long)want,
+               rp_client_error_kind_name(k), rp_client_error_kind_name(want_k));
+    FUZZ_CHECK(memchr(err.message, '\0', sizeof err.message) != NULL, "message not terminated");
+    if (k != RP_CLIENT_OK)
+        FUZZ_CHECK(!reply && !raw, "a result besides a failure");
+    if (k == RP_CLIENT_PROTOCOL) {
+        FUZZ_CHECK(err.kind == k && err.message[0] && !err.data, "protocol error not described");
+    } else if (k == RP_CLIENT_OK) {
+        FUZZ_CHECK(err.kind == RP_CLIENT_OK && !err.data, "error filled on success");
+        if (outputs) {
+            check_raw_value("result", raw, cJSON_GetObjectItemCaseSensitive(ref, "result"), line);
+            FUZZ_CHECK(same_json(reply, ref), "the reply tree is not cJSON's");
+        }
+    } else {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(ref, "error");
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+        FUZZ_CHECK(err.kind == RP_CLIENT_RPC && err.code == (int)code->valuedouble,
+                   "code %d, cJSON sees %.17g", err.code, code->valuedouble);
+        size_t mlen = strlen(msg->valuestring);
+        size_t keep = mlen < sizeof err.message - 1 ? mlen : sizeof err.message - 1;
+        FUZZ_CHECK(strlen(err.message) == keep && memcmp(err.message, msg->valuestring, keep) == 0,
+                   "message '%s', cJSON sees '%s'", err.message, msg->valuestring);
+        if (data)
+            check_raw_value("error.data", err.data, data, line);
+        else
+            FUZZ_CHECK(err.data == NULL, "data '%s' where cJSON sees none", err.data);
+    }
+    free(raw);
+    cJSON_Delete(reply);
+    rp_client_error_free(&err);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* The client hands the parser its buffer with a NUL over the '\n'. */
+    char *line = malloc(size + 1);
+    FUZZ_CHECK(line, "out of memory");
+    memcpy(line, data, size);
+    line[size] = '\0';
+    bool has_nul = memchr(line, '\0', size) != NULL;
+    cJSON *ref = has_nul ? NULL : cJSON_ParseWithOpts(line, NULL, 1);
+
+    check_parse(line, size, has_nul, ref, 1, true);
+    check_parse(line, size, has_nul, ref, 1, false);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(ref, "id");
+    if (cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= 9007199254740992.0 &&
+        floor(id->valuedouble) == id->valuedouble && id->valuedouble != 1) {
+        check_parse(line, size, has_nul, ref, (uint64_t)id->valuedouble, true);
+        check_parse(line, size, has_nul, ref, (uint64_t)id->valuedouble, false);
+    }
+    cJSON_Delete(ref);
+    free(line);
+    return 0;
+}
