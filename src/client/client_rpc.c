@@ -63,23 +63,32 @@ static void sb_json_string(strbuf *b, const char *s)
     sb_add(b, "\"", 1);
 }
 
-/* Appends valid JSON text s without whitespace outside strings, so that a
- * pretty-printed params text still fits on one request line. */
+/* Appends JSON text s that cJSON accepted as one request line: without
+ * whitespace outside strings (cJSON takes every byte 0x01..0x20 there for
+ * whitespace), and with control characters inside strings, which cJSON
+ * also accepts raw, escaped as \u00XX.  A raw '\n' in a string would
+ * otherwise end the request line early, and the server's replies to the
+ * two halves would be taken for the replies to this call and the next. */
 static void sb_minified(strbuf *b, const char *s)
 {
     bool in_str = false;
     const char *run = s;
     for (const char *p = s; *p; p++) {
-        if (in_str) {
-            if (*p == '\\' && p[1])
-                p++;
-            else if (*p == '"')
-                in_str = false;
-        } else if (*p == '"') {
+        unsigned char c = (unsigned char)*p;
+        if (in_str && c == '\\' && (unsigned char)p[1] >= 0x20) {
+            p++; /* an escape: the escaped byte cannot end the string */
+        } else if (in_str && c == '"') {
+            in_str = false;
+        } else if (!in_str && c == '"') {
             in_str = true;
-        } else if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+        } else if (c <= 0x20 && (c < 0x20 || !in_str)) {
             sb_add(b, run, (size_t)(p - run));
             run = p + 1;
+            if (in_str) {
+                char esc[8];
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                sb_add(b, esc, 6);
+            }
         }
     }
     sb_add(b, run, strlen(run));

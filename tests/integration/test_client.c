@@ -314,7 +314,17 @@ static void rpc_error_has_code_message_and_data_and_keeps_the_connection(void **
     assert_int_equal(rp_client_call(c, "ping", "{\"x\":1}", NULL, &err), RP_CLIENT_RPC);
     assert_int_equal(err.code, -32602);
 
-    /* Still usable. */
+    /* Params that cJSON accepts with raw control characters in a string
+     * and around values still make one request line (a raw '\n' in the
+     * string once split it in two, and the second half's error reply was
+     * taken for the reply to the next call). */
+    assert_int_equal(rp_client_call(c, "scene.get", "{\x01\"scene\"\f:\v\"a\nb\tc\x1f\"}", NULL,
+                                    &err),
+                     RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.message, "params.scene"));
+
+    /* Still usable, and in step. */
     call_expect(c, "ping", NULL, "{\"pong\":true}");
     rp_client_error_free(&err);
     assert_int_equal(err.kind, RP_CLIENT_OK);
