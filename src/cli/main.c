@@ -40,6 +40,8 @@
 
 #include "repose/client.h"
 
+#include "params.h"
+
 /* Exit codes. */
 enum {
     EXIT_OK = 0,
@@ -213,46 +215,6 @@ static int parse_args(int argc, char **argv, options *o)
 
 /* ---- files ----------------------------------------------------------------------- */
 
-/* Reads a whole file (NUL-terminated, malloc'ed); NULL with errno set. */
-static char *read_file(const char *path, size_t *len_out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (cap - len < 2) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                errno = ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) {
-                free(buf);
-                buf = NULL;
-                errno = EIO;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    if (buf) {
-        buf[len] = '\0';
-        if (len_out)
-            *len_out = len;
-    }
-    return buf;
-}
-
 /* Reads the token from path into a malloc'ed string (trailing newline
  * stripped).  Refuses a world-readable file.  NULL after a message. */
 static char *read_token(const char *path)
@@ -297,268 +259,6 @@ static char *read_token(const char *path)
         return NULL;
     }
     return tok;
-}
-
-/* ---- params: @file substitution ---------------------------------------------------- */
-
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-} strbuf;
-
-static bool sb_add(strbuf *b, const char *s, size_t n)
-{
-    if (b->cap - b->len < n + 1) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return false;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return true;
-}
-
-/* Replaces every `@path` outside JSON strings in text by the contents of the
- * file (checked to be JSON), then checks the whole result is JSON.  Returns a
- * malloc'ed string, or NULL after a message on stderr. */
-static char *expand_params(const char *text)
-{
-    strbuf b = {NULL, 0, 0};
-    bool in_str = false, ok = true;
-    const char *run = text;
-    for (const char *p = text; *p && ok; p++) {
-        if (in_str) {
-            if (*p == '\\' && p[1])
-                p++;
-            else if (*p == '"')
-                in_str = false;
-            continue;
-        }
-        if (*p == '"') {
-            in_str = true;
-            continue;
-        }
-        if (*p != '@')
-            continue;
-        ok = sb_add(&b, run, (size_t)(p - run));
-        const char *start = p + 1, *end = start;
-        while (*end && !strchr(",}] \t\r\n", *end))
-            end++;
-        if (end == start) {
-            say("'@' must be followed by a file name");
-            free(b.p);
-            return NULL;
-        }
-        char *path = strndup(start, (size_t)(end - start));
-        size_t flen = 0;
-        char *content = path ? read_file(path, &flen) : NULL;
-        if (!content) {
-            say("@%s: cannot read: %s", path ? path : "?",
-                    strerror(errno));
-            free(path);
-            free(b.p);
-            return NULL;
-        }
-        /* One JSON value, then only whitespace (cJSON stops at the value). */
-        const char *after = NULL;
-        cJSON *check = cJSON_ParseWithOpts(content, &after, 0);
-        const char *ep = check ? after : cJSON_GetErrorPtr();
-        bool valid = check != NULL && strlen(content) == flen;
-        cJSON_Delete(check);
-        while (valid && (*ep == ' ' || *ep == '\t' || *ep == '\r' || *ep == '\n'))
-            ep++;
-        valid = valid && *ep == '\0';
-        if (!valid) {
-            say("@%s: not valid JSON (near byte %zu)", path,
-                    ep && ep >= content ? (size_t)(ep - content) : (size_t)0);
-            free(content);
-            free(path);
-            free(b.p);
-            return NULL;
-        }
-        ok = sb_add(&b, content, flen);
-        free(content);
-        free(path);
-        run = end;
-        p = end - 1;
-    }
-    if (ok)
-        ok = sb_add(&b, run, strlen(run));
-    if (!ok) {
-        say("out of memory");
-        free(b.p);
-        return NULL;
-    }
-    const char *ep = NULL;
-    cJSON *check = cJSON_ParseWithOpts(b.p, &ep, 1);
-    if (!check) {
-        ep = cJSON_GetErrorPtr();
-        say("PARAMS-JSON is not valid JSON (near byte %zu)",
-                ep && ep >= b.p ? (size_t)(ep - b.p) : (size_t)0);
-        free(b.p);
-        return NULL;
-    }
-    bool object = cJSON_IsObject(check);
-    cJSON_Delete(check);
-    if (!object) {
-        say("PARAMS-JSON must be a JSON object");
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
-}
-
-/* ---- params: KEY=VALUE words ------------------------------------------------------- */
-
-/* Appends s[0..n) as a JSON string literal. */
-static bool sb_add_json_string(strbuf *b, const char *s, size_t n)
-{
-    bool ok = sb_add(b, "\"", 1);
-    for (size_t i = 0; i < n && ok; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char esc[8];
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            ok = sb_add(b, esc, 2);
-        } else if (ch < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            ok = sb_add(b, esc, 6);
-        } else {
-            ok = sb_add(b, s + i, 1);
-        }
-    }
-    return ok && sb_add(b, "\"", 1);
-}
-
-/* True when text is exactly one JSON value (blanks around it allowed). */
-static bool is_json_value(const char *text)
-{
-    cJSON *j = cJSON_ParseWithOpts(text, NULL, 1);
-    cJSON_Delete(j);
-    return j != NULL;
-}
-
-/* Builds a params object from KEY=VALUE words: VALUE is copied as JSON when
- * it parses as JSON, kept as @FILE for expand_params to read, else quoted as
- * a string.  Returns the malloc'ed JSON text, or NULL after a message. */
-static char *kv_params(char *const *words, int n)
-{
-    strbuf b = {NULL, 0, 0};
-    bool ok = sb_add(&b, "{", 1);
-    for (int i = 0; i < n && ok; i++) {
-        const char *w = words[i], *eq = strchr(w, '=');
-        if (!eq || eq == w) {
-            if (!eq)
-                say("'%s' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)", w);
-            else
-                say("'%s': the key before '=' is empty", w);
-            free(b.p);
-            return NULL;
-        }
-        size_t klen = (size_t)(eq - w);
-        for (int k = 0; k < i; k++)
-            if (strncmp(words[k], w, klen + 1) == 0) {
-                say("key '%.*s' is given twice", (int)klen, w);
-                free(b.p);
-                return NULL;
-            }
-        const char *v = eq + 1;
-        ok = (i == 0 || sb_add(&b, ",", 1)) && sb_add_json_string(&b, w, klen) &&
-             sb_add(&b, ":", 1);
-        if (ok)
-            ok = v[0] == '@' || is_json_value(v) ? sb_add(&b, v, strlen(v))
-                                                 : sb_add_json_string(&b, v, strlen(v));
-    }
-    if (!(ok && sb_add(&b, "}", 1))) {
-        say("out of memory");
-        free(b.p);
-        return NULL;
-    }
-    char *out = expand_params(b.p);
-    free(b.p);
-    return out;
-}
-
-/* The params JSON for the words after METHOD: NULL with *bad false for no
- * words; one JSON object (starting with '{', or '[' to be told it must be an
- * object); or KEY=VALUE words.  NULL with *bad true after a message. */
-static char *words_params(char *const *words, int n, bool *bad)
-{
-    *bad = false;
-    if (n == 0)
-        return NULL;
-    const char *w = words[0];
-    while (*w == ' ' || *w == '\t' || *w == '\r' || *w == '\n')
-        w++;
-    char *out;
-    if (*w == '{' || *w == '[') {
-        if (n > 1) {
-            say("PARAMS-JSON must be the only argument after METHOD (quote it as one "
-                "argument)");
-            *bad = true;
-            return NULL;
-        }
-        out = expand_params(words[0]);
-    } else {
-        out = kv_params(words, n);
-    }
-    *bad = out == NULL;
-    return out;
-}
-
-/* Splits p into words in place, at blanks outside JSON strings and
- * brackets, so that `a={"x": 1} b="two words"` is two words.  Returns the
- * count and a malloc'ed array in *out (NULL for none); -1 when out of
- * memory. */
-static int split_words(char *p, char ***out)
-{
-    char **v = NULL;
-    int n = 0, cap = 0;
-    for (;;) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!*p)
-            break;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                return -1;
-            }
-            v = nv;
-        }
-        v[n++] = p;
-        int depth = 0;
-        bool in_str = false;
-        for (; *p; p++) {
-            if (in_str) {
-                if (*p == '\\' && p[1])
-                    p++;
-                else if (*p == '"')
-                    in_str = false;
-            } else if (*p == '"') {
-                in_str = true;
-            } else if (*p == '{' || *p == '[') {
-                depth++;
-            } else if ((*p == '}' || *p == ']') && depth > 0) {
-                depth--;
-            } else if ((*p == ' ' || *p == '\t') && depth == 0) {
-                break;
-            }
-        }
-        if (*p)
-            *p++ = '\0';
-    }
-    *out = v;
-    return n;
 }
 
 /* ---- output ------------------------------------------------------------------------- */
@@ -905,37 +605,20 @@ static int run_lines(rp_client *c)
             break;
         lineno++;
         g_line = tty ? 0 : lineno;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '\0' || *p == '#')
+        char *method, *p;
+        if (!cli_split_line(line, &method, &p))
             continue;
-        char *method = p;
-        while (*p && *p != ' ' && *p != '\t')
-            p++;
-        if (*p)
-            *p++ = '\0';
-        while (*p == ' ' || *p == '\t')
-            p++;
         if (tty && (strcmp(method, "quit") == 0 || strcmp(method, "exit") == 0))
             break;
         int code;
         if (strcmp(method, "help") == 0 && !*p) {
             code = print_methods(c);
         } else {
-            /* One JSON object (which may hold blanks), or KEY=VALUE words. */
-            char **words = NULL;
-            int nwords = *p == '{' || *p == '[' ? 1 : split_words(p, &words);
-            bool bad = nwords < 0;
-            char *params = NULL;
-            if (bad)
-                say("out of memory");
-            else
-                params = words_params(words ? words : &p, nwords, &bad);
-            free(words);
+            bool bad = false;
+            char why[CLI_WHY_MAX];
+            char *params = cli_line_params(p, &bad, why);
             if (bad) {
+                say("%s", why);
                 worst = worst == EXIT_OK ? EXIT_RPC : worst;
                 continue;
             }
@@ -1005,10 +688,13 @@ int main(int argc, char **argv)
         return code;
     /* Bad params are a usage error even when no daemon runs. */
     bool bad = false;
+    char why[CLI_WHY_MAX];
     bool help = o.method && strcmp(o.method, "help") == 0 && o.nparams == 0;
-    char *params = o.method ? words_params(o.params, o.nparams, &bad) : NULL;
-    if (bad)
+    char *params = o.method ? cli_words_params(o.params, o.nparams, &bad, why) : NULL;
+    if (bad) {
+        say("%s", why);
         return EXIT_USAGE;
+    }
     rp_client *c = open_client(&o, &code);
     if (!c) {
         free(params);

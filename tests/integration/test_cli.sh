@@ -237,6 +237,14 @@ expect_code 2 "key=value: empty key" -- "$CLI" "${S[@]}" scene.get =kv
 expect_file "$tmp/err" "repose-cli: '=kv': the key before '=' is empty" "empty key message"
 expect_code 2 "key=value: a key twice" -- "$CLI" "${S[@]}" scene.get scene=a scene=b
 expect_file "$tmp/err" "repose-cli: key 'scene' is given twice" "a key twice message"
+# A value that is JSON only on its own (cJSON skips a byte order mark only at
+# the start of a text) is sent as a string, not refused as bad PARAMS-JSON.
+expect_code 1 "key=value: a JSON value after a BOM is a string" -- "$CLI" "${S[@]}" \
+  scene.create scene=$'\xef\xbb\xbf"x"'
+expect_grep "$tmp/err" "params.scene" "the BOM value reached the daemon as a string"
+expect_code 2 "key=value: not UTF-8" -- "$CLI" "${S[@]}" scene.create scene=$'caf\xe9'
+expect_file "$tmp/err" \
+  "repose-cli: params are not valid UTF-8 (byte 0xe9 at byte 13 of the JSON)" "not UTF-8 message"
 expect_code 2 "JSON and key=value mixed" -- "$CLI" "${S[@]}" scene.get '{"scene":"kv"}' ids='[]'
 expect_grep "$tmp/err" "PARAMS-JSON must be the only argument" "mixed forms message"
 expect_code 2 "bad key=value wins over no daemon" -- "$CLI" --unix "$tmp/none.sock" scene.get kv

@@ -1,0 +1,415 @@
+/*
+ * repose-cli's params (see params.h): PARAMS-JSON with @FILE substitution,
+ * KEY=VALUE words, and the words of a line read from stdin.
+ */
+#define _POSIX_C_SOURCE 200809L /* strndup */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "params.h"
+
+/* Writes the reason params are refused into why (CLI_WHY_MAX bytes). */
+__attribute__((format(printf, 2, 3))) static void fail(char *why, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, CLI_WHY_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* Reads a whole file (NUL-terminated, malloc'ed); NULL with errno set. */
+static char *read_file(const char *path, size_t *len_out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (cap - len < 2) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                errno = ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) {
+                free(buf);
+                buf = NULL;
+                errno = EIO;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[len] = '\0';
+        if (len_out)
+            *len_out = len;
+    }
+    return buf;
+}
+
+/* ---- @file substitution ------------------------------------------------------------ */
+
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+} strbuf;
+
+static bool sb_add(strbuf *b, const char *s, size_t n)
+{
+    if (b->cap - b->len < n + 1) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return false;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+/* Offset of the first byte of s[0..n) that is not part of well-formed
+ * UTF-8 (no overlongs, surrogates or code points past U+10FFFF), or n. */
+static size_t utf8_invalid_at(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                                                           : c >= 0xF0 && c <= 0xF4 ? 4
+                                                                                    : 0;
+        if (len == 0 || n - i < len)
+            return i;
+        /* The second byte's range depends on the first (Unicode table 3-7). */
+        unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        if (len > 1 && (s[i + 1] < lo || s[i + 1] > hi))
+            return i;
+        for (size_t k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+        i += len;
+    }
+    return n;
+}
+
+/* Replaces every `@path` outside JSON strings in text by the contents of the
+ * file (checked to be JSON), then checks the whole result is one JSON object
+ * in UTF-8 (JSON's encoding; reposed refuses anything else).  Returns a
+ * malloc'ed string, or NULL with the reason in why. */
+static char *expand_params(const char *text, char *why)
+{
+    strbuf b = {NULL, 0, 0};
+    bool in_str = false, ok = true;
+    const char *run = text;
+    for (const char *p = text; *p && ok; p++) {
+        if (in_str) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == '"')
+                in_str = false;
+            continue;
+        }
+        if (*p == '"') {
+            in_str = true;
+            continue;
+        }
+        if (*p != '@')
+            continue;
+        ok = sb_add(&b, run, (size_t)(p - run));
+        const char *start = p + 1, *end = start;
+        while (*end && !strchr(",}] \t\r\n", *end))
+            end++;
+        if (end == start) {
+            fail(why, "'@' must be followed by a file name");
+            free(b.p);
+            return NULL;
+        }
+        char *path = strndup(start, (size_t)(end - start));
+        size_t flen = 0;
+        char *content = path ? read_file(path, &flen) : NULL;
+        if (!content) {
+            fail(why, "@%s: cannot read: %s", path ? path : "?",
+                    strerror(errno));
+            free(path);
+            free(b.p);
+            return NULL;
+        }
+        /* One JSON value, then only whitespace (cJSON stops at the value). */
+        const char *after = NULL;
+        cJSON *check = cJSON_ParseWithOpts(content, &after, 0);
+        const char *ep = check ? after : cJSON_GetErrorPtr();
+        bool valid = check != NULL && strlen(content) == flen;
+        cJSON_Delete(check);
+        while (valid && (*ep == ' ' || *ep == '\t' || *ep == '\r' || *ep == '\n'))
+            ep++;
+        valid = valid && *ep == '\0';
+        if (!valid) {
+            fail(why, "@%s: not valid JSON (near byte %zu)", path,
+                    ep && ep >= content ? (size_t)(ep - content) : (size_t)0);
+            free(content);
+            free(path);
+            free(b.p);
+            return NULL;
+        }
+        ok = sb_add(&b, content, flen);
+        free(content);
+        free(path);
+        run = end;
+        p = end - 1;
+    }
+    if (ok)
+        ok = sb_add(&b, run, strlen(run));
+    if (!ok) {
+        fail(why, "out of memory");
+        free(b.p);
+        return NULL;
+    }
+    const char *ep = NULL;
+    cJSON *check = cJSON_ParseWithOpts(b.p, &ep, 1);
+    if (!check) {
+        ep = cJSON_GetErrorPtr();
+        fail(why, "PARAMS-JSON is not valid JSON (near byte %zu)",
+                ep && ep >= b.p ? (size_t)(ep - b.p) : (size_t)0);
+        free(b.p);
+        return NULL;
+    }
+    bool object = cJSON_IsObject(check);
+    cJSON_Delete(check);
+    if (!object) {
+        fail(why, "PARAMS-JSON must be a JSON object");
+        free(b.p);
+        return NULL;
+    }
+    size_t bad_at = utf8_invalid_at((const unsigned char *)b.p, b.len);
+    if (bad_at < b.len) {
+        fail(why, "params are not valid UTF-8 (byte 0x%02x at byte %zu of the JSON)",
+             (unsigned char)b.p[bad_at], bad_at);
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* ---- KEY=VALUE words ----------------------------------------------------------------- */
+
+/* Appends s[0..n) as a JSON string literal. */
+static bool sb_add_json_string(strbuf *b, const char *s, size_t n)
+{
+    bool ok = sb_add(b, "\"", 1);
+    for (size_t i = 0; i < n && ok; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char esc[8];
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            ok = sb_add(b, esc, 2);
+        } else if (ch < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+            ok = sb_add(b, esc, 6);
+        } else {
+            ok = sb_add(b, s + i, 1);
+        }
+    }
+    return ok && sb_add(b, "\"", 1);
+}
+
+/* True when text is exactly one JSON value (blanks around it allowed) that
+ * stays one inside the params object.  cJSON skips a UTF-8 byte order mark
+ * only at the start of a text, and nests at most CJSON_NESTING_LIMIT deep,
+ * so such a value must also parse as the one element of "[" text "]";
+ * otherwise it is sent as a string (once, it made the whole object fail as
+ * "PARAMS-JSON is not valid JSON"). */
+static bool is_json_value(const char *text)
+{
+    cJSON *j = cJSON_ParseWithOpts(text, NULL, 1);
+    cJSON_Delete(j);
+    if (!j)
+        return false;
+    size_t n = strlen(text);
+    char *wrapped = malloc(n + 3);
+    if (!wrapped)
+        return false; /* a string then; the caller runs out of memory soon */
+    wrapped[0] = '[';
+    memcpy(wrapped + 1, text, n);
+    memcpy(wrapped + 1 + n, "]", 2);
+    j = cJSON_ParseWithOpts(wrapped, NULL, 1);
+    free(wrapped);
+    cJSON_Delete(j);
+    return j != NULL;
+}
+
+/* Builds a params object from KEY=VALUE words: VALUE is copied as JSON when
+ * it parses as JSON, kept as @FILE for expand_params to read, else quoted as
+ * a string.  Returns the malloc'ed JSON text, or NULL with the reason in
+ * why. */
+static char *kv_params(char *const *words, int n, char *why)
+{
+    strbuf b = {NULL, 0, 0};
+    bool ok = sb_add(&b, "{", 1);
+    for (int i = 0; i < n && ok; i++) {
+        const char *w = words[i], *eq = strchr(w, '=');
+        if (!eq || eq == w) {
+            if (!eq)
+                fail(why, "'%s' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)", w);
+            else
+                fail(why, "'%s': the key before '=' is empty", w);
+            free(b.p);
+            return NULL;
+        }
+        size_t klen = (size_t)(eq - w);
+        for (int k = 0; k < i; k++)
+            if (strncmp(words[k], w, klen + 1) == 0) {
+                fail(why, "key '%.*s' is given twice", (int)klen, w);
+                free(b.p);
+                return NULL;
+            }
+        const char *v = eq + 1;
+        ok = (i == 0 || sb_add(&b, ",", 1)) && sb_add_json_string(&b, w, klen) &&
+             sb_add(&b, ":", 1);
+        if (ok)
+            ok = v[0] == '@' || is_json_value(v) ? sb_add(&b, v, strlen(v))
+                                                 : sb_add_json_string(&b, v, strlen(v));
+    }
+    if (!(ok && sb_add(&b, "}", 1))) {
+        fail(why, "out of memory");
+        free(b.p);
+        return NULL;
+    }
+    char *out = expand_params(b.p, why);
+    free(b.p);
+    return out;
+}
+
+/* ---- the words after METHOD ------------------------------------------------------ */
+
+char *cli_words_params(char *const *words, int n, bool *bad, char *why)
+{
+    why[0] = '\0';
+    *bad = false;
+    if (n == 0)
+        return NULL;
+    const char *w = words[0];
+    while (*w == ' ' || *w == '\t' || *w == '\r' || *w == '\n')
+        w++;
+    char *out;
+    if (*w == '{' || *w == '[') {
+        if (n > 1) {
+            fail(why, "PARAMS-JSON must be the only argument after METHOD (quote it as one "
+                "argument)");
+            *bad = true;
+            return NULL;
+        }
+        out = expand_params(words[0], why);
+    } else {
+        out = kv_params(words, n, why);
+    }
+    *bad = out == NULL;
+    return out;
+}
+
+int cli_split_words(char *p, char ***out)
+{
+    char **v = NULL;
+    int n = 0, cap = 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[n++] = p;
+        int depth = 0;
+        bool in_str = false;
+        for (; *p; p++) {
+            if (in_str) {
+                if (*p == '\\' && p[1])
+                    p++;
+                else if (*p == '"')
+                    in_str = false;
+            } else if (*p == '"') {
+                in_str = true;
+            } else if (*p == '{' || *p == '[') {
+                depth++;
+            } else if ((*p == '}' || *p == ']') && depth > 0) {
+                depth--;
+            } else if ((*p == ' ' || *p == '\t') && depth == 0) {
+                break;
+            }
+        }
+        if (*p)
+            *p++ = '\0';
+    }
+    *out = v;
+    return n;
+}
+
+/* ---- lines from stdin ---------------------------------------------------------------- */
+
+bool cli_split_line(char *line, char **method, char **rest)
+{
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0' || *p == '#')
+        return false;
+    *method = p;
+    while (*p && *p != ' ' && *p != '\t')
+        p++;
+    if (*p)
+        *p++ = '\0';
+    while (*p == ' ' || *p == '\t')
+        p++;
+    *rest = p;
+    return true;
+}
+
+char *cli_line_params(char *rest, bool *bad, char *why)
+{
+    why[0] = '\0';
+    /* One JSON object (which may hold blanks), or KEY=VALUE words. */
+    if (*rest == '{' || *rest == '[')
+        return cli_words_params(&rest, 1, bad, why);
+    char **words = NULL;
+    int n = cli_split_words(rest, &words);
+    if (n < 0) {
+        fail(why, "out of memory");
+        *bad = true;
+        return NULL;
+    }
+    char *out = cli_words_params(words, n, bad, why);
+    free(words);
+    return out;
+}

@@ -1,0 +1,47 @@
+/*
+ * repose-cli's params: the words after METHOD on the command line, and the
+ * `METHOD [PARAMS]` lines it reads from stdin, turned into the params JSON
+ * of a call.  Params are one JSON object (PARAMS-JSON, in which `@FILE` in
+ * place of a value is the JSON in FILE) or KEY=VALUE words (VALUE is JSON
+ * when it parses as JSON, @FILE for the JSON in FILE, else a string).
+ *
+ * No output and no I/O besides reading @FILE: a refusal comes back as text
+ * in `why` for main.c to print, so tests/fuzz/fuzz_cli_params.c can call
+ * everything here directly.
+ */
+#ifndef REPOSE_CLI_PARAMS_H
+#define REPOSE_CLI_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The size of the buffer that receives why params were refused. */
+#define CLI_WHY_MAX 1024
+
+/* The params JSON text for the n words after METHOD: NULL with *bad false
+ * for no words; one JSON object (a first word starting with '{', or '[' to
+ * be told it must be an object); or KEY=VALUE words, each key once.  The
+ * result is one JSON object (by cJSON) in valid UTF-8, malloc'ed (the caller
+ * frees it).  NULL with *bad true when the words are refused, with the
+ * reason, NUL-terminated, in why (CLI_WHY_MAX bytes; may be cut). */
+char *cli_words_params(char *const *words, int n, bool *bad, char *why);
+
+/* Splits a line read from stdin in place: drops a trailing "\r\n", finds
+ * METHOD (the first blank-separated word) and the rest after the blanks
+ * that follow it.  False for a blank line or a '#' comment (nothing to
+ * run); else *method and *rest point into line. */
+bool cli_split_line(char *line, char **method, char **rest);
+
+/* The params JSON text for the rest of a line after METHOD (modified in
+ * place): one JSON object, which may hold blanks, when it starts with '{'
+ * or '[', else KEY=VALUE words split by cli_split_words.  As
+ * cli_words_params otherwise. */
+char *cli_line_params(char *rest, bool *bad, char *why);
+
+/* Splits p into words in place, at blanks (' ', '\t') outside JSON strings
+ * and brackets, so that `a={"x": 1} b="two words"` is two words.  Returns
+ * the count and a malloc'ed array in *out (NULL for none; the caller frees
+ * it); -1 when out of memory. */
+int cli_split_words(char *p, char ***out);
+
+#endif /* REPOSE_CLI_PARAMS_H */
