@@ -16,8 +16,9 @@
 #include "log.h"
 #include "sd.h"
 
-/* Parses a whole decimal number into *out; false on junk or overflow. */
-static bool parse_ulong(const char *s, unsigned long long *out)
+/* ---- the variables' text (no fds, no sockets, no environment) ---------------------- */
+
+bool rpd_sd_parse_ulong(const char *s, unsigned long long *out)
 {
     if (!s || *s < '0' || *s > '9')
         return false;
@@ -30,11 +31,11 @@ static bool parse_ulong(const char *s, unsigned long long *out)
     return true;
 }
 
-/* True when the variable NAME holds our pid. */
-static bool env_is_our_pid(const char *name)
+/* True when s (NULL: unset) is the decimal number pid. */
+static bool is_pid(const char *s, unsigned long long pid)
 {
-    unsigned long long pid;
-    return parse_ulong(getenv(name), &pid) && pid == (unsigned long long)getpid();
+    unsigned long long v;
+    return rpd_sd_parse_ulong(s, &v) && v == pid;
 }
 
 /* Copies the colon-separated LISTEN_FDNAMES entries into out->names. */
@@ -50,6 +51,60 @@ static void copy_names(rpd_sd_fds *out, const char *names)
     }
 }
 
+rpd_sd_listen_env rpd_sd_parse_listen(const char *pid_s, const char *fds_s, const char *names,
+                                      unsigned long long pid, rpd_sd_fds *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!pid_s || !fds_s)
+        return RPD_SD_LISTEN_UNSET;
+    /* A LISTEN_PID that is not ours was meant for a parent process (the
+     * variables were inherited); it is not an error. */
+    if (!is_pid(pid_s, pid))
+        return RPD_SD_LISTEN_OTHER_PID;
+    unsigned long long n;
+    if (!rpd_sd_parse_ulong(fds_s, &n) || n > RPD_SD_MAX_FDS)
+        return RPD_SD_LISTEN_BAD_COUNT;
+    out->n = (int)n;
+    copy_names(out, names);
+    return RPD_SD_LISTEN_OK;
+}
+
+int rpd_sd_notify_address(const char *path, struct sockaddr_un *sa, socklen_t *salen)
+{
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    size_t len = strlen(path);
+    if ((path[0] != '/' && path[0] != '@') || len >= sizeof sa->sun_path) {
+        /* Other address families (vsock:...) are for VMs, not for us. */
+        return -EAFNOSUPPORT;
+    }
+    memcpy(sa->sun_path, path, len);
+    /* '@' names an abstract socket: a leading NUL, and the address length
+     * (not a terminator) says where the name ends. */
+    if (path[0] == '@')
+        sa->sun_path[0] = '\0';
+    *salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (path[0] == '@' ? 0 : 1));
+    return 0;
+}
+
+uint64_t rpd_sd_watchdog_ms(const char *notify, const char *usec_s, const char *wpid_s,
+                            unsigned long long pid)
+{
+    unsigned long long usec;
+    if (!notify || !*notify)
+        return 0;
+    if (!rpd_sd_parse_ulong(usec_s, &usec) || usec == 0)
+        return 0;
+    if (wpid_s && !is_pid(wpid_s, pid))
+        return 0;
+    /* systemd recommends pinging at half the timeout: one late ping must not
+     * be fatal. */
+    uint64_t ms = usec / 2000u;
+    return ms ? ms : 1;
+}
+
+/* ---- the environment, the fds and the socket ------------------------------------------ */
+
 static void unset_listen_env(void)
 {
     unsetenv("LISTEN_PID");
@@ -59,30 +114,19 @@ static void unset_listen_env(void)
 
 int rpd_sd_listen_fds(rpd_sd_fds *out)
 {
-    memset(out, 0, sizeof *out);
     const char *pid_s = getenv("LISTEN_PID");
     const char *fds_s = getenv("LISTEN_FDS");
-    if (!pid_s || !fds_s) {
-        unset_listen_env();
-        return 0;
-    }
-    /* A LISTEN_PID that is not ours was meant for a parent process (the
-     * variables were inherited); it is not an error. */
-    if (!env_is_our_pid("LISTEN_PID")) {
+    rpd_sd_listen_env env = rpd_sd_parse_listen(pid_s, fds_s, getenv("LISTEN_FDNAMES"),
+                                                (unsigned long long)getpid(), out);
+    if (env == RPD_SD_LISTEN_OTHER_PID)
         rpd_log(RPD_LOG_DEBUG, "LISTEN_PID=%s is not our pid; ignoring LISTEN_FDS", pid_s);
-        unset_listen_env();
-        return 0;
-    }
-    unsigned long long n;
-    if (!parse_ulong(fds_s, &n) || n > RPD_SD_MAX_FDS) {
+    else if (env == RPD_SD_LISTEN_BAD_COUNT)
         rpd_log(RPD_LOG_ERROR, "LISTEN_FDS=%s: expected a count of at most %d sockets", fds_s,
                 RPD_SD_MAX_FDS);
-        unset_listen_env();
-        return -1;
-    }
-    out->n = (int)n;
-    copy_names(out, getenv("LISTEN_FDNAMES"));
+    /* The strings logged above live in the environment: unset it after. */
     unset_listen_env();
+    if (env != RPD_SD_LISTEN_OK)
+        return env == RPD_SD_LISTEN_BAD_COUNT ? -1 : 0;
     for (int i = 0; i < out->n; i++) {
         int fd = RPD_SD_LISTEN_FDS_START + i;
         int flags = fcntl(fd, F_GETFD);
@@ -103,20 +147,10 @@ int rpd_sd_notify(const char *state)
     if (!path || !*path)
         return 0;
     struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    size_t len = strlen(path);
-    if ((path[0] != '/' && path[0] != '@') || len >= sizeof sa.sun_path) {
-        /* Other address families (vsock:...) are for VMs, not for us. */
-        return -EAFNOSUPPORT;
-    }
-    memcpy(sa.sun_path, path, len);
-    /* '@' names an abstract socket: a leading NUL, and the address length
-     * (not a terminator) says where the name ends. */
-    if (path[0] == '@')
-        sa.sun_path[0] = '\0';
-    socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len +
-                                  (path[0] == '@' ? 0 : 1));
+    socklen_t salen;
+    int bad = rpd_sd_notify_address(path, &sa, &salen);
+    if (bad)
+        return bad;
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
@@ -133,16 +167,6 @@ int rpd_sd_notify(const char *state)
 
 uint64_t rpd_sd_watchdog_interval_ms(void)
 {
-    unsigned long long usec;
-    const char *notify = getenv("NOTIFY_SOCKET");
-    if (!notify || !*notify)
-        return 0;
-    if (!parse_ulong(getenv("WATCHDOG_USEC"), &usec) || usec == 0)
-        return 0;
-    if (getenv("WATCHDOG_PID") && !env_is_our_pid("WATCHDOG_PID"))
-        return 0;
-    /* systemd recommends pinging at half the timeout: one late ping must not
-     * be fatal. */
-    uint64_t ms = usec / 2000u;
-    return ms ? ms : 1;
+    return rpd_sd_watchdog_ms(getenv("NOTIFY_SOCKET"), getenv("WATCHDOG_USEC"),
+                              getenv("WATCHDOG_PID"), (unsigned long long)getpid());
 }
