@@ -96,9 +96,15 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n)
     size_t i = 0;
     while (i < n) {
         unsigned char c = s[i];
-        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-                                                           : c >= 0xF0 && c <= 0xF4 ? 4
-                                                                                    : 0;
+        size_t len = 0; /* 0: not a lead byte (C0, C1 and F5..FF never are) */
+        if (c < 0x80)
+            len = 1;
+        else if (c >= 0xC2 && c <= 0xDF)
+            len = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+            len = 3;
+        else if (c >= 0xF0 && c <= 0xF4)
+            len = 4;
         if (len == 0 || n - i < len)
             return i;
         /* The second byte's range depends on the first (Unicode table 3-7). */
