@@ -10,7 +10,8 @@
 #
 # Seeds: every line of proto/examples/*.jsonl (and, for the request path,
 # every transcript's requests as one input), generated into
-# build/fuzz/seeds/; plus tests/fuzz/seeds/<target>/ and
+# build/fuzz/seeds/ (not for fuzz_cli_params and fuzz_sd_env, whose inputs
+# are not JSON lines); plus tests/fuzz/seeds/<target>/ and
 # tests/fuzz/regressions/<target>/ (inputs that once failed, replayed first).
 # New interesting inputs accumulate in build/fuzz/corpus/<target>/.
 #
@@ -24,7 +25,8 @@ case $secs in
 '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;;
 esac
 dir=build/fuzz
-targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request)
+targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
+         fuzz_sd_env)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -48,8 +50,8 @@ fi
 
 # ---- build ---------------------------------------------------------------------
 jobs=$(nproc 2>/dev/null || echo 2)
-echo "==> configure $dir (clang, -fsanitize=fuzzer,address,undefined)"
-CC=clang cmake -S . -B "$dir" -DREPOSE_FUZZ=ON -DREPOSE_BUILD_TESTS=OFF \
+echo "==> configure $dir (clang, -fsanitize=fuzzer,address,undefined, warnings as errors)"
+CC=clang cmake -S . -B "$dir" -DREPOSE_FUZZ=ON -DREPOSE_WERROR=ON -DREPOSE_BUILD_TESTS=OFF \
   -DREPOSE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 echo "==> build $dir"
 cmake --build "$dir" --target fuzz -j "$jobs"
@@ -88,6 +90,9 @@ for t in "${targets[@]}"; do
   fuzz_framer) args+=(-max_len=4096); inputs+=("$seeds/framer") ;;
   fuzz_request) args+=(-max_len=8192 -dict=tests/fuzz/json.dict)
                 inputs+=("$seeds/lines" "$seeds/files") ;;
+  # Its seeds are tests/fuzz/seeds/fuzz_cli_params (command words and lines).
+  fuzz_cli_params) args+=(-max_len=4096 -dict=tests/fuzz/json.dict) ;;
+  fuzz_sd_env) args+=(-max_len=1024 -dict=tests/fuzz/sd.dict) ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do
@@ -109,7 +114,7 @@ done
 
 echo "==> executions per target (${secs}s each)"
 for t in "${targets[@]}"; do
-  printf '  %-14s %12s\n' "$t" "${execs[$t]:-?}"
+  printf '  %-18s %12s\n' "$t" "${execs[$t]:-?}"
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "==> fuzzing found problems in: ${failed[*]}"
