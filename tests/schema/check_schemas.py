@@ -28,9 +28,17 @@ import jsonschema
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
+def strict_loads(text):
+    """json.loads without Python's extensions: NaN, Infinity and -Infinity
+    are not JSON, and the server answers them with a parse error."""
+    def reject(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=reject)
+
+
 def is_reply(text):
     try:
-        v = json.loads(text)
+        v = strict_loads(text)
     except ValueError:
         return False
 
@@ -97,7 +105,7 @@ def main():
                 continue
             if not is_reply(line):
                 try:
-                    v = json.loads(line)
+                    v = strict_loads(line)
                 except ValueError:
                     pending.append((no, None, "unparsable"))
                     continue
@@ -108,7 +116,7 @@ def main():
                 else:
                     pending.append((no, v, "single"))
                 continue
-            reply = json.loads(line)
+            reply = strict_loads(line)
             for err in response_v.iter_errors(reply):
                 fail(where, f"reply does not match the response schema: {err.message}")
             # Pair with the oldest request that gets a reply.
