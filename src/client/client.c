@@ -44,7 +44,23 @@ const char *rp_client_error_kind_name(rp_client_error_kind kind)
     return "unknown";
 }
 
-/* Fills *err (if any) and returns kind, so failures read `return rp_client_fail_(...)`. */
+size_t rp_client_utf8_cut_(const char *s, size_t n)
+{
+    size_t i = n, back = 0;
+    while (i > 0 && back < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0)
+        return n;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    /* A lead byte whose sequence the cut left incomplete goes too. */
+    return want > 1 && back + 1 < want ? i - 1 : n;
+}
+
+/* Fills *err (if any) and returns kind, so failures read `return rp_client_fail_(...)`.
+ * A message longer than err->message is cut between UTF-8 characters. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
@@ -58,8 +74,12 @@ rp_client_error_kind rp_client_fail_(rp_client_error *err, rp_client_error_kind 
         err->code = code;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        int n = vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        if (n < 0)
+            err->message[0] = '\0';
+        else if ((size_t)n >= sizeof err->message)
+            err->message[rp_client_utf8_cut_(err->message, sizeof err->message - 1)] = '\0';
     }
     return kind;
 }

@@ -43,6 +43,10 @@ struct rp_client {
     rp_client_error_kind broken;  /* non-OK once the stream is unusable */
 };
 
+/* Length of s[0..n) without a UTF-8 sequence that a cut at n would split,
+ * so that a message cut there stays valid UTF-8. */
+size_t rp_client_utf8_cut_(const char *s, size_t n);
+
 /* Sets *err (may be NULL) and returns kind.  printf-style message. */
 rp_client_error_kind rp_client_fail_(rp_client_error *err, rp_client_error_kind kind, int code,
                                      const char *fmt, ...)

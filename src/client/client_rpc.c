@@ -280,7 +280,8 @@ static rp_client_error_kind send_request(rp_client *c, const char *method,
 static rp_client_error_kind bad_reply(rp_client_error *err, const char *why, const char *line,
                                       size_t len)
 {
-    return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "%s: %.80s%s", why, line,
+    size_t shown = len > 80 ? rp_client_utf8_cut_(line, 80) : len;
+    return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "%s: %.*s%s", why, (int)shown, line,
                            len > 80 ? "..." : "");
 }
 

@@ -506,6 +506,58 @@ static void replies_are_read_the_way_cjson_reads_them(void **state)
     }
 }
 
+/* Whether s is valid UTF-8 (no truncated sequence; enough for these
+ * messages, which hold only ASCII and complete characters otherwise). */
+static bool utf8_complete(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t want = *p >= 0xF0 ? 4 : *p >= 0xE0 ? 3 : *p >= 0xC0 ? 2 : 1;
+        for (size_t k = 1; k < want; k++)
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+        p += want;
+    }
+    return true;
+}
+
+/* A server message longer than rp_client_error.message, or a bad reply
+ * quoted in a protocol error, is cut between characters, at every offset
+ * of a 2-, 3- and 4-byte character. */
+static void long_messages_are_cut_between_characters(void **state)
+{
+    (void)state;
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+    for (int w = 0; w < 3; w++) {
+        for (int pad = 0; pad < 4; pad++) {
+            for (int bad = 0; bad < 2; bad++) {
+                static char line[4096];
+                int n = snprintf(line, sizeof line,
+                                 bad ? "%*s{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"%.*s"
+                                     : "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-1,"
+                                       "\"message\":\"%.*s",
+                                 bad ? pad : 0, "", bad ? 0 : pad, "xxxx");
+                for (int i = 0; i < 100; i++)
+                    n += snprintf(line + n, sizeof line - (size_t)n, "%s", chars[w]);
+                n += snprintf(line + n, sizeof line - (size_t)n, bad ? "\"}\n" : "\"}}\n");
+                fake_fixed_reply = line;
+                fake_fixed_len = (size_t)n;
+                fake_server f;
+                fake_start(&f, FAKE_FIXED);
+                rp_client_error err = RP_CLIENT_ERROR_INIT;
+                rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+                assert_non_null(c);
+                rp_client_error_kind k = rp_client_call(c, "ping", NULL, NULL, &err);
+                assert_int_equal(k, bad ? RP_CLIENT_PROTOCOL : RP_CLIENT_RPC);
+                if (!utf8_complete(err.message))
+                    fail_msg("message cut inside a character: %s", err.message);
+                rp_client_error_free(&err);
+                rp_client_close(c);
+                fake_stop(&f);
+            }
+        }
+    }
+}
+
 static void silent_server_gives_timeout(void **state)
 {
     (void)state;
@@ -741,6 +793,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(garbage_reply_gives_protocol_error, rh_teardown),
         cmocka_unit_test_teardown(mismatched_reply_id_gives_protocol_error, rh_teardown),
         cmocka_unit_test_teardown(replies_are_read_the_way_cjson_reads_them, rh_teardown),
+        cmocka_unit_test_teardown(long_messages_are_cut_between_characters, rh_teardown),
         cmocka_unit_test_teardown(silent_server_gives_timeout, rh_teardown),
         cmocka_unit_test_teardown(pipelining_1000_requests_replies_in_order_unix, rh_teardown),
         cmocka_unit_test_teardown(pipelining_1000_requests_replies_in_order_tcp, rh_teardown),
