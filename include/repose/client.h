@@ -69,7 +69,7 @@ typedef struct rp_client_error {
     rp_client_error_kind kind; ///< RP_CLIENT_OK after a successful call
     int code;                  ///< RPC: the JSON-RPC error code; CONNECT/IO: errno; else 0
     char message[256];         ///< human-readable text ("" on success), NUL-terminated
-    char *data; ///< RPC: the error's `data` as compact JSON (malloc'ed), or NULL
+    char *data; ///< RPC: the error's `data` as the server wrote it (JSON text, malloc'ed), or NULL
 } rp_client_error;
 
 /// A zero initialiser for rp_client_error.
@@ -117,7 +117,7 @@ RP_API rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_c
 /// params) and waits for the reply.  params_json is checked and minified
 /// locally (a malformed one is RP_CLIENT_ARG; nothing is sent).  On success
 /// *result_json (when result_json is not NULL) receives the result exactly as
-/// the server wrote it (compact JSON, malloc'ed; caller frees).  On failure
+/// the server wrote it (JSON text; malloc'ed, caller frees).  On failure
 /// *result_json is NULL.  Fails with RP_CLIENT_ARG while pipelined replies
 /// are outstanding (read them with rp_client_recv first).
 RP_API rp_client_error_kind rp_client_call(rp_client *c, const char *method,
