@@ -38,29 +38,6 @@
 
 #include "client_int.h"
 
-/* Node-by-node equality of two cJSON trees (see the invariants above). */
-static bool same_json(const cJSON *a, const cJSON *b)
-{
-    if (!a || !b)
-        return a == b;
-    if ((a->type & 0xFF) != (b->type & 0xFF))
-        return false;
-    if (cJSON_IsNumber(a))
-        return fuzz_same_bits(a->valuedouble, b->valuedouble);
-    if (cJSON_IsString(a))
-        return strcmp(a->valuestring, b->valuestring) == 0;
-    if (!cJSON_IsArray(a) && !cJSON_IsObject(a))
-        return true;
-    const cJSON *x = a->child, *y = b->child;
-    for (; x && y; x = x->next, y = y->next) {
-        if (cJSON_IsObject(a) && strcmp(x->string, y->string) != 0)
-            return false;
-        if (!same_json(x, y))
-            return false;
-    }
-    return !x && !y;
-}
-
 /* Checks that raw is the text of the value ref: found verbatim in line,
  * without surrounding whitespace, parsing to the same tree. */
 static void check_raw_value(const char *what, const char *raw, const cJSON *ref, const char *line)
@@ -72,7 +49,7 @@ static void check_raw_value(const char *what, const char *raw, const cJSON *ref,
     FUZZ_CHECK(strstr(line, raw) != NULL, "%s: raw text '%s' is not in the line", what, raw);
     cJSON *parsed = cJSON_ParseWithOpts(raw, NULL, 1);
     FUZZ_CHECK(parsed != NULL, "%s: raw text '%s' does not parse", what, raw);
-    FUZZ_CHECK(same_json(parsed, ref), "%s: raw text '%s' is not the value cJSON found", what, raw);
+    FUZZ_CHECK(fuzz_same_json(parsed, ref), "%s: raw text '%s' is not the value cJSON found", what, raw);
     cJSON_Delete(parsed);
 }
 
@@ -127,7 +104,7 @@ static void check_parse(const char *line, size_t len, bool has_nul, const cJSON 
         FUZZ_CHECK(err.kind == RP_CLIENT_OK && !err.data, "error filled on success");
         if (outputs) {
             check_raw_value("result", raw, cJSON_GetObjectItemCaseSensitive(ref, "result"), line);
-            FUZZ_CHECK(same_json(reply, ref), "the reply tree is not cJSON's");
+            FUZZ_CHECK(fuzz_same_json(reply, ref), "the reply tree is not cJSON's");
         }
     } else {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(ref, "error");

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 /* libFuzzer's entry point; declared here for -Wmissing-prototypes. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -95,6 +97,29 @@ static inline bool fuzz_same_bits(double a, double b)
     memcpy(&ua, &a, sizeof ua);
     memcpy(&ub, &b, sizeof ub);
     return ua == ub;
+}
+
+/* Exact structural equality of two cJSON trees: same types, numbers equal
+ * bit for bit, strings equal, members in the same order.  NULL equals only
+ * NULL. */
+static inline bool fuzz_same_json(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b)
+        return a == b;
+    if ((a->type & 0xFF) != (b->type & 0xFF))
+        return false;
+    if (cJSON_IsNumber(a))
+        return fuzz_same_bits(a->valuedouble, b->valuedouble);
+    if (cJSON_IsString(a))
+        return strcmp(a->valuestring, b->valuestring) == 0;
+    const cJSON *x = a->child, *y = b->child;
+    for (; x && y; x = x->next, y = y->next) {
+        if (cJSON_IsObject(a) && strcmp(x->string, y->string) != 0)
+            return false;
+        if (!fuzz_same_json(x, y))
+            return false;
+    }
+    return !x && !y;
 }
 
 #endif /* REPOSE_FUZZ_UTIL_H */
