@@ -194,7 +194,7 @@ static void links_init(void)
 
 static rp_model *model_put(rp_store *st, const char *name, double margin, bool self)
 {
-    rp_model_def def = {g_links, N_LINKS, margin, NULL, 0, self};
+    rp_model_def def = {.links = g_links, .n_links = N_LINKS, .safety_margin = margin, .self_collision = self};
     rp_model *m = NULL;
     rp_model_error err;
     if (rp_store_model_put(st, name, &def, &m, &err) != RP_OK || !m)

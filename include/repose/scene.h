@@ -187,31 +187,102 @@ typedef struct rp_link {
     rp_shape shape; ///< Shape in that frame's coordinates, metres.
 } rp_link;
 
-/// What rp_store_model_put stores.
+/// Joint types of a kinematic model (as URDF defines them).
+typedef enum rp_joint_type {
+    RP_JOINT_FIXED,      ///< No motion: child rigidly attached to parent.
+    RP_JOINT_REVOLUTE,   ///< Rotation about `axis`, radians, usually with limits.
+    RP_JOINT_CONTINUOUS, ///< Rotation about `axis` without limits.
+    RP_JOINT_PRISMATIC   ///< Translation along `axis`, metres.
+} rp_joint_type;
+
+/// One joint of a kinematic tree.  The child link's frame is
+/// parent frame * origin(xyz, rpy) * motion(axis, value).
+typedef struct rp_joint_def {
+    const char *name;   ///< Unique among the model's joints.
+    rp_joint_type type;
+    const char *parent; ///< Parent link name.
+    const char *child;  ///< Child link name; a link is the child of at most one joint.
+    rp_vec3 xyz;        ///< Origin translation, metres.
+    rp_vec3 rpy;        ///< Origin rotation: fixed-axis roll (x), pitch (y), yaw (z),
+                        ///< R = Rz(yaw) * Ry(pitch) * Rx(roll), as in URDF.
+    rp_vec3 axis;       ///< In the joint frame; normalised by the put; non-zero
+                        ///< for moving joints, ignored for fixed ones.
+    bool has_limits;    ///< Revolute and prismatic joints may have limits.
+    double lower, upper;
+    const char *mimic;  ///< NULL, or the joint this one follows:
+    double multiplier;  ///<   value = multiplier * value(mimic) + offset.
+    double offset;
+} rp_joint_def;
+
+/// What rp_store_model_put stores.  Two forms:
+///
+/// Frame-indexed: `links` are shapes on joint frames (rp_link.frame), the
+/// caller computes the frames' poses; allowed pairs name link (shape) ids.
+///
+/// Kinematic (n_joints > 0 or shape_links != NULL): `links` are shapes,
+/// shape_links[k] names the link (a body of the tree) that shape k is
+/// attached to, and rp_link.frame is ignored.  The links of the tree are
+/// `link_names` when given, else every name a joint or a shape mentions.
+/// Exactly one link is no joint's child: the root, which moves with the
+/// base pose.  Links joined by fixed joints share one frame, and shapes
+/// sharing a frame are never checked against each other.  `allowed_pairs`
+/// and `allowed_scene` name links, not shapes.  The active joints (the
+/// values a joint vector holds) are the moving, non-mimic joints in
+/// definition order.
 typedef struct rp_model_def {
-    const rp_link *links;             ///< n_links links; ids unique.
+    const rp_link *links;             ///< n_links shapes; ids unique.
     size_t n_links;
     double safety_margin;             ///< Metres, finite and >= 0.
-    const char *const *allowed_pairs; ///< 2*n_allowed link ids: pairs that may touch.
-    size_t n_allowed;
-    bool self_collision;              ///< Check link-link pairs on different frames.
+    const char *const *allowed_pairs; ///< 2*n_allowed link ids (kinematic: link names)
+    size_t n_allowed;                 ///< that may touch.
+    bool self_collision;              ///< Check pairs of shapes on different frames.
+    /* Kinematic form. */
+    const char *const *shape_links;   ///< n_links link names, one per shape, or NULL.
+    const char *const *link_names;    ///< n_link_names links of the tree, or NULL.
+    size_t n_link_names;
+    const rp_joint_def *joints;       ///< n_joints joints.
+    size_t n_joints;
+    const char *const *default_names; ///< n_defaults joint names and their default
+    const double *default_values;     ///< positions (others: 0 clamped into the limits).
+    size_t n_defaults;
+    /* Both forms. */
+    const char *const *allowed_scene; ///< 2*n_allowed_scene: (link id or name, scene
+    size_t n_allowed_scene;           ///< shape id) pairs that may touch.
 } rp_model_def;
 
 /// Why rp_store_model_put refused a definition (with RP_ERR_INVALID_ARG).
 typedef enum rp_model_problem {
     RP_MODEL_OK,
-    RP_MODEL_DUPLICATE_LINK,   ///< links[index].id repeats an earlier id.
-    RP_MODEL_BAD_FRAME,        ///< links[index].frame < -1.
-    RP_MODEL_BAD_SHAPE,        ///< links[index].shape fails rp_shape_validate.
-    RP_MODEL_BAD_MARGIN,       ///< safety_margin not finite or negative.
-    RP_MODEL_UNKNOWN_PAIR_LINK ///< allowed pair `index`, element `element`, names no link.
+    RP_MODEL_DUPLICATE_LINK,    ///< links[index].id repeats an earlier id.
+    RP_MODEL_BAD_FRAME,         ///< links[index].frame < -1.
+    RP_MODEL_BAD_SHAPE,         ///< links[index].shape fails rp_shape_validate.
+    RP_MODEL_BAD_MARGIN,        ///< safety_margin not finite or negative.
+    RP_MODEL_UNKNOWN_PAIR_LINK, ///< allowed pair `index`, element `element`, names no link.
+    RP_MODEL_UNKNOWN_SHAPE_LINK,///< shape_links[index] names no link of link_names.
+    RP_MODEL_DUPLICATE_LINK_NAME,///< link_names[index] repeats an earlier name.
+    RP_MODEL_DUPLICATE_JOINT,   ///< joints[index].name repeats an earlier joint.
+    RP_MODEL_UNKNOWN_JOINT_LINK,///< joints[index]: parent (element 0) or child (1) is no link.
+    RP_MODEL_TWO_PARENTS,       ///< joints[index].child is already another joint's child.
+    RP_MODEL_SELF_JOINT,        ///< joints[index] has parent == child.
+    RP_MODEL_CYCLE,             ///< joints[index] closes a cycle (no root reaches it).
+    RP_MODEL_NO_ROOT,           ///< Every link is some joint's child.
+    RP_MODEL_TWO_ROOTS,         ///< link_names[index] is a second link without a parent.
+    RP_MODEL_BAD_ORIGIN,        ///< joints[index].xyz or rpy not finite.
+    RP_MODEL_BAD_AXIS,          ///< joints[index].axis not finite, or zero on a moving joint.
+    RP_MODEL_BAD_LIMITS,        ///< joints[index] limits not finite, or lower > upper.
+    RP_MODEL_BAD_TYPE,          ///< joints[index].type unknown.
+    RP_MODEL_BAD_MIMIC,         ///< joints[index].mimic names no moving joint, or mimic
+                                ///< chains form a cycle, or multiplier/offset not finite.
+    RP_MODEL_UNKNOWN_DEFAULT,   ///< default_names[index] is no active joint.
+    RP_MODEL_BAD_DEFAULT,       ///< default_values[index] not finite.
+    RP_MODEL_UNKNOWN_SCENE_LINK ///< allowed_scene pair `index` names no link.
 } rp_model_problem;
 
 /// Where a refused definition went wrong.
 typedef struct rp_model_error {
     rp_model_problem problem; ///< RP_MODEL_OK when nothing is wrong.
-    size_t index;             ///< Link index or allowed-pair index.
-    size_t element;           ///< 0 or 1 within an allowed pair.
+    size_t index;             ///< Index into the array the problem names.
+    size_t element;           ///< 0 or 1 within a pair.
 } rp_model_error;
 
 /// Creates or replaces model `name` (revision 1, then +1 per replacement).
@@ -239,6 +310,52 @@ RP_API size_t rp_model_allowed_count(const rp_model *m);
 RP_API void rp_model_allowed_at(const rp_model *m, size_t i, size_t *link_a, size_t *link_b);
 /// Number of joint-frame poses a check needs: highest frame index + 1.
 RP_API size_t rp_model_frame_count(const rp_model *m);
+/// Allowed (link, scene shape id) pairs, as given: the link id (frame form)
+/// or link name (kinematic) and the scene shape id, both owned by the model.
+RP_API size_t rp_model_allowed_scene_count(const rp_model *m);
+RP_API void rp_model_allowed_scene_at(const rp_model *m, size_t i, const char **link,
+                                      const char **scene_id);
+
+/* ---- kinematic models --------------------------------------------------------- */
+
+/// True for a model defined by a kinematic tree (rp_model_def's second form).
+RP_API bool rp_model_is_kinematic(const rp_model *m);
+/// Active joints: the values of a joint vector, in this order.  0 for a
+/// frame-indexed model.
+RP_API size_t rp_model_dof(const rp_model *m);
+/// Active joint i: name, type, limits (has_limits false: unbounded), and its
+/// default position.
+RP_API const char *rp_model_dof_name(const rp_model *m, size_t i);
+RP_API rp_joint_type rp_model_dof_type(const rp_model *m, size_t i);
+RP_API bool rp_model_dof_limits(const rp_model *m, size_t i, double *lower, double *upper);
+RP_API double rp_model_dof_default(const rp_model *m, size_t i);
+/// Index of the active joint `name`, or SIZE_MAX.
+RP_API size_t rp_model_dof_find(const rp_model *m, const char *name);
+/// The default joint vector (rp_model_dof(m) values).
+RP_API void rp_model_default_joints(const rp_model *m, double *q);
+/// Links of the tree (kinematic models), in definition order; the root.
+RP_API size_t rp_model_tree_link_count(const rp_model *m);
+RP_API const char *rp_model_tree_link_name(const rp_model *m, size_t i);
+RP_API size_t rp_model_tree_link_find(const rp_model *m, const char *name);
+RP_API size_t rp_model_root(const rp_model *m);
+/// The tree link that shape i is attached to (SIZE_MAX in a frame-indexed model).
+RP_API size_t rp_model_shape_link(const rp_model *m, size_t i);
+/// Every joint as defined (with names owned by the model), for inspection.
+RP_API size_t rp_model_joint_count(const rp_model *m);
+RP_API const rp_joint_def *rp_model_joint_at(const rp_model *m, size_t i);
+
+/// Forward kinematics: the world pose of every tree link (n =
+/// rp_model_tree_link_count) for joint vector q (rp_model_dof values) and
+/// base pose `base` (NULL = identity).  Values are used as given (no limit
+/// check).  RP_ERR_INVALID_ARG for a frame-indexed model or NULL arrays;
+/// RP_ERR_NONFINITE when a value is not finite.
+RP_API rp_status rp_model_fk(const rp_model *m, const rp_transform *base, const double *q,
+                             rp_transform *link_poses);
+
+/// First active joint whose value lies outside its limits, from `start`;
+/// SIZE_MAX when none does.  Continuous joints and joints without limits
+/// never do.
+RP_API size_t rp_model_limit_violation(const rp_model *m, const double *q, size_t start);
 
 /* ---- checks ------------------------------------------------------------------ */
 
@@ -299,6 +416,114 @@ RP_API rp_status rp_model_check(const rp_model *m, const rp_scene *scene,
                                 size_t n_frames, const rp_check_opts *opts, rp_check_result *out);
 /// Frees a result's violations; safe on a zeroed or freed result.
 RP_API void rp_check_result_free(rp_check_result *r);
+
+/// Checks a kinematic model at joint vector q (rp_model_dof values): forward
+/// kinematics, then rp_model_check.  Joint limits are not looked at here
+/// (see rp_model_limit_violation).  Same errors as rp_model_check, plus
+/// RP_ERR_NONFINITE for a non-finite value (closest.link is then SIZE_MAX).
+RP_API rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene,
+                                       const rp_transform *base, const double *q,
+                                       const rp_check_opts *opts, rp_check_result *out);
+
+/* ---- per-request additions: attached shapes, allowed scene pairs ------------ */
+
+/// A shape attached to a link for one request (a grasped part).
+typedef struct rp_attached {
+    const char *id;                 ///< Id, unique among the model's shape ids and
+                                    ///< the other attached shapes.
+    const char *link;               ///< Link name (kinematic) or link id (frame-indexed:
+                                    ///< the shape goes on that link's frame).
+    rp_shape shape;                 ///< In that link's frame.
+    const char *const *touch_links; ///< n_touch more links it may touch.
+    size_t n_touch;
+} rp_attached;
+
+/// Why rp_model_extend refused (with RP_ERR_INVALID_ARG).
+typedef enum rp_extend_problem {
+    RP_EXTEND_OK,
+    RP_EXTEND_DUPLICATE_ID,    ///< attached[index].id is a shape id already.
+    RP_EXTEND_UNKNOWN_LINK,    ///< attached[index].link names no link.
+    RP_EXTEND_BAD_SHAPE,       ///< attached[index].shape is invalid.
+    RP_EXTEND_UNKNOWN_TOUCH,   ///< attached[index].touch_links[element] names no link.
+    RP_EXTEND_UNKNOWN_SCENE_LINK ///< allowed_scene pair `index` names no link.
+} rp_extend_problem;
+
+typedef struct rp_extend_error {
+    rp_extend_problem problem;
+    size_t index, element;
+} rp_extend_error;
+
+/// A standalone copy of `m` (not in any store; free with rp_model_free)
+/// with the attached shapes appended as shapes n..n+n_attached-1, which
+/// checks report like any shape (rp_model_link_count of the result counts
+/// them), and with more allowed (link, scene shape id) pairs.  An attached
+/// shape moves with its link, is checked against the scene and against the
+/// model's shapes except those of its own link, of links sharing its
+/// frame, of links allowed to touch its link, and of its touch_links; two
+/// attached shapes are not checked against each other.
+RP_API rp_status rp_model_extend(const rp_model *m, const rp_attached *attached,
+                                 size_t n_attached, const char *const *allowed_scene,
+                                 size_t n_allowed_scene, rp_model **out, rp_extend_error *err);
+/// Frees a model made by rp_model_extend; NULL is a no-op.
+RP_API void rp_model_free(rp_model *m);
+/// Shapes of the model that rp_model_extend extended (the rest are attached);
+/// rp_model_link_count for any other model.
+RP_API size_t rp_model_base_link_count(const rp_model *m);
+
+/* ---- motions ------------------------------------------------------------------ */
+
+/// How check.motion decides.
+typedef enum rp_motion_mode {
+    RP_MOTION_DISCRETE,  ///< States at most `resolution` apart, coarse to fine.
+    RP_MOTION_CERTIFIED  ///< Conservative advancement: a proof for every state.
+} rp_motion_mode;
+
+typedef struct rp_motion_opts {
+    rp_motion_mode mode;
+    double resolution;   ///< DISCRETE: largest joint step (max-norm); 0 means 0.01.
+    double tolerance;    ///< CERTIFIED: see rp_model_check_motion; 0 means 1e-5 m.
+    bool has_margin;     ///< Use `margin` instead of the model's safety margin.
+    double margin;
+    bool ignore_limits;  ///< Do not refuse waypoints outside the joint limits.
+    bool earliest;       ///< DISCRETE: report the earliest invalid state along the
+                         ///< path, not the first one the coarse-to-fine order finds.
+    uint64_t max_states; ///< Most configurations to evaluate (0: no limit); beyond
+                         ///< it the check stops with RP_ERR_LIMIT.
+} rp_motion_opts;
+
+typedef struct rp_motion_result {
+    bool valid;
+    size_t segment;          ///< Invalid: segment index (waypoint k to k+1).
+    double t;                ///< Invalid: 0..1 within the segment.
+    bool limits;             ///< Invalid because waypoint `segment` (t 0) or
+    size_t limit_joint;      ///< segment+1 (t 1) has this active joint out of limits.
+    rp_check_pair pair;      ///< Invalid, not by limits: the pair found.
+    uint64_t states_checked; ///< Configurations evaluated (certified: FK evaluations).
+} rp_motion_result;
+
+/// Checks the motion through `n_points` waypoints (path: n_points * dof
+/// values, row by row), each segment interpolated linearly in joint space:
+/// q(t) = q_k + t (q_k+1 - q_k), t in [0, 1] (continuous joints too: no
+/// wrapping).  A waypoint out of limits makes the motion invalid unless
+/// ignore_limits (states between waypoints inside the limits are inside).
+///
+/// DISCRETE: the waypoints, then each segment's states k/n (n = ceil(max
+/// |dq| / resolution)), coarse to fine (midpoint first, then bisection).
+/// CERTIFIED: conservative advancement (see check.c for the bound and its
+/// proof): `valid` means every configuration on the path, not only samples,
+/// keeps every pair at least margin + tolerance/2 apart... more exactly,
+/// clear of the margin by at least tolerance/2; an invalid motion reports
+/// the first t at which some pair comes within `tolerance` of the margin:
+/// every state before it is clear.
+///
+/// first_joints (dof values, may be NULL) receives the invalid state.
+/// RP_ERR_INVALID_ARG for bad arguments (n_points < 2, a frame-indexed
+/// model, a resolution or tolerance <= 0 or not finite); RP_ERR_NONFINITE
+/// for non-finite path values; RP_ERR_LIMIT past max_states; RP_ERR_NOMEM.
+RP_API rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
+                                       const rp_transform *base, const double *path,
+                                       size_t n_points, const rp_motion_opts *opts,
+                                       rp_motion_result *out, double *first_joints);
 
 #ifdef __cplusplus
 }

@@ -357,10 +357,23 @@ static double query_box(const rp_shape *q, double lo[3], double hi[3])
     return b.r;
 }
 
+/* True when e is among the n excluded storage indices (a short list: the
+ * scene shapes one link may touch). */
+static inline bool excluded(const size_t *excl, size_t n, size_t e)
+{
+    for (size_t i = 0; i < n; i++)
+        if (excl[i] == e)
+            return true;
+    return false;
+}
+
 /* Applies the nearest-shape rule of rp_scene_nearest_ to shape e. */
 static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double *best_d,
-                         size_t *best_idx, bool *found, size_t *evaluated)
+                         size_t *best_idx, bool *found, size_t *evaluated, const size_t *excl,
+                         size_t n_excl)
 {
+    if (n_excl && excluded(excl, n_excl, e))
+        return;
     ++*evaluated;
     double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
     if (d < *best_d ||
@@ -371,22 +384,38 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
     }
 }
 
+static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, size_t n_excl,
+                    double *best_d, size_t *best_idx, bool *found, size_t *evaluated);
+
 void rp_scene_nearest_(const rp_scene *sc, const rp_shape *q, double *best_d, size_t *best_idx,
                        bool *found)
 {
     size_t evaluated;
-    rp_scene_nearest_counted_(sc, q, best_d, best_idx, found, &evaluated);
+    nearest(sc, q, NULL, 0, best_d, best_idx, found, &evaluated);
+}
+
+void rp_scene_nearest_excl_(const rp_scene *sc, const rp_shape *q, const size_t *excl,
+                            size_t n_excl, double *best_d, size_t *best_idx, bool *found)
+{
+    size_t evaluated;
+    nearest(sc, q, excl, n_excl, best_d, best_idx, found, &evaluated);
 }
 
 void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *best_d,
                                size_t *best_idx, bool *found, size_t *evaluated)
+{
+    nearest(sc, q, NULL, 0, best_d, best_idx, found, evaluated);
+}
+
+static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, size_t n_excl,
+                    double *best_d, size_t *best_idx, bool *found, size_t *evaluated)
 {
     *found = false;
     *evaluated = 0;
     const rp_bvh *t = tree_of(sc);
     if (!t) {
         for (size_t e = 0; e < sc->count; e++)
-            offer(sc, q, e, best_d, best_idx, found, evaluated);
+            offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
         return;
     }
     double lo[3], hi[3];
@@ -408,7 +437,8 @@ void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *be
         const rp_bvh_node *n = &t->nodes[stack[top].node];
         if (n->count) {
             for (uint32_t i = 0; i < n->count; i++)
-                offer(sc, q, t->order[n->first + i], best_d, best_idx, found, evaluated);
+                offer(sc, q, t->order[n->first + i], best_d, best_idx, found, evaluated, excl,
+                      n_excl);
             continue;
         }
         uint32_t a = n->first, b = a + 1;

@@ -40,8 +40,8 @@ static inline double nonfinite_probe(double x)
  * Valid shapes moved by valid poses can still land beyond the largest
  * double (a link at 1e308 translated by 1e308): RP_ERR_NONFINITE then, and
  * *bad_link names the first such link. */
-static rp_status place_links(const rp_model *m, const rp_transform *base,
-                             const rp_transform *frames, rp_shape *world, size_t *bad_link)
+rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
+                          const rp_transform *frames, rp_shape *world, size_t *bad_link)
 {
     rp_transform identity;
     if (!base) {
@@ -84,17 +84,71 @@ static bool push_violation(rp_check_result *r, size_t link, rp_pair_kind kind, s
     return true;
 }
 
+/* ---- allowed scene pairs -------------------------------------------------------- */
+
+size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k, size_t *out,
+                                 size_t cap)
+{
+    size_t n = 0;
+    if (!m->as_first)
+        return 0;
+    for (size_t e = m->as_first[k]; e < m->as_first[k + 1] && n < cap; e++) {
+        size_t idx = rp_scene_find(sc, m->as_ids[e]);
+        if (idx != SIZE_MAX)
+            out[n++] = idx;
+    }
+    return n;
+}
+
+/* The scene shapes link k may touch, as storage indices: in the caller's
+ * buffer when they fit, else in a heap block the caller frees (*heap). */
+#define EXCL_STACK 32
+typedef struct excl_set {
+    size_t buf[EXCL_STACK];
+    size_t *v, n;
+    size_t *heap;
+} excl_set;
+
+static bool excl_load(excl_set *x, const rp_model *m, const rp_scene *sc, size_t k)
+{
+    x->v = x->buf;
+    x->n = 0;
+    x->heap = NULL;
+    if (!m->as_first || m->as_first[k] == m->as_first[k + 1])
+        return true;
+    size_t want = m->as_first[k + 1] - m->as_first[k];
+    if (want > EXCL_STACK) {
+        x->heap = malloc(want * sizeof *x->heap);
+        if (!x->heap)
+            return false;
+        x->v = x->heap;
+    }
+    x->n = rp_allowed_scene_resolve_(m, sc, k, x->v, want);
+    return true;
+}
+
+static bool excl_has(const excl_set *x, size_t e)
+{
+    for (size_t i = 0; i < x->n; i++)
+        if (x->v[i] == e)
+            return true;
+    return false;
+}
+
 /* ---- report first ------------------------------------------------------------- */
 
 typedef struct first_hit {
     size_t index;
     double distance;
+    const excl_set *excl;
 } first_hit;
 
 /* rp_scene_below_ visitor for FIRST: keeps the shape and stops the scan. */
 static bool stop_at_first(void *ctx, size_t index, double distance)
 {
     first_hit *h = ctx;
+    if (excl_has(h->excl, index))
+        return true;
     h->index = index;
     h->distance = distance;
     return false;
@@ -119,8 +173,13 @@ static rp_status check_first(const rp_model *m, const rp_scene *sc, const rp_sha
     size_t n = m->n_links;
     if (sc) {
         for (size_t i = 0; i < n; i++) {
-            first_hit h;
-            if (!rp_scene_below_(sc, &w[i], margin, stop_at_first, &h))
+            excl_set x;
+            if (!excl_load(&x, m, sc, i))
+                return RP_ERR_NOMEM;
+            first_hit h = {0, 0.0, &x};
+            bool hit = !rp_scene_below_(sc, &w[i], margin, stop_at_first, &h);
+            free(x.heap);
+            if (hit)
                 return report_first(out, i, RP_PAIR_SCENE, h.index, h.distance);
         }
     }
@@ -143,6 +202,7 @@ typedef struct collector {
     rp_check_result *r;
     size_t link;
     bool nomem;
+    const excl_set *excl;
 } collector;
 
 /* rp_scene_below_ visitor for ALL: collects every pair; stops only when
@@ -150,6 +210,8 @@ typedef struct collector {
 static bool collect_pair(void *ctx, size_t index, double distance)
 {
     collector *c = ctx;
+    if (excl_has(c->excl, index))
+        return true;
     if (!push_violation(c->r, c->link, RP_PAIR_SCENE, index, distance)) {
         c->nomem = true;
         return false;
@@ -194,7 +256,10 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
             double d = has ? best.distance : INFINITY;
             size_t e = 0;
             bool found;
-            rp_scene_nearest_(sc, &w[i], &d, &e, &found);
+            excl_set x;
+            if (!excl_load(&x, m, sc, i))
+                goto nomem;
+            rp_scene_nearest_excl_(sc, &w[i], x.v, x.n, &d, &e, &found);
             if (found) {
                 best.link = i;
                 best.kind = RP_PAIR_SCENE;
@@ -203,11 +268,14 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
                 has = true;
             }
             if (collect) {
-                collector c = {out, i, false};
+                collector c = {out, i, false, &x};
                 rp_scene_below_(sc, &w[i], margin, collect_pair, &c);
-                if (c.nomem)
+                if (c.nomem) {
+                    free(x.heap);
                     goto nomem;
+                }
             }
+            free(x.heap);
         }
         if (!m->skip)
             continue;
@@ -269,7 +337,7 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
             return RP_ERR_NOMEM;
     }
     size_t bad_link = 0;
-    rp_status st = place_links(m, base, frames, world, &bad_link);
+    rp_status st = rp_place_links_(m, base, frames, world, &bad_link);
     if (st == RP_OK)
         st = opts->report == RP_REPORT_FIRST
                  ? check_first(m, scene, world, margin, out)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "util/grow.h"
 
 /* ---- the store's model array ---------------------------------------------- */
 
@@ -82,6 +83,15 @@ static void model_destroy(rp_model *m)
     free(m->id_chars);
     free(m->allowed);
     free(m->skip);
+    free(m->as_pairs);
+    free(m->as_first);
+    free(m->as_ids);
+    free(m->shape_link);
+    free(m->shape_local);
+    for (size_t i = 0; i < m->n_strs; i++)
+        free(m->strs[i]);
+    free(m->strs);
+    rp_kin_release_(m->kin);
     free(m);
 }
 
@@ -93,13 +103,40 @@ void rp_model_free_(rp_model *m)
     model_destroy(m);
 }
 
+void rp_model_free(rp_model *m)
+{
+    if (m && !m->store)
+        model_destroy(m);
+}
+
 /* malloc that counts what it got into m->bytes (never asks for 0 bytes, so
  * NULL always means out of memory). */
-static void *model_alloc(rp_model *m, size_t size)
+void *rp_model_alloc_(rp_model *m, size_t size)
 {
     void *p = malloc(size ? size : 1);
     if (p)
         m->bytes += size;
+    return p;
+}
+
+#define model_alloc rp_model_alloc_
+
+char *rp_model_strdup_(rp_model *m, const char *s)
+{
+    if (m->n_strs == m->cap_strs) {
+        size_t old = m->cap_strs;
+        char **grown = rp_grow_(m->strs, &m->cap_strs, m->n_strs + 1, sizeof *grown, 16);
+        if (!grown)
+            return NULL;
+        m->bytes += (m->cap_strs - old) * sizeof *grown;
+        m->strs = grown;
+    }
+    size_t len = strlen(s) + 1;
+    char *p = model_alloc(m, len);
+    if (p) {
+        memcpy(p, s, len);
+        m->strs[m->n_strs++] = p;
+    }
     return p;
 }
 
@@ -116,11 +153,17 @@ static uint32_t link_hash(const void *ctx, uint32_t k)
     return rp_strhash_(((const rp_link *)ctx)[k].id);
 }
 
+static bool kinematic_def(const rp_model_def *def)
+{
+    return def->n_joints || def->shape_links || def->link_names;
+}
+
 /* Checks everything but the allowed pairs, link by link in definition
  * order (each link: duplicate id, frame, shape), then the margin, and fills
  * the id table.  Returns false with *err set at the first problem. */
 static bool validate_links(const rp_model_def *def, rp_strtab *t, rp_model_error *err)
 {
+    bool kinematic = kinematic_def(def);
     for (size_t k = 0; k < def->n_links; k++) {
         const rp_link *l = &def->links[k];
         size_t slot;
@@ -128,7 +171,7 @@ static bool validate_links(const rp_model_def *def, rp_strtab *t, rp_model_error
         rp_model_problem p = RP_MODEL_OK;
         if (rp_strtab_find_(t, l->id, hash, &slot))
             p = RP_MODEL_DUPLICATE_LINK;
-        else if (l->frame < -1)
+        else if (!kinematic && l->frame < -1)
             p = RP_MODEL_BAD_FRAME;
         else if (rp_shape_validate(&l->shape) != RP_OK)
             p = RP_MODEL_BAD_SHAPE;
@@ -167,9 +210,45 @@ static bool resolve_pairs(const rp_model_def *def, const rp_strtab *t, size_t *a
 
 static void set_bit(uint64_t *row, size_t j) { row[j / 64] |= (uint64_t)1 << (j % 64); }
 
-/* Builds the skip matrix of model_int.h: same-frame pairs and allowed
- * pairs, both orders, so a check can test either (i, j) or (j, i). */
-static bool build_skip(rp_model *m)
+static void set_pair(rp_model *m, size_t a, size_t b)
+{
+    set_bit(&m->skip[a * m->row_words], b);
+    set_bit(&m->skip[b * m->row_words], a);
+}
+
+/* Shapes by tree link (kinematic models): shapes of link l are
+ * list[first[l] .. first[l+1]).  Both arrays malloc'ed, or false. */
+static bool shapes_by_link(const rp_model *m, size_t **first_out, size_t **list_out)
+{
+    size_t nl = m->kin->n_tree, n = m->n_links;
+    size_t *first = calloc(nl + 1, sizeof *first);
+    size_t *list = malloc((n ? n : 1) * sizeof *list);
+    size_t *cur = malloc((nl ? nl : 1) * sizeof *cur);
+    if (!first || !list || !cur) {
+        free(first);
+        free(list);
+        free(cur);
+        return false;
+    }
+    for (size_t s = 0; s < n; s++)
+        first[m->shape_link[s] + 1]++;
+    for (size_t l = 0; l < nl; l++)
+        first[l + 1] += first[l];
+    memcpy(cur, first, nl * sizeof *cur);
+    for (size_t s = 0; s < n; s++)
+        list[cur[m->shape_link[s]]++] = s;
+    free(cur);
+    *first_out = first;
+    *list_out = list;
+    return true;
+}
+
+/* Builds the skip matrix of model_int.h: same-frame pairs, allowed pairs
+ * (of shapes, or in a kinematic model of links: every shape of one with
+ * every shape of the other), and the 2*n_extra shape pairs in extra; both
+ * orders, so a check can test either (i, j) or (j, i).  Shapes from
+ * n_base_links on (attached ones) also skip each other. */
+static bool build_skip(rp_model *m, const size_t *extra, size_t n_extra)
 {
     size_t n = m->n_links;
     m->row_words = (n + 63) / 64;
@@ -181,62 +260,194 @@ static bool build_skip(rp_model *m)
     memset(m->skip, 0, n * m->row_words * sizeof *m->skip);
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
-            if (m->links[i].frame == m->links[j].frame)
+            if (m->links[i].frame == m->links[j].frame || (i >= m->n_base_links && j >= m->n_base_links))
                 set_bit(&m->skip[i * m->row_words], j);
-    for (size_t p = 0; p < m->n_allowed; p++) {
-        size_t a = m->allowed[2 * p], b = m->allowed[2 * p + 1];
-        set_bit(&m->skip[a * m->row_words], b);
-        set_bit(&m->skip[b * m->row_words], a);
+    for (size_t p = 0; p < m->n_allowed; p++)
+        set_pair(m, m->allowed[2 * p], m->allowed[2 * p + 1]);
+    for (size_t p = 0; p < n_extra; p++)
+        set_pair(m, extra[2 * p], extra[2 * p + 1]);
+    if (m->kin && m->kin->n_allowed_links) {
+        size_t *first, *list;
+        if (!shapes_by_link(m, &first, &list))
+            return false;
+        for (size_t p = 0; p < m->kin->n_allowed_links; p++) {
+            size_t a = m->kin->allowed_links[2 * p], b = m->kin->allowed_links[2 * p + 1];
+            for (size_t x = first[a]; x < first[a + 1]; x++)
+                for (size_t y = first[b]; y < first[b + 1]; y++)
+                    set_pair(m, list[x], list[y]);
+        }
+        free(first);
+        free(list);
     }
     return true;
 }
 
-/* Copies a validated definition into a new model (not yet in the store;
- * its bytes not yet counted there).  `allowed` (2*n_allowed indices) is
- * taken over.  NULL when out of memory. */
-static rp_model *model_build(rp_store *st, const char *name, const rp_model_def *def,
-                             size_t *allowed)
+/* Shapes a link name (kinematic) or link id (frame form) stands for:
+ * calls fn for each; false when it names nothing. */
+static bool for_link_shapes(const rp_model *m, const char *name, void (*fn)(void *, size_t),
+                            void *ctx)
+{
+    bool any = false;
+    if (m->kin) {
+        size_t l = rp_model_tree_link_find(m, name);
+        for (size_t s = 0; l != SIZE_MAX && s < m->n_base_links; s++)
+            if (m->shape_link[s] == l)
+                fn(ctx, s);
+        if (l != SIZE_MAX)
+            return true;
+        for (size_t s = m->n_base_links; s < m->n_links; s++)
+            if (strcmp(m->links[s].id, name) == 0) {
+                fn(ctx, s);
+                any = true;
+            }
+        return any;
+    }
+    for (size_t s = 0; s < m->n_links; s++)
+        if (strcmp(m->links[s].id, name) == 0) {
+            fn(ctx, s);
+            return true;
+        }
+    return false;
+}
+
+static void count_shape(void *ctx, size_t s)
+{
+    ((size_t *)ctx)[s]++;
+}
+
+typedef struct as_fill {
+    size_t *cur;
+    const char **ids;
+    const char *id;
+} as_fill;
+
+static void fill_shape(void *ctx, size_t s)
+{
+    as_fill *f = ctx;
+    f->ids[f->cur[s]++] = f->id;
+}
+
+/* Keeps the allowed (link, scene id) pairs (both lists, the model's own and
+ * more) and indexes them by shape.  Returns RP_ERR_INVALID_ARG with
+ * *bad_pair set (an index over both lists) for a link that names nothing. */
+static rp_status build_allowed_scene(rp_model *m, const char *const *a, size_t na,
+                                     const char *const *b, size_t nb, size_t *bad_pair)
+{
+    size_t n = na + nb;
+    if (n == 0)
+        return RP_OK;
+    m->as_pairs = model_alloc(m, 2 * n * sizeof *m->as_pairs);
+    m->as_first = model_alloc(m, (m->n_links + 1) * sizeof *m->as_first);
+    if (!m->as_pairs || !m->as_first)
+        return RP_ERR_NOMEM;
+    bool ok = true;
+    for (size_t i = 0; i < 2 * n; i++) {
+        const char *s = i < 2 * na ? a[i] : b[i - 2 * na];
+        if (!(m->as_pairs[i] = rp_model_strdup_(m, s)))
+            ok = false;
+    }
+    if (!ok)
+        return RP_ERR_NOMEM;
+    m->n_as_pairs = n;
+    /* Count per shape, then fill (CSR). */
+    size_t *count = calloc(m->n_links + 1, sizeof *count);
+    if (!count)
+        return RP_ERR_NOMEM;
+    for (size_t p = 0; p < n; p++)
+        if (!for_link_shapes(m, m->as_pairs[2 * p], count_shape, count)) {
+            free(count);
+            *bad_pair = p;
+            return RP_ERR_INVALID_ARG;
+        }
+    m->as_first[0] = 0;
+    for (size_t s = 0; s < m->n_links; s++)
+        m->as_first[s + 1] = m->as_first[s] + count[s];
+    size_t total = m->as_first[m->n_links];
+    m->as_ids = model_alloc(m, total * sizeof *m->as_ids);
+    if (!m->as_ids) {
+        free(count);
+        return RP_ERR_NOMEM;
+    }
+    memcpy(count, m->as_first, m->n_links * sizeof *count);
+    for (size_t p = 0; p < n; p++) {
+        as_fill f = {count, m->as_ids, m->as_pairs[2 * p + 1]};
+        for_link_shapes(m, m->as_pairs[2 * p], fill_shape, &f);
+    }
+    free(count);
+    return RP_OK;
+}
+
+/* Copies the shapes of a validated definition into a new model (not yet
+ * in the store; its bytes not yet counted there).  NULL when out of memory. */
+static rp_model *model_start(rp_store *st, const char *name, const rp_link *links, size_t n)
 {
     rp_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        free(allowed);
+    if (!m)
         return NULL;
-    }
     m->store = st;
     m->bytes = sizeof *m;
-    m->allowed = allowed;
-    m->n_allowed = def->n_allowed;
-    m->bytes += 2 * def->n_allowed * sizeof *allowed;
-    m->n_links = def->n_links;
-    m->safety_margin = def->safety_margin;
-    m->self_collision = def->self_collision;
-
+    m->n_links = m->n_base_links = n;
     size_t name_len = strlen(name) + 1, id_len = 0;
-    for (size_t k = 0; k < def->n_links; k++)
-        id_len += strlen(def->links[k].id) + 1;
+    for (size_t k = 0; k < n; k++)
+        id_len += strlen(links[k].id) + 1;
     m->name = model_alloc(m, name_len);
     m->id_chars = model_alloc(m, id_len);
-    m->links = model_alloc(m, def->n_links * sizeof *m->links);
+    m->links = model_alloc(m, n * sizeof *m->links);
     if (!m->name || !m->id_chars || !m->links) {
         model_destroy(m);
         return NULL;
     }
     memcpy(m->name, name, name_len);
     char *p = m->id_chars;
-    for (size_t k = 0; k < def->n_links; k++) {
-        size_t len = strlen(def->links[k].id) + 1;
-        memcpy(p, def->links[k].id, len);
-        m->links[k] = def->links[k];
+    for (size_t k = 0; k < n; k++) {
+        size_t len = strlen(links[k].id) + 1;
+        memcpy(p, links[k].id, len);
+        m->links[k] = links[k];
         m->links[k].id = p;
         p += len;
-        if (m->links[k].frame >= 0 && (size_t)m->links[k].frame + 1 > m->frame_count)
-            m->frame_count = (size_t)m->links[k].frame + 1;
-    }
-    if (m->self_collision && !build_skip(m)) {
-        model_destroy(m);
-        return NULL;
     }
     return m;
+}
+
+/* Builds a validated definition into a new model; `allowed` (2*n_allowed
+ * shape indices, frame form) is taken over.  RP_ERR_INVALID_ARG with *err
+ * for what only compilation finds (the tree, allowed scene links). */
+static rp_status model_build(rp_store *st, const char *name, const rp_model_def *def,
+                             size_t *allowed, rp_model **out, rp_model_error *err)
+{
+    rp_model *m = model_start(st, name, def->links, def->n_links);
+    if (!m) {
+        free(allowed);
+        return RP_ERR_NOMEM;
+    }
+    m->allowed = allowed;
+    m->bytes += 2 * def->n_allowed * sizeof *allowed;
+    m->safety_margin = def->safety_margin;
+    m->self_collision = def->self_collision;
+    rp_status s = RP_OK;
+    if (kinematic_def(def)) {
+        s = rp_kin_compile_(m, def, err);
+    } else {
+        m->n_allowed = def->n_allowed;
+        for (size_t k = 0; k < def->n_links; k++)
+            if (m->links[k].frame >= 0 && (size_t)m->links[k].frame + 1 > m->frame_count)
+                m->frame_count = (size_t)m->links[k].frame + 1;
+    }
+    size_t bad;
+    if (s == RP_OK)
+        s = build_allowed_scene(m, def->allowed_scene, def->n_allowed_scene, NULL, 0, &bad);
+    if (s == RP_ERR_INVALID_ARG && err->problem == RP_MODEL_OK) {
+        err->problem = RP_MODEL_UNKNOWN_SCENE_LINK;
+        err->index = bad;
+    }
+    if (s == RP_OK && m->self_collision && !build_skip(m, NULL, 0))
+        s = RP_ERR_NOMEM;
+    if (s) {
+        model_destroy(m);
+        return s;
+    }
+    *out = m;
+    return RP_OK;
 }
 
 /* ---- store operations -------------------------------------------------------- */
@@ -271,7 +482,9 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     memset(err, 0, sizeof *err);
     /* NULL arrays are caller bugs, not definition problems: no *err. */
     if (!st || !name || !def || (def->n_links && !def->links) ||
-        (def->n_allowed && !def->allowed_pairs))
+        (def->n_allowed && !def->allowed_pairs) || (def->n_joints && !def->joints) ||
+        (def->n_defaults && (!def->default_names || !def->default_values)) ||
+        (def->n_allowed_scene && !def->allowed_scene))
         return RP_ERR_INVALID_ARG;
     for (size_t k = 0; k < def->n_links; k++)
         if (!def->links[k].id)
@@ -279,19 +492,26 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     for (size_t i = 0; i < 2 * def->n_allowed; i++)
         if (!def->allowed_pairs[i])
             return RP_ERR_INVALID_ARG;
-    if (def->n_allowed > SIZE_MAX / 2 / sizeof(size_t) || def->n_links > SIZE_MAX / 4)
+    for (size_t i = 0; i < 2 * def->n_allowed_scene; i++)
+        if (!def->allowed_scene[i])
+            return RP_ERR_INVALID_ARG;
+    if (def->n_allowed > SIZE_MAX / 2 / sizeof(size_t) || def->n_links > SIZE_MAX / 4 ||
+        def->n_allowed_scene > SIZE_MAX / 4)
         return RP_ERR_NOMEM;
 
     rp_strtab t;
     rp_strtab_init_(&t, link_id, link_hash, def->links);
     if (!rp_strtab_reserve_(&t, def->n_links))
         return RP_ERR_NOMEM;
-    size_t *allowed = malloc((def->n_allowed ? 2 * def->n_allowed : 1) * sizeof *allowed);
+    bool kinematic = kinematic_def(def);
+    size_t *allowed = malloc((def->n_allowed && !kinematic ? 2 * def->n_allowed : 1) *
+                             sizeof *allowed);
     if (!allowed) {
         rp_strtab_free_(&t);
         return RP_ERR_NOMEM;
     }
-    bool ok = validate_links(def, &t, err) && resolve_pairs(def, &t, allowed, err);
+    bool ok = validate_links(def, &t, err) &&
+              (kinematic || resolve_pairs(def, &t, allowed, err));
     rp_strtab_free_(&t);
     if (!ok) {
         free(allowed);
@@ -300,9 +520,10 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
 
     bool found;
     size_t i = lower_bound(st, name, &found);
-    rp_model *m = model_build(st, name, def, allowed);
-    if (!m)
-        return RP_ERR_NOMEM;
+    rp_model *m;
+    rp_status s = model_build(st, name, def, allowed, &m, err);
+    if (s)
+        return s;
     if (!found && !resize_array(st, st->model_count + 1)) {
         model_destroy(m);
         return RP_ERR_NOMEM;
@@ -335,4 +556,183 @@ rp_status rp_store_model_delete(rp_store *st, const char *name)
     st->model_count--;
     resize_array(st, st->model_count);
     return RP_OK;
+}
+
+/* ---- allowed scene pairs, per-request extensions ------------------------------- */
+
+size_t rp_model_allowed_scene_count(const rp_model *m) { return m->n_as_pairs; }
+size_t rp_model_base_link_count(const rp_model *m) { return m->n_base_links; }
+
+void rp_model_allowed_scene_at(const rp_model *m, size_t i, const char **link,
+                               const char **scene_id)
+{
+    *link = m->as_pairs[2 * i];
+    *scene_id = m->as_pairs[2 * i + 1];
+}
+
+static rp_status extend_fail(rp_extend_error *err, rp_extend_problem p, size_t index,
+                             size_t element)
+{
+    err->problem = p;
+    err->index = index;
+    err->element = element;
+    return RP_ERR_INVALID_ARG;
+}
+
+/* A growing list of shape index pairs (the extra skip pairs of an extension). */
+typedef struct pair_list {
+    size_t *v;
+    size_t n, cap; /* in pairs */
+    size_t a;      /* the attached shape being paired (for_link_shapes callback) */
+    bool nomem;
+} pair_list;
+
+static void add_pair(void *ctx, size_t s)
+{
+    pair_list *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap2 = l->cap * 2;
+        size_t *grown = rp_grow_(l->v, &cap2, 2 * (l->n + 1), sizeof *grown, 16);
+        if (!grown) {
+            l->nomem = true;
+            return;
+        }
+        l->v = grown;
+        l->cap = cap2 / 2;
+    }
+    l->v[2 * l->n] = l->a;
+    l->v[2 * l->n + 1] = s;
+    l->n++;
+}
+
+static void ignore_shape(void *ctx, size_t s)
+{
+    (void)ctx;
+    (void)s;
+}
+
+/* The shape and frame an attached shape gets: in its link's frame. */
+static bool place_attached(const rp_model *m, const rp_attached *a, rp_link *out)
+{
+    out->id = a->id;
+    if (m->kin) {
+        size_t l = rp_model_tree_link_find(m, a->link);
+        if (l == SIZE_MAX)
+            return false;
+        out->frame = m->kin->link_frame[l];
+        out->shape = rp_transform_shape(&m->kin->link_offset[l], &a->shape);
+        return true;
+    }
+    for (size_t s = 0; s < m->n_links; s++)
+        if (strcmp(m->links[s].id, a->link) == 0) {
+            out->frame = m->links[s].frame;
+            out->shape = a->shape;
+            return true;
+        }
+    return false;
+}
+
+rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t n_attached,
+                          const char *const *allowed_scene, size_t n_allowed_scene,
+                          rp_model **out, rp_extend_error *err)
+{
+    rp_extend_error scratch;
+    if (!err)
+        err = &scratch;
+    memset(err, 0, sizeof *err);
+    if (!m || !out || (n_attached && !attached) || (n_allowed_scene && !allowed_scene) ||
+        m->n_base_links != m->n_links || n_attached > SIZE_MAX / 4 - m->n_links)
+        return RP_ERR_INVALID_ARG;
+    *out = NULL;
+    size_t n = m->n_links + n_attached;
+    rp_link *links = malloc((n ? n : 1) * sizeof *links);
+    if (!links)
+        return RP_ERR_NOMEM;
+    memcpy(links, m->links, m->n_links * sizeof *links);
+    rp_status st = RP_OK;
+    for (size_t i = 0; i < n_attached && st == RP_OK; i++) {
+        const rp_attached *a = &attached[i];
+        if (!a->id || !a->link || (a->n_touch && !a->touch_links)) {
+            st = RP_ERR_INVALID_ARG;
+            break;
+        }
+        bool dup = false;
+        for (size_t s = 0; s < m->n_links + i && !dup; s++)
+            dup = strcmp(links[s].id, a->id) == 0;
+        if (dup)
+            st = extend_fail(err, RP_EXTEND_DUPLICATE_ID, i, 0);
+        else if (rp_shape_validate(&a->shape) != RP_OK)
+            st = extend_fail(err, RP_EXTEND_BAD_SHAPE, i, 0);
+        else if (!place_attached(m, a, &links[m->n_links + i]))
+            st = extend_fail(err, RP_EXTEND_UNKNOWN_LINK, i, 0);
+        for (size_t t = 0; st == RP_OK && t < a->n_touch; t++)
+            if (!a->touch_links[t] || !for_link_shapes(m, a->touch_links[t], ignore_shape, NULL))
+                st = extend_fail(err, RP_EXTEND_UNKNOWN_TOUCH, i, t);
+    }
+    rp_model *e = NULL;
+    pair_list extra = {NULL, 0, 0, 0, false};
+    if (st == RP_OK && !(e = model_start(NULL, m->name, links, n)))
+        st = RP_ERR_NOMEM;
+    free(links);
+    if (st)
+        goto fail;
+    e->n_base_links = m->n_links;
+    e->revision = m->revision;
+    e->safety_margin = m->safety_margin;
+    e->self_collision = m->self_collision;
+    e->frame_count = m->frame_count;
+    st = RP_ERR_NOMEM;
+    if (m->kin) {
+        e->kin = m->kin;
+        e->kin->refs++;
+        e->shape_link = model_alloc(e, n * sizeof *e->shape_link);
+        e->shape_local = model_alloc(e, n * sizeof *e->shape_local);
+        if (!e->shape_link || !e->shape_local)
+            goto fail;
+        memcpy(e->shape_link, m->shape_link, m->n_links * sizeof *e->shape_link);
+        memcpy(e->shape_local, m->shape_local, m->n_links * sizeof *e->shape_local);
+        for (size_t i = 0; i < n_attached; i++) {
+            e->shape_link[m->n_links + i] = rp_model_tree_link_find(m, attached[i].link);
+            e->shape_local[m->n_links + i] = attached[i].shape;
+        }
+    } else {
+        /* Frame form: an attached shape inherits its link's allowed pairs. */
+        e->allowed = model_alloc(e, 2 * m->n_allowed * sizeof *e->allowed);
+        if (!e->allowed)
+            goto fail;
+        memcpy(e->allowed, m->allowed, 2 * m->n_allowed * sizeof *e->allowed);
+        e->n_allowed = m->n_allowed;
+        for (size_t i = 0; i < n_attached; i++) {
+            extra.a = m->n_links + i;
+            for (size_t p = 0; p < 2 * m->n_allowed; p++)
+                if (strcmp(m->links[m->allowed[p]].id, attached[i].link) == 0)
+                    add_pair(&extra, m->allowed[p ^ 1]);
+        }
+    }
+    for (size_t i = 0; i < n_attached; i++) {
+        extra.a = m->n_links + i;
+        for (size_t t = 0; t < attached[i].n_touch; t++)
+            for_link_shapes(m, attached[i].touch_links[t], add_pair, &extra);
+    }
+    if (extra.nomem)
+        goto fail;
+    size_t bad = 0;
+    const char *const *own = (const char *const *)m->as_pairs;
+    st = build_allowed_scene(e, own, m->n_as_pairs, allowed_scene, n_allowed_scene, &bad);
+    if (st == RP_ERR_INVALID_ARG) {
+        st = extend_fail(err, RP_EXTEND_UNKNOWN_SCENE_LINK, bad - m->n_as_pairs, 0);
+        goto fail;
+    }
+    if (st)
+        goto fail;
+    st = RP_ERR_NOMEM;
+    if (e->self_collision && !build_skip(e, extra.v, extra.n))
+        goto fail;
+    free(extra.v);
+    *out = e;
+    return RP_OK;
+fail:
+    free(extra.v);
+    model_destroy(e);
+    return st;
 }

@@ -1,6 +1,8 @@
 /*
- * Private layout of robot models, shared by model.c (the store side) and
- * check.c (the checks).  Nothing outside src/scene includes this.
+ * Private layout of robot models, shared by model.c (the store side),
+ * kin.c (kinematic trees: compilation and forward kinematics), check.c
+ * (the checks) and motion.c (motion checks).  Nothing outside src/scene
+ * includes this.
  */
 #ifndef REPOSE_MODEL_INT_H
 #define REPOSE_MODEL_INT_H
@@ -9,24 +11,76 @@
 
 #include "scene_int.h"
 
+/* Frames a check keeps on the stack before it allocates. */
+#define RP_STACK_FRAMES 64
+
+/* A moving joint of a compiled kinematic tree: it makes frame f (the frame
+ * of its child link and every link fixed to it).  The frame's pose is
+ * frame[parent] * pre * motion(axis, value), frame[-1] being the base, with
+ * value = mult * q[src] + off (an active joint: 1, 0). */
+typedef struct rp_kin_joint {
+    int parent;        /* parent frame, -1 for the root's (the base) */
+    rp_transform pre;  /* parent link's offset in its frame, then the origin */
+    rp_vec3 axis;      /* unit */
+    int axis_kind;     /* 0, 1, 2: axis is exactly +x, +y, +z; -1 otherwise */
+    rp_joint_type type;
+    size_t src;        /* active joint whose value drives it */
+    double mult, off;
+    size_t def;        /* index into rp_kin.joints */
+    uint32_t depth;    /* moving joints from the root to this frame, itself included */
+} rp_kin_joint;
+
+/* The kinematic part of a model (NULL for a frame-indexed one). */
+typedef struct rp_kin {
+    size_t refs;               /* models using it */
+    size_t bytes;              /* heap bytes, counted in the first model's bytes */
+    size_t n_tree;             /* links of the tree */
+    const char **tree_names;   /* into rp_model.chars */
+    int *link_frame;           /* per tree link: its frame, -1 for the root's */
+    rp_transform *link_offset; /* per tree link: its pose in its frame */
+    size_t root;               /* SIZE_MAX when the tree is empty */
+    rp_joint_def *joints;      /* as defined; strings into rp_model.chars */
+    size_t n_joints;
+    rp_kin_joint *moving;      /* one per frame, parents before children */
+    size_t dof;
+    size_t *dof_joint;         /* per active joint: index into joints */
+    double *dof_default;
+    size_t *allowed_links;     /* 2 * n_allowed_links tree link indices */
+    size_t n_allowed_links;
+} rp_kin;
+
 struct rp_model {
     char *name;
     uint64_t revision;
-    rp_link *links;       /* n_links, definition order; ids point into id_chars */
+    rp_link *links;       /* n_links shapes, definition order; ids into id_chars.  In a
+                           * kinematic model .frame is the compiled frame and .shape is
+                           * in that frame (kin->shape_local has the shapes as given). */
     size_t n_links;
+    size_t n_base_links;  /* n_links minus the shapes rp_model_extend attached */
     char *id_chars;       /* every link id, NUL-terminated, back to back */
-    size_t *allowed;      /* 2 * n_allowed link indices, definition order */
+    size_t *allowed;      /* 2 * n_allowed link indices, definition order (frame form) */
     size_t n_allowed;
     double safety_margin;
     bool self_collision;
-    size_t frame_count;   /* highest frame index + 1; 0 when every link is on the base */
+    size_t frame_count;   /* frame form: highest frame index + 1; kinematic: moving joints */
     /* Self pairs a check skips, as an n_links x n_links bit matrix of
      * row_words 64-bit words per row: bit j of row i is set when links i and
      * j share a frame (the base counts as its own frame) or form an allowed
      * pair.  NULL when self_collision is off, since no check reads it then. */
     uint64_t *skip;
     size_t row_words;
-    rp_store *store;      /* owner, for memory accounting */
+    /* Allowed (link, scene id) pairs as given (strings into chars), and per
+     * shape the scene ids it may touch: scene_ids[as_first[k] .. as_first[k+1]). */
+    const char **as_pairs; /* 2 * n_as_pairs */
+    size_t n_as_pairs;
+    size_t *as_first;      /* n_links + 1, or NULL when there are none */
+    const char **as_ids;
+    size_t *shape_link;    /* kinematic: per shape its tree link (attached included) */
+    rp_shape *shape_local; /* kinematic: per shape, in its link's frame, as given */
+    char **strs;           /* strings other than link ids (names, scene ids), each a heap block */
+    size_t n_strs, cap_strs;
+    rp_kin *kin;           /* shared by a model and its extensions (refs) */
+    rp_store *store;      /* owner, for memory accounting; NULL outside a store */
     size_t bytes;         /* heap bytes of this model, as added to store->bytes */
 };
 
@@ -36,5 +90,32 @@ static inline bool rp_model_self_pair_(const rp_model *m, size_t i, size_t j)
 {
     return m->skip && !((m->skip[i * m->row_words + j / 64] >> (j % 64)) & 1u);
 }
+
+/* kin.c: compiles the kinematic form of def into m: m->kin, the frames of
+ * m->links and their shapes, m->shape_link/shape_local (m->links and
+ * n_links are already copied).  Returns RP_ERR_INVALID_ARG with *err set
+ * for a bad definition, RP_ERR_NOMEM. */
+rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *err);
+/* kin.c: frees a kin (when its last model goes). */
+void rp_kin_release_(rp_kin *k);
+
+/* kin.c: poses of the frames for joint vector q (finite values). */
+void rp_kin_frames_(const rp_model *m, const rp_transform *base, const double *q,
+                    rp_transform *frames);
+
+/* model.c: malloc counted in m->bytes; never asks for 0 bytes. */
+void *rp_model_alloc_(rp_model *m, size_t size);
+/* model.c: copies a string into m (counted); NULL when out of memory. */
+char *rp_model_strdup_(rp_model *m, const char *s);
+
+/* check.c: moves every shape into the world for the frame poses; see
+ * rp_model_check for RP_ERR_NONFINITE. */
+rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
+                          const rp_transform *frames, rp_shape *world, size_t *bad_link);
+
+/* check.c: scene storage indices shape k may touch (allowed scene pairs),
+ * resolved against sc: writes up to cap indices, returns the count. */
+size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k, size_t *out,
+                                 size_t cap);
 
 #endif /* REPOSE_MODEL_INT_H */

@@ -75,6 +75,10 @@ bool rp_sort_ctx_(void *base, size_t n, size_t size, rp_ctx_cmp cmp, const void 
 void rp_scene_nearest_(const rp_scene *sc, const rp_shape *q, double *best_d, size_t *best_idx,
                        bool *found);
 
+/* The same, ignoring the n_excl scene shapes excl lists. */
+void rp_scene_nearest_excl_(const rp_scene *sc, const rp_shape *q, const size_t *excl,
+                            size_t n_excl, double *best_d, size_t *best_idx, bool *found);
+
 /* The same, also counting the shapes whose distance was computed (tests and
  * benchmarks use it to show the tree prunes). */
 void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *best_d,

@@ -93,7 +93,7 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
             allowed[2 * (i - 1) + 1] = lids[i];
         }
     }
-    rp_model_def def = {links, 14, 0.01, allowed, 13, true};
+    rp_model_def def = {.links = links, .n_links = 14, .safety_margin = 0.01, .allowed_pairs = allowed, .n_allowed = 13, .self_collision = true};
     rp_model *m;
     rp_model_error me;
     assert_int_equal(rp_store_model_put(st, "arm", &def, &m, &me), RP_OK);

@@ -431,7 +431,7 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
         world[i] = huge_or_not_shape(&r);
         links[i] = (rp_link){lids[i], -1, world[i]};
     }
-    rp_model_def def = {links, 6, 0.0, NULL, 0, false};
+    rp_model_def def = {.links = links, .n_links = 6};
     rp_model *m;
     rp_model_error err;
     assert_int_equal(rp_store_model_put(st, "bot", &def, &m, &err), RP_OK);

@@ -42,7 +42,7 @@ static rp_transform shift(double x, double y, double z) { return pose(x, y, z, 1
 static rp_model_def def_of(const rp_link *links, size_t n, double margin,
                            const char *const *pairs, size_t n_pairs, bool self)
 {
-    rp_model_def d = {links, n, margin, pairs, n_pairs, self};
+    rp_model_def d = {.links = links, .n_links = n, .safety_margin = margin, .allowed_pairs = pairs, .n_allowed = n_pairs, .self_collision = self};
     return d;
 }
 

@@ -1,0 +1,582 @@
+/*
+ * Motion checks: a path of joint vectors, each segment interpolated
+ * linearly in joint space, checked by sampling (discrete) or proved clear
+ * (certified, conservative advancement).
+ *
+ * ---- The motion bound behind certified checks ----
+ *
+ * Along a segment q(t) = q0 + t*dq, t in [0, 1], let v_f(t) be the value of
+ * the moving joint that makes frame f (a mimic joint's value is affine in
+ * its source's, so it too changes linearly, by dv_f = mult * dq[src]).
+ * A point p fixed in frame f' moves in the world with velocity
+ *
+ *     dp/dt = sum over frames f on the chain from f' up to the root of
+ *             dv_f * w_f x (p - o_f)   (revolute: w_f the unit axis, o_f a point on it)
+ *             dv_f * u_f               (prismatic: u_f the unit axis)
+ *
+ * so |dp/dt| <= B = sum_f |dv_f| * rho_f, with rho_f >= |p - o_f| for a
+ * revolute joint and rho_f = 1 for a prismatic one.  The axis of joint f
+ * passes through the origin of frame f, and rotations of f and of joints
+ * below it do not change |p - o_f| for a point of frame f itself; for a
+ * point further down, |p - o_f| <= |o_c - o_f| + |p - o_c| (c the next
+ * frame down the chain), where |o_c - o_f| is constant unless c is
+ * prismatic, when it is at most its largest value at either end of the
+ * segment (a norm of an affine function is convex).  So rho, and B, come
+ * from one walk up the chain per shape and hold over the whole segment.
+ * Only core points matter (the segment or centre of a capsule or sphere):
+ * a signed distance is the distance between cores minus the radii, and
+ * the distance between two point sets changes by at most the largest
+ * displacement of their points (for a segment, the displacement of an
+ * interior point is a convex combination of its ends').  Hence for a shape
+ * and a (static) scene shape, |d(t') - d(t)| <= B |t' - t|; for two shapes
+ * of the robot both move, but their distance only depends on the joints
+ * below their lowest common frame, so the rate is the sum of both shapes'
+ * B over those joints alone.
+ *
+ * Conservative advancement then runs per item (a shape against the scene,
+ * a shape against the shapes it is checked with): at time t an item with
+ * clearance c = d - margin >= tolerance is clear until t + (c -
+ * tolerance/2) / B, where its clearance is still at least tolerance/2 > 0.
+ * Items sit in a heap by that time; the earliest is re-evaluated at its
+ * time, and the segment is proved when every item's time passes 1.  An
+ * item whose clearance is below the tolerance is the first contact: every
+ * earlier state was proved clear (by at least tolerance/2), and at this
+ * one some pair is within tolerance of the margin.  Each evaluation moves
+ * its item by at least tolerance / (2B), so the check ends.  Floating-point
+ * error in a distance (about 1e-16 of the coordinates' size) must stay well
+ * below tolerance/2, which the default of 1e-5 m does for any scene within
+ * kilometres of the origin.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_int.h"
+
+#define DEFAULT_RESOLUTION 0.01
+#define DEFAULT_TOLERANCE 1e-5
+
+/* q = a + t (b - a), exactly b at t = 1. */
+static void lerp(const double *a, const double *b, double t, size_t n, double *q)
+{
+    for (size_t i = 0; i < n; i++)
+        q[i] = t == 1.0 ? b[i] : a[i] + t * (b[i] - a[i]);
+}
+
+/* What both modes share. */
+typedef struct motion {
+    const rp_model *m;
+    const rp_scene *sc;
+    const rp_transform *base;
+    const double *path;
+    size_t n_points, dof;
+    double margin;
+    const rp_motion_opts *o;
+    rp_motion_result *out;
+    double *q;             /* dof: the state being checked */
+    rp_transform *frames;  /* frame_count */
+    rp_shape *world;       /* n_links */
+} motion;
+
+static const double *point(const motion *mo, size_t k) { return mo->path + k * mo->dof; }
+
+/* Counts one more configuration against max_states. */
+static bool count_state(motion *mo)
+{
+    if (mo->o->max_states && mo->out->states_checked >= mo->o->max_states)
+        return false;
+    mo->out->states_checked++;
+    return true;
+}
+
+static void set_invalid(motion *mo, size_t seg, double t)
+{
+    mo->out->valid = false;
+    mo->out->segment = seg;
+    mo->out->t = t;
+}
+
+/* Waypoint limits: the first waypoint (in path order) with a joint out of
+ * its limits makes the motion invalid there. */
+static bool waypoints_in_limits(motion *mo)
+{
+    if (mo->o->ignore_limits)
+        return true;
+    for (size_t k = 0; k < mo->n_points; k++) {
+        size_t j = rp_model_limit_violation(mo->m, point(mo, k), 0);
+        if (j == SIZE_MAX)
+            continue;
+        bool last = k == mo->n_points - 1;
+        set_invalid(mo, last ? k - 1 : k, last ? 1.0 : 0.0);
+        mo->out->limits = true;
+        mo->out->limit_joint = j;
+        memcpy(mo->q, point(mo, k), mo->dof * sizeof *mo->q);
+        return false;
+    }
+    return true;
+}
+
+/* ---- discrete ------------------------------------------------------------------ */
+
+/* Checks state idx/n of segment seg (FIRST report).  *bad set when it
+ * violates the margin (pair in out->pair). */
+static rp_status discrete_state(motion *mo, size_t seg, uint64_t idx, uint64_t n, bool *bad)
+{
+    if (!count_state(mo))
+        return RP_ERR_LIMIT;
+    double t = (double)idx / (double)n;
+    lerp(point(mo, seg), point(mo, seg + 1), t, mo->dof, mo->q);
+    rp_kin_frames_(mo->m, mo->base, mo->q, mo->frames);
+    rp_check_opts opts = {RP_REPORT_FIRST, true, mo->margin};
+    rp_check_result r;
+    rp_status st = rp_model_check(mo->m, mo->sc, mo->base, mo->frames, mo->m->frame_count, &opts,
+                                  &r);
+    *bad = st == RP_OK && r.collision;
+    if (*bad) {
+        mo->out->pair = r.violations[0];
+        set_invalid(mo, seg, t);
+    }
+    rp_check_result_free(&r);
+    return st;
+}
+
+/* States a segment is cut into: ceil(max |dq| / resolution), at least 1. */
+static uint64_t segment_steps(const motion *mo, size_t seg, double res)
+{
+    const double *a = point(mo, seg), *b = point(mo, seg + 1);
+    double big = 0.0;
+    for (size_t i = 0; i < mo->dof; i++)
+        big = fmax(big, fabs(b[i] - a[i]));
+    double n = ceil(big / res);
+    if (!(n >= 1.0))
+        return 1;
+    return n >= 9e18 ? UINT64_MAX / 2 : (uint64_t)n;
+}
+
+/* Interior states 1..n-1 of a segment, coarse to fine: bit-reversed order
+ * over the next power of two P >= n (P/2, then P/4 and 3P/4, ...),
+ * skipping indices >= n; each interior index comes exactly once (by its
+ * lowest set bit). */
+static rp_status discrete_segment(motion *mo, size_t seg, uint64_t n, bool *bad)
+{
+    uint64_t p = 1;
+    while (p < n)
+        p *= 2;
+    for (uint64_t stride = p / 2; stride >= 1; stride /= 2)
+        for (uint64_t k = stride; k < n; k += 2 * stride) {
+            rp_status st = discrete_state(mo, seg, k, n, bad);
+            if (st || *bad)
+                return st;
+        }
+    return RP_OK;
+}
+
+/* After a violation at (seg, idx) found out of order: the earliest one, by
+ * a scan in path order of the states before it. */
+static rp_status discrete_earliest(motion *mo, size_t seg, uint64_t idx, double res)
+{
+    rp_motion_result found = *mo->out;
+    double *keep = malloc((mo->dof ? mo->dof : 1) * sizeof *keep);
+    if (!keep)
+        return RP_ERR_NOMEM;
+    memcpy(keep, mo->q, mo->dof * sizeof *keep);
+    rp_status st = RP_OK;
+    bool bad = false;
+    for (size_t s = 0; s <= seg && !bad && !st; s++) {
+        uint64_t n = segment_steps(mo, s, res);
+        uint64_t end = s == seg ? idx : n; /* waypoints before were checked */
+        for (uint64_t k = 1; k < end && !bad && !st; k++)
+            st = discrete_state(mo, s, k, n, &bad);
+    }
+    if (!bad) {
+        uint64_t checked = mo->out->states_checked;
+        *mo->out = found;
+        mo->out->states_checked = checked;
+        memcpy(mo->q, keep, mo->dof * sizeof *keep);
+    }
+    free(keep);
+    return st;
+}
+
+static rp_status check_discrete(motion *mo)
+{
+    double res = mo->o->resolution > 0 ? mo->o->resolution : DEFAULT_RESOLUTION;
+    bool bad = false;
+    size_t seg = 0;
+    uint64_t idx = 0;
+    /* Every waypoint first (as segment k, state 0; the last as the end of
+     * the last segment). */
+    for (size_t k = 0; k < mo->n_points && !bad; k++) {
+        bool last = k == mo->n_points - 1;
+        seg = last ? k - 1 : k;
+        idx = last ? 1 : 0;
+        rp_status st = discrete_state(mo, seg, idx, 1, &bad);
+        if (st)
+            return st;
+    }
+    if (bad) {
+        /* As a state of the segment's own grid, for the earliest scan. */
+        if (idx == 1)
+            idx = segment_steps(mo, seg, res);
+    }
+    for (size_t s = 0; s + 1 < mo->n_points && !bad; s++) {
+        uint64_t n = segment_steps(mo, s, res);
+        rp_status st = discrete_segment(mo, s, n, &bad);
+        if (st)
+            return st;
+        if (bad) {
+            seg = s;
+            idx = (uint64_t)llround(mo->out->t * (double)n);
+        }
+    }
+    if (bad && mo->o->earliest)
+        return discrete_earliest(mo, seg, idx, res);
+    return RP_OK;
+}
+
+/* ---- certified ------------------------------------------------------------------ */
+
+/* An item of conservative advancement: shape i against the scene (kind 0)
+ * or against the robot shapes it is checked with (kind 1), due at time t. */
+typedef struct ca_item {
+    double due;
+    uint32_t shape;
+    uint32_t kind;
+} ca_item;
+
+typedef struct certifier {
+    motion *mo;
+    size_t n;              /* shapes */
+    double tol;
+    double *rate;          /* per shape: B over the whole chain */
+    double *cum;           /* per shape: B over frames of depth <= d, (maxdepth+1) each */
+    size_t stride;         /* maxdepth + 1 */
+    double *dv;            /* per frame: |change of its joint value| over the segment */
+    uint64_t *stamp;       /* per shape: state at which world[] was last placed */
+    uint64_t state;        /* current state number */
+    ca_item *heap;
+    size_t heap_n;
+    double t;              /* current time in the segment */
+    size_t seg;
+} certifier;
+
+static void heap_push(certifier *c, ca_item it)
+{
+    size_t i = c->heap_n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (c->heap[p].due <= it.due)
+            break;
+        c->heap[i] = c->heap[p];
+        i = p;
+    }
+    c->heap[i] = it;
+}
+
+static ca_item heap_pop(certifier *c)
+{
+    ca_item top = c->heap[0], last = c->heap[--c->heap_n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, s = i;
+        double sd = last.due;
+        if (l < c->heap_n && c->heap[l].due < sd)
+            s = l, sd = c->heap[l].due;
+        if (r < c->heap_n && c->heap[r].due < sd)
+            s = r;
+        if (s == i)
+            break;
+        c->heap[i] = c->heap[s];
+        i = s;
+    }
+    if (c->heap_n)
+        c->heap[i] = last;
+    return top;
+}
+
+/* Largest |p| over the core points of a shape (its own frame). */
+static double core_reach(const rp_shape *s)
+{
+    if (s->kind == RP_SHAPE_SPHERE) {
+        rp_vec3 p = s->sphere.center;
+        return sqrt(p.x * p.x + p.y * p.y + p.z * p.z);
+    }
+    rp_vec3 a = s->capsule.a, b = s->capsule.b;
+    return fmax(sqrt(a.x * a.x + a.y * a.y + a.z * a.z), sqrt(b.x * b.x + b.y * b.y + b.z * b.z));
+}
+
+/* |pre.t + pre.r * axis * v| for the frame's joint: where its origin sits in
+ * the parent frame; for a prismatic joint the largest over the values at
+ * both ends of the segment. */
+static double origin_reach(const rp_kin_joint *j, double v0, double v1)
+{
+    const rp_transform *p = &j->pre;
+    double best = 0.0;
+    int ends = j->type == RP_JOINT_PRISMATIC ? 2 : 1;
+    for (int e = 0; e < ends; e++) {
+        double v = j->type == RP_JOINT_PRISMATIC ? (e ? v1 : v0) : 0.0;
+        double x = p->t.x + (p->r[0][0] * j->axis.x + p->r[0][1] * j->axis.y + p->r[0][2] * j->axis.z) * v;
+        double y = p->t.y + (p->r[1][0] * j->axis.x + p->r[1][1] * j->axis.y + p->r[1][2] * j->axis.z) * v;
+        double z = p->t.z + (p->r[2][0] * j->axis.x + p->r[2][1] * j->axis.y + p->r[2][2] * j->axis.z) * v;
+        best = fmax(best, sqrt(x * x + y * y + z * z));
+    }
+    return best;
+}
+
+/* The rates of every shape over segment seg (see the top). */
+static void segment_rates(certifier *c)
+{
+    const rp_model *m = c->mo->m;
+    const rp_kin *k = m->kin;
+    const double *a = point(c->mo, c->seg), *b = point(c->mo, c->seg + 1);
+    for (size_t f = 0; f < m->frame_count; f++) {
+        const rp_kin_joint *j = &k->moving[f];
+        c->dv[f] = fabs(j->mult * (b[j->src] - a[j->src]));
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        double *cum = &c->cum[i * c->stride];
+        for (size_t d = 0; d < c->stride; d++)
+            cum[d] = 0.0;
+        double rho = core_reach(&m->links[i].shape), total = 0.0;
+        for (int f = m->links[i].frame; f >= 0; f = k->moving[f].parent) {
+            const rp_kin_joint *j = &k->moving[f];
+            double part = c->dv[f] * (j->type == RP_JOINT_PRISMATIC ? 1.0 : rho);
+            cum[j->depth] = part; /* per depth for now; prefix sums below */
+            total += part;
+            double v0 = j->mult * a[j->src] + j->off, v1 = j->mult * b[j->src] + j->off;
+            rho += origin_reach(j, v0, v1);
+        }
+        for (size_t d = 1; d < c->stride; d++)
+            cum[d] += cum[d - 1];
+        c->rate[i] = total;
+    }
+}
+
+/* Depth of the lowest frame two frames share (0: only the base). */
+static uint32_t common_depth(const rp_kin *k, int f, int g)
+{
+    while (f != g) {
+        uint32_t df = f < 0 ? 0 : k->moving[f].depth, dg = g < 0 ? 0 : k->moving[g].depth;
+        if (df >= dg)
+            f = k->moving[f].parent;
+        else
+            g = k->moving[g].parent;
+    }
+    return f < 0 ? 0 : k->moving[f].depth;
+}
+
+/* Places the state at time t (FK once per state) and counts it. */
+static bool goto_time(certifier *c, double t)
+{
+    motion *mo = c->mo;
+    if (c->state && t == c->t)
+        return true;
+    if (!count_state(mo))
+        return false;
+    c->t = t;
+    c->state++;
+    lerp(point(mo, c->seg), point(mo, c->seg + 1), t, mo->dof, mo->q);
+    rp_kin_frames_(mo->m, mo->base, mo->q, mo->frames);
+    return true;
+}
+
+/* World shape i at the current state (placed on first use). */
+static const rp_shape *shape_now(certifier *c, size_t i)
+{
+    if (c->stamp[i] != c->state) {
+        const rp_link *l = &c->mo->m->links[i];
+        rp_link_shape ls = {l->shape, l->frame};
+        rp_transform identity = rp_transform_identity();
+        const rp_transform *fr = l->frame >= 0 ? &c->mo->frames[l->frame]
+                                 : c->mo->base ? c->mo->base : &identity;
+        c->mo->world[i] = rp_link_shape_transform_shape(&ls, fr);
+        c->stamp[i] = c->state;
+    }
+    return &c->mo->world[i];
+}
+
+/* Evaluates an item at the current time: its next due time, or a contact
+ * (*hit, with the pair in out->pair).  RP_ERR_NOMEM. */
+static rp_status evaluate(certifier *c, ca_item *it, bool *hit)
+{
+    motion *mo = c->mo;
+    const rp_model *m = mo->m;
+    size_t i = it->shape;
+    double half = c->tol / 2, due = INFINITY;
+    const rp_shape *w = shape_now(c, i);
+    if (it->kind == 0) {
+        /* Only a shape closer than what the rest of the segment could use
+         * matters: the bound prunes the tree. */
+        double rate = c->rate[i];
+        double d = mo->margin + c->tol + rate * (1.0 - c->t);
+        size_t e = 0;
+        bool found;
+        size_t buf[32], *ex = buf;
+        size_t want = m->as_first ? m->as_first[i + 1] - m->as_first[i] : 0;
+        if (want > 32 && !(ex = malloc(want * sizeof *ex)))
+            return RP_ERR_NOMEM;
+        size_t nx = rp_allowed_scene_resolve_(m, mo->sc, i, ex, want);
+        rp_scene_nearest_excl_(mo->sc, w, ex, nx, &d, &e, &found);
+        if (ex != buf)
+            free(ex);
+        if (found) {
+            double clear = d - mo->margin;
+            if (!(clear >= c->tol)) {
+                rp_check_pair p = {i, RP_PAIR_SCENE, e, d};
+                mo->out->pair = p;
+                *hit = true;
+                return RP_OK;
+            }
+            due = rate > 0 ? c->t + (clear - half) / rate : INFINITY;
+        }
+    } else {
+        const rp_kin *k = m->kin;
+        int fi = m->links[i].frame;
+        for (size_t j = i + 1; j < c->n; j++) {
+            if (!rp_model_self_pair_(m, i, j))
+                continue;
+            double d = rp_shape_signed_distance(w, shape_now(c, j));
+            double clear = d - mo->margin;
+            if (!(clear >= c->tol)) {
+                rp_check_pair p = {i, RP_PAIR_SELF, j, d};
+                mo->out->pair = p;
+                *hit = true;
+                return RP_OK;
+            }
+            uint32_t cd = common_depth(k, fi, m->links[j].frame);
+            double rate = (c->rate[i] - c->cum[i * c->stride + cd]) +
+                          (c->rate[j] - c->cum[j * c->stride + cd]);
+            if (rate > 0)
+                due = fmin(due, c->t + (clear - half) / rate);
+        }
+    }
+    *hit = false;
+    it->due = due;
+    return RP_OK;
+}
+
+static rp_status certify_segment(certifier *c, bool *bad)
+{
+    motion *mo = c->mo;
+    segment_rates(c);
+    c->heap_n = 0;
+    c->state = 0;
+    c->t = 0.0;
+    for (size_t i = 0; i < c->n; i++)
+        c->stamp[i] = UINT64_MAX;
+    if (!goto_time(c, 0.0))
+        return RP_ERR_LIMIT;
+    for (size_t i = 0; i < c->n; i++)
+        for (uint32_t kind = 0; kind < 2; kind++) {
+            if ((kind == 0 && !mo->sc) || (kind == 1 && !mo->m->skip))
+                continue;
+            ca_item it = {0.0, (uint32_t)i, kind};
+            rp_status st = evaluate(c, &it, bad);
+            if (st)
+                return st;
+            if (*bad) {
+                set_invalid(mo, c->seg, 0.0);
+                return RP_OK;
+            }
+            if (it.due < 1.0)
+                heap_push(c, it);
+        }
+    while (c->heap_n) {
+        ca_item it = heap_pop(c);
+        if (!goto_time(c, it.due))
+            return RP_ERR_LIMIT;
+        rp_status st = evaluate(c, &it, bad);
+        if (st)
+            return st;
+        if (*bad) {
+            set_invalid(mo, c->seg, c->t);
+            return RP_OK;
+        }
+        if (it.due < 1.0)
+            heap_push(c, it);
+    }
+    return RP_OK;
+}
+
+static rp_status check_certified(motion *mo)
+{
+    const rp_model *m = mo->m;
+    certifier c;
+    memset(&c, 0, sizeof c);
+    c.mo = mo;
+    c.n = m->n_links;
+    c.tol = mo->o->tolerance > 0 ? mo->o->tolerance : DEFAULT_TOLERANCE;
+    uint32_t maxdepth = 0;
+    for (size_t f = 0; f < m->frame_count; f++)
+        if (m->kin->moving[f].depth > maxdepth)
+            maxdepth = m->kin->moving[f].depth;
+    c.stride = (size_t)maxdepth + 1;
+    size_t n1 = c.n ? c.n : 1;
+    c.rate = malloc(n1 * sizeof *c.rate);
+    c.cum = malloc(n1 * c.stride * sizeof *c.cum);
+    c.dv = malloc((m->frame_count ? m->frame_count : 1) * sizeof *c.dv);
+    c.stamp = malloc(n1 * sizeof *c.stamp);
+    c.heap = malloc(2 * n1 * sizeof *c.heap);
+    rp_status st = RP_ERR_NOMEM;
+    if (c.rate && c.cum && c.dv && c.stamp && c.heap) {
+        st = RP_OK;
+        bool bad = false;
+        for (c.seg = 0; c.seg + 1 < mo->n_points && !bad && !st; c.seg++)
+            st = certify_segment(&c, &bad);
+    }
+    free(c.rate);
+    free(c.cum);
+    free(c.dv);
+    free(c.stamp);
+    free(c.heap);
+    return st;
+}
+
+/* ---- entry point ------------------------------------------------------------------ */
+
+rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
+                                const rp_transform *base, const double *path, size_t n_points,
+                                const rp_motion_opts *opts, rp_motion_result *out,
+                                double *first_joints)
+{
+    if (!out)
+        return RP_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    out->valid = true;
+    rp_motion_opts defaults;
+    memset(&defaults, 0, sizeof defaults);
+    if (!opts)
+        opts = &defaults;
+    if (!m || !m->kin || n_points < 2 || !path || (opts->mode != RP_MOTION_DISCRETE &&
+                                                   opts->mode != RP_MOTION_CERTIFIED) ||
+        !(opts->resolution >= 0 && opts->resolution <= DBL_MAX) ||
+        !(opts->tolerance >= 0 && opts->tolerance <= DBL_MAX) || n_points > SIZE_MAX / 8)
+        return RP_ERR_INVALID_ARG;
+    double margin = opts->has_margin ? opts->margin : m->safety_margin;
+    if (isnan(margin))
+        return RP_ERR_INVALID_ARG;
+    size_t dof = m->kin->dof;
+    double probe = 0.0;
+    for (size_t i = 0; i < n_points * dof; i++)
+        probe += path[i] - path[i];
+    if (probe != 0.0)
+        return RP_ERR_NONFINITE;
+
+    motion mo = {m, scene, base, path, n_points, dof, margin, opts, out, NULL, NULL, NULL};
+    mo.q = malloc((dof ? dof : 1) * sizeof *mo.q);
+    mo.frames = malloc((m->frame_count ? m->frame_count : 1) * sizeof *mo.frames);
+    mo.world = malloc((m->n_links ? m->n_links : 1) * sizeof *mo.world);
+    rp_status st = RP_ERR_NOMEM;
+    if (mo.q && mo.frames && mo.world) {
+        st = RP_OK;
+        if (waypoints_in_limits(&mo))
+            st = opts->mode == RP_MOTION_DISCRETE ? check_discrete(&mo) : check_certified(&mo);
+        if (st == RP_OK && !out->valid && first_joints)
+            memcpy(first_joints, mo.q, dof * sizeof *first_joints);
+    }
+    free(mo.q);
+    free(mo.frames);
+    free(mo.world);
+    return st;
+}
