@@ -1,0 +1,99 @@
+/*
+ * URDF (and SRDF) import: a robot description as XML text into the
+ * kinematic form of rp_model_def (include/repose/scene.h), read with
+ * libexpat.  The mapping (which elements count, how cylinders and boxes
+ * become capsules, what is refused) is documented at the top of urdf.c and,
+ * for users, in proto/URDF.md.
+ *
+ * What this checks: the XML, the elements and attributes it reads, names,
+ * numbers, duplicate link and joint names, the SRDF's link names, and the
+ * limits in rp_urdf_opts.  What it leaves to rp_store_model_put: the shape
+ * of the tree (a joint naming a missing link, cycles, several roots, a link
+ * with two parents), zero axes and mimic references.  The rp_urdf_*_line
+ * functions map the indices of an rp_model_error back to document lines.
+ *
+ * Not thread-safe per object; separate parses may run in parallel.
+ */
+#ifndef REPOSE_CODEC_URDF_H
+#define REPOSE_CODEC_URDF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "repose/scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A parsed document: the model definition and every string and array it
+ * points into.  Made by rp_urdf_parse, freed by rp_urdf_free. */
+typedef struct rp_urdf rp_urdf;
+
+typedef enum rp_urdf_status {
+    RP_URDF_OK,
+    RP_URDF_INVALID, /* the document is malformed or asks for what is not supported */
+    RP_URDF_LIMIT,   /* it exceeds one of rp_urdf_opts' limits */
+    RP_URDF_NOMEM    /* out of memory (ours or expat's) */
+} rp_urdf_status;
+
+/* Limits are checked while parsing, so an oversized document stops early.
+ * Zero means no limit. */
+typedef struct rp_urdf_opts {
+    size_t max_shapes;   /* shapes of the model (def.n_links): one per <collision>,
+                            a box counts as the capsules it becomes */
+    size_t max_links;    /* <link> elements, and <joint> elements, each */
+    size_t max_pairs;    /* allowed pairs: SRDF <disable_collisions> plus adjacency */
+    bool allow_adjacent; /* add (parent, child) of every joint as an allowed pair */
+} rp_urdf_opts;
+
+/* Why a parse failed.  Every string is NUL-terminated valid UTF-8 (text
+ * quoted from the document is cut between characters and its invalid or
+ * control bytes replaced by '?'). */
+typedef struct rp_urdf_error {
+    bool in_srdf;           /* the problem is in the SRDF document */
+    unsigned long line;     /* 1-based line in that document; 0 when unknown */
+    char where[256];        /* the element, e.g. "link[forearm].collision[0].geometry.mesh",
+                               "joint[j3].limit", "disable_collisions[2]"; an element
+                               without a usable name is numbered among its kind:
+                               "link[#3]".  "" for the document as a whole. */
+    char reason[256];       /* a sentence naming the element, e.g.
+                               "joint[j3].limit: lower=\"nan\" is not a finite number" */
+    size_t limit_max;       /* RP_URDF_LIMIT: the limit that was exceeded */
+    const char *limit_name; /* RP_URDF_LIMIT: the daemon's name for it, "max_model_links"
+                               (max_shapes, max_links) or "max_allowed_pairs"; else NULL */
+} rp_urdf_error;
+
+/* Parses `urdf` (urdf_len bytes, need not be NUL-terminated) and, when srdf
+ * is not NULL, the SRDF document srdf[0..srdf_len).  `opts` may be NULL (no
+ * limits, no adjacency pairs); `err` may be NULL.  On RP_URDF_OK *out
+ * receives the result (free with rp_urdf_free); otherwise *out is NULL and
+ * *err says why. */
+rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf,
+                             size_t srdf_len, const rp_urdf_opts *opts, rp_urdf **out,
+                             rp_urdf_error *err);
+
+/* The model definition (kinematic form): shapes with ids "LINK#k" (a box:
+ * "LINK#k.j"), shape_links, link_names in document order, joints in document
+ * order, SRDF pairs then adjacency pairs; safety_margin 0, self_collision
+ * true, no defaults, no allowed_scene.  Owned by `u`; to change a field,
+ * copy the struct (the arrays stay u's). */
+const rp_model_def *rp_urdf_def(const rp_urdf *u);
+
+/* Document lines (1-based; 0 for an index out of range) of what the def's
+ * arrays came from, to report an rp_model_error against the document:
+ * joints[i]'s <joint>, link_names[i]'s <link>, links[i]'s <collision>, and
+ * allowed pair i's SRDF <disable_collisions> (0 for an adjacency pair). */
+unsigned long rp_urdf_joint_line(const rp_urdf *u, size_t joint_index);
+unsigned long rp_urdf_link_line(const rp_urdf *u, size_t link_name_index);
+unsigned long rp_urdf_shape_line(const rp_urdf *u, size_t shape_index);
+unsigned long rp_urdf_pair_line(const rp_urdf *u, size_t allowed_pair_index);
+
+/* Frees everything the parse made; the def and its strings go with it.
+ * rp_urdf_free(NULL) does nothing. */
+void rp_urdf_free(rp_urdf *u);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REPOSE_CODEC_URDF_H */

@@ -1,0 +1,860 @@
+/*
+ * Unit tests for src/codec/urdf.c and urdf_geom.c: the def a URDF (+ SRDF)
+ * becomes, field by field; the capsules that stand in for cylinders and
+ * boxes (boxes checked by sampling); every refusal with its `where`, line
+ * and reason; entity attacks; a 1 MB document; the limits; and the arm7
+ * test robot in tests/data.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codec/codec.h"
+#include "codec/urdf.h"
+#include "codec/urdf_int.h"
+
+#ifndef REPOSE_TEST_DATA
+#error "REPOSE_TEST_DATA (tests/data) must be defined by the build"
+#endif
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static rp_urdf *parse_ok_opts(const char *urdf, const char *srdf, const rp_urdf_opts *opts)
+{
+    rp_urdf *u = NULL;
+    rp_urdf_error err;
+    rp_urdf_status st = rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, opts,
+                                      &u, &err);
+    if (st != RP_URDF_OK)
+        fail_msg("refused (%d) at %s line %lu: %s", (int)st, err.where, err.line, err.reason);
+    assert_non_null(u);
+    return u;
+}
+
+static rp_urdf *parse_ok(const char *urdf)
+{
+    return parse_ok_opts(urdf, NULL, NULL);
+}
+
+static rp_urdf_status parse_err_opts(const char *urdf, const char *srdf, const rp_urdf_opts *opts,
+                                     rp_urdf_error *err)
+{
+    rp_urdf *u = (rp_urdf *)&u; /* must come back NULL */
+    rp_urdf_status st = rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, opts,
+                                      &u, err);
+    if (st == RP_URDF_OK)
+        fail_msg("accepted %s%s%s", urdf, srdf ? " with SRDF " : "", srdf ? srdf : "");
+    assert_null(u);
+    return st;
+}
+
+/* A URDF of one link "a" whose single collision is `geometry_and_origin`. */
+static rp_urdf *one_collision(const char *inner)
+{
+    char doc[2048];
+    snprintf(doc, sizeof doc,
+             "<robot name=\"r\"><link name=\"a\"><collision>%s</collision></link></robot>", inner);
+    return parse_ok(doc);
+}
+
+static void assert_vec(rp_vec3 got, double x, double y, double z, double tol)
+{
+    assert_near(got.x, x, tol);
+    assert_near(got.y, y, tol);
+    assert_near(got.z, z, tol);
+}
+
+/* Distance from p to segment ab. */
+static double point_segment(rp_vec3 p, rp_vec3 a, rp_vec3 b)
+{
+    rp_vec3 d = {b.x - a.x, b.y - a.y, b.z - a.z}, w = {p.x - a.x, p.y - a.y, p.z - a.z};
+    double dd = d.x * d.x + d.y * d.y + d.z * d.z;
+    double t = dd > 0 ? (w.x * d.x + w.y * d.y + w.z * d.z) / dd : 0;
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    rp_vec3 q = {a.x + t * d.x - p.x, a.y + t * d.y - p.y, a.z + t * d.z - p.z};
+    return sqrt(q.x * q.x + q.y * q.y + q.z * q.z);
+}
+
+/* How far p lies outside the union of the capsules (<= 0: inside). */
+static double outside_union(rp_vec3 p, const rp_capsule *caps, size_t n)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double d = point_segment(p, caps[i].a, caps[i].b) - caps[i].radius;
+        best = d < best ? d : best;
+    }
+    return best;
+}
+
+static char *read_file(const char *name, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", REPOSE_TEST_DATA, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+/* ---- the def ------------------------------------------------------------------ */
+
+static const char small_urdf[] =
+    "<?xml version=\"1.0\"?>\n"
+    "<robot name=\"small\">\n"                                             /* 2 */
+    "  <link name=\"base\">\n"                                             /* 3 */
+    "    <visual><geometry><mesh filename=\"x.stl\"/></geometry></visual>\n"
+    "    <collision><geometry><sphere radius=\"0.1\"/></geometry></collision>\n" /* 5 */
+    "  </link>\n"
+    "  <link name=\"upper/arm\">\n"                                        /* 7 */
+    "    <inertial><mass value=\"1\"/></inertial>\n"
+    "    <collision name=\"c0\">\n"                                        /* 9 */
+    "      <origin xyz=\"0 0 0.2\"/>\n"
+    "      <geometry><cylinder radius=\"0.05\" length=\"0.4\"/></geometry>\n"
+    "    </collision>\n"
+    "    <collision><geometry><capsule radius=\"0.02\" length=\"0.1\"/></geometry></collision>\n"
+    "  </link>\n"
+    "  <link name=\"tool\"/>\n"                                            /* 15 */
+    "  <joint name=\"shoulder\" type=\"revolute\">\n"                      /* 16 */
+    "    <parent link=\"base\"/><child link=\"upper/arm\"/>\n"
+    "    <origin xyz=\"0 0 0.5\" rpy=\"0.1 0.2 0.3\"/>\n"
+    "    <axis xyz=\"0 1 0\"/>\n"
+    "    <limit lower=\"-1.5\" upper=\"2\" effort=\"10\" velocity=\"1\"/>\n"
+    "    <dynamics damping=\"1\"/>\n"
+    "  </joint>\n"
+    "  <joint name=\"wrist\" type=\"continuous\">\n"                       /* 23 */
+    "    <parent link=\"upper/arm\"/><child link=\"tool\"/>\n"
+    "    <limit lower=\"5\" upper=\"-5\"/>\n"
+    "    <mimic joint=\"shoulder\" multiplier=\"-2\" offset=\"0.25\"/>\n"
+    "  </joint>\n"
+    "  <gazebo><joint name=\"ghost\" type=\"floating\"/><link name=\"ghost\"/></gazebo>\n"
+    "  <transmission name=\"t\"><joint name=\"shoulder\"/></transmission>\n"
+    "</robot>\n";
+
+static void small_urdf_gives_the_exact_def(void **state)
+{
+    (void)state;
+    rp_urdf *u = parse_ok(small_urdf);
+    const rp_model_def *d = rp_urdf_def(u);
+
+    assert_int_equal(d->n_link_names, 3);
+    assert_string_equal(d->link_names[0], "base");
+    assert_string_equal(d->link_names[1], "upper/arm");
+    assert_string_equal(d->link_names[2], "tool");
+    assert_int_equal(rp_urdf_link_line(u, 0), 3);
+    assert_int_equal(rp_urdf_link_line(u, 1), 7);
+    assert_int_equal(rp_urdf_link_line(u, 2), 15);
+    assert_int_equal(rp_urdf_link_line(u, 3), 0);
+
+    assert_int_equal(d->n_links, 3);
+    assert_non_null(d->shape_links);
+    const char *ids[] = {"base#0", "upper/arm#0", "upper/arm#1"};
+    const char *owners[] = {"base", "upper/arm", "upper/arm"};
+    unsigned long lines[] = {5, 9, 13};
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(d->links[i].id, ids[i]);
+        assert_string_equal(d->shape_links[i], owners[i]);
+        assert_int_equal(d->links[i].frame, -1);
+        assert_int_equal(rp_shape_validate(&d->links[i].shape), RP_OK);
+        assert_int_equal(rp_urdf_shape_line(u, i), lines[i]);
+    }
+    assert_int_equal(d->links[0].shape.kind, RP_SHAPE_SPHERE);
+    assert_vec(d->links[0].shape.sphere.center, 0, 0, 0, 0);
+    assert_near(d->links[0].shape.sphere.radius, 0.1, 0);
+    assert_int_equal(d->links[1].shape.kind, RP_SHAPE_CAPSULE);
+    assert_vec(d->links[1].shape.capsule.a, 0, 0, 0.0, 1e-15);
+    assert_vec(d->links[1].shape.capsule.b, 0, 0, 0.4, 1e-15);
+    assert_near(d->links[1].shape.capsule.radius, 0.05, 0);
+    assert_vec(d->links[2].shape.capsule.a, 0, 0, -0.05, 0);
+    assert_vec(d->links[2].shape.capsule.b, 0, 0, 0.05, 0);
+    assert_near(d->links[2].shape.capsule.radius, 0.02, 0);
+
+    assert_int_equal(d->n_joints, 2);
+    const rp_joint_def *j = &d->joints[0];
+    assert_string_equal(j->name, "shoulder");
+    assert_int_equal(j->type, RP_JOINT_REVOLUTE);
+    assert_string_equal(j->parent, "base");
+    assert_string_equal(j->child, "upper/arm");
+    assert_vec(j->xyz, 0, 0, 0.5, 0);
+    assert_vec(j->rpy, 0.1, 0.2, 0.3, 0);
+    assert_vec(j->axis, 0, 1, 0, 0);
+    assert_true(j->has_limits);
+    assert_near(j->lower, -1.5, 0);
+    assert_near(j->upper, 2, 0);
+    assert_null(j->mimic);
+    assert_near(j->multiplier, 1, 0);
+    assert_near(j->offset, 0, 0);
+    assert_int_equal(rp_urdf_joint_line(u, 0), 16);
+
+    j = &d->joints[1];
+    assert_string_equal(j->name, "wrist");
+    assert_int_equal(j->type, RP_JOINT_CONTINUOUS);
+    assert_vec(j->xyz, 0, 0, 0, 0);
+    assert_vec(j->rpy, 0, 0, 0, 0);
+    assert_vec(j->axis, 1, 0, 0, 0); /* the URDF default */
+    assert_false(j->has_limits);     /* continuous: <limit> ignored, even a bad one */
+    assert_string_equal(j->mimic, "shoulder");
+    assert_near(j->multiplier, -2, 0);
+    assert_near(j->offset, 0.25, 0);
+    assert_int_equal(rp_urdf_joint_line(u, 1), 23);
+    assert_int_equal(rp_urdf_joint_line(u, 2), 0);
+
+    assert_near(d->safety_margin, 0, 0);
+    assert_true(d->self_collision);
+    assert_int_equal(d->n_allowed, 0);
+    assert_int_equal(d->n_defaults, 0);
+    assert_int_equal(d->n_allowed_scene, 0);
+    rp_urdf_free(u);
+}
+
+static void fixed_and_prismatic_joints_and_limit_defaults(void **state)
+{
+    (void)state;
+    rp_urdf *u = parse_ok("<robot name='r'><link name='a'/><link name='b'/><link name='c'/>"
+                          "<joint name='f' type='fixed'><parent link='a'/><child link='b'/>"
+                          "<limit lower='nan'/></joint>"
+                          "<joint name='p' type='prismatic'><parent link='b'/><child link='c'/>"
+                          "<limit upper='0.3'/></joint></robot>");
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->joints[0].type, RP_JOINT_FIXED);
+    assert_false(d->joints[0].has_limits);
+    assert_int_equal(d->joints[1].type, RP_JOINT_PRISMATIC);
+    assert_true(d->joints[1].has_limits);
+    assert_near(d->joints[1].lower, 0, 0); /* URDF: lower defaults to 0 */
+    assert_near(d->joints[1].upper, 0.3, 0);
+    assert_int_equal(d->n_links, 0);
+    assert_non_null(d->shape_links); /* still the kinematic form */
+    rp_urdf_free(u);
+}
+
+/* ---- geometry ------------------------------------------------------------------ */
+
+static void cylinder_becomes_capsule_of_its_length(void **state)
+{
+    (void)state;
+    rp_urdf *u = one_collision("<geometry><cylinder radius='0.04' length='0.3'/></geometry>");
+    const rp_capsule *c = &rp_urdf_def(u)->links[0].shape.capsule;
+    assert_int_equal(rp_urdf_def(u)->links[0].shape.kind, RP_SHAPE_CAPSULE);
+    assert_vec(c->a, 0, 0, -0.15, 0);
+    assert_vec(c->b, 0, 0, 0.15, 0);
+    assert_near(c->radius, 0.04, 0);
+    assert_string_equal(rp_urdf_def(u)->links[0].id, "a#0");
+    rp_urdf_free(u);
+}
+
+static void sphere_keeps_radius_and_moves_with_origin(void **state)
+{
+    (void)state;
+    rp_urdf *u = one_collision("<origin xyz='1 -2 3' rpy='0.4 0.5 0.6'/>"
+                               "<geometry><sphere radius='0.25'/></geometry>");
+    const rp_sphere *s = &rp_urdf_def(u)->links[0].shape.sphere;
+    assert_vec(s->center, 1, -2, 3, 0);
+    assert_near(s->radius, 0.25, 0);
+    rp_urdf_free(u);
+}
+
+/* Rz(yaw) * Ry(pitch) * Rx(roll) as three matrix products. */
+static void rpy_by_hand(double r, double p, double y, double m[3][3])
+{
+    double rx[3][3] = {{1, 0, 0}, {0, cos(r), -sin(r)}, {0, sin(r), cos(r)}};
+    double ry[3][3] = {{cos(p), 0, sin(p)}, {0, 1, 0}, {-sin(p), 0, cos(p)}};
+    double rz[3][3] = {{cos(y), -sin(y), 0}, {sin(y), cos(y), 0}, {0, 0, 1}};
+    double t[3][3];
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            t[i][k] = 0;
+            for (int l = 0; l < 3; l++)
+                t[i][k] += ry[i][l] * rx[l][k];
+        }
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            m[i][k] = 0;
+            for (int l = 0; l < 3; l++)
+                m[i][k] += rz[i][l] * t[l][k];
+        }
+}
+
+static void collision_origin_rpy_is_applied(void **state)
+{
+    (void)state;
+    /* Roll a quarter turn: the cylinder's z axis becomes -y. */
+    rp_urdf *u = one_collision("<origin xyz='0.1 0.2 0.3' rpy='1.5707963267948966 0 0'/>"
+                               "<geometry><cylinder radius='0.01' length='0.2'/></geometry>");
+    const rp_capsule *c = &rp_urdf_def(u)->links[0].shape.capsule;
+    assert_vec(c->a, 0.1, 0.2 + 0.1, 0.3, 1e-15);
+    assert_vec(c->b, 0.1, 0.2 - 0.1, 0.3, 1e-15);
+    rp_urdf_free(u);
+
+    /* Yaw a quarter turn after pitching a quarter turn: z -> x (pitch), x -> y (yaw). */
+    u = one_collision("<origin rpy='0 1.5707963267948966 1.5707963267948966'/>"
+                      "<geometry><cylinder radius='0.01' length='2'/></geometry>");
+    c = &rp_urdf_def(u)->links[0].shape.capsule;
+    assert_vec(c->b, 0, 1, 0, 1e-15);
+    rp_urdf_free(u);
+
+    /* A general rotation against the matrix products. */
+    u = one_collision("<origin xyz='-0.3 0.7 1.1' rpy='0.3 -0.5 1.2'/>"
+                      "<geometry><cylinder radius='0.01' length='2'/></geometry>");
+    c = &rp_urdf_def(u)->links[0].shape.capsule;
+    double m[3][3];
+    rpy_by_hand(0.3, -0.5, 1.2, m);
+    assert_vec(c->b, -0.3 + m[0][2], 0.7 + m[1][2], 1.1 + m[2][2], 1e-15);
+    assert_vec(c->a, -0.3 - m[0][2], 0.7 - m[1][2], 1.1 - m[2][2], 1e-15);
+    rp_transform t = rp_urdf_origin_((rp_vec3){0, 0, 0}, (rp_vec3){0.3, -0.5, 1.2});
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++)
+            assert_near(t.r[i][k], m[i][k], 1e-15);
+    rp_urdf_free(u);
+}
+
+static void box_rule_slabs_along_middle_edge(void **state)
+{
+    (void)state;
+    /* x = 0.2 (middle), y = 0.05 (smallest), z = 0.4 (largest): 4 slabs across x,
+     * capsules along z, radius half the diagonal of a 0.05 x 0.05 slab. */
+    rp_urdf *u = one_collision("<geometry><box size='0.2 0.05 0.4'/></geometry>");
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->n_links, 4);
+    double r = sqrt(0.05 * 0.05 + 0.05 * 0.05) / 2;
+    for (size_t j = 0; j < 4; j++) {
+        char id[16];
+        snprintf(id, sizeof id, "a#0.%zu", j);
+        assert_string_equal(d->links[j].id, id);
+        assert_string_equal(d->shape_links[j], "a");
+        const rp_capsule *c = &d->links[j].shape.capsule;
+        double x = -0.1 + 0.025 + 0.05 * (double)j;
+        assert_vec(c->a, x, 0, -0.2, 1e-16);
+        assert_vec(c->b, x, 0, 0.2, 1e-16);
+        assert_near(c->radius, r, 1e-12 * r + 1e-17);
+        assert_true(c->radius >= r);
+    }
+    rp_urdf_free(u);
+
+    /* A cube is one capsule; a paper-thin plate is capped at 16. */
+    rp_capsule caps[RP_URDF_BOX_MAX];
+    assert_int_equal(rp_urdf_box_capsules_((double[]){1, 1, 1}, caps), 1);
+    assert_near(caps[0].radius, sqrt(2) / 2, 1e-12);
+    assert_int_equal(rp_urdf_box_capsules_((double[]){1, 1e-300, 0.5}, caps), 16);
+    assert_int_equal(rp_urdf_box_capsules_((double[]){3, 2, 1}, caps), 2);
+}
+
+/* Samples each box: its 8 corners, edge and face midpoints and random
+ * points must lie in the union of its capsules. */
+static void box_capsules_enclose_the_box(void **state)
+{
+    (void)state;
+    test_rng rng = {42};
+    double sizes[][3] = {{1, 1, 1},   {0.4, 0.2, 0.05}, {0.05, 0.4, 0.2}, {1, 1e-3, 0.3},
+                         {2, 2, 1e-4}, {1e-3, 1e-3, 5}, {7, 3, 3},        {0.3, 0.31, 0.29}};
+    size_t nboxes = sizeof sizes / sizeof sizes[0];
+    for (size_t b = 0; b < nboxes + 200; b++) {
+        double s[3];
+        for (int k = 0; k < 3; k++)
+            s[k] = b < nboxes ? sizes[b][k] : exp(rng_uniform(&rng, log(1e-3), log(10)));
+        rp_capsule caps[RP_URDF_BOX_MAX];
+        size_t n = rp_urdf_box_capsules_(s, caps);
+        assert_true(n >= 1 && n <= RP_URDF_BOX_MAX);
+        /* Grid points including corners, edge and face midpoints. */
+        for (int i = 0; i <= 4; i++)
+            for (int k = 0; k <= 4; k++)
+                for (int l = 0; l <= 4; l++) {
+                    rp_vec3 p = {s[0] * (i / 4.0 - 0.5), s[1] * (k / 4.0 - 0.5),
+                                 s[2] * (l / 4.0 - 0.5)};
+                    if (outside_union(p, caps, n) > 0)
+                        fail_msg("box %g %g %g: (%g %g %g) outside by %g", s[0], s[1], s[2], p.x,
+                                 p.y, p.z, outside_union(p, caps, n));
+                }
+        for (int i = 0; i < 500; i++) {
+            rp_vec3 p = {rng_uniform(&rng, -s[0] / 2, s[0] / 2),
+                         rng_uniform(&rng, -s[1] / 2, s[1] / 2),
+                         rng_uniform(&rng, -s[2] / 2, s[2] / 2)};
+            assert_true(outside_union(p, caps, n) <= 0);
+        }
+    }
+}
+
+/* The same through a rotated <origin>: the box's corners, moved by the
+ * same transform, are inside (within rounding of the rotation). */
+static void rotated_box_collision_encloses_rotated_corners(void **state)
+{
+    (void)state;
+    rp_urdf *u = one_collision("<origin xyz='0.1 -0.2 0.3' rpy='0.7 -0.2 2.5'/>"
+                               "<geometry><box size='0.3 0.12 0.02'/></geometry>");
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->n_links, 6);
+    rp_capsule caps[RP_URDF_BOX_MAX];
+    for (size_t i = 0; i < d->n_links; i++)
+        caps[i] = d->links[i].shape.capsule;
+    rp_transform t = rp_urdf_origin_((rp_vec3){0.1, -0.2, 0.3}, (rp_vec3){0.7, -0.2, 2.5});
+    for (int corner = 0; corner < 8; corner++) {
+        rp_vec3 p = {corner & 1 ? 0.15 : -0.15, corner & 2 ? 0.06 : -0.06,
+                     corner & 4 ? 0.01 : -0.01};
+        assert_true(outside_union(rp_transform_point(&t, p), caps, d->n_links) <= 1e-15);
+    }
+    rp_urdf_free(u);
+}
+
+static void numbers_are_plain_finite_decimals(void **state)
+{
+    (void)state;
+    double v;
+    const char *good[] = {"0", "-1.5", "+2", ".5", "5.", "1e-3", "1E+2", "1e-320"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_true(rp_urdf_number_(good[i], strlen(good[i]), &v));
+    const char *bad[] = {"", "nan", "inf", "-infinity", "1e999", "0x10", "1,5", " 1", "1 ",
+                         "1e", "--1", "."};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rp_urdf_number_(bad[i], strlen(bad[i]), &v))
+            fail_msg("accepted \"%s\"", bad[i]);
+    rp_vec3 x;
+    assert_true(rp_urdf_vec3_("  1\t2\n3 ", &x));
+    assert_vec(x, 1, 2, 3, 0);
+    assert_false(rp_urdf_vec3_("1 2", &x));
+    assert_false(rp_urdf_vec3_("1 2 3 4", &x));
+    assert_false(rp_urdf_vec3_("1,2,3", &x));
+    assert_false(rp_urdf_vec3_("", &x));
+}
+
+/* ---- refusals ---------------------------------------------------------------- */
+
+typedef struct refusal {
+    const char *urdf;
+    const char *srdf;
+    rp_urdf_status status;
+    bool in_srdf;
+    unsigned long line;
+    const char *where;
+    const char *reason; /* a substring of the reason */
+} refusal;
+
+#define LINK_A "<link name='a'/>"
+#define ROBOT(body) "<robot name='r'>" body "</robot>"
+#define JOINT(attrs, body) \
+    ROBOT("<link name='a'/><link name='b'/><joint " attrs ">" body "</joint>")
+#define AB "<parent link='a'/><child link='b'/>"
+
+static const refusal refusals[] = {
+    {ROBOT("<link name='forearm'><collision><geometry><sphere radius='1'/></geometry></collision>"
+           "<collision>\n<geometry>\n<mesh filename='f.stl'/></geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 3, "link[forearm].collision[1].geometry.mesh",
+     "link[forearm].collision[1].geometry.mesh: meshes are not supported; use sphere, capsule, "
+     "cylinder or box geometry (a \"spherized\" URDF)"},
+    {JOINT("name='j' type='floating'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
+     "joint[j]: type \"floating\" is not supported: use revolute, continuous, prismatic or fixed"},
+    {JOINT("name='j' type='planar'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
+     "type \"planar\" is not supported"},
+    {JOINT("name='j'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
+     "the type attribute is required"},
+    {JOINT("name='j' type='fixed'", AB "<origin xyz='0 nan 0'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].origin", "joint[j].origin: xyz=\"0 nan 0\" must be three finite numbers"},
+    {JOINT("name='j' type='revolute'", AB "<limit lower='1e999' upper='1'/>"), NULL,
+     RP_URDF_INVALID, false, 1, "joint[j].limit",
+     "joint[j].limit: lower=\"1e999\" is not a finite number"},
+    {JOINT("name='j' type='revolute'", AB "<limit lower='-inf'/>"), NULL, RP_URDF_INVALID, false,
+     1, "joint[j].limit", "lower=\"-inf\" is not a finite number"},
+    {JOINT("name='j' type='revolute'", AB "<limit lower='1' upper='0.5'/>"), NULL,
+     RP_URDF_INVALID, false, 1, "joint[j].limit",
+     "joint[j].limit: lower 1 is greater than upper 0.5"},
+    {JOINT("name='j' type='revolute'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
+     "joint[j]: a revolute joint needs <limit>"},
+    {JOINT("name='j' type='fixed'", "<parent/><child link='b'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].parent", "joint[j].parent: the link attribute is required"},
+    {JOINT("name='j' type='fixed'", "\n<child link='b'/>\n"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j]", "joint[j]: <parent link=...> is required"},
+    {JOINT("name='j' type='fixed'", AB "<parent link='a'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].parent", "appears twice"},
+    {JOINT("name='j' type='fixed'", AB "<axis/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].axis", "the xyz attribute is required"},
+    {JOINT("name='j' type='fixed'", AB "<mimic multiplier='2'/>"), NULL, RP_URDF_INVALID, false,
+     1, "joint[j].mimic", "the joint attribute is required"},
+    {JOINT("name='j' type='fixed'", AB "<mimic joint='k' offset='x'/>"), NULL, RP_URDF_INVALID,
+     false, 1, "joint[j].mimic", "offset=\"x\" is not a finite number"},
+    {JOINT("type='fixed'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[#0]",
+     "joint[#0]: the name attribute is required"},
+    {ROBOT("<link name='a'/><link name='b'/><joint name='j' type='fixed'>" AB "</joint>\n"
+           "<joint name='j' type='fixed'>" AB "</joint>"),
+     NULL, RP_URDF_INVALID, false, 2, "joint[j]", "joint \"j\" is defined twice (first at line 1)"},
+    {"<robot name='r'>\n  <link name='a'>\n  </lnk>\n</robot>", NULL, RP_URDF_INVALID, false, 3,
+     "", "malformed XML: mismatched tag (line 3, column 4)"},
+    {"", NULL, RP_URDF_INVALID, false, 1, "", "malformed XML: no element found"},
+    {"<robot name='r'><link name='a'/>", NULL, RP_URDF_INVALID, false, 1, "",
+     "malformed XML: no element found"},
+    {"<robot name='r'>\n<link name='a'/>\n<link name='a'/></robot>", NULL, RP_URDF_INVALID, false,
+     3, "link[a]", "link[a]: link \"a\" is defined twice (first at line 2)"},
+    {ROBOT(LINK_A "<link name='a b'/>"), NULL, RP_URDF_INVALID, false, 1, "link[#1]",
+     "link[#1]: name=\"a b\" must be 1-128 characters of [A-Za-z0-9_.:/-]"},
+    {ROBOT("<link name=''/>"), NULL, RP_URDF_INVALID, false, 1, "link[#0]", "name=\"\" must be"},
+    {ROBOT("<link/>"), NULL, RP_URDF_INVALID, false, 1, "link[#0]",
+     "the name attribute is required"},
+    {ROBOT(LINK_A "<joint name='a#1' type='fixed'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[#0]", "name=\"a#1\" must be"},
+    {JOINT("name='j' type='fixed'", "<parent link='a b'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].parent", "link=\"a b\" must be"},
+    {ROBOT(LINK_A "<link name='b'/>"), ROBOT("<disable_collisions link1='a' link2='b'/>\n"
+                                             "<disable_collisions link1='a' link2='c'/>"),
+     RP_URDF_INVALID, true, 2, "disable_collisions[1]",
+     "disable_collisions[1]: link2=\"c\" is not a link of the URDF"},
+    {ROBOT(LINK_A), ROBOT("<disable_collisions link2='a'/>"), RP_URDF_INVALID, true, 1,
+     "disable_collisions[0]", "the link1 attribute is required"},
+    {ROBOT(LINK_A), "<srdf/>", RP_URDF_INVALID, true, 1, "",
+     "the root element must be <robot>, not <srdf>"},
+    {ROBOT(LINK_A), "<robot>", RP_URDF_INVALID, true, 1, "", "malformed XML"},
+    {"<model><link name='a'/></model>", NULL, RP_URDF_INVALID, false, 1, "",
+     "the root element must be <robot>, not <model>"},
+    {ROBOT(""), NULL, RP_URDF_INVALID, false, 0, "", "the robot has no <link>"},
+    {ROBOT("<link name='a'><collision><geometry><sphere radius='0'/></geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.sphere",
+     "radius=\"0\" must be greater than 0"},
+    {ROBOT("<link name='a'><collision><geometry><sphere/></geometry></collision></link>"), NULL,
+     RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.sphere",
+     "link[a].collision[0].geometry.sphere: the radius attribute is required"},
+    {ROBOT("<link name='a'><collision><geometry><cylinder radius='1' length='-2'/></geometry>"
+           "</collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.cylinder",
+     "length=\"-2\" must be greater than 0"},
+    {ROBOT("<link name='a'><collision><geometry><capsule radius='nan' length='1'/></geometry>"
+           "</collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.capsule",
+     "radius=\"nan\" is not a finite number"},
+    {ROBOT("<link name='a'><collision><geometry><box size='1 0 1'/></geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.box",
+     "size=\"1 0 1\": each edge must be greater than 0"},
+    {ROBOT("<link name='a'><collision><geometry><box size='1 1'/></geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.box",
+     "size=\"1 1\" must be three finite numbers"},
+    {ROBOT("<link name='a'>\n<collision>\n<origin xyz='1 2 3'/></collision></link>"), NULL,
+     RP_URDF_INVALID, false, 2, "link[a].collision[0]",
+     "link[a].collision[0]: <geometry> is required"},
+    {ROBOT("<link name='a'>\n<collision><geometry><cone/></geometry></collision></link>"), NULL,
+     RP_URDF_INVALID, false, 2, "link[a].collision[0]",
+     "<geometry> has no sphere, cylinder, capsule or box"},
+    {ROBOT("<link name='a'><collision><geometry><sphere radius='1'/><sphere radius='2'/>"
+           "</geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.sphere",
+     "a <geometry> holds one shape, this is a second one"},
+    {ROBOT("<link name='a'><collision><origin/><origin/></collision></link>"), NULL,
+     RP_URDF_INVALID, false, 1, "link[a].collision[0].origin", "<origin> appears twice"},
+    {ROBOT("<link name='a'><collision><origin xyz='0 0 1e308'/><geometry>"
+           "<cylinder radius='1' length='1.7e308'/></geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0]", "beyond the range of doubles"},
+};
+
+static void each_refusal_names_its_element(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        const refusal *r = &refusals[i];
+        rp_urdf_error err;
+        rp_urdf_status st = parse_err_opts(r->urdf, r->srdf, NULL, &err);
+        if (st != r->status || err.in_srdf != r->in_srdf || err.line != r->line ||
+            strcmp(err.where, r->where) != 0 || !strstr(err.reason, r->reason))
+            fail_msg("case %zu: got %d in_srdf=%d line %lu where \"%s\" reason \"%s\"\n"
+                     "want %d in_srdf=%d line %lu where \"%s\" reason containing \"%s\"",
+                     i, (int)st, err.in_srdf, err.line, err.where, err.reason, (int)r->status,
+                     r->in_srdf, r->line, r->where, r->reason);
+        assert_null(err.limit_name);
+    }
+}
+
+/* A long non-ASCII name is quoted cut between characters; a control
+ * character in it becomes '?'. */
+static void quoted_text_stays_utf8(void **state)
+{
+    (void)state;
+    char doc[1024] = "<robot name='r'><link name='\t";
+    for (int i = 0; i < 100; i++)
+        strcat(doc, "\xC3\xA9"); /* é */
+    strcat(doc, "'/></robot>");
+    rp_urdf_error err;
+    assert_int_equal(parse_err_opts(doc, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_string_equal(err.where, "link[#0]");
+    /* The tab became ' ' by XML attribute normalisation; é kept, 48 bytes, "...". */
+    assert_non_null(strstr(err.reason, "name=\" \xC3\xA9\xC3\xA9"));
+    assert_non_null(strstr(err.reason, "\xC3\xA9...\" must be"));
+
+    /* A Latin-1 document: expat hands over UTF-8. */
+    const char latin1[] = "<?xml version='1.0' encoding='ISO-8859-1'?>"
+                          "<robot name='r'><link name='\xE9\x01'/></robot>";
+    assert_int_equal(parse_err_opts(latin1, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "malformed XML")); /* \x01 is not XML */
+    const char latin1_ok[] = "<?xml version='1.0' encoding='ISO-8859-1'?>"
+                             "<robot name='r'><link name='\xE9'/></robot>";
+    assert_int_equal(parse_err_opts(latin1_ok, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "name=\"\xC3\xA9\" must be"));
+    /* Not UTF-8 at all: expat refuses. */
+    assert_int_equal(parse_err_opts("<robot name='\xFF'/>", NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "malformed XML"));
+}
+
+/* ---- entities ---------------------------------------------------------------- */
+
+static void billion_laughs_is_refused_at_the_first_entity(void **state)
+{
+    (void)state;
+    char doc[4096] = "<?xml version='1.0'?>\n<!DOCTYPE robot [\n <!ENTITY lol 'lol'>\n";
+    for (int i = 1; i <= 9; i++) {
+        char prev[8], line[160];
+        snprintf(prev, sizeof prev, i > 1 ? "lol%d" : "lol", i - 1);
+        snprintf(line, sizeof line, " <!ENTITY lol%d '", i);
+        for (int k = 0; k < 8; k++)
+            snprintf(line + strlen(line), sizeof line - strlen(line), "&%s;", prev);
+        strcat(line, "'>\n");
+        strcat(doc, line);
+    }
+    strcat(doc, "]>\n<robot name='&lol9;'><link name='a'/></robot>\n");
+    rp_urdf_error err;
+    assert_int_equal(parse_err_opts(doc, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_int_equal(err.line, 3);
+    assert_string_equal(err.where, "");
+    assert_string_equal(err.reason, "entity declarations are not allowed (<!ENTITY lol>)");
+}
+
+static void external_entities_are_refused(void **state)
+{
+    (void)state;
+    rp_urdf_error err;
+    const char ext[] = "<!DOCTYPE robot [<!ENTITY x SYSTEM 'file:///etc/passwd'>]>"
+                       "<robot name='r'><link name='a'>&x;</link></robot>";
+    assert_int_equal(parse_err_opts(ext, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "entity declarations are not allowed (<!ENTITY x>)"));
+    const char param[] = "<!DOCTYPE robot [<!ENTITY % p SYSTEM 'http://example.com/p.dtd'> %p;]>"
+                         "<robot name='r'><link name='a'/></robot>";
+    assert_int_equal(parse_err_opts(param, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "entity declarations are not allowed (<!ENTITY p>)"));
+    /* An external DTD is never fetched, and a reference it might have
+     * declared is refused rather than dropped. */
+    const char dtd_ref[] = "<!DOCTYPE robot SYSTEM 'http://example.com/robot.dtd'>"
+                           "<robot name='r'><link name='a'>&x;</link></robot>";
+    assert_int_equal(parse_err_opts(dtd_ref, NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "entity reference &x; cannot be resolved"));
+    rp_urdf *u = parse_ok("<!DOCTYPE robot SYSTEM 'http://example.com/robot.dtd'>"
+                          "<robot name='r'><link name='a'/></robot>");
+    rp_urdf_free(u);
+    /* Undeclared without a DTD: expat's own error. */
+    assert_int_equal(parse_err_opts("<robot name='&x;'/>", NULL, NULL, &err), RP_URDF_INVALID);
+    assert_non_null(strstr(err.reason, "malformed XML: undefined entity"));
+}
+
+/* ---- size and limits ---------------------------------------------------------- */
+
+/* A URDF of n links in a chain, each with two collisions (a sphere and a
+ * box of 2 capsules), and n - 1 revolute joints.  Caller frees. */
+static char *chain_urdf(size_t n, size_t *len)
+{
+    size_t cap = 512 + n * 600, used = 0;
+    char *doc = malloc(cap);
+    assert_non_null(doc);
+    used += (size_t)snprintf(doc, cap, "<?xml version='1.0'?>\n<robot name='chain'>\n");
+    for (size_t i = 0; i < n; i++) {
+        used += (size_t)snprintf(
+            doc + used, cap - used,
+            "  <link name='link_%zu'>\n"
+            "    <visual><geometry><mesh filename='package://x/%zu.stl'/></geometry></visual>\n"
+            "    <collision><origin xyz='0 0 0.05'/><geometry><sphere radius='0.04'/>"
+            "</geometry></collision>\n"
+            "    <collision><origin rpy='0 0 0.5'/><geometry><box size='0.1 0.05 0.2'/>"
+            "</geometry></collision>\n"
+            "  </link>\n",
+            i, i);
+        if (i > 0)
+            used += (size_t)snprintf(
+                doc + used, cap - used,
+                "  <joint name='joint_%zu' type='revolute'><parent link='link_%zu'/>"
+                "<child link='link_%zu'/><origin xyz='0 0 0.1' rpy='0 0.1 0'/>"
+                "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/>"
+                "</joint>\n",
+                i, i - 1, i);
+        assert_true(used < cap);
+    }
+    used += (size_t)snprintf(doc + used, cap - used, "</robot>\n");
+    *len = used;
+    return doc;
+}
+
+static void one_megabyte_urdf_parses(void **state)
+{
+    (void)state;
+    size_t len;
+    char *doc = chain_urdf(2500, &len);
+    assert_true(len > 1000000);
+    rp_urdf *u = NULL;
+    rp_urdf_error err;
+    rp_urdf_opts opts = {.allow_adjacent = true};
+    assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &opts, &u, &err), RP_URDF_OK);
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->n_link_names, 2500);
+    assert_int_equal(d->n_joints, 2499);
+    assert_int_equal(d->n_links, 3 * 2500);
+    assert_int_equal(d->n_allowed, 2499);
+    assert_string_equal(d->links[3 * 2499].id, "link_2499#0");
+    assert_string_equal(d->links[3 * 2499 + 2].id, "link_2499#1.1");
+    assert_string_equal(d->joints[2498].child, "link_2499");
+    for (size_t i = 0; i < d->n_links; i++)
+        assert_int_equal(rp_shape_validate(&d->links[i].shape), RP_OK);
+    rp_urdf_free(u);
+    free(doc);
+}
+
+static void limits_stop_the_parse(void **state)
+{
+    (void)state;
+    size_t len;
+    char *doc = chain_urdf(10, &len); /* 10 links, 9 joints, 30 shapes */
+    rp_urdf *u = NULL;
+    rp_urdf_error err;
+
+    rp_urdf_opts exact = {.max_shapes = 30, .max_links = 10, .max_pairs = 9,
+                          .allow_adjacent = true};
+    assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &exact, &u, &err), RP_URDF_OK);
+    rp_urdf_free(u);
+
+    rp_urdf_opts shapes = {.max_shapes = 29};
+    assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &shapes, &u, &err), RP_URDF_LIMIT);
+    assert_null(u);
+    assert_int_equal(err.limit_max, 29);
+    assert_string_equal(err.limit_name, "max_model_links");
+    assert_string_equal(err.where, "link[link_9].collision[1]");
+    assert_string_equal(err.reason, "link[link_9].collision[1]: more than 29 shapes");
+
+    rp_urdf_opts links = {.max_links = 9};
+    assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &links, &u, &err), RP_URDF_LIMIT);
+    assert_int_equal(err.limit_max, 9);
+    assert_string_equal(err.where, "link[link_9]");
+    assert_string_equal(err.limit_name, "max_model_links");
+
+    rp_urdf_opts joints = {.max_links = 10};
+    free(doc);
+    doc = chain_urdf(11, &len);
+    assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &joints, &u, &err), RP_URDF_LIMIT);
+    assert_string_equal(err.where, "link[link_10]");
+
+    rp_urdf_opts pairs = {.max_pairs = 9, .allow_adjacent = true};
+    assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &pairs, &u, &err), RP_URDF_LIMIT);
+    assert_string_equal(err.limit_name, "max_allowed_pairs");
+    assert_int_equal(err.limit_max, 9);
+    assert_string_equal(err.where, "joint[joint_10]");
+    assert_false(err.in_srdf);
+    assert_true(err.line > 0);
+    free(doc);
+}
+
+static void adjacent_pairs_follow_srdf_pairs(void **state)
+{
+    (void)state;
+    const char *urdf = ROBOT("<link name='a'/><link name='b'/><link name='c'/>"
+                             "<joint name='j1' type='fixed'><parent link='a'/><child link='b'/>"
+                             "</joint><joint name='j2' type='fixed'><parent link='b'/>"
+                             "<child link='nowhere'/></joint>"
+                             "<joint name='j3' type='fixed'><parent link='b'/><child link='c'/>"
+                             "</joint>");
+    const char *srdf = "<robot name='r'>\n<group name='g'><link name='x'/></group>\n"
+                       "<disable_collisions link1='c' link2='a' reason='Never'/></robot>";
+    rp_urdf_opts opts = {.allow_adjacent = true};
+    rp_urdf *u = parse_ok_opts(urdf, srdf, &opts);
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->n_allowed, 3); /* j2 names a missing link: left to the store */
+    const char *want[] = {"c", "a", "a", "b", "b", "c"};
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(d->allowed_pairs[i], want[i]);
+    assert_int_equal(rp_urdf_pair_line(u, 0), 3);
+    assert_int_equal(rp_urdf_pair_line(u, 1), 0);
+    assert_int_equal(rp_urdf_pair_line(u, 2), 0);
+    assert_int_equal(rp_urdf_pair_line(u, 3), 0);
+    /* Graph problems are not this parser's: the missing link is kept. */
+    assert_string_equal(d->joints[1].child, "nowhere");
+    rp_urdf_free(u);
+
+    u = parse_ok_opts(urdf, srdf, NULL);
+    assert_int_equal(rp_urdf_def(u)->n_allowed, 1);
+    rp_urdf_free(u);
+}
+
+static void null_arguments(void **state)
+{
+    (void)state;
+    rp_urdf *u = (rp_urdf *)&u;
+    assert_int_equal(rp_urdf_parse(NULL, 0, NULL, 0, NULL, &u, NULL), RP_URDF_INVALID);
+    assert_null(u);
+    rp_urdf_free(NULL);
+}
+
+/* ---- arm7 ---------------------------------------------------------------------- */
+
+static void arm7_parses_with_its_srdf(void **state)
+{
+    (void)state;
+    size_t ulen, slen;
+    char *urdf = read_file("arm7.urdf", &ulen);
+    char *srdf = read_file("arm7.srdf", &slen);
+    rp_urdf *u = NULL;
+    rp_urdf_error err;
+    rp_urdf_status st = rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, &err);
+    if (st != RP_URDF_OK)
+        fail_msg("%s line %lu: %s", err.where, err.line, err.reason);
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->n_link_names, 12);
+    assert_string_equal(d->link_names[0], "arm7_link0");
+    assert_int_equal(d->n_joints, 11);
+    size_t moving = 0, spheres = 0;
+    for (size_t i = 0; i < d->n_joints; i++) {
+        const rp_joint_def *j = &d->joints[i];
+        if (j->type != RP_JOINT_FIXED && !j->mimic)
+            moving++;
+        if (j->type == RP_JOINT_REVOLUTE || j->type == RP_JOINT_PRISMATIC)
+            assert_true(j->has_limits && j->lower <= j->upper);
+        assert_true(rp_urdf_joint_line(u, i) > 0);
+    }
+    assert_int_equal(moving, 8); /* 7 arm joints and one finger */
+    assert_string_equal(d->joints[10].name, "arm7_finger_joint2");
+    assert_string_equal(d->joints[10].mimic, "arm7_finger_joint1");
+    assert_int_equal(d->n_links, 57);
+    for (size_t i = 0; i < d->n_links; i++) {
+        assert_int_equal(rp_shape_validate(&d->links[i].shape), RP_OK);
+        spheres += d->links[i].shape.kind == RP_SHAPE_SPHERE;
+    }
+    assert_int_equal(spheres, 53);
+    assert_int_equal(d->n_allowed, 19);
+    assert_true(rp_urdf_pair_line(u, 0) > 0);
+    rp_urdf_free(u);
+
+    rp_urdf_opts adj = {.allow_adjacent = true};
+    assert_int_equal(rp_urdf_parse(urdf, ulen, srdf, slen, &adj, &u, &err), RP_URDF_OK);
+    assert_int_equal(rp_urdf_def(u)->n_allowed, 19 + 11);
+    rp_urdf_free(u);
+    free(urdf);
+    free(srdf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(small_urdf_gives_the_exact_def),
+        cmocka_unit_test(fixed_and_prismatic_joints_and_limit_defaults),
+        cmocka_unit_test(cylinder_becomes_capsule_of_its_length),
+        cmocka_unit_test(sphere_keeps_radius_and_moves_with_origin),
+        cmocka_unit_test(collision_origin_rpy_is_applied),
+        cmocka_unit_test(box_rule_slabs_along_middle_edge),
+        cmocka_unit_test(box_capsules_enclose_the_box),
+        cmocka_unit_test(rotated_box_collision_encloses_rotated_corners),
+        cmocka_unit_test(numbers_are_plain_finite_decimals),
+        cmocka_unit_test(each_refusal_names_its_element),
+        cmocka_unit_test(quoted_text_stays_utf8),
+        cmocka_unit_test(billion_laughs_is_refused_at_the_first_entity),
+        cmocka_unit_test(external_entities_are_refused),
+        cmocka_unit_test(one_megabyte_urdf_parses),
+        cmocka_unit_test(limits_stop_the_parse),
+        cmocka_unit_test(adjacent_pairs_follow_srdf_pairs),
+        cmocka_unit_test(null_arguments),
+        cmocka_unit_test(arm7_parses_with_its_srdf),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
