@@ -834,6 +834,63 @@ static void arm7_parses_with_its_srdf(void **state)
     free(srdf);
 }
 
+/* The store takes arm7 as it is: 8 active joints; at the arm's "ready" pose
+ * the flange sits where a Panda's does, and nothing but the SRDF's pairs
+ * touches. */
+static void arm7_is_a_valid_model_clear_at_ready(void **state)
+{
+    (void)state;
+    size_t ulen, slen;
+    char *urdf = read_file("arm7.urdf", &ulen);
+    char *srdf = read_file("arm7.srdf", &slen);
+    rp_urdf *u = NULL;
+    assert_int_equal(rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, NULL), RP_URDF_OK);
+    rp_store *st = rp_store_new(NULL);
+    rp_model *m = NULL;
+    rp_model_error me;
+    rp_status s = rp_store_model_put(st, "arm7", rp_urdf_def(u), &m, &me);
+    if (s != RP_OK)
+        fail_msg("put: %d, problem %d index %zu", (int)s, (int)me.problem, me.index);
+    assert_int_equal(rp_model_dof(m), 8);
+    const double pi = 3.14159265358979323846;
+    double q[8] = {0, -pi / 4, 0, -3 * pi / 4, 0, pi / 2, pi / 4, 0.04};
+    rp_transform poses[12];
+    assert_int_equal(rp_model_tree_link_count(m), 12);
+    assert_int_equal(rp_model_fk(m, NULL, q, poses), RP_OK);
+    size_t flange = rp_model_tree_link_find(m, "arm7_link8");
+    assert_vec(poses[flange].t, 0.30689, 0, 0.59028, 1e-5);
+    rp_check_opts opts = {.report = RP_REPORT_CLOSEST};
+    rp_check_result r = {0};
+    assert_int_equal(rp_model_check_joints(m, NULL, NULL, q, &opts, &r), RP_OK);
+    assert_false(r.collision);
+    assert_true(r.has_min && r.closest.distance > 0.02);
+    rp_check_result_free(&r);
+    rp_store_free(st);
+    rp_urdf_free(u);
+    free(urdf);
+    free(srdf);
+}
+
+/* The store checks the tree; the line functions point back into the
+ * document. */
+static void store_errors_map_back_to_lines(void **state)
+{
+    (void)state;
+    rp_urdf *u = parse_ok("<robot name='r'>\n<link name='a'/>\n<link name='b'/>\n"
+                          "<joint name='j0' type='fixed'><parent link='a'/><child link='b'/>"
+                          "</joint>\n"
+                          "<joint name='j1' type='fixed'><parent link='b'/><child link='c'/>"
+                          "</joint>\n</robot>");
+    rp_store *st = rp_store_new(NULL);
+    rp_model_error me;
+    assert_int_equal(rp_store_model_put(st, "m", rp_urdf_def(u), NULL, &me), RP_ERR_INVALID_ARG);
+    assert_int_equal(me.problem, RP_MODEL_UNKNOWN_JOINT_LINK);
+    assert_int_equal(me.index, 1);
+    assert_int_equal(rp_urdf_joint_line(u, me.index), 5);
+    rp_store_free(st);
+    rp_urdf_free(u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -855,6 +912,8 @@ int main(void)
         cmocka_unit_test(adjacent_pairs_follow_srdf_pairs),
         cmocka_unit_test(null_arguments),
         cmocka_unit_test(arm7_parses_with_its_srdf),
+        cmocka_unit_test(arm7_is_a_valid_model_clear_at_ready),
+        cmocka_unit_test(store_errors_map_back_to_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
