@@ -4,7 +4,7 @@
 # every package is already installed.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libcmocka-dev valgrind python3 python3-jsonschema systemd curl
+packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   clang libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
 
 missing=()
