@@ -340,6 +340,12 @@ RP_API size_t rp_model_tree_link_find(const rp_model *m, const char *name);
 RP_API size_t rp_model_root(const rp_model *m);
 /// The tree link that shape i is attached to (SIZE_MAX in a frame-indexed model).
 RP_API size_t rp_model_shape_link(const rp_model *m, size_t i);
+/// Shape i as given, in its link's frame (kinematic models; the frame-form
+/// shape otherwise).
+RP_API void rp_model_shape_local(const rp_model *m, size_t i, rp_shape *out);
+/// Allowed link pairs of a kinematic model, as tree link indices.
+RP_API size_t rp_model_allowed_link_count(const rp_model *m);
+RP_API void rp_model_allowed_link_at(const rp_model *m, size_t i, size_t *a, size_t *b);
 /// Every joint as defined (with names owned by the model), for inspection.
 RP_API size_t rp_model_joint_count(const rp_model *m);
 RP_API const rp_joint_def *rp_model_joint_at(const rp_model *m, size_t i);

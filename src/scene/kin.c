@@ -739,3 +739,19 @@ rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene,
         free(frames);
     return st;
 }
+
+void rp_model_shape_local(const rp_model *m, size_t i, rp_shape *out)
+{
+    *out = m->shape_local ? m->shape_local[i] : m->links[i].shape;
+}
+
+size_t rp_model_allowed_link_count(const rp_model *m)
+{
+    return m->kin ? m->kin->n_allowed_links : 0;
+}
+
+void rp_model_allowed_link_at(const rp_model *m, size_t i, size_t *a, size_t *b)
+{
+    *a = m->kin->allowed_links[2 * i];
+    *b = m->kin->allowed_links[2 * i + 1];
+}

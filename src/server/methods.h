@@ -50,6 +50,13 @@ bool rpd_number_param(rpd_req *req, const cJSON *params, const char *key, double
 bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt,
                        bool *out);
 
+/* methods_model.c: the model `params.model` names (fails -32001 when
+ * missing); allowed (link, scene shape id) pairs at `path` (2*n strings
+ * into the tree, malloc'ed). */
+rp_model *rpd_existing_model(rpd_req *req, const cJSON *params);
+bool rpd_decode_scene_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
+                            size_t *n_out);
+
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w);
@@ -64,5 +71,7 @@ bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w);
 
 #endif /* REPOSE_SERVER_METHODS_H */

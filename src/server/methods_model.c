@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/urdf.h"
 #include "methods.h"
 
 /* Highest joint frame index a model may use: bounds the frames array. */
@@ -24,7 +25,7 @@ static bool model_name(rpd_req *req, const cJSON *params, const char **name)
     return true;
 }
 
-static rp_model *existing_model(rpd_req *req, const cJSON *params)
+rp_model *rpd_existing_model(rpd_req *req, const cJSON *params)
 {
     const char *name;
     if (!model_name(req, params, &name))
@@ -130,60 +131,702 @@ static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const c
     return true;
 }
 
+/* Decodes the kinematic form's params.links: [{id, link, shape}]. */
+static bool decode_kin_links(rpd_req *req, const cJSON *j, const char *path, rp_link **out,
+                             const char ***link_of, size_t *n_out)
+{
+    static const char *const keys[] = {"id", "link", "shape", NULL};
+    *out = NULL;
+    *link_of = NULL;
+    *n_out = 0;
+    if (!j)
+        return true; /* a tree without shapes */
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, "must be an array of link shapes");
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
+    rp_link *links = calloc(n ? n : 1, sizeof *links);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    if (!links || !names) {
+        free(links);
+        free(names);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    size_t k = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char lp[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX];
+        rp_codec_err ce;
+        rp_codec_path_index(lp, path, k);
+        if (cJSON_IsObject(c) && cJSON_GetObjectItemCaseSensitive(c, "frame")) {
+            free(links);
+            free(names);
+            return rpd_fail_path(req, rp_codec_path_key(sub, lp, "frame"),
+                                 "a kinematic model (one with joints) attaches shapes to links "
+                                 "(\"link\"), not to frames");
+        }
+        if (!rp_codec_object_keys(c, lp, keys, &ce) ||
+            !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "id"),
+                         rp_codec_path_key(sub, lp, "id"), &links[k].id, &ce) ||
+            !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "link"),
+                         rp_codec_path_key(sub, lp, "link"), &names[k], &ce) ||
+            !rp_codec_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
+                            rp_codec_path_key(sub, lp, "shape"), &links[k].shape, &ce)) {
+            free(links);
+            free(names);
+            return rpd_fail_params(req, &ce);
+        }
+    }
+    *out = links;
+    *link_of = names;
+    *n_out = n;
+    return true;
+}
+
+/* {"xyz": vec3?, "rpy": vec3?} */
+static bool decode_origin(const cJSON *j, const char *path, rp_joint_def *d, rp_codec_err *ce)
+{
+    static const char *const keys[] = {"xyz", "rpy", NULL};
+    char sub[RP_CODEC_PATH_MAX];
+    if (!j)
+        return true;
+    if (!rp_codec_object_keys(j, path, keys, ce))
+        return false;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "xyz");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "rpy");
+    return (!x || rp_codec_vec3(x, rp_codec_path_key(sub, path, "xyz"), &d->xyz, ce)) &&
+           (!r || rp_codec_vec3(r, rp_codec_path_key(sub, path, "rpy"), &d->rpy, ce));
+}
+
+static const char *const joint_types[] = {"fixed", "revolute", "continuous", "prismatic"};
+
+/* One element of params.joints. */
+static bool decode_joint(rpd_req *req, const cJSON *c, const char *jp, rp_joint_def *d)
+{
+    static const char *const keys[] = {"name", "type", "parent", "child", "origin", "axis",
+                                       "limits", "mimic", NULL};
+    static const char *const limit_keys[] = {"lower", "upper", NULL};
+    static const char *const mimic_keys[] = {"joint", "multiplier", "offset", NULL};
+    char sub[RP_CODEC_PATH_MAX], sub2[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const char *type;
+    memset(d, 0, sizeof *d);
+    d->axis = (rp_vec3){1.0, 0.0, 0.0};
+    if (!rp_codec_object_keys(c, jp, keys, &ce) ||
+        !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "name"),
+                     rp_codec_path_key(sub, jp, "name"), &d->name, &ce) ||
+        !rp_codec_string(cJSON_GetObjectItemCaseSensitive(c, "type"),
+                         rp_codec_path_key(sub, jp, "type"), &type, &ce))
+        return rpd_fail_params(req, &ce);
+    size_t t = 0;
+    while (t < 4 && strcmp(type, joint_types[t]) != 0)
+        t++;
+    if (t == 4)
+        return rpd_fail_path(req, sub,
+                             "must be \"revolute\", \"continuous\", \"prismatic\" or \"fixed\"");
+    d->type = (rp_joint_type)t;
+    const cJSON *axis = cJSON_GetObjectItemCaseSensitive(c, "axis");
+    if (!rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "parent"),
+                     rp_codec_path_key(sub, jp, "parent"), &d->parent, &ce) ||
+        !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "child"),
+                     rp_codec_path_key(sub, jp, "child"), &d->child, &ce) ||
+        !decode_origin(cJSON_GetObjectItemCaseSensitive(c, "origin"),
+                       rp_codec_path_key(sub, jp, "origin"), d, &ce) ||
+        (axis && !rp_codec_vec3(axis, rp_codec_path_key(sub, jp, "axis"), &d->axis, &ce)))
+        return rpd_fail_params(req, &ce);
+    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(c, "limits");
+    if (lim) {
+        rp_codec_path_key(sub, jp, "limits");
+        if (!rp_codec_object_keys(lim, sub, limit_keys, &ce) ||
+            !rp_codec_number(cJSON_GetObjectItemCaseSensitive(lim, "lower"),
+                             rp_codec_path_key(sub2, sub, "lower"), &d->lower, &ce) ||
+            !rp_codec_number(cJSON_GetObjectItemCaseSensitive(lim, "upper"),
+                             rp_codec_path_key(sub2, sub, "upper"), &d->upper, &ce))
+            return rpd_fail_params(req, &ce);
+        d->has_limits = true;
+    }
+    const cJSON *mim = cJSON_GetObjectItemCaseSensitive(c, "mimic");
+    if (mim) {
+        rp_codec_path_key(sub, jp, "mimic");
+        const cJSON *mu = cJSON_GetObjectItemCaseSensitive(mim, "multiplier");
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(mim, "offset");
+        d->multiplier = 1.0;
+        if (!rp_codec_object_keys(mim, sub, mimic_keys, &ce) ||
+            !rp_codec_id(cJSON_GetObjectItemCaseSensitive(mim, "joint"),
+                         rp_codec_path_key(sub2, sub, "joint"), &d->mimic, &ce) ||
+            (mu && !rp_codec_number(mu, rp_codec_path_key(sub2, sub, "multiplier"),
+                                    &d->multiplier, &ce)) ||
+            (of && !rp_codec_number(of, rp_codec_path_key(sub2, sub, "offset"), &d->offset,
+                                    &ce)))
+            return rpd_fail_params(req, &ce);
+    }
+    return true;
+}
+
+static bool decode_joints(rpd_req *req, const cJSON *j, const char *path, rp_joint_def **out,
+                          size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (!j)
+        return true;
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, "must be an array of joints");
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
+    rp_joint_def *joints = malloc((n ? n : 1) * sizeof *joints);
+    if (!joints)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    size_t k = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char jp[RP_CODEC_PATH_MAX];
+        if (!decode_joint(req, c, rp_codec_path_index(jp, path, k), &joints[k])) {
+            free(joints);
+            return false;
+        }
+    }
+    *out = joints;
+    *n_out = n;
+    return true;
+}
+
+/* Everything a put decodes into, freed in one place. */
+typedef struct put_scratch {
+    rp_model_def def;
+    rp_link *links;
+    const char **shape_links;
+    rp_joint_def *joints;
+    const char **pairs;
+    const char **more_pairs; /* URDF: the document's pairs plus params.allowed_pairs */
+    const char **scene_pairs;
+    const char **default_names;
+    double *default_values;
+    rp_urdf *urdf;
+} put_scratch;
+
+/* params.default_positions: {joint name: value}. */
+static bool decode_defaults(rpd_req *req, const cJSON *j, const char *path, put_scratch *s)
+{
+    rp_model_def *def = &s->def;
+    if (!j)
+        return true;
+    rp_codec_err ce;
+    rp_status st = rp_codec_object_unique(j, path, &ce);
+    if (st == RP_ERR_NOMEM)
+        return rpd_fail_status(req, st);
+    if (st)
+        return rpd_fail_params(req, &ce);
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    double *values = malloc((n ? n : 1) * sizeof *values);
+    if (!names || !values) {
+        free(names);
+        free(values);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    size_t k = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char sub[RP_CODEC_PATH_MAX];
+        names[k] = c->string;
+        if (!rp_codec_number(c, rp_codec_path_key(sub, path, c->string), &values[k], &ce)) {
+            free(names);
+            free(values);
+            return rpd_fail_params(req, &ce);
+        }
+    }
+    s->default_names = names;
+    s->default_values = values;
+    def->default_names = names;
+    def->default_values = values;
+    def->n_defaults = n;
+    return true;
+}
+
+bool rpd_decode_scene_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
+                            size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (!j)
+        return true;
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, "must be an array of [link, scene shape id] pairs");
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_allowed_pairs)
+        return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
+                              req->core->limits.max_allowed_pairs);
+    const char **ids = malloc((n ? 2 * n : 1) * sizeof *ids);
+    if (!ids)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    size_t k = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char pp[RP_CODEC_PATH_MAX], ep[RP_CODEC_PATH_MAX];
+        rp_codec_err ce;
+        rp_codec_path_index(pp, path, k);
+        if (!cJSON_IsArray(c) || cJSON_GetArraySize(c) != 2) {
+            free(ids);
+            return rpd_fail_path(req, pp, "must be a pair [link, scene shape id]");
+        }
+        if (!rp_codec_id(c->child, rp_codec_path_index(ep, pp, 0), &ids[2 * k], &ce) ||
+            !rp_codec_id(c->child->next, rp_codec_path_index(ep, pp, 1), &ids[2 * k + 1], &ce)) {
+            free(ids);
+            return rpd_fail_params(req, &ce);
+        }
+    }
+    *out = ids;
+    *n_out = n;
+    return true;
+}
+
+static void put_scratch_free(put_scratch *s)
+{
+    free(s->links);
+    free(s->shape_links);
+    free(s->joints);
+    free(s->pairs);
+    free(s->more_pairs);
+    free(s->scene_pairs);
+    free(s->default_names);
+    free(s->default_values);
+    rp_urdf_free(s->urdf);
+}
+
+/* Link names of a JSON definition are derived (kin.c): every joint's
+ * parent and child, then every shape's link, first mention first.  Names
+ * the `index`-th such link where it is first mentioned: a second root is
+ * usually a misspelt parent. */
+static bool fail_second_root(rpd_req *req, const rp_model_def *def, size_t index)
+{
+    size_t seen = 0, n = 2 * def->n_joints + def->n_links;
+    for (size_t k = 0; k < n; k++) {
+        const char *name = k < 2 * def->n_joints
+                               ? (k % 2 ? def->joints[k / 2].child : def->joints[k / 2].parent)
+                               : def->shape_links[k - 2 * def->n_joints];
+        bool earlier = false;
+        for (size_t e = 0; e < k && !earlier; e++) {
+            const char *o = e < 2 * def->n_joints
+                                ? (e % 2 ? def->joints[e / 2].child : def->joints[e / 2].parent)
+                                : def->shape_links[e - 2 * def->n_joints];
+            earlier = strcmp(o, name) == 0;
+        }
+        if (earlier || seen++ != index)
+            continue;
+        char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+        if (k < 2 * def->n_joints)
+            rp_codec_path_key(p2, rp_codec_path_index(p1, "params.joints", k / 2),
+                              k % 2 ? "child" : "parent");
+        else
+            rp_codec_path_key(p2, rp_codec_path_index(p1, "params.links", k - 2 * def->n_joints),
+                              "link");
+        rpd_format(reason, sizeof reason,
+                   "link '%s' is a second root: no joint has it as its child", name);
+        return rpd_fail_path(req, p2, reason);
+    }
+    return rpd_fail_path(req, "params.joints", "the links form more than one tree");
+}
+
+/* Where a problem of rp_store_model_put points in a JSON definition. */
+static bool fail_model_json(rpd_req *req, const rp_model_def *def, const rp_model_error *me)
+{
+    char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+    const rp_joint_def *j = def->joints ? &def->joints[me->index] : NULL;
+    rp_codec_path_index(p1, "params.joints", me->index);
+    switch (me->problem) {
+    case RP_MODEL_DUPLICATE_LINK:
+        rp_codec_path_index(p1, "params.links", me->index);
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "id"), "duplicate link id");
+    case RP_MODEL_UNKNOWN_PAIR_LINK:
+        rp_codec_path_index(p1, "params.allowed_pairs", me->index);
+        return rpd_fail_path(req, rp_codec_path_index(p2, p1, me->element),
+                             "names no link of this model");
+    case RP_MODEL_UNKNOWN_SCENE_LINK:
+        rp_codec_path_index(p1, "params.allowed_scene", me->index);
+        return rpd_fail_path(req, rp_codec_path_index(p2, p1, 0), "names no link of this model");
+    case RP_MODEL_BAD_MARGIN:
+        return rpd_fail_path(req, "params.safety_margin", "must be finite and >= 0");
+    case RP_MODEL_DUPLICATE_JOINT:
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "name"), "duplicate joint name");
+    case RP_MODEL_TWO_PARENTS:
+        rpd_format(reason, sizeof reason, "link '%s' is already the child of another joint",
+                   j->child);
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "child"), reason);
+    case RP_MODEL_SELF_JOINT:
+        return rpd_fail_path(req, p1, "joins a link to itself");
+    case RP_MODEL_CYCLE:
+        return rpd_fail_path(req, p1, "closes a cycle: its child is not reachable from the root");
+    case RP_MODEL_NO_ROOT:
+        return rpd_fail_path(req, "params.joints", "every link is a child: there is no root");
+    case RP_MODEL_TWO_ROOTS:
+        return fail_second_root(req, def, me->index);
+    case RP_MODEL_BAD_ORIGIN:
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "origin"), "must be finite");
+    case RP_MODEL_BAD_AXIS:
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "axis"),
+                             "must be a finite non-zero vector");
+    case RP_MODEL_BAD_LIMITS:
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "limits"),
+                             "must be finite with lower <= upper");
+    case RP_MODEL_BAD_MIMIC:
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "mimic"),
+                             "must name another moving joint (no mimic cycles), with a finite "
+                             "multiplier and offset");
+    case RP_MODEL_UNKNOWN_DEFAULT:
+    case RP_MODEL_BAD_DEFAULT:
+        rp_codec_path_key(p2, "params.default_positions", def->default_names[me->index]);
+        return rpd_fail_path(req, p2, me->problem == RP_MODEL_BAD_DEFAULT
+                                          ? "must be finite"
+                                          : "names no active joint (moving, not a mimic)");
+    default:
+        rp_codec_path_index(p1, "params.links", me->index);
+        return rpd_fail_path(req, p1, "invalid link");
+    }
+}
+
+/* The same for a URDF definition: the path is the document, the reason
+ * names the element and its line. */
+static bool fail_model_urdf(rpd_req *req, const put_scratch *s, const rp_model_error *me)
+{
+    const rp_model_def *def = &s->def;
+    char reason[RP_CODEC_REASON_MAX];
+    const char *path = "params.urdf";
+    const rp_joint_def *j = me->index < def->n_joints ? &def->joints[me->index] : NULL;
+    unsigned long jl = rp_urdf_joint_line(s->urdf, me->index);
+    switch (me->problem) {
+    case RP_MODEL_UNKNOWN_JOINT_LINK:
+        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): %s link '%s' is not defined",
+                   j->name, jl, me->element ? "child" : "parent",
+                   me->element ? j->child : j->parent);
+        break;
+    case RP_MODEL_TWO_PARENTS:
+        rpd_format(reason, sizeof reason,
+                   "joint '%s' (line %lu): link '%s' is already the child of another joint",
+                   j->name, jl, j->child);
+        break;
+    case RP_MODEL_SELF_JOINT:
+        rpd_format(reason, sizeof reason, "joint '%s' (line %lu) joins link '%s' to itself",
+                   j->name, jl, j->parent);
+        break;
+    case RP_MODEL_CYCLE:
+        rpd_format(reason, sizeof reason,
+                   "joint '%s' (line %lu) closes a cycle: link '%s' is not reachable from the root",
+                   j->name, jl, j->child);
+        break;
+    case RP_MODEL_NO_ROOT:
+        rpd_format(reason, sizeof reason, "every link is a joint's child: there is no root");
+        break;
+    case RP_MODEL_TWO_ROOTS:
+        rpd_format(reason, sizeof reason,
+                   "link '%s' (line %lu) is a second root: no joint has it as its child",
+                   def->link_names[me->index], rp_urdf_link_line(s->urdf, me->index));
+        break;
+    case RP_MODEL_DUPLICATE_JOINT:
+        rpd_format(reason, sizeof reason, "joint '%s' (line %lu) is defined twice", j->name, jl);
+        break;
+    case RP_MODEL_BAD_AXIS:
+        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): axis must be non-zero",
+                   j->name, jl);
+        break;
+    case RP_MODEL_BAD_LIMITS:
+        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): limits need lower <= upper",
+                   j->name, jl);
+        break;
+    case RP_MODEL_BAD_MIMIC:
+        rpd_format(reason, sizeof reason,
+                   "joint '%s' (line %lu): mimic must name another moving joint (no cycles)",
+                   j->name, jl);
+        break;
+    case RP_MODEL_UNKNOWN_PAIR_LINK:
+        return rpd_fail_path(req, "params.allowed_pairs", "names a link the URDF does not define");
+    default:
+        return fail_model_json(req, def, me);
+    }
+    return rpd_fail_path(req, path, reason);
+}
+
+/* model.put with "urdf": the document (and "srdf") into s->def. */
+static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
+{
+    char path[RP_CODEC_PATH_MAX], spath[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const char *urdf, *srdf = NULL;
+    if (!rp_codec_string(rpd_param(params, "urdf", path), path, &urdf, &ce))
+        return rpd_fail_params(req, &ce);
+    const cJSON *sj = rpd_param(params, "srdf", spath);
+    if (sj && !rp_codec_string(sj, spath, &srdf, &ce))
+        return rpd_fail_params(req, &ce);
+    bool adjacent = srdf == NULL;
+    if (!rpd_optional_bool(req, params, "allow_adjacent", adjacent, &adjacent))
+        return false;
+    rp_urdf_opts opts = {req->core->limits.max_model_links, req->core->limits.max_model_links,
+                         req->core->limits.max_allowed_pairs, adjacent};
+    rp_urdf_error ue;
+    rp_urdf_status us = rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, &opts,
+                                      &s->urdf, &ue);
+    if (us == RP_URDF_NOMEM)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    if (us == RP_URDF_LIMIT) {
+        rpd_limit_id id = ue.limit_name && strcmp(ue.limit_name, "max_allowed_pairs") == 0
+                              ? RPD_LIMIT_max_allowed_pairs
+                              : RPD_LIMIT_max_model_links;
+        return rpd_fail_limit(req, id, ue.limit_max);
+    }
+    if (us != RP_URDF_OK) {
+        char where[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+        rp_codec_path_key(where, ue.in_srdf ? "params.srdf" : "params.urdf", ue.where);
+        if (ue.line)
+            rpd_format(reason, sizeof reason, "line %lu: %s", ue.line, ue.reason);
+        else
+            rpd_format(reason, sizeof reason, "%s", ue.reason);
+        return rpd_fail_path(req, ue.where[0] ? where : ue.in_srdf ? "params.srdf" : "params.urdf",
+                             reason);
+    }
+    s->def = *rp_urdf_def(s->urdf);
+    /* params.allowed_pairs (link names) add to the document's pairs. */
+    const char **extra;
+    size_t n_extra;
+    if (!decode_pairs(req, rpd_param(params, "allowed_pairs", path), path, &extra, &n_extra))
+        return false;
+    if (n_extra) {
+        size_t n = s->def.n_allowed + n_extra;
+        s->more_pairs = malloc(2 * n * sizeof *s->more_pairs);
+        if (!s->more_pairs) {
+            free(extra);
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        }
+        memcpy(s->more_pairs, s->def.allowed_pairs, 2 * s->def.n_allowed * sizeof(char *));
+        memcpy(s->more_pairs + 2 * s->def.n_allowed, extra, 2 * n_extra * sizeof(char *));
+        s->def.allowed_pairs = s->more_pairs;
+        s->def.n_allowed = n;
+    }
+    free(extra);
+    return true;
+}
+
 bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model", "links", "safety_margin", "allowed_pairs",
-                                       "self_collision", NULL};
+    static const char *const keys[] = {"model", "links", "joints", "urdf", "srdf",
+                                       "allow_adjacent", "safety_margin", "allowed_pairs",
+                                       "allowed_scene", "self_collision", "default_positions",
+                                       NULL};
     const char *name;
     char path[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
-    rp_model_def def;
-    memset(&def, 0, sizeof def);
+    put_scratch s;
+    memset(&s, 0, sizeof s);
+    bool self = true;
+    double margin = 0.0;
     if (!rpd_check_keys(req, params, keys) || !model_name(req, params, &name) ||
-        !rpd_optional_bool(req, params, "self_collision", true, &def.self_collision))
+        !rpd_optional_bool(req, params, "self_collision", true, &self))
         return false;
-    const cJSON *margin = rpd_param(params, "safety_margin", path);
-    if (margin && !rp_codec_nonneg(margin, path, &def.safety_margin, &ce))
+    const cJSON *mj = rpd_param(params, "safety_margin", path);
+    if (mj && !rp_codec_nonneg(mj, path, &margin, &ce))
         return rpd_fail_params(req, &ce);
-    rp_link *links = NULL;
-    const char **pairs = NULL;
-    if (!decode_links(req, rpd_param(params, "links", path), path, &links, &def.n_links))
-        return false;
-    if (!decode_pairs(req, rpd_param(params, "allowed_pairs", path), path, &pairs,
-                      &def.n_allowed)) {
-        free(links);
+    const cJSON *links = rpd_param(params, "links", path);
+    const cJSON *joints = rpd_param(params, "joints", path);
+    bool urdf = rpd_param(params, "urdf", path) != NULL;
+    bool kinematic = urdf || joints;
+    for (const cJSON *c = cJSON_IsArray(links) ? links->child : NULL; c && !kinematic; c = c->next)
+        kinematic = cJSON_GetObjectItemCaseSensitive(c, "link") != NULL;
+    static const char *const only_kin[] = {"srdf", "allow_adjacent", "default_positions", NULL};
+    static const char *const not_urdf[] = {"links", "joints", NULL};
+    for (const char *const *k = only_kin; *k; k++)
+        if (!kinematic && rpd_param(params, *k, path))
+            return rpd_fail_path(req, path, "only for kinematic models (with joints or a urdf)");
+    if (!urdf && rpd_param(params, "srdf", path))
+        return rpd_fail_path(req, path, "needs a urdf");
+    if (!urdf && rpd_param(params, "allow_adjacent", path))
+        return rpd_fail_path(req, path, "only with a urdf");
+    for (const char *const *k = not_urdf; *k; k++)
+        if (urdf && rpd_param(params, *k, path))
+            return rpd_fail_path(req, path, "not with a urdf: the document defines them");
+
+    bool ok;
+    if (urdf) {
+        ok = decode_urdf(req, params, &s);
+    } else if (kinematic) {
+        ok = decode_kin_links(req, links, "params.links", &s.links, &s.shape_links,
+                              &s.def.n_links) &&
+             decode_joints(req, joints, "params.joints", &s.joints, &s.def.n_joints) &&
+             decode_pairs(req, rpd_param(params, "allowed_pairs", path), path, &s.pairs,
+                          &s.def.n_allowed);
+        s.def.links = s.links;
+        s.def.shape_links = s.shape_links;
+        s.def.joints = s.joints;
+        s.def.allowed_pairs = s.pairs;
+        /* A tree without joints or shapes is still kinematic. */
+        static const char *const no_links[1] = {NULL};
+        if (ok && !s.def.shape_links)
+            s.def.shape_links = no_links; /* never read: n_links is 0 */
+    } else {
+        ok = decode_links(req, links, "params.links", &s.links, &s.def.n_links) &&
+             decode_pairs(req, rpd_param(params, "allowed_pairs", path), path, &s.pairs,
+                          &s.def.n_allowed);
+        s.def.links = s.links;
+        s.def.allowed_pairs = s.pairs;
+    }
+    ok = ok && decode_defaults(req, rpd_param(params, "default_positions", path), path, &s) &&
+         rpd_decode_scene_pairs(req, rpd_param(params, "allowed_scene", path), path,
+                                &s.scene_pairs, &s.def.n_allowed_scene);
+    if (!ok) {
+        put_scratch_free(&s);
         return false;
     }
-    def.links = links;
-    def.allowed_pairs = pairs;
+    s.def.allowed_scene = s.scene_pairs;
+    s.def.safety_margin = margin;
+    s.def.self_collision = self;
     rp_model *m;
     rp_model_error me;
-    rp_status st = rp_store_model_put(req->core->store, name, &def, &m, &me);
-    free(links);
-    free(pairs);
-    if (st == RP_ERR_INVALID_ARG) {
-        char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
-        switch (me.problem) {
-        case RP_MODEL_DUPLICATE_LINK:
-            rp_codec_path_index(p1, "params.links", me.index);
-            return rpd_fail_path(req, rp_codec_path_key(p2, p1, "id"), "duplicate link id");
-        case RP_MODEL_UNKNOWN_PAIR_LINK:
-            rp_codec_path_index(p1, "params.allowed_pairs", me.index);
-            return rpd_fail_path(req, rp_codec_path_index(p2, p1, me.element),
-                                 "names no link of this model");
-        case RP_MODEL_BAD_MARGIN:
-            return rpd_fail_path(req, "params.safety_margin", "must be finite and >= 0");
-        default:
-            rp_codec_path_index(p1, "params.links", me.index);
-            return rpd_fail_path(req, p1, "invalid link");
-        }
-    }
-    if (st)
-        return rpd_fail_status(req, st);
+    rp_status st = rp_store_model_put(req->core->store, name, &s.def, &m, &me);
+    if (st == RP_ERR_INVALID_ARG)
+        ok = urdf ? fail_model_urdf(req, &s, &me) : fail_model_json(req, &s.def, &me);
+    else if (st)
+        ok = rpd_fail_status(req, st);
+    put_scratch_free(&s);
+    if (!ok)
+        return false;
     rp_jw_object_begin(w);
     write_model_rev(w, m);
     rp_jw_object_end(w);
     return true;
+}
+
+static void write_allowed_scene(rp_jw *w, const rp_model *m)
+{
+    RP_JW_KEY(w, "allowed_scene");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_model_allowed_scene_count(m); i++) {
+        const char *link, *id;
+        rp_model_allowed_scene_at(m, i, &link, &id);
+        rp_jw_array_begin(w);
+        rp_jw_string(w, link);
+        rp_jw_string(w, id);
+        rp_jw_array_end(w);
+    }
+    rp_jw_array_end(w);
+}
+
+static void write_joint_def(rp_jw *w, const rp_joint_def *j)
+{
+    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic"};
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "name");
+    rp_jw_string(w, j->name);
+    RP_JW_KEY(w, "type");
+    rp_jw_string(w, types[j->type]);
+    RP_JW_KEY(w, "parent");
+    rp_jw_string(w, j->parent);
+    RP_JW_KEY(w, "child");
+    rp_jw_string(w, j->child);
+    RP_JW_KEY(w, "origin");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "xyz");
+    rp_jw_vec3(w, j->xyz);
+    RP_JW_KEY(w, "rpy");
+    rp_jw_vec3(w, j->rpy);
+    rp_jw_object_end(w);
+    if (j->type != RP_JOINT_FIXED) {
+        RP_JW_KEY(w, "axis");
+        rp_jw_vec3(w, j->axis);
+    }
+    if (j->has_limits) {
+        RP_JW_KEY(w, "limits");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "lower");
+        rp_jw_double(w, j->lower);
+        RP_JW_KEY(w, "upper");
+        rp_jw_double(w, j->upper);
+        rp_jw_object_end(w);
+    }
+    if (j->mimic) {
+        RP_JW_KEY(w, "mimic");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "joint");
+        rp_jw_string(w, j->mimic);
+        RP_JW_KEY(w, "multiplier");
+        rp_jw_double(w, j->multiplier);
+        RP_JW_KEY(w, "offset");
+        rp_jw_double(w, j->offset);
+        rp_jw_object_end(w);
+    }
+    rp_jw_object_end(w);
+}
+
+/* The kinematic members of model.get (see proto/PROTOCOL.md). */
+static void write_kinematic(rp_jw *w, const rp_model *m)
+{
+    RP_JW_KEY(w, "root");
+    if (rp_model_root(m) == SIZE_MAX)
+        rp_jw_null(w);
+    else
+        rp_jw_string(w, rp_model_tree_link_name(m, rp_model_root(m)));
+    RP_JW_KEY(w, "links");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_model_tree_link_count(m); i++)
+        rp_jw_string(w, rp_model_tree_link_name(m, i));
+    rp_jw_array_end(w);
+    RP_JW_KEY(w, "joints");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_model_dof(m); i++)
+        rp_jw_string(w, rp_model_dof_name(m, i));
+    rp_jw_array_end(w);
+    RP_JW_KEY(w, "limits");
+    rp_jw_object_begin(w);
+    for (size_t i = 0; i < rp_model_dof(m); i++) {
+        double lo, hi;
+        rp_jw_key(w, rp_model_dof_name(m, i));
+        if (!rp_model_dof_limits(m, i, &lo, &hi)) {
+            rp_jw_null(w);
+            continue;
+        }
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "lower");
+        rp_jw_double(w, lo);
+        RP_JW_KEY(w, "upper");
+        rp_jw_double(w, hi);
+        rp_jw_object_end(w);
+    }
+    rp_jw_object_end(w);
+    RP_JW_KEY(w, "default_positions");
+    rp_jw_object_begin(w);
+    for (size_t i = 0; i < rp_model_dof(m); i++) {
+        rp_jw_key(w, rp_model_dof_name(m, i));
+        rp_jw_double(w, rp_model_dof_default(m, i));
+    }
+    rp_jw_object_end(w);
+    RP_JW_KEY(w, "joint_definitions");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_model_joint_count(m); i++)
+        write_joint_def(w, rp_model_joint_at(m, i));
+    rp_jw_array_end(w);
+    RP_JW_KEY(w, "shapes");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_model_link_count(m); i++) {
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "id");
+        rp_jw_string(w, rp_model_link_at(m, i)->id);
+        RP_JW_KEY(w, "link");
+        rp_jw_string(w, rp_model_tree_link_name(m, rp_model_shape_link(m, i)));
+        RP_JW_KEY(w, "shape");
+        rp_shape local;
+        rp_model_shape_local(m, i, &local);
+        rp_jw_shape(w, &local);
+        rp_jw_object_end(w);
+    }
+    rp_jw_array_end(w);
+    RP_JW_KEY(w, "allowed_pairs");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < rp_model_allowed_link_count(m); i++) {
+        size_t a, b;
+        rp_model_allowed_link_at(m, i, &a, &b);
+        rp_jw_array_begin(w);
+        rp_jw_string(w, rp_model_tree_link_name(m, a));
+        rp_jw_string(w, rp_model_tree_link_name(m, b));
+        rp_jw_array_end(w);
+    }
+    rp_jw_array_end(w);
 }
 
 bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w)
@@ -191,41 +834,48 @@ bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w)
     static const char *const keys[] = {"model", NULL};
     if (!rpd_check_keys(req, params, keys))
         return false;
-    const rp_model *m = existing_model(req, params);
+    const rp_model *m = rpd_existing_model(req, params);
     if (!m)
         return false;
     rp_jw_object_begin(w);
     write_model_rev(w, m);
-    RP_JW_KEY(w, "links");
-    rp_jw_array_begin(w);
-    for (size_t i = 0; i < rp_model_link_count(m); i++) {
-        const rp_link *l = rp_model_link_at(m, i);
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "id");
-        rp_jw_string(w, l->id);
-        RP_JW_KEY(w, "frame");
-        if (l->frame < 0)
-            rp_jw_null(w);
-        else
-            rp_jw_int(w, l->frame);
-        RP_JW_KEY(w, "shape");
-        rp_jw_shape(w, &l->shape);
-        rp_jw_object_end(w);
-    }
-    rp_jw_array_end(w);
-    RP_JW_KEY(w, "safety_margin");
-    rp_jw_double(w, rp_model_safety_margin(m));
-    RP_JW_KEY(w, "allowed_pairs");
-    rp_jw_array_begin(w);
-    for (size_t i = 0; i < rp_model_allowed_count(m); i++) {
-        size_t a, b;
-        rp_model_allowed_at(m, i, &a, &b);
+    RP_JW_KEY(w, "kinematic");
+    rp_jw_bool(w, rp_model_is_kinematic(m));
+    if (rp_model_is_kinematic(m)) {
+        write_kinematic(w, m);
+    } else {
+        RP_JW_KEY(w, "links");
         rp_jw_array_begin(w);
-        rp_jw_string(w, rp_model_link_at(m, a)->id);
-        rp_jw_string(w, rp_model_link_at(m, b)->id);
+        for (size_t i = 0; i < rp_model_link_count(m); i++) {
+            const rp_link *l = rp_model_link_at(m, i);
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "id");
+            rp_jw_string(w, l->id);
+            RP_JW_KEY(w, "frame");
+            if (l->frame < 0)
+                rp_jw_null(w);
+            else
+                rp_jw_int(w, l->frame);
+            RP_JW_KEY(w, "shape");
+            rp_jw_shape(w, &l->shape);
+            rp_jw_object_end(w);
+        }
+        rp_jw_array_end(w);
+        RP_JW_KEY(w, "allowed_pairs");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < rp_model_allowed_count(m); i++) {
+            size_t a, b;
+            rp_model_allowed_at(m, i, &a, &b);
+            rp_jw_array_begin(w);
+            rp_jw_string(w, rp_model_link_at(m, a)->id);
+            rp_jw_string(w, rp_model_link_at(m, b)->id);
+            rp_jw_array_end(w);
+        }
         rp_jw_array_end(w);
     }
-    rp_jw_array_end(w);
+    write_allowed_scene(w, m);
+    RP_JW_KEY(w, "safety_margin");
+    rp_jw_double(w, rp_model_safety_margin(m));
     RP_JW_KEY(w, "self_collision");
     rp_jw_bool(w, rp_model_self_collision(m));
     RP_JW_KEY(w, "frames");
@@ -273,298 +923,3 @@ bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
-/* ---- checks -------------------------------------------------------------------- */
-
-/* What check and check.batch share: the model, the optional scene, options. */
-typedef struct check_setup {
-    const rp_model *model;
-    const rp_scene *scene;
-    rp_check_opts opts;
-    size_t n_frames;
-} check_setup;
-
-static bool decode_setup(rpd_req *req, const cJSON *params, check_setup *cs)
-{
-    char path[RP_CODEC_PATH_MAX];
-    rp_codec_err ce;
-    memset(cs, 0, sizeof *cs);
-    cs->model = existing_model(req, params);
-    if (!cs->model)
-        return false;
-    cs->n_frames = rp_model_frame_count(cs->model);
-    const cJSON *sj = rpd_param(params, "scene", path);
-    if (sj) {
-        const char *name;
-        if (!rp_codec_name(sj, path, &name, &ce))
-            return rpd_fail_params(req, &ce);
-        cs->scene = rp_store_find(req->core->store, name);
-        if (!cs->scene)
-            return rpd_fail_not_found(req, "scene", name);
-    }
-    const cJSON *mj = rpd_param(params, "margin", path);
-    if (mj) {
-        if (!rp_codec_number(mj, path, &cs->opts.margin, &ce))
-            return rpd_fail_params(req, &ce);
-        cs->opts.has_margin = true;
-    }
-    cs->opts.report = RP_REPORT_CLOSEST;
-    const cJSON *rj = rpd_param(params, "report", path);
-    if (rj) {
-        const char *r;
-        if (!rp_codec_string(rj, path, &r, &ce))
-            return rpd_fail_params(req, &ce);
-        if (strcmp(r, "first") == 0)
-            cs->opts.report = RP_REPORT_FIRST;
-        else if (strcmp(r, "closest") == 0)
-            cs->opts.report = RP_REPORT_CLOSEST;
-        else if (strcmp(r, "all") == 0)
-            cs->opts.report = RP_REPORT_ALL;
-        else
-            return rpd_fail_path(req, path, "must be \"first\", \"closest\" or \"all\"");
-    }
-    return true;
-}
-
-/* The error for a pose that moved a link beyond the range of doubles
- * (RP_ERR_NONFINITE from rp_model_check): the path names the pose that
- * did it, under `config_path` ("params" or "params.configurations[k]"). */
-static bool fail_out_of_range(rpd_req *req, const check_setup *cs, const char *config_path,
-                              size_t link)
-{
-    char path[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
-    const rp_link *l = rp_model_link_at(cs->model, link);
-    if (l->frame < 0) {
-        rp_codec_path_key(path, config_path, "base");
-    } else {
-        char frames[RP_CODEC_PATH_MAX];
-        rp_codec_path_index(path, rp_codec_path_key(frames, config_path, "frames"),
-                            (size_t)l->frame);
-    }
-    rpd_format(reason, sizeof reason,
-               "moves link '%s' beyond the largest double (a coordinate past 1.8e308 m)", l->id);
-    return rpd_fail_path(req, path, reason);
-}
-
-/* Pair tests one configuration may need: each link against the scene
- * (a tree walk) and, with self collision, every pair of links. */
-static uint64_t check_cost(const check_setup *cs)
-{
-    uint64_t links = rp_model_link_count(cs->model);
-    uint64_t scene = cs->scene ? rpd_tree_depth(rp_scene_shape_count(cs->scene)) : 0;
-    uint64_t self = rp_model_self_collision(cs->model) ? links * (links - (links > 0)) / 2 : 0;
-    uint64_t cost = links * scene + self;
-    return cost ? cost : 1;
-}
-
-/* Decodes frames (exactly cs->n_frames poses) and an optional base pose at
- * `path` (".frames", ".base" are appended). */
-static bool decode_config(rpd_req *req, const check_setup *cs, const cJSON *frames,
-                          const cJSON *base, const char *frames_path, const char *base_path,
-                          rp_transform *out_frames, rp_transform *out_base, bool *has_base)
-{
-    rp_codec_err ce;
-    if (!cJSON_IsArray(frames))
-        return rpd_fail_path(req, frames_path,
-                             frames ? "must be an array of poses" : "is required");
-    size_t n = (size_t)cJSON_GetArraySize(frames);
-    if (n != cs->n_frames) {
-        char reason[RP_CODEC_REASON_MAX];
-        snprintf(reason, sizeof reason, "must hold %zu poses (the model's frames), not %zu",
-                 cs->n_frames, n);
-        return rpd_fail_path(req, frames_path, reason);
-    }
-    size_t k = 0;
-    for (const cJSON *f = frames->child; f; f = f->next, k++) {
-        char fp[RP_CODEC_PATH_MAX];
-        if (!rp_codec_pose(f, rp_codec_path_index(fp, frames_path, k), &out_frames[k], &ce))
-            return rpd_fail_params(req, &ce);
-    }
-    *has_base = base != NULL;
-    if (base && !rp_codec_pose(base, base_path, out_base, &ce))
-        return rpd_fail_params(req, &ce);
-    return true;
-}
-
-static void write_pair(rp_jw *w, const check_setup *cs, const rp_check_pair *p, bool distance)
-{
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "link");
-    rp_jw_string(w, rp_model_link_at(cs->model, p->link)->id);
-    RP_JW_KEY(w, "other");
-    rp_jw_string(w, p->kind == RP_PAIR_SCENE ? rp_scene_id_at(cs->scene, p->other)
-                                             : rp_model_link_at(cs->model, p->other)->id);
-    RP_JW_KEY(w, "kind");
-    rp_jw_string(w, p->kind == RP_PAIR_SCENE ? "scene" : "self");
-    if (distance) {
-        RP_JW_KEY(w, "distance");
-        rp_jw_double(w, p->distance);
-    }
-    rp_jw_object_end(w);
-}
-
-/* Writes the members of one check result (which ones depends on the
- * report, see proto/PROTOCOL.md) into an open object. */
-static void write_result_members(rp_jw *w, const check_setup *cs, const rp_check_result *r)
-{
-    RP_JW_KEY(w, "collision");
-    rp_jw_bool(w, r->collision);
-    if (cs->opts.report == RP_REPORT_FIRST) {
-        if (r->collision) {
-            RP_JW_KEY(w, "violations");
-            rp_jw_array_begin(w);
-            for (size_t i = 0; i < r->n_violations; i++)
-                write_pair(w, cs, &r->violations[i], true);
-            rp_jw_array_end(w);
-        }
-    } else {
-        RP_JW_KEY(w, "min_distance");
-        if (r->has_min)
-            rp_jw_double(w, r->closest.distance);
-        else
-            rp_jw_null(w);
-        RP_JW_KEY(w, "closest");
-        if (r->has_min)
-            write_pair(w, cs, &r->closest, false);
-        else
-            rp_jw_null(w);
-        if (cs->opts.report == RP_REPORT_ALL) {
-            RP_JW_KEY(w, "violations");
-            rp_jw_array_begin(w);
-            for (size_t i = 0; i < r->n_violations; i++)
-                write_pair(w, cs, &r->violations[i], true);
-            rp_jw_array_end(w);
-        }
-    }
-}
-
-static void write_result(rp_jw *w, const check_setup *cs, const rp_check_result *r)
-{
-    rp_jw_object_begin(w);
-    write_result_members(w, cs, r);
-    rp_jw_object_end(w);
-}
-
-static void write_scene_revision(rp_jw *w, const check_setup *cs)
-{
-    RP_JW_KEY(w, "scene_revision");
-    if (cs->scene)
-        rp_jw_uint(w, rp_scene_revision(cs->scene));
-    else
-        rp_jw_null(w);
-}
-
-bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
-{
-    static const char *const keys[] = {"model", "scene", "base", "frames", "margin", "report",
-                                       NULL};
-    check_setup cs;
-    if (!rpd_check_keys(req, params, keys) || !decode_setup(req, params, &cs))
-        return false;
-    char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
-    const cJSON *frames = rpd_param(params, "frames", fpath);
-    const cJSON *base = rpd_param(params, "base", bpath);
-    if (!rpd_charge_work(req, check_cost(&cs)))
-        return false;
-    rp_transform *tf = malloc((cs.n_frames ? cs.n_frames : 1) * sizeof *tf), btf;
-    bool has_base;
-    if (!tf)
-        return rpd_fail_status(req, RP_ERR_NOMEM);
-    if (!decode_config(req, &cs, frames, base, fpath, bpath, tf, &btf, &has_base)) {
-        free(tf);
-        return false;
-    }
-    rp_check_result res;
-    rp_status st = rp_model_check(cs.model, cs.scene, has_base ? &btf : NULL, tf, cs.n_frames,
-                                  &cs.opts, &res);
-    free(tf);
-    if (st == RP_ERR_NONFINITE)
-        return fail_out_of_range(req, &cs, "params", res.closest.link);
-    if (st)
-        return rpd_fail_status(req, st);
-    rp_jw_object_begin(w);
-    write_result_members(w, &cs, &res);
-    write_scene_revision(w, &cs);
-    rp_jw_object_end(w);
-    rp_check_result_free(&res);
-    return true;
-}
-
-bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
-{
-    static const char *const keys[] = {"model", "scene", "configurations", "margin", "report",
-                                       NULL};
-    static const char *const config_keys[] = {"frames", "base", NULL};
-    check_setup cs;
-    char path[RP_CODEC_PATH_MAX];
-    if (!rpd_check_keys(req, params, keys) || !decode_setup(req, params, &cs))
-        return false;
-    const cJSON *configs = rpd_param(params, "configurations", path);
-    if (!cJSON_IsArray(configs))
-        return rpd_fail_path(req, path,
-                             configs ? "must be an array of configurations" : "is required");
-    size_t n = (size_t)cJSON_GetArraySize(configs);
-    if (n > req->core->limits.max_batch_configurations)
-        return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
-                              req->core->limits.max_batch_configurations);
-    uint64_t cost = check_cost(&cs);
-    if (n && cost > UINT64_MAX / n)
-        cost = UINT64_MAX / n;
-    if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
-        return false;
-    size_t nf = cs.n_frames ? cs.n_frames : 1;
-    rp_transform *frames = malloc((n ? n : 1) * nf * sizeof *frames);
-    rp_transform *bases = malloc((n ? n : 1) * sizeof *bases);
-    bool *has_base = malloc((n ? n : 1) * sizeof *has_base);
-    if (!frames || !bases || !has_base) {
-        free(frames);
-        free(bases);
-        free(has_base);
-        return rpd_fail_status(req, RP_ERR_NOMEM);
-    }
-    /* Decode and validate everything first: a bad pose anywhere means
-     * nothing is computed. */
-    bool ok = true;
-    size_t k = 0;
-    for (const cJSON *c = configs->child; c && ok; c = c->next, k++) {
-        char cp[RP_CODEC_PATH_MAX], fp[RP_CODEC_PATH_MAX], bp[RP_CODEC_PATH_MAX];
-        rp_codec_err ce;
-        rp_codec_path_index(cp, path, k);
-        if (!rp_codec_object_keys(c, cp, config_keys, &ce)) {
-            ok = rpd_fail_params(req, &ce);
-            break;
-        }
-        ok = decode_config(req, &cs, cJSON_GetObjectItemCaseSensitive(c, "frames"),
-                           cJSON_GetObjectItemCaseSensitive(c, "base"),
-                           rp_codec_path_key(fp, cp, "frames"), rp_codec_path_key(bp, cp, "base"),
-                           &frames[k * nf], &bases[k], &has_base[k]);
-    }
-    if (ok) {
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "results");
-        rp_jw_array_begin(w);
-        for (k = 0; k < n && ok && !rp_jw_failed(w); k++) {
-            rp_check_result res;
-            rp_status st = rp_model_check(cs.model, cs.scene, has_base[k] ? &bases[k] : NULL,
-                                          &frames[k * nf], cs.n_frames, &cs.opts, &res);
-            if (st == RP_ERR_NONFINITE) {
-                char cp[RP_CODEC_PATH_MAX];
-                ok = fail_out_of_range(req, &cs, rp_codec_path_index(cp, path, k),
-                                       res.closest.link);
-                break;
-            }
-            if (st) {
-                ok = rpd_fail_status(req, st);
-                break;
-            }
-            write_result(w, &cs, &res);
-            rp_check_result_free(&res);
-        }
-        rp_jw_array_end(w);
-        write_scene_revision(w, &cs);
-        rp_jw_object_end(w);
-    }
-    free(frames);
-    free(bases);
-    free(has_base);
-    return ok;
-}

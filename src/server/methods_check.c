@@ -1,0 +1,964 @@
+/*
+ * check, check.batch, check.motion and model.fk: configurations of a model
+ * (joint-frame poses, or joint values of a kinematic model) and motions
+ * against a scene.  Every parameter, every configuration included, is
+ * decoded and validated before anything is computed.  Per-request attached
+ * shapes and allowed scene pairs make a temporary extension of the model
+ * (rp_model_extend) that lives for the request.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods.h"
+
+/* What the checks share: the model (extended by the request's attached
+ * shapes when there are any), the optional scene, options. */
+typedef struct check_setup {
+    const rp_model *model;
+    rp_model *ext;        /* owned extension, or NULL */
+    size_t n_base;        /* shapes of the model itself; the rest are attached */
+    const rp_scene *scene;
+    rp_check_opts opts;
+    size_t n_frames;
+    bool ignore_limits;
+} check_setup;
+
+static void free_setup(check_setup *cs)
+{
+    rp_model_free(cs->ext);
+    cs->ext = NULL;
+}
+
+/* params.attached: [{id, link, shape, touch_links?}] into a (malloc'ed)
+ * array whose strings point into the tree. */
+static bool decode_attached(rpd_req *req, const cJSON *j, const char *path, rp_attached **out,
+                            size_t *n_out)
+{
+    static const char *const keys[] = {"id", "link", "shape", "touch_links", NULL};
+    *out = NULL;
+    *n_out = 0;
+    if (!j)
+        return true;
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, "must be an array of attached shapes");
+    size_t n = (size_t)cJSON_GetArraySize(j), total_touch = 0;
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
+    for (const cJSON *c = j->child; c; c = c->next) {
+        const cJSON *t = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "touch_links") : NULL;
+        if (cJSON_IsArray(t))
+            total_touch += (size_t)cJSON_GetArraySize(t);
+    }
+    if (total_touch > req->core->limits.max_allowed_pairs)
+        return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
+                              req->core->limits.max_allowed_pairs);
+    rp_attached *a = calloc(n ? n : 1, sizeof *a);
+    const char **touch = malloc((total_touch ? total_touch : 1) * sizeof *touch);
+    if (!a || !touch) {
+        free(a);
+        free(touch);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    size_t k = 0, used = 0;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char ap[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX];
+        rp_codec_err ce;
+        rp_codec_path_index(ap, path, k);
+        if (!rp_codec_object_keys(c, ap, keys, &ce) ||
+            !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "id"),
+                         rp_codec_path_key(sub, ap, "id"), &a[k].id, &ce) ||
+            !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "link"),
+                         rp_codec_path_key(sub, ap, "link"), &a[k].link, &ce) ||
+            !rp_codec_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
+                            rp_codec_path_key(sub, ap, "shape"), &a[k].shape, &ce)) {
+            free(a);
+            free(touch);
+            return rpd_fail_params(req, &ce);
+        }
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "touch_links");
+        if (!t)
+            continue;
+        rp_codec_path_key(sub, ap, "touch_links");
+        if (!cJSON_IsArray(t)) {
+            free(a);
+            free(touch);
+            return rpd_fail_path(req, sub, "must be an array of link names");
+        }
+        a[k].touch_links = touch + used;
+        size_t e = 0;
+        for (const cJSON *x = t->child; x; x = x->next, e++) {
+            char tp[RP_CODEC_PATH_MAX];
+            if (!rp_codec_id(x, rp_codec_path_index(tp, sub, e), &touch[used++], &ce)) {
+                free(a);
+                free(touch);
+                return rpd_fail_params(req, &ce);
+            }
+        }
+        a[k].n_touch = e;
+    }
+    *out = a;
+    *n_out = n;
+    /* touch is freed with a: it is the block a[0].touch_links points into
+     * when any has touch links; keep it reachable through a trailing slot. */
+    if (total_touch == 0)
+        free(touch);
+    return true;
+}
+
+/* Frees what decode_attached made. */
+static void free_attached(rp_attached *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].n_touch) {
+            free((void *)(uintptr_t)a[i].touch_links);
+            break;
+        }
+    free(a);
+}
+
+/* Builds the extension for params.attached and params.allowed_scene. */
+static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
+{
+    char apath[RP_CODEC_PATH_MAX], spath[RP_CODEC_PATH_MAX];
+    const cJSON *aj = rpd_param(params, "attached", apath);
+    const cJSON *sj = rpd_param(params, "allowed_scene", spath);
+    if (!aj && !sj)
+        return true;
+    rp_attached *att = NULL;
+    size_t n_att = 0, n_as = 0;
+    const char **as = NULL;
+    if (!decode_attached(req, aj, apath, &att, &n_att))
+        return false;
+    if (!rpd_decode_scene_pairs(req, sj, spath, &as, &n_as)) {
+        free_attached(att, n_att);
+        return false;
+    }
+    rp_extend_error ee;
+    rp_status st = rp_model_extend(cs->model, att, n_att, as, n_as, &cs->ext, &ee);
+    bool ok = true;
+    if (st == RP_ERR_INVALID_ARG) {
+        char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
+        rp_codec_path_index(p1, ee.problem == RP_EXTEND_UNKNOWN_SCENE_LINK ? spath : apath,
+                            ee.index);
+        switch (ee.problem) {
+        case RP_EXTEND_DUPLICATE_ID:
+            ok = rpd_fail_path(req, rp_codec_path_key(p2, p1, "id"),
+                               "is already a shape id of the model or of another attached shape");
+            break;
+        case RP_EXTEND_UNKNOWN_LINK:
+            ok = rpd_fail_path(req, rp_codec_path_key(p2, p1, "link"), "names no link of the model");
+            break;
+        case RP_EXTEND_UNKNOWN_TOUCH:
+            rp_codec_path_key(p2, p1, "touch_links");
+            ok = rpd_fail_path(req, rp_codec_path_index(p1, p2, ee.element),
+                               "names no link of the model");
+            break;
+        case RP_EXTEND_UNKNOWN_SCENE_LINK:
+            ok = rpd_fail_path(req, rp_codec_path_index(p2, p1, 0), "names no link of the model");
+            break;
+        default:
+            ok = rpd_fail_path(req, rp_codec_path_key(p2, p1, "shape"), "invalid shape");
+        }
+    } else if (st) {
+        ok = rpd_fail_status(req, st);
+    }
+    free_attached(att, n_att);
+    free(as);
+    if (ok)
+        cs->model = cs->ext;
+    return ok;
+}
+
+/* model, scene, margin, report, ignore_limits, attached, allowed_scene;
+ * `joints` (non-NULL: the parameter, e.g. "params.joints"): the request is
+ * in joint space, so the model must be kinematic. */
+static bool decode_setup(rpd_req *req, const cJSON *params, const char *joints, check_setup *cs)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    memset(cs, 0, sizeof *cs);
+    cs->model = rpd_existing_model(req, params);
+    if (!cs->model)
+        return false;
+    if (joints && !rp_model_is_kinematic(cs->model))
+        return rpd_fail_path(req, joints,
+                             "needs a kinematic model (one defined by joints or a URDF); this "
+                             "model takes frame poses (\"frames\")");
+    cs->n_base = rp_model_link_count(cs->model);
+    cs->n_frames = rp_model_frame_count(cs->model);
+    const cJSON *sj = rpd_param(params, "scene", path);
+    if (sj) {
+        const char *name;
+        if (!rp_codec_name(sj, path, &name, &ce))
+            return rpd_fail_params(req, &ce);
+        cs->scene = rp_store_find(req->core->store, name);
+        if (!cs->scene)
+            return rpd_fail_not_found(req, "scene", name);
+    }
+    const cJSON *mj = rpd_param(params, "margin", path);
+    if (mj) {
+        if (!rp_codec_number(mj, path, &cs->opts.margin, &ce))
+            return rpd_fail_params(req, &ce);
+        cs->opts.has_margin = true;
+    }
+    cs->opts.report = RP_REPORT_CLOSEST;
+    const cJSON *rj = rpd_param(params, "report", path);
+    if (rj) {
+        const char *r;
+        if (!rp_codec_string(rj, path, &r, &ce))
+            return rpd_fail_params(req, &ce);
+        if (strcmp(r, "first") == 0)
+            cs->opts.report = RP_REPORT_FIRST;
+        else if (strcmp(r, "closest") == 0)
+            cs->opts.report = RP_REPORT_CLOSEST;
+        else if (strcmp(r, "all") == 0)
+            cs->opts.report = RP_REPORT_ALL;
+        else
+            return rpd_fail_path(req, path, "must be \"first\", \"closest\" or \"all\"");
+    }
+    if (!rpd_optional_bool(req, params, "ignore_limits", false, &cs->ignore_limits))
+        return false;
+    return decode_extension(req, params, cs);
+}
+
+/* A joint vector at `path`: an array of the active joints' values in the
+ * model's order, or an object {joint: value} (others: defaults). */
+static bool decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j,
+                                const char *path, double *q)
+{
+    size_t dof = rp_model_dof(m);
+    rp_codec_err ce;
+    char sub[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+    if (cJSON_IsArray(j)) {
+        size_t n = (size_t)cJSON_GetArraySize(j);
+        if (n != dof) {
+            rpd_format(reason, sizeof reason,
+                       "must hold %zu values (the model's joints, as model.get lists them), not %zu",
+                       dof, n);
+            return rpd_fail_path(req, path, reason);
+        }
+        size_t k = 0;
+        for (const cJSON *c = j->child; c; c = c->next, k++)
+            if (!rp_codec_number(c, rp_codec_path_index(sub, path, k), &q[k], &ce))
+                return rpd_fail_params(req, &ce);
+        return true;
+    }
+    if (!cJSON_IsObject(j))
+        return rpd_fail_path(req, path, j ? "must be an array of joint values or an object "
+                                            "{joint name: value}"
+                                          : "is required");
+    rp_status st = rp_codec_object_unique(j, path, &ce);
+    if (st == RP_ERR_NOMEM)
+        return rpd_fail_status(req, st);
+    if (st)
+        return rpd_fail_params(req, &ce);
+    rp_model_default_joints(m, q);
+    for (const cJSON *c = j->child; c; c = c->next) {
+        rp_codec_path_key(sub, path, c->string);
+        size_t i = rp_model_dof_find(m, c->string);
+        if (i == SIZE_MAX)
+            return rpd_fail_path(req, sub, "is no active joint of the model (see model.get)");
+        if (!rp_codec_number(c, sub, &q[i], &ce))
+            return rpd_fail_params(req, &ce);
+    }
+    return true;
+}
+
+/* The error for a pose that moved a link beyond the range of doubles
+ * (RP_ERR_NONFINITE from rp_model_check): the path names the pose that
+ * did it, under `config_path` ("params" or "params.configurations[k]"). */
+static bool fail_out_of_range(rpd_req *req, const check_setup *cs, const char *config_path,
+                              size_t link)
+{
+    char path[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+    const rp_link *l = rp_model_link_at(cs->model, link);
+    if (l->frame < 0) {
+        rp_codec_path_key(path, config_path, "base");
+    } else {
+        char frames[RP_CODEC_PATH_MAX];
+        rp_codec_path_index(path, rp_codec_path_key(frames, config_path, "frames"),
+                            (size_t)l->frame);
+    }
+    rpd_format(reason, sizeof reason,
+               "moves link '%s' beyond the largest double (a coordinate past 1.8e308 m)", l->id);
+    return rpd_fail_path(req, path, reason);
+}
+
+/* Pair tests one configuration may need: each link against the scene
+ * (a tree walk) and, with self collision, every pair of links. */
+static uint64_t check_cost(const check_setup *cs)
+{
+    uint64_t links = rp_model_link_count(cs->model);
+    uint64_t scene = cs->scene ? rpd_tree_depth(rp_scene_shape_count(cs->scene)) : 0;
+    uint64_t self = rp_model_self_collision(cs->model) ? links * (links - (links > 0)) / 2 : 0;
+    uint64_t cost = links * scene + self;
+    return cost ? cost : 1;
+}
+
+/* Decodes frames (exactly cs->n_frames poses) and an optional base pose at
+ * `path` (".frames", ".base" are appended). */
+static bool decode_config(rpd_req *req, const check_setup *cs, const cJSON *frames,
+                          const cJSON *base, const char *frames_path, const char *base_path,
+                          rp_transform *out_frames, rp_transform *out_base, bool *has_base)
+{
+    rp_codec_err ce;
+    if (!cJSON_IsArray(frames))
+        return rpd_fail_path(req, frames_path,
+                             frames ? "must be an array of poses" : "is required");
+    size_t n = (size_t)cJSON_GetArraySize(frames);
+    if (n != cs->n_frames) {
+        char reason[RP_CODEC_REASON_MAX];
+        snprintf(reason, sizeof reason, "must hold %zu poses (the model's frames), not %zu",
+                 cs->n_frames, n);
+        return rpd_fail_path(req, frames_path, reason);
+    }
+    size_t k = 0;
+    for (const cJSON *f = frames->child; f; f = f->next, k++) {
+        char fp[RP_CODEC_PATH_MAX];
+        if (!rp_codec_pose(f, rp_codec_path_index(fp, frames_path, k), &out_frames[k], &ce))
+            return rpd_fail_params(req, &ce);
+    }
+    *has_base = base != NULL;
+    if (base && !rp_codec_pose(base, base_path, out_base, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+/* The members of a pair: link, other, kind ("with" for attached shapes),
+ * and the distance when asked. */
+static void write_pair_members(rp_jw *w, const check_setup *cs, const rp_check_pair *p,
+                               bool distance)
+{
+    const rp_model *m = cs->model;
+    size_t link = p->link, other = p->other;
+    bool self = p->kind == RP_PAIR_SELF;
+    /* An attached shape is reported as the link, whatever the order. */
+    bool attached = link >= cs->n_base || (self && other >= cs->n_base);
+    if (self && other >= cs->n_base && link < cs->n_base) {
+        size_t t = link;
+        link = other;
+        other = t;
+    }
+    RP_JW_KEY(w, "link");
+    rp_jw_string(w, rp_model_link_at(m, link)->id);
+    RP_JW_KEY(w, "other");
+    rp_jw_string(w, self ? rp_model_link_at(m, other)->id : rp_scene_id_at(cs->scene, other));
+    RP_JW_KEY(w, "kind");
+    rp_jw_string(w, attached ? "attached" : self ? "self" : "scene");
+    if (attached) {
+        RP_JW_KEY(w, "with");
+        rp_jw_string(w, self ? "robot" : "scene");
+    }
+    if (distance) {
+        RP_JW_KEY(w, "distance");
+        rp_jw_double(w, p->distance);
+    }
+}
+
+static void write_pair(rp_jw *w, const check_setup *cs, const rp_check_pair *p, bool distance)
+{
+    rp_jw_object_begin(w);
+    write_pair_members(w, cs, p, distance);
+    rp_jw_object_end(w);
+}
+
+/* Writes the members of one check result (which ones depends on the
+ * report, see proto/PROTOCOL.md) into an open object. */
+static void write_result_members(rp_jw *w, const check_setup *cs, const rp_check_result *r)
+{
+    RP_JW_KEY(w, "collision");
+    rp_jw_bool(w, r->collision);
+    if (cs->opts.report == RP_REPORT_FIRST) {
+        if (r->collision) {
+            RP_JW_KEY(w, "violations");
+            rp_jw_array_begin(w);
+            for (size_t i = 0; i < r->n_violations; i++)
+                write_pair(w, cs, &r->violations[i], true);
+            rp_jw_array_end(w);
+        }
+    } else {
+        RP_JW_KEY(w, "min_distance");
+        if (r->has_min)
+            rp_jw_double(w, r->closest.distance);
+        else
+            rp_jw_null(w);
+        RP_JW_KEY(w, "closest");
+        if (r->has_min)
+            write_pair(w, cs, &r->closest, false);
+        else
+            rp_jw_null(w);
+        if (cs->opts.report == RP_REPORT_ALL) {
+            RP_JW_KEY(w, "violations");
+            rp_jw_array_begin(w);
+            for (size_t i = 0; i < r->n_violations; i++)
+                write_pair(w, cs, &r->violations[i], true);
+            rp_jw_array_end(w);
+        }
+    }
+}
+
+static void write_result(rp_jw *w, const check_setup *cs, const rp_check_result *r)
+{
+    rp_jw_object_begin(w);
+    write_result_members(w, cs, r);
+    rp_jw_object_end(w);
+}
+
+static void write_scene_revision(rp_jw *w, const check_setup *cs)
+{
+    RP_JW_KEY(w, "scene_revision");
+    if (cs->scene)
+        rp_jw_uint(w, rp_scene_revision(cs->scene));
+    else
+        rp_jw_null(w);
+}
+
+/* Writes "limits": the active joints of q outside their limits; false
+ * (nothing written) when there are none. */
+static bool write_limits(rp_jw *w, const rp_model *m, const double *q)
+{
+    size_t i = rp_model_limit_violation(m, q, 0);
+    if (i == SIZE_MAX)
+        return false;
+    RP_JW_KEY(w, "limits");
+    rp_jw_array_begin(w);
+    for (; i != SIZE_MAX; i = rp_model_limit_violation(m, q, i + 1)) {
+        double lo, hi;
+        rp_model_dof_limits(m, i, &lo, &hi);
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "joint");
+        rp_jw_string(w, rp_model_dof_name(m, i));
+        RP_JW_KEY(w, "value");
+        rp_jw_double(w, q[i]);
+        RP_JW_KEY(w, "lower");
+        rp_jw_double(w, lo);
+        RP_JW_KEY(w, "upper");
+        rp_jw_double(w, hi);
+        rp_jw_object_end(w);
+    }
+    rp_jw_array_end(w);
+    return true;
+}
+
+/* One joint-space result: "valid" (no collision, and inside the limits
+ * unless ignored), the check's members, and "limits" when violated. */
+static void write_joint_result(rp_jw *w, const check_setup *cs, const rp_check_result *r,
+                               const double *q)
+{
+    bool in_limits = cs->ignore_limits || rp_model_limit_violation(cs->model, q, 0) == SIZE_MAX;
+    RP_JW_KEY(w, "valid");
+    rp_jw_bool(w, in_limits && !r->collision);
+    write_result_members(w, cs, r);
+    if (!cs->ignore_limits)
+        write_limits(w, cs->model, q);
+}
+
+/* The error for a non-finite result of FK (values so large that a link
+ * leaves the range of doubles). */
+static bool fail_joint_range(rpd_req *req, const char *path)
+{
+    return rpd_fail_path(req, path,
+                         "moves a link beyond the largest double (a coordinate past 1.8e308 m)");
+}
+
+/* check in joint space. */
+static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_jw *w)
+{
+    char jpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *jj = rpd_param(params, "joints", jpath);
+    const cJSON *bj = rpd_param(params, "base", bpath);
+    size_t dof = rp_model_dof(cs->model);
+    if (!rpd_charge_work(req, check_cost(cs) + dof))
+        return false;
+    double *q = malloc((dof ? dof : 1) * sizeof *q);
+    if (!q)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    rp_transform base;
+    bool ok = decode_joint_vector(req, cs->model, jj, jpath, q);
+    if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
+        ok = rpd_fail_params(req, &ce);
+    rp_check_result res;
+    memset(&res, 0, sizeof res);
+    if (ok) {
+        rp_status st = rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL, q,
+                                             &cs->opts, &res);
+        if (st == RP_ERR_NONFINITE)
+            ok = fail_joint_range(req, jpath);
+        else if (st)
+            ok = rpd_fail_status(req, st);
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        write_joint_result(w, cs, &res, q);
+        write_scene_revision(w, cs);
+        rp_jw_object_end(w);
+    }
+    rp_check_result_free(&res);
+    free(q);
+    return ok;
+}
+
+bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"model", "scene", "base", "frames", "joints", "margin",
+                                       "report", "ignore_limits", "attached", "allowed_scene",
+                                       NULL};
+    check_setup cs;
+    char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    bool joints = rpd_param(params, "joints", fpath) != NULL;
+    const cJSON *frames = rpd_param(params, "frames", fpath);
+    if (joints && frames)
+        return rpd_fail_path(req, fpath, "give either frames or joints, not both");
+    if (!decode_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
+        free_setup(&cs);
+        return false;
+    }
+    if (joints) {
+        bool ok = check_joints(req, params, &cs, w);
+        free_setup(&cs);
+        return ok;
+    }
+    const cJSON *base = rpd_param(params, "base", bpath);
+    rp_transform *tf = NULL, btf;
+    bool has_base, ok = rpd_charge_work(req, check_cost(&cs));
+    if (ok && !(tf = malloc((cs.n_frames ? cs.n_frames : 1) * sizeof *tf)))
+        ok = rpd_fail_status(req, RP_ERR_NOMEM);
+    if (ok && rp_model_is_kinematic(cs.model) && !frames)
+        ok = rpd_fail_path(req, "params.joints", "is required (a joint vector)");
+    ok = ok && decode_config(req, &cs, frames, base, fpath, bpath, tf, &btf, &has_base);
+    rp_check_result res;
+    memset(&res, 0, sizeof res);
+    if (ok) {
+        rp_status st = rp_model_check(cs.model, cs.scene, has_base ? &btf : NULL, tf,
+                                      cs.n_frames, &cs.opts, &res);
+        if (st == RP_ERR_NONFINITE)
+            ok = fail_out_of_range(req, &cs, "params", res.closest.link);
+        else if (st)
+            ok = rpd_fail_status(req, st);
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        write_result_members(w, &cs, &res);
+        write_scene_revision(w, &cs);
+        rp_jw_object_end(w);
+    }
+    rp_check_result_free(&res);
+    free(tf);
+    free_setup(&cs);
+    return ok;
+}
+
+/* check.batch in joint space: params.joints is an array of joint vectors. */
+static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_jw *w)
+{
+    char path[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *jj = rpd_param(params, "joints", path);
+    const cJSON *bj = rpd_param(params, "base", bpath);
+    if (!cJSON_IsArray(jj))
+        return rpd_fail_path(req, path, "must be an array of joint vectors");
+    size_t n = (size_t)cJSON_GetArraySize(jj), dof = rp_model_dof(cs->model);
+    if (n > req->core->limits.max_batch_configurations)
+        return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
+                              req->core->limits.max_batch_configurations);
+    uint64_t cost = check_cost(cs) + dof;
+    if (n && cost > UINT64_MAX / n)
+        cost = UINT64_MAX / n;
+    if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
+        return false;
+    size_t d1 = dof ? dof : 1;
+    double *q = malloc((n ? n : 1) * d1 * sizeof *q);
+    if (!q)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    rp_transform base;
+    bool ok = !bj || rp_codec_pose(bj, bpath, &base, &ce) || rpd_fail_params(req, &ce);
+    size_t k = 0;
+    for (const cJSON *c = jj->child; c && ok; c = c->next, k++) {
+        char cp[RP_CODEC_PATH_MAX];
+        ok = decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "results");
+        rp_jw_array_begin(w);
+        for (k = 0; k < n && ok && !rp_jw_failed(w); k++) {
+            rp_check_result res;
+            rp_status st = rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL,
+                                                 &q[k * d1], &cs->opts, &res);
+            if (st) {
+                char cp[RP_CODEC_PATH_MAX];
+                ok = st == RP_ERR_NONFINITE ? fail_joint_range(req, rp_codec_path_index(cp, path, k))
+                                            : rpd_fail_status(req, st);
+                break;
+            }
+            rp_jw_object_begin(w);
+            write_joint_result(w, cs, &res, &q[k * d1]);
+            rp_jw_object_end(w);
+            rp_check_result_free(&res);
+        }
+        rp_jw_array_end(w);
+        write_scene_revision(w, cs);
+        rp_jw_object_end(w);
+    }
+    free(q);
+    return ok;
+}
+
+/* check.batch with frame poses: params.configurations. */
+static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_jw *w)
+{
+    static const char *const config_keys[] = {"frames", "base", NULL};
+    char path[RP_CODEC_PATH_MAX];
+    const cJSON *configs = rpd_param(params, "configurations", path);
+    if (!cJSON_IsArray(configs))
+        return rpd_fail_path(req, configs ? path : rp_model_is_kinematic(cs->model)
+                                                       ? "params.joints"
+                                                       : path,
+                             configs ? "must be an array of configurations" : "is required");
+    size_t n = (size_t)cJSON_GetArraySize(configs);
+    if (n > req->core->limits.max_batch_configurations)
+        return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
+                              req->core->limits.max_batch_configurations);
+    uint64_t cost = check_cost(cs);
+    if (n && cost > UINT64_MAX / n)
+        cost = UINT64_MAX / n;
+    if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
+        return false;
+    size_t nf = cs->n_frames ? cs->n_frames : 1;
+    rp_transform *frames = malloc((n ? n : 1) * nf * sizeof *frames);
+    rp_transform *bases = malloc((n ? n : 1) * sizeof *bases);
+    bool *has_base = malloc((n ? n : 1) * sizeof *has_base);
+    if (!frames || !bases || !has_base) {
+        free(frames);
+        free(bases);
+        free(has_base);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    /* Decode and validate everything first: a bad pose anywhere means
+     * nothing is computed. */
+    bool ok = true;
+    size_t k = 0;
+    for (const cJSON *c = configs->child; c && ok; c = c->next, k++) {
+        char cp[RP_CODEC_PATH_MAX], fp[RP_CODEC_PATH_MAX], bp[RP_CODEC_PATH_MAX];
+        rp_codec_err ce;
+        rp_codec_path_index(cp, path, k);
+        if (!rp_codec_object_keys(c, cp, config_keys, &ce)) {
+            ok = rpd_fail_params(req, &ce);
+            break;
+        }
+        ok = decode_config(req, cs, cJSON_GetObjectItemCaseSensitive(c, "frames"),
+                           cJSON_GetObjectItemCaseSensitive(c, "base"),
+                           rp_codec_path_key(fp, cp, "frames"), rp_codec_path_key(bp, cp, "base"),
+                           &frames[k * nf], &bases[k], &has_base[k]);
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "results");
+        rp_jw_array_begin(w);
+        for (k = 0; k < n && ok && !rp_jw_failed(w); k++) {
+            rp_check_result res;
+            rp_status st = rp_model_check(cs->model, cs->scene, has_base[k] ? &bases[k] : NULL,
+                                          &frames[k * nf], cs->n_frames, &cs->opts, &res);
+            if (st == RP_ERR_NONFINITE) {
+                char cp[RP_CODEC_PATH_MAX];
+                ok = fail_out_of_range(req, cs, rp_codec_path_index(cp, path, k),
+                                       res.closest.link);
+                break;
+            }
+            if (st) {
+                ok = rpd_fail_status(req, st);
+                break;
+            }
+            write_result(w, cs, &res);
+            rp_check_result_free(&res);
+        }
+        rp_jw_array_end(w);
+        write_scene_revision(w, cs);
+        rp_jw_object_end(w);
+    }
+    free(frames);
+    free(bases);
+    free(has_base);
+    return ok;
+}
+
+bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"model", "scene", "configurations", "joints", "base",
+                                       "margin", "report", "ignore_limits", "attached",
+                                       "allowed_scene", NULL};
+    check_setup cs;
+    char path[RP_CODEC_PATH_MAX];
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    bool joints = rpd_param(params, "joints", path) != NULL;
+    if (joints && rpd_param(params, "configurations", path))
+        return rpd_fail_path(req, path, "give either configurations or joints, not both");
+    if (!joints && rpd_param(params, "base", path))
+        return rpd_fail_path(req, path, "with configurations, each one carries its own base");
+    if (!decode_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
+        free_setup(&cs);
+        return false;
+    }
+    bool ok = joints ? batch_joints(req, params, &cs, w) : batch_frames(req, params, &cs, w);
+    free_setup(&cs);
+    return ok;
+}
+
+/* ---- model.fk ------------------------------------------------------------------------ */
+
+/* A rotation matrix as a unit quaternion (w >= 0), by the largest of the
+ * four candidate pivots so that no division is by a small number. */
+static void matrix_quat(const double r[3][3], double q[4])
+{
+    double tr = r[0][0] + r[1][1] + r[2][2];
+    if (tr > 0) {
+        double s = sqrt(tr + 1.0) * 2;
+        q[0] = 0.25 * s;
+        q[1] = (r[2][1] - r[1][2]) / s;
+        q[2] = (r[0][2] - r[2][0]) / s;
+        q[3] = (r[1][0] - r[0][1]) / s;
+    } else if (r[0][0] > r[1][1] && r[0][0] > r[2][2]) {
+        double s = sqrt(1.0 + r[0][0] - r[1][1] - r[2][2]) * 2;
+        q[0] = (r[2][1] - r[1][2]) / s;
+        q[1] = 0.25 * s;
+        q[2] = (r[0][1] + r[1][0]) / s;
+        q[3] = (r[0][2] + r[2][0]) / s;
+    } else if (r[1][1] > r[2][2]) {
+        double s = sqrt(1.0 + r[1][1] - r[0][0] - r[2][2]) * 2;
+        q[0] = (r[0][2] - r[2][0]) / s;
+        q[1] = (r[0][1] + r[1][0]) / s;
+        q[2] = 0.25 * s;
+        q[3] = (r[1][2] + r[2][1]) / s;
+    } else {
+        double s = sqrt(1.0 + r[2][2] - r[0][0] - r[1][1]) * 2;
+        q[0] = (r[1][0] - r[0][1]) / s;
+        q[1] = (r[0][2] + r[2][0]) / s;
+        q[2] = (r[1][2] + r[2][1]) / s;
+        q[3] = 0.25 * s;
+    }
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    double sign = q[0] < 0 ? -1.0 : 1.0;
+    for (int i = 0; i < 4; i++)
+        q[i] = sign * q[i] / n;
+}
+
+static void write_pose(rp_jw *w, const rp_transform *t)
+{
+    double q[4];
+    matrix_quat(t->r, q);
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "translation");
+    rp_jw_vec3(w, t->t);
+    RP_JW_KEY(w, "rotation");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "w");
+    rp_jw_double(w, q[0]);
+    RP_JW_KEY(w, "x");
+    rp_jw_double(w, q[1]);
+    RP_JW_KEY(w, "y");
+    rp_jw_double(w, q[2]);
+    RP_JW_KEY(w, "z");
+    rp_jw_double(w, q[3]);
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+}
+
+bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"model", "joints", "base", NULL};
+    char jpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    const rp_model *m = rpd_existing_model(req, params);
+    if (!m)
+        return false;
+    if (!rp_model_is_kinematic(m))
+        return rpd_fail_path(req, "params.model",
+                             "needs a kinematic model (one defined by joints or a URDF)");
+    const cJSON *jj = rpd_param(params, "joints", jpath);
+    const cJSON *bj = rpd_param(params, "base", bpath);
+    size_t dof = rp_model_dof(m), nl = rp_model_tree_link_count(m);
+    if (!rpd_charge_work(req, dof + nl) || !rpd_reply_fits(req, w, nl, RPD_MIN_PAIR_BYTES))
+        return false;
+    double *q = malloc((dof ? dof : 1) * sizeof *q);
+    rp_transform *poses = malloc((nl ? nl : 1) * sizeof *poses), base;
+    bool ok = q && poses;
+    if (!ok)
+        ok = rpd_fail_status(req, RP_ERR_NOMEM);
+    ok = ok && decode_joint_vector(req, m, jj, jpath, q);
+    if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
+        ok = rpd_fail_params(req, &ce);
+    if (ok) {
+        rp_status st = rp_model_fk(m, bj ? &base : NULL, q, poses);
+        for (size_t l = 0; st == RP_OK && l < nl; l++) {
+            double probe = poses[l].t.x - poses[l].t.x + poses[l].t.y - poses[l].t.y +
+                           poses[l].t.z - poses[l].t.z;
+            if (probe != 0.0)
+                st = RP_ERR_NONFINITE;
+        }
+        if (st == RP_ERR_NONFINITE)
+            ok = fail_joint_range(req, jpath);
+        else if (st)
+            ok = rpd_fail_status(req, st);
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "model");
+        rp_jw_string(w, rp_model_name(m));
+        RP_JW_KEY(w, "revision");
+        rp_jw_uint(w, rp_model_revision(m));
+        RP_JW_KEY(w, "links");
+        rp_jw_object_begin(w);
+        for (size_t l = 0; l < nl; l++) {
+            rp_jw_key(w, rp_model_tree_link_name(m, l));
+            write_pose(w, &poses[l]);
+        }
+        rp_jw_object_end(w);
+        rp_jw_object_end(w);
+    }
+    free(q);
+    free(poses);
+    return ok;
+}
+
+/* ---- check.motion ------------------------------------------------------------------ */
+
+bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"model", "scene", "path", "mode", "resolution",
+                                       "tolerance", "margin", "attached", "allowed_scene",
+                                       "base", "ignore_limits", "earliest", NULL};
+    char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    check_setup cs;
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rp_motion_opts mo;
+    memset(&mo, 0, sizeof mo);
+    const cJSON *modej = rpd_param(params, "mode", path);
+    if (modej) {
+        const char *mode;
+        if (!rp_codec_string(modej, path, &mode, &ce))
+            return rpd_fail_params(req, &ce);
+        if (strcmp(mode, "certified") == 0)
+            mo.mode = RP_MOTION_CERTIFIED;
+        else if (strcmp(mode, "discrete") != 0)
+            return rpd_fail_path(req, path, "must be \"discrete\" or \"certified\"");
+    }
+    const cJSON *rj = rpd_param(params, "resolution", path);
+    if (rj && (!rp_codec_number(rj, path, &mo.resolution, &ce) || !(mo.resolution > 0)))
+        return rpd_fail_path(req, path, "must be a number > 0 (radians or metres)");
+    const cJSON *tj = rpd_param(params, "tolerance", p2);
+    if (tj && (!rp_codec_number(tj, p2, &mo.tolerance, &ce) || !(mo.tolerance > 0)))
+        return rpd_fail_path(req, p2, "must be a number > 0 (metres)");
+    if (rj && mo.mode != RP_MOTION_DISCRETE)
+        return rpd_fail_path(req, path, "only for mode \"discrete\"");
+    if (tj && mo.mode != RP_MOTION_CERTIFIED)
+        return rpd_fail_path(req, p2, "only for mode \"certified\"");
+    if (!rpd_optional_bool(req, params, "earliest", false, &mo.earliest))
+        return false;
+    if (!decode_setup(req, params, "params.path", &cs)) {
+        free_setup(&cs);
+        return false;
+    }
+    mo.has_margin = cs.opts.has_margin;
+    mo.margin = cs.opts.margin;
+    mo.ignore_limits = cs.ignore_limits;
+    const rp_model *m = cs.model;
+    size_t dof = rp_model_dof(m), d1 = dof ? dof : 1;
+    const cJSON *pj = rpd_param(params, "path", path);
+    const cJSON *bj = rpd_param(params, "base", p2);
+    bool ok = true;
+    size_t n = cJSON_IsArray(pj) ? (size_t)cJSON_GetArraySize(pj) : 0;
+    if (!cJSON_IsArray(pj) || n < 2)
+        ok = rpd_fail_path(req, path, pj ? "must be an array of two or more joint vectors"
+                                         : "is required");
+    else if (n > req->core->limits.max_batch_configurations)
+        ok = rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
+                            req->core->limits.max_batch_configurations);
+    double *q = ok ? malloc(n * d1 * sizeof *q) : NULL;
+    double *first = ok ? malloc(d1 * sizeof *first) : NULL;
+    if (ok && (!q || !first))
+        ok = rpd_fail_status(req, RP_ERR_NOMEM);
+    size_t k = 0;
+    for (const cJSON *c = ok ? pj->child : NULL; c && ok; c = c->next, k++) {
+        char cp[RP_CODEC_PATH_MAX];
+        ok = decode_joint_vector(req, m, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
+    }
+    rp_transform base;
+    if (ok && bj && !rp_codec_pose(bj, p2, &base, &ce))
+        ok = rpd_fail_params(req, &ce);
+    /* Each state costs a check plus FK; the budget left bounds the states. */
+    uint64_t per_state = check_cost(&cs) + dof;
+    if (ok) {
+        mo.max_states = req->core->work_left / per_state;
+        if (mo.max_states == 0)
+            ok = rpd_charge_work(req, per_state); /* fails with the limit error */
+    }
+    rp_motion_result r;
+    memset(&r, 0, sizeof r);
+    if (ok) {
+        if (dof == 0) /* the path is n empty vectors */
+            q[0] = 0.0;
+        rp_status st = rp_model_check_motion(m, cs.scene, bj ? &base : NULL, q, n, &mo, &r, first);
+        if (st == RP_ERR_LIMIT) {
+            rpd_fail_limit(req, RPD_LIMIT_max_request_work, req->core->limits.max_request_work);
+            rpd_format(req->err.message, sizeof req->err.message,
+                       "Limit exceeded: max_request_work (%zu pair tests per request line): the "
+                       "motion needs more than %llu states; split the path or coarsen it",
+                       req->core->limits.max_request_work,
+                       (unsigned long long)mo.max_states);
+            ok = false;
+        } else if (st == RP_ERR_NONFINITE) {
+            ok = fail_joint_range(req, path);
+        } else if (st) {
+            ok = rpd_fail_status(req, st);
+        } else {
+            rpd_charge_work(req, r.states_checked * per_state);
+        }
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "valid");
+        rp_jw_bool(w, r.valid);
+        RP_JW_KEY(w, "first_invalid");
+        if (r.valid) {
+            rp_jw_null(w);
+        } else {
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "segment");
+            rp_jw_uint(w, r.segment);
+            RP_JW_KEY(w, "t");
+            rp_jw_double(w, r.t);
+            RP_JW_KEY(w, "joints");
+            rp_jw_array_begin(w);
+            for (size_t i = 0; i < dof; i++)
+                rp_jw_double(w, first[i]);
+            rp_jw_array_end(w);
+            if (r.limits) {
+                RP_JW_KEY(w, "kind");
+                rp_jw_string(w, "limits");
+                write_limits(w, m, first);
+                rp_jw_object_end(w);
+            } else {
+                write_pair_members(w, &cs, &r.pair, true);
+                rp_jw_object_end(w);
+            }
+        }
+        RP_JW_KEY(w, "states_checked");
+        rp_jw_uint(w, r.states_checked);
+        write_scene_revision(w, &cs);
+        rp_jw_object_end(w);
+    }
+    free(q);
+    free(first);
+    free_setup(&cs);
+    return ok;
+}
