@@ -10,9 +10,10 @@
 #
 # Seeds: every line of proto/examples/*.jsonl (and, for the request path,
 # every transcript's requests as one input), generated into
-# build/fuzz/seeds/ (not for fuzz_cli_params and fuzz_sd_env, whose inputs
-# are not JSON lines); plus tests/fuzz/seeds/<target>/ and
-# tests/fuzz/regressions/<target>/ (inputs that once failed, replayed first).
+# build/fuzz/seeds/ (not for fuzz_cli_params, fuzz_sd_env and fuzz_urdf,
+# whose inputs are not JSON lines); for fuzz_urdf the robot in tests/data;
+# plus tests/fuzz/seeds/<target>/ and tests/fuzz/regressions/<target>/
+# (inputs that once failed, replayed first).
 # New interesting inputs accumulate in build/fuzz/corpus/<target>/.
 #
 # Needs clang with libFuzzer (Debian: clang libclang-rt-14-dev); when they
@@ -26,7 +27,7 @@ case $secs in
 esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
-         fuzz_sd_env)
+         fuzz_sd_env fuzz_urdf)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -76,6 +77,11 @@ for f in proto/examples/*.jsonl; do
   done
 done
 
+# The URDF reader: the test robot, alone and with its SRDF after a NUL.
+mkdir -p "$seeds/urdf"
+cp tests/data/arm7.urdf "$seeds/urdf/arm7"
+{ cat tests/data/arm7.urdf; printf '\0'; cat tests/data/arm7.srdf; } >"$seeds/urdf/arm7-with-srdf"
+
 # ---- run ------------------------------------------------------------------------
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -93,6 +99,8 @@ for t in "${targets[@]}"; do
   # Its seeds are tests/fuzz/seeds/fuzz_cli_params (command words and lines).
   fuzz_cli_params) args+=(-max_len=4096 -dict=tests/fuzz/json.dict) ;;
   fuzz_sd_env) args+=(-max_len=1024 -dict=tests/fuzz/sd.dict) ;;
+  # URDF (NUL) SRDF documents; its seeds hold tests/data/arm7 (18 KB).
+  fuzz_urdf) args+=(-max_len=20480 -dict=tests/fuzz/xml.dict); inputs+=("$seeds/urdf") ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do

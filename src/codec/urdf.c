@@ -231,10 +231,17 @@ static void append(char *dst, size_t cap, size_t *len, const char *s)
     dst[*len] = '\0';
 }
 
+#if defined(__GNUC__)
+#define PRINTF_LIKE(i, j) __attribute__((format(printf, i, j)))
+#else
+#define PRINTF_LIKE(i, j)
+#endif
+
 /* Records the first failure: status, where (the current path), line (0:
  * the parser's current line) and reason "where: message"; then stops
  * expat.  Later failures (expat may still call a handler) change nothing. */
-static void vfail(ctx *c, rp_urdf_status st, unsigned long line, const char *fmt, va_list ap)
+PRINTF_LIKE(4, 0) static void vfail(ctx *c, rp_urdf_status st, unsigned long line,
+                                    const char *fmt, va_list ap)
 {
     if (c->status != RP_URDF_OK)
         return;
@@ -258,12 +265,6 @@ static void vfail(ctx *c, rp_urdf_status st, unsigned long line, const char *fmt
     if (c->xp)
         XML_StopParser(c->xp, XML_FALSE);
 }
-
-#if defined(__GNUC__)
-#define PRINTF_LIKE(i, j) __attribute__((format(printf, i, j)))
-#else
-#define PRINTF_LIKE(i, j)
-#endif
 
 /* RP_URDF_INVALID at the current line. */
 PRINTF_LIKE(2, 3) static void fail(ctx *c, const char *fmt, ...)
