@@ -154,18 +154,36 @@ static uint64_t segment_steps(const motion *mo, size_t seg, double res)
     return n >= 9e18 ? UINT64_MAX / 2 : (uint64_t)n;
 }
 
-/* Interior states 1..n-1 of a segment, coarse to fine: bit-reversed order
- * over the next power of two P >= n (P/2, then P/4 and 3P/4, ...),
- * skipping indices >= n; each interior index comes exactly once (by its
- * lowest set bit). */
+/* Interior states 1..n-1 of a segment, coarse to fine, as bisection
+ * does: level L checks the points floor(j n / 2^L) for odd j, as long as
+ * 2^L <= n (those points are at least one step apart, so each level's
+ * points are new: the even j are the earlier levels'); then the integers
+ * left in the gaps of the last level (at most one per gap), left to
+ * right.  Each interior state comes exactly once.  For n above 2^32 (far
+ * beyond any budget) the states go in order. */
 static rp_status discrete_segment(motion *mo, size_t seg, uint64_t n, bool *bad)
 {
-    uint64_t p = 1;
-    while (p < n)
-        p *= 2;
-    for (uint64_t stride = p / 2; stride >= 1; stride /= 2)
-        for (uint64_t k = stride; k < n; k += 2 * stride) {
-            rp_status st = discrete_state(mo, seg, k, n, bad);
+    rp_status st = RP_OK;
+    *bad = false;
+    if (n > ((uint64_t)1 << 32)) {
+        for (uint64_t k = 1; k < n && !st && !*bad; k++)
+            st = discrete_state(mo, seg, k, n, bad);
+        return st;
+    }
+    unsigned level = 0;
+    while (((uint64_t)1 << (level + 1)) <= n) {
+        level++;
+        uint64_t parts = (uint64_t)1 << level;
+        for (uint64_t j = 1; j < parts; j += 2) {
+            st = discrete_state(mo, seg, j * n >> level, n, bad);
+            if (st || *bad)
+                return st;
+        }
+    }
+    uint64_t parts = (uint64_t)1 << level;
+    for (uint64_t j = 0; j < parts; j++)
+        for (uint64_t k = (j * n >> level) + 1; k < ((j + 1) * n >> level); k++) {
+            st = discrete_state(mo, seg, k, n, bad);
             if (st || *bad)
                 return st;
         }
