@@ -405,17 +405,20 @@ void rp_kin_release_(rp_kin *k)
     free(k->dof_joint);
     free(k->dof_default);
     free(k->allowed_links);
+    free(k->chars);
     free(k);
 }
 
-/* The model's own copy of a name (kept in m->strs). */
-static const char *keep(rp_model *m, const char *s, bool *ok)
+/* The kin's own copy of a name, at *used in k->chars.  Not in the model's
+ * strings: extensions share the kin and may outlive the model. */
+static const char *keep(rp_kin *k, size_t *used, const char *s)
 {
     if (!s)
         return NULL;
-    char *p = rp_model_strdup_(m, s);
-    if (!p)
-        *ok = false;
+    size_t len = strlen(s) + 1;
+    char *p = k->chars + *used;
+    memcpy(p, s, len);
+    *used += len;
     return p;
 }
 
@@ -483,22 +486,29 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
     k->n_joints = nj;
     k->dof = dof;
     k->root = nl ? root : SIZE_MAX;
-    bool ok = true;
+    size_t chars = 0, used = 0;
     for (size_t l = 0; l < nl; l++)
-        k->tree_names[l] = keep(m, c.links.v[l], &ok);
+        chars += strlen(c.links.v[l]) + 1;
+    for (size_t i = 0; i < nj; i++)
+        chars += strlen(def->joints[i].name) + 1 +
+                 (def->joints[i].mimic ? strlen(def->joints[i].mimic) + 1 : 0);
+    k->chars = malloc(chars ? chars : 1);
+    if (!k->chars)
+        goto out;
+    k->bytes += chars;
+    for (size_t l = 0; l < nl; l++)
+        k->tree_names[l] = keep(k, &used, c.links.v[l]);
     /* Active joints in definition order; mimics resolved to them. */
     size_t *dof_of = malloc((nj ? nj : 1) * sizeof *dof_of);
-    if (!ok || !dof_of) {
-        free(dof_of);
+    if (!dof_of)
         goto out;
-    }
     for (size_t i = 0, d = 0; i < nj; i++) {
         const rp_joint_def *j = &def->joints[i];
         k->joints[i] = *j;
-        k->joints[i].name = keep(m, j->name, &ok);
+        k->joints[i].name = keep(k, &used, j->name);
         k->joints[i].parent = k->tree_names[names_find(&c.links, j->parent)];
         k->joints[i].child = k->tree_names[names_find(&c.links, j->child)];
-        k->joints[i].mimic = keep(m, j->mimic, &ok);
+        k->joints[i].mimic = keep(k, &used, j->mimic);
         if (j->type == RP_JOINT_CONTINUOUS)
             k->joints[i].has_limits = false;
         if (j->type != RP_JOINT_FIXED)
@@ -512,10 +522,6 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
             k->dof_default[d] = 0.0 < lo ? lo : (0.0 > hi ? hi : 0.0);
             d++;
         }
-    }
-    if (!ok) {
-        free(dof_of);
-        goto out;
     }
     for (size_t i = 0; i < def->n_defaults; i++) {
         size_t j = def->default_names[i] ? names_find(&c.joints, def->default_names[i]) : SIZE_MAX;

@@ -433,12 +433,13 @@ static rp_status model_build(rp_store *st, const char *name, const rp_model_def 
             if (m->links[k].frame >= 0 && (size_t)m->links[k].frame + 1 > m->frame_count)
                 m->frame_count = (size_t)m->links[k].frame + 1;
     }
-    size_t bad;
-    if (s == RP_OK)
+    if (s == RP_OK) {
+        size_t bad = 0;
         s = build_allowed_scene(m, def->allowed_scene, def->n_allowed_scene, NULL, 0, &bad);
-    if (s == RP_ERR_INVALID_ARG && err->problem == RP_MODEL_OK) {
-        err->problem = RP_MODEL_UNKNOWN_SCENE_LINK;
-        err->index = bad;
+        if (s == RP_ERR_INVALID_ARG) {
+            err->problem = RP_MODEL_UNKNOWN_SCENE_LINK;
+            err->index = bad;
+        }
     }
     if (s == RP_OK && m->self_collision && !build_skip(m, NULL, 0))
         s = RP_ERR_NOMEM;

@@ -35,11 +35,11 @@ typedef struct rp_kin {
     size_t refs;               /* models using it */
     size_t bytes;              /* heap bytes, counted in the first model's bytes */
     size_t n_tree;             /* links of the tree */
-    const char **tree_names;   /* into rp_model.chars */
+    const char **tree_names;   /* into chars */
     int *link_frame;           /* per tree link: its frame, -1 for the root's */
     rp_transform *link_offset; /* per tree link: its pose in its frame */
     size_t root;               /* SIZE_MAX when the tree is empty */
-    rp_joint_def *joints;      /* as defined; strings into rp_model.chars */
+    rp_joint_def *joints;      /* as defined; strings into chars */
     size_t n_joints;
     rp_kin_joint *moving;      /* one per frame, parents before children */
     size_t dof;
@@ -47,6 +47,8 @@ typedef struct rp_kin {
     double *dof_default;
     size_t *allowed_links;     /* 2 * n_allowed_links tree link indices */
     size_t n_allowed_links;
+    char *chars;               /* every name, back to back: the kin's own, since
+                                * extensions share it and may outlive the model */
 } rp_kin;
 
 struct rp_model {
