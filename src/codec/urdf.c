@@ -955,9 +955,9 @@ static void parse_doc(ctx *c, const char *doc, size_t len)
             if (code == XML_ERROR_NO_MEMORY)
                 fail_nomem(c);
             else
-                fail(c, "malformed XML: %s (line %lu, column %lu)", XML_ErrorString(code),
-                     (unsigned long)XML_GetCurrentLineNumber(c->xp),
-                     (unsigned long)XML_GetCurrentColumnNumber(c->xp));
+                /* expat counts columns from 0, people from 1. */
+                fail(c, "malformed XML: %s (column %lu)", XML_ErrorString(code),
+                     (unsigned long)XML_GetCurrentColumnNumber(c->xp) + 1);
             break;
         }
         off += n;

@@ -484,7 +484,7 @@ static const refusal refusals[] = {
            "<joint name='j' type='fixed'>" AB "</joint>"),
      NULL, RP_URDF_INVALID, false, 2, "joint[j]", "joint \"j\" is defined twice (first at line 1)"},
     {"<robot name='r'>\n  <link name='a'>\n  </lnk>\n</robot>", NULL, RP_URDF_INVALID, false, 3,
-     "", "malformed XML: mismatched tag (line 3, column 4)"},
+     "", "malformed XML: mismatched tag (column 5)"},
     {"", NULL, RP_URDF_INVALID, false, 1, "", "malformed XML: no element found"},
     {"<robot name='r'><link name='a'/>", NULL, RP_URDF_INVALID, false, 1, "",
      "malformed XML: no element found"},
