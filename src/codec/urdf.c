@@ -297,10 +297,12 @@ PRINTF_LIKE(4, 5) static void fail_limit(ctx *c, size_t max, const char *name, c
     c->err->limit_name = name;
 }
 
+/* Out of memory has no place in the document: where is "". */
 static void fail_nomem(ctx *c)
 {
     if (c->status != RP_URDF_OK)
         return;
+    c->path[0] = '\0';
     fail(c, "out of memory");
     c->status = RP_URDF_NOMEM;
 }
@@ -930,10 +932,15 @@ static void XMLCALL on_skipped_entity(void *ud, const XML_Char *name, int is_par
          quote(q, name));
 }
 
+/* expat allocates with the same functions as the code around it, so that a
+ * test that makes allocations fail (tests/unit/alloc_fail.c wraps them)
+ * reaches expat's too. */
+static const XML_Memory_Handling_Suite expat_memory = {malloc, realloc, free};
+
 /* Runs expat over doc[0..len) with the handlers above. */
 static void parse_doc(ctx *c, const char *doc, size_t len)
 {
-    c->xp = XML_ParserCreate(NULL);
+    c->xp = XML_ParserCreate_MM(NULL, &expat_memory, NULL);
     if (!c->xp) {
         fail_nomem(c);
         return;

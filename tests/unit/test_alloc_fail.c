@@ -38,6 +38,7 @@
 #include "test_util.h"
 
 #include "alloc_fail.h"
+#include "codec/urdf.h"
 #include "server/rpc.h"
 
 /* ---- building request text ------------------------------------------------- */
@@ -688,6 +689,75 @@ static void every_allocation_failing_from_n_on_changes_nothing(void **state)
     sweep(true);
 }
 
+/* ---- URDF import ------------------------------------------------------------ */
+
+/* Every element the reader builds something from, and an SRDF. */
+static const char urdf_doc[] =
+    "<?xml version='1.0'?><robot name='r'>"
+    "<link name='base'><visual><geometry><mesh filename='m'/></geometry></visual>"
+    "<collision><origin xyz='0 0 0.1' rpy='0 0.2 0'/><geometry><box size='0.4 0.2 0.05'/>"
+    "</geometry></collision><collision><geometry><sphere radius='0.1'/></geometry></collision>"
+    "</link><link name='arm'><collision><geometry><cylinder radius='0.05' length='0.3'/>"
+    "</geometry></collision></link><link name='finger'><collision><geometry>"
+    "<capsule radius='0.01' length='0.02'/></geometry></collision></link>"
+    "<joint name='j1' type='revolute'><parent link='base'/><child link='arm'/>"
+    "<origin xyz='0 0 0.2'/><axis xyz='0 1 0'/><limit lower='-1' upper='1'/></joint>"
+    "<joint name='j2' type='prismatic'><parent link='arm'/><child link='finger'/>"
+    "<limit upper='0.04'/><mimic joint='j1' multiplier='0.1'/></joint></robot>";
+static const char srdf_doc[] =
+    "<robot name='r'><group name='g'/><disable_collisions link1='base' link2='finger'/></robot>";
+
+/* rp_urdf_parse (expat's allocations included: urdf.c gives expat the
+ * wrapped functions) with the n-th allocation failing, once or from then
+ * on, for every n: RP_URDF_NOMEM, or the clean run's def when the parse
+ * survives the failure; nothing leaks either way. */
+static void urdf_parse_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    rp_urdf_opts opts = {.allow_adjacent = true};
+    rp_urdf *u = NULL;
+    rp_urdf_error err;
+    long live0 = af_live();
+    af_arm(0, false);
+    assert_int_equal(rp_urdf_parse(urdf_doc, strlen(urdf_doc), srdf_doc, strlen(srdf_doc), &opts,
+                                   &u, &err),
+                     RP_URDF_OK);
+    unsigned long k = af_calls();
+    af_disarm();
+    rp_model_def want = *rp_urdf_def(u);
+    assert_int_equal(want.n_links, 7);
+    rp_urdf_free(u);
+    for (int persistent = 0; persistent <= 1; persistent++) {
+        unsigned long errors = 0;
+        for (unsigned long n = 1; n <= k; n++) {
+            u = NULL;
+            af_arm(n, persistent);
+            rp_urdf_status st = rp_urdf_parse(urdf_doc, strlen(urdf_doc), srdf_doc,
+                                              strlen(srdf_doc), &opts, &u, &err);
+            af_disarm();
+            if (st == RP_URDF_OK) {
+                const rp_model_def *d = rp_urdf_def(u);
+                assert_true(d->n_links == want.n_links && d->n_joints == want.n_joints &&
+                            d->n_link_names == want.n_link_names &&
+                            d->n_allowed == want.n_allowed);
+                rp_urdf_free(u);
+            } else {
+                if (st != RP_URDF_NOMEM)
+                    fail_msg("allocation %lu failing: status %d, %s", n, (int)st, err.reason);
+                assert_null(u);
+                assert_string_equal(err.reason, "out of memory");
+                errors++;
+            }
+            if (af_live() != live0)
+                fail_msg("allocation %lu failing%s: %ld blocks leaked", n,
+                         persistent ? " (persistent)" : "", af_live() - live0);
+        }
+        print_message("%-40s %4lu allocations: %4lu errors%s\n", "rp_urdf_parse", k, errors,
+                      persistent ? " (persistent)" : "");
+        total_points += k;
+    }
+}
+
 /* The wrappers themselves: a test that the harness can fail. */
 static void the_nth_allocation_fails_and_only_that_one(void **state)
 {
@@ -728,6 +798,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_nth_allocation_fails_and_only_that_one),
+        cmocka_unit_test(urdf_parse_fails_cleanly_at_every_allocation),
         cmocka_unit_test(every_allocation_failing_once_gives_an_error_and_no_change),
         cmocka_unit_test(every_allocation_failing_from_n_on_changes_nothing),
     };
