@@ -69,9 +69,8 @@ typedef struct rp_urdf_error {
  * limits, no adjacency pairs); `err` may be NULL.  On RP_URDF_OK *out
  * receives the result (free with rp_urdf_free); otherwise *out is NULL and
  * *err says why. */
-rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf,
-                             size_t srdf_len, const rp_urdf_opts *opts, rp_urdf **out,
-                             rp_urdf_error *err);
+rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                             const rp_urdf_opts *opts, rp_urdf **out, rp_urdf_error *err);
 
 /* The model definition (kinematic form): shapes with ids "LINK#k" (a box:
  * "LINK#k.j"), shape_links, link_names in document order, joints in document

@@ -39,8 +39,8 @@ static unsigned long max_line(const uint8_t *doc, size_t n)
 static void check_refusal(rp_urdf_status st, const rp_urdf *u, const rp_urdf_error *e,
                           unsigned long urdf_lines, unsigned long srdf_lines)
 {
-    FUZZ_CHECK(st == RP_URDF_INVALID || st == RP_URDF_LIMIT || st == RP_URDF_NOMEM,
-               "status %d", (int)st);
+    FUZZ_CHECK(st == RP_URDF_INVALID || st == RP_URDF_LIMIT || st == RP_URDF_NOMEM, "status %d",
+               (int)st);
     FUZZ_CHECK(!u, "a refusal returned a result");
     FUZZ_CHECK(fuzz_cstr_ok(e->reason, sizeof e->reason) && e->reason[0],
                "reason empty, unterminated or not UTF-8");
@@ -49,8 +49,7 @@ static void check_refusal(rp_urdf_status st, const rp_urdf *u, const rp_urdf_err
     if (wl && wl + 2 < sizeof e->reason)
         FUZZ_CHECK(strncmp(e->reason, e->where, wl) == 0 && strncmp(e->reason + wl, ": ", 2) == 0,
                    "reason \"%s\" does not start with where \"%s\"", e->reason, e->where);
-    FUZZ_CHECK(e->line <= (e->in_srdf ? srdf_lines : urdf_lines), "line %lu past the end",
-               e->line);
+    FUZZ_CHECK(e->line <= (e->in_srdf ? srdf_lines : urdf_lines), "line %lu past the end", e->line);
     FUZZ_CHECK((st == RP_URDF_LIMIT) == (e->limit_name != NULL), "limit_name on status %d",
                (int)st);
 }
@@ -94,9 +93,8 @@ static void check_joints(const rp_urdf *u, const rp_model_def *d)
         FUZZ_CHECK(j->type == RP_JOINT_FIXED || j->type == RP_JOINT_REVOLUTE ||
                        j->type == RP_JOINT_CONTINUOUS || j->type == RP_JOINT_PRISMATIC,
                    "joint %zu: type %d", i, (int)j->type);
-        double v[] = {j->xyz.x,  j->xyz.y,  j->xyz.z,  j->rpy.x,      j->rpy.y,  j->rpy.z,
-                      j->axis.x, j->axis.y, j->axis.z, j->multiplier, j->offset, j->lower,
-                      j->upper};
+        double v[] = {j->xyz.x,  j->xyz.y,  j->xyz.z,      j->rpy.x,  j->rpy.y, j->rpy.z, j->axis.x,
+                      j->axis.y, j->axis.z, j->multiplier, j->offset, j->lower, j->upper};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             FUZZ_CHECK(isfinite(v[k]), "joint %s: value %zu not finite", j->name, k);
         bool limited = j->type == RP_JOINT_REVOLUTE || j->type == RP_JOINT_PRISMATIC;
@@ -112,8 +110,7 @@ static void check_def(const rp_urdf *u)
     const rp_model_def *d = rp_urdf_def(u);
     FUZZ_CHECK(d->n_link_names >= 1 && d->link_names, "no links");
     FUZZ_CHECK(d->shape_links != NULL, "shape_links NULL: not the kinematic form");
-    FUZZ_CHECK(d->safety_margin == 0 && d->self_collision && !d->n_defaults &&
-                   !d->n_allowed_scene,
+    FUZZ_CHECK(d->safety_margin == 0 && d->self_collision && !d->n_defaults && !d->n_allowed_scene,
                "defaults changed");
     for (size_t i = 0; i < d->n_link_names; i++) {
         FUZZ_CHECK(rp_codec_valid_id(d->link_names[i]), "link %zu: bad name", i);

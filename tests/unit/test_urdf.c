@@ -24,8 +24,8 @@ static rp_urdf *parse_ok_opts(const char *urdf, const char *srdf, const rp_urdf_
 {
     rp_urdf *u = NULL;
     rp_urdf_error err;
-    rp_urdf_status st = rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, opts,
-                                      &u, &err);
+    rp_urdf_status st =
+        rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, opts, &u, &err);
     if (st != RP_URDF_OK)
         fail_msg("refused (%d) at %s line %lu: %s", (int)st, err.where, err.line, err.reason);
     assert_non_null(u);
@@ -41,8 +41,8 @@ static rp_urdf_status parse_err_opts(const char *urdf, const char *srdf, const r
                                      rp_urdf_error *err)
 {
     rp_urdf *u = (rp_urdf *)&u; /* must come back NULL */
-    rp_urdf_status st = rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, opts,
-                                      &u, err);
+    rp_urdf_status st =
+        rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, opts, &u, err);
     if (st == RP_URDF_OK)
         fail_msg("accepted %s%s%s", urdf, srdf ? " with SRDF " : "", srdf ? srdf : "");
     assert_null(u);
@@ -110,28 +110,28 @@ static char *read_file(const char *name, size_t *len)
 
 static const char small_urdf[] =
     "<?xml version=\"1.0\"?>\n"
-    "<robot name=\"small\">\n"                                             /* 2 */
-    "  <link name=\"base\">\n"                                             /* 3 */
+    "<robot name=\"small\">\n" /* 2 */
+    "  <link name=\"base\">\n" /* 3 */
     "    <visual><geometry><mesh filename=\"x.stl\"/></geometry></visual>\n"
     "    <collision><geometry><sphere radius=\"0.1\"/></geometry></collision>\n" /* 5 */
     "  </link>\n"
-    "  <link name=\"upper/arm\">\n"                                        /* 7 */
+    "  <link name=\"upper/arm\">\n" /* 7 */
     "    <inertial><mass value=\"1\"/></inertial>\n"
-    "    <collision name=\"c0\">\n"                                        /* 9 */
+    "    <collision name=\"c0\">\n" /* 9 */
     "      <origin xyz=\"0 0 0.2\"/>\n"
     "      <geometry><cylinder radius=\"0.05\" length=\"0.4\"/></geometry>\n"
     "    </collision>\n"
     "    <collision><geometry><capsule radius=\"0.02\" length=\"0.1\"/></geometry></collision>\n"
     "  </link>\n"
-    "  <link name=\"tool\"/>\n"                                            /* 15 */
-    "  <joint name=\"shoulder\" type=\"revolute\">\n"                      /* 16 */
+    "  <link name=\"tool\"/>\n"                       /* 15 */
+    "  <joint name=\"shoulder\" type=\"revolute\">\n" /* 16 */
     "    <parent link=\"base\"/><child link=\"upper/arm\"/>\n"
     "    <origin xyz=\"0 0 0.5\" rpy=\"0.1 0.2 0.3\"/>\n"
     "    <axis xyz=\"0 1 0\"/>\n"
     "    <limit lower=\"-1.5\" upper=\"2\" effort=\"10\" velocity=\"1\"/>\n"
     "    <dynamics damping=\"1\"/>\n"
     "  </joint>\n"
-    "  <joint name=\"wrist\" type=\"continuous\">\n"                       /* 23 */
+    "  <joint name=\"wrist\" type=\"continuous\">\n" /* 23 */
     "    <parent link=\"upper/arm\"/><child link=\"tool\"/>\n"
     "    <limit lower=\"5\" upper=\"-5\"/>\n"
     "    <mimic joint=\"shoulder\" multiplier=\"-2\" offset=\"0.25\"/>\n"
@@ -353,8 +353,8 @@ static void box_capsules_enclose_the_box(void **state)
 {
     (void)state;
     test_rng rng = {42};
-    double sizes[][3] = {{1, 1, 1},   {0.4, 0.2, 0.05}, {0.05, 0.4, 0.2}, {1, 1e-3, 0.3},
-                         {2, 2, 1e-4}, {1e-3, 1e-3, 5}, {7, 3, 3},        {0.3, 0.31, 0.29}};
+    double sizes[][3] = {{1, 1, 1},    {0.4, 0.2, 0.05}, {0.05, 0.4, 0.2}, {1, 1e-3, 0.3},
+                         {2, 2, 1e-4}, {1e-3, 1e-3, 5},  {7, 3, 3},        {0.3, 0.31, 0.29}};
     size_t nboxes = sizeof sizes / sizeof sizes[0];
     for (size_t b = 0; b < nboxes + 200; b++) {
         double s[3];
@@ -410,8 +410,8 @@ static void numbers_are_plain_finite_decimals(void **state)
     const char *good[] = {"0", "-1.5", "+2", ".5", "5.", "1e-3", "1E+2", "1e-320"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         assert_true(rp_urdf_number_(good[i], strlen(good[i]), &v));
-    const char *bad[] = {"", "nan", "inf", "-infinity", "1e999", "0x10", "1,5", " 1", "1 ",
-                         "1e", "--1", "."};
+    const char *bad[] = {"",    "nan", "inf", "-infinity", "1e999", "0x10",
+                         "1,5", " 1",  "1 ",  "1e",        "--1",   "."};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (rp_urdf_number_(bad[i], strlen(bad[i]), &v))
             fail_msg("accepted \"%s\"", bad[i]);
@@ -438,7 +438,7 @@ typedef struct refusal {
 
 #define LINK_A "<link name='a'/>"
 #define ROBOT(body) "<robot name='r'>" body "</robot>"
-#define JOINT(attrs, body) \
+#define JOINT(attrs, body)                                                                         \
     ROBOT("<link name='a'/><link name='b'/><joint " attrs ">" body "</joint>")
 #define AB "<parent link='a'/><child link='b'/>"
 
@@ -459,11 +459,10 @@ static const refusal refusals[] = {
     {JOINT("name='j' type='revolute'", AB "<limit lower='1e999' upper='1'/>"), NULL,
      RP_URDF_INVALID, false, 1, "joint[j].limit",
      "joint[j].limit: lower=\"1e999\" is not a finite number"},
-    {JOINT("name='j' type='revolute'", AB "<limit lower='-inf'/>"), NULL, RP_URDF_INVALID, false,
-     1, "joint[j].limit", "lower=\"-inf\" is not a finite number"},
-    {JOINT("name='j' type='revolute'", AB "<limit lower='1' upper='0.5'/>"), NULL,
-     RP_URDF_INVALID, false, 1, "joint[j].limit",
-     "joint[j].limit: lower 1 is greater than upper 0.5"},
+    {JOINT("name='j' type='revolute'", AB "<limit lower='-inf'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].limit", "lower=\"-inf\" is not a finite number"},
+    {JOINT("name='j' type='revolute'", AB "<limit lower='1' upper='0.5'/>"), NULL, RP_URDF_INVALID,
+     false, 1, "joint[j].limit", "joint[j].limit: lower 1 is greater than upper 0.5"},
     {JOINT("name='j' type='revolute'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
      "joint[j]: a revolute joint needs <limit>"},
     {JOINT("name='j' type='fixed'", "<parent/><child link='b'/>"), NULL, RP_URDF_INVALID, false, 1,
@@ -472,10 +471,10 @@ static const refusal refusals[] = {
      "joint[j]", "joint[j]: <parent link=...> is required"},
     {JOINT("name='j' type='fixed'", AB "<parent link='a'/>"), NULL, RP_URDF_INVALID, false, 1,
      "joint[j].parent", "appears twice"},
-    {JOINT("name='j' type='fixed'", AB "<axis/>"), NULL, RP_URDF_INVALID, false, 1,
-     "joint[j].axis", "the xyz attribute is required"},
-    {JOINT("name='j' type='fixed'", AB "<mimic multiplier='2'/>"), NULL, RP_URDF_INVALID, false,
-     1, "joint[j].mimic", "the joint attribute is required"},
+    {JOINT("name='j' type='fixed'", AB "<axis/>"), NULL, RP_URDF_INVALID, false, 1, "joint[j].axis",
+     "the xyz attribute is required"},
+    {JOINT("name='j' type='fixed'", AB "<mimic multiplier='2'/>"), NULL, RP_URDF_INVALID, false, 1,
+     "joint[j].mimic", "the joint attribute is required"},
     {JOINT("name='j' type='fixed'", AB "<mimic joint='k' offset='x'/>"), NULL, RP_URDF_INVALID,
      false, 1, "joint[j].mimic", "offset=\"x\" is not a finite number"},
     {JOINT("type='fixed'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[#0]",
@@ -483,8 +482,8 @@ static const refusal refusals[] = {
     {ROBOT("<link name='a'/><link name='b'/><joint name='j' type='fixed'>" AB "</joint>\n"
            "<joint name='j' type='fixed'>" AB "</joint>"),
      NULL, RP_URDF_INVALID, false, 2, "joint[j]", "joint \"j\" is defined twice (first at line 1)"},
-    {"<robot name='r'>\n  <link name='a'>\n  </lnk>\n</robot>", NULL, RP_URDF_INVALID, false, 3,
-     "", "malformed XML: mismatched tag (column 5)"},
+    {"<robot name='r'>\n  <link name='a'>\n  </lnk>\n</robot>", NULL, RP_URDF_INVALID, false, 3, "",
+     "malformed XML: mismatched tag (column 5)"},
     {"", NULL, RP_URDF_INVALID, false, 1, "", "malformed XML: no element found"},
     {"<robot name='r'><link name='a'/>", NULL, RP_URDF_INVALID, false, 1, "",
      "malformed XML: no element found"},
@@ -495,12 +494,13 @@ static const refusal refusals[] = {
     {ROBOT("<link name=''/>"), NULL, RP_URDF_INVALID, false, 1, "link[#0]", "name=\"\" must be"},
     {ROBOT("<link/>"), NULL, RP_URDF_INVALID, false, 1, "link[#0]",
      "the name attribute is required"},
-    {ROBOT(LINK_A "<joint name='a#1' type='fixed'/>"), NULL, RP_URDF_INVALID, false, 1,
-     "joint[#0]", "name=\"a#1\" must be"},
+    {ROBOT(LINK_A "<joint name='a#1' type='fixed'/>"), NULL, RP_URDF_INVALID, false, 1, "joint[#0]",
+     "name=\"a#1\" must be"},
     {JOINT("name='j' type='fixed'", "<parent link='a b'/>"), NULL, RP_URDF_INVALID, false, 1,
      "joint[j].parent", "link=\"a b\" must be"},
-    {ROBOT(LINK_A "<link name='b'/>"), ROBOT("<disable_collisions link1='a' link2='b'/>\n"
-                                             "<disable_collisions link1='a' link2='c'/>"),
+    {ROBOT(LINK_A "<link name='b'/>"),
+     ROBOT("<disable_collisions link1='a' link2='b'/>\n"
+           "<disable_collisions link1='a' link2='c'/>"),
      RP_URDF_INVALID, true, 2, "disable_collisions[1]",
      "disable_collisions[1]: link2=\"c\" is not a link of the URDF"},
     {ROBOT(LINK_A), ROBOT("<disable_collisions link2='a'/>"), RP_URDF_INVALID, true, 1,
@@ -511,7 +511,8 @@ static const refusal refusals[] = {
     {"<model><link name='a'/></model>", NULL, RP_URDF_INVALID, false, 1, "",
      "the root element must be <robot>, not <model>"},
     {ROBOT(""), NULL, RP_URDF_INVALID, false, 0, "", "the robot has no <link>"},
-    {ROBOT("<link name='a'><collision><geometry><sphere radius='0'/></geometry></collision></link>"),
+    {ROBOT(
+         "<link name='a'><collision><geometry><sphere radius='0'/></geometry></collision></link>"),
      NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.sphere",
      "radius=\"0\" must be greater than 0"},
     {ROBOT("<link name='a'><collision><geometry><sphere/></geometry></collision></link>"), NULL,
@@ -712,8 +713,8 @@ static void limits_stop_the_parse(void **state)
     rp_urdf *u = NULL;
     rp_urdf_error err;
 
-    rp_urdf_opts exact = {.max_shapes = 30, .max_links = 10, .max_pairs = 9,
-                          .allow_adjacent = true};
+    rp_urdf_opts exact = {
+        .max_shapes = 30, .max_links = 10, .max_pairs = 9, .allow_adjacent = true};
     assert_int_equal(rp_urdf_parse(doc, len, NULL, 0, &exact, &u, &err), RP_URDF_OK);
     rp_urdf_free(u);
 

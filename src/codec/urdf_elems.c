@@ -1,0 +1,584 @@
+/*
+ * The URDF and SRDF elements (see the rules at the top of urdf.c): what
+ * each one that matters adds to the parse, with the checks on its
+ * attributes.  urdf.c's expat handlers call rp_urdf_open_ and
+ * rp_urdf_close_ as elements start and end.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "codec/urdf_int.h"
+#include "codec/urdf_parse.h"
+#include "util/grow.h"
+
+/* Strings are copied into blocks of this many bytes (more for a longer one). */
+#define STRING_BLOCK 16384
+/* The link and joint name tables hold uint32 indices. */
+#define MAX_COUNT ((size_t)UINT32_MAX - 1)
+#define R_NAME "must be 1-128 characters of [A-Za-z0-9_.:/-]"
+
+/* ---- storage ------------------------------------------------------------- */
+
+/* A copy of s in u's string blocks, or NULL (and the parse failed). */
+static const char *keep(ctx *c, const char *s)
+{
+    rp_urdf *u = c->u;
+    size_t n = strlen(s) + 1;
+    str_block *b = u->strings;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > STRING_BLOCK ? n : STRING_BLOCK;
+        b = malloc(sizeof *b + cap);
+        if (!b) {
+            rp_urdf_fail_nomem_(c);
+            return NULL;
+        }
+        b->next = u->strings;
+        b->used = 0;
+        b->cap = cap;
+        u->strings = b;
+    }
+    char *dst = b->data + b->used;
+    memcpy(dst, s, n);
+    b->used += n;
+    return dst;
+}
+
+/* Room for one more element in an array of `count`; the array (maybe moved)
+ * or NULL (and the parse failed). */
+static void *room(ctx *c, void *arr, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return arr;
+    void *p = rp_grow_(arr, cap, count + 1, size, 16);
+    if (!p)
+        rp_urdf_fail_nomem_(c);
+    return p;
+}
+
+static const char *link_key(const void *ctx_, uint32_t v)
+{
+    return ((const rp_urdf *)ctx_)->links[v].name;
+}
+static uint32_t link_hash(const void *ctx_, uint32_t v)
+{
+    return ((const rp_urdf *)ctx_)->links[v].hash;
+}
+static const char *joint_key(const void *ctx_, uint32_t v)
+{
+    return ((const rp_urdf *)ctx_)->joints[v].def.name;
+}
+static uint32_t joint_hash(const void *ctx_, uint32_t v)
+{
+    return ((const rp_urdf *)ctx_)->joints[v].hash;
+}
+
+void rp_urdf_tables_init_(rp_urdf *u)
+{
+    rp_strtab_init_(&u->link_tab, link_key, link_hash, u);
+    rp_strtab_init_(&u->joint_tab, joint_key, joint_hash, u);
+}
+
+/* Index of link `name` in u->links, or SIZE_MAX. */
+static size_t find_link(const rp_urdf *u, const char *name)
+{
+    size_t slot;
+    if (!rp_strtab_find_(&u->link_tab, name, rp_strhash_(name), &slot))
+        return SIZE_MAX;
+    return u->link_tab.slots[slot];
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static const char *attr(const XML_Char **atts, const char *name)
+{
+    for (; atts[0]; atts += 2)
+        if (strcmp(atts[0], name) == 0)
+            return atts[1];
+    return NULL;
+}
+
+/* Attribute `name` as a number; `dflt` when absent unless `required`.
+ * False (and the parse failed) otherwise. */
+static bool num_attr(ctx *c, const XML_Char **atts, const char *name, bool required, double dflt,
+                     double *out)
+{
+    const char *s = attr(atts, name);
+    char q[RP_URDF_QUOTE_BUF];
+    if (!s) {
+        if (required)
+            rp_urdf_fail_(c, "the %s attribute is required", name);
+        *out = dflt;
+        return !required;
+    }
+    if (!rp_urdf_number_(s, strlen(s), out)) {
+        rp_urdf_fail_(c, "%s=\"%s\" is not a finite number", name, rp_urdf_quote_(q, s));
+        return false;
+    }
+    return true;
+}
+
+/* A required number > 0 (a dimension). */
+static bool dim_attr(ctx *c, const XML_Char **atts, const char *name, double *out)
+{
+    if (!num_attr(c, atts, name, true, 0, out))
+        return false;
+    if (!(*out > 0)) {
+        rp_urdf_fail_(c, "%s=\"%s\" must be greater than 0", name, attr(atts, name));
+        return false;
+    }
+    return true;
+}
+
+/* Attribute `name` as "x y z"; `dflt` when absent unless `required`. */
+static bool vec3_attr(ctx *c, const XML_Char **atts, const char *name, bool required, rp_vec3 dflt,
+                      rp_vec3 *out)
+{
+    const char *s = attr(atts, name);
+    char q[RP_URDF_QUOTE_BUF];
+    if (!s) {
+        if (required)
+            rp_urdf_fail_(c, "the %s attribute is required", name);
+        *out = dflt;
+        return !required;
+    }
+    if (!rp_urdf_vec3_(s, out)) {
+        rp_urdf_fail_(c, "%s=\"%s\" must be three finite numbers", name, rp_urdf_quote_(q, s));
+        return false;
+    }
+    return true;
+}
+
+/* A name attribute (link or joint name, or a reference to one) with the id
+ * syntax; NULL (and the parse failed) otherwise. */
+static const char *name_attr(ctx *c, const XML_Char **atts, const char *name)
+{
+    const char *s = attr(atts, name);
+    char q[RP_URDF_QUOTE_BUF];
+    if (!s)
+        rp_urdf_fail_(c, "the %s attribute is required", name);
+    else if (!rp_codec_valid_id(s))
+        rp_urdf_fail_(c, "%s=\"%s\" " R_NAME, name, rp_urdf_quote_(q, s));
+    else
+        return s;
+    return NULL;
+}
+
+/* ---- URDF: links and collisions ------------------------------------------- */
+
+static void open_link(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    size_t index = c->n_link_elems++;
+    const char *name = attr(atts, "name");
+    if (name && rp_codec_valid_id(name))
+        rp_urdf_push_path_(c, "link[%s]", name);
+    else
+        rp_urdf_push_path_(c, "link[#%zu]", index);
+    size_t max =
+        c->opts->max_links && c->opts->max_links < MAX_COUNT ? c->opts->max_links : MAX_COUNT;
+    if (u->n_links >= max) {
+        rp_urdf_fail_limit_(c, max, "max_model_links", "more than %zu links", max);
+        return;
+    }
+    if (!(name = name_attr(c, atts, "name")))
+        return;
+    uint32_t hash = rp_strhash_(name);
+    size_t slot;
+    if (!rp_strtab_reserve_(&u->link_tab, u->n_links + 1)) {
+        rp_urdf_fail_nomem_(c);
+        return;
+    }
+    if (rp_strtab_find_(&u->link_tab, name, hash, &slot)) {
+        rp_urdf_fail_(c, "link \"%s\" is defined twice (first at line %lu)", name,
+                      u->links[u->link_tab.slots[slot]].line);
+        return;
+    }
+    link_rec *p = room(c, u->links, &u->cap_links, u->n_links, sizeof *p);
+    if (!p)
+        return;
+    u->links = p;
+    const char *kept = keep(c, name);
+    if (!kept)
+        return;
+    c->link = u->n_links++;
+    u->links[c->link] = (link_rec){kept, hash, (unsigned long)XML_GetCurrentLineNumber(c->xp), 0};
+    rp_strtab_insert_at_(&u->link_tab, slot, (uint32_t)c->link);
+}
+
+static void open_collision(ctx *c)
+{
+    size_t k = c->u->links[c->link].n_collisions++;
+    rp_urdf_push_path_(c, ".collision[%zu]", k);
+    c->coll.line = (unsigned long)XML_GetCurrentLineNumber(c->xp);
+    c->coll.has_origin = c->coll.has_geometry = false;
+    c->coll.kind = E_SKIP;
+    c->coll.origin = rp_transform_identity();
+}
+
+/* <origin xyz rpy>, each defaulting to zeros, as a transform. */
+static bool read_origin(ctx *c, const XML_Char **atts, rp_vec3 *xyz, rp_vec3 *rpy)
+{
+    rp_vec3 zero = {0, 0, 0};
+    return vec3_attr(c, atts, "xyz", false, zero, xyz) &&
+           vec3_attr(c, atts, "rpy", false, zero, rpy);
+}
+
+static void open_collision_origin(ctx *c, const XML_Char **atts)
+{
+    if (c->coll.has_origin) {
+        rp_urdf_fail_(c, "<origin> appears twice in one <collision>");
+        return;
+    }
+    c->coll.has_origin = true;
+    rp_vec3 xyz, rpy;
+    if (read_origin(c, atts, &xyz, &rpy))
+        c->coll.origin = rp_urdf_origin_(xyz, rpy);
+}
+
+static void open_geometry(ctx *c)
+{
+    if (c->coll.has_geometry)
+        rp_urdf_fail_(c, "<geometry> appears twice in one <collision>");
+    c->coll.has_geometry = true;
+}
+
+static void open_shape(ctx *c, elem e, const XML_Char **atts)
+{
+    if (c->coll.kind != E_SKIP) {
+        rp_urdf_fail_(c, "a <geometry> holds one shape, this is a second one");
+        return;
+    }
+    c->coll.kind = e;
+    double *d = c->coll.dims;
+    switch (e) {
+    case E_SPHERE: dim_attr(c, atts, "radius", &d[0]); break;
+    case E_CYLINDER:
+    case E_CAPSULE:
+        if (dim_attr(c, atts, "radius", &d[0]))
+            dim_attr(c, atts, "length", &d[1]);
+        break;
+    case E_BOX: {
+        char q[RP_URDF_QUOTE_BUF];
+        rp_vec3 s = {0, 0, 0};
+        if (!vec3_attr(c, atts, "size", true, s, &s))
+            break;
+        if (!(s.x > 0 && s.y > 0 && s.z > 0))
+            rp_urdf_fail_(c, "size=\"%s\": each edge must be greater than 0",
+                          rp_urdf_quote_(q, attr(atts, "size")));
+        d[0] = s.x, d[1] = s.y, d[2] = s.z;
+        break;
+    }
+    default:
+        rp_urdf_fail_(c, "meshes are not supported; use sphere, capsule, cylinder or box geometry "
+                         "(a \"spherized\" URDF)");
+    }
+}
+
+/* The shapes of the finished <collision>, in the link frame; their count. */
+static size_t collision_shapes(const ctx *c, rp_shape out[RP_URDF_BOX_MAX])
+{
+    const double *d = c->coll.dims;
+    rp_capsule caps[RP_URDF_BOX_MAX];
+    size_t n = 1;
+    if (c->coll.kind == E_SPHERE) {
+        rp_shape s = rp_shape_from_sphere((rp_sphere){{0, 0, 0}, d[0]});
+        out[0] = rp_transform_shape(&c->coll.origin, &s);
+        return 1;
+    }
+    if (c->coll.kind == E_BOX)
+        n = rp_urdf_box_capsules_(d, caps);
+    else
+        caps[0] = (rp_capsule){{0, 0, -d[1] / 2}, {0, 0, d[1] / 2}, d[0]};
+    for (size_t j = 0; j < n; j++) {
+        rp_shape s = rp_shape_from_capsule(caps[j]);
+        out[j] = rp_transform_shape(&c->coll.origin, &s);
+    }
+    return n;
+}
+
+static void close_collision(ctx *c)
+{
+    rp_urdf *u = c->u;
+    if (c->coll.kind == E_SKIP) {
+        rp_urdf_fail_at_(c, c->coll.line,
+                         c->coll.has_geometry ? "<geometry> has no sphere, cylinder, capsule or box"
+                                              : "<geometry> is required");
+        return;
+    }
+    rp_shape shapes[RP_URDF_BOX_MAX];
+    size_t n = collision_shapes(c, shapes);
+    size_t max = c->opts->max_shapes;
+    if (max && (u->n_shapes > max || n > max - u->n_shapes)) {
+        rp_urdf_fail_limit_(c, max, "max_model_links", "more than %zu shapes", max);
+        return;
+    }
+    for (size_t j = 0; j < n; j++)
+        if (rp_shape_validate(&shapes[j]) != RP_OK) {
+            rp_urdf_fail_at_(c, c->coll.line,
+                             "the shape's coordinates are beyond the range of doubles "
+                             "once its origin is applied");
+            return;
+        }
+    const link_rec *l = &u->links[c->link];
+    for (size_t j = 0; j < n; j++) {
+        char id[RP_NAME_MAX + 48];
+        if (c->coll.kind == E_BOX)
+            snprintf(id, sizeof id, "%s#%zu.%zu", l->name, l->n_collisions - 1, j);
+        else
+            snprintf(id, sizeof id, "%s#%zu", l->name, l->n_collisions - 1);
+        shape_rec *p = room(c, u->shapes, &u->cap_shapes, u->n_shapes, sizeof *p);
+        if (!p)
+            return;
+        u->shapes = p;
+        const char *kept = keep(c, id);
+        if (!kept)
+            return;
+        u->shapes[u->n_shapes++] = (shape_rec){{kept, -1, shapes[j]}, l->name, c->coll.line};
+    }
+}
+
+/* ---- URDF: joints ------------------------------------------------------------ */
+
+static bool joint_type(const char *s, rp_joint_type *out)
+{
+    static const struct {
+        const char *name;
+        rp_joint_type type;
+    } types[] = {{"revolute", RP_JOINT_REVOLUTE},
+                 {"continuous", RP_JOINT_CONTINUOUS},
+                 {"prismatic", RP_JOINT_PRISMATIC},
+                 {"fixed", RP_JOINT_FIXED}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(s, types[i].name) == 0) {
+            *out = types[i].type;
+            return true;
+        }
+    return false;
+}
+
+static void open_joint(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    size_t index = c->n_joint_elems++;
+    const char *name = attr(atts, "name");
+    char q[RP_URDF_QUOTE_BUF];
+    if (name && rp_codec_valid_id(name))
+        rp_urdf_push_path_(c, "joint[%s]", name);
+    else
+        rp_urdf_push_path_(c, "joint[#%zu]", index);
+    size_t max =
+        c->opts->max_links && c->opts->max_links < MAX_COUNT ? c->opts->max_links : MAX_COUNT;
+    if (u->n_joints >= max) {
+        rp_urdf_fail_limit_(c, max, "max_model_links", "more than %zu joints", max);
+        return;
+    }
+    if (!(name = name_attr(c, atts, "name")))
+        return;
+    size_t slot;
+    uint32_t hash = rp_strhash_(name);
+    if (rp_strtab_find_(&u->joint_tab, name, hash, &slot)) {
+        rp_urdf_fail_(c, "joint \"%s\" is defined twice (first at line %lu)", name,
+                      u->joints[u->joint_tab.slots[slot]].line);
+        return;
+    }
+    const char *type = attr(atts, "type");
+    joint_rec *j = &c->joint;
+    if (!type) {
+        rp_urdf_fail_(c, "the type attribute is required");
+        return;
+    }
+    if (!joint_type(type, &j->def.type)) {
+        rp_urdf_fail_(c,
+                      "type \"%s\" is not supported: use revolute, continuous, prismatic or fixed",
+                      rp_urdf_quote_(q, type));
+        return;
+    }
+    j->def.name = keep(c, name);
+    j->def.parent = j->def.child = j->def.mimic = NULL;
+    j->def.xyz = j->def.rpy = (rp_vec3){0, 0, 0};
+    j->def.axis = (rp_vec3){1, 0, 0};
+    j->def.has_limits = false;
+    j->def.lower = j->def.upper = 0;
+    j->def.multiplier = 1;
+    j->def.offset = 0;
+    j->hash = hash;
+    j->line = (unsigned long)XML_GetCurrentLineNumber(c->xp);
+    c->seen = 0;
+}
+
+/* A child element of <joint> (parent, child, origin, axis, limit, mimic). */
+static void open_joint_child(ctx *c, elem e, const XML_Char **atts)
+{
+    rp_joint_def *d = &c->joint.def;
+    unsigned bit = 1u << (e - E_J_PARENT);
+    if (c->seen & bit) {
+        rp_urdf_fail_(c, "this element appears twice in one <joint>");
+        return;
+    }
+    c->seen |= bit;
+    const char *s;
+    switch (e) {
+    case E_J_PARENT:
+    case E_J_CHILD:
+        if ((s = name_attr(c, atts, "link")) && (s = keep(c, s)))
+            *(e == E_J_PARENT ? &d->parent : &d->child) = s;
+        break;
+    case E_J_ORIGIN: read_origin(c, atts, &d->xyz, &d->rpy); break;
+    case E_J_AXIS: vec3_attr(c, atts, "xyz", true, d->axis, &d->axis); break;
+    case E_J_LIMIT:
+        if (d->type != RP_JOINT_REVOLUTE && d->type != RP_JOINT_PRISMATIC)
+            break;
+        if (!num_attr(c, atts, "lower", false, 0, &d->lower) ||
+            !num_attr(c, atts, "upper", false, 0, &d->upper))
+            break;
+        if (d->lower > d->upper)
+            rp_urdf_fail_(c, "lower %.17g is greater than upper %.17g", d->lower, d->upper);
+        d->has_limits = true;
+        break;
+    default: /* E_J_MIMIC */
+        if ((s = name_attr(c, atts, "joint")) && (s = keep(c, s)) &&
+            num_attr(c, atts, "multiplier", false, 1, &d->multiplier) &&
+            num_attr(c, atts, "offset", false, 0, &d->offset))
+            d->mimic = s;
+        break;
+    }
+}
+
+static void close_joint(ctx *c)
+{
+    rp_urdf *u = c->u;
+    joint_rec *j = &c->joint;
+    if (!j->def.parent || !j->def.child) {
+        rp_urdf_fail_at_(c, j->line, "<%s link=...> is required",
+                         j->def.parent ? "child" : "parent");
+        return;
+    }
+    if (!j->def.has_limits &&
+        (j->def.type == RP_JOINT_REVOLUTE || j->def.type == RP_JOINT_PRISMATIC)) {
+        rp_urdf_fail_at_(c, j->line, "a %s joint needs <limit>",
+                         j->def.type == RP_JOINT_REVOLUTE ? "revolute" : "prismatic");
+        return;
+    }
+    size_t slot;
+    joint_rec *p = room(c, u->joints, &u->cap_joints, u->n_joints, sizeof *p);
+    if (!p)
+        return;
+    u->joints = p;
+    if (!rp_strtab_reserve_(&u->joint_tab, u->n_joints + 1)) {
+        rp_urdf_fail_nomem_(c);
+        return;
+    }
+    rp_strtab_find_(&u->joint_tab, j->def.name, j->hash, &slot);
+    u->joints[u->n_joints] = *j;
+    rp_strtab_insert_at_(&u->joint_tab, slot, (uint32_t)u->n_joints);
+    u->n_joints++;
+}
+
+/* ---- pairs ---------------------------------------------------------------- */
+
+/* Appends an allowed pair, within opts.max_pairs. */
+static void add_pair(ctx *c, const char *a, const char *b, unsigned long line)
+{
+    rp_urdf *u = c->u;
+    size_t max = c->opts->max_pairs;
+    if (max && u->n_pairs >= max) {
+        rp_urdf_fail_limit_(c, max, "max_allowed_pairs", "more than %zu allowed pairs", max);
+        return;
+    }
+    pair_rec *p = room(c, u->pairs, &u->cap_pairs, u->n_pairs, sizeof *p);
+    if (!p)
+        return;
+    u->pairs = p;
+    u->pairs[u->n_pairs++] = (pair_rec){a, b, line};
+}
+
+/* SRDF <disable_collisions link1 link2>: both must be URDF links. */
+static void open_disable(ctx *c, const XML_Char **atts)
+{
+    rp_urdf_push_path_(c, "disable_collisions[%zu]", c->n_disable++);
+    const char *names[2];
+    char q[RP_URDF_QUOTE_BUF];
+    for (int k = 0; k < 2; k++) {
+        const char *key = k ? "link2" : "link1";
+        const char *s = attr(atts, key);
+        size_t index = s ? find_link(c->u, s) : SIZE_MAX;
+        if (!s) {
+            rp_urdf_fail_(c, "the %s attribute is required", key);
+            return;
+        }
+        if (index == SIZE_MAX) {
+            rp_urdf_fail_(c, "%s=\"%s\" is not a link of the URDF", key, rp_urdf_quote_(q, s));
+            return;
+        }
+        names[k] = c->u->links[index].name;
+    }
+    add_pair(c, names[0], names[1], (unsigned long)XML_GetCurrentLineNumber(c->xp));
+}
+
+/* The where of a limit hit here is the joint whose pair did not fit. */
+void rp_urdf_add_adjacent_(ctx *c)
+{
+    rp_urdf *u = c->u;
+    for (size_t i = 0; i < u->n_joints && c->status == RP_URDF_OK; i++) {
+        size_t a = find_link(u, u->joints[i].def.parent);
+        size_t b = find_link(u, u->joints[i].def.child);
+        if (a == SIZE_MAX || b == SIZE_MAX)
+            continue;
+        snprintf(c->path, sizeof c->path, "joint[%s]", u->joints[i].def.name);
+        add_pair(c, u->links[a].name, u->links[b].name, 0);
+        if (c->status != RP_URDF_OK)
+            c->err->line = u->joints[i].line;
+    }
+    c->path[0] = '\0';
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+void rp_urdf_open_(ctx *c, elem e, const char *name, const XML_Char **atts)
+{
+    char q[RP_URDF_QUOTE_BUF];
+    switch (e) {
+    case E_ROBOT:
+    case E_SROBOT:
+        if (strcmp(name, "robot") != 0)
+            rp_urdf_fail_(c, "the root element must be <robot>, not <%s>", rp_urdf_quote_(q, name));
+        break;
+    case E_LINK: open_link(c, atts); break;
+    case E_COLLISION: open_collision(c); break;
+    case E_C_ORIGIN:
+        rp_urdf_push_path_(c, ".origin");
+        open_collision_origin(c, atts);
+        break;
+    case E_GEOMETRY:
+        rp_urdf_push_path_(c, ".geometry");
+        open_geometry(c);
+        break;
+    case E_SPHERE:
+    case E_CYLINDER:
+    case E_CAPSULE:
+    case E_BOX:
+    case E_MESH:
+        rp_urdf_push_path_(c, ".%s", name);
+        open_shape(c, e, atts);
+        break;
+    case E_JOINT: open_joint(c, atts); break;
+    case E_DISABLE: open_disable(c, atts); break;
+    default:
+        rp_urdf_push_path_(c, ".%s", name);
+        open_joint_child(c, e, atts);
+        break;
+    }
+}
+
+void rp_urdf_close_(ctx *c, elem e)
+{
+    if (e == E_COLLISION)
+        close_collision(c);
+    else if (e == E_JOINT)
+        close_joint(c);
+}
