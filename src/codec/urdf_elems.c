@@ -436,8 +436,13 @@ static void open_joint_child(ctx *c, elem e, const XML_Char **atts)
         if (!num_attr(c, atts, "lower", false, 0, &d->lower) ||
             !num_attr(c, atts, "upper", false, 0, &d->upper))
             break;
-        if (d->lower > d->upper)
-            rp_urdf_fail_(c, "lower %.17g is greater than upper %.17g", d->lower, d->upper);
+        if (d->lower > d->upper) {
+            /* Shortest round-trip decimals: "0.1", not "0.10000000000000001". */
+            char lo[32], hi[32];
+            rp_format_double(lo, d->lower);
+            rp_format_double(hi, d->upper);
+            rp_urdf_fail_(c, "lower %s is greater than upper %s", lo, hi);
+        }
         d->has_limits = true;
         break;
     default: /* E_J_MIMIC */
