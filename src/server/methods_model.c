@@ -605,6 +605,34 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
     return true;
 }
 
+/* JSON form: with allow_adjacent (default false), (parent, child) of every
+ * joint joins the allowed pairs, as a URDF without an SRDF has them. */
+static bool add_adjacent(rpd_req *req, const cJSON *params, put_scratch *s)
+{
+    bool adjacent;
+    if (!rpd_optional_bool(req, params, "allow_adjacent", false, &adjacent))
+        return false;
+    if (!adjacent || s->def.n_joints == 0)
+        return true;
+    size_t n = s->def.n_allowed + s->def.n_joints;
+    if (n > req->core->limits.max_allowed_pairs)
+        return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
+                              req->core->limits.max_allowed_pairs);
+    const char **pairs = malloc(2 * n * sizeof *pairs);
+    if (!pairs)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    memcpy(pairs, s->def.allowed_pairs, 2 * s->def.n_allowed * sizeof *pairs);
+    for (size_t i = 0; i < s->def.n_joints; i++) {
+        pairs[2 * (s->def.n_allowed + i)] = s->def.joints[i].parent;
+        pairs[2 * (s->def.n_allowed + i) + 1] = s->def.joints[i].child;
+    }
+    free(s->more_pairs);
+    s->more_pairs = pairs;
+    s->def.allowed_pairs = pairs;
+    s->def.n_allowed = n;
+    return true;
+}
+
 bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"model", "links", "joints", "urdf", "srdf",
@@ -637,8 +665,6 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
             return rpd_fail_path(req, path, "only for kinematic models (with joints or a urdf)");
     if (!urdf && rpd_param(params, "srdf", path))
         return rpd_fail_path(req, path, "needs a urdf");
-    if (!urdf && rpd_param(params, "allow_adjacent", path))
-        return rpd_fail_path(req, path, "only with a urdf");
     for (const char *const *k = not_urdf; *k; k++)
         if (urdf && rpd_param(params, *k, path))
             return rpd_fail_path(req, path, "not with a urdf: the document defines them");
@@ -656,6 +682,7 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
         s.def.shape_links = s.shape_links;
         s.def.joints = s.joints;
         s.def.allowed_pairs = s.pairs;
+        ok = ok && add_adjacent(req, params, &s);
         /* A tree without joints or shapes is still kinematic. */
         static const char *const no_links[1] = {NULL};
         if (ok && !s.def.shape_links)
