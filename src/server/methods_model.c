@@ -621,7 +621,8 @@ static bool add_adjacent(rpd_req *req, const cJSON *params, put_scratch *s)
     const char **pairs = malloc(2 * n * sizeof *pairs);
     if (!pairs)
         return rpd_fail_status(req, RP_ERR_NOMEM);
-    memcpy(pairs, s->def.allowed_pairs, 2 * s->def.n_allowed * sizeof *pairs);
+    if (s->def.n_allowed) /* allowed_pairs is NULL without params.allowed_pairs */
+        memcpy(pairs, s->def.allowed_pairs, 2 * s->def.n_allowed * sizeof *pairs);
     for (size_t i = 0; i < s->def.n_joints; i++) {
         pairs[2 * (s->def.n_allowed + i)] = s->def.joints[i].parent;
         pairs[2 * (s->def.n_allowed + i) + 1] = s->def.joints[i].child;
