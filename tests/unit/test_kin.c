@@ -971,7 +971,7 @@ static void kinematic_models_return_memory_to_baseline(void **state)
 
     /* Many names (the model's string list grows), replaced back and forth. */
     enum { N = 40 };
-    char names[N][8], sids[N][8];
+    char names[N][16], sids[N][16];
     rp_joint_def j[N];
     rp_link shapes[N];
     const char *sl[N], *defaults[N];
@@ -1283,7 +1283,7 @@ static mat4 m4_origin(const rp_joint_def *j)
  * first); definitions come in a shuffled order. */
 typedef struct rtree {
     int n;
-    char lname[MAXL][8], jname[MAXL][8];
+    char lname[MAXL][16], jname[MAXL][16];
     int parent[MAXL];
     rp_joint_def jd[MAXL]; /* by creation index, jd[0] unused */
     int mimic[MAXL];       /* creation index of the source, or -1 */
@@ -1293,7 +1293,7 @@ typedef struct rtree {
     const char *link_names[MAXL];
     bool give_names;
     int n_shapes;
-    char sid[MAXS][8];
+    char sid[MAXS][16];
     rp_link shapes[MAXS];
     const char *shape_links[MAXS];
     int shape_owner[MAXS];
@@ -1428,7 +1428,7 @@ static void random_tree(test_rng *r, rtree *t, int n_scene, bool extras)
     for (int p = 0; p < 2 * t->n_pairs; p++)
         t->pairs[p] = t->lname[rng_next(r) % (uint64_t)t->n];
     t->n_as = (int)(rng_next(r) % 5);
-    static char scene_ids[400][8];
+    static char scene_ids[400][16];
     for (int p = 0; p < t->n_as; p++) {
         int id = (int)(rng_next(r) % (uint64_t)(n_scene + 20)); /* some absent */
         snprintf(scene_ids[id], sizeof scene_ids[id], "o%03d", id);
@@ -1646,7 +1646,7 @@ static void kinematic_and_frame_indexed_twins_check_alike(void **state)
     rp_store *st = rp_store_new(NULL);
     enum { NSCENE = 200 };
     rp_shape_put sp[NSCENE];
-    char ids[NSCENE][8];
+    char ids[NSCENE][16];
     for (int i = 0; i < NSCENE; i++) {
         snprintf(ids[i], sizeof ids[i], "o%03d", i);
         double x = rng_uniform(&rng, -2.5, 2.5), y = rng_uniform(&rng, -2.5, 2.5),
