@@ -515,17 +515,19 @@ typedef struct rp_motion_result {
 ///
 /// DISCRETE: the waypoints, then each segment's states k/n (n = ceil(max
 /// |dq| / resolution)), coarse to fine (midpoint first, then bisection).
-/// CERTIFIED: conservative advancement (see check.c for the bound and its
-/// proof): `valid` means every configuration on the path, not only samples,
-/// keeps every pair at least margin + tolerance/2 apart... more exactly,
-/// clear of the margin by at least tolerance/2; an invalid motion reports
-/// the first t at which some pair comes within `tolerance` of the margin:
-/// every state before it is clear.
+/// CERTIFIED: conservative advancement (see motion.c for the bound and its
+/// proof): `valid` means that every configuration on the path, not only
+/// samples, keeps every pair clear of the margin by at least tolerance/2;
+/// an invalid motion reports the first t at which some pair comes within
+/// `tolerance` of the margin, every state before it being proved clear.
 ///
 /// first_joints (dof values, may be NULL) receives the invalid state.
 /// RP_ERR_INVALID_ARG for bad arguments (n_points < 2, a frame-indexed
-/// model, a resolution or tolerance <= 0 or not finite); RP_ERR_NONFINITE
-/// for non-finite path values; RP_ERR_LIMIT past max_states; RP_ERR_NOMEM.
+/// model, a resolution or tolerance <= 0 or not finite), and in CERTIFIED
+/// mode for a segment whose motion is too large for the tolerance at double
+/// precision (a step of t would round to nothing); RP_ERR_NONFINITE for
+/// non-finite path values or states that move a shape (or a joint change)
+/// beyond the range of doubles; RP_ERR_LIMIT past max_states; RP_ERR_NOMEM.
 RP_API rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
                                        const rp_transform *base, const double *path,
                                        size_t n_points, const rp_motion_opts *opts,

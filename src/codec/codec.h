@@ -31,7 +31,7 @@ extern "C" {
 #define RP_CODEC_REASON_MAX 160
 
 /* Names: 1..128 chars.  Scene and model names use [A-Za-z0-9_.-] and may
- * not start with '.'; shape and link ids use [A-Za-z0-9_.:/-]. */
+ * not start with '.'; shape and link ids use [A-Za-z0-9_.:/#-]. */
 #define RP_NAME_MAX 128
 
 /* Tolerance for unit quaternions and rotation matrices (absolute, on

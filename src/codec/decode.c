@@ -42,7 +42,7 @@
 #define R_MATRIX_LAST "must be [0,0,0,1]"
 #define R_ROTATION "rotation must be orthonormal with det +1"
 #define R_NAME "must be 1-128 characters of [A-Za-z0-9_.-], not starting with '.'"
-#define R_ID "must be 1-128 characters of [A-Za-z0-9_.:/-]"
+#define R_ID "must be 1-128 characters of [A-Za-z0-9_.:/#-]"
 
 /* ---- errors and paths ------------------------------------------------- */
 
@@ -206,7 +206,7 @@ bool rp_codec_string(const cJSON *j, const char *path, const char **out, rp_code
 
 /* Bit 1: allowed in names; bit 2: allowed in ids. */
 static const unsigned char name_chars[128] = {
-    ['-'] = 3, ['.'] = 3, ['_'] = 3, [':'] = 2, ['/'] = 2,
+    ['-'] = 3, ['.'] = 3, ['_'] = 3, [':'] = 2, ['/'] = 2, ['#'] = 2,
     ['0'] = 3, ['1'] = 3, ['2'] = 3, ['3'] = 3, ['4'] = 3,
     ['5'] = 3, ['6'] = 3, ['7'] = 3, ['8'] = 3, ['9'] = 3,
     ['A'] = 3, ['B'] = 3, ['C'] = 3, ['D'] = 3, ['E'] = 3, ['F'] = 3, ['G'] = 3,

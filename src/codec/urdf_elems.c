@@ -153,6 +153,13 @@ static bool vec3_attr(ctx *c, const XML_Char **atts, const char *name, bool requ
     return true;
 }
 
+/* A URDF name: the id syntax without '#', which is left to the shape ids
+ * ("LINK#k") so that they never collide with names. */
+static bool valid_urdf_name(const char *s)
+{
+    return rp_codec_valid_id(s) && !strchr(s, '#');
+}
+
 /* A name attribute (link or joint name, or a reference to one) with the id
  * syntax; NULL (and the parse failed) otherwise. */
 static const char *name_attr(ctx *c, const XML_Char **atts, const char *name)
@@ -161,7 +168,7 @@ static const char *name_attr(ctx *c, const XML_Char **atts, const char *name)
     char q[RP_URDF_QUOTE_BUF];
     if (!s)
         rp_urdf_fail_(c, "the %s attribute is required", name);
-    else if (!rp_codec_valid_id(s))
+    else if (!valid_urdf_name(s))
         rp_urdf_fail_(c, "%s=\"%s\" " R_NAME, name, rp_urdf_quote_(q, s));
     else
         return s;
@@ -175,7 +182,7 @@ static void open_link(ctx *c, const XML_Char **atts)
     rp_urdf *u = c->u;
     size_t index = c->n_link_elems++;
     const char *name = attr(atts, "name");
-    if (name && rp_codec_valid_id(name))
+    if (name && valid_urdf_name(name))
         rp_urdf_push_path_(c, "link[%s]", name);
     else
         rp_urdf_push_path_(c, "link[#%zu]", index);
@@ -367,7 +374,7 @@ static void open_joint(ctx *c, const XML_Char **atts)
     size_t index = c->n_joint_elems++;
     const char *name = attr(atts, "name");
     char q[RP_URDF_QUOTE_BUF];
-    if (name && rp_codec_valid_id(name))
+    if (name && valid_urdf_name(name))
         rp_urdf_push_path_(c, "joint[%s]", name);
     else
         rp_urdf_push_path_(c, "joint[#%zu]", index);

@@ -57,11 +57,17 @@
 #define DEFAULT_RESOLUTION 0.01
 #define DEFAULT_TOLERANCE 1e-5
 
-/* q = a + t (b - a), exactly b at t = 1. */
+/* q = a + t (b - a), exactly a at t = 0 and b at 1; when b - a overflows
+ * (finite ends near the largest double), (1 - t) a + t b instead, which
+ * cannot. */
 static void lerp(const double *a, const double *b, double t, size_t n, double *q)
 {
-    for (size_t i = 0; i < n; i++)
-        q[i] = t == 1.0 ? b[i] : a[i] + t * (b[i] - a[i]);
+    for (size_t i = 0; i < n; i++) {
+        double d = b[i] - a[i];
+        q[i] = t == 1.0              ? b[i]
+               : d - d == 0.0        ? a[i] + t * d
+                                     : (1.0 - t) * a[i] + t * b[i];
+    }
 }
 
 /* What both modes share. */
@@ -342,8 +348,10 @@ static double origin_reach(const rp_kin_joint *j, double v0, double v1)
     return best;
 }
 
-/* The rates of every shape over segment seg (see the top). */
-static void segment_rates(certifier *c)
+/* The rates of every shape over segment seg (see the top).  False when a
+ * rate is not finite (a joint change or a reach beyond the largest double):
+ * such a segment cannot be certified. */
+static bool segment_rates(certifier *c)
 {
     const rp_model *m = c->mo->m;
     const rp_kin *k = m->kin;
@@ -359,7 +367,8 @@ static void segment_rates(certifier *c)
         double rho = core_reach(&m->links[i].shape), total = 0.0;
         for (int f = m->links[i].frame; f >= 0; f = k->moving[f].parent) {
             const rp_kin_joint *j = &k->moving[f];
-            double part = c->dv[f] * (j->type == RP_JOINT_PRISMATIC ? 1.0 : rho);
+            double part = c->dv[f] == 0.0 ? 0.0
+                          : c->dv[f] * (j->type == RP_JOINT_PRISMATIC ? 1.0 : rho);
             cum[j->depth] = part; /* per depth for now; prefix sums below */
             total += part;
             double v0 = j->mult * a[j->src] + j->off, v1 = j->mult * b[j->src] + j->off;
@@ -368,7 +377,10 @@ static void segment_rates(certifier *c)
         for (size_t d = 1; d < c->stride; d++)
             cum[d] += cum[d - 1];
         c->rate[i] = total;
+        if (!isfinite(total))
+            return false;
     }
+    return true;
 }
 
 /* Depth of the lowest frame two frames share (0: only the base). */
@@ -399,7 +411,11 @@ static bool goto_time(certifier *c, double t)
     return true;
 }
 
-/* World shape i at the current state (placed on first use). */
+/* 0 for finite x, NaN otherwise (summed: one test for many values). */
+static inline double probe(double x) { return x - x; }
+
+/* World shape i at the current state (placed on first use); NULL when a
+ * coordinate left the range of doubles. */
 static const rp_shape *shape_now(certifier *c, size_t i)
 {
     if (c->stamp[i] != c->state) {
@@ -408,7 +424,15 @@ static const rp_shape *shape_now(certifier *c, size_t i)
         rp_transform identity = rp_transform_identity();
         const rp_transform *fr = l->frame >= 0 ? &c->mo->frames[l->frame]
                                  : c->mo->base ? c->mo->base : &identity;
-        c->mo->world[i] = rp_link_shape_transform_shape(&ls, fr);
+        rp_shape *w = &c->mo->world[i];
+        *w = rp_link_shape_transform_shape(&ls, fr);
+        double p = w->kind == RP_SHAPE_CAPSULE
+                       ? probe(w->capsule.a.x) + probe(w->capsule.a.y) + probe(w->capsule.a.z) +
+                             probe(w->capsule.b.x) + probe(w->capsule.b.y) + probe(w->capsule.b.z)
+                       : probe(w->sphere.center.x) + probe(w->sphere.center.y) +
+                             probe(w->sphere.center.z);
+        if (p != 0.0)
+            return NULL;
         c->stamp[i] = c->state;
     }
     return &c->mo->world[i];
@@ -423,6 +447,8 @@ static rp_status evaluate(certifier *c, ca_item *it, bool *hit)
     size_t i = it->shape;
     double half = c->tol / 2, due = INFINITY;
     const rp_shape *w = shape_now(c, i);
+    if (!w)
+        return RP_ERR_NONFINITE;
     if (it->kind == 0) {
         /* Only a shape closer than what the rest of the segment could use
          * matters: the bound prunes the tree. */
@@ -454,7 +480,10 @@ static rp_status evaluate(certifier *c, ca_item *it, bool *hit)
         for (size_t j = i + 1; j < c->n; j++) {
             if (!rp_model_self_pair_(m, i, j))
                 continue;
-            double d = rp_shape_signed_distance(w, shape_now(c, j));
+            const rp_shape *wj = shape_now(c, j);
+            if (!wj)
+                return RP_ERR_NONFINITE;
+            double d = rp_shape_signed_distance(w, wj);
             double clear = d - mo->margin;
             if (!(clear >= c->tol)) {
                 rp_check_pair p = {i, RP_PAIR_SELF, j, d};
@@ -477,7 +506,8 @@ static rp_status evaluate(certifier *c, ca_item *it, bool *hit)
 static rp_status certify_segment(certifier *c, bool *bad)
 {
     motion *mo = c->mo;
-    segment_rates(c);
+    if (!segment_rates(c))
+        return RP_ERR_NONFINITE;
     c->heap_n = 0;
     c->state = 0;
     c->t = 0.0;
@@ -504,6 +534,7 @@ static rp_status certify_segment(certifier *c, bool *bad)
         ca_item it = heap_pop(c);
         if (!goto_time(c, it.due))
             return RP_ERR_LIMIT;
+        double before = c->t;
         rp_status st = evaluate(c, &it, bad);
         if (st)
             return st;
@@ -511,6 +542,10 @@ static rp_status certify_segment(certifier *c, bool *bad)
             set_invalid(mo, c->seg, c->t);
             return RP_OK;
         }
+        /* A step below the precision of t (a shape moving more than about
+         * 2^52 tolerances per segment) would never end: not certifiable. */
+        if (!(it.due > before))
+            return RP_ERR_INVALID_ARG;
         if (it.due < 1.0)
             heap_push(c, it);
     }

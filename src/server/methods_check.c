@@ -528,8 +528,9 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     bool has_base, ok = rpd_charge_work(req, check_cost(&cs));
     if (ok && !(tf = malloc((cs.n_frames ? cs.n_frames : 1) * sizeof *tf)))
         ok = rpd_fail_status(req, RP_ERR_NOMEM);
-    if (ok && rp_model_is_kinematic(cs.model) && !frames)
-        ok = rpd_fail_path(req, "params.joints", "is required (a joint vector)");
+    if (ok && rp_model_is_kinematic(cs.model))
+        ok = frames ? rpd_fail_path(req, fpath, "a kinematic model takes \"joints\", not frame poses")
+                    : rpd_fail_path(req, "params.joints", "is required (a joint vector)");
     ok = ok && decode_config(req, &cs, frames, base, fpath, bpath, tf, &btf, &has_base);
     rp_check_result res;
     memset(&res, 0, sizeof res);
@@ -615,6 +616,8 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     static const char *const config_keys[] = {"frames", "base", NULL};
     char path[RP_CODEC_PATH_MAX];
     const cJSON *configs = rpd_param(params, "configurations", path);
+    if (configs && rp_model_is_kinematic(cs->model))
+        return rpd_fail_path(req, path, "a kinematic model takes \"joints\", not configurations of frame poses");
     if (!cJSON_IsArray(configs))
         return rpd_fail_path(req, configs ? path : rp_model_is_kinematic(cs->model)
                                                        ? "params.joints"
@@ -864,6 +867,10 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_path(req, p2, "only for mode \"certified\"");
     if (!rpd_optional_bool(req, params, "earliest", false, &mo.earliest))
         return false;
+    if (rpd_param(params, "earliest", path) && mo.mode != RP_MOTION_DISCRETE)
+        return rpd_fail_path(req, path,
+                             "only for mode \"discrete\" (certified always reports the first "
+                             "contact)");
     if (!decode_setup(req, params, "params.path", &cs)) {
         free_setup(&cs);
         return false;
@@ -918,6 +925,11 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
             ok = false;
         } else if (st == RP_ERR_NONFINITE) {
             ok = fail_joint_range(req, path);
+        } else if (st == RP_ERR_INVALID_ARG) {
+            ok = rpd_fail_path(req, path,
+                               "moves too far for a certified check at this tolerance (a step "
+                               "would round to nothing in double precision): split the path or "
+                               "raise the tolerance");
         } else if (st) {
             ok = rpd_fail_status(req, st);
         } else {

@@ -35,10 +35,10 @@
  *     nesting, 0-dof models, models with fixed joints only): a -32602 with
  *     a path, or a correct result, and the daemon stays up.
  *
- * Shape ids of a URDF model are "LINK#k", and '#' is not in the id syntax
- * that model.put accepts for link ids, so the twins built here from
- * model.get use "LINK:k" (see map_ids) and results are compared after the
- * same mapping.
+ * Shape ids of a URDF model are "LINK#k".  The twins built here from
+ * model.get rename them "LINK:k" (see map_ids), and results are compared
+ * after the same mapping: the twins must not depend on how the URDF import
+ * spells its ids.
  *
  * No test asserts a duration: every wait is a generous guard against hangs.
  * Under REPOSE_DAEMON_WRAPPER (valgrind) the workloads are smaller.
@@ -266,7 +266,7 @@ static cJSON *put_urdf(rh_conn *c, const char *model, const char *urdf, const ch
 }
 
 /* Replaces '#' by ':' in every string and key of the tree: URDF shape ids
- * ("LINK#k") as ids model.put accepts. */
+ * ("LINK#k") renamed for the twins. */
 static void map_ids(cJSON *j)
 {
     for (; j; j = j->next) {
@@ -1526,7 +1526,7 @@ static void attached_shapes(void **state)
          "\"shape\":" S01 "}]}",
          -32602, "params.attached[0].id", "required"},
         {"check",
-         "{\"model\":\"planar\",\"joints\":[0,0],\"attached\":[{\"id\":\"a#1\","
+         "{\"model\":\"planar\",\"joints\":[0,0],\"attached\":[{\"id\":\"a b\","
          "\"link\":\"l1\",\"shape\":" S01 "}]}",
          -32602, "params.attached[0].id", "characters"},
         {"check",
@@ -2128,13 +2128,11 @@ static void outsider_bad_input(void **state)
  * behaviour: UBSan stops the daemon at src/geometry/distance.c, release
  * builds answered "distance": null and "joints": [null, 0]).  Each motion
  * must get a finite result or a -32602, and the daemon must stay up.
- * Skipped until src/scene/motion.c refuses (or avoids) non-finite states
- * in certified mode. */
+ * (motion.c now interpolates without overflow and refuses, with
+ * RP_ERR_NONFINITE, states or joint changes beyond the range of doubles.) */
 static void motion_through_nonfinite_states(void **state)
 {
     (void)state;
-    if (!getenv("REPOSE_TEST_KNOWN_BUGS"))
-        skip();
     rh_daemon *d = start(NULL);
     rh_conn *c = connect_ok(d, false);
     expect_ok(rpct(c, "model.put",

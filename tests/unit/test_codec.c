@@ -228,7 +228,7 @@ static void uint_accepts_integers_up_to_2_pow_53(void **state)
 /* ---- names and ids --------------------------------------------------- */
 
 #define NAME_REASON "must be 1-128 characters of [A-Za-z0-9_.-], not starting with '.'"
-#define ID_REASON "must be 1-128 characters of [A-Za-z0-9_.:/-]"
+#define ID_REASON "must be 1-128 characters of [A-Za-z0-9_.:/#-]"
 
 static void names_allow_1_to_128_safe_characters(void **state)
 {
@@ -246,8 +246,8 @@ static void names_allow_1_to_128_safe_characters(void **state)
     static const char *const good_names[] = {"a", "Scene_1", "a.b-c", "0", "x.", "A-Z_a-z.0-9"};
     static const char *const bad_names[] = {"", ".hidden", ".", "a b", "a/b", "a:b", "\xC3\xA9",
                                             "tab\t", "a\"b", "a\\b", "*"};
-    static const char *const good_ids[] = {"a", "link/3", "ns:arm.upper-1", ".x", "/", "a_b"};
-    static const char *const bad_ids[] = {"", "a b", "a,b", "caf\xC3\xA9", "a\nb", "#"};
+    static const char *const good_ids[] = {"a", "link/3", "ns:arm.upper-1", ".x", "/", "a_b", "hand#0", "#"};
+    static const char *const bad_ids[] = {"", "a b", "a,b", "caf\xC3\xA9", "a\nb", "a=b"};
     for (size_t i = 0; i < sizeof good_names / sizeof *good_names; i++)
         if (!rp_codec_valid_name(good_names[i]))
             fail_msg("name \"%s\" rejected", good_names[i]);
