@@ -462,11 +462,15 @@ typedef struct rp_extend_error {
 /// A standalone copy of `m` (not in any store; free with rp_model_free)
 /// with the attached shapes appended as shapes n..n+n_attached-1, which
 /// checks report like any shape (rp_model_link_count of the result counts
-/// them), and with more allowed (link, scene shape id) pairs.  An attached
-/// shape moves with its link, is checked against the scene and against the
-/// model's shapes except those of its own link, of links sharing its
-/// frame, of links allowed to touch its link, and of its touch_links; two
-/// attached shapes are not checked against each other.
+/// them), and with more allowed (link, scene shape id) pairs (a pair may
+/// name an attached shape's id as its link; a link's pairs do not extend to
+/// shapes attached to it).  An attached shape moves with its link, is
+/// checked against the scene and, when the model checks self collisions,
+/// against the model's shapes except those of its own link, of links
+/// sharing its frame, of links allowed to touch its link, and of its
+/// touch_links; two attached shapes are not checked against each other.
+/// Not thread-safe against another rp_model_extend of the same model (the
+/// shared kinematic data is reference-counted without atomics).
 RP_API rp_status rp_model_extend(const rp_model *m, const rp_attached *attached,
                                  size_t n_attached, const char *const *allowed_scene,
                                  size_t n_allowed_scene, rp_model **out, rp_extend_error *err);
@@ -523,7 +527,7 @@ typedef struct rp_motion_result {
 ///
 /// first_joints (dof values, may be NULL) receives the invalid state.
 /// RP_ERR_INVALID_ARG for bad arguments (n_points < 2, a frame-indexed
-/// model, a resolution or tolerance <= 0 or not finite), and in CERTIFIED
+/// model, a resolution or tolerance < 0 or not finite), and in CERTIFIED
 /// mode for a segment whose motion is too large for the tolerance at double
 /// precision (a step of t would round to nothing); RP_ERR_NONFINITE for
 /// non-finite path values or states that move a shape (or a joint change)
