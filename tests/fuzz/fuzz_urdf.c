@@ -12,7 +12,7 @@
  *    RP_URDF_LIMIT;
  *  - an accepted document gives at least one link; names (links, joints,
  *    parents, children, mimic targets, the allowed pairs) with the id
- *    syntax; allowed pairs and shape links among the link names; shape ids
+ *    syntax and no '#' (which shape ids use); allowed pairs and shape links among the link names; shape ids
  *    unique and of the form LINK#k or LINK#k.j for their link; shapes that
  *    pass rp_shape_validate; joints with finite values and limits exactly
  *    on revolute and prismatic joints, lower <= upper; a line for every
@@ -54,6 +54,12 @@ static void check_refusal(rp_urdf_status st, const rp_urdf *u, const rp_urdf_err
                (int)st);
 }
 
+/* A URDF name: the id syntax without '#'. */
+static bool urdf_name(const char *s)
+{
+    return rp_codec_valid_id(s) && !strchr(s, '#');
+}
+
 static bool is_link(const rp_model_def *d, const char *name)
 {
     for (size_t i = 0; i < d->n_link_names; i++)
@@ -87,8 +93,8 @@ static void check_joints(const rp_urdf *u, const rp_model_def *d)
 {
     for (size_t i = 0; i < d->n_joints; i++) {
         const rp_joint_def *j = &d->joints[i];
-        FUZZ_CHECK(rp_codec_valid_id(j->name) && rp_codec_valid_id(j->parent) &&
-                       rp_codec_valid_id(j->child) && (!j->mimic || rp_codec_valid_id(j->mimic)),
+        FUZZ_CHECK(urdf_name(j->name) && urdf_name(j->parent) && urdf_name(j->child) &&
+                       (!j->mimic || urdf_name(j->mimic)),
                    "joint %zu: a name without the id syntax", i);
         FUZZ_CHECK(j->type == RP_JOINT_FIXED || j->type == RP_JOINT_REVOLUTE ||
                        j->type == RP_JOINT_CONTINUOUS || j->type == RP_JOINT_PRISMATIC,
@@ -113,7 +119,7 @@ static void check_def(const rp_urdf *u)
     FUZZ_CHECK(d->safety_margin == 0 && d->self_collision && !d->n_defaults && !d->n_allowed_scene,
                "defaults changed");
     for (size_t i = 0; i < d->n_link_names; i++) {
-        FUZZ_CHECK(rp_codec_valid_id(d->link_names[i]), "link %zu: bad name", i);
+        FUZZ_CHECK(urdf_name(d->link_names[i]), "link %zu: bad name", i);
         FUZZ_CHECK(rp_urdf_link_line(u, i) > 0, "link %zu: no line", i);
     }
     check_joints(u, d);
