@@ -19,12 +19,11 @@
  * configurations are rounded to it first so that both sides check the same
  * values).  Each request is sent --reps times (default 20) after 3 warm-up
  * sends; the median and the fastest are reported with the request and
- * reply sizes.  Beside
- * it, in process (no socket): the same line through rpd_process_line (the
- * daemon's JSON-RPC layer: parse, decode, compute, write the reply), cJSON
- * parsing alone, and the checks alone (rp_model_check_joints on every
- * configuration); decode + reply is what remains.  The daemon's "valid"
- * count must equal the in-process count.
+ * reply sizes.  Beside it, in process (no socket): the same line through
+ * rpd_process_line (the daemon's JSON-RPC layer: parse, decode, compute,
+ * write the reply), cJSON parsing alone, and the checks alone
+ * (rp_model_check_joints on every configuration); decode + reply is what
+ * remains.  The daemon's "valid" count must equal the in-process count.
  *
  * check.motion.  --edges edges per scene (default 200; kin_bench's first
  * ones), each sent as its own request with path [start, end], in discrete
