@@ -29,7 +29,7 @@ static bool ref_valid(const char *s, bool name)
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '.' || c == '-' || (!name && (c == ':' || c == '/'));
+                  c == '_' || c == '.' || c == '-' || (!name && (c == ':' || c == '/' || c == '#'));
         if (!ok)
             return false;
     }
