@@ -576,10 +576,15 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
     if (us != RP_URDF_OK) {
         char where[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
         rp_codec_path_key(where, ue.in_srdf ? "params.srdf" : "params.urdf", ue.where);
+        /* The reason starts with the element, which the path already names. */
+        const char *text = ue.reason;
+        size_t wl = strlen(ue.where);
+        if (wl && strncmp(text, ue.where, wl) == 0 && text[wl] == ':' && text[wl + 1] == ' ')
+            text += wl + 2;
         if (ue.line)
-            rpd_format(reason, sizeof reason, "line %lu: %s", ue.line, ue.reason);
+            rpd_format(reason, sizeof reason, "line %lu: %s", ue.line, text);
         else
-            rpd_format(reason, sizeof reason, "%s", ue.reason);
+            rpd_format(reason, sizeof reason, "%s", text);
         return rpd_fail_path(req, ue.where[0] ? where : ue.in_srdf ? "params.srdf" : "params.urdf",
                              reason);
     }
