@@ -29,13 +29,33 @@
  * pointed at the counting allocator (not the daemon's arena).  The cases
  * cover scene.create/put/remove, model.put, check, check.batch, the reply
  * writer (a reply of several KB; a mutation's reply into an output buffer
- * that is full or not yet allocated) and a batch.  AF_TRACE=1 in the
- * environment prints every reply that is not the clean one.
+ * that is full or not yet allocated) and a batch.  Kinematic cases run on a
+ * store that also holds a kinematic model (a tree with fixed, revolute,
+ * prismatic, continuous and mimic joints): model.put with JSON joints
+ * (replacing and new) and with a URDF (with an SRDF, and with adjacency
+ * pairs), model.get, model.fk, check, check.batch and check.motion
+ * (discrete with earliest, certified) in joint space with attached shapes
+ * and an allowed_scene list of more than 32 shapes for one link, and a
+ * batch.
+ * For model puts rp_store_memory must come back exactly; for queries it
+ * may also be the clean run's (the scene's tree built on the way).
+ *
+ * In process, without the daemon, the kinematic calls get the same sweeps:
+ * rp_store_model_put in kinematic form (JSON-like and URDF-like defs,
+ * replacing a model and adding one that grows the model array),
+ * rp_model_extend (kinematic and frame form), rp_model_fk and
+ * rp_model_check_joints on a 70-joint chain (more frames and shapes than a
+ * check keeps on the stack) and rp_model_check_motion in both modes: an
+ * error must be RP_ERR_NOMEM with the store (its memory and model pointers
+ * included) unchanged, a success the clean result, a retry must work, and
+ * nothing may leak.  AF_TRACE=1 in the environment prints every reply that
+ * is not the clean one, and the clean results of the in-process calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "test_util.h"
+#include "test_shapes.h"
 
 #include "alloc_fail.h"
 #include "codec/urdf.h"
@@ -122,6 +142,397 @@ static void add_config(text *t, int k, bool base)
     add(t, "}");
 }
 
+/* ---- kinematic definitions (in process, and as JSON for the daemon) -------- */
+
+static rp_vec3 v3(double x, double y, double z)
+{
+    rp_vec3 v = {x, y, z};
+    return v;
+}
+
+static rp_joint_def joint(const char *name, rp_joint_type type, const char *parent,
+                          const char *child, rp_vec3 xyz, rp_vec3 rpy, rp_vec3 axis)
+{
+    rp_joint_def j;
+    memset(&j, 0, sizeof j);
+    j.name = name;
+    j.type = type;
+    j.parent = parent;
+    j.child = child;
+    j.xyz = xyz;
+    j.rpy = rpy;
+    j.axis = axis;
+    return j;
+}
+
+static rp_joint_def limited(rp_joint_def j, double lower, double upper)
+{
+    j.has_limits = true;
+    j.lower = lower;
+    j.upper = upper;
+    return j;
+}
+
+/* A small tree: a base with a fixed mount, revolute j1 (z) and j2 (y), a
+ * fixed camera, prismatic j3, continuous j4 about a skew axis and a
+ * prismatic finger jm mimicking j3; shapes on every link (two on some),
+ * allowed pairs and allowed scene pairs by link name, two defaults. */
+enum { TREE_SHAPES = 11, TREE_JOINTS = 7 };
+static rp_link tree_shapes[TREE_SHAPES];
+static const char *tree_shape_links[TREE_SHAPES];
+static rp_joint_def tree_joints[TREE_JOINTS];
+static const char *const tree_pairs[] = {"mount", "upper",  "upper", "fore", "fore",
+                                         "slide", "slide",  "wrist", "wrist", "finger",
+                                         "base",  "upper", "slide", "finger"};
+static const char *const tree_scene[] = {"upper", "s03", "finger", "s10", "base", "s00"};
+static const char *const tree_default_names[] = {"j1", "j4"};
+static const double tree_default_values[] = {0.3, 1.0};
+
+static void build_tree(void)
+{
+    static const char *const ids[TREE_SHAPES] = {"b0", "b1", "m0", "u0", "u1", "f0",
+                                                 "c0", "s0", "w0", "g0", "g1"};
+    static const char *const links[TREE_SHAPES] = {"base", "base",  "mount", "upper",
+                                                   "upper", "fore", "cam",   "slide",
+                                                   "wrist", "finger", "finger"};
+    const rp_shape shapes[TREE_SHAPES] = {
+        sphere(0, 0, 0.05, 0.08),      capsule(-0.1, 0, 0, 0.1, 0, 0, 0.03),
+        sphere(0, 0, 0, 0.05),         capsule(0, 0, 0, 0.3, 0, 0, 0.04),
+        sphere(0.15, 0, 0.05, 0.03),   capsule(0, 0, 0, 0.25, 0, 0, 0.035),
+        sphere(0, 0, 0.05, 0.02),      capsule(0, 0, 0, 0.05, 0, 0, 0.03),
+        sphere(0.02, 0, 0, 0.03),      capsule(0, 0, 0, 0, 0.04, 0, 0.01),
+        sphere(0, 0.04, 0.01, 0.012)};
+    for (size_t k = 0; k < TREE_SHAPES; k++) {
+        rp_link l = {ids[k], 0, shapes[k]};
+        tree_shapes[k] = l;
+        tree_shape_links[k] = links[k];
+    }
+    rp_vec3 o = v3(0, 0, 0);
+    tree_joints[0] = joint("jf", RP_JOINT_FIXED, "base", "mount", v3(0, 0, 0.1), v3(0, 0, 0.3), o);
+    tree_joints[1] = limited(joint("j1", RP_JOINT_REVOLUTE, "mount", "upper", v3(0, 0, 0.05), o,
+                                   v3(0, 0, 1)), -2.5, 2.5);
+    tree_joints[2] = limited(joint("j2", RP_JOINT_REVOLUTE, "upper", "fore", v3(0.3, 0, 0),
+                                   v3(0.1, 0, 0), v3(0, 1, 0)), -1.5, 1.5);
+    tree_joints[3] = joint("jc", RP_JOINT_FIXED, "fore", "cam", v3(0.1, 0, 0.05), v3(0, 0.2, 0), o);
+    tree_joints[4] = limited(joint("j3", RP_JOINT_PRISMATIC, "fore", "slide", v3(0.3, 0, 0), o,
+                                   v3(1, 0, 0)), 0.0, 0.2);
+    tree_joints[5] = joint("j4", RP_JOINT_CONTINUOUS, "slide", "wrist", v3(0.05, 0, 0), o,
+                           v3(0.3, 0.4, 0.5));
+    rp_joint_def jm = limited(joint("jm", RP_JOINT_PRISMATIC, "wrist", "finger", v3(0.02, 0, 0), o,
+                                    v3(0, 1, 0)), 0.0, 0.2);
+    jm.mimic = "j3";
+    jm.multiplier = 0.5;
+    jm.offset = 0.01;
+    tree_joints[6] = jm;
+}
+
+static rp_model_def tree_def(double margin)
+{
+    rp_model_def d;
+    memset(&d, 0, sizeof d);
+    d.links = tree_shapes;
+    d.n_links = TREE_SHAPES;
+    d.safety_margin = margin;
+    d.allowed_pairs = tree_pairs;
+    d.n_allowed = 7;
+    d.self_collision = true;
+    d.shape_links = tree_shape_links;
+    d.joints = tree_joints;
+    d.n_joints = TREE_JOINTS;
+    d.default_names = tree_default_names;
+    d.default_values = tree_default_values;
+    d.n_defaults = 2;
+    d.allowed_scene = tree_scene;
+    d.n_allowed_scene = 3;
+    return d;
+}
+
+/* A chain of 70 revolute joints (more frames and shapes than a check keeps
+ * on the stack), one short capsule per link, across the grid of scene
+ * shapes; neighbours touch, so with self collision there are pairs. */
+enum { CHAIN_JOINTS = 70 };
+static char chain_link_names[CHAIN_JOINTS + 1][8], chain_joint_names[CHAIN_JOINTS][8];
+static char chain_ids[CHAIN_JOINTS + 1][8];
+static rp_link chain_shapes[CHAIN_JOINTS + 1];
+static const char *chain_shape_links[CHAIN_JOINTS + 1];
+static rp_joint_def chain_joints[CHAIN_JOINTS];
+
+static void build_chain(void)
+{
+    for (int i = 0; i <= CHAIN_JOINTS; i++) {
+        snprintf(chain_link_names[i], sizeof chain_link_names[i], "k%d", i);
+        snprintf(chain_ids[i], sizeof chain_ids[i], "x%d", i);
+        rp_link l = {chain_ids[i], 0, capsule(0, 0, 0, 0.02, 0, 0, 0.008)};
+        chain_shapes[i] = l;
+        chain_shape_links[i] = chain_link_names[i];
+    }
+    for (int i = 0; i < CHAIN_JOINTS; i++) {
+        snprintf(chain_joint_names[i], sizeof chain_joint_names[i], "c%d", i);
+        chain_joints[i] = limited(joint(chain_joint_names[i], RP_JOINT_REVOLUTE,
+                                        chain_link_names[i], chain_link_names[i + 1],
+                                        i ? v3(0.02, 0, 0) : v3(-0.7, 0.02, 0.1), v3(0, 0, 0),
+                                        i % 2 ? v3(0, 1, 0) : v3(0, 0, 1)),
+                                  -3, 3);
+    }
+}
+
+static rp_model_def chain_def(void)
+{
+    rp_model_def d;
+    memset(&d, 0, sizeof d);
+    d.links = chain_shapes;
+    d.n_links = CHAIN_JOINTS + 1;
+    d.safety_margin = 0.01;
+    d.self_collision = true;
+    d.shape_links = chain_shape_links;
+    d.joints = chain_joints;
+    d.n_joints = CHAIN_JOINTS;
+    return d;
+}
+
+/* The same tree as a URDF and an SRDF (single quotes: they sit in JSON
+ * strings as they are).  A cylinder and a box become capsules. */
+static const char kin_urdf[] =
+    "<?xml version='1.0'?><robot name='k'>"
+    "<link name='base'><collision><geometry><sphere radius='0.08'/></geometry></collision></link>"
+    "<link name='upper'><collision><origin xyz='0.15 0 0' rpy='0 1.5707963 0'/><geometry>"
+    "<cylinder radius='0.04' length='0.3'/></geometry></collision></link>"
+    "<link name='fore'><collision><origin xyz='0.15 0 0' rpy='0 1.5707963 0'/><geometry>"
+    "<capsule radius='0.035' length='0.2'/></geometry></collision></link>"
+    "<link name='slide'><collision><geometry><box size='0.05 0.04 0.03'/></geometry></collision>"
+    "</link><link name='wrist'><collision><geometry><sphere radius='0.03'/></geometry>"
+    "</collision></link><link name='finger'><collision><origin xyz='0 0.02 0'/><geometry>"
+    "<sphere radius='0.01'/></geometry></collision></link><link name='cam'/>"
+    "<joint name='j1' type='revolute'><parent link='base'/><child link='upper'/>"
+    "<origin xyz='0 0 0.15' rpy='0 0 0.3'/><axis xyz='0 0 1'/><limit lower='-2.5' upper='2.5'/>"
+    "</joint><joint name='j2' type='revolute'><parent link='upper'/><child link='fore'/>"
+    "<origin xyz='0.3 0 0'/><axis xyz='0 1 0'/><limit lower='-1.5' upper='1.5'/></joint>"
+    "<joint name='jc' type='fixed'><parent link='fore'/><child link='cam'/>"
+    "<origin xyz='0.1 0 0.05'/></joint>"
+    "<joint name='j3' type='prismatic'><parent link='fore'/><child link='slide'/>"
+    "<origin xyz='0.3 0 0'/><axis xyz='1 0 0'/><limit lower='0' upper='0.2'/></joint>"
+    "<joint name='j4' type='continuous'><parent link='slide'/><child link='wrist'/>"
+    "<origin xyz='0.05 0 0'/><axis xyz='0.3 0.4 0.5'/></joint>"
+    "<joint name='jm' type='prismatic'><parent link='wrist'/><child link='finger'/>"
+    "<axis xyz='0 1 0'/><limit lower='0' upper='0.2'/>"
+    "<mimic joint='j3' multiplier='0.5' offset='0.01'/></joint></robot>";
+static const char kin_srdf[] =
+    "<robot name='k'><group name='arm'/><disable_collisions link1='base' link2='fore' "
+    "reason='Never'/><disable_collisions link1='cam' link2='wrist'/></robot>";
+
+/* Scene shape ids "s00".."s39" of the scene "cell" (in process and in the
+ * daemon's setup), and allowed_scene lists that give one link 37 of them
+ * (more than a check keeps on the stack; s09, s19, s29, s39 are still
+ * checked) and another link a few, one missing from the scene. */
+enum { N_MANY_SCENE = 39 };
+static char grid_ids[40][8];
+
+static void build_grid_ids(void)
+{
+    for (int i = 0; i < 40; i++)
+        snprintf(grid_ids[i], sizeof grid_ids[i], "s%02d", i);
+}
+
+static void many_scene_pairs(const char **out, const char *link, const char *other)
+{
+    size_t k = 0;
+    for (int i = 0; i < 40; i++)
+        if (i % 10 != 9) {
+            out[k++] = link;
+            out[k++] = grid_ids[i];
+        }
+    out[k++] = other;
+    out[k++] = "s07";
+    out[k++] = other;
+    out[k++] = "missing";
+    out[k++] = link;
+    out[k++] = "s01";
+    assert_int_equal(k, 2 * N_MANY_SCENE);
+}
+
+/* Shape i of the grid the daemon's scene "cell" holds (add_shape's). */
+static rp_shape grid_shape(int i)
+{
+    double x = (i % 5) * 0.25 - 0.5, y = ((i / 5) % 4) * 0.25 - 0.4 + 0.01 * i;
+    double z = (i / 20) * 0.3;
+    return i % 2 == 0 ? sphere(x, y, z, 0.05) : capsule(x, y, z, x, y, z + 0.2, 0.03);
+}
+
+/* Frame-form model "a": ten links on three frames and the base, l0 allowed
+ * to touch every other link, one allowed scene pair. */
+static rp_link frame_links[10];
+static char frame_ids[10][8];
+static const char *frame_pairs[18];
+static const char *const frame_scene[] = {"l2", "s01"};
+
+static rp_model_def frame_def(void)
+{
+    for (int i = 0; i < 10; i++) {
+        snprintf(frame_ids[i], sizeof frame_ids[i], "l%d", i);
+        rp_link l = {frame_ids[i], i % 4 - 1,
+                     capsule(0, 0, 0.1 * i, 0.05 * (i % 3), 0, 0.1 * i + 0.12, 0.04)};
+        frame_links[i] = l;
+    }
+    for (int i = 1; i < 10; i++) {
+        frame_pairs[2 * (i - 1)] = frame_ids[0];
+        frame_pairs[2 * (i - 1) + 1] = frame_ids[i];
+    }
+    rp_model_def d;
+    memset(&d, 0, sizeof d);
+    d.links = frame_links;
+    d.n_links = 10;
+    d.safety_margin = 0.02;
+    d.allowed_pairs = frame_pairs;
+    d.n_allowed = 9;
+    d.self_collision = true;
+    d.allowed_scene = frame_scene;
+    d.n_allowed_scene = 1;
+    return d;
+}
+
+/* Per-request extensions: attached shapes (with touch links) and allowed
+ * scene pairs, one link getting more than 32 scene shapes. */
+static const char *const tree_touch0[] = {"slide", "cam"};
+static const char *const tree_touch1[] = {"wrist"};
+static rp_attached tree_attached[3];
+static const char *tree_more_scene[2 * N_MANY_SCENE];
+static const char *const chain_touch[] = {"k68", "k70", "k67"};
+static rp_attached chain_attached[2];
+static const char *chain_more_scene[2 * N_MANY_SCENE];
+static const char *const frame_touch[] = {"l5", "l6", "l7", "l8", "l9", "l3"};
+static rp_attached frame_attached[2];
+
+/* A model def parsed from kin_urdf, with more allowed pairs, allowed scene
+ * pairs and defaults (its link_names are given, unlike the JSON form's). */
+static rp_urdf *urdf_parsed;
+static rp_model_def urdf_kin_def;
+static const char *urdf_more_pairs[16];
+static const char *const urdf_defaults[] = {"j2", "j3"};
+static const double urdf_default_values[] = {-0.4, 0.05};
+
+static void build_extensions(void)
+{
+    rp_attached a0 = {"grip", "fore", capsule(0.1, 0.06, 0, 0.2, 0.06, 0, 0.02), tree_touch0, 2};
+    rp_attached a1 = {"part", "finger", sphere(0, 0.05, 0, 0.03), tree_touch1, 1};
+    rp_attached a2 = {"tag", "base", sphere(0.1, 0.1, 0, 0.01), NULL, 0};
+    tree_attached[0] = a0;
+    tree_attached[1] = a1;
+    tree_attached[2] = a2;
+    many_scene_pairs(tree_more_scene, "wrist", "fore");
+    rp_attached c0 = {"tool", "k69", capsule(0, 0, 0, 0.05, 0, 0, 0.01), chain_touch, 3};
+    rp_attached c1 = {"cable", "k10", sphere(0, 0, 0.02, 0.02), NULL, 0};
+    chain_attached[0] = c0;
+    chain_attached[1] = c1;
+    many_scene_pairs(chain_more_scene, "k35", "k36");
+    rp_attached f0 = {"held", "l0", sphere(0, 0, 0.3, 0.05), frame_touch, 6};
+    rp_attached f1 = {"held2", "l1", sphere(0, 0, 0.2, 0.02), frame_touch, 2};
+    frame_attached[0] = f0;
+    frame_attached[1] = f1;
+
+    rp_urdf_opts opts = {0, 0, 0, false};
+    rp_urdf_error err;
+    assert_int_equal(rp_urdf_parse(kin_urdf, strlen(kin_urdf), kin_srdf, strlen(kin_srdf), &opts,
+                                   &urdf_parsed, &err),
+                     RP_URDF_OK);
+    urdf_kin_def = *rp_urdf_def(urdf_parsed);
+    assert_true(urdf_kin_def.n_allowed <= 6);
+    for (size_t i = 0; i < 2 * urdf_kin_def.n_allowed; i++)
+        urdf_more_pairs[i] = urdf_kin_def.allowed_pairs[i];
+    urdf_more_pairs[2 * urdf_kin_def.n_allowed] = "upper";
+    urdf_more_pairs[2 * urdf_kin_def.n_allowed + 1] = "slide";
+    urdf_kin_def.allowed_pairs = urdf_more_pairs;
+    urdf_kin_def.n_allowed++;
+    urdf_kin_def.allowed_scene = tree_scene;
+    urdf_kin_def.n_allowed_scene = 3;
+    urdf_kin_def.default_names = urdf_defaults;
+    urdf_kin_def.default_values = urdf_default_values;
+    urdf_kin_def.n_defaults = 2;
+    urdf_kin_def.safety_margin = 0.015;
+}
+
+/* Three waypoints of the tree (j1, j2, j3, j4), each clear of the grid
+ * with the base at (0.125, -0.25, 0.6): a sweep around the base that dips
+ * the arm into the grid's upper layer, the slide and the wrist moving too.
+ * Both modes find the first contact in the second segment. */
+static const double tree_path[] = {-2.2, -0.3, 0.0,  0.0, /* */
+                                   0.0,  1.2,  0.15, 2.0, /* */
+                                   1.6,  -0.4, 0.05, -1.0};
+
+/* ---- the same as JSON ------------------------------------------------------- */
+
+static void add_vec(text *t, rp_vec3 v)
+{
+    add(t, "[%.17g,%.17g,%.17g]", v.x, v.y, v.z);
+}
+
+static void add_json_shape(text *t, const rp_shape *s)
+{
+    if (s->kind == RP_SHAPE_SPHERE) {
+        add(t, "{\"sphere\":{\"center\":");
+        add_vec(t, s->sphere.center);
+        add(t, ",\"radius\":%.17g}}", s->sphere.radius);
+    } else {
+        add(t, "{\"capsule\":{\"a\":");
+        add_vec(t, s->capsule.a);
+        add(t, ",\"b\":");
+        add_vec(t, s->capsule.b);
+        add(t, ",\"radius\":%.17g}}", s->capsule.radius);
+    }
+}
+
+/* [[a, b], ...] of n pairs. */
+static void add_name_pairs(text *t, const char *const *v, size_t n)
+{
+    add(t, "[");
+    for (size_t i = 0; i < n; i++)
+        add(t, "%s[\"%s\",\"%s\"]", i ? "," : "", v[2 * i], v[2 * i + 1]);
+    add(t, "]");
+}
+
+/* The members of model.put's kinematic JSON form for def (name excluded). */
+static void add_kin_members(text *t, const rp_model_def *d)
+{
+    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic"};
+    add(t, "\"safety_margin\":%.17g,\"self_collision\":%s,\"links\":[", d->safety_margin,
+        d->self_collision ? "true" : "false");
+    for (size_t k = 0; k < d->n_links; k++) {
+        add(t, "%s{\"id\":\"%s\",\"link\":\"%s\",\"shape\":", k ? "," : "", d->links[k].id,
+            d->shape_links[k]);
+        add_json_shape(t, &d->links[k].shape);
+        add(t, "}");
+    }
+    add(t, "],\"joints\":[");
+    for (size_t i = 0; i < d->n_joints; i++) {
+        const rp_joint_def *j = &d->joints[i];
+        add(t, "%s{\"name\":\"%s\",\"type\":\"%s\",\"parent\":\"%s\",\"child\":\"%s\","
+               "\"origin\":{\"xyz\":",
+            i ? "," : "", j->name, types[j->type], j->parent, j->child);
+        add_vec(t, j->xyz);
+        add(t, ",\"rpy\":");
+        add_vec(t, j->rpy);
+        add(t, "}");
+        if (j->type != RP_JOINT_FIXED) {
+            add(t, ",\"axis\":");
+            add_vec(t, j->axis);
+        }
+        if (j->has_limits)
+            add(t, ",\"limits\":{\"lower\":%.17g,\"upper\":%.17g}", j->lower, j->upper);
+        if (j->mimic)
+            add(t, ",\"mimic\":{\"joint\":\"%s\",\"multiplier\":%.17g,\"offset\":%.17g}",
+                j->mimic, j->multiplier, j->offset);
+        add(t, "}");
+    }
+    add(t, "],\"allowed_pairs\":");
+    add_name_pairs(t, d->allowed_pairs, d->n_allowed);
+    add(t, ",\"allowed_scene\":");
+    add_name_pairs(t, d->allowed_scene, d->n_allowed_scene);
+    add(t, ",\"default_positions\":{");
+    for (size_t i = 0; i < d->n_defaults; i++)
+        add(t, "%s\"%s\":%.17g", i ? "," : "", d->default_names[i], d->default_values[i]);
+    add(t, "}");
+}
+
+
 /* ---- the store before each request ------------------------------------------ */
 
 typedef struct server {
@@ -132,6 +543,8 @@ typedef struct server {
 
 static text setup_lines[4];
 static size_t n_setup_lines;
+/* More for the kinematic cases: model kin (the tree, from JSON). */
+static text kin_setup_line;
 
 static void build_setup(void)
 {
@@ -152,6 +565,12 @@ static void build_setup(void)
     add(t, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"model.put\",\"params\":{");
     add_model(t, "arm", 8, 3);
     add(t, "}}");
+    t = &kin_setup_line;
+    rp_model_def d = tree_def(0.02);
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"model.put\",\"params\":"
+           "{\"model\":\"kin\",");
+    add_kin_members(t, &d);
+    add(t, "}}");
 }
 
 /* Sends one line, appending its reply to s->out. */
@@ -161,8 +580,8 @@ static void send_line(server *s, const char *line, size_t len)
 }
 
 /* A fresh core holding scenes cell (40 shapes, tree not yet built), aux and
- * zeta, and model arm. */
-static void state_open(server *s)
+ * zeta, and model arm; with `kin` also the kinematic model kin. */
+static void state_open(server *s, bool kin)
 {
     memset(s, 0, sizeof *s);
     assert_true(rpd_core_init(&s->core, NULL));
@@ -173,6 +592,13 @@ static void state_open(server *s)
         send_line(s, setup_lines[i].buf, setup_lines[i].len);
         assert_false(s->out.oom);
         assert_non_null(strstr(s->out.buf, "\"result\""));
+    }
+    if (kin) {
+        rp_jw_reset(&s->out);
+        send_line(s, kin_setup_line.buf, kin_setup_line.len);
+        assert_false(s->out.oom);
+        if (!strstr(s->out.buf, "\"result\""))
+            fail_msg("kinematic setup: %s", s->out.buf);
     }
     rp_jw_reset(&s->out);
 }
@@ -217,9 +643,76 @@ static void dump_shape(dump *d, const rp_shape *sh)
                  sh->capsule.radius);
 }
 
+static void dump_vec(dump *d, const char *what, rp_vec3 v)
+{
+    dump_add(d, " %s %a %a %a", what, v.x, v.y, v.z);
+}
+
+/* Everything a client can observe of a model (the kinematic parts too). */
+static void dump_model(dump *d, const rp_model *m)
+{
+    dump_add(d, "model %s rev %llu links %zu base %zu frames %zu margin %a self %d kin %d\n",
+             rp_model_name(m), (unsigned long long)rp_model_revision(m), rp_model_link_count(m),
+             rp_model_base_link_count(m), rp_model_frame_count(m), rp_model_safety_margin(m),
+             rp_model_self_collision(m), rp_model_is_kinematic(m));
+    for (size_t k = 0; k < rp_model_link_count(m); k++) {
+        const rp_link *l = rp_model_link_at(m, k);
+        dump_add(d, "  %s frame %d ", l->id, l->frame);
+        dump_shape(d, &l->shape);
+        dump_add(d, "\n");
+    }
+    for (size_t k = 0; k < rp_model_allowed_count(m); k++) {
+        size_t a, b;
+        rp_model_allowed_at(m, k, &a, &b);
+        dump_add(d, "  allowed %zu %zu\n", a, b);
+    }
+    for (size_t k = 0; k < rp_model_allowed_scene_count(m); k++) {
+        const char *link, *id;
+        rp_model_allowed_scene_at(m, k, &link, &id);
+        dump_add(d, "  allowed scene %s %s\n", link, id);
+    }
+    if (!rp_model_is_kinematic(m))
+        return;
+    size_t root = rp_model_root(m);
+    dump_add(d, "  tree %zu root %s dof %zu\n", rp_model_tree_link_count(m),
+             root == SIZE_MAX ? "-" : rp_model_tree_link_name(m, root), rp_model_dof(m));
+    for (size_t k = 0; k < rp_model_tree_link_count(m); k++)
+        dump_add(d, "  link %s found %d\n", rp_model_tree_link_name(m, k),
+                 rp_model_tree_link_find(m, rp_model_tree_link_name(m, k)) == k);
+    for (size_t k = 0; k < rp_model_dof(m); k++) {
+        double lo, hi;
+        bool has = rp_model_dof_limits(m, k, &lo, &hi);
+        dump_add(d, "  dof %s type %d limits %d %a %a default %a found %d\n",
+                 rp_model_dof_name(m, k), (int)rp_model_dof_type(m, k), has, lo, hi,
+                 rp_model_dof_default(m, k), rp_model_dof_find(m, rp_model_dof_name(m, k)) == k);
+    }
+    for (size_t k = 0; k < rp_model_link_count(m); k++) {
+        rp_shape local;
+        rp_model_shape_local(m, k, &local);
+        dump_add(d, "  shape %zu on %zu ", k, rp_model_shape_link(m, k));
+        dump_shape(d, &local);
+        dump_add(d, "\n");
+    }
+    for (size_t k = 0; k < rp_model_allowed_link_count(m); k++) {
+        size_t a, b;
+        rp_model_allowed_link_at(m, k, &a, &b);
+        dump_add(d, "  allowed links %zu %zu\n", a, b);
+    }
+    for (size_t k = 0; k < rp_model_joint_count(m); k++) {
+        const rp_joint_def *j = rp_model_joint_at(m, k);
+        dump_add(d, "  joint %s type %d %s -> %s", j->name, (int)j->type, j->parent, j->child);
+        dump_vec(d, "xyz", j->xyz);
+        dump_vec(d, "rpy", j->rpy);
+        dump_vec(d, "axis", j->axis);
+        dump_add(d, " limits %d %a %a mimic %s %a %a\n", j->has_limits, j->lower, j->upper,
+                 j->mimic ? j->mimic : "-", j->multiplier, j->offset);
+    }
+}
+
 /* Everything a client can observe of the store, in storage order (so a
  * reordering counts as a change too), doubles in hex.  Memory accounting is
- * left out: a failed mutation may keep a larger array it grew. */
+ * left out: a failed mutation may keep a larger array it grew (the cases
+ * that must not compare rp_store_memory themselves). */
 static void dump_store(const rp_store *st, dump *d)
 {
     d->len = 0;
@@ -236,23 +729,11 @@ static void dump_store(const rp_store *st, dump *d)
             dump_add(d, "\n");
         }
     }
+    dump_add(d, "models %zu\n", rp_store_model_count(st));
     for (size_t i = 0; i < rp_store_model_count(st); i++) {
         const rp_model *m = rp_store_model_at(st, i);
-        dump_add(d, "model %s rev %llu links %zu frames %zu margin %a self %d\n",
-                 rp_model_name(m), (unsigned long long)rp_model_revision(m),
-                 rp_model_link_count(m), rp_model_frame_count(m), rp_model_safety_margin(m),
-                 rp_model_self_collision(m));
-        for (size_t k = 0; k < rp_model_link_count(m); k++) {
-            const rp_link *l = rp_model_link_at(m, k);
-            dump_add(d, "  %s frame %d ", l->id, l->frame);
-            dump_shape(d, &l->shape);
-            dump_add(d, "\n");
-        }
-        for (size_t k = 0; k < rp_model_allowed_count(m); k++) {
-            size_t a, b;
-            rp_model_allowed_at(m, k, &a, &b);
-            dump_add(d, "  allowed %zu %zu\n", a, b);
-        }
+        dump_add(d, "found %d ", rp_store_model_find(st, rp_model_name(m)) == m);
+        dump_model(d, m);
     }
 }
 
@@ -276,12 +757,18 @@ typedef struct req_case {
     size_t prefill;
     bool batch;
     int batch_mutation; /* index of the one mutating request in a batch */
+    bool kin;           /* the store also holds model kin (kin_setup_line) */
+    /* rp_store_memory on an error: 1 = exactly as before (model puts), 2 =
+     * as before or as after the clean run (queries: the scene's tree may
+     * have been built), 0 = not compared (scene mutations may keep a larger
+     * array they grew). */
+    int memory;
 } req_case;
 
 #define PREFILL_NONE ((size_t)-1)
 #define PREFILL_TIGHT ((size_t)-2)
 
-enum { N_CASES = 16 };
+enum { N_CASES = 28 };
 static req_case cases[N_CASES];
 static size_t n_cases;
 
@@ -293,6 +780,150 @@ static req_case *new_case(const char *kind)
     c->kind = kind;
     c->batch_mutation = -1;
     return c;
+}
+
+/* attached: [...] for n attached shapes. */
+static void add_attached_json(text *t, const rp_attached *a, size_t n)
+{
+    add(t, "[");
+    for (size_t i = 0; i < n; i++) {
+        add(t, "%s{\"id\":\"%s\",\"link\":\"%s\",\"shape\":", i ? "," : "", a[i].id, a[i].link);
+        add_json_shape(t, &a[i].shape);
+        if (a[i].n_touch) {
+            add(t, ",\"touch_links\":[");
+            for (size_t k = 0; k < a[i].n_touch; k++)
+                add(t, "%s\"%s\"", k ? "," : "", a[i].touch_links[k]);
+            add(t, "]");
+        }
+        add(t, "}");
+    }
+    add(t, "]");
+}
+
+/* The start of a request on model kin and scene cell with "attached" (n
+ * of tree_attached from `first`) and "allowed_scene" (tree_more_scene). */
+static void add_kin_request(text *t, const char *id, const char *method, size_t first, size_t n)
+{
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"%s\",\"params\":{\"model\":\"kin\","
+           "\"scene\":\"cell\",\"attached\":",
+        id, method);
+    add_attached_json(t, tree_attached + first, n);
+    add(t, ",\"allowed_scene\":");
+    add_name_pairs(t, tree_more_scene, N_MANY_SCENE);
+}
+
+static void add_tree_path(text *t)
+{
+    add(t, "\"path\":[");
+    for (int k = 0; k < 3; k++)
+        add(t, "%s[%.17g,%.17g,%.17g,%.17g]", k ? "," : "", tree_path[4 * k],
+            tree_path[4 * k + 1], tree_path[4 * k + 2], tree_path[4 * k + 3]);
+    add(t, "]");
+}
+
+/* Kinematic requests, on a store that also holds model kin. */
+static void build_kin_cases(void)
+{
+    req_case *c = new_case("model.put kinematic replace");
+    c->kin = true;
+    c->memory = 1;
+    rp_model_def d = tree_def(0.01);
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
+                  "{\"model\":\"kin\",\"allow_adjacent\":true,");
+    add_kin_members(&c->line, &d);
+    add(&c->line, "}}");
+
+    c = new_case("model.put kinematic new");
+    c->kin = true;
+    c->memory = 1;
+    d = tree_def(0.03);
+    d.self_collision = false;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
+                  "{\"model\":\"kin2\",");
+    add_kin_members(&c->line, &d);
+    add(&c->line, "}}");
+
+    c = new_case("model.put urdf+srdf replace");
+    c->kin = true;
+    c->memory = 1;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
+                  "{\"model\":\"kin\",\"urdf\":\"%s\",\"srdf\":\"%s\","
+                  "\"allowed_pairs\":[[\"upper\",\"slide\"]],"
+                  "\"allowed_scene\":[[\"upper\",\"s03\"],[\"finger\",\"s10\"]],"
+                  "\"default_positions\":{\"j2\":-0.4,\"j3\":0.05},\"safety_margin\":0.015}}",
+        kin_urdf, kin_srdf);
+
+    c = new_case("model.put urdf new, adjacent");
+    c->kin = true;
+    c->memory = 1;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
+                  "{\"model\":\"ur\",\"urdf\":\"%s\",\"allow_adjacent\":true}}",
+        kin_urdf);
+
+    c = new_case("model.fk");
+    c->kin = true;
+    c->memory = 1;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.fk\",\"params\":"
+                  "{\"model\":\"kin\",\"joints\":{\"j2\":0.4,\"j3\":0.1,\"j4\":-0.5},"
+                  "\"base\":{\"translation\":[0.1,0,0.02]}}}");
+
+    /* The writer: model.get's kinematic members (joints, limits, shapes). */
+    c = new_case("writer: model.get kinematic");
+    c->kin = true;
+    c->memory = 1;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.get\",\"params\":"
+                  "{\"model\":\"kin\"}}");
+
+    /* Report all with a wide margin: violations of the robot, the attached
+     * shapes and self pairs; wrist's 40 allowed scene shapes. */
+    c = new_case("check joints, attached");
+    c->kin = true;
+    c->memory = 2;
+    add_kin_request(&c->line, "r-7", "check", 0, 3);
+    add(&c->line, ",\"report\":\"all\",\"margin\":0.08,\"joints\":[0.5,-0.3,0.1,0.7]}}");
+
+    c = new_case("check.batch joints, attached");
+    c->kin = true;
+    c->memory = 2;
+    add_kin_request(&c->line, "r-7", "check.batch", 2, 1); /* no touch_links */
+    add(&c->line, ",\"report\":\"first\",\"margin\":0.03,\"base\":{\"translation\":[0,0,0.02]},"
+                  "\"joints\":[[0.5,-0.3,0.1,0.7],{\"j1\":1.0},[2.4,1.4,0.19,3],"
+                  "{\"j1\":-2.2,\"j2\":0.3,\"j3\":0,\"j4\":0},[0,0,0.3,0],[-1,0.5,0.05,6]]}}");
+
+    c = new_case("check.motion discrete, attached");
+    c->kin = true;
+    c->memory = 2;
+    add_kin_request(&c->line, "r-7", "check.motion", 0, 3);
+    add(&c->line, ",\"mode\":\"discrete\",\"resolution\":0.05,\"earliest\":true,\"margin\":0.005,"
+                  "\"base\":{\"translation\":[0.125,-0.25,0.6]},");
+    add_tree_path(&c->line);
+    add(&c->line, "}}");
+
+    c = new_case("check.motion certified, attached");
+    c->kin = true;
+    c->memory = 2;
+    add_kin_request(&c->line, "r-7", "check.motion", 0, 3);
+    add(&c->line, ",\"mode\":\"certified\",\"tolerance\":1e-4,\"margin\":0.005,"
+                  "\"base\":{\"translation\":[0.125,-0.25,0.6]},");
+    add_tree_path(&c->line);
+    add(&c->line, "}}");
+
+    /* A batch: a certified motion, a kinematic put and FK. */
+    c = new_case("batch, kinematic");
+    c->kin = true;
+    c->batch = true;
+    c->batch_mutation = 1;
+    add(&c->line, "[");
+    add_kin_request(&c->line, "b-1", "check.motion", 0, 3);
+    add(&c->line, ",\"mode\":\"certified\",\"margin\":0.005,");
+    add_tree_path(&c->line);
+    add(&c->line, "}},");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"b-2\",\"method\":\"model.put\",\"params\":"
+                  "{\"model\":\"kin3\",\"links\":[{\"id\":\"a\",\"link\":\"l1\",\"shape\":"
+                  "{\"sphere\":{\"center\":[0,0,0],\"radius\":0.1}}}],\"joints\":[{\"name\":\"q\","
+                  "\"type\":\"revolute\",\"parent\":\"l0\",\"child\":\"l1\",\"axis\":[0,0,1]}]}},"
+                  "{\"jsonrpc\":\"2.0\",\"id\":\"b-3\",\"method\":\"model.fk\",\"params\":"
+                  "{\"model\":\"kin\",\"joints\":[0.1,0.2,0.03,0.4]}}]");
 }
 
 static void build_cases(void)
@@ -399,6 +1030,13 @@ static void build_cases(void)
     *c = cases[0];
     c->kind = "writer: scene.create into an empty buffer";
     c->prefill = PREFILL_NONE;
+
+    for (size_t i = 0; i < n_cases; i++)
+        if (strncmp(cases[i].kind, "model.put", 9) == 0)
+            cases[i].memory = 1;
+        else if (strncmp(cases[i].kind, "check", 5) == 0)
+            cases[i].memory = 2;
+    build_kin_cases();
 }
 
 /* ---- checking replies ----------------------------------------------------------- */
@@ -532,6 +1170,7 @@ typedef struct clean_run {
     char reply[1 << 16];
     size_t reply_len;
     dump before, after;
+    size_t memory_after; /* rp_store_memory after the request */
     unsigned long allocations;
 } clean_run;
 
@@ -545,7 +1184,7 @@ static void run_clean(req_case *c, size_t fill)
 {
     server s;
     long live0 = af_live();
-    state_open(&s);
+    state_open(&s, c->kin);
     prefill(&s, fill);
     size_t mark = s.out.len;
     dump_store(s.core.store, &clean.before);
@@ -560,8 +1199,25 @@ static void run_clean(req_case *c, size_t fill)
     if (strstr(clean.reply, "\"error\""))
         fail_msg("%s: the clean run fails: %.*s", c->kind, (int)clean.reply_len, clean.reply);
     dump_store(s.core.store, &clean.after);
+    clean.memory_after = rp_store_memory(s.core.store);
     state_close(&s);
     assert_int_equal(af_live(), live0);
+}
+
+/* rp_store_memory after a failing run (see req_case.memory): a model put
+ * that changed nothing (`unchanged`: the dump is as before) left the memory
+ * exactly as it was, one that went through as the clean run did; a query
+ * may or may not have built the scene's tree. */
+static void check_memory(const req_case *c, unsigned long n, size_t got, size_t was,
+                         bool unchanged)
+{
+    size_t want = unchanged ? was : clean.memory_after;
+    if (c->memory == 1 && got != want)
+        fail_msg("%s, failing allocation %lu: rp_store_memory %zu, want %zu (%s)", c->kind, n,
+                 got, want, unchanged ? "as before" : "as the clean run left it");
+    if (c->memory == 2 && got != was && got != clean.memory_after)
+        fail_msg("%s, failing allocation %lu: rp_store_memory %zu, neither %zu (before) nor %zu "
+                 "(the clean run)", c->kind, n, got, was, clean.memory_after);
 }
 
 /* One request with the n-th allocation failing (and every later one when
@@ -571,7 +1227,7 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
 {
     server s;
     long live0 = af_live();
-    state_open(&s);
+    state_open(&s, c->kin);
     prefill(&s, fill);
     size_t mark = s.out.len;
     assert_true(mark < sizeof earlier);
@@ -580,6 +1236,7 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
     dump_store(s.core.store, &before);
     assert_true(before.len == clean.before.len &&
                 memcmp(before.buf, clean.before.buf, before.len) == 0);
+    size_t memory_before = rp_store_memory(s.core.store);
 
     af_arm(n, persistent);
     send_line(&s, c->line.buf, c->line.len);
@@ -624,6 +1281,8 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
             assert_same_dump(&after, &clean.after, "what the clean run left", c->kind, n);
         ++*errors;
     }
+    check_memory(c, n, rp_store_memory(s.core.store), memory_before,
+                 after.len == before.len && memcmp(after.buf, before.buf, after.len) == 0);
 
     /* The same session goes on: a ping answers, and when the request
      * failed, sending it again gives the clean outcome. */
@@ -758,6 +1417,354 @@ static void urdf_parse_fails_cleanly_at_every_allocation(void **state)
     }
 }
 
+/* ---- kinematic models in process ----------------------------------------------- */
+
+/* What one in-process run works on (built with allocation working) and
+ * what the call under test gives back. */
+typedef struct fixture {
+    rp_store *st;
+    rp_scene *cell;
+    rp_model *tree, *chain, *frame;
+    rp_model *tree_ext, *chain_ext; /* extensions, owned */
+    rp_model *made;                  /* rp_model_extend's result */
+    rp_status st_call;
+    rp_check_result check;
+    rp_motion_result motion;
+    double first[CHAIN_JOINTS];
+    rp_transform poses[CHAIN_JOINTS + 1];
+} fixture;
+
+/* A store with scene cell (40 shapes, no tree yet) and models a (frame
+ * form), chain, kin (the tree, margin 0.02) and z: four, so that one more
+ * grows the model array. */
+static void fixture_open(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->st = rp_store_new(NULL);
+    assert_non_null(f->st);
+    rp_shape_put puts[40];
+    for (int i = 0; i < 40; i++) {
+        puts[i].id = grid_ids[i];
+        puts[i].shape = grid_shape(i);
+    }
+    assert_int_equal(rp_store_create(f->st, "cell", puts, 40, &f->cell), RP_OK);
+    rp_model_def d = frame_def();
+    assert_int_equal(rp_store_model_put(f->st, "a", &d, &f->frame, NULL), RP_OK);
+    d = chain_def();
+    assert_int_equal(rp_store_model_put(f->st, "chain", &d, &f->chain, NULL), RP_OK);
+    d = tree_def(0.02);
+    assert_int_equal(rp_store_model_put(f->st, "kin", &d, &f->tree, NULL), RP_OK);
+    d = frame_def();
+    d.n_links = 1;
+    d.n_allowed = 0;
+    d.n_allowed_scene = 0;
+    assert_int_equal(rp_store_model_put(f->st, "z", &d, NULL, NULL), RP_OK);
+    assert_int_equal(rp_model_extend(f->tree, tree_attached, 3, tree_more_scene, N_MANY_SCENE,
+                                     &f->tree_ext, NULL),
+                     RP_OK);
+    assert_int_equal(rp_model_extend(f->chain, chain_attached, 2, chain_more_scene, N_MANY_SCENE,
+                                     &f->chain_ext, NULL),
+                     RP_OK);
+}
+
+static void fixture_close(fixture *f)
+{
+    rp_model_free(f->made);
+    rp_model_free(f->tree_ext);
+    rp_model_free(f->chain_ext);
+    rp_check_result_free(&f->check);
+    rp_store_free(f->st);
+}
+
+/* The call under test, and a text of what it gave (for comparison with the
+ * clean run). */
+typedef struct api_case {
+    const char *kind;
+    bool mutates; /* a put: on error the store, its memory and the heap are as before */
+    bool pure;    /* touches no scene: on error the heap is as before */
+    void (*call)(fixture *f);
+    void (*describe)(const fixture *f, dump *d);
+} api_case;
+
+static void describe_nothing(const fixture *f, dump *d)
+{
+    (void)f;
+    d->len = 0;
+    d->buf[0] = '\0';
+}
+
+static void call_put_tree_replace(fixture *f)
+{
+    rp_model_def d = tree_def(0.01);
+    f->st_call = rp_store_model_put(f->st, "kin", &d, NULL, NULL);
+}
+
+static void call_put_tree_new(fixture *f)
+{
+    rp_model_def d = tree_def(0.01);
+    f->st_call = rp_store_model_put(f->st, "new", &d, NULL, NULL);
+}
+
+static void call_put_urdf_replace(fixture *f)
+{
+    f->st_call = rp_store_model_put(f->st, "kin", &urdf_kin_def, NULL, NULL);
+}
+
+static void call_put_urdf_new(fixture *f)
+{
+    f->st_call = rp_store_model_put(f->st, "new", &urdf_kin_def, NULL, NULL);
+}
+
+static void call_extend_tree(fixture *f)
+{
+    f->st_call = rp_model_extend(f->tree, tree_attached, 3, tree_more_scene, N_MANY_SCENE,
+                                 &f->made, NULL);
+}
+
+static void call_extend_frame(fixture *f)
+{
+    f->st_call = rp_model_extend(f->frame, frame_attached, 2, frame_scene, 1, &f->made, NULL);
+}
+
+static void describe_made(const fixture *f, dump *d)
+{
+    d->len = 0;
+    d->buf[0] = '\0';
+    dump_model(d, f->made);
+}
+
+/* A joint vector of the chain: a gentle curve through the grid. */
+static void chain_q(double *q)
+{
+    for (int i = 0; i < CHAIN_JOINTS; i++)
+        q[i] = i % 2 ? 0.02 * sin(0.3 * i) : 0.05 * cos(0.2 * i);
+}
+
+static void call_fk_chain(fixture *f)
+{
+    double q[CHAIN_JOINTS];
+    chain_q(q);
+    rp_transform base = rp_transform_identity();
+    base.t.z = 0.05;
+    f->st_call = rp_model_fk(f->chain, &base, q, f->poses);
+}
+
+static void describe_poses(const fixture *f, dump *d)
+{
+    d->len = 0;
+    d->buf[0] = '\0';
+    for (size_t l = 0; l <= CHAIN_JOINTS; l++) {
+        const rp_transform *t = &f->poses[l];
+        dump_add(d, "%zu", l);
+        for (int i = 0; i < 3; i++)
+            dump_add(d, " %a %a %a", t->r[i][0], t->r[i][1], t->r[i][2]);
+        dump_vec(d, "t", t->t);
+        dump_add(d, "\n");
+    }
+}
+
+/* The chain's extension at chain_q: with FIRST a margin below every scene
+ * distance, so that every link's scene shapes are searched (k35's 41
+ * allowed ones on the heap) before a self pair is found; else a wide one
+ * (hundreds of violations). */
+static void check_chain(fixture *f, rp_report report)
+{
+    double q[CHAIN_JOINTS];
+    chain_q(q);
+    rp_check_opts o = {report, true, report == RP_REPORT_FIRST ? -0.012 : 0.06};
+    f->st_call = rp_model_check_joints(f->chain_ext, f->cell, NULL, q, &o, &f->check);
+}
+
+static void call_check_first(fixture *f) { check_chain(f, RP_REPORT_FIRST); }
+static void call_check_closest(fixture *f) { check_chain(f, RP_REPORT_CLOSEST); }
+static void call_check_all(fixture *f) { check_chain(f, RP_REPORT_ALL); }
+
+static void dump_pair(dump *d, const rp_check_pair *p)
+{
+    dump_add(d, "link %zu kind %d other %zu distance %a\n", p->link, (int)p->kind, p->other,
+             p->distance);
+}
+
+static void describe_check(const fixture *f, dump *d)
+{
+    const rp_check_result *r = &f->check;
+    d->len = 0;
+    d->buf[0] = '\0';
+    dump_add(d, "collision %d has_min %d n %zu\n", r->collision, r->has_min, r->n_violations);
+    if (r->has_min)
+        dump_pair(d, &r->closest);
+    for (size_t i = 0; i < r->n_violations; i++)
+        dump_pair(d, &r->violations[i]);
+}
+
+static void motion_tree(fixture *f, rp_motion_mode mode)
+{
+    rp_motion_opts o;
+    memset(&o, 0, sizeof o);
+    o.mode = mode;
+    o.resolution = mode == RP_MOTION_DISCRETE ? 0.05 : 0.0;
+    o.tolerance = mode == RP_MOTION_CERTIFIED ? 1e-4 : 0.0;
+    o.earliest = mode == RP_MOTION_DISCRETE;
+    o.has_margin = true;
+    o.margin = 0.005;
+    rp_transform base = rp_transform_identity();
+    base.t = v3(0.125, -0.25, 0.6);
+    f->st_call = rp_model_check_motion(f->tree_ext, f->cell, &base, tree_path, 3, &o,
+                                       &f->motion, f->first);
+}
+
+static void call_motion_discrete(fixture *f) { motion_tree(f, RP_MOTION_DISCRETE); }
+static void call_motion_certified(fixture *f) { motion_tree(f, RP_MOTION_CERTIFIED); }
+
+static void describe_motion(const fixture *f, dump *d)
+{
+    const rp_motion_result *r = &f->motion;
+    d->len = 0;
+    d->buf[0] = '\0';
+    dump_add(d, "valid %d segment %zu t %a limits %d joint %zu states %llu\n", r->valid,
+             r->segment, r->t, r->limits, r->limit_joint, (unsigned long long)r->states_checked);
+    if (!r->valid) {
+        dump_pair(d, &r->pair);
+        for (size_t i = 0; i < rp_model_dof(f->tree); i++)
+            dump_add(d, " %a", f->first[i]);
+        dump_add(d, "\n");
+    }
+}
+
+static const api_case api_cases[] = {
+    {"rp_store_model_put kinematic, replacing", true, true, call_put_tree_replace,
+     describe_nothing},
+    {"rp_store_model_put kinematic, new", true, true, call_put_tree_new, describe_nothing},
+    {"rp_store_model_put URDF def, replacing", true, true, call_put_urdf_replace,
+     describe_nothing},
+    {"rp_store_model_put URDF def, new", true, true, call_put_urdf_new, describe_nothing},
+    {"rp_model_extend kinematic", false, true, call_extend_tree, describe_made},
+    {"rp_model_extend frame form", false, true, call_extend_frame, describe_made},
+    {"rp_model_fk, 70 frames", false, true, call_fk_chain, describe_poses},
+    {"rp_model_check_joints first", false, false, call_check_first, describe_check},
+    {"rp_model_check_joints closest", false, false, call_check_closest, describe_check},
+    {"rp_model_check_joints all", false, false, call_check_all, describe_check},
+    {"rp_model_check_motion discrete", false, false, call_motion_discrete, describe_motion},
+    {"rp_model_check_motion certified", false, false, call_motion_certified, describe_motion},
+};
+
+static dump api_want, api_got, api_store_before, api_store_clean, api_store_after;
+
+/* Runs c with the n-th allocation failing (n == 0: none), then checks:
+ * RP_ERR_NOMEM or the clean result; on an error, the store as it was (for
+ * a put also its memory and every model pointer) and for the calls that
+ * touch no scene not one block more on the heap; sending it again works;
+ * nothing leaks once everything is freed. */
+static void api_run(const api_case *c, unsigned long n, bool persistent, unsigned long *errors,
+                    size_t *clean_memory)
+{
+    fixture f;
+    long live0 = af_live();
+    fixture_open(&f);
+    dump_store(f.st, &api_store_before);
+    size_t mem_before = rp_store_memory(f.st);
+    const rp_model *models[8];
+    size_t n_models = rp_store_model_count(f.st);
+    for (size_t i = 0; i < n_models; i++)
+        models[i] = rp_store_model_at(f.st, i);
+    long live1 = af_live();
+
+    af_arm(n, persistent);
+    c->call(&f);
+    unsigned long calls = af_calls(), failed = af_failures();
+    af_disarm();
+
+    if (n == 0) {
+        /* The clean run: what the others compare with. */
+        if (f.st_call != RP_OK)
+            fail_msg("%s: the clean run fails: status %d", c->kind, (int)f.st_call);
+        *errors = calls;
+        c->describe(&f, &api_want);
+        dump_store(f.st, &api_store_clean);
+        *clean_memory = rp_store_memory(f.st);
+        fixture_close(&f);
+        assert_int_equal(af_live(), live0);
+        return;
+    }
+    if (failed == 0)
+        fail_msg("%s: allocation %lu was never made", c->kind, n);
+    dump_store(f.st, &api_store_after);
+    size_t mem_after = rp_store_memory(f.st);
+    if (f.st_call == RP_OK) {
+        c->describe(&f, &api_got);
+        assert_same_dump(&api_got, &api_want, "the clean result", c->kind, n);
+        assert_same_dump(&api_store_after, &api_store_clean, "what the clean run left", c->kind,
+                         n);
+        /* A query survives a failed build of the scene's tree (it scans). */
+        if (mem_after != *clean_memory && (c->mutates || c->pure || mem_after != mem_before))
+            fail_msg("%s, failing allocation %lu: rp_store_memory %zu, clean run %zu", c->kind,
+                     n, mem_after, *clean_memory);
+    } else {
+        if (f.st_call != RP_ERR_NOMEM)
+            fail_msg("%s, failing allocation %lu: status %d, not RP_ERR_NOMEM", c->kind, n,
+                     (int)f.st_call);
+        ++*errors;
+        assert_same_dump(&api_store_after, &api_store_before, "unchanged", c->kind, n);
+        if (c->pure && af_live() != live1)
+            fail_msg("%s, failing allocation %lu: %ld blocks kept after the error", c->kind, n,
+                     af_live() - live1);
+        if (c->mutates || c->pure) {
+            if (mem_after != mem_before)
+                fail_msg("%s, failing allocation %lu: rp_store_memory %zu, was %zu", c->kind, n,
+                         mem_after, mem_before);
+        } else if (mem_after != mem_before && mem_after != *clean_memory) {
+            /* A query may have built the scene's tree (or not). */
+            fail_msg("%s, failing allocation %lu: rp_store_memory %zu, neither %zu nor %zu",
+                     c->kind, n, mem_after, mem_before, *clean_memory);
+        }
+        assert_int_equal(rp_store_model_count(f.st), n_models);
+        for (size_t i = 0; i < n_models; i++)
+            if (rp_store_model_at(f.st, i) != models[i])
+                fail_msg("%s, failing allocation %lu: model %zu replaced", c->kind, n, i);
+        assert_null(f.made);
+        assert_null(f.check.violations);
+        /* Nothing half-done: the same call again gives the clean result. */
+        rp_check_result_free(&f.check);
+        c->call(&f);
+        if (f.st_call != RP_OK)
+            fail_msg("%s, failing allocation %lu: the retry fails: status %d", c->kind, n,
+                     (int)f.st_call);
+        c->describe(&f, &api_got);
+        assert_same_dump(&api_got, &api_want, "the clean result, after a retry", c->kind, n);
+        dump_store(f.st, &api_store_after);
+        assert_same_dump(&api_store_after, &api_store_clean,
+                         "what the clean run left, after a retry", c->kind, n);
+    }
+    fixture_close(&f);
+    if (af_live() != live0)
+        fail_msg("%s, failing allocation %lu%s: %ld blocks leaked", c->kind, n,
+                 persistent ? " (persistent)" : "", af_live() - live0);
+}
+
+static void kinematic_calls_fail_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    unsigned long points = 0;
+    for (size_t i = 0; i < sizeof api_cases / sizeof api_cases[0]; i++) {
+        const api_case *c = &api_cases[i];
+        unsigned long k = 0;
+        size_t clean_memory = 0;
+        api_run(c, 0, false, &k, &clean_memory);
+        if (getenv("AF_TRACE"))
+            fprintf(stderr, "%s clean:\n%s", c->kind, api_want.buf);
+        for (int persistent = 0; persistent <= 1; persistent++) {
+            unsigned long errors = 0;
+            for (unsigned long n = 1; n <= k; n++)
+                api_run(c, n, persistent, &errors, &clean_memory);
+            print_message("%-40s %4lu allocations: %4lu errors, %3lu survived%s\n", c->kind, k,
+                          errors, k - errors, persistent ? " (persistent)" : "");
+            points += k;
+        }
+    }
+    print_message("%lu allocation-failure points (kinematic calls in process)\n", points);
+    total_points += points;
+}
+
 /* The wrappers themselves: a test that the harness can fail. */
 static void the_nth_allocation_fails_and_only_that_one(void **state)
 {
@@ -782,6 +1789,10 @@ static void the_nth_allocation_fails_and_only_that_one(void **state)
 static int group_setup(void **state)
 {
     (void)state;
+    build_grid_ids();
+    build_tree();
+    build_chain();
+    build_extensions();
     build_setup();
     build_cases();
     return 0;
@@ -791,6 +1802,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     print_message("%lu allocation-failure points in all\n", total_points);
+    rp_urdf_free(urdf_parsed);
     return 0;
 }
 
@@ -799,6 +1811,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_nth_allocation_fails_and_only_that_one),
         cmocka_unit_test(urdf_parse_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(kinematic_calls_fail_cleanly_at_every_allocation),
         cmocka_unit_test(every_allocation_failing_once_gives_an_error_and_no_change),
         cmocka_unit_test(every_allocation_failing_from_n_on_changes_nothing),
     };
