@@ -27,6 +27,7 @@
 #ifndef REPOSE_CLIENT_H
 #define REPOSE_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -130,6 +131,93 @@ RP_API rp_client_error_kind rp_client_call(rp_client *c, const char *method,
 RP_API rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *method,
                                                  const struct cJSON *params, struct cJSON **result,
                                                  rp_client_error *err);
+
+/* ---- typed helpers: kinematic models and joint-space checks -----------------
+ *
+ * Thin wrappers around rp_client_call for the methods of a kinematic model
+ * (proto/PROTOCOL.md: model.put in its kinematic form, model.fk, check,
+ * check.batch, check.motion): each builds the params JSON, makes one call
+ * and reads the essential members of the result.  They share rp_client_call's behaviour (timeouts, errors, no
+ * pipelined replies outstanding), and add:
+ *
+ *  - joint values are sent with "%.17g" (and a '.' whatever LC_NUMERIC
+ *    says), so every double reaches the server exactly; a NaN or an
+ *    infinity is RP_CLIENT_ARG naming the element, and nothing is sent;
+ *  - strings (names, documents) must be valid UTF-8 (RP_CLIENT_ARG);
+ *  - a joint vector is an array of the model's active joints in the order
+ *    model.get lists them (`joints`); a wrong count is the server's -32602
+ *    error with data.path (e.g. "params.joints");
+ *  - an unknown model or scene is the server's -32001 error (data.kind is
+ *    "model" or "scene");
+ *  - a result that lacks a member the helper reads is RP_CLIENT_PROTOCOL;
+ *    the connection stays usable (the reply itself was in step).
+ * Outputs are reset on entry (false, 0, NaN) and are only meaningful when
+ * the helper returns RP_CLIENT_OK.  `scene` may be NULL for no scene (self
+ * collisions and joint limits only). */
+
+/// model.put with a URDF document: params {"model", "urdf", "srdf"?}.
+/// `srdf` (an SRDF document: its <disable_collisions> pairs) may be NULL;
+/// the server then skips the pairs of links joined by a joint by itself.
+/// On success *result_json (when not NULL) receives the result as the
+/// server wrote it ({"model","revision"}; malloc'ed, caller frees).  A document the server refuses is RP_CLIENT_RPC
+/// -32602 with data.path inside "params.urdf" or "params.srdf".
+RP_API rp_client_error_kind rp_client_model_put_urdf(rp_client *c, const char *model,
+                                                     const char *urdf, const char *srdf,
+                                                     char **result_json, rp_client_error *err);
+
+/// model.fk: the pose of every link of `model` at the joint vector q[0..n)
+/// (q may be NULL when n is 0).  *result_json (when not NULL) receives the
+/// result as the server wrote it: {"model", "revision", "links": {link name:
+/// {"translation": [x,y,z], "rotation": {"w","x","y","z"}}}} (malloc'ed,
+/// caller frees).
+RP_API rp_client_error_kind rp_client_model_fk(rp_client *c, const char *model, const double *q,
+                                               size_t n, char **result_json, rp_client_error *err);
+
+/// check of one joint vector q[0..n) of `model` against `scene` (or NULL).
+/// *valid: no collision and every joint inside its limits.  *min_distance
+/// (when not NULL): the smallest signed distance the server measured (< 0:
+/// penetration), +INFINITY when it measured none (no scene shapes and no
+/// self-collision pairs).
+RP_API rp_client_error_kind rp_client_check_joints(rp_client *c, const char *model,
+                                                   const char *scene, const double *q, size_t n,
+                                                   bool *valid, double *min_distance,
+                                                   rp_client_error *err);
+
+/// check.batch of n_configs joint vectors, each of `dof` values, row after
+/// row in q[0..n_configs*dof) (q may be NULL when that is 0).  valid_out
+/// (n_configs entries; may be NULL when n_configs is 0) receives each
+/// configuration's "valid".  A product n_configs * dof that overflows
+/// size_t is RP_CLIENT_ARG (before valid_out is touched).  The server's
+/// limit on configurations per batch (max_batch_configurations) is
+/// RP_CLIENT_RPC -32004.
+RP_API rp_client_error_kind rp_client_check_batch_joints(rp_client *c, const char *model,
+                                                         const char *scene, const double *q,
+                                                         size_t n_configs, size_t dof,
+                                                         bool *valid_out, rp_client_error *err);
+
+/// The outcome of rp_client_check_motion.
+typedef struct rp_client_motion_result {
+    bool valid;              ///< the whole path is clear (and inside the joint limits)
+    size_t segment;          ///< invalid: the first invalid state lies between
+                             ///< path point `segment` and `segment + 1`; 0 when valid
+    double t;                ///< invalid: where in that segment, 0..1; NaN when valid
+    uint64_t states_checked; ///< how many states the server checked
+    char kind[16];           ///< invalid: "scene", "self", "attached" or "limits"; "" when valid
+} rp_client_motion_result;
+
+/// check.motion along the path of n_points joint vectors (at least 2; each
+/// of `dof` values, row after row in path[0..n_points*dof)), linearly
+/// interpolated between consecutive points.  `mode` is "discrete", or
+/// "certified" (the whole motion proved clear, not only sampled states), or
+/// NULL for the server's default (discrete).  `resolution` is the largest
+/// joint step between the states of a discrete check; 0 for the server's
+/// default (0.01); > 0 only with a discrete mode; a negative or non-finite
+/// one is RP_CLIENT_ARG.  *out receives the outcome.
+RP_API rp_client_error_kind rp_client_check_motion(rp_client *c, const char *model,
+                                                   const char *scene, const double *path,
+                                                   size_t n_points, size_t dof, const char *mode,
+                                                   double resolution, rp_client_motion_result *out,
+                                                   rp_client_error *err);
 
 /// Pipelining: sends one request without waiting for its reply and stores
 /// its id in *id_out (when not NULL).  Ids are 1, 2, 3, ... per client.

@@ -12,8 +12,9 @@
  * daemon's own method list (`hello`).
  *
  * Params are one JSON object, or KEY=VALUE words: VALUE is used as JSON when
- * it parses as JSON, as the JSON in a file with @FILE, else as a string
- * (`scene.create scene=cell`).
+ * it parses as JSON, as the JSON in a file with @FILE, as the text of a file
+ * (a string) with @@FILE, else as a string (`scene.create scene=cell`,
+ * `model.put model=arm urdf=@@arm.urdf`).
  *
  * Without METHOD it reads `METHOD [PARAMS]` lines from stdin (with a prompt
  * only on a terminal) and prints each reply; `help` lists the methods.  When
@@ -21,7 +22,8 @@
  * request lines through unchanged and prints the reply lines unchanged.
  *
  * In PARAMS-JSON, `@path` in place of a JSON value is replaced by the
- * contents of that file (which must be valid JSON).
+ * contents of that file (which must be valid JSON), `@@path` by its text as
+ * a JSON string (which must be UTF-8).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,13 +114,18 @@ static void usage(FILE *f)
             "With METHOD: prints the result as JSON and exits 0; prints the error to\n"
             "stderr and exits 1.  Usage errors exit 2, connection failures 3.\n"
             "Params are one JSON object or KEY=VALUE words; a VALUE is JSON if it\n"
-            "parses as JSON, @FILE for the JSON in FILE, else a string:\n"
+            "parses as JSON, @FILE for the JSON in FILE, @@FILE for the text of FILE\n"
+            "as a string (UTF-8), else a string:\n"
             "  repose-cli scene.create scene=cell\n"
             "  repose-cli distance a='{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}' \\\n"
             "                      b='{\"sphere\":{\"center\":[3,0,0],\"radius\":1}}'\n"
             "  repose-cli scene.put scene=cell shapes=@shapes.json\n"
-            "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE:\n"
+            "  repose-cli model.put model=arm urdf=@@arm.urdf srdf=@@arm.srdf\n"
+            "  repose-cli check model=arm joints='[0, -0.78, 0, -2.36, 0, 1.57, 0.78]'\n"
+            "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE, @@FILE\n"
+            "by the text of FILE as a string:\n"
             "  repose-cli scene.put '{\"scene\":\"cell\",\"shapes\":@shapes.json}'\n"
+            "  repose-cli model.put '{\"model\":\"arm\",\"urdf\":@@arm.urdf}'\n"
             "Without METHOD: reads `METHOD [PARAMS]` lines from stdin; `help` lists\n"
             "the daemon's methods, `quit` leaves (on a terminal).\n"
             "`repose-cli help` lists the methods; `repose-cli ping` exits 0 only when\n"

@@ -1,6 +1,6 @@
 /*
- * repose-cli's params (see params.h): PARAMS-JSON with @FILE substitution,
- * KEY=VALUE words, and the words of a line read from stdin.
+ * repose-cli's params (see params.h): PARAMS-JSON with @FILE and @@FILE
+ * substitution, KEY=VALUE words, and the words of a line read from stdin.
  */
 #define _POSIX_C_SOURCE 200809L /* strndup */
 #include <errno.h>
@@ -30,6 +30,7 @@ static char *read_file(const char *path, size_t *len_out)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
+    errno = 0;
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -48,9 +49,10 @@ static char *read_file(const char *path, size_t *len_out)
         len += n;
         if (n == 0) {
             if (ferror(f)) {
+                int e = errno; /* EISDIR for a directory, ... */
                 free(buf);
                 buf = NULL;
-                errno = EIO;
+                errno = e ? e : EIO;
             }
             break;
         }
@@ -89,6 +91,27 @@ static bool sb_add(strbuf *b, const char *s, size_t n)
     return true;
 }
 
+/* Appends s[0..n) as a JSON string literal. */
+static bool sb_add_json_string(strbuf *b, const char *s, size_t n)
+{
+    bool ok = sb_add(b, "\"", 1);
+    for (size_t i = 0; i < n && ok; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char esc[8];
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            ok = sb_add(b, esc, 2);
+        } else if (ch < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+            ok = sb_add(b, esc, 6);
+        } else {
+            ok = sb_add(b, s + i, 1);
+        }
+    }
+    return ok && sb_add(b, "\"", 1);
+}
+
 /* Offset of the first byte of s[0..n) that is not part of well-formed
  * UTF-8 (no overlongs, surrogates or code points past U+10FFFF), or n. */
 static size_t utf8_invalid_at(const unsigned char *s, size_t n)
@@ -120,10 +143,69 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n)
     return n;
 }
 
+/* The contents of the file at path for `@path`: one JSON value, then only
+ * whitespace.  Returns it malloc'ed (its length in *len), or NULL with the
+ * reason in why. */
+static char *file_json(const char *path, size_t *len, char *why)
+{
+    size_t flen = 0;
+    char *content = read_file(path, &flen);
+    if (!content) {
+        fail(why, "@%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    /* One JSON value, then only whitespace (cJSON stops at the value). */
+    const char *after = NULL;
+    cJSON *check = cJSON_ParseWithOpts(content, &after, 0);
+    const char *ep = check ? after : cJSON_GetErrorPtr();
+    bool valid = check != NULL && strlen(content) == flen;
+    cJSON_Delete(check);
+    while (valid && (*ep == ' ' || *ep == '\t' || *ep == '\r' || *ep == '\n'))
+        ep++;
+    valid = valid && *ep == '\0';
+    if (!valid) {
+        fail(why, "@%s: not valid JSON (near byte %zu)", path,
+             ep && ep >= content ? (size_t)(ep - content) : (size_t)0);
+        free(content);
+        return NULL;
+    }
+    *len = flen;
+    return content;
+}
+
+/* Appends the text of the file at path for `@@path` as a JSON string: any
+ * text in UTF-8 without NUL bytes (a JSON string may escape one, but the
+ * daemon's strings end at it).  False with the reason in why. */
+static bool add_file_text(strbuf *b, const char *path, char *why)
+{
+    size_t flen = 0;
+    char *content = read_file(path, &flen);
+    if (!content) {
+        fail(why, "@@%s: cannot read: %s", path, strerror(errno));
+        return false;
+    }
+    const char *nul = memchr(content, '\0', flen);
+    size_t bad_at = utf8_invalid_at((const unsigned char *)content, flen);
+    bool ok = false;
+    if (nul)
+        fail(why, "@@%s: the file holds a NUL byte (at byte %zu); @@ takes text", path,
+             (size_t)(nul - content));
+    else if (bad_at < flen)
+        fail(why,
+             "@@%s: not valid UTF-8 (byte 0x%02x at byte %zu of the file); JSON strings "
+             "are UTF-8",
+             path, (unsigned char)content[bad_at], bad_at);
+    else if (!(ok = sb_add_json_string(b, content, flen)))
+        fail(why, "out of memory");
+    free(content);
+    return ok;
+}
+
 /* Replaces every `@path` outside JSON strings in text by the contents of the
- * file (checked to be JSON), then checks the whole result is one JSON object
- * in UTF-8 (JSON's encoding; reposed refuses anything else).  Returns a
- * malloc'ed string, or NULL with the reason in why. */
+ * file (checked to be JSON) and every `@@path` by the file's text as a JSON
+ * string, then checks the whole result is one JSON object in UTF-8 (JSON's
+ * encoding; reposed refuses anything else).  Returns a malloc'ed string, or
+ * NULL with the reason in why. */
 static char *expand_params(const char *text, char *why)
 {
     strbuf b = {NULL, 0, 0};
@@ -144,43 +226,38 @@ static char *expand_params(const char *text, char *why)
         if (*p != '@')
             continue;
         ok = sb_add(&b, run, (size_t)(p - run));
-        const char *start = p + 1, *end = start;
+        bool as_text = p[1] == '@';
+        const char *start = p + 1 + as_text, *end = start;
         while (*end && !strchr(",}] \t\r\n", *end))
             end++;
         if (end == start) {
-            fail(why, "'@' must be followed by a file name");
+            fail(why, "'%s' must be followed by a file name", as_text ? "@@" : "@");
             free(b.p);
             return NULL;
         }
         char *path = strndup(start, (size_t)(end - start));
-        size_t flen = 0;
-        char *content = path ? read_file(path, &flen) : NULL;
-        if (!content) {
-            fail(why, "@%s: cannot read: %s", path ? path : "?",
-                    strerror(errno));
-            free(path);
+        if (!path) {
+            fail(why, "out of memory");
             free(b.p);
             return NULL;
         }
-        /* One JSON value, then only whitespace (cJSON stops at the value). */
-        const char *after = NULL;
-        cJSON *check = cJSON_ParseWithOpts(content, &after, 0);
-        const char *ep = check ? after : cJSON_GetErrorPtr();
-        bool valid = check != NULL && strlen(content) == flen;
-        cJSON_Delete(check);
-        while (valid && (*ep == ' ' || *ep == '\t' || *ep == '\r' || *ep == '\n'))
-            ep++;
-        valid = valid && *ep == '\0';
-        if (!valid) {
-            fail(why, "@%s: not valid JSON (near byte %zu)", path,
-                    ep && ep >= content ? (size_t)(ep - content) : (size_t)0);
+        if (as_text) {
+            if (!add_file_text(&b, path, why)) {
+                free(path);
+                free(b.p);
+                return NULL;
+            }
+        } else {
+            size_t flen = 0;
+            char *content = file_json(path, &flen, why);
+            if (!content) {
+                free(path);
+                free(b.p);
+                return NULL;
+            }
+            ok = sb_add(&b, content, flen);
             free(content);
-            free(path);
-            free(b.p);
-            return NULL;
         }
-        ok = sb_add(&b, content, flen);
-        free(content);
         free(path);
         run = end;
         p = end - 1;
@@ -220,27 +297,6 @@ static char *expand_params(const char *text, char *why)
 
 /* ---- KEY=VALUE words ----------------------------------------------------------------- */
 
-/* Appends s[0..n) as a JSON string literal. */
-static bool sb_add_json_string(strbuf *b, const char *s, size_t n)
-{
-    bool ok = sb_add(b, "\"", 1);
-    for (size_t i = 0; i < n && ok; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char esc[8];
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            ok = sb_add(b, esc, 2);
-        } else if (ch < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            ok = sb_add(b, esc, 6);
-        } else {
-            ok = sb_add(b, s + i, 1);
-        }
-    }
-    return ok && sb_add(b, "\"", 1);
-}
-
 /* True when text is exactly one JSON value (blanks around it allowed) that
  * stays one inside the params object.  cJSON skips a UTF-8 byte order mark
  * only at the start of a text, and nests at most CJSON_NESTING_LIMIT deep,
@@ -267,9 +323,10 @@ static bool is_json_value(const char *text)
 }
 
 /* Builds a params object from KEY=VALUE words: VALUE is copied as JSON when
- * it parses as JSON, kept as @FILE for expand_params to read, else quoted as
- * a string.  Returns the malloc'ed JSON text, or NULL with the reason in
- * why. */
+ * it parses as JSON, replaced by the JSON in FILE for @FILE or by the text
+ * of FILE as a string for @@FILE (FILE is the rest of the word, blanks and
+ * all), else quoted as a string.  Returns the malloc'ed JSON text, or NULL
+ * with the reason in why. */
 static char *kv_params(char *const *words, int n, char *why)
 {
     strbuf b = {NULL, 0, 0};
@@ -294,9 +351,32 @@ static char *kv_params(char *const *words, int n, char *why)
         const char *v = eq + 1;
         ok = (i == 0 || sb_add(&b, ",", 1)) && sb_add_json_string(&b, w, klen) &&
              sb_add(&b, ":", 1);
-        if (ok)
-            ok = v[0] == '@' || is_json_value(v) ? sb_add(&b, v, strlen(v))
-                                                 : sb_add_json_string(&b, v, strlen(v));
+        if (ok && v[0] == '@') {
+            bool text = v[1] == '@';
+            const char *path = v + 1 + text;
+            if (!*path) {
+                fail(why, "'%s': '%s' must be followed by a file name", w, text ? "@@" : "@");
+                free(b.p);
+                return NULL;
+            }
+            if (text) {
+                if (!add_file_text(&b, path, why)) {
+                    free(b.p);
+                    return NULL;
+                }
+            } else {
+                size_t flen = 0;
+                char *content = file_json(path, &flen, why);
+                if (!content) {
+                    free(b.p);
+                    return NULL;
+                }
+                ok = sb_add(&b, content, flen);
+                free(content);
+            }
+        } else if (ok) {
+            ok = is_json_value(v) ? sb_add(&b, v, strlen(v)) : sb_add_json_string(&b, v, strlen(v));
+        }
     }
     if (!(ok && sb_add(&b, "}", 1))) {
         fail(why, "out of memory");

@@ -2,12 +2,15 @@
  * repose-cli's params: the words after METHOD on the command line, and the
  * `METHOD [PARAMS]` lines it reads from stdin, turned into the params JSON
  * of a call.  Params are one JSON object (PARAMS-JSON, in which `@FILE` in
- * place of a value is the JSON in FILE) or KEY=VALUE words (VALUE is JSON
- * when it parses as JSON, @FILE for the JSON in FILE, else a string).
+ * place of a value is the JSON in FILE and `@@FILE` the text of FILE as a
+ * string) or KEY=VALUE words (VALUE is JSON when it parses as JSON, @FILE
+ * for the JSON in FILE, @@FILE for the text of FILE as a string, else a
+ * string; FILE is the rest of the word).  @@FILE must be UTF-8 without NUL
+ * bytes.
  *
- * No output and no I/O besides reading @FILE: a refusal comes back as text
- * in `why` for main.c to print, so tests/fuzz/fuzz_cli_params.c can call
- * everything here directly.
+ * No output and no I/O besides reading @FILE and @@FILE: a refusal comes
+ * back as text in `why` for main.c to print, so tests/fuzz/fuzz_cli_params.c
+ * can call everything here directly.
  */
 #ifndef REPOSE_CLI_PARAMS_H
 #define REPOSE_CLI_PARAMS_H

@@ -43,6 +43,21 @@ struct rp_client {
     rp_client_error_kind broken;  /* non-OK once the stream is unusable */
 };
 
+/* A growable string: appends that fail to allocate set oom and are
+ * dropped, so a run of appends is checked once at the end.  Start from
+ * {NULL, 0, 0, false}; p (NUL-terminated once anything was added) is
+ * malloc'ed, the owner frees it. */
+typedef struct rp_client_sb {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} rp_client_sb;
+void rp_client_sb_add_(rp_client_sb *b, const char *s, size_t n);
+void rp_client_sb_puts_(rp_client_sb *b, const char *s);
+/* Appends s (NUL-terminated) as a JSON string literal; bytes >= 0x20 other
+ * than '"' and '\\' are copied as they are (check UTF-8 first). */
+void rp_client_sb_json_string_(rp_client_sb *b, const char *s);
+
 /* Length of s[0..n) without a UTF-8 sequence that a cut at n would split,
  * so that a message cut there stays valid UTF-8. */
 size_t rp_client_utf8_cut_(const char *s, size_t n);

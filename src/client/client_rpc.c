@@ -10,12 +10,8 @@
 
 /* ---- JSON text helpers --------------------------------------------------------------- */
 
-/* Appends to a growable string. */
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} strbuf;
+/* Appends to a growable string (rp_client_sb, shared with client_kin.c). */
+typedef rp_client_sb strbuf;
 
 static void sb_add(strbuf *b, const char *s, size_t n)
 {
@@ -61,6 +57,21 @@ static void sb_json_string(strbuf *b, const char *s)
         }
     }
     sb_add(b, "\"", 1);
+}
+
+void rp_client_sb_add_(rp_client_sb *b, const char *s, size_t n)
+{
+    sb_add(b, s, n);
+}
+
+void rp_client_sb_puts_(rp_client_sb *b, const char *s)
+{
+    sb_puts(b, s);
+}
+
+void rp_client_sb_json_string_(rp_client_sb *b, const char *s)
+{
+    sb_json_string(b, s);
 }
 
 /* Appends JSON text s that cJSON accepted as one request line: without

@@ -5,7 +5,8 @@
  * An input with a NUL byte is argv words, each terminated by a NUL (an argv
  * word cannot hold one; the last may be unterminated); any other input is
  * stdin lines, one per '\n'.
- * Inputs with an '@' are skipped: @FILE reads files.  Invariants:
+ * Inputs with an '@' are skipped: @FILE and @@FILE read files (test_cli.sh
+ * covers them against real files).  Invariants:
  *
  *  - no words give no params and no error;
  *  - a refusal has a non-empty, NUL-terminated reason;

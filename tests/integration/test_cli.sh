@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # repose-cli against the real daemon: exit codes, pretty and raw output,
-# lines from a pipe, @file params and the token file checks.
+# lines from a pipe, @file and @@file params (a kinematic model from
+# tests/data/arm7.urdf, checked in joint space) and the token file checks.
 #
 # Usage: test_cli.sh PATH-TO-REPOSE-CLI PATH-TO-REPOSED
 #
@@ -9,6 +10,7 @@ set -euo pipefail
 
 CLI=$(realpath "$1")
 REPOSED=$(realpath "$2")
+DATA=$(cd "$(dirname "${BASH_SOURCE[0]}")/../data" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/repose-cli-test.XXXXXX")
 pids=()
 cleanup() {
@@ -152,6 +154,7 @@ suggest frobnicate "repose-cli: no method is near 'frobnicate'; \`repose-cli hel
 # ---- usage errors: 2 ---------------------------------------------------------------
 expect_code 0 "--help" -- "$CLI" --help
 expect_grep "$tmp/out" "usage: repose-cli" "--help text"
+expect_grep "$tmp/out" "urdf=@@arm.urdf" "--help shows KEY=@@FILE"
 expect_code 0 "-h" -- "$CLI" -h
 expect_grep "$tmp/out" "usage: repose-cli" "-h text"
 expect_code 0 "-h needs no daemon" -- "$CLI" --unix "$tmp/none.sock" -h
@@ -248,6 +251,109 @@ expect_file "$tmp/err" \
 expect_code 2 "JSON and key=value mixed" -- "$CLI" "${S[@]}" scene.get '{"scene":"kv"}' ids='[]'
 expect_grep "$tmp/err" "PARAMS-JSON must be the only argument" "mixed forms message"
 expect_code 2 "bad key=value wins over no daemon" -- "$CLI" --unix "$tmp/none.sock" scene.get kv
+
+# KEY=@FILE takes the rest of the word as the file name, blanks and all.
+cp "$tmp/shapes.json" "$tmp/my shapes, v2.json"
+expect_code 0 "key=value: @file with blanks and a comma in its name" -- "$CLI" "${S[@]}" \
+  scene.create scene=blanks shapes=@"$tmp/my shapes, v2.json"
+expect_code 0 "the scene from 'my shapes, v2.json'" -- "$CLI" "${S[@]}" scene.get scene=blanks
+expect_grep "$tmp/out" '"radius": 0.25' "scene.create shapes=@'my shapes, v2.json'"
+
+# ---- @@file: a file's text as a JSON string (URDF and SRDF documents) -----------------
+# arm7's active joints, in model.get's order: joint1..7 and finger_joint1
+# (finger_joint2 mimics it).  READY is the SRDF's "ready" pose, clear of
+# itself; joint4 = 0 is past its upper limit (-0.0698).
+READY='[0, -0.785398163, 0, -2.35619449, 0, 1.570796327, 0.785398163, 0.02]'
+LEFT='[-1.5, -0.785398163, 0, -2.35619449, 0, 1.570796327, 0.785398163, 0.02]'
+RIGHT='[1.5, -0.785398163, 0, -2.35619449, 0, 1.570796327, 0.785398163, 0.02]'
+NEAR_RIGHT='[0.8, -0.785398163, 0, -2.35619449, 0, 1.570796327, 0.785398163, 0.02]'
+expect_code 0 "model.put urdf=@@ srdf=@@" -- "$CLI" "${S[@]}" model.put model=arm7 \
+  urdf=@@"$DATA/arm7.urdf" srdf=@@"$DATA/arm7.srdf"
+expect_grep "$tmp/out" '"model": "arm7"' "model.put from files"
+expect_code 0 "model.get of the URDF model" -- "$CLI" "${S[@]}" model.get model=arm7
+tr -d ' \n' <"$tmp/out" >"$tmp/out.flat"
+expect_grep "$tmp/out.flat" '"joints":\["arm7_joint1","arm7_joint2","arm7_joint3","arm7_joint4","arm7_joint5","arm7_joint6","arm7_joint7","arm7_finger_joint1"\]' \
+  "model.get lists the 8 active joints in order"
+expect_code 0 "check at the ready pose" -- "$CLI" "${S[@]}" check model=arm7 joints="$READY"
+expect_grep "$tmp/out" '"valid": true' "the ready pose is valid"
+expect_grep "$tmp/out" '"kind": "self"' "the ready pose: closest pair is a self pair"
+expect_code 0 "check by joint name" -- "$CLI" "${S[@]}" check model=arm7 \
+  joints='{"arm7_joint4": 0}'
+expect_grep "$tmp/out" '"valid": false' "joint4 = 0 is invalid"
+expect_grep "$tmp/out" '"joint": "arm7_joint4"' "joint4 = 0 is past its limits"
+expect_code 1 "check with 7 values" -- "$CLI" "${S[@]}" check model=arm7 \
+  joints='[0, 0, 0, -1, 0, 1, 0]'
+expect_grep "$tmp/err" '"path": "params.joints"' "7 values: the path names params.joints"
+expect_grep "$tmp/err" 'must hold 8 values' "7 values: the reason gives the count"
+
+# A ball where the hand is at the ready pose (model.fk says where) blocks
+# the sweep of joint1 from LEFT to RIGHT, not the one from NEAR_RIGHT to RIGHT.
+expect_code 0 "model.fk at the ready pose" -- "$CLI" "${S[@]}" model.fk model=arm7 joints="$READY"
+hand=$(tr -d ' \n' <"$tmp/out" | sed -n 's/.*"arm7_hand":{"translation":\(\[[^]]*\]\).*/\1/p')
+[[ $hand == \[0.3068* ]] && ok || fail "model.fk: arm7_hand at '$hand'"
+expect_code 0 "scene with a ball at the hand" -- "$CLI" "${S[@]}" scene.create scene=bench \
+  shapes="{\"ball\": {\"sphere\": {\"center\": $hand, \"radius\": 0.05}}}"
+expect_code 0 "check at the ready pose against the ball" -- "$CLI" "${S[@]}" check model=arm7 \
+  scene=bench joints="$READY"
+expect_grep "$tmp/out" '"valid": false' "the hand hits the ball"
+expect_grep "$tmp/out" '"other": "ball"' "the closest pair is with the ball"
+for mode in discrete certified; do
+  expect_code 0 "check.motion $mode through the ball" -- "$CLI" "${S[@]}" check.motion model=arm7 \
+    scene=bench path="[$LEFT, $RIGHT]" mode=$mode
+  tr -d ' \n' <"$tmp/out" >"$tmp/out.flat"
+  expect_grep "$tmp/out.flat" '"valid":false,"first_invalid":{"segment":0,"t":0\.' \
+    "check.motion $mode: blocked in segment 0"
+  expect_grep "$tmp/out.flat" '"other":"ball","kind":"scene"' "check.motion $mode: by the ball"
+  expect_code 0 "check.motion $mode beside the ball" -- "$CLI" "${S[@]}" check.motion model=arm7 \
+    scene=bench path="[$NEAR_RIGHT, $RIGHT]" mode=$mode
+  tr -d ' \n' <"$tmp/out" >"$tmp/out.flat"
+  expect_grep "$tmp/out.flat" '"valid":true,"first_invalid":null' "check.motion $mode: clear"
+done
+expect_code 0 "check.motion with a resolution" -- "$CLI" "${S[@]}" check.motion model=arm7 \
+  path="[$NEAR_RIGHT, $RIGHT]" resolution=0.1
+expect_grep "$tmp/out" '"states_checked": ' "check.motion reports states_checked"
+
+# @@ in PARAMS-JSON (a relative path), and in a line read from a pipe.
+expect_code 0 "@@file in PARAMS-JSON" -- bash -c \
+  "cd '$DATA' && '$CLI' --unix '$sock' model.put '{\"model\":\"arm7b\",\"urdf\":@@arm7.urdf,\"srdf\":@@arm7.srdf}'"
+expect_grep "$tmp/out" '"model": "arm7b"' "model.put from PARAMS-JSON with @@"
+expect_code 0 "@@file in a piped line" -- bash -c \
+  "printf '%s\n' 'model.put model=arm7c urdf=@@$DATA/arm7.urdf' 'model.list' | '$CLI' --unix '$sock'"
+expect_grep "$tmp/out" '"model": "arm7c"' "model.put from a piped line with @@"
+
+# The text arrives exactly: quotes, a backslash, tabs, CR LF and UTF-8.
+printf '<?xml version="1.0"?>\r\n<!-- "quoted" \\ back\tslash, caf\xc3\xa9 -->\n<robot name="r">\n\t<link name="b\xc3\xa4r"/>\n</robot>\n' \
+  >"$tmp/odd.urdf"
+expect_code 1 "@@file text with quotes, backslash, tabs and UTF-8" -- "$CLI" "${S[@]}" \
+  model.put model=odd urdf=@@"$tmp/odd.urdf"
+expect_grep "$tmp/err" '"path": "params.urdf.link\[#0\]"' "the daemon parsed the odd text"
+expect_grep "$tmp/err" '^error -32602: Invalid params: params.urdf.link\[#0\] line 4: .*name="bär"' \
+  "lines and the UTF-8 name came through as written"
+
+# Refusals: exit 2, nothing sent.
+expect_code 2 "@@file missing" -- "$CLI" "${S[@]}" model.put model=x urdf=@@"$tmp/none.urdf"
+expect_file "$tmp/err" "repose-cli: @@$tmp/none.urdf: cannot read: No such file or directory" \
+  "@@file missing message"
+printf 'caf\xe9\n' >"$tmp/latin1.urdf"
+expect_code 2 "@@file not UTF-8" -- "$CLI" "${S[@]}" model.put model=x urdf=@@"$tmp/latin1.urdf"
+expect_file "$tmp/err" \
+  "repose-cli: @@$tmp/latin1.urdf: not valid UTF-8 (byte 0xe9 at byte 3 of the file); JSON strings are UTF-8" \
+  "@@file not UTF-8 message"
+printf 'a\0b' >"$tmp/nul.urdf"
+expect_code 2 "@@file with a NUL byte" -- "$CLI" "${S[@]}" model.put model=x urdf=@@"$tmp/nul.urdf"
+expect_grep "$tmp/err" "holds a NUL byte (at byte 1)" "@@file with a NUL byte message"
+expect_code 2 "@@ without a file name" -- "$CLI" "${S[@]}" model.put model=x urdf=@@
+expect_file "$tmp/err" "repose-cli: 'urdf=@@': '@@' must be followed by a file name" \
+  "@@ without a file name message"
+expect_code 2 "@@ without a file name in PARAMS-JSON" -- "$CLI" "${S[@]}" model.put \
+  '{"model":"x","urdf":@@}'
+expect_code 2 "@@ of a directory" -- "$CLI" "${S[@]}" model.put model=x urdf=@@"$tmp"
+expect_grep "$tmp/err" "cannot read: Is a directory" "@@ of a directory message"
+expect_code 2 "@@file missing wins over no daemon" -- "$CLI" --unix "$tmp/none.sock" \
+  model.put model=x urdf=@@"$tmp/none.urdf"
+printf 'not xml' >"$tmp/bad.urdf"
+expect_code 1 "a URDF the daemon refuses" -- "$CLI" "${S[@]}" model.put model=x urdf=@@"$tmp/bad.urdf"
+expect_grep "$tmp/err" '"path": "params.urdf"' "the daemon's refusal names params.urdf"
 
 # ---- lines from a pipe ------------------------------------------------------------------
 expect_code 0 "lines from a pipe" -- bash -c "printf '%s\n' 'ping' '' '# a comment' \

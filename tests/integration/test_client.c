@@ -1,7 +1,9 @@
 /*
  * Client library tests: include/repose/client.h against the real reposed
  * (started by tests/integration/harness.h) and against tiny fake servers
- * (forked children on a Unix socket) that misbehave on purpose.
+ * (forked children on a Unix socket) that misbehave on purpose.  The typed
+ * helpers of kinematic models run against tests/data/arm7.urdf with known
+ * answers (a ball placed where model.fk puts the hand).
  *
  * Usage: test_client PATH-TO-REPOSED
  *
@@ -11,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -776,6 +779,535 @@ static void auth_over_tcp_with_the_right_token(void **state)
     rp_client_error_free(&err);
 }
 
+/* ---- typed helpers: kinematic models --------------------------------------------------- */
+
+/* tests/data, where arm7.urdf and arm7.srdf are (set by tests/CMakeLists.txt). */
+#ifndef REPOSE_TEST_DATA
+#error "REPOSE_TEST_DATA must name tests/data"
+#endif
+
+/* The text of tests/data/NAME, malloc'ed. */
+static char *read_data(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", REPOSE_TEST_DATA, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    char *text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* arm7's active joints, in model.get's order: joint1..7, finger_joint1. */
+#define ARM7_DOF 8
+/* The SRDF's "ready" pose (clear of itself), with joint1 set to j1. */
+static void arm7_ready(double j1, double q[ARM7_DOF])
+{
+    static const double ready[ARM7_DOF] = {0, -0.785398163, 0,           -2.35619449,
+                                           0, 1.570796327,  0.785398163, 0.02};
+    memcpy(q, ready, sizeof ready);
+    q[0] = j1;
+}
+
+/* Prints err when k is not what the test wants. */
+static void expect_kind(rp_client_error_kind k, rp_client_error_kind want,
+                        const rp_client_error *err)
+{
+    if (k != want)
+        fprintf(stderr, "got %s (code %d: %s; data %s), want %s\n", rp_client_error_kind_name(k),
+                err->code, err->message, err->data ? err->data : "-",
+                rp_client_error_kind_name(want));
+    assert_int_equal(k, want);
+}
+
+/* A daemon with arm7 (from its URDF and SRDF, through the helper) and a
+ * client on its Unix socket. */
+static rp_client *arm7_daemon(void)
+{
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, false);
+    char *urdf = read_data("arm7.urdf"), *srdf = read_data("arm7.srdf");
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *result = NULL;
+    expect_kind(rp_client_model_put_urdf(c, "arm7", urdf, srdf, &result, &err), RP_CLIENT_OK, &err);
+    assert_non_null(result);
+    assert_non_null(strstr(result, "\"model\":\"arm7\""));
+    free(result);
+    free(urdf);
+    free(srdf);
+    return c;
+}
+
+/* The position of `link` in a model.fk result at q. */
+static void arm7_link_at(rp_client *c, const double q[ARM7_DOF], const char *link, double p[3])
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *result = NULL;
+    expect_kind(rp_client_model_fk(c, "arm7", q, ARM7_DOF, &result, &err), RP_CLIENT_OK, &err);
+    cJSON *r = cJSON_Parse(result);
+    free(result);
+    const cJSON *pose =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "links"), link);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(pose, "translation");
+    assert_true(cJSON_IsArray(t) && cJSON_GetArraySize(t) == 3);
+    for (int i = 0; i < 3; i++)
+        p[i] = cJSON_GetArrayItem(t, i)->valuedouble;
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(pose, "rotation"));
+    cJSON_Delete(r);
+}
+
+/* Scene `name` with one sphere "ball" of radius r at p. */
+static void ball_scene(rp_client *c, const char *name, const double p[3], double r)
+{
+    char params[512];
+    snprintf(params, sizeof params,
+             "{\"scene\":\"%s\",\"shapes\":{\"ball\":{\"sphere\":{\"center\":[%.17g,%.17g,%.17g],"
+             "\"radius\":%.17g}}}}",
+             name, p[0], p[1], p[2], r);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    expect_kind(rp_client_call(c, "scene.create", params, NULL, &err), RP_CLIENT_OK, &err);
+}
+
+/* A ball of radius 0.05 where arm7's hand is at the ready pose: the ready
+ * pose hits it, joint1 turned by +-0.8 rad or more clears it. */
+static void arm7_ball_at_hand(rp_client *c)
+{
+    double q[ARM7_DOF], hand[3];
+    arm7_ready(0, q);
+    arm7_link_at(c, q, "arm7_hand", hand);
+    ball_scene(c, "bench", hand, 0.05);
+}
+
+static void urdf_model_put_and_fk_through_the_helpers(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[ARM7_DOF], p[3];
+
+    /* FK at the ready pose: the flange of a Panda, 0.307 m out, 0.59 m up. */
+    arm7_ready(0, q);
+    arm7_link_at(c, q, "arm7_hand", p);
+    assert_true(fabs(p[0] - 0.30689) < 1e-4 && fabs(p[1]) < 1e-9 && fabs(p[2] - 0.59028) < 1e-4);
+    arm7_link_at(c, q, "arm7_link0", p);
+    assert_true(p[0] == 0 && p[1] == 0 && p[2] == 0);
+
+    /* Without an SRDF, and a document the daemon refuses (path inside it). */
+    char *urdf = read_data("arm7.urdf");
+    char *result = (char *)1;
+    expect_kind(rp_client_model_put_urdf(c, "arm7_bare", urdf, NULL, &result, &err), RP_CLIENT_OK,
+                &err);
+    assert_non_null(strstr(result, "\"model\":\"arm7_bare\""));
+    free(result);
+    expect_kind(rp_client_model_put_urdf(c, "arm7_bare", urdf, NULL, NULL, &err), RP_CLIENT_OK,
+                &err);
+    expect_kind(rp_client_model_put_urdf(c, "bad", "<robot name=\"r\"><link/></robot>", NULL,
+                                         &result, &err),
+                RP_CLIENT_RPC, &err);
+    assert_null(result);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(err.data);
+    assert_non_null(strstr(err.data, "\"path\":\"params.urdf"));
+    expect_kind(rp_client_model_put_urdf(c, "bad", urdf, "not xml", NULL, &err), RP_CLIENT_RPC,
+                &err);
+    assert_non_null(strstr(err.data, "\"path\":\"params.srdf"));
+
+    /* Text that is not UTF-8, and NULL: argument errors, nothing sent. */
+    expect_kind(rp_client_model_put_urdf(c, "bad", "<robot name=\"caf\xe9\"/>", NULL, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "urdf is not valid UTF-8 (byte 0xe9 at byte 16)"));
+    expect_kind(rp_client_model_put_urdf(c, "x\xff", urdf, NULL, NULL, &err), RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "model is not valid UTF-8"));
+    expect_kind(rp_client_model_put_urdf(c, NULL, urdf, NULL, NULL, &err), RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_model_put_urdf(c, "bad", NULL, NULL, NULL, &err), RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_model_put_urdf(NULL, "bad", urdf, NULL, NULL, &err), RP_CLIENT_ARG, &err);
+    assert_int_equal(rp_client_pending(c), 0);
+    free(urdf);
+
+    /* model.get agrees with the helper's model. */
+    result = NULL;
+    expect_kind(rp_client_call(c, "model.get", "{\"model\":\"arm7\"}", &result, &err), RP_CLIENT_OK,
+                &err);
+    assert_non_null(strstr(result, "\"joints\":[\"arm7_joint1\",\"arm7_joint2\",\"arm7_joint3\","
+                                   "\"arm7_joint4\",\"arm7_joint5\",\"arm7_joint6\","
+                                   "\"arm7_joint7\",\"arm7_finger_joint1\"]"));
+    free(result);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+static void check_joints_known_answers(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[ARM7_DOF], dist = 0;
+    bool valid = false;
+
+    /* Alone, the ready pose is clear of itself (by 3.7 cm, link3 to link5). */
+    arm7_ready(0, q);
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, &dist, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid);
+    assert_true(dist > 0.03 && dist < 0.04);
+    /* The ball sits in the hand: 6.5 cm deep. */
+    expect_kind(rp_client_check_joints(c, "arm7", "bench", q, ARM7_DOF, &valid, &dist, &err),
+                RP_CLIENT_OK, &err);
+    assert_false(valid);
+    assert_true(dist < -0.05);
+    /* Turned away from it (min_distance may be NULL). */
+    arm7_ready(1.5, q);
+    expect_kind(rp_client_check_joints(c, "arm7", "bench", q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid);
+    arm7_ready(-0.8, q);
+    expect_kind(rp_client_check_joints(c, "arm7", "bench", q, ARM7_DOF, &valid, &dist, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid);
+    assert_true(dist > 0);
+
+    /* Every digit reaches the daemon: joint4's upper limit is -0.0698;
+     * the next double above it is out of limits (with "%.15g" both would
+     * print as -0.0698). */
+    arm7_ready(0, q);
+    q[3] = -0.0698;
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid);
+    q[3] = nextafter(-0.0698, 0.0);
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_OK, &err);
+    assert_false(valid);
+    /* Limits ignored by nothing here: joint4 = 0 is invalid without a
+     * collision. */
+    q[3] = 0;
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_OK, &err);
+    assert_false(valid);
+
+    /* A model with nothing to measure: min_distance null is +infinity. */
+    expect_kind(rp_client_model_put_urdf(c, "one",
+                                         "<robot name=\"one\"><link name=\"base\"><collision>"
+                                         "<geometry><sphere radius=\"0.1\"/></geometry>"
+                                         "</collision></link></robot>",
+                                         NULL, NULL, &err),
+                RP_CLIENT_OK, &err);
+    expect_kind(rp_client_check_joints(c, "one", NULL, NULL, 0, &valid, &dist, &err), RP_CLIENT_OK,
+                &err);
+    assert_true(valid);
+    assert_true(isinf(dist) && dist > 0);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+static void check_batch_joints_known_answers(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[4 * ARM7_DOF];
+    arm7_ready(0, q);                   /* in the ball */
+    arm7_ready(1.5, q + ARM7_DOF);      /* clear */
+    arm7_ready(-0.8, q + 2 * ARM7_DOF); /* clear */
+    arm7_ready(1.5, q + 3 * ARM7_DOF);
+    q[3 * ARM7_DOF + 3] = 0; /* joint4 past its limit */
+    bool valid[4] = {true, false, false, true};
+    expect_kind(rp_client_check_batch_joints(c, "arm7", "bench", q, 4, ARM7_DOF, valid, &err),
+                RP_CLIENT_OK, &err);
+    assert_false(valid[0]);
+    assert_true(valid[1]);
+    assert_true(valid[2]);
+    assert_false(valid[3]);
+    /* Without the scene, only the limits fail. */
+    expect_kind(rp_client_check_batch_joints(c, "arm7", NULL, q, 4, ARM7_DOF, valid, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid[0] && valid[1] && valid[2]);
+    assert_false(valid[3]);
+    /* No configurations at all. */
+    expect_kind(rp_client_check_batch_joints(c, "arm7", "bench", NULL, 0, ARM7_DOF, NULL, &err),
+                RP_CLIENT_OK, &err);
+    /* A model without joints: rows of nothing. */
+    expect_kind(rp_client_model_put_urdf(c, "one", "<robot name=\"one\"><link name=\"b\"/></robot>",
+                                         NULL, NULL, &err),
+                RP_CLIENT_OK, &err);
+    valid[0] = valid[1] = false;
+    expect_kind(rp_client_check_batch_joints(c, "one", NULL, NULL, 2, 0, valid, &err), RP_CLIENT_OK,
+                &err);
+    assert_true(valid[0] && valid[1]);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+/* check.motion in both modes on a blocked and a free edge, and a path of
+ * two segments blocked in its second. */
+static void check_motion_discrete_and_certified(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double path[3 * ARM7_DOF];
+    static const char *const modes[] = {"discrete", "certified", NULL};
+    for (int m = 0; m < 3; m++) {
+        const char *mode = modes[m]; /* NULL: the daemon's default, discrete */
+        rp_client_motion_result r;
+        /* Through the ball: joint1 from -1.5 to 1.5 passes 0. */
+        arm7_ready(-1.5, path);
+        arm7_ready(1.5, path + ARM7_DOF);
+        expect_kind(
+            rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, mode, 0, &r, &err),
+            RP_CLIENT_OK, &err);
+        assert_false(r.valid);
+        assert_int_equal(r.segment, 0);
+        /* The ball is in reach for joint1 in about [-0.5, 0.5], t in [1/3, 2/3]
+         * (discrete: some state there, coarse to fine; certified: a little
+         * before the first contact). */
+        assert_true(r.t > 0.2 && r.t < 0.7);
+        assert_string_equal(r.kind, "scene");
+        assert_true(r.states_checked > 0);
+        /* Beside it: from 0.8 to 1.5. */
+        arm7_ready(0.8, path);
+        expect_kind(
+            rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, mode, 0, &r, &err),
+            RP_CLIENT_OK, &err);
+        assert_true(r.valid);
+        assert_int_equal(r.segment, 0);
+        assert_true(isnan(r.t));
+        assert_string_equal(r.kind, "");
+        assert_true(r.states_checked >= 2);
+        /* Then back through it: blocked in the second segment. */
+        arm7_ready(-1.5, path + 2 * ARM7_DOF);
+        expect_kind(
+            rp_client_check_motion(c, "arm7", "bench", path, 3, ARM7_DOF, mode, 0, &r, &err),
+            RP_CLIENT_OK, &err);
+        assert_false(r.valid);
+        assert_int_equal(r.segment, 1);
+        assert_true(r.t > 0.2 && r.t < 0.7);
+        assert_string_equal(r.kind, "scene");
+        /* Out of joint4's limits at the end. */
+        arm7_ready(0.8, path);
+        arm7_ready(1.5, path + ARM7_DOF);
+        path[ARM7_DOF + 3] = 0;
+        expect_kind(rp_client_check_motion(c, "arm7", NULL, path, 2, ARM7_DOF, mode, 0, &r, &err),
+                    RP_CLIENT_OK, &err);
+        assert_false(r.valid);
+        assert_string_equal(r.kind, "limits");
+    }
+
+    /* The resolution bounds the discrete steps: 0.7 rad at 0.1 takes fewer
+     * states than at the default 0.01. */
+    rp_client_motion_result fine, coarse;
+    arm7_ready(0.8, path);
+    arm7_ready(1.5, path + ARM7_DOF);
+    expect_kind(
+        rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, "discrete", 0, &fine, &err),
+        RP_CLIENT_OK, &err);
+    expect_kind(rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, "discrete", 0.1,
+                                       &coarse, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(fine.valid && coarse.valid);
+    assert_true(coarse.states_checked >= 8);
+    assert_true(coarse.states_checked < fine.states_checked);
+    /* Not with certified (the daemon says so), nor negative (nothing sent). */
+    rp_client_motion_result r;
+    expect_kind(
+        rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, "certified", 0.1, &r, &err),
+        RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.resolution\""));
+    expect_kind(rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, NULL, -0.1, &r, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, NULL, NAN, &r, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(
+        rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, "sideways", 0, &r, &err),
+        RP_CLIENT_RPC, &err);
+    assert_non_null(strstr(err.data, "\"path\":\"params.mode\""));
+    /* One point is not a motion. */
+    expect_kind(rp_client_check_motion(c, "arm7", "bench", path, 1, ARM7_DOF, NULL, 0, &r, &err),
+                RP_CLIENT_RPC, &err);
+    assert_non_null(strstr(err.data, "\"path\":\"params.path\""));
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+static void helper_errors_name_the_problem(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[2 * ARM7_DOF];
+    arm7_ready(0, q);
+    arm7_ready(1, q + ARM7_DOF);
+    bool valid = true, vb[2];
+    rp_client_motion_result r;
+    char *result = NULL;
+
+    /* Unknown model or scene: not found, with the kind. */
+    expect_kind(rp_client_check_joints(c, "nope", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    assert_string_equal(err.data, "{\"kind\":\"model\",\"name\":\"nope\"}");
+    assert_false(valid);
+    expect_kind(rp_client_check_joints(c, "arm7", "nope", q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    assert_string_equal(err.data, "{\"kind\":\"scene\",\"name\":\"nope\"}");
+    expect_kind(rp_client_check_batch_joints(c, "nope", NULL, q, 2, ARM7_DOF, vb, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    expect_kind(rp_client_check_motion(c, "nope", NULL, q, 2, ARM7_DOF, NULL, 0, &r, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    expect_kind(rp_client_model_fk(c, "nope", q, ARM7_DOF, &result, &err), RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    assert_null(result);
+
+    /* A wrong joint count: invalid params with the path. */
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, 7, &valid, NULL, &err), RP_CLIENT_RPC,
+                &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.joints\""));
+    assert_non_null(strstr(err.message, "must hold 8 values"));
+    expect_kind(rp_client_check_batch_joints(c, "arm7", NULL, q, 2, 7, vb, &err), RP_CLIENT_RPC,
+                &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.joints[0]\""));
+    expect_kind(rp_client_check_motion(c, "arm7", NULL, q, 2, 7, NULL, 0, &r, &err), RP_CLIENT_RPC,
+                &err);
+    assert_non_null(strstr(err.data, "\"path\":\"params.path[0]\""));
+    expect_kind(rp_client_model_fk(c, "arm7", q, 9, NULL, &err), RP_CLIENT_RPC, &err);
+    assert_non_null(strstr(err.data, "\"path\":\"params.joints\""));
+
+    /* A frame-indexed model takes no joint vector. */
+    expect_kind(rp_client_call(c, "model.put",
+                               "{\"model\":\"framed\",\"links\":[{\"id\":\"s\",\"frame\":0,"
+                               "\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}}]}",
+                               NULL, &err),
+                RP_CLIENT_OK, &err);
+    expect_kind(rp_client_check_joints(c, "framed", NULL, q, 1, &valid, NULL, &err), RP_CLIENT_RPC,
+                &err);
+    assert_non_null(strstr(err.data, "\"path\":\"params.joints\""));
+
+    /* NaN and infinities cannot be sent: argument errors naming the
+     * element, and nothing goes out. */
+    q[2] = NAN;
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "q[2] is NaN"));
+    expect_kind(rp_client_model_fk(c, "arm7", q, ARM7_DOF, NULL, &err), RP_CLIENT_ARG, &err);
+    q[2] = 0;
+    q[ARM7_DOF + 5] = -INFINITY;
+    expect_kind(rp_client_check_batch_joints(c, "arm7", NULL, q, 2, ARM7_DOF, vb, &err),
+                RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "q[1][5] is infinite"));
+    expect_kind(rp_client_check_motion(c, "arm7", NULL, q, 2, ARM7_DOF, NULL, 0, &r, &err),
+                RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "path[1][5] is infinite"));
+    q[ARM7_DOF + 5] = 1.570796327;
+    /* NULL where something is needed, names that are not UTF-8. */
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, NULL, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, NULL, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_joints(c, NULL, NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_joints(c, "arm7", "sc\xc3", q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "scene is not valid UTF-8"));
+    expect_kind(rp_client_check_batch_joints(c, "arm7", NULL, q, 2, ARM7_DOF, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_batch_joints(c, "arm7", NULL, q, SIZE_MAX / 2, 4, vb, &err),
+                RP_CLIENT_ARG, &err); /* the count overflows: refused before vb is reset */
+    expect_kind(rp_client_check_motion(c, "arm7", NULL, q, 2, ARM7_DOF, NULL, 0, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_motion(c, "arm7", NULL, NULL, 2, ARM7_DOF, NULL, 0, &r, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_check_joints(NULL, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_ARG, &err);
+    assert_int_equal(rp_client_pending(c), 0);
+
+    /* Still in step after all of it. */
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid);
+    assert_int_equal(err.kind, RP_CLIENT_OK);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+/* A result without the members a helper reads is a protocol error that
+ * leaves the connection open (the reply itself was in step). */
+static void helper_result_without_its_members_is_protocol_error(void **state)
+{
+    (void)state;
+    static const char *const replies[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"collision\":false}}\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"valid\":1,\"min_distance\":0.5}}\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"valid\":true,\"min_distance\":\"far\"}}\n",
+    };
+    double q[1] = {0};
+    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++) {
+        fake_fixed_reply = replies[i];
+        fake_fixed_len = strlen(replies[i]);
+        fake_server f;
+        fake_start(&f, FAKE_FIXED);
+        rp_client_error err = RP_CLIENT_ERROR_INIT;
+        rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+        assert_non_null(c);
+        bool valid = true;
+        expect_kind(rp_client_check_joints(c, "m", NULL, q, 1, &valid, NULL, &err),
+                    RP_CLIENT_PROTOCOL, &err);
+        assert_non_null(strstr(err.message, "check result lacks"));
+        assert_false(valid);
+        /* Not closed: the next call is sent, and its reply (id 1 again
+         * from this fake) is the one that is out of step. */
+        expect_kind(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_PROTOCOL, &err);
+        assert_non_null(strstr(err.message, "id does not match"));
+        rp_client_error_free(&err);
+        rp_client_close(c);
+        fake_stop(&f);
+    }
+    /* check.batch with fewer results than configurations; check.motion
+     * without first_invalid's members. */
+    static const char batch_reply[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"results\":[{\"valid\":true}]}}\n";
+    static const char motion_reply[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"valid\":false,"
+                                       "\"first_invalid\":{\"t\":0.5},\"states_checked\":3}}\n";
+    for (int i = 0; i < 2; i++) {
+        fake_fixed_reply = i == 0 ? batch_reply : motion_reply;
+        fake_fixed_len = strlen(fake_fixed_reply);
+        fake_server f;
+        fake_start(&f, FAKE_FIXED);
+        rp_client_error err = RP_CLIENT_ERROR_INIT;
+        rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+        assert_non_null(c);
+        double path[2] = {0, 1};
+        bool vb[2];
+        rp_client_motion_result r;
+        rp_client_error_kind k =
+            i == 0 ? rp_client_check_batch_joints(c, "m", NULL, path, 2, 1, vb, &err)
+                   : rp_client_check_motion(c, "m", NULL, path, 2, 1, NULL, 0, &r, &err);
+        expect_kind(k, RP_CLIENT_PROTOCOL, &err);
+        assert_non_null(strstr(err.message, i == 0 ? "\"results\" with 2 entries"
+                                                   : "\"first_invalid\" with \"segment\""));
+        rp_client_error_free(&err);
+        rp_client_close(c);
+        fake_stop(&f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (!rh_init(argc, argv))
@@ -802,6 +1334,12 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(daemon_gone_next_call_fails_cleanly_tcp, rh_teardown),
         cmocka_unit_test_teardown(raw_lines_pass_through_until_the_server_closes, rh_teardown),
         cmocka_unit_test_teardown(auth_over_tcp_with_the_right_token, rh_teardown),
+        cmocka_unit_test_teardown(urdf_model_put_and_fk_through_the_helpers, rh_teardown),
+        cmocka_unit_test_teardown(check_joints_known_answers, rh_teardown),
+        cmocka_unit_test_teardown(check_batch_joints_known_answers, rh_teardown),
+        cmocka_unit_test_teardown(check_motion_discrete_and_certified, rh_teardown),
+        cmocka_unit_test_teardown(helper_errors_name_the_problem, rh_teardown),
+        cmocka_unit_test_teardown(helper_result_without_its_members_is_protocol_error, rh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
