@@ -135,6 +135,121 @@ static bool excl_has(const excl_set *x, size_t e)
     return false;
 }
 
+/* ---- broadphase ------------------------------------------------------------------ */
+
+/* The model's frame spheres (model_int.h) placed for one check, and lower
+ * bounds of the distance between any two shapes of two slots.  Every skip
+ * they allow is of pairs whose distances cannot matter (at or above the
+ * margin, or not below the running minimum), and pairs are still visited
+ * in the canonical order, so results equal those of the plain path bit for
+ * bit.  A slot sphere encloses its shapes as placed (its radius is rounded
+ * up); `slack` covers the rounding of the bound and of the kernels (16 eps
+ * S, geometry.h) with a wide margin, S being the size of the robot's
+ * spheres.  (A scene shape whose own coordinates are thousands of times
+ * larger than the robot's reach, such as a kilometre-long capsule passing
+ * by, has a kernel error beyond that slack: a distance within that error of
+ * the margin may then be judged on either side of it by the two paths.) */
+typedef struct bp_check {
+    const rp_model *m;
+    size_t slots;
+    const rp_transform *tf[RP_BOUND_SLOTS]; /* slot pose: base, then frames */
+    rp_vec3 wc[RP_BOUND_SLOTS];
+    double size[RP_BOUND_SLOTS];            /* largest |coordinate| of the sphere */
+    double lb[RP_BOUND_SLOTS * RP_BOUND_SLOTS]; /* bp_lb, slots x slots */
+} bp_check;
+
+static inline rp_vec3 xf_point(const rp_transform *tf, rp_vec3 p)
+{
+    rp_vec3 q = {tf->r[0][0] * p.x + tf->r[0][1] * p.y + tf->r[0][2] * p.z + tf->t.x,
+                 tf->r[1][0] * p.x + tf->r[1][1] * p.y + tf->r[1][2] * p.z + tf->t.y,
+                 tf->r[2][0] * p.x + tf->r[2][1] * p.y + tf->r[2][2] * p.z + tf->t.z};
+    return q;
+}
+
+/* Places the slot spheres.  False (take the plain path) when a sphere
+ * reaches beyond 1e300, where sums of coordinates could overflow: then
+ * every shape is inside it and finite, which the lazy placement relies on. */
+static bool bp_setup(bp_check *b, const rp_model *m, const rp_transform *base,
+                     const rp_transform *frames, const rp_transform *identity)
+{
+    b->m = m;
+    b->slots = m->frame_count + 1;
+    for (size_t s = 0; s < b->slots; s++) {
+        b->tf[s] = s == 0 ? (base ? base : identity) : &frames[s - 1];
+        b->wc[s] = xf_point(b->tf[s], m->bounds[s].c);
+        double big = fmax(fmax(fabs(b->wc[s].x), fabs(b->wc[s].y)), fabs(b->wc[s].z));
+        b->size[s] = big + m->bounds[s].r;
+        if (!(b->size[s] < 1e300))
+            return false;
+    }
+    /* Every slot pair's bound at once: a model has few slots, and a check
+     * looks at most pairs of them. */
+    for (size_t u = 0; u < b->slots; u++) {
+        b->lb[u * b->slots + u] = -INFINITY; /* never skips: shapes of one slot */
+        for (size_t v = u + 1; v < b->slots; v++) {
+            rp_vec3 d = {b->wc[u].x - b->wc[v].x, b->wc[u].y - b->wc[v].y,
+                         b->wc[u].z - b->wc[v].z};
+            double lb = sqrt(d.x * d.x + d.y * d.y + d.z * d.z) - m->bounds[u].r -
+                        m->bounds[v].r - 1e-13 * (b->size[u] + b->size[v] + 1.0);
+            if (!m->bounds[u].any || !m->bounds[v].any)
+                lb = INFINITY; /* no shape there: no pair */
+            b->lb[u * b->slots + v] = b->lb[v * b->slots + u] = lb;
+        }
+    }
+    return true;
+}
+
+static inline double bp_slack(const bp_check *b, size_t s, size_t t)
+{
+    return 1e-13 * (b->size[s] + b->size[t] + 1.0);
+}
+
+/* Lower bound of the signed distance between any shape of slot s and any
+ * of slot t (when it is >= 0 it bounds their Euclidean distance; below 0
+ * it says nothing and is never used to skip a pair below the margin). */
+static inline double bp_lb(const bp_check *b, size_t s, size_t t)
+{
+    return b->lb[s * b->slots + t];
+}
+
+/* Lower bound of the distance from placed shape w to anything inside the
+ * ball (c, r): from w's core (centre, or the nearest point of its segment)
+ * to c, minus both radii; the caller subtracts the slack. */
+static double shape_ball_lb(const rp_shape *w, rp_vec3 c, double r)
+{
+    rp_vec3 p;
+    double rw;
+    if (w->kind == RP_SHAPE_CAPSULE) {
+        rp_vec3 a = w->capsule.a, d = {w->capsule.b.x - a.x, w->capsule.b.y - a.y,
+                                       w->capsule.b.z - a.z};
+        double dd = d.x * d.x + d.y * d.y + d.z * d.z;
+        double t = dd > 0 ? ((c.x - a.x) * d.x + (c.y - a.y) * d.y + (c.z - a.z) * d.z) / dd : 0;
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+        p = (rp_vec3){a.x + t * d.x, a.y + t * d.y, a.z + t * d.z};
+        rw = w->capsule.radius;
+    } else {
+        p = w->sphere.center;
+        rw = w->sphere.radius;
+    }
+    double x = p.x - c.x, y = p.y - c.y, z = p.z - c.z;
+    return sqrt(x * x + y * y + z * z) - rw - r;
+}
+
+/* Shape k in the world, as rp_place_links_ computes it (same arithmetic,
+ * so the same bits). */
+static inline void place_one(const bp_check *b, size_t k, rp_shape *out)
+{
+    const rp_link *l = &b->m->links[k];
+    const rp_transform *tf = b->tf[l->frame + 1];
+    *out = l->shape;
+    if (l->shape.kind == RP_SHAPE_CAPSULE) {
+        out->capsule.a = xf_point(tf, l->shape.capsule.a);
+        out->capsule.b = xf_point(tf, l->shape.capsule.b);
+    } else {
+        out->sphere.center = xf_point(tf, l->shape.sphere.center);
+    }
+}
+
 /* ---- report first ------------------------------------------------------------- */
 
 typedef struct first_hit {
@@ -196,6 +311,86 @@ static rp_status check_first(const rp_model *m, const rp_scene *sc, const rp_sha
     return RP_OK;
 }
 
+/* FIRST with the broadphase: the same pairs in the same order as
+ * check_first, but a slot whose sphere is at least the margin from every
+ * scene shape skips its shapes' scene queries (only for margin >= 0, where
+ * a shape inside the sphere is at least as far from a scene shape as the
+ * sphere is; not for slots with allowed scene pairs), a run of self
+ * partners whose slot is at least the margin away is skipped, and shapes
+ * are placed only when a query needs them. */
+static rp_status check_first_bp(bp_check *b, const rp_scene *sc, rp_shape *w, bool *placed,
+                                double margin, rp_check_result *out)
+{
+    const rp_model *m = b->m;
+    size_t n = m->n_links;
+    if (sc && rp_scene_shape_count(sc)) {
+        signed char clear[RP_BOUND_SLOTS];
+        memset(clear, -1, sizeof clear);
+        for (size_t i = 0; i < n; i++) {
+            size_t s = (size_t)(m->links[i].frame + 1);
+            if (margin >= 0 && !m->bounds[s].excl) {
+                if (clear[s] < 0) {
+                    rp_shape ball = rp_shape_from_sphere(
+                        (rp_sphere){b->wc[s], m->bounds[s].r});
+                    first_hit h = {0, 0.0, NULL};
+                    excl_set none = {{0}, NULL, 0, NULL};
+                    none.v = none.buf;
+                    h.excl = &none;
+                    clear[s] = rp_scene_below_(sc, &ball, margin + bp_slack(b, s, s),
+                                               stop_at_first, &h);
+                }
+                if (clear[s])
+                    continue;
+            }
+            if (!placed[i]) {
+                place_one(b, i, &w[i]);
+                placed[i] = true;
+            }
+            excl_set x;
+            if (!excl_load(&x, m, sc, i))
+                return RP_ERR_NOMEM;
+            first_hit h = {0, 0.0, &x};
+            bool hit = !rp_scene_below_(sc, &w[i], margin, stop_at_first, &h);
+            free(x.heap);
+            if (hit)
+                return report_first(out, i, RP_PAIR_SCENE, h.index, h.distance);
+        }
+    }
+    if (!m->partners)
+        return RP_OK;
+    for (size_t i = 0; i < n; i++) {
+        size_t si = (size_t)(m->links[i].frame + 1);
+        for (uint32_t r = m->run_first[i]; r < m->run_first[i + 1]; r++) {
+            const rp_pair_run *run = &m->runs[r];
+            if (bp_lb(b, si, run->slot) >= margin)
+                continue;
+            if (!placed[i]) {
+                place_one(b, i, &w[i]);
+                placed[i] = true;
+            }
+            /* The nearest point of a capsule's segment to the centre is
+             * found with some rounding: the slack covers it (a few eps of
+             * the coordinates). */
+            if (run->end - run->begin > 1 &&
+                shape_ball_lb(&w[i], b->wc[run->slot], m->bounds[run->slot].r) -
+                        bp_slack(b, si, run->slot) >=
+                    margin)
+                continue;
+            for (uint32_t e = run->begin; e < run->end; e++) {
+                size_t j = m->partners[e];
+                if (!placed[j]) {
+                    place_one(b, j, &w[j]);
+                    placed[j] = true;
+                }
+                double d = rp_shape_signed_distance(&w[i], &w[j]);
+                if (d < margin)
+                    return report_first(out, i, RP_PAIR_SELF, j, d);
+            }
+        }
+    }
+    return RP_OK;
+}
+
 /* ---- report closest / all ---------------------------------------------------- */
 
 typedef struct collector {
@@ -244,7 +439,7 @@ static int pair_cmp_ctx(const void *a, const void *b, const void *ctx)
  * under the tie rule, and when collecting every pair below the margin,
  * sorted.  Returns RP_ERR_NOMEM with the violations freed. */
 static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape *w,
-                           double margin, bool collect, rp_check_result *out)
+                           double margin, bool collect, bp_check *b, rp_check_result *out)
 {
     size_t n = m->n_links;
     bool has = false;
@@ -279,6 +474,38 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
         }
         if (!m->skip)
             continue;
+        if (b) {
+            /* A run can be skipped when none of its pairs can become the
+             * minimum (all >= best: ties do not change hands) nor, when
+             * collecting, violate the margin. */
+            size_t si = (size_t)(m->links[i].frame + 1);
+            for (uint32_t r = m->run_first[i]; r < m->run_first[i + 1]; r++) {
+                const rp_pair_run *run = &m->runs[r];
+                double lb = bp_lb(b, si, run->slot);
+                if (has && lb >= best.distance && (!collect || lb >= margin))
+                    continue;
+                if (has && run->end - run->begin > 1) {
+                    lb = shape_ball_lb(&w[i], b->wc[run->slot], m->bounds[run->slot].r) -
+                         bp_slack(b, si, run->slot);
+                    if (lb >= best.distance && (!collect || lb >= margin))
+                        continue;
+                }
+                for (uint32_t e = run->begin; e < run->end; e++) {
+                    size_t j = m->partners[e];
+                    double d = rp_shape_signed_distance(&w[i], &w[j]);
+                    if (!has || d < best.distance) {
+                        best.link = i;
+                        best.kind = RP_PAIR_SELF;
+                        best.other = j;
+                        best.distance = d;
+                        has = true;
+                    }
+                    if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
+                        goto nomem;
+                }
+            }
+            continue;
+        }
         for (size_t j = i + 1; j < n; j++) {
             if (!rp_model_self_pair_(m, i, j))
                 continue;
@@ -336,14 +563,30 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
         if (!world)
             return RP_ERR_NOMEM;
     }
+    /* The broadphase when the model has one and the poses are in range. */
+    bp_check bpc, *b = NULL;
+    rp_transform identity = rp_transform_identity();
+    if (m->bounds && (m->partners || !m->skip) && bp_setup(&bpc, m, base, frames, &identity))
+        b = &bpc;
     size_t bad_link = 0;
-    rp_status st = rp_place_links_(m, base, frames, world, &bad_link);
-    if (st == RP_OK)
+    rp_status st;
+    if (b && opts->report == RP_REPORT_FIRST) {
+        bool pstack[STACK_LINKS], *placed = pstack;
+        if (m->n_links > STACK_LINKS && !(placed = malloc(m->n_links * sizeof *placed))) {
+            st = RP_ERR_NOMEM;
+        } else {
+            memset(placed, 0, m->n_links * sizeof *placed);
+            st = check_first_bp(b, scene, world, placed, margin, out);
+            if (placed != pstack)
+                free(placed);
+        }
+    } else if ((st = rp_place_links_(m, base, frames, world, &bad_link)) == RP_OK) {
         st = opts->report == RP_REPORT_FIRST
                  ? check_first(m, scene, world, margin, out)
-                 : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, out);
-    else
+                 : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, b, out);
+    } else {
         out->closest.link = bad_link; /* which link left the double range */
+    }
     if (world != stack)
         free(world);
     return st;

@@ -88,6 +88,10 @@ static void model_destroy(rp_model *m)
     free(m->as_ids);
     free(m->shape_link);
     free(m->shape_local);
+    free(m->bounds);
+    free(m->partners);
+    free(m->runs);
+    free(m->run_first);
     for (size_t i = 0; i < m->n_strs; i++)
         free(m->strs[i]);
     free(m->strs);
@@ -282,6 +286,127 @@ static bool build_skip(rp_model *m, const size_t *extra, size_t n_extra)
     return true;
 }
 
+/* Largest distance from c of a shape's core points, plus its radius. */
+static double reach_from(rp_vec3 c, const rp_shape *s)
+{
+    rp_vec3 p[2];
+    int n = 1;
+    if (s->kind == RP_SHAPE_CAPSULE) {
+        p[0] = s->capsule.a;
+        p[1] = s->capsule.b;
+        n = 2;
+    } else {
+        p[0] = s->sphere.center;
+    }
+    double best = 0.0;
+    for (int k = 0; k < n; k++) {
+        double x = p[k].x - c.x, y = p[k].y - c.y, z = p[k].z - c.z;
+        best = fmax(best, sqrt(x * x + y * y + z * z));
+    }
+    return best + (s->kind == RP_SHAPE_CAPSULE ? s->capsule.radius : s->sphere.radius);
+}
+
+/* The broadphase of model_int.h: a bounding sphere per slot and the self
+ * partners of every shape in runs.  Skipped (bounds NULL: checks take the
+ * plain path) for models past RP_BOUND_SLOTS slots or RP_BOUND_LINKS
+ * shapes, or whose coordinates are so large that sums could overflow.
+ * False when out of memory. */
+static bool build_broadphase(rp_model *m)
+{
+    size_t slots = m->frame_count + 1, n = m->n_links;
+    if (slots > RP_BOUND_SLOTS || n > RP_BOUND_LINKS)
+        return true;
+    for (size_t k = 0; k < n; k++) {
+        const rp_shape *s = &m->links[k].shape;
+        double big = s->kind == RP_SHAPE_CAPSULE
+                         ? fmax(fmax(fmax(fabs(s->capsule.a.x), fabs(s->capsule.a.y)),
+                                     fmax(fabs(s->capsule.a.z), fabs(s->capsule.b.x))),
+                                fmax(fmax(fabs(s->capsule.b.y), fabs(s->capsule.b.z)),
+                                     s->capsule.radius))
+                         : fmax(fmax(fabs(s->sphere.center.x), fabs(s->sphere.center.y)),
+                                fmax(fabs(s->sphere.center.z), s->sphere.radius));
+        if (!(big < 1e100))
+            return true;
+    }
+    rp_bound *b = model_alloc(m, slots * sizeof *b);
+    if (!b)
+        return false;
+    memset(b, 0, slots * sizeof *b);
+    double *count = calloc(slots, sizeof *count);
+    if (!count) {
+        free(b);
+        m->bytes -= slots * sizeof *b;
+        return false;
+    }
+    /* Centre: the mean of the core points; radius: the farthest reach. */
+    for (size_t k = 0; k < n; k++) {
+        const rp_shape *s = &m->links[k].shape;
+        rp_bound *f = &b[m->links[k].frame + 1];
+        f->any = true;
+        if (m->as_first && m->as_first[k] != m->as_first[k + 1])
+            f->excl = true;
+        rp_vec3 p0 = s->kind == RP_SHAPE_CAPSULE ? s->capsule.a : s->sphere.center;
+        rp_vec3 p1 = s->kind == RP_SHAPE_CAPSULE ? s->capsule.b : s->sphere.center;
+        f->c.x += p0.x + p1.x;
+        f->c.y += p0.y + p1.y;
+        f->c.z += p0.z + p1.z;
+        count[m->links[k].frame + 1] += 2;
+    }
+    for (size_t f = 0; f < slots; f++)
+        if (count[f] > 0) {
+            b[f].c.x /= count[f];
+            b[f].c.y /= count[f];
+            b[f].c.z /= count[f];
+        }
+    free(count);
+    for (size_t k = 0; k < n; k++) {
+        rp_bound *f = &b[m->links[k].frame + 1];
+        f->r = fmax(f->r, reach_from(f->c, &m->links[k].shape));
+    }
+    /* Rounded up: the radius must enclose the shapes as computed. */
+    for (size_t f = 0; f < slots; f++)
+        b[f].r = b[f].r * (1.0 + 1e-12) + 1e-300;
+    m->bounds = b;
+    if (!m->skip)
+        return true;
+
+    size_t np = 0, nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        int last = -2;
+        for (size_t j = i + 1; j < n; j++)
+            if (rp_model_self_pair_(m, i, j)) {
+                np++;
+                if (m->links[j].frame != last)
+                    nr++;
+                last = m->links[j].frame;
+            }
+    }
+    m->partners = model_alloc(m, np * sizeof *m->partners);
+    m->runs = model_alloc(m, nr * sizeof *m->runs);
+    m->run_first = model_alloc(m, (n + 1) * sizeof *m->run_first);
+    if (!m->partners || !m->runs || !m->run_first)
+        return false;
+    np = nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        m->run_first[i] = (uint32_t)nr;
+        int last = -2;
+        for (size_t j = i + 1; j < n; j++) {
+            if (!rp_model_self_pair_(m, i, j))
+                continue;
+            if (m->links[j].frame != last) {
+                m->runs[nr].slot = (uint32_t)(m->links[j].frame + 1);
+                m->runs[nr].begin = (uint32_t)np;
+                nr++;
+                last = m->links[j].frame;
+            }
+            m->partners[np++] = (uint32_t)j;
+            m->runs[nr - 1].end = (uint32_t)np;
+        }
+    }
+    m->run_first[n] = (uint32_t)nr;
+    return true;
+}
+
 /* Shapes a link name (kinematic) or link id (frame form) stands for:
  * calls fn for each; false when it names nothing. */
 static bool for_link_shapes(const rp_model *m, const char *name, void (*fn)(void *, size_t),
@@ -442,6 +567,8 @@ static rp_status model_build(rp_store *st, const char *name, const rp_model_def 
         }
     }
     if (s == RP_OK && m->self_collision && !build_skip(m, NULL, 0))
+        s = RP_ERR_NOMEM;
+    if (s == RP_OK && !build_broadphase(m))
         s = RP_ERR_NOMEM;
     if (s) {
         model_destroy(m);
@@ -728,6 +855,8 @@ rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t
         goto fail;
     st = RP_ERR_NOMEM;
     if (e->self_collision && !build_skip(e, extra.v, extra.n))
+        goto fail;
+    if (!build_broadphase(e))
         goto fail;
     free(extra.v);
     *out = e;

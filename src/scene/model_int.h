@@ -14,6 +14,25 @@
 /* Frames a check keeps on the stack before it allocates. */
 #define RP_STACK_FRAMES 64
 
+/* Broadphase limits (see rp_model.bounds). */
+#define RP_BOUND_SLOTS 32
+#define RP_BOUND_LINKS 4096
+
+/* A sphere (centre c, radius r, in its frame) around every shape of one
+ * frame; `excl` when a shape of it has allowed scene pairs. */
+typedef struct rp_bound {
+    rp_vec3 c;
+    double r;
+    bool any;  /* the frame has shapes */
+    bool excl;
+} rp_bound;
+
+/* Self partners of one shape that sit on one slot. */
+typedef struct rp_pair_run {
+    uint32_t slot;
+    uint32_t begin, end;
+} rp_pair_run;
+
 /* A moving joint of a compiled kinematic tree: it makes frame f (the frame
  * of its child link and every link fixed to it).  The frame's pose is
  * frame[parent] * pre * motion(axis, value), frame[-1] being the base, with
@@ -71,6 +90,17 @@ struct rp_model {
      * pair.  NULL when self_collision is off, since no check reads it then. */
     uint64_t *skip;
     size_t row_words;
+    /* Broadphase (model.c, used by check.c), NULL when the model is too big
+     * for it (more than RP_BOUND_SLOTS frames with the base, or more than
+     * RP_BOUND_LINKS shapes): per slot (frame + 1; slot 0 is the base) a
+     * sphere in frame coordinates enclosing its shapes, and whether one of
+     * them has allowed scene pairs; per shape i, its eligible self partners
+     * j > i ascending (partners[runs[r].begin .. runs[r].end) for r in
+     * run_first[i] .. run_first[i+1]), cut into runs that share a slot. */
+    struct rp_bound *bounds;
+    uint32_t *partners;
+    struct rp_pair_run *runs;
+    uint32_t *run_first;
     /* Allowed (link, scene id) pairs as given (strings into chars), and per
      * shape the scene ids it may touch: scene_ids[as_first[k] .. as_first[k+1]). */
     const char **as_pairs; /* 2 * n_as_pairs */

@@ -1,0 +1,169 @@
+/*
+ * The checks' broadphase (frame spheres, runs of self partners, lazy
+ * placement; check.c) must not change a single result.  A model with more
+ * than RP_BOUND_SLOTS frames has no broadphase, so each random model here
+ * gets a twin that is the same model plus one far-away shape on frame 40,
+ * appended last: the twin takes the plain path, and every result of the
+ * original must equal the twin's bit for bit (the extra shape is kilometres
+ * from everything, so it is never the closest pair nor a violation).
+ * Configurations are random frames near each other, with margins around the
+ * distances that occur, so that skips are decided close to their bounds.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_shapes.h"
+#include "test_util.h"
+
+#include "repose/scene.h"
+
+#define MAX_LINKS 40
+#define FRAMES 6
+
+typedef struct rand_model {
+    rp_link links[MAX_LINKS + 1];
+    char ids[MAX_LINKS + 1][16];
+    size_t n;
+    const char *pairs[8];
+    size_t n_pairs;
+} rand_model;
+
+static rp_shape random_shape(test_rng *r)
+{
+    double x = rng_uniform(r, -0.3, 0.3), y = rng_uniform(r, -0.3, 0.3),
+           z = rng_uniform(r, -0.3, 0.3), rad = rng_uniform(r, 0.0, 0.1);
+    if (rng_uniform(r, 0, 1) < 0.5)
+        return sphere(x, y, z, rad);
+    return capsule(x, y, z, x + rng_uniform(r, -0.3, 0.3), y + rng_uniform(r, -0.3, 0.3),
+                   z + rng_uniform(r, -0.3, 0.3), rad);
+}
+
+static void random_model(test_rng *r, rand_model *m)
+{
+    m->n = 4 + (size_t)rng_uniform(r, 0, MAX_LINKS - 4);
+    for (size_t k = 0; k < m->n; k++) {
+        snprintf(m->ids[k], sizeof m->ids[k], "s%zu", k);
+        /* Runs of shapes on one frame, as link shapes of real robots are. */
+        int frame = (int)(k * FRAMES / m->n) - 1 + (rng_uniform(r, 0, 1) < 0.2);
+        m->links[k] = (rp_link){m->ids[k], frame < FRAMES ? frame : FRAMES - 1,
+                                random_shape(r)};
+    }
+    m->n_pairs = 0;
+    for (size_t p = 0; p < 4; p++) {
+        m->pairs[2 * p] = m->ids[(size_t)rng_uniform(r, 0, (double)m->n)];
+        m->pairs[2 * p + 1] = m->ids[(size_t)rng_uniform(r, 0, (double)m->n)];
+        m->n_pairs++;
+    }
+}
+
+static rp_transform random_pose(test_rng *r, double spread)
+{
+    rp_transform tf;
+    rp_vec3 t = {rng_uniform(r, -spread, spread), rng_uniform(r, -spread, spread),
+                 rng_uniform(r, -spread, spread)};
+    assert_int_equal(rp_transform_from_quaternion(t, rng_uniform(r, -1, 1), rng_uniform(r, -1, 1),
+                                                  rng_uniform(r, -1, 1), rng_uniform(r, -1, 1),
+                                                  &tf),
+                     RP_OK);
+    return tf;
+}
+
+/* b is the twin's result; `far` the index of its extra shape, which is the
+ * closest pair only when the original has no pair at all. */
+static void same_result(const rp_check_result *a, const rp_check_result *b, size_t far)
+{
+    assert_int_equal(a->collision, b->collision);
+    if (!a->has_min && b->has_min) {
+        assert_true(b->closest.link == far ||
+                    (b->closest.kind == RP_PAIR_SELF && b->closest.other == far));
+        return;
+    }
+    assert_int_equal(a->has_min, b->has_min);
+    if (a->has_min) {
+        assert_int_equal(a->closest.link, b->closest.link);
+        assert_int_equal(a->closest.kind, b->closest.kind);
+        assert_int_equal(a->closest.other, b->closest.other);
+        assert_true(same_bits(a->closest.distance, b->closest.distance));
+    }
+    assert_int_equal(a->n_violations, b->n_violations);
+    for (size_t i = 0; i < a->n_violations; i++) {
+        assert_int_equal(a->violations[i].link, b->violations[i].link);
+        assert_int_equal(a->violations[i].kind, b->violations[i].kind);
+        assert_int_equal(a->violations[i].other, b->violations[i].other);
+        assert_true(same_bits(a->violations[i].distance, b->violations[i].distance));
+    }
+}
+
+static void broadphase_changes_no_result(void **state)
+{
+    (void)state;
+    test_rng rng = {0x5eed0b0adULL};
+    rp_store *st = rp_store_new(NULL);
+    assert_non_null(st);
+    /* A scene big enough for its tree, around the robot. */
+    rp_shape_put scene[60];
+    char sids[60][8];
+    for (int k = 0; k < 60; k++) {
+        snprintf(sids[k], sizeof sids[k], "o%d", k);
+        rp_shape s = random_shape(&rng);
+        rp_vec3 off = {rng_uniform(&rng, -1.2, 1.2), rng_uniform(&rng, -1.2, 1.2),
+                       rng_uniform(&rng, -1.2, 1.2)};
+        rp_transform t = {{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, off};
+        scene[k] = (rp_shape_put){sids[k], rp_transform_shape(&t, &s)};
+    }
+    rp_scene *sc;
+    assert_int_equal(rp_store_create(st, "cell", scene, 60, &sc), RP_OK);
+
+    size_t checks = 0, collisions = 0;
+    for (int round = 0; round < 150; round++) {
+        rand_model rm;
+        random_model(&rng, &rm);
+        bool self = rng_uniform(&rng, 0, 1) < 0.8;
+        rp_model_def def = {.links = rm.links, .n_links = rm.n, .allowed_pairs = rm.pairs,
+                            .n_allowed = rm.n_pairs, .self_collision = self};
+        rp_model *fast, *plain;
+        assert_int_equal(rp_store_model_put(st, "fast", &def, &fast, NULL), RP_OK);
+        snprintf(rm.ids[rm.n], sizeof rm.ids[rm.n], "far");
+        rm.links[rm.n] = (rp_link){rm.ids[rm.n], 40, sphere(0, 0, 0, 0.01)};
+        def.n_links = rm.n + 1;
+        assert_int_equal(rp_store_model_put(st, "plain", &def, &plain, NULL), RP_OK);
+
+        rp_transform frames[41];
+        for (int cfg = 0; cfg < 40; cfg++) {
+            double spread = rng_uniform(&rng, 0.3, 4.0);
+            for (int f = 0; f < 41; f++)
+                frames[f] = random_pose(&rng, spread);
+            frames[40].t = (rp_vec3){5000, 5000, 5000};
+            rp_transform base = random_pose(&rng, spread);
+            for (int mode = 0; mode < 3; mode++) {
+                rp_check_opts o = {(rp_report)mode, true, rng_uniform(&rng, -0.05, 0.3)};
+                const rp_scene *use = rng_uniform(&rng, 0, 1) < 0.7 ? sc : NULL;
+                rp_check_result a, b;
+                assert_int_equal(rp_model_check(fast, use, &base, frames,
+                                                rp_model_frame_count(fast), &o, &a),
+                                 RP_OK);
+                assert_int_equal(rp_model_check(plain, use, &base, frames, 41, &o, &b), RP_OK);
+                same_result(&a, &b, rm.n);
+                checks++;
+                collisions += a.collision;
+                rp_check_result_free(&a);
+                rp_check_result_free(&b);
+            }
+        }
+    }
+    printf("%zu checks, %zu with a collision\n", checks, collisions);
+    /* Both verdicts must occur often, or the comparison proves little. */
+    assert_true(collisions > checks / 5);
+    assert_true(collisions < checks * 4 / 5);
+    rp_store_free(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(broadphase_changes_no_result),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
