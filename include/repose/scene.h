@@ -497,6 +497,9 @@ typedef struct rp_motion_opts {
     bool ignore_limits;  ///< Do not refuse waypoints outside the joint limits.
     bool earliest;       ///< DISCRETE: report the earliest invalid state along the
                          ///< path, not the first one the coarse-to-fine order finds.
+    bool fast_reject;    ///< CERTIFIED: sample the waypoints and segment midpoints
+                         ///< first and report a state found there in collision (the
+                         ///< same verdict, found sooner) instead of the first contact.
     uint64_t max_states; ///< Most configurations to evaluate (0: no limit); beyond
                          ///< it the check stops with RP_ERR_LIMIT.
 } rp_motion_opts;
@@ -521,9 +524,11 @@ typedef struct rp_motion_result {
 /// |dq| / resolution)), coarse to fine (midpoint first, then bisection).
 /// CERTIFIED: conservative advancement (see motion.c for the bound and its
 /// proof): `valid` means that every configuration on the path, not only
-/// samples, keeps every pair clear of the margin by at least tolerance/2;
-/// an invalid motion reports the first t at which some pair comes within
-/// `tolerance` of the margin, every state before it being proved clear.
+/// samples, keeps every pair clear of the margin by at least tolerance/2.
+/// An invalid motion reports the first t at which some pair comes within
+/// `tolerance` of the margin, every state before it being proved clear;
+/// with fast_reject, a waypoint or segment midpoint found in collision
+/// first is reported instead (the verdict is the same).
 ///
 /// first_joints (dof values, may be NULL) receives the invalid state.
 /// RP_ERR_INVALID_ARG for bad arguments (n_points < 2, a frame-indexed

@@ -552,9 +552,37 @@ static rp_status certify_segment(certifier *c, bool *bad)
     return RP_OK;
 }
 
+/* CERTIFIED with fast_reject: a planner that only needs a verdict gets
+ * a blocked motion rejected at the cost of a few samples.  The waypoints,
+ * then every segment's midpoint, are checked as in discrete mode; the first
+ * state found in collision is reported (a state that violates the margin,
+ * not necessarily the first contact).  *bad says whether one was found. */
+static rp_status certified_prescreen(motion *mo, bool *bad)
+{
+    *bad = false;
+    for (size_t k = 0; k < mo->n_points; k++) {
+        bool last = k == mo->n_points - 1;
+        rp_status st = discrete_state(mo, last ? k - 1 : k, last ? 1 : 0, 1, bad);
+        if (st || *bad)
+            return st;
+    }
+    for (size_t s = 0; s + 1 < mo->n_points; s++) {
+        rp_status st = discrete_state(mo, s, 1, 2, bad);
+        if (st || *bad)
+            return st;
+    }
+    return RP_OK;
+}
+
 static rp_status check_certified(motion *mo)
 {
     const rp_model *m = mo->m;
+    if (mo->o->fast_reject) {
+        bool bad;
+        rp_status st = certified_prescreen(mo, &bad);
+        if (st || bad)
+            return st;
+    }
     certifier c;
     memset(&c, 0, sizeof c);
     c.mo = mo;

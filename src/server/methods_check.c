@@ -865,12 +865,12 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_path(req, path, "only for mode \"discrete\"");
     if (tj && mo.mode != RP_MOTION_CERTIFIED)
         return rpd_fail_path(req, p2, "only for mode \"certified\"");
-    if (!rpd_optional_bool(req, params, "earliest", false, &mo.earliest))
+    /* Discrete reports what its coarse-to-fine order finds unless asked;
+     * certified reports the first contact unless asked not to. */
+    if (!rpd_optional_bool(req, params, "earliest", mo.mode == RP_MOTION_CERTIFIED,
+                           &mo.earliest))
         return false;
-    if (rpd_param(params, "earliest", path) && mo.mode != RP_MOTION_DISCRETE)
-        return rpd_fail_path(req, path,
-                             "only for mode \"discrete\" (certified always reports the first "
-                             "contact)");
+    mo.fast_reject = mo.mode == RP_MOTION_CERTIFIED && !mo.earliest;
     if (!decode_setup(req, params, "params.path", &cs)) {
         free_setup(&cs);
         return false;
