@@ -24,7 +24,7 @@
 
 typedef struct rand_model {
     rp_link links[MAX_LINKS + 1];
-    char ids[MAX_LINKS + 1][16];
+    char ids[MAX_LINKS + 1][24];
     size_t n;
     const char *pairs[8];
     size_t n_pairs;
@@ -104,7 +104,7 @@ static void broadphase_changes_no_result(void **state)
     assert_non_null(st);
     /* A scene big enough for its tree, around the robot. */
     rp_shape_put scene[60];
-    char sids[60][8];
+    char sids[60][16];
     for (int k = 0; k < 60; k++) {
         snprintf(sids[k], sizeof sids[k], "o%d", k);
         rp_shape s = random_shape(&rng);
