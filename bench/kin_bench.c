@@ -44,7 +44,9 @@
  * discrete verdict (valid / invalid) and give, per mode, the mean µs per
  * edge and the mean states per edge (discrete: configurations checked;
  * certified: FK evaluations), and cert/disc, the ratio of the summed times
- * on the same edges (with the median of the per-edge ratios in brackets).
+ * on the same edges (with the median of the per-edge ratios in brackets);
+ * fast_us and fast/disc are certified with fast_reject (check.motion's
+ * earliest:false), which samples waypoints and midpoints first.
  * "disagree" counts edges on which the modes differ (certified is
  * conservative: it may refuse an edge whose samples at 0.01 are all clear,
  * and it finds collisions between samples).
@@ -528,20 +530,22 @@ static timing time_sketch(const sketch *s, const rp_scene *sc, bool self, const 
 /* ---- motions ------------------------------------------------------------------------ */
 
 typedef struct edge_stats {
-    double *us[2];       /* per edge, per mode: median µs */
-    uint64_t *states[2]; /* per edge, per mode */
-    bool *valid[2];      /* per edge, per mode */
+    double *us[3];       /* per edge, per mode (discrete, certified, certified with
+                          * fast_reject): median µs */
+    uint64_t *states[3]; /* per edge, per mode */
+    bool *valid[3];      /* per edge, per mode */
 } edge_stats;
 
 static void motion_edges(const rp_model *m, const rp_scene *sc, const double *edges, size_t n,
                          size_t dof, int passes, edge_stats *es)
 {
     double *t = kb_alloc((size_t)passes * n, sizeof *t);
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < 3; mode++) {
         rp_motion_opts mo;
         memset(&mo, 0, sizeof mo);
         mo.mode = mode ? RP_MOTION_CERTIFIED : RP_MOTION_DISCRETE;
         mo.resolution = mode ? 0.0 : 0.01;
+        mo.fast_reject = mode == 2;
         es->us[mode] = kb_alloc(n, sizeof(double));
         es->states[mode] = kb_alloc(n, sizeof(uint64_t));
         es->valid[mode] = kb_alloc(n, sizeof(bool));
@@ -579,12 +583,12 @@ static void print_motion(const char *scene, const edge_stats *es, size_t n)
     double *ratios = kb_alloc(n, sizeof *ratios);
     for (int cls = 0; cls < 3; cls++) {
         size_t cnt = 0, nr = 0;
-        double us[2] = {0, 0}, states[2] = {0, 0};
+        double us[3] = {0, 0, 0}, states[3] = {0, 0, 0};
         for (size_t e = 0; e < n; e++) {
             if (cls < 2 && es->valid[0][e] != (cls == 0))
                 continue;
             cnt++;
-            for (int md = 0; md < 2; md++) {
+            for (int md = 0; md < 3; md++) {
                 us[md] += es->us[md][e];
                 states[md] += (double)es->states[md][e];
             }
@@ -592,9 +596,10 @@ static void print_motion(const char *scene, const edge_stats *es, size_t n)
                 ratios[nr++] = es->us[1][e] / es->us[0][e];
         }
         double c = cnt ? (double)cnt : 1.0;
-        printf("  %-9s %-8s %6zu %10.1f %8.1f %10.1f %8.1f %7.2f (%.2f)\n", scene, names[cls], cnt,
-               us[0] / c, states[0] / c, us[1] / c, states[1] / c, us[0] > 0 ? us[1] / us[0] : 0.0,
-               kb_median(ratios, nr));
+        printf("  %-9s %-8s %6zu %10.1f %8.1f %10.1f %8.1f %7.2f (%.2f) %10.1f %7.2f\n", scene,
+               names[cls], cnt, us[0] / c, states[0] / c, us[1] / c, states[1] / c,
+               us[0] > 0 ? us[1] / us[0] : 0.0, kb_median(ratios, nr), us[2] / c,
+               us[0] > 0 ? us[2] / us[0] : 0.0);
     }
     printf("  %-9s disagree %6zu   (discrete valid, certified invalid: ", scene, disagree);
     size_t dv = 0;
@@ -606,7 +611,7 @@ static void print_motion(const char *scene, const edge_stats *es, size_t n)
 
 static void free_edge_stats(edge_stats *es)
 {
-    for (int md = 0; md < 2; md++) {
+    for (int md = 0; md < 3; md++) {
         free(es->us[md]);
         free(es->states[md]);
         free(es->valid[md]);
@@ -792,8 +797,9 @@ int main(int argc, char **argv)
         printf("\nmotion: %zu edges per scene (clear start, %.1f-%.1f rad max-norm), %d passes "
                "(per-edge median)\n",
                n_edges, KB_EDGE_MIN, KB_EDGE_MAX, motion_passes);
-        printf("  %-9s %-8s %6s %10s %8s %10s %8s %7s\n", "scene", "edges", "n", "disc_us",
-               "disc_st", "cert_us", "cert_st", "cert/disc (median)");
+        printf("  %-9s %-8s %6s %10s %8s %10s %8s %7s %10s %7s\n", "scene", "edges", "n",
+               "disc_us", "disc_st", "cert_us", "cert_st", "cert/disc (median)", "fast_us",
+               "fast/disc");
     }
     for (int s = 0; s < 2 && motion && !g_only; s++) {
         double *edges = kb_edges(&robot, scenes[s].sc, n_edges, KB_SEED_EDGES + (uint64_t)s);
