@@ -381,6 +381,15 @@ static bool build_broadphase(rp_model *m)
                 last = m->links[j].frame;
             }
     }
+    /* Runs pay off when partners come in long stretches of one frame, as
+     * link shapes of real robots do; shapes whose frames alternate, or
+     * very many pairs, take the plain path (the bounds alone are kept). */
+    if (np > RP_BOUND_PAIRS || nr > 16 * n + 256) {
+        m->bounds = NULL;
+        m->bytes -= slots * sizeof *b;
+        free(b);
+        return true;
+    }
     m->partners = model_alloc(m, np * sizeof *m->partners);
     m->runs = model_alloc(m, nr * sizeof *m->runs);
     m->run_first = model_alloc(m, (n + 1) * sizeof *m->run_first);

@@ -17,6 +17,7 @@
 /* Broadphase limits (see rp_model.bounds). */
 #define RP_BOUND_SLOTS 32
 #define RP_BOUND_LINKS 4096
+#define RP_BOUND_PAIRS (1u << 20)
 
 /* A sphere (centre c, radius r, in its frame) around every shape of one
  * frame; `excl` when a shape of it has allowed scene pairs. */
