@@ -279,6 +279,24 @@ static rp_status report_first(rp_check_result *out, size_t link, rp_pair_kind ki
     return RP_OK;
 }
 
+/* FIRST's scene query for shape i (placed in w[i]): *done when it found a
+ * violation, which is then the result's one violation. */
+static rp_status first_scene(const rp_model *m, const rp_scene *sc, const rp_shape *w, size_t i,
+                             double margin, rp_check_result *out, bool *done)
+{
+    excl_set x;
+    *done = false;
+    if (!excl_load(&x, m, sc, i))
+        return RP_ERR_NOMEM;
+    first_hit h = {0, 0.0, &x};
+    bool hit = !rp_scene_below_(sc, &w[i], margin, stop_at_first, &h);
+    free(x.heap);
+    if (!hit)
+        return RP_OK;
+    *done = true;
+    return report_first(out, i, RP_PAIR_SCENE, h.index, h.distance);
+}
+
 /* FIRST: scene pairs link by link, then self pairs; stops at the first pair
  * below the margin and reports it as the only violation.  Allocates only
  * for that violation. */
@@ -288,14 +306,10 @@ static rp_status check_first(const rp_model *m, const rp_scene *sc, const rp_sha
     size_t n = m->n_links;
     if (sc) {
         for (size_t i = 0; i < n; i++) {
-            excl_set x;
-            if (!excl_load(&x, m, sc, i))
-                return RP_ERR_NOMEM;
-            first_hit h = {0, 0.0, &x};
-            bool hit = !rp_scene_below_(sc, &w[i], margin, stop_at_first, &h);
-            free(x.heap);
-            if (hit)
-                return report_first(out, i, RP_PAIR_SCENE, h.index, h.distance);
+            bool done;
+            rp_status st = first_scene(m, sc, w, i, margin, out, &done);
+            if (st || done)
+                return st;
         }
     }
     if (!m->skip)
@@ -346,14 +360,10 @@ static rp_status check_first_bp(bp_check *b, const rp_scene *sc, rp_shape *w, bo
                 place_one(b, i, &w[i]);
                 placed[i] = true;
             }
-            excl_set x;
-            if (!excl_load(&x, m, sc, i))
-                return RP_ERR_NOMEM;
-            first_hit h = {0, 0.0, &x};
-            bool hit = !rp_scene_below_(sc, &w[i], margin, stop_at_first, &h);
-            free(x.heap);
-            if (hit)
-                return report_first(out, i, RP_PAIR_SCENE, h.index, h.distance);
+            bool done;
+            rp_status st = first_scene(m, sc, w, i, margin, out, &done);
+            if (st || done)
+                return st;
         }
     }
     if (!m->partners)
@@ -435,6 +445,22 @@ static int pair_cmp_ctx(const void *a, const void *b, const void *ctx)
     return pair_cmp(ctx, a, b);
 }
 
+/* One self pair for CLOSEST/ALL: the running minimum (only a strictly
+ * closer pair takes it: the canonical order is the tie rule), and with
+ * `collect` the violations.  False when out of memory. */
+static inline bool consider_self(const rp_shape *w, size_t i, size_t j, double margin,
+                                 bool collect, rp_check_pair *best, bool *has,
+                                 rp_check_result *out)
+{
+    double d = rp_shape_signed_distance(&w[i], &w[j]);
+    if (!*has || d < best->distance) {
+        rp_check_pair p = {i, RP_PAIR_SELF, j, d};
+        *best = p;
+        *has = true;
+    }
+    return !collect || !(d < margin) || push_violation(out, i, RP_PAIR_SELF, j, d);
+}
+
 /* CLOSEST, and with `collect` ALL: the minimum over every pair considered
  * under the tie rule, and when collecting every pair below the margin,
  * sorted.  Returns RP_ERR_NOMEM with the violations freed. */
@@ -490,36 +516,16 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
                     if (lb >= best.distance && (!collect || lb >= margin))
                         continue;
                 }
-                for (uint32_t e = run->begin; e < run->end; e++) {
-                    size_t j = m->partners[e];
-                    double d = rp_shape_signed_distance(&w[i], &w[j]);
-                    if (!has || d < best.distance) {
-                        best.link = i;
-                        best.kind = RP_PAIR_SELF;
-                        best.other = j;
-                        best.distance = d;
-                        has = true;
-                    }
-                    if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
+                for (uint32_t e = run->begin; e < run->end; e++)
+                    if (!consider_self(w, i, m->partners[e], margin, collect, &best, &has, out))
                         goto nomem;
-                }
             }
             continue;
         }
-        for (size_t j = i + 1; j < n; j++) {
-            if (!rp_model_self_pair_(m, i, j))
-                continue;
-            double d = rp_shape_signed_distance(&w[i], &w[j]);
-            if (!has || d < best.distance) {
-                best.link = i;
-                best.kind = RP_PAIR_SELF;
-                best.other = j;
-                best.distance = d;
-                has = true;
-            }
-            if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
+        for (size_t j = i + 1; j < n; j++)
+            if (rp_model_self_pair_(m, i, j) &&
+                !consider_self(w, i, j, margin, collect, &best, &has, out))
                 goto nomem;
-        }
     }
     out->has_min = has;
     out->closest = best;

@@ -695,6 +695,19 @@ static bool all_finite(const double *q, size_t n)
     return probe == 0.0;
 }
 
+/* The frame poses for q: in `stack` (RP_STACK_FRAMES entries) when they
+ * fit, else in a heap block the caller frees (when it is not stack); NULL
+ * when out of memory. */
+static rp_transform *frames_for(const rp_model *m, const rp_transform *base, const double *q,
+                                rp_transform *stack)
+{
+    rp_transform *frames = stack;
+    if (m->frame_count > RP_STACK_FRAMES && !(frames = malloc(m->frame_count * sizeof *frames)))
+        return NULL;
+    rp_kin_frames_(m, base, q, frames);
+    return frames;
+}
+
 rp_status rp_model_fk(const rp_model *m, const rp_transform *base, const double *q,
                       rp_transform *link_poses)
 {
@@ -702,13 +715,10 @@ rp_status rp_model_fk(const rp_model *m, const rp_transform *base, const double 
         return RP_ERR_INVALID_ARG;
     if (!all_finite(q, m->kin->dof))
         return RP_ERR_NONFINITE;
-    rp_transform stack[RP_STACK_FRAMES], *frames = stack;
-    if (m->frame_count > RP_STACK_FRAMES) {
-        frames = malloc(m->frame_count * sizeof *frames);
-        if (!frames)
-            return RP_ERR_NOMEM;
-    }
-    rp_kin_frames_(m, base, q, frames);
+    rp_transform stack[RP_STACK_FRAMES];
+    rp_transform *frames = frames_for(m, base, q, stack);
+    if (!frames)
+        return RP_ERR_NOMEM;
     rp_transform identity = rp_transform_identity();
     for (size_t l = 0; l < m->kin->n_tree; l++) {
         int f = m->kin->link_frame[l];
@@ -733,13 +743,10 @@ rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene,
         out->closest.link = SIZE_MAX;
         return RP_ERR_NONFINITE;
     }
-    rp_transform stack[RP_STACK_FRAMES], *frames = stack;
-    if (m->frame_count > RP_STACK_FRAMES) {
-        frames = malloc(m->frame_count * sizeof *frames);
-        if (!frames)
-            return RP_ERR_NOMEM;
-    }
-    rp_kin_frames_(m, base, q, frames);
+    rp_transform stack[RP_STACK_FRAMES];
+    rp_transform *frames = frames_for(m, base, q, stack);
+    if (!frames)
+        return RP_ERR_NOMEM;
     rp_status st = rp_model_check(m, scene, base, frames, m->frame_count, opts, out);
     if (frames != stack)
         free(frames);

@@ -94,16 +94,20 @@ static bool decode_links(rpd_req *req, const cJSON *j, const char *path, rp_link
     return true;
 }
 
-/* Decodes params.allowed_pairs into 2*n ids (malloc'ed). */
-static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
-                         size_t *n_out)
+/* Decodes a list of id pairs at `path` into 2*n ids (malloc'ed, pointing
+ * into the tree); `what` names a pair in messages ("link id, link id"). */
+static bool decode_id_pairs(rpd_req *req, const cJSON *j, const char *path, const char *what,
+                            const char ***out, size_t *n_out)
 {
+    char reason[RP_CODEC_REASON_MAX];
     *out = NULL;
     *n_out = 0;
     if (!j)
         return true;
-    if (!cJSON_IsArray(j))
-        return rpd_fail_path(req, path, "must be an array of [link id, link id] pairs");
+    if (!cJSON_IsArray(j)) {
+        rpd_format(reason, sizeof reason, "must be an array of [%s] pairs", what);
+        return rpd_fail_path(req, path, reason);
+    }
     size_t n = (size_t)cJSON_GetArraySize(j);
     if (n > req->core->limits.max_allowed_pairs)
         return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
@@ -118,7 +122,8 @@ static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const c
         rp_codec_path_index(pp, path, k);
         if (!cJSON_IsArray(c) || cJSON_GetArraySize(c) != 2) {
             free(ids);
-            return rpd_fail_path(req, pp, "must be a pair [link id, link id]");
+            rpd_format(reason, sizeof reason, "must be a pair [%s]", what);
+            return rpd_fail_path(req, pp, reason);
         }
         if (!rp_codec_id(c->child, rp_codec_path_index(ep, pp, 0), &ids[2 * k], &ce) ||
             !rp_codec_id(c->child->next, rp_codec_path_index(ep, pp, 1), &ids[2 * k + 1], &ce)) {
@@ -129,6 +134,13 @@ static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const c
     *out = ids;
     *n_out = n;
     return true;
+}
+
+/* params.allowed_pairs: [link id, link id] pairs. */
+static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
+                         size_t *n_out)
+{
+    return decode_id_pairs(req, j, path, "link id, link id", out, n_out);
 }
 
 /* Decodes the kinematic form's params.links: [{id, link, shape}]. */
@@ -348,37 +360,7 @@ static bool decode_defaults(rpd_req *req, const cJSON *j, const char *path, put_
 bool rpd_decode_scene_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
                             size_t *n_out)
 {
-    *out = NULL;
-    *n_out = 0;
-    if (!j)
-        return true;
-    if (!cJSON_IsArray(j))
-        return rpd_fail_path(req, path, "must be an array of [link, scene shape id] pairs");
-    size_t n = (size_t)cJSON_GetArraySize(j);
-    if (n > req->core->limits.max_allowed_pairs)
-        return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
-                              req->core->limits.max_allowed_pairs);
-    const char **ids = malloc((n ? 2 * n : 1) * sizeof *ids);
-    if (!ids)
-        return rpd_fail_status(req, RP_ERR_NOMEM);
-    size_t k = 0;
-    for (const cJSON *c = j->child; c; c = c->next, k++) {
-        char pp[RP_CODEC_PATH_MAX], ep[RP_CODEC_PATH_MAX];
-        rp_codec_err ce;
-        rp_codec_path_index(pp, path, k);
-        if (!cJSON_IsArray(c) || cJSON_GetArraySize(c) != 2) {
-            free(ids);
-            return rpd_fail_path(req, pp, "must be a pair [link, scene shape id]");
-        }
-        if (!rp_codec_id(c->child, rp_codec_path_index(ep, pp, 0), &ids[2 * k], &ce) ||
-            !rp_codec_id(c->child->next, rp_codec_path_index(ep, pp, 1), &ids[2 * k + 1], &ce)) {
-            free(ids);
-            return rpd_fail_params(req, &ce);
-        }
-    }
-    *out = ids;
-    *n_out = n;
-    return true;
+    return decode_id_pairs(req, j, path, "link, scene shape id", out, n_out);
 }
 
 static void put_scratch_free(put_scratch *s)

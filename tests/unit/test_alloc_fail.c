@@ -56,6 +56,7 @@
 
 #include "test_util.h"
 #include "test_shapes.h"
+#include "test_joints.h"
 
 #include "alloc_fail.h"
 #include "codec/urdf.h"
@@ -144,34 +145,6 @@ static void add_config(text *t, int k, bool base)
 
 /* ---- kinematic definitions (in process, and as JSON for the daemon) -------- */
 
-static rp_vec3 v3(double x, double y, double z)
-{
-    rp_vec3 v = {x, y, z};
-    return v;
-}
-
-static rp_joint_def joint(const char *name, rp_joint_type type, const char *parent,
-                          const char *child, rp_vec3 xyz, rp_vec3 rpy, rp_vec3 axis)
-{
-    rp_joint_def j;
-    memset(&j, 0, sizeof j);
-    j.name = name;
-    j.type = type;
-    j.parent = parent;
-    j.child = child;
-    j.xyz = xyz;
-    j.rpy = rpy;
-    j.axis = axis;
-    return j;
-}
-
-static rp_joint_def limited(rp_joint_def j, double lower, double upper)
-{
-    j.has_limits = true;
-    j.lower = lower;
-    j.upper = upper;
-    return j;
-}
 
 /* A small tree: a base with a fixed mount, revolute j1 (z) and j2 (y), a
  * fixed camera, prismatic j3, continuous j4 about a skew axis and a
@@ -207,19 +180,19 @@ static void build_tree(void)
         tree_shapes[k] = l;
         tree_shape_links[k] = links[k];
     }
-    rp_vec3 o = v3(0, 0, 0);
-    tree_joints[0] = joint("jf", RP_JOINT_FIXED, "base", "mount", v3(0, 0, 0.1), v3(0, 0, 0.3), o);
-    tree_joints[1] = limited(joint("j1", RP_JOINT_REVOLUTE, "mount", "upper", v3(0, 0, 0.05), o,
-                                   v3(0, 0, 1)), -2.5, 2.5);
-    tree_joints[2] = limited(joint("j2", RP_JOINT_REVOLUTE, "upper", "fore", v3(0.3, 0, 0),
-                                   v3(0.1, 0, 0), v3(0, 1, 0)), -1.5, 1.5);
-    tree_joints[3] = joint("jc", RP_JOINT_FIXED, "fore", "cam", v3(0.1, 0, 0.05), v3(0, 0.2, 0), o);
-    tree_joints[4] = limited(joint("j3", RP_JOINT_PRISMATIC, "fore", "slide", v3(0.3, 0, 0), o,
-                                   v3(1, 0, 0)), 0.0, 0.2);
-    tree_joints[5] = joint("j4", RP_JOINT_CONTINUOUS, "slide", "wrist", v3(0.05, 0, 0), o,
-                           v3(0.3, 0.4, 0.5));
-    rp_joint_def jm = limited(joint("jm", RP_JOINT_PRISMATIC, "wrist", "finger", v3(0.02, 0, 0), o,
-                                    v3(0, 1, 0)), 0.0, 0.2);
+    rp_vec3 o = V(0, 0, 0);
+    tree_joints[0] = J("jf", RP_JOINT_FIXED, "base", "mount", V(0, 0, 0.1), V(0, 0, 0.3), o);
+    tree_joints[1] = limited(J("j1", RP_JOINT_REVOLUTE, "mount", "upper", V(0, 0, 0.05), o,
+                                   V(0, 0, 1)), -2.5, 2.5);
+    tree_joints[2] = limited(J("j2", RP_JOINT_REVOLUTE, "upper", "fore", V(0.3, 0, 0),
+                                   V(0.1, 0, 0), V(0, 1, 0)), -1.5, 1.5);
+    tree_joints[3] = J("jc", RP_JOINT_FIXED, "fore", "cam", V(0.1, 0, 0.05), V(0, 0.2, 0), o);
+    tree_joints[4] = limited(J("j3", RP_JOINT_PRISMATIC, "fore", "slide", V(0.3, 0, 0), o,
+                                   V(1, 0, 0)), 0.0, 0.2);
+    tree_joints[5] = J("j4", RP_JOINT_CONTINUOUS, "slide", "wrist", V(0.05, 0, 0), o,
+                           V(0.3, 0.4, 0.5));
+    rp_joint_def jm = limited(J("jm", RP_JOINT_PRISMATIC, "wrist", "finger", V(0.02, 0, 0), o,
+                                    V(0, 1, 0)), 0.0, 0.2);
     jm.mimic = "j3";
     jm.multiplier = 0.5;
     jm.offset = 0.01;
@@ -268,10 +241,10 @@ static void build_chain(void)
     }
     for (int i = 0; i < CHAIN_JOINTS; i++) {
         snprintf(chain_joint_names[i], sizeof chain_joint_names[i], "c%d", i);
-        chain_joints[i] = limited(joint(chain_joint_names[i], RP_JOINT_REVOLUTE,
+        chain_joints[i] = limited(J(chain_joint_names[i], RP_JOINT_REVOLUTE,
                                         chain_link_names[i], chain_link_names[i + 1],
-                                        i ? v3(0.02, 0, 0) : v3(-0.7, 0.02, 0.1), v3(0, 0, 0),
-                                        i % 2 ? v3(0, 1, 0) : v3(0, 0, 1)),
+                                        i ? V(0.02, 0, 0) : V(-0.7, 0.02, 0.1), V(0, 0, 0),
+                                        i % 2 ? V(0, 1, 0) : V(0, 0, 1)),
                                   -3, 3);
     }
 }
@@ -1608,7 +1581,7 @@ static void motion_tree(fixture *f, rp_motion_mode mode)
     o.has_margin = true;
     o.margin = 0.005;
     rp_transform base = rp_transform_identity();
-    base.t = v3(0.125, -0.25, 0.6);
+    base.t = V(0.125, -0.25, 0.6);
     f->st_call = rp_model_check_motion(f->tree_ext, f->cell, &base, tree_path, 3, &o,
                                        &f->motion, f->first);
 }

@@ -15,6 +15,7 @@
 #include "test_shapes.h"
 
 #include "repose/scene.h"
+#include "test_joints.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -22,51 +23,10 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static rp_vec3 V(double x, double y, double z)
-{
-    rp_vec3 v = {x, y, z};
-    return v;
-}
-
 static const rp_vec3 ZERO = {0, 0, 0};
 static const rp_vec3 AX = {1, 0, 0};
 static const rp_vec3 AY = {0, 1, 0};
 static const rp_vec3 AZ = {0, 0, 1};
-
-static rp_link S(const char *id, rp_shape shape)
-{
-    rp_link l = {id, 0, shape};
-    return l;
-}
-
-static rp_shape_put P(const char *id, rp_shape shape)
-{
-    rp_shape_put p = {id, shape};
-    return p;
-}
-
-static rp_joint_def J(const char *name, rp_joint_type type, const char *parent,
-                      const char *child, rp_vec3 xyz, rp_vec3 rpy, rp_vec3 axis)
-{
-    rp_joint_def j;
-    memset(&j, 0, sizeof j);
-    j.name = name;
-    j.type = type;
-    j.parent = parent;
-    j.child = child;
-    j.xyz = xyz;
-    j.rpy = rpy;
-    j.axis = axis;
-    return j;
-}
-
-static rp_joint_def limited(rp_joint_def j, double lower, double upper)
-{
-    j.has_limits = true;
-    j.lower = lower;
-    j.upper = upper;
-    return j;
-}
 
 static rp_joint_def mimic_of(rp_joint_def j, const char *of, double mult, double off)
 {
