@@ -129,6 +129,8 @@ static bool excl_load(excl_set *x, const rp_model *m, const rp_scene *sc, size_t
 
 static bool excl_has(const excl_set *x, size_t e)
 {
+    if (!x)
+        return false;
     for (size_t i = 0; i < x->n; i++)
         if (x->v[i] == e)
             return true;
@@ -346,10 +348,7 @@ static rp_status check_first_bp(bp_check *b, const rp_scene *sc, rp_shape *w, bo
                 if (clear[s] < 0) {
                     rp_shape ball = rp_shape_from_sphere(
                         (rp_sphere){b->wc[s], m->bounds[s].r});
-                    first_hit h = {0, 0.0, NULL};
-                    excl_set none = {{0}, NULL, 0, NULL};
-                    none.v = none.buf;
-                    h.excl = &none;
+                    first_hit h = {0, 0.0, NULL}; /* no exclusions here */
                     clear[s] = rp_scene_below_(sc, &ball, margin + bp_slack(b, s, s),
                                                stop_at_first, &h);
                 }
