@@ -45,8 +45,10 @@ static rp_transform origin_transform(rp_vec3 xyz, rp_vec3 rpy)
     return t;
 }
 
-/* a * b, written out (the hot path of forward kinematics). */
-static inline void compose(const rp_transform *a, const rp_transform *b, rp_transform *out)
+/* a * b, written out (the hot path of forward kinematics).  restrict: out
+ * is a local, so the compiler may keep the products in registers. */
+static inline void compose(const rp_transform *restrict a, const rp_transform *restrict b,
+                           rp_transform *restrict out)
 {
     for (int i = 0; i < 3; i++) {
         double a0 = a->r[i][0], a1 = a->r[i][1], a2 = a->r[i][2];
@@ -57,6 +59,15 @@ static inline void compose(const rp_transform *a, const rp_transform *b, rp_tran
     out->t.x = a->r[0][0] * b->t.x + a->r[0][1] * b->t.y + a->r[0][2] * b->t.z + a->t.x;
     out->t.y = a->r[1][0] * b->t.x + a->r[1][1] * b->t.y + a->r[1][2] * b->t.z + a->t.y;
     out->t.z = a->r[2][0] * b->t.x + a->r[2][1] * b->t.y + a->r[2][2] * b->t.z + a->t.z;
+}
+
+static inline void mix_columns(rp_transform *p, int u, int w, double c, double s)
+{
+    for (int i = 0; i < 3; i++) {
+        double pu = p->r[i][u], pw = p->r[i][w];
+        p->r[i][u] = c * pu + s * pw;
+        p->r[i][w] = c * pw - s * pu;
+    }
 }
 
 /* p = p * motion(joint, v), in place: the joint's rotation about its axis
@@ -72,16 +83,20 @@ static inline void apply_motion(const rp_kin_joint *j, double v, rp_transform *p
         return;
     }
     double c = cos(v), s = sin(v);
-    if (j->axis_kind >= 0) {
-        /* Rotation about axis k mixes the other two columns u, w:
-         * [u w] <- [u w] * [[c, -s], [s, c]]. */
-        int u = (j->axis_kind + 1) % 3, w = (j->axis_kind + 2) % 3;
-        for (int i = 0; i < 3; i++) {
-            double pu = p->r[i][u], pw = p->r[i][w];
-            p->r[i][u] = c * pu + s * pw;
-            p->r[i][w] = c * pw - s * pu;
-        }
+    /* Rotation about axis k mixes the other two columns u, w:
+     * [u w] <- [u w] * [[c, -s], [s, c]]; constant indices per case. */
+    switch (j->axis_kind) {
+    case 0:
+        mix_columns(p, 1, 2, c, s);
         return;
+    case 1:
+        mix_columns(p, 2, 0, c, s);
+        return;
+    case 2:
+        mix_columns(p, 0, 1, c, s);
+        return;
+    default:
+        break;
     }
     double x = j->axis.x, y = j->axis.y, z = j->axis.z, k = 1.0 - c;
     double m[3][3] = {{c + k * x * x, k * x * y - s * z, k * x * z + s * y},
@@ -107,8 +122,10 @@ void rp_kin_frames_(const rp_model *m, const rp_transform *base, const double *q
     for (size_t f = 0; f < m->frame_count; f++) {
         const rp_kin_joint *j = &k->moving[f];
         const rp_transform *parent = j->parent < 0 ? base : &frames[j->parent];
-        compose(parent, &j->pre, &frames[f]);
-        apply_motion(j, j->mult * q[j->src] + j->off, &frames[f]);
+        rp_transform p;
+        compose(parent, &j->pre, &p);
+        apply_motion(j, j->mult * q[j->src] + j->off, &p);
+        frames[f] = p;
     }
 }
 
@@ -723,7 +740,9 @@ rp_status rp_model_fk(const rp_model *m, const rp_transform *base, const double 
     for (size_t l = 0; l < m->kin->n_tree; l++) {
         int f = m->kin->link_frame[l];
         const rp_transform *fr = f >= 0 ? &frames[f] : base ? base : &identity;
-        link_poses[l] = rp_transform_compose(fr, &m->kin->link_offset[l]);
+        rp_transform pose;
+        compose(fr, &m->kin->link_offset[l], &pose);
+        link_poses[l] = pose;
     }
     if (frames != stack)
         free(frames);
