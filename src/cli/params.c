@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "params.h"
+#include "util/utf8.h"
 
 /* Writes the reason params are refused into why (CLI_WHY_MAX bytes). */
 __attribute__((format(printf, 2, 3))) static void fail(char *why, const char *fmt, ...)
@@ -112,37 +113,6 @@ static bool sb_add_json_string(strbuf *b, const char *s, size_t n)
     return ok && sb_add(b, "\"", 1);
 }
 
-/* Offset of the first byte of s[0..n) that is not part of well-formed
- * UTF-8 (no overlongs, surrogates or code points past U+10FFFF), or n. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t len = 0; /* 0: not a lead byte (C0, C1 and F5..FF never are) */
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF)
-            len = 3;
-        else if (c >= 0xF0 && c <= 0xF4)
-            len = 4;
-        if (len == 0 || n - i < len)
-            return i;
-        /* The second byte's range depends on the first (Unicode table 3-7). */
-        unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-        unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-        if (len > 1 && (s[i + 1] < lo || s[i + 1] > hi))
-            return i;
-        for (size_t k = 2; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        i += len;
-    }
-    return n;
-}
-
 /* The contents of the file at path for `@path`: one JSON value, then only
  * whitespace.  Returns it malloc'ed (its length in *len), or NULL with the
  * reason in why. */
@@ -185,7 +155,7 @@ static bool add_file_text(strbuf *b, const char *path, char *why)
         return false;
     }
     const char *nul = memchr(content, '\0', flen);
-    size_t bad_at = utf8_invalid_at((const unsigned char *)content, flen);
+    size_t bad_at = rp_utf8_invalid_at_((const unsigned char *)content, flen);
     bool ok = false;
     if (nul)
         fail(why, "@@%s: the file holds a NUL byte (at byte %zu); @@ takes text", path,
@@ -285,7 +255,7 @@ static char *expand_params(const char *text, char *why)
         free(b.p);
         return NULL;
     }
-    size_t bad_at = utf8_invalid_at((const unsigned char *)b.p, b.len);
+    size_t bad_at = rp_utf8_invalid_at_((const unsigned char *)b.p, b.len);
     if (bad_at < b.len) {
         fail(why, "params are not valid UTF-8 (byte 0x%02x at byte %zu of the JSON)",
              (unsigned char)b.p[bad_at], bad_at);

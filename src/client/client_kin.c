@@ -6,53 +6,22 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "client_int.h"
+#include "util/utf8.h"
 
 #include <math.h>
 
 /* ---- params ------------------------------------------------------------------------ */
 
-/* Offset of the first byte of s[0..n) that is not part of well-formed
- * UTF-8 (no overlongs, surrogates or code points past U+10FFFF), or n.
- * The server refuses a request line that is not UTF-8 as a whole with a
- * parse error; refusing here names the parameter instead. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t len = 0; /* 0: not a lead byte (C0, C1 and F5..FF never are) */
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF)
-            len = 3;
-        else if (c >= 0xF0 && c <= 0xF4)
-            len = 4;
-        if (len == 0 || n - i < len)
-            return i;
-        /* The second byte's range depends on the first (Unicode table 3-7). */
-        unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-        unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-        if (len > 1 && (s[i + 1] < lo || s[i + 1] > hi))
-            return i;
-        for (size_t k = 2; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        i += len;
-    }
-    return n;
-}
-
 /* Appends `"key":"value"` to the open object in b (with a ',' unless it is
  * the first member): value must be a non-NULL string in UTF-8; the error
- * names it by its key. */
+ * names it by its key (the server would refuse the whole line with a parse
+ * error instead). */
 static rp_client_error_kind put_string(rp_client_sb *b, const char *key, const char *value,
                                        rp_client_error *err)
 {
     if (!value)
         return rp_client_fail_(err, RP_CLIENT_ARG, 0, "%s is NULL", key);
-    size_t n = strlen(value), bad = utf8_invalid_at((const unsigned char *)value, n);
+    size_t n = strlen(value), bad = rp_utf8_invalid_at_((const unsigned char *)value, n);
     if (bad < n)
         return rp_client_fail_(err, RP_CLIENT_ARG, 0,
                                "%s is not valid UTF-8 (byte 0x%02x at byte %zu)", key,

@@ -10,37 +10,10 @@
  * backslash escapes.  Anything else about JSON syntax is cJSON's job.
  */
 #include "codec/codec.h"
+#include "util/utf8.h"
 
 #include <stdint.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence starting at p[0] (a byte >= 0x80),
- * or 0 when it is invalid or cut off by the end of the buffer (n bytes
- * left).  Follows the well-formed byte sequences of Unicode table 3-7. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0xC2) /* continuation byte, or the overlong C0/C1 leads */
-        return 0;
-    if (c < 0xE0)
-        return n >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c < 0xF0) {
-        if (n < 3)
-            return 0;
-        /* E0 needs A0..BF (no overlongs), ED needs 80..9F (no surrogates). */
-        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
-    }
-    if (c < 0xF5) {
-        if (n < 4)
-            return 0;
-        /* F0 needs 90..BF (no overlongs), F4 needs 80..8F (<= U+10FFFF). */
-        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4
-                                                                                       : 0;
-    }
-    return 0;
-}
 
 /* Bytes below 0x80 the scanner must look at; the rest (digits, letters,
  * punctuation, spaces) are skipped in tight loops.  Bytes >= 0x80 always go
@@ -152,7 +125,7 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
         if (i >= len)
             return RP_SCAN_OK;
         if (c >= 0x80) {
-            size_t n = utf8_seq(p + i, len - i);
+            size_t n = rp_utf8_seq_(p + i, len - i);
             if (n == 0)
                 return stop(RP_SCAN_BAD_UTF8, i, offset);
             i += n;

@@ -58,29 +58,12 @@
 
 #include "codec/codec.h"
 #include "codec/urdf_parse.h"
+#include "util/utf8.h"
 
 /* Bytes handed to expat per call: XML_Parse takes an int length. */
 #define CHUNK_BYTES ((size_t)1 << 20)
 
 /* ---- failing ----------------------------------------------------------- */
-
-/* Length of a well-formed UTF-8 sequence at s (NUL-terminated), 0 if none. */
-static size_t utf8_seq(const unsigned char *s)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
-    if (len == 0 || s[0] > 0xF4)
-        return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-    /* Overlong 3- and 4-byte forms, surrogates, and past U+10FFFF. */
-    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0) ||
-        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))
-        return 0;
-    return len;
-}
 
 /* expat hands us UTF-8 already; quoting makes a reason's validity
  * independent of that. */
@@ -89,7 +72,7 @@ const char *rp_urdf_quote_(char buf[RP_URDF_QUOTE_BUF], const char *s)
     const unsigned char *p = (const unsigned char *)s;
     size_t n = 0;
     while (*p) {
-        size_t len = utf8_seq(p);
+        size_t len = rp_utf8_seq_(p, 4); /* NUL-terminated: stops there */
         if (n + (len ? len : 1) > RP_URDF_QUOTE_MAX) {
             memcpy(buf + n, "...", 3);
             n += 3;
