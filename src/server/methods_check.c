@@ -34,11 +34,12 @@ static void free_setup(check_setup *cs)
 /* params.attached: [{id, link, shape, touch_links?}] into a (malloc'ed)
  * array whose strings point into the tree. */
 static bool decode_attached(rpd_req *req, const cJSON *j, const char *path, rp_attached **out,
-                            size_t *n_out)
+                            size_t *n_out, const char ***touch_out)
 {
     static const char *const keys[] = {"id", "link", "shape", "touch_links", NULL};
     *out = NULL;
     *n_out = 0;
+    *touch_out = NULL;
     if (!j)
         return true;
     if (!cJSON_IsArray(j))
@@ -100,22 +101,8 @@ static bool decode_attached(rpd_req *req, const cJSON *j, const char *path, rp_a
     }
     *out = a;
     *n_out = n;
-    /* touch is freed with a: it is the block a[0].touch_links points into
-     * when any has touch links; keep it reachable through a trailing slot. */
-    if (total_touch == 0)
-        free(touch);
+    *touch_out = touch; /* every touch_links points into it */
     return true;
-}
-
-/* Frees what decode_attached made. */
-static void free_attached(rp_attached *a, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i].n_touch) {
-            free((void *)(uintptr_t)a[i].touch_links);
-            break;
-        }
-    free(a);
 }
 
 /* Builds the extension for params.attached and params.allowed_scene. */
@@ -128,11 +115,12 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
         return true;
     rp_attached *att = NULL;
     size_t n_att = 0, n_as = 0;
-    const char **as = NULL;
-    if (!decode_attached(req, aj, apath, &att, &n_att))
+    const char **as = NULL, **touch = NULL;
+    if (!decode_attached(req, aj, apath, &att, &n_att, &touch))
         return false;
     if (!rpd_decode_scene_pairs(req, sj, spath, &as, &n_as)) {
-        free_attached(att, n_att);
+        free(att);
+        free(touch);
         return false;
     }
     rp_extend_error ee;
@@ -164,7 +152,8 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
     } else if (st) {
         ok = rpd_fail_status(req, st);
     }
-    free_attached(att, n_att);
+    free(att);
+    free(touch);
     free(as);
     if (ok)
         cs->model = cs->ext;
