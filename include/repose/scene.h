@@ -60,22 +60,42 @@ RP_API rp_store_limits rp_store_get_limits(const rp_store *st);
 /// until the scene is deleted or the store freed.
 RP_API rp_scene *rp_store_find(const rp_store *st, const char *name);
 
-/// Creates a scene holding `shapes` (n may be 0) at revision 1.  Returns
+/// Revisions are store-wide: every committed mutation (scene created, put,
+/// removed, replaced or deleted; model put or deleted) takes the next
+/// number, and a scene's or model's revision is the number of its last
+/// change.  They never go back or repeat, also across delete + create.  A
+/// failed mutation takes none.
+
+/// Creates a scene holding `shapes` (n may be 0) at the next revision.  Returns
 /// RP_ERR_EXISTS when the name is taken, RP_ERR_LIMIT when n exceeds the
 /// per-scene limit, RP_ERR_NOMEM; on error nothing changes.  *out (may be
 /// NULL) receives the scene.  Later duplicates of an id in `shapes` win.
 RP_API rp_status rp_store_create(rp_store *st, const char *name, const rp_shape_put *shapes,
                                  size_t n, rp_scene **out);
 
-/// Deletes a scene and everything in it.  RP_ERR_NOT_FOUND when missing.
+/// Deletes a scene and everything in it (taking a revision: see
+/// rp_store_revision).  RP_ERR_NOT_FOUND when missing.
 RP_API rp_status rp_store_delete(rp_store *st, const char *name);
 
 /// Puts shapes into scene `name`, creating it when `create` is true and it
-/// does not exist (it then starts at revision 1, and an `if_revision` of 0
-/// means "must not exist yet").  See rp_scene_put for the rest.
+/// does not exist (an `if_revision` of 0 then means "must not exist yet").
+/// See rp_scene_put for the rest.
 RP_API rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
                               const uint64_t *if_revision, bool create, rp_scene **out,
                               uint64_t *actual_revision);
+
+/// Replaces the whole content of scene `name` with `shapes`, all or nothing
+/// (later duplicates of an id win).  `if_revision` and `create` as for
+/// rp_store_put.  The scene object changes: pointers to the old one are
+/// invalid afterwards; *out (may be NULL) receives the new one.
+/// RP_ERR_NOT_FOUND, RP_ERR_REVISION, RP_ERR_LIMIT, RP_ERR_NOMEM; on error
+/// nothing changes.
+RP_API rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *shapes,
+                                  size_t n, const uint64_t *if_revision, bool create,
+                                  rp_scene **out, uint64_t *actual_revision);
+
+/// The last revision any mutation took (0 for a new store).
+RP_API uint64_t rp_store_revision(const rp_store *st);
 
 /// Number of scenes, and scene i in name order (strcmp), 0 <= i < count.
 RP_API size_t rp_store_scene_count(const rp_store *st);
@@ -107,25 +127,25 @@ RP_API rp_status rp_scene_sorted(const rp_scene *sc, size_t *order);
 /// Inserts or replaces shapes by id, all or nothing.  When `if_revision` is
 /// non-NULL and differs from the revision, fails with RP_ERR_REVISION and
 /// sets *actual_revision (may be NULL).  RP_ERR_LIMIT when the scene would
-/// exceed max_shapes_per_scene; RP_ERR_NOMEM.  On success the revision is
-/// bumped by one (also for n == 0).
+/// exceed max_shapes_per_scene; RP_ERR_NOMEM.  On success the scene takes
+/// the next store-wide revision (also for n == 0).
 RP_API rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
                               const uint64_t *if_revision, uint64_t *actual_revision);
 
 /// Removes the shapes with the given ids; ids not in the scene are ignored.
 /// *removed (may be NULL) gets the number removed.  `if_revision` as for
-/// put.  On success the revision is bumped by one.
+/// put.  On success the scene takes the next store-wide revision.
 RP_API rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
                                  const uint64_t *if_revision, size_t *removed,
                                  uint64_t *actual_revision);
 
-/// Builds the scene's bounding-volume hierarchy now if a mutation made it
-/// stale.  Queries do this themselves on first use (it is the one write a
-/// query makes); call it before letting several threads query one scene.
-/// Scenes of 16 shapes or fewer have no tree.  RP_ERR_NOMEM.
+/// Kept for compatibility: returns RP_OK.  The scene's bounding-volume
+/// hierarchy is kept up to date by the mutations themselves, so queries
+/// never write to a scene (several threads may query one scene as long as
+/// none mutates it).
 RP_API rp_status rp_scene_prepare(rp_scene *sc);
 
-/// Bytes of the scene's current tree (nodes and leaf order); 0 without one.
+/// Bytes held by the scene's bounding-volume hierarchy (its node array).
 RP_API size_t rp_scene_index_bytes(const rp_scene *sc);
 
 /* ---- queries ----------------------------------------------------------- */
@@ -167,8 +187,7 @@ typedef struct rp_query_result {
 /// subset, and with `collect` every pair closer than the threshold.  With
 /// first_only the search stops at the first pair it finds below the
 /// threshold, which is then also reported as `nearest`.  Uses the scene's
-/// bounding-volume hierarchy (built on first use after a mutation, see
-/// rp_scene_prepare); results equal a brute-force scan.  RP_ERR_NOMEM;
+/// bounding-volume hierarchy; results equal a brute-force scan.  RP_ERR_NOMEM;
 /// RP_ERR_LIMIT when more than max_pairs pairs qualify.
 RP_API rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out);
 
@@ -285,7 +304,7 @@ typedef struct rp_model_error {
     size_t element;           ///< 0 or 1 within a pair.
 } rp_model_error;
 
-/// Creates or replaces model `name` (revision 1, then +1 per replacement).
+/// Creates or replaces model `name`; it takes the next store-wide revision.
 /// RP_ERR_INVALID_ARG with *err filled for a bad definition; RP_ERR_NOMEM.
 /// On error nothing changes.  *out (may be NULL) receives the model.
 RP_API rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def *def,

@@ -667,11 +667,10 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     }
     /* Nothing below can fail. */
     st->bytes += m->bytes;
+    m->revision = rp_store_take_revision_(st);
     if (found) {
-        m->revision = st->models[i]->revision + 1;
         rp_model_free_(st->models[i]);
     } else {
-        m->revision = 1;
         memmove(&st->models[i + 1], &st->models[i],
                 (st->model_count - i) * sizeof *st->models);
         st->model_count++;
@@ -692,6 +691,7 @@ rp_status rp_store_model_delete(rp_store *st, const char *name)
     memmove(&st->models[i], &st->models[i + 1], (st->model_count - i - 1) * sizeof *st->models);
     st->model_count--;
     resize_array(st, st->model_count);
+    rp_store_take_revision_(st); /* a deletion is a committed mutation too */
     return RP_OK;
 }
 

@@ -38,6 +38,7 @@ rp_store_limits rp_store_get_limits(const rp_store *st) { return st->limits; }
 size_t rp_store_scene_count(const rp_store *st) { return st->count; }
 const rp_scene *rp_store_scene_at(const rp_store *st, size_t i) { return st->scenes[i]; }
 uint64_t rp_store_shape_count(const rp_store *st) { return st->shapes; }
+uint64_t rp_store_revision(const rp_store *st) { return st->revision; }
 
 size_t rp_store_memory(const rp_store *st)
 {
@@ -62,21 +63,40 @@ rp_scene *rp_store_find(const rp_store *st, const char *name)
     return found ? st->scenes[i] : NULL;
 }
 
-/* Builds a scene holding `shapes` at revision 1 and links it in at
- * position i.  All or nothing. */
-static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_shape_put *shapes,
-                            size_t n, rp_scene **out)
+/* Builds a scene named `name` holding `shapes`, not yet linked in and
+ * without a revision: the caller gives it one (rp_store_take_revision_)
+ * when it commits.  All or nothing. */
+static rp_status build_scene(rp_store *st, const char *name, const rp_shape_put *shapes,
+                             size_t n, rp_scene **out)
 {
-    /* Build the scene first, then grow the list: a failure at either step
-     * leaves the store as it was (memory accounting included). */
     rp_scene *sc = rp_scene_new_(st, name);
     if (!sc)
         return RP_ERR_NOMEM;
-    rp_status status = rp_scene_put(sc, shapes, n, NULL, NULL); /* revision 0 -> 1 */
+    /* The put takes a number as its last step; hand it back, since the
+     * scene is not committed yet (nothing can see the store meanwhile). */
+    uint64_t last = st->revision;
+    rp_status status = rp_scene_put(sc, shapes, n, NULL, NULL);
+    st->revision = last;
     if (status) {
         rp_scene_free_(sc);
         return status;
     }
+    *out = sc;
+    return RP_OK;
+}
+
+/* Builds a scene holding `shapes` and links it in at position i.  All or
+ * nothing. */
+static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_shape_put *shapes,
+                            size_t n, rp_scene **out)
+{
+    /* Build the scene first, then grow the list: a failure at either step
+     * leaves the store as it was (memory accounting included), and the
+     * revision is taken only once nothing can fail. */
+    rp_scene *sc;
+    rp_status status = build_scene(st, name, shapes, n, &sc);
+    if (status)
+        return status;
     if (st->count == st->cap) {
         rp_scene **grown = rp_grow_(st->scenes, &st->cap, st->count + 1, sizeof *grown, 8);
         if (!grown) {
@@ -85,6 +105,7 @@ static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_s
         }
         st->scenes = grown;
     }
+    sc->revision = rp_store_take_revision_(st);
     memmove(&st->scenes[i + 1], &st->scenes[i], (st->count - i) * sizeof *st->scenes);
     st->scenes[i] = sc;
     st->count++;
@@ -112,6 +133,7 @@ rp_status rp_store_delete(rp_store *st, const char *name)
     rp_scene_free_(st->scenes[i]);
     memmove(&st->scenes[i], &st->scenes[i + 1], (st->count - i - 1) * sizeof *st->scenes);
     st->count--;
+    rp_store_take_revision_(st); /* a deletion is a committed mutation too */
     return RP_OK;
 }
 
@@ -135,4 +157,36 @@ rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shape
         return RP_ERR_REVISION;
     }
     return insert_new(st, i, name, shapes, n, out);
+}
+
+rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                           const uint64_t *if_revision, bool create, rp_scene **out,
+                           uint64_t *actual_revision)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    uint64_t current = found ? st->scenes[i]->revision : 0;
+    if (!found && !create)
+        return RP_ERR_NOT_FOUND;
+    if (if_revision && *if_revision != current) {
+        if (actual_revision)
+            *actual_revision = current;
+        return RP_ERR_REVISION;
+    }
+    if (!found)
+        return insert_new(st, i, name, shapes, n, out);
+    /* The new content is built beside the old, which goes only once the
+     * new one stands: a failure leaves the scene untouched.  (Both count
+     * against the store's memory meanwhile; max_shapes_per_scene applies
+     * to the new content alone.) */
+    rp_scene *sc;
+    rp_status status = build_scene(st, name, shapes, n, &sc);
+    if (status)
+        return status;
+    sc->revision = rp_store_take_revision_(st);
+    rp_scene_free_(st->scenes[i]);
+    st->scenes[i] = sc;
+    if (out)
+        *out = sc;
+    return RP_OK;
 }

@@ -26,6 +26,7 @@
 #include "arena.h"
 #include "log.h"
 #include "server.h"
+#include "watch.h"
 
 typedef struct write_req {
     uv_write_t req;
@@ -138,6 +139,8 @@ static void on_write(uv_write_t *req, int status)
     }
     if (uv_is_closing(&c->h.handle))
         return;
+    if (rpd_watch_session_lagging(&c->session))
+        rpd_watch_drained(c->srv->core.watch, &c->session, &c->srv->core.limits);
     if (c->paused && backlog(c) < c->srv->core.limits.write_pause_bytes / 2) {
         c->paused = false;
         process_lines(c); /* may pause again, flushes, may close */
@@ -309,6 +312,9 @@ static void process_lines(rpd_conn *c)
         }
         if (over_kill_limit(c))
             return;
+        /* Changes the lines made go to their watchers (this connection's
+         * own notifications after its replies). */
+        rpd_watch_flush(core->watch, &core->limits);
         flush(c);
         if (uv_is_closing(&c->h.handle))
             return;
@@ -451,6 +457,9 @@ static void on_close(uv_handle_t *h)
 {
     rpd_conn *c = h->data;
     rpd_server *srv = c->srv;
+    /* Watches end here, not in rpd_conn_close: the watch code may be walking
+     * its watchers when a write fails and closes a connection. */
+    rpd_watch_session_end(srv->core.watch, &c->session);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -481,6 +490,7 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     }
     c->srv = srv;
     c->session.is_tcp = is_tcp;
+    c->session.owner = c;
     /* A connection that must auth first gets the small pre-auth line limit,
      * so an unauthenticated client cannot make the server buffer 16 MiB. */
     rpd_framer_init(&c->in, rpd_session_locked(core, &c->session)
@@ -545,8 +555,9 @@ static void check_timeouts(rpd_conn *c, uint64_t now)
                "no successful auth in time; closing the connection");
         return;
     }
-    /* A connection waiting for its replies to drain is not idle. */
-    if (core->limits.idle_timeout_s && backlog(c) == 0 &&
+    /* A connection waiting for its replies to drain is not idle, nor one
+     * that holds watches (it is there to listen). */
+    if (core->limits.idle_timeout_s && backlog(c) == 0 && !c->session.watches &&
         now - c->last_line_ms >= core->limits.idle_timeout_s * 1000) {
         rpd_log(RPD_LOG_DEBUG, "tcp client idle for %zu s; closing it",
                 core->limits.idle_timeout_s);
@@ -566,4 +577,29 @@ void rpd_conn_sweep(rpd_server *srv)
         else
             check_timeouts(c, now);
     }
+}
+
+/* ---- watch notifications (watch.h) ------------------------------------------ */
+
+static void watch_send(rpd_session *s, const char *bytes, size_t len)
+{
+    rpd_conn *c = s->owner;
+    if (!uv_is_closing(&c->h.handle) && !c->lingering)
+        rp_jw_raw(&c->out, bytes, len);
+}
+
+static void watch_commit(rpd_session *s)
+{
+    flush(s->owner);
+}
+
+static size_t watch_backlog(const rpd_session *s)
+{
+    return backlog(s->owner);
+}
+
+void rpd_conn_watch_io(rpd_server *srv)
+{
+    static const rpd_watch_io io = {watch_send, watch_commit, watch_backlog};
+    rpd_watch_set_io(srv->core.watch, &io);
 }

@@ -37,12 +37,16 @@ typedef struct rpd_core {
     /* Pair tests the current request line may still do (max_request_work,
      * shared by the requests of a batch). */
     uint64_t work_left;
+    struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
 } rpd_core;
 
 /* Per-connection protocol state. */
 typedef struct rpd_session {
     bool is_tcp;
     bool authed; /* sent the right token (auth); only TCP sessions need it */
+    void *owner; /* the connection (server), for watch notifications */
+    struct rpd_watch *watches; /* this connection's watches (watch.c) */
+    unsigned lagging;          /* how many of them wait for output to drain */
 } rpd_session;
 
 /* Whether this session must auth before using other methods. */

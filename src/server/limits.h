@@ -38,6 +38,9 @@
       "unsent reply bytes at which a client's requests stop being read")                         \
     X(write_kill_bytes, 64u << 20, 1024, (size_t)1 << 40, "--write-kill-bytes",                  \
       "unsent reply bytes at which a client is disconnected")                                    \
+    X(watch_buffer_bytes, 8u << 20, 4096, (size_t)1 << 40, "--watch-buffer-bytes",             \
+      "unsent bytes a watcher may fall behind before it gets scene.resync instead")               \
+    X(max_watches, 256, 1, 1u << 20, "--max-watches", "watches one connection may hold")          \
     X(max_shapes_per_scene, 1000000, 1, 100000000, "--max-shapes", "shapes in one scene")        \
     X(max_batch_configurations, 100000, 1, 10000000, "--max-batch-configurations",               \
       "configurations in one check.batch")                                                       \

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "methods.h"
+#include "watch.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
 
@@ -179,10 +180,16 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_uint(w, rp_store_model_count(c->store));
     RP_JW_KEY(w, "shapes");
     rp_jw_uint(w, rp_store_shape_count(c->store));
+    RP_JW_KEY(w, "revision");
+    rp_jw_uint(w, rp_store_revision(c->store));
+    RP_JW_KEY(w, "watches");
+    rp_jw_uint(w, rpd_watch_count(c->watch));
     RP_JW_KEY(w, "memory");
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "store_bytes");
     rp_jw_uint(w, rp_store_memory(c->store));
+    RP_JW_KEY(w, "watch_history_bytes");
+    rp_jw_uint(w, rpd_watch_history_bytes(c->watch));
     rp_jw_object_end(w);
     RP_JW_KEY(w, "latency_us");
     rp_jw_object_begin(w);
@@ -340,6 +347,9 @@ const rpd_method rpd_methods[] = {
     {"scene.list", rpd_m_scene_list, 0},
     {"scene.put", rpd_m_scene_put, RPD_METHOD_MUTATES},
     {"scene.remove", rpd_m_scene_remove, RPD_METHOD_MUTATES},
+    {"scene.replace", rpd_m_scene_replace, RPD_METHOD_MUTATES},
+    {"scene.unwatch", rpd_m_scene_unwatch, 0},
+    {"scene.watch", rpd_m_scene_watch, 0},
     {"stats", m_stats, 0},
     {"violates_margin", m_violates_margin, 0},
 };

@@ -63,6 +63,7 @@ bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_replace(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w);

@@ -912,6 +912,8 @@ bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_string(w, name);
     RP_JW_KEY(w, "deleted");
     rp_jw_bool(w, true);
+    RP_JW_KEY(w, "revision"); /* the revision the deletion took */
+    rp_jw_uint(w, rp_store_revision(req->core->store));
     rp_jw_object_end(w);
     return true;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "methods.h"
+#include "watch.h"
 
 /* ---- parameter decoding ----------------------------------------------------- */
 
@@ -64,7 +65,7 @@ static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_p
         if (!rp_codec_valid_id(c->string)) {
             free(items);
             return rpd_fail_path(req, sub,
-                                 "shape id must be 1-128 characters of [A-Za-z0-9_.:/-]");
+                                 "shape id must be 1-128 characters of [A-Za-z0-9_.:/#-]");
         }
         if (!rp_codec_shape(c, sub, &items[k].shape, &ce)) {
             free(items);
@@ -165,6 +166,103 @@ static bool store_error(rpd_req *req, rp_status st, const char *name, uint64_t e
     }
 }
 
+/* ---- watch records ------------------------------------------------------------ */
+
+/* A shape id and its storage index (or its position in a request). */
+typedef struct id_index {
+    const char *id;
+    size_t index;
+} id_index;
+
+static int cmp_id_index(const void *a, const void *b)
+{
+    return strcmp(((const id_index *)a)->id, ((const id_index *)b)->id);
+}
+
+/* Sorts refs by id and drops repeats; returns how many are left. */
+static size_t sort_unique(id_index *refs, size_t n)
+{
+    qsort(refs, n, sizeof *refs, cmp_id_index);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (m == 0 || strcmp(refs[m - 1].id, refs[k].id) != 0)
+            refs[m++] = refs[k];
+    return m;
+}
+
+/* Records a committed put of items[0..n) into sc for its watchers (a no-op
+ * for a scene nobody watched). */
+static void record_put(rpd_req *req, const rp_scene *sc, const rp_shape_put *items, size_t n,
+                       const char *const *removed, size_t n_removed)
+{
+    rpd_watch_hub *hub = req->core->watch;
+    if (!rpd_watch_tracked(hub, rp_scene_name(sc)))
+        return;
+    id_index *refs = malloc((n ? n : 1) * sizeof *refs);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!refs || !idx) {
+        rpd_watch_record_lost(hub, rp_scene_name(sc), rp_scene_revision(sc));
+    } else {
+        for (size_t k = 0; k < n; k++)
+            refs[k] = (id_index){items[k].id, rp_scene_find(sc, items[k].id)};
+        size_t m = sort_unique(refs, n);
+        for (size_t k = 0; k < m; k++)
+            idx[k] = refs[k].index;
+        rpd_watch_record(hub, sc, rp_scene_revision(sc), idx, m, removed, n_removed);
+    }
+    free(refs);
+    free(idx);
+}
+
+/* For scene.replace on a watched scene: copies of the ids of `old` that the
+ * new content (items) lacks, sorted.  *lost is set when memory ran out. */
+static char **ids_dropped(const rp_scene *old, const rp_shape_put *items, size_t n, size_t *n_out,
+                          bool *lost)
+{
+    *n_out = 0;
+    size_t count = rp_scene_shape_count(old);
+    id_index *keep = malloc((n ? n : 1) * sizeof *keep);
+    size_t *order = malloc((count ? count : 1) * sizeof *order);
+    char **out = calloc(count ? count : 1, sizeof *out);
+    if (!keep || !order || !out || rp_scene_sorted(old, order)) {
+        *lost = true;
+        free(keep);
+        free(order);
+        free(out);
+        return NULL;
+    }
+    for (size_t k = 0; k < n; k++)
+        keep[k] = (id_index){items[k].id, k};
+    size_t m = sort_unique(keep, n);
+    size_t j = 0;
+    for (size_t k = 0; k < count; k++) {
+        const char *id = rp_scene_id_at(old, order[k]);
+        id_index key = {id, 0};
+        if (bsearch(&key, keep, m, sizeof *keep, cmp_id_index))
+            continue;
+        size_t len = strlen(id) + 1;
+        out[j] = malloc(len);
+        if (!out[j]) {
+            *lost = true;
+            break;
+        }
+        memcpy(out[j++], id, len);
+    }
+    free(keep);
+    free(order);
+    *n_out = j;
+    return out;
+}
+
+static void free_ids(char **ids, size_t n)
+{
+    if (!ids)
+        return;
+    for (size_t k = 0; k < n; k++)
+        free(ids[k]);
+    free(ids);
+}
+
 /* ---- handlers ------------------------------------------------------------------- */
 
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
@@ -199,11 +297,14 @@ bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_status st = rp_store_delete(req->core->store, name);
     if (st)
         return store_error(req, st, name, 0, 0);
+    rpd_watch_record_deleted(req->core->watch, name, rp_store_revision(req->core->store));
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "scene");
     rp_jw_string(w, name);
     RP_JW_KEY(w, "deleted");
     rp_jw_bool(w, true);
+    RP_JW_KEY(w, "revision"); /* the revision the deletion took */
+    rp_jw_uint(w, rp_store_revision(req->core->store));
     rp_jw_object_end(w);
     return true;
 }
@@ -228,17 +329,6 @@ bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_array_end(w);
     rp_jw_object_end(w);
     return true;
-}
-
-/* A requested shape: its id and storage index, sorted by id. */
-typedef struct id_index {
-    const char *id;
-    size_t index;
-} id_index;
-
-static int cmp_id_index(const void *a, const void *b)
-{
-    return strcmp(((const id_index *)a)->id, ((const id_index *)b)->id);
 }
 
 /* Sorts requested storage indices by id: O(n log n), so that a long ids
@@ -327,7 +417,8 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
-bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w)
+/* scene.put and scene.replace: the same params, content merged or swapped. */
+static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replace)
 {
     static const char *const keys[] = {"scene", "shapes", "if_revision", "create", NULL};
     const char *name;
@@ -343,15 +434,43 @@ bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!shape_map(req, rpd_param(params, "shapes", path), path, &items, &n))
         return false;
     rp_scene *sc;
-    rp_status st = rp_store_put(req->core->store, name, items, n, has_rev ? &expected : NULL,
-                                create, &sc, &actual);
+    const uint64_t *expect = has_rev ? &expected : NULL;
+    /* A watched scene's replacement also reports the ids that go: listed
+     * before the old content is freed. */
+    char **dropped = NULL;
+    size_t n_dropped = 0;
+    bool lost = false;
+    const rp_scene *old = replace && rpd_watch_tracked(req->core->watch, name)
+                              ? rp_store_find(req->core->store, name)
+                              : NULL;
+    if (old)
+        dropped = ids_dropped(old, items, n, &n_dropped, &lost);
+    rp_status st = replace ? rp_store_replace(req->core->store, name, items, n, expect, create,
+                                              &sc, &actual)
+                           : rp_store_put(req->core->store, name, items, n, expect, create, &sc,
+                                          &actual);
+    if (!st && lost)
+        rpd_watch_record_lost(req->core->watch, name, rp_scene_revision(sc));
+    else if (!st)
+        record_put(req, sc, items, n, (const char *const *)dropped, n_dropped);
     free(items);
+    free_ids(dropped, n_dropped);
     if (st)
         return store_error(req, st, name, expected, actual);
     rp_jw_object_begin(w);
     write_scene_rev(w, sc);
     rp_jw_object_end(w);
     return true;
+}
+
+bool rpd_m_scene_put(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    return scene_write(req, params, w, false);
+}
+
+bool rpd_m_scene_replace(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    return scene_write(req, params, w, true);
 }
 
 bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
@@ -369,7 +488,28 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
     size_t n, removed = 0;
     if (!id_list(req, rpd_param(params, "ids", path), path, sc, false, &ids, NULL, &n))
         return false;
+    /* A watched scene's removal lists the ids that were there. */
+    id_index *gone = NULL;
+    size_t n_gone = 0;
+    bool watched = rpd_watch_tracked(req->core->watch, rp_scene_name(sc));
+    if (watched && (gone = malloc((n ? n : 1) * sizeof *gone)) != NULL) {
+        for (size_t k = 0; k < n; k++)
+            if (rp_scene_find(sc, ids[k]) != SIZE_MAX)
+                gone[n_gone++] = (id_index){ids[k], 0};
+        n_gone = sort_unique(gone, n_gone);
+    }
     rp_status st = rp_scene_remove(sc, ids, n, has_rev ? &expected : NULL, &removed, &actual);
+    if (!st && watched) {
+        const char **list = gone ? malloc((n_gone ? n_gone : 1) * sizeof *list) : NULL;
+        for (size_t k = 0; list && k < n_gone; k++)
+            list[k] = gone[k].id;
+        if (list)
+            rpd_watch_record(req->core->watch, sc, rp_scene_revision(sc), NULL, 0, list, n_gone);
+        else
+            rpd_watch_record_lost(req->core->watch, rp_scene_name(sc), rp_scene_revision(sc));
+        free(list);
+    }
+    free(gone);
     free(ids);
     if (st)
         return store_error(req, st, rp_scene_name(sc), expected, actual);

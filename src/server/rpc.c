@@ -16,6 +16,7 @@
 
 #include "methods.h"
 #include "rpc.h"
+#include "watch.h"
 
 /* When a line frees at least this much of the store (a scene of ~30,000
  * shapes or more deleted or replaced), free heap pages go back to the system. */
@@ -39,13 +40,16 @@ bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
     core->store = rp_store_new(&sl);
     core->start_ns = rpd_now_ns();
     strcpy(core->run_id, "00000000000000000000000000000000");
-    return core->store != NULL;
+    core->watch = rpd_watch_hub_new();
+    return core->store != NULL && core->watch != NULL;
 }
 
 void rpd_core_free(rpd_core *core)
 {
     rp_store_free(core->store);
     core->store = NULL;
+    rpd_watch_hub_free(core->watch);
+    core->watch = NULL;
     if (core->token) {
         memset(core->token, 0, core->token_len); /* do not leave it in freed memory */
         free(core->token);

@@ -535,6 +535,7 @@ int rpd_server_run(const rpd_config *cfg)
         return 1;
     }
     make_run_id(srv.core.run_id);
+    rpd_conn_watch_io(&srv);
     if (cfg->token_file && !read_token(cfg->token_file, &srv.core)) {
         rpd_core_free(&srv.core);
         uv_loop_close(srv.loop);

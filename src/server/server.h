@@ -126,6 +126,8 @@ void rpd_conn_sweep(rpd_server *srv);
 /* Continues a connection that yielded its time slice (server.c calls it
  * from the resume idle handle). */
 void rpd_conn_resume(rpd_conn *c);
+/* Lets the watch code reach connections (installs rpd_watch_io). */
+void rpd_conn_watch_io(rpd_server *srv);
 /* server.c: marks c as yielded and makes sure the resume handle runs. */
 void rpd_conn_yield(rpd_conn *c);
 /* server.c: called when a connection is gone. */

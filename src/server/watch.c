@@ -1,0 +1,554 @@
+/*
+ * Watch notifications: per-scene change history, watchers, delivery.  See
+ * watch.h for the rules; the protocol is in proto/PROTOCOL.md.
+ *
+ * A change is encoded once, when it is recorded, as the tail of its
+ * notification:
+ *
+ *   "scene":S,"revision":R,"put":{…},"removed":[…]}}\n
+ *
+ * and each watcher gets its own head in front of it
+ *
+ *   {"jsonrpc":"2.0","method":"scene.changed","params":{"watch":W,
+ *
+ * so that fanning one change out to many watchers copies bytes and formats
+ * one number per watcher.
+ *
+ * Every watch remembers the last revision it was sent (`seen`).  Live
+ * delivery, `since` replay and catching up after a flush are then the same
+ * walk: send the kept changes newer than `seen`.  When `seen` is older than
+ * the history (`base`), the watcher cannot be caught up and gets
+ * scene.resync.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "watch.h"
+#include "methods.h"
+
+typedef struct change {
+    uint64_t revision;
+    char *tail; /* see the top; len bytes */
+    size_t len;
+} change;
+
+typedef struct wscene wscene;
+
+struct rpd_watch {
+    uint64_t id;
+    wscene *ws;
+    rpd_session *session;
+    struct rpd_watch *prev, *next; /* in ws->watches */
+    struct rpd_watch *session_next; /* in session->watches */
+    uint64_t seen;       /* last revision sent (or replayed from) */
+    bool lagging;        /* output over the buffer: waits to drain */
+    bool resync;         /* owes a scene.resync */
+};
+typedef struct rpd_watch rpd_watch;
+
+struct wscene {
+    wscene *next; /* in hub->scenes or hub->dying */
+    char *name;
+    uint64_t base;    /* history holds the changes after this revision */
+    uint64_t current; /* the scene's revision as last recorded */
+    uint64_t deleted; /* dying: the revision of the deletion */
+    change *ring;     /* RPD_WATCH_HISTORY_CHANGES slots */
+    size_t head, count; /* oldest slot, changes kept */
+    size_t bytes;       /* their tails */
+    rpd_watch *watches;
+    bool dirty;         /* something to send */
+};
+
+struct rpd_watch_hub {
+    wscene *scenes; /* existing scenes that record changes */
+    wscene *dying;  /* deleted: their watchers are told once, then freed */
+    uint64_t next_id;
+    size_t watches;
+    size_t history_bytes;
+    bool dirty;
+    rpd_watch_io io;
+};
+
+static const char changed_head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"scene.changed\","
+                                   "\"params\":{\"watch\":";
+
+rpd_watch_hub *rpd_watch_hub_new(void)
+{
+    return calloc(1, sizeof(rpd_watch_hub));
+}
+
+void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io)
+{
+    hub->io = *io;
+}
+
+size_t rpd_watch_count(const rpd_watch_hub *hub) { return hub->watches; }
+size_t rpd_watch_history_bytes(const rpd_watch_hub *hub) { return hub->history_bytes; }
+
+/* ---- history -------------------------------------------------------------- */
+
+static change *ring_at(wscene *ws, size_t k)
+{
+    return &ws->ring[(ws->head + k) % RPD_WATCH_HISTORY_CHANGES];
+}
+
+static void drop_oldest(rpd_watch_hub *hub, wscene *ws)
+{
+    change *c = ring_at(ws, 0);
+    ws->base = c->revision;
+    ws->bytes -= c->len;
+    hub->history_bytes -= c->len;
+    free(c->tail);
+    c->tail = NULL;
+    ws->head = (ws->head + 1) % RPD_WATCH_HISTORY_CHANGES;
+    ws->count--;
+}
+
+/* Forgets every kept change: history now starts at `revision`, and every
+ * watcher that had not reached it owes a resync. */
+static void drop_history(rpd_watch_hub *hub, wscene *ws, uint64_t revision)
+{
+    while (ws->count)
+        drop_oldest(hub, ws);
+    ws->base = revision;
+    for (rpd_watch *w = ws->watches; w; w = w->next)
+        if (w->seen < revision)
+            w->resync = true;
+}
+
+static void free_wscene(rpd_watch_hub *hub, wscene *ws)
+{
+    while (ws->count)
+        drop_oldest(hub, ws);
+    free(ws->ring);
+    free(ws->name);
+    free(ws);
+}
+
+static wscene *find_scene(const rpd_watch_hub *hub, const char *name)
+{
+    for (wscene *ws = hub->scenes; ws; ws = ws->next)
+        if (strcmp(ws->name, name) == 0)
+            return ws;
+    return NULL;
+}
+
+bool rpd_watch_tracked(const rpd_watch_hub *hub, const char *name)
+{
+    return hub && find_scene(hub, name) != NULL;
+}
+
+static void mark_dirty(rpd_watch_hub *hub, wscene *ws)
+{
+    ws->dirty = true;
+    hub->dirty = true;
+}
+
+/* The tail of a change notification (see the top), NULL when it would pass
+ * the history's byte bound or memory ran out. */
+static char *encode_tail(const rp_scene *sc, uint64_t revision, const size_t *put_idx,
+                         size_t n_put, const char *const *removed, size_t n_removed,
+                         size_t *len)
+{
+    rp_jw w;
+    rp_jw_init(&w);
+    rp_jw_set_limit(&w, RPD_WATCH_HISTORY_BYTES);
+    rp_jw_object_begin(&w);
+    RP_JW_KEY(&w, "scene");
+    rp_jw_string(&w, rp_scene_name(sc));
+    RP_JW_KEY(&w, "revision");
+    rp_jw_uint(&w, revision);
+    RP_JW_KEY(&w, "put");
+    rp_jw_object_begin(&w);
+    for (size_t k = 0; k < n_put && !rp_jw_failed(&w); k++) {
+        rp_jw_key(&w, rp_scene_id_at(sc, put_idx[k]));
+        rp_jw_shape(&w, rp_scene_shape_at(sc, put_idx[k]));
+    }
+    rp_jw_object_end(&w);
+    RP_JW_KEY(&w, "removed");
+    rp_jw_array_begin(&w);
+    for (size_t k = 0; k < n_removed && !rp_jw_failed(&w); k++)
+        rp_jw_string(&w, removed[k]);
+    rp_jw_array_end(&w);
+    rp_jw_object_end(&w);
+    rp_jw_raw(&w, "}\n", 2);
+    if (rp_jw_failed(&w)) {
+        rp_jw_free(&w);
+        return NULL;
+    }
+    size_t n;
+    char *json = rp_jw_detach(&w, &n);
+    if (!json)
+        return NULL;
+    /* Drop the leading '{': the head supplies it. */
+    memmove(json, json + 1, n - 1);
+    *len = n - 1;
+    return json;
+}
+
+void rpd_watch_record(rpd_watch_hub *hub, const rp_scene *sc, uint64_t revision,
+                      const size_t *put_idx, size_t n_put, const char *const *removed,
+                      size_t n_removed)
+{
+    wscene *ws = hub ? find_scene(hub, rp_scene_name(sc)) : NULL;
+    if (!ws)
+        return;
+    ws->current = revision;
+    mark_dirty(hub, ws);
+    size_t len;
+    char *tail = encode_tail(sc, revision, put_idx, n_put, removed, n_removed, &len);
+    if (!tail) {
+        drop_history(hub, ws, revision);
+        return;
+    }
+    while (ws->count && (ws->count == RPD_WATCH_HISTORY_CHANGES ||
+                         ws->bytes + len > RPD_WATCH_HISTORY_BYTES))
+        drop_oldest(hub, ws);
+    change *c = ring_at(ws, ws->count);
+    c->revision = revision;
+    c->tail = tail;
+    c->len = len;
+    ws->count++;
+    ws->bytes += len;
+    hub->history_bytes += len;
+}
+
+void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision)
+{
+    wscene *ws = hub ? find_scene(hub, name) : NULL;
+    if (!ws)
+        return;
+    ws->current = revision;
+    mark_dirty(hub, ws);
+    drop_history(hub, ws, revision);
+}
+
+void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision)
+{
+    if (!hub)
+        return;
+    for (wscene **p = &hub->scenes; *p; p = &(*p)->next) {
+        wscene *ws = *p;
+        if (strcmp(ws->name, name) != 0)
+            continue;
+        *p = ws->next;
+        ws->deleted = revision;
+        ws->next = hub->dying;
+        hub->dying = ws;
+        mark_dirty(hub, ws);
+        return;
+    }
+}
+
+/* ---- watches ---------------------------------------------------------------- */
+
+static void unlink_watch(rpd_watch_hub *hub, rpd_watch *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        w->ws->watches = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    /* Out of the session's list. */
+    for (rpd_watch **p = &w->session->watches; *p; p = &(*p)->session_next)
+        if (*p == w) {
+            *p = w->session_next;
+            break;
+        }
+    if (w->lagging)
+        w->session->lagging--;
+    hub->watches--;
+    free(w);
+}
+
+void rpd_watch_session_end(rpd_watch_hub *hub, rpd_session *s)
+{
+    while (s->watches)
+        unlink_watch(hub, s->watches);
+}
+
+bool rpd_watch_session_lagging(const rpd_session *s)
+{
+    return s->lagging > 0;
+}
+
+/* ---- delivery ---------------------------------------------------------------- */
+
+/* A notification without changes: scene.resync or scene.deleted. */
+static void send_plain(rpd_watch_hub *hub, rpd_watch *w, const char *method, uint64_t revision)
+{
+    rp_jw line;
+    rp_jw_init(&line);
+    rp_jw_object_begin(&line);
+    RP_JW_KEY(&line, "jsonrpc");
+    rp_jw_string(&line, "2.0");
+    RP_JW_KEY(&line, "method");
+    rp_jw_string(&line, method);
+    RP_JW_KEY(&line, "params");
+    rp_jw_object_begin(&line);
+    RP_JW_KEY(&line, "watch");
+    rp_jw_uint(&line, w->id);
+    RP_JW_KEY(&line, "scene");
+    rp_jw_string(&line, w->ws->name);
+    RP_JW_KEY(&line, "revision");
+    rp_jw_uint(&line, revision);
+    rp_jw_object_end(&line);
+    rp_jw_object_end(&line);
+    rp_jw_end_line(&line);
+    /* Out of memory for a line of ~100 bytes: the watcher misses this one
+     * notification; there is nothing better to do for it. */
+    if (!rp_jw_failed(&line) && hub->io.send)
+        hub->io.send(w->session, line.buf, line.len);
+    rp_jw_free(&line);
+}
+
+static size_t backlog(const rpd_watch_hub *hub, const rpd_session *s)
+{
+    return hub->io.backlog ? hub->io.backlog(s) : 0;
+}
+
+/* Index of the first kept change newer than `seen` (count when none). */
+static size_t first_after(wscene *ws, uint64_t seen)
+{
+    size_t lo = 0, hi = ws->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ring_at(ws, mid)->revision <= seen)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Sends one watcher what it has not seen.  Returns whether it sent
+ * anything. */
+static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
+{
+    wscene *ws = w->ws;
+    if (w->lagging)
+        return false;
+    if (w->seen < ws->base)
+        w->resync = true;
+    if (w->resync) {
+        w->resync = false;
+        w->seen = ws->current;
+        send_plain(hub, w, "scene.resync", ws->current);
+        return true;
+    }
+    bool sent = false;
+    char head[sizeof changed_head + 24];
+    for (size_t k = first_after(ws, w->seen); k < ws->count; k++) {
+        const change *c = ring_at(ws, k);
+        int hn = snprintf(head, sizeof head, "%s%llu,", changed_head, (unsigned long long)w->id);
+        if (backlog(hub, w->session) + (size_t)hn + c->len > buffer) {
+            /* Behind by more than its buffer: nothing more until the
+             * output drains, then a resync (rpd_watch_drained). */
+            w->lagging = true;
+            w->session->lagging++;
+            break;
+        }
+        if (hub->io.send) {
+            hub->io.send(w->session, head, (size_t)hn);
+            hub->io.send(w->session, c->tail, c->len);
+        }
+        w->seen = c->revision;
+        sent = true;
+    }
+    return sent;
+}
+
+void rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits)
+{
+    if (!hub || !hub->dirty)
+        return;
+    hub->dirty = false;
+    for (wscene *ws = hub->scenes; ws; ws = ws->next) {
+        if (!ws->dirty)
+            continue;
+        ws->dirty = false;
+        for (rpd_watch *w = ws->watches; w; w = w->next)
+            if (deliver(hub, w, limits->watch_buffer_bytes) && hub->io.commit)
+                hub->io.commit(w->session);
+    }
+    /* Deleted scenes: the last changes, then scene.deleted, then the watch
+     * ends. */
+    while (hub->dying) {
+        wscene *ws = hub->dying;
+        hub->dying = ws->next;
+        while (ws->watches) {
+            rpd_watch *w = ws->watches;
+            deliver(hub, w, limits->watch_buffer_bytes);
+            send_plain(hub, w, "scene.deleted", ws->deleted);
+            if (hub->io.commit)
+                hub->io.commit(w->session);
+            unlink_watch(hub, w);
+        }
+        free_wscene(hub, ws);
+    }
+}
+
+void rpd_watch_drained(rpd_watch_hub *hub, rpd_session *s, const rpd_limits *limits)
+{
+    if (!s->lagging || backlog(hub, s) > limits->watch_buffer_bytes / 2)
+        return;
+    bool sent = false;
+    for (rpd_watch *w = s->watches; w; w = w->session_next) {
+        if (!w->lagging)
+            continue;
+        w->lagging = false;
+        s->lagging--;
+        w->resync = true;
+        sent |= deliver(hub, w, limits->watch_buffer_bytes);
+    }
+    if (sent && hub->io.commit)
+        hub->io.commit(s);
+}
+
+void rpd_watch_hub_free(rpd_watch_hub *hub)
+{
+    if (!hub)
+        return;
+    /* Sessions are gone by now (their watches ended with them); free what
+     * is left regardless. */
+    for (wscene *lists[2] = {hub->scenes, hub->dying}, **l = lists; l < lists + 2; l++)
+        while (*l) {
+            wscene *ws = *l;
+            *l = ws->next;
+            while (ws->watches) {
+                rpd_watch *w = ws->watches;
+                ws->watches = w->next;
+                free(w);
+            }
+            free_wscene(hub, ws);
+        }
+    free(hub);
+}
+
+/* ---- handlers ----------------------------------------------------------------- */
+
+/* The scene's recorder, created on its first watch. */
+static wscene *track(rpd_watch_hub *hub, const rp_scene *sc)
+{
+    wscene *ws = find_scene(hub, rp_scene_name(sc));
+    if (ws)
+        return ws;
+    ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return NULL;
+    ws->ring = calloc(RPD_WATCH_HISTORY_CHANGES, sizeof *ws->ring);
+    size_t n = strlen(rp_scene_name(sc)) + 1;
+    ws->name = malloc(n);
+    if (!ws->ring || !ws->name) {
+        free(ws->ring);
+        free(ws->name);
+        free(ws);
+        return NULL;
+    }
+    memcpy(ws->name, rp_scene_name(sc), n);
+    ws->base = ws->current = rp_scene_revision(sc);
+    ws->next = hub->scenes;
+    hub->scenes = ws;
+    return ws;
+}
+
+static size_t session_watches(const rpd_session *s)
+{
+    size_t n = 0;
+    for (const rpd_watch *w = s->watches; w; w = w->session_next)
+        n++;
+    return n;
+}
+
+bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "since", NULL};
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    rpd_core *core = req->core;
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    const char *name;
+    if (!rp_codec_name(rpd_param(params, "scene", path), path, &name, &ce))
+        return rpd_fail_params(req, &ce);
+    uint64_t since = 0;
+    const cJSON *since_j = rpd_param(params, "since", path);
+    if (since_j && !rp_codec_uint(since_j, path, &since, &ce))
+        return rpd_fail_params(req, &ce);
+    const rp_scene *sc = rp_store_find(core->store, name);
+    if (!sc)
+        return rpd_fail_not_found(req, "scene", name);
+    if (session_watches(req->session) >= core->limits.max_watches)
+        return rpd_fail_limit(req, RPD_LIMIT_max_watches, core->limits.max_watches);
+    rpd_watch *wt = calloc(1, sizeof *wt);
+    wscene *ws = wt ? track(core->watch, sc) : NULL;
+    if (!ws) {
+        free(wt);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    rpd_watch_hub *hub = core->watch;
+    wt->id = ++hub->next_id;
+    wt->ws = ws;
+    wt->session = req->session;
+    wt->seen = ws->current;
+    if (since_j) {
+        /* Replay from `since` when the history reaches back to it; a
+         * revision outside (base, current] cannot be caught up. */
+        if (since >= ws->base && since <= ws->current)
+            wt->seen = since;
+        else
+            wt->resync = true;
+        if (wt->seen < ws->current || wt->resync)
+            mark_dirty(hub, ws);
+    }
+    wt->next = ws->watches;
+    if (ws->watches)
+        ws->watches->prev = wt;
+    ws->watches = wt;
+    wt->session_next = req->session->watches;
+    req->session->watches = wt;
+    hub->watches++;
+
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "scene");
+    rp_jw_string(w, name);
+    RP_JW_KEY(w, "revision");
+    rp_jw_uint(w, ws->current);
+    RP_JW_KEY(w, "watch");
+    rp_jw_uint(w, wt->id);
+    rp_jw_object_end(w);
+    return true;
+}
+
+bool rpd_m_scene_unwatch(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"watch", NULL};
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    const cJSON *id_j = rpd_param(params, "watch", path);
+    uint64_t id;
+    if (!id_j)
+        return rpd_fail_path(req, path, "is required");
+    if (!rp_codec_uint(id_j, path, &id, &ce))
+        return rpd_fail_params(req, &ce);
+    rpd_watch *wt = req->session->watches;
+    while (wt && wt->id != id)
+        wt = wt->session_next;
+    if (!wt) {
+        char text[24];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)id);
+        return rpd_fail_not_found(req, "watch", text);
+    }
+    unlink_watch(req->core->watch, wt);
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "watch");
+    rp_jw_uint(w, id);
+    RP_JW_KEY(w, "unwatched");
+    rp_jw_bool(w, true);
+    rp_jw_object_end(w);
+    return true;
+}

@@ -1,0 +1,94 @@
+/*
+ * Watch notifications (DESIGN §3b): scene.watch / scene.unwatch, and the
+ * scene.changed, scene.deleted and scene.resync notifications they bring.
+ *
+ * The mutation handlers record each committed change of a watched scene
+ * (rpd_watch_record_*); nothing is sent while a request line is being
+ * handled, because a watcher may be the connection whose reply is being
+ * written.  rpd_watch_flush, called by the connection code once it has
+ * run the lines it had, sends what each watcher has not seen yet, in
+ * revision order.
+ *
+ * History.  A scene that has been watched once keeps its last changes
+ * (RPD_WATCH_HISTORY_CHANGES, at most RPD_WATCH_HISTORY_BYTES of encoded
+ * text) for as long as it exists, so that scene.watch with `since` can
+ * replay what a reconnecting client missed.  A scene never watched records
+ * nothing and costs nothing.
+ *
+ * Buffers.  A watcher whose connection holds more than watch_buffer_bytes
+ * of unsent output when a notification is due stops receiving them; once
+ * its output has drained to half of that it gets one scene.resync with the
+ * scene's current revision, and notifications resume after it.  So a
+ * stalled watcher costs at most its buffer, and the others never wait.
+ *
+ * This file knows nothing of libuv: the server installs rpd_watch_io to
+ * reach a session's connection.
+ */
+#ifndef REPOSE_SERVER_WATCH_H
+#define REPOSE_SERVER_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "req.h"
+
+#define RPD_WATCH_HISTORY_CHANGES 4096
+#define RPD_WATCH_HISTORY_BYTES (4u << 20)
+
+/* How notifications reach a session's connection (conn.c). */
+typedef struct rpd_watch_io {
+    /* Appends bytes to the session's output (not yet written). */
+    void (*send)(rpd_session *s, const char *bytes, size_t len);
+    /* Starts writing what send appended. */
+    void (*commit)(rpd_session *s);
+    /* Bytes of output the session's peer has not received yet. */
+    size_t (*backlog)(const rpd_session *s);
+} rpd_watch_io;
+
+typedef struct rpd_watch_hub rpd_watch_hub;
+
+rpd_watch_hub *rpd_watch_hub_new(void);
+void rpd_watch_hub_free(rpd_watch_hub *hub);
+void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io);
+
+/* Watches open, and bytes of history kept (stats). */
+size_t rpd_watch_count(const rpd_watch_hub *hub);
+size_t rpd_watch_history_bytes(const rpd_watch_hub *hub);
+
+/* Whether scene `name` records its changes (it has been watched). */
+bool rpd_watch_tracked(const rpd_watch_hub *hub, const char *name);
+
+/* Records a committed change of a tracked scene at `revision`: `put` ids
+ * with their shapes as they now are in sc (put_idx: storage indices in sc,
+ * sorted by id, n_put of them), and `removed` ids (n_removed, sorted, each
+ * once).  A change that cannot be kept (too large, out of memory) drops the
+ * history and sends every watcher of the scene a scene.resync instead. */
+void rpd_watch_record(rpd_watch_hub *hub, const rp_scene *sc, uint64_t revision,
+                      const size_t *put_idx, size_t n_put, const char *const *removed,
+                      size_t n_removed);
+
+/* Records that scene `name` changed at `revision` in a way that could not
+ * be encoded (out of memory): its watchers get scene.resync. */
+void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision);
+
+/* Records the deletion of scene `name` at `revision`: its watchers get what
+ * they have not seen, then scene.deleted, and their watches end. */
+void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision);
+
+/* Sends pending notifications to every watcher. */
+void rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits);
+
+/* Whether the session has watches waiting for their output to drain, and
+ * the call the connection makes when its output went down. */
+bool rpd_watch_session_lagging(const rpd_session *s);
+void rpd_watch_drained(rpd_watch_hub *hub, rpd_session *s, const rpd_limits *limits);
+
+/* Ends every watch of a session (its connection is closing). */
+void rpd_watch_session_end(rpd_watch_hub *hub, rpd_session *s);
+
+/* Handlers (methods table). */
+bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_unwatch(rpd_req *req, const cJSON *params, rp_jw *w);
+
+#endif /* REPOSE_SERVER_WATCH_H */
