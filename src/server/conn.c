@@ -36,6 +36,8 @@ typedef struct write_req {
 } write_req;
 
 static void on_close(uv_handle_t *h);
+static void on_watch_timer(uv_timer_t *t);
+static void watch_unpend(rpd_conn *c);
 static void start_reading(rpd_conn *c);
 static void process_lines(rpd_conn *c);
 
@@ -460,6 +462,7 @@ static void on_close(uv_handle_t *h)
     /* Watches end here, not in rpd_conn_close: the watch code may be walking
      * its watchers when a write fails and closes a connection. */
     rpd_watch_session_end(srv->core.watch, &c->session);
+    watch_unpend(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -581,6 +584,32 @@ void rpd_conn_sweep(rpd_server *srv)
 
 /* ---- watch notifications (watch.h) ------------------------------------------ */
 
+static void on_watch_timer(uv_timer_t *t)
+{
+    rpd_server *srv = t->data;
+    uint64_t now = rpd_now_ns();
+    while (srv->watch_pending) {
+        rpd_conn *c = srv->watch_pending;
+        srv->watch_pending = c->watch_next;
+        c->watch_pending = false;
+        c->watch_flushed_ns = now;
+        flush(c);
+    }
+}
+
+/* Takes a closing connection off the timer's list. */
+static void watch_unpend(rpd_conn *c)
+{
+    if (!c->watch_pending)
+        return;
+    for (rpd_conn **p = &c->srv->watch_pending; *p; p = &(*p)->watch_next)
+        if (*p == c) {
+            *p = c->watch_next;
+            break;
+        }
+    c->watch_pending = false;
+}
+
 static void watch_send(rpd_session *s, const char *bytes, size_t len)
 {
     rpd_conn *c = s->owner;
@@ -588,9 +617,27 @@ static void watch_send(rpd_session *s, const char *bytes, size_t len)
         rp_jw_raw(&c->out, bytes, len);
 }
 
+/* Writes a watcher's notifications now, unless it was written to within
+ * RPD_WATCH_BATCH_NS: then the timer writes whatever has piled up by then
+ * in one go.  A quiet scene's watchers hear at once; a busy one's get a
+ * write per period. */
 static void watch_commit(rpd_session *s)
 {
-    flush(s->owner);
+    rpd_conn *c = s->owner;
+    rpd_server *srv = c->srv;
+    if (c->watch_pending || uv_is_closing(&c->h.handle))
+        return;
+    uint64_t now = rpd_now_ns();
+    if (now - c->watch_flushed_ns >= RPD_WATCH_BATCH_NS) {
+        c->watch_flushed_ns = now;
+        flush(c);
+        return;
+    }
+    c->watch_pending = true;
+    c->watch_next = srv->watch_pending;
+    if (!srv->watch_pending)
+        uv_timer_start(&srv->watch_timer, on_watch_timer, RPD_WATCH_BATCH_MS, 0);
+    srv->watch_pending = c;
 }
 
 static size_t watch_backlog(const rpd_session *s)
@@ -602,4 +649,12 @@ void rpd_conn_watch_io(rpd_server *srv)
 {
     static const rpd_watch_io io = {watch_send, watch_commit, watch_backlog};
     rpd_watch_set_io(srv->core.watch, &io);
+    uv_timer_init(srv->loop, &srv->watch_timer);
+    srv->watch_timer.data = srv;
+}
+
+void rpd_conn_watch_close(rpd_server *srv)
+{
+    if (!uv_is_closing((uv_handle_t *)&srv->watch_timer))
+        uv_close((uv_handle_t *)&srv->watch_timer, NULL);
 }

@@ -409,6 +409,7 @@ static void maybe_finish(rpd_server *srv)
     if (srv->watchdog_started)
         close_if_open((uv_handle_t *)&srv->watchdog);
     close_if_open((uv_handle_t *)&srv->sweep);
+    rpd_conn_watch_close(srv);
     close_if_open((uv_handle_t *)&srv->resume);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
@@ -535,7 +536,6 @@ int rpd_server_run(const rpd_config *cfg)
         return 1;
     }
     make_run_id(srv.core.run_id);
-    rpd_conn_watch_io(&srv);
     if (cfg->token_file && !read_token(cfg->token_file, &srv.core)) {
         rpd_core_free(&srv.core);
         uv_loop_close(srv.loop);
@@ -567,6 +567,7 @@ int rpd_server_run(const rpd_config *cfg)
     }
     uv_idle_init(srv.loop, &srv.resume);
     srv.resume.data = &srv;
+    rpd_conn_watch_io(&srv);
     uv_timer_init(srv.loop, &srv.sweep);
     srv.sweep.data = &srv;
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);

@@ -35,6 +35,12 @@
  * how often lingering connections are checked. */
 #define RPD_LINGER_MS 2000
 #define RPD_SWEEP_MS 500
+/* A watcher's connection that was written to less than this long ago gets
+ * its next notifications batched into one write when the timer fires, ns
+ * (and the timer's period, ms): fan-out to many watchers of a busy scene
+ * costs one write per watcher per period, not one per change. */
+#define RPD_WATCH_BATCH_NS (1000u * 1000u)
+#define RPD_WATCH_BATCH_MS 1
 /* Listening sockets: ours (at most one TCP and one Unix) or those passed by
  * systemd (socket activation, at most RPD_SD_MAX_FDS). */
 #define RPD_MAX_LISTENERS RPD_SD_MAX_FDS
@@ -88,6 +94,9 @@ typedef struct rpd_conn {
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
     size_t input_counted; /* this connection's share of srv->input_bytes */
+    uint64_t watch_flushed_ns; /* last write of notifications (rpd_now_ns) */
+    bool watch_pending;        /* in srv->watch_pending: notifications wait for the timer */
+    struct rpd_conn *watch_next;
     uv_shutdown_t shutdown_req;
     rpd_session session;
 } rpd_conn;
@@ -110,6 +119,8 @@ struct rpd_server {
     bool watchdog_started;
     bool stopping;
     rpd_conn *conns; /* doubly linked list */
+    uv_timer_t watch_timer;     /* writes batched notifications (RPD_WATCH_BATCH_MS) */
+    rpd_conn *watch_pending;    /* connections it will write to */
 };
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */
@@ -126,8 +137,10 @@ void rpd_conn_sweep(rpd_server *srv);
 /* Continues a connection that yielded its time slice (server.c calls it
  * from the resume idle handle). */
 void rpd_conn_resume(rpd_conn *c);
-/* Lets the watch code reach connections (installs rpd_watch_io). */
+/* Lets the watch code reach connections (installs rpd_watch_io) and sets
+ * up the batching timer; rpd_conn_watch_close closes that timer. */
 void rpd_conn_watch_io(rpd_server *srv);
+void rpd_conn_watch_close(rpd_server *srv);
 /* server.c: marks c as yielded and makes sure the resume handle runs. */
 void rpd_conn_yield(rpd_conn *c);
 /* server.c: called when a connection is gone. */

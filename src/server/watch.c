@@ -42,6 +42,8 @@ struct rpd_watch {
     struct rpd_watch *prev, *next; /* in ws->watches */
     struct rpd_watch *session_next; /* in session->watches */
     uint64_t seen;       /* last revision sent (or replayed from) */
+    char head[96];       /* its scene.changed head (see the top) */
+    unsigned head_len;
     bool lagging;        /* output over the buffer: waits to drain */
     bool resync;         /* owes a scene.resync */
 };
@@ -339,11 +341,10 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
         return true;
     }
     bool sent = false;
-    char head[sizeof changed_head + 24];
+    size_t hn = w->head_len;
     for (size_t k = first_after(ws, w->seen); k < ws->count; k++) {
         const change *c = ring_at(ws, k);
-        int hn = snprintf(head, sizeof head, "%s%llu,", changed_head, (unsigned long long)w->id);
-        if (backlog(hub, w->session) + (size_t)hn + c->len > buffer) {
+        if (backlog(hub, w->session) + hn + c->len > buffer) {
             /* Behind by more than its buffer: nothing more until the
              * output drains, then a resync (rpd_watch_drained). */
             w->lagging = true;
@@ -351,7 +352,7 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
             break;
         }
         if (hub->io.send) {
-            hub->io.send(w->session, head, (size_t)hn);
+            hub->io.send(w->session, w->head, hn);
             hub->io.send(w->session, c->tail, c->len);
         }
         w->seen = c->revision;
@@ -490,6 +491,8 @@ bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w)
     }
     rpd_watch_hub *hub = core->watch;
     wt->id = ++hub->next_id;
+    wt->head_len = (unsigned)snprintf(wt->head, sizeof wt->head, "%s%llu,", changed_head,
+                                      (unsigned long long)wt->id);
     wt->ws = ws;
     wt->session = req->session;
     wt->seen = ws->current;
