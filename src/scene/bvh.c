@@ -1,22 +1,29 @@
 /*
- * Bounding-volume hierarchy over a scene's shapes, and the per-shape queries
- * built on it: nearest scene shape, and every shape below a threshold.
+ * Bounding-volume hierarchy over a scene's shapes, kept up to date by the
+ * mutations, and the per-shape queries built on it: nearest scene shape,
+ * and every shape below a threshold.
  *
- * Layout.  A binary tree of axis-aligned boxes stored in one array; an inner
- * node's children sit next to each other at `first` and `first + 1`; a leaf
- * holds up to LEAF_MAX shapes, order[first .. first + count).  Boxes are
- * floats (36-byte nodes) rounded outwards, so a float box always contains
- * the double-precision shape.
+ * Layout.  A binary tree with one shape per leaf.  Only inner nodes are
+ * stored (rp_bvh_node, scene_int.h: 44 bytes, n - 1 of them for n shapes),
+ * densely in one array; a child reference is either a node index or, with
+ * RP_BVH_SHAPE set, a shape's entry index.  A shape has no node of its own:
+ * its box is computed from the shape when needed (shape_fbox), and its
+ * parent node sits in its scene entry (scene_entry.leaf, in what was
+ * padding).  Boxes are floats rounded outwards, so a float box always
+ * contains the double-precision shape.  Nodes are read through node_at and
+ * written through node_mut only, so that the storage can later become
+ * copy-on-write chunks shared between scene versions.
  *
  * Bounds.  Every pair inside a node is at least as far apart as the query's
  * box and the node's box (both include the radii); when those overlap, the
- * signed distance can still be as low as -(r_query + largest radius inside),
- * the deepest possible penetration.  The larger of the two bounds prunes.
- * The
+ * signed distance can still be as low as -(r_query + rmax of the node), the
+ * deepest possible penetration.  The larger of the two bounds prunes.  The
  * kernels' results carry an error of up to 16*eps*S (geometry.h); every box
  * is inflated by BOX_SLACK*eps*S of its own shape, so the bound stays below
  * the *computed* distance as well, and the tree returns exactly what a
- * brute-force scan returns (same distances, same pair, same tie rule).
+ * brute-force scan returns (same distances, same pair, same tie rule).  A
+ * node's box may be larger than its children's and its rmax larger than
+ * every radius below (after moves and removals): both only weaken the bound.
  *
  * Range.  Shapes near the largest double (centre 1e308, radius 1.7e308)
  * have boxes that overflow to infinity, and any coordinate beyond float
@@ -27,38 +34,98 @@
  * square is finite (below 1.3e154), and a penetration bound -(inf) never
  * prunes.  Distances themselves are finite (geometry.h saturates them at
  * ±DBL_MAX), so every comparison with a bound is an ordinary one.  Split
- * keys are core centres, always finite.
+ * keys are core centres, always finite.  Surface areas (insertion costs,
+ * the quality measure) clamp each extent to FLT_MAX, so they are finite
+ * too (extents are never NaN for the same reason as the gaps).
  *
- * Maintenance.  The tree is rebuilt lazily: mutations mark it stale, and the
- * first query after them rebuilds it (O(n log n), median splits).  Queries
- * are otherwise read-only; rp_scene_prepare builds it ahead of concurrent
- * readers.
+ * Maintenance.  Every mutation updates the tree itself; queries never write
+ * (they may run on several threads against one scene).
+ *   - Insert (a new id): descend from the root, at each node into the child
+ *     whose box grows least in surface area (a shape child counts the whole
+ *     area of the new node it would share), and pair the new shape with the
+ *     shape or height-1 node reached (with the height-1 node itself when
+ *     that adds less area).  Then walk up refitting boxes, radius bounds and
+ *     heights, with AVL rotations: wherever the children's heights differ
+ *     by 2, the taller child takes its parent's place and its shorter child
+ *     (by area, when equally tall) moves over to the parent.  Children are
+ *     unordered, so one such rotation restores the balance.  Pairing only at
+ *     height <= 1 is what keeps the AVL invariant (|child heights| <= 1
+ *     everywhere): the height is at most 1.44 log2(n + 2), below 45 for any
+ *     scene, whatever the insertion order.
+ *   - Remove: the leaf's sibling takes its parent's place, the parent node
+ *     goes (the last node moves into its slot), then the same walk up.
+ *   - Move (a put of an existing id): when the new shape's box fits inside
+ *     its parent's box, only the radius bounds of the ancestors are raised
+ *     if needed; otherwise remove and insert.
+ *   The walks stop at the first ancestor that does not change: O(log n)
+ *   per shape.
+ *   - Bulk: scene.create, and a put adding more than count/4 + 64 shapes,
+ *     build the whole tree top-down (build_tree: median splits along the
+ *     widest axis of the shapes' core centres, which is balanced).
+ *   - Quality: after a mutation, once the leaf insertions and removals
+ *     since the last check exceed count/4 + 64, the summed inner-node area
+ *     is measured (O(n), so O(1) amortised per change) and the tree is
+ *     rebuilt when it is more than twice the area measured at the last
+ *     build; it is also rebuilt if the height ever exceeds
+ *     2 ceil(log2 n) + 4 (a guard: the AVL bound is lower).  Rebuilds cost
+ *     O(n log n) at most once per count/4 changes: O(log n) amortised.
+ *   build_tree reads the shapes and writes only the nodes and scratch it is
+ *   given, so it can run on a worker thread against an immutable scene;
+ *   install_tree then writes the leaves' parents into the entries.
  */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "scene_int.h"
 
-/* Shapes per leaf (2 measured fastest for robot checks at 10k shapes, 17%
- * ahead of 4, at 46 bytes of tree per shape), and the scene size below which
- * scans beat the tree. */
-#define LEAF_MAX 2
+_Static_assert(sizeof(rp_bvh_node) == 44, "tree nodes are budgeted at 44 bytes");
+
+/* The scene size below which scans beat the tree (the tree is maintained
+ * all the same, so that queries never have to build it). */
 #define SMALL_SCENE 16
 /* Box inflation in units of eps*S (S: the shape's largest magnitude); above
  * the kernels' 16 eps*S error bound plus the rounding of the box distance. */
 #define BOX_SLACK 64.0
-/* Traversal stack.  Median splits give a depth of at most log2(n) <= 32 for
- * n < 2^32 shapes, and a depth-first walk holds at most depth + 1 entries. */
+/* Traversal stack.  A depth-first walk holds at most height + 1 entries,
+ * and the AVL invariant keeps the height below 45 for any scene
+ * (RP_BVH_MAX_SHAPES shapes). */
 #define STACK_MAX 64
+/* A bulk build or a quality check happens after this many changes beyond
+ * count/4 (small scenes would otherwise check all the time). */
+#define CHURN_MIN 64
 
-struct rp_bvh {
-    rp_bvh_node *nodes;
-    uint32_t *order;
-    size_t n_nodes, n_shapes;
-};
+/* ---- node access -------------------------------------------------------------- */
+
+/* The only two ways to reach a node: reading, and writing (which, once the
+ * nodes are shared between scene versions, will copy the chunk first). */
+static inline const rp_bvh_node *node_at(const rp_bvh *t, uint32_t i)
+{
+    return &t->nodes[i];
+}
+
+static inline rp_bvh_node *node_mut(rp_bvh *t, uint32_t i)
+{
+    return &t->nodes[i];
+}
+
+static inline bool is_shape(uint32_t ref)
+{
+    return (ref & RP_BVH_SHAPE) && ref != RP_BVH_NIL;
+}
+
+static inline uint32_t shape_ref(uint32_t e)
+{
+    return e | RP_BVH_SHAPE;
+}
+
+static inline uint32_t shape_of(uint32_t ref)
+{
+    return ref & ~RP_BVH_SHAPE;
+}
 
 /* ---- boxes ------------------------------------------------------------------ */
 
@@ -68,8 +135,15 @@ struct rp_bvh {
 
 typedef struct dbox {
     double lo[3], hi[3];
-    double r; /* radius of the shape (largest radius for a node) */
+    double r; /* padded radius of the shape */
 } dbox;
+
+/* A box in floats, rounded outwards, and a radius bound rounded up: the
+ * first seven fields of a node. */
+typedef struct fbox {
+    float lo[3], hi[3];
+    float r;
+} fbox;
 
 static double maxabs3(rp_vec3 v)
 {
@@ -129,6 +203,83 @@ static float float_up(double x)
     return (double)f < x ? nextafterf(f, INFINITY) : f;
 }
 
+/* The shape's padded box in floats: what its parent's box must contain. */
+static fbox shape_fbox(const rp_shape *s)
+{
+    dbox d = shape_box(s);
+    fbox f;
+    for (int k = 0; k < 3; k++) {
+        f.lo[k] = float_down(d.lo[k]);
+        f.hi[k] = float_up(d.hi[k]);
+    }
+    f.r = float_up(d.r);
+    return f;
+}
+
+static void fbox_union(fbox *a, const fbox *b)
+{
+    for (int k = 0; k < 3; k++) {
+        a->lo[k] = MIN2(a->lo[k], b->lo[k]);
+        a->hi[k] = MAX2(a->hi[k], b->hi[k]);
+    }
+    a->r = MAX2(a->r, b->r);
+}
+
+static bool fbox_contains(const fbox *outer, const fbox *inner)
+{
+    for (int k = 0; k < 3; k++)
+        if (inner->lo[k] < outer->lo[k] || inner->hi[k] > outer->hi[k])
+            return false;
+    return true;
+}
+
+/* Half the surface area of a float box, in doubles, each extent clamped to
+ * FLT_MAX so that infinite boxes have a finite (huge) area. */
+static double half_area(const float lo[3], const float hi[3])
+{
+    double e[3];
+    for (int k = 0; k < 3; k++) {
+        double d = (double)hi[k] - (double)lo[k];
+        e[k] = MIN2(d, (double)FLT_MAX);
+    }
+    return e[0] * e[1] + e[1] * e[2] + e[2] * e[0];
+}
+
+static double union_area(const fbox *a, const fbox *b)
+{
+    fbox u = *a;
+    fbox_union(&u, b);
+    return half_area(u.lo, u.hi);
+}
+
+static fbox node_fbox(const rp_bvh_node *n)
+{
+    fbox f;
+    memcpy(f.lo, n->lo, sizeof f.lo);
+    memcpy(f.hi, n->hi, sizeof f.hi);
+    f.r = n->rmax;
+    return f;
+}
+
+/* The box and height of a child reference. */
+static fbox ref_box(const rp_bvh *t, const scene_entry *en, uint32_t ref, uint32_t *height)
+{
+    if (is_shape(ref)) {
+        *height = 0;
+        return shape_fbox(&en[shape_of(ref)].shape);
+    }
+    const rp_bvh_node *n = node_at(t, ref);
+    *height = n->height;
+    return node_fbox(n);
+}
+
+static uint32_t ref_height(const rp_bvh *t, uint32_t ref)
+{
+    return is_shape(ref) ? 0 : node_at(t, ref)->height;
+}
+
+/* ---- query bounds --------------------------------------------------------------- */
+
 /* A key for node n: the squared distance between the query's box and the
  * node's box when they are apart (> 0), otherwise the penetration bound
  * -(query radius + largest radius inside) (<= 0).  Keys order nodes like
@@ -164,52 +315,304 @@ static inline bool key_excludes(double key, double bound, bool ties_win)
     return key > bound || (key == bound && !ties_win);
 }
 
-/* ---- build ------------------------------------------------------------------ */
+/* ---- structure edits -------------------------------------------------------------- */
 
-typedef struct build_item {
-    dbox box;
-    double centroid[3];
-    uint32_t index;
-} build_item;
-
-typedef struct builder {
-    build_item *items;
-    rp_bvh_node *nodes;
-    size_t n_nodes;
-} builder;
-
-static void set_node_box(rp_bvh_node *node, const build_item *items, size_t n)
+/* Points ref's parent link at node p (RP_BVH_NIL: ref is the root). */
+static void set_parent(rp_bvh *t, scene_entry *en, uint32_t ref, uint32_t p)
 {
-    dbox b = items[0].box;
-    for (size_t i = 1; i < n; i++) {
-        for (int k = 0; k < 3; k++) {
-            b.lo[k] = fmin(b.lo[k], items[i].box.lo[k]);
-            b.hi[k] = fmax(b.hi[k], items[i].box.hi[k]);
-        }
-        b.r = fmax(b.r, items[i].box.r);
-    }
-    for (int k = 0; k < 3; k++) {
-        node->lo[k] = float_down(b.lo[k]);
-        node->hi[k] = float_up(b.hi[k]);
-    }
-    node->rmax = float_up(b.r);
+    if (is_shape(ref))
+        en[shape_of(ref)].leaf = p;
+    else
+        node_mut(t, ref)->parent = p;
 }
 
-/* Partially sorts items so that the k-th by centroid[axis] is in place and
- * smaller ones precede it (quickselect; ties broken by index so the tree
- * does not depend on the sort's whims). */
-static bool item_less(const build_item *a, const build_item *b, int axis)
+/* In node p (RP_BVH_NIL: the root), the child reference old becomes ref. */
+static void replace_child(rp_bvh *t, uint32_t p, uint32_t old, uint32_t ref)
 {
-    if (a->centroid[axis] != b->centroid[axis])
-        return a->centroid[axis] < b->centroid[axis];
+    if (p == RP_BVH_NIL) {
+        t->root = ref;
+        return;
+    }
+    rp_bvh_node *n = node_mut(t, p);
+    n->child[n->child[0] == old ? 0 : 1] = ref;
+}
+
+/* Recomputes node i's box, radius bound and height from its children.
+ * Returns whether any of them changed (when none did, nothing above needs
+ * to either). */
+static bool refit(rp_bvh *t, const scene_entry *en, uint32_t i)
+{
+    const rp_bvh_node *n = node_at(t, i);
+    uint32_t ha, hb;
+    fbox a = ref_box(t, en, n->child[0], &ha);
+    fbox b = ref_box(t, en, n->child[1], &hb);
+    fbox_union(&a, &b);
+    uint32_t h = 1 + MAX2(ha, hb);
+    if (h == n->height && a.r == n->rmax && memcmp(a.lo, n->lo, sizeof a.lo) == 0 &&
+        memcmp(a.hi, n->hi, sizeof a.hi) == 0)
+        return false;
+    rp_bvh_node *w = node_mut(t, i);
+    memcpy(w->lo, a.lo, sizeof a.lo);
+    memcpy(w->hi, a.hi, sizeof a.hi);
+    w->rmax = a.r;
+    w->height = h;
+    return true;
+}
+
+/* Node a's child on `side` is two taller than the other child: it takes a's
+ * place, keeps its taller child, and hands the other one to a (by area when
+ * both are equally tall).  Returns the node now in a's place. */
+static uint32_t rotate(rp_bvh *t, scene_entry *en, uint32_t a, int side)
+{
+    const rp_bvh_node *na = node_at(t, a);
+    uint32_t c = na->child[side], b = na->child[1 - side], up = na->parent;
+    const rp_bvh_node *nc = node_at(t, c);
+    uint32_t f = nc->child[0], g = nc->child[1];
+    uint32_t hf, hg, hb;
+    int keep; /* the index, in c, of the child that stays */
+    if (ref_height(t, f) != ref_height(t, g)) {
+        keep = ref_height(t, f) > ref_height(t, g) ? 0 : 1;
+    } else {
+        fbox bb = ref_box(t, en, b, &hb);
+        fbox fb = ref_box(t, en, f, &hf);
+        fbox gb = ref_box(t, en, g, &hg);
+        keep = union_area(&bb, &gb) <= union_area(&bb, &fb) ? 0 : 1;
+    }
+    uint32_t moved = keep == 0 ? g : f;
+
+    replace_child(t, up, a, c);
+    node_mut(t, c)->parent = up;
+    node_mut(t, c)->child[1 - keep] = a;
+    node_mut(t, a)->parent = c;
+    node_mut(t, a)->child[side] = moved;
+    set_parent(t, en, moved, a);
+    refit(t, en, a);
+    refit(t, en, c);
+    return c;
+}
+
+/* Refits node i and its ancestors, rebalancing on the way, until one does
+ * not change. */
+static void walk_up(rp_bvh *t, scene_entry *en, uint32_t i)
+{
+    while (i != RP_BVH_NIL) {
+        bool changed = refit(t, en, i);
+        const rp_bvh_node *n = node_at(t, i);
+        uint32_t h0 = ref_height(t, n->child[0]), h1 = ref_height(t, n->child[1]);
+        uint32_t top = i;
+        if (h1 > h0 + 1)
+            top = rotate(t, en, i, 1);
+        else if (h0 > h1 + 1)
+            top = rotate(t, en, i, 0);
+        if (!changed && top == i)
+            return;
+        i = node_at(t, top)->parent;
+    }
+}
+
+/* Where a shape with box L goes: the shape, or height-1 node, that becomes
+ * its sibling (see the top). */
+static uint32_t choose_sibling(const rp_bvh *t, const scene_entry *en, const fbox *L)
+{
+    uint32_t ref = t->root;
+    while (!is_shape(ref)) {
+        const rp_bvh_node *n = node_at(t, ref);
+        double cost[2];
+        uint32_t h[2];
+        for (int s = 0; s < 2; s++) {
+            fbox c = ref_box(t, en, n->child[s], &h[s]);
+            /* A shape child: the whole new node; a node child: its growth. */
+            cost[s] = union_area(&c, L) - (h[s] ? half_area(c.lo, c.hi) : 0.0);
+        }
+        if (n->height == 1) {
+            /* Both children are shapes: pairing with n itself adds
+             * area(n + L); pairing with child s adds area(s + L) plus n's
+             * growth area(n + L) - area(n). */
+            if (half_area(n->lo, n->hi) <= MIN2(cost[0], cost[1]))
+                return ref;
+        }
+        int s = cost[1] < cost[0] || (cost[1] == cost[0] && h[1] < h[0]) ? 1 : 0;
+        ref = n->child[s];
+    }
+    return ref;
+}
+
+/* Adds entry e, whose box is L, to the tree (a node must be free). */
+static void insert_leaf(rp_bvh *t, scene_entry *en, uint32_t e, const fbox *L)
+{
+    t->churn++;
+    if (t->root == RP_BVH_NIL) {
+        t->root = shape_ref(e);
+        en[e].leaf = RP_BVH_NIL;
+        return;
+    }
+    uint32_t sib = choose_sibling(t, en, L);
+    uint32_t up = is_shape(sib) ? en[shape_of(sib)].leaf : node_at(t, sib)->parent;
+    uint32_t p = t->n_nodes++;
+    rp_bvh_node *n = node_mut(t, p);
+    n->child[0] = sib;
+    n->child[1] = shape_ref(e);
+    n->parent = up;
+    /* refit below sets the box, bound and height (zeroed first: it compares
+     * them with the old values). */
+    memset(n->lo, 0, sizeof n->lo);
+    memset(n->hi, 0, sizeof n->hi);
+    n->rmax = 0.0f;
+    n->height = 0;
+    replace_child(t, up, sib, p);
+    set_parent(t, en, sib, p);
+    en[e].leaf = p;
+    refit(t, en, p);
+    walk_up(t, en, up);
+}
+
+/* Removes node p, already unlinked, from the array: the last node moves
+ * into its slot and the references to it follow. */
+static void free_node(rp_bvh *t, scene_entry *en, uint32_t p)
+{
+    uint32_t last = --t->n_nodes;
+    if (p == last)
+        return;
+    *node_mut(t, p) = *node_at(t, last);
+    const rp_bvh_node *n = node_at(t, p);
+    replace_child(t, n->parent, last, p);
+    set_parent(t, en, n->child[0], p);
+    set_parent(t, en, n->child[1], p);
+}
+
+/* Takes entry e out of the tree: its sibling takes its parent's place. */
+static void remove_leaf(rp_bvh *t, scene_entry *en, uint32_t e)
+{
+    t->churn++;
+    uint32_t p = en[e].leaf;
+    en[e].leaf = RP_BVH_NIL;
+    if (p == RP_BVH_NIL) { /* the only shape */
+        t->root = RP_BVH_NIL;
+        return;
+    }
+    const rp_bvh_node *n = node_at(t, p);
+    uint32_t sib = n->child[n->child[0] == shape_ref(e) ? 1 : 0];
+    uint32_t up = n->parent;
+    replace_child(t, up, p, sib);
+    set_parent(t, en, sib, up);
+    walk_up(t, en, up);
+    free_node(t, en, p); /* last: the walk never allocates or frees nodes */
+}
+
+/* ---- maintenance hooks (scene.c) -------------------------------------------------- */
+
+void rp_bvh_init_(rp_bvh *t)
+{
+    memset(t, 0, sizeof *t);
+    t->root = RP_BVH_NIL;
+}
+
+void rp_bvh_free_(rp_bvh *t, rp_store *st)
+{
+    st->bytes -= (size_t)t->cap * sizeof *t->nodes;
+    free(t->nodes);
+    rp_bvh_init_(t);
+}
+
+bool rp_bvh_reserve_(rp_bvh *t, rp_store *st, size_t shapes)
+{
+    if (shapes > RP_BVH_MAX_SHAPES)
+        return false;
+    size_t need = shapes ? shapes - 1 : 0;
+    if (need <= t->cap)
+        return true;
+    rp_bvh_node *nodes = realloc(t->nodes, need * sizeof *nodes);
+    if (!nodes)
+        return false;
+    st->bytes += (need - t->cap) * sizeof *nodes;
+    t->nodes = nodes;
+    t->cap = (uint32_t)need;
+    return true;
+}
+
+bool rp_bvh_bulk_(size_t count, size_t fresh)
+{
+    return fresh >= 2 && (count == 0 || fresh > count / 4 + CHURN_MIN);
+}
+
+void rp_bvh_insert_(rp_scene *sc, uint32_t e)
+{
+    fbox L = shape_fbox(&sc->entries[e].shape);
+    insert_leaf(&sc->tree, sc->entries, e, &L);
+}
+
+void rp_bvh_update_(rp_scene *sc, uint32_t e)
+{
+    rp_bvh *t = &sc->tree;
+    uint32_t p = sc->entries[e].leaf;
+    if (p == RP_BVH_NIL)
+        return; /* the root: no box to keep */
+    fbox L = shape_fbox(&sc->entries[e].shape);
+    fbox parent = node_fbox(node_at(t, p));
+    if (fbox_contains(&parent, &L)) {
+        /* Still inside: ancestors' boxes hold; their radius bounds may have
+         * to grow (each is >= its children's, so stop at one that is). */
+        for (uint32_t i = p; i != RP_BVH_NIL && node_at(t, i)->rmax < L.r;) {
+            node_mut(t, i)->rmax = L.r;
+            i = node_at(t, i)->parent;
+        }
+        return;
+    }
+    remove_leaf(t, sc->entries, e);
+    insert_leaf(t, sc->entries, e, &L);
+}
+
+void rp_bvh_remove_(rp_scene *sc, uint32_t e)
+{
+    remove_leaf(&sc->tree, sc->entries, e);
+}
+
+void rp_bvh_renumber_(rp_scene *sc, uint32_t from, uint32_t to)
+{
+    replace_child(&sc->tree, sc->entries[to].leaf, shape_ref(from), shape_ref(to));
+}
+
+/* ---- full build ---------------------------------------------------------------- */
+
+struct rp_bvh_item {
+    double centre[3]; /* the split key (shape_centre) */
+    fbox box;
+    uint32_t index; /* entry */
+    uint32_t leaf;  /* output: the node whose child the shape became */
+};
+
+rp_bvh_item *rp_bvh_items_new_(size_t shapes)
+{
+    return malloc((shapes ? shapes : 1) * sizeof(rp_bvh_item));
+}
+
+void rp_bvh_items_free_(rp_bvh_item *items)
+{
+    free(items);
+}
+
+typedef struct builder {
+    rp_bvh_node *nodes;
+    uint32_t n_nodes;
+    double area; /* summed half areas of the nodes built */
+} builder;
+
+/* Orders items by centre[axis], ties by entry index, so that the tree does
+ * not depend on the selection's whims. */
+static bool item_less(const rp_bvh_item *a, const rp_bvh_item *b, int axis)
+{
+    if (a->centre[axis] != b->centre[axis])
+        return a->centre[axis] < b->centre[axis];
     return a->index < b->index;
 }
 
-static void select_kth(build_item *items, size_t n, size_t k, int axis)
+/* Partially sorts items so that the k-th in item_less order is in place
+ * and smaller ones precede it (quickselect). */
+static void select_kth(rp_bvh_item *items, size_t n, size_t k, int axis)
 {
     size_t lo = 0, hi = n - 1;
     while (lo < hi) {
-        build_item pivot = items[lo + (hi - lo) / 2];
+        rp_bvh_item pivot = items[lo + (hi - lo) / 2];
         size_t i = lo, j = hi;
         while (i <= j) {
             while (item_less(&items[i], &pivot, axis))
@@ -217,9 +620,9 @@ static void select_kth(build_item *items, size_t n, size_t k, int axis)
             while (item_less(&pivot, &items[j], axis))
                 j--;
             if (i <= j) {
-                build_item t = items[i];
+                rp_bvh_item tmp = items[i];
                 items[i] = items[j];
-                items[j] = t;
+                items[j] = tmp;
                 i++;
                 if (j == 0)
                     break;
@@ -235,115 +638,243 @@ static void select_kth(build_item *items, size_t n, size_t k, int axis)
     }
 }
 
-/* Builds the subtree for items[0..n) into node `at`; `offset` is where
- * items[0] sits in the scene-wide order. */
-static void build_node(builder *b, size_t at, build_item *items, size_t n, size_t offset)
+/* Builds the subtree over items[0..n), n >= 2, into node `at` whose parent
+ * is `parent`: split at the median centre along the widest extent of the
+ * centres (two items keep their order), the two halves' nodes side by side
+ * (a half of one item is a shape child), then the box from the children. */
+static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *items, size_t n)
 {
-    rp_bvh_node *node = &b->nodes[at];
-    set_node_box(node, items, n);
-    if (n <= LEAF_MAX) {
-        node->first = (uint32_t)offset;
-        node->count = (uint32_t)n;
-        return;
-    }
-    /* Split at the median centroid along the widest centroid extent. */
-    double lo[3], hi[3];
-    for (int k = 0; k < 3; k++)
-        lo[k] = hi[k] = items[0].centroid[k];
-    for (size_t i = 1; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            lo[k] = fmin(lo[k], items[i].centroid[k]);
-            hi[k] = fmax(hi[k], items[i].centroid[k]);
-        }
-    int axis = 0;
-    for (int k = 1; k < 3; k++)
-        if (hi[k] - lo[k] > hi[axis] - lo[axis])
-            axis = k;
     size_t half = n / 2;
-    select_kth(items, n, half, axis);
-    size_t left = b->n_nodes;
-    b->n_nodes += 2;
-    node->first = (uint32_t)left;
-    node->count = 0;
-    build_node(b, left, items, half, offset);
-    build_node(b, left + 1, items + half, n - half, offset + half);
+    if (n > 2) {
+        double lo[3], hi[3];
+        for (int k = 0; k < 3; k++)
+            lo[k] = hi[k] = items[0].centre[k];
+        for (size_t i = 1; i < n; i++)
+            for (int k = 0; k < 3; k++) {
+                lo[k] = MIN2(lo[k], items[i].centre[k]);
+                hi[k] = MAX2(hi[k], items[i].centre[k]);
+            }
+        int axis = 0;
+        for (int k = 1; k < 3; k++)
+            if (hi[k] - lo[k] > hi[axis] - lo[axis])
+                axis = k;
+        select_kth(items, n, half, axis);
+    }
+    rp_bvh_item *part[2] = {items, items + half};
+    size_t size[2] = {half, n - half};
+    rp_bvh_node *node = &b->nodes[at];
+    node->parent = parent;
+    for (int s = 0; s < 2; s++) {
+        if (size[s] == 1) {
+            node->child[s] = shape_ref(part[s]->index);
+            part[s]->leaf = at;
+        } else {
+            node->child[s] = b->n_nodes++;
+        }
+    }
+    fbox box[2];
+    uint32_t h[2];
+    for (int s = 0; s < 2; s++) {
+        if (size[s] == 1) {
+            box[s] = part[s]->box;
+            h[s] = 0;
+        } else {
+            build_node(b, node->child[s], at, part[s], size[s]);
+            box[s] = node_fbox(&b->nodes[node->child[s]]);
+            h[s] = b->nodes[node->child[s]].height;
+        }
+    }
+    fbox_union(&box[0], &box[1]);
+    memcpy(node->lo, box[0].lo, sizeof node->lo);
+    memcpy(node->hi, box[0].hi, sizeof node->hi);
+    node->rmax = box[0].r;
+    node->height = 1 + MAX2(h[0], h[1]);
+    b->area += half_area(node->lo, node->hi);
 }
 
-void rp_bvh_free_(rp_bvh *t, rp_store *st)
+/* Builds a tree over en[0..n) into nodes (room for n - 1), with items
+ * (room for n) as scratch; reads the entries and writes nothing else, so
+ * that it can run beside readers of the scene.  Returns the root reference
+ * and the summed node area; items[i].leaf then holds entry
+ * items[i].index's parent (install_tree). */
+static uint32_t build_tree(const scene_entry *en, uint32_t n, rp_bvh_node *nodes,
+                           rp_bvh_item *items, double *area)
 {
-    if (!t)
-        return;
-    st->bytes -= t->n_nodes * sizeof *t->nodes + t->n_shapes * sizeof *t->order + sizeof *t;
-    free(t->nodes);
-    free(t->order);
-    free(t);
+    *area = 0.0;
+    for (uint32_t i = 0; i < n; i++) {
+        items[i].box = shape_fbox(&en[i].shape);
+        shape_centre(&en[i].shape, items[i].centre);
+        items[i].index = i;
+        items[i].leaf = RP_BVH_NIL;
+    }
+    if (n == 0)
+        return RP_BVH_NIL;
+    if (n == 1)
+        return shape_ref(0);
+    builder b = {nodes, 1, 0.0};
+    build_node(&b, 0, RP_BVH_NIL, items, n);
+    *area = b.area;
+    return 0;
 }
 
-/* Builds a tree over the scene's current shapes; NULL when out of memory. */
-static rp_bvh *build(const rp_scene *sc)
+/* Makes a tree built by build_tree over the scene's n shapes the scene's
+ * own (its nodes must already be t->nodes). */
+static void install_tree(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area)
 {
-    size_t n = sc->count;
-    rp_bvh *t = calloc(1, sizeof *t);
-    build_item *items = malloc(n * sizeof *items);
-    /* A binary tree over n shapes with non-empty leaves has at most n leaves
-     * and so fewer than 2n nodes; allocate that bound. */
-    rp_bvh_node *nodes = malloc(2 * n * sizeof *nodes);
-    uint32_t *order = malloc(n * sizeof *order);
-    if (!t || !items || !nodes || !order) {
-        free(t);
-        free(items);
-        free(nodes);
-        free(order);
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        items[i].box = shape_box(&sc->entries[i].shape);
-        shape_centre(&sc->entries[i].shape, items[i].centroid);
-        items[i].index = (uint32_t)i;
-    }
-    builder b = {items, nodes, 1};
-    build_node(&b, 0, items, n, 0);
-    for (size_t i = 0; i < n; i++)
-        order[i] = items[i].index;
+    rp_bvh *t = &sc->tree;
+    uint32_t n = (uint32_t)sc->count;
+    t->root = root;
+    t->n_nodes = n ? n - 1 : 0;
+    t->churn = 0;
+    t->built_area = area;
+    for (uint32_t i = 0; i < n; i++)
+        sc->entries[items[i].index].leaf = items[i].leaf;
+}
+
+void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items)
+{
+    /* The old tree is dead once the entries changed, so the new one is
+     * built into the same (reserved) nodes. */
+    double area;
+    uint32_t root = build_tree(sc->entries, (uint32_t)sc->count, sc->tree.nodes, items, &area);
+    install_tree(sc, root, items, area);
     free(items);
-    rp_bvh_node *fit = realloc(nodes, b.n_nodes * sizeof *nodes);
-    t->nodes = fit ? fit : nodes;
-    t->n_nodes = b.n_nodes;
-    t->order = order;
-    t->n_shapes = n;
-    sc->store->bytes += t->n_nodes * sizeof *t->nodes + n * sizeof *order + sizeof *t;
-    return t;
 }
 
-/* The tree for the scene's current contents, rebuilding it when a mutation
- * made it stale; NULL for small scenes (scanned instead) or when out of
- * memory (also scanned: slower, same answers). */
-static const rp_bvh *tree_of(const rp_scene *csc)
+/* The summed half areas of the inner nodes (the tree's quality measure:
+ * proportional to the expected number of nodes a query visits). */
+static double summed_area(const rp_bvh *t)
 {
-    if (csc->count <= SMALL_SCENE)
-        return NULL;
-    if (csc->bvh && !csc->bvh_stale)
-        return csc->bvh;
-    /* The lazy rebuild is the one write a query does; see the top. */
-    rp_scene *sc = (rp_scene *)(uintptr_t)csc;
-    rp_bvh_free_(sc->bvh, sc->store);
-    sc->bvh = build(sc);
-    sc->bvh_stale = false;
-    return sc->bvh;
+    double sum = 0.0;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+        sum += half_area(node_at(t, i)->lo, node_at(t, i)->hi);
+    return sum;
 }
+
+static uint32_t ceil_log2(size_t n)
+{
+    uint32_t k = 0;
+    while (k < 64 && ((size_t)1 << k) < n)
+        k++;
+    return k;
+}
+
+void rp_bvh_maintain_(rp_scene *sc)
+{
+    rp_bvh *t = &sc->tree;
+    size_t n = sc->count;
+    uint32_t height = t->root == RP_BVH_NIL ? 0 : ref_height(t, t->root);
+    bool rebuild = height > 2 * ceil_log2(n) + 4;
+    if (!rebuild && t->churn > n / 4 + CHURN_MIN) {
+        t->churn = 0;
+        rebuild = summed_area(t) > 2.0 * t->built_area;
+    }
+    if (!rebuild)
+        return;
+    rp_bvh_item *items = rp_bvh_items_new_(n);
+    if (items)
+        rp_bvh_rebuild_(sc, items);
+}
+
+/* ---- invariants (tests) ------------------------------------------------------------ */
+
+typedef struct checker {
+    const rp_scene *sc;
+    unsigned char *node_seen, *entry_seen;
+    bool ok;
+} checker;
+
+static void check_fail(checker *c, const char *what, uint32_t ref)
+{
+    if (c->ok)
+        fprintf(stderr, "rp_bvh_check_: %s (reference %#x)\n", what, (unsigned)ref);
+    c->ok = false;
+}
+
+/* Checks the subtree at ref, whose parent is p; returns its height. */
+static uint32_t check_ref(checker *c, uint32_t ref, uint32_t p)
+{
+    const rp_bvh *t = &c->sc->tree;
+    if (is_shape(ref)) {
+        uint32_t e = shape_of(ref);
+        if (e >= c->sc->count) {
+            check_fail(c, "shape reference out of range", ref);
+            return 0;
+        }
+        if (c->entry_seen[e]++)
+            check_fail(c, "shape reached twice", ref);
+        if (c->sc->entries[e].leaf != p)
+            check_fail(c, "entry's parent link", ref);
+        return 0;
+    }
+    if (ref >= t->n_nodes) {
+        check_fail(c, "node reference out of range", ref);
+        return 0;
+    }
+    if (c->node_seen[ref]++) {
+        check_fail(c, "node reached twice", ref);
+        return 0;
+    }
+    const rp_bvh_node *n = node_at(t, ref);
+    if (n->parent != p)
+        check_fail(c, "node's parent link", ref);
+    fbox outer = node_fbox(n);
+    uint32_t h[2];
+    for (int s = 0; s < 2; s++) {
+        h[s] = check_ref(c, n->child[s], ref);
+        uint32_t hs;
+        fbox inner = ref_box(t, c->sc->entries, n->child[s], &hs);
+        if (!fbox_contains(&outer, &inner))
+            check_fail(c, "box does not contain a child's", ref);
+        if (!(outer.r >= inner.r))
+            check_fail(c, "rmax below a child's", ref);
+    }
+    uint32_t height = 1 + MAX2(h[0], h[1]);
+    if (n->height != height)
+        check_fail(c, "stored height", ref);
+    if (h[0] > h[1] + 1 || h[1] > h[0] + 1)
+        check_fail(c, "children's heights differ by more than 1", ref);
+    return height;
+}
+
+int rp_bvh_check_(const rp_scene *sc)
+{
+    const rp_bvh *t = &sc->tree;
+    size_t n = sc->count;
+    if (t->n_nodes != (n ? n - 1 : 0) || t->n_nodes > t->cap) {
+        fprintf(stderr, "rp_bvh_check_: %u nodes (cap %u) for %zu shapes\n", t->n_nodes, t->cap,
+                n);
+        return -1;
+    }
+    if (n == 0)
+        return t->root == RP_BVH_NIL ? 0 : -1;
+    checker c = {sc, calloc(n, 1), calloc(n, 1), true};
+    if (!c.node_seen || !c.entry_seen) {
+        free(c.node_seen);
+        free(c.entry_seen);
+        fprintf(stderr, "rp_bvh_check_: out of memory\n");
+        return -1;
+    }
+    uint32_t height = t->root == RP_BVH_NIL ? 0 : check_ref(&c, t->root, RP_BVH_NIL);
+    for (size_t e = 0; e < n; e++)
+        if (!c.entry_seen[e])
+            check_fail(&c, "shape not reachable", shape_ref((uint32_t)e));
+    free(c.node_seen);
+    free(c.entry_seen);
+    return c.ok ? (int)height : -1;
+}
+
+/* ---- API ------------------------------------------------------------------------- */
 
 rp_status rp_scene_prepare(rp_scene *sc)
 {
-    if (sc->count <= SMALL_SCENE)
-        return RP_OK;
-    return tree_of(sc) ? RP_OK : RP_ERR_NOMEM;
+    (void)sc; /* the mutations keep the tree up to date */
+    return RP_OK;
 }
 
 size_t rp_scene_index_bytes(const rp_scene *sc)
 {
-    const rp_bvh *t = sc->bvh;
-    return t && !sc->bvh_stale ? t->n_nodes * sizeof *t->nodes + t->n_shapes * sizeof *t->order
-                               : 0;
+    return (size_t)sc->tree.cap * sizeof(rp_bvh_node);
 }
 
 /* ---- queries ------------------------------------------------------------------ */
@@ -412,55 +943,65 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
 {
     *found = false;
     *evaluated = 0;
-    const rp_bvh *t = tree_of(sc);
-    if (!t) {
+    const rp_bvh *t = &sc->tree;
+    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
         for (size_t e = 0; e < sc->count; e++)
             offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
         return;
     }
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
-    /* Depth first, nearer child first.  A node is skipped when its bound
-     * exceeds the best distance, or equals it while no tie can win.  (gap
-     * holds node keys, see node_key.) */
+    /* Depth first, nearer child first; shape children are evaluated as soon
+     * as their parent is reached.  A node is skipped when its bound exceeds
+     * the best distance, or equals it while no tie can win.  (gap holds
+     * node keys, see node_key.) */
     struct {
         uint32_t node;
         double gap;
     } stack[STACK_MAX];
     size_t top = 0;
-    stack[top].node = 0;
-    stack[top++].gap = node_key(lo, hi, qr, &t->nodes[0]);
+    stack[top].node = t->root;
+    stack[top++].gap = node_key(lo, hi, qr, node_at(t, t->root));
     while (top > 0) {
         top--;
         if (key_excludes(stack[top].gap, *best_d, *found))
             continue;
-        const rp_bvh_node *n = &t->nodes[stack[top].node];
-        if (n->count) {
-            for (uint32_t i = 0; i < n->count; i++)
-                offer(sc, q, t->order[n->first + i], best_d, best_idx, found, evaluated, excl,
-                      n_excl);
+        const rp_bvh_node *n = node_at(t, stack[top].node);
+        uint32_t a = n->child[0], b = n->child[1];
+        if (is_shape(a)) {
+            offer(sc, q, shape_of(a), best_d, best_idx, found, evaluated, excl, n_excl);
+            if (is_shape(b)) {
+                offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, excl, n_excl);
+                continue;
+            }
+            a = b;
+        } else if (is_shape(b)) {
+            offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, excl, n_excl);
+        } else {
+            double ga = node_key(lo, hi, qr, node_at(t, a));
+            double gb = node_key(lo, hi, qr, node_at(t, b));
+            if (ga < gb) { /* push the farther one first, so the nearer pops first */
+                uint32_t tn = a;
+                double tg = ga;
+                a = b, ga = gb, b = tn, gb = tg;
+            }
+            stack[top].node = a;
+            stack[top++].gap = ga;
+            stack[top].node = b;
+            stack[top++].gap = gb;
             continue;
         }
-        uint32_t a = n->first, b = a + 1;
-        double ga = node_key(lo, hi, qr, &t->nodes[a]);
-        double gb = node_key(lo, hi, qr, &t->nodes[b]);
-        if (ga < gb) { /* push the farther one first, so the nearer pops first */
-            uint32_t tn = a;
-            double tg = ga;
-            a = b, ga = gb, b = tn, gb = tg;
-        }
+        /* One node child left (a). */
         stack[top].node = a;
-        stack[top++].gap = ga;
-        stack[top].node = b;
-        stack[top++].gap = gb;
+        stack[top++].gap = node_key(lo, hi, qr, node_at(t, a));
     }
 }
 
 bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                      rp_scene_visit_fn fn, void *ctx)
 {
-    const rp_bvh *t = tree_of(sc);
-    if (!t) {
+    const rp_bvh *t = &sc->tree;
+    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
         for (size_t e = 0; e < sc->count; e++) {
             double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
             if (d < threshold && !fn(ctx, e, d))
@@ -470,24 +1011,41 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
     }
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
+    /* Depth first, first child first (the order a FIRST check reports
+     * from); the stack holds node and shape references. */
     uint32_t stack[STACK_MAX];
     size_t top = 0;
-    stack[top++] = 0;
+    stack[top++] = t->root;
     while (top > 0) {
-        const rp_bvh_node *n = &t->nodes[stack[--top]];
+        uint32_t ref = stack[--top];
+        if (is_shape(ref)) {
+            size_t e = shape_of(ref);
+            double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            if (d < threshold && !fn(ctx, e, d))
+                return false;
+            continue;
+        }
+        const rp_bvh_node *n = node_at(t, ref);
         if (key_excludes(node_key(lo, hi, qr, n), threshold, false))
             continue; /* every pair inside is at >= threshold */
-        if (n->count) {
-            for (uint32_t i = 0; i < n->count; i++) {
-                size_t e = t->order[n->first + i];
-                double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+        uint32_t a = n->child[0], b = n->child[1];
+        if (is_shape(a)) {
+            size_t e = shape_of(a);
+            double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            if (d < threshold && !fn(ctx, e, d))
+                return false;
+            if (is_shape(b)) {
+                e = shape_of(b);
+                d = rp_shape_signed_distance(q, &sc->entries[e].shape);
                 if (d < threshold && !fn(ctx, e, d))
                     return false;
+            } else {
+                stack[top++] = b;
             }
             continue;
         }
-        stack[top++] = n->first + 1;
-        stack[top++] = n->first;
+        stack[top++] = b;
+        stack[top++] = a;
     }
     return true;
 }

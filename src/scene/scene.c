@@ -1,10 +1,12 @@
 /*
- * A scene: a dense array of shapes with an id index, mutated all or nothing.
+ * A scene: a dense array of shapes with an id index and a bounding-volume
+ * tree (bvh.c), mutated all or nothing.
  *
  * Mutations first reserve every allocation they could need (entry array,
- * index, id copies) and check limits and the revision; only then do they
- * touch the scene, with steps that cannot fail.  So an error leaves the scene
- * exactly as it was.
+ * index, tree nodes, id copies, a full build's scratch) and check limits and
+ * the revision; only then do they touch the scene, with steps that cannot
+ * fail.  So an error leaves the scene, tree included, exactly as it was.
+ * The tree follows every change here, so queries never write.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,7 @@ rp_scene *rp_scene_new_(rp_store *st, const char *name)
         return NULL;
     sc->store = st;
     rp_strtab_init_(&sc->index, entry_id, entry_hash, sc);
+    rp_bvh_init_(&sc->tree);
     sc->name = dup_string(name, &st->bytes);
     if (!sc->name) {
         free(sc);
@@ -59,7 +62,7 @@ void rp_scene_free_(rp_scene *sc)
         free(sc->entries[i].id);
     }
     st->shapes -= sc->count;
-    rp_bvh_free_(sc->bvh, st);
+    rp_bvh_free_(&sc->tree, st);
     st->bytes -= sc->cap * sizeof *sc->entries + rp_strtab_bytes_(&sc->index);
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->entries);
@@ -93,11 +96,11 @@ size_t rp_scene_find(const rp_scene *sc, const char *id)
     return sc->index.slots[slot];
 }
 
-/* Makes room for `total` entries: entry array and id index.  All or
- * nothing. */
+/* Makes room for `total` entries: entry array, id index and tree nodes.
+ * All or nothing. */
 static bool reserve(rp_scene *sc, size_t total)
 {
-    if (total > UINT32_MAX - 1)
+    if (total > RP_BVH_MAX_SHAPES)
         return false;
     if (total > sc->cap) {
         /* The first fill (scene.create, or the first put) gets exactly what
@@ -119,7 +122,9 @@ static bool reserve(rp_scene *sc, size_t total)
     if (!rp_strtab_reserve_(&sc->index, total))
         return false;
     sc->store->bytes += rp_strtab_bytes_(&sc->index) - before;
-    return true;
+    /* The nodes follow the entries' capacity (one fewer), so that they grow
+     * geometrically with them. */
+    return rp_bvh_reserve_(&sc->tree, sc->store, sc->cap);
 }
 
 /* ---- mutations ---------------------------------------------------------- */
@@ -193,6 +198,7 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
     uint32_t *last = malloc((n ? n : 1) * sizeof *last);
     char **ids = calloc(n ? n : 1, sizeof *ids); /* copies for new ids */
     size_t *found = malloc((n ? n : 1) * sizeof *found);
+    rp_bvh_item *build = NULL; /* a full build's scratch, when it is one */
     size_t id_bytes = 0, fresh = 0;
     if (!hashes || !last || !ids || !found) {
         st = RP_ERR_NOMEM;
@@ -226,6 +232,11 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         st = RP_ERR_NOMEM;
         goto out;
     }
+    bool bulk = rp_bvh_bulk_(sc->count, fresh);
+    if (bulk && !(build = rp_bvh_items_new_(sc->count + fresh))) {
+        st = RP_ERR_NOMEM;
+        goto out;
+    }
 
     /* Nothing below can fail. */
     for (size_t k = 0; k < n; k++) {
@@ -234,6 +245,8 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         const rp_shape *shape = &shapes[last[k]].shape;
         if (found[k] != SIZE_MAX) {
             sc->entries[found[k]].shape = *shape;
+            if (!bulk)
+                rp_bvh_update_(sc, (uint32_t)found[k]);
             continue;
         }
         size_t e = sc->count++;
@@ -244,14 +257,22 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         size_t slot;
         index_find(sc, sc->entries[e].id, hashes[k], &slot);
         rp_strtab_insert_at_(&sc->index, slot, (uint32_t)e);
+        if (!bulk)
+            rp_bvh_insert_(sc, (uint32_t)e);
+    }
+    if (bulk) {
+        rp_bvh_rebuild_(sc, build); /* frees the scratch */
+        build = NULL;
+    } else {
+        rp_bvh_maintain_(sc);
     }
     sc->store->bytes += id_bytes;
     id_bytes = 0;
     sc->store->shapes += fresh;
-    sc->revision++;
-    sc->bvh_stale = true;
+    sc->revision = rp_store_take_revision_(sc->store);
 
 out:
+    rp_bvh_items_free_(build);
     if (ids)
         for (size_t k = 0; k < n; k++)
             free(ids[k]);
@@ -277,19 +298,21 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
             continue;
         uint32_t e = sc->index.slots[slot];
         rp_strtab_unlink_(&sc->index, slot, entry_hash);
+        rp_bvh_remove_(sc, e);
         sc->store->bytes -= strlen(sc->entries[e].id) + 1;
         free(sc->entries[e].id);
         uint32_t last = (uint32_t)(sc->count - 1);
         if (e != last) {
             sc->entries[e] = sc->entries[last];
             rp_strtab_renumber_(&sc->index, sc->entries[e].hash, last, e);
+            rp_bvh_renumber_(sc, last, e);
         }
         sc->count--;
         count++;
     }
     sc->store->shapes -= count;
-    sc->revision++;
-    sc->bvh_stale = true;
+    rp_bvh_maintain_(sc);
+    sc->revision = rp_store_take_revision_(sc->store);
     if (removed)
         *removed = count;
     return RP_OK;

@@ -12,24 +12,58 @@
 #include "util/strtab.h"
 
 /* One stored shape.  The id is a separate heap string owned by the entry;
- * hash caches its rp_strhash_ for the id index. */
+ * hash caches its rp_strhash_ for the id index; leaf is the tree node whose
+ * child the shape is (RP_BVH_NIL when the shape is the tree's root or the
+ * scene is empty), kept by bvh.c.  80 bytes on LP64: leaf sits in what was
+ * padding, so the tree costs the entries nothing. */
 typedef struct scene_entry {
     rp_shape shape;
     char *id;
     uint32_t hash;
+    uint32_t leaf;
 } scene_entry;
 
-/* A node of the bounding-volume hierarchy (bvh.c): a float box rounded
- * outwards, the largest radius below it (rounded up: it bounds how deep a
- * penetration inside can be); an inner node (count == 0) has children first
- * and first + 1, a leaf holds order[first .. first + count). */
+_Static_assert(sizeof(scene_entry) <= 80, "scene entries are budgeted at 80 bytes");
+
+/* ---- bounding-volume hierarchy (bvh.c) ---------------------------------- */
+
+/* No node / no parent. */
+#define RP_BVH_NIL UINT32_MAX
+/* A child reference with this bit set names a shape: its entry index in the
+ * low 31 bits; otherwise it is a node index.  Scenes hold at most
+ * RP_BVH_MAX_SHAPES shapes, so a tagged reference never equals RP_BVH_NIL. */
+#define RP_BVH_SHAPE 0x80000000u
+#define RP_BVH_MAX_SHAPES 0x7fffffffu
+
+/* An inner node of the tree (44 bytes; a scene of n >= 1 shapes has n - 1 of
+ * them): a float box rounded outwards that contains both children's boxes,
+ * rmax >= the padded radius of every shape below it (rounded up: it bounds
+ * how deep a penetration inside can be), two child references, the parent
+ * node (RP_BVH_NIL at the root), and the height (1 + the larger child
+ * height; a shape counts 0). */
 typedef struct rp_bvh_node {
     float lo[3], hi[3];
     float rmax;
-    uint32_t first, count;
+    uint32_t child[2];
+    uint32_t parent;
+    uint32_t height;
 } rp_bvh_node;
 
-typedef struct rp_bvh rp_bvh;
+/* A scene's tree: inner nodes dense in nodes[0 .. n_nodes) (removal moves
+ * the last node into the hole), capacity cap; root is RP_BVH_NIL (empty
+ * scene), a tagged shape (one shape) or a node.  churn counts leaf
+ * insertions and removals since the last quality check, built_area is the
+ * summed inner-node area measured at the last full build (see bvh.c). */
+typedef struct rp_bvh {
+    rp_bvh_node *nodes;
+    uint32_t n_nodes, cap;
+    uint32_t root;
+    uint32_t churn;
+    double built_area;
+} rp_bvh;
+
+/* Scratch for a full build (one per shape), opaque outside bvh.c. */
+typedef struct rp_bvh_item rp_bvh_item;
 
 struct rp_scene {
     char *name;
@@ -39,8 +73,7 @@ struct rp_scene {
     /* Id index: entry indices by id (util/strtab.h), kept at most 3/4 full. */
     rp_strtab index;
     rp_store *store; /* owner, for limits and memory accounting */
-    rp_bvh *bvh;     /* NULL until the first query on a large scene */
-    bool bvh_stale;  /* a mutation happened since bvh was built */
+    rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
 };
 
 struct rp_store {
@@ -49,9 +82,17 @@ struct rp_store {
     rp_model **models; /* sorted by name (model.c) */
     size_t model_count, model_cap;
     rp_store_limits limits;
+    uint64_t revision; /* the last store-wide revision taken (DESIGN §3b) */
     uint64_t shapes;   /* across all scenes */
     size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
 };
+
+/* The next store-wide revision, taken by a mutation that is about to
+ * commit (nothing after it may fail). */
+static inline uint64_t rp_store_take_revision_(rp_store *st)
+{
+    return ++st->revision;
+}
 
 /* util.c: position of `name` in an array of count items sorted by name
  * (name_of gives an item's name), or where it would be inserted. */
@@ -95,8 +136,60 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
 rp_scene *rp_scene_new_(rp_store *st, const char *name);
 void rp_scene_free_(rp_scene *sc);
 
-/* bvh.c: frees a tree (memory accounting included); NULL is a no-op. */
+/* ---- tree maintenance (bvh.c), called by the mutations in scene.c ------- */
+
+/* An empty tree (no allocation). */
+void rp_bvh_init_(rp_bvh *t);
+
+/* Frees the tree's nodes (memory accounting included). */
 void rp_bvh_free_(rp_bvh *t, rp_store *st);
+
+/* Makes room for the nodes of a scene of `shapes` shapes (shapes - 1
+ * nodes), memory accounting included.  All or nothing; false when out of
+ * memory or beyond RP_BVH_MAX_SHAPES.  scene.c reserves before applying a
+ * mutation, so that the steps below cannot fail. */
+bool rp_bvh_reserve_(rp_bvh *t, rp_store *st, size_t shapes);
+
+/* Whether a put that adds `fresh` shapes to a scene of `count` rebuilds the
+ * tree from scratch (rp_bvh_rebuild_) instead of inserting one by one. */
+bool rp_bvh_bulk_(size_t count, size_t fresh);
+
+/* Scratch for a full build over `shapes` shapes; NULL when out of memory.
+ * Freed by rp_bvh_rebuild_, or by rp_bvh_items_free_ (NULL is a no-op). */
+rp_bvh_item *rp_bvh_items_new_(size_t shapes);
+void rp_bvh_items_free_(rp_bvh_item *items);
+
+/* Replaces the scene's tree by one built from scratch over its current
+ * shapes, into the reserved nodes, with the scratch `items` (which it
+ * frees).  Cannot fail. */
+void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items);
+
+/* Entry e (its shape already stored) joins the tree.  Needs the node
+ * reserved; cannot fail. */
+void rp_bvh_insert_(rp_scene *sc, uint32_t e);
+
+/* Entry e's shape changed: refreshes its ancestors' radius bound, or moves
+ * its leaf when the new box leaves its parent's.  Cannot fail. */
+void rp_bvh_update_(rp_scene *sc, uint32_t e);
+
+/* Entry e leaves the tree (before scene.c drops it).  Cannot fail. */
+void rp_bvh_remove_(rp_scene *sc, uint32_t e);
+
+/* scene.c moved entry `from` (the last one) to index `to`: the reference
+ * in its parent follows. */
+void rp_bvh_renumber_(rp_scene *sc, uint32_t from, uint32_t to);
+
+/* After a mutation: rebuilds the tree when its quality degraded (see the
+ * top of bvh.c).  Optional work: when the scratch cannot be allocated the
+ * tree stays as it is (valid, just slower) and the check is repeated later. */
+void rp_bvh_maintain_(rp_scene *sc);
+
+/* Test-only: checks every invariant of the scene's tree (boxes and radius
+ * bounds contain the children's, parent links, heights and AVL balance, node
+ * count, every entry reachable exactly once).  Returns the tree's height
+ * (0 for a scene of at most one shape), or -1 after printing the first
+ * violation to stderr. */
+int rp_bvh_check_(const rp_scene *sc);
 
 /* model.c: frees a model (store memory accounting included). */
 void rp_model_free_(rp_model *m);
