@@ -94,6 +94,25 @@ RP_API rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape
                                   size_t n, const uint64_t *if_revision, bool create,
                                   rp_scene **out, uint64_t *actual_revision);
 
+/// Removes the shapes with the given ids from scene `name` (see
+/// rp_scene_remove); RP_ERR_NOT_FOUND when the scene is missing.  *out (may
+/// be NULL) receives the scene as it is now.
+RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids,
+                                 size_t n, const uint64_t *if_revision, rp_scene **out,
+                                 size_t *removed, uint64_t *actual_revision);
+
+/// A read-only snapshot of the store: every scene and model as they are now.
+/// It shares them with the store, so it costs O(scenes + models); a later
+/// mutation through the store (rp_store_put, rp_store_remove,
+/// rp_store_replace, rp_store_delete, rp_store_model_put/_delete) leaves
+/// what the snapshot holds unchanged (a shared scene is copied first).  Use
+/// it only to find and read scenes and models, query and check; free it
+/// with rp_store_free, before the store itself.  Snapshots are taken and
+/// freed on the thread that mutates the store; any thread may read them
+/// meanwhile.  Do not call rp_scene_put / rp_scene_remove on a scene a
+/// snapshot holds (go through the store).  NULL when out of memory.
+RP_API rp_store *rp_store_snapshot(const rp_store *st);
+
 /// The last revision any mutation took (0 for a new store).
 RP_API uint64_t rp_store_revision(const rp_store *st);
 

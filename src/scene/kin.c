@@ -412,7 +412,7 @@ static bool alloc_kin(rp_model *m, rp_kin *k, size_t nl, size_t nj, size_t nf, s
 
 void rp_kin_release_(rp_kin *k)
 {
-    if (!k || --k->refs > 0)
+    if (!k || atomic_fetch_sub(&k->refs, 1) > 1)
         return;
     free(k->tree_names);
     free(k->link_frame);
@@ -475,7 +475,7 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
     rp_kin *k = calloc(1, sizeof *k);
     if (!k || !names_init(&c.links, cap_links) || !names_init(&c.joints, def->n_joints))
         goto out;
-    k->refs = 1;
+    atomic_init(&k->refs, 1);
     k->bytes = sizeof *k;
     st = collect_links(&c, err);
     if (st)
@@ -630,7 +630,7 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
     st = RP_OK;
 out:
     if (k) {
-        k->refs = 1;
+        atomic_init(&k->refs, 1);
         rp_kin_release_(k);
     }
     compiler_free(&c);

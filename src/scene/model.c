@@ -519,6 +519,7 @@ static rp_model *model_start(rp_store *st, const char *name, const rp_link *link
     if (!m)
         return NULL;
     m->store = st;
+    m->refs = 1;
     m->bytes = sizeof *m;
     m->n_links = m->n_base_links = n;
     size_t name_len = strlen(name) + 1, id_len = 0;
@@ -669,7 +670,7 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     st->bytes += m->bytes;
     m->revision = rp_store_take_revision_(st);
     if (found) {
-        rp_model_free_(st->models[i]);
+        rp_model_release_(st->models[i]);
     } else {
         memmove(&st->models[i + 1], &st->models[i],
                 (st->model_count - i) * sizeof *st->models);
@@ -687,7 +688,7 @@ rp_status rp_store_model_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
-    rp_model_free_(st->models[i]);
+    rp_model_release_(st->models[i]);
     memmove(&st->models[i], &st->models[i + 1], (st->model_count - i - 1) * sizeof *st->models);
     st->model_count--;
     resize_array(st, st->model_count);
@@ -821,7 +822,7 @@ rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t
     st = RP_ERR_NOMEM;
     if (m->kin) {
         e->kin = m->kin;
-        e->kin->refs++;
+        atomic_fetch_add(&e->kin->refs, 1);
         e->shape_link = model_alloc(e, n * sizeof *e->shape_link);
         e->shape_local = model_alloc(e, n * sizeof *e->shape_local);
         if (!e->shape_link || !e->shape_local)

@@ -7,6 +7,7 @@
 #ifndef REPOSE_MODEL_INT_H
 #define REPOSE_MODEL_INT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "scene_int.h"
@@ -52,7 +53,8 @@ typedef struct rp_kin_joint {
 
 /* The kinematic part of a model (NULL for a frame-indexed one). */
 typedef struct rp_kin {
-    size_t refs;               /* models using it */
+    atomic_size_t refs;        /* models using it: extensions are made and freed on
+                                * worker threads while the store's model lives on */
     size_t bytes;              /* heap bytes, counted in the first model's bytes */
     size_t n_tree;             /* links of the tree */
     const char **tree_names;   /* into chars */
@@ -114,6 +116,7 @@ struct rp_model {
     size_t n_strs, cap_strs;
     rp_kin *kin;           /* shared by a model and its extensions (refs) */
     rp_store *store;      /* owner, for memory accounting; NULL outside a store */
+    size_t refs;          /* in a store: the store's list and snapshots (version.c) */
     size_t bytes;         /* heap bytes of this model, as added to store->bytes */
 };
 

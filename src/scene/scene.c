@@ -41,6 +41,7 @@ rp_scene *rp_scene_new_(rp_store *st, const char *name)
     if (!sc)
         return NULL;
     sc->store = st;
+    sc->refs = 1;
     rp_strtab_init_(&sc->index, entry_id, entry_hash, sc);
     rp_bvh_init_(&sc->tree);
     sc->name = dup_string(name, &st->bytes);
@@ -188,6 +189,8 @@ static bool batch_last(const rp_shape_put *shapes, size_t n, const uint32_t *has
 rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
                        const uint64_t *if_revision, uint64_t *actual_revision)
 {
+    if (sc->refs > 1)
+        return RP_ERR_INVALID_ARG; /* a snapshot holds it: go through the store */
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
     if (n > UINT32_MAX - 1)
@@ -287,6 +290,8 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
                           const uint64_t *if_revision, size_t *removed,
                           uint64_t *actual_revision)
 {
+    if (sc->refs > 1)
+        return RP_ERR_INVALID_ARG; /* a snapshot holds it: go through the store */
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
     size_t count = 0;

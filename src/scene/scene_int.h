@@ -74,9 +74,11 @@ struct rp_scene {
     rp_strtab index;
     rp_store *store; /* owner, for limits and memory accounting */
     rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
+    unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
 };
 
 struct rp_store {
+    bool snapshot;     /* a read-only copy (version.c): holds references only */
     rp_scene **scenes; /* sorted by name */
     size_t count, cap;
     rp_model **models; /* sorted by name (model.c) */
@@ -193,5 +195,18 @@ int rp_bvh_check_(const rp_scene *sc);
 
 /* model.c: frees a model (store memory accounting included). */
 void rp_model_free_(rp_model *m);
+
+/* version.c: references to scenes and models (see its top).  A release
+ * that drops the last one frees. */
+void rp_scene_retain_(rp_scene *sc);
+void rp_scene_release_(rp_scene *sc);
+void rp_model_retain_(rp_model *m);
+void rp_model_release_(rp_model *m);
+
+/* version.c: scene i of the store, ready to be changed in place: itself
+ * when only the store holds it, else a copy that replaces it in the list
+ * (the holders keep the old one).  NULL when out of memory (nothing
+ * changed). */
+rp_scene *rp_store_writable_(rp_store *st, size_t i);
 
 #endif /* REPOSE_SCENE_INT_H */

@@ -25,10 +25,12 @@ void rp_store_free(rp_store *st)
 {
     if (!st)
         return;
+    /* A snapshot drops its references; the store drops its own, which
+     * frees what no snapshot holds (snapshots go before their store). */
     for (size_t i = 0; i < st->count; i++)
-        rp_scene_free_(st->scenes[i]);
+        rp_scene_release_(st->scenes[i]);
     for (size_t i = 0; i < st->model_count; i++)
-        rp_model_free_(st->models[i]);
+        rp_model_release_(st->models[i]);
     free(st->scenes);
     free(st->models);
     free(st);
@@ -130,7 +132,7 @@ rp_status rp_store_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
-    rp_scene_free_(st->scenes[i]);
+    rp_scene_release_(st->scenes[i]);
     memmove(&st->scenes[i], &st->scenes[i + 1], (st->count - i - 1) * sizeof *st->scenes);
     st->count--;
     rp_store_take_revision_(st); /* a deletion is a committed mutation too */
@@ -144,9 +146,12 @@ rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shape
     bool found;
     size_t i = lower_bound(st, name, &found);
     if (found) {
+        rp_scene *sc = rp_store_writable_(st, i);
+        if (!sc)
+            return RP_ERR_NOMEM;
         if (out)
-            *out = st->scenes[i];
-        return rp_scene_put(st->scenes[i], shapes, n, if_revision, actual_revision);
+            *out = sc;
+        return rp_scene_put(sc, shapes, n, if_revision, actual_revision);
     }
     if (!create)
         return RP_ERR_NOT_FOUND;
@@ -184,9 +189,30 @@ rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *s
     if (status)
         return status;
     sc->revision = rp_store_take_revision_(st);
-    rp_scene_free_(st->scenes[i]);
+    rp_scene_release_(st->scenes[i]);
     st->scenes[i] = sc;
     if (out)
         *out = sc;
     return RP_OK;
+}
+
+rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids, size_t n,
+                          const uint64_t *if_revision, rp_scene **out, size_t *removed,
+                          uint64_t *actual_revision)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    if (!found)
+        return RP_ERR_NOT_FOUND;
+    if (if_revision && *if_revision != st->scenes[i]->revision) {
+        if (actual_revision)
+            *actual_revision = st->scenes[i]->revision;
+        return RP_ERR_REVISION;
+    }
+    rp_scene *sc = rp_store_writable_(st, i);
+    if (!sc)
+        return RP_ERR_NOMEM;
+    if (out)
+        *out = sc;
+    return rp_scene_remove(sc, ids, n, if_revision, removed, actual_revision);
 }

@@ -28,8 +28,10 @@ typedef struct chunk {
     max_align_t data[]; /* aligned payload */
 } chunk;
 
-static chunk *head;  /* current chunk (newest first) */
-static chunk *first; /* the chunk kept across resets */
+/* Per thread: the event loop and each worker parse into their own arena
+ * (cJSON's hooks are process-wide, the chunks are not). */
+static _Thread_local chunk *head;  /* current chunk (newest first) */
+static _Thread_local chunk *first; /* the chunk kept across resets */
 
 #ifndef RPD_ARENA_DISABLED
 static void *arena_alloc(size_t n)
@@ -81,7 +83,7 @@ void rpd_arena_reset(void)
     }
 }
 
-void rpd_arena_free_all(void)
+void rpd_arena_free_thread(void)
 {
     while (head) {
         chunk *next = head->next;
@@ -89,5 +91,10 @@ void rpd_arena_free_all(void)
         head = next;
     }
     first = NULL;
+}
+
+void rpd_arena_free_all(void)
+{
+    rpd_arena_free_thread();
     cJSON_InitHooks(NULL);
 }

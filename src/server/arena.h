@@ -2,8 +2,9 @@
  * A bump allocator for cJSON's parse trees.  Each request line is parsed
  * into a tree that lives only while the line is processed, so cJSON's
  * per-node malloc/free pairs are replaced by pointer bumps, and the whole
- * tree is dropped at once by rpd_arena_reset().  cJSON's hooks are global;
- * the daemon is single-threaded, which is what makes this safe.
+ * tree is dropped at once by rpd_arena_reset().  cJSON's hooks are global,
+ * but the arena is per thread: the event loop and every worker thread
+ * allocate from and reset their own.
  *
  * Not installed in sanitizer builds, so that AddressSanitizer keeps seeing
  * every cJSON allocation.
@@ -15,7 +16,10 @@
 void rpd_arena_install(void);
 /* Releases everything allocated since the last reset; keeps one chunk. */
 void rpd_arena_reset(void);
-/* Frees every chunk (at exit, so leak checkers stay quiet). */
+/* Frees the calling thread's chunks (a worker, after each job). */
+void rpd_arena_free_thread(void);
+/* Frees the loop thread's chunks and uninstalls (at exit, so leak checkers
+ * stay quiet). */
 void rpd_arena_free_all(void);
 
 #endif /* REPOSE_SERVER_ARENA_H */

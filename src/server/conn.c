@@ -36,6 +36,7 @@ typedef struct write_req {
 } write_req;
 
 static void on_close(uv_handle_t *h);
+static bool start_job(rpd_conn *c, const char *line, size_t len);
 static void on_watch_timer(uv_timer_t *t);
 static void watch_unpend(rpd_conn *c);
 static void start_reading(rpd_conn *c);
@@ -122,7 +123,7 @@ static void linger_close(rpd_conn *c)
 
 static void close_if_done(rpd_conn *c)
 {
-    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded)
+    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded && !c->job)
         linger_close(c);
 }
 
@@ -246,6 +247,12 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
         refuse_http(c);
         return;
     }
+    /* Queries go to a worker (the connection's next lines wait for it, so
+     * replies keep their order); when the job cannot be set up, the line
+     * runs here as it would without workers. */
+    if (c->srv->threads > 0 && !rpd_session_locked(core, &c->session) &&
+        rpd_line_wants_worker(line, len) && start_job(c, line, len))
+        return;
     rpd_process_line(core, &c->session, line, len, &c->out);
     rpd_arena_reset();
     /* After auth, the full request size applies. */
@@ -274,7 +281,7 @@ static void process_lines(rpd_conn *c)
     rpd_core *core = &c->srv->core;
     uint64_t slice_end = rpd_now_ns() + RPD_SLICE_NS;
     for (;;) {
-        while (!c->closing) {
+        while (!c->closing && !c->job) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
@@ -328,7 +335,7 @@ static void process_lines(rpd_conn *c)
         }
         break;
     }
-    if ((c->paused || c->closing || c->yielded) && c->reading) {
+    if ((c->paused || c->closing || c->yielded || c->job) && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
@@ -477,7 +484,10 @@ static void on_close(uv_handle_t *h)
         srv->core.stats.conn_tcp--;
     else
         srv->core.stats.conn_unix--;
-    free(c);
+    if (c->job)
+        c->gone = true; /* the job's completion frees it */
+    else
+        free(c);
     rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
             (unsigned long long)srv->core.stats.conn_current);
     rpd_server_conn_closed(srv);
@@ -580,6 +590,99 @@ void rpd_conn_sweep(rpd_server *srv)
         else
             check_timeouts(c, now);
     }
+}
+
+/* ---- queries on worker threads --------------------------------------------- */
+
+/* A query line running on a worker against a snapshot of the store. */
+typedef struct rpd_job {
+    uv_work_t work; /* first: the callbacks get this pointer */
+    rpd_conn *conn;
+    rpd_core core;  /* the worker's copy: snapshot store, own counters */
+    rpd_session session;
+    char *line;
+    size_t len;
+    rp_jw out;      /* the reply line */
+} rpd_job;
+
+static void job_run(uv_work_t *work)
+{
+    rpd_job *j = (rpd_job *)work;
+    rpd_process_line(&j->core, &j->session, j->line, j->len, &j->out);
+    rpd_arena_free_thread();
+}
+
+static void job_done(uv_work_t *work, int status)
+{
+    rpd_job *j = (rpd_job *)work;
+    rpd_conn *c = j->conn;
+    rpd_server *srv = c->srv;
+    srv->jobs--;
+    rpd_stats_add(&srv->core.stats, &j->core.stats);
+    rp_store_free(j->core.store); /* may free versions mutations replaced */
+    c->job = NULL;
+    if (c->gone) {
+        free(c);
+    } else if (!uv_is_closing(&c->h.handle)) {
+        if (status < 0 || rp_jw_failed(&j->out)) {
+            rpd_log(RPD_LOG_ERROR, "a query on a worker could not finish; closing its connection");
+            rpd_conn_close(c);
+        } else if (c->out.len == 0) {
+            rp_jw t = c->out; /* take the reply's buffer: no copy of a large reply */
+            c->out = j->out;
+            j->out = t;
+        } else {
+            rp_jw_raw(&c->out, j->out.buf, j->out.len);
+        }
+        if (!uv_is_closing(&c->h.handle)) {
+            process_lines(c);
+            if (!uv_is_closing(&c->h.handle) && !c->paused && !c->yielded && !c->eof &&
+                !c->closing && !c->job)
+                start_reading(c);
+        }
+    }
+    free(j->line);
+    rp_jw_free(&j->out);
+    free(j);
+    rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
+}
+
+/* Hands the line to a worker with a snapshot of the store taken now.
+ * False when out of memory. */
+static bool start_job(rpd_conn *c, const char *line, size_t len)
+{
+    rpd_server *srv = c->srv;
+    rpd_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return false;
+    j->line = malloc(len ? len : 1);
+    rp_store *snap = rp_store_snapshot(srv->core.store);
+    if (!j->line || !snap) {
+        free(j->line);
+        free(j);
+        rp_store_free(snap);
+        return false;
+    }
+    memcpy(j->line, line, len);
+    j->len = len;
+    j->conn = c;
+    j->core = srv->core;
+    j->core.worker = true;
+    j->core.store = snap;
+    j->core.watch = NULL;
+    memset(&j->core.stats, 0, sizeof j->core.stats);
+    j->session = c->session;
+    j->session.watches = NULL;
+    rp_jw_init(&j->out);
+    if (uv_queue_work(srv->loop, &j->work, job_run, job_done) < 0) {
+        rp_store_free(snap);
+        free(j->line);
+        free(j);
+        return false;
+    }
+    srv->jobs++;
+    c->job = j;
+    return true;
 }
 
 /* ---- watch notifications (watch.h) ------------------------------------------ */

@@ -38,6 +38,9 @@ typedef struct rpd_core {
      * shared by the requests of a batch). */
     uint64_t work_left;
     struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
+    /* A worker's copy of the core (conn.c): store is a snapshot, watch is
+     * NULL, and only RPD_METHOD_WORKER methods may run. */
+    bool worker;
 } rpd_core;
 
 /* Per-connection protocol state. */

@@ -24,11 +24,13 @@ static void usage(FILE *to)
             "  --insecure-tcp                  allow a non-loopback --tcp address without a\n"
             "                                  token\n"
             "  --log-level LEVEL               error, warn, info (default) or debug\n"
+            "  --threads N                     worker threads for queries (default: one per\n"
+            "                                  CPU, at most %d; 0 runs them on the event loop)\n"
             "  --help                          this text\n"
             "  --version                       print the version\n"
             "\n"
             "Limits (see proto/PROTOCOL.md):\n",
-            RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP);
+            RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_MAX_THREADS);
     rpd_limits_usage(to);
     fprintf(to,
             "\n"
@@ -48,6 +50,7 @@ int main(int argc, char **argv)
     cfg.unix_path = RPD_DEFAULT_UNIX;
     cfg.tcp = RPD_DEFAULT_TCP;
     cfg.limits = rpd_default_limits();
+    cfg.threads = -1; /* one per CPU */
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -66,7 +69,8 @@ int main(int argc, char **argv)
         }
         bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
                            strcmp(a, "--log-level") == 0 || strcmp(a, "--data-dir") == 0 ||
-                           strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0;
+                           strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0 ||
+                           strcmp(a, "--threads") == 0;
         if (!v && (takes_value || rpd_limits_is_flag(a))) {
             fprintf(stderr, "reposed: %s needs a value (see --help)\n", a);
             return 2;
@@ -96,6 +100,16 @@ int main(int argc, char **argv)
             rpd_log_set_level((rpd_log_level)level);
         } else if (strcmp(a, "--token-file") == 0) {
             cfg.token_file = v;
+        } else if (strcmp(a, "--threads") == 0) {
+            char *end;
+            errno = 0;
+            long t = strtol(v, &end, 10);
+            if (errno || end == v || *end || t < 0 || t > RPD_MAX_THREADS) {
+                fprintf(stderr, "reposed: --threads must be an integer from 0 to %d\n",
+                        RPD_MAX_THREADS);
+                return 2;
+            }
+            cfg.threads = (int)t;
         } else {
             fprintf(stderr, "reposed: %s is planned but not supported by this version\n", a);
             return 2;

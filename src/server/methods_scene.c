@@ -498,7 +498,8 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
                 gone[n_gone++] = (id_index){ids[k], 0};
         n_gone = sort_unique(gone, n_gone);
     }
-    rp_status st = rp_scene_remove(sc, ids, n, has_rev ? &expected : NULL, &removed, &actual);
+    rp_status st = rp_store_remove(req->core->store, rp_scene_name(sc), ids, n,
+                                   has_rev ? &expected : NULL, &sc, &removed, &actual);
     if (!st && watched) {
         const char **list = gone ? malloc((n_gone ? n_gone : 1) * sizeof *list) : NULL;
         for (size_t k = 0; list && k < n_gone; k++)

@@ -58,7 +58,8 @@ typedef bool (*rpd_handler)(rpd_req *req, const cJSON *params, rp_jw *w);
 
 enum {
     RPD_METHOD_MUTATES = 1u << 0, /* changes the store: refused while shutting down */
-    RPD_METHOD_NOAUTH = 1u << 1   /* allowed before auth: ping, hello, auth */
+    RPD_METHOD_NOAUTH = 1u << 1,  /* allowed before auth: ping, hello, auth */
+    RPD_METHOD_WORKER = 1u << 2   /* a query: runs on a worker thread over a store snapshot */
 };
 
 typedef struct rpd_method {

@@ -171,6 +171,12 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
         return rpd_fail_path(r, "params", "must be an object (parameters by name)");
     if (core->shutting_down && (m->flags & RPD_METHOD_MUTATES))
         return rpd_fail(r, RPD_SHUTTING_DOWN, "Shutting down: %s not executed", m->name);
+    /* A worker runs only the line rpd_line_wants_worker picked, whose method
+     * is a query; anything else here would mean the peek and the parse
+     * disagreed, and must not touch the snapshot it holds. */
+    if (core->worker && !(m->flags & RPD_METHOD_WORKER))
+        return rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: %s cannot run on a worker thread",
+                        m->name);
     rpd_write_envelope(w, id, false);
     /* A mutation's result is a name and a few numbers: with room for it
      * reserved first, writing it after the store changed cannot fail, so
@@ -433,6 +439,91 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         release_memory();
     if (timed)
         rpd_stats_latency(&core->stats, rpd_now_ns() - t0);
+}
+
+/* ---- worker placement ------------------------------------------------------- */
+
+/* How far into a line rpd_line_wants_worker looks for "method". */
+#define PEEK_BYTES 512
+
+static size_t skip_blanks(const char *p, size_t i, size_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+        i++;
+    return i;
+}
+
+/* The end of the string starting at p[i] == '"' (the index after its closing
+ * quote), or 0 when it does not end within n; *plain says whether it had no
+ * escapes. */
+static size_t skip_string(const char *p, size_t i, size_t n, bool *plain)
+{
+    *plain = true;
+    for (i++; i < n; i++) {
+        if (p[i] == '\\') {
+            *plain = false;
+            i++;
+        } else if (p[i] == '"') {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+bool rpd_line_wants_worker(const char *line, size_t len)
+{
+    /* A bounded look at the top-level members before the first nested
+     * value: cheap whatever the line's size, and only a placement decision
+     * (the worker parses and checks the whole line again). */
+    size_t n = len < PEEK_BYTES ? len : PEEK_BYTES;
+    size_t i = skip_blanks(line, 0, n);
+    if (i >= n || line[i] != '{')
+        return false;
+    for (i++;;) {
+        bool plain;
+        i = skip_blanks(line, i, n);
+        if (i >= n || line[i] != '"')
+            return false;
+        size_t key = i + 1, end = skip_string(line, i, n, &plain);
+        if (!end || !plain)
+            return false;
+        size_t key_len = end - 1 - key;
+        i = skip_blanks(line, end, n);
+        if (i >= n || line[i] != ':')
+            return false;
+        i = skip_blanks(line, i + 1, n);
+        if (i >= n)
+            return false;
+        if (key_len == 6 && memcmp(line + key, "method", 6) == 0) {
+            if (line[i] != '"')
+                return false;
+            size_t vend = skip_string(line, i, n, &plain);
+            size_t vlen = vend ? vend - 2 - i : 0;
+            char name[64];
+            if (!vend || !plain || vlen >= sizeof name)
+                return false;
+            memcpy(name, line + i + 1, vlen);
+            name[vlen] = '\0';
+            size_t index;
+            const rpd_method *m = rpd_method_find(name, &index);
+            return m && (m->flags & RPD_METHOD_WORKER);
+        }
+        /* Skip a scalar value; a nested one ends the look. */
+        if (line[i] == '{' || line[i] == '[')
+            return false;
+        if (line[i] == '"') {
+            i = skip_string(line, i, n, &plain);
+            if (!i)
+                return false;
+        } else {
+            while (i < n && line[i] != ',' && line[i] != '}')
+                i++;
+        }
+        i = skip_blanks(line, i, n);
+        if (i >= n || line[i] != ',')
+            return false;
+        i++;
+    }
 }
 
 /* ---- HTTP ----------------------------------------------------------------- */

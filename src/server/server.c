@@ -424,6 +424,28 @@ void rpd_server_conn_closed(rpd_server *srv)
     maybe_finish(srv);
 }
 
+/* Sizes libuv's thread pool, which runs the queries (conn.c: start_job).
+ * The pool reads UV_THREADPOOL_SIZE when first used, which is after this. */
+static void start_workers(rpd_server *srv)
+{
+    int n = srv->cfg.threads;
+    if (n < 0) {
+        n = (int)uv_available_parallelism();
+        if (n > RPD_MAX_THREADS)
+            n = RPD_MAX_THREADS;
+        if (n < 1)
+            n = 1;
+    }
+    srv->threads = n;
+    if (n > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", n);
+        setenv("UV_THREADPOOL_SIZE", v, 1);
+    }
+    rpd_log(RPD_LOG_INFO, "%d worker thread%s for queries%s", n, n == 1 ? "" : "s",
+            n ? "" : " (they run on the event loop)");
+}
+
 static void on_grace_expired(uv_timer_t *t)
 {
     rpd_server *srv = t->data;
@@ -568,6 +590,7 @@ int rpd_server_run(const rpd_config *cfg)
     uv_idle_init(srv.loop, &srv.resume);
     srv.resume.data = &srv;
     rpd_conn_watch_io(&srv);
+    start_workers(&srv);
     uv_timer_init(srv.loop, &srv.sweep);
     srv.sweep.data = &srv;
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);

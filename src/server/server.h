@@ -47,6 +47,9 @@
 /* Backlog of pending connections for each listener. */
 #define RPD_LISTEN_BACKLOG 511
 
+/* Most worker threads (libuv's thread pool accepts up to 1024). */
+#define RPD_MAX_THREADS 256
+
 typedef struct rpd_config {
     const char *unix_path; /* NULL: no Unix socket */
     const char *tcp;       /* "HOST:PORT"; NULL: no TCP */
@@ -56,6 +59,7 @@ typedef struct rpd_config {
      * unix_path and tcp.  Borrowed: must outlive rpd_server_run. */
     const rpd_sd_fds *activation;
     rpd_limits limits;
+    int threads; /* worker threads; 0: queries run on the loop; -1: one per CPU */
 } rpd_config;
 
 typedef struct rpd_server rpd_server;
@@ -94,6 +98,8 @@ typedef struct rpd_conn {
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
     size_t input_counted; /* this connection's share of srv->input_bytes */
+    struct rpd_job *job;       /* the query running on a worker; lines wait for it */
+    bool gone;                 /* closed while job ran: job's completion frees it */
     uint64_t watch_flushed_ns; /* last write of notifications (rpd_now_ns) */
     bool watch_pending;        /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
@@ -119,6 +125,8 @@ struct rpd_server {
     bool watchdog_started;
     bool stopping;
     rpd_conn *conns; /* doubly linked list */
+    int threads;                /* worker threads (0: queries on the loop) */
+    uint64_t jobs;              /* queries running on workers */
     uv_timer_t watch_timer;     /* writes batched notifications (RPD_WATCH_BATCH_MS) */
     rpd_conn *watch_pending;    /* connections it will write to */
 };

@@ -11,6 +11,16 @@ uint64_t rpd_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void rpd_stats_add(rpd_stats *dst, const rpd_stats *src)
+{
+    /* Every member is a uint64_t counter. */
+    _Static_assert(sizeof(rpd_stats) % sizeof(uint64_t) == 0, "rpd_stats holds only counters");
+    uint64_t *d = (uint64_t *)dst;
+    const uint64_t *s = (const uint64_t *)src;
+    for (size_t i = 0; i < sizeof(rpd_stats) / sizeof(uint64_t); i++)
+        d[i] += s[i];
+}
+
 /* Bucket of a duration: exact below 8 ns, then 8 sub-buckets per octave. */
 static int bucket_of(uint64_t ns)
 {

@@ -29,6 +29,9 @@ typedef struct rpd_stats {
     uint64_t latency_count;
 } rpd_stats;
 
+/* Adds every counter of src to dst (a worker's counts into the server's). */
+void rpd_stats_add(rpd_stats *dst, const rpd_stats *src);
+
 /* Monotonic clock in ns. */
 uint64_t rpd_now_ns(void);
 

@@ -180,7 +180,7 @@ expect_code 2 "bad params win over no daemon" -- "$CLI" --unix "$tmp/none.sock" 
 # ---- help: the daemon's methods ---------------------------------------------------------
 expect_code 0 "help" -- "$CLI" "${S[@]}" help
 expect_grep "$tmp/out" "^methods of reposed $daemon_version:\$" "help heading"
-for m in ping scene.create scene.list check.batch violates_margin; do
+for m in ping scene.create scene.list scene.replace check.batch violates_margin; do
   expect_grep "$tmp/out" "^  $m\$" "help lists $m"
 done
 expect_code 3 "help without a daemon" -- "$CLI" --unix "$tmp/none.sock" help
@@ -204,7 +204,9 @@ expect_grep "$tmp/out" '"scene": "fromfile"' "scene from file listed"
 expect_grep "$tmp/out" '"shapes": 2' "scene from file has 2 shapes"
 expect_code 0 "@file in a relative path" -- bash -c \
   "cd '$tmp' && '$CLI' --unix '$sock' scene.put '{\"scene\":\"fromfile\",\"shapes\":@shapes.json}'"
-expect_grep "$tmp/out" '"revision": 2' "relative @file applied"
+# Revisions are store-wide: this daemon's fourth mutation (after creating
+# cell, empty and fromfile).
+expect_grep "$tmp/out" '"revision": 4' "relative @file applied"
 expect_code 2 "@file missing" -- "$CLI" "${S[@]}" scene.create '{"scene":"x","shapes":@no-such.json}'
 expect_grep "$tmp/err" "no-such.json" "@file missing names the file"
 echo '{"a": ' >"$tmp/broken.json"
@@ -216,10 +218,10 @@ expect_grep "$tmp/err" "error -32602" "a@b is an invalid scene name, not a file"
 
 # ---- KEY=VALUE params ------------------------------------------------------------------
 expect_code 0 "key=value: a plain word is a string" -- "$CLI" "${S[@]}" scene.create scene=kv
-expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 1\n}' "scene.create scene=kv output"
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 5\n}' "scene.create scene=kv output"
 expect_code 0 "key=value: JSON values" -- "$CLI" "${S[@]}" scene.put scene=kv \
-  shapes='{"s": {"sphere": {"center": [0, 0, 0], "radius": 1}}}' if_revision=1 create=false
-expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 2\n}' "scene.put with JSON values"
+  shapes='{"s": {"sphere": {"center": [0, 0, 0], "radius": 1}}}' if_revision=5 create=false
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 6\n}' "scene.put with JSON values"
 expect_code 0 "key=value: the distance example" -- "$CLI" "${S[@]}" distance \
   a='{"sphere":{"center":[0,0,0],"radius":1}}' b='{"sphere":{"center":[3,0,0],"radius":1}}'
 expect_file "$tmp/out" $'{\n  "distance": 1\n}' "distance with key=value"
@@ -230,7 +232,31 @@ expect_grep "$tmp/out" '"scene": "123"' "scene=\"123\" is the string 123"
 expect_code 1 "key=value: blanks stay in a string" -- "$CLI" "${S[@]}" scene.create 'scene=a "b"'
 expect_grep "$tmp/err" 'Invalid params: params.scene must be' "a string with blanks and quotes"
 expect_code 0 "key=value: @file" -- "$CLI" "${S[@]}" scene.put scene=kv shapes=@"$tmp/shapes.json"
-expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 3\n}' "scene.put shapes=@file"
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 8\n}' "scene.put shapes=@file"
+# scene.replace: the whole content swapped, with compare-and-set.
+expect_code 0 "scene.replace with if_revision" -- "$CLI" "${S[@]}" scene.replace scene=kv \
+  shapes='{"r": {"sphere": {"center": [1, 2, 3], "radius": 0.5}}}' if_revision=8
+expect_file "$tmp/out" $'{\n  "scene": "kv",\n  "revision": 9\n}' "scene.replace output"
+expect_code 0 "scene.get after scene.replace" -- "$CLI" "${S[@]}" scene.get scene=kv
+expect_file "$tmp/out" '{
+  "scene": "kv",
+  "revision": 9,
+  "shapes": {
+    "r": {
+      "sphere": {
+        "center": [1, 2, 3],
+        "radius": 0.5
+      }
+    }
+  }
+}' "scene.replace left only the new shapes"
+expect_code 1 "scene.replace with a stale if_revision" -- "$CLI" "${S[@]}" scene.replace \
+  scene=kv shapes='{}' if_revision=8
+expect_file "$tmp/err" "error -32003: Revision conflict: expected 8, scene is at 9
+data: {
+  \"expected\": 8,
+  \"actual\": 9
+}" "scene.replace conflict"
 expect_code 2 "key=value: @file missing" -- "$CLI" "${S[@]}" scene.put scene=kv shapes=@"$tmp/nope.json"
 expect_grep "$tmp/err" "nope.json: cannot read" "missing @file named"
 expect_code 2 "key=value: a word without =" -- "$CLI" "${S[@]}" scene.get kv
@@ -386,7 +412,7 @@ data: {
 repose-cli: line 5: did you mean 'scene.create'?
 repose-cli: line 6: 'kv' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)" \
   "piped errors with line numbers"
-expect_grep "$tmp/out" '"revision": 4' "key=value line with JSON blanks applied"
+expect_grep "$tmp/out" '"revision": 15' "key=value line with JSON blanks applied"
 expect_grep "$tmp/out" '"b": \[1, 0, 0\],' "JSON-with-blanks line read back"
 expect_grep "$tmp/out" '^  scene.remove$' "help in line mode"
 

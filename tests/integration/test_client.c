@@ -241,6 +241,84 @@ static void ping_and_scene_roundtrip_over_tcp(void **state)
     scene_roundtrip(true);
 }
 
+/* ---- scene.replace and store-wide revisions ------------------------------------------------ */
+
+/* scene.replace through rp_client_call, a conflict as an RPC error with its
+ * data (the connection stays usable), deletions reporting their revision,
+ * and pipelined mutations of two scenes taking consecutive store-wide
+ * numbers. */
+static void scene_replace_and_store_wide_revisions(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, true);
+    call_expect(
+        c, "scene.create",
+        "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}}}",
+        "{\"scene\":\"s\",\"revision\":1}");
+    call_expect(c, "scene.replace",
+                "{\"scene\":\"s\",\"if_revision\":1,\"shapes\":{\"b\":{\"sphere\":"
+                "{\"center\":[0,0,2],\"radius\":0.5}}}}",
+                "{\"scene\":\"s\",\"revision\":2}");
+    call_expect(c, "scene.get", "{\"scene\":\"s\"}",
+                "{\"scene\":\"s\",\"revision\":2,\"shapes\":{\"b\":{\"sphere\":{\"center\":"
+                "[0,0,2],\"radius\":0.5}}}}");
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *result = NULL;
+    assert_int_equal(rp_client_call(c, "scene.replace",
+                                    "{\"scene\":\"s\",\"if_revision\":1,\"shapes\":{}}", &result,
+                                    &err),
+                     RP_CLIENT_RPC);
+    assert_null(result);
+    assert_int_equal(err.code, -32003);
+    assert_string_equal(err.data, "{\"expected\":1,\"actual\":2}");
+    assert_int_equal(
+        rp_client_call(c, "scene.replace", "{\"scene\":\"t\",\"shapes\":{}}", &result, &err),
+        RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32001);
+    /* Deletions take a number and say which. */
+    call_expect(c, "model.put",
+                "{\"model\":\"m\",\"links\":[{\"id\":\"l\",\"frame\":0,\"shape\":"
+                "{\"sphere\":{\"center\":[0,0,0],\"radius\":0.1}}}]}",
+                "{\"model\":\"m\",\"revision\":3}");
+    call_expect(c, "model.delete", "{\"model\":\"m\"}",
+                "{\"model\":\"m\",\"deleted\":true,\"revision\":4}");
+    call_expect(c, "scene.delete", "{\"scene\":\"s\"}",
+                "{\"scene\":\"s\",\"deleted\":true,\"revision\":5}");
+    cJSON *stats = NULL;
+    assert_int_equal(rp_client_call_cjson(c, "stats", NULL, &stats, &err), RP_CLIENT_OK);
+    assert_true(cJSON_GetObjectItemCaseSensitive(stats, "revision")->valuedouble == 5);
+    cJSON_Delete(stats);
+
+    /* Pipelined: two scenes created and replaced in turn, one number each. */
+    enum { N = 40 };
+    uint64_t ids[N];
+    for (int i = 0; i < N; i++) {
+        char params[160];
+        snprintf(params, sizeof params,
+                 "{\"scene\":\"p%d\",\"create\":true,\"shapes\":{\"k%d\":{\"sphere\":"
+                 "{\"center\":[%d,0,0],\"radius\":1}}}}",
+                 i % 2, i, i);
+        assert_int_equal(rp_client_send(c, "scene.replace", params, &ids[i], &err), RP_CLIENT_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        uint64_t id = 0;
+        char want[64];
+        assert_int_equal(rp_client_recv(c, &id, &result, &err), RP_CLIENT_OK);
+        assert_true(id == ids[i]);
+        snprintf(want, sizeof want, "{\"scene\":\"p%d\",\"revision\":%d}", i % 2, 6 + i);
+        assert_string_equal(result, want);
+        free(result);
+        result = NULL;
+    }
+    call_expect(c, "scene.list", NULL,
+                "{\"scenes\":[{\"scene\":\"p0\",\"revision\":44,\"shapes\":1},"
+                "{\"scene\":\"p1\",\"revision\":45,\"shapes\":1}]}");
+    rp_client_error_free(&err);
+    rp_client_close(c);
+    assert_int_equal(rh_stop(d, rh_ms(RH_TIMEOUT_MS)), 0);
+}
+
 /* ---- connection errors ----------------------------------------------------------------- */
 
 static void missing_socket_path_is_connect_error(void **state)
@@ -1315,6 +1393,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(ping_and_scene_roundtrip_over_unix, rh_teardown),
         cmocka_unit_test_teardown(ping_and_scene_roundtrip_over_tcp, rh_teardown),
+        cmocka_unit_test_teardown(scene_replace_and_store_wide_revisions, rh_teardown),
         cmocka_unit_test_teardown(missing_socket_path_is_connect_error, rh_teardown),
         cmocka_unit_test_teardown(closed_tcp_port_is_connect_error, rh_teardown),
         cmocka_unit_test_teardown(rpc_error_has_code_message_and_data_and_keeps_the_connection,

@@ -8,7 +8,11 @@
  * other daemon test programs are in daemon_util.h.
  *
  * Many clients pipeline mixed requests at once, and requests arrive split
- * byte by byte or many to a write.  Replies are checked by parsing them
+ * byte by byte or many to a write.  Revisions are store-wide (DESIGN §3b),
+ * so a pipelining client cannot know its scene's revision in advance: its
+ * expected replies hold placeholders that the replies fill in, and the test
+ * checks that each client sees its revisions rise and that the puts of all
+ * clients together took the numbers 1..N, each once.  Replies are checked by parsing them
  * with cJSON and comparing with an expected tree exactly (numbers with ==,
  * members in order), or byte for byte.  Distances are computed with the
  * public C API, which the daemon uses too, so they must agree to the last
@@ -75,6 +79,13 @@ static cJSON *error_reply(const cJSON *id, int code, const char *message, cJSON 
 
 #define N_IDS 20
 
+/* Placeholders in expected replies (see resolve_revisions). */
+#define REV_NEW "$NEW" /* a put's reply: a revision above the client's last */
+#define REV_CUR "$REV" /* the client's last revision, also inside a message */
+
+/* An if_revision that no scene reaches: a sure conflict. */
+#define REV_NEVER 1000000000000000.0
+
 typedef struct client {
     rh_conn *conn;
     bool tcp;
@@ -82,7 +93,8 @@ typedef struct client {
     char scene[32];
     rng r;
     /* the model of the client's scene */
-    uint64_t revision;
+    uint64_t revision; /* the revision of its last put, from the replies */
+    size_t n_puts;
     bool present[N_IDS];
     rp_shape shapes[N_IDS];
     /* requests (all of them, sent as the socket accepts) and replies */
@@ -132,13 +144,16 @@ static void gen_put(client *cl, cJSON *id, bool first)
         cJSON_AddItemToObject(shapes, sid, shape_json(&cl->shapes[k]));
     }
     cJSON_AddItemToObject(params, "shapes", shapes);
-    if (!first && rng_below(&cl->r, 3) == 0)
-        cJSON_AddNumberToObject(params, "if_revision", (double)cl->revision);
+    /* Compare-and-set: the first put creates the scene, which must not
+     * exist yet (revision 0).  Later revisions are not known when the
+     * request is written (other clients take numbers meanwhile). */
+    if (first && rng_below(&cl->r, 2) == 0)
+        cJSON_AddNumberToObject(params, "if_revision", 0);
     cJSON_AddBoolToObject(params, "create", true);
-    cl->revision++;
+    cl->n_puts++;
     cJSON *res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "scene", cl->scene);
-    cJSON_AddNumberToObject(res, "revision", (double)cl->revision);
+    cJSON_AddStringToObject(res, "revision", REV_NEW);
     append_request(cl, request(id, "scene.put", params), result_reply(id, res));
 }
 
@@ -175,7 +190,7 @@ static void gen_scene_distance(client *cl, cJSON *id)
     }
     qsort(hits, (size_t)n, sizeof *hits, hit_cmp);
     cJSON *res = cJSON_CreateObject();
-    cJSON_AddNumberToObject(res, "revision", (double)cl->revision);
+    cJSON_AddStringToObject(res, "revision", REV_CUR);
     char sid[8];
     if (n > 0) {
         cJSON_AddNumberToObject(res, "distance", hits[0].d);
@@ -217,7 +232,7 @@ static void gen_scene_get(client *cl, cJSON *id)
     cJSON_AddItemToObject(params, "ids", cJSON_CreateStringArray(ids, 2));
     cJSON *res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "scene", cl->scene);
-    cJSON_AddNumberToObject(res, "revision", (double)cl->revision);
+    cJSON_AddStringToObject(res, "revision", REV_CUR);
     cJSON *shapes = cJSON_AddObjectToObject(res, "shapes");
     int lo = k1 < k2 ? k1 : k2, hi = k1 < k2 ? k2 : k1;
     shape_id(a, lo);
@@ -290,14 +305,13 @@ static void gen_error(client *cl, cJSON *id)
         return;
     }
     default: {
-        uint64_t wrong = cl->revision + 5;
         cJSON_AddStringToObject(params, "scene", cl->scene);
         cJSON_AddItemToObject(params, "shapes", cJSON_CreateObject());
-        cJSON_AddNumberToObject(params, "if_revision", (double)wrong);
-        cJSON_AddNumberToObject(data, "expected", (double)wrong);
-        cJSON_AddNumberToObject(data, "actual", (double)cl->revision);
-        snprintf(msg, sizeof msg, "Revision conflict: expected %llu, scene is at %llu",
-                 (unsigned long long)wrong, (unsigned long long)cl->revision);
+        cJSON_AddNumberToObject(params, "if_revision", REV_NEVER);
+        cJSON_AddNumberToObject(data, "expected", REV_NEVER);
+        cJSON_AddStringToObject(data, "actual", REV_CUR);
+        snprintf(msg, sizeof msg, "Revision conflict: expected %.0f, scene is at " REV_CUR,
+                 REV_NEVER);
         reply = error_reply(id, -32003, msg, data);
         append_request(cl, request(id, "scene.put", params), reply);
         return;
@@ -347,12 +361,67 @@ static void gen_client(client *cl, int index, size_t n)
     }
 }
 
+/* The revisions every put reply of every client carried. */
+static uint64_t *put_revisions;
+static size_t n_put_revisions;
+
+/* Replaces member w of object o by v, under w's key. */
+static void replace_member(cJSON *o, cJSON *w, cJSON *v)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s", w->string);
+    cJSON_ReplaceItemInObjectCaseSensitive(o, key, v);
+}
+
+/* Fills the placeholders of an expected reply: REV_NEW takes the number at
+ * the same place in the reply, which must be above the client's last
+ * revision (it becomes the client's revision); REV_CUR, alone or inside a
+ * string, is the client's revision.  A reply of another shape is left to
+ * json_same to report. */
+static void resolve_revisions(client *cl, cJSON *want, const cJSON *got)
+{
+    for (cJSON *w = want->child; w; w = w->next) {
+        const cJSON *g = got && w->string && cJSON_IsObject(got)
+                             ? cJSON_GetObjectItemCaseSensitive(got, w->string)
+                             : NULL;
+        if (cJSON_IsString(w) && strcmp(w->valuestring, REV_NEW) == 0) {
+            if (!cJSON_IsNumber(g))
+                return; /* not a put's result: json_same shows it */
+            if (g->valuedouble <= (double)cl->revision)
+                fail_msg("client %d: a put's revision %.17g is not above %llu", cl->index,
+                         g->valuedouble, (unsigned long long)cl->revision);
+            cl->revision = (uint64_t)g->valuedouble;
+            put_revisions[n_put_revisions++] = cl->revision;
+            replace_member(want, w, cJSON_CreateNumber(g->valuedouble));
+            return; /* one placeholder per reply */
+        }
+        if (cJSON_IsString(w) && strstr(w->valuestring, REV_CUR)) {
+            char text[256], num[24];
+            snprintf(num, sizeof num, "%llu", (unsigned long long)cl->revision);
+            const char *at_rev = strstr(w->valuestring, REV_CUR);
+            if (strcmp(w->valuestring, REV_CUR) == 0) {
+                replace_member(want, w, cJSON_CreateNumber((double)cl->revision));
+                resolve_revisions(cl, want, got); /* w is gone: start over */
+                return;
+            }
+            snprintf(text, sizeof text, "%.*s%s%s", (int)(at_rev - w->valuestring), w->valuestring,
+                     num, at_rev + strlen(REV_CUR));
+            replace_member(want, w, cJSON_CreateString(text));
+            resolve_revisions(cl, want, got);
+            return;
+        }
+        if (cJSON_IsObject(w))
+            resolve_revisions(cl, w, g);
+    }
+}
+
 static void check_reply(client *cl, const char *line, size_t len)
 {
     if (cl->next >= cl->n_expect)
         fail_msg("client %d: extra reply %.*s", cl->index, (int)len, line);
     cJSON *want = cl->expect[cl->next];
     cJSON *got = cJSON_ParseWithLength(line, len);
+    resolve_revisions(cl, want, got);
     if (!got || !json_same(want, got)) {
         char *w = show(want);
         fail_msg("client %d (%s), reply %zu:\n  want %s\n  got  %.*s", cl->index,
@@ -370,12 +439,15 @@ static void concurrent_clients_pipeline_mixed_requests(void **state)
     const size_t n_requests = rh_wrapped() ? 150 : 1000;
     rh_daemon *d = start(NULL);
     client *cls = calloc((size_t)n_clients, sizeof *cls);
-    size_t total_errors = 0;
+    size_t total_errors = 0, total_puts = 0;
     for (int i = 0; i < n_clients; i++) {
         gen_client(&cls[i], i, n_requests);
         cls[i].conn = connect_ok(d, cls[i].tcp);
         total_errors += cls[i].n_errors;
+        total_puts += cls[i].n_puts;
     }
+    put_revisions = calloc(total_puts + 1, sizeof *put_revisions);
+    n_put_revisions = 0;
 
     /* One poll loop drives every client: write what the socket takes, read
      * and check every complete reply. */
@@ -433,6 +505,21 @@ static void concurrent_clients_pipeline_mixed_requests(void **state)
     assert_int_equal((long long)num_at(stats, "result.requests.errors"), (long long)total_errors);
     assert_int_equal((long long)num_at(stats, "result.connections.total"), n_clients + 1);
     assert_int_equal((long long)num_at(stats, "result.scenes"), n_clients);
+    /* The puts were the only mutations (the conflicts took no number): they
+     * took 1..N, each exactly once, and the store is at N. */
+    assert_int_equal(n_put_revisions, total_puts);
+    assert_int_equal((long long)num_at(stats, "result.revision"), (long long)total_puts);
+    bool *taken = calloc(total_puts + 1, sizeof *taken);
+    for (size_t i = 0; i < n_put_revisions; i++) {
+        uint64_t r = put_revisions[i];
+        if (r < 1 || r > total_puts || taken[r])
+            fail_msg("revision %llu given twice or out of 1..%zu", (unsigned long long)r,
+                     total_puts);
+        taken[r] = true;
+    }
+    free(taken);
+    free(put_revisions);
+    put_revisions = NULL;
     cJSON_Delete(stats);
     rh_close(c);
 

@@ -27,9 +27,9 @@
  *
  * The replies come from rpd_process_line, in process, with the cJSON hooks
  * pointed at the counting allocator (not the daemon's arena).  The cases
- * cover scene.create/put/remove, model.put, check, check.batch, the reply
- * writer (a reply of several KB; a mutation's reply into an output buffer
- * that is full or not yet allocated) and a batch.  Kinematic cases run on a
+ * cover scene.create/put/remove/replace/delete, model.put/delete, check,
+ * check.batch, the reply writer (a reply of several KB; a mutation's reply
+ * into an output buffer that is full or not yet allocated) and a batch.  Kinematic cases run on a
  * store that also holds a kinematic model (a tree with fixed, revolute,
  * prismatic, continuous and mimic joints): model.put with JSON joints
  * (replacing and new) and with a URDF (with an SRDF, and with adjacency
@@ -690,7 +690,9 @@ static void dump_store(const rp_store *st, dump *d)
 {
     d->len = 0;
     d->buf[0] = '\0';
-    dump_add(d, "shapes %llu\n", (unsigned long long)rp_store_shape_count(st));
+    /* The store's revision too: a failed mutation takes no number. */
+    dump_add(d, "revision %llu shapes %llu\n", (unsigned long long)rp_store_revision(st),
+             (unsigned long long)rp_store_shape_count(st));
     for (size_t i = 0; i < rp_store_scene_count(st); i++) {
         const rp_scene *sc = rp_store_scene_at(st, i);
         dump_add(d, "scene %s rev %llu n %zu\n", rp_scene_name(sc),
@@ -731,17 +733,17 @@ typedef struct req_case {
     bool batch;
     int batch_mutation; /* index of the one mutating request in a batch */
     bool kin;           /* the store also holds model kin (kin_setup_line) */
-    /* rp_store_memory on an error: 1 = exactly as before (model puts), 2 =
-     * as before or as after the clean run (queries: the scene's tree may
-     * have been built), 0 = not compared (scene mutations may keep a larger
-     * array they grew). */
+    /* rp_store_memory on an error: 1 = exactly as before (model puts and
+     * deletes, scene replaces and deletes), 2 = as before or as after the
+     * clean run (queries: the scene's tree may have been built), 0 = not
+     * compared (scene puts may keep a larger array they grew). */
     int memory;
 } req_case;
 
 #define PREFILL_NONE ((size_t)-1)
 #define PREFILL_TIGHT ((size_t)-2)
 
-enum { N_CASES = 28 };
+enum { N_CASES = 32 };
 static req_case cases[N_CASES];
 static size_t n_cases;
 
@@ -931,6 +933,32 @@ static void build_cases(void)
         add(&c->line, "%s\"s%02d\"", i ? "," : "", 3 * i);
     add(&c->line, ",\"missing\"]}}");
 
+    /* Old and new ids mixed, more shapes than before: the new content is
+     * built beside the old one. */
+    c = new_case("scene.replace");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.replace\","
+                  "\"params\":{\"scene\":\"cell\",\"if_revision\":1,\"shapes\":{");
+    for (int i = 0; i < 48; i++) {
+        add(&c->line, "%s\"%s%02d\":", i ? "," : "", i % 2 ? "s" : "r", i);
+        add_shape(&c->line, i, 0.01, 0.0, 0.25);
+    }
+    add(&c->line, "}}}");
+
+    c = new_case("scene.replace create");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.replace\","
+                  "\"params\":{\"scene\":\"bay\",\"if_revision\":0,\"create\":true,"
+                  "\"shapes\":");
+    add_shapes(&c->line, "b", 0, 20, -0.1);
+    add(&c->line, "}}");
+
+    c = new_case("scene.delete");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.delete\","
+                  "\"params\":{\"scene\":\"cell\"}}");
+
+    c = new_case("model.delete");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.delete\","
+                  "\"params\":{\"model\":\"arm\"}}");
+
     c = new_case("model.put replace");
     add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":{");
     add_model(&c->line, "arm", 10, 4);
@@ -1005,7 +1033,10 @@ static void build_cases(void)
     c->prefill = PREFILL_NONE;
 
     for (size_t i = 0; i < n_cases; i++)
-        if (strncmp(cases[i].kind, "model.put", 9) == 0)
+        if (strncmp(cases[i].kind, "model.put", 9) == 0 ||
+            strcmp(cases[i].kind, "model.delete") == 0 ||
+            strncmp(cases[i].kind, "scene.replace", 13) == 0 ||
+            strcmp(cases[i].kind, "scene.delete") == 0)
             cases[i].memory = 1;
         else if (strncmp(cases[i].kind, "check", 5) == 0)
             cases[i].memory = 2;

@@ -78,7 +78,8 @@ static void assert_pair(const rp_check_pair *p, size_t link, rp_pair_kind kind, 
 }
 
 /* Puts a definition that must fail with `problem` at index/element, and
- * proves the store did not change (no model, same memory). */
+ * proves the store did not change (no model, same memory, no revision
+ * taken). */
 static void assert_refused(const rp_model_def *d, rp_model_problem problem, size_t index,
                            size_t element)
 {
@@ -94,6 +95,7 @@ static void assert_refused(const rp_model_def *d, rp_model_problem problem, size
     assert_int_equal(rp_store_model_count(st), 0);
     assert_null(rp_store_model_find(st, "bad"));
     assert_int_equal(rp_store_memory(st), mem);
+    assert_int_equal(rp_store_revision(st), 0);
     rp_store_free(st);
 }
 
@@ -239,32 +241,43 @@ static void frame_count_is_highest_frame_plus_one_and_zero_on_the_base(void **st
     rp_store_free(st);
 }
 
-static void replacing_keeps_the_name_and_bumps_the_revision(void **state)
+static void replacing_keeps_the_name_and_takes_the_next_store_revision(void **state)
 {
     (void)state;
     rp_store *st = rp_store_new(NULL);
     rp_shape s = sphere(0, 0, 0, 0.1);
     rp_link a[] = {L("a", 0, s)};
     rp_link b[] = {L("x", 0, s), L("y", 1, s)};
-    put_model(st, "m", a, 1, 0, NULL, 0, true);
+    assert_int_equal(rp_model_revision(put_model(st, "m", a, 1, 0, NULL, 0, true)), 1);
     rp_model *m = put_model(st, "m", b, 2, 0.5, NULL, 0, true);
     assert_int_equal(rp_model_revision(m), 2);
+    assert_int_equal(rp_store_revision(st), 2);
     assert_string_equal(rp_model_name(m), "m");
     assert_int_equal(rp_model_link_count(m), 2);
     assert_string_equal(rp_model_link_at(m, 1)->id, "y");
     assert_ptr_equal(rp_store_model_find(st, "m"), m);
     assert_int_equal(rp_store_model_count(st), 1);
+    /* Scene mutations and other models take numbers from the same
+     * sequence: the next replacement skips them. */
+    assert_int_equal(rp_store_create(st, "scene", NULL, 0, NULL), RP_OK); /* 3 */
+    put_model(st, "other", a, 1, 0, NULL, 0, true);                       /* 4 */
     m = put_model(st, "m", a, 1, 0, NULL, 0, true);
-    assert_int_equal(rp_model_revision(m), 3);
+    assert_int_equal(rp_model_revision(m), 5);
+    assert_int_equal(rp_model_revision(rp_store_model_find(st, "other")), 4);
+    assert_int_equal(rp_scene_revision(rp_store_find(st, "scene")), 3);
 
-    /* A refused replacement changes nothing, not even the revision. */
+    /* A refused replacement changes nothing, not even the revision, and
+     * takes no number. */
     size_t mem = rp_store_memory(st);
     rp_link bad[] = {L("a", 0, s), L("a", 0, s)};
     rp_model_def d = def_of(bad, 2, 0, NULL, 0, true);
     rp_model_error err;
     assert_int_equal(rp_store_model_put(st, "m", &d, NULL, &err), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_store_model_put(st, "new", &d, NULL, &err), RP_ERR_INVALID_ARG);
+    assert_null(rp_store_model_find(st, "new"));
     assert_ptr_equal(rp_store_model_find(st, "m"), m);
-    assert_int_equal(rp_model_revision(m), 3);
+    assert_int_equal(rp_model_revision(m), 5);
+    assert_int_equal(rp_store_revision(st), 5);
     assert_string_equal(rp_model_link_at(m, 0)->id, "a");
     assert_int_equal(rp_store_memory(st), mem);
     rp_store_free(st);
@@ -282,14 +295,21 @@ static void models_list_in_name_order_and_delete_removes_them(void **state)
     assert_int_equal(rp_store_model_count(st), 8);
     for (size_t i = 0; i < 8; i++)
         assert_string_equal(rp_model_name(rp_store_model_at(st, i)), sorted[i]);
+    assert_int_equal(rp_store_revision(st), 8);
+    uint64_t aa = rp_model_revision(rp_store_model_find(st, "aa"));
+    assert_int_equal(aa, 7);
     assert_int_equal(rp_store_model_delete(st, "nope"), RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_revision(st), 8); /* a failed delete takes no number */
     assert_int_equal(rp_store_model_delete(st, "aa"), RP_OK);
+    assert_int_equal(rp_store_revision(st), 9); /* a deletion takes one */
     assert_int_equal(rp_store_model_delete(st, "aa"), RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_revision(st), 9);
     assert_null(rp_store_model_find(st, "aa"));
     assert_int_equal(rp_store_model_count(st), 7);
     assert_string_equal(rp_model_name(rp_store_model_at(st, 2)), "b");
-    /* A deleted model comes back at revision 1. */
-    assert_int_equal(rp_model_revision(put_model(st, "aa", a, 1, 0, NULL, 0, true)), 1);
+    /* A deleted model comes back at a fresh number, above every earlier one
+     * (its old revision and the deletion's). */
+    assert_int_equal(rp_model_revision(put_model(st, "aa", a, 1, 0, NULL, 0, true)), 10);
     rp_store_free(st);
 }
 
@@ -349,6 +369,41 @@ static void arm_frames(rp_transform f[2])
 {
     f[0] = rp_transform_identity();
     f[1] = pose(0, 0, 1, 1, 0, 0, 1); /* quaternion normalised by pose() */
+}
+
+/* A check runs against the scene the store holds now: after a replacement
+ * that is a new scene object with only the new content. */
+static void check_sees_only_the_content_of_a_replaced_scene(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_model *m = arm_model(st, 0.02); /* 1 */
+    rp_shape_put shapes[] = {P("lamp", sphere(3, 3, 3, 0.1)),
+                             P("table", sphere(0, 0.8, 0.5, 0.45))};
+    rp_scene *sc;
+    assert_int_equal(rp_store_create(st, "room", shapes, 2, &sc), RP_OK); /* 2 */
+    rp_transform f[2];
+    arm_frames(f);
+    rp_check_result r = run(m, sc, NULL, f, 2, RP_REPORT_CLOSEST, false, 0);
+    assert_true(r.collision);
+    rp_check_result_free(&r);
+
+    /* The table goes, the lamp moves next to the upper arm. */
+    rp_shape_put lamp = P("lamp", sphere(0.5, 0, 0.5, 0.25));
+    uint64_t two = 2;
+    assert_int_equal(rp_store_replace(st, "room", &lamp, 1, &two, false, &sc, NULL), RP_OK);
+    assert_ptr_equal(rp_store_find(st, "room"), sc);
+    assert_int_equal(rp_scene_revision(sc), 3);
+    assert_int_equal(rp_model_revision(m), 1);
+    r = run(m, sc, NULL, f, 2, RP_REPORT_ALL, false, 0);
+    assert_false(r.collision);
+    assert_int_equal(r.n_violations, 0);
+    /* 0.5 - 0.25 - 0.05 from the upper arm; the forearm is further. */
+    assert_near(r.closest.distance, 0.2, 1e-12);
+    assert_pair(&r.closest, 0, RP_PAIR_SCENE, rp_scene_find(sc, "lamp"));
+    assert_int_equal(rp_scene_find(sc, "table"), SIZE_MAX);
+    rp_check_result_free(&r);
+    rp_store_free(st);
 }
 
 static void arm_near_table_collides_with_hand_computed_distance(void **state)
@@ -949,10 +1004,11 @@ int main(void)
         cmocka_unit_test(null_arguments_are_invalid_without_a_problem),
         cmocka_unit_test(put_copies_the_definition_and_accessors_return_it),
         cmocka_unit_test(frame_count_is_highest_frame_plus_one_and_zero_on_the_base),
-        cmocka_unit_test(replacing_keeps_the_name_and_bumps_the_revision),
+        cmocka_unit_test(replacing_keeps_the_name_and_takes_the_next_store_revision),
         cmocka_unit_test(models_list_in_name_order_and_delete_removes_them),
         cmocka_unit_test(creating_then_deleting_models_returns_memory_to_baseline),
         cmocka_unit_test(arm_near_table_collides_with_hand_computed_distance),
+        cmocka_unit_test(check_sees_only_the_content_of_a_replaced_scene),
         cmocka_unit_test(margin_override_replaces_the_safety_margin_and_is_strict),
         cmocka_unit_test(folded_chain_collides_with_itself_between_non_adjacent_links),
         cmocka_unit_test(allowed_pair_that_touches_is_not_reported),

@@ -1,5 +1,6 @@
 /*
- * Scene store: scenes by name, shapes by id, revisions and compare-and-set,
+ * Scene store: scenes by name, shapes by id, store-wide revisions and
+ * compare-and-set, whole-content replacement,
  * the per-scene shape limit, memory accounting, and the scene queries
  * (nearest pair, pairs strictly below a threshold, first-only, subsets),
  * checked against a simple reference model and brute force.
@@ -303,23 +304,29 @@ static void new_store_is_empty_and_fills_in_default_limits(void **state)
     rp_store_free(NULL);
 }
 
-static void create_without_shapes_starts_empty_at_revision_one(void **state)
+static void create_without_shapes_starts_empty_at_the_next_store_revision(void **state)
 {
     (void)state;
     rp_store *st = rp_store_new(NULL);
+    assert_int_equal(rp_store_revision(st), 0);
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "empty", NULL, 0, &sc), RP_OK);
     assert_non_null(sc);
     assert_ptr_equal(rp_store_find(st, "empty"), sc);
     assert_string_equal(rp_scene_name(sc), "empty");
+    /* The first mutation of a fresh store takes number 1. */
     assert_int_equal(rp_scene_revision(sc), 1);
+    assert_int_equal(rp_store_revision(st), 1);
     assert_int_equal(rp_scene_shape_count(sc), 0);
     assert_absent(sc, "x");
     assert_int_equal(rp_store_scene_count(st), 1);
     assert_int_equal(rp_store_shape_count(st), 0);
-    /* `out` may be NULL. */
+    /* `out` may be NULL.  A second scene takes the next number: revisions
+     * are store-wide, not per scene; the first scene keeps its own. */
     assert_int_equal(rp_store_create(st, "other", NULL, 0, NULL), RP_OK);
-    assert_int_equal(rp_scene_revision(rp_store_find(st, "other")), 1);
+    assert_int_equal(rp_scene_revision(rp_store_find(st, "other")), 2);
+    assert_int_equal(rp_store_revision(st), 2);
+    assert_int_equal(rp_scene_revision(sc), 1);
     rp_store_free(st);
 }
 
@@ -335,6 +342,7 @@ static void create_with_shapes_holds_them_at_revision_one(void **state)
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "lab", shapes, 3, &sc), RP_OK);
     assert_int_equal(rp_scene_revision(sc), 1);
+    assert_int_equal(rp_store_revision(st), 1); /* one mutation, however many shapes */
     assert_int_equal(rp_scene_shape_count(sc), 3);
     for (size_t i = 0; i < 3; i++)
         assert_holds(sc, shapes[i].id, shapes[i].shape);
@@ -376,6 +384,7 @@ static void create_of_existing_name_fails_with_exists_and_changes_nothing(void *
     rp_shape_put second[] = {P("a", sphere(9, 9, 9, 9)), P("c", sphere(1, 1, 1, 1))};
     assert_int_equal(rp_store_create(st, "s", second, 2, NULL), RP_ERR_EXISTS);
     assert_int_equal(rp_store_create(st, "s", NULL, 0, NULL), RP_ERR_EXISTS);
+    assert_int_equal(rp_store_revision(st), 2); /* a failed create takes no number */
     assert_ptr_equal(rp_store_find(st, "s"), sc);
     assert_unchanged(sc, &snap);
     assert_int_equal(rp_store_scene_count(st), 1);
@@ -409,17 +418,21 @@ static void delete_of_missing_scene_is_not_found(void **state)
     (void)state;
     rp_store *st = rp_store_new(NULL);
     assert_int_equal(rp_store_delete(st, "ghost"), RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_revision(st), 0);
     assert_int_equal(rp_store_create(st, "real", NULL, 0, NULL), RP_OK);
     assert_int_equal(rp_store_delete(st, "rea"), RP_ERR_NOT_FOUND);
     assert_int_equal(rp_store_delete(st, "reall"), RP_ERR_NOT_FOUND);
     assert_int_equal(rp_store_scene_count(st), 1);
+    assert_int_equal(rp_store_revision(st), 1); /* failed deletes take no number */
     assert_int_equal(rp_store_delete(st, "real"), RP_OK);
+    assert_int_equal(rp_store_revision(st), 2); /* a deletion is a mutation */
     assert_int_equal(rp_store_delete(st, "real"), RP_ERR_NOT_FOUND);
     assert_int_equal(rp_store_scene_count(st), 0);
+    assert_int_equal(rp_store_revision(st), 2);
     rp_store_free(st);
 }
 
-static void deleted_scene_is_gone_and_recreating_it_starts_over(void **state)
+static void deleted_scene_is_gone_and_recreating_it_starts_empty_at_a_fresh_revision(void **state)
 {
     (void)state;
     rp_store *st = rp_store_new(NULL);
@@ -429,13 +442,24 @@ static void deleted_scene_is_gone_and_recreating_it_starts_over(void **state)
     assert_int_equal(rp_scene_put(sc, p, 1, NULL, NULL), RP_OK);
     assert_int_equal(rp_scene_revision(sc), 2);
     assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+    assert_int_equal(rp_store_revision(st), 3); /* the deletion took 3 */
     assert_null(rp_store_find(st, "s"));
     assert_int_equal(rp_store_shape_count(st), 0);
 
+    /* The new scene of the same name never reuses a number: a client that
+     * saw revision 1 or 2 of the old one cannot mistake the new one for it
+     * (nor for the deletion). */
     assert_int_equal(rp_store_create(st, "s", NULL, 0, &sc), RP_OK);
-    assert_int_equal(rp_scene_revision(sc), 1);
+    assert_int_equal(rp_scene_revision(sc), 4);
+    assert_int_equal(rp_store_revision(st), 4);
     assert_int_equal(rp_scene_shape_count(sc), 0);
     assert_absent(sc, "a");
+    /* Again, through rp_store_put with create and if_revision 0. */
+    uint64_t zero = 0;
+    assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+    assert_int_equal(rp_store_put(st, "s", p, 1, &zero, true, &sc, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(sc), 6);
+    assert_holds(sc, "a", p[0].shape);
     rp_store_free(st);
 }
 
@@ -568,18 +592,22 @@ static void empty_put_bumps_revision_and_changes_nothing_else(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_shape_put p[] = {P("a", sphere(0, 0, 0, 1))};
     rp_scene *sc = NULL, *empty = NULL;
-    assert_int_equal(rp_store_create(st, "s", p, 1, &sc), RP_OK);
-    assert_int_equal(rp_store_create(st, "e", NULL, 0, &empty), RP_OK);
+    assert_int_equal(rp_store_create(st, "s", p, 1, &sc), RP_OK);       /* 1 */
+    assert_int_equal(rp_store_create(st, "e", NULL, 0, &empty), RP_OK); /* 2 */
     size_t mem = rp_store_memory(st);
+    /* The two scenes' puts interleave the store's numbers. */
     for (uint64_t k = 0; k < 3; k++) {
         assert_int_equal(rp_scene_put(sc, NULL, 0, NULL, NULL), RP_OK);
-        assert_int_equal(rp_scene_revision(sc), 2 + k);
+        assert_int_equal(rp_scene_revision(sc), 3 + 2 * k);
         assert_int_equal(rp_scene_put(empty, NULL, 0, NULL, NULL), RP_OK);
-        assert_int_equal(rp_scene_revision(empty), 2 + k);
+        assert_int_equal(rp_scene_revision(empty), 4 + 2 * k);
+        assert_int_equal(rp_scene_revision(sc), 3 + 2 * k);
+        assert_int_equal(rp_store_revision(st), 4 + 2 * k);
     }
     uint64_t rev = rp_scene_revision(sc);
     assert_int_equal(rp_scene_put(sc, p, 0, &rev, NULL), RP_OK);
-    assert_int_equal(rp_scene_revision(sc), rev + 1);
+    assert_int_equal(rp_scene_revision(sc), rp_store_revision(st));
+    assert_int_equal(rp_scene_revision(sc), rp_scene_revision(empty) + 1);
     assert_int_equal(rp_scene_shape_count(sc), 1);
     assert_holds(sc, "a", p[0].shape);
     assert_int_equal(rp_scene_shape_count(empty), 0);
@@ -662,7 +690,7 @@ static void put_with_stale_if_revision_fails_reports_actual_and_applies_nothing(
     rp_store_free(st);
 }
 
-static void store_put_creates_missing_scene_at_revision_one(void **state)
+static void store_put_creates_missing_scene_at_the_next_store_revision(void **state)
 {
     (void)state;
     rp_store *st = rp_store_new(NULL);
@@ -681,12 +709,13 @@ static void store_put_creates_missing_scene_at_revision_one(void **state)
     sc = NULL;
     assert_int_equal(rp_store_put(st, "zero", p, 1, &zero, true, &sc, NULL), RP_OK);
     assert_non_null(sc);
-    assert_int_equal(rp_scene_revision(sc), 1);
+    assert_int_equal(rp_scene_revision(sc), 2);
     assert_holds(sc, "a", p[0].shape);
 
     /* An empty put creates an empty scene; `out` may be NULL. */
     assert_int_equal(rp_store_put(st, "bare", NULL, 0, NULL, true, NULL, NULL), RP_OK);
-    assert_int_equal(rp_scene_revision(rp_store_find(st, "bare")), 1);
+    assert_int_equal(rp_scene_revision(rp_store_find(st, "bare")), 3);
+    assert_int_equal(rp_store_revision(st), 3);
     assert_int_equal(rp_scene_shape_count(rp_store_find(st, "bare")), 0);
     assert_int_equal(rp_store_scene_count(st), 3);
     assert_int_equal(rp_store_shape_count(st), 3);
@@ -707,6 +736,7 @@ static void store_put_with_nonzero_if_revision_on_missing_scene_conflicts_with_a
         assert_int_equal(rp_store_put(st, "missing", &p, 1, &revs[i], true, NULL, &actual),
                          RP_ERR_REVISION);
         assert_int_equal(actual, 0);
+        assert_int_equal(rp_store_revision(st), 1);
         assert_null(rp_store_find(st, "missing"));
         assert_int_equal(rp_store_scene_count(st), 1);
         assert_int_equal(rp_store_shape_count(st), 0);
@@ -731,6 +761,7 @@ static void store_put_without_create_on_missing_scene_is_not_found(void **state)
     assert_int_equal(rp_store_put(st, "missing", NULL, 0, NULL, false, NULL, NULL),
                      RP_ERR_NOT_FOUND);
     assert_null(rp_store_find(st, "missing"));
+    assert_int_equal(rp_store_revision(st), 0);
     assert_int_equal(rp_store_scene_count(st), 0);
     assert_int_equal(rp_store_shape_count(st), 0);
     rp_store_free(st);
@@ -803,6 +834,7 @@ static void put_beyond_shape_limit_fails_and_leaves_scene_unchanged(void **state
     uint64_t rev = 1;
     assert_int_equal(rp_scene_put(sc, extra, 2, &rev, NULL), RP_ERR_LIMIT);
     assert_int_equal(rp_store_put(st, "s", extra, 2, NULL, true, NULL, NULL), RP_ERR_LIMIT);
+    assert_int_equal(rp_store_revision(st), 1); /* refused puts take no number */
     assert_unchanged(sc, &snap);
     assert_holds(sc, "s3", p[3].shape);
     assert_absent(sc, "s10");
@@ -877,13 +909,16 @@ static void create_beyond_shape_limit_fails_and_creates_nothing(void **state)
     assert_int_equal(rp_store_memory(st), memory_before); /* nothing allocated is kept */
     assert_int_equal(rp_store_put(st, "over", p, 11, NULL, true, NULL, NULL), RP_ERR_LIMIT);
     assert_null(rp_store_find(st, "over"));
+    assert_int_equal(rp_store_memory(st), memory_before);
     assert_int_equal(rp_store_scene_count(st), 0);
     assert_int_equal(rp_store_shape_count(st), 0);
+    assert_int_equal(rp_store_revision(st), 0);
 
     /* Eleven entries naming ten distinct ids fit. */
     p[10] = P("s0", sphere(5, 5, 5, 5));
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "fits", p, 11, &sc), RP_OK);
+    assert_int_equal(rp_scene_revision(sc), 1);
     assert_int_equal(rp_scene_shape_count(sc), 10);
     assert_holds(sc, "s0", sphere(5, 5, 5, 5));
     rp_store_free(st);
@@ -922,22 +957,24 @@ static void remove_bumps_revision_even_when_nothing_matches(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_shape_put p = P("a", sphere(0, 0, 0, 1));
     rp_scene *sc = NULL, *empty = NULL;
-    assert_int_equal(rp_store_create(st, "s", &p, 1, &sc), RP_OK);
-    assert_int_equal(rp_store_create(st, "e", NULL, 0, &empty), RP_OK);
+    assert_int_equal(rp_store_create(st, "s", &p, 1, &sc), RP_OK);      /* 1 */
+    assert_int_equal(rp_store_create(st, "e", NULL, 0, &empty), RP_OK); /* 2 */
     const char *ids[] = {"x", "y"};
     size_t removed = 7;
     assert_int_equal(rp_scene_remove(sc, ids, 2, NULL, &removed, NULL), RP_OK);
     assert_int_equal(removed, 0);
-    assert_int_equal(rp_scene_revision(sc), 2);
+    assert_int_equal(rp_scene_revision(sc), 3);
     removed = 7;
     assert_int_equal(rp_scene_remove(sc, NULL, 0, NULL, &removed, NULL), RP_OK);
     assert_int_equal(removed, 0);
-    assert_int_equal(rp_scene_revision(sc), 3);
+    assert_int_equal(rp_scene_revision(sc), 4);
     assert_holds(sc, "a", p.shape);
     removed = 7;
     assert_int_equal(rp_scene_remove(empty, ids, 2, NULL, &removed, NULL), RP_OK);
     assert_int_equal(removed, 0);
-    assert_int_equal(rp_scene_revision(empty), 2);
+    assert_int_equal(rp_scene_revision(empty), 5);
+    assert_int_equal(rp_scene_revision(sc), 4);
+    assert_int_equal(rp_store_revision(st), 5);
     rp_store_free(st);
 }
 
@@ -954,6 +991,7 @@ static void remove_with_stale_if_revision_fails_and_removes_nothing(void **state
     size_t removed = 77;
     assert_int_equal(rp_scene_remove(sc, ids, 2, &stale, &removed, &actual), RP_ERR_REVISION);
     assert_int_equal(actual, 1);
+    assert_int_equal(rp_store_revision(st), 1);
     assert_unchanged(sc, &snap);
     assert_int_equal(rp_store_shape_count(st), 2);
     assert_int_equal(rp_scene_remove(sc, ids, 2, &stale, NULL, NULL), RP_ERR_REVISION);
@@ -1729,17 +1767,378 @@ static void query_result_free_is_safe_on_zeroed_and_freed_results(void **state)
     rp_store_free(st);
 }
 
+/* ---- store-wide revisions ----------------------------------------------- */
+
+/* Random creates, deletes, puts, removes and replaces on a few scenes,
+ * some bound to fail (name taken or missing, stale if_revision, over the
+ * shape limit): every success takes exactly the next store-wide number,
+ * which becomes the scene's revision; a failure takes none and changes no
+ * scene's revision; a name deleted and created again never gets back a
+ * number it had. */
+static void store_revision_counts_committed_mutations_of_every_scene_and_nothing_else(void **state)
+{
+    (void)state;
+    enum { NAMES = 5, IDS = 12, OPS = 4000 };
+    rp_store *st = store_with_limit_ten();
+    static const char *const names[NAMES] = {"a", "b", "c", "d", "e"};
+    char ids[IDS][8];
+    for (size_t j = 0; j < IDS; j++)
+        snprintf(ids[j], sizeof ids[j], "i%zu", j);
+    uint64_t highest[NAMES] = {0}; /* highest revision each name ever had */
+    test_rng r = {77};
+    size_t failures = 0, deletions = 0, ok_by_kind[6] = {0};
+    for (int op = 0; op < OPS; op++) {
+        size_t i = (size_t)(rng_next(&r) % NAMES);
+        rp_scene *sc = rp_store_find(st, names[i]);
+        uint64_t before = rp_store_revision(st);
+        uint64_t revs[NAMES];
+        for (size_t k = 0; k < NAMES; k++) {
+            const rp_scene *o = rp_store_find(st, names[k]);
+            revs[k] = o ? rp_scene_revision(o) : 0;
+        }
+        rp_shape_put p[12];
+        const char *rm[4];
+        size_t k = (size_t)(rng_next(&r) % 12); /* up to 11 distinct ids: may pass the limit */
+        for (size_t b = 0; b < k; b++)
+            p[b] = P(ids[rng_next(&r) % IDS], random_shape(&r));
+        for (size_t b = 0; b < 4; b++)
+            rm[b] = ids[rng_next(&r) % IDS];
+        uint64_t cur = sc ? rp_scene_revision(sc) : 0;
+        uint64_t stale = cur + 1 + rng_next(&r) % 2, actual = 0;
+        bool use_stale = rng_next(&r) % 5 == 0;
+        const uint64_t *cas = use_stale ? &stale : (rng_next(&r) & 1) ? &cur : NULL;
+        rp_status s;
+        unsigned kind = (unsigned)(rng_next(&r) % 6);
+        switch (kind) {
+        case 0: s = rp_store_create(st, names[i], p, k, NULL); break;
+        case 1:
+            s = rp_store_delete(st, names[i]);
+            deletions += s == RP_OK;
+            break;
+        case 2: s = rp_store_put(st, names[i], p, k, cas, rng_next(&r) & 1, NULL, &actual); break;
+        case 3: s = sc ? rp_scene_remove(sc, rm, 4, cas, NULL, &actual) : RP_ERR_NOT_FOUND; break;
+        default:
+            s = rp_store_replace(st, names[i], p, k, cas, rng_next(&r) & 1, NULL, &actual);
+            break;
+        }
+        if (s == RP_ERR_REVISION)
+            assert_int_equal(actual, cur);
+        if (kind >= 2 && use_stale && s == RP_OK)
+            fail_msg("op %d: a stale if_revision was accepted", op);
+        rp_scene *now = rp_store_find(st, names[i]);
+        ok_by_kind[kind] += s == RP_OK;
+        if (s != RP_OK) {
+            failures++;
+            assert_int_equal(rp_store_revision(st), before);
+        } else {
+            assert_int_equal(rp_store_revision(st), before + 1);
+            if (now) {
+                assert_int_equal(rp_scene_revision(now), before + 1);
+                assert_true(rp_scene_revision(now) > highest[i]);
+                highest[i] = rp_scene_revision(now);
+            }
+        }
+        /* Only the scene the call named may have changed revision. */
+        for (size_t o = 0; o < NAMES; o++) {
+            const rp_scene *x = rp_store_find(st, names[o]);
+            if (o != i || s != RP_OK)
+                assert_int_equal(x ? rp_scene_revision(x) : 0, revs[o]);
+            if (x)
+                assert_true(rp_scene_revision(x) <= rp_store_revision(st));
+        }
+    }
+    /* Failures and every kind of success happened often. */
+    assert_true(failures > OPS / 10);
+    assert_true(deletions > OPS / 50);
+    for (size_t kind = 0; kind < 6; kind++)
+        if (ok_by_kind[kind] < OPS / 100)
+            fail_msg("kind %zu succeeded only %zu times", kind, ok_by_kind[kind]);
+    rp_store_free(st);
+}
+
+/* ---- replace -------------------------------------------------------------- */
+
+static void replace_swaps_the_whole_content_at_the_next_revision(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_shape_put old[] = {P("a", sphere(0, 0, 0, 1)), P("b", sphere(1, 0, 0, 1)),
+                          P("c", sphere(2, 0, 0, 1))};
+    rp_scene *sc = NULL, *other = NULL;
+    assert_int_equal(rp_store_create(st, "s", old, 3, &sc), RP_OK);        /* 1 */
+    assert_int_equal(rp_store_create(st, "other", old, 1, &other), RP_OK); /* 2 */
+    rp_shape_put neu[] = {P("d", sphere(0, 5, 0, 1)), P("c", capsule(0, 0, 0, 0, 0, 1, 0.5)),
+                          P("d", sphere(0, 6, 0, 2)), P("e/f#0", sphere(0, 7, 0, 0))};
+    rp_scene *out = NULL;
+    uint64_t actual = 4242;
+    assert_int_equal(rp_store_replace(st, "s", neu, 4, NULL, false, &out, &actual), RP_OK);
+    assert_int_equal(actual, 4242); /* only written on a conflict */
+    assert_non_null(out);
+    assert_ptr_equal(rp_store_find(st, "s"), out);
+    sc = out; /* the old scene object is gone */
+    assert_int_equal(rp_scene_revision(sc), 3);
+    assert_int_equal(rp_store_revision(st), 3);
+    assert_int_equal(rp_scene_revision(other), 2);
+    assert_string_equal(rp_scene_name(sc), "s");
+    /* Exactly the new content: old ids gone, a kept id with its new shape,
+     * a repeated id once with its last shape. */
+    assert_int_equal(rp_scene_shape_count(sc), 3);
+    assert_absent(sc, "a");
+    assert_absent(sc, "b");
+    assert_holds(sc, "c", capsule(0, 0, 0, 0, 0, 1, 0.5));
+    assert_holds(sc, "d", sphere(0, 6, 0, 2));
+    assert_holds(sc, "e/f#0", sphere(0, 7, 0, 0));
+    assert_sorted_view(sc);
+    assert_int_equal(rp_store_shape_count(st), 4); /* 3 here, 1 in "other" */
+    assert_int_equal(rp_store_scene_count(st), 2);
+    /* Queries see the new content only. */
+    rp_shape q[] = {sphere(0, 0, 0, 0), sphere(1, 0, 0, 0.25)};
+    rp_query all = {q, 2, NULL, 0, true, INFINITY, false, false, 0};
+    assert_query_matches_brute_force(sc, &all);
+    /* The scene takes puts and removes as before. */
+    rp_shape_put more = P("a", sphere(9, 9, 9, 1));
+    assert_int_equal(rp_scene_put(sc, &more, 1, NULL, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(sc), 4);
+    const char *gone[] = {"d"};
+    assert_int_equal(rp_scene_remove(sc, gone, 1, NULL, NULL, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(sc), 5);
+    assert_int_equal(rp_scene_shape_count(sc), 3);
+
+    /* An empty replacement empties the scene, which stays; `out` and
+     * `actual_revision` may be NULL. */
+    assert_int_equal(rp_store_replace(st, "s", NULL, 0, NULL, false, NULL, NULL), RP_OK);
+    sc = rp_store_find(st, "s");
+    assert_non_null(sc);
+    assert_int_equal(rp_scene_shape_count(sc), 0);
+    assert_int_equal(rp_scene_revision(sc), 6);
+    assert_int_equal(rp_store_shape_count(st), 1);
+    rp_query_result res;
+    assert_int_equal(rp_scene_query(sc, &all, &res), RP_OK);
+    assert_false(res.has_min);
+    rp_query_result_free(&res);
+    /* Replacing with the same content still takes a number. */
+    assert_int_equal(rp_store_replace(st, "other", old, 1, NULL, false, &other, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(other), 7);
+    assert_holds(other, "a", old[0].shape);
+    rp_store_free(st);
+}
+
+static void replace_with_if_revision_applies_on_match_and_changes_nothing_on_mismatch(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_shape_put init[] = {P("a", sphere(0, 0, 0, 1)), P("b", sphere(2, 0, 0, 1))};
+    rp_scene *sc = NULL;
+    assert_int_equal(rp_store_create(st, "s", init, 2, &sc), RP_OK);  /* 1 */
+    assert_int_equal(rp_store_create(st, "t", NULL, 0, NULL), RP_OK); /* 2 */
+    assert_int_equal(rp_scene_put(sc, NULL, 0, NULL, NULL), RP_OK);   /* 3 */
+    size_t mem = rp_store_memory(st);
+
+    rp_shape_put p[] = {P("c", sphere(1, 1, 1, 1))};
+    /* 2 is a revision the store had, but not this scene's. */
+    const uint64_t stale[] = {0, 1, 2, 4, UINT64_MAX};
+    for (size_t i = 0; i < sizeof stale / sizeof *stale; i++) {
+        snapshot snap = take_snapshot(sc);
+        uint64_t actual = 0;
+        rp_scene *out = NULL;
+        assert_int_equal(rp_store_replace(st, "s", p, 1, &stale[i], false, &out, &actual),
+                         RP_ERR_REVISION);
+        assert_int_equal(actual, 3);
+        assert_ptr_equal(rp_store_find(st, "s"), sc);
+        assert_unchanged(sc, &snap);
+        assert_absent(sc, "c");
+        assert_int_equal(rp_store_revision(st), 3);
+        assert_int_equal(rp_store_shape_count(st), 2);
+        assert_int_equal(rp_store_memory(st), mem);
+        /* With create: the scene exists, so the same conflict. */
+        actual = 0;
+        assert_int_equal(rp_store_replace(st, "s", p, 1, &stale[i], true, NULL, &actual),
+                         RP_ERR_REVISION);
+        assert_int_equal(actual, 3);
+        assert_int_equal(rp_store_revision(st), 3);
+    }
+    /* actual_revision may be NULL. */
+    uint64_t one = 1;
+    assert_int_equal(rp_store_replace(st, "s", p, 1, &one, false, NULL, NULL), RP_ERR_REVISION);
+    assert_int_equal(rp_scene_revision(sc), 3);
+
+    uint64_t three = 3;
+    rp_scene *out = NULL;
+    assert_int_equal(rp_store_replace(st, "s", p, 1, &three, false, &out, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(out), 4);
+    assert_int_equal(rp_scene_shape_count(out), 1);
+    assert_holds(out, "c", p[0].shape);
+    assert_absent(out, "a");
+    /* The revision just read is the one to compare against next. */
+    assert_int_equal(rp_store_replace(st, "s", init, 2, &three, false, NULL, NULL),
+                     RP_ERR_REVISION);
+    uint64_t four = 4;
+    assert_int_equal(rp_store_replace(st, "s", init, 2, &four, false, &out, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(out), 5);
+    assert_int_equal(rp_scene_shape_count(out), 2);
+    rp_store_free(st);
+}
+
+static void replace_of_a_missing_scene_needs_create_and_counts_it_as_revision_zero(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    assert_int_equal(rp_store_create(st, "other", NULL, 0, NULL), RP_OK); /* 1 */
+    size_t mem = rp_store_memory(st);
+    rp_shape_put p[] = {P("a", sphere(0, 0, 0, 1)), P("a", sphere(3, 0, 0, 1)),
+                        P("b", sphere(1, 0, 0, 1))};
+    uint64_t zero = 0, one = 1, actual = 99;
+    /* Without create: not found, whatever if_revision says. */
+    assert_int_equal(rp_store_replace(st, "new", p, 3, NULL, false, NULL, NULL), RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_replace(st, "new", p, 3, &zero, false, NULL, &actual),
+                     RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_replace(st, "new", NULL, 0, NULL, false, NULL, NULL),
+                     RP_ERR_NOT_FOUND);
+    assert_int_equal(actual, 99);
+    /* With create and an if_revision other than 0: a conflict, actual 0. */
+    assert_int_equal(rp_store_replace(st, "new", p, 3, &one, true, NULL, &actual), RP_ERR_REVISION);
+    assert_int_equal(actual, 0);
+    assert_null(rp_store_find(st, "new"));
+    assert_int_equal(rp_store_scene_count(st), 1);
+    assert_int_equal(rp_store_shape_count(st), 0);
+    assert_int_equal(rp_store_revision(st), 1);
+    assert_int_equal(rp_store_memory(st), mem);
+
+    /* With create: made, holding the content (later duplicates win). */
+    rp_scene *sc = NULL;
+    assert_int_equal(rp_store_replace(st, "new", p, 3, &zero, true, &sc, NULL), RP_OK);
+    assert_non_null(sc);
+    assert_ptr_equal(rp_store_find(st, "new"), sc);
+    assert_int_equal(rp_scene_revision(sc), 2);
+    assert_int_equal(rp_scene_shape_count(sc), 2);
+    assert_holds(sc, "a", sphere(3, 0, 0, 1));
+    assert_holds(sc, "b", p[2].shape);
+    /* "Must not exist yet" now fails. */
+    assert_int_equal(rp_store_replace(st, "new", NULL, 0, &zero, true, NULL, &actual),
+                     RP_ERR_REVISION);
+    assert_int_equal(actual, 2);
+    /* Without if_revision, create on a missing scene; `out` may be NULL. */
+    assert_int_equal(rp_store_replace(st, "bare", NULL, 0, NULL, true, NULL, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(rp_store_find(st, "bare")), 3);
+    assert_int_equal(rp_scene_shape_count(rp_store_find(st, "bare")), 0);
+    assert_int_equal(rp_store_scene_count(st), 3);
+    /* The list stays sorted by name. */
+    assert_string_equal(rp_scene_name(rp_store_scene_at(st, 0)), "bare");
+    assert_string_equal(rp_scene_name(rp_store_scene_at(st, 1)), "new");
+    assert_string_equal(rp_scene_name(rp_store_scene_at(st, 2)), "other");
+    /* Deleted and replaced into existence again: a fresh, higher number. */
+    assert_int_equal(rp_store_delete(st, "new"), RP_OK); /* 4 */
+    assert_int_equal(rp_store_replace(st, "new", p, 1, &zero, true, &sc, NULL), RP_OK);
+    assert_int_equal(rp_scene_revision(sc), 5);
+    rp_store_free(st);
+}
+
+static void replace_beyond_the_shape_limit_keeps_the_old_content(void **state)
+{
+    (void)state;
+    rp_store *st = store_with_limit_ten();
+    char ids[12][24];
+    rp_shape_put p[12];
+    ten_shapes(ids, p, 12, 0.5);
+    rp_scene *sc = NULL;
+    assert_int_equal(rp_store_create(st, "s", p, 4, &sc), RP_OK); /* 1 */
+    size_t mem = rp_store_memory(st);
+    snapshot snap = take_snapshot(sc);
+    /* The new content alone counts: eleven ids, however few the old. */
+    assert_int_equal(rp_store_replace(st, "s", p, 11, NULL, false, NULL, NULL), RP_ERR_LIMIT);
+    uint64_t one = 1;
+    assert_int_equal(rp_store_replace(st, "s", &p[1], 11, &one, true, NULL, NULL), RP_ERR_LIMIT);
+    assert_ptr_equal(rp_store_find(st, "s"), sc);
+    assert_unchanged(sc, &snap);
+    assert_int_equal(rp_store_memory(st), mem);
+    assert_int_equal(rp_store_shape_count(st), 4);
+    assert_int_equal(rp_store_revision(st), 1);
+    /* Nor is a missing scene created. */
+    assert_int_equal(rp_store_replace(st, "over", p, 11, NULL, true, NULL, NULL), RP_ERR_LIMIT);
+    assert_null(rp_store_find(st, "over"));
+    assert_int_equal(rp_store_memory(st), mem);
+    assert_int_equal(rp_store_revision(st), 1);
+
+    /* Ten fit, also when the old content had ten of other ids (the limit
+     * is not applied to old plus new). */
+    rp_scene *out = NULL;
+    assert_int_equal(rp_store_replace(st, "s", &p[2], 10, &one, false, &out, NULL), RP_OK);
+    assert_int_equal(rp_scene_shape_count(out), 10);
+    assert_int_equal(rp_scene_revision(out), 2);
+    char ids2[10][24];
+    rp_shape_put q[10];
+    for (size_t i = 0; i < 10; i++) {
+        snprintf(ids2[i], sizeof ids2[i], "other%zu", i);
+        q[i] = P(ids2[i], sphere(0, (double)i, 0, 1));
+    }
+    assert_int_equal(rp_store_replace(st, "s", q, 10, NULL, false, &out, NULL), RP_OK);
+    assert_int_equal(rp_scene_shape_count(out), 10);
+    assert_absent(out, "s2");
+    assert_holds(out, "other9", q[9].shape);
+    assert_int_equal(rp_store_shape_count(st), 10);
+    rp_store_free(st);
+}
+
+static void replace_and_delete_return_memory_and_shape_count_to_baseline(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    /* Baseline once the scene array exists (see the test above). */
+    assert_int_equal(rp_store_create(st, "warm-up", NULL, 0, NULL), RP_OK);
+    assert_int_equal(rp_store_delete(st, "warm-up"), RP_OK);
+    size_t base = rp_store_memory(st);
+
+    enum { N = 200 };
+    static char ids[N][24];
+    rp_shape_put small[3], big[N];
+    test_rng r = {5};
+    for (size_t i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "shape/with/a/long/id%zu", i);
+        big[i] = P(ids[i], random_shape(&r));
+    }
+    for (size_t i = 0; i < 3; i++)
+        small[i] = big[i];
+    rp_scene *sc = NULL;
+    assert_int_equal(rp_store_create(st, "s", small, 3, &sc), RP_OK);
+    size_t with_small = rp_store_memory(st);
+    assert_true(with_small > base);
+    for (int round = 0; round < 5; round++) {
+        assert_int_equal(rp_store_replace(st, "s", big, N, NULL, false, &sc, NULL), RP_OK);
+        assert_int_equal(rp_store_shape_count(st), N);
+        assert_true(rp_store_memory(st) > with_small);
+        /* The same content built again costs exactly the same. */
+        assert_int_equal(rp_store_replace(st, "s", small, 3, NULL, false, &sc, NULL), RP_OK);
+        assert_int_equal(rp_store_shape_count(st), 3);
+        assert_int_equal(rp_store_memory(st), with_small);
+        /* A query builds whatever the scene keeps for queries; a replacement
+         * frees it with the old content. */
+        rp_shape q = sphere(0, 0, 0, 1);
+        rp_query one = {&q, 1, NULL, 0, false, 0, false, false, 0};
+        assert_query_matches_brute_force(sc, &one);
+    }
+    assert_int_equal(rp_store_replace(st, "s", big, N, NULL, false, &sc, NULL), RP_OK);
+    rp_shape q = sphere(0, 0, 0, 1);
+    rp_query one = {&q, 1, NULL, 0, false, 0, false, false, 0};
+    assert_query_matches_brute_force(sc, &one);
+    assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+    assert_int_equal(rp_store_memory(st), base);
+    assert_int_equal(rp_store_shape_count(st), 0);
+    assert_int_equal(rp_store_scene_count(st), 0);
+    assert_int_equal(rp_store_revision(st), 2 + 1 + 11 + 1); /* warm-up, create, 11, delete */
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_store_is_empty_and_fills_in_default_limits),
-        cmocka_unit_test(create_without_shapes_starts_empty_at_revision_one),
+        cmocka_unit_test(create_without_shapes_starts_empty_at_the_next_store_revision),
         cmocka_unit_test(create_with_shapes_holds_them_at_revision_one),
         cmocka_unit_test(create_with_duplicate_ids_keeps_the_last_shape_once),
         cmocka_unit_test(create_of_existing_name_fails_with_exists_and_changes_nothing),
         cmocka_unit_test(store_copies_scene_names_and_shape_ids),
         cmocka_unit_test(delete_of_missing_scene_is_not_found),
-        cmocka_unit_test(deleted_scene_is_gone_and_recreating_it_starts_over),
+        cmocka_unit_test(deleted_scene_is_gone_and_recreating_it_starts_empty_at_a_fresh_revision),
         cmocka_unit_test(store_list_stays_sorted_by_name_under_random_creates_and_deletes),
         cmocka_unit_test(store_find_matches_whole_names_only),
         cmocka_unit_test(put_inserts_new_ids_and_bumps_revision_once),
@@ -1748,7 +2147,7 @@ int main(void)
         cmocka_unit_test(later_duplicate_ids_in_one_put_win_and_count_once),
         cmocka_unit_test(put_with_matching_if_revision_applies),
         cmocka_unit_test(put_with_stale_if_revision_fails_reports_actual_and_applies_nothing),
-        cmocka_unit_test(store_put_creates_missing_scene_at_revision_one),
+        cmocka_unit_test(store_put_creates_missing_scene_at_the_next_store_revision),
         cmocka_unit_test(
             store_put_with_nonzero_if_revision_on_missing_scene_conflicts_with_actual_zero),
         cmocka_unit_test(store_put_without_create_on_missing_scene_is_not_found),
@@ -1761,8 +2160,7 @@ int main(void)
         cmocka_unit_test(remove_bumps_revision_even_when_nothing_matches),
         cmocka_unit_test(remove_with_stale_if_revision_fails_and_removes_nothing),
         cmocka_unit_test(removing_every_shape_empties_the_scene_and_it_refills),
-        cmocka_unit_test(
-            find_id_at_and_shape_at_agree_with_a_model_under_random_puts_and_removes),
+        cmocka_unit_test(find_id_at_and_shape_at_agree_with_a_model_under_random_puts_and_removes),
         cmocka_unit_test(ids_sharing_hash_buckets_stay_findable_under_random_puts_and_removes),
         cmocka_unit_test(sorted_view_lists_ids_in_strcmp_order),
         cmocka_unit_test(memory_and_shape_count_return_to_baseline_after_everything_is_deleted),
@@ -1778,6 +2176,12 @@ int main(void)
         cmocka_unit_test(subset_restricts_the_scan_to_the_listed_shapes),
         cmocka_unit_test(shapes_all_at_one_point_tie_by_id),
         cmocka_unit_test(query_result_free_is_safe_on_zeroed_and_freed_results),
+        cmocka_unit_test(store_revision_counts_committed_mutations_of_every_scene_and_nothing_else),
+        cmocka_unit_test(replace_swaps_the_whole_content_at_the_next_revision),
+        cmocka_unit_test(replace_with_if_revision_applies_on_match_and_changes_nothing_on_mismatch),
+        cmocka_unit_test(replace_of_a_missing_scene_needs_create_and_counts_it_as_revision_zero),
+        cmocka_unit_test(replace_beyond_the_shape_limit_keeps_the_old_content),
+        cmocka_unit_test(replace_and_delete_return_memory_and_shape_count_to_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
