@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "methods.h"
+#include "pool.h"
 
 /* What the checks share: the model (extended by the request's attached
  * shapes when there are any), the optional scene, options. */
@@ -388,13 +389,6 @@ static void write_result_members(rp_jw *w, const check_setup *cs, const rp_check
     }
 }
 
-static void write_result(rp_jw *w, const check_setup *cs, const rp_check_result *r)
-{
-    rp_jw_object_begin(w);
-    write_result_members(w, cs, r);
-    rp_jw_object_end(w);
-}
-
 static void write_scene_revision(rp_jw *w, const check_setup *cs)
 {
     RP_JW_KEY(w, "scene_revision");
@@ -543,6 +537,136 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     return ok;
 }
 
+/* ---- check.batch, in slices ------------------------------------------------------ */
+
+/* A batch's configurations are checked in slices that may run at the same
+ * time (pool.h): each slice writes its results into its own writer, and
+ * the slices are then joined in order, so the reply is the same bytes
+ * whatever ran where.  A slice stops at its first failing configuration;
+ * the reply names the first failure in configuration order, as a
+ * one-by-one run would. */
+#define SLICE_MIN 32     /* configurations per slice, at least */
+#define SLICES_PER_THREAD 4
+
+typedef struct batch_slice {
+    rp_jw w;
+    size_t fail_k;      /* first failing configuration, SIZE_MAX: none */
+    rp_status fail_st;
+    size_t fail_link;   /* frame form, RP_ERR_NONFINITE: the link out of range */
+} batch_slice;
+
+typedef struct batch_run {
+    const check_setup *cs;
+    bool joints;
+    const double *q;    /* joints: n vectors of d1 */
+    size_t d1;
+    const rp_transform *base; /* joints: one base for all, or NULL */
+    const rp_transform *frames; /* frames: n configurations of nf */
+    size_t nf;
+    const rp_transform *bases;
+    const bool *has_base;
+    size_t n, per;
+    size_t room;        /* reply bytes left: each slice stops past it */
+    batch_slice *slices;
+} batch_run;
+
+static void run_slice(void *ctx, size_t s)
+{
+    batch_run *b = ctx;
+    batch_slice *sl = &b->slices[s];
+    const check_setup *cs = b->cs;
+    size_t lo = s * b->per, hi = lo + b->per < b->n ? lo + b->per : b->n;
+    rp_jw *w = &sl->w;
+    rp_jw_set_limit(w, b->room);
+    rp_jw_array_begin(w);
+    for (size_t k = lo; k < hi && !rp_jw_failed(w); k++) {
+        rp_check_result res;
+        rp_status st = b->joints
+                           ? rp_model_check_joints(cs->model, cs->scene, b->base, &b->q[k * b->d1],
+                                                   &cs->opts, &res)
+                           : rp_model_check(cs->model, cs->scene,
+                                            b->has_base[k] ? &b->bases[k] : NULL,
+                                            &b->frames[k * b->nf], cs->n_frames, &cs->opts, &res);
+        if (st) {
+            sl->fail_k = k;
+            sl->fail_st = st;
+            sl->fail_link = res.closest.link;
+            break;
+        }
+        rp_jw_object_begin(w);
+        if (b->joints)
+            write_joint_result(w, cs, &res, &b->q[k * b->d1]);
+        else
+            write_result_members(w, cs, &res);
+        rp_jw_object_end(w);
+        rp_check_result_free(&res);
+    }
+    rp_jw_array_end(w);
+}
+
+/* Checks every configuration of b and writes the reply's "results" array
+ * and scene_revision into w; false with the request failed.  `path` names
+ * the configurations (for errors). */
+static bool run_batch(rpd_req *req, batch_run *b, rp_jw *w, const char *path)
+{
+    const check_setup *cs = b->cs;
+    size_t threads = req->core->worker ? (size_t)rpd_pool_helpers() + 1 : 1;
+    size_t n_slices = b->n / SLICE_MIN;
+    if (n_slices > threads * SLICES_PER_THREAD)
+        n_slices = threads * SLICES_PER_THREAD;
+    if (n_slices < 1 || threads == 1)
+        n_slices = 1;
+    b->per = n_slices ? (b->n + n_slices - 1) / n_slices : 0;
+    if (b->per == 0)
+        b->per = 1;
+    n_slices = b->n ? (b->n + b->per - 1) / b->per : 0;
+    b->room = w->limit > w->len ? w->limit - w->len : 0;
+    b->slices = calloc(n_slices ? n_slices : 1, sizeof *b->slices);
+    if (!b->slices)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    for (size_t s = 0; s < n_slices; s++) {
+        rp_jw_init(&b->slices[s].w);
+        b->slices[s].fail_k = SIZE_MAX;
+    }
+    rpd_parallel_for(n_slices, run_slice, b);
+    bool ok = true;
+    for (size_t s = 0; s < n_slices && ok; s++) {
+        batch_slice *sl = &b->slices[s];
+        char cp[RP_CODEC_PATH_MAX];
+        if (sl->fail_k == SIZE_MAX)
+            continue;
+        rp_codec_path_index(cp, path, sl->fail_k);
+        if (sl->fail_st != RP_ERR_NONFINITE)
+            ok = rpd_fail_status(req, sl->fail_st);
+        else if (b->joints)
+            ok = fail_joint_range(req, cp);
+        else
+            ok = fail_out_of_range(req, cs, cp, sl->fail_link);
+    }
+    if (ok) {
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "results");
+        rp_jw_array_begin(w);
+        for (size_t s = 0; s < n_slices && !rp_jw_failed(w); s++) {
+            rp_jw *sw = &b->slices[s].w;
+            if (rp_jw_failed(sw)) { /* past the reply limit (or out of memory) */
+                w->over |= sw->over;
+                w->oom |= sw->oom;
+                break;
+            }
+            if (sw->len > 2) /* "[...]" without the brackets */
+                rp_jw_value_raw(w, sw->buf + 1, sw->len - 2);
+        }
+        rp_jw_array_end(w);
+        write_scene_revision(w, cs);
+        rp_jw_object_end(w);
+    }
+    for (size_t s = 0; s < n_slices; s++)
+        rp_jw_free(&b->slices[s].w);
+    free(b->slices);
+    return ok;
+}
+
 /* check.batch in joint space: params.joints is an array of joint vectors. */
 static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_jw *w)
 {
@@ -573,27 +697,9 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
         ok = decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
     }
     if (ok) {
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "results");
-        rp_jw_array_begin(w);
-        for (k = 0; k < n && ok && !rp_jw_failed(w); k++) {
-            rp_check_result res;
-            rp_status st = rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL,
-                                                 &q[k * d1], &cs->opts, &res);
-            if (st) {
-                char cp[RP_CODEC_PATH_MAX];
-                ok = st == RP_ERR_NONFINITE ? fail_joint_range(req, rp_codec_path_index(cp, path, k))
-                                            : rpd_fail_status(req, st);
-                break;
-            }
-            rp_jw_object_begin(w);
-            write_joint_result(w, cs, &res, &q[k * d1]);
-            rp_jw_object_end(w);
-            rp_check_result_free(&res);
-        }
-        rp_jw_array_end(w);
-        write_scene_revision(w, cs);
-        rp_jw_object_end(w);
+        batch_run b = {.cs = cs, .joints = true, .q = q, .d1 = d1, .base = bj ? &base : NULL,
+                       .n = n};
+        ok = run_batch(req, &b, w, path);
     }
     free(q);
     return ok;
@@ -649,29 +755,9 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
                            &frames[k * nf], &bases[k], &has_base[k]);
     }
     if (ok) {
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "results");
-        rp_jw_array_begin(w);
-        for (k = 0; k < n && ok && !rp_jw_failed(w); k++) {
-            rp_check_result res;
-            rp_status st = rp_model_check(cs->model, cs->scene, has_base[k] ? &bases[k] : NULL,
-                                          &frames[k * nf], cs->n_frames, &cs->opts, &res);
-            if (st == RP_ERR_NONFINITE) {
-                char cp[RP_CODEC_PATH_MAX];
-                ok = fail_out_of_range(req, cs, rp_codec_path_index(cp, path, k),
-                                       res.closest.link);
-                break;
-            }
-            if (st) {
-                ok = rpd_fail_status(req, st);
-                break;
-            }
-            write_result(w, cs, &res);
-            rp_check_result_free(&res);
-        }
-        rp_jw_array_end(w);
-        write_scene_revision(w, cs);
-        rp_jw_object_end(w);
+        batch_run b = {.cs = cs, .frames = frames, .nf = nf, .bases = bases,
+                       .has_base = has_base, .n = n};
+        ok = run_batch(req, &b, w, path);
     }
     free(frames);
     free(bases);

@@ -25,6 +25,7 @@
 #include "arena.h"
 #include "log.h"
 #include "sd.h"
+#include "pool.h"
 #include "server.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
@@ -442,6 +443,10 @@ static void start_workers(rpd_server *srv)
         snprintf(v, sizeof v, "%d", n);
         setenv("UV_THREADPOOL_SIZE", v, 1);
     }
+    /* Helpers that split a large check.batch with the worker running it
+     * (pool.h); without them the worker checks it alone. */
+    if (n > 1 && !rpd_pool_start(n - 1))
+        rpd_log(RPD_LOG_WARN, "could not start batch helper threads; batches run on one thread");
     rpd_log(RPD_LOG_INFO, "%d worker thread%s for queries%s", n, n == 1 ? "" : "s",
             n ? "" : " (they run on the event loop)");
 }
@@ -614,6 +619,7 @@ int rpd_server_run(const rpd_config *cfg)
         code = code ? code : 1;
     }
     free(srv.unix_path_created);
+    rpd_pool_stop();
     rpd_core_free(&srv.core);
     rpd_arena_free_all();
     if (code == 0)
