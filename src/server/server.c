@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -622,7 +623,12 @@ int rpd_server_run(const rpd_config *cfg)
     rpd_pool_stop();
     rpd_core_free(&srv.core);
     rpd_arena_free_all();
-    if (code == 0)
-        rpd_log(RPD_LOG_INFO, "stopped");
+    if (code == 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        rpd_log(RPD_LOG_INFO, "stopped (cpu: user %.2f s, system %.2f s)",
+                (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+    }
     return code;
 }
