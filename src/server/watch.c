@@ -344,7 +344,15 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
     size_t hn = w->head_len;
     for (size_t k = first_after(ws, w->seen); k < ws->count; k++) {
         const change *c = ring_at(ws, k);
-        if (backlog(hub, w->session) + hn + c->len > buffer) {
+        size_t queued = backlog(hub, w->session);
+        if (queued + hn + c->len > buffer && queued <= buffer / 2) {
+            /* Not behind, but this change does not fit: no drain is
+             * coming to bring the resync later, so it comes now. */
+            w->seen = ws->current;
+            send_plain(hub, w, "scene.resync", ws->current);
+            return true;
+        }
+        if (queued + hn + c->len > buffer) {
             /* Behind by more than its buffer: nothing more until the
              * output drains, then a resync (rpd_watch_drained). */
             w->lagging = true;

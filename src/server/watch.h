@@ -19,7 +19,12 @@
  * of unsent output when a notification is due stops receiving them; once
  * its output has drained to half of that it gets one scene.resync with the
  * scene's current revision, and notifications resume after it.  So a
- * stalled watcher costs at most its buffer, and the others never wait.
+ * stalled watcher costs at most its buffer, and the others never wait.  A
+ * change that does not fit while the output is at most half full (one
+ * change larger than the buffer) brings that scene.resync at once: there
+ * is no backlog whose draining would bring it later.  The connection code
+ * must call rpd_watch_drained whenever a lagging session's output went
+ * down, also when a write completed at once (no write callback).
  *
  * This file knows nothing of libuv: the server installs rpd_watch_io to
  * reach a session's connection.
