@@ -44,8 +44,18 @@
  * Memory.  store_B/shape is (rp_store_memory after rp_store_create and
  * rp_scene_prepare - rp_store_memory of the empty store) / n: entries, ids,
  * id index and tree, as the store accounts them (no malloc overhead).
- * tree_B/shape is rp_scene_index_bytes / n.  prepare_ms is the median of
- * three tree builds (the first one, then two forced by empty puts).
+ * tree_B/shape is rp_scene_index_bytes / n.  build_ms is the median of
+ * three builds of the whole scene, each rp_store_create (the first) or
+ * rp_store_replace with the same shapes, then rp_scene_prepare: entries,
+ * ids, id index and tree, however the library splits that work.
+ *
+ * Moves.  After the check rows of a size, MOVES times per pass: rp_scene_put
+ * of one random existing id with a moved shape, then one FIRST check
+ * (self collision off) of the next configuration; move_us is the median
+ * over 3 passes of the per-move mean.  "small" moves shift the shape by up
+ * to 1 mm per axis, "large" ones put a fresh random shape anywhere in the
+ * scene.  check_us is the FIRST row's repose_us: a move should cost about
+ * a check, not a tree build.
  *
  * Usage: check_bench [--quick] [--configs N] [--passes N] [--margin M]
  *                    [--sizes N,N,...]
@@ -79,6 +89,9 @@
 #define QUICK_CONFIGS 100
 #define QUICK_PASSES 3
 #define MAX_SIZES 8
+#define MOVES 200
+#define MOVE_PASSES 3
+#define SMALL_MOVE 1e-3
 #define ID_STRIDE 24 /* room for "s" + any size_t + NUL */
 
 #define SEED_CONFIGS UINT64_C(0xc0ffee5eed2024a1)
@@ -251,7 +264,9 @@ typedef struct bench_scene {
     const char **ids;   /* storage order, owned by the scene */
     size_t store_bytes; /* scene + tree, as the store counts it */
     size_t tree_bytes;
-    double prepare_s;   /* median of three builds */
+    double build_s;     /* median of three builds */
+    double move_s[2];   /* per small / large move + check */
+    double check_us;    /* the FIRST row's repose_us, beside them */
 } bench_scene;
 
 static rp_shape random_shape(uint64_t *state, size_t i)
@@ -291,13 +306,14 @@ static void scene_build(bench_scene *s, size_t n)
     if (!s->store)
         die("rp_store_new failed");
     size_t empty = rp_store_memory(s->store);
-    if (rp_store_create(s->store, "bench", puts, n, &s->scene) != RP_OK)
-        die("rp_store_create failed");
     double t[3];
     for (int k = 0; k < 3; k++) {
-        if (k > 0 && rp_scene_put(s->scene, NULL, 0, NULL, NULL) != RP_OK)
-            die("rp_scene_put failed");
         double t0 = now_s();
+        rp_status st = k == 0 ? rp_store_create(s->store, "bench", puts, n, &s->scene)
+                              : rp_store_replace(s->store, "bench", puts, n, NULL, false,
+                                                 &s->scene, NULL);
+        if (st != RP_OK)
+            die("rp_store_create/replace failed");
         if (rp_scene_prepare(s->scene) != RP_OK)
             die("rp_scene_prepare failed");
         t[k] = now_s() - t0;
@@ -306,7 +322,7 @@ static void scene_build(bench_scene *s, size_t n)
             s->tree_bytes = rp_scene_index_bytes(s->scene);
         }
     }
-    s->prepare_s = median(t, 3);
+    s->build_s = median(t, 3);
     free(puts);
     free(idbuf);
 
@@ -605,6 +621,53 @@ static void bench_one(const bench_scene *s, const rp_model *m, bool self, double
     free(bf);
 }
 
+/* Seconds per (move of one shape + one FIRST check), median of MOVE_PASSES
+ * passes of MOVES; `large` puts fresh shapes, else shifts by SMALL_MOVE.
+ * Changes the scene (run it last for a size). */
+static double move_median(bench_scene *s, const rp_model *m, const rp_transform *cfgs,
+                          size_t n_cfg, bool large, uint64_t *state)
+{
+    rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0};
+    double per[MOVE_PASSES];
+    double acc = 0.0;
+    size_t c = 0;
+    for (int p = 0; p < MOVE_PASSES; p++) {
+        double t0 = now_s();
+        for (int k = 0; k < MOVES; k++) {
+            size_t e = (size_t)(rng_next(state) % s->n);
+            rp_shape_put put = {s->ids[e], *rp_scene_shape_at(s->scene, e)};
+            if (large) {
+                put.shape = random_shape(state, e);
+            } else {
+                rp_vec3 d = {SMALL_MOVE * rng_sym(state), SMALL_MOVE * rng_sym(state),
+                             SMALL_MOVE * rng_sym(state)};
+                rp_vec3 *pts[2] = {&put.shape.sphere.center, NULL};
+                if (put.shape.kind == RP_SHAPE_CAPSULE) {
+                    pts[0] = &put.shape.capsule.a;
+                    pts[1] = &put.shape.capsule.b;
+                }
+                for (int j = 0; j < 2 && pts[j]; j++) {
+                    pts[j]->x += d.x;
+                    pts[j]->y += d.y;
+                    pts[j]->z += d.z;
+                }
+            }
+            if (rp_scene_put(s->scene, &put, 1, NULL, NULL) != RP_OK)
+                die("rp_scene_put (move) failed");
+            rp_check_result r;
+            if (rp_model_check(m, s->scene, NULL, &cfgs[c * N_FRAMES], N_FRAMES, &opts, &r) !=
+                RP_OK)
+                die("rp_model_check failed");
+            acc += r.closest.distance;
+            rp_check_result_free(&r);
+            c = (c + 1) % n_cfg;
+        }
+        per[p] = (now_s() - t0) / MOVES;
+    }
+    g_sink = acc;
+    return median(per, MOVE_PASSES);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static unsigned long parse_count(const char *flag, const char *s)
@@ -703,14 +766,26 @@ int main(int argc, char **argv)
         print_row(&rows[n_rows]);
         print_row(&rows[n_rows + 1]);
         n_rows += 2;
+        uint64_t state = SEED_SCENE ^ UINT64_C(0x6d6f7665) ^ (uint64_t)s.n;
+        s.move_s[0] = move_median(&s, off, cfgs, n_cfg, false, &state);
+        s.move_s[1] = move_median(&s, off, cfgs, n_cfg, true, &state);
+        mem[z].move_s[0] = s.move_s[0];
+        mem[z].move_s[1] = s.move_s[1];
+        mem[z].check_us = rows[n_rows - 4].repose_us;
         scene_free(&s);
     }
 
-    printf("\n  shapes  prepare_ms  store_B/shape  tree_B/shape  (target <= 150 B/shape)\n");
+    printf("\n  shapes    build_ms  store_B/shape  tree_B/shape  (target <= 150 B/shape)\n");
     for (size_t z = 0; z < n_sizes; z++)
-        printf("%8zu  %10.3f  %13.1f  %12.1f\n", mem[z].n, 1e3 * mem[z].prepare_s,
+        printf("%8zu  %10.3f  %13.1f  %12.1f\n", mem[z].n, 1e3 * mem[z].build_s,
                (double)mem[z].store_bytes / (double)mem[z].n,
                (double)mem[z].tree_bytes / (double)mem[z].n);
+
+    printf("\n  shapes  check_us  small_move_us  large_move_us  (move of one shape + FIRST "
+           "check; %d moves x %d passes)\n", MOVES, MOVE_PASSES);
+    for (size_t z = 0; z < n_sizes; z++)
+        printf("%8zu  %8.3f  %13.3f  %13.3f\n", mem[z].n, mem[z].check_us,
+               1e6 * mem[z].move_s[0], 1e6 * mem[z].move_s[1]);
 
     printf("\nagreement with brute force: %zu scene sizes x 2 models x %zu configurations x "
            "2 reports: %zu mismatches\n",
