@@ -256,6 +256,72 @@ RP_API rp_client_error_kind rp_client_recv_line(rp_client *c, char **line, size_
 /// lines until RP_CLIENT_CLOSED gets every reply.
 RP_API rp_client_error_kind rp_client_shutdown_write(rp_client *c, rp_client_error *err);
 
+/* ---- watch notifications -----------------------------------------------------
+ *
+ * After scene.watch the server sends notifications on the connection
+ * (proto/PROTOCOL.md, "Watch notifications"): lines without an id, between
+ * the replies.  The client tells them from replies: while a call (or
+ * rp_client_recv) waits for its reply, the notifications that come first are
+ * queued, in order, and rp_client_next_notification returns them before it
+ * reads anything more.  Raw access (rp_client_recv_line) sees every line
+ * itself and does not use the queue.  A client that watches must take its
+ * notifications: the queue has no bound of its own (the server's buffer
+ * bounds what one connection is sent before it resyncs). */
+
+/// One notification.  Strings are malloc'ed; release them with
+/// rp_client_notification_free.
+typedef struct rp_client_notification {
+    char *method;      ///< "scene.changed", "scene.deleted", "scene.resync" (or a newer one)
+    uint64_t watch;    ///< params.watch: the watch id scene.watch returned (0 if none)
+    char *scene;       ///< params.scene, or NULL
+    uint64_t revision; ///< params.revision (0 if none)
+    char *put;         ///< scene.changed: params.put as the server wrote it, a JSON object
+                       ///< {id: shape} with the shapes as they now are; else NULL
+    char *removed;     ///< scene.changed: params.removed as written, a JSON array of ids;
+                       ///< else NULL
+    char *params;      ///< params as the server wrote them (JSON text), or NULL
+    char *line;        ///< the whole line as received, without its "\n" (compact JSON)
+} rp_client_notification;
+
+/// A zero initialiser for rp_client_notification.
+#define RP_CLIENT_NOTIFICATION_INIT {NULL, 0, NULL, 0, NULL, NULL, NULL, NULL}
+
+/// Frees n's strings and zeroes it.  NULL is a no-op.
+RP_API void rp_client_notification_free(rp_client_notification *n);
+
+/// scene.watch {scene, since?}: since is NULL for changes from now on, or
+/// points to the revision the caller has seen (the server replays what came
+/// after it, or sends scene.resync when it no longer has that).  On success
+/// *watch_id (when not NULL) receives the watch id and *revision (when not
+/// NULL) the scene's current revision.  A missing scene is RP_CLIENT_RPC
+/// -32001; too many watches on the connection -32004.
+RP_API rp_client_error_kind rp_client_scene_watch(rp_client *c, const char *scene,
+                                                  const uint64_t *since, uint64_t *watch_id,
+                                                  uint64_t *revision, rp_client_error *err);
+
+/// scene.unwatch {watch}.  Notifications of that watch already queued stay
+/// queued.  A watch this connection does not hold (or one that ended with
+/// scene.deleted) is RP_CLIENT_RPC -32001.
+RP_API rp_client_error_kind rp_client_scene_unwatch(rp_client *c, uint64_t watch_id,
+                                                    rp_client_error *err);
+
+/// The next notification, into *n (reset on entry; caller frees with
+/// rp_client_notification_free): the oldest queued one, else the next the
+/// server sends, waiting at most timeout_ms: < 0 waits for ever, 0 takes only
+/// what has already arrived.  RP_CLIENT_TIMEOUT when none came in time; the
+/// connection stays usable (unlike a call's timeout).  While pipelined
+/// replies are outstanding (rp_client_send) it returns queued notifications
+/// only, and RP_CLIENT_ARG when there are none (rp_client_recv first).  A
+/// reply line with no request outstanding, or a scene.* notification without
+/// its members, is RP_CLIENT_PROTOCOL (and closes the connection, as every
+/// PROTOCOL error does).
+RP_API rp_client_error_kind rp_client_next_notification(rp_client *c, int timeout_ms,
+                                                        rp_client_notification *n,
+                                                        rp_client_error *err);
+
+/// How many notifications are queued (received, not yet taken).
+RP_API size_t rp_client_notifications_queued(const rp_client *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -120,6 +120,11 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+long long rp_client_now_ms_(void)
+{
+    return now_ms();
+}
+
 /* A deadline for timeout_ms from now; -1 for none. */
 long long rp_client_deadline_after_(int timeout_ms)
 {
@@ -296,6 +301,7 @@ void rp_client_close(rp_client *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
+    rp_client_free_notes_(c);
     free(c->pending);
     free(c->in);
     free(c);

@@ -41,6 +41,8 @@ struct rp_client {
     size_t in_start, in_len, in_cap;
     bool eof;                     /* the server closed its side */
     rp_client_error_kind broken;  /* non-OK once the stream is unusable */
+    rp_client_notification *notes; /* ring of notifications not yet taken */
+    size_t notes_head, notes_count, notes_cap;
 };
 
 /* A growable string: appends that fail to allocate set oom and are
@@ -81,6 +83,8 @@ rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
 /* The next complete line (without '\n'), malloc'ed, by the deadline. */
 rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char **line,
                                           size_t *len, rp_client_error *err);
+/* Monotonic milliseconds, the clock deadlines are on. */
+long long rp_client_now_ms_(void);
 
 /* Parses one reply line, line[0..len) with line[len] == '\0' (no '\n'), as
  * the reply to the request with id `want`; the socket-free half of reading a
@@ -100,5 +104,34 @@ rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char
 rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
                                             cJSON **reply, char **result_raw,
                                             rp_client_error *err);
+
+/* Parses one line, line[0..len) with line[len] == '\0' (no '\n'), that
+ * may be a server notification or the reply to the request with id `want`;
+ * the socket-free half of reading a line, also driven by
+ * tests/fuzz/fuzz_client_reply.c.  A notification is a JSON object with a
+ * "method" member and no "id" member (as cJSON reads it): then *is_note is
+ * set and the result is
+ *   RP_CLIENT_OK        *note filled (strings malloc'ed: the caller frees
+ *                       them with rp_client_notification_free);
+ *   RP_CLIENT_PROTOCOL  "jsonrpc" is not "2.0", the method is not a string,
+ *                       params are neither an object nor an array, or a
+ *                       scene.changed / scene.deleted / scene.resync lacks
+ *                       an integer watch (0..2^53), a string scene, an
+ *                       integer revision (0..2^53) or, for scene.changed, an
+ *                       object put and an array removed;
+ *   RP_CLIENT_NOMEM.
+ * *note stays zeroed unless OK.  Any other line is not a notification
+ * (*is_note false) and is parsed exactly as rp_client_parse_reply_ does,
+ * with the same outputs. */
+rp_client_error_kind rp_client_parse_line_(const char *line, size_t len, uint64_t want,
+                                           bool *is_note, rp_client_notification *note,
+                                           cJSON **reply, char **result_raw, rp_client_error *err);
+
+/* Queues a notification (its strings move into the queue and *n is zeroed).
+ * RP_CLIENT_NOMEM leaves *n to the caller. */
+rp_client_error_kind rp_client_queue_note_(rp_client *c, rp_client_notification *n,
+                                           rp_client_error *err);
+/* Frees every queued notification and the queue. */
+void rp_client_free_notes_(rp_client *c);
 
 #endif /* REPOSE_CLIENT_INT_H */

@@ -309,21 +309,12 @@ static bool valid_error_object(const cJSON *e)
     return v >= (double)INT_MIN && v <= (double)INT_MAX && v == (double)(int)v;
 }
 
-rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
+/* The reply tree r (owned: freed or handed back in *reply) of line as the
+ * answer to want: the second half of rp_client_parse_reply_. */
+static rp_client_error_kind reply_from_tree(cJSON *r, const char *line, size_t len, uint64_t want,
                                             cJSON **reply, char **result_raw,
                                             rp_client_error *err)
 {
-    if (reply)
-        *reply = NULL;
-    if (result_raw)
-        *result_raw = NULL;
-    /* cJSON, given a length, would take a NUL byte for whitespace; the raw
-     * member copies below stop at it.  No JSON text holds one. */
-    if (memchr(line, '\0', len))
-        return bad_reply(err, "reply contains a NUL byte", line, len);
-    cJSON *r = cJSON_ParseWithLengthOpts(line, len + 1, NULL, 1); /* len + 1: the NUL counts */
-    if (!r)
-        return bad_reply(err, "reply is not JSON", line, len);
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(r, "jsonrpc");
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(r, "id");
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "result");
@@ -375,6 +366,164 @@ rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64
     return RP_CLIENT_OK;
 }
 
+/* Parses line[0..len) with cJSON; NULL (and *why) when it is not JSON or
+ * holds a NUL byte, which cJSON given a length would take for whitespace
+ * (the raw member copies stop at it; no JSON text holds one). */
+static cJSON *parse_tree(const char *line, size_t len, const char **why)
+{
+    if (memchr(line, '\0', len)) {
+        *why = "reply contains a NUL byte";
+        return NULL;
+    }
+    cJSON *r = cJSON_ParseWithLengthOpts(line, len + 1, NULL, 1); /* len + 1: the NUL counts */
+    if (!r)
+        *why = "reply is not JSON";
+    return r;
+}
+
+rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
+                                            cJSON **reply, char **result_raw,
+                                            rp_client_error *err)
+{
+    if (reply)
+        *reply = NULL;
+    if (result_raw)
+        *result_raw = NULL;
+    const char *why = NULL;
+    cJSON *r = parse_tree(line, len, &why);
+    if (!r)
+        return bad_reply(err, why, line, len);
+    return reply_from_tree(r, line, len, want, reply, result_raw, err);
+}
+
+/* ---- notifications ----------------------------------------------------------------------- */
+
+/* A server notification, as cJSON reads the line: an object with a method
+ * and without an id. */
+static bool is_notification(const cJSON *r)
+{
+    return cJSON_IsObject(r) && cJSON_GetObjectItemCaseSensitive(r, "method") &&
+           !cJSON_GetObjectItemCaseSensitive(r, "id");
+}
+
+/* An integer 0..2^53 (exact in a double, as watch ids and revisions are). */
+static bool json_count(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v))
+        return false;
+    double d = v->valuedouble;
+    if (!(d >= 0 && d <= 9007199254740992.0) || d != (double)(uint64_t)d)
+        return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+static char *copy_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+void rp_client_notification_free(rp_client_notification *n)
+{
+    if (!n)
+        return;
+    free(n->method);
+    free(n->scene);
+    free(n->put);
+    free(n->removed);
+    free(n->params);
+    free(n->line);
+    memset(n, 0, sizeof *n);
+}
+
+/* Fills *n from the notification tree r of line (r stays the caller's). */
+static rp_client_error_kind note_from_tree(const cJSON *r, const char *line, size_t len,
+                                           rp_client_notification *n, rp_client_error *err)
+{
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(r, "jsonrpc");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(r, "method");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(r, "params");
+    if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0)
+        return bad_reply(err, "notification lacks \"jsonrpc\":\"2.0\"", line, len);
+    if (!cJSON_IsString(method))
+        return bad_reply(err, "notification method is not a string", line, len);
+    if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params))
+        return bad_reply(err, "notification params are neither an object nor an array", line, len);
+    const char *m = method->valuestring;
+    bool changed = strcmp(m, "scene.changed") == 0;
+    bool scene_note = changed || strcmp(m, "scene.deleted") == 0 || strcmp(m, "scene.resync") == 0;
+    const cJSON *obj = cJSON_IsObject(params) ? params : NULL;
+    const cJSON *scene = cJSON_GetObjectItemCaseSensitive(obj, "scene");
+    const cJSON *put = cJSON_GetObjectItemCaseSensitive(obj, "put");
+    const cJSON *removed = cJSON_GetObjectItemCaseSensitive(obj, "removed");
+    uint64_t watch = 0, revision = 0;
+    bool has_watch = json_count(cJSON_GetObjectItemCaseSensitive(obj, "watch"), &watch);
+    bool has_revision = json_count(cJSON_GetObjectItemCaseSensitive(obj, "revision"), &revision);
+    if (scene_note && (!has_watch || !has_revision || !cJSON_IsString(scene) ||
+                       (changed && (!cJSON_IsObject(put) || !cJSON_IsArray(removed)))))
+        return bad_reply(err,
+                         changed ? "scene.changed lacks an integer watch and revision, a string "
+                                   "scene, an object put or an array removed"
+                                 : "notification lacks an integer watch and revision or a "
+                                   "string scene",
+                         line, len);
+    rp_client_notification out = RP_CLIENT_NOTIFICATION_INIT;
+    out.watch = watch;
+    out.revision = revision;
+    bool oom = !(out.method = copy_string(m));
+    if (cJSON_IsString(scene))
+        oom |= !(out.scene = copy_string(scene->valuestring));
+    if (params) {
+        out.params = raw_member_at(line, member_index(r, "params"));
+        oom |= !out.params;
+    }
+    if (changed) {
+        out.put = raw_member_at(out.params ? out.params : "", member_index(params, "put"));
+        out.removed = raw_member_at(out.params ? out.params : "", member_index(params, "removed"));
+        oom |= !out.put || !out.removed;
+    }
+    out.line = malloc(len + 1);
+    if (out.line)
+        memcpy(out.line, line, len + 1);
+    oom |= !out.line;
+    if (oom) {
+        rp_client_notification_free(&out);
+        return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    }
+    *n = out;
+    return RP_CLIENT_OK;
+}
+
+rp_client_error_kind rp_client_parse_line_(const char *line, size_t len, uint64_t want,
+                                           bool *is_note, rp_client_notification *note,
+                                           cJSON **reply, char **result_raw, rp_client_error *err)
+{
+    *is_note = false;
+    if (note)
+        memset(note, 0, sizeof *note);
+    if (reply)
+        *reply = NULL;
+    if (result_raw)
+        *result_raw = NULL;
+    const char *why = NULL;
+    cJSON *r = parse_tree(line, len, &why);
+    if (!r)
+        return bad_reply(err, why, line, len);
+    if (!is_notification(r))
+        return reply_from_tree(r, line, len, want, reply, result_raw, err);
+    *is_note = true;
+    rp_client_notification scratch;
+    rp_client_error_kind k = note_from_tree(r, line, len, note ? note : &scratch, err);
+    cJSON_Delete(r);
+    if (k == RP_CLIENT_OK && !note)
+        rp_client_notification_free(&scratch);
+    return k;
+}
+
 /* Reads the reply to the oldest pending request.  On success (OK or RPC) the
  * id is popped and *id set; *reply receives the parsed reply when reply is
  * not NULL (caller deletes), *result_raw the raw result text when not NULL.
@@ -383,13 +532,27 @@ static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint
                                           cJSON **reply, char **result_raw,
                                           rp_client_error *err)
 {
-    char *line;
-    size_t len;
-    rp_client_error_kind k = rp_client_next_line_(c, deadline, &line, &len, err);
-    if (k != RP_CLIENT_OK)
-        return rp_client_breaks_(c, k);
     uint64_t want = c->pending[c->pending_head];
-    k = rp_client_parse_reply_(line, len, want, reply, result_raw, err);
+    rp_client_error_kind k;
+    for (;;) {
+        char *line;
+        size_t len;
+        k = rp_client_next_line_(c, deadline, &line, &len, err);
+        if (k != RP_CLIENT_OK)
+            return rp_client_breaks_(c, k);
+        bool is_note;
+        rp_client_notification note;
+        k = rp_client_parse_line_(line, len, want, &is_note, &note, reply, result_raw, err);
+        if (!is_note)
+            break;
+        /* A notification before the reply: kept for
+         * rp_client_next_notification.  Losing one would leave a watcher
+         * silently out of date, so failing to keep it breaks the stream. */
+        if (k == RP_CLIENT_OK && (k = rp_client_queue_note_(c, &note, err)) != RP_CLIENT_OK)
+            rp_client_notification_free(&note);
+        if (k != RP_CLIENT_OK)
+            return rp_client_breaks_(c, k);
+    }
     if (k == RP_CLIENT_PROTOCOL)
         return rp_client_breaks_(c, k);
     /* OK, RPC, or NOMEM for the result's copy: the reply was ours. */

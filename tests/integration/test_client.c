@@ -1386,6 +1386,280 @@ static void helper_result_without_its_members_is_protocol_error(void **state)
     }
 }
 
+/* ---- watch notifications ------------------------------------------------------------------ */
+
+/* The next notification within the guard; fails otherwise. */
+static void next_note(rp_client *c, rp_client_notification *n)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client_error_kind k = rp_client_next_notification(c, rh_ms(RH_TIMEOUT_MS), n, &err);
+    if (k != RP_CLIENT_OK)
+        fail_msg("next notification: %s: %s", rp_client_error_kind_name(k), err.message);
+    rp_client_error_free(&err);
+}
+
+/* A mutation's revision, through rp_client_call. */
+static uint64_t mutate(rp_client *c, const char *method, const char *params)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *result = NULL;
+    rp_client_error_kind k = rp_client_call(c, method, params, &result, &err);
+    if (k != RP_CLIENT_OK)
+        fail_msg("%s: %s: %s", method, rp_client_error_kind_name(k), err.message);
+    cJSON *r = cJSON_Parse(result);
+    uint64_t rev = (uint64_t)cJSON_GetObjectItemCaseSensitive(r, "revision")->valuedouble;
+    cJSON_Delete(r);
+    free(result);
+    return rev;
+}
+
+/* n is `method` of watch/scene/revision, and its line is the server's
+ * compact notification around its params. */
+static void expect_note(const rp_client_notification *n, const char *method, uint64_t watch,
+                        const char *scene, uint64_t revision)
+{
+    assert_string_equal(n->method, method);
+    assert_int_equal(n->watch, watch);
+    assert_string_equal(n->scene, scene);
+    assert_int_equal(n->revision, revision);
+    assert_non_null(n->params);
+    char want[512];
+    snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":%s}", method,
+             n->params);
+    assert_string_equal(n->line, want);
+    if (strcmp(method, "scene.changed") != 0) {
+        assert_null(n->put);
+        assert_null(n->removed);
+    }
+}
+
+/* Notifications that arrive while a call waits for its reply are queued and
+ * come out of rp_client_next_notification in order; each call gets its own
+ * reply.  The fields, the raw put/removed/params text and the whole line are
+ * the server's.  A timeout leaves the client usable. */
+static void notifications_are_queued_between_replies(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *w = connect_to(d, false), *m = connect_to(d, true);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client_notification n = RP_CLIENT_NOTIFICATION_INIT;
+    uint64_t created = mutate(m, "scene.create", "{\"scene\":\"s\"}");
+    uint64_t id = 0, rev = 0;
+    assert_int_equal(rp_client_scene_watch(w, "s", NULL, &id, &rev, &err), RP_CLIENT_OK);
+    assert_true(id > 0);
+    assert_int_equal(rev, created);
+    assert_int_equal(rp_client_notifications_queued(w), 0);
+    /* Nothing yet: a timeout of 0 returns at once; the client goes on. */
+    assert_int_equal(rp_client_next_notification(w, 0, &n, &err), RP_CLIENT_TIMEOUT);
+    assert_int_equal(err.kind, RP_CLIENT_TIMEOUT);
+    assert_null(n.method);
+    assert_int_equal(rp_client_next_notification(w, 20, &n, &err), RP_CLIENT_TIMEOUT);
+    call_expect(w, "ping", NULL, "{\"pong\":true}");
+
+    uint64_t r1 = mutate(m, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"b\":{\"capsule\":{"
+                                         "\"a\":[0,0,0],\"b\":[1,0,0],\"radius\":0.25}},\"a\":{"
+                                         "\"sphere\":{\"center\":[0,0.5,0],\"radius\":1}}}}");
+    uint64_t r2 = mutate(m, "scene.remove", "{\"scene\":\"s\",\"ids\":[\"b\",\"zz\"]}");
+    /* Both were sent to w before its ping's reply: queued by the call. */
+    call_expect(w, "ping", NULL, "{\"pong\":true}");
+    assert_int_equal(rp_client_notifications_queued(w), 2);
+    /* The same through the cJSON variant and a call that fails. */
+    uint64_t r3 = mutate(m, "scene.replace", "{\"scene\":\"s\",\"shapes\":{\"c\":{\"sphere\":{"
+                                             "\"center\":[1,2,3],\"radius\":0.5}}}}");
+    cJSON *result = NULL;
+    assert_int_equal(rp_client_call_cjson(w, "ping", NULL, &result, &err), RP_CLIENT_OK);
+    cJSON_Delete(result);
+    assert_int_equal(rp_client_notifications_queued(w), 3);
+    uint64_t r4 = mutate(m, "scene.put", "{\"scene\":\"s\",\"shapes\":{}}");
+    assert_int_equal(rp_client_call(w, "scene.get", "{}", NULL, &err), RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32602);
+    assert_int_equal(rp_client_notifications_queued(w), 4);
+
+    next_note(w, &n);
+    expect_note(&n, "scene.changed", id, "s", r1);
+    /* put: ids sorted, shapes as the server prints them. */
+    assert_string_equal(n.put, "{\"a\":{\"sphere\":{\"center\":[0,0.5,0],\"radius\":1}},\"b\":{"
+                               "\"capsule\":{\"a\":[0,0,0],\"b\":[1,0,0],\"radius\":0.25}}}");
+    assert_string_equal(n.removed, "[]");
+    rp_client_notification_free(&n);
+    assert_null(n.method);
+    next_note(w, &n);
+    expect_note(&n, "scene.changed", id, "s", r2);
+    assert_string_equal(n.put, "{}");
+    assert_string_equal(n.removed, "[\"b\"]");
+    rp_client_notification_free(&n);
+    next_note(w, &n);
+    expect_note(&n, "scene.changed", id, "s", r3);
+    assert_string_equal(n.put, "{\"c\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}");
+    assert_string_equal(n.removed, "[\"a\"]");
+    rp_client_notification_free(&n);
+    next_note(w, &n);
+    expect_note(&n, "scene.changed", id, "s", r4);
+    rp_client_notification_free(&n);
+    assert_int_equal(rp_client_notifications_queued(w), 0);
+
+    /* Read from the socket when nothing is queued; w's own mutation: its
+     * reply, then the notification. */
+    uint64_t r5 = mutate(w, "scene.remove", "{\"scene\":\"s\",\"ids\":[\"c\"]}");
+    next_note(w, &n);
+    expect_note(&n, "scene.changed", id, "s", r5);
+    rp_client_notification_free(&n);
+
+    /* since: a second watch replays r3.. (after r2); then unwatch the first. */
+    uint64_t id2 = 0;
+    assert_int_equal(rp_client_scene_watch(w, "s", &r2, &id2, &rev, &err), RP_CLIENT_OK);
+    assert_true(id2 > id);
+    assert_int_equal(rev, r5);
+    const uint64_t replayed[] = {r3, r4, r5};
+    for (int k = 0; k < 3; k++) {
+        next_note(w, &n);
+        expect_note(&n, "scene.changed", id2, "s", replayed[k]);
+        rp_client_notification_free(&n);
+    }
+    assert_int_equal(rp_client_scene_unwatch(w, id, &err), RP_CLIENT_OK);
+    assert_int_equal(rp_client_scene_unwatch(w, id, &err), RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32001);
+    assert_non_null(strstr(err.data, "\"watch\""));
+    /* since in the future: scene.resync. */
+    uint64_t future = r5 + 1000, id3 = 0;
+    assert_int_equal(rp_client_scene_watch(w, "s", &future, &id3, NULL, &err), RP_CLIENT_OK);
+    next_note(w, &n);
+    expect_note(&n, "scene.resync", id3, "s", r5);
+    rp_client_notification_free(&n);
+    assert_int_equal(rp_client_scene_unwatch(w, id3, &err), RP_CLIENT_OK);
+    /* The scene goes: scene.deleted for the watch left. */
+    uint64_t gone = mutate(m, "scene.delete", "{\"scene\":\"s\"}");
+    next_note(w, &n);
+    expect_note(&n, "scene.deleted", id2, "s", gone);
+    rp_client_notification_free(&n);
+    assert_int_equal(rp_client_scene_watch(w, "s", NULL, &id, &rev, &err), RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32001);
+    assert_int_equal(id, 0);
+    assert_int_equal(rp_client_scene_watch(w, "bad\xff", NULL, NULL, NULL, &err), RP_CLIENT_ARG);
+    assert_int_equal(rp_client_scene_watch(w, NULL, NULL, NULL, NULL, &err), RP_CLIENT_ARG);
+    assert_int_equal(rp_client_next_notification(w, 0, NULL, &err), RP_CLIENT_ARG);
+    assert_int_equal(rp_client_next_notification(NULL, 0, &n, &err), RP_CLIENT_ARG);
+    call_expect(w, "ping", NULL, "{\"pong\":true}");
+    rp_client_error_free(&err);
+    rp_client_close(w);
+    rp_client_close(m);
+    assert_int_equal(rh_stop(d, rh_ms(RH_TIMEOUT_MS)), 0);
+}
+
+/* With pipelined replies outstanding, rp_client_recv queues the
+ * notifications that come first; rp_client_next_notification hands out what
+ * is queued and refuses to read past replies not yet received. */
+static void notifications_and_pipelined_replies(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *w = connect_to(d, false), *m = connect_to(d, false);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client_notification n = RP_CLIENT_NOTIFICATION_INIT;
+    mutate(m, "scene.create", "{\"scene\":\"s\"}");
+    uint64_t id = 0;
+    assert_int_equal(rp_client_scene_watch(w, "s", NULL, &id, NULL, &err), RP_CLIENT_OK);
+    uint64_t r1 = mutate(m, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{"
+                                         "\"center\":[0,0,0],\"radius\":1}}}}");
+    uint64_t p1 = 0, p2 = 0, got = 0;
+    assert_int_equal(rp_client_send(w, "ping", NULL, &p1, &err), RP_CLIENT_OK);
+    assert_int_equal(rp_client_send(w, "ping", NULL, &p2, &err), RP_CLIENT_OK);
+    assert_int_equal(rp_client_next_notification(w, 0, &n, &err), RP_CLIENT_ARG);
+    char *result = NULL;
+    assert_int_equal(rp_client_recv(w, &got, &result, &err), RP_CLIENT_OK);
+    assert_int_equal(got, p1);
+    assert_string_equal(result, "{\"pong\":true}");
+    free(result);
+    /* r1 came before the first pong: queued, and handed out now. */
+    assert_int_equal(rp_client_notifications_queued(w), 1);
+    next_note(w, &n);
+    expect_note(&n, "scene.changed", id, "s", r1);
+    rp_client_notification_free(&n);
+    assert_int_equal(rp_client_next_notification(w, 0, &n, &err), RP_CLIENT_ARG);
+    assert_int_equal(rp_client_recv(w, &got, &result, &err), RP_CLIENT_OK);
+    assert_int_equal(got, p2);
+    free(result);
+    assert_int_equal(rp_client_next_notification(w, 0, &n, &err), RP_CLIENT_TIMEOUT);
+    rp_client_error_free(&err);
+    rp_client_close(w);
+    rp_client_close(m);
+    assert_int_equal(rh_stop(d, rh_ms(RH_TIMEOUT_MS)), 0);
+}
+
+/* Notification lines from a fake server: one of a method the client does
+ * not know is handed out as it is; a scene.* one without its members, or a
+ * reply nobody asked for, is a protocol error. */
+static void odd_notification_lines(void **state)
+{
+    (void)state;
+    static const char unknown[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"scene.later\",\"params\":[1,{\"watch\":2}]}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"scene.resync\",\"params\":{\"revision\":7,\"watch\":3,"
+        "\"scene\":\"x\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n";
+    fake_fixed_reply = unknown;
+    fake_fixed_len = sizeof unknown - 1;
+    fake_server f;
+    fake_start(&f, FAKE_FIXED);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client_notification n = RP_CLIENT_NOTIFICATION_INIT;
+    rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+    assert_non_null(c);
+    char *result = NULL;
+    assert_int_equal(rp_client_call(c, "ping", NULL, &result, &err), RP_CLIENT_OK);
+    assert_string_equal(result, "{\"pong\":true}");
+    free(result);
+    assert_int_equal(rp_client_notifications_queued(c), 2);
+    next_note(c, &n);
+    assert_string_equal(n.method, "scene.later");
+    assert_int_equal(n.watch, 0);
+    assert_null(n.scene);
+    assert_string_equal(n.params, "[1,{\"watch\":2}]");
+    rp_client_notification_free(&n);
+    next_note(c, &n);
+    assert_string_equal(n.method, "scene.resync");
+    assert_int_equal(n.watch, 3);
+    assert_int_equal(n.revision, 7);
+    assert_string_equal(n.scene, "x");
+    rp_client_notification_free(&n);
+    rp_client_close(c);
+    fake_stop(&f);
+
+    /* A scene.changed without its revision, before the reply. */
+    static const char bad[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"scene.changed\",\"params\":{\"watch\":1,\"scene\":"
+        "\"s\",\"put\":{},\"removed\":[]}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n";
+    fake_fixed_reply = bad;
+    fake_fixed_len = sizeof bad - 1;
+    fake_start(&f, FAKE_FIXED);
+    c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+    assert_non_null(c);
+    assert_int_equal(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_PROTOCOL);
+    assert_non_null(strstr(err.message, "scene.changed"));
+    assert_int_equal(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_CLOSED);
+    rp_client_close(c);
+    fake_stop(&f);
+
+    /* Replies to one ping, twice: the second is a reply nobody waits for. */
+    static const char twice[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n"
+                                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n";
+    fake_fixed_reply = twice;
+    fake_fixed_len = sizeof twice - 1;
+    fake_start(&f, FAKE_FIXED);
+    c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+    assert_non_null(c);
+    assert_int_equal(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_OK);
+    assert_int_equal(rp_client_next_notification(c, rh_ms(RH_TIMEOUT_MS), &n, &err),
+                     RP_CLIENT_PROTOCOL);
+    assert_non_null(strstr(err.message, "not a notification"));
+    assert_null(n.method);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+    fake_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     if (!rh_init(argc, argv))
@@ -1419,6 +1693,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(check_motion_discrete_and_certified, rh_teardown),
         cmocka_unit_test_teardown(helper_errors_name_the_problem, rh_teardown),
         cmocka_unit_test_teardown(helper_result_without_its_members_is_protocol_error, rh_teardown),
+        cmocka_unit_test_teardown(notifications_are_queued_between_replies, rh_teardown),
+        cmocka_unit_test_teardown(notifications_and_pipelined_replies, rh_teardown),
+        cmocka_unit_test_teardown(odd_notification_lines, rh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
