@@ -3,6 +3,7 @@
  *
  *   repose-cli [--unix PATH | --host H --port P] [--token-file F] [--raw]
  *              [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]
+ *   repose-cli [OPTIONS] watch SCENE [--since R]
  *
  * One call: prints the result as pretty JSON (2-space indent, arrays of
  * numbers such as a vec3 on one line) on stdout and exits 0, or prints the
@@ -24,10 +25,16 @@
  * In PARAMS-JSON, `@path` in place of a JSON value is replaced by the
  * contents of that file (which must be valid JSON), `@@path` by its text as
  * a JSON string (which must be UTF-8).
+ *
+ * `watch SCENE [--since R]` (scene.watch) prints every notification the
+ * daemon sends for the scene as one line of compact JSON, as it arrives,
+ * until SIGINT or SIGTERM (exit 0) or the scene is deleted (exit 0 after the
+ * scene.deleted line); losing the connection exits 3.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <ctype.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -99,6 +106,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F] [--raw]\n"
             "                  [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
+            "       repose-cli [OPTIONS] watch SCENE [--since R]\n"
             "\n"
             "  --unix PATH        Unix socket (default %s)\n"
             "  --host H           connect over TCP to H instead\n"
@@ -129,7 +137,11 @@ static void usage(FILE *f)
             "Without METHOD: reads `METHOD [PARAMS]` lines from stdin; `help` lists\n"
             "the daemon's methods, `quit` leaves (on a terminal).\n"
             "`repose-cli help` lists the methods; `repose-cli ping` exits 0 only when\n"
-            "the daemon answers.\n",
+            "the daemon answers.\n"
+            "`repose-cli watch SCENE` prints each change notification of SCENE as one\n"
+            "line of JSON (scene.changed, scene.resync, scene.deleted) until Ctrl-C\n"
+            "(exit 0) or the scene is deleted (exit 0); --since R first replays the\n"
+            "changes after revision R (or sends scene.resync when they are gone).\n",
             RP_CLIENT_DEFAULT_UNIX_PATH, RP_CLIENT_DEFAULT_PORT, DEFAULT_TIMEOUT_MS);
 }
 
@@ -687,17 +699,114 @@ static int run_raw(rp_client *c)
     return code;
 }
 
+/* ---- watch ------------------------------------------------------------------------------ */
+
+/* Set by SIGINT / SIGTERM: `watch` ends cleanly. */
+static volatile sig_atomic_t g_stop;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+/* How long one wait for a notification lasts before the stop flag is
+ * looked at again, ms (the client retries a poll() a signal interrupts). */
+#define WATCH_POLL_MS 100
+
+/* `watch SCENE [--since R]`: scene.watch, then every notification as one
+ * line of compact JSON (the daemon's own line) until a signal or
+ * scene.deleted.  Returns the exit code. */
+static int run_watch(rp_client *c, const char *scene, const uint64_t *since)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    uint64_t watch = 0, revision = 0;
+    if (rp_client_scene_watch(c, scene, since, &watch, &revision, &err) != RP_CLIENT_OK) {
+        int code = report(&err);
+        rp_client_error_free(&err);
+        return code;
+    }
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "repose-cli: watching scene '%s' at revision %llu (Ctrl-C ends)\n", scene,
+                (unsigned long long)revision);
+    int code = EXIT_OK;
+    while (!g_stop) {
+        rp_client_notification n = RP_CLIENT_NOTIFICATION_INIT;
+        rp_client_error_kind k = rp_client_next_notification(c, WATCH_POLL_MS, &n, &err);
+        if (k == RP_CLIENT_TIMEOUT)
+            continue;
+        if (k != RP_CLIENT_OK) {
+            code = report(&err);
+            break;
+        }
+        fputs(n.line, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        bool over = n.watch == watch && strcmp(n.method, "scene.deleted") == 0;
+        rp_client_notification_free(&n);
+        if (over)
+            break;
+    }
+    rp_client_error_free(&err);
+    return code;
+}
+
+/* Reads `SCENE [--since R]` from the words after `watch`.  Returns -1 to
+ * go on, else the exit code after a message. */
+static int watch_args(char **words, int n, const char **scene, uint64_t *since, bool *has_since)
+{
+    *scene = NULL;
+    *has_since = false;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(words[i], "--since") == 0) {
+            char *end;
+            errno = 0;
+            unsigned long long v = i + 1 < n ? strtoull(words[i + 1], &end, 10) : 0;
+            if (i + 1 >= n || errno || end == words[i + 1] || *end || words[i + 1][0] == '-') {
+                say("watch: --since needs a revision (an integer >= 0)");
+                return EXIT_USAGE;
+            }
+            *since = v;
+            *has_since = true;
+            i++;
+        } else if (!*scene && words[i][0] != '-') {
+            *scene = words[i];
+        } else {
+            say("watch: unexpected '%s' (usage: watch SCENE [--since R])", words[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!*scene) {
+        say("watch: which scene? (usage: watch SCENE [--since R])");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int code = parse_args(argc, argv, &o);
     if (code >= 0)
         return code;
+    /* `watch` is the CLI's own command (daemon methods have a dot). */
+    bool watch = o.method && strcmp(o.method, "watch") == 0;
+    const char *scene = NULL;
+    uint64_t since = 0;
+    bool has_since = false;
+    if (watch && (code = watch_args(o.params, o.nparams, &scene, &since, &has_since)) >= 0)
+        return code;
     /* Bad params are a usage error even when no daemon runs. */
     bool bad = false;
     char why[CLI_WHY_MAX];
     bool help = o.method && strcmp(o.method, "help") == 0 && o.nparams == 0;
-    char *params = o.method ? cli_words_params(o.params, o.nparams, &bad, why) : NULL;
+    char *params = o.method && !watch ? cli_words_params(o.params, o.nparams, &bad, why) : NULL;
     if (bad) {
         say("%s", why);
         return EXIT_USAGE;
@@ -711,6 +820,8 @@ int main(int argc, char **argv)
         code = run_raw(c);
     else if (help)
         code = print_methods(c);
+    else if (watch)
+        code = run_watch(c, scene, has_since ? &since : NULL);
     else if (o.method)
         code = run_call(c, o.method, params);
     else

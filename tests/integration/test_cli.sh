@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# repose-cli against the real daemon: exit codes, pretty and raw output,
+# repose-cli against the real daemon: exit codes, pretty and raw output, watch,
 # lines from a pipe, @file and @@file params (a kinematic model from
 # tests/data/arm7.urdf, checked in joint space) and the token file checks.
 #
@@ -443,6 +443,69 @@ expect_file "$tmp/out" '{"jsonrpc":"2.0","id":1,"result":{"pong":true}}
 expect_code 0 "--raw over tcp" -- bash -c \
   "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}' | '$CLI' --port $port --raw"
 expect_file "$tmp/out" '{"jsonrpc":"2.0","id":1,"result":{"pong":true}}' "--raw over tcp output"
+
+# ---- watch: one line of JSON per notification ---------------------------------------------
+# wait_for DESCRIPTION CMD...: retries CMD until it succeeds (a guard against
+# hangs of 30 s, not a timing).
+wait_for() {
+  local what=$1
+  shift
+  for _ in $(seq 1 3000); do
+    if "$@"; then ok; return 0; fi
+    sleep 0.01
+  done
+  fail "$what: still not so after 30 s"
+  return 1
+}
+lines_at_least() { [[ -f "$1" && $(wc -l <"$1") -ge $2 ]]; }
+watches_are() { "$CLI" --unix "$sock" stats 2>/dev/null | grep -q "\"watches\": $1,"; }
+
+start_daemon watch
+W=(--unix "$sock")
+expect_code 0 "watch: the scene" -- "$CLI" "${W[@]}" scene.create scene=w # revision 1
+# --since 1: every change after the scene's creation comes, however late the
+# watch starts.
+"$CLI" "${W[@]}" watch w --since 1 >"$tmp/watch.out" 2>"$tmp/watch.err" &
+wpid=$!
+pids+=("$wpid")
+expect_code 0 "watch: put" -- "$CLI" "${W[@]}" scene.put scene=w \
+  'shapes={"b":{"sphere":{"center":[0,0,0],"radius":1}},"a":{"capsule":{"a":[0,0,0],"b":[0,0,1],"radius":0.25}}}'
+expect_code 0 "watch: remove" -- "$CLI" "${W[@]}" scene.remove scene=w 'ids=["b","nope"]'
+expect_code 0 "watch: replace" -- "$CLI" "${W[@]}" scene.replace scene=w \
+  'shapes={"c":{"sphere":{"center":[1,2,3],"radius":0.5}}}'
+wait_for "watch: three lines" lines_at_least "$tmp/watch.out" 3
+kill -INT "$wpid"
+wcode=0
+wait "$wpid" || wcode=$?
+[[ $wcode -eq 0 ]] && ok || fail "watch: exit $wcode after SIGINT, want 0"
+expect_file "$tmp/watch.out" '{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":1,"scene":"w","revision":2,"put":{"a":{"capsule":{"a":[0,0,0],"b":[0,0,1],"radius":0.25}},"b":{"sphere":{"center":[0,0,0],"radius":1}}},"removed":[]}}
+{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":1,"scene":"w","revision":3,"put":{},"removed":["b"]}}
+{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":1,"scene":"w","revision":4,"put":{"c":{"sphere":{"center":[1,2,3],"radius":0.5}}},"removed":["a"]}}' \
+  "watch: one compact line per change, in order"
+[[ ! -s "$tmp/watch.err" ]] && ok || fail "watch: wrote to stderr: $(cat "$tmp/watch.err")"
+wait_for "watch: its watch ended with it" watches_are 0
+
+# Without --since, from now on; the scene's deletion ends it with exit 0.
+"$CLI" "${W[@]}" watch w >"$tmp/watch.out" 2>"$tmp/watch.err" &
+wpid=$!
+pids+=("$wpid")
+wait_for "watch: watching" watches_are 1
+expect_code 0 "watch: delete" -- "$CLI" "${W[@]}" scene.delete scene=w # revision 5
+wcode=0
+wait "$wpid" || wcode=$?
+[[ $wcode -eq 0 ]] && ok || fail "watch: exit $wcode after scene.deleted, want 0"
+expect_file "$tmp/watch.out" \
+  '{"jsonrpc":"2.0","method":"scene.deleted","params":{"watch":2,"scene":"w","revision":5}}' \
+  "watch: scene.deleted, then the end"
+
+expect_code 1 "watch: a missing scene" -- "$CLI" "${W[@]}" watch w
+expect_grep "$tmp/err" "error -32001" "watch: missing scene is -32001"
+expect_code 2 "watch: no scene" -- "$CLI" "${W[@]}" watch
+expect_code 2 "watch: bad --since" -- "$CLI" "${W[@]}" watch w --since -3
+expect_grep "$tmp/err" "since" "watch: bad --since message"
+expect_code 2 "watch: two scenes" -- "$CLI" "${W[@]}" watch w v
+expect_code 0 "watch: --help mentions it" -- "$CLI" --help
+expect_grep "$tmp/out" "watch SCENE \[--since R\]" "watch in the usage"
 
 # ---- token files ------------------------------------------------------------------------------
 printf 'tok-%s\n' "$RANDOM$RANDOM" >"$tmp/token"
