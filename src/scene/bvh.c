@@ -297,6 +297,22 @@ static inline double node_key(const double qlo[3], const double qhi[3], double q
     return sum > 0.0 ? sum : -(qr + (double)n->rmax);
 }
 
+/* node_key for a single shape, from its padded box in doubles (which the
+ * float box of a node would only round outwards). */
+static inline double shape_key(const double qlo[3], const double qhi[3], double qr,
+                               const rp_shape *s)
+{
+    dbox b = shape_box(s);
+    double sum = 0.0;
+    for (int k = 0; k < 3; k++) {
+        double d1 = b.lo[k] - qhi[k], d2 = qlo[k] - b.hi[k];
+        double d = MAX2(d1, d2);
+        if (d > 0.0)
+            sum += d * d;
+    }
+    return sum > 0.0 ? sum : -(qr + b.r);
+}
+
 /* Slack on squared comparisons: the boxes' inflation already keeps every
  * computed distance above the box gap; this only absorbs the rounding of
  * the squares themselves, erring towards visiting. */
@@ -951,10 +967,12 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
     }
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
-    /* Depth first, nearer child first; shape children are evaluated as soon
-     * as their parent is reached.  A node is skipped when its bound exceeds
-     * the best distance, or equals it while no tie can win.  (gap holds
-     * node keys, see node_key.) */
+    /* Depth first, nearer child first.  A node is skipped when its bound
+     * exceeds the best distance, or equals it while no tie can win, checked
+     * when it is pushed and again when it pops (the best distance may have
+     * shrunk meanwhile).  A pair of shapes is evaluated when its node pops;
+     * a shape beside a node is evaluated right away unless its own box
+     * rules it out.  (gap holds node keys, see node_key.) */
     struct {
         uint32_t node;
         double gap;
@@ -967,33 +985,41 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         if (key_excludes(stack[top].gap, *best_d, *found))
             continue;
         const rp_bvh_node *n = node_at(t, stack[top].node);
+        /* Inside the tree no reference is RP_BVH_NIL: the tag bit alone
+         * tells a shape. */
         uint32_t a = n->child[0], b = n->child[1];
-        if (is_shape(a)) {
+        if (a & b & RP_BVH_SHAPE) {
             offer(sc, q, shape_of(a), best_d, best_idx, found, evaluated, excl, n_excl);
-            if (is_shape(b)) {
-                offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, excl, n_excl);
-                continue;
-            }
-            a = b;
-        } else if (is_shape(b)) {
             offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, excl, n_excl);
-        } else {
-            double ga = node_key(lo, hi, qr, node_at(t, a));
-            double gb = node_key(lo, hi, qr, node_at(t, b));
-            if (ga < gb) { /* push the farther one first, so the nearer pops first */
-                uint32_t tn = a;
-                double tg = ga;
-                a = b, ga = gb, b = tn, gb = tg;
-            }
-            stack[top].node = a;
-            stack[top++].gap = ga;
-            stack[top].node = b;
-            stack[top++].gap = gb;
             continue;
         }
-        /* One node child left (a). */
-        stack[top].node = a;
-        stack[top++].gap = node_key(lo, hi, qr, node_at(t, a));
+        if ((a | b) & RP_BVH_SHAPE) {
+            uint32_t e = shape_of(a & RP_BVH_SHAPE ? a : b);
+            if (!key_excludes(shape_key(lo, hi, qr, &sc->entries[e].shape), *best_d, *found))
+                offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
+            a = a & RP_BVH_SHAPE ? b : a;
+            double ga = node_key(lo, hi, qr, node_at(t, a));
+            if (!key_excludes(ga, *best_d, *found)) {
+                stack[top].node = a;
+                stack[top++].gap = ga;
+            }
+            continue;
+        }
+        double ga = node_key(lo, hi, qr, node_at(t, a));
+        double gb = node_key(lo, hi, qr, node_at(t, b));
+        if (ga < gb) { /* push the farther one first, so the nearer pops first */
+            uint32_t tn = a;
+            double tg = ga;
+            a = b, ga = gb, b = tn, gb = tg;
+        }
+        if (!key_excludes(ga, *best_d, *found)) {
+            stack[top].node = a;
+            stack[top++].gap = ga;
+        }
+        if (!key_excludes(gb, *best_d, *found)) {
+            stack[top].node = b;
+            stack[top++].gap = gb;
+        }
     }
 }
 
@@ -1012,13 +1038,18 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, first child first (the order a FIRST check reports
-     * from); the stack holds node and shape references. */
+     * from).  The stack holds shapes and nodes whose bound is below the
+     * threshold: every pair below a node whose bound is not is at >=
+     * threshold.  A shape is evaluated when its parent's box passes (a
+     * test of its own box spared few distances and cost more). */
     uint32_t stack[STACK_MAX];
     size_t top = 0;
+    if (key_excludes(node_key(lo, hi, qr, node_at(t, t->root)), threshold, false))
+        return true;
     stack[top++] = t->root;
     while (top > 0) {
         uint32_t ref = stack[--top];
-        if (is_shape(ref)) {
+        if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
             size_t e = shape_of(ref);
             double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
             if (d < threshold && !fn(ctx, e, d))
@@ -1026,26 +1057,23 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
             continue;
         }
         const rp_bvh_node *n = node_at(t, ref);
-        if (key_excludes(node_key(lo, hi, qr, n), threshold, false))
-            continue; /* every pair inside is at >= threshold */
         uint32_t a = n->child[0], b = n->child[1];
-        if (is_shape(a)) {
+        if (a & b & RP_BVH_SHAPE) {
             size_t e = shape_of(a);
             double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
-            if (is_shape(b)) {
-                e = shape_of(b);
-                d = rp_shape_signed_distance(q, &sc->entries[e].shape);
-                if (d < threshold && !fn(ctx, e, d))
-                    return false;
-            } else {
-                stack[top++] = b;
-            }
+            e = shape_of(b);
+            d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            if (d < threshold && !fn(ctx, e, d))
+                return false;
             continue;
         }
-        stack[top++] = b;
-        stack[top++] = a;
+        uint32_t c[2] = {b, a}; /* b pushed first, so that a pops first */
+        for (int k = 0; k < 2; k++)
+            if ((c[k] & RP_BVH_SHAPE) ||
+                !key_excludes(node_key(lo, hi, qr, node_at(t, c[k])), threshold, false))
+                stack[top++] = c[k];
     }
     return true;
 }
