@@ -11,7 +11,10 @@
  * it parses as JSON and is
  *   - an object that has a "result" or an "error" member and no "method"
  *     member, or
- *   - a non-empty array whose elements are all such objects;
+ *   - a non-empty array whose elements are all such objects, or
+ *   - a server notification: an object without "id" whose "method" is
+ *     "scene.changed", "scene.deleted" or "scene.resync" (no request has
+ *     those names);
  * every other line (requests, notifications, batches, garbage, blank lines)
  * is SENT to the daemon verbatim, followed by "\n".
  *
@@ -60,7 +63,18 @@ static bool is_reply_object(const cJSON *o)
            (cJSON_HasObjectItem(o, "result") || cJSON_HasObjectItem(o, "error"));
 }
 
-/* True when the line is an expected reply (see the format above). */
+/* A notification the server sends (watch notifications). */
+static bool is_server_notification(const cJSON *o)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "method");
+    return cJSON_IsObject(o) && !cJSON_HasObjectItem(o, "id") && cJSON_IsString(m) &&
+           (strcmp(m->valuestring, "scene.changed") == 0 ||
+            strcmp(m->valuestring, "scene.deleted") == 0 ||
+            strcmp(m->valuestring, "scene.resync") == 0);
+}
+
+/* True when the line is an expected reply or server notification (see the
+ * format above). */
 static bool is_expected(const char *line, size_t len)
 {
     const char *end = NULL;
@@ -77,7 +91,7 @@ static bool is_expected(const char *line, size_t len)
             for (const cJSON *e = j->child; e && ok; e = e->next)
                 ok = is_reply_object(e);
         } else {
-            ok = is_reply_object(j);
+            ok = is_reply_object(j) || is_server_notification(j);
         }
     }
     cJSON_Delete(j);

@@ -8,7 +8,10 @@ expects for it:
     result must match #/$defs/result/<method>;
   * a request answered with -32600 / -32602 must NOT match the request schema
     (the schema is as strict as the server), and -32700 lines must not parse;
-  * any other error (not found, conflict, ...) comes from a schema-valid request.
+  * any other error (not found, conflict, ...) comes from a schema-valid request;
+  * every notification the transcript expects from the server (scene.changed,
+    scene.deleted, scene.resync: see proto/examples/README.md) must match
+    #/$defs/notification.
 
 The transcript format is described in proto/examples/README.md.  Wildcards
 ("*") in expected replies are replaced by null before result validation only
@@ -83,6 +86,19 @@ def semantic_path(path):
     return path in ("params.urdf", "params.srdf") or path.startswith(("params.urdf.", "params.srdf."))
 
 
+SERVER_NOTIFICATIONS = ("scene.changed", "scene.deleted", "scene.resync")
+
+
+def is_server_notification(text):
+    """A line the transcript expects the server to send unasked (a watch
+    notification), as test_transcripts.c tells them apart."""
+    try:
+        v = strict_loads(text)
+    except ValueError:
+        return False
+    return isinstance(v, dict) and "id" not in v and v.get("method") in SERVER_NOTIFICATIONS
+
+
 def is_notification(o):
     """Mirrors the server: a well-formed envelope without an id gets no reply."""
     return (isinstance(o, dict) and o.get("jsonrpc") == "2.0" and isinstance(o.get("method"), str)
@@ -110,6 +126,7 @@ def main():
         return jsonschema.Draft202012Validator({"$ref": "#" + pointer}, resolver=resolver)
 
     response_v = validator("/$defs/response")
+    notification_v = validator("/$defs/notification")
     request_v = validator("/$defs/request")
     failures = []
     checked = 0
@@ -124,6 +141,11 @@ def main():
         for no, line in enumerate(lines, 1):
             where = f"{os.path.basename(path)}:{no}"
             if not line.strip():
+                continue
+            if is_server_notification(line):
+                checked += 1
+                for err in notification_v.iter_errors(strict_loads(line)):
+                    fail(where, f"notification does not match the schema: {err.message}")
                 continue
             if not is_reply(line):
                 try:
