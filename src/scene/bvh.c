@@ -100,17 +100,22 @@ _Static_assert(sizeof(rp_bvh_node) == 44, "tree nodes are budgeted at 44 bytes")
 
 /* ---- node access -------------------------------------------------------------- */
 
-/* The only two ways to reach a node: reading, and writing (which, once the
- * nodes are shared between scene versions, will copy the chunk first). */
+/* The only two ways to reach a node: reading, and writing (which copies
+ * the node's chunk first when another scene version shares it). */
 static inline const rp_bvh_node *node_at(const rp_bvh *t, uint32_t i)
 {
-    return &t->nodes[i];
+    return (const rp_bvh_node *)rp_chunks_at(&t->nodes, sizeof(rp_bvh_node), i);
 }
 
 static inline rp_bvh_node *node_mut(rp_bvh *t, uint32_t i)
 {
-    return &t->nodes[i];
+    return (rp_bvh_node *)rp_chunks_own(&t->nodes, sizeof(rp_bvh_node), i, NULL, NULL);
 }
+
+/* Entries through their chunk table: reading, and writing (the chunk made
+ * this version's own first). */
+#define EN_AT(en, i) ((const scene_entry *)rp_chunks_at((en), sizeof(scene_entry), (i)))
+#define EN_MUT(en, i) rp_entry_mut_((en), (i))
 
 static inline bool is_shape(uint32_t ref)
 {
@@ -262,11 +267,11 @@ static fbox node_fbox(const rp_bvh_node *n)
 }
 
 /* The box and height of a child reference. */
-static fbox ref_box(const rp_bvh *t, const scene_entry *en, uint32_t ref, uint32_t *height)
+static fbox ref_box(const rp_bvh *t, const rp_chunks *en, uint32_t ref, uint32_t *height)
 {
     if (is_shape(ref)) {
         *height = 0;
-        return shape_fbox(&en[shape_of(ref)].shape);
+        return shape_fbox(&EN_AT(en, shape_of(ref))->shape);
     }
     const rp_bvh_node *n = node_at(t, ref);
     *height = n->height;
@@ -334,10 +339,10 @@ static inline bool key_excludes(double key, double bound, bool ties_win)
 /* ---- structure edits -------------------------------------------------------------- */
 
 /* Points ref's parent link at node p (RP_BVH_NIL: ref is the root). */
-static void set_parent(rp_bvh *t, scene_entry *en, uint32_t ref, uint32_t p)
+static void set_parent(rp_bvh *t, rp_chunks *en, uint32_t ref, uint32_t p)
 {
     if (is_shape(ref))
-        en[shape_of(ref)].leaf = p;
+        EN_MUT(en, shape_of(ref))->leaf = p;
     else
         node_mut(t, ref)->parent = p;
 }
@@ -356,7 +361,7 @@ static void replace_child(rp_bvh *t, uint32_t p, uint32_t old, uint32_t ref)
 /* Recomputes node i's box, radius bound and height from its children.
  * Returns whether any of them changed (when none did, nothing above needs
  * to either). */
-static bool refit(rp_bvh *t, const scene_entry *en, uint32_t i)
+static bool refit(rp_bvh *t, const rp_chunks *en, uint32_t i)
 {
     const rp_bvh_node *n = node_at(t, i);
     uint32_t ha, hb;
@@ -378,7 +383,7 @@ static bool refit(rp_bvh *t, const scene_entry *en, uint32_t i)
 /* Node a's child on `side` is two taller than the other child: it takes a's
  * place, keeps its taller child, and hands the other one to a (by area when
  * both are equally tall).  Returns the node now in a's place. */
-static uint32_t rotate(rp_bvh *t, scene_entry *en, uint32_t a, int side)
+static uint32_t rotate(rp_bvh *t, rp_chunks *en, uint32_t a, int side)
 {
     const rp_bvh_node *na = node_at(t, a);
     uint32_t c = na->child[side], b = na->child[1 - side], up = na->parent;
@@ -409,7 +414,7 @@ static uint32_t rotate(rp_bvh *t, scene_entry *en, uint32_t a, int side)
 
 /* Refits node i and its ancestors, rebalancing on the way, until one does
  * not change. */
-static void walk_up(rp_bvh *t, scene_entry *en, uint32_t i)
+static void walk_up(rp_bvh *t, rp_chunks *en, uint32_t i)
 {
     while (i != RP_BVH_NIL) {
         bool changed = refit(t, en, i);
@@ -428,7 +433,7 @@ static void walk_up(rp_bvh *t, scene_entry *en, uint32_t i)
 
 /* Where a shape with box L goes: the shape, or height-1 node, that becomes
  * its sibling (see the top). */
-static uint32_t choose_sibling(const rp_bvh *t, const scene_entry *en, const fbox *L)
+static uint32_t choose_sibling(const rp_bvh *t, const rp_chunks *en, const fbox *L)
 {
     uint32_t ref = t->root;
     while (!is_shape(ref)) {
@@ -454,16 +459,16 @@ static uint32_t choose_sibling(const rp_bvh *t, const scene_entry *en, const fbo
 }
 
 /* Adds entry e, whose box is L, to the tree (a node must be free). */
-static void insert_leaf(rp_bvh *t, scene_entry *en, uint32_t e, const fbox *L)
+static void insert_leaf(rp_bvh *t, rp_chunks *en, uint32_t e, const fbox *L)
 {
     t->churn++;
     if (t->root == RP_BVH_NIL) {
         t->root = shape_ref(e);
-        en[e].leaf = RP_BVH_NIL;
+        EN_MUT(en, e)->leaf = RP_BVH_NIL;
         return;
     }
     uint32_t sib = choose_sibling(t, en, L);
-    uint32_t up = is_shape(sib) ? en[shape_of(sib)].leaf : node_at(t, sib)->parent;
+    uint32_t up = is_shape(sib) ? EN_AT(en, shape_of(sib))->leaf : node_at(t, sib)->parent;
     uint32_t p = t->n_nodes++;
     rp_bvh_node *n = node_mut(t, p);
     n->child[0] = sib;
@@ -477,14 +482,14 @@ static void insert_leaf(rp_bvh *t, scene_entry *en, uint32_t e, const fbox *L)
     n->height = 0;
     replace_child(t, up, sib, p);
     set_parent(t, en, sib, p);
-    en[e].leaf = p;
+    EN_MUT(en, e)->leaf = p;
     refit(t, en, p);
     walk_up(t, en, up);
 }
 
 /* Removes node p, already unlinked, from the array: the last node moves
  * into its slot and the references to it follow. */
-static void free_node(rp_bvh *t, scene_entry *en, uint32_t p)
+static void free_node(rp_bvh *t, rp_chunks *en, uint32_t p)
 {
     uint32_t last = --t->n_nodes;
     if (p == last)
@@ -497,11 +502,11 @@ static void free_node(rp_bvh *t, scene_entry *en, uint32_t p)
 }
 
 /* Takes entry e out of the tree: its sibling takes its parent's place. */
-static void remove_leaf(rp_bvh *t, scene_entry *en, uint32_t e)
+static void remove_leaf(rp_bvh *t, rp_chunks *en, uint32_t e)
 {
     t->churn++;
-    uint32_t p = en[e].leaf;
-    en[e].leaf = RP_BVH_NIL;
+    uint32_t p = EN_AT(en, e)->leaf;
+    EN_MUT(en, e)->leaf = RP_BVH_NIL;
     if (p == RP_BVH_NIL) { /* the only shape */
         t->root = RP_BVH_NIL;
         return;
@@ -525,8 +530,7 @@ void rp_bvh_init_(rp_bvh *t)
 
 void rp_bvh_free_(rp_bvh *t, rp_store *st)
 {
-    st->bytes -= (size_t)t->cap * sizeof *t->nodes;
-    free(t->nodes);
+    rp_chunks_free(&t->nodes, sizeof(rp_bvh_node), NULL, NULL, &st->bytes);
     rp_bvh_init_(t);
 }
 
@@ -534,16 +538,43 @@ bool rp_bvh_reserve_(rp_bvh *t, rp_store *st, size_t shapes)
 {
     if (shapes > RP_BVH_MAX_SHAPES)
         return false;
-    size_t need = shapes ? shapes - 1 : 0;
-    if (need <= t->cap)
-        return true;
-    rp_bvh_node *nodes = realloc(t->nodes, need * sizeof *nodes);
-    if (!nodes)
-        return false;
-    st->bytes += (need - t->cap) * sizeof *nodes;
-    t->nodes = nodes;
-    t->cap = (uint32_t)need;
-    return true;
+    return rp_chunks_grow(&t->nodes, sizeof(rp_bvh_node), shapes ? shapes - 1 : 0, &st->bytes);
+}
+
+size_t rp_bvh_touch_bound_(const rp_bvh *t)
+{
+    /* An insertion, update or removal refits the nodes on one path to the
+     * root, and a rotation on the way writes two more (the child it lifts
+     * and the grandchild that moves); an insertion takes a new node at the
+     * end, a removal moves the last node into a hole (its parent and two
+     * children follow).  So at most 3 (height + 1) + 8 nodes, each maybe in
+     * a chunk of its own.  The height is the root's, plus one for an
+     * insertion that deepens it. */
+    uint32_t h = t->root == RP_BVH_NIL || is_shape(t->root) ? 0 : node_at(t, t->root)->height;
+    return 3 * ((size_t)h + 2) + 8;
+}
+
+size_t rp_bvh_entry_bound_(const rp_bvh *t)
+{
+    /* The shapes whose leaf link one change writes: one moved by each
+     * rotation on the path, the inserted or removed shape and its sibling,
+     * the two children of a node moved into a hole. */
+    uint32_t h = t->root == RP_BVH_NIL || is_shape(t->root) ? 0 : node_at(t, t->root)->height;
+    return (size_t)h + 2 + 4;
+}
+
+bool rp_bvh_stock_(rp_bvh *t, rp_store *st, size_t ops)
+{
+    size_t per = rp_bvh_touch_bound_(t);
+    size_t want = ops > SIZE_MAX / per ? SIZE_MAX : ops * per;
+    return rp_chunks_stock(&t->nodes, sizeof(rp_bvh_node), want, &st->bytes);
+}
+
+bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st)
+{
+    *dst = *src;
+    rp_chunks_init(&dst->nodes);
+    return rp_chunks_share(&dst->nodes, &src->nodes, &st->bytes);
 }
 
 bool rp_bvh_bulk_(size_t count, size_t fresh)
@@ -553,17 +584,17 @@ bool rp_bvh_bulk_(size_t count, size_t fresh)
 
 void rp_bvh_insert_(rp_scene *sc, uint32_t e)
 {
-    fbox L = shape_fbox(&sc->entries[e].shape);
-    insert_leaf(&sc->tree, sc->entries, e, &L);
+    fbox L = shape_fbox(&RP_ENTRY(sc, e)->shape);
+    insert_leaf(&sc->tree, &sc->entries, e, &L);
 }
 
 void rp_bvh_update_(rp_scene *sc, uint32_t e)
 {
     rp_bvh *t = &sc->tree;
-    uint32_t p = sc->entries[e].leaf;
+    uint32_t p = RP_ENTRY(sc, e)->leaf;
     if (p == RP_BVH_NIL)
         return; /* the root: no box to keep */
-    fbox L = shape_fbox(&sc->entries[e].shape);
+    fbox L = shape_fbox(&RP_ENTRY(sc, e)->shape);
     fbox parent = node_fbox(node_at(t, p));
     if (fbox_contains(&parent, &L)) {
         /* Still inside: ancestors' boxes hold; their radius bounds may have
@@ -574,18 +605,18 @@ void rp_bvh_update_(rp_scene *sc, uint32_t e)
         }
         return;
     }
-    remove_leaf(t, sc->entries, e);
-    insert_leaf(t, sc->entries, e, &L);
+    remove_leaf(t, &sc->entries, e);
+    insert_leaf(t, &sc->entries, e, &L);
 }
 
 void rp_bvh_remove_(rp_scene *sc, uint32_t e)
 {
-    remove_leaf(&sc->tree, sc->entries, e);
+    remove_leaf(&sc->tree, &sc->entries, e);
 }
 
 void rp_bvh_renumber_(rp_scene *sc, uint32_t from, uint32_t to)
 {
-    replace_child(&sc->tree, sc->entries[to].leaf, shape_ref(from), shape_ref(to));
+    replace_child(&sc->tree, RP_ENTRY(sc, to)->leaf, shape_ref(from), shape_ref(to));
 }
 
 /* ---- full build ---------------------------------------------------------------- */
@@ -608,7 +639,7 @@ void rp_bvh_items_free_(rp_bvh_item *items)
 }
 
 typedef struct builder {
-    rp_bvh_node *nodes;
+    rp_bvh *t;
     uint32_t n_nodes;
     double area; /* summed half areas of the nodes built */
 } builder;
@@ -678,7 +709,7 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
     }
     rp_bvh_item *part[2] = {items, items + half};
     size_t size[2] = {half, n - half};
-    rp_bvh_node *node = &b->nodes[at];
+    rp_bvh_node *node = node_mut(b->t, at);
     node->parent = parent;
     for (int s = 0; s < 2; s++) {
         if (size[s] == 1) {
@@ -688,6 +719,7 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
             node->child[s] = b->n_nodes++;
         }
     }
+    uint32_t child[2] = {node->child[0], node->child[1]};
     fbox box[2];
     uint32_t h[2];
     for (int s = 0; s < 2; s++) {
@@ -695,11 +727,12 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
             box[s] = part[s]->box;
             h[s] = 0;
         } else {
-            build_node(b, node->child[s], at, part[s], size[s]);
-            box[s] = node_fbox(&b->nodes[node->child[s]]);
-            h[s] = b->nodes[node->child[s]].height;
+            build_node(b, child[s], at, part[s], size[s]);
+            box[s] = node_fbox(node_at(b->t, child[s]));
+            h[s] = node_at(b->t, child[s])->height;
         }
     }
+    node = node_mut(b->t, at); /* (the pointer is stable: its chunk is ours now) */
     fbox_union(&box[0], &box[1]);
     memcpy(node->lo, box[0].lo, sizeof node->lo);
     memcpy(node->hi, box[0].hi, sizeof node->hi);
@@ -713,13 +746,13 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
  * that it can run beside readers of the scene.  Returns the root reference
  * and the summed node area; items[i].leaf then holds entry
  * items[i].index's parent (install_tree). */
-static uint32_t build_tree(const scene_entry *en, uint32_t n, rp_bvh_node *nodes,
-                           rp_bvh_item *items, double *area)
+static uint32_t build_tree(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
+                           double *area)
 {
     *area = 0.0;
     for (uint32_t i = 0; i < n; i++) {
-        items[i].box = shape_fbox(&en[i].shape);
-        shape_centre(&en[i].shape, items[i].centre);
+        items[i].box = shape_fbox(&EN_AT(en, i)->shape);
+        shape_centre(&EN_AT(en, i)->shape, items[i].centre);
         items[i].index = i;
         items[i].leaf = RP_BVH_NIL;
     }
@@ -727,7 +760,7 @@ static uint32_t build_tree(const scene_entry *en, uint32_t n, rp_bvh_node *nodes
         return RP_BVH_NIL;
     if (n == 1)
         return shape_ref(0);
-    builder b = {nodes, 1, 0.0};
+    builder b = {t, 1, 0.0};
     build_node(&b, 0, RP_BVH_NIL, items, n);
     *area = b.area;
     return 0;
@@ -744,7 +777,7 @@ static void install_tree(rp_scene *sc, uint32_t root, const rp_bvh_item *items, 
     t->churn = 0;
     t->built_area = area;
     for (uint32_t i = 0; i < n; i++)
-        sc->entries[items[i].index].leaf = items[i].leaf;
+        EN_MUT(&sc->entries, items[i].index)->leaf = items[i].leaf;
 }
 
 void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items)
@@ -752,7 +785,7 @@ void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items)
     /* The old tree is dead once the entries changed, so the new one is
      * built into the same (reserved) nodes. */
     double area;
-    uint32_t root = build_tree(sc->entries, (uint32_t)sc->count, sc->tree.nodes, items, &area);
+    uint32_t root = build_tree(&sc->entries, (uint32_t)sc->count, &sc->tree, items, &area);
     install_tree(sc, root, items, area);
     free(items);
 }
@@ -787,6 +820,12 @@ void rp_bvh_maintain_(rp_scene *sc)
     }
     if (!rebuild)
         return;
+    /* A rebuild writes every node and every entry's leaf: when another
+     * version shares them, that takes a copy of each shared chunk. */
+    rp_store *st = sc->store;
+    if (!rp_chunks_stock(&t->nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
+        !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes))
+        return;
     rp_bvh_item *items = rp_bvh_items_new_(n);
     if (items)
         rp_bvh_rebuild_(sc, items);
@@ -819,7 +858,7 @@ static uint32_t check_ref(checker *c, uint32_t ref, uint32_t p)
         }
         if (c->entry_seen[e]++)
             check_fail(c, "shape reached twice", ref);
-        if (c->sc->entries[e].leaf != p)
+        if (RP_ENTRY(c->sc, e)->leaf != p)
             check_fail(c, "entry's parent link", ref);
         return 0;
     }
@@ -839,7 +878,7 @@ static uint32_t check_ref(checker *c, uint32_t ref, uint32_t p)
     for (int s = 0; s < 2; s++) {
         h[s] = check_ref(c, n->child[s], ref);
         uint32_t hs;
-        fbox inner = ref_box(t, c->sc->entries, n->child[s], &hs);
+        fbox inner = ref_box(t, &c->sc->entries, n->child[s], &hs);
         if (!fbox_contains(&outer, &inner))
             check_fail(c, "box does not contain a child's", ref);
         if (!(outer.r >= inner.r))
@@ -857,8 +896,9 @@ int rp_bvh_check_(const rp_scene *sc)
 {
     const rp_bvh *t = &sc->tree;
     size_t n = sc->count;
-    if (t->n_nodes != (n ? n - 1 : 0) || t->n_nodes > t->cap) {
-        fprintf(stderr, "rp_bvh_check_: %u nodes (cap %u) for %zu shapes\n", t->n_nodes, t->cap,
+    if (t->n_nodes != (n ? n - 1 : 0) || t->n_nodes > rp_chunks_cap(&t->nodes)) {
+        fprintf(stderr, "rp_bvh_check_: %u nodes (cap %zu) for %zu shapes\n", t->n_nodes,
+                rp_chunks_cap(&t->nodes),
                 n);
         return -1;
     }
@@ -890,7 +930,7 @@ rp_status rp_scene_prepare(rp_scene *sc)
 
 size_t rp_scene_index_bytes(const rp_scene *sc)
 {
-    return (size_t)sc->tree.cap * sizeof(rp_bvh_node);
+    return rp_chunks_cap(&sc->tree.nodes) * sizeof(rp_bvh_node);
 }
 
 /* ---- queries ------------------------------------------------------------------ */
@@ -922,9 +962,9 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
     if (n_excl && excluded(excl, n_excl, e))
         return;
     ++*evaluated;
-    double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+    double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
     if (d < *best_d ||
-        (*found && d == *best_d && strcmp(sc->entries[e].id, sc->entries[*best_idx].id) < 0)) {
+        (*found && d == *best_d && strcmp(RP_ENTRY(sc, e)->id, RP_ENTRY(sc, *best_idx)->id) < 0)) {
         *best_d = d;
         *best_idx = e;
         *found = true;
@@ -995,7 +1035,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         }
         if ((a | b) & RP_BVH_SHAPE) {
             uint32_t e = shape_of(a & RP_BVH_SHAPE ? a : b);
-            if (!key_excludes(shape_key(lo, hi, qr, &sc->entries[e].shape), *best_d, *found))
+            if (!key_excludes(shape_key(lo, hi, qr, &RP_ENTRY(sc, e)->shape), *best_d, *found))
                 offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
             a = a & RP_BVH_SHAPE ? b : a;
             double ga = node_key(lo, hi, qr, node_at(t, a));
@@ -1029,7 +1069,7 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
     const rp_bvh *t = &sc->tree;
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
         for (size_t e = 0; e < sc->count; e++) {
-            double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
         }
@@ -1051,7 +1091,7 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
         uint32_t ref = stack[--top];
         if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
             size_t e = shape_of(ref);
-            double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             continue;
@@ -1060,11 +1100,11 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
         uint32_t a = n->child[0], b = n->child[1];
         if (a & b & RP_BVH_SHAPE) {
             size_t e = shape_of(a);
-            double d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             e = shape_of(b);
-            d = rp_shape_signed_distance(q, &sc->entries[e].shape);
+            d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             continue;

@@ -19,7 +19,7 @@ static int pair_cmp(const rp_scene *sc, const rp_pair *a, const rp_pair *b)
         return 1;
     if (a->query != b->query)
         return a->query < b->query ? -1 : 1;
-    return strcmp(sc->entries[a->shape].id, sc->entries[b->shape].id);
+    return strcmp(RP_ENTRY(sc, a->shape)->id, RP_ENTRY(sc, b->shape)->id);
 }
 
 /* Appends a pair; RP_ERR_LIMIT when max_pairs (0: none) are already
@@ -70,7 +70,7 @@ static rp_status query_subset(const rp_scene *sc, const rp_query *q, rp_query_re
         const rp_shape *qs = &q->shapes[qi];
         for (size_t k = 0; k < q->n_subset; k++) {
             size_t e = q->subset[k];
-            rp_pair p = {qi, e, rp_shape_signed_distance(qs, &sc->entries[e].shape)};
+            rp_pair p = {qi, e, rp_shape_signed_distance(qs, &RP_ENTRY(sc, e)->shape)};
             if (!q->no_nearest && (!out->has_min || pair_cmp(sc, &p, &out->nearest) < 0)) {
                 out->nearest = p;
                 out->has_min = true;

@@ -16,12 +16,71 @@
 /* The id index's view of the entries (util/strtab.h). */
 static const char *entry_id(const void *ctx, uint32_t e)
 {
-    return ((const rp_scene *)ctx)->entries[e].id;
+    return RP_ENTRY((const rp_scene *)ctx, e)->id;
 }
 
 static uint32_t entry_hash(const void *ctx, uint32_t e)
 {
-    return ((const rp_scene *)ctx)->entries[e].hash;
+    return RP_ENTRY((const rp_scene *)ctx, e)->hash;
+}
+
+/* ---- ids ------------------------------------------------------------------- */
+
+/* An id string with its count of the chunk slots holding it (versions that
+ * share a chunk share its ids; a copied chunk takes a reference to each). */
+typedef struct id_block {
+    uint32_t refs;
+    char s[];
+} id_block;
+
+static id_block *id_block_of(char *id)
+{
+    return (id_block *)(void *)(id - offsetof(id_block, s));
+}
+
+static size_t id_bytes_of(const char *id)
+{
+    return sizeof(id_block) + strlen(id) + 1;
+}
+
+static char *id_new(const char *s, size_t *bytes)
+{
+    size_t n = strlen(s) + 1;
+    id_block *b = malloc(sizeof *b + n);
+    if (!b)
+        return NULL;
+    b->refs = 1;
+    memcpy(b->s, s, n);
+    *bytes += sizeof *b + n;
+    return b->s;
+}
+
+static void id_unref(char *id, size_t *bytes)
+{
+    if (!id)
+        return;
+    id_block *b = id_block_of(id);
+    if (--b->refs == 0) {
+        *bytes -= id_bytes_of(id);
+        free(b);
+    }
+}
+
+void rp_entry_ids_ref_(void *ctx, void *entries, size_t n)
+{
+    (void)ctx;
+    scene_entry *en = entries;
+    for (size_t i = 0; i < n; i++)
+        if (en[i].id)
+            id_block_of(en[i].id)->refs++;
+}
+
+/* A freed chunk's slots let go of their ids (ctx: the store's byte count). */
+static void entry_ids_drop(void *ctx, void *entries, size_t n)
+{
+    scene_entry *en = entries;
+    for (size_t i = 0; i < n; i++)
+        id_unref(en[i].id, ctx);
 }
 
 static char *dup_string(const char *s, size_t *bytes)
@@ -42,6 +101,7 @@ rp_scene *rp_scene_new_(rp_store *st, const char *name)
         return NULL;
     sc->store = st;
     sc->refs = 1;
+    rp_chunks_init(&sc->entries);
     rp_strtab_init_(&sc->index, entry_id, entry_hash, sc);
     rp_bvh_init_(&sc->tree);
     sc->name = dup_string(name, &st->bytes);
@@ -58,16 +118,18 @@ void rp_scene_free_(rp_scene *sc)
     if (!sc)
         return;
     rp_store *st = sc->store;
-    for (size_t i = 0; i < sc->count; i++) {
-        st->bytes -= strlen(sc->entries[i].id) + 1;
-        free(sc->entries[i].id);
-    }
-    st->shapes -= sc->count;
+    rp_chunks_free(&sc->entries, sizeof(scene_entry), entry_ids_drop, &st->bytes, &st->bytes);
     rp_bvh_free_(&sc->tree, st);
-    st->bytes -= sc->cap * sizeof *sc->entries + rp_strtab_bytes_(&sc->index);
-    st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
-    free(sc->entries);
+    /* The index's slots go with their last holder. */
+    if (sc->index_share && --*sc->index_share > 0) {
+        sc->index.slots = NULL;
+        sc->index.nslots = 0;
+    } else {
+        free(sc->index_share);
+        st->bytes -= rp_strtab_bytes_(&sc->index);
+    }
     rp_strtab_free_(&sc->index);
+    st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->name);
     free(sc);
 }
@@ -75,8 +137,8 @@ void rp_scene_free_(rp_scene *sc)
 const char *rp_scene_name(const rp_scene *sc) { return sc->name; }
 uint64_t rp_scene_revision(const rp_scene *sc) { return sc->revision; }
 size_t rp_scene_shape_count(const rp_scene *sc) { return sc->count; }
-const char *rp_scene_id_at(const rp_scene *sc, size_t i) { return sc->entries[i].id; }
-const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i) { return &sc->entries[i].shape; }
+const char *rp_scene_id_at(const rp_scene *sc, size_t i) { return RP_ENTRY(sc, i)->id; }
+const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i) { return &RP_ENTRY(sc, i)->shape; }
 
 /* ---- id index ----------------------------------------------------------- */
 
@@ -97,35 +159,55 @@ size_t rp_scene_find(const rp_scene *sc, const char *id)
     return sc->index.slots[slot];
 }
 
-/* Makes room for `total` entries: entry array, id index and tree nodes.
- * All or nothing. */
-static bool reserve(rp_scene *sc, size_t total)
+/* Makes the id index this version's own before it changes: a copy of the
+ * slots when another version shares them.  False when out of memory. */
+static bool own_index(rp_scene *sc)
 {
+    if (!sc->index_share)
+        return true;
+    if (*sc->index_share > 1) {
+        uint32_t *slots = malloc(sc->index.nslots * sizeof *slots);
+        if (!slots)
+            return false;
+        memcpy(slots, sc->index.slots, sc->index.nslots * sizeof *slots);
+        --*sc->index_share;
+        sc->index.slots = slots;
+        sc->store->bytes += rp_strtab_bytes_(&sc->index);
+    } else {
+        free(sc->index_share);
+    }
+    sc->index_share = NULL;
+    return true;
+}
+
+/* Makes room for `total` entries (entry chunks, id index when
+ * `index_changes`, tree nodes) and stocks the chunk copies `ops` tree
+ * changes can need when another version shares this one's chunks
+ * (SIZE_MAX: every chunk, for a full build).  All or nothing. */
+static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
+{
+    rp_store *st = sc->store;
     if (total > RP_BVH_MAX_SHAPES)
         return false;
-    if (total > sc->cap) {
-        /* The first fill (scene.create, or the first put) gets exactly what
-         * it needs; later growth is geometric (x1.5) so that a stream of
-         * small puts stays amortised O(1). */
-        size_t cap = sc->cap ? sc->cap + sc->cap / 2 : 0;
-        if (cap < total)
-            cap = total;
-        scene_entry *e = realloc(sc->entries, cap * sizeof *e);
-        if (!e)
-            return false;
-        sc->store->bytes += (cap - sc->cap) * sizeof *e;
-        sc->entries = e;
-        sc->cap = cap;
-    }
+    if (!rp_chunks_grow(&sc->entries, sizeof(scene_entry), total, &st->bytes))
+        return false;
     /* The index stays at most 3/4 full: linear probing stays short, and it
      * costs about 5-11 bytes per shape. */
-    size_t before = rp_strtab_bytes_(&sc->index);
-    if (!rp_strtab_reserve_(&sc->index, total))
+    if (index_changes) {
+        if (!own_index(sc))
+            return false;
+        size_t before = rp_strtab_bytes_(&sc->index);
+        if (!rp_strtab_reserve_(&sc->index, total))
+            return false;
+        st->bytes += rp_strtab_bytes_(&sc->index) - before;
+    }
+    if (!rp_bvh_reserve_(&sc->tree, st, total) || !rp_bvh_stock_(&sc->tree, st, ops))
         return false;
-    sc->store->bytes += rp_strtab_bytes_(&sc->index) - before;
-    /* The nodes follow the entries' capacity (one fewer), so that they grow
-     * geometrically with them. */
-    return rp_bvh_reserve_(&sc->tree, sc->store, sc->cap);
+    /* Entries are written by the mutation itself (two per change at most:
+     * a removal moves the last entry) and by the tree (leaf links). */
+    size_t per = rp_bvh_entry_bound_(&sc->tree) + 2;
+    size_t want = ops > SIZE_MAX / per ? SIZE_MAX : ops * per;
+    return rp_chunks_stock(&sc->entries, sizeof(scene_entry), want, &st->bytes);
 }
 
 /* ---- mutations ---------------------------------------------------------- */
@@ -186,11 +268,34 @@ static bool batch_last(const rp_shape_put *shapes, size_t n, const uint32_t *has
     return true;
 }
 
+/* Whether sc may be changed in place: the store's current version, held by
+ * no snapshot.  (A snapshot's scene, or one the store has replaced or
+ * deleted, is read-only.) */
+static bool writable(const rp_scene *sc)
+{
+    return sc->refs == 1 && rp_store_find(sc->store, sc->name) == sc;
+}
+
 rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
                        const uint64_t *if_revision, uint64_t *actual_revision)
 {
-    if (sc->refs > 1)
-        return RP_ERR_INVALID_ARG; /* a snapshot holds it: go through the store */
+    if (!writable(sc))
+        return RP_ERR_INVALID_ARG; /* go through the store */
+    return rp_scene_put_(sc, shapes, n, if_revision, actual_revision);
+}
+
+rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
+                          const uint64_t *if_revision, size_t *removed,
+                          uint64_t *actual_revision)
+{
+    if (!writable(sc))
+        return RP_ERR_INVALID_ARG; /* go through the store */
+    return rp_scene_remove_(sc, ids, n, if_revision, removed, actual_revision);
+}
+
+rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
+                        const uint64_t *if_revision, uint64_t *actual_revision)
+{
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
     if (n > UINT32_MAX - 1)
@@ -220,7 +325,7 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         found[k] = first ? rp_scene_find(sc, shapes[k].id) : SIZE_MAX;
         if (first && found[k] == SIZE_MAX) {
             fresh++;
-            ids[k] = dup_string(shapes[k].id, &id_bytes);
+            ids[k] = id_new(shapes[k].id, &id_bytes);
             if (!ids[k]) {
                 st = RP_ERR_NOMEM;
                 goto out;
@@ -231,11 +336,12 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         st = RP_ERR_LIMIT;
         goto out;
     }
-    if (!reserve(sc, sc->count + fresh)) {
+    bool bulk = rp_bvh_bulk_(sc->count, fresh);
+    /* Each shape put is at most two tree changes (a move: out and in). */
+    if (!reserve(sc, sc->count + fresh, bulk ? SIZE_MAX : 2 * n, fresh > 0)) {
         st = RP_ERR_NOMEM;
         goto out;
     }
-    bool bulk = rp_bvh_bulk_(sc->count, fresh);
     if (bulk && !(build = rp_bvh_items_new_(sc->count + fresh))) {
         st = RP_ERR_NOMEM;
         goto out;
@@ -247,18 +353,19 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
             continue; /* a later duplicate: applied through its first occurrence */
         const rp_shape *shape = &shapes[last[k]].shape;
         if (found[k] != SIZE_MAX) {
-            sc->entries[found[k]].shape = *shape;
+            rp_entry_mut_(&sc->entries, found[k])->shape = *shape;
             if (!bulk)
                 rp_bvh_update_(sc, (uint32_t)found[k]);
             continue;
         }
         size_t e = sc->count++;
-        sc->entries[e].shape = *shape;
-        sc->entries[e].id = ids[k];
-        sc->entries[e].hash = hashes[k];
+        scene_entry *en = rp_entry_mut_(&sc->entries, e);
+        en->shape = *shape;
+        en->id = ids[k]; /* the slot held none (see scene_int.h) */
+        en->hash = hashes[k];
         ids[k] = NULL;
         size_t slot;
-        index_find(sc, sc->entries[e].id, hashes[k], &slot);
+        index_find(sc, en->id, hashes[k], &slot);
         rp_strtab_insert_at_(&sc->index, slot, (uint32_t)e);
         if (!bulk)
             rp_bvh_insert_(sc, (uint32_t)e);
@@ -278,7 +385,7 @@ out:
     rp_bvh_items_free_(build);
     if (ids)
         for (size_t k = 0; k < n; k++)
-            free(ids[k]);
+            id_unref(ids[k], &id_bytes);
     free(ids);
     free(hashes);
     free(last);
@@ -286,14 +393,15 @@ out:
     return st;
 }
 
-rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
-                          const uint64_t *if_revision, size_t *removed,
-                          uint64_t *actual_revision)
+rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
+                           const uint64_t *if_revision, size_t *removed,
+                           uint64_t *actual_revision)
 {
-    if (sc->refs > 1)
-        return RP_ERR_INVALID_ARG; /* a snapshot holds it: go through the store */
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
+    /* Stock for every id that could go (each is one tree change). */
+    if (!reserve(sc, sc->count, n, n > 0))
+        return RP_ERR_NOMEM;
     size_t count = 0;
     for (size_t k = 0; k < n; k++) {
         if (sc->count == 0)
@@ -304,12 +412,18 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
         uint32_t e = sc->index.slots[slot];
         rp_strtab_unlink_(&sc->index, slot, entry_hash);
         rp_bvh_remove_(sc, e);
-        sc->store->bytes -= strlen(sc->entries[e].id) + 1;
-        free(sc->entries[e].id);
+        scene_entry *en = rp_entry_mut_(&sc->entries, e);
+        id_unref(en->id, &sc->store->bytes);
+        en->id = NULL;
         uint32_t last = (uint32_t)(sc->count - 1);
         if (e != last) {
-            sc->entries[e] = sc->entries[last];
-            rp_strtab_renumber_(&sc->index, sc->entries[e].hash, last, e);
+            /* The last entry moves into the hole, its id with it (the last
+             * slot then holds none: no count changes). */
+            scene_entry *le = rp_entry_mut_(&sc->entries, last);
+            en = rp_entry_mut_(&sc->entries, e);
+            *en = *le;
+            le->id = NULL;
+            rp_strtab_renumber_(&sc->index, en->hash, last, e);
             rp_bvh_renumber_(sc, last, e);
         }
         sc->count--;
@@ -341,7 +455,7 @@ rp_status rp_scene_sorted(const rp_scene *sc, size_t *order)
     if (!refs)
         return RP_ERR_NOMEM;
     for (size_t i = 0; i < sc->count; i++) {
-        refs[i].id = sc->entries[i].id;
+        refs[i].id = RP_ENTRY(sc, i)->id;
         refs[i].index = i;
     }
     qsort(refs, sc->count, sizeof *refs, cmp_id_ref);

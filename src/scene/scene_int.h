@@ -8,11 +8,13 @@
 
 #include <stdint.h>
 
+#include "chunks.h"
 #include "repose/scene.h"
 #include "util/strtab.h"
 
-/* One stored shape.  The id is a separate heap string owned by the entry;
- * hash caches its rp_strhash_ for the id index; leaf is the tree node whose
+/* One stored shape.  The id is a reference-counted heap string (scene.c:
+ * each chunk slot holding it counts once, so versions sharing chunks share
+ * ids; a slot no entry uses holds NULL); hash caches its rp_strhash_ for the id index; leaf is the tree node whose
  * child the shape is (RP_BVH_NIL when the shape is the tree's root or the
  * scene is empty), kept by bvh.c.  80 bytes on LP64: leaf sits in what was
  * padding, so the tree costs the entries nothing. */
@@ -24,6 +26,19 @@ typedef struct scene_entry {
 } scene_entry;
 
 _Static_assert(sizeof(scene_entry) <= 80, "scene entries are budgeted at 80 bytes");
+
+/* Entry e, for reading. */
+#define RP_ENTRY(sc, e) ((const scene_entry *)rp_chunks_at(&(sc)->entries, sizeof(scene_entry), (e)))
+
+/* scene.c: takes a reference to every id of n entries (a chunk copy). */
+void rp_entry_ids_ref_(void *ctx, void *entries, size_t n);
+
+/* Entry e, for writing: its chunk is made this version's own first (the
+ * mutation stocked a spare for that, see chunks.h). */
+static inline scene_entry *rp_entry_mut_(rp_chunks *entries, size_t e)
+{
+    return (scene_entry *)rp_chunks_own(entries, sizeof(scene_entry), e, rp_entry_ids_ref_, NULL);
+}
 
 /* ---- bounding-volume hierarchy (bvh.c) ---------------------------------- */
 
@@ -55,8 +70,8 @@ typedef struct rp_bvh_node {
  * insertions and removals since the last quality check, built_area is the
  * summed inner-node area measured at the last full build (see bvh.c). */
 typedef struct rp_bvh {
-    rp_bvh_node *nodes;
-    uint32_t n_nodes, cap;
+    rp_chunks nodes; /* chunked, shared between versions (chunks.h) */
+    uint32_t n_nodes;
     uint32_t root;
     uint32_t churn;
     double built_area;
@@ -68,10 +83,13 @@ typedef struct rp_bvh_item rp_bvh_item;
 struct rp_scene {
     char *name;
     uint64_t revision;
-    scene_entry *entries; /* dense, count used, cap allocated */
-    size_t count, cap;
-    /* Id index: entry indices by id (util/strtab.h), kept at most 3/4 full. */
+    rp_chunks entries; /* dense: count used; chunked, shared between versions */
+    size_t count;
+    /* Id index: entry indices by id (util/strtab.h), kept at most 3/4 full.
+     * Versions may share its slots: index_share then counts them (NULL:
+     * this version's own). */
     rp_strtab index;
+    unsigned *index_share;
     rp_store *store; /* owner, for limits and memory accounting */
     rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
@@ -134,6 +152,15 @@ typedef bool (*rp_scene_visit_fn)(void *ctx, size_t index, double distance);
 bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                      rp_scene_visit_fn fn, void *ctx);
 
+/* rp_scene_put / rp_scene_remove without the check that the scene is the
+ * store's current, unshared version (the store's own calls: a scene being
+ * built, or one rp_store_writable_ returned). */
+rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
+                        const uint64_t *if_revision, uint64_t *actual_revision);
+rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
+                           const uint64_t *if_revision, size_t *removed,
+                           uint64_t *actual_revision);
+
 /* Creates an empty scene (revision 0, not yet in the store's list). */
 rp_scene *rp_scene_new_(rp_store *st, const char *name);
 void rp_scene_free_(rp_scene *sc);
@@ -145,6 +172,19 @@ void rp_bvh_init_(rp_bvh *t);
 
 /* Frees the tree's nodes (memory accounting included). */
 void rp_bvh_free_(rp_bvh *t, rp_store *st);
+
+/* Stocks spare node chunks for `ops` incremental changes (insert, update,
+ * remove) of a tree whose nodes another version shares (chunks.h).  All or
+ * nothing. */
+bool rp_bvh_stock_(rp_bvh *t, rp_store *st, size_t ops);
+
+/* Most chunks of nodes, and of entries (their leaf links), one tree change
+ * can write. */
+size_t rp_bvh_touch_bound_(const rp_bvh *t);
+size_t rp_bvh_entry_bound_(const rp_bvh *t);
+
+/* dst (empty) shares src's nodes (version.c); false when out of memory. */
+bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st);
 
 /* Makes room for the nodes of a scene of `shapes` shapes (shapes - 1
  * nodes), memory accounting included.  All or nothing; false when out of

@@ -77,7 +77,7 @@ static rp_status build_scene(rp_store *st, const char *name, const rp_shape_put 
     /* The put takes a number as its last step; hand it back, since the
      * scene is not committed yet (nothing can see the store meanwhile). */
     uint64_t last = st->revision;
-    rp_status status = rp_scene_put(sc, shapes, n, NULL, NULL);
+    rp_status status = rp_scene_put_(sc, shapes, n, NULL, NULL);
     st->revision = last;
     if (status) {
         rp_scene_free_(sc);
@@ -102,6 +102,7 @@ static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_s
     if (st->count == st->cap) {
         rp_scene **grown = rp_grow_(st->scenes, &st->cap, st->count + 1, sizeof *grown, 8);
         if (!grown) {
+            st->shapes -= sc->count; /* the put counted them */
             rp_scene_free_(sc);
             return RP_ERR_NOMEM;
         }
@@ -132,6 +133,9 @@ rp_status rp_store_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
+    /* The store counts the shapes of its current scenes; a version a
+     * snapshot still holds is not counted. */
+    st->shapes -= st->scenes[i]->count;
     rp_scene_release_(st->scenes[i]);
     memmove(&st->scenes[i], &st->scenes[i + 1], (st->count - i - 1) * sizeof *st->scenes);
     st->count--;
@@ -151,7 +155,7 @@ rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shape
             return RP_ERR_NOMEM;
         if (out)
             *out = sc;
-        return rp_scene_put(sc, shapes, n, if_revision, actual_revision);
+        return rp_scene_put_(sc, shapes, n, if_revision, actual_revision);
     }
     if (!create)
         return RP_ERR_NOT_FOUND;
@@ -189,6 +193,7 @@ rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *s
     if (status)
         return status;
     sc->revision = rp_store_take_revision_(st);
+    st->shapes -= st->scenes[i]->count;
     rp_scene_release_(st->scenes[i]);
     st->scenes[i] = sc;
     if (out)
@@ -214,5 +219,5 @@ rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids
         return RP_ERR_NOMEM;
     if (out)
         *out = sc;
-    return rp_scene_remove(sc, ids, n, if_revision, removed, actual_revision);
+    return rp_scene_remove_(sc, ids, n, if_revision, removed, actual_revision);
 }

@@ -16,8 +16,10 @@
  * shared.  The hand-over in both directions goes through the owner's queue
  * (libuv's uv_queue_work), whose locking orders the accesses.
  *
- * Copying is a deep copy today: O(n) for an n-shape scene, paid only when a
- * mutation meets a scene a reader still holds.
+ * The copy shares everything with the original (chunks.h): its entry and
+ * tree-node chunks, its id index, its ids.  It costs a table of pointers,
+ * n / RP_CHUNK_LEN of them, and the mutation then copies only the chunks
+ * it writes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,77 +49,47 @@ void rp_model_release_(rp_model *m)
         rp_model_free_(m);
 }
 
-/* The id index's view of a scene's entries (as in scene.c, for the copy's
- * own table). */
-static const char *entry_id(const void *ctx, uint32_t e)
-{
-    return ((const rp_scene *)ctx)->entries[e].id;
-}
-
-static uint32_t entry_hash(const void *ctx, uint32_t e)
-{
-    return ((const rp_scene *)ctx)->entries[e].hash;
-}
-
-/* A copy of sc with its own entries, ids, index and tree (one reference,
- * same name and revision); NULL when out of memory.  Memory is accounted to
- * the store like the original's. */
-static rp_scene *clone_scene(const rp_scene *sc)
+/* A new version of sc sharing its entry and node chunks and its index
+ * slots (one reference, same name, revision and content); NULL when out of
+ * memory.  sc's spare chunks move to the copy, which is the one that will
+ * be written. */
+static rp_scene *clone_scene(rp_scene *sc)
 {
     rp_store *st = sc->store;
     rp_scene *c = rp_scene_new_(st, sc->name);
     if (!c)
         return NULL;
-    size_t n = sc->count;
-    c->entries = malloc((n ? n : 1) * sizeof *c->entries);
-    uint32_t *slots = sc->index.nslots ? malloc(sc->index.nslots * sizeof *slots) : NULL;
-    rp_bvh_node *nodes = sc->tree.cap ? malloc(sc->tree.cap * sizeof *nodes) : NULL;
-    if (!c->entries || (sc->index.nslots && !slots) || (sc->tree.cap && !nodes)) {
-        free(slots);
-        free(nodes);
-        rp_scene_free_(c); /* frees the (empty) entries */
-        return NULL;
-    }
-    size_t id_bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        c->entries[i] = sc->entries[i];
-        size_t len = strlen(sc->entries[i].id) + 1;
-        c->entries[i].id = malloc(len);
-        if (!c->entries[i].id) {
-            c->count = i; /* rp_scene_free_ frees the ids copied so far */
-            st->bytes += id_bytes;
-            st->shapes += i;
-            c->cap = n ? n : 1;
-            st->bytes += c->cap * sizeof *c->entries;
-            free(slots);
-            free(nodes);
+    unsigned *share = sc->index_share;
+    if (!share && sc->index.slots) {
+        share = malloc(sizeof *share);
+        if (!share) {
             rp_scene_free_(c);
             return NULL;
         }
-        memcpy(c->entries[i].id, sc->entries[i].id, len);
-        id_bytes += len;
+        *share = 1;
     }
-    c->count = n;
-    c->cap = n ? n : 1;
+    if (!rp_chunks_share(&c->entries, &sc->entries, &st->bytes) ||
+        !rp_bvh_share_(&c->tree, &sc->tree, st)) {
+        if (share != sc->index_share)
+            free(share);
+        rp_scene_free_(c); /* drops the references it took */
+        return NULL;
+    }
+    c->count = sc->count;
     c->revision = sc->revision;
-    st->bytes += id_bytes + c->cap * sizeof *c->entries;
-    st->shapes += n;
-    /* The index: the same slots, keyed through the copy's entries. */
-    if (slots)
-        memcpy(slots, sc->index.slots, sc->index.nslots * sizeof *slots);
+    rp_strtab_key_fn key_of = c->index.key_of;
+    rp_strtab_hash_fn hash_of = c->index.hash_of;
     c->index = sc->index;
-    c->index.slots = slots;
+    c->index.key_of = key_of;
+    c->index.hash_of = hash_of;
     c->index.ctx = c;
-    c->index.key_of = entry_id;
-    c->index.hash_of = entry_hash;
-    st->bytes += rp_strtab_bytes_(&c->index);
-    /* The tree: the same nodes (they name entries by index, which the copy
-     * keeps). */
-    if (nodes)
-        memcpy(nodes, sc->tree.nodes, sc->tree.cap * sizeof *nodes);
-    c->tree = sc->tree;
-    c->tree.nodes = nodes;
-    st->bytes += (size_t)c->tree.cap * sizeof *nodes;
+    if (share) {
+        sc->index_share = share;
+        ++*share;
+        c->index_share = share;
+    }
+    rp_chunks_pass_spares(&c->entries, &sc->entries);
+    rp_chunks_pass_spares(&c->tree.nodes, &sc->tree.nodes);
     return c;
 }
 

@@ -1,0 +1,164 @@
+/*
+ * Copy-on-write chunked arrays (chunks.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunks.h"
+
+void rp_chunks_init(rp_chunks *v)
+{
+    memset(v, 0, sizeof *v);
+}
+
+static rp_chunk *chunk_new(size_t size, size_t *bytes)
+{
+    /* Zeroed: elements never written read as zero (scene entries rely on
+     * a NULL id in slots no entry holds, see scene.c). */
+    rp_chunk *c = calloc(1, rp_chunk_bytes(size));
+    if (c) {
+        c->refs = 1;
+        *bytes += rp_chunk_bytes(size);
+    }
+    return c;
+}
+
+static void chunk_drop(rp_chunk *c, size_t size, rp_chunk_fn drop, void *ctx, size_t *bytes)
+{
+    if (--c->refs > 0)
+        return;
+    if (drop)
+        drop(ctx, c->data, RP_CHUNK_LEN);
+    *bytes -= rp_chunk_bytes(size);
+    free(c);
+}
+
+/* Table room for n chunks. */
+static bool table_room(rp_chunk ***table, uint32_t *cap, size_t n, size_t *bytes)
+{
+    if (n <= *cap)
+        return true;
+    if (n > UINT32_MAX / 2)
+        return false;
+    size_t grown = *cap ? *cap + *cap / 2 : 4;
+    if (grown < n)
+        grown = n;
+    rp_chunk **t = realloc(*table, grown * sizeof *t);
+    if (!t)
+        return false;
+    *bytes += (grown - *cap) * sizeof *t;
+    *table = t;
+    *cap = (uint32_t)grown;
+    return true;
+}
+
+bool rp_chunks_grow(rp_chunks *v, size_t size, size_t elems, size_t *bytes)
+{
+    size_t need = (elems + RP_CHUNK_LEN - 1) >> RP_CHUNK_SHIFT;
+    if (need <= v->n)
+        return true;
+    if (!table_room(&v->table, &v->table_cap, need, bytes))
+        return false;
+    size_t first = v->n;
+    for (size_t k = first; k < need; k++) {
+        v->table[k] = chunk_new(size, bytes);
+        if (!v->table[k]) {
+            while (k-- > first)
+                chunk_drop(v->table[k], size, NULL, NULL, bytes);
+            return false;
+        }
+    }
+    v->n = (uint32_t)need;
+    return true;
+}
+
+bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes)
+{
+    if (!v->shared)
+        return true; /* every chunk is this table's own */
+    size_t shared = 0;
+    for (uint32_t k = 0; k < v->n; k++)
+        shared += v->table[k]->refs > 1;
+    if (shared == 0)
+        v->shared = false; /* the other versions are gone */
+    if (want > shared)
+        want = shared;
+    if (v->n_spare >= want)
+        return true;
+    if (!table_room(&v->spare, &v->spare_cap, want, bytes))
+        return false;
+    uint32_t had = v->n_spare;
+    while (v->n_spare < want) {
+        rp_chunk *c = chunk_new(size, bytes);
+        if (!c) {
+            while (v->n_spare > had)
+                chunk_drop(v->spare[--v->n_spare], size, NULL, NULL, bytes);
+            return false;
+        }
+        v->spare[v->n_spare++] = c;
+    }
+    return true;
+}
+
+void *rp_chunks_own(rp_chunks *v, size_t size, size_t i, rp_chunk_fn copied, void *ctx)
+{
+    size_t k = i >> RP_CHUNK_SHIFT;
+    rp_chunk *c = v->table[k];
+    if (c->refs > 1) {
+        /* Stocked: see chunks.h.  Running out would be a bug in a bound;
+         * rather than write through a shared chunk, try to allocate, and
+         * stop if even that fails. */
+        rp_chunk *mine = v->n_spare ? v->spare[--v->n_spare] : malloc(rp_chunk_bytes(size));
+        if (!mine) {
+            fprintf(stderr, "repose: copy-on-write stock exhausted and out of memory\n");
+            abort();
+        }
+        memcpy(mine->data, c->data, RP_CHUNK_LEN * size);
+        mine->refs = 1;
+        if (copied)
+            copied(ctx, mine->data, RP_CHUNK_LEN);
+        c->refs--; /* still held elsewhere: never the last */
+        v->table[k] = c = mine;
+    }
+    return c->data + (i & RP_CHUNK_MASK) * size;
+}
+
+bool rp_chunks_share(rp_chunks *dst, const rp_chunks *src, size_t *bytes)
+{
+    rp_chunks_init(dst);
+    if (!table_room(&dst->table, &dst->table_cap, src->n ? src->n : 1, bytes))
+        return false;
+    for (uint32_t k = 0; k < src->n; k++) {
+        dst->table[k] = src->table[k];
+        dst->table[k]->refs++;
+    }
+    dst->n = src->n;
+    dst->shared = src->n > 0;
+    return true;
+}
+
+void rp_chunks_pass_spares(rp_chunks *dst, rp_chunks *src)
+{
+    /* Swap the stocks: dst is new (no spares), src keeps an empty list. */
+    rp_chunk **s = dst->spare;
+    uint32_t n = dst->n_spare, cap = dst->spare_cap;
+    dst->spare = src->spare;
+    dst->n_spare = src->n_spare;
+    dst->spare_cap = src->spare_cap;
+    src->spare = s;
+    src->n_spare = n;
+    src->spare_cap = cap;
+}
+
+void rp_chunks_free(rp_chunks *v, size_t size, rp_chunk_fn drop, void *ctx, size_t *bytes)
+{
+    for (uint32_t k = 0; k < v->n; k++)
+        chunk_drop(v->table[k], size, drop, ctx, bytes);
+    while (v->n_spare)
+        chunk_drop(v->spare[--v->n_spare], size, NULL, NULL, bytes);
+    *bytes -= (size_t)v->table_cap * sizeof *v->table + (size_t)v->spare_cap * sizeof *v->spare;
+    free(v->table);
+    free(v->spare);
+    rp_chunks_init(v);
+}

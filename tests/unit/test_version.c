@@ -1,0 +1,294 @@
+/*
+ * Scene versions (version.c, chunks.h): a snapshot keeps exactly the
+ * content it took while the store goes on changing, both stay valid trees
+ * whose queries equal brute force, a change to a shared scene copies only
+ * what it writes (structural sharing, measured in bytes), and memory goes
+ * back to where it was once the snapshots are gone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+#include "scene/scene_int.h"
+
+#define ID_LEN 16
+
+static rp_shape random_shape(test_rng *r, double half)
+{
+    rp_shape s;
+    rp_vec3 c = {rng_uniform(r, -half, half), rng_uniform(r, -half, half),
+                 rng_uniform(r, -half, half)};
+    double rad = rng_uniform(r, 0.01, 0.3);
+    if (rng_next(r) & 1) {
+        s.kind = RP_SHAPE_SPHERE;
+        s.sphere.center = c;
+        s.sphere.radius = rad;
+    } else {
+        s.kind = RP_SHAPE_CAPSULE;
+        s.capsule.a = c;
+        s.capsule.b = (rp_vec3){c.x + rng_uniform(r, -0.5, 0.5), c.y, c.z + 0.1};
+        s.capsule.radius = rad;
+    }
+    return s;
+}
+
+/* A reference copy of a scene's content: ids and shapes by id. */
+typedef struct ref_scene {
+    size_t n;
+    char (*ids)[ID_LEN];
+    rp_shape *shapes;
+} ref_scene;
+
+static void ref_take(ref_scene *ref, const rp_scene *sc)
+{
+    ref->n = rp_scene_shape_count(sc);
+    ref->ids = malloc((ref->n ? ref->n : 1) * ID_LEN);
+    ref->shapes = malloc((ref->n ? ref->n : 1) * sizeof *ref->shapes);
+    for (size_t i = 0; i < ref->n; i++) {
+        snprintf(ref->ids[i], ID_LEN, "%s", rp_scene_id_at(sc, i));
+        ref->shapes[i] = *rp_scene_shape_at(sc, i);
+    }
+}
+
+static void ref_free(ref_scene *ref)
+{
+    free(ref->ids);
+    free(ref->shapes);
+}
+
+/* The scene holds exactly the reference's content, its tree is valid, and
+ * nearest-shape queries equal a brute-force scan. */
+static void assert_scene_is(const rp_scene *sc, const ref_scene *ref, test_rng *r)
+{
+    assert_int_equal(rp_scene_shape_count(sc), ref->n);
+    for (size_t i = 0; i < ref->n; i++) {
+        size_t at = rp_scene_find(sc, ref->ids[i]);
+        assert_true(at != SIZE_MAX);
+        assert_memory_equal(rp_scene_shape_at(sc, at), &ref->shapes[i], sizeof(rp_shape));
+    }
+    assert_true(rp_bvh_check_(sc) >= 0);
+    for (int k = 0; k < 20; k++) {
+        rp_shape q = random_shape(r, 6.0);
+        double best = INFINITY, d = INFINITY;
+        size_t bi = SIZE_MAX, idx = SIZE_MAX;
+        bool found;
+        for (size_t i = 0; i < ref->n; i++) {
+            double x = rp_shape_signed_distance(&q, &ref->shapes[i]);
+            if (x < best || (x == best && strcmp(ref->ids[i], ref->ids[bi]) < 0)) {
+                best = x;
+                bi = i;
+            }
+        }
+        rp_scene_nearest_(sc, &q, &d, &idx, &found);
+        assert_int_equal(found, ref->n > 0);
+        if (ref->n) {
+            assert_true(d == best);
+            assert_string_equal(rp_scene_id_at(sc, idx), ref->ids[bi]);
+        }
+    }
+}
+
+/* One random mutation of scene "s" through the store. */
+static void mutate(rp_store *st, test_rng *r, size_t *next_id)
+{
+    rp_scene *sc = rp_store_find(st, "s");
+    size_t n = rp_scene_shape_count(sc);
+    unsigned kind = (unsigned)(rng_next(r) % 10);
+    char id[ID_LEN];
+    if (kind < 5 && n > 0) { /* move */
+        snprintf(id, sizeof id, "%s", rp_scene_id_at(sc, rng_next(r) % n));
+        rp_shape_put p = {id, random_shape(r, 5.0)};
+        assert_int_equal(rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+    } else if (kind < 8 || n == 0) { /* new shape */
+        snprintf(id, sizeof id, "n%zu", (*next_id)++);
+        rp_shape_put p = {id, random_shape(r, 5.0)};
+        assert_int_equal(rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+    } else { /* remove */
+        snprintf(id, sizeof id, "%s", rp_scene_id_at(sc, rng_next(r) % n));
+        const char *ids[1] = {id};
+        size_t removed = 0;
+        assert_int_equal(rp_store_remove(st, "s", ids, 1, NULL, NULL, &removed, NULL), RP_OK);
+        assert_int_equal(removed, 1);
+    }
+}
+
+static rp_store *store_with(size_t n, test_rng *r)
+{
+    rp_store *st = rp_store_new(NULL);
+    rp_shape_put *p = malloc(n * sizeof *p);
+    char (*ids)[ID_LEN] = malloc(n * ID_LEN);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], ID_LEN, "s%zu", i);
+        p[i].id = ids[i];
+        p[i].shape = random_shape(r, 5.0);
+    }
+    assert_int_equal(rp_store_create(st, "s", p, n, NULL), RP_OK);
+    free(p);
+    free(ids);
+    return st;
+}
+
+/* What a store holds once its one scene is deleted, no snapshot ever taken
+ * (its scene list keeps its allocation). */
+static size_t baseline(void)
+{
+    test_rng r = {1};
+    rp_store *st = store_with(3, &r);
+    assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+    size_t m = rp_store_memory(st);
+    rp_store_free(st);
+    return m;
+}
+
+/* Snapshots taken between random mutations each keep their content, in
+ * whatever order they are freed; the store's scene stays right too. */
+static void snapshots_keep_their_version_while_the_store_changes(void **state)
+{
+    (void)state;
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        test_rng r = {seed * 7919u};
+        rp_store *st = store_with(seed == 1 ? 40 : 1500, &r);
+        size_t next_id = 0;
+        enum { SNAPS = 6 };
+        rp_store *snap[SNAPS];
+        ref_scene ref[SNAPS];
+        for (int s = 0; s < SNAPS; s++) {
+            snap[s] = rp_store_snapshot(st);
+            assert_non_null(snap[s]);
+            ref_take(&ref[s], rp_store_find(snap[s], "s"));
+            for (int k = 0; k < 25; k++)
+                mutate(st, &r, &next_id);
+            /* Every snapshot so far still holds what it took. */
+            for (int t = 0; t <= s; t++)
+                assert_scene_is(rp_store_find(snap[t], "s"), &ref[t], &r);
+            ref_scene now;
+            ref_take(&now, rp_store_find(st, "s"));
+            assert_scene_is(rp_store_find(st, "s"), &now, &r);
+            ref_free(&now);
+        }
+        /* Free in a mixed order, checking the others each time. */
+        int order[SNAPS] = {3, 0, 5, 1, 4, 2};
+        for (int k = 0; k < SNAPS; k++) {
+            rp_store_free(snap[order[k]]);
+            snap[order[k]] = NULL;
+            for (int t = 0; t < SNAPS; t++)
+                if (snap[t])
+                    assert_scene_is(rp_store_find(snap[t], "s"), &ref[t], &r);
+        }
+        for (int s = 0; s < SNAPS; s++)
+            ref_free(&ref[s]);
+        /* Deleting the scene gives back everything but the empty store
+         * (the scene's own bytes were part of empty_mem). */
+        assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+        assert_int_equal(rp_store_memory(st), baseline());
+        assert_int_equal(rp_store_shape_count(st), 0);
+        rp_store_free(st);
+    }
+}
+
+/* A snapshot outlives deletion and replacement of its scene in the store. */
+static void snapshot_survives_delete_and_replace(void **state)
+{
+    (void)state;
+    test_rng r = {42};
+    rp_store *st = store_with(300, &r);
+    rp_store *snap = rp_store_snapshot(st);
+    ref_scene ref;
+    ref_take(&ref, rp_store_find(snap, "s"));
+    rp_shape_put p = {"only", random_shape(&r, 1.0)};
+    assert_int_equal(rp_store_replace(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+    assert_int_equal(rp_scene_shape_count(rp_store_find(st, "s")), 1);
+    assert_int_equal(rp_store_shape_count(st), 1);
+    assert_scene_is(rp_store_find(snap, "s"), &ref, &r);
+    assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+    assert_null(rp_store_find(st, "s"));
+    assert_scene_is(rp_store_find(snap, "s"), &ref, &r);
+    /* The snapshot's scene refuses direct changes: it is shared. */
+    assert_int_equal(rp_scene_put(rp_store_find(snap, "s"), &p, 1, NULL, NULL),
+                     RP_ERR_INVALID_ARG);
+    rp_store_free(snap);
+    ref_free(&ref);
+    assert_int_equal(rp_store_memory(st), baseline());
+    rp_store_free(st);
+}
+
+/* Structural sharing: with a snapshot holding a 100k-shape scene, moving
+ * one shape copies a few chunks, not the scene; adding or removing one
+ * copies the id index besides (4 bytes a slot: about 7% of the scene).
+ * Measured in bytes the store holds (a budget, not a timing). */
+static void one_shape_change_copies_chunks_not_the_scene(void **state)
+{
+    (void)state;
+    test_rng r = {99};
+    size_t n = 100000;
+    rp_store *st = store_with(n, &r);
+    size_t scene_bytes = rp_store_memory(st);
+    for (int round = 0; round < 30; round++) {
+        rp_store *snap = rp_store_snapshot(st);
+        size_t before = rp_store_memory(st);
+        char id[ID_LEN];
+        bool fresh = round % 3 == 2;
+        snprintf(id, sizeof id, fresh ? "new%d" : "s%d", fresh ? round : (int)(rng_next(&r) % n));
+        rp_shape_put p = {id, random_shape(&r, 5.0)};
+        assert_int_equal(rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+        size_t grew = rp_store_memory(st) - before;
+        /* Chunk tables (8 bytes per 32 elements, per array), the spare
+         * chunks stocked for the change (kept for the next one), and the
+         * chunks it wrote. */
+        if (fresh)
+            assert_true(grew < scene_bytes / 8);
+        else
+            assert_true(grew < scene_bytes / 30);
+        rp_store_free(snap);
+    }
+    rp_store_free(st);
+}
+
+/* Mutations that fail leave both the store's version and the snapshot's
+ * as they were. */
+static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
+{
+    (void)state;
+    test_rng r = {5};
+    rp_store_limits lim = {310};
+    rp_store *st = rp_store_new(&lim);
+    rp_shape_put *p = malloc(300 * sizeof *p);
+    char (*ids)[ID_LEN] = malloc(300 * ID_LEN);
+    for (size_t i = 0; i < 300; i++) {
+        snprintf(ids[i], ID_LEN, "s%zu", i);
+        p[i].id = ids[i];
+        p[i].shape = random_shape(&r, 5.0);
+    }
+    assert_int_equal(rp_store_create(st, "s", p, 300, NULL), RP_OK);
+    rp_store *snap = rp_store_snapshot(st);
+    ref_scene ref;
+    ref_take(&ref, rp_store_find(st, "s"));
+    uint64_t rev = rp_scene_revision(rp_store_find(st, "s"));
+    uint64_t wrong = rev + 100, actual = 0;
+    assert_int_equal(rp_store_put(st, "s", p, 1, &wrong, false, NULL, &actual), RP_ERR_REVISION);
+    assert_int_equal(actual, rev);
+    /* Over the shape limit: 20 new ids into 300 of at most 310. */
+    for (size_t i = 0; i < 20; i++)
+        snprintf(ids[i], ID_LEN, "x%zu", i);
+    assert_int_equal(rp_store_put(st, "s", p, 20, NULL, false, NULL, NULL), RP_ERR_LIMIT);
+    assert_scene_is(rp_store_find(st, "s"), &ref, &r);
+    assert_scene_is(rp_store_find(snap, "s"), &ref, &r);
+    assert_int_equal(rp_scene_revision(rp_store_find(st, "s")), rev);
+    rp_store_free(snap);
+    ref_free(&ref);
+    free(p);
+    free(ids);
+    rp_store_free(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(snapshots_keep_their_version_while_the_store_changes),
+        cmocka_unit_test(snapshot_survives_delete_and_replace),
+        cmocka_unit_test(one_shape_change_copies_chunks_not_the_scene),
+        cmocka_unit_test(failed_mutations_on_a_shared_scene_change_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
