@@ -920,6 +920,17 @@ static void build_cases(void)
     }
     add(&c->line, "}}}");
 
+    /* More new ids than count/4 + 64, and a few moves: the put rebuilds the
+     * scene's tree from scratch (bvh.c), its scratch reserved up front. */
+    c = new_case("scene.put bulk");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.put\","
+                  "\"params\":{\"scene\":\"cell\",\"shapes\":{");
+    for (int i = 0; i < 100; i++) {
+        add(&c->line, "%s\"%s%02d\":", i ? "," : "", i < 5 ? "s" : "v", i);
+        add_shape(&c->line, i, 0.03, 0.0, 0.4);
+    }
+    add(&c->line, "}}}");
+
     c = new_case("scene.put create");
     add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.put\","
                   "\"params\":{\"scene\":\"bay\",\"create\":true,\"shapes\":");
