@@ -463,8 +463,10 @@ watches_are() { "$CLI" --unix "$sock" stats 2>/dev/null | grep -q "\"watches\": 
 start_daemon watch
 W=(--unix "$sock")
 expect_code 0 "watch: the scene" -- "$CLI" "${W[@]}" scene.create scene=w # revision 1
-# --since 1: every change after the scene's creation comes, however late the
-# watch starts.
+# A scene keeps its history from its first watch on (this one ends at once,
+# with its connection): so --since 1 below gets every change after revision
+# 1, however late the background watch starts.
+expect_code 0 "watch: a first watch" -- "$CLI" "${W[@]}" scene.watch scene=w
 "$CLI" "${W[@]}" watch w --since 1 >"$tmp/watch.out" 2>"$tmp/watch.err" &
 wpid=$!
 pids+=("$wpid")
@@ -478,9 +480,9 @@ kill -INT "$wpid"
 wcode=0
 wait "$wpid" || wcode=$?
 [[ $wcode -eq 0 ]] && ok || fail "watch: exit $wcode after SIGINT, want 0"
-expect_file "$tmp/watch.out" '{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":1,"scene":"w","revision":2,"put":{"a":{"capsule":{"a":[0,0,0],"b":[0,0,1],"radius":0.25}},"b":{"sphere":{"center":[0,0,0],"radius":1}}},"removed":[]}}
-{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":1,"scene":"w","revision":3,"put":{},"removed":["b"]}}
-{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":1,"scene":"w","revision":4,"put":{"c":{"sphere":{"center":[1,2,3],"radius":0.5}}},"removed":["a"]}}' \
+expect_file "$tmp/watch.out" '{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":2,"scene":"w","revision":2,"put":{"a":{"capsule":{"a":[0,0,0],"b":[0,0,1],"radius":0.25}},"b":{"sphere":{"center":[0,0,0],"radius":1}}},"removed":[]}}
+{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":2,"scene":"w","revision":3,"put":{},"removed":["b"]}}
+{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":2,"scene":"w","revision":4,"put":{"c":{"sphere":{"center":[1,2,3],"radius":0.5}}},"removed":["a"]}}' \
   "watch: one compact line per change, in order"
 [[ ! -s "$tmp/watch.err" ]] && ok || fail "watch: wrote to stderr: $(cat "$tmp/watch.err")"
 wait_for "watch: its watch ended with it" watches_are 0
@@ -495,7 +497,7 @@ wcode=0
 wait "$wpid" || wcode=$?
 [[ $wcode -eq 0 ]] && ok || fail "watch: exit $wcode after scene.deleted, want 0"
 expect_file "$tmp/watch.out" \
-  '{"jsonrpc":"2.0","method":"scene.deleted","params":{"watch":2,"scene":"w","revision":5}}' \
+  '{"jsonrpc":"2.0","method":"scene.deleted","params":{"watch":3,"scene":"w","revision":5}}' \
   "watch: scene.deleted, then the end"
 
 expect_code 1 "watch: a missing scene" -- "$CLI" "${W[@]}" watch w
