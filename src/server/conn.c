@@ -190,6 +190,10 @@ static void flush(rpd_conn *c)
         }
         if (done == c->out.len) {
             release_output(c);
+            /* Written at once: no write callback will tell the watch code
+             * that the output drained. */
+            if (rpd_watch_session_lagging(&c->session))
+                rpd_watch_drained(c->srv->core.watch, &c->session, &c->srv->core.limits);
             return;
         }
     }
