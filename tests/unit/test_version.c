@@ -12,7 +12,7 @@
 
 #include "scene/scene_int.h"
 
-#define ID_LEN 16
+#define ID_LEN 24
 
 static rp_shape random_shape(test_rng *r, double half)
 {
