@@ -105,6 +105,12 @@ bool rpd_limits_check(rpd_limits *l, FILE *err)
         l->max_reply_bytes = l->write_kill_bytes - l->write_pause_bytes;
     if (l->max_request_bytes_before_auth > l->max_request_bytes)
         l->max_request_bytes_before_auth = l->max_request_bytes;
+    /* Notifications stop at watch_buffer_bytes of unsent output, and the
+     * kill limit is checked while a connection's requests run: with the
+     * watch buffer near it, a watcher that also sends requests would be
+     * disconnected instead of resynced.  Lower it, like the reply limit. */
+    if (l->watch_buffer_bytes > l->write_kill_bytes / 2)
+        l->watch_buffer_bytes = l->write_kill_bytes / 2;
     return true;
 }
 

@@ -171,7 +171,10 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_object_begin(w);
     for (int i = 0; i < RPD_LIMIT_COUNT; i++) {
         rp_jw_key(w, rpd_limit_name((rpd_limit_id)i));
-        rp_jw_uint(w, s->limits_hit[i]);
+        /* Watchers falling behind are counted by the watch code. */
+        rp_jw_uint(w, s->limits_hit[i] + (i == RPD_LIMIT_watch_buffer_bytes
+                                              ? rpd_watch_overruns(c->watch)
+                                              : 0));
     }
     rp_jw_object_end(w);
     RP_JW_KEY(w, "scenes");

@@ -68,6 +68,7 @@ struct rpd_watch_hub {
     uint64_t next_id;
     size_t watches;
     size_t history_bytes;
+    uint64_t overruns;
     bool dirty;
     rpd_watch_io io;
 };
@@ -86,6 +87,7 @@ void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io)
 }
 
 size_t rpd_watch_count(const rpd_watch_hub *hub) { return hub->watches; }
+uint64_t rpd_watch_overruns(const rpd_watch_hub *hub) { return hub->overruns; }
 size_t rpd_watch_history_bytes(const rpd_watch_hub *hub) { return hub->history_bytes; }
 
 /* ---- history -------------------------------------------------------------- */
@@ -348,6 +350,7 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
         if (queued + hn + c->len > buffer && queued <= buffer / 2) {
             /* Not behind, but this change does not fit: no drain is
              * coming to bring the resync later, so it comes now. */
+            hub->overruns++;
             w->seen = ws->current;
             send_plain(hub, w, "scene.resync", ws->current);
             return true;
@@ -355,6 +358,7 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
         if (queued + hn + c->len > buffer) {
             /* Behind by more than its buffer: nothing more until the
              * output drains, then a resync (rpd_watch_drained). */
+            hub->overruns++;
             w->lagging = true;
             w->session->lagging++;
             break;

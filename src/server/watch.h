@@ -57,8 +57,10 @@ rpd_watch_hub *rpd_watch_hub_new(void);
 void rpd_watch_hub_free(rpd_watch_hub *hub);
 void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io);
 
-/* Watches open, and bytes of history kept (stats). */
+/* Watches open, bytes of history kept, and times a watcher fell more than
+ * its buffer behind (stats: limits_hit.watch_buffer_bytes). */
 size_t rpd_watch_count(const rpd_watch_hub *hub);
+uint64_t rpd_watch_overruns(const rpd_watch_hub *hub);
 size_t rpd_watch_history_bytes(const rpd_watch_hub *hub);
 
 /* Whether scene `name` records its changes (it has been watched). */
