@@ -137,9 +137,11 @@ rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_
  * the daemon's arena, the tests' counting allocator) call
  * rp_json_note_oom() when they return NULL, and the caller of a failed parse
  * asks rp_json_take_oom(), which also clears the flag, whether memory ran
- * out.  cJSON's hooks are process-wide and so is this flag; the daemon is
- * single-threaded.  With cJSON's default allocator nothing notes a failure
- * and a parse that ran out of memory still looks like invalid JSON. */
+ * out.  cJSON's hooks are process-wide; the flag is per thread, since the
+ * daemon parses on its event loop and on its query workers at once (a
+ * worker's failed allocation concerns its own parse only).  With cJSON's
+ * default allocator nothing notes a failure and a parse that ran out of
+ * memory still looks like invalid JSON. */
 void rp_json_note_oom(void);
 bool rp_json_take_oom(void);
 

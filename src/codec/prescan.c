@@ -165,7 +165,8 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
 
 /* ---- cJSON allocation failures (see codec.h) ------------------------------ */
 
-static bool json_oom;
+/* Per thread: the parse it describes ran on this thread (see codec.h). */
+static _Thread_local bool json_oom;
 
 void rp_json_note_oom(void)
 {

@@ -408,7 +408,10 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         return;
     }
     if (!root) {
-        const char *at = cJSON_GetErrorPtr();
+        /* A failed parse points `end` at the error.  Not cJSON_GetErrorPtr:
+         * that reads a process-wide variable, which the event loop and the
+         * workers' parses overwrite concurrently. */
+        const char *at = end;
         size_t off = (at && at >= line && at <= line + len) ? (size_t)(at - line) : 0;
         core->stats.requests++;
         parse_error(core, out, off, explain_parse_error(line + off, len - off));
