@@ -156,7 +156,12 @@ int rpd_sd_notify(const char *state)
         return -errno;
     int rc = 1;
     size_t n = strlen(state);
-    ssize_t sent = sendto(fd, state, n, MSG_NOSIGNAL, (const struct sockaddr *)&sa, salen);
+    /* Never wait: this runs on the event loop, and a receiver that does not
+     * read (its queue holds net.unix.max_dgram_qlen datagrams, 10 by
+     * default) would stop the daemon.  A full queue drops this message
+     * (EAGAIN, logged by the caller); the watchdog sends the next soon. */
+    ssize_t sent = sendto(fd, state, n, MSG_NOSIGNAL | MSG_DONTWAIT,
+                          (const struct sockaddr *)&sa, salen);
     if (sent < 0)
         rc = -errno;
     else if ((size_t)sent != n)
