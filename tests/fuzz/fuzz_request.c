@@ -25,7 +25,11 @@
  *    parse, is blank, or is an empty batch gets the protocol's single
  *    error line (or nothing for a blank line);
  *  - when every request in the line was answered with an error, the store
- *    is byte-identical afterwards (a failed mutation changes nothing).
+ *    is byte-identical afterwards (a failed mutation changes nothing);
+ *  - a line the daemon would hand to a worker thread (rpd_line_wants_worker,
+ *    itself a small parser run here on every line) gets the same reply
+ *    bytes from a worker's core over a snapshot of the store as from the
+ *    core itself, and leaves the store unchanged.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "fuzz_util.h"
@@ -348,8 +352,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rpd_core core;
     FUZZ_CHECK(rpd_core_init(&core, &limits), "rpd_core_init failed");
     rpd_session session = {0};
-    rp_jw out, before, after;
+    rp_jw out, before, after, wout;
     rp_jw_init(&out);
+    rp_jw_init(&wout);
     rp_jw_init(&before);
     rp_jw_init(&after);
 
@@ -383,6 +388,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!before_current)
             dump_store(core.store, &before);
         before_current = true;
+        bool on_worker = rpd_line_wants_worker(p, len) && !rpd_session_locked(&core, &session);
+        if (on_worker) {
+            /* What the daemon's worker would do (conn.c start_job). */
+            rpd_core wcore = core;
+            wcore.worker = true;
+            wcore.watch = NULL;
+            wcore.store = rp_store_snapshot(core.store);
+            FUZZ_CHECK(wcore.store, "out of memory");
+            rpd_session wsession = session;
+            wsession.watches = NULL;
+            rp_jw_reset(&wout);
+            rpd_process_line(&wcore, &wsession, p, len, &wout);
+            rp_store_free(wcore.store);
+            dump_store(core.store, &after);
+            FUZZ_CHECK(before.len == after.len && memcmp(before.buf, after.buf, before.len) == 0,
+                       "a worker's line changed the store: %.*s", (int)len, p);
+        }
         switch (run_line(&core, &session, p, len, &out)) {
         case NOT_RUN:
             break;
@@ -396,10 +418,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             before_current = false;
             break;
         }
+        if (on_worker)
+            FUZZ_CHECK(wout.len == out.len && memcmp(wout.buf, out.buf, out.len) == 0,
+                       "worker and loop replies differ for %.*s:\n%.*s\n%.*s", (int)len, p,
+                       (int)wout.len, wout.buf ? wout.buf : "", (int)out.len,
+                       out.buf ? out.buf : "");
         p = nl ? nl + 1 : stop;
     }
 
     rp_jw_free(&out);
+    rp_jw_free(&wout);
     rp_jw_free(&before);
     rp_jw_free(&after);
     rpd_core_free(&core);
