@@ -846,7 +846,7 @@ static void brute_pairs(const op *o, const rp_scene *sc, bool collect, double be
                 qpairs_push(out, p);
         }
     }
-    if (collect)
+    if (collect && out->n > 1)
         qsort(out->v, out->n, sizeof *out->v, qpair_cmp);
 }
 
@@ -1075,7 +1075,8 @@ static void verify_config(const op *o, int k, const cJSON *r, const rp_scene *sc
                 cpairs_push(&viol, p);
         }
     }
-    qsort(viol.v, viol.n, sizeof *viol.v, cpair_cmp);
+    if (viol.n > 1)
+        qsort(viol.v, viol.n, sizeof *viol.v, cpair_cmp);
 
     /* The in-process API on the content at this revision. */
     rp_check_opts opts = {o->report, o->has_margin, o->margin};
