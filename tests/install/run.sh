@@ -9,8 +9,8 @@
 #
 # Usage: CC=<compiler> bash tests/install/run.sh <repose binary dir> <scratch dir>
 # The scratch dir is wiped.  When the build tree was configured with
-# REPOSE_SANITIZE=ON the installed library is ASan/UBSan-instrumented, so the
-# consumer is built with the same sanitizers.
+# REPOSE_SANITIZE=ON (REPOSE_TSAN=ON) the installed library is ASan/UBSan-
+# (TSan-) instrumented, so the consumer is built with the same sanitizers.
 set -euo pipefail
 
 die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
@@ -39,12 +39,14 @@ cmake_bin="$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$cache")"
 san_flags=()
 if grep -Eiq '^REPOSE_SANITIZE:BOOL=(ON|TRUE|YES|Y|1)$' "$cache"; then
     san_flags=("-fsanitize=address,undefined" -fno-sanitize-recover=all -fno-omit-frame-pointer)
+elif grep -Eiq '^REPOSE_TSAN:BOOL=(ON|TRUE|YES|Y|1)$' "$cache"; then
+    san_flags=(-fsanitize=thread)
 fi
 
 echo "run.sh: binary dir  $bin"
 echo "run.sh: scratch dir $scratch"
 echo "run.sh: CC=$cc  cmake=$cmake_bin"
-echo "run.sh: sanitizer flags: ${san_flags[*]:-(none; REPOSE_SANITIZE is off)}"
+echo "run.sh: sanitizer flags: ${san_flags[*]:-(none; REPOSE_SANITIZE and REPOSE_TSAN are off)}"
 
 step "wipe scratch dir"
 run rm -rf "$scratch"
