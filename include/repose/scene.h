@@ -507,8 +507,9 @@ typedef struct rp_extend_error {
 /// against the model's shapes except those of its own link, of links
 /// sharing its frame, of links allowed to touch its link, and of its
 /// touch_links; two attached shapes are not checked against each other.
-/// Not thread-safe against another rp_model_extend of the same model (the
-/// shared kinematic data is reference-counted without atomics).
+/// Any number of threads may extend the same model at once, and free their
+/// extensions, while the model lives (the kinematic data they share is
+/// reference-counted atomically).
 RP_API rp_status rp_model_extend(const rp_model *m, const rp_attached *attached,
                                  size_t n_attached, const char *const *allowed_scene,
                                  size_t n_allowed_scene, rp_model **out, rp_extend_error *err);
