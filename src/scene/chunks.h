@@ -45,7 +45,8 @@ typedef struct rp_chunks {
     uint32_t n, table_cap;   /* chunks in the table; its allocated length */
     rp_chunk **spare;        /* private chunks ready for copies */
     uint32_t n_spare, spare_cap;
-    bool shared;             /* see rp_chunks_maybe_shared */
+    bool shared;             /* some chunk may be held by another table too (set by
+                              * rp_chunks_share; cleared when a stock finds none) */
 } rp_chunks;
 
 /* Frees what a chunk's elements own before the chunk goes (e.g. the ids of
@@ -67,19 +68,6 @@ static inline void *rp_chunks_at(const rp_chunks *v, size_t size, size_t i)
 static inline size_t rp_chunks_cap(const rp_chunks *v)
 {
     return (size_t)v->n << RP_CHUNK_SHIFT;
-}
-
-/* Whether some chunk may be held by another table too (set when the table
- * was made by rp_chunks_share; cleared when a stock finds none). */
-static inline bool rp_chunks_maybe_shared(const rp_chunks *v)
-{
-    return v->shared;
-}
-
-/* Whether element i's chunk is held by this table alone. */
-static inline bool rp_chunks_private(const rp_chunks *v, size_t i)
-{
-    return v->table[i >> RP_CHUNK_SHIFT]->refs == 1;
 }
 
 void rp_chunks_init(rp_chunks *v);

@@ -77,11 +77,7 @@ static rp_scene *clone_scene(rp_scene *sc)
     }
     c->count = sc->count;
     c->revision = sc->revision;
-    rp_strtab_key_fn key_of = c->index.key_of;
-    rp_strtab_hash_fn hash_of = c->index.hash_of;
-    c->index = sc->index;
-    c->index.key_of = key_of;
-    c->index.hash_of = hash_of;
+    c->index = sc->index; /* same slots and key functions, keyed through c */
     c->index.ctx = c;
     if (share) {
         sc->index_share = share;
