@@ -128,8 +128,9 @@ static void check_parse(const char *line, size_t len, bool has_nul, const cJSON 
         FUZZ_CHECK(err.kind == RP_CLIENT_RPC && err.code == (int)code->valuedouble,
                    "code %d, cJSON sees %.17g", err.code, code->valuedouble);
         size_t mlen = strlen(msg->valuestring);
-        /* A message longer than err.message is cut between UTF-8 characters. */
-        size_t keep = mlen < sizeof err.message - 1
+        /* A message that fits err.message is kept whole, even if it ends in
+         * a broken UTF-8 sequence; a longer one is cut between characters. */
+        size_t keep = mlen <= sizeof err.message - 1
                           ? mlen
                           : rp_client_utf8_cut_(msg->valuestring, sizeof err.message - 1);
         FUZZ_CHECK(strlen(err.message) == keep && memcmp(err.message, msg->valuestring, keep) == 0,
