@@ -13,16 +13,13 @@
 
 #include "scene_int.h"
 
-/* The id index's view of the entries (util/strtab.h). */
-static const char *entry_id(const void *ctx, uint32_t e)
-{
-    return RP_ENTRY((const rp_scene *)ctx, e)->id;
-}
-
-static uint32_t entry_hash(const void *ctx, uint32_t e)
-{
-    return RP_ENTRY((const rp_scene *)ctx, e)->hash;
-}
+/* Slots hold 0 (free), IDX_DEAD (a tombstone) or entry index + 2.  Chunk
+ * elements are groups of IDX_GROUP slots, so a chunk holds 256 slots (1 KiB)
+ * and a version's table costs 8 bytes per 256 slots. */
+#define IDX_DEAD 1u
+#define IDX_GROUP 8u
+#define IDX_GROUP_BYTES (IDX_GROUP * sizeof(uint32_t))
+#define IDX_MIN_SLOTS ((size_t)IDX_GROUP << RP_CHUNK_SHIFT)
 
 /* ---- ids ------------------------------------------------------------------- */
 
@@ -102,7 +99,7 @@ rp_scene *rp_scene_new_(rp_store *st, const char *name)
     sc->store = st;
     sc->refs = 1;
     rp_chunks_init(&sc->entries);
-    rp_strtab_init_(&sc->index, entry_id, entry_hash, sc);
+    rp_chunks_init(&sc->index);
     rp_bvh_init_(&sc->tree);
     sc->name = dup_string(name, &st->bytes);
     if (!sc->name) {
@@ -120,15 +117,7 @@ void rp_scene_free_(rp_scene *sc)
     rp_store *st = sc->store;
     rp_chunks_free(&sc->entries, sizeof(scene_entry), entry_ids_drop, &st->bytes, &st->bytes);
     rp_bvh_free_(&sc->tree, st);
-    /* The index's slots go with their last holder. */
-    if (sc->index_share && --*sc->index_share > 0) {
-        sc->index.slots = NULL;
-        sc->index.nslots = 0;
-    } else {
-        free(sc->index_share);
-        st->bytes -= rp_strtab_bytes_(&sc->index);
-    }
-    rp_strtab_free_(&sc->index);
+    rp_chunks_free(&sc->index, IDX_GROUP_BYTES, NULL, NULL, &st->bytes);
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->name);
     free(sc);
@@ -142,11 +131,45 @@ const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i) { return &RP_ENT
 
 /* ---- id index ----------------------------------------------------------- */
 
-/* Looks an id up in the index (rp_strtab_find_ with the entry accessors
- * inlined: every id a request names goes through here). */
+static inline uint32_t idx_get(const rp_scene *sc, size_t i)
+{
+    return ((const uint32_t *)rp_chunks_at(&sc->index, IDX_GROUP_BYTES, i / IDX_GROUP))[i % IDX_GROUP];
+}
+
+/* Writes slot i, making its chunk this version's own first (stocked). */
+static inline void idx_set(rp_scene *sc, size_t i, uint32_t v)
+{
+    uint32_t *g = rp_chunks_own(&sc->index, IDX_GROUP_BYTES, i / IDX_GROUP, NULL, NULL);
+    g[i % IDX_GROUP] = v;
+}
+
+/* Looks an id (hash == rp_strhash_(id)) up.  True when found, *slot holding
+ * it; false when absent, *slot then the slot an insertion takes (the first
+ * tombstone on the way, else the free slot that ended the probe). */
 static bool index_find(const rp_scene *sc, const char *id, uint32_t hash, size_t *slot)
 {
-    return rp_strtab_probe_(&sc->index, id, hash, entry_id, entry_hash, slot);
+    *slot = SIZE_MAX;
+    if (sc->index_slots == 0)
+        return false;
+    size_t mask = sc->index_slots - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        uint32_t v = idx_get(sc, i);
+        if (v == 0) {
+            if (*slot == SIZE_MAX)
+                *slot = i;
+            return false;
+        }
+        if (v == IDX_DEAD) {
+            if (*slot == SIZE_MAX)
+                *slot = i;
+            continue;
+        }
+        const scene_entry *en = RP_ENTRY(sc, v - 2);
+        if (en->hash == hash && strcmp(en->id, id) == 0) {
+            *slot = i;
+            return true;
+        }
+    }
 }
 
 size_t rp_scene_find(const rp_scene *sc, const char *id)
@@ -156,27 +179,76 @@ size_t rp_scene_find(const rp_scene *sc, const char *id)
     size_t slot;
     if (!index_find(sc, id, rp_strhash_(id), &slot))
         return SIZE_MAX;
-    return sc->index.slots[slot];
+    return idx_get(sc, slot) - 2;
 }
 
-/* Makes the id index this version's own before it changes: a copy of the
- * slots when another version shares them.  False when out of memory. */
-static bool own_index(rp_scene *sc)
+/* Entry e joins the index at the slot index_find gave. */
+static void index_insert(rp_scene *sc, size_t slot, uint32_t e)
 {
-    if (!sc->index_share)
-        return true;
-    if (*sc->index_share > 1) {
-        uint32_t *slots = malloc(sc->index.nslots * sizeof *slots);
-        if (!slots)
-            return false;
-        memcpy(slots, sc->index.slots, sc->index.nslots * sizeof *slots);
-        --*sc->index_share;
-        sc->index.slots = slots;
-        sc->store->bytes += rp_strtab_bytes_(&sc->index);
-    } else {
-        free(sc->index_share);
+    if (idx_get(sc, slot) == IDX_DEAD)
+        sc->index_dead--;
+    idx_set(sc, slot, e + 2);
+    sc->index_live++;
+}
+
+/* The entry at `slot` leaves the index: a tombstone, unless the next slot is
+ * free (then no probe passes through this one and it is free too). */
+static void index_delete(rp_scene *sc, size_t slot)
+{
+    bool end = idx_get(sc, (slot + 1) & (sc->index_slots - 1)) == 0;
+    idx_set(sc, slot, end ? 0 : IDX_DEAD);
+    sc->index_live--;
+    sc->index_dead += !end;
+}
+
+/* Entry `from` (its id hashing to hash) is now entry `to`. */
+static void index_renumber(rp_scene *sc, uint32_t hash, uint32_t from, uint32_t to)
+{
+    size_t mask = sc->index_slots - 1;
+    size_t i = hash & mask;
+    while (idx_get(sc, i) != from + 2)
+        i = (i + 1) & mask;
+    idx_set(sc, i, to + 2);
+}
+
+/* Makes the index ready for `adds` insertions and `writes` slot writes:
+ * when live + dead + adds would pass 3/4 of the slots, a rebuild over the
+ * current entries into a new table at most half full (so at least a
+ * quarter of the slots go by before the next), else spare chunks for the
+ * writes when another version shares the table.  All or nothing. */
+static bool index_reserve(rp_scene *sc, size_t adds, size_t writes)
+{
+    rp_store *st = sc->store;
+    size_t used = sc->index_live + sc->index_dead;
+    if (sc->index_slots && used + adds <= sc->index_slots / 4 * 3)
+        return rp_chunks_stock(&sc->index, IDX_GROUP_BYTES, writes, &st->bytes);
+    size_t want = sc->count + adds;
+    if (want == 0)
+        return true; /* an empty scene needs no table */
+    if (want > RP_BVH_MAX_SHAPES)
+        return false;
+    size_t slots = IDX_MIN_SLOTS;
+    while (slots / 2 < want)
+        slots *= 2;
+    rp_chunks t;
+    rp_chunks_init(&t);
+    if (!rp_chunks_grow(&t, IDX_GROUP_BYTES, slots / IDX_GROUP, &st->bytes)) {
+        rp_chunks_free(&t, IDX_GROUP_BYTES, NULL, NULL, &st->bytes); /* its table */
+        return false;
+    } /* chunks come zeroed: every slot free */
+    size_t mask = slots - 1;
+    for (size_t e = 0; e < sc->count; e++) {
+        size_t i = RP_ENTRY(sc, e)->hash & mask;
+        uint32_t *g;
+        while ((g = rp_chunks_at(&t, IDX_GROUP_BYTES, i / IDX_GROUP))[i % IDX_GROUP] != 0)
+            i = (i + 1) & mask;
+        g[i % IDX_GROUP] = (uint32_t)e + 2;
     }
-    sc->index_share = NULL;
+    rp_chunks_free(&sc->index, IDX_GROUP_BYTES, NULL, NULL, &st->bytes);
+    sc->index = t;
+    sc->index_slots = slots;
+    sc->index_live = sc->count;
+    sc->index_dead = 0;
     return true;
 }
 
@@ -191,16 +263,11 @@ static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
         return false;
     if (!rp_chunks_grow(&sc->entries, sizeof(scene_entry), total, &st->bytes))
         return false;
-    /* The index stays at most 3/4 full: linear probing stays short, and it
-     * costs about 5-11 bytes per shape. */
-    if (index_changes) {
-        if (!own_index(sc))
-            return false;
-        size_t before = rp_strtab_bytes_(&sc->index);
-        if (!rp_strtab_reserve_(&sc->index, total))
-            return false;
-        st->bytes += rp_strtab_bytes_(&sc->index) - before;
-    }
+    /* Each tree change is at most one index insertion, or a removal and a
+     * renumbering. */
+    if (index_changes &&
+        !index_reserve(sc, total - sc->count, ops > SIZE_MAX / 2 ? SIZE_MAX : 2 * ops))
+        return false;
     if (!rp_bvh_reserve_(&sc->tree, st, total) || !rp_bvh_stock_(&sc->tree, st, ops))
         return false;
     /* Entries are written by the mutation itself (two per change at most:
@@ -366,7 +433,7 @@ rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
         ids[k] = NULL;
         size_t slot;
         index_find(sc, en->id, hashes[k], &slot);
-        rp_strtab_insert_at_(&sc->index, slot, (uint32_t)e);
+        index_insert(sc, slot, (uint32_t)e);
         if (!bulk)
             rp_bvh_insert_(sc, (uint32_t)e);
     }
@@ -409,8 +476,8 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         size_t slot;
         if (!index_find(sc, ids[k], rp_strhash_(ids[k]), &slot))
             continue;
-        uint32_t e = sc->index.slots[slot];
-        rp_strtab_unlink_(&sc->index, slot, entry_hash);
+        uint32_t e = idx_get(sc, slot) - 2;
+        index_delete(sc, slot);
         rp_bvh_remove_(sc, e);
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
         id_unref(en->id, &sc->store->bytes);
@@ -423,7 +490,7 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
             en = rp_entry_mut_(&sc->entries, e);
             *en = *le;
             le->id = NULL;
-            rp_strtab_renumber_(&sc->index, en->hash, last, e);
+            index_renumber(sc, en->hash, last, e);
             rp_bvh_renumber_(sc, last, e);
         }
         sc->count--;

@@ -10,7 +10,7 @@
 
 #include "chunks.h"
 #include "repose/scene.h"
-#include "util/strtab.h"
+#include "util/strtab.h" /* rp_strhash_ */
 
 /* One stored shape.  The id is a reference-counted heap string (scene.c:
  * each chunk slot holding it counts once, so versions sharing chunks share
@@ -85,11 +85,14 @@ struct rp_scene {
     uint64_t revision;
     rp_chunks entries; /* dense: count used; chunked, shared between versions */
     size_t count;
-    /* Id index: entry indices by id (util/strtab.h), kept at most 3/4 full.
-     * Versions may share its slots: index_share then counts them (NULL:
-     * this version's own). */
-    rp_strtab index;
-    unsigned *index_share;
+    /* Id index (scene.c): open addressing with linear probing over
+     * index_slots slots (0 or a power of two >= 256), held in chunks so that
+     * versions share it like the entries: an insertion or a removal writes
+     * one slot (removals leave a tombstone), so a change copies one chunk.
+     * index_live slots hold entries, index_dead tombstones; live + dead stay
+     * at most 3/4 of the slots (a full rebuild restores that). */
+    rp_chunks index;
+    size_t index_slots, index_live, index_dead;
     rp_store *store; /* owner, for limits and memory accounting */
     rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */

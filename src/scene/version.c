@@ -49,42 +49,29 @@ void rp_model_release_(rp_model *m)
         rp_model_free_(m);
 }
 
-/* A new version of sc sharing its entry and node chunks and its index
- * slots (one reference, same name, revision and content); NULL when out of
- * memory.  sc's spare chunks move to the copy, which is the one that will
- * be written. */
+/* A new version of sc sharing its entry, id-index and node chunks (one
+ * reference, same name, revision and content); NULL when out of memory.
+ * sc's spare chunks move to the copy, which is the one that will be
+ * written. */
 static rp_scene *clone_scene(rp_scene *sc)
 {
     rp_store *st = sc->store;
     rp_scene *c = rp_scene_new_(st, sc->name);
     if (!c)
         return NULL;
-    unsigned *share = sc->index_share;
-    if (!share && sc->index.slots) {
-        share = malloc(sizeof *share);
-        if (!share) {
-            rp_scene_free_(c);
-            return NULL;
-        }
-        *share = 1;
-    }
     if (!rp_chunks_share(&c->entries, &sc->entries, &st->bytes) ||
+        !rp_chunks_share(&c->index, &sc->index, &st->bytes) ||
         !rp_bvh_share_(&c->tree, &sc->tree, st)) {
-        if (share != sc->index_share)
-            free(share);
         rp_scene_free_(c); /* drops the references it took */
         return NULL;
     }
     c->count = sc->count;
     c->revision = sc->revision;
-    c->index = sc->index; /* same slots and key functions, keyed through c */
-    c->index.ctx = c;
-    if (share) {
-        sc->index_share = share;
-        ++*share;
-        c->index_share = share;
-    }
+    c->index_slots = sc->index_slots;
+    c->index_live = sc->index_live;
+    c->index_dead = sc->index_dead;
     rp_chunks_pass_spares(&c->entries, &sc->entries);
+    rp_chunks_pass_spares(&c->index, &sc->index);
     rp_chunks_pass_spares(&c->tree.nodes, &sc->tree.nodes);
     return c;
 }
