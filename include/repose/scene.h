@@ -113,6 +113,34 @@ RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *con
 /// snapshot holds (go through the store).  NULL when out of memory.
 RP_API rp_store *rp_store_snapshot(const rp_store *st);
 
+/// Tree rebuilds off the mutating thread.  Every mutation keeps a scene's
+/// tree up to date in O(log n); once its quality has degraded (its summed
+/// node area doubled since the last build, checked every count/4 + 64
+/// changes) it is rebuilt from scratch, O(n log n): about 100 ms at 100k
+/// shapes.  By default the mutation that notices does it.  A store with
+/// deferred rebuilds (rp_store_defer_rebuilds) only marks the scene, and
+/// its owner hands the work to another thread:
+///
+///     rp_rebuild *rb = rp_store_rebuild_take(st); // owner thread; NULL: none wanted
+///     rp_rebuild_run(rb);                         // any thread, without locks
+///     rp_store_rebuild_finish(st, rb);            // owner thread; frees rb
+///
+/// rp_rebuild_run reads only the scene version taken (which nobody writes:
+/// the take holds it as a snapshot does).  The finish installs the new tree
+/// when the scene is still that version, which changes no result and takes
+/// no revision; when a mutation came in between it drops the tree and the
+/// scene stays marked, to be taken again.  After three such misses in a row
+/// the finish rebuilds in place, so a scene that changes faster than it can
+/// be rebuilt still gets its rebuild.  Queries are exact whatever the
+/// tree's quality.  The store must outlive every rp_rebuild taken from it.
+typedef struct rp_rebuild rp_rebuild;
+RP_API void rp_store_defer_rebuilds(rp_store *st, bool defer);
+RP_API rp_rebuild *rp_store_rebuild_take(rp_store *st);
+RP_API void rp_rebuild_run(rp_rebuild *rb);
+/// True when the new tree was installed (or, after the third miss, the
+/// scene rebuilt in place); false when it was dropped.  Frees rb.
+RP_API bool rp_store_rebuild_finish(rp_store *st, rp_rebuild *rb);
+
 /// The last revision any mutation took (0 for a new store).
 RP_API uint64_t rp_store_revision(const rp_store *st);
 

@@ -776,6 +776,8 @@ static void install_tree(rp_scene *sc, uint32_t root, const rp_bvh_item *items, 
     t->n_nodes = n ? n - 1 : 0;
     t->churn = 0;
     t->built_area = area;
+    t->want_rebuild = false;
+    t->rebuild_misses = 0;
     for (uint32_t i = 0; i < n; i++)
         EN_MUT(&sc->entries, items[i].index)->leaf = items[i].leaf;
 }
@@ -808,6 +810,21 @@ static uint32_t ceil_log2(size_t n)
     return k;
 }
 
+/* Rebuilds sc's tree in place (a mutation's thread).  Optional work: when
+ * memory is short the tree stays as it is (valid, just slower).  A rebuild
+ * writes every node and every entry's leaf: when another version shares
+ * them, that takes a copy of each shared chunk. */
+static void rebuild_in_place(rp_scene *sc)
+{
+    rp_store *st = sc->store;
+    if (!rp_chunks_stock(&sc->tree.nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
+        !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes))
+        return;
+    rp_bvh_item *items = rp_bvh_items_new_(sc->count);
+    if (items)
+        rp_bvh_rebuild_(sc, items);
+}
+
 void rp_bvh_maintain_(rp_scene *sc)
 {
     rp_bvh *t = &sc->tree;
@@ -820,15 +837,110 @@ void rp_bvh_maintain_(rp_scene *sc)
     }
     if (!rebuild)
         return;
-    /* A rebuild writes every node and every entry's leaf: when another
-     * version shares them, that takes a copy of each shared chunk. */
-    rp_store *st = sc->store;
-    if (!rp_chunks_stock(&t->nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
-        !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes))
+    if (sc->store->defer_rebuilds) {
+        t->want_rebuild = true; /* rp_store_rebuild_take hands it out */
+        sc->store->rebuild_hint = true;
         return;
-    rp_bvh_item *items = rp_bvh_items_new_(n);
-    if (items)
-        rp_bvh_rebuild_(sc, items);
+    }
+    rebuild_in_place(sc);
+}
+
+/* ---- rebuilds on another thread (scene.h) ------------------------------------ */
+
+struct rp_rebuild {
+    rp_scene *sc;       /* the version built from (a reference) */
+    rp_bvh tree;        /* the new tree: private node chunks */
+    rp_bvh_item *items; /* leaves out of the build */
+    uint32_t root;
+    double area;
+    size_t bytes;       /* heap the new tree holds, not yet the store's */
+    bool ok;            /* run got its memory */
+};
+
+void rp_store_defer_rebuilds(rp_store *st, bool defer)
+{
+    st->defer_rebuilds = defer;
+}
+
+rp_rebuild *rp_store_rebuild_take(rp_store *st)
+{
+    if (!st->rebuild_hint || st->snapshot)
+        return NULL;
+    for (size_t i = 0; i < st->count; i++) {
+        rp_scene *sc = st->scenes[i];
+        if (!sc->tree.want_rebuild || sc->tree.rebuilding)
+            continue;
+        rp_rebuild *rb = calloc(1, sizeof *rb);
+        if (!rb)
+            return NULL; /* the hint stays: taken again later */
+        rb->sc = sc;
+        rp_scene_retain_(sc); /* from now on a mutation copies the scene */
+        rp_bvh_init_(&rb->tree);
+        sc->tree.rebuilding = true;
+        return rb;
+    }
+    st->rebuild_hint = false; /* nothing left to hand out */
+    return NULL;
+}
+
+void rp_rebuild_run(rp_rebuild *rb)
+{
+    /* Reads the version taken (immutable while held), writes only what rb
+     * owns; the byte count is rb's until the finish. */
+    const rp_scene *sc = rb->sc;
+    uint32_t n = (uint32_t)sc->count;
+    rb->items = rp_bvh_items_new_(n);
+    if (!rb->items ||
+        !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, &rb->bytes))
+        return;
+    rb->root = build_tree(&sc->entries, n, &rb->tree, rb->items, &rb->area);
+    rb->ok = true;
+}
+
+bool rp_store_rebuild_finish(rp_store *st, rp_rebuild *rb)
+{
+    size_t i = 0;
+    while (i < st->count && strcmp(st->scenes[i]->name, rb->sc->name) != 0)
+        i++;
+    rp_scene *cur = i < st->count ? st->scenes[i] : NULL;
+    bool same = cur == rb->sc, installed = false;
+    rp_scene_release_(rb->sc); /* before rp_store_writable_: it counts holders */
+    rb->sc = NULL;
+    st->rebuild_hint = true; /* cur (or another scene) may want one still */
+    if (cur)
+        cur->tree.rebuilding = false;
+    if (!cur || !cur->tree.want_rebuild) {
+        /* Deleted, or rebuilt by a mutation meanwhile: nothing to do. */
+    } else if (same && rb->ok) {
+        /* Unchanged since the take: the new tree replaces the old one.  The
+         * scene may have become shared meanwhile (a snapshot): then a copy
+         * takes it, as for a mutation. */
+        rp_scene *sc = rp_store_writable_(st, i);
+        if (sc && rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes)) {
+            rp_bvh_free_(&sc->tree, st);
+            st->bytes += rb->bytes;
+            rb->bytes = 0;
+            sc->tree = rb->tree;
+            rp_bvh_init_(&rb->tree);
+            install_tree(sc, rb->root, rb->items, rb->area);
+            installed = true;
+        } else if (sc) {
+            cur = sc;
+        }
+    }
+    if (cur && !installed && cur->tree.want_rebuild && ++cur->tree.rebuild_misses >= 3) {
+        /* It keeps changing faster than it can be rebuilt on the side (or
+         * memory is short): rebuild in place. */
+        rp_scene *sc = rp_store_writable_(st, i);
+        if (sc) {
+            rebuild_in_place(sc);
+            installed = !sc->tree.want_rebuild;
+        }
+    }
+    rp_chunks_free(&rb->tree.nodes, sizeof(rp_bvh_node), NULL, NULL, &rb->bytes);
+    free(rb->items);
+    free(rb);
+    return installed;
 }
 
 /* ---- invariants (tests) ------------------------------------------------------------ */

@@ -75,6 +75,11 @@ typedef struct rp_bvh {
     uint32_t root;
     uint32_t churn;
     double built_area;
+    /* Deferred rebuilds (rp_store_defer_rebuilds): the tree wants one, one
+     * is running on another thread, and how many in a row found the scene
+     * changed when they finished.  Versions copy them. */
+    bool want_rebuild, rebuilding;
+    uint8_t rebuild_misses;
 } rp_bvh;
 
 /* Scratch for a full build (one per shape), opaque outside bvh.c. */
@@ -108,6 +113,8 @@ struct rp_store {
     uint64_t revision; /* the last store-wide revision taken (DESIGN §3b) */
     uint64_t shapes;   /* across all scenes */
     size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
+    bool defer_rebuilds; /* see rp_store_defer_rebuilds */
+    bool rebuild_hint;   /* some scene may want a rebuild: rp_store_rebuild_take looks */
 };
 
 /* The next store-wide revision, taken by a mutation that is about to

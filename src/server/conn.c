@@ -259,6 +259,7 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
         return;
     rpd_process_line(core, &c->session, line, len, &c->out);
     rpd_arena_reset();
+    rpd_server_maintain(c->srv); /* a mutation may have asked for a tree rebuild */
     /* After auth, the full request size applies. */
     if (c->in.max_line < core->limits.max_request_bytes && !rpd_session_locked(core, &c->session))
         c->in.max_line = core->limits.max_request_bytes;
@@ -687,6 +688,56 @@ static bool start_job(rpd_conn *c, const char *line, size_t len)
     srv->jobs++;
     c->job = j;
     return true;
+}
+
+/* ---- tree rebuilds on a worker (scene.h: rp_store_rebuild_take) ------------- */
+
+typedef struct rpd_rebuild_job {
+    uv_work_t work; /* first: the callbacks get this pointer */
+    rpd_server *srv;
+    rp_rebuild *rb;
+} rpd_rebuild_job;
+
+static void rebuild_run(uv_work_t *work)
+{
+    rp_rebuild_run(((rpd_rebuild_job *)work)->rb);
+}
+
+static void rebuild_done(uv_work_t *work, int status)
+{
+    (void)status; /* never cancelled; a build that did not run is dropped */
+    rpd_rebuild_job *j = (rpd_rebuild_job *)work;
+    rpd_server *srv = j->srv;
+    srv->rebuilding = false;
+    if (rp_store_rebuild_finish(srv->core.store, j->rb))
+        srv->core.stats.rebuilds_installed++;
+    else
+        srv->core.stats.rebuilds_dropped++;
+    free(j);
+    rpd_server_maintain(srv);       /* the scene may want another try */
+    rpd_server_conn_closed(srv);   /* a shutdown may have waited for it */
+}
+
+void rpd_server_maintain(rpd_server *srv)
+{
+    if (srv->rebuilding || srv->threads == 0 || srv->stopping)
+        return;
+    rp_rebuild *rb = rp_store_rebuild_take(srv->core.store);
+    if (!rb)
+        return;
+    rpd_rebuild_job *j = calloc(1, sizeof *j);
+    if (j) {
+        j->srv = srv;
+        j->rb = rb;
+        if (uv_queue_work(srv->loop, &j->work, rebuild_run, rebuild_done) == 0) {
+            srv->rebuilding = true;
+            return;
+        }
+        free(j);
+    }
+    /* No worker to be had: dropped, as if the scene had changed. */
+    rp_store_rebuild_finish(srv->core.store, rb);
+    srv->core.stats.rebuilds_dropped++;
 }
 
 /* ---- watch notifications (watch.h) ------------------------------------------ */

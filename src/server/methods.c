@@ -187,6 +187,13 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_uint(w, rp_store_revision(c->store));
     RP_JW_KEY(w, "watches");
     rp_jw_uint(w, rpd_watch_count(c->watch));
+    RP_JW_KEY(w, "tree_rebuilds");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "installed");
+    rp_jw_uint(w, s->rebuilds_installed);
+    RP_JW_KEY(w, "dropped");
+    rp_jw_uint(w, s->rebuilds_dropped);
+    rp_jw_object_end(w);
     RP_JW_KEY(w, "memory");
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "store_bytes");

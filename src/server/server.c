@@ -439,6 +439,9 @@ static void start_workers(rpd_server *srv)
             n = 1;
     }
     srv->threads = n;
+    /* With workers, a degraded scene tree is rebuilt on one of them
+     * (conn.c: rpd_server_maintain) instead of by the mutation. */
+    rp_store_defer_rebuilds(srv->core.store, n > 0);
     if (n > 0) {
         char v[16];
         snprintf(v, sizeof v, "%d", n);

@@ -127,6 +127,7 @@ struct rpd_server {
     rpd_conn *conns; /* doubly linked list */
     int threads;                /* worker threads (0: queries on the loop) */
     uint64_t jobs;              /* queries running on workers */
+    bool rebuilding;            /* a tree rebuild runs on a worker (conn.c) */
     uv_timer_t watch_timer;     /* writes batched notifications (RPD_WATCH_BATCH_MS) */
     rpd_conn *watch_pending;    /* connections it will write to */
 };
@@ -153,5 +154,9 @@ void rpd_conn_watch_close(rpd_server *srv);
 void rpd_conn_yield(rpd_conn *c);
 /* server.c: called when a connection is gone. */
 void rpd_server_conn_closed(rpd_server *srv);
+
+/* conn.c: after a line ran on the loop, hands a tree rebuild a mutation
+ * asked for to a worker (one at a time; none while stopping). */
+void rpd_server_maintain(rpd_server *srv);
 
 #endif /* REPOSE_SERVER_SERVER_H */

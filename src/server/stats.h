@@ -27,6 +27,10 @@ typedef struct rpd_stats {
     uint64_t limits_hit[RPD_LIMIT_COUNT]; /* indexed by rpd_limit_id */
     uint64_t latency[RPD_LAT_BUCKETS];
     uint64_t latency_count;
+    /* Tree rebuilds handed to a worker (scene.h, rp_store_rebuild_take):
+     * installed, dropped because the scene changed meanwhile, and done in
+     * place after repeated misses. */
+    uint64_t rebuilds_installed, rebuilds_dropped;
 } rpd_stats;
 
 /* Adds every counter of src to dst (a worker's counts into the server's). */

@@ -17,6 +17,7 @@
  * are smaller.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -472,6 +473,85 @@ static void pipelined_mutations_on_two_connections_take_every_number_once(void *
     stop_ok(d);
 }
 
+/* ---- tree rebuilds ------------------------------------------------------------------------ */
+
+/* Moving many shapes far apart degrades a scene's tree until it asks for a
+ * rebuild, which runs on a worker (stats.tree_rebuilds): it takes no
+ * revision and changes no result.  Distances are compared with a brute
+ * force over the shapes as this test put them. */
+static void a_degraded_tree_is_rebuilt_on_a_worker_without_a_revision(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    const int moves = rh_wrapped() ? 400 : 700;
+    const char *args[] = {"--threads", "2", NULL};
+    rh_daemon *d = start(args);
+    rh_conn *c = connect_ok(d, false);
+    create_big_scene(c, "big", N); /* s%05d: sphere at (i, i%7 + .5, -(i%13)), r .25 */
+    static rp_shape shapes[N];
+    for (int i = 0; i < N; i++)
+        shapes[i] = (rp_shape){.kind = RP_SHAPE_SPHERE,
+                               .sphere = {{i, i % 7 + 0.5, -(double)(i % 13)}, 0.25}};
+    textbuf t = {0};
+    for (int k = 0; k < moves; k++) {
+        int i = (k * 7) % N;
+        rp_vec3 at = {5000.0 + (k * 97) % 3000, -3000.0 + (k * 389) % 6000, (k * 61) % 4000};
+        shapes[i].sphere.center = at;
+        tb_printf(&t,
+                  "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{\"scene\":"
+                  "\"big\",\"shapes\":{\"s%05d\":{\"sphere\":{\"center\":[%.17g,%.17g,%.17g],"
+                  "\"radius\":0.25}}}}}\n",
+                  k, i, at.x, at.y, at.z);
+    }
+    send_raw(c, t.p, t.len);
+    free(t.p);
+    uint64_t last = 0;
+    for (int k = 0; k < moves; k++) {
+        cJSON *r = read_json(c);
+        assert_true(num_at(r, "id") == k);
+        last = ok_revision(r);
+    }
+    /* The rebuild finishes some time after the put that asked for it. */
+    double installed = 0;
+    for (int tries = 0; tries < 400 && installed < 1; tries++) {
+        cJSON *r = rpc(c, "stats", NULL);
+        installed = num_at(r, "result.tree_rebuilds.installed");
+        cJSON_Delete(r);
+        if (installed < 1)
+            rh_sleep_ms(25);
+    }
+    if (installed < 1)
+        fail_msg("no tree rebuild installed after %d moves", moves);
+    assert_int_equal(store_revision(c), last);
+    for (int q = 0; q < 40; q++) {
+        rp_shape qs = {.kind = RP_SHAPE_SPHERE,
+                       .sphere = {{q * 25.0 - 5.0, q % 3, 0.0}, 0.1}};
+        if (q >= 30)
+            qs.sphere.center = (rp_vec3){5000.0 + q * 100.0, -3000.0 + q * 150.0, q * 90.0};
+        double best = INFINITY;
+        int bi = -1;
+        for (int i = 0; i < N; i++) {
+            double x = rp_shape_signed_distance(&qs, &shapes[i]);
+            if (x < best) { /* ids ascend with i: the first of equals wins */
+                best = x;
+                bi = i;
+            }
+        }
+        cJSON *r = rpc(c, "scene.distance",
+                       "{\"scene\":\"big\",\"shape\":{\"sphere\":{\"center\":[%.17g,%.17g,%.17g],"
+                       "\"radius\":0.1}}}",
+                       qs.sphere.center.x, qs.sphere.center.y, qs.sphere.center.z);
+        char want[16];
+        snprintf(want, sizeof want, "s%05d", bi);
+        if (num_at(r, "result.distance") != best || strcmp(str_at(r, "result.nearest.shape"), want))
+            fail_msg("query %d: %s, want %.17g to %s", q, show(r), best, want);
+        assert_true(num_at(r, "result.revision") == (double)last);
+        cJSON_Delete(r);
+    }
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +559,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(every_committed_mutation_takes_the_next_number_and_failures_take_none),
         DAEMON_TEST(delete_and_create_again_never_reuse_a_number),
         DAEMON_TEST(pipelined_mutations_on_two_connections_take_every_number_once),
+        DAEMON_TEST(a_degraded_tree_is_rebuilt_on_a_worker_without_a_revision),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -313,6 +313,101 @@ static void id_index_stays_exact_under_churn(void **state)
     rp_store_free(st);
 }
 
+/* Moves shapes of scene "s" far out, one put at a time, until the tree's
+ * quality has degraded enough that a deferred rebuild is wanted; returns
+ * it (taken).  ref follows the scene. */
+static rp_rebuild *degrade_until_rebuild(rp_store *st, test_rng *r)
+{
+    for (int k = 0; k < 20000; k++) {
+        rp_scene *sc = rp_store_find(st, "s");
+        char id[ID_LEN];
+        snprintf(id, sizeof id, "%s", rp_scene_id_at(sc, rng_next(r) % rp_scene_shape_count(sc)));
+        rp_shape_put p = {id, random_shape(r, 100.0)};
+        assert_int_equal(rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+        rp_rebuild *rb = rp_store_rebuild_take(st);
+        if (rb) {
+            /* Only one at a time per scene. */
+            assert_null(rp_store_rebuild_take(st));
+            return rb;
+        }
+    }
+    fail_msg("the tree never asked for a rebuild");
+    return NULL;
+}
+
+/* A deferred rebuild (scene.h): the tree degrades, the scene asks, the
+ * build runs apart, and the finish installs it without a revision, with or
+ * without a snapshot holding the scene; queries stay exact throughout and
+ * memory goes back to where it was. */
+static void deferred_rebuild_installs_when_the_scene_is_unchanged(void **state)
+{
+    (void)state;
+    for (int with_snapshot = 0; with_snapshot < 2; with_snapshot++) {
+        test_rng r = {11 + (uint64_t)with_snapshot};
+        rp_store *st = store_with(2000, &r);
+        rp_store_defer_rebuilds(st, true);
+        rp_rebuild *rb = degrade_until_rebuild(st, &r);
+        rp_scene *sc = rp_store_find(st, "s");
+        assert_true(sc->tree.want_rebuild && sc->tree.rebuilding);
+        ref_scene ref;
+        ref_take(&ref, sc);
+        assert_scene_is(sc, &ref, &r); /* still exact while it waits */
+        double area_before = sc->tree.built_area;
+        rp_store *snap = with_snapshot ? rp_store_snapshot(st) : NULL;
+        uint64_t rev = rp_store_revision(st);
+        rp_rebuild_run(rb);
+        assert_true(rp_store_rebuild_finish(st, rb));
+        sc = rp_store_find(st, "s");
+        assert_false(sc->tree.want_rebuild || sc->tree.rebuilding);
+        assert_true(sc->tree.built_area != area_before);
+        assert_int_equal(rp_store_revision(st), rev); /* not a mutation */
+        assert_scene_is(sc, &ref, &r);
+        if (snap) {
+            assert_true(rp_store_find(snap, "s") != sc); /* the snapshot kept its own */
+            assert_scene_is(rp_store_find(snap, "s"), &ref, &r);
+            rp_store_free(snap);
+        }
+        assert_null(rp_store_rebuild_take(st));
+        ref_free(&ref);
+        assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+        assert_int_equal(rp_store_memory(st), baseline());
+        rp_store_free(st);
+    }
+}
+
+/* A rebuild that finds the scene changed is dropped and the scene asks
+ * again; the third miss in a row rebuilds in place.  A rebuild of a scene
+ * deleted meanwhile is dropped. */
+static void deferred_rebuild_misses_then_rebuilds_in_place(void **state)
+{
+    (void)state;
+    test_rng r = {21};
+    rp_store *st = store_with(2000, &r);
+    rp_store_defer_rebuilds(st, true);
+    rp_rebuild *rb = degrade_until_rebuild(st, &r);
+    for (int miss = 1; miss <= 3; miss++) {
+        rp_rebuild_run(rb);
+        size_t next = 0;
+        mutate(st, &r, &next); /* changes the scene under the build */
+        bool done = rp_store_rebuild_finish(st, rb);
+        rp_scene *sc = rp_store_find(st, "s");
+        assert_int_equal(done, miss == 3);
+        assert_int_equal(sc->tree.want_rebuild, miss < 3);
+        assert_true(rp_bvh_check_(sc) >= 0);
+        rb = rp_store_rebuild_take(st);
+        assert_int_equal(rb != NULL, miss < 3);
+        if (miss == 3)
+            break;
+    }
+    /* Deleted under the build. */
+    rb = degrade_until_rebuild(st, &r);
+    assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+    rp_rebuild_run(rb);
+    assert_false(rp_store_rebuild_finish(st, rb));
+    assert_int_equal(rp_store_memory(st), baseline());
+    rp_store_free(st);
+}
+
 /* Mutations that fail leave both the store's version and the snapshot's
  * as they were. */
 static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
@@ -357,6 +452,8 @@ int main(void)
         cmocka_unit_test(snapshot_survives_delete_and_replace),
         cmocka_unit_test(one_shape_change_copies_chunks_not_the_scene),
         cmocka_unit_test(id_index_stays_exact_under_churn),
+        cmocka_unit_test(deferred_rebuild_installs_when_the_scene_is_unchanged),
+        cmocka_unit_test(deferred_rebuild_misses_then_rebuilds_in_place),
         cmocka_unit_test(failed_mutations_on_a_shared_scene_change_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
