@@ -360,11 +360,25 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
     return rp_scene_remove_(sc, ids, n, if_revision, removed, actual_revision);
 }
 
+/* A put: rp_scene_put_ when `commit` (the scene then takes the next
+ * revision), rp_scene_fill_ when not. */
+static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, bool commit);
+
 rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
                         const uint64_t *if_revision, uint64_t *actual_revision)
 {
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
+    return put_shapes(sc, shapes, n, true);
+}
+
+rp_status rp_scene_fill_(rp_scene *sc, const rp_shape_put *shapes, size_t n)
+{
+    return put_shapes(sc, shapes, n, false);
+}
+
+static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, bool commit)
+{
     if (n > UINT32_MAX - 1)
         return RP_ERR_LIMIT;
 
@@ -446,7 +460,8 @@ rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
     sc->store->bytes += id_bytes;
     id_bytes = 0;
     sc->store->shapes += fresh;
-    sc->revision = rp_store_take_revision_(sc->store);
+    if (commit)
+        sc->revision = rp_store_take_revision_(sc->store);
 
 out:
     rp_bvh_items_free_(build);

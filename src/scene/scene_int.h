@@ -167,6 +167,10 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
  * built, or one rp_store_writable_ returned). */
 rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
                         const uint64_t *if_revision, uint64_t *actual_revision);
+/* The put of a scene being built (not yet in the store's list): the same
+ * changes, but no revision is taken (the store gives the scene one when it
+ * links it in). */
+rp_status rp_scene_fill_(rp_scene *sc, const rp_shape_put *shapes, size_t n);
 rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
                            const uint64_t *if_revision, size_t *removed,
                            uint64_t *actual_revision);

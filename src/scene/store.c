@@ -74,11 +74,7 @@ static rp_status build_scene(rp_store *st, const char *name, const rp_shape_put 
     rp_scene *sc = rp_scene_new_(st, name);
     if (!sc)
         return RP_ERR_NOMEM;
-    /* The put takes a number as its last step; hand it back, since the
-     * scene is not committed yet (nothing can see the store meanwhile). */
-    uint64_t last = st->revision;
-    rp_status status = rp_scene_put_(sc, shapes, n, NULL, NULL);
-    st->revision = last;
+    rp_status status = rp_scene_fill_(sc, shapes, n);
     if (status) {
         rp_scene_free_(sc);
         return status;
