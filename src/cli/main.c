@@ -602,9 +602,36 @@ static int run_call(rp_client *c, const char *method, const char *params)
     return code;
 }
 
+/* Prints the notifications that have arrived (after a scene.watch in the
+ * lines), one compact JSON line each, waiting at most wait_ms for each
+ * next one.  Returns EXIT_CONNECT when the connection broke, else
+ * EXIT_OK. */
+static int print_arrived_notifications(rp_client *c, int wait_ms)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    int code = EXIT_OK;
+    for (;;) {
+        rp_client_notification n = RP_CLIENT_NOTIFICATION_INIT;
+        rp_client_error_kind k = rp_client_next_notification(c, wait_ms, &n, &err);
+        if (k == RP_CLIENT_OK) {
+            puts(n.line);
+            rp_client_notification_free(&n);
+            continue;
+        }
+        if (k != RP_CLIENT_TIMEOUT)
+            code = report(&err) == EXIT_CONNECT ? EXIT_CONNECT : EXIT_OK;
+        break;
+    }
+    fflush(stdout);
+    rp_client_error_free(&err);
+    return code;
+}
+
 /* Reads `METHOD [PARAMS]` lines from stdin; `help` lists the methods.
- * Errors name the line (when stdin is not a terminal).  Exits with 3 when
- * the connection is lost, else 1 when any call failed, else 0. */
+ * Errors name the line (when stdin is not a terminal).  Notifications of
+ * watches opened in the lines are printed as they are found: before each
+ * prompt, and once more at the end.  Exits with 3 when the connection is
+ * lost, else 1 when any call failed, else 0. */
 static int run_lines(rp_client *c)
 {
     bool tty = isatty(STDIN_FILENO);
@@ -612,8 +639,13 @@ static int run_lines(rp_client *c)
     char *line = NULL;
     size_t cap = 0;
     long lineno = 0;
+    bool watched = false; /* a scene.watch succeeded */
     g_lines_mode = true;
     for (;;) {
+        if (print_arrived_notifications(c, 0) == EXIT_CONNECT) {
+            worst = EXIT_CONNECT;
+            break;
+        }
         if (tty) {
             fputs("repose> ", stdout);
             fflush(stdout);
@@ -643,6 +675,7 @@ static int run_lines(rp_client *c)
             }
             code = run_call(c, method, params);
             free(params);
+            watched |= code == EXIT_OK && strcmp(method, "scene.watch") == 0;
         }
         if (code == EXIT_CONNECT) {
             worst = EXIT_CONNECT;
@@ -651,6 +684,10 @@ static int run_lines(rp_client *c)
         if (code != EXIT_OK)
             worst = EXIT_RPC;
     }
+    /* The daemon sends notifications a moment after the mutation's reply
+     * (PROTOCOL.md): with a watch open, give the last ones time to come. */
+    if (worst != EXIT_CONNECT)
+        print_arrived_notifications(c, watched ? 200 : 0);
     g_line = 0;
     if (tty)
         fputc('\n', stdout);

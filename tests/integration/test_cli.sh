@@ -509,6 +509,15 @@ expect_code 2 "watch: two scenes" -- "$CLI" "${W[@]}" watch w v
 expect_code 0 "watch: --help mentions it" -- "$CLI" --help
 expect_grep "$tmp/out" "watch SCENE \[--since R\]" "watch in the usage"
 
+# METHOD lines: notifications of a watch opened in the lines are printed
+# too (compact, between the replies), the last ones before the end.
+printf '%s\n' 'scene.create scene=w2' 'scene.watch scene=w2' 'scene.put scene=w2 shapes={"z":{"sphere":{"center":[0,0,0],"radius":1}}}' \
+  'scene.remove scene=w2 ids=["z"]' >"$tmp/lines.in"
+expect_code 0 "lines: watch and mutate" -- sh -c '"$0" "$@" <"'"$tmp/lines.in"'"' "$CLI" "${W[@]}"
+expect_grep "$tmp/out" '^{"jsonrpc":"2.0","method":"scene.changed","params":{"watch":[0-9]*,"scene":"w2","revision":[0-9]*,"put":{"z":' \
+  "lines: the put's notification"
+expect_grep "$tmp/out" '"put":{},"removed":\["z"\]}}$' "lines: the remove's notification"
+
 # ---- token files ------------------------------------------------------------------------------
 printf 'tok-%s\n' "$RANDOM$RANDOM" >"$tmp/token"
 chmod 600 "$tmp/token"
