@@ -142,8 +142,10 @@ static void on_write(uv_write_t *req, int status)
     }
     if (uv_is_closing(&c->h.handle))
         return;
-    if (rpd_watch_session_lagging(&c->session))
+    if (rpd_watch_session_lagging(&c->session)) {
+        c->srv->watch_now_ns = rpd_now_ns();
         rpd_watch_drained(c->srv->core.watch, &c->session, &c->srv->core.limits);
+    }
     if (c->paused && backlog(c) < c->srv->core.limits.write_pause_bytes / 2) {
         c->paused = false;
         process_lines(c); /* may pause again, flushes, may close */
@@ -192,8 +194,10 @@ static void flush(rpd_conn *c)
             release_output(c);
             /* Written at once: no write callback will tell the watch code
              * that the output drained. */
-            if (rpd_watch_session_lagging(&c->session))
+            if (rpd_watch_session_lagging(&c->session)) {
+                c->srv->watch_now_ns = rpd_now_ns();
                 rpd_watch_drained(c->srv->core.watch, &c->session, &c->srv->core.limits);
+            }
             return;
         }
     }
@@ -328,6 +332,7 @@ static void process_lines(rpd_conn *c)
             return;
         /* Changes the lines made go to their watchers (this connection's
          * own notifications after its replies). */
+        c->srv->watch_now_ns = rpd_now_ns(); /* one clock read for all the watchers */
         rpd_watch_flush(core->watch, &core->limits);
         flush(c);
         if (uv_is_closing(&c->h.handle))
@@ -785,7 +790,7 @@ static void watch_commit(rpd_session *s)
     rpd_server *srv = c->srv;
     if (c->watch_pending || uv_is_closing(&c->h.handle))
         return;
-    uint64_t now = rpd_now_ns();
+    uint64_t now = srv->watch_now_ns; /* read before the flush or drain that commits */
     if (now - c->watch_flushed_ns >= RPD_WATCH_BATCH_NS) {
         c->watch_flushed_ns = now;
         flush(c);

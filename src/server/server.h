@@ -129,6 +129,7 @@ struct rpd_server {
     uint64_t jobs;              /* queries running on workers */
     bool rebuilding;            /* a tree rebuild runs on a worker (conn.c) */
     uv_timer_t watch_timer;     /* writes batched notifications (RPD_WATCH_BATCH_MS) */
+    uint64_t watch_now_ns;      /* the clock before the current watch flush (conn.c) */
     rpd_conn *watch_pending;    /* connections it will write to */
 };
 

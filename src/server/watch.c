@@ -344,9 +344,9 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
     }
     bool sent = false;
     size_t hn = w->head_len;
+    size_t queued = backlog(hub, w->session); /* grows by what this call sends */
     for (size_t k = first_after(ws, w->seen); k < ws->count; k++) {
         const change *c = ring_at(ws, k);
-        size_t queued = backlog(hub, w->session);
         if (queued + hn + c->len > buffer && queued <= buffer / 2) {
             /* Not behind, but this change does not fit: no drain is
              * coming to bring the resync later, so it comes now. */
@@ -367,6 +367,7 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
             hub->io.send(w->session, w->head, hn);
             hub->io.send(w->session, c->tail, c->len);
         }
+        queued += hn + c->len;
         w->seen = c->revision;
         sent = true;
     }
