@@ -138,6 +138,12 @@ bool rp_chunks_share(rp_chunks *dst, const rp_chunks *src, size_t *bytes)
     return true;
 }
 
+void rp_chunks_trim(rp_chunks *v, size_t size, size_t keep, size_t *bytes)
+{
+    while (v->n_spare > keep)
+        chunk_drop(v->spare[--v->n_spare], size, NULL, NULL, bytes);
+}
+
 void rp_chunks_pass_spares(rp_chunks *dst, rp_chunks *src)
 {
     /* Swap the stocks: dst is new (no spares), src keeps an empty list. */

@@ -89,6 +89,10 @@ void *rp_chunks_own(rp_chunks *v, size_t size, size_t i, rp_chunk_fn copied, voi
  * stays empty).  *bytes follows (the table). */
 bool rp_chunks_share(rp_chunks *dst, const rp_chunks *src, size_t *bytes);
 
+/* Frees spares beyond `keep` (a large mutation on a shared table may have
+ * stocked many; one change's worth is enough to keep).  *bytes follows. */
+void rp_chunks_trim(rp_chunks *v, size_t size, size_t keep, size_t *bytes);
+
 /* Moves src's spares to dst (which takes them for its own copies). */
 void rp_chunks_pass_spares(rp_chunks *dst, rp_chunks *src);
 

@@ -277,6 +277,17 @@ static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
     return rp_chunks_stock(&sc->entries, sizeof(scene_entry), want, &st->bytes);
 }
 
+/* After a mutation: spares beyond one change's worth go (a large change of
+ * a shared scene may have stocked a copy of every chunk; kept, they would
+ * count against the scene for as long as it lives). */
+static void trim_spares(rp_scene *sc)
+{
+    size_t *bytes = &sc->store->bytes;
+    rp_chunks_trim(&sc->entries, sizeof(scene_entry), rp_bvh_entry_bound_(&sc->tree) + 2, bytes);
+    rp_chunks_trim(&sc->index, IDX_GROUP_BYTES, 2, bytes);
+    rp_chunks_trim(&sc->tree.nodes, sizeof(rp_bvh_node), rp_bvh_touch_bound_(&sc->tree), bytes);
+}
+
 /* ---- mutations ---------------------------------------------------------- */
 
 static bool revision_matches(const rp_scene *sc, const uint64_t *if_revision,
@@ -464,6 +475,7 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         sc->revision = rp_store_take_revision_(sc->store);
 
 out:
+    trim_spares(sc);
     rp_bvh_items_free_(build);
     if (ids)
         for (size_t k = 0; k < n; k++)
@@ -482,8 +494,10 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
     /* Stock for every id that could go (each is one tree change). */
-    if (!reserve(sc, sc->count, n, n > 0))
+    if (!reserve(sc, sc->count, n, n > 0)) {
+        trim_spares(sc);
         return RP_ERR_NOMEM;
+    }
     size_t count = 0;
     for (size_t k = 0; k < n; k++) {
         if (sc->count == 0)
@@ -513,6 +527,7 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
     }
     sc->store->shapes -= count;
     rp_bvh_maintain_(sc);
+    trim_spares(sc);
     sc->revision = rp_store_take_revision_(sc->store);
     if (removed)
         *removed = count;

@@ -408,6 +408,36 @@ static void deferred_rebuild_misses_then_rebuilds_in_place(void **state)
     rp_store_free(st);
 }
 
+/* A large change of a shared scene stocks a copy of every chunk it may
+ * write; what it did not use is given back, so once the snapshot is gone
+ * the scene holds about what the same scene changed unshared holds. */
+static void spare_chunks_do_not_outlive_the_change(void **state)
+{
+    (void)state;
+    size_t mem[2];
+    for (int shared = 0; shared < 2; shared++) {
+        test_rng r = {5};
+        rp_store *st = store_with(20000, &r);
+        rp_store *snap = shared ? rp_store_snapshot(st) : NULL;
+        enum { N = 3000 };
+        static rp_shape_put p[N];
+        static char ids[N][ID_LEN];
+        for (size_t k = 0; k < N; k++) {
+            snprintf(ids[k], ID_LEN, "s%zu", k % 100); /* few chunks written */
+            p[k].id = ids[k];
+            p[k].shape = random_shape(&r, 5.0);
+        }
+        assert_int_equal(rp_store_put(st, "s", p, N, NULL, false, NULL, NULL), RP_OK);
+        rp_store_free(snap);
+        mem[shared] = rp_store_memory(st);
+        rp_store_free(st);
+    }
+    /* One change's worth of spares (a few hundred KiB at most) may stay;
+     * a stock for the whole change would be megabytes. */
+    if (mem[1] > mem[0] + 256 * 1024)
+        fail_msg("shared: %zu bytes, unshared: %zu", mem[1], mem[0]);
+}
+
 /* Mutations that fail leave both the store's version and the snapshot's
  * as they were. */
 static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
@@ -452,6 +482,7 @@ int main(void)
         cmocka_unit_test(snapshot_survives_delete_and_replace),
         cmocka_unit_test(one_shape_change_copies_chunks_not_the_scene),
         cmocka_unit_test(id_index_stays_exact_under_churn),
+        cmocka_unit_test(spare_chunks_do_not_outlive_the_change),
         cmocka_unit_test(deferred_rebuild_installs_when_the_scene_is_unchanged),
         cmocka_unit_test(deferred_rebuild_misses_then_rebuilds_in_place),
         cmocka_unit_test(failed_mutations_on_a_shared_scene_change_nothing),
