@@ -911,7 +911,9 @@ static void sigterm_during_a_long_drain_ends_at_the_grace_period(void **state)
      * million self pairs per configuration, in a request of a few bytes;
      * 5 configurations are estimated at 5 x 8.4M, under max_request_work. */
     put_two_frame_model(c, "dense", slow_daemon() ? 1024 : 4096);
-    int configs = slow_daemon() ? 1 : 5, lines = 100;
+    /* Enough lines that they cannot all finish within the 5 s grace period
+     * however fast the build (under TSan, 100 light lines once did). */
+    int configs = slow_daemon() ? 1 : 5, lines = slow_daemon() ? 1000 : 100;
     textbuf all = {0};
     for (int k = 0; k < lines; k++)
         append_two_frame_batch(&all, k, "dense", configs);
