@@ -419,6 +419,11 @@ static void maybe_finish(rpd_server *srv)
     close_if_open((uv_handle_t *)&srv->sighup);
     close_if_open((uv_handle_t *)&srv->sigusr1);
     close_if_open((uv_handle_t *)&srv->sigusr2);
+    /* Closing the last handle of a signal restores its default action; a
+     * SIGTERM or SIGINT now (a second stop request while workers finish)
+     * would kill the process instead of letting it end cleanly. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
 }
 
 void rpd_server_conn_closed(rpd_server *srv)
