@@ -1,0 +1,26 @@
+"""Python client for reposed, the repose collision-query daemon.
+
+    import repose
+    with repose.Client() as c:                       # /tmp/reposed.sock
+        c.scene_create("lab", {"post": {"capsule": {"a": [0.5, 0, 0], "b": [0.5, 0, 1],
+                                                     "radius": 0.05}}})
+        print(c.scene_distance("lab", {"sphere": {"center": [0, 0, 0.5], "radius": 0.1}}))
+
+Every protocol method is a method of :class:`Client` (``.`` becomes ``_``);
+errors are :class:`ReposeError` subclasses.  Standard library only; numpy
+arrays are accepted wherever the protocol takes numbers.
+"""
+
+from .client import Client, Notification, Pending, Pipeline, Watch, encode_request
+from .errors import (AlreadyExists, ConnectionLost, InternalError, InvalidParams, InvalidRequest,
+                     LimitExceeded, MethodNotFound, NotFound, ParseError, ProtocolError,
+                     ReposeError, RevisionConflict, ShuttingDown, StorageError, Unauthorized)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "Notification", "Pending", "Pipeline", "Watch", "encode_request",
+    "ReposeError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
+    "InternalError", "NotFound", "AlreadyExists", "RevisionConflict", "LimitExceeded",
+    "Unauthorized", "ShuttingDown", "StorageError", "ConnectionLost", "ProtocolError",
+]

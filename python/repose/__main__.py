@@ -1,0 +1,59 @@
+"""``python -m repose [--unix PATH | --host H [--port P]] [--token-file F] METHOD [PARAMS-JSON]``
+
+Calls one method and prints its result as JSON (exit 0), or the error on
+stderr (exit 1; 3 when the daemon cannot be reached).  ``python -m repose
+ping`` is the smoke test: it prints ``{"pong": true}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List, Optional
+
+from . import Client, ConnectionLost, ReposeError
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m repose",
+                                 description="Call one reposed method and print its result.")
+    ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
+    ap.add_argument("--host", help="TCP host (then --port, default 7411)")
+    ap.add_argument("--port", type=int, default=7411)
+    ap.add_argument("--token-file", help="file holding the auth token (TCP)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per reply (default 30)")
+    ap.add_argument("method", help="a protocol method, e.g. ping, scene.list, scene.get")
+    ap.add_argument("params", nargs="?", help="params as a JSON object")
+    a = ap.parse_args(argv)
+    params = None
+    if a.params is not None:
+        try:
+            params = json.loads(a.params)
+        except ValueError as e:
+            print(f"python -m repose: PARAMS is not JSON: {e}", file=sys.stderr)
+            return 2
+        if not isinstance(params, dict):
+            print("python -m repose: PARAMS must be a JSON object", file=sys.stderr)
+            return 2
+    token = None
+    if a.token_file:
+        with open(a.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+    try:
+        with Client(a.unix, host=a.host, port=a.port, token=token, timeout=a.timeout) as c:
+            result = c.call(a.method, params)
+    except ConnectionLost as e:
+        print(f"python -m repose: {e}", file=sys.stderr)
+        return 3
+    except ReposeError as e:
+        print(f"python -m repose: error {e.code}: {e.message}", file=sys.stderr)
+        if e.data:
+            print("data: " + json.dumps(e.data), file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

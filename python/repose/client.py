@@ -1,0 +1,349 @@
+"""The connection to reposed: newline-delimited JSON-RPC 2.0 over a Unix
+socket or TCP (proto/PROTOCOL.md), with pipelining and watches."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import socket
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
+
+from .errors import ConnectionLost, ProtocolError, ReposeError, error_from_reply
+from .methods import Methods
+
+DEFAULT_UNIX = "/tmp/reposed.sock"
+DEFAULT_PORT = 7411
+
+
+def _jsonable(o: Any) -> Any:
+    """numpy arrays and scalars (or anything with tolist/item), for json.dumps."""
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (tuple, set, frozenset)):
+        return list(o)
+    raise TypeError(f"{type(o).__name__} is not JSON: give lists, dicts, numbers and strings")
+
+
+def encode_request(rid: int, method: str, params: Optional[Dict[str, Any]]) -> bytes:
+    """One request line (compact JSON and a newline).  NaN and infinities are
+    refused here, as the daemon would: JSON has no such numbers."""
+    req: Dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        req["params"] = params
+    try:
+        text = json.dumps(req, separators=(",", ":"), allow_nan=False, default=_jsonable)
+    except ValueError as e:
+        raise ValueError(f"{method}: {e} (JSON has no NaN or infinity)") from None
+    return text.encode("utf-8") + b"\n"
+
+
+class Notification(dict):
+    """A server notification: ``method`` (``"scene.changed"``,
+    ``"scene.deleted"``, ``"scene.resync"``) and ``params`` (``watch``,
+    ``scene``, ``revision``, and for scene.changed ``put`` and ``removed``)."""
+
+    @property
+    def method(self) -> str:
+        return self["method"]
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        return self.get("params") or {}
+
+
+class _Conn:
+    """One socket with a line buffer."""
+
+    def __init__(self, unix: Optional[str], host: Optional[str], port: int,
+                 timeout: Optional[float]) -> None:
+        self.timeout = timeout
+        self.buf = bytearray()
+        try:
+            if host is not None:
+                self.where = f"{host}:{port}"
+                self.sock = socket.create_connection((host, port), timeout=timeout)
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            else:
+                path = unix or DEFAULT_UNIX
+                self.where = f"unix:{path}"
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+        except OSError as e:
+            raise ConnectionLost(f"connect to {self.where}: {e.strerror or e}") from None
+        self.sock.settimeout(timeout)
+
+    def send(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError as e:
+            raise ConnectionLost(f"send to {self.where}: {e.strerror or e}") from None
+
+    def line(self, timeout: Any = "default") -> Optional[bytes]:
+        """The next line (without its newline); None when `timeout` (seconds)
+        passed first.  `timeout` "default" is the connection's."""
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[:nl])
+                del self.buf[:nl + 1]
+                return line
+            if timeout != "default":
+                self.sock.settimeout(timeout)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except socket.timeout:
+                if timeout != "default":
+                    return None
+                raise ConnectionLost(f"no reply from {self.where} within {self.timeout} s") from None
+            except OSError as e:
+                raise ConnectionLost(f"receive from {self.where}: {e.strerror or e}") from None
+            finally:
+                if timeout != "default":
+                    self.sock.settimeout(self.timeout)
+            if not chunk:
+                raise ConnectionLost(f"{self.where} closed the connection")
+            self.buf += chunk
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _decode(line: bytes) -> Dict[str, Any]:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        raise ProtocolError(f"reply is not JSON: {line[:200]!r}") from None
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        raise ProtocolError(f"reply is not a JSON-RPC 2.0 object: {line[:200]!r}")
+    return msg
+
+
+class Pending:
+    """The reply to a pipelined call, available once the pipeline ends."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self._done = False
+        self._result: Any = None
+        self._error: Optional[ReposeError] = None
+
+    def result(self) -> Any:
+        """The decoded ``result``; raises the call's error."""
+        if not self._done:
+            raise RuntimeError("the pipeline has not been sent yet (leave its with-block first)")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    @property
+    def error(self) -> Optional[ReposeError]:
+        """The call's error, or None."""
+        return self._error
+
+
+class Pipeline(Methods):
+    """Calls queued and sent in one write when the with-block ends; replies are
+    read in order.  Each call returns a :class:`Pending`.  With
+    ``raise_errors`` (the default) the first failed call's error is raised
+    at the end of the block, after every reply has been read."""
+
+    def __init__(self, client: "Client", raise_errors: bool = True) -> None:
+        self._client = client
+        self._raise = raise_errors
+        self._calls: List[Tuple[bytes, int, Pending]] = []
+
+    def _call(self, method: str, params: Optional[Dict[str, Any]]) -> Pending:
+        rid = self._client._next_id()
+        p = Pending(method)
+        self._calls.append((encode_request(rid, method, params), rid, p))
+        return p
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None or not self._calls:
+            return
+        self.send()
+
+    def send(self) -> List[Pending]:
+        """Sends the queued calls and reads their replies (the with-block does it)."""
+        calls, self._calls = self._calls, []
+        self._client._conn.send(b"".join(c[0] for c in calls))
+        first: Optional[ReposeError] = None
+        for _, rid, p in calls:
+            msg = self._client._reply(rid)
+            p._done = True
+            if "error" in msg:
+                p._error = error_from_reply(msg["error"])
+                first = first or p._error
+            else:
+                p._result = msg.get("result")
+        if first is not None and self._raise:
+            raise first
+        return [c[2] for c in calls]
+
+
+class Watch:
+    """Notifications of one scene, on a connection of their own: iterate to
+    get each :class:`Notification` in revision order.  Iteration ends after
+    ``scene.deleted``; ``close()`` (or the with-block) ends the watch.
+    ``revision`` is the scene's revision when the watch started."""
+
+    def __init__(self, client: "Client", scene: str, since: Optional[int],
+                 timeout: Optional[float]) -> None:
+        self._client = client.clone(timeout=None)
+        r = self._client.scene_watch(scene, since)
+        self.scene: str = r["scene"]
+        self.revision: int = r["revision"]
+        self.id: int = r["watch"]
+        self._timeout = timeout
+        self._over = False
+
+    def __iter__(self) -> Iterator[Notification]:
+        return self
+
+    def __next__(self) -> Notification:
+        if self._over:
+            raise StopIteration
+        n = self._client.next_notification(self._timeout)
+        if n is None:
+            raise TimeoutError(f"no notification within {self._timeout} s")
+        if n.method == "scene.deleted" and n.params.get("watch") == self.id:
+            self._over = True
+        return n
+
+    def close(self) -> None:
+        self._client.close()
+        self._over = True
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Client(Methods):
+    """A connection to reposed.
+
+    ``Client()`` connects to the Unix socket /tmp/reposed.sock;
+    ``Client(unix=PATH)`` to another; ``Client(host="127.0.0.1", port=7411,
+    token="...")`` over TCP (the token, when given, is sent with ``auth``
+    first).  ``timeout`` (seconds, None: wait for ever) bounds each reply.
+    Use it as a context manager, or call :meth:`close`.  Every protocol
+    method is a method here (``scene.put`` is :meth:`scene_put`) that returns
+    the decoded ``result`` or raises a :class:`ReposeError` subclass.
+    """
+
+    def __init__(self, unix: Optional[str] = None, *, host: Optional[str] = None,
+                 port: int = DEFAULT_PORT, token: Optional[str] = None,
+                 timeout: Optional[float] = 30.0) -> None:
+        if unix is not None and host is not None:
+            raise ValueError("give unix or host, not both")
+        if unix is None and host is None:
+            unix = os.environ.get("REPOSE_SOCKET") or DEFAULT_UNIX
+        self._args = dict(unix=unix, host=host, port=port, token=token)
+        self._conn = _Conn(unix, host, port, timeout)
+        self._ids = 0
+        self._notes: Deque[Notification] = collections.deque()
+        if token is not None:
+            try:
+                self.auth(token)
+            except BaseException:
+                self._conn.close()
+                raise
+
+    def clone(self, timeout: Optional[float] = 30.0) -> "Client":
+        """A new connection to the same daemon (same address and token)."""
+        return Client(self._args["unix"], host=self._args["host"], port=self._args["port"],
+                      token=self._args["token"], timeout=timeout)
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def _reply(self, rid: int) -> Dict[str, Any]:
+        """Reads up to the reply with id `rid`, queueing notifications met on the way."""
+        while True:
+            line = self._conn.line()
+            assert line is not None
+            msg = _decode(line)
+            if "id" not in msg:
+                if isinstance(msg.get("method"), str):
+                    self._notes.append(Notification(msg))
+                    continue
+                raise ProtocolError(f"line with neither id nor method: {line[:200]!r}")
+            if msg["id"] != rid:
+                if msg["id"] is None and "error" in msg:
+                    raise error_from_reply(msg["error"])
+                raise ProtocolError(f"reply to id {msg['id']!r} while waiting for {rid}")
+            if ("result" in msg) == ("error" in msg):
+                raise ProtocolError(f"reply {rid} needs exactly one of result and error")
+            return msg
+
+    def _call(self, method: str, params: Optional[Dict[str, Any]]) -> Any:
+        rid = self._next_id()
+        self._conn.send(encode_request(rid, method, params))
+        msg = self._reply(rid)
+        if "error" in msg:
+            raise error_from_reply(msg["error"])
+        return msg["result"]
+
+    def pipeline(self, raise_errors: bool = True) -> Pipeline:
+        """``with client.pipeline() as p: a = p.ping(); b = p.scene_get("lab")``:
+        the calls go in one write when the block ends; ``a.result()`` then."""
+        return Pipeline(self, raise_errors)
+
+    def watch(self, scene: str, since: Optional[int] = None,
+              timeout: Optional[float] = None) -> Watch:
+        """Notifications of ``scene`` on a new connection, as an iterator
+        (:class:`Watch`); ``since`` replays the changes after that revision
+        (or sends ``scene.resync`` when the daemon no longer has them).
+        ``timeout`` bounds the wait for each notification (None: for ever)."""
+        return Watch(self, scene, since, timeout)
+
+    def next_notification(self, timeout: Optional[float] = None) -> Optional[Notification]:
+        """The next notification on this connection (after :meth:`scene_watch`):
+        a queued one, else the next to arrive within ``timeout`` seconds
+        (None: wait for ever); None when none came."""
+        if self._notes:
+            return self._notes.popleft()
+        while True:
+            line = self._conn.line(timeout)
+            if line is None:
+                return None
+            msg = _decode(line)
+            if "id" not in msg and isinstance(msg.get("method"), str):
+                return Notification(msg)
+            raise ProtocolError(f"a reply with no request outstanding: {line[:200]!r}")
+
+    def load_urdf(self, model: str, urdf_path: str, srdf_path: Optional[str] = None,
+                  **options: Any) -> Any:
+        """Reads a URDF file (and an SRDF file) and sends them with ``model.put``;
+        ``options`` are model.put's other params (``allow_adjacent``, ...)."""
+        with open(urdf_path, encoding="utf-8") as f:
+            urdf = f.read()
+        srdf = None
+        if srdf_path is not None:
+            with open(srdf_path, encoding="utf-8") as f:
+                srdf = f.read()
+        return self.model_put(model, urdf=urdf, srdf=srdf, **options)
+
+    def close(self) -> None:
+        """Closes the connection (its watches end with it)."""
+        self._conn.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,124 @@
+"""Exceptions raised by :mod:`repose`.
+
+Every error reply of the daemon becomes a :class:`ReposeError` subclass chosen
+by its JSON-RPC code (proto/PROTOCOL.md, "Errors"); the exception carries the
+code, the message, the ``data`` object and, for invalid params, the ``path``
+of the offending field.  Failures of the connection itself are
+:class:`ConnectionLost` (also an :class:`OSError`); a reply that is not what
+the protocol promises is :class:`ProtocolError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Type
+
+
+class ReposeError(Exception):
+    """An error reply from reposed.
+
+    Attributes: ``code`` (the JSON-RPC error code), ``message``, ``data``
+    (the error's ``data`` object, or ``None``) and ``path`` (``data.path``
+    when the daemon named a field, e.g. ``"params.shapes.a.sphere.radius"``).
+    """
+
+    code: int = 0
+
+    def __init__(self, code: int, message: str, data: Optional[Dict[str, Any]] = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        path = data.get("path") if isinstance(data, dict) else None
+        self.path: Optional[str] = path if isinstance(path, str) else None
+        text = f"{message} (code {code}"
+        if self.path:
+            text += f", at {self.path}"
+        super().__init__(text + ")")
+
+
+class ParseError(ReposeError):
+    """-32700: the request line was not JSON."""
+
+
+class InvalidRequest(ReposeError):
+    """-32600: not a valid JSON-RPC request."""
+
+
+class MethodNotFound(ReposeError):
+    """-32601: the daemon has no such method."""
+
+
+class InvalidParams(ReposeError):
+    """-32602: a parameter is missing or wrong; ``path`` names it."""
+
+
+class InternalError(ReposeError):
+    """-32603: the daemon ran out of memory for this request."""
+
+
+class NotFound(ReposeError):
+    """-32001: no such scene, shape, model or watch (``data["kind"]``)."""
+
+
+class AlreadyExists(ReposeError):
+    """-32002: the scene exists already."""
+
+
+class RevisionConflict(ReposeError):
+    """-32003: ``if_revision`` did not match; ``data["actual"]`` is the current one."""
+
+
+class LimitExceeded(ReposeError):
+    """-32004: a daemon limit was hit; ``data["limit"]`` names it."""
+
+
+class Unauthorized(ReposeError):
+    """-32005: a TCP connection must ``auth`` first, or the token is wrong."""
+
+
+class ShuttingDown(ReposeError):
+    """-32006: the daemon is stopping and refuses mutations."""
+
+
+class StorageError(ReposeError):
+    """-32007: the daemon could not make the mutation durable; nothing changed."""
+
+
+class ConnectionLost(ReposeError, OSError):
+    """The connection failed or closed (code 0: not an error reply)."""
+
+    def __init__(self, message: str) -> None:
+        ReposeError.__init__(self, 0, message)
+
+
+class ProtocolError(ReposeError):
+    """A reply that breaks the protocol (code 0: not an error reply)."""
+
+    def __init__(self, message: str) -> None:
+        ReposeError.__init__(self, 0, message)
+
+
+_BY_CODE: Dict[int, Type[ReposeError]] = {
+    -32700: ParseError,
+    -32600: InvalidRequest,
+    -32601: MethodNotFound,
+    -32602: InvalidParams,
+    -32603: InternalError,
+    -32001: NotFound,
+    -32002: AlreadyExists,
+    -32003: RevisionConflict,
+    -32004: LimitExceeded,
+    -32005: Unauthorized,
+    -32006: ShuttingDown,
+    -32007: StorageError,
+}
+
+
+def error_from_reply(error: Any) -> ReposeError:
+    """The exception for a reply's ``error`` member."""
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int) \
+            or not isinstance(error.get("message"), str):
+        return ProtocolError(f"malformed error member: {error!r}")
+    code = error["code"]
+    data = error.get("data")
+    cls = _BY_CODE.get(code, ReposeError)
+    return cls(code, error["message"], data if isinstance(data, dict) else None)

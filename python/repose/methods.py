@@ -1,0 +1,197 @@
+"""One Python method per reposed protocol method (proto/PROTOCOL.md).
+
+:class:`Methods` is shared by :class:`repose.Client` (each call waits for
+its reply and returns the decoded ``result``) and by pipelines (each call
+returns a :class:`repose.Pending`).  A method's name is the protocol's with
+``.`` replaced by ``_``; its keyword arguments are the protocol's params,
+and an argument left at ``None`` is not sent (the daemon's default
+applies).  Shapes are dicts as the protocol writes them, e.g.
+``{"sphere": {"center": [0, 0, 1], "radius": 0.5}}``; joint vectors, paths
+and batches may be lists or numpy arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+Shape = Mapping[str, Any]
+Pose = Mapping[str, Any]
+JointVector = Union[Sequence[float], Mapping[str, float], Any]  # list, dict or numpy array
+
+
+def _params(**kw: Any) -> Dict[str, Any]:
+    """The params object: the arguments that were given."""
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+class Methods:
+    """The protocol's methods over ``_call(method, params)``."""
+
+    def _call(self, method: str, params: Optional[Dict[str, Any]]) -> Any:
+        raise NotImplementedError
+
+    def call(self, method: str, params: Optional[Mapping[str, Any]] = None, /,
+             **kw: Any) -> Any:
+        """Any method by its protocol name, with params as a dict and/or keywords:
+        ``call("scene.get", scene="lab")``, ``call("scene.get", {"scene": "lab"})``."""
+        merged = dict(params or {})
+        merged.update(kw)
+        return self._call(method, merged or None)
+
+    # ---- server ------------------------------------------------------------------
+
+    def ping(self) -> Any:
+        """Health check: ``{"pong": True}``."""
+        return self._call("ping", None)
+
+    def hello(self) -> Any:
+        """``server``, ``version``, ``protocol``, ``run_id``, ``methods``, ``limits``."""
+        return self._call("hello", None)
+
+    def stats(self) -> Any:
+        """Counters: connections, requests by method and error code, limits hit,
+        scenes, models, shapes, the store's revision, watches, memory, latency."""
+        return self._call("stats", None)
+
+    def auth(self, token: str) -> Any:
+        """Authenticates a TCP connection (the client does it itself when given a token)."""
+        return self._call("auth", {"token": token})
+
+    # ---- geometry ----------------------------------------------------------------
+
+    def distance(self, a: Shape, b: Shape, *, witness: Optional[bool] = None) -> Any:
+        """Signed distance between two shapes (positive gap, 0 touching, negative
+        penetration); with ``witness=True`` also ``point_a``, ``point_b``, ``normal``."""
+        return self._call("distance", _params(a=a, b=b, witness=witness))
+
+    def violates_margin(self, a: Shape, b: Shape, margin: float) -> Any:
+        """``violates`` (distance < margin, strictly) and ``distance``."""
+        return self._call("violates_margin", _params(a=a, b=b, margin=margin))
+
+    # ---- scenes ------------------------------------------------------------------
+
+    def scene_create(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None) -> Any:
+        """Creates a scene ({id: shape}); returns ``scene`` and ``revision``."""
+        return self._call("scene.create", _params(scene=scene, shapes=shapes))
+
+    def scene_delete(self, scene: str) -> Any:
+        """Deletes a scene; returns ``scene``, ``deleted`` and the ``revision`` it took."""
+        return self._call("scene.delete", _params(scene=scene))
+
+    def scene_list(self) -> Any:
+        """``scenes``: [{``scene``, ``revision``, ``shapes``}] sorted by name."""
+        return self._call("scene.list", None)
+
+    def scene_get(self, scene: str, ids: Optional[Iterable[str]] = None) -> Any:
+        """``scene``, ``revision`` and ``shapes`` ({id: shape}, sorted by id)."""
+        return self._call("scene.get", _params(scene=scene, ids=None if ids is None else list(ids)))
+
+    def scene_put(self, scene: str, shapes: Mapping[str, Shape], *,
+                  if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
+        """Inserts or replaces shapes, all or nothing; returns the new ``revision``.
+        ``if_revision`` makes it a compare-and-set (:class:`RevisionConflict`)."""
+        return self._call("scene.put", _params(scene=scene, shapes=shapes,
+                                               if_revision=if_revision, create=create))
+
+    def scene_remove(self, scene: str, ids: Iterable[str], *,
+                     if_revision: Optional[int] = None) -> Any:
+        """Removes shapes by id; returns ``revision`` and ``removed`` (how many were there)."""
+        return self._call("scene.remove", _params(scene=scene, ids=list(ids),
+                                                  if_revision=if_revision))
+
+    def scene_replace(self, scene: str, shapes: Mapping[str, Shape], *,
+                      if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
+        """Swaps the whole content of a scene atomically; returns the new ``revision``."""
+        return self._call("scene.replace", _params(scene=scene, shapes=shapes,
+                                                   if_revision=if_revision, create=create))
+
+    def scene_distance(self, scene: str, shape: Optional[Shape] = None, *,
+                       shapes: Optional[Mapping[str, Shape]] = None,
+                       ids: Optional[Iterable[str]] = None,
+                       max_distance: Optional[float] = None) -> Any:
+        """Nearest scene shape to ``shape`` (or to any of ``shapes``): ``distance``,
+        ``nearest``, ``revision``; with ``max_distance`` also every closer ``pairs``."""
+        return self._call("scene.distance", _params(
+            scene=scene, shape=shape, shapes=shapes,
+            ids=None if ids is None else list(ids), max_distance=max_distance))
+
+    def scene_check(self, scene: str, margin: float, shape: Optional[Shape] = None, *,
+                    shapes: Optional[Mapping[str, Shape]] = None,
+                    ids: Optional[Iterable[str]] = None,
+                    first_only: Optional[bool] = None) -> Any:
+        """``violates`` and the violating ``pairs`` closer than ``margin``."""
+        return self._call("scene.check", _params(
+            scene=scene, shape=shape, shapes=shapes, margin=margin,
+            ids=None if ids is None else list(ids), first_only=first_only))
+
+    def scene_watch(self, scene: str, since: Optional[int] = None) -> Any:
+        """Low level: starts a watch on this connection (``watch`` id).  Prefer
+        :meth:`repose.Client.watch`, which reads the notifications for you."""
+        return self._call("scene.watch", _params(scene=scene, since=since))
+
+    def scene_unwatch(self, watch: int) -> Any:
+        """Ends a watch of this connection."""
+        return self._call("scene.unwatch", _params(watch=watch))
+
+    # ---- models ------------------------------------------------------------------
+
+    def model_put(self, model: str, *, links: Optional[Sequence[Mapping[str, Any]]] = None,
+                  urdf: Optional[str] = None, srdf: Optional[str] = None,
+                  joints: Optional[Sequence[Mapping[str, Any]]] = None,
+                  **options: Any) -> Any:
+        """Creates or replaces a robot model: frame-indexed ``links``, a ``urdf``
+        document (with ``srdf``), or the kinematic JSON form (``joints``,
+        ``links``, ...).  Other params (``safety_margin``, ``allowed_pairs``,
+        ``self_collision``, ``allow_adjacent``, ``root``, ...) go as keywords."""
+        return self._call("model.put", _params(model=model, links=links, urdf=urdf, srdf=srdf,
+                                               joints=joints, **options))
+
+    def model_get(self, model: str) -> Any:
+        """The model as stored (a kinematic one with ``joints``, ``limits``, ...)."""
+        return self._call("model.get", _params(model=model))
+
+    def model_delete(self, model: str) -> Any:
+        """Deletes a model; returns the ``revision`` it took."""
+        return self._call("model.delete", _params(model=model))
+
+    def model_list(self) -> Any:
+        """``models``: [{``model``, ``revision``, ``links``}] sorted by name."""
+        return self._call("model.list", None)
+
+    def model_fk(self, model: str, joints: JointVector, *, base: Optional[Pose] = None) -> Any:
+        """Forward kinematics: every link's world pose at ``joints``."""
+        return self._call("model.fk", _params(model=model, joints=joints, base=base))
+
+    # ---- checks ------------------------------------------------------------------
+
+    def check(self, model: str, *, scene: Optional[str] = None, joints: Optional[JointVector] = None,
+              frames: Optional[Sequence[Pose]] = None, base: Optional[Pose] = None,
+              margin: Optional[float] = None, report: Optional[str] = None,
+              **options: Any) -> Any:
+        """Checks one configuration (``joints`` for a kinematic model, else
+        ``frames``) against ``scene`` and itself: ``valid``, ``revision``, and
+        what ``report`` asks for (``"first"``, ``"closest"``, ``"all"``)."""
+        return self._call("check", _params(model=model, scene=scene, joints=joints, frames=frames,
+                                           base=base, margin=margin, report=report, **options))
+
+    def check_batch(self, model: str, *, scene: Optional[str] = None,
+                    joints: Optional[Any] = None,
+                    configurations: Optional[Sequence[Mapping[str, Any]]] = None,
+                    base: Optional[Pose] = None, margin: Optional[float] = None,
+                    report: Optional[str] = None, **options: Any) -> Any:
+        """Checks many configurations: ``joints`` (a list of joint vectors, or an
+        n x dof numpy array) or ``configurations``; ``results`` in order."""
+        return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
+                                                 configurations=configurations, base=base,
+                                                 margin=margin, report=report, **options))
+
+    def check_motion(self, model: str, path: Any, *, scene: Optional[str] = None,
+                     mode: Optional[str] = None, resolution: Optional[float] = None,
+                     tolerance: Optional[float] = None, earliest: Optional[bool] = None,
+                     margin: Optional[float] = None, **options: Any) -> Any:
+        """Checks the motion through the waypoints ``path`` (two or more joint
+        vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
+        ``"certified"``: ``valid`` and, when not, where it first fails."""
+        return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
+                                                  resolution=resolution, tolerance=tolerance,
+                                                  earliest=earliest, margin=margin, **options))

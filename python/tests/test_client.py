@@ -1,0 +1,382 @@
+"""The Python client against the real reposed (started here on a temporary
+Unix socket and a TCP port, with and without a token).
+
+Run: REPOSED=build/reposed python3 -m unittest discover -s python/tests
+(ctest runs it as `python_client`).  Needs nothing beyond the standard
+library; the numpy test runs when numpy is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import repose  # noqa: E402
+
+try:
+    import numpy  # type: ignore
+except ImportError:  # pragma: no cover - numpy is optional
+    numpy = None
+
+REPOSED = os.environ.get("REPOSED", os.path.join(ROOT, "build", "reposed"))
+ARM_URDF = os.path.join(ROOT, "tests", "data", "arm7.urdf")
+ARM_SRDF = os.path.join(ROOT, "tests", "data", "arm7.srdf")
+
+
+def sphere(x, y, z, r):
+    return {"sphere": {"center": [x, y, z], "radius": r}}
+
+
+class Daemon:
+    """A reposed on a temporary socket and a free TCP port."""
+
+    def __init__(self, *args: str) -> None:
+        self.dir = tempfile.mkdtemp(prefix="repose-py-")
+        self.sock = os.path.join(self.dir, "reposed.sock")
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.proc = subprocess.Popen(
+            [REPOSED, "--unix", self.sock, "--tcp", "127.0.0.1:0", *args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.port = 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.log.seek(0)
+            text = self.log.read()
+            m = re.search(r"listening on tcp 127\.0\.0\.1:(\d+)", text)
+            if m and "ready" in text:
+                self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise RuntimeError("reposed did not start: " + text)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=30)
+        self.log.close()
+        return rc
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.d = Daemon()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        assert cls.d.stop() == 0
+
+    def client(self, **kw) -> repose.Client:
+        c = repose.Client(self.d.sock, **kw)
+        self.addCleanup(c.close)
+        return c
+
+    def test_every_protocol_method_has_a_python_method(self) -> None:
+        c = self.client()
+        methods = c.hello()["methods"]
+        self.assertIn("scene.put", methods)
+        for m in methods:
+            name = m.replace(".", "_")
+            self.assertTrue(callable(getattr(c, name, None)), f"no Client.{name} for {m}")
+            self.assertTrue(getattr(repose.Client, name).__doc__, f"Client.{name} has no docstring")
+
+    def test_server_and_geometry_methods(self) -> None:
+        c = self.client()
+        self.assertEqual(c.ping(), {"pong": True})
+        h = c.hello()
+        self.assertEqual((h["server"], h["protocol"]), ("reposed", 1))
+        self.assertIn("requests", c.stats())
+        r = c.distance(sphere(0, 0, 0, 0.5), {"capsule": {"a": [2, -1, 0], "b": [2, 1, 0],
+                                                          "radius": 0.25}}, witness=True)
+        self.assertEqual(r["distance"], 1.25)
+        self.assertEqual(r["point_a"], [0.5, 0, 0])
+        self.assertEqual(r["normal"], [1, 0, 0])
+        self.assertEqual(c.violates_margin(sphere(0, 0, 0, 1), sphere(3, 0, 0, 1), 1.5),
+                         {"violates": True, "distance": 1})
+        self.assertEqual(c.call("ping"), {"pong": True})
+
+    def test_scene_methods(self) -> None:
+        c = self.client()
+        r = c.scene_create("py-scene", {"a": sphere(0, 0, 0, 0.5)})
+        rev = r["revision"]
+        self.assertEqual(r["scene"], "py-scene")
+        self.assertIn({"scene": "py-scene", "revision": rev, "shapes": 1},
+                      c.scene_list()["scenes"])
+        r2 = c.scene_put("py-scene", {"b": sphere(2, 0, 0, 0.5)}, if_revision=rev)
+        self.assertGreater(r2["revision"], rev)
+        got = c.scene_get("py-scene")
+        self.assertEqual(sorted(got["shapes"]), ["a", "b"])
+        self.assertEqual(c.scene_get("py-scene", ids=["b"])["shapes"], {"b": sphere(2, 0, 0, 0.5)})
+        q = sphere(0.9, 0, 0, 0.1)
+        d = c.scene_distance("py-scene", q)
+        self.assertAlmostEqual(d["distance"], 0.3, places=12)
+        self.assertEqual(d["nearest"], {"query": None, "shape": "a"})
+        self.assertEqual(d["revision"], r2["revision"])
+        d2 = c.scene_distance("py-scene", shapes={"q": q}, max_distance=1.0)
+        self.assertEqual([p["shape"] for p in d2["pairs"]], ["a", "b"])
+        chk = c.scene_check("py-scene", 0.5, q, first_only=True)
+        self.assertTrue(chk["violates"])
+        self.assertEqual(len(chk["pairs"]), 1)
+        r3 = c.scene_remove("py-scene", ["a", "zz"])
+        self.assertEqual(r3["removed"], 1)
+        r4 = c.scene_replace("py-scene", {"c": sphere(5, 5, 5, 1)})
+        self.assertEqual(sorted(c.scene_get("py-scene")["shapes"]), ["c"])
+        r5 = c.scene_delete("py-scene")
+        self.assertTrue(r5["deleted"])
+        self.assertGreater(r5["revision"], r4["revision"])
+
+    def test_models_urdf_and_checks(self) -> None:
+        c = self.client()
+        r = c.model_put("py-frames", links=[{"id": "l", "frame": 0, "shape": sphere(0, 0, 0, 0.1)}])
+        self.assertEqual(r["model"], "py-frames")
+        self.assertEqual(c.model_get("py-frames")["frames"], 1)
+        self.assertIn("py-frames", [m["model"] for m in c.model_list()["models"]])
+        self.assertTrue(c.model_delete("py-frames")["deleted"])
+        arm = c.load_urdf("py-arm", ARM_URDF, ARM_SRDF)
+        self.assertEqual(arm["model"], "py-arm")
+        info = c.model_get("py-arm")
+        self.assertTrue(info["kinematic"])
+        dof = len(info["joints"])
+        self.assertEqual(dof, 8)  # tests/data/arm7.urdf: 7 arm joints and a gripper finger
+        fk = c.model_fk("py-arm", [0.0] * dof)
+        self.assertIn(info["root"], fk["links"])
+        c.scene_create("py-world", {"far": sphere(50, 50, 50, 0.1),
+                                    "wall": {"capsule": {"a": [0.6, -1, 0], "b": [0.6, 1, 0],
+                                                         "radius": 0.05}}})
+        ok = c.check("py-arm", scene="py-world", joints=[0.0] * dof)
+        self.assertIn("valid", ok)
+        q = [[0.1 * k] * dof for k in range(5)]
+        batch = c.check_batch("py-arm", scene="py-world", joints=q, report="first")
+        self.assertEqual(len(batch["results"]), 5)
+        # The batch agrees with one check per configuration.
+        for qk, res in zip(q, batch["results"]):
+            self.assertEqual(res["valid"], c.check("py-arm", scene="py-world", joints=qk,
+                                                   report="first")["valid"])
+        motion = c.check_motion("py-arm", [[0.0] * dof, [0.2] * dof], scene="py-world",
+                                resolution=0.01)
+        cert = c.check_motion("py-arm", [[0.0] * dof, [0.2] * dof], scene="py-world",
+                              mode="certified")
+        self.assertIn("valid", motion)
+        self.assertIn("valid", cert)
+
+    @unittest.skipUnless(numpy is not None, "numpy is not installed")
+    def test_numpy_and_lists_give_the_same_replies(self) -> None:
+        c = self.client()
+        c.load_urdf("py-arm-np", ARM_URDF, ARM_SRDF)
+        dof = len(c.model_get("py-arm-np")["joints"])
+        q = numpy.linspace(-1.0, 1.0, 10 * dof).reshape(10, dof)
+        a = c.check_batch("py-arm-np", joints=q, report="closest")
+        b = c.check_batch("py-arm-np", joints=q.tolist(), report="closest")
+        self.assertEqual(a, b)
+        m1 = c.check_motion("py-arm-np", q[:3])
+        m2 = c.check_motion("py-arm-np", q[:3].tolist())
+        self.assertEqual(m1, m2)
+        self.assertEqual(c.check("py-arm-np", joints=q[0]), c.check("py-arm-np", joints=list(q[0])))
+        self.assertEqual(c.model_fk("py-arm-np", numpy.float64(0.5) * numpy.ones(dof)),
+                         c.model_fk("py-arm-np", [0.5] * dof))
+
+    def test_array_like_without_numpy(self) -> None:
+        # Anything with tolist() goes, so numpy is optional.
+        class Arr:
+            def __init__(self, v):
+                self.v = v
+
+            def tolist(self):
+                return self.v
+
+        c = self.client()
+        self.assertEqual(c.distance(sphere(0, 0, 0, 1), {"sphere": {"center": Arr([3, 0, 0]),
+                                                                    "radius": 1}})["distance"], 1)
+
+    def test_errors_carry_code_message_path_and_data(self) -> None:
+        c = self.client()
+        with self.assertRaises(repose.NotFound) as e:
+            c.scene_get("py-nope")
+        self.assertEqual(e.exception.code, -32001)
+        self.assertEqual(e.exception.data["kind"], "scene")
+        rev = c.scene_create("py-err")["revision"]
+        with self.assertRaises(repose.AlreadyExists):
+            c.scene_create("py-err")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_put("py-err", {"x": sphere(0, 0, 0, -1)})
+        self.assertEqual(e.exception.path, "params.shapes.x.sphere.radius")
+        self.assertIn("params.shapes.x.sphere.radius", str(e.exception))
+        with self.assertRaises(repose.RevisionConflict) as e:
+            c.scene_put("py-err", {"x": sphere(0, 0, 0, 1)}, if_revision=rev + 1000)
+        self.assertEqual(e.exception.data["actual"], rev)
+        with self.assertRaises(repose.MethodNotFound):
+            c.call("py.nope")
+        with self.assertRaises(ValueError):
+            c.distance(sphere(0, 0, 0, math.nan), sphere(1, 0, 0, 1))
+        # Raw lines for what the client itself never sends.
+        c._conn.send(b"{not json\n")
+        with self.assertRaises(repose.ParseError) as e:
+            c._reply(-1)
+        self.assertIn("offset", e.exception.data)
+        c._conn.send(b'{"jsonrpc":"2.0","id":999,"method":"ping","extra":1}\n')
+        with self.assertRaises(repose.InvalidRequest):
+            msg = c._reply(999)
+            raise repose.errors.error_from_reply(msg["error"])
+        self.assertEqual(c.ping(), {"pong": True})  # the connection is still fine
+        with self.assertRaises(repose.ConnectionLost):
+            repose.Client(os.path.join(self.d.dir, "missing.sock"))
+        self.assertTrue(issubclass(repose.ConnectionLost, OSError))
+        self.assertTrue(issubclass(repose.InternalError, repose.ReposeError))
+        self.assertTrue(issubclass(repose.StorageError, repose.ReposeError))
+
+    def test_pipelined_replies_come_in_order(self) -> None:
+        c = self.client()
+        c.scene_create("py-pipe")
+        with c.pipeline() as p:
+            puts = [p.scene_put("py-pipe", {f"s{k}": sphere(k, 0, 0, 0.1)}) for k in range(50)]
+            got = p.scene_get("py-pipe")
+        revs = [x.result()["revision"] for x in puts]
+        self.assertEqual(revs, sorted(revs))
+        self.assertEqual(len(set(revs)), 50)
+        self.assertEqual(got.result()["revision"], revs[-1])
+        self.assertEqual(len(got.result()["shapes"]), 50)
+        with self.assertRaises(repose.NotFound):
+            with c.pipeline() as p:
+                a = p.ping()
+                b = p.scene_get("py-missing")
+                cc = p.ping()
+        self.assertEqual(a.result(), {"pong": True})
+        self.assertIsInstance(b.error, repose.NotFound)
+        self.assertEqual(cc.result(), {"pong": True})
+        with c.pipeline(raise_errors=False) as p:
+            b = p.scene_get("py-missing")
+        with self.assertRaises(repose.NotFound):
+            b.result()
+
+    def test_watch_delivers_changes_in_order_and_ends(self) -> None:
+        c = self.client()
+        start = c.scene_create("py-watched")["revision"]
+        with c.watch("py-watched", timeout=10) as w:
+            self.assertEqual(w.revision, start)
+            revs = [c.scene_put("py-watched", {f"w{k}": sphere(k, 0, 0, 0.2)})["revision"]
+                    for k in range(20)]
+            c.scene_remove("py-watched", ["w0"])
+            got = [next(w) for _ in range(21)]
+            self.assertEqual([n.params["revision"] for n in got[:20]], revs)
+            self.assertTrue(all(n.method == "scene.changed" for n in got))
+            self.assertEqual(got[3].params["put"], {"w3": sphere(3, 0, 0, 0.2)})
+            self.assertEqual(got[20].params["removed"], ["w0"])
+            self.assertEqual(c.stats()["watches"], 1)
+        # Closing the watch's connection ends it.
+        for _ in range(200):
+            if c.stats()["watches"] == 0:
+                break
+            time.sleep(0.01)
+        self.assertEqual(c.stats()["watches"], 0)
+        # since replays; a deletion ends the iteration.
+        w = c.watch("py-watched", since=revs[9], timeout=10)
+        self.addCleanup(w.close)
+        c.scene_delete("py-watched")
+        seen = list(w)
+        self.assertEqual([n.params["revision"] for n in seen[:11]], revs[10:] + [seen[10].params["revision"]])
+        self.assertEqual(seen[-1].method, "scene.deleted")
+
+    def test_a_reply_that_breaks_the_protocol(self) -> None:
+        path = os.path.join(self.d.dir, "fake.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+
+        def serve():
+            conn, _ = srv.accept()
+            conn.recv(1024)
+            conn.sendall(b"this is not json\n")
+            conn.close()
+
+        t = threading.Thread(target=serve)
+        t.start()
+        with repose.Client(path, timeout=5) as c:
+            with self.assertRaises(repose.ProtocolError):
+                c.ping()
+        t.join()
+        srv.close()
+
+    def test_python_m_repose_ping(self) -> None:
+        out = subprocess.run([sys.executable, "-m", "repose", "--unix", self.d.sock, "ping"],
+                             capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout), {"pong": True})
+        out = subprocess.run([sys.executable, "-m", "repose", "--unix", self.d.sock, "scene.get",
+                              '{"scene":"py-none"}'], capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("error -32001", out.stderr)
+
+
+class TcpAuthTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.tmp = tempfile.mkdtemp(prefix="repose-py-tok-")
+        cls.token = "py-token-" + str(os.getpid())
+        path = os.path.join(cls.tmp, "token")
+        with open(path, "w") as f:
+            f.write(cls.token + "\n")
+        os.chmod(path, 0o600)
+        cls.d = Daemon("--token-file", path, "--max-shapes", "3")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        assert cls.d.stop() == 0
+
+    def test_tcp_with_the_token(self) -> None:
+        with repose.Client(host="127.0.0.1", port=self.d.port, token=self.token) as c:
+            self.assertEqual(c.scene_list(), {"scenes": []})
+            with self.assertRaises(repose.LimitExceeded) as e:
+                c.scene_create("py-big", {f"s{k}": sphere(k, 0, 0, 0.1) for k in range(4)})
+            self.assertEqual(e.exception.data["limit"], "max_shapes_per_scene")
+
+    def test_tcp_without_or_with_a_wrong_token(self) -> None:
+        with repose.Client(host="127.0.0.1", port=self.d.port) as c:
+            with self.assertRaises(repose.Unauthorized):
+                c.scene_list()
+        with self.assertRaises(repose.Unauthorized):
+            repose.Client(host="127.0.0.1", port=self.d.port, token="wrong")
+
+    def test_shutting_down_refuses_mutations(self) -> None:
+        # A heavy batch runs on a worker while SIGTERM arrives; the mutation
+        # queued behind it is then refused with -32006.
+        d = Daemon()
+        try:
+            with repose.Client(d.sock) as c:
+                c.load_urdf("arm", ARM_URDF, ARM_SRDF)
+                dof = len(c.model_get("arm")["joints"])
+                c.scene_create("world", {f"s{k}": sphere(0.3 + k % 10 * 0.05, k // 10 * 0.05 - 2.5,
+                                                         0.4, 0.02) for k in range(1000)})
+                q = [[(k % 97) * 0.01 - 0.5] * dof for k in range(20000)]
+                c._conn.send(repose.encode_request(1001, "check.batch",
+                                                   {"model": "arm", "scene": "world", "joints": q})
+                             + repose.encode_request(1002, "scene.create", {"scene": "late"}))
+                time.sleep(0.05)
+                d.proc.send_signal(signal.SIGTERM)
+                self.assertIn("result", c._reply(1001))
+                err = repose.errors.error_from_reply(c._reply(1002)["error"])
+                self.assertIsInstance(err, repose.ShuttingDown)
+                self.assertEqual(err.code, -32006)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
