@@ -235,7 +235,8 @@ class Watch:
 class Client(Methods):
     """A connection to reposed.
 
-    ``Client()`` connects to the Unix socket /tmp/reposed.sock;
+    ``Client()`` connects to the Unix socket $REPOSE_SOCKET, else
+    /tmp/reposed.sock;
     ``Client(unix=PATH)`` to another; ``Client(host="127.0.0.1", port=7411,
     token="...")`` over TCP (the token, when given, is sent with ``auth``
     first).  ``timeout`` (seconds, None: wait for ever) bounds each reply.

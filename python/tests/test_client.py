@@ -292,6 +292,28 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([n.params["revision"] for n in seen[:11]], revs[10:] + [seen[10].params["revision"]])
         self.assertEqual(seen[-1].method, "scene.deleted")
 
+    def test_the_readme_python_examples_run_verbatim(self) -> None:
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        section = text.split("\n## From Python\n", 1)[1].split("\n## ", 1)[0]
+        blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+        self.assertEqual(len(blocks), 2)
+        old_env, old_cwd = os.environ.get("REPOSE_SOCKET"), os.getcwd()
+        os.environ["REPOSE_SOCKET"] = self.d.sock  # what Client() connects to
+        os.chdir(ROOT)
+        try:
+            scope: dict = {}
+            for b in blocks:
+                exec(compile(b, "README.md", "exec"), scope)
+            self.assertIn("valid", scope["edge"])
+            scope["c"].close()
+        finally:
+            os.chdir(old_cwd)
+            if old_env is None:
+                del os.environ["REPOSE_SOCKET"]
+            else:
+                os.environ["REPOSE_SOCKET"] = old_env
+
     def test_a_reply_that_breaks_the_protocol(self) -> None:
         path = os.path.join(self.d.dir, "fake.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
