@@ -314,6 +314,16 @@ class ClientTest(unittest.TestCase):
             else:
                 os.environ["REPOSE_SOCKET"] = old_env
 
+    def test_the_rrt_connect_example_plans_around_the_post(self) -> None:
+        for mode in ("discrete", "certified"):
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "rrt_connect.py"),
+                                  "--unix", self.d.sock, "--mode", mode, "--seed", "2"],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertIn("blocked by the post", out.stdout)
+            self.assertRegex(out.stdout, r"fine discrete check of the plan \(resolution 1e-3, "
+                                         r"\d+ states\): valid")
+
     def test_a_reply_that_breaks_the_protocol(self) -> None:
         path = os.path.join(self.d.dir, "fake.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
