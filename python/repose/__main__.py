@@ -3,6 +3,9 @@
 Calls one method and prints its result as JSON (exit 0), or the error on
 stderr (exit 1; 3 when the daemon cannot be reached).  ``python -m repose
 ping`` is the smoke test: it prints ``{"pong": true}``.
+
+``python -m repose export SCENE [--model M [--joints J]] -o FILE.glb`` writes
+the scene (and the robot at joint vector J) as glTF 2.0 binary.
 """
 
 from __future__ import annotations
@@ -15,7 +18,52 @@ from typing import List, Optional
 from . import Client, ConnectionLost, ReposeError
 
 
+def export_main(argv: List[str]) -> int:
+    """python -m repose export SCENE [--model M [--joints J]] -o FILE.glb"""
+    from .gltf import export
+
+    ap = argparse.ArgumentParser(prog="python -m repose export",
+                                 description="Write a scene (and a robot posed at a joint vector) "
+                                             "as glTF 2.0 binary (.glb).")
+    ap.add_argument("scene")
+    ap.add_argument("--model", help="a kinematic model to draw too")
+    ap.add_argument("--joints", help="its joint vector as JSON (default: default positions)")
+    ap.add_argument("-o", "--output", required=True, help="the .glb file to write")
+    ap.add_argument("--unix")
+    ap.add_argument("--host")
+    ap.add_argument("--port", type=int, default=7411)
+    ap.add_argument("--token-file")
+    a = ap.parse_args(argv)
+    joints = None
+    if a.joints is not None:
+        try:
+            joints = json.loads(a.joints)
+        except ValueError as e:
+            print(f"python -m repose export: --joints is not JSON: {e}", file=sys.stderr)
+            return 2
+    token = None
+    if a.token_file:
+        with open(a.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+    try:
+        with Client(a.unix, host=a.host, port=a.port, token=token) as c:
+            data = export(c, a.scene, a.model, joints)
+    except ConnectionLost as e:
+        print(f"python -m repose export: {e}", file=sys.stderr)
+        return 3
+    except (ReposeError, ValueError) as e:
+        print(f"python -m repose export: {e}", file=sys.stderr)
+        return 1
+    with open(a.output, "wb") as f:
+        f.write(data)
+    print(f"wrote {a.output} ({len(data)} bytes)")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["export"]:
+        return export_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m repose",
                                  description="Call one reposed method and print its result.")
     ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
