@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   python3-numpy python3-venv python3-pip python3-setuptools # the Python client (python/)
+  libompl-dev # examples/ompl (built only when found)
   clang libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
 
 missing=()
