@@ -7,6 +7,7 @@ import collections
 import json
 import math
 import os
+import select
 import socket
 from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
@@ -82,6 +83,38 @@ class _Conn:
             self.sock.sendall(data)
         except OSError as e:
             raise ConnectionLost(f"send to {self.where}: {e.strerror or e}") from None
+
+    def send_reading(self, data: bytes) -> None:
+        """Sends data while keeping what arrives meanwhile: the daemon stops
+        reading a connection whose replies pile up unread, so a long
+        pipeline sent without reading would never finish."""
+        view = memoryview(data)
+        self.sock.setblocking(False)
+        try:
+            while view:
+                r, w, _ = select.select([self.sock], [self.sock], [], self.timeout)
+                if not r and not w:
+                    raise ConnectionLost(f"{self.where} took nothing for {self.timeout} s")
+                if r:
+                    try:
+                        chunk = self.sock.recv(1 << 16)
+                    except BlockingIOError:
+                        chunk = None
+                    except OSError as e:
+                        raise ConnectionLost(f"receive from {self.where}: {e.strerror or e}") from None
+                    if chunk == b"":
+                        raise ConnectionLost(f"{self.where} closed the connection")
+                    if chunk:
+                        self.buf += chunk
+                if w:
+                    try:
+                        view = view[self.sock.send(view[:1 << 16]):]
+                    except BlockingIOError:
+                        pass
+                    except OSError as e:
+                        raise ConnectionLost(f"send to {self.where}: {e.strerror or e}") from None
+        finally:
+            self.sock.settimeout(self.timeout)
 
     def line(self, timeout: Any = "default") -> Optional[bytes]:
         """The next line (without its newline); None when `timeout` (seconds)
@@ -177,7 +210,7 @@ class Pipeline(Methods):
     def send(self) -> List[Pending]:
         """Sends the queued calls and reads their replies (the with-block does it)."""
         calls, self._calls = self._calls, []
-        self._client._conn.send(b"".join(c[0] for c in calls))
+        self._client._conn.send_reading(b"".join(c[0] for c in calls))
         first: Optional[ReposeError] = None
         for _, rid, p in calls:
             msg = self._client._reply(rid)
@@ -201,7 +234,11 @@ class Watch:
     def __init__(self, client: "Client", scene: str, since: Optional[int],
                  timeout: Optional[float]) -> None:
         self._client = client.clone(timeout=None)
-        r = self._client.scene_watch(scene, since)
+        try:
+            r = self._client.scene_watch(scene, since)
+        except BaseException:
+            self._client.close()
+            raise
         self.scene: str = r["scene"]
         self.revision: int = r["revision"]
         self.id: int = r["watch"]
@@ -240,7 +277,8 @@ class Client(Methods):
     ``Client(unix=PATH)`` to another; ``Client(host="127.0.0.1", port=7411,
     token="...")`` over TCP (the token, when given, is sent with ``auth``
     first).  ``timeout`` (seconds, None: wait for ever) bounds each reply.
-    Use it as a context manager, or call :meth:`close`.  Every protocol
+    Use it as a context manager, or call :meth:`close`; one thread at a
+    time (give each thread its own Client).  Every protocol
     method is a method here (``scene.put`` is :meth:`scene_put`) that returns
     the decoded ``result`` or raises a :class:`ReposeError` subclass.
     """

@@ -264,6 +264,19 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(repose.NotFound):
             b.result()
 
+    def test_a_long_pipeline_does_not_deadlock_on_back_pressure(self) -> None:
+        # The daemon stops reading while 64 KiB of replies wait unread; the
+        # pipeline's requests (about 400 KB) outgrow the socket buffers.
+        d = Daemon("--write-pause-bytes", "65536", "--write-kill-bytes", "16777216")
+        try:
+            with repose.Client(d.sock, timeout=30) as c:
+                c.scene_create("big", {f"s{k}": sphere(k, 0, 0, 0.5) for k in range(10)})
+                with c.pipeline() as p:
+                    got = [p.scene_get("big") for _ in range(6000)]
+                self.assertEqual(len(got[-1].result()["shapes"]), 10)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_watch_delivers_changes_in_order_and_ends(self) -> None:
         c = self.client()
         start = c.scene_create("py-watched")["revision"]
