@@ -264,6 +264,23 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(repose.NotFound):
             b.result()
 
+    def test_low_level_watch_and_unwatch_on_one_connection(self) -> None:
+        c = self.client()
+        other = self.client()
+        c.scene_create("py-low")
+        w = c.scene_watch("py-low")["watch"]
+        rev = other.scene_put("py-low", {"a": sphere(0, 0, 0, 1)})["revision"]
+        # A reply on this connection may come first; the notification is queued.
+        self.assertEqual(c.ping(), {"pong": True})
+        n = c.next_notification(timeout=10)
+        self.assertEqual((n.method, n.params["watch"], n.params["revision"]),
+                         ("scene.changed", w, rev))
+        self.assertEqual(c.scene_unwatch(w), {"watch": w, "unwatched": True})
+        other.scene_put("py-low", {"b": sphere(1, 0, 0, 1)})
+        self.assertIsNone(c.next_notification(timeout=0.2))
+        with self.assertRaises(repose.NotFound):
+            c.scene_unwatch(w)
+
     def test_a_long_pipeline_does_not_deadlock_on_back_pressure(self) -> None:
         # The daemon stops reading while 64 KiB of replies wait unread; the
         # pipeline's requests (about 400 KB) outgrow the socket buffers.
