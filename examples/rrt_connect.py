@@ -2,8 +2,8 @@
 """RRT-Connect in pure Python, with reposed doing every collision check.
 
 Plans the test arm (tests/data/arm7.urdf, 8 joints) from one side of a post
-to the other: the straight joint-space line hits the post, so the planner
-has to go around it.  Each tree edge is checked with one check.motion
+to the other, under a lamp and in front of a shelf: the straight joint-space
+line hits the post, so the planner has to go around it.  Each tree edge is checked with one check.motion
 request (the daemon interpolates, samples or proves the segment); the plan
 found is shortcut, then checked again with a fine discrete check.motion
 (resolution 1e-3) before it is printed.  Exit 0 with a valid plan, 1 if no
@@ -34,7 +34,12 @@ except ImportError:
 Q = List[float]
 START = [1.2, 0.6, 0.0, -1.2, 0.0, 1.8, 0.785, 0.02]
 GOAL = [-1.2, 0.6, 0.0, -1.2, 0.0, 1.8, 0.785, 0.02]
-POST = {"capsule": {"a": [0.65, 0.0, 0.0], "b": [0.65, 0.0, 0.7], "radius": 0.1}}
+# A post in front of the arm, a lamp above it and a shelf behind.
+CELL = {
+    "post": {"capsule": {"a": [0.65, 0.0, 0.0], "b": [0.65, 0.0, 0.7], "radius": 0.1}},
+    "lamp": {"sphere": {"center": [0.45, 0.0, 0.95], "radius": 0.12}},
+    "shelf": {"capsule": {"a": [-0.2, 0.55, 0.75], "b": [-0.2, -0.55, 0.75], "radius": 0.04}},
+}
 
 
 class Planner:
@@ -137,7 +142,7 @@ def main() -> int:
     with c:
         c.load_urdf("rrt-arm", os.path.join(ROOT, "tests/data/arm7.urdf"),
                     os.path.join(ROOT, "tests/data/arm7.srdf"))
-        c.scene_replace("rrt-cell", {"post": POST}, create=True)
+        c.scene_replace("rrt-cell", CELL, create=True)
         p = Planner(c, "rrt-arm", "rrt-cell", args.mode, args.step, random.Random(args.seed))
         straight = p.edge_ok(START, GOAL)
         print(f"straight line start -> goal: {'free' if straight else 'blocked by the post'}")

@@ -1,8 +1,8 @@
 // OMPL's RRTConnect planning the test arm (tests/data/arm7.urdf) around a
-// post, with every collision check done by reposed through the C client:
-// a StateValidityChecker that sends `check` with joints, and a
-// MotionValidator that sends `check.motion` (discrete or certified) for
-// each edge OMPL wants checked.  The plan is then checked once more with a
+// post (under a lamp, in front of a shelf), with every collision check done
+// by reposed through the C client: a StateValidityChecker that sends
+// `check` with joints, and a MotionValidator that sends `check.motion`
+// (discrete or certified) for each edge OMPL wants checked.  The plan is then checked once more with a
 // fine discrete check.motion (resolution 1e-3), and the validity calls this
 // program counted are compared with the daemon's own request counts
 // (`stats`).  Exit 0 when the plan is valid and the counts agree, 1
@@ -253,8 +253,13 @@ int main(int argc, char **argv)
     if (rp_client_model_put_urdf(c, kModel, urdf.c_str(), srdf.c_str(), nullptr, &err) !=
         RP_CLIENT_OK)
         die("model.put", err);
-    const char *cell = "{\"scene\":\"ompl-cell\",\"create\":true,\"shapes\":{\"post\":{\"capsule\":"
-                       "{\"a\":[0.65,0,0],\"b\":[0.65,0,0.7],\"radius\":0.1}}}}";
+    // A post in front of the arm, a lamp above it and a shelf behind (the
+    // scene of examples/rrt_connect.py).
+    const char *cell =
+        "{\"scene\":\"ompl-cell\",\"create\":true,\"shapes\":{"
+        "\"post\":{\"capsule\":{\"a\":[0.65,0,0],\"b\":[0.65,0,0.7],\"radius\":0.1}},"
+        "\"lamp\":{\"sphere\":{\"center\":[0.45,0,0.95],\"radius\":0.12}},"
+        "\"shelf\":{\"capsule\":{\"a\":[-0.2,0.55,0.75],\"b\":[-0.2,-0.55,0.75],\"radius\":0.04}}}}";
     if (rp_client_call(c, "scene.replace", cell, nullptr, &err) != RP_CLIENT_OK)
         die("scene.replace", err);
 
