@@ -18,6 +18,22 @@ from typing import List, Optional
 from . import Client, ConnectionLost, ReposeError
 
 
+def _add_connection_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
+    ap.add_argument("--host", help="TCP host (then --port, default 7411)")
+    ap.add_argument("--port", type=int, default=7411)
+    ap.add_argument("--token-file", help="file holding the auth token (TCP)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per reply (default 30)")
+
+
+def _client(a: argparse.Namespace) -> Client:
+    token = None
+    if a.token_file:
+        with open(a.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+    return Client(a.unix, host=a.host, port=a.port, token=token, timeout=a.timeout)
+
+
 def export_main(argv: List[str]) -> int:
     """python -m repose export SCENE [--model M [--joints J]] -o FILE.glb"""
     from .gltf import export
@@ -29,10 +45,7 @@ def export_main(argv: List[str]) -> int:
     ap.add_argument("--model", help="a kinematic model to draw too")
     ap.add_argument("--joints", help="its joint vector as JSON (default: default positions)")
     ap.add_argument("-o", "--output", required=True, help="the .glb file to write")
-    ap.add_argument("--unix")
-    ap.add_argument("--host")
-    ap.add_argument("--port", type=int, default=7411)
-    ap.add_argument("--token-file")
+    _add_connection_args(ap)
     a = ap.parse_args(argv)
     joints = None
     if a.joints is not None:
@@ -41,12 +54,8 @@ def export_main(argv: List[str]) -> int:
         except ValueError as e:
             print(f"python -m repose export: --joints is not JSON: {e}", file=sys.stderr)
             return 2
-    token = None
-    if a.token_file:
-        with open(a.token_file, encoding="utf-8") as f:
-            token = f.read().strip()
     try:
-        with Client(a.unix, host=a.host, port=a.port, token=token) as c:
+        with _client(a) as c:
             data = export(c, a.scene, a.model, joints)
     except ConnectionLost as e:
         print(f"python -m repose export: {e}", file=sys.stderr)
@@ -66,11 +75,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return export_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m repose",
                                  description="Call one reposed method and print its result.")
-    ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
-    ap.add_argument("--host", help="TCP host (then --port, default 7411)")
-    ap.add_argument("--port", type=int, default=7411)
-    ap.add_argument("--token-file", help="file holding the auth token (TCP)")
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per reply (default 30)")
+    _add_connection_args(ap)
     ap.add_argument("method", help="a protocol method, e.g. ping, scene.list, scene.get")
     ap.add_argument("params", nargs="?", help="params as a JSON object")
     a = ap.parse_args(argv)
@@ -84,12 +89,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not isinstance(params, dict):
             print("python -m repose: PARAMS must be a JSON object", file=sys.stderr)
             return 2
-    token = None
-    if a.token_file:
-        with open(a.token_file, encoding="utf-8") as f:
-            token = f.read().strip()
     try:
-        with Client(a.unix, host=a.host, port=a.port, token=token, timeout=a.timeout) as c:
+        with _client(a) as c:
             result = c.call(a.method, params)
     except ConnectionLost as e:
         print(f"python -m repose: {e}", file=sys.stderr)
