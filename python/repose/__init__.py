@@ -11,7 +11,8 @@ errors are :class:`ReposeError` subclasses.  Standard library only; numpy
 arrays are accepted wherever the protocol takes numbers.
 """
 
-from .client import Client, Notification, Pending, Pipeline, Watch, encode_request
+from .client import Client, Notification, Pending, Pipeline, Watch
+from .wire import RawJSON, encode_request, number_rows
 from .errors import (AlreadyExists, ConnectionLost, InternalError, InvalidParams, InvalidRequest,
                      LimitExceeded, MethodNotFound, NotFound, ParseError, ProtocolError,
                      ReposeError, RevisionConflict, ShuttingDown, StorageError, Unauthorized)
@@ -19,7 +20,8 @@ from .errors import (AlreadyExists, ConnectionLost, InternalError, InvalidParams
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Notification", "Pending", "Pipeline", "Watch", "encode_request",
+    "Client", "Notification", "Pending", "Pipeline", "Watch", "encode_request", "RawJSON",
+    "number_rows",
     "ReposeError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
     "InternalError", "NotFound", "AlreadyExists", "RevisionConflict", "LimitExceeded",
     "Unauthorized", "ShuttingDown", "StorageError", "ConnectionLost", "ProtocolError",

@@ -13,33 +13,10 @@ from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
 from .errors import ConnectionLost, ProtocolError, ReposeError, error_from_reply
 from .methods import Methods
+from .wire import encode_request
 
 DEFAULT_UNIX = "/tmp/reposed.sock"
 DEFAULT_PORT = 7411
-
-
-def _jsonable(o: Any) -> Any:
-    """numpy arrays and scalars (or anything with tolist/item), for json.dumps."""
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (tuple, set, frozenset)):
-        return list(o)
-    raise TypeError(f"{type(o).__name__} is not JSON: give lists, dicts, numbers and strings")
-
-
-def encode_request(rid: int, method: str, params: Optional[Dict[str, Any]]) -> bytes:
-    """One request line (compact JSON and a newline).  NaN and infinities are
-    refused here, as the daemon would: JSON has no such numbers."""
-    req: Dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-    if params is not None:
-        req["params"] = params
-    try:
-        text = json.dumps(req, separators=(",", ":"), allow_nan=False, default=_jsonable)
-    except ValueError as e:
-        raise ValueError(f"{method}: {e} (JSON has no NaN or infinity)") from None
-    return text.encode("utf-8") + b"\n"
 
 
 class Notification(dict):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+from .wire import number_rows
+
 Shape = Mapping[str, Any]
 Pose = Mapping[str, Any]
 JointVector = Union[Sequence[float], Mapping[str, float], Any]  # list, dict or numpy array
@@ -181,6 +183,8 @@ class Methods:
                     report: Optional[str] = None, **options: Any) -> Any:
         """Checks many configurations: ``joints`` (a list of joint vectors, or an
         n x dof numpy array) or ``configurations``; ``results`` in order."""
+        if joints is not None:
+            joints = number_rows(joints)
         return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
                                                  configurations=configurations, base=base,
                                                  margin=margin, report=report, **options))
@@ -192,6 +196,7 @@ class Methods:
         """Checks the motion through the waypoints ``path`` (two or more joint
         vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
         ``"certified"``: ``valid`` and, when not, where it first fails."""
+        path = number_rows(path)
         return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
                                                   resolution=resolution, tolerance=tolerance,
                                                   earliest=earliest, margin=margin, **options))

@@ -191,6 +191,30 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.model_fk("py-arm-np", numpy.float64(0.5) * numpy.ones(dof)),
                          c.model_fk("py-arm-np", [0.5] * dof))
 
+    def test_number_tables_are_sent_exactly(self) -> None:
+        import random as _random
+        rng = _random.Random(3)
+        rows = [[rng.uniform(-3, 3) for _ in range(8)] for _ in range(200)]
+        rows.append([0, -0.0, 1e-300, 5e-324, 1.7976931348623157e308, 2 ** 60, 0.1, -2.5])
+        line = repose.encode_request(1, "check.batch", {"model": "m",
+                                                         "joints": repose.number_rows(rows)})
+        # Numbers as the daemon reads them: every one a double.
+        back = json.loads(line, parse_int=float)["params"]["joints"]
+        for r, b in zip(rows, back):
+            for x, y in zip(r, b):
+                self.assertEqual(float(x), y)
+                self.assertEqual(math.copysign(1, x), math.copysign(1, y))
+        with self.assertRaises(ValueError):
+            repose.number_rows([[0.0, math.inf]])
+        c = self.client()
+        c.load_urdf("py-arm-rows", ARM_URDF, ARM_SRDF)
+        with self.assertRaises(ValueError):
+            c.check_batch("py-arm-rows", joints=[[math.nan] * 8])
+        # Rows that are not lists of numbers go as they are (joint names here).
+        named = [{"arm7_joint1": 0.5}, {"arm7_joint2": -0.3}]
+        self.assertIs(repose.number_rows(named), named)
+        self.assertEqual(len(c.check_batch("py-arm-rows", joints=named)["results"]), 2)
+
     def test_array_like_without_numpy(self) -> None:
         # Anything with tolist() goes, so numpy is optional.
         class Arr:
