@@ -39,12 +39,16 @@ def number_rows(rows: Any) -> Any:
         if not isinstance(rows, (list, tuple)):
             return rows
         parts = []
+        fmts: Dict[int, str] = {}  # one format per row length: one % per row
         for r in rows:
             if hasattr(r, "tolist"):
                 r = r.tolist()
             if not isinstance(r, (list, tuple)):
                 return rows
-            parts.append(",".join(["%.17g" % x for x in r]))
+            fmt = fmts.get(len(r))
+            if fmt is None:
+                fmt = fmts[len(r)] = ",".join(["%.17g"] * len(r))
+            parts.append(fmt % tuple(r))
     except TypeError:  # not numbers
         return rows
     text = "[[" + "],[".join(parts) + "]]" if parts else "[]"
