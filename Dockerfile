@@ -42,7 +42,7 @@ COPY cmake ./cmake
 COPY include ./include
 COPY src ./src
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
-          -DREPOSE_BUILD_TESTS=OFF -DREPOSE_BUILD_BENCH=OFF \
+          -DREPOSE_BUILD_TESTS=OFF -DREPOSE_BUILD_BENCH=OFF -DREPOSE_BUILD_EXAMPLES=OFF \
  && cmake --build build -j"$(nproc)" \
  && cmake --install build --prefix /opt/repose --strip
 # Stage the two programs and those of repose's own shared libraries they load
