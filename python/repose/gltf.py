@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 Vec = Tuple[float, float, float]
 Mesh = Tuple[List[Vec], List[Vec], List[int]]  # positions, normals, triangle indices

@@ -12,7 +12,7 @@ and batches may be lists or numpy arrays.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
 
 from .wire import number_rows
 
