@@ -29,10 +29,10 @@ class ReposeError(Exception):
         self.data = data
         path = data.get("path") if isinstance(data, dict) else None
         self.path: Optional[str] = path if isinstance(path, str) else None
-        text = f"{message} (code {code}"
-        if self.path:
-            text += f", at {self.path}"
-        super().__init__(text + ")")
+        text = message
+        if code:  # an error reply (the transport's own errors have no code)
+            text += f" (code {code}" + (f", at {self.path})" if self.path else ")")
+        super().__init__(text)
 
 
 class ParseError(ReposeError):
