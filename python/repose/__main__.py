@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from . import Client, ConnectionLost, ReposeError
 
@@ -24,6 +24,14 @@ def _add_connection_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--port", type=int, default=7411)
     ap.add_argument("--token-file", help="file holding the auth token (TCP)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per reply (default 30)")
+
+
+def _json_arg(text: str) -> Any:
+    """An argument given as JSON (argparse reports a bad one and exits 2)."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
 
 
 def _client(a: argparse.Namespace) -> Client:
@@ -43,20 +51,14 @@ def export_main(argv: List[str]) -> int:
                                              "as glTF 2.0 binary (.glb).")
     ap.add_argument("scene")
     ap.add_argument("--model", help="a kinematic model to draw too")
-    ap.add_argument("--joints", help="its joint vector as JSON (default: default positions)")
+    ap.add_argument("--joints", type=_json_arg,
+                    help="its joint vector as JSON (default: default positions)")
     ap.add_argument("-o", "--output", required=True, help="the .glb file to write")
     _add_connection_args(ap)
     a = ap.parse_args(argv)
-    joints = None
-    if a.joints is not None:
-        try:
-            joints = json.loads(a.joints)
-        except ValueError as e:
-            print(f"python -m repose export: --joints is not JSON: {e}", file=sys.stderr)
-            return 2
     try:
         with _client(a) as c:
-            data = export(c, a.scene, a.model, joints)
+            data = export(c, a.scene, a.model, a.joints)
     except ConnectionLost as e:
         print(f"python -m repose export: {e}", file=sys.stderr)
         return 3
@@ -77,18 +79,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  description="Call one reposed method and print its result.")
     _add_connection_args(ap)
     ap.add_argument("method", help="a protocol method, e.g. ping, scene.list, scene.get")
-    ap.add_argument("params", nargs="?", help="params as a JSON object")
+    ap.add_argument("params", nargs="?", type=_json_arg, help="params as a JSON object")
     a = ap.parse_args(argv)
-    params = None
-    if a.params is not None:
-        try:
-            params = json.loads(a.params)
-        except ValueError as e:
-            print(f"python -m repose: PARAMS is not JSON: {e}", file=sys.stderr)
-            return 2
-        if not isinstance(params, dict):
-            print("python -m repose: PARAMS must be a JSON object", file=sys.stderr)
-            return 2
+    params = a.params
+    if params is not None and not isinstance(params, dict):
+        ap.error("argument params: must be a JSON object")
     try:
         with _client(a) as c:
             result = c.call(a.method, params)

@@ -28,8 +28,8 @@ typedef struct rpd_stats {
     uint64_t latency[RPD_LAT_BUCKETS];
     uint64_t latency_count;
     /* Tree rebuilds handed to a worker (scene.h, rp_store_rebuild_take):
-     * installed, dropped because the scene changed meanwhile, and done in
-     * place after repeated misses. */
+     * installed (a rebuild in place after repeated misses counts here too),
+     * and dropped because the scene changed meanwhile. */
     uint64_t rebuilds_installed, rebuilds_dropped;
 } rpd_stats;
 
