@@ -138,10 +138,7 @@ static inline uint32_t shape_of(uint32_t ref)
 #define MIN2(a, b) ((a) < (b) ? (a) : (b))
 #define MAX2(a, b) ((a) > (b) ? (a) : (b))
 
-typedef struct dbox {
-    double lo[3], hi[3];
-    double r; /* padded radius of the shape */
-} dbox;
+typedef rp_dbox dbox;
 
 /* A box in floats, rounded outwards, and a radius bound rounded up: the
  * first seven fields of a node. */
@@ -318,22 +315,11 @@ static inline double shape_key(const double qlo[3], const double qhi[3], double 
     return sum > 0.0 ? sum : -(qr + b.r);
 }
 
-/* Slack on squared comparisons: the boxes' inflation already keeps every
- * computed distance above the box gap; this only absorbs the rounding of
- * the squares themselves, erring towards visiting. */
-#define SQUARE_SLACK (1.0 + 8.0 * DBL_EPSILON)
+#define key_excludes rp_key_excludes_
 
-/* True when no pair below a node with this key can be below `bound` (or
- * equal to it, when ties cannot win). */
-static inline bool key_excludes(double key, double bound, bool ties_win)
+void rp_shape_dbox_(const rp_shape *s, rp_dbox *out)
 {
-    if (key > 0.0) { /* apart: every distance exceeds sqrt(key) */
-        if (bound < 0.0)
-            return true;
-        double b2 = bound * bound * SQUARE_SLACK;
-        return key > b2;
-    }
-    return key > bound || (key == bound && !ties_win);
+    *out = shape_box(s);
 }
 
 /* ---- structure edits -------------------------------------------------------------- */

@@ -139,25 +139,36 @@ static bool excl_has(const excl_set *x, size_t e)
 
 /* ---- broadphase ------------------------------------------------------------------ */
 
-/* The model's frame spheres (model_int.h) placed for one check, and lower
- * bounds of the distance between any two shapes of two slots.  Every skip
- * they allow is of pairs whose distances cannot matter (at or above the
- * margin, or not below the running minimum), and pairs are still visited
- * in the canonical order, so results equal those of the plain path bit for
- * bit.  A slot sphere encloses its shapes as placed (its radius is rounded
- * up); `slack` covers the rounding of the bound and of the kernels (16 eps
- * S, geometry.h) with a wide margin, S being the size of the robot's
- * spheres.  (A scene shape whose own coordinates are thousands of times
- * larger than the robot's reach, such as a kilometre-long capsule passing
- * by, has a kernel error beyond that slack: a distance within that error of
- * the margin may then be judged on either side of it by the two paths.) */
+/* The model's bounding balls (model_int.h) placed for one check.  Every
+ * skip they allow is of pairs whose distances cannot matter (at or above
+ * the margin, or above the running minimum), and the pairs that are
+ * evaluated are reported by the canonical order, so results equal those
+ * of the plain path bit for bit.  Balls enclose their shapes as placed
+ * (radii are rounded up), and a ball around a shape bounds its signed
+ * distance from below, penetrations included (for convex sets the signed
+ * distance only shrinks when a set grows).  `slack` covers the rounding of
+ * the bound and of the kernels (16 eps S, geometry.h) with a wide margin,
+ * S being the size of the robot's spheres.  (A scene shape whose own
+ * coordinates are thousands of times larger than the robot's reach, such
+ * as a kilometre-long capsule passing by, has a kernel error beyond that
+ * slack: a distance within that error of the margin may then be judged on
+ * either side of it by the two paths.)
+ *
+ * Shapes and their balls are placed only when a test needs them: state[k]
+ * has PLACED when w[k] holds shape k in the world, BALLED when bc[k] holds
+ * its ball's centre. */
+enum { PLACED = 1, BALLED = 2 };
+
 typedef struct bp_check {
     const rp_model *m;
     size_t slots;
     const rp_transform *tf[RP_BOUND_SLOTS]; /* slot pose: base, then frames */
     rp_vec3 wc[RP_BOUND_SLOTS];
     double size[RP_BOUND_SLOTS];            /* largest |coordinate| of the sphere */
-    double lb[RP_BOUND_SLOTS * RP_BOUND_SLOTS]; /* bp_lb, slots x slots */
+    rp_shape *w;
+    rp_vec3 *bc;
+    uint8_t *state;
+    uint32_t *scratch; /* 2 n_links */
 } bp_check;
 
 static inline rp_vec3 xf_point(const rp_transform *tf, rp_vec3 p)
@@ -184,20 +195,6 @@ static bool bp_setup(bp_check *b, const rp_model *m, const rp_transform *base,
         if (!(b->size[s] < 1e300))
             return false;
     }
-    /* Every slot pair's bound at once: a model has few slots, and a check
-     * looks at most pairs of them. */
-    for (size_t u = 0; u < b->slots; u++) {
-        b->lb[u * b->slots + u] = -INFINITY; /* never skips: shapes of one slot */
-        for (size_t v = u + 1; v < b->slots; v++) {
-            rp_vec3 d = {b->wc[u].x - b->wc[v].x, b->wc[u].y - b->wc[v].y,
-                         b->wc[u].z - b->wc[v].z};
-            double lb = sqrt(d.x * d.x + d.y * d.y + d.z * d.z) - m->bounds[u].r -
-                        m->bounds[v].r - 1e-13 * (b->size[u] + b->size[v] + 1.0);
-            if (!m->bounds[u].any || !m->bounds[v].any)
-                lb = INFINITY; /* no shape there: no pair */
-            b->lb[u * b->slots + v] = b->lb[v * b->slots + u] = lb;
-        }
-    }
     return true;
 }
 
@@ -206,50 +203,125 @@ static inline double bp_slack(const bp_check *b, size_t s, size_t t)
     return 1e-13 * (b->size[s] + b->size[t] + 1.0);
 }
 
-/* Lower bound of the signed distance between any shape of slot s and any
- * of slot t (when it is >= 0 it bounds their Euclidean distance; below 0
- * it says nothing and is never used to skip a pair below the margin). */
-static inline double bp_lb(const bp_check *b, size_t s, size_t t)
+/* Lower bound of the signed distance between any shape of slot u and any
+ * of slot v. */
+static inline double slot_lb(const bp_check *b, size_t u, size_t v)
 {
-    return b->lb[s * b->slots + t];
-}
-
-/* Lower bound of the distance from placed shape w to anything inside the
- * ball (c, r): from w's core (centre, or the nearest point of its segment)
- * to c, minus both radii; the caller subtracts the slack. */
-static double shape_ball_lb(const rp_shape *w, rp_vec3 c, double r)
-{
-    rp_vec3 p;
-    double rw;
-    if (w->kind == RP_SHAPE_CAPSULE) {
-        rp_vec3 a = w->capsule.a, d = {w->capsule.b.x - a.x, w->capsule.b.y - a.y,
-                                       w->capsule.b.z - a.z};
-        double dd = d.x * d.x + d.y * d.y + d.z * d.z;
-        double t = dd > 0 ? ((c.x - a.x) * d.x + (c.y - a.y) * d.y + (c.z - a.z) * d.z) / dd : 0;
-        t = t < 0 ? 0 : t > 1 ? 1 : t;
-        p = (rp_vec3){a.x + t * d.x, a.y + t * d.y, a.z + t * d.z};
-        rw = w->capsule.radius;
-    } else {
-        p = w->sphere.center;
-        rw = w->sphere.radius;
-    }
-    double x = p.x - c.x, y = p.y - c.y, z = p.z - c.z;
-    return sqrt(x * x + y * y + z * z) - rw - r;
+    const rp_model *m = b->m;
+    rp_vec3 d = {b->wc[u].x - b->wc[v].x, b->wc[u].y - b->wc[v].y, b->wc[u].z - b->wc[v].z};
+    return sqrt(d.x * d.x + d.y * d.y + d.z * d.z) - m->bounds[u].r - m->bounds[v].r -
+           bp_slack(b, u, v);
 }
 
 /* Shape k in the world, as rp_place_links_ computes it (same arithmetic,
  * so the same bits). */
-static inline void place_one(const bp_check *b, size_t k, rp_shape *out)
+static inline const rp_shape *placed_shape(const bp_check *b, size_t k)
 {
-    const rp_link *l = &b->m->links[k];
-    const rp_transform *tf = b->tf[l->frame + 1];
-    *out = l->shape;
-    if (l->shape.kind == RP_SHAPE_CAPSULE) {
-        out->capsule.a = xf_point(tf, l->shape.capsule.a);
-        out->capsule.b = xf_point(tf, l->shape.capsule.b);
-    } else {
-        out->sphere.center = xf_point(tf, l->shape.sphere.center);
+    if (!(b->state[k] & PLACED)) {
+        const rp_link *l = &b->m->links[k];
+        const rp_transform *tf = b->tf[l->frame + 1];
+        rp_shape *out = &b->w[k];
+        *out = l->shape;
+        if (l->shape.kind == RP_SHAPE_CAPSULE) {
+            out->capsule.a = xf_point(tf, l->shape.capsule.a);
+            out->capsule.b = xf_point(tf, l->shape.capsule.b);
+        } else {
+            out->sphere.center = xf_point(tf, l->shape.sphere.center);
+        }
+        b->state[k] |= PLACED;
     }
+    return &b->w[k];
+}
+
+static inline rp_vec3 ball_centre(const bp_check *b, size_t k)
+{
+    if (!(b->state[k] & BALLED)) {
+        b->bc[k] = xf_point(b->tf[b->m->links[k].frame + 1], b->m->balls[k].c);
+        b->state[k] |= BALLED;
+    }
+    return b->bc[k];
+}
+
+/* Lower bound of the signed distance of shapes i and j, before the slack. */
+static inline double ball_lb(const bp_check *b, size_t i, size_t j)
+{
+    rp_vec3 ci = ball_centre(b, i), cj = ball_centre(b, j);
+    double x = ci.x - cj.x, y = ci.y - cj.y, z = ci.z - cj.z;
+    return sqrt(x * x + y * y + z * z) - b->m->balls[i].r - b->m->balls[j].r;
+}
+
+/* ---- scene candidates of a slot ------------------------------------------------ */
+
+/* The scene shapes near one slot's sphere, in the order of the tree's
+ * depth-first walk, with their padded boxes: a slot's shapes are tested
+ * against its list instead of each walking the tree.  A list holds every
+ * scene shape whose distance from the slot sphere is below the threshold
+ * it was made for; since the sphere contains the slot's shapes, that
+ * includes every shape below the threshold (less the slack) from any of
+ * them.  Lists share one pool on the stack. */
+#define CAND_POOL 256
+/* A slot with more shapes near it than this lets its shapes walk the tree
+ * one by one: in a crowded region their own small boxes prune better than
+ * a list the size of the crowd. */
+#define CAND_SLOT_MAX 24
+
+typedef struct cand {
+    rp_dbox box;
+    uint32_t index;
+} cand;
+
+typedef struct cand_pool {
+    const rp_scene *sc;
+    size_t n, start;
+    bool full;
+    cand v[CAND_POOL];
+    uint32_t first[RP_BOUND_SLOTS], count[RP_BOUND_SLOTS];
+    signed char state[RP_BOUND_SLOTS]; /* -1 not made, 1 listed, 0 overflowed */
+} cand_pool;
+
+static void pool_init(cand_pool *p, const rp_scene *sc)
+{
+    p->sc = sc;
+    p->n = 0;
+    p->full = false;
+    memset(p->state, -1, sizeof p->state);
+}
+
+/* rp_scene_below_ visitor: appends the shape; stops when the slot's list
+ * or the pool is full. */
+static bool pool_add(void *ctx, size_t index, double distance)
+{
+    (void)distance;
+    cand_pool *p = ctx;
+    if (p->n == CAND_POOL || p->n - p->start == CAND_SLOT_MAX) {
+        p->full = true;
+        return false;
+    }
+    cand *c = &p->v[p->n++];
+    c->index = (uint32_t)index;
+    rp_shape_dbox_(&RP_ENTRY(p->sc, index)->shape, &c->box);
+    return true;
+}
+
+/* Makes slot s's list for threshold t (once per check); false when it
+ * overflowed (the slot's shapes then query the tree one by one). */
+static bool pool_list(cand_pool *p, const bp_check *b, size_t s, double t)
+{
+    if (p->state[s] < 0) {
+        p->start = p->n;
+        rp_shape ball = rp_shape_from_sphere((rp_sphere){b->wc[s], b->m->bounds[s].r});
+        p->full = false;
+        rp_scene_below_(p->sc, &ball, t + bp_slack(b, s, s), pool_add, p);
+        if (p->full) {
+            p->n = p->start;
+            p->state[s] = 0;
+        } else {
+            p->first[s] = (uint32_t)p->start;
+            p->count[s] = (uint32_t)(p->n - p->start);
+            p->state[s] = 1;
+        }
+    }
+    return p->state[s] > 0;
 }
 
 /* ---- report first ------------------------------------------------------------- */
@@ -327,77 +399,122 @@ static rp_status check_first(const rp_model *m, const rp_scene *sc, const rp_sha
     return RP_OK;
 }
 
+/* FIRST's scene pairs of shape i against its slot's list: the first
+ * listed shape (the tree's order) below the margin that i may not touch,
+ * as the result's one violation (*done). */
+static rp_status first_listed(const bp_check *b, const cand_pool *p, size_t s, size_t i,
+                              double margin, rp_check_result *out, bool *done)
+{
+    const rp_model *m = b->m;
+    const rp_scene *sc = p->sc;
+    excl_set x;
+    *done = false;
+    if (!excl_load(&x, m, sc, i))
+        return RP_ERR_NOMEM;
+    rp_dbox q;
+    rp_shape_dbox_(&b->w[i], &q);
+    const cand *c = &p->v[p->first[s]], *end = c + p->count[s];
+    for (; c < end; c++) {
+        if (rp_key_excludes_(rp_dbox_key_(&q, &c->box), margin, false) ||
+            (x.n && excl_has(&x, c->index)))
+            continue;
+        double d = rp_shape_signed_distance(&b->w[i], &RP_ENTRY(sc, c->index)->shape);
+        if (d < margin) {
+            free(x.heap);
+            *done = true;
+            return report_first(out, i, RP_PAIR_SCENE, c->index, d);
+        }
+    }
+    free(x.heap);
+    return RP_OK;
+}
+
+/* The shapes of slot u whose balls come within `lim` of slot v's sphere
+ * (strictly, or with `eq` also at it): the only ones of u that can form a
+ * pair with a shape of v below that bound.  Written to out; returns the
+ * count. */
+static size_t slot_survivors(bp_check *b, size_t u, size_t v, double lim, bool eq,
+                             uint32_t *out)
+{
+    const rp_model *m = b->m;
+    double rv = m->bounds[v].r + bp_slack(b, u, v);
+    rp_vec3 c = b->wc[v];
+    size_t n = 0;
+    for (uint32_t e = m->slot_first[u]; e < m->slot_first[u + 1]; e++) {
+        uint32_t k = m->slot_shapes[e];
+        rp_vec3 p = ball_centre(b, k);
+        double x = p.x - c.x, y = p.y - c.y, z = p.z - c.z;
+        double lb = sqrt(x * x + y * y + z * z) - m->balls[k].r - rv;
+        if (lb < lim || (eq && lb == lim))
+            out[n++] = k;
+    }
+    return n;
+}
+
+/* FIRST's self pairs with the broadphase: the canonically first pair
+ * below the margin (the smallest key (i << 16) | j) over the blocks whose
+ * slot spheres come within the margin, among the shapes of each side whose
+ * balls come within the margin of the other side's sphere, skipping pairs
+ * whose balls keep them apart. */
+static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
+{
+    const rp_model *m = b->m;
+    uint32_t best = UINT32_MAX;
+    double best_d = 0.0;
+    uint32_t *su = b->scratch, *sv = b->scratch + m->n_links;
+    for (size_t k = 0; k < m->n_blocks; k++) {
+        const rp_pair_block *blk = &m->blocks[k];
+        if (slot_lb(b, blk->u, blk->v) >= margin)
+            continue;
+        size_t nu = slot_survivors(b, blk->u, blk->v, margin, false, su);
+        size_t nv = nu ? slot_survivors(b, blk->v, blk->u, margin, false, sv) : 0;
+        double slack = bp_slack(b, blk->u, blk->v);
+        for (size_t x = 0; x < nu; x++)
+            for (size_t y = 0; y < nv; y++) {
+                size_t i = su[x] < sv[y] ? su[x] : sv[y], j = su[x] ^ sv[y] ^ i;
+                uint32_t key = (uint32_t)(i << 16 | j);
+                if (key >= best || !rp_model_self_pair_(m, i, j) ||
+                    ball_lb(b, i, j) - slack >= margin)
+                    continue;
+                double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
+                if (d < margin) {
+                    best = key;
+                    best_d = d;
+                }
+            }
+    }
+    if (best == UINT32_MAX)
+        return RP_OK;
+    return report_first(out, best >> 16, RP_PAIR_SELF, best & 0xffffu, best_d);
+}
+
 /* FIRST with the broadphase: the same pairs in the same order as
- * check_first, but a slot whose sphere is at least the margin from every
- * scene shape skips its shapes' scene queries (only for margin >= 0, where
- * a shape inside the sphere is at least as far from a scene shape as the
- * sphere is; not for slots with allowed scene pairs), a run of self
- * partners whose slot is at least the margin away is skipped, and shapes
- * are placed only when a query needs them. */
-static rp_status check_first_bp(bp_check *b, const rp_scene *sc, rp_shape *w, bool *placed,
-                                double margin, rp_check_result *out)
+ * check_first.  For margin >= 0 each slot walks the scene's tree once, for
+ * the scene shapes near its sphere (an empty list clears all its shapes),
+ * and its shapes are tested against that list; self pairs go by blocks
+ * (first_self_bp).  Shapes are placed only when a test needs them. */
+static rp_status check_first_bp(bp_check *b, const rp_scene *sc, double margin,
+                                rp_check_result *out)
 {
     const rp_model *m = b->m;
     size_t n = m->n_links;
     if (sc && rp_scene_shape_count(sc)) {
-        signed char clear[RP_BOUND_SLOTS];
-        memset(clear, -1, sizeof clear);
+        cand_pool pool;
+        pool_init(&pool, sc);
         for (size_t i = 0; i < n; i++) {
             size_t s = (size_t)(m->links[i].frame + 1);
-            if (margin >= 0 && !m->bounds[s].excl) {
-                if (clear[s] < 0) {
-                    rp_shape ball = rp_shape_from_sphere(
-                        (rp_sphere){b->wc[s], m->bounds[s].r});
-                    first_hit h = {0, 0.0, NULL}; /* no exclusions here */
-                    clear[s] = rp_scene_below_(sc, &ball, margin + bp_slack(b, s, s),
-                                               stop_at_first, &h);
-                }
-                if (clear[s])
-                    continue;
-            }
-            if (!placed[i]) {
-                place_one(b, i, &w[i]);
-                placed[i] = true;
-            }
+            bool listed = margin >= 0 && pool_list(&pool, b, s, margin);
+            if (listed && pool.count[s] == 0)
+                continue;
+            placed_shape(b, i);
             bool done;
-            rp_status st = first_scene(m, sc, w, i, margin, out, &done);
+            rp_status st = listed ? first_listed(b, &pool, s, i, margin, out, &done)
+                                  : first_scene(m, sc, b->w, i, margin, out, &done);
             if (st || done)
                 return st;
         }
     }
-    if (!m->partners)
-        return RP_OK;
-    for (size_t i = 0; i < n; i++) {
-        size_t si = (size_t)(m->links[i].frame + 1);
-        for (uint32_t r = m->run_first[i]; r < m->run_first[i + 1]; r++) {
-            const rp_pair_run *run = &m->runs[r];
-            if (bp_lb(b, si, run->slot) >= margin)
-                continue;
-            if (!placed[i]) {
-                place_one(b, i, &w[i]);
-                placed[i] = true;
-            }
-            /* The nearest point of a capsule's segment to the centre is
-             * found with some rounding: the slack covers it (a few eps of
-             * the coordinates). */
-            if (run->end - run->begin > 1 &&
-                shape_ball_lb(&w[i], b->wc[run->slot], m->bounds[run->slot].r) -
-                        bp_slack(b, si, run->slot) >=
-                    margin)
-                continue;
-            for (uint32_t e = run->begin; e < run->end; e++) {
-                size_t j = m->partners[e];
-                if (!placed[j]) {
-                    place_one(b, j, &w[j]);
-                    placed[j] = true;
-                }
-                double d = rp_shape_signed_distance(&w[i], &w[j]);
-                if (d < margin)
-                    return report_first(out, i, RP_PAIR_SELF, j, d);
-            }
-        }
-    }
-    return RP_OK;
+    return first_self_bp(b, margin, out);
 }
 
 /* ---- report closest / all ---------------------------------------------------- */
@@ -460,6 +577,67 @@ static inline bool consider_self(const rp_shape *w, size_t i, size_t j, double m
     return !collect || !(d < margin) || push_violation(out, i, RP_PAIR_SELF, j, d);
 }
 
+/* True when self pair (i, j) comes before pair p in the canonical order
+ * (links ascending; a link's scene pairs before its self pairs, which go by
+ * partner ascending). */
+static inline bool self_before(size_t i, size_t j, const rp_check_pair *p)
+{
+    if (i != p->link)
+        return i < p->link;
+    return p->kind == RP_PAIR_SELF && j < p->other;
+}
+
+/* CLOSEST/ALL's self pairs with the broadphase, after every scene pair:
+ * blocks and pairs whose bounds keep them above the running minimum (and,
+ * when collecting, at or above the margin) are skipped; a pair at the
+ * minimum takes it when it comes first in the canonical order, so the
+ * result is the canonical minimum whatever the order of the blocks.  False
+ * when out of memory. */
+static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair *best, bool *has,
+                        rp_check_result *out)
+{
+    const rp_model *m = b->m;
+    uint32_t *su = b->scratch, *sv = b->scratch + m->n_links;
+    for (size_t k = 0; k < m->n_blocks; k++) {
+        const rp_pair_block *blk = &m->blocks[k];
+        /* What can matter: below or at the minimum, or below the margin
+         * when collecting. */
+        double lim = INFINITY;
+        bool eq = true;
+        if (*has && collect && margin > best->distance) {
+            lim = margin;
+            eq = false;
+        } else if (*has) {
+            lim = best->distance;
+        }
+        double lb = slot_lb(b, blk->u, blk->v);
+        if (!(lb < lim || (eq && lb == lim)))
+            continue;
+        size_t nu = slot_survivors(b, blk->u, blk->v, lim, eq, su);
+        size_t nv = nu ? slot_survivors(b, blk->v, blk->u, lim, eq, sv) : 0;
+        double slack = bp_slack(b, blk->u, blk->v);
+        for (size_t x = 0; x < nu; x++)
+            for (size_t y = 0; y < nv; y++) {
+                size_t i = su[x] < sv[y] ? su[x] : sv[y], j = su[x] ^ sv[y] ^ i;
+                if (!rp_model_self_pair_(m, i, j))
+                    continue;
+                lb = ball_lb(b, i, j) - slack;
+                if (*has && lb > best->distance && (!collect || lb >= margin))
+                    continue;
+                double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
+                if (!*has || d < best->distance ||
+                    (d == best->distance && self_before(i, j, best))) {
+                    rp_check_pair p = {i, RP_PAIR_SELF, j, d};
+                    *best = p;
+                    *has = true;
+                }
+                if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
+                    return false;
+            }
+    }
+    return true;
+}
+
 /* CLOSEST, and with `collect` ALL: the minimum over every pair considered
  * under the tie rule, and when collecting every pair below the margin,
  * sorted.  Returns RP_ERR_NOMEM with the violations freed. */
@@ -467,13 +645,25 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
                            double margin, bool collect, bp_check *b, rp_check_result *out)
 {
     size_t n = m->n_links;
-    bool has = false;
-    rp_check_pair best = {0, RP_PAIR_SCENE, 0, 0.0};
+    bool has = false, has_self = false;
+    rp_check_pair best = {0, RP_PAIR_SCENE, 0, 0.0}, self = best;
+    /* With the broadphase the self pairs go first (their minimum then
+     * bounds the scene queries), by blocks. */
+    if (b && m->skip && !min_self_bp(b, margin, collect, &self, &has_self, out))
+        goto nomem;
     for (size_t i = 0; i < n; i++) {
         if (sc) {
             /* The running minimum is the bound: this link's nearest shape
-             * only wins when strictly closer than every earlier pair. */
+             * only wins when strictly closer than every earlier pair.  The
+             * self minimum bounds it too, but a scene pair of a link up to
+             * the self pair's own comes first in the canonical order and
+             * wins a tie with it: for those links the bound is the next
+             * double up. */
             double d = has ? best.distance : INFINITY;
+            if (has_self) {
+                double sb = i <= self.link ? nextafter(self.distance, INFINITY) : self.distance;
+                d = sb < d ? sb : d;
+            }
             size_t e = 0;
             bool found;
             excl_set x;
@@ -497,34 +687,17 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
             }
             free(x.heap);
         }
-        if (!m->skip)
+        if (!m->skip || b)
             continue;
-        if (b) {
-            /* A run can be skipped when none of its pairs can become the
-             * minimum (all >= best: ties do not change hands) nor, when
-             * collecting, violate the margin. */
-            size_t si = (size_t)(m->links[i].frame + 1);
-            for (uint32_t r = m->run_first[i]; r < m->run_first[i + 1]; r++) {
-                const rp_pair_run *run = &m->runs[r];
-                double lb = bp_lb(b, si, run->slot);
-                if (has && lb >= best.distance && (!collect || lb >= margin))
-                    continue;
-                if (has && run->end - run->begin > 1) {
-                    lb = shape_ball_lb(&w[i], b->wc[run->slot], m->bounds[run->slot].r) -
-                         bp_slack(b, si, run->slot);
-                    if (lb >= best.distance && (!collect || lb >= margin))
-                        continue;
-                }
-                for (uint32_t e = run->begin; e < run->end; e++)
-                    if (!consider_self(w, i, m->partners[e], margin, collect, &best, &has, out))
-                        goto nomem;
-            }
-            continue;
-        }
         for (size_t j = i + 1; j < n; j++)
             if (rp_model_self_pair_(m, i, j) &&
                 !consider_self(w, i, j, margin, collect, &best, &has, out))
                 goto nomem;
+    }
+    if (has_self && (!has || self.distance < best.distance ||
+                     (self.distance == best.distance && self_before(self.link, self.other, &best)))) {
+        best = self;
+        has = true;
     }
     out->has_min = has;
     out->closest = best;
@@ -571,27 +744,52 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     /* The broadphase when the model has one and the poses are in range. */
     bp_check bpc, *b = NULL;
     rp_transform identity = rp_transform_identity();
-    if (m->bounds && (m->partners || !m->skip) && bp_setup(&bpc, m, base, frames, &identity))
+    rp_vec3 bc_stack[STACK_LINKS], *bc = bc_stack;
+    uint8_t state_stack[STACK_LINKS], *state = state_stack;
+    uint32_t scratch_stack[2 * STACK_LINKS], *scratch = scratch_stack;
+    if (m->bounds && bp_setup(&bpc, m, base, frames, &identity)) {
+        if (m->n_links > STACK_LINKS) {
+            bc = malloc(m->n_links * sizeof *bc);
+            state = malloc(m->n_links * sizeof *state);
+            scratch = malloc(2 * m->n_links * sizeof *scratch);
+        }
+        if (!bc || !state || !scratch) {
+            if (bc != bc_stack)
+                free(bc);
+            if (state != state_stack)
+                free(state);
+            if (scratch != scratch_stack)
+                free(scratch);
+            if (world != stack)
+                free(world);
+            return RP_ERR_NOMEM;
+        }
+        bpc.w = world;
+        bpc.bc = bc;
+        bpc.state = state;
+        bpc.scratch = scratch;
         b = &bpc;
+    }
     size_t bad_link = 0;
     rp_status st;
     if (b && opts->report == RP_REPORT_FIRST) {
-        bool pstack[STACK_LINKS], *placed = pstack;
-        if (m->n_links > STACK_LINKS && !(placed = malloc(m->n_links * sizeof *placed))) {
-            st = RP_ERR_NOMEM;
-        } else {
-            memset(placed, 0, m->n_links * sizeof *placed);
-            st = check_first_bp(b, scene, world, placed, margin, out);
-            if (placed != pstack)
-                free(placed);
-        }
+        memset(state, 0, m->n_links * sizeof *state);
+        st = check_first_bp(b, scene, margin, out);
     } else if ((st = rp_place_links_(m, base, frames, world, &bad_link)) == RP_OK) {
+        if (b)
+            memset(state, PLACED, m->n_links * sizeof *state);
         st = opts->report == RP_REPORT_FIRST
                  ? check_first(m, scene, world, margin, out)
                  : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, b, out);
     } else {
         out->closest.link = bad_link; /* which link left the double range */
     }
+    if (bc != bc_stack)
+        free(bc);
+    if (state != state_stack)
+        free(state);
+    if (scratch != scratch_stack)
+        free(scratch);
     if (world != stack)
         free(world);
     return st;

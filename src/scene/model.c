@@ -89,9 +89,10 @@ static void model_destroy(rp_model *m)
     free(m->shape_link);
     free(m->shape_local);
     free(m->bounds);
-    free(m->partners);
-    free(m->runs);
-    free(m->run_first);
+    free(m->balls);
+    free(m->slot_first);
+    free(m->slot_shapes);
+    free(m->blocks);
     for (size_t i = 0; i < m->n_strs; i++)
         free(m->strs[i]);
     free(m->strs);
@@ -306,11 +307,11 @@ static double reach_from(rp_vec3 c, const rp_shape *s)
     return best + (s->kind == RP_SHAPE_CAPSULE ? s->capsule.radius : s->sphere.radius);
 }
 
-/* The broadphase of model_int.h: a bounding sphere per slot and the self
- * partners of every shape in runs.  Skipped (bounds NULL: checks take the
- * plain path) for models past RP_BOUND_SLOTS slots or RP_BOUND_LINKS
- * shapes, or whose coordinates are so large that sums could overflow.
- * False when out of memory. */
+/* The broadphase of model_int.h: a bounding sphere per slot and per shape,
+ * and the self pairs in blocks by slot pair.  Skipped (bounds NULL: checks
+ * take the plain path) for models past RP_BOUND_SLOTS slots,
+ * RP_BOUND_LINKS shapes or RP_BOUND_PAIRS self pairs, or whose coordinates
+ * are so large that sums could overflow.  False when out of memory. */
 static bool build_broadphase(rp_model *m)
 {
     size_t slots = m->frame_count + 1, n = m->n_links;
@@ -367,52 +368,74 @@ static bool build_broadphase(rp_model *m)
     for (size_t f = 0; f < slots; f++)
         b[f].r = b[f].r * (1.0 + 1e-12) + 1e-300;
     m->bounds = b;
+    m->balls = model_alloc(m, n * sizeof *m->balls);
+    m->slot_first = model_alloc(m, (slots + 1) * sizeof *m->slot_first);
+    m->slot_shapes = model_alloc(m, n * sizeof *m->slot_shapes);
+    if (!m->balls || !m->slot_first || !m->slot_shapes)
+        return false;
+    for (size_t k = 0; k < n; k++) {
+        const rp_shape *s = &m->links[k].shape;
+        rp_ball *ball = &m->balls[k];
+        if (s->kind == RP_SHAPE_CAPSULE) {
+            ball->c = (rp_vec3){0.5 * (s->capsule.a.x + s->capsule.b.x),
+                                0.5 * (s->capsule.a.y + s->capsule.b.y),
+                                0.5 * (s->capsule.a.z + s->capsule.b.z)};
+        } else {
+            ball->c = s->sphere.center;
+        }
+        ball->r = reach_from(ball->c, s) * (1.0 + 1e-12) + 1e-300;
+    }
+    size_t at = 0;
+    for (size_t f = 0; f < slots; f++) {
+        m->slot_first[f] = (uint32_t)at;
+        for (size_t k = 0; k < n; k++)
+            if ((size_t)(m->links[k].frame + 1) == f)
+                m->slot_shapes[at++] = (uint32_t)k;
+    }
+    m->slot_first[slots] = (uint32_t)at;
     if (!m->skip)
         return true;
 
-    size_t np = 0, nr = 0;
-    for (size_t i = 0; i < n; i++) {
-        int last = -2;
+    /* Blocks: the slot pairs with at least one eligible pair. */
+    size_t cells = slots * slots;
+    unsigned char *cell = calloc(cells, 1);
+    if (!cell)
+        return false;
+    size_t np = 0, nb = 0;
+    for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
             if (rp_model_self_pair_(m, i, j)) {
+                size_t u = (size_t)(m->links[i].frame + 1), v = (size_t)(m->links[j].frame + 1);
+                size_t c = u < v ? u * slots + v : v * slots + u;
+                nb += !cell[c];
+                cell[c] = 1;
                 np++;
-                if (m->links[j].frame != last)
-                    nr++;
-                last = m->links[j].frame;
             }
-    }
-    /* Runs pay off when partners come in long stretches of one frame, as
-     * link shapes of real robots do; shapes whose frames alternate, or
-     * very many pairs, take the plain path (the bounds alone are kept). */
-    if (np > RP_BOUND_PAIRS || nr > 16 * n + 256) {
+    if (np > RP_BOUND_PAIRS) { /* too many pairs: the plain path */
+        free(cell);
+        m->bytes -= slots * sizeof *m->bounds + n * sizeof *m->balls +
+                    (slots + 1) * sizeof *m->slot_first + n * sizeof *m->slot_shapes;
+        free(m->bounds);
+        free(m->balls);
+        free(m->slot_first);
+        free(m->slot_shapes);
         m->bounds = NULL;
-        m->bytes -= slots * sizeof *b;
-        free(b);
+        m->balls = NULL;
+        m->slot_first = m->slot_shapes = NULL;
         return true;
     }
-    m->partners = model_alloc(m, np * sizeof *m->partners);
-    m->runs = model_alloc(m, nr * sizeof *m->runs);
-    m->run_first = model_alloc(m, (n + 1) * sizeof *m->run_first);
-    if (!m->partners || !m->runs || !m->run_first)
-        return false;
-    np = nr = 0;
-    for (size_t i = 0; i < n; i++) {
-        m->run_first[i] = (uint32_t)nr;
-        int last = -2;
-        for (size_t j = i + 1; j < n; j++) {
-            if (!rp_model_self_pair_(m, i, j))
-                continue;
-            if (m->links[j].frame != last) {
-                m->runs[nr].slot = (uint32_t)(m->links[j].frame + 1);
-                m->runs[nr].begin = (uint32_t)np;
-                nr++;
-                last = m->links[j].frame;
-            }
-            m->partners[np++] = (uint32_t)j;
-            m->runs[nr - 1].end = (uint32_t)np;
+    if (nb) {
+        m->blocks = model_alloc(m, nb * sizeof *m->blocks);
+        if (!m->blocks) {
+            free(cell);
+            return false;
         }
     }
-    m->run_first[n] = (uint32_t)nr;
+    for (size_t c = 0; c < cells; c++)
+        if (cell[c])
+            m->blocks[m->n_blocks++] = (rp_pair_block){(uint32_t)(c / slots),
+                                                       (uint32_t)(c % slots)};
+    free(cell);
     return true;
 }
 

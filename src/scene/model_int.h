@@ -29,11 +29,18 @@ typedef struct rp_bound {
     bool excl;
 } rp_bound;
 
-/* Self partners of one shape that sit on one slot. */
-typedef struct rp_pair_run {
-    uint32_t slot;
-    uint32_t begin, end;
-} rp_pair_run;
+/* A slot pair u < v with eligible self pairs between their shapes. */
+typedef struct rp_pair_block {
+    uint32_t u, v;
+} rp_pair_block;
+
+/* A ball around one shape in its frame: the centre of its core (a
+ * capsule's midpoint), and a radius (rounded up) reaching every point of
+ * the shape. */
+typedef struct rp_ball {
+    rp_vec3 c;
+    double r;
+} rp_ball;
 
 /* A moving joint of a compiled kinematic tree: it makes frame f (the frame
  * of its child link and every link fixed to it).  The frame's pose is
@@ -97,13 +104,16 @@ struct rp_model {
      * for it (more than RP_BOUND_SLOTS frames with the base, or more than
      * RP_BOUND_LINKS shapes): per slot (frame + 1; slot 0 is the base) a
      * sphere in frame coordinates enclosing its shapes, and whether one of
-     * them has allowed scene pairs; per shape i, its eligible self partners
-     * j > i ascending (partners[runs[r].begin .. runs[r].end) for r in
-     * run_first[i] .. run_first[i+1]), cut into runs that share a slot. */
+     * them has allowed scene pairs; per shape a ball in its frame; the
+     * shapes of slot s, ascending, in slot_shapes[slot_first[s] ..
+     * slot_first[s + 1]); the slot pairs with eligible self pairs (n_blocks
+     * blocks, NULL when self collision is off or no pair is eligible). */
     struct rp_bound *bounds;
-    uint32_t *partners;
-    struct rp_pair_run *runs;
-    uint32_t *run_first;
+    struct rp_ball *balls;
+    uint32_t *slot_first;
+    uint32_t *slot_shapes;
+    struct rp_pair_block *blocks;
+    size_t n_blocks;
     /* Allowed (link, scene id) pairs as given (strings into chars), and per
      * shape the scene ids it may touch: scene_ids[as_first[k] .. as_first[k+1]). */
     const char **as_pairs; /* 2 * n_as_pairs */

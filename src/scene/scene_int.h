@@ -137,6 +137,48 @@ bool rp_sort_ctx_(void *base, size_t n, size_t size, rp_ctx_cmp cmp, const void 
 
 /* ---- queries used by robot checks (bvh.c) ------------------------------- */
 
+/* A shape's box in doubles, padded by its radius and by a slack above the
+ * distance kernels' error (bvh.c), and the padded radius r. */
+typedef struct rp_dbox {
+    double lo[3], hi[3];
+    double r;
+} rp_dbox;
+void rp_shape_dbox_(const rp_shape *s, rp_dbox *out);
+
+/* A key for a pair of padded boxes: the squared distance between them when
+ * they are apart (> 0), otherwise the penetration bound -(q->r + b->r)
+ * (<= 0).  Every computed distance between shapes inside the boxes is at
+ * least sqrt(key), or at least the (negative) key (bvh.c, "Bounds"). */
+static inline double rp_dbox_key_(const rp_dbox *q, const rp_dbox *b)
+{
+    double sum = 0.0;
+    for (int k = 0; k < 3; k++) {
+        double d1 = b->lo[k] - q->hi[k], d2 = q->lo[k] - b->hi[k];
+        double d = d1 > d2 ? d1 : d2;
+        if (d > 0.0)
+            sum += d * d;
+    }
+    return sum > 0.0 ? sum : -(q->r + b->r);
+}
+
+/* Slack on squared comparisons: the boxes' inflation already keeps every
+ * computed distance above the box gap; this only absorbs the rounding of
+ * the squares themselves, erring towards visiting. */
+#define RP_SQUARE_SLACK (1.0 + 8.0 * 2.220446049250313e-16)
+
+/* True when no pair with this key can be below `bound` (or equal to it,
+ * when ties cannot win). */
+static inline bool rp_key_excludes_(double key, double bound, bool ties_win)
+{
+    if (key > 0.0) { /* apart: every distance exceeds sqrt(key) */
+        if (bound < 0.0)
+            return true;
+        double b2 = bound * bound * RP_SQUARE_SLACK;
+        return key > b2;
+    }
+    return key > bound || (key == bound && !ties_win);
+}
+
 /* Nearest scene shape to q.  *best_d is an in/out bound: a shape becomes the
  * best when its distance is below it, or equal to it and this call already
  * found a best whose id is larger (the id tie rule).  Ties with a bound

@@ -160,10 +160,85 @@ static void broadphase_changes_no_result(void **state)
     rp_store_free(st);
 }
 
+/* Pairs at exactly equal distances: the broadphase evaluates self pairs
+ * before scene pairs and blocks in slot order, yet the closest pair must
+ * be the canonical one (links ascending, a link's scene pairs before its
+ * self pairs), as on the plain path.  Spheres of radius 0.25 whose centres
+ * are 1.5 apart are exactly 1 apart. */
+static void closest_ties_follow_the_canonical_order(void **state)
+{
+    (void)state;
+    struct {
+        int frame[3];      /* of links a, b, c */
+        rp_vec3 at[3];     /* where each link's sphere is */
+        double scene_y;    /* where the scene sphere sits (x = 0) */
+        size_t want_link;  /* the pair that must win */
+        rp_pair_kind want_kind;
+        size_t want_other;
+    } cases[] = {
+        /* scene pair of link c (2) ties with self (a, b): self (a, b) first */
+        {{0, 1, 2}, {{0, 0, 0}, {1.5, 0, 0}, {0, 10, 0}}, 11.5, 0, RP_PAIR_SELF, 1},
+        /* scene pair of link a (0) ties with self (a, b): the scene pair first */
+        {{0, 1, 2}, {{0, 0, 0}, {1.5, 0, 0}, {0, 10, 0}}, -1.5, 0, RP_PAIR_SCENE, 0},
+        /* no tie: self (b, c) at 0.5 is closer than everything at 1 */
+        {{0, 1, 2}, {{0, 0, 0}, {1.5, 0, 0}, {1.5, 1, 0}}, 11.5, 1, RP_PAIR_SELF, 2},
+        /* self (a, b) ties with self (b, c); their blocks are slots (1, 3)
+         * and (1, 2), and the second comes first in slot order: (a, b) must
+         * still win */
+        {{2, 0, 1}, {{0, 0, 0}, {1.5, 0, 0}, {3, 0, 0}}, 50, 0, RP_PAIR_SELF, 1},
+        /* the same with (b, c) ahead: links a, b, c on frames 2, 1, 0 */
+        {{2, 1, 0}, {{0, 0, 0}, {1.5, 0, 0}, {3, 0, 0}}, 50, 0, RP_PAIR_SELF, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rp_store *st = rp_store_new(NULL);
+        assert_non_null(st);
+        rp_shape_put put = {"s", sphere(0, cases[c].scene_y, 0, 0.25)};
+        rp_scene *sc;
+        assert_int_equal(rp_store_create(st, "cell", &put, 1, &sc), RP_OK);
+        rp_link links[4] = {{"a", cases[c].frame[0], sphere(0, 0, 0, 0.25)},
+                            {"b", cases[c].frame[1], sphere(0, 0, 0, 0.25)},
+                            {"c", cases[c].frame[2], sphere(0, 0, 0, 0.25)},
+                            {"far", 40, sphere(0, 0, 0, 0.01)}};
+        rp_model_def def = {.links = links, .n_links = 3, .self_collision = true};
+        rp_model *fast, *plain;
+        assert_int_equal(rp_store_model_put(st, "fast", &def, &fast, NULL), RP_OK);
+        def.n_links = 4;
+        assert_int_equal(rp_store_model_put(st, "plain", &def, &plain, NULL), RP_OK);
+        rp_transform frames[41];
+        for (int f = 0; f < 41; f++)
+            frames[f] = (rp_transform){{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {5000, 5000, 5000}};
+        for (int k = 0; k < 3; k++)
+            frames[cases[c].frame[k]].t = cases[c].at[k];
+        for (int mode = 0; mode < 3; mode++) {
+            /* FIRST: every pair here violates the margin; the reported one
+             * must be the plain path's. */
+            rp_check_opts o = {(rp_report)mode, true, 2.0};
+            rp_check_result a, b;
+            assert_int_equal(rp_model_check(fast, sc, NULL, frames, 3, &o, &a), RP_OK);
+            assert_int_equal(rp_model_check(plain, sc, NULL, frames, 41, &o, &b), RP_OK);
+            same_result(&a, &b, 3);
+            if (mode == RP_REPORT_FIRST) {
+                assert_int_equal(a.n_violations, 1);
+                rp_check_result_free(&a);
+                rp_check_result_free(&b);
+                continue;
+            }
+            assert_true(a.has_min);
+            assert_int_equal(a.closest.link, cases[c].want_link);
+            assert_int_equal(a.closest.kind, cases[c].want_kind);
+            assert_int_equal(a.closest.other, cases[c].want_other);
+            rp_check_result_free(&a);
+            rp_check_result_free(&b);
+        }
+        rp_store_free(st);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(broadphase_changes_no_result),
+        cmocka_unit_test(closest_ties_follow_the_canonical_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
