@@ -145,6 +145,36 @@ rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_
 void rp_json_note_oom(void);
 bool rp_json_take_oom(void);
 
+/* ---- numbers straight from the text (numbers.c) --------------------------- */
+
+/* Parses a strict JSON number at the start of s[0..n) into the correctly
+ * rounded double (what strtod and cJSON give).  Returns the bytes it spans,
+ * or 0 when s does not start with one or its value overflows. */
+size_t rp_json_number(const char *s, size_t n, double *out);
+
+/* A table of numbers: rows of width values each, row after row in v (n =
+ * rows * width values; heap, rp_num_rows_free). */
+typedef struct rp_num_rows {
+    double *v;
+    size_t n, rows, width;
+} rp_num_rows;
+
+/* Parses s[0..n), which starts with '[', as an array of arrays of strict
+ * JSON numbers, all rows of one width (JSON whitespace allowed anywhere
+ * between tokens).  Returns the bytes the outer array spans, or 0 (with
+ * *out empty) for anything else: the caller then takes the general path. */
+size_t rp_json_rows(const char *s, size_t n, rp_num_rows *out);
+void rp_num_rows_free(rp_num_rows *r);
+
+/* For a request line holding one JSON object whose "method" is
+ * "check.batch" and whose "params" object has one "joints" member that
+ * rp_json_rows takes: that value's span [*start, *end) and its table in
+ * *rows (one pass over the line).  False, with *rows empty, for any other
+ * line, and when keys carry escapes or "method", "params" or "joints"
+ * occur twice.  The rest of the line is not validated. */
+bool rp_json_batch_joints(const char *line, size_t len, size_t *start, size_t *end,
+                          rp_num_rows *rows);
+
 /* ---- writer -------------------------------------------------------------- */
 
 /* A growable output buffer with JSON helpers that insert commas

@@ -37,6 +37,9 @@ typedef struct rpd_core {
     /* Pair tests the current request line may still do (max_request_work,
      * shared by the requests of a batch). */
     uint64_t work_left;
+    /* The current line's check.batch joint table when rpc.c read it straight
+     * from the text (its params.joints then holds "[]"); NULL otherwise. */
+    const struct rp_num_rows *batch_joints;
     struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
      * NULL, and only RPD_METHOD_WORKER methods may run. */

@@ -676,7 +676,10 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     const cJSON *bj = rpd_param(params, "base", bpath);
     if (!cJSON_IsArray(jj))
         return rpd_fail_path(req, path, "must be an array of joint vectors");
-    size_t n = (size_t)cJSON_GetArraySize(jj), dof = rp_model_dof(cs->model);
+    /* The table rpc.c read straight from the text, when it did ("[]" in
+     * its place here). */
+    const rp_num_rows *table = req->core->batch_joints;
+    size_t n = table ? table->rows : (size_t)cJSON_GetArraySize(jj), dof = rp_model_dof(cs->model);
     if (n > req->core->limits.max_batch_configurations)
         return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                               req->core->limits.max_batch_configurations);
@@ -686,13 +689,26 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
         return false;
     size_t d1 = dof ? dof : 1;
+    rp_transform base;
+    bool ok = !bj || rp_codec_pose(bj, bpath, &base, &ce) || rpd_fail_params(req, &ce);
+    if (ok && table && n && table->width != dof) {
+        /* What decode_joint_vector says of the first vector (all are as long). */
+        char cp[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+        rpd_format(reason, sizeof reason,
+                   "must hold %zu values (the model's joints, as model.get lists them), not %zu",
+                   dof, table->width);
+        return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
+    }
+    if (ok && table && dof) {
+        batch_run b = {.cs = cs, .joints = true, .q = table->v, .d1 = d1,
+                       .base = bj ? &base : NULL, .n = n};
+        return run_batch(req, &b, w, path);
+    }
     double *q = malloc((n ? n : 1) * d1 * sizeof *q);
     if (!q)
         return rpd_fail_status(req, RP_ERR_NOMEM);
-    rp_transform base;
-    bool ok = !bj || rp_codec_pose(bj, bpath, &base, &ce) || rpd_fail_params(req, &ce);
     size_t k = 0;
-    for (const cJSON *c = jj->child; c && ok; c = c->next, k++) {
+    for (const cJSON *c = table ? NULL : jj->child; c && ok; c = c->next, k++) {
         char cp[RP_CODEC_PATH_MAX];
         ok = decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
     }

@@ -385,6 +385,49 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
         rp_jw_rewind(out, &mark); /* only notifications: no reply at all */
 }
 
+/* Lines shorter than this parse as they are: the fast path below pays for
+ * itself on tables of many numbers only. */
+#define JOINTS_FAST_MIN 1024
+
+/* The fast path for check.batch's joint tables: cJSON would spend an
+ * allocated node and a strtod call on every number.  When the line is a
+ * check.batch request whose params.joints is an array of equally long
+ * arrays of strict JSON numbers, the numbers are read straight from the
+ * text into *rows (the same doubles, numbers.c) and cJSON parses the rest
+ * of the line, with "[]" in the table's place (*rest, freed by the
+ * caller); check.batch then takes the table from core->batch_joints.
+ * Anything unusual, including a rest that does not parse, returns NULL:
+ * the line then takes the general path, which gives every error exactly
+ * as before. */
+static cJSON *parse_without_joints(const char *line, size_t len, rp_num_rows *rows, char **rest)
+{
+    size_t a, b;
+    *rest = NULL;
+    if (len < JOINTS_FAST_MIN || !rp_json_batch_joints(line, len, &a, &b, rows))
+        return NULL;
+    size_t n = a + 2 + (len - b);
+    char *text = malloc(n + 1);
+    if (!text) {
+        rp_num_rows_free(rows);
+        return NULL;
+    }
+    memcpy(text, line, a);
+    memcpy(text + a, "[]", 2);
+    memcpy(text + a + 2, line + b, len - b);
+    text[n] = '\0';
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, false);
+    if (!root || !is_blank(end, n - (size_t)(end - text))) {
+        cJSON_Delete(root);
+        (void)rp_json_take_oom();
+        rp_num_rows_free(rows);
+        free(text);
+        return NULL;
+    }
+    *rest = text;
+    return root;
+}
+
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
 {
     if (is_blank(line, len))
@@ -399,7 +442,14 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
     }
     const char *end = NULL;
     (void)rp_json_take_oom(); /* a stale flag must not blame this parse */
-    cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+    rp_num_rows rows;
+    char *rest = NULL; /* the line with its joint table taken out */
+    cJSON *root = parse_without_joints(line, len, &rows, &rest);
+    if (root) {
+        core->batch_joints = &rows;
+    } else {
+        root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+    }
     if (!root && rp_json_take_oom()) { /* memory ran out; the JSON may be fine */
         rpd_error e;
         rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory parsing the request");
@@ -417,7 +467,7 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         parse_error(core, out, off, explain_parse_error(line + off, len - off));
         return;
     }
-    if (!is_blank(end, len - (size_t)(end - line))) {
+    if (!rest && !is_blank(end, len - (size_t)(end - line))) {
         while (*end == ' ' || *end == '\t' || *end == '\r')
             end++; /* report where the garbage starts */
         cJSON_Delete(root);
@@ -437,6 +487,11 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         reply_line_oom(core, out, &mark, root);
     rp_jw_set_limit(out, limit);
     cJSON_Delete(root);
+    if (rest) {
+        core->batch_joints = NULL;
+        rp_num_rows_free(&rows);
+        free(rest);
+    }
     size_t store_after = rp_store_memory(core->store);
     if (store_after < store_before && store_before - store_after >= RPD_TRIM_BYTES)
         release_memory();

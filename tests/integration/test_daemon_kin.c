@@ -1910,6 +1910,89 @@ static void frame_indexed_model_refuses_joints(void **state)
     stop_ok(d);
 }
 
+/* ---- check.batch's joint table read from the text ------------------------------------------- */
+
+/* One check.batch line: `key` is how the joints member is spelled ("joints"
+ * takes rpc.c's fast path for lines of 1 KiB and more; "joint\u0073" is the
+ * same key to cJSON but not to the fast path, which then leaves the line to
+ * cJSON); rows of `width` values printed by `fmt` from q, `sep` between
+ * values. */
+static char *batch_line(const char *key, const double *q, size_t rows, size_t width,
+                        const char *sep, bool short_fmt)
+{
+    textbuf t = {0};
+    tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"check.batch\",\"params\":{"
+                  "\"model\":\"planar\",\"scene\":\"cell\",\"report\":\"closest\",\"%s\": [",
+              key);
+    for (size_t r = 0; r < rows; r++) {
+        tb_printf(&t, "%s[", r ? ", " : "");
+        for (size_t k = 0; k < width; k++)
+            tb_printf(&t, short_fmt ? "%s%.6g" : "%s%.17g", k ? sep : "", q[r * width + k]);
+        tb_printf(&t, "]");
+    }
+    tb_printf(&t, "]}}");
+    return t.p;
+}
+
+/* The fast path (rp_json_batch_joints) must answer exactly as the general
+ * path does: results, errors and their paths, byte for byte. */
+static void batch_table_fast_path_equals_general_path(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    put_planar(c, "planar", "");
+    create_post_scene(c);
+    uint64_t seed = 0x7ab1e5ULL;
+    enum { ROWS = 300 };
+    double q[ROWS * 3];
+    for (size_t i = 0; i < ROWS * 3; i++)
+        q[i] = (urand(&seed) - 0.5) * 5.0; /* some outside the limits of +-2 */
+    q[4] = -0.0;
+    q[5] = 1e-300;
+    struct {
+        size_t width;
+        const char *sep;
+        bool short_fmt;
+        size_t rows;
+    } cases[] = {
+        {2, ",", false, ROWS}, /* the table, exact doubles */
+        {2, " , ", true, ROWS}, /* short numbers, spaces */
+        {3, ",", false, ROWS},  /* one value too many: the error of row 0 */
+        {1, ",", false, ROWS},  /* one too few */
+        {2, ",", false, 2},     /* a short line: no fast path at all */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *fast = batch_line("joints", q, cases[k].rows, cases[k].width, cases[k].sep,
+                                cases[k].short_fmt);
+        char *general = batch_line("joint\\u0073", q, cases[k].rows, cases[k].width,
+                                   cases[k].sep, cases[k].short_fmt);
+        const char *r = rh_call(c, fast);
+        assert_non_null(r);
+        char *fast_reply = strdup(r);
+        r = rh_call(c, general);
+        assert_non_null(r);
+        if (strcmp(fast_reply, r) != 0)
+            fail_msg("case %zu: replies differ:\n  fast    %.300s\n  general %.300s", k, fast_reply,
+                     r);
+        cJSON *j = cJSON_Parse(fast_reply);
+        assert_non_null(j);
+        if (cases[k].width == 2) {
+            const cJSON *results = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "result"), "results");
+            assert_int_equal(cJSON_GetArraySize(results), cases[k].rows);
+        } else {
+            expect_error(j, -32602, "params.joints[0]", "must hold 2 values", "wrong width");
+            j = NULL; /* expect_error took it */
+        }
+        cJSON_Delete(j);
+        free(fast_reply);
+        free(fast);
+        free(general);
+    }
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* ---- an outsider's bad input ----------------------------------------------------------------- */
 
 /* Deep nesting inside attached: `depth` brackets around a number where a
@@ -2186,6 +2269,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(frame_indexed_model_refuses_joints),
         DAEMON_TEST(outsider_bad_input),
         DAEMON_TEST(motion_through_nonfinite_states),
+        DAEMON_TEST(batch_table_fast_path_equals_general_path),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
