@@ -82,6 +82,11 @@
 
 #include "scene_int.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RP_HAVE_AVX2_PATH 1
+#endif
+
 _Static_assert(sizeof(rp_bvh_node) == 44, "tree nodes are budgeted at 44 bytes");
 
 /* The scene size below which scans beat the tree (the tree is maintained
@@ -1214,4 +1219,269 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                 stack[top++] = c[k];
     }
     return true;
+}
+
+/* ---- several queries in one walk ------------------------------------------------- */
+
+void rp_multi_pad_(rp_multi *q, size_t n)
+{
+    for (size_t k = n; k % 4 != 0 && k < RP_MULTI_MAX; k++) {
+        for (int a = 0; a < 3; a++)
+            q->lo[a][k] = q->hi[a][k] = 0.0;
+        q->r[k] = 0.0;
+    }
+}
+
+void rp_multi_set_(rp_multi *q, size_t k, const rp_shape *s)
+{
+    dbox b = shape_box(s);
+    q->shape[k] = s;
+    for (int a = 0; a < 3; a++) {
+        q->lo[a][k] = b.lo[a];
+        q->hi[a][k] = b.hi[a];
+    }
+    q->r[k] = b.r;
+}
+
+/* -1: not chosen yet; 0 portable; 1 AVX2. */
+static int simd_mode = -1;
+
+void rp_simd_force_(int on)
+{
+#ifdef RP_HAVE_AVX2_PATH
+    simd_mode = on && __builtin_cpu_supports("avx2");
+#else
+    (void)on;
+    simd_mode = 0;
+#endif
+}
+
+int rp_simd_enabled_(void)
+{
+    int m = __atomic_load_n(&simd_mode, __ATOMIC_RELAXED);
+    if (m < 0) {
+#ifdef RP_HAVE_AVX2_PATH
+        const char *env = getenv("REPOSE_SIMD");
+        m = !(env && strcmp(env, "0") == 0) && __builtin_cpu_supports("avx2");
+#else
+        m = 0;
+#endif
+        __atomic_store_n(&simd_mode, m, __ATOMIC_RELAXED);
+    }
+    return m;
+}
+
+/* The box a node or a shape offers the queries: sides, and the radius bound
+ * of the penetration key (node_key, shape_key). */
+typedef struct test_box {
+    double lo[3], hi[3], r;
+} test_box;
+
+/* The queries of `mask` that the box does not exclude below `threshold`
+ * (key_excludes with ties losing, as rp_scene_below_): the portable code,
+ * one query at a time with node_key's arithmetic. */
+static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *b,
+                              double threshold)
+{
+    uint64_t keep = 0;
+    while (mask) {
+        unsigned k = (unsigned)__builtin_ctzll(mask);
+        mask &= mask - 1;
+        double sum = 0.0;
+        for (int a = 0; a < 3; a++) {
+            double d1 = b->lo[a] - q->hi[a][k], d2 = q->lo[a][k] - b->hi[a];
+            double d = MAX2(d1, d2);
+            if (d > 0.0)
+                sum += d * d;
+        }
+        double key = sum > 0.0 ? sum : -(q->r[k] + b->r);
+        if (!key_excludes(key, threshold, false))
+            keep |= (uint64_t)1 << k;
+    }
+    return keep;
+}
+
+#ifdef RP_HAVE_AVX2_PATH
+/* The same, four queries per step.  The same operations in the same order
+ * (no fused multiply-add), so the same keys bit for bit: a lane's sum adds
+ * d*d only where d > 0, as node_key does. */
+__attribute__((target("avx2"))) static uint64_t pass_avx2(const rp_multi *q, uint64_t mask,
+                                                          const test_box *b, double threshold)
+{
+    uint64_t keep = 0;
+    __m256d zero = _mm256_setzero_pd();
+    __m256d blo[3], bhi[3];
+    for (int a = 0; a < 3; a++) {
+        blo[a] = _mm256_set1_pd(b->lo[a]);
+        bhi[a] = _mm256_set1_pd(b->hi[a]);
+    }
+    __m256d br = _mm256_set1_pd(b->r), th = _mm256_set1_pd(threshold);
+    /* key_excludes: apart (sum > 0) is excluded when threshold < 0, or when
+     * sum > threshold^2 * SQUARE_SLACK; overlapping (key = -(r + br) <= 0)
+     * when key >= threshold (ties lose). */
+    double t2 = threshold < 0.0 ? -1.0 : threshold * threshold * RP_SQUARE_SLACK;
+    __m256d t2v = _mm256_set1_pd(t2);
+    while (mask) {
+        unsigned g = (unsigned)__builtin_ctzll(mask) / 4;
+        unsigned bits = (unsigned)(mask >> (4 * g)) & 0xFu;
+        mask &= ~((uint64_t)0xF << (4 * g));
+        __m256d sum = zero;
+        for (int a = 0; a < 3; a++) {
+            __m256d d1 = _mm256_sub_pd(blo[a], _mm256_load_pd(&q->hi[a][4 * g]));
+            __m256d d2 = _mm256_sub_pd(_mm256_load_pd(&q->lo[a][4 * g]), bhi[a]);
+            __m256d d = _mm256_max_pd(d2, d1); /* MAX2(d1, d2): d1 unless d2 > d1 */
+            __m256d pos = _mm256_cmp_pd(d, zero, _CMP_GT_OQ);
+            sum = _mm256_add_pd(sum, _mm256_and_pd(pos, _mm256_mul_pd(d, d)));
+        }
+        __m256d apart = _mm256_cmp_pd(sum, zero, _CMP_GT_OQ);
+        __m256d key = _mm256_sub_pd(zero, _mm256_add_pd(_mm256_load_pd(&q->r[4 * g]), br));
+        __m256d out_apart = _mm256_and_pd(apart, _mm256_cmp_pd(sum, t2v, _CMP_GT_OQ));
+        __m256d out_pen = _mm256_andnot_pd(apart, _mm256_cmp_pd(key, th, _CMP_GE_OQ));
+        unsigned out = (unsigned)_mm256_movemask_pd(_mm256_or_pd(out_apart, out_pen));
+        keep |= (uint64_t)(bits & ~out & 0xFu) << (4 * g);
+    }
+    return keep;
+}
+#endif
+
+static inline uint64_t pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold,
+                            int simd)
+{
+#ifdef RP_HAVE_AVX2_PATH
+    if (simd)
+        return pass_avx2(q, mask, b, threshold);
+#endif
+    (void)simd;
+    return pass_portable(q, mask, b, threshold);
+}
+
+static inline test_box node_test_box(const rp_bvh_node *n)
+{
+    test_box b = {{n->lo[0], n->lo[1], n->lo[2]}, {n->hi[0], n->hi[1], n->hi[2]}, n->rmax};
+    return b;
+}
+
+/* Evaluates scene shape e for the queries of mask that its box passes; the
+ * queries fn drops leave *active. */
+static void multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e,
+                       double threshold, int simd, rp_multi_visit_fn fn, void *ctx,
+                       uint64_t *active)
+{
+    const rp_shape *s = &RP_ENTRY(sc, e)->shape;
+    mask &= *active;
+    if (mask & (mask - 1)) {
+        /* Two queries or more: the shape's own box first (for one, as in
+         * rp_scene_below_, the distance costs little more than the box). */
+        dbox d = shape_box(s);
+        test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
+        mask = pass(q, mask, &b, threshold, simd);
+    }
+    while (mask) {
+        unsigned k = (unsigned)__builtin_ctzll(mask);
+        mask &= mask - 1;
+        if (!((*active >> k) & 1))
+            continue; /* dropped by an earlier call for this shape */
+        double dist = rp_shape_signed_distance(q->shape[k], s);
+        if (dist < threshold)
+            *active &= ~fn(ctx, k, e, dist);
+    }
+}
+
+/* A stack entry whose queries are not refined yet: every active one. */
+#define ALL_QUERIES UINT64_MAX
+
+void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, double threshold,
+                           const rp_multi_gate *gate, rp_multi_visit_fn fn, void *ctx)
+{
+    const rp_bvh *t = &sc->tree;
+    int simd = rp_simd_enabled_();
+    /* With a gate, the walk first looks for a scene shape within the
+     * gate's threshold of its shape, as rp_scene_below_ would, and fills
+     * the queries only then; every stack entry pushed meanwhile stands for
+     * all of them. */
+    bool gated = gate != NULL;
+    double glo[3] = {0, 0, 0}, ghi[3] = {0, 0, 0}, gr = 0.0;
+    if (gated)
+        gr = query_box(gate->shape, glo, ghi);
+    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
+        for (size_t e = 0; e < sc->count && (active || gated); e++) {
+            if (gated) {
+                if (!(rp_shape_signed_distance(gate->shape, &RP_ENTRY(sc, e)->shape) <
+                      gate->threshold))
+                    continue;
+                gated = false;
+                active = gate->fill(ctx, q);
+            }
+            multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active);
+        }
+        return;
+    }
+    /* Depth first, first child first, as rp_scene_below_; each stack entry
+     * carries the queries its node's box passed. */
+    struct {
+        uint32_t ref;
+        uint64_t mask;
+    } stack[STACK_MAX];
+    size_t top = 0;
+    const rp_bvh_node *root = node_at(t, t->root);
+    if (gated) {
+        if (key_excludes(node_key(glo, ghi, gr, root), gate->threshold, false))
+            return;
+        stack[top].mask = ALL_QUERIES;
+    } else {
+        test_box rb = node_test_box(root);
+        if (!(stack[top].mask = pass(q, active, &rb, threshold, simd)))
+            return;
+    }
+    stack[top++].ref = t->root;
+    while (top > 0 && (active || gated)) {
+        top--;
+        uint32_t ref = stack[top].ref;
+        uint64_t mask = stack[top].mask;
+        if (gated) {
+            /* rp_scene_below_'s walk for the gate's shape. */
+            if (ref & RP_BVH_SHAPE) {
+                size_t e = shape_of(ref);
+                if (!(rp_shape_signed_distance(gate->shape, &RP_ENTRY(sc, e)->shape) <
+                      gate->threshold))
+                    continue;
+                gated = false;
+                active = gate->fill(ctx, q);
+                multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active);
+                continue;
+            }
+            const rp_bvh_node *n = node_at(t, ref);
+            uint32_t c[2] = {n->child[1], n->child[0]};
+            for (int k = 0; k < 2; k++)
+                if ((c[k] & RP_BVH_SHAPE) ||
+                    !key_excludes(node_key(glo, ghi, gr, node_at(t, c[k])), gate->threshold,
+                                  false)) {
+                    stack[top].ref = c[k];
+                    stack[top++].mask = ALL_QUERIES;
+                }
+            continue;
+        }
+        mask &= active;
+        if (!mask)
+            continue;
+        if (ref & RP_BVH_SHAPE) {
+            multi_leaf(sc, q, mask, shape_of(ref), threshold, simd, fn, ctx, &active);
+            continue;
+        }
+        const rp_bvh_node *n = node_at(t, ref);
+        uint32_t c[2] = {n->child[1], n->child[0]}; /* child[1] pushed first */
+        for (int k = 0; k < 2; k++) {
+            if (c[k] & RP_BVH_SHAPE) {
+                stack[top].ref = c[k];
+                stack[top++].mask = mask;
+                continue;
+            }
+            test_box cb = node_test_box(node_at(t, c[k]));
+            uint64_t cm = pass(q, mask, &cb, threshold, simd);
+            if (cm) {
+                stack[top].ref = c[k];
+                stack[top++].mask = cm;
+            }
+        }
+    }
 }

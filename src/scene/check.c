@@ -250,80 +250,6 @@ static inline double ball_lb(const bp_check *b, size_t i, size_t j)
     return sqrt(x * x + y * y + z * z) - b->m->balls[i].r - b->m->balls[j].r;
 }
 
-/* ---- scene candidates of a slot ------------------------------------------------ */
-
-/* The scene shapes near one slot's sphere, in the order of the tree's
- * depth-first walk, with their padded boxes: a slot's shapes are tested
- * against its list instead of each walking the tree.  A list holds every
- * scene shape whose distance from the slot sphere is below the threshold
- * it was made for; since the sphere contains the slot's shapes, that
- * includes every shape below the threshold (less the slack) from any of
- * them.  Lists share one pool on the stack. */
-#define CAND_POOL 256
-/* A slot with more shapes near it than this lets its shapes walk the tree
- * one by one: in a crowded region their own small boxes prune better than
- * a list the size of the crowd. */
-#define CAND_SLOT_MAX 24
-
-typedef struct cand {
-    rp_dbox box;
-    uint32_t index;
-} cand;
-
-typedef struct cand_pool {
-    const rp_scene *sc;
-    size_t n, start;
-    bool full;
-    cand v[CAND_POOL];
-    uint32_t first[RP_BOUND_SLOTS], count[RP_BOUND_SLOTS];
-    signed char state[RP_BOUND_SLOTS]; /* -1 not made, 1 listed, 0 overflowed */
-} cand_pool;
-
-static void pool_init(cand_pool *p, const rp_scene *sc)
-{
-    p->sc = sc;
-    p->n = 0;
-    p->full = false;
-    memset(p->state, -1, sizeof p->state);
-}
-
-/* rp_scene_below_ visitor: appends the shape; stops when the slot's list
- * or the pool is full. */
-static bool pool_add(void *ctx, size_t index, double distance)
-{
-    (void)distance;
-    cand_pool *p = ctx;
-    if (p->n == CAND_POOL || p->n - p->start == CAND_SLOT_MAX) {
-        p->full = true;
-        return false;
-    }
-    cand *c = &p->v[p->n++];
-    c->index = (uint32_t)index;
-    rp_shape_dbox_(&RP_ENTRY(p->sc, index)->shape, &c->box);
-    return true;
-}
-
-/* Makes slot s's list for threshold t (once per check); false when it
- * overflowed (the slot's shapes then query the tree one by one). */
-static bool pool_list(cand_pool *p, const bp_check *b, size_t s, double t)
-{
-    if (p->state[s] < 0) {
-        p->start = p->n;
-        rp_shape ball = rp_shape_from_sphere((rp_sphere){b->wc[s], b->m->bounds[s].r});
-        p->full = false;
-        rp_scene_below_(p->sc, &ball, t + bp_slack(b, s, s), pool_add, p);
-        if (p->full) {
-            p->n = p->start;
-            p->state[s] = 0;
-        } else {
-            p->first[s] = (uint32_t)p->start;
-            p->count[s] = (uint32_t)(p->n - p->start);
-            p->state[s] = 1;
-        }
-    }
-    return p->state[s] > 0;
-}
-
 /* ---- report first ------------------------------------------------------------- */
 
 typedef struct first_hit {
@@ -399,34 +325,140 @@ static rp_status check_first(const rp_model *m, const rp_scene *sc, const rp_sha
     return RP_OK;
 }
 
-/* FIRST's scene pairs of shape i against its slot's list: the first
- * listed shape (the tree's order) below the margin that i may not touch,
- * as the result's one violation (*done). */
-static rp_status first_listed(const bp_check *b, const cand_pool *p, size_t s, size_t i,
-                              double margin, rp_check_result *out, bool *done)
+/* FIRST's scene pairs of one slot in one walk of the tree (bvh.c,
+ * rp_scene_below_multi_): query k is the slot's k-th shape (slot_shapes
+ * order, so ascending links).  A query's first violation in the tree's
+ * order is the one rp_scene_below_ would have found for that shape; it
+ * drops the query and every later one (a lower link wins), and the lowest
+ * query with a violation is kept. */
+typedef struct first_multi {
+    const rp_model *m;
+    const rp_scene *sc;
+    bp_check *b;
+    const uint32_t *shapes;
+    size_t count, below; /* the slot's shapes; only those below link `below` count */
+    bool hit;
+    unsigned k;
+    size_t index;
+    double distance;
+} first_multi;
+
+/* Places the slot's shapes below the best link as the walk's queries. */
+static uint64_t first_multi_fill(void *ctx, rp_multi *q)
+{
+    first_multi *f = ctx;
+    uint64_t active = 0;
+    size_t k = 0;
+    for (; k < f->count && f->shapes[k] < f->below; k++) {
+        rp_multi_set_(q, k, placed_shape(f->b, f->shapes[k]));
+        active |= (uint64_t)1 << k;
+    }
+    q->n = k;
+    rp_multi_pad_(q, k);
+    return active;
+}
+
+/* True when link i may touch scene shape e (an allowed scene pair). */
+static bool allowed_scene(const rp_model *m, const rp_scene *sc, size_t i, size_t e)
+{
+    if (!m->as_first)
+        return false;
+    const char *id = RP_ENTRY(sc, e)->id;
+    for (size_t a = m->as_first[i]; a < m->as_first[i + 1]; a++)
+        if (strcmp(m->as_ids[a], id) == 0)
+            return true;
+    return false;
+}
+
+static uint64_t first_multi_visit(void *ctx, unsigned k, size_t index, double distance)
+{
+    first_multi *f = ctx;
+    if (allowed_scene(f->m, f->sc, f->shapes[k], index))
+        return 0;
+    if (!f->hit || k < f->k) {
+        f->hit = true;
+        f->k = k;
+        f->index = index;
+        f->distance = distance;
+    }
+    return ~(uint64_t)0 << k;
+}
+
+/* FIRST's scene pairs with the broadphase: the lowest link with a scene
+ * pair below the margin, with the first such pair in the tree's order
+ * (what check_first finds).  Slots walk the tree once each, in the order
+ * of their lowest link; links above the best found so far are left out. */
+static rp_status first_scene_bp(bp_check *b, const rp_scene *sc, double margin,
+                                rp_check_result *out, bool *done)
 {
     const rp_model *m = b->m;
-    const rp_scene *sc = p->sc;
-    excl_set x;
+    size_t best = SIZE_MAX, best_e = 0;
+    double best_d = 0.0;
     *done = false;
-    if (!excl_load(&x, m, sc, i))
-        return RP_ERR_NOMEM;
-    rp_dbox q;
-    rp_shape_dbox_(&b->w[i], &q);
-    const cand *c = &p->v[p->first[s]], *end = c + p->count[s];
-    for (; c < end; c++) {
-        if (rp_key_excludes_(rp_dbox_key_(&q, &c->box), margin, false) ||
-            (x.n && excl_has(&x, c->index)))
+    /* Slots with shapes, by their lowest link (insertion sort: few slots). */
+    uint32_t order[RP_BOUND_SLOTS];
+    size_t n_order = 0;
+    for (size_t s = 0; s < b->slots; s++) {
+        if (m->slot_first[s] == m->slot_first[s + 1])
             continue;
-        double d = rp_shape_signed_distance(&b->w[i], &RP_ENTRY(sc, c->index)->shape);
-        if (d < margin) {
-            free(x.heap);
-            *done = true;
-            return report_first(out, i, RP_PAIR_SCENE, c->index, d);
+        size_t at = n_order++;
+        uint32_t low = m->slot_shapes[m->slot_first[s]];
+        while (at > 0 && m->slot_shapes[m->slot_first[order[at - 1]]] > low) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = (uint32_t)s;
+    }
+    rp_multi q;
+    for (size_t o = 0; o < n_order; o++) {
+        size_t s = order[o];
+        const uint32_t *shapes = &m->slot_shapes[m->slot_first[s]];
+        size_t count = m->slot_first[s + 1] - m->slot_first[s];
+        if (shapes[0] >= best)
+            break; /* this slot and every later one start above the best */
+        if (count > RP_MULTI_MAX) {
+            /* A crowded slot: its shapes one by one. */
+            for (size_t k = 0; k < count && shapes[k] < best; k++) {
+                bool hit;
+                placed_shape(b, shapes[k]);
+                first_hit h = {0, 0.0, NULL};
+                excl_set x;
+                if (!excl_load(&x, m, sc, shapes[k]))
+                    return RP_ERR_NOMEM;
+                h.excl = &x;
+                hit = !rp_scene_below_(sc, &b->w[shapes[k]], margin, stop_at_first, &h);
+                free(x.heap);
+                if (hit) {
+                    best = shapes[k];
+                    best_e = h.index;
+                    best_d = h.distance;
+                }
+            }
+            continue;
+        }
+        first_multi f = {m, sc, b, shapes, count, best, false, 0, 0, 0.0};
+        if (margin >= 0 && !m->bounds[s].excl) {
+            /* The slot's sphere as the gate: its shapes are placed only
+             * when a scene shape comes near it (only for margin >= 0, like
+             * the slot sphere's lower bound, and not with allowed scene
+             * pairs, which the gate ignores). */
+            rp_shape ball = rp_shape_from_sphere((rp_sphere){b->wc[s], m->bounds[s].r});
+            rp_multi_gate gate = {&ball, margin + bp_slack(b, s, s), first_multi_fill};
+            rp_scene_below_multi_(sc, &q, 0, margin, &gate, first_multi_visit, &f);
+        } else {
+            uint64_t active = first_multi_fill(&f, &q);
+            rp_scene_below_multi_(sc, &q, active, margin, NULL, first_multi_visit, &f);
+        }
+        if (f.hit) {
+            best = shapes[f.k];
+            best_e = f.index;
+            best_d = f.distance;
         }
     }
-    free(x.heap);
-    return RP_OK;
+    if (best == SIZE_MAX)
+        return RP_OK;
+    *done = true;
+    return report_first(out, best, RP_PAIR_SCENE, best_e, best_d);
 }
 
 /* The shapes of slot u whose balls come within `lim` of slot v's sphere
@@ -489,30 +521,17 @@ static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
 }
 
 /* FIRST with the broadphase: the same pairs in the same order as
- * check_first.  For margin >= 0 each slot walks the scene's tree once, for
- * the scene shapes near its sphere (an empty list clears all its shapes),
- * and its shapes are tested against that list; self pairs go by blocks
- * (first_self_bp).  Shapes are placed only when a test needs them. */
+ * check_first.  Each slot walks the scene's tree once for its shapes
+ * (first_scene_bp); self pairs go by blocks (first_self_bp).  Shapes are
+ * placed only when a test needs them. */
 static rp_status check_first_bp(bp_check *b, const rp_scene *sc, double margin,
                                 rp_check_result *out)
 {
-    const rp_model *m = b->m;
-    size_t n = m->n_links;
     if (sc && rp_scene_shape_count(sc)) {
-        cand_pool pool;
-        pool_init(&pool, sc);
-        for (size_t i = 0; i < n; i++) {
-            size_t s = (size_t)(m->links[i].frame + 1);
-            bool listed = margin >= 0 && pool_list(&pool, b, s, margin);
-            if (listed && pool.count[s] == 0)
-                continue;
-            placed_shape(b, i);
-            bool done;
-            rp_status st = listed ? first_listed(b, &pool, s, i, margin, out, &done)
-                                  : first_scene(m, sc, b->w, i, margin, out, &done);
-            if (st || done)
-                return st;
-        }
+        bool done;
+        rp_status st = first_scene_bp(b, sc, margin, out, &done);
+        if (st || done)
+            return st;
     }
     return first_self_bp(b, margin, out);
 }

@@ -204,6 +204,50 @@ typedef bool (*rp_scene_visit_fn)(void *ctx, size_t index, double distance);
 bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                      rp_scene_visit_fn fn, void *ctx);
 
+/* Several query shapes walking the tree together (a robot link's shapes):
+ * their padded boxes (rp_shape_dbox_) as structure of arrays, so that a
+ * node is tested against four of them in one go. */
+#define RP_MULTI_MAX 64
+typedef struct rp_multi {
+    size_t n;
+    const rp_shape *shape[RP_MULTI_MAX];
+    _Alignas(32) double lo[3][RP_MULTI_MAX];
+    _Alignas(32) double hi[3][RP_MULTI_MAX];
+    _Alignas(32) double r[RP_MULTI_MAX];
+} rp_multi;
+
+/* Sets query k of q (k < RP_MULTI_MAX) to shape s (kept by pointer). */
+void rp_multi_set_(rp_multi *q, size_t k, const rp_shape *s);
+/* Zeroes the lanes after the first n up to a multiple of four (a group of
+ * four is read whole; the masks leave those lanes out). */
+void rp_multi_pad_(rp_multi *q, size_t n);
+
+/* rp_scene_below_ for the queries of q whose bits are set in `active`, in
+ * one walk: fn(ctx, k, index, distance) is called for scene shapes closer
+ * than threshold (strictly) to query k, for each query in the tree's
+ * depth-first order (the order rp_scene_below_ visits shapes in), and
+ * returns the queries to drop from then on (0: none).
+ *
+ * With a gate (else NULL): a shape enclosing every query.  The walk first
+ * looks for a scene shape closer than gate->threshold to it, and only when
+ * it finds one calls gate->fill, which fills q and returns the queries to
+ * walk for (`active` is ignored); no such shape, no fill and no call of
+ * fn.  The threshold must exceed `threshold` by the kernels' error of the
+ * gate's size, so that no pair below `threshold` hides from the gate. */
+typedef uint64_t (*rp_multi_visit_fn)(void *ctx, unsigned k, size_t index, double distance);
+typedef struct rp_multi_gate {
+    const rp_shape *shape;
+    double threshold;
+    uint64_t (*fill)(void *ctx, rp_multi *q);
+} rp_multi_gate;
+void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, double threshold,
+                           const rp_multi_gate *gate, rp_multi_visit_fn fn, void *ctx);
+
+/* Which box tests run with AVX2: 1 when the CPU has it (the default), 0
+ * for the portable code.  Tests force each in turn; results are the same. */
+void rp_simd_force_(int on);
+int rp_simd_enabled_(void);
+
 /* rp_scene_put / rp_scene_remove without the check that the scene is the
  * store's current, unshared version (the store's own calls: a scene being
  * built, or one rp_store_writable_ returned). */

@@ -18,6 +18,7 @@
 #include "test_util.h"
 
 #include "repose/scene.h"
+#include "scene/scene_int.h" /* rp_simd_force_ */
 
 #define MAX_LINKS 40
 #define FRAMES 6
@@ -96,10 +97,10 @@ static void same_result(const rp_check_result *a, const rp_check_result *b, size
     }
 }
 
-static void broadphase_changes_no_result(void **state)
+static void broadphase_changes_no_result_with(int simd)
 {
-    (void)state;
-    test_rng rng = {0x5eed0b0adULL};
+    rp_simd_force_(simd);
+    test_rng rng = {0x5eed0b0adULL + (uint64_t)simd};
     rp_store *st = rp_store_new(NULL);
     assert_non_null(st);
     /* A scene big enough for its tree, around the robot. */
@@ -153,11 +154,20 @@ static void broadphase_changes_no_result(void **state)
             }
         }
     }
-    printf("%zu checks, %zu with a collision\n", checks, collisions);
+    printf("%zu checks, %zu with a collision (SIMD %s)\n", checks, collisions,
+           rp_simd_enabled_() ? "on" : "off");
     /* Both verdicts must occur often, or the comparison proves little. */
     assert_true(collisions > checks / 5);
     assert_true(collisions < checks * 4 / 5);
     rp_store_free(st);
+    rp_simd_force_(1);
+}
+
+static void broadphase_changes_no_result(void **state)
+{
+    (void)state;
+    broadphase_changes_no_result_with(0);
+    broadphase_changes_no_result_with(1);
 }
 
 /* Pairs at exactly equal distances: the broadphase evaluates self pairs
