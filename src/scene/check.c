@@ -154,10 +154,11 @@ static bool excl_has(const excl_set *x, size_t e)
  * slack: a distance within that error of the margin may then be judged on
  * either side of it by the two paths.)
  *
- * Shapes and their balls are placed only when a test needs them: state[k]
- * has PLACED when w[k] holds shape k in the world, BALLED when bc[k] holds
- * its ball's centre. */
-enum { PLACED = 1, BALLED = 2 };
+ * Shapes are placed only when a test needs them (state[k] is PLACED when
+ * w[k] holds shape k in the world), and a slot's balls when a block of
+ * self pairs needs them (px, py, pz: their centres in the world, in
+ * slot_shapes order). */
+enum { PLACED = 1 };
 
 typedef struct bp_check {
     const rp_model *m;
@@ -165,10 +166,10 @@ typedef struct bp_check {
     const rp_transform *tf[RP_BOUND_SLOTS]; /* slot pose: base, then frames */
     rp_vec3 wc[RP_BOUND_SLOTS];
     double size[RP_BOUND_SLOTS];            /* largest |coordinate| of the sphere */
+    bool balled[RP_BOUND_SLOTS];
     rp_shape *w;
-    rp_vec3 *bc;
     uint8_t *state;
-    uint32_t *scratch; /* 2 n_links */
+    double *px, *py, *pz;
 } bp_check;
 
 static inline rp_vec3 xf_point(const rp_transform *tf, rp_vec3 p)
@@ -233,21 +234,69 @@ static inline const rp_shape *placed_shape(const bp_check *b, size_t k)
     return &b->w[k];
 }
 
-static inline rp_vec3 ball_centre(const bp_check *b, size_t k)
+/* The world centres of slot s's balls (once per check). */
+static void slot_balls(bp_check *b, size_t s)
 {
-    if (!(b->state[k] & BALLED)) {
-        b->bc[k] = xf_point(b->tf[b->m->links[k].frame + 1], b->m->balls[k].c);
-        b->state[k] |= BALLED;
+    if (b->balled[s])
+        return;
+    const rp_model *m = b->m;
+    const rp_transform *tf = b->tf[s];
+    for (uint32_t p = m->slot_first[s]; p < m->slot_first[s + 1]; p++) {
+        rp_vec3 c = xf_point(tf, m->balls[m->slot_shapes[p]].c);
+        b->px[p] = c.x;
+        b->py[p] = c.y;
+        b->pz[p] = c.z;
     }
-    return b->bc[k];
+    b->balled[s] = true;
 }
 
-/* Lower bound of the signed distance of shapes i and j, before the slack. */
-static inline double ball_lb(const bp_check *b, size_t i, size_t j)
+/* Lower bound of the distance between the ball at slot_shapes position p
+ * and anything in slot s's sphere, before the slack. */
+static inline double ball_slot_lb(const bp_check *b, size_t p, size_t s)
 {
-    rp_vec3 ci = ball_centre(b, i), cj = ball_centre(b, j);
-    double x = ci.x - cj.x, y = ci.y - cj.y, z = ci.z - cj.z;
-    return sqrt(x * x + y * y + z * z) - b->m->balls[i].r - b->m->balls[j].r;
+    double x = b->px[p] - b->wc[s].x, y = b->py[p] - b->wc[s].y, z = b->pz[p] - b->wc[s].z;
+    return sqrt(x * x + y * y + z * z) - b->m->slot_ball_r[p] - b->m->bounds[s].r;
+}
+
+/* The positions of slot v's shapes (word w of them) whose balls come
+ * within lim of slot u's sphere (ties kept when eq). */
+static uint64_t slot_side(const bp_check *b, size_t v, size_t u, uint32_t w, double lim,
+                          double slack, bool eq)
+{
+    const rp_model *m = b->m;
+    size_t v0 = m->slot_first[v] + 64 * (size_t)w, nv = m->slot_first[v + 1] - v0;
+    nv = nv < 64 ? nv : 64;
+    uint64_t keep = 0;
+    for (size_t p = 0; p < nv; p++) {
+        double lb = ball_slot_lb(b, v0 + p, u) - slack;
+        keep |= (uint64_t)(lb < lim || (eq && lb == lim)) << p;
+    }
+    return keep;
+}
+
+/* Of the candidates `cand` (bits over slot v's shapes, word w), those
+ * whose ball pair with position a may have a distance at or below lim:
+ * |c_a - c_b| - r_a - r_b - slack > lim rules a pair out.  Squares are
+ * compared with a margin for their rounding, far below the slack, so a
+ * pair is only ever kept in doubt. */
+static uint64_t row_near(const bp_check *b, const rp_pair_block *blk, size_t a, uint32_t w,
+                         double lim, double slack, uint64_t cand)
+{
+    const rp_model *m = b->m;
+    size_t v0 = m->slot_first[blk->v] + 64 * (size_t)w;
+    double ax = b->px[a], ay = b->py[a], az = b->pz[a];
+    double at = lim + m->slot_ball_r[a] + slack;
+    uint64_t keep = 0;
+    for (uint64_t c = cand; c; c &= c - 1) {
+        unsigned bit = (unsigned)__builtin_ctzll(c);
+        size_t p = v0 + bit;
+        double dx = ax - b->px[p], dy = ay - b->py[p], dz = az - b->pz[p];
+        double d2 = dx * dx + dy * dy + dz * dz;
+        double t = at + m->slot_ball_r[p];
+        if (t >= 0.0 && d2 <= t * t * RP_SQUARE_SLACK)
+            keep |= (uint64_t)1 << bit;
+    }
+    return keep;
 }
 
 /* ---- report first ------------------------------------------------------------- */
@@ -461,59 +510,49 @@ static rp_status first_scene_bp(bp_check *b, const rp_scene *sc, double margin,
     return report_first(out, best, RP_PAIR_SCENE, best_e, best_d);
 }
 
-/* The shapes of slot u whose balls come within `lim` of slot v's sphere
- * (strictly, or with `eq` also at it): the only ones of u that can form a
- * pair with a shape of v below that bound.  Written to out; returns the
- * count. */
-static size_t slot_survivors(bp_check *b, size_t u, size_t v, double lim, bool eq,
-                             uint32_t *out)
-{
-    const rp_model *m = b->m;
-    double rv = m->bounds[v].r + bp_slack(b, u, v);
-    rp_vec3 c = b->wc[v];
-    size_t n = 0;
-    for (uint32_t e = m->slot_first[u]; e < m->slot_first[u + 1]; e++) {
-        uint32_t k = m->slot_shapes[e];
-        rp_vec3 p = ball_centre(b, k);
-        double x = p.x - c.x, y = p.y - c.y, z = p.z - c.z;
-        double lb = sqrt(x * x + y * y + z * z) - m->balls[k].r - rv;
-        if (lb < lim || (eq && lb == lim))
-            out[n++] = k;
-    }
-    return n;
-}
-
 /* FIRST's self pairs with the broadphase: the canonically first pair
  * below the margin (the smallest key (i << 16) | j) over the blocks whose
- * slot spheres come within the margin, among the shapes of each side whose
- * balls come within the margin of the other side's sphere, skipping pairs
- * whose balls keep them apart. */
+ * slot spheres come within the margin, among the pairs whose balls do
+ * (row_near). */
 static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
 {
     const rp_model *m = b->m;
     uint32_t best = UINT32_MAX;
     double best_d = 0.0;
-    uint32_t *su = b->scratch, *sv = b->scratch + m->n_links;
     for (size_t k = 0; k < m->n_blocks; k++) {
         const rp_pair_block *blk = &m->blocks[k];
         if (slot_lb(b, blk->u, blk->v) >= margin)
             continue;
-        size_t nu = slot_survivors(b, blk->u, blk->v, margin, false, su);
-        size_t nv = nu ? slot_survivors(b, blk->v, blk->u, margin, false, sv) : 0;
+        slot_balls(b, blk->u);
+        slot_balls(b, blk->v);
         double slack = bp_slack(b, blk->u, blk->v);
-        for (size_t x = 0; x < nu; x++)
-            for (size_t y = 0; y < nv; y++) {
-                size_t i = su[x] < sv[y] ? su[x] : sv[y], j = su[x] ^ sv[y] ^ i;
-                uint32_t key = (uint32_t)(i << 16 | j);
-                if (key >= best || !rp_model_self_pair_(m, i, j) ||
-                    ball_lb(b, i, j) - slack >= margin)
-                    continue;
-                double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
-                if (d < margin) {
-                    best = key;
-                    best_d = d;
+        const uint64_t *masks = &m->block_masks[blk->masks];
+        uint64_t side[RP_BOUND_LINKS / 64];
+        for (uint32_t w = 0; w < blk->words; w++)
+            side[w] = slot_side(b, blk->v, blk->u, w, margin, slack, false);
+        for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
+             a++, masks += blk->words) {
+            size_t la = m->slot_shapes[a];
+            if (ball_slot_lb(b, a, blk->v) - slack >= margin)
+                continue;
+            for (uint32_t w = 0; w < blk->words; w++) {
+                uint64_t cand = masks[w] & side[w];
+                uint64_t near = cand ? row_near(b, blk, a, w, margin, slack, cand) : 0;
+                for (; near; near &= near - 1) {
+                    size_t lb = m->slot_shapes[m->slot_first[blk->v] + 64 * w +
+                                               (unsigned)__builtin_ctzll(near)];
+                    size_t i = la < lb ? la : lb, j = la < lb ? lb : la;
+                    uint32_t key = (uint32_t)(i << 16 | j);
+                    if (key >= best)
+                        continue;
+                    double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
+                    if (d < margin) {
+                        best = key;
+                        best_d = d;
+                    }
                 }
             }
+        }
     }
     if (best == UINT32_MAX)
         return RP_OK;
@@ -616,43 +655,50 @@ static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair 
                         rp_check_result *out)
 {
     const rp_model *m = b->m;
-    uint32_t *su = b->scratch, *sv = b->scratch + m->n_links;
     for (size_t k = 0; k < m->n_blocks; k++) {
         const rp_pair_block *blk = &m->blocks[k];
         /* What can matter: below or at the minimum, or below the margin
          * when collecting. */
-        double lim = INFINITY;
-        bool eq = true;
-        if (*has && collect && margin > best->distance) {
-            lim = margin;
-            eq = false;
-        } else if (*has) {
-            lim = best->distance;
-        }
-        double lb = slot_lb(b, blk->u, blk->v);
-        if (!(lb < lim || (eq && lb == lim)))
+        double lim = !*has ? INFINITY
+                           : collect && margin > best->distance ? margin : best->distance;
+        if (slot_lb(b, blk->u, blk->v) > lim)
             continue;
-        size_t nu = slot_survivors(b, blk->u, blk->v, lim, eq, su);
-        size_t nv = nu ? slot_survivors(b, blk->v, blk->u, lim, eq, sv) : 0;
+        slot_balls(b, blk->u);
+        slot_balls(b, blk->v);
         double slack = bp_slack(b, blk->u, blk->v);
-        for (size_t x = 0; x < nu; x++)
-            for (size_t y = 0; y < nv; y++) {
-                size_t i = su[x] < sv[y] ? su[x] : sv[y], j = su[x] ^ sv[y] ^ i;
-                if (!rp_model_self_pair_(m, i, j))
-                    continue;
-                lb = ball_lb(b, i, j) - slack;
-                if (*has && lb > best->distance && (!collect || lb >= margin))
-                    continue;
-                double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
-                if (!*has || d < best->distance ||
-                    (d == best->distance && self_before(i, j, best))) {
-                    rp_check_pair p = {i, RP_PAIR_SELF, j, d};
-                    *best = p;
-                    *has = true;
+        const uint64_t *masks = &m->block_masks[blk->masks];
+        uint64_t side[RP_BOUND_LINKS / 64];
+        for (uint32_t w = 0; w < blk->words; w++)
+            side[w] = slot_side(b, blk->v, blk->u, w, lim, slack, true);
+        for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
+             a++, masks += blk->words) {
+            size_t la = m->slot_shapes[a];
+            lim = !*has ? INFINITY
+                        : collect && margin > best->distance ? margin : best->distance;
+            if (ball_slot_lb(b, a, blk->v) - slack > lim)
+                continue;
+            for (uint32_t w = 0; w < blk->words; w++) {
+                lim = !*has ? INFINITY
+                            : collect && margin > best->distance ? margin : best->distance;
+                uint64_t cand = masks[w] & side[w];
+                uint64_t near = cand ? row_near(b, blk, a, w, lim, slack, cand) : 0;
+                for (; near; near &= near - 1) {
+                    size_t lb = m->slot_shapes[m->slot_first[blk->v] + 64 * w +
+                                               (unsigned)__builtin_ctzll(near)];
+                    size_t i = la < lb ? la : lb, j = la < lb ? lb : la;
+                    double d =
+                        rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
+                    if (!*has || d < best->distance ||
+                        (d == best->distance && self_before(i, j, best))) {
+                        rp_check_pair p = {i, RP_PAIR_SELF, j, d};
+                        *best = p;
+                        *has = true;
+                    }
+                    if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
+                        return false;
                 }
-                if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
-                    return false;
             }
+        }
     }
     return true;
 }
@@ -763,30 +809,28 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     /* The broadphase when the model has one and the poses are in range. */
     bp_check bpc, *b = NULL;
     rp_transform identity = rp_transform_identity();
-    rp_vec3 bc_stack[STACK_LINKS], *bc = bc_stack;
+    double pos_stack[3 * STACK_LINKS], *pos = pos_stack;
     uint8_t state_stack[STACK_LINKS], *state = state_stack;
-    uint32_t scratch_stack[2 * STACK_LINKS], *scratch = scratch_stack;
     if (m->bounds && bp_setup(&bpc, m, base, frames, &identity)) {
         if (m->n_links > STACK_LINKS) {
-            bc = malloc(m->n_links * sizeof *bc);
+            pos = malloc(3 * m->n_links * sizeof *pos);
             state = malloc(m->n_links * sizeof *state);
-            scratch = malloc(2 * m->n_links * sizeof *scratch);
         }
-        if (!bc || !state || !scratch) {
-            if (bc != bc_stack)
-                free(bc);
+        if (!pos || !state) {
+            if (pos != pos_stack)
+                free(pos);
             if (state != state_stack)
                 free(state);
-            if (scratch != scratch_stack)
-                free(scratch);
             if (world != stack)
                 free(world);
             return RP_ERR_NOMEM;
         }
         bpc.w = world;
-        bpc.bc = bc;
         bpc.state = state;
-        bpc.scratch = scratch;
+        bpc.px = pos;
+        bpc.py = pos + m->n_links;
+        bpc.pz = pos + 2 * m->n_links;
+        memset(bpc.balled, 0, sizeof bpc.balled);
         b = &bpc;
     }
     size_t bad_link = 0;
@@ -803,12 +847,10 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     } else {
         out->closest.link = bad_link; /* which link left the double range */
     }
-    if (bc != bc_stack)
-        free(bc);
+    if (pos != pos_stack)
+        free(pos);
     if (state != state_stack)
         free(state);
-    if (scratch != scratch_stack)
-        free(scratch);
     if (world != stack)
         free(world);
     return st;

@@ -92,7 +92,9 @@ static void model_destroy(rp_model *m)
     free(m->balls);
     free(m->slot_first);
     free(m->slot_shapes);
+    free(m->slot_ball_r);
     free(m->blocks);
+    free(m->block_masks);
     for (size_t i = 0; i < m->n_strs; i++)
         free(m->strs[i]);
     free(m->strs);
@@ -371,7 +373,8 @@ static bool build_broadphase(rp_model *m)
     m->balls = model_alloc(m, n * sizeof *m->balls);
     m->slot_first = model_alloc(m, (slots + 1) * sizeof *m->slot_first);
     m->slot_shapes = model_alloc(m, n * sizeof *m->slot_shapes);
-    if (!m->balls || !m->slot_first || !m->slot_shapes)
+    m->slot_ball_r = model_alloc(m, n * sizeof *m->slot_ball_r);
+    if (!m->balls || !m->slot_first || !m->slot_shapes || !m->slot_ball_r)
         return false;
     for (size_t k = 0; k < n; k++) {
         const rp_shape *s = &m->links[k].shape;
@@ -393,6 +396,8 @@ static bool build_broadphase(rp_model *m)
                 m->slot_shapes[at++] = (uint32_t)k;
     }
     m->slot_first[slots] = (uint32_t)at;
+    for (size_t p = 0; p < n; p++)
+        m->slot_ball_r[p] = m->balls[m->slot_shapes[p]].r;
     if (!m->skip)
         return true;
 
@@ -414,14 +419,17 @@ static bool build_broadphase(rp_model *m)
     if (np > RP_BOUND_PAIRS) { /* too many pairs: the plain path */
         free(cell);
         m->bytes -= slots * sizeof *m->bounds + n * sizeof *m->balls +
-                    (slots + 1) * sizeof *m->slot_first + n * sizeof *m->slot_shapes;
+                    (slots + 1) * sizeof *m->slot_first + n * sizeof *m->slot_shapes +
+                    n * sizeof *m->slot_ball_r;
         free(m->bounds);
         free(m->balls);
         free(m->slot_first);
         free(m->slot_shapes);
+        free(m->slot_ball_r);
         m->bounds = NULL;
         m->balls = NULL;
         m->slot_first = m->slot_shapes = NULL;
+        m->slot_ball_r = NULL;
         return true;
     }
     if (nb) {
@@ -431,11 +439,34 @@ static bool build_broadphase(rp_model *m)
             return false;
         }
     }
-    for (size_t c = 0; c < cells; c++)
-        if (cell[c])
-            m->blocks[m->n_blocks++] = (rp_pair_block){(uint32_t)(c / slots),
-                                                       (uint32_t)(c % slots)};
+    size_t words = 0;
+    for (size_t c = 0; c < cells; c++) {
+        if (!cell[c])
+            continue;
+        uint32_t u = (uint32_t)(c / slots), v = (uint32_t)(c % slots);
+        uint32_t nu = m->slot_first[u + 1] - m->slot_first[u];
+        uint32_t nv = m->slot_first[v + 1] - m->slot_first[v];
+        uint32_t w = (nv + 63) / 64;
+        m->blocks[m->n_blocks++] = (rp_pair_block){u, v, (uint32_t)words, w};
+        words += (size_t)nu * w;
+    }
     free(cell);
+    m->block_masks = model_alloc(m, words * sizeof *m->block_masks);
+    if (!m->block_masks)
+        return false;
+    memset(m->block_masks, 0, words * sizeof *m->block_masks);
+    for (size_t k = 0; k < m->n_blocks; k++) {
+        const rp_pair_block *blk = &m->blocks[k];
+        for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1]; a++)
+            for (uint32_t p = m->slot_first[blk->v]; p < m->slot_first[blk->v + 1]; p++) {
+                size_t i = m->slot_shapes[a], j = m->slot_shapes[p];
+                if (!rp_model_self_pair_(m, i < j ? i : j, i < j ? j : i))
+                    continue;
+                size_t row = a - m->slot_first[blk->u], col = p - m->slot_first[blk->v];
+                m->block_masks[blk->masks + row * blk->words + col / 64] |= (uint64_t)1
+                                                                           << (col % 64);
+            }
+    }
     return true;
 }
 

@@ -29,9 +29,13 @@ typedef struct rp_bound {
     bool excl;
 } rp_bound;
 
-/* A slot pair u < v with eligible self pairs between their shapes. */
+/* A slot pair u < v with eligible self pairs between their shapes.  Row a
+ * (the a-th shape of slot u, slot_shapes order) has `words` 64-bit words
+ * at block_masks[masks + a * words]: bit p set when the pair with the p-th
+ * shape of slot v is eligible. */
 typedef struct rp_pair_block {
     uint32_t u, v;
+    uint32_t masks, words;
 } rp_pair_block;
 
 /* A ball around one shape in its frame: the centre of its core (a
@@ -112,8 +116,10 @@ struct rp_model {
     struct rp_ball *balls;
     uint32_t *slot_first;
     uint32_t *slot_shapes;
+    double *slot_ball_r; /* balls[slot_shapes[p]].r, in slot_shapes order */
     struct rp_pair_block *blocks;
     size_t n_blocks;
+    uint64_t *block_masks;
     /* Allowed (link, scene id) pairs as given (strings into chars), and per
      * shape the scene ids it may touch: scene_ids[as_first[k] .. as_first[k+1]). */
     const char **as_pairs; /* 2 * n_as_pairs */
