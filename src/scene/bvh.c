@@ -1355,6 +1355,96 @@ static inline uint64_t pass(const rp_multi *q, uint64_t mask, const test_box *b,
     return pass_portable(q, mask, b, threshold);
 }
 
+void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
+{
+    rp_shape s = rp_shape_from_sphere((rp_sphere){c, r});
+    dbox b = shape_box(&s);
+    q->c[0][k] = c.x;
+    q->c[1][k] = c.y;
+    q->c[2][k] = c.z;
+    q->r[k] = b.r;
+}
+
+/* pass for balls: a ball is excluded by the box when the distance from its
+ * centre to the box less its radius is at least the threshold (the box's
+ * own padding and the ball's keep this below every computed distance), or
+ * when they overlap and even the deepest penetration, -(r + the box's
+ * radius bound), is.  Coordinates up to 1e300 (the callers' range) keep
+ * the squares from overflowing into NaN. */
+static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_box *b,
+                                   double threshold)
+{
+    uint64_t keep = 0;
+    while (mask) {
+        unsigned k = (unsigned)__builtin_ctzll(mask);
+        mask &= mask - 1;
+        double s2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            double d1 = b->lo[a] - q->c[a][k], d2 = q->c[a][k] - b->hi[a];
+            double d = MAX2(d1, d2);
+            if (d > 0.0)
+                s2 += d * d;
+        }
+        double t = threshold + q->r[k];
+        bool out = s2 > 0.0 ? (t < 0.0 || s2 > t * t * RP_SQUARE_SLACK)
+                            : -(q->r[k] + b->r) >= threshold;
+        if (!out)
+            keep |= (uint64_t)1 << k;
+    }
+    return keep;
+}
+
+#ifdef RP_HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static uint64_t pass_ball_avx2(const rp_balls *q, uint64_t mask,
+                                                               const test_box *b,
+                                                               double threshold)
+{
+    uint64_t keep = 0;
+    __m256d zero = _mm256_setzero_pd();
+    __m256d blo[3], bhi[3];
+    for (int a = 0; a < 3; a++) {
+        blo[a] = _mm256_set1_pd(b->lo[a]);
+        bhi[a] = _mm256_set1_pd(b->hi[a]);
+    }
+    __m256d br = _mm256_set1_pd(b->r), th = _mm256_set1_pd(threshold),
+            slack = _mm256_set1_pd(RP_SQUARE_SLACK);
+    while (mask) {
+        unsigned g = (unsigned)__builtin_ctzll(mask) / 4;
+        unsigned bits = (unsigned)(mask >> (4 * g)) & 0xFu;
+        mask &= ~((uint64_t)0xF << (4 * g));
+        __m256d s2 = zero;
+        for (int a = 0; a < 3; a++) {
+            __m256d c = _mm256_load_pd(&q->c[a][4 * g]);
+            __m256d d1 = _mm256_sub_pd(blo[a], c), d2 = _mm256_sub_pd(c, bhi[a]);
+            __m256d d = _mm256_max_pd(d2, d1);
+            __m256d pos = _mm256_cmp_pd(d, zero, _CMP_GT_OQ);
+            s2 = _mm256_add_pd(s2, _mm256_and_pd(pos, _mm256_mul_pd(d, d)));
+        }
+        __m256d r = _mm256_load_pd(&q->r[4 * g]);
+        __m256d t = _mm256_add_pd(th, r);
+        __m256d apart = _mm256_cmp_pd(s2, zero, _CMP_GT_OQ);
+        __m256d far = _mm256_or_pd(
+            _mm256_cmp_pd(t, zero, _CMP_LT_OQ),
+            _mm256_cmp_pd(s2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_GT_OQ));
+        __m256d deep = _mm256_cmp_pd(_mm256_sub_pd(zero, _mm256_add_pd(r, br)), th, _CMP_GE_OQ);
+        __m256d out = _mm256_or_pd(_mm256_and_pd(apart, far), _mm256_andnot_pd(apart, deep));
+        keep |= (uint64_t)(bits & ~(unsigned)_mm256_movemask_pd(out) & 0xFu) << (4 * g);
+    }
+    return keep;
+}
+#endif
+
+static inline uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
+                                 double threshold, int simd)
+{
+#ifdef RP_HAVE_AVX2_PATH
+    if (simd)
+        return pass_ball_avx2(q, mask, b, threshold);
+#endif
+    (void)simd;
+    return pass_ball_portable(q, mask, b, threshold);
+}
+
 static inline test_box node_test_box(const rp_bvh_node *n)
 {
     test_box b = {{n->lo[0], n->lo[1], n->lo[2]}, {n->hi[0], n->hi[1], n->hi[2]}, n->rmax};
@@ -1478,6 +1568,122 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
             }
             test_box cb = node_test_box(node_at(t, c[k]));
             uint64_t cm = pass(q, mask, &cb, threshold, simd);
+            if (cm) {
+                stack[top].ref = c[k];
+                stack[top++].mask = cm;
+            }
+        }
+    }
+}
+
+/* ---- a whole robot in one walk ------------------------------------------------------ */
+
+/* Fills the shape lanes of `want` not filled yet, zeroing the other lanes
+ * of their groups of four that are still empty (a group is read whole). */
+static void robot_fill(rp_robot_walk *w, uint64_t want, void *ctx)
+{
+    want &= ~w->filled;
+    if (!want)
+        return;
+    uint64_t groups = 0;
+    for (uint64_t m = want; m; m &= m - 1)
+        groups |= (uint64_t)0xF << (__builtin_ctzll(m) & ~3u);
+    uint64_t empty = groups & ~w->filled & ~want;
+    for (; empty; empty &= empty - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(empty);
+        for (int a = 0; a < 3; a++)
+            w->shapes.lo[a][k] = w->shapes.hi[a][k] = 0.0;
+        w->shapes.r[k] = 0.0;
+    }
+    w->fill(ctx, &w->shapes, want);
+    w->filled |= want;
+}
+
+/* The gates still worth walking for: those with an active shape. */
+static uint64_t live_gates(const rp_robot_walk *w, uint64_t gates, uint64_t active)
+{
+    uint64_t live = 0;
+    for (; gates; gates &= gates - 1) {
+        unsigned g = (unsigned)__builtin_ctzll(gates);
+        if (w->gate_shapes[g] & active)
+            live |= (uint64_t)1 << g;
+    }
+    return live;
+}
+
+/* Scene shape e against the gates of `gates`, then against the shapes of
+ * those that pass. */
+static void robot_leaf(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
+                       double gate_threshold, double threshold, int simd, rp_multi_visit_fn fn,
+                       void *ctx, uint64_t *active)
+{
+    dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
+    test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
+    gates = pass_ball(&w->gates, gates, &b, gate_threshold, simd);
+    uint64_t want = 0;
+    for (; gates; gates &= gates - 1)
+        want |= w->gate_shapes[__builtin_ctzll(gates)];
+    want &= *active;
+    if (!want)
+        return;
+    robot_fill(w, want, ctx);
+    multi_leaf(sc, &w->shapes, want, e, threshold, simd, fn, ctx, active);
+}
+
+void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                           double gate_threshold, double threshold, rp_multi_visit_fn fn,
+                           void *ctx)
+{
+    const rp_bvh *t = &sc->tree;
+    int simd = rp_simd_enabled_();
+    uint64_t all_gates = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
+    uint64_t gates = live_gates(w, all_gates, active);
+    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
+        for (size_t e = 0; e < sc->count && gates; e++) {
+            uint64_t before = active;
+            robot_leaf(sc, w, gates, e, gate_threshold, threshold, simd, fn, ctx, &active);
+            if (active != before)
+                gates = live_gates(w, gates, active);
+        }
+        return;
+    }
+    /* Depth first, first child first, as rp_scene_below_; each stack entry
+     * carries the gates its node's box passed. */
+    struct {
+        uint32_t ref;
+        uint64_t mask;
+    } stack[STACK_MAX];
+    size_t top = 0;
+    test_box rb = node_test_box(node_at(t, t->root));
+    uint64_t m = pass_ball(&w->gates, gates, &rb, gate_threshold, simd);
+    if (!m)
+        return;
+    stack[top].ref = t->root;
+    stack[top++].mask = m;
+    while (top > 0 && gates) {
+        top--;
+        uint32_t ref = stack[top].ref;
+        uint64_t mask = stack[top].mask & gates;
+        if (!mask)
+            continue;
+        if (ref & RP_BVH_SHAPE) {
+            uint64_t before = active;
+            robot_leaf(sc, w, mask, shape_of(ref), gate_threshold, threshold, simd, fn, ctx,
+                       &active);
+            if (active != before)
+                gates = live_gates(w, gates, active);
+            continue;
+        }
+        const rp_bvh_node *n = node_at(t, ref);
+        uint32_t c[2] = {n->child[1], n->child[0]}; /* child[1] pushed first */
+        for (int k = 0; k < 2; k++) {
+            if (c[k] & RP_BVH_SHAPE) {
+                stack[top].ref = c[k];
+                stack[top++].mask = mask;
+                continue;
+            }
+            test_box cb = node_test_box(node_at(t, c[k]));
+            uint64_t cm = pass_ball(&w->gates, mask, &cb, gate_threshold, simd);
             if (cm) {
                 stack[top].ref = c[k];
                 stack[top++].mask = cm;

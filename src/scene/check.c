@@ -433,6 +433,71 @@ static uint64_t first_multi_visit(void *ctx, unsigned k, size_t index, double di
     return ~(uint64_t)0 << k;
 }
 
+/* FIRST's scene pairs of a robot of at most RP_MULTI_MAX shapes in one
+ * walk of the tree (rp_scene_below_robot_): shape lanes are link indices,
+ * gates the slot spheres.  The first pair below the margin the walk meets
+ * ends it. */
+typedef struct first_robot {
+    const rp_model *m;
+    const rp_scene *sc;
+    bp_check *b;
+    bool hit;
+    unsigned k;
+    size_t index;
+    double distance;
+} first_robot;
+
+static void first_robot_fill(void *ctx, rp_multi *q, uint64_t lanes)
+{
+    first_robot *f = ctx;
+    for (; lanes; lanes &= lanes - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(lanes);
+        rp_multi_set_(q, k, placed_shape(f->b, k));
+    }
+}
+
+static uint64_t first_robot_visit(void *ctx, unsigned k, size_t index, double distance)
+{
+    first_robot *f = ctx;
+    if (allowed_scene(f->m, f->sc, k, index))
+        return 0;
+    f->hit = true;
+    f->k = k;
+    f->index = index;
+    f->distance = distance;
+    return UINT64_MAX; /* found one: the walk ends */
+}
+
+static rp_status first_scene_robot(bp_check *b, const rp_scene *sc, double margin,
+                                   rp_check_result *out, bool *done)
+{
+    const rp_model *m = b->m;
+    rp_robot_walk w;
+    w.gates.n = 0;
+    w.filled = 0;
+    w.fill = first_robot_fill;
+    w.shapes.n = m->n_links;
+    double slack = 0.0;
+    for (size_t s = 0; s < b->slots; s++) {
+        if (m->slot_first[s] == m->slot_first[s + 1])
+            continue;
+        uint64_t lanes = 0;
+        for (uint32_t e = m->slot_first[s]; e < m->slot_first[s + 1]; e++)
+            lanes |= (uint64_t)1 << m->slot_shapes[e];
+        size_t g = w.gates.n++;
+        rp_balls_set_(&w.gates, g, b->wc[s], m->bounds[s].r);
+        w.gate_shapes[g] = lanes;
+        slack = fmax(slack, bp_slack(b, s, s));
+    }
+    for (size_t g = w.gates.n; g % 4; g++)
+        rp_balls_set_(&w.gates, g, (rp_vec3){0, 0, 0}, 0.0);
+    uint64_t active = m->n_links >= 64 ? UINT64_MAX : ((uint64_t)1 << m->n_links) - 1;
+    first_robot f = {m, sc, b, false, 0, 0, 0.0};
+    rp_scene_below_robot_(sc, &w, active, margin + slack, margin, first_robot_visit, &f);
+    *done = f.hit;
+    return f.hit ? report_first(out, f.k, RP_PAIR_SCENE, f.index, f.distance) : RP_OK;
+}
+
 /* FIRST's scene pairs with the broadphase: the lowest link with a scene
  * pair below the margin, with the first such pair in the tree's order
  * (what check_first finds).  Slots walk the tree once each, in the order
@@ -568,7 +633,12 @@ static rp_status check_first_bp(bp_check *b, const rp_scene *sc, double margin,
 {
     if (sc && rp_scene_shape_count(sc)) {
         bool done;
-        rp_status st = first_scene_bp(b, sc, margin, out, &done);
+        /* The whole robot in one walk when its shapes fit the lanes (and
+         * the margin is >= 0, like the slot spheres' lower bound); else
+         * slot by slot. */
+        rp_status st = b->m->n_links <= RP_MULTI_MAX && margin >= 0
+                           ? first_scene_robot(b, sc, margin, out, &done)
+                           : first_scene_bp(b, sc, margin, out, &done);
         if (st || done)
             return st;
     }

@@ -216,6 +216,20 @@ typedef struct rp_multi {
     _Alignas(32) double r[RP_MULTI_MAX];
 } rp_multi;
 
+/* Balls walking the tree together (a robot's slot spheres): centres and
+ * padded radii as structure of arrays.  Against a box, the distance from
+ * the centre bounds more tightly than the ball's own box would. */
+typedef struct rp_balls {
+    size_t n;
+    _Alignas(32) double c[3][RP_MULTI_MAX];
+    _Alignas(32) double r[RP_MULTI_MAX];
+} rp_balls;
+
+/* Sets ball k of q to the ball of centre c, radius r, padded like a shape's
+ * box (so that its bounds stay below computed distances); lanes after the
+ * last set one up to a multiple of four must be set too (zero radius). */
+void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r);
+
 /* Sets query k of q (k < RP_MULTI_MAX) to shape s (kept by pointer). */
 void rp_multi_set_(rp_multi *q, size_t k, const rp_shape *s);
 /* Zeroes the lanes after the first n up to a multiple of four (a group of
@@ -242,6 +256,29 @@ typedef struct rp_multi_gate {
 } rp_multi_gate;
 void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, double threshold,
                            const rp_multi_gate *gate, rp_multi_visit_fn fn, void *ctx);
+
+/* A whole robot walking the tree once: gate lanes (the slot spheres, a
+ * few) are tested against the tree's nodes; a scene shape that passes a
+ * gate is tested against that gate's shapes (lanes of `shapes`, at most
+ * RP_MULTI_MAX in all), which fill places on first need.  gate_shapes[g]
+ * is gate g's shape lanes. */
+typedef struct rp_robot_walk {
+    rp_balls gates;
+    uint64_t gate_shapes[RP_MULTI_MAX];
+    rp_multi shapes;
+    uint64_t filled; /* shape lanes filled so far (start with 0) */
+    void (*fill)(void *ctx, rp_multi *shapes, uint64_t lanes);
+} rp_robot_walk;
+
+/* rp_scene_below_ for every shape lane in `active`, in one walk: fn is
+ * called as for rp_scene_below_multi_ (each shape's scene shapes below
+ * `threshold` in the tree's order, fn returning the shape lanes to drop);
+ * a gate's shapes are only looked at where a scene shape's box comes
+ * within gate_threshold of the gate (which must cover `threshold` plus
+ * the kernels' error, as for rp_multi_gate). */
+void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                           double gate_threshold, double threshold, rp_multi_visit_fn fn,
+                           void *ctx);
 
 /* Which box tests run with AVX2: 1 when the CPU has it (the default), 0
  * for the portable code.  Tests force each in turn; results are the same. */
