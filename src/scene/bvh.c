@@ -1281,7 +1281,7 @@ typedef struct test_box {
  * (key_excludes with ties losing, as rp_scene_below_): the portable code,
  * one query at a time with node_key's arithmetic. */
 static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *b,
-                              double threshold)
+                              double threshold, bool ties)
 {
     uint64_t keep = 0;
     while (mask) {
@@ -1295,7 +1295,7 @@ static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *
                 sum += d * d;
         }
         double key = sum > 0.0 ? sum : -(q->r[k] + b->r);
-        if (!key_excludes(key, threshold, false))
+        if (!key_excludes(key, threshold, ties))
             keep |= (uint64_t)1 << k;
     }
     return keep;
@@ -1306,7 +1306,8 @@ static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *
  * (no fused multiply-add), so the same keys bit for bit: a lane's sum adds
  * d*d only where d > 0, as node_key does. */
 __attribute__((target("avx2"))) static uint64_t pass_avx2(const rp_multi *q, uint64_t mask,
-                                                          const test_box *b, double threshold)
+                                                          const test_box *b, double threshold,
+                                                          bool ties)
 {
     uint64_t keep = 0;
     __m256d zero = _mm256_setzero_pd();
@@ -1336,7 +1337,8 @@ __attribute__((target("avx2"))) static uint64_t pass_avx2(const rp_multi *q, uin
         __m256d apart = _mm256_cmp_pd(sum, zero, _CMP_GT_OQ);
         __m256d key = _mm256_sub_pd(zero, _mm256_add_pd(_mm256_load_pd(&q->r[4 * g]), br));
         __m256d out_apart = _mm256_and_pd(apart, _mm256_cmp_pd(sum, t2v, _CMP_GT_OQ));
-        __m256d out_pen = _mm256_andnot_pd(apart, _mm256_cmp_pd(key, th, _CMP_GE_OQ));
+        __m256d out_pen = _mm256_andnot_pd(
+            apart, ties ? _mm256_cmp_pd(key, th, _CMP_GT_OQ) : _mm256_cmp_pd(key, th, _CMP_GE_OQ));
         unsigned out = (unsigned)_mm256_movemask_pd(_mm256_or_pd(out_apart, out_pen));
         keep |= (uint64_t)(bits & ~out & 0xFu) << (4 * g);
     }
@@ -1344,15 +1346,17 @@ __attribute__((target("avx2"))) static uint64_t pass_avx2(const rp_multi *q, uin
 }
 #endif
 
+/* The queries of mask the box does not exclude below threshold (at it
+ * too when ties can win). */
 static inline uint64_t pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold,
-                            int simd)
+                            bool ties, int simd)
 {
 #ifdef RP_HAVE_AVX2_PATH
     if (simd)
-        return pass_avx2(q, mask, b, threshold);
+        return pass_avx2(q, mask, b, threshold, ties);
 #endif
     (void)simd;
-    return pass_portable(q, mask, b, threshold);
+    return pass_portable(q, mask, b, threshold, ties);
 }
 
 void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
@@ -1372,7 +1376,7 @@ void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
  * radius bound), is.  Coordinates up to 1e300 (the callers' range) keep
  * the squares from overflowing into NaN. */
 static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_box *b,
-                                   double threshold)
+                                   double threshold, bool ties)
 {
     uint64_t keep = 0;
     while (mask) {
@@ -1386,8 +1390,9 @@ static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_
                 s2 += d * d;
         }
         double t = threshold + q->r[k];
+        double deep = -(q->r[k] + b->r);
         bool out = s2 > 0.0 ? (t < 0.0 || s2 > t * t * RP_SQUARE_SLACK)
-                            : -(q->r[k] + b->r) >= threshold;
+                            : (deep > threshold || (deep == threshold && !ties));
         if (!out)
             keep |= (uint64_t)1 << k;
     }
@@ -1397,7 +1402,7 @@ static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_
 #ifdef RP_HAVE_AVX2_PATH
 __attribute__((target("avx2"))) static uint64_t pass_ball_avx2(const rp_balls *q, uint64_t mask,
                                                                const test_box *b,
-                                                               double threshold)
+                                                               double threshold, bool ties)
 {
     uint64_t keep = 0;
     __m256d zero = _mm256_setzero_pd();
@@ -1426,7 +1431,8 @@ __attribute__((target("avx2"))) static uint64_t pass_ball_avx2(const rp_balls *q
         __m256d far = _mm256_or_pd(
             _mm256_cmp_pd(t, zero, _CMP_LT_OQ),
             _mm256_cmp_pd(s2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_GT_OQ));
-        __m256d deep = _mm256_cmp_pd(_mm256_sub_pd(zero, _mm256_add_pd(r, br)), th, _CMP_GE_OQ);
+        __m256d dk = _mm256_sub_pd(zero, _mm256_add_pd(r, br));
+        __m256d deep = ties ? _mm256_cmp_pd(dk, th, _CMP_GT_OQ) : _mm256_cmp_pd(dk, th, _CMP_GE_OQ);
         __m256d out = _mm256_or_pd(_mm256_and_pd(apart, far), _mm256_andnot_pd(apart, deep));
         keep |= (uint64_t)(bits & ~(unsigned)_mm256_movemask_pd(out) & 0xFu) << (4 * g);
     }
@@ -1435,14 +1441,14 @@ __attribute__((target("avx2"))) static uint64_t pass_ball_avx2(const rp_balls *q
 #endif
 
 static inline uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
-                                 double threshold, int simd)
+                                 double threshold, bool ties, int simd)
 {
 #ifdef RP_HAVE_AVX2_PATH
     if (simd)
-        return pass_ball_avx2(q, mask, b, threshold);
+        return pass_ball_avx2(q, mask, b, threshold, ties);
 #endif
     (void)simd;
-    return pass_ball_portable(q, mask, b, threshold);
+    return pass_ball_portable(q, mask, b, threshold, ties);
 }
 
 static inline test_box node_test_box(const rp_bvh_node *n)
@@ -1464,7 +1470,7 @@ static void multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, siz
          * rp_scene_below_, the distance costs little more than the box). */
         dbox d = shape_box(s);
         test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
-        mask = pass(q, mask, &b, threshold, simd);
+        mask = pass(q, mask, &b, threshold, false, simd);
     }
     while (mask) {
         unsigned k = (unsigned)__builtin_ctzll(mask);
@@ -1520,7 +1526,7 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
         stack[top].mask = ALL_QUERIES;
     } else {
         test_box rb = node_test_box(root);
-        if (!(stack[top].mask = pass(q, active, &rb, threshold, simd)))
+        if (!(stack[top].mask = pass(q, active, &rb, threshold, false, simd)))
             return;
     }
     stack[top++].ref = t->root;
@@ -1567,7 +1573,7 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
                 continue;
             }
             test_box cb = node_test_box(node_at(t, c[k]));
-            uint64_t cm = pass(q, mask, &cb, threshold, simd);
+            uint64_t cm = pass(q, mask, &cb, threshold, false, simd);
             if (cm) {
                 stack[top].ref = c[k];
                 stack[top++].mask = cm;
@@ -1619,7 +1625,7 @@ static void robot_leaf(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, siz
 {
     dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
-    gates = pass_ball(&w->gates, gates, &b, gate_threshold, simd);
+    gates = pass_ball(&w->gates, gates, &b, gate_threshold, false, simd);
     uint64_t want = 0;
     for (; gates; gates &= gates - 1)
         want |= w->gate_shapes[__builtin_ctzll(gates)];
@@ -1655,7 +1661,7 @@ void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active
     } stack[STACK_MAX];
     size_t top = 0;
     test_box rb = node_test_box(node_at(t, t->root));
-    uint64_t m = pass_ball(&w->gates, gates, &rb, gate_threshold, simd);
+    uint64_t m = pass_ball(&w->gates, gates, &rb, gate_threshold, false, simd);
     if (!m)
         return;
     stack[top].ref = t->root;
@@ -1683,10 +1689,125 @@ void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active
                 continue;
             }
             test_box cb = node_test_box(node_at(t, c[k]));
-            uint64_t cm = pass_ball(&w->gates, mask, &cb, gate_threshold, simd);
+            uint64_t cm = pass_ball(&w->gates, mask, &cb, gate_threshold, false, simd);
             if (cm) {
                 stack[top].ref = c[k];
                 stack[top++].mask = cm;
+            }
+        }
+    }
+}
+
+/* ---- a whole robot's nearest pairs in one walk ------------------------------------ */
+
+/* The smallest squared distance from the centres of the balls of mask to
+ * box b: the order in which a nearest walk visits children. */
+static double balls_order_key(const rp_balls *q, uint64_t mask, const test_box *b)
+{
+    double best = INFINITY;
+    for (; mask; mask &= mask - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(mask);
+        double s2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            double d = MAX2(b->lo[a] - q->c[a][k], q->c[a][k] - b->hi[a]);
+            if (d > 0.0)
+                s2 += d * d;
+        }
+        best = MIN2(best, s2);
+    }
+    return best;
+}
+
+static void robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
+                            const double *bound, double gate_slack, int simd,
+                            rp_multi_visit_fn fn, void *ctx, uint64_t active)
+{
+    dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
+    test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
+    gates = pass_ball(&w->gates, gates, &b, *bound + gate_slack, true, simd);
+    uint64_t want = 0;
+    for (; gates; gates &= gates - 1)
+        want |= w->gate_shapes[__builtin_ctzll(gates)];
+    want &= active;
+    if (!want)
+        return;
+    robot_fill(w, want, ctx);
+    want = pass(&w->shapes, want, &b, *bound, true, simd);
+    const rp_shape *s = &RP_ENTRY(sc, e)->shape;
+    for (; want; want &= want - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(want);
+        double dist = rp_shape_signed_distance(w->shapes.shape[k], s);
+        if (dist <= *bound)
+            (void)fn(ctx, k, e, dist);
+    }
+}
+
+void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                             const double *bound, double gate_slack, rp_multi_visit_fn fn,
+                             void *ctx)
+{
+    const rp_bvh *t = &sc->tree;
+    int simd = rp_simd_enabled_();
+    uint64_t all_gates = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
+    uint64_t gates = live_gates(w, all_gates, active);
+    if (!gates)
+        return;
+    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
+        for (size_t e = 0; e < sc->count; e++)
+            robot_leaf_near(sc, w, gates, e, bound, gate_slack, simd, fn, ctx, active);
+        return;
+    }
+    /* Depth first, nearer child first (by the nearest ball's distance to
+     * its box); an entry is tested again when it pops if the bound has
+     * come down since it was pushed. */
+    struct {
+        uint32_t ref;
+        uint64_t mask;
+        double bound; /* *bound when pushed */
+    } stack[STACK_MAX];
+    size_t top = 0;
+    test_box rb = node_test_box(node_at(t, t->root));
+    uint64_t m = pass_ball(&w->gates, gates, &rb, *bound + gate_slack, true, simd);
+    if (!m)
+        return;
+    stack[top].ref = t->root;
+    stack[top].mask = m;
+    stack[top++].bound = *bound;
+    while (top > 0) {
+        top--;
+        uint32_t ref = stack[top].ref;
+        uint64_t mask = stack[top].mask;
+        if (ref & RP_BVH_SHAPE) {
+            robot_leaf_near(sc, w, mask, shape_of(ref), bound, gate_slack, simd, fn, ctx, active);
+            continue;
+        }
+        const rp_bvh_node *n = node_at(t, ref);
+        if (*bound < stack[top].bound) {
+            test_box nb = node_test_box(n);
+            mask = pass_ball(&w->gates, mask, &nb, *bound + gate_slack, true, simd);
+            if (!mask)
+                continue;
+        }
+        uint32_t c[2] = {n->child[0], n->child[1]};
+        uint64_t cm[2];
+        double key[2];
+        for (int k = 0; k < 2; k++) {
+            if (c[k] & RP_BVH_SHAPE) {
+                cm[k] = mask;
+                key[k] = -INFINITY; /* shapes first: they may bring the bound down */
+                continue;
+            }
+            test_box cb = node_test_box(node_at(t, c[k]));
+            cm[k] = pass_ball(&w->gates, mask, &cb, *bound + gate_slack, true, simd);
+            key[k] = cm[k] ? balls_order_key(&w->gates, cm[k], &cb) : INFINITY;
+        }
+        int first = key[1] < key[0]; /* the nearer one pops first: pushed last */
+        for (int k = 0; k < 2; k++) {
+            int i = k == 0 ? 1 - first : first;
+            if (cm[i]) {
+                stack[top].ref = c[i];
+                stack[top].mask = cm[i];
+                stack[top++].bound = *bound;
             }
         }
     }

@@ -468,15 +468,16 @@ static uint64_t first_robot_visit(void *ctx, unsigned k, size_t index, double di
     return UINT64_MAX; /* found one: the walk ends */
 }
 
-static rp_status first_scene_robot(bp_check *b, const rp_scene *sc, double margin,
-                                   rp_check_result *out, bool *done)
+/* Sets up a robot walk: a gate per slot with shapes, its sphere placed;
+ * returns the slack the gates' threshold needs (the largest of theirs). */
+static double robot_walk_init(bp_check *b, rp_robot_walk *w,
+                              void (*fill)(void *ctx, rp_multi *q, uint64_t lanes))
 {
     const rp_model *m = b->m;
-    rp_robot_walk w;
-    w.gates.n = 0;
-    w.filled = 0;
-    w.fill = first_robot_fill;
-    w.shapes.n = m->n_links;
+    w->gates.n = 0;
+    w->filled = 0;
+    w->fill = fill;
+    w->shapes.n = m->n_links;
     double slack = 0.0;
     for (size_t s = 0; s < b->slots; s++) {
         if (m->slot_first[s] == m->slot_first[s + 1])
@@ -484,13 +485,22 @@ static rp_status first_scene_robot(bp_check *b, const rp_scene *sc, double margi
         uint64_t lanes = 0;
         for (uint32_t e = m->slot_first[s]; e < m->slot_first[s + 1]; e++)
             lanes |= (uint64_t)1 << m->slot_shapes[e];
-        size_t g = w.gates.n++;
-        rp_balls_set_(&w.gates, g, b->wc[s], m->bounds[s].r);
-        w.gate_shapes[g] = lanes;
+        size_t g = w->gates.n++;
+        rp_balls_set_(&w->gates, g, b->wc[s], m->bounds[s].r);
+        w->gate_shapes[g] = lanes;
         slack = fmax(slack, bp_slack(b, s, s));
     }
-    for (size_t g = w.gates.n; g % 4; g++)
-        rp_balls_set_(&w.gates, g, (rp_vec3){0, 0, 0}, 0.0);
+    for (size_t g = w->gates.n; g % 4; g++)
+        rp_balls_set_(&w->gates, g, (rp_vec3){0, 0, 0}, 0.0);
+    return slack;
+}
+
+static rp_status first_scene_robot(bp_check *b, const rp_scene *sc, double margin,
+                                   rp_check_result *out, bool *done)
+{
+    const rp_model *m = b->m;
+    rp_robot_walk w;
+    double slack = robot_walk_init(b, &w, first_robot_fill);
     uint64_t active = m->n_links >= 64 ? UINT64_MAX : ((uint64_t)1 << m->n_links) - 1;
     first_robot f = {m, sc, b, false, 0, 0, 0.0};
     rp_scene_below_robot_(sc, &w, active, margin + slack, margin, first_robot_visit, &f);
@@ -725,14 +735,42 @@ static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair 
                         rp_check_result *out)
 {
     const rp_model *m = b->m;
+    /* Nearest slot pairs first, so that the minimum comes down early and
+     * prunes the rest (a stable insertion sort of the few blocks). */
+    uint32_t order_stack[64], *order = order_stack;
+    double lb_stack[64], *lbs = lb_stack;
+    if (m->n_blocks > 64) {
+        order = malloc(m->n_blocks * sizeof *order);
+        lbs = malloc(m->n_blocks * sizeof *lbs);
+        if (!order || !lbs) {
+            free(order);
+            free(lbs);
+            return false;
+        }
+    }
     for (size_t k = 0; k < m->n_blocks; k++) {
-        const rp_pair_block *blk = &m->blocks[k];
+        double lb = slot_lb(b, m->blocks[k].u, m->blocks[k].v);
+        size_t at = k;
+        while (at > 0 && lbs[at - 1] > lb) {
+            lbs[at] = lbs[at - 1];
+            order[at] = order[at - 1];
+            at--;
+        }
+        lbs[at] = lb;
+        order[at] = (uint32_t)k;
+    }
+    bool ok = true;
+    for (size_t o = 0; o < m->n_blocks && ok; o++) {
+        const rp_pair_block *blk = &m->blocks[order[o]];
         /* What can matter: below or at the minimum, or below the margin
          * when collecting. */
         double lim = !*has ? INFINITY
                            : collect && margin > best->distance ? margin : best->distance;
-        if (slot_lb(b, blk->u, blk->v) > lim)
+        if (lbs[o] > lim) {
+            if (!collect)
+                break; /* the rest are farther still */
             continue;
+        }
         slot_balls(b, blk->u);
         slot_balls(b, blk->v);
         double slack = bp_slack(b, blk->u, blk->v);
@@ -765,12 +803,64 @@ static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair 
                         *has = true;
                     }
                     if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
-                        return false;
+                        ok = false;
                 }
             }
         }
     }
-    return true;
+    if (order != order_stack) {
+        free(order);
+        free(lbs);
+    }
+    return ok;
+}
+
+/* CLOSEST's scene pairs of a robot of at most RP_MULTI_MAX shapes in one
+ * walk (rp_scene_nearest_robot_): every pair at or below the running
+ * minimum is offered, and the canonical order (pair_cmp) decides ties, so
+ * the result does not depend on the order of the walk. */
+typedef struct near_robot {
+    const rp_model *m;
+    const rp_scene *sc;
+    bp_check *b;
+    rp_check_pair *best;
+    bool *has;
+    double bound;
+} near_robot;
+
+static void near_robot_fill(void *ctx, rp_multi *q, uint64_t lanes)
+{
+    near_robot *f = ctx;
+    for (; lanes; lanes &= lanes - 1) {
+        unsigned k = (unsigned)__builtin_ctzll(lanes);
+        rp_multi_set_(q, k, placed_shape(f->b, k));
+    }
+}
+
+static int pair_cmp(const rp_scene *sc, const rp_check_pair *a, const rp_check_pair *b);
+
+static uint64_t near_robot_visit(void *ctx, unsigned k, size_t index, double distance)
+{
+    near_robot *f = ctx;
+    if (allowed_scene(f->m, f->sc, k, index))
+        return 0;
+    rp_check_pair p = {k, RP_PAIR_SCENE, index, distance};
+    if (!*f->has || pair_cmp(f->sc, &p, f->best) < 0) {
+        *f->best = p;
+        *f->has = true;
+        f->bound = distance;
+    }
+    return 0;
+}
+
+static void min_scene_robot(bp_check *b, const rp_scene *sc, rp_check_pair *best, bool *has)
+{
+    rp_robot_walk w;
+    double slack = robot_walk_init(b, &w, near_robot_fill);
+    const rp_model *m = b->m;
+    uint64_t active = m->n_links >= 64 ? UINT64_MAX : ((uint64_t)1 << m->n_links) - 1;
+    near_robot f = {m, sc, b, best, has, *has ? best->distance : INFINITY};
+    rp_scene_nearest_robot_(sc, &w, active, &f.bound, slack, near_robot_visit, &f);
 }
 
 /* CLOSEST, and with `collect` ALL: the minimum over every pair considered
@@ -786,6 +876,14 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
      * bounds the scene queries), by blocks. */
     if (b && m->skip && !min_self_bp(b, margin, collect, &self, &has_self, out))
         goto nomem;
+    if (b && !collect && n <= RP_MULTI_MAX && sc && rp_scene_shape_count(sc)) {
+        /* The whole robot in one walk, bounded by the self minimum. */
+        best = self;
+        has = has_self;
+        has_self = false;
+        min_scene_robot(b, sc, &best, &has);
+        n = 0; /* the loop below has nothing left to do */
+    }
     for (size_t i = 0; i < n; i++) {
         if (sc) {
             /* The running minimum is the bound: this link's nearest shape
@@ -804,6 +902,8 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
             excl_set x;
             if (!excl_load(&x, m, sc, i))
                 goto nomem;
+            if (b)
+                placed_shape(b, i); /* placed lazily with the broadphase */
             rp_scene_nearest_excl_(sc, &w[i], x.v, x.n, &d, &e, &found);
             if (found) {
                 best.link = i;
@@ -905,15 +1005,17 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     }
     size_t bad_link = 0;
     rp_status st;
-    if (b && opts->report == RP_REPORT_FIRST) {
+    if (b) {
+        /* Shapes are placed as tests need them (bp_setup made sure they
+         * all stay finite). */
         memset(state, 0, m->n_links * sizeof *state);
-        st = check_first_bp(b, scene, margin, out);
+        st = opts->report == RP_REPORT_FIRST
+                 ? check_first_bp(b, scene, margin, out)
+                 : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, b, out);
     } else if ((st = rp_place_links_(m, base, frames, world, &bad_link)) == RP_OK) {
-        if (b)
-            memset(state, PLACED, m->n_links * sizeof *state);
         st = opts->report == RP_REPORT_FIRST
                  ? check_first(m, scene, world, margin, out)
-                 : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, b, out);
+                 : check_min(m, scene, world, margin, opts->report == RP_REPORT_ALL, NULL, out);
     } else {
         out->closest.link = bad_link; /* which link left the double range */
     }

@@ -280,6 +280,17 @@ void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active
                            double gate_threshold, double threshold, rp_multi_visit_fn fn,
                            void *ctx);
 
+/* CLOSEST's walk for a whole robot: fn(ctx, k, index, distance) is called
+ * for every pair of shape lane k (in `active`) and scene shape whose
+ * computed distance is at most *bound, and may lower *bound (it applies the
+ * tie rule itself; its return value is ignored).  Nodes and shapes whose
+ * bounds exceed *bound are skipped, so every pair at or below the final
+ * bound is offered.  gate_slack covers the kernels' error of the gates'
+ * size (as for rp_multi_gate). */
+void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                             const double *bound, double gate_slack, rp_multi_visit_fn fn,
+                             void *ctx);
+
 /* Which box tests run with AVX2: 1 when the CPU has it (the default), 0
  * for the portable code.  Tests force each in turn; results are the same. */
 void rp_simd_force_(int on);
