@@ -128,28 +128,64 @@ static void same_first(const rp_check_result *a, const rp_check_result *b, const
     rp_check_result_free(&r);
 }
 
-static void broadphase_changes_no_result_with(int simd)
+/* One configuration in all three modes at `margin`, broadphase against
+ * plain path; returns whether it collides.  *closest gets the plain path's
+ * minimum (NAN when there is none). */
+static bool compare_modes(const rp_model *fast, const rp_model *plain, const rp_scene *use,
+                          const rp_transform *base, const rp_transform *frames, double margin,
+                          size_t far, double *closest)
+{
+    bool collision = false;
+    *closest = NAN;
+    for (int mode = 0; mode < 3; mode++) {
+        rp_check_opts o = {(rp_report)mode, true, margin};
+        rp_check_result a, b;
+        assert_int_equal(
+            rp_model_check(fast, use, base, frames, rp_model_frame_count(fast), &o, &a), RP_OK);
+        assert_int_equal(rp_model_check(plain, use, base, frames, 41, &o, &b), RP_OK);
+        if (mode == RP_REPORT_FIRST)
+            same_first(&a, &b, plain, use, base, frames, o.margin);
+        else
+            same_result(&a, &b, far);
+        if (mode == RP_REPORT_CLOSEST && b.has_min && b.closest.link != far &&
+            !(b.closest.kind == RP_PAIR_SELF && b.closest.other == far))
+            *closest = b.closest.distance;
+        collision = a.collision;
+        rp_check_result_free(&a);
+        rp_check_result_free(&b);
+    }
+    return collision;
+}
+
+/* Random models in a scene of n_scene shapes (a linear scan below 17, a
+ * tree above), with SIMD on or off: every configuration at a random margin,
+ * then at margins within two ulps of its closest distance, where the
+ * broadphase's skips are decided closest to their bounds. */
+static void broadphase_changes_no_result_with(int simd, int n_scene, int rounds)
 {
     rp_simd_force_(simd);
-    test_rng rng = {0x5eed0b0adULL + (uint64_t)simd};
+    test_rng rng = {0x5eed0b0adULL + (uint64_t)simd + 977u * (uint64_t)n_scene};
     rp_store *st = rp_store_new(NULL);
     assert_non_null(st);
-    /* A scene big enough for its tree, around the robot. */
-    rp_shape_put scene[60];
-    char sids[60][16];
-    for (int k = 0; k < 60; k++) {
+    /* The scene around the robot, as dense at every size. */
+    double reach = 1.2 * cbrt(n_scene / 60.0);
+    rp_shape_put *scene = calloc((size_t)n_scene, sizeof *scene);
+    char (*sids)[16] = calloc((size_t)n_scene, sizeof *sids);
+    assert_non_null(scene);
+    assert_non_null(sids);
+    for (int k = 0; k < n_scene; k++) {
         snprintf(sids[k], sizeof sids[k], "o%d", k);
         rp_shape s = random_shape(&rng);
-        rp_vec3 off = {rng_uniform(&rng, -1.2, 1.2), rng_uniform(&rng, -1.2, 1.2),
-                       rng_uniform(&rng, -1.2, 1.2)};
+        rp_vec3 off = {rng_uniform(&rng, -reach, reach), rng_uniform(&rng, -reach, reach),
+                       rng_uniform(&rng, -reach, reach)};
         rp_transform t = {{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, off};
         scene[k] = (rp_shape_put){sids[k], rp_transform_shape(&t, &s)};
     }
     rp_scene *sc;
-    assert_int_equal(rp_store_create(st, "cell", scene, 60, &sc), RP_OK);
+    assert_int_equal(rp_store_create(st, "cell", scene, (size_t)n_scene, &sc), RP_OK);
 
-    size_t checks = 0, collisions = 0;
-    for (int round = 0; round < 150; round++) {
+    size_t checks = 0, collisions = 0, near_margin = 0;
+    for (int round = 0; round < rounds; round++) {
         rand_model rm;
         random_model(&rng, &rm);
         bool self = rng_uniform(&rng, 0, 1) < 0.8;
@@ -169,30 +205,30 @@ static void broadphase_changes_no_result_with(int simd)
                 frames[f] = random_pose(&rng, spread);
             frames[40].t = (rp_vec3){5000, 5000, 5000};
             rp_transform base = random_pose(&rng, spread);
-            for (int mode = 0; mode < 3; mode++) {
-                rp_check_opts o = {(rp_report)mode, true, rng_uniform(&rng, -0.05, 0.3)};
-                const rp_scene *use = rng_uniform(&rng, 0, 1) < 0.7 ? sc : NULL;
-                rp_check_result a, b;
-                assert_int_equal(rp_model_check(fast, use, &base, frames,
-                                                rp_model_frame_count(fast), &o, &a),
-                                 RP_OK);
-                assert_int_equal(rp_model_check(plain, use, &base, frames, 41, &o, &b), RP_OK);
-                if (mode == RP_REPORT_FIRST)
-                    same_first(&a, &b, plain, use, &base, frames, o.margin);
-                else
-                    same_result(&a, &b, rm.n);
-                checks++;
-                collisions += a.collision;
-                rp_check_result_free(&a);
-                rp_check_result_free(&b);
+            const rp_scene *use = rng_uniform(&rng, 0, 1) < 0.7 ? sc : NULL;
+            double d;
+            collisions += compare_modes(fast, plain, use, &base, frames,
+                                        rng_uniform(&rng, -0.05, 0.3), rm.n, &d);
+            checks += 3;
+            if (isnan(d) || cfg % 4)
+                continue;
+            /* Margins at the closest distance and two ulps either side. */
+            double m = nextafter(nextafter(d, -INFINITY), -INFINITY);
+            for (int k = 0; k < 5; k++, m = nextafter(m, INFINITY)) {
+                double ignored;
+                compare_modes(fast, plain, use, &base, frames, m, rm.n, &ignored);
+                near_margin += 3;
             }
         }
     }
-    printf("%zu checks, %zu with a collision (SIMD %s)\n", checks, collisions,
-           rp_simd_enabled_() ? "on" : "off");
+    printf("scene of %d: %zu checks (%zu with a collision), %zu more within 2 ulps of a "
+           "distance (SIMD %s)\n",
+           n_scene, checks, collisions, near_margin, rp_simd_enabled_() ? "on" : "off");
     /* Both verdicts must occur often, or the comparison proves little. */
-    assert_true(collisions > checks / 5);
-    assert_true(collisions < checks * 4 / 5);
+    assert_true(collisions > checks / 3 / 5);
+    assert_true(collisions < checks / 3 * 4 / 5);
+    free(scene);
+    free(sids);
     rp_store_free(st);
     rp_simd_force_(1);
 }
@@ -200,8 +236,11 @@ static void broadphase_changes_no_result_with(int simd)
 static void broadphase_changes_no_result(void **state)
 {
     (void)state;
-    broadphase_changes_no_result_with(0);
-    broadphase_changes_no_result_with(1);
+    for (int simd = 0; simd < 2; simd++) {
+        broadphase_changes_no_result_with(simd, 8, 60);
+        broadphase_changes_no_result_with(simd, 60, 150);
+        broadphase_changes_no_result_with(simd, 1500, 60);
+    }
 }
 
 /* Pairs at exactly equal distances: the broadphase evaluates self pairs
