@@ -585,53 +585,90 @@ static rp_status first_scene_bp(bp_check *b, const rp_scene *sc, double margin,
     return report_first(out, best, RP_PAIR_SCENE, best_e, best_d);
 }
 
-/* FIRST's self pairs with the broadphase: the canonically first pair
- * below the margin (the smallest key (i << 16) | j) over the blocks whose
- * slot spheres come within the margin, among the pairs whose balls do
- * (row_near). */
-static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
+/* Self pairs by blocks: what a search keeps (its limit: pairs whose lower
+ * bound exceeds it cannot matter, nor equal it unless eq) and what it does
+ * with a pair that may (visit; false stops the search: out of memory). */
+typedef struct self_sink self_sink;
+struct self_sink {
+    double (*limit)(const self_sink *s);
+    bool eq;
+    bool (*visit)(self_sink *s, bp_check *b, size_t i, size_t j);
+};
+
+/* The pairs of block blk that the sink's limit leaves: slot v's shapes
+ * whose balls come near slot u's sphere, rows of u whose balls come near
+ * v's sphere, then ball against ball (row_near); pairs in row order. */
+static bool block_pairs(bp_check *b, const rp_pair_block *blk, self_sink *sink)
 {
     const rp_model *m = b->m;
-    uint32_t best = UINT32_MAX;
-    double best_d = 0.0;
-    for (size_t k = 0; k < m->n_blocks; k++) {
-        const rp_pair_block *blk = &m->blocks[k];
-        if (slot_lb(b, blk->u, blk->v) >= margin)
+    slot_balls(b, blk->u);
+    slot_balls(b, blk->v);
+    double slack = bp_slack(b, blk->u, blk->v), lim = sink->limit(sink);
+    const uint64_t *masks = &m->block_masks[blk->masks];
+    uint64_t side[RP_BOUND_LINKS / 64];
+    for (uint32_t w = 0; w < blk->words; w++)
+        side[w] = slot_side(b, blk->v, blk->u, w, lim, slack, sink->eq);
+    for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
+         a++, masks += blk->words) {
+        size_t la = m->slot_shapes[a];
+        lim = sink->limit(sink);
+        double lb = ball_slot_lb(b, a, blk->v) - slack;
+        if (lb > lim || (lb == lim && !sink->eq))
             continue;
-        slot_balls(b, blk->u);
-        slot_balls(b, blk->v);
-        double slack = bp_slack(b, blk->u, blk->v);
-        const uint64_t *masks = &m->block_masks[blk->masks];
-        uint64_t side[RP_BOUND_LINKS / 64];
-        for (uint32_t w = 0; w < blk->words; w++)
-            side[w] = slot_side(b, blk->v, blk->u, w, margin, slack, false);
-        for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
-             a++, masks += blk->words) {
-            size_t la = m->slot_shapes[a];
-            if (ball_slot_lb(b, a, blk->v) - slack >= margin)
-                continue;
-            for (uint32_t w = 0; w < blk->words; w++) {
-                uint64_t cand = masks[w] & side[w];
-                uint64_t near = cand ? row_near(b, blk, a, w, margin, slack, cand) : 0;
-                for (; near; near &= near - 1) {
-                    size_t lb = m->slot_shapes[m->slot_first[blk->v] + 64 * w +
-                                               (unsigned)__builtin_ctzll(near)];
-                    size_t i = la < lb ? la : lb, j = la < lb ? lb : la;
-                    uint32_t key = (uint32_t)(i << 16 | j);
-                    if (key >= best)
-                        continue;
-                    double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
-                    if (d < margin) {
-                        best = key;
-                        best_d = d;
-                    }
-                }
+        for (uint32_t w = 0; w < blk->words; w++) {
+            uint64_t cand = masks[w] & side[w];
+            uint64_t near = cand ? row_near(b, blk, a, w, sink->limit(sink), slack, cand) : 0;
+            for (; near; near &= near - 1) {
+                size_t lbi = m->slot_shapes[m->slot_first[blk->v] + 64 * w +
+                                            (unsigned)__builtin_ctzll(near)];
+                if (!sink->visit(sink, b, la < lbi ? la : lbi, la < lbi ? lbi : la))
+                    return false;
             }
         }
     }
-    if (best == UINT32_MAX)
+    return true;
+}
+
+/* FIRST: the canonically first pair below the margin, the smallest key
+ * (i << 16) | j. */
+typedef struct first_sink {
+    self_sink base;
+    double margin;
+    uint32_t best;
+    double best_d;
+} first_sink;
+
+static double first_limit(const self_sink *s)
+{
+    return ((const first_sink *)s)->margin;
+}
+
+static bool first_visit(self_sink *s, bp_check *b, size_t i, size_t j)
+{
+    first_sink *f = (first_sink *)s;
+    uint32_t key = (uint32_t)(i << 16 | j);
+    if (key >= f->best)
+        return true;
+    double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
+    if (d < f->margin) {
+        f->best = key;
+        f->best_d = d;
+    }
+    return true;
+}
+
+/* FIRST's self pairs with the broadphase, over the blocks whose slot
+ * spheres come within the margin. */
+static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
+{
+    const rp_model *m = b->m;
+    first_sink f = {{first_limit, false, first_visit}, margin, UINT32_MAX, 0.0};
+    for (size_t k = 0; k < m->n_blocks; k++)
+        if (slot_lb(b, m->blocks[k].u, m->blocks[k].v) < margin)
+            block_pairs(b, &m->blocks[k], &f.base);
+    if (f.best == UINT32_MAX)
         return RP_OK;
-    return report_first(out, best >> 16, RP_PAIR_SELF, best & 0xffffu, best_d);
+    return report_first(out, f.best >> 16, RP_PAIR_SELF, f.best & 0xffffu, f.best_d);
 }
 
 /* FIRST with the broadphase: the same pairs in the same order as
@@ -725,18 +762,48 @@ static inline bool self_before(size_t i, size_t j, const rp_check_pair *p)
     return p->kind == RP_PAIR_SELF && j < p->other;
 }
 
-/* CLOSEST/ALL's self pairs with the broadphase, after every scene pair:
- * blocks and pairs whose bounds keep them above the running minimum (and,
- * when collecting, at or above the margin) are skipped; a pair at the
+/* CLOSEST/ALL: the running minimum, ties to the canonical order, and when
+ * collecting every pair below the margin. */
+typedef struct min_sink {
+    self_sink base;
+    double margin;
+    bool collect;
+    rp_check_pair *best;
+    bool *has;
+    rp_check_result *out;
+} min_sink;
+
+static double min_limit(const self_sink *s)
+{
+    const min_sink *f = (const min_sink *)s;
+    if (!*f->has)
+        return INFINITY;
+    return f->collect && f->margin > f->best->distance ? f->margin : f->best->distance;
+}
+
+static bool min_visit(self_sink *s, bp_check *b, size_t i, size_t j)
+{
+    min_sink *f = (min_sink *)s;
+    double d = rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
+    if (!*f->has || d < f->best->distance ||
+        (d == f->best->distance && self_before(i, j, f->best))) {
+        rp_check_pair p = {i, RP_PAIR_SELF, j, d};
+        *f->best = p;
+        *f->has = true;
+    }
+    return !f->collect || !(d < f->margin) || push_violation(f->out, i, RP_PAIR_SELF, j, d);
+}
+
+/* CLOSEST/ALL's self pairs with the broadphase: blocks nearest first, so
+ * that the minimum comes down early and prunes the rest; a pair at the
  * minimum takes it when it comes first in the canonical order, so the
- * result is the canonical minimum whatever the order of the blocks.  False
- * when out of memory. */
+ * result is the canonical minimum whatever the order.  False when out of
+ * memory. */
 static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair *best, bool *has,
                         rp_check_result *out)
 {
     const rp_model *m = b->m;
-    /* Nearest slot pairs first, so that the minimum comes down early and
-     * prunes the rest (a stable insertion sort of the few blocks). */
+    /* A stable insertion sort of the blocks by their slot spheres' bound. */
     uint32_t order_stack[64], *order = order_stack;
     double lb_stack[64], *lbs = lb_stack;
     if (m->n_blocks > 64) {
@@ -759,54 +826,15 @@ static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair 
         lbs[at] = lb;
         order[at] = (uint32_t)k;
     }
+    min_sink f = {{min_limit, true, min_visit}, margin, collect, best, has, out};
     bool ok = true;
     for (size_t o = 0; o < m->n_blocks && ok; o++) {
-        const rp_pair_block *blk = &m->blocks[order[o]];
-        /* What can matter: below or at the minimum, or below the margin
-         * when collecting. */
-        double lim = !*has ? INFINITY
-                           : collect && margin > best->distance ? margin : best->distance;
-        if (lbs[o] > lim) {
+        if (lbs[o] > min_limit(&f.base)) {
             if (!collect)
                 break; /* the rest are farther still */
             continue;
         }
-        slot_balls(b, blk->u);
-        slot_balls(b, blk->v);
-        double slack = bp_slack(b, blk->u, blk->v);
-        const uint64_t *masks = &m->block_masks[blk->masks];
-        uint64_t side[RP_BOUND_LINKS / 64];
-        for (uint32_t w = 0; w < blk->words; w++)
-            side[w] = slot_side(b, blk->v, blk->u, w, lim, slack, true);
-        for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
-             a++, masks += blk->words) {
-            size_t la = m->slot_shapes[a];
-            lim = !*has ? INFINITY
-                        : collect && margin > best->distance ? margin : best->distance;
-            if (ball_slot_lb(b, a, blk->v) - slack > lim)
-                continue;
-            for (uint32_t w = 0; w < blk->words; w++) {
-                lim = !*has ? INFINITY
-                            : collect && margin > best->distance ? margin : best->distance;
-                uint64_t cand = masks[w] & side[w];
-                uint64_t near = cand ? row_near(b, blk, a, w, lim, slack, cand) : 0;
-                for (; near; near &= near - 1) {
-                    size_t lb = m->slot_shapes[m->slot_first[blk->v] + 64 * w +
-                                               (unsigned)__builtin_ctzll(near)];
-                    size_t i = la < lb ? la : lb, j = la < lb ? lb : la;
-                    double d =
-                        rp_shape_signed_distance(placed_shape(b, i), placed_shape(b, j));
-                    if (!*has || d < best->distance ||
-                        (d == best->distance && self_before(i, j, best))) {
-                        rp_check_pair p = {i, RP_PAIR_SELF, j, d};
-                        *best = p;
-                        *has = true;
-                    }
-                    if (collect && d < margin && !push_violation(out, i, RP_PAIR_SELF, j, d))
-                        ok = false;
-                }
-            }
-        }
+        ok = block_pairs(b, &m->blocks[order[o]], &f.base);
     }
     if (order != order_stack) {
         free(order);

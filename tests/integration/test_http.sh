@@ -27,7 +27,11 @@ fail() {
   exit 1
 }
 
-"${wrapper[@]}" "$reposed" --unix "$tmp/s.sock" --tcp 127.0.0.1:0 2>"$tmp/daemon.err" &
+# The log exists before the daemon starts: the background job's redirection
+# may not have run yet when the loop below first reads it (under set -e a
+# failed sed would end the test).
+: >"$tmp/daemon.err"
+"${wrapper[@]}" "$reposed" --unix "$tmp/s.sock" --tcp 127.0.0.1:0 2>>"$tmp/daemon.err" &
 pid=$!
 deadline=$((SECONDS + limit))
 port=
