@@ -47,15 +47,20 @@ class Daemon:
     def __init__(self, *args: str) -> None:
         self.dir = tempfile.mkdtemp(prefix="repose-py-")
         self.sock = os.path.join(self.dir, "reposed.sock")
-        self.log = open(os.path.join(self.dir, "log"), "w+")
-        self.proc = subprocess.Popen(
-            [REPOSED, "--unix", self.sock, "--tcp", "127.0.0.1:0", *args],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        log_path = os.path.join(self.dir, "log")
+        # The daemon writes through its own open file and the test reads
+        # through another: one shared file offset would let a read's seek
+        # send the daemon's next line over its first ones.
+        with open(log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [REPOSED, "--unix", self.sock, "--tcp", "127.0.0.1:0", *args],
+                stdout=log, stderr=subprocess.STDOUT)
         self.port = 0
+        text = ""
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            self.log.seek(0)
-            text = self.log.read()
+            with open(log_path) as log:
+                text = log.read()
             m = re.search(r"listening on tcp 127\.0\.0\.1:(\d+)", text)
             if m and "ready" in text:
                 self.port = int(m.group(1))
@@ -68,9 +73,7 @@ class Daemon:
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=30)
-        self.log.close()
-        return rc
+        return self.proc.wait(timeout=30)
 
 
 class ClientTest(unittest.TestCase):
