@@ -1305,9 +1305,9 @@ static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *
 /* The same, four queries per step.  The same operations in the same order
  * (no fused multiply-add), so the same keys bit for bit: a lane's sum adds
  * d*d only where d > 0, as node_key does. */
-__attribute__((target("avx2"))) static uint64_t pass_avx2(const rp_multi *q, uint64_t mask,
-                                                          const test_box *b, double threshold,
-                                                          bool ties)
+__attribute__((target("avx2"))) static inline uint64_t pass_avx2(const rp_multi *q,
+                                                                 uint64_t mask, const test_box *b,
+                                                                 double threshold, bool ties)
 {
     uint64_t keep = 0;
     __m256d zero = _mm256_setzero_pd();
@@ -1348,7 +1348,7 @@ __attribute__((target("avx2"))) static uint64_t pass_avx2(const rp_multi *q, uin
 
 /* The queries of mask the box does not exclude below threshold (at it
  * too when ties can win). */
-static inline uint64_t pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold,
+static inline __attribute__((always_inline)) uint64_t pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold,
                             bool ties, int simd)
 {
 #ifdef RP_HAVE_AVX2_PATH
@@ -1400,9 +1400,10 @@ static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_
 }
 
 #ifdef RP_HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static uint64_t pass_ball_avx2(const rp_balls *q, uint64_t mask,
-                                                               const test_box *b,
-                                                               double threshold, bool ties)
+__attribute__((target("avx2"))) static inline uint64_t pass_ball_avx2(const rp_balls *q,
+                                                                      uint64_t mask,
+                                                                      const test_box *b,
+                                                                      double threshold, bool ties)
 {
     uint64_t keep = 0;
     __m256d zero = _mm256_setzero_pd();
@@ -1440,7 +1441,7 @@ __attribute__((target("avx2"))) static uint64_t pass_ball_avx2(const rp_balls *q
 }
 #endif
 
-static inline uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
+static inline __attribute__((always_inline)) uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
                                  double threshold, bool ties, int simd)
 {
 #ifdef RP_HAVE_AVX2_PATH
@@ -1459,7 +1460,7 @@ static inline test_box node_test_box(const rp_bvh_node *n)
 
 /* Evaluates scene shape e for the queries of mask that its box passes; the
  * queries fn drops leave *active. */
-static void multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e,
+static inline __attribute__((always_inline)) void multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e,
                        double threshold, int simd, rp_multi_visit_fn fn, void *ctx,
                        uint64_t *active)
 {
@@ -1619,7 +1620,7 @@ static uint64_t live_gates(const rp_robot_walk *w, uint64_t gates, uint64_t acti
 
 /* Scene shape e against the gates of `gates`, then against the shapes of
  * those that pass. */
-static void robot_leaf(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
+static inline __attribute__((always_inline)) void robot_leaf(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
                        double gate_threshold, double threshold, int simd, rp_multi_visit_fn fn,
                        void *ctx, uint64_t *active)
 {
@@ -1636,12 +1637,13 @@ static void robot_leaf(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, siz
     multi_leaf(sc, &w->shapes, want, e, threshold, simd, fn, ctx, active);
 }
 
-void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
-                           double gate_threshold, double threshold, rp_multi_visit_fn fn,
-                           void *ctx)
+/* The walk's body, compiled once for each kind of box test (so that the
+ * AVX2 tests inline into the AVX2 copy). */
+static inline __attribute__((always_inline)) void below_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                                                double gate_threshold, double threshold,
+                                                rp_multi_visit_fn fn, void *ctx, const int simd)
 {
     const rp_bvh *t = &sc->tree;
-    int simd = rp_simd_enabled_();
     uint64_t all_gates = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
     uint64_t gates = live_gates(w, all_gates, active);
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
@@ -1718,7 +1720,7 @@ static double balls_order_key(const rp_balls *q, uint64_t mask, const test_box *
     return best;
 }
 
-static void robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
+static inline __attribute__((always_inline)) void robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
                             const double *bound, double gate_slack, int simd,
                             rp_multi_visit_fn fn, void *ctx, uint64_t active)
 {
@@ -1742,12 +1744,11 @@ static void robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates
     }
 }
 
-void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
-                             const double *bound, double gate_slack, rp_multi_visit_fn fn,
-                             void *ctx)
+static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                                                  const double *bound, double gate_slack,
+                                                  rp_multi_visit_fn fn, void *ctx, const int simd)
 {
     const rp_bvh *t = &sc->tree;
-    int simd = rp_simd_enabled_();
     uint64_t all_gates = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
     uint64_t gates = live_gates(w, all_gates, active);
     if (!gates)
@@ -1811,4 +1812,49 @@ void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t acti
             }
         }
     }
+}
+
+#ifdef RP_HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static void below_robot_avx2(const rp_scene *sc, rp_robot_walk *w,
+                                                             uint64_t active, double gate_threshold,
+                                                             double threshold, rp_multi_visit_fn fn,
+                                                             void *ctx)
+{
+    below_robot(sc, w, active, gate_threshold, threshold, fn, ctx, 1);
+}
+
+__attribute__((target("avx2"))) static void nearest_robot_avx2(const rp_scene *sc,
+                                                               rp_robot_walk *w, uint64_t active,
+                                                               const double *bound,
+                                                               double gate_slack,
+                                                               rp_multi_visit_fn fn, void *ctx)
+{
+    nearest_robot(sc, w, active, bound, gate_slack, fn, ctx, 1);
+}
+#endif
+
+void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                           double gate_threshold, double threshold, rp_multi_visit_fn fn,
+                           void *ctx)
+{
+#ifdef RP_HAVE_AVX2_PATH
+    if (rp_simd_enabled_()) {
+        below_robot_avx2(sc, w, active, gate_threshold, threshold, fn, ctx);
+        return;
+    }
+#endif
+    below_robot(sc, w, active, gate_threshold, threshold, fn, ctx, 0);
+}
+
+void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
+                             const double *bound, double gate_slack, rp_multi_visit_fn fn,
+                             void *ctx)
+{
+#ifdef RP_HAVE_AVX2_PATH
+    if (rp_simd_enabled_()) {
+        nearest_robot_avx2(sc, w, active, bound, gate_slack, fn, ctx);
+        return;
+    }
+#endif
+    nearest_robot(sc, w, active, bound, gate_slack, fn, ctx, 0);
 }
