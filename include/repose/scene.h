@@ -497,6 +497,18 @@ RP_API rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene,
                                        const rp_transform *base, const double *q,
                                        const rp_check_opts *opts, rp_check_result *out);
 
+/// rp_model_check_joints for n joint vectors (q: n * rp_model_dof values,
+/// vector after vector), results in out[0..n), each equal to what
+/// rp_model_check_joints gives for that vector alone.  With report FIRST,
+/// several configurations share one walk of the scene.  On an error,
+/// *failed (when not NULL) is the vector it concerns, out[*failed] carries
+/// what rp_model_check_joints would, and the results before it are valid;
+/// the caller frees out[0..*failed) (or all n on success).
+RP_API rp_status rp_model_check_joints_batch(const rp_model *m, const rp_scene *scene,
+                                             const rp_transform *base, const double *q, size_t n,
+                                             const rp_check_opts *opts, rp_check_result *out,
+                                             size_t *failed);
+
 /* ---- per-request additions: attached shapes, allowed scene pairs ------------ */
 
 /// A shape attached to a link for one request (a grasped part).

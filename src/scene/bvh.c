@@ -1583,76 +1583,85 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
     }
 }
 
-/* ---- a whole robot in one walk ------------------------------------------------------ */
+/* ---- whole robots in one walk ---------------------------------------------------- */
 
-/* Fills the shape lanes of `want` not filled yet, zeroing the other lanes
- * of their groups of four that are still empty (a group is read whole). */
-static void robot_fill(rp_robot_walk *w, uint64_t want, void *ctx)
+/* Fills the lanes of `want` not filled yet (*filled) through fill,
+ * zeroing the other lanes of their groups of four that are still empty (a
+ * group is read whole). */
+static void lanes_fill(rp_multi *q, uint64_t *filled, uint64_t want,
+                       void (*fill)(void *ctx, rp_multi *q, uint64_t lanes), void *ctx)
 {
-    want &= ~w->filled;
+    want &= ~*filled;
     if (!want)
         return;
     uint64_t groups = 0;
     for (uint64_t m = want; m; m &= m - 1)
         groups |= (uint64_t)0xF << (__builtin_ctzll(m) & ~3u);
-    uint64_t empty = groups & ~w->filled & ~want;
+    uint64_t empty = groups & ~*filled & ~want;
     for (; empty; empty &= empty - 1) {
         unsigned k = (unsigned)__builtin_ctzll(empty);
         for (int a = 0; a < 3; a++)
-            w->shapes.lo[a][k] = w->shapes.hi[a][k] = 0.0;
-        w->shapes.r[k] = 0.0;
+            q->lo[a][k] = q->hi[a][k] = 0.0;
+        q->r[k] = 0.0;
     }
-    w->fill(ctx, &w->shapes, want);
-    w->filled |= want;
+    fill(ctx, q, want);
+    *filled |= want;
 }
 
-/* The gates still worth walking for: those with an active shape. */
-static uint64_t live_gates(const rp_robot_walk *w, uint64_t gates, uint64_t active)
+/* The gates still worth walking for: those whose robot still looks for
+ * one of their shapes. */
+static uint64_t robots_live(const rp_robots_walk *w, uint64_t gates)
 {
     uint64_t live = 0;
     for (; gates; gates &= gates - 1) {
         unsigned g = (unsigned)__builtin_ctzll(gates);
-        if (w->gate_shapes[g] & active)
+        if (w->gate_shapes[g] & w->robot[w->gate_robot[g]]->active)
             live |= (uint64_t)1 << g;
     }
     return live;
 }
 
-/* Scene shape e against the gates of `gates`, then against the shapes of
- * those that pass. */
-static inline __attribute__((always_inline)) void robot_leaf(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
-                       double gate_threshold, double threshold, int simd, rp_multi_visit_fn fn,
-                       void *ctx, uint64_t *active)
+/* Scene shape e against the gates of `gates`, then each robot's shapes of
+ * those that pass against it.  True when some robot dropped shapes. */
+static inline __attribute__((always_inline)) bool robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates,
+                                                size_t e, double gate_threshold,
+                                                double threshold, const int simd)
 {
     dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, gate_threshold, false, simd);
-    uint64_t want = 0;
-    for (; gates; gates &= gates - 1)
-        want |= w->gate_shapes[__builtin_ctzll(gates)];
-    want &= *active;
-    if (!want)
-        return;
-    robot_fill(w, want, ctx);
-    multi_leaf(sc, &w->shapes, want, e, threshold, simd, fn, ctx, active);
+    uint64_t want[RP_ROBOTS_MAX] = {0};
+    for (; gates; gates &= gates - 1) {
+        unsigned g = (unsigned)__builtin_ctzll(gates);
+        want[w->gate_robot[g]] |= w->gate_shapes[g];
+    }
+    bool dropped = false;
+    for (size_t r = 0; r < w->n_robots; r++) {
+        rp_robot_lanes *rl = w->robot[r];
+        uint64_t m = want[r] & rl->active;
+        if (!m)
+            continue;
+        lanes_fill(&rl->shapes, &rl->filled, m, rl->fill, rl->ctx);
+        uint64_t before = rl->active;
+        multi_leaf(sc, &rl->shapes, m, e, threshold, simd, rl->visit, rl->ctx, &rl->active);
+        dropped |= rl->active != before;
+    }
+    return dropped;
 }
 
 /* The walk's body, compiled once for each kind of box test (so that the
  * AVX2 tests inline into the AVX2 copy). */
-static inline __attribute__((always_inline)) void below_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
-                                                double gate_threshold, double threshold,
-                                                rp_multi_visit_fn fn, void *ctx, const int simd)
+static inline __attribute__((always_inline)) void below_robots(const rp_scene *sc, rp_robots_walk *w,
+                                                 double gate_threshold, double threshold,
+                                                 const int simd)
 {
     const rp_bvh *t = &sc->tree;
-    uint64_t all_gates = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
-    uint64_t gates = live_gates(w, all_gates, active);
+    uint64_t all = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
+    uint64_t gates = robots_live(w, all);
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count && gates; e++) {
-            uint64_t before = active;
-            robot_leaf(sc, w, gates, e, gate_threshold, threshold, simd, fn, ctx, &active);
-            if (active != before)
-                gates = live_gates(w, gates, active);
-        }
+        for (size_t e = 0; e < sc->count && gates; e++)
+            if (robots_leaf(sc, w, gates, e, gate_threshold, threshold, simd))
+                gates = robots_live(w, gates);
         return;
     }
     /* Depth first, first child first, as rp_scene_below_; each stack entry
@@ -1675,11 +1684,8 @@ static inline __attribute__((always_inline)) void below_robot(const rp_scene *sc
         if (!mask)
             continue;
         if (ref & RP_BVH_SHAPE) {
-            uint64_t before = active;
-            robot_leaf(sc, w, mask, shape_of(ref), gate_threshold, threshold, simd, fn, ctx,
-                       &active);
-            if (active != before)
-                gates = live_gates(w, gates, active);
+            if (robots_leaf(sc, w, mask, shape_of(ref), gate_threshold, threshold, simd))
+                gates = robots_live(w, gates);
             continue;
         }
         const rp_bvh_node *n = node_at(t, ref);
@@ -1698,6 +1704,24 @@ static inline __attribute__((always_inline)) void below_robot(const rp_scene *sc
             }
         }
     }
+}
+
+/* The single robot of a nearest walk: fills its shape lanes. */
+static void robot_fill(rp_robot_walk *w, uint64_t want, void *ctx)
+{
+    lanes_fill(&w->shapes, &w->filled, want, w->fill, ctx);
+}
+
+/* The gates of a single robot still worth walking for. */
+static uint64_t live_gates(const rp_robot_walk *w, uint64_t gates, uint64_t active)
+{
+    uint64_t live = 0;
+    for (; gates; gates &= gates - 1) {
+        unsigned g = (unsigned)__builtin_ctzll(gates);
+        if (w->gate_shapes[g] & active)
+            live |= (uint64_t)1 << g;
+    }
+    return live;
 }
 
 /* ---- a whole robot's nearest pairs in one walk ------------------------------------ */
@@ -1815,12 +1839,12 @@ static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *
 }
 
 #ifdef RP_HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static void below_robot_avx2(const rp_scene *sc, rp_robot_walk *w,
-                                                             uint64_t active, double gate_threshold,
-                                                             double threshold, rp_multi_visit_fn fn,
-                                                             void *ctx)
+__attribute__((target("avx2"))) static void below_robots_avx2(const rp_scene *sc,
+                                                              rp_robots_walk *w,
+                                                              double gate_threshold,
+                                                              double threshold)
 {
-    below_robot(sc, w, active, gate_threshold, threshold, fn, ctx, 1);
+    below_robots(sc, w, gate_threshold, threshold, 1);
 }
 
 __attribute__((target("avx2"))) static void nearest_robot_avx2(const rp_scene *sc,
@@ -1833,17 +1857,16 @@ __attribute__((target("avx2"))) static void nearest_robot_avx2(const rp_scene *s
 }
 #endif
 
-void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
-                           double gate_threshold, double threshold, rp_multi_visit_fn fn,
-                           void *ctx)
+void rp_scene_below_robots_(const rp_scene *sc, rp_robots_walk *w, double gate_threshold,
+                            double threshold)
 {
 #ifdef RP_HAVE_AVX2_PATH
     if (rp_simd_enabled_()) {
-        below_robot_avx2(sc, w, active, gate_threshold, threshold, fn, ctx);
+        below_robots_avx2(sc, w, gate_threshold, threshold);
         return;
     }
 #endif
-    below_robot(sc, w, active, gate_threshold, threshold, fn, ctx, 0);
+    below_robots(sc, w, gate_threshold, threshold, 0);
 }
 
 void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,

@@ -495,15 +495,61 @@ static double robot_walk_init(bp_check *b, rp_robot_walk *w,
     return slack;
 }
 
+/* FIRST's scene pairs of k <= RP_ROBOTS_MAX configurations of one model
+ * in one walk (rp_scene_below_robots_): gates are (configuration, slot)
+ * lanes, at most RP_MULTI_MAX; f[r] gets configuration r's pair, if any,
+ * the one a walk of its own would have met first. */
+static void first_scene_robots(bp_check *const *b, size_t k, const rp_scene *sc, double margin,
+                               first_robot *f)
+{
+    const rp_model *m = b[0]->m;
+    rp_robots_walk w;
+    rp_robot_lanes lanes[RP_ROBOTS_MAX];
+    uint64_t all = m->n_links >= 64 ? UINT64_MAX : ((uint64_t)1 << m->n_links) - 1;
+    double slack = 0.0;
+    w.gates.n = 0;
+    w.n_robots = k;
+    for (size_t r = 0; r < k; r++) {
+        f[r] = (first_robot){m, sc, b[r], false, 0, 0, 0.0};
+        lanes[r].filled = 0;
+        lanes[r].active = all;
+        lanes[r].fill = first_robot_fill;
+        lanes[r].visit = first_robot_visit;
+        lanes[r].ctx = &f[r];
+        lanes[r].shapes.n = m->n_links;
+        w.robot[r] = &lanes[r];
+        for (size_t s = 0; s < b[r]->slots; s++) {
+            if (m->slot_first[s] == m->slot_first[s + 1])
+                continue;
+            uint64_t shapes = 0;
+            for (uint32_t e = m->slot_first[s]; e < m->slot_first[s + 1]; e++)
+                shapes |= (uint64_t)1 << m->slot_shapes[e];
+            size_t g = w.gates.n++;
+            rp_balls_set_(&w.gates, g, b[r]->wc[s], m->bounds[s].r);
+            w.gate_shapes[g] = shapes;
+            w.gate_robot[g] = (uint8_t)r;
+            slack = fmax(slack, bp_slack(b[r], s, s));
+        }
+    }
+    for (size_t g = w.gates.n; g % 4; g++)
+        rp_balls_set_(&w.gates, g, (rp_vec3){0, 0, 0}, 0.0);
+    rp_scene_below_robots_(sc, &w, margin + slack, margin);
+}
+
+/* Slots with shapes: a configuration's gates in a robots walk. */
+static size_t gate_count(const rp_model *m)
+{
+    size_t n = 0;
+    for (size_t s = 0; s <= m->frame_count; s++)
+        n += m->slot_first[s] != m->slot_first[s + 1];
+    return n;
+}
+
 static rp_status first_scene_robot(bp_check *b, const rp_scene *sc, double margin,
                                    rp_check_result *out, bool *done)
 {
-    const rp_model *m = b->m;
-    rp_robot_walk w;
-    double slack = robot_walk_init(b, &w, first_robot_fill);
-    uint64_t active = m->n_links >= 64 ? UINT64_MAX : ((uint64_t)1 << m->n_links) - 1;
-    first_robot f = {m, sc, b, false, 0, 0, 0.0};
-    rp_scene_below_robot_(sc, &w, active, margin + slack, margin, first_robot_visit, &f);
+    first_robot f;
+    first_scene_robots(&b, 1, sc, margin, &f);
     *done = f.hit;
     return f.hit ? report_first(out, f.k, RP_PAIR_SCENE, f.index, f.distance) : RP_OK;
 }
@@ -1062,4 +1108,83 @@ void rp_check_result_free(rp_check_result *r)
         return;
     free(r->violations);
     memset(r, 0, sizeof *r);
+}
+
+/* ---- several configurations at once ------------------------------------------------ */
+
+rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
+                                     const rp_transform *base, const rp_transform *frames,
+                                     size_t n, double margin, rp_check_result *out,
+                                     size_t *failed)
+{
+    size_t nl = m->n_links, nf = m->frame_count;
+    for (size_t r = 0; r < n; r++)
+        memset(&out[r], 0, sizeof out[r]);
+    /* Lanes for up to RP_ROBOTS_MAX configurations at a time when the model
+     * has the broadphase and fits them (and the margin is >= 0, like the
+     * slot spheres' lower bound); otherwise one by one. */
+    size_t group = 1;
+    if (m->bounds && nl <= RP_MULTI_MAX && margin >= 0 && scene && rp_scene_shape_count(scene)) {
+        size_t g = gate_count(m);
+        group = g ? RP_MULTI_MAX / g : 1;
+        group = group > RP_ROBOTS_MAX ? RP_ROBOTS_MAX : group;
+    }
+    rp_check_opts opts = {RP_REPORT_FIRST, true, margin};
+    if (group < 2) {
+        for (size_t r = 0; r < n; r++) {
+            rp_status st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r]);
+            if (st) {
+                *failed = r;
+                return st;
+            }
+        }
+        return RP_OK;
+    }
+    /* Per configuration of a group: world shapes, placement state, ball
+     * centres. */
+    size_t per = nl * sizeof(rp_shape) + 3 * nl * sizeof(double) + nl;
+    unsigned char *scratch = malloc(group * per);
+    if (!scratch) {
+        *failed = 0;
+        return RP_ERR_NOMEM;
+    }
+    rp_transform identity = rp_transform_identity();
+    bp_check bpc[RP_ROBOTS_MAX], *bp[RP_ROBOTS_MAX];
+    size_t idx[RP_ROBOTS_MAX];
+    rp_status st = RP_OK;
+    for (size_t r0 = 0; r0 < n && st == RP_OK; r0 += group) {
+        size_t k = 0;
+        for (size_t r = r0; r < n && r < r0 + group && st == RP_OK; r++) {
+            bp_check *b = &bpc[k];
+            if (!bp_setup(b, m, base, frames + r * nf, &identity)) {
+                /* Beyond the broadphase's range: this one alone. */
+                if ((st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r])))
+                    *failed = r;
+                continue;
+            }
+            unsigned char *mem = scratch + k * per;
+            b->w = (rp_shape *)mem;
+            b->px = (double *)(mem + nl * sizeof(rp_shape));
+            b->py = b->px + nl;
+            b->pz = b->py + nl;
+            b->state = mem + nl * sizeof(rp_shape) + 3 * nl * sizeof(double);
+            memset(b->state, 0, nl);
+            memset(b->balled, 0, sizeof b->balled);
+            bp[k] = b;
+            idx[k++] = r;
+        }
+        if (st || !k)
+            continue;
+        first_robot f[RP_ROBOTS_MAX];
+        first_scene_robots(bp, k, scene, margin, f);
+        for (size_t j = 0; j < k && st == RP_OK; j++) {
+            rp_check_result *o = &out[idx[j]];
+            st = f[j].hit ? report_first(o, f[j].k, RP_PAIR_SCENE, f[j].index, f[j].distance)
+                          : first_self_bp(bp[j], margin, o);
+            if (st)
+                *failed = idx[j];
+        }
+    }
+    free(scratch);
+    return st;
 }

@@ -725,6 +725,78 @@ static rp_transform *frames_for(const rp_model *m, const rp_transform *base, con
     return frames;
 }
 
+/* Configurations whose frames rp_model_check_joints_batch computes at a
+ * time. */
+#define BATCH_GROUP 16
+
+rp_status rp_model_check_joints_batch(const rp_model *m, const rp_scene *scene,
+                                      const rp_transform *base, const double *q, size_t n,
+                                      const rp_check_opts *opts, rp_check_result *out,
+                                      size_t *failed)
+{
+    size_t fail_dummy;
+    if (!failed)
+        failed = &fail_dummy;
+    *failed = 0;
+    if (n && !out)
+        return RP_ERR_INVALID_ARG;
+    if (!m || !m->kin || (n && m->kin->dof && !q)) {
+        if (n)
+            memset(out, 0, sizeof *out);
+        return RP_ERR_INVALID_ARG;
+    }
+    size_t dof = m->kin->dof;
+    bool first = opts && opts->report == RP_REPORT_FIRST;
+    double margin = opts && opts->has_margin ? opts->margin : m->safety_margin;
+    if (!first || isnan(margin) || m->frame_count == 0) {
+        /* Nothing to share (or an argument rp_model_check refuses): one by
+         * one. */
+        for (size_t r = 0; r < n; r++) {
+            rp_status st = rp_model_check_joints(m, scene, base, q + r * dof, opts, &out[r]);
+            if (st) {
+                *failed = r;
+                return st;
+            }
+        }
+        return RP_OK;
+    }
+    size_t nf = m->frame_count;
+    rp_transform *frames = malloc(BATCH_GROUP * nf * sizeof *frames);
+    if (!frames) {
+        memset(out, 0, sizeof *out);
+        return RP_ERR_NOMEM;
+    }
+    rp_status st = RP_OK;
+    for (size_t r0 = 0; r0 < n && st == RP_OK; r0 += BATCH_GROUP) {
+        size_t k = n - r0 < BATCH_GROUP ? n - r0 : BATCH_GROUP;
+        for (size_t j = 0; j < k; j++) {
+            const double *qj = q + (r0 + j) * dof;
+            if (!all_finite(qj, dof)) {
+                /* The ones before it first, as one by one would. */
+                size_t f = 0;
+                if (j && (st = rp_model_check_first_many_(m, scene, base, frames, j, margin,
+                                                          &out[r0], &f))) {
+                    *failed = r0 + f;
+                } else {
+                    memset(&out[r0 + j], 0, sizeof out[r0 + j]);
+                    out[r0 + j].closest.link = SIZE_MAX;
+                    *failed = r0 + j;
+                    st = RP_ERR_NONFINITE;
+                }
+                free(frames);
+                return st;
+            }
+            rp_kin_frames_(m, base, qj, frames + j * nf);
+        }
+        size_t f = 0;
+        st = rp_model_check_first_many_(m, scene, base, frames, k, margin, &out[r0], &f);
+        if (st)
+            *failed = r0 + f;
+    }
+    free(frames);
+    return st;
+}
+
 rp_status rp_model_fk(const rp_model *m, const rp_transform *base, const double *q,
                       rp_transform *link_poses)
 {

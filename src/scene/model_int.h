@@ -165,6 +165,16 @@ char *rp_model_strdup_(rp_model *m, const char *s);
 rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
                           const rp_transform *frames, rp_shape *world, size_t *bad_link);
 
+/* check.c: FIRST for n configurations of m (frames: n * frame_count poses,
+ * configuration after configuration), results in out[0..n).  Several at a
+ * time share a walk of the scene's tree; each result is the one
+ * rp_model_check gives alone.  On an error, *failed is the configuration
+ * (results before it are valid, the caller frees them). */
+rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
+                                     const rp_transform *base, const rp_transform *frames,
+                                     size_t n, double margin, rp_check_result *out,
+                                     size_t *failed);
+
 /* check.c: scene storage indices shape k may touch (allowed scene pairs),
  * resolved against sc: writes up to cap indices, returns the count. */
 size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k, size_t *out,

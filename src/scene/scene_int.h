@@ -270,15 +270,38 @@ typedef struct rp_robot_walk {
     void (*fill)(void *ctx, rp_multi *shapes, uint64_t lanes);
 } rp_robot_walk;
 
-/* rp_scene_below_ for every shape lane in `active`, in one walk: fn is
- * called as for rp_scene_below_multi_ (each shape's scene shapes below
- * `threshold` in the tree's order, fn returning the shape lanes to drop);
- * a gate's shapes are only looked at where a scene shape's box comes
- * within gate_threshold of the gate (which must cover `threshold` plus
- * the kernels' error, as for rp_multi_gate). */
-void rp_scene_below_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
-                           double gate_threshold, double threshold, rp_multi_visit_fn fn,
-                           void *ctx);
+/* Several robots (configurations of one model) walking the tree at once
+ * for FIRST: gate lanes of every robot (gate_robot[g] says whose;
+ * gate_shapes[g] its shape lanes in that robot's `shapes`), and per robot
+ * its shapes, placed by fill on first need, the shape lanes still looked
+ * for (`active`), and visit, called as for rp_scene_below_multi_ (each
+ * shape's scene shapes below the threshold in the tree's order; it returns
+ * the shape lanes to drop).  A robot's gates drop out with its last
+ * active shape.  Each robot meets its pairs in the order a walk of its own
+ * would. */
+#define RP_ROBOTS_MAX 4
+typedef struct rp_robot_lanes {
+    rp_multi shapes;
+    uint64_t filled; /* shape lanes filled so far (start with 0) */
+    uint64_t active;
+    void (*fill)(void *ctx, rp_multi *shapes, uint64_t lanes);
+    rp_multi_visit_fn visit;
+    void *ctx;
+} rp_robot_lanes;
+
+typedef struct rp_robots_walk {
+    rp_balls gates;
+    uint64_t gate_shapes[RP_MULTI_MAX];
+    uint8_t gate_robot[RP_MULTI_MAX];
+    size_t n_robots;
+    rp_robot_lanes *robot[RP_ROBOTS_MAX];
+} rp_robots_walk;
+
+/* The walk: a gate's shapes are only looked at where a scene shape's box
+ * comes within gate_threshold of the gate (which must cover `threshold`
+ * plus the kernels' error, as for rp_multi_gate). */
+void rp_scene_below_robots_(const rp_scene *sc, rp_robots_walk *w, double gate_threshold,
+                            double threshold);
 
 /* CLOSEST's walk for a whole robot: fn(ctx, k, index, distance) is called
  * for every pair of shape lane k (in `active`) and scene shape whose

@@ -570,6 +570,9 @@ typedef struct batch_run {
     batch_slice *slices;
 } batch_run;
 
+/* Joint vectors checked per call of rp_model_check_joints_batch. */
+#define JOINT_CHUNK 32
+
 static void run_slice(void *ctx, size_t s)
 {
     batch_run *b = ctx;
@@ -579,14 +582,38 @@ static void run_slice(void *ctx, size_t s)
     rp_jw *w = &sl->w;
     rp_jw_set_limit(w, b->room);
     rp_jw_array_begin(w);
+    if (b->joints) {
+        /* Joint vectors a chunk at a time through the batch API (several
+         * configurations share a walk of the scene). */
+        rp_check_result res[JOINT_CHUNK];
+        for (size_t k0 = lo; k0 < hi && !rp_jw_failed(w); k0 += JOINT_CHUNK) {
+            size_t n = hi - k0 < JOINT_CHUNK ? hi - k0 : JOINT_CHUNK, failed = n;
+            rp_status st = rp_model_check_joints_batch(cs->model, cs->scene, b->base,
+                                                       &b->q[k0 * b->d1], n, &cs->opts, res,
+                                                       &failed);
+            size_t done = st ? failed : n;
+            for (size_t j = 0; j < done; j++) {
+                if (!rp_jw_failed(w)) {
+                    rp_jw_object_begin(w);
+                    write_joint_result(w, cs, &res[j], &b->q[(k0 + j) * b->d1]);
+                    rp_jw_object_end(w);
+                }
+                rp_check_result_free(&res[j]);
+            }
+            if (st) {
+                sl->fail_k = k0 + failed;
+                sl->fail_st = st;
+                sl->fail_link = res[failed].closest.link;
+                break;
+            }
+        }
+        rp_jw_array_end(w);
+        return;
+    }
     for (size_t k = lo; k < hi && !rp_jw_failed(w); k++) {
         rp_check_result res;
-        rp_status st = b->joints
-                           ? rp_model_check_joints(cs->model, cs->scene, b->base, &b->q[k * b->d1],
-                                                   &cs->opts, &res)
-                           : rp_model_check(cs->model, cs->scene,
-                                            b->has_base[k] ? &b->bases[k] : NULL,
-                                            &b->frames[k * b->nf], cs->n_frames, &cs->opts, &res);
+        rp_status st = rp_model_check(cs->model, cs->scene, b->has_base[k] ? &b->bases[k] : NULL,
+                                      &b->frames[k * b->nf], cs->n_frames, &cs->opts, &res);
         if (st) {
             sl->fail_k = k;
             sl->fail_st = st;
@@ -594,10 +621,7 @@ static void run_slice(void *ctx, size_t s)
             break;
         }
         rp_jw_object_begin(w);
-        if (b->joints)
-            write_joint_result(w, cs, &res, &b->q[k * b->d1]);
-        else
-            write_result_members(w, cs, &res);
+        write_result_members(w, cs, &res);
         rp_jw_object_end(w);
         rp_check_result_free(&res);
     }

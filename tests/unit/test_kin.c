@@ -15,6 +15,7 @@
 #include "test_shapes.h"
 
 #include "repose/scene.h"
+#include "scene/scene_int.h" /* rp_simd_force_ */
 #include "test_joints.h"
 
 #ifndef M_PI
@@ -1531,6 +1532,116 @@ static void fk_matches_long_double_reference_on_random_trees(void **state)
     rp_store_free(st);
 }
 
+/* rp_model_check_joints_batch: every result equal, bit for bit, to what
+ * rp_model_check_joints gives for that vector alone (FIRST's pair
+ * included: configurations sharing a walk meet their pairs in the order
+ * their own walks would), with SIMD off and on, in scenes of 5 (a scan),
+ * 200 and 2000 shapes, for batches of 1 to 37 vectors; a non-finite vector
+ * stops the batch there with the error of a lone check. */
+static void assert_identical(const rp_check_result *a, const rp_check_result *b)
+{
+    assert_int_equal(a->collision, b->collision);
+    assert_int_equal(a->has_min, b->has_min);
+    if (a->has_min) {
+        assert_pair(&a->closest, b->closest.link, b->closest.kind, b->closest.other);
+        assert_true(same_bits(a->closest.distance, b->closest.distance));
+    }
+    assert_int_equal(a->n_violations, b->n_violations);
+    for (size_t i = 0; i < a->n_violations; i++) {
+        assert_pair(&a->violations[i], b->violations[i].link, b->violations[i].kind,
+                    b->violations[i].other);
+        assert_true(same_bits(a->violations[i].distance, b->violations[i].distance));
+    }
+}
+
+static void batch_checks_equal_lone_checks(void **state)
+{
+    (void)state;
+    static const int sizes[] = {5, 200, 2000};
+    long checks = 0, collisions = 0, stopped = 0;
+    for (int simd = 0; simd < 2; simd++) {
+        rp_simd_force_(simd);
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            test_rng rng = {1234u + (uint64_t)z};
+            rp_store *st = rp_store_new(NULL);
+            int ns = sizes[z];
+            rp_shape_put *sp = calloc((size_t)ns, sizeof *sp);
+            char (*ids)[16] = calloc((size_t)ns, sizeof *ids);
+            double reach = 2.5 * cbrt(ns / 200.0);
+            for (int i = 0; i < ns; i++) {
+                snprintf(ids[i], sizeof ids[i], "o%04d", i);
+                double x = rng_uniform(&rng, -reach, reach), y = rng_uniform(&rng, -reach, reach),
+                       zz = rng_uniform(&rng, -reach, reach), rad = rng_uniform(&rng, 0.02, 0.2);
+                sp[i] = P(ids[i], i % 2 ? sphere(x, y, zz, rad)
+                                        : capsule(x, y, zz, x + rng_uniform(&rng, -0.5, 0.5),
+                                                  y + rng_uniform(&rng, -0.5, 0.5),
+                                                  zz + rng_uniform(&rng, -0.5, 0.5), rad));
+            }
+            rp_scene *sc;
+            assert_int_equal(rp_store_create(st, "sc", sp, (size_t)ns, &sc), RP_OK);
+            for (int tree = 0; tree < 25; tree++) {
+                rtree t;
+                random_tree(&rng, &t, ns < 200 ? ns : 200, true);
+                if (t.n_shapes == 0)
+                    continue;
+                rp_model_def d = rtree_def(&t);
+                rp_model *m = put_ok(st, "kin", &d);
+                size_t dof = rp_model_dof(m), n = 1 + (size_t)rng_uniform(&rng, 0, 37);
+                double *q = calloc(n * (dof ? dof : 1), sizeof *q);
+                for (size_t k = 0; k < n; k++) {
+                    double qk[MAXL];
+                    random_q(&rng, &t, qk);
+                    memcpy(q + k * dof, qk, dof * sizeof *q);
+                }
+                size_t bad = SIZE_MAX;
+                if (dof && tree % 5 == 4) { /* a NaN somewhere in the batch */
+                    bad = (size_t)rng_uniform(&rng, 0, (double)n);
+                    q[bad * dof + (size_t)rng_uniform(&rng, 0, (double)dof)] = NAN;
+                }
+                rp_transform base = pose(rng_uniform(&rng, -1, 1), rng_uniform(&rng, -1, 1),
+                                         rng_uniform(&rng, -1, 1), rng_uniform(&rng, -1, 1),
+                                         rng_uniform(&rng, -1, 1), rng_uniform(&rng, -1, 1), 1);
+                const rp_transform *b = tree % 2 ? &base : NULL;
+                double margin = tree % 7 == 3 ? -0.02 : rng_uniform(&rng, 0, 0.1);
+                for (int rep = RP_REPORT_FIRST; rep <= RP_REPORT_ALL; rep++) {
+                    rp_check_opts o = {(rp_report)rep, true, margin};
+                    rp_check_result *got = calloc(n, sizeof *got);
+                    size_t failed = 12345;
+                    rp_status st_b = rp_model_check_joints_batch(m, sc, b, q, n, &o, got, &failed);
+                    size_t upto = bad == SIZE_MAX ? n : bad;
+                    assert_int_equal(st_b, bad == SIZE_MAX ? RP_OK : RP_ERR_NONFINITE);
+                    if (bad != SIZE_MAX) {
+                        assert_int_equal(failed, bad);
+                        assert_int_equal(got[bad].closest.link, SIZE_MAX);
+                        stopped++;
+                    }
+                    for (size_t k = 0; k < upto; k++) {
+                        rp_check_result want;
+                        assert_int_equal(rp_model_check_joints(m, sc, b, q + k * dof, &o, &want),
+                                         RP_OK);
+                        assert_identical(&got[k], &want);
+                        collisions += want.collision;
+                        checks++;
+                        rp_check_result_free(&want);
+                        rp_check_result_free(&got[k]);
+                    }
+                    free(got);
+                }
+                free(q);
+            }
+            free(sp);
+            free(ids);
+            rp_store_free(st);
+        }
+    }
+    rp_simd_force_(1);
+    printf("%ld batch results equal to lone checks (%ld in collision), %ld batches stopped at "
+           "a NaN\n",
+           checks, collisions, stopped);
+    assert_true(collisions > checks / 10 && collisions < checks * 9 / 10);
+    assert_true(stopped > 0);
+}
+
 /* The random tree as a frame-indexed model: one frame per rigid body (the
  * root's body on the base), shapes moved into their body's frame by the
  * fixed joints' origins (long double), allowed pairs expanded to every
@@ -2022,6 +2133,7 @@ int main(void)
         cmocka_unit_test(allowed_scene_pairs_remove_exactly_that_pair_in_every_mode),
         cmocka_unit_test(fk_matches_long_double_reference_on_random_trees),
         cmocka_unit_test(kinematic_and_frame_indexed_twins_check_alike),
+        cmocka_unit_test(batch_checks_equal_lone_checks),
         cmocka_unit_test(attached_shape_moves_with_its_link),
         cmocka_unit_test(attached_shapes_skip_own_frame_allowed_and_touch_links),
         cmocka_unit_test(extension_allowed_scene_pairs_add_to_the_models),
