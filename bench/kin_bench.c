@@ -24,6 +24,8 @@
  *   SCENE first / closest   rp_model_check_joints against the scene with
  *                report FIRST / CLOSEST, self collision on;
  *   SCENE first -self       the same on the model without self collision;
+ *   SCENE first, batches of 32  the same through rp_model_check_joints_batch,
+ *                32 configurations a call (several share a walk of the scene);
  *   random first (clear)    report FIRST on the configurations that are
  *                clear in scene random only (nothing stops the scan early);
  *   sketch ...   the same verdicts from a frame-level broadphase written
@@ -88,8 +90,13 @@ typedef enum kcase {
     K_FRAMES,
     K_SKETCH_FRAMES, /* sketch_frames (below) */
     K_FK,
-    K_CHECK /* rp_model_check_joints */
+    K_CHECK, /* rp_model_check_joints */
+    K_BATCH  /* rp_model_check_joints_batch, BATCH_N configurations a call */
 } kcase;
+
+/* Configurations per rp_model_check_joints_batch call in the batch rows (as
+ * check.batch passes them). */
+#define BATCH_N 32
 
 typedef struct timing {
     double med, min, max; /* ns per configuration */
@@ -213,6 +220,16 @@ __attribute__((noinline)) static double run_pass(kcase kc, const rp_model *m, co
             if (rp_model_fk(m, NULL, qk, poses) != RP_OK)
                 kb_die("rp_model_fk failed");
             sink += poses[0].t.x;
+        } else if (kc == K_BATCH) {
+            rp_check_result r[BATCH_N];
+            size_t nb = n - k < BATCH_N ? n - k : BATCH_N;
+            if (rp_model_check_joints_batch(m, sc, NULL, qk, nb, &opts, r, NULL) != RP_OK)
+                kb_die("rp_model_check_joints_batch failed");
+            for (size_t j = 0; j < nb; j++) {
+                coll += r[j].collision;
+                rp_check_result_free(&r[j]);
+            }
+            k += nb - 1;
         } else {
             rp_check_result r;
             if (rp_model_check_joints(m, sc, NULL, qk, &opts, &r) != RP_OK)
@@ -732,6 +749,8 @@ int main(int argc, char **argv)
         ROW(name, K_CHECK, m0, scenes[s].sc, RP_REPORT_FIRST, true);
         snprintf(name, sizeof name, "%s closest -self", scenes[s].name);
         ROW(name, K_CHECK, m0, scenes[s].sc, RP_REPORT_CLOSEST, true);
+        snprintf(name, sizeof name, "%s first, batches of %d", scenes[s].name, BATCH_N);
+        ROW(name, K_BATCH, m, scenes[s].sc, RP_REPORT_FIRST, true);
     }
     /* The broadphase sketch (see above): same verdicts, report FIRST. */
     static sketch sk, sk0;
