@@ -447,13 +447,18 @@ typedef struct first_robot {
     double distance;
 } first_robot;
 
-static void first_robot_fill(void *ctx, rp_multi *q, uint64_t lanes)
+/* Places shapes `lanes` (lane k is link k) as queries of q. */
+static void place_lanes(bp_check *b, rp_multi *q, uint64_t lanes)
 {
-    first_robot *f = ctx;
     for (; lanes; lanes &= lanes - 1) {
         unsigned k = (unsigned)__builtin_ctzll(lanes);
-        rp_multi_set_(q, k, placed_shape(f->b, k));
+        rp_multi_set_(q, k, placed_shape(b, k));
     }
+}
+
+static void first_robot_fill(void *ctx, rp_multi *q, uint64_t lanes)
+{
+    place_lanes(((first_robot *)ctx)->b, q, lanes);
 }
 
 static uint64_t first_robot_visit(void *ctx, unsigned k, size_t index, double distance)
@@ -904,11 +909,7 @@ typedef struct near_robot {
 
 static void near_robot_fill(void *ctx, rp_multi *q, uint64_t lanes)
 {
-    near_robot *f = ctx;
-    for (; lanes; lanes &= lanes - 1) {
-        unsigned k = (unsigned)__builtin_ctzll(lanes);
-        rp_multi_set_(q, k, placed_shape(f->b, k));
-    }
+    place_lanes(((near_robot *)ctx)->b, q, lanes);
 }
 
 static int pair_cmp(const rp_scene *sc, const rp_check_pair *a, const rp_check_pair *b);
