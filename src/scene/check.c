@@ -1054,6 +1054,7 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     /* The broadphase when the model has one and the poses are in range. */
     bp_check bpc, *b = NULL;
     rp_transform identity = rp_transform_identity();
+    rp_status st = RP_OK;
     double pos_stack[3 * STACK_LINKS], *pos = pos_stack;
     uint8_t state_stack[STACK_LINKS], *state = state_stack;
     if (m->bounds && bp_setup(&bpc, m, base, frames, &identity)) {
@@ -1062,13 +1063,8 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
             state = malloc(m->n_links * sizeof *state);
         }
         if (!pos || !state) {
-            if (pos != pos_stack)
-                free(pos);
-            if (state != state_stack)
-                free(state);
-            if (world != stack)
-                free(world);
-            return RP_ERR_NOMEM;
+            st = RP_ERR_NOMEM;
+            goto done;
         }
         bpc.w = world;
         bpc.state = state;
@@ -1079,7 +1075,6 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
         b = &bpc;
     }
     size_t bad_link = 0;
-    rp_status st;
     if (b) {
         /* Shapes are placed as tests need them (bp_setup made sure they
          * all stay finite). */
@@ -1094,6 +1089,7 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     } else {
         out->closest.link = bad_link; /* which link left the double range */
     }
+done:
     if (pos != pos_stack)
         free(pos);
     if (state != state_stack)
