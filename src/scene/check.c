@@ -1140,6 +1140,7 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
     /* Per configuration of a group: world shapes, placement state, ball
      * centres. */
     size_t per = nl * sizeof(rp_shape) + 3 * nl * sizeof(double) + nl;
+    per = (per + 15) & ~(size_t)15; /* each configuration's block aligned for rp_shape */
     unsigned char *scratch = malloc(group * per);
     if (!scratch) {
         *failed = 0;
