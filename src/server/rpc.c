@@ -399,11 +399,32 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
  * Anything unusual, including a rest that does not parse, returns NULL:
  * the line then takes the general path, which gives every error exactly
  * as before. */
+/* Whether the line holds the string "check.batch" anywhere: the cheap test
+ * that keeps the fast path's full walk off every other long line (large
+ * scene.create and scene.put lines run on the event loop).  memchr looks
+ * for the 'k', which numbers and the protocol's shape keys never hold. */
+static bool mentions_check_batch(const char *line, size_t len)
+{
+    static const char pat[] = "\"check.batch\"";
+    const size_t plen = sizeof pat - 1, at_k = 5; /* pat[5] == 'k' */
+    for (const char *p = line + at_k, *end = line + len; p < end;) {
+        p = memchr(p, 'k', (size_t)(end - p));
+        if (!p)
+            return false;
+        if ((size_t)(p - line) >= at_k && (size_t)(end - p) >= plen - at_k &&
+            memcmp(p - at_k, pat, plen) == 0)
+            return true;
+        p++;
+    }
+    return false;
+}
+
 static cJSON *parse_without_joints(const char *line, size_t len, rp_num_rows *rows, char **rest)
 {
     size_t a, b;
     *rest = NULL;
-    if (len < JOINTS_FAST_MIN || !rp_json_batch_joints(line, len, &a, &b, rows))
+    if (len < JOINTS_FAST_MIN || !mentions_check_batch(line, len) ||
+        !rp_json_batch_joints(line, len, &a, &b, rows))
         return NULL;
     size_t n = a + 2 + (len - b);
     char *text = malloc(n + 1);
