@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,6 +432,17 @@ void rpd_server_conn_closed(rpd_server *srv)
     maybe_finish(srv);
 }
 
+static void warm_work(uv_work_t *w)
+{
+    (void)w;
+}
+
+static void warm_done(uv_work_t *w, int status)
+{
+    (void)w;
+    (void)status;
+}
+
 /* Sizes libuv's thread pool, which runs the queries (conn.c: start_job).
  * The pool reads UV_THREADPOOL_SIZE when first used, which is after this. */
 static void start_workers(rpd_server *srv)
@@ -452,10 +464,26 @@ static void start_workers(rpd_server *srv)
         snprintf(v, sizeof v, "%d", n);
         setenv("UV_THREADPOOL_SIZE", v, 1);
     }
+    /* The loop thread alone takes the signals reposed handles: worker
+     * threads start with them blocked (threads inherit the creating
+     * thread's mask).  libuv's pool threads are made by the first queued
+     * work, so a no-op is queued here while the mask is on.  Otherwise a
+     * SIGTERM can land on a worker sleeping in a condition wait, and under
+     * TSan (which delivers signals at the receiving thread's next
+     * interceptor) the loop may not hear of it for a long time. */
+    sigset_t handled, old;
+    sigemptyset(&handled);
+    int nums[] = {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        sigaddset(&handled, nums[i]);
+    pthread_sigmask(SIG_BLOCK, &handled, &old);
+    if (n > 0 && uv_queue_work(srv->loop, &srv->warm, warm_work, warm_done) != 0)
+        rpd_log(RPD_LOG_WARN, "could not start the worker threads early");
     /* Helpers that split a large check.batch with the worker running it
      * (pool.h); without them the worker checks it alone. */
     if (n > 1 && !rpd_pool_start(n - 1))
         rpd_log(RPD_LOG_WARN, "could not start batch helper threads; batches run on one thread");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     rpd_log(RPD_LOG_INFO, "%d worker thread%s for queries%s", n, n == 1 ? "" : "s",
             n ? "" : " (they run on the event loop)");
 }

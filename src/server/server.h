@@ -115,6 +115,7 @@ struct rpd_server {
     int n_listeners;         /* initialised handles in listeners[] */
     char *unix_path_created; /* unlinked at exit: only sockets we created */
     uv_signal_t sigterm, sigint, sigquit, sighup, sigusr1, sigusr2;
+    uv_work_t warm; /* a no-op that starts libuv's pool threads (server.c) */
     uv_idle_t resume; /* runs connections that yielded their time slice */
     bool resume_active;
     size_t input_bytes; /* input buffer capacity of every connection */

@@ -422,7 +422,11 @@ if command -v script >/dev/null; then
   expect_code 1 "interactive session (one call fails)" -- bash -c \
     "script -qec \"'$CLI' --unix '$sock'\" /dev/null <'$tmp/tty.in'"
   tr -d '\r' <"$tmp/out" >"$tmp/tty.out"
-  expect_grep "$tmp/tty.out" "^repose> error -32001: Not found: scene 'nope'" "tty error without a line number"
+  # The pty echoes the typed lines, before or after the prompt depending on
+  # when script(1) writes them, so the prompt and the error are looked for
+  # separately: the error must start its line or follow the prompt directly.
+  expect_grep "$tmp/tty.out" "^repose> " "tty prompt"
+  expect_grep "$tmp/tty.out" "^\\(repose> \\)*error -32001: Not found: scene 'nope'" "tty error without a line number"
   expect_grep "$tmp/tty.out" "^  scene.distance$" "tty help lists methods"
   if grep -q "line [0-9]" "$tmp/tty.out"; then fail "line number on a terminal"; else ok; fi
 else
