@@ -1150,16 +1150,13 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
     bp_check bpc[RP_ROBOTS_MAX], *bp[RP_ROBOTS_MAX];
     size_t idx[RP_ROBOTS_MAX];
     rp_status st = RP_OK;
-    for (size_t r0 = 0; r0 < n && st == RP_OK; r0 += group) {
+    for (size_t r = 0; r < n && st == RP_OK;) {
+        /* A group of configurations in the broadphase's range... */
         size_t k = 0;
-        for (size_t r = r0; r < n && r < r0 + group && st == RP_OK; r++) {
+        for (; r < n && k < group; r++) {
             bp_check *b = &bpc[k];
-            if (!bp_setup(b, m, base, frames + r * nf, &identity)) {
-                /* Beyond the broadphase's range: this one alone. */
-                if ((st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r])))
-                    *failed = r;
-                continue;
-            }
+            if (!bp_setup(b, m, base, frames + r * nf, &identity))
+                break;
             unsigned char *mem = scratch + k * per;
             b->w = (rp_shape *)mem;
             b->px = (double *)(mem + nl * sizeof(rp_shape));
@@ -1171,8 +1168,14 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
             bp[k] = b;
             idx[k++] = r;
         }
-        if (st || !k)
+        if (!k) {
+            /* ...or one beyond it, alone (after the group before it, so
+             * that results before a failure are all valid). */
+            if ((st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r])))
+                *failed = r;
+            r++;
             continue;
+        }
         first_robot f[RP_ROBOTS_MAX];
         first_scene_robots(bp, k, scene, margin, f);
         for (size_t j = 0; j < k && st == RP_OK; j++) {

@@ -83,6 +83,18 @@ typedef struct motion {
     double *q;             /* dof: the state being checked */
     rp_transform *frames;  /* frame_count */
     rp_shape *world;       /* n_links */
+    /* Discrete mode: states queued to be checked together (up to
+     * RP_ROBOTS_MAX share a walk of the scene, rp_model_check_first_many_),
+     * in the order they were asked for; their joints (dof each) and frames
+     * (frame_count each).  bad_seg, bad_idx, bad_n: the violating state a
+     * flush found. */
+    size_t queued;
+    size_t q_seg[RP_ROBOTS_MAX];
+    uint64_t q_idx[RP_ROBOTS_MAX], q_n[RP_ROBOTS_MAX];
+    double *q_joints;
+    rp_transform *q_frames;
+    size_t bad_seg;
+    uint64_t bad_idx, bad_n;
 } motion;
 
 static const double *point(const motion *mo, size_t k) { return mo->path + k * mo->dof; }
@@ -125,26 +137,63 @@ static bool waypoints_in_limits(motion *mo)
 
 /* ---- discrete ------------------------------------------------------------------ */
 
-/* Checks state idx/n of segment seg (FIRST report).  *bad set when it
- * violates the margin (pair in out->pair). */
+/* Checks the queued states together, then takes their results in queue
+ * order as one-by-one checks would: each counts against max_states, and
+ * the first that violates the margin ends the motion (pair in out->pair,
+ * its joints in q); those after it were never asked for.  Results equal
+ * lone checks' bit for bit (rp_model_check_first_many_). */
+static rp_status discrete_flush(motion *mo, bool *bad)
+{
+    size_t n = mo->queued, failed = 0;
+    mo->queued = 0;
+    *bad = false;
+    if (!n)
+        return RP_OK;
+    rp_check_result r[RP_ROBOTS_MAX];
+    rp_status st = rp_model_check_first_many_(mo->m, mo->sc, mo->base, mo->q_frames, n,
+                                              mo->margin, r, &failed);
+    size_t valid = st ? failed : n; /* results before it are valid */
+    for (size_t j = 0; j < valid; j++) {
+        if (!*bad) {
+            mo->out->states_checked++;
+            if (r[j].collision) {
+                *bad = true;
+                mo->out->pair = r[j].violations[0];
+                set_invalid(mo, mo->q_seg[j], (double)mo->q_idx[j] / (double)mo->q_n[j]);
+                memcpy(mo->q, mo->q_joints + j * mo->dof, mo->dof * sizeof *mo->q);
+                mo->bad_seg = mo->q_seg[j];
+                mo->bad_idx = mo->q_idx[j];
+                mo->bad_n = mo->q_n[j];
+            }
+        }
+        rp_check_result_free(&r[j]);
+    }
+    if (*bad || !st)
+        return RP_OK;
+    mo->out->states_checked++; /* the state whose check failed, as alone */
+    return st;
+}
+
+/* Asks for state idx/n of segment seg (FIRST report): queued, and checked
+ * with the states queued before it once the queue is full.  *bad set when
+ * a flush found a violation.  Past max_states the queue is flushed first:
+ * a violation among the states before wins over RP_ERR_LIMIT. */
 static rp_status discrete_state(motion *mo, size_t seg, uint64_t idx, uint64_t n, bool *bad)
 {
-    if (!count_state(mo))
-        return RP_ERR_LIMIT;
-    double t = (double)idx / (double)n;
-    lerp(point(mo, seg), point(mo, seg + 1), t, mo->dof, mo->q);
-    rp_kin_frames_(mo->m, mo->base, mo->q, mo->frames);
-    rp_check_opts opts = {RP_REPORT_FIRST, true, mo->margin};
-    rp_check_result r;
-    rp_status st = rp_model_check(mo->m, mo->sc, mo->base, mo->frames, mo->m->frame_count, &opts,
-                                  &r);
-    *bad = st == RP_OK && r.collision;
-    if (*bad) {
-        mo->out->pair = r.violations[0];
-        set_invalid(mo, seg, t);
+    *bad = false;
+    if (mo->o->max_states && mo->out->states_checked + mo->queued >= mo->o->max_states) {
+        rp_status st = discrete_flush(mo, bad);
+        return st || *bad ? st : RP_ERR_LIMIT;
     }
-    rp_check_result_free(&r);
-    return st;
+    size_t j = mo->queued++;
+    double t = (double)idx / (double)n;
+    double *q = mo->q_joints + j * mo->dof;
+    lerp(point(mo, seg), point(mo, seg + 1), t, mo->dof, q);
+    rp_kin_frames_(mo->m, mo->base, q, mo->q_frames + j * mo->m->frame_count);
+    mo->q_seg[j] = seg;
+    mo->q_idx[j] = idx;
+    mo->q_n[j] = n;
+    return mo->queued == RP_ROBOTS_MAX ? discrete_flush(mo, bad) : RP_OK;
 }
 
 /* States a segment is cut into: ceil(max |dq| / resolution), at least 1. */
@@ -174,7 +223,7 @@ static rp_status discrete_segment(motion *mo, size_t seg, uint64_t n, bool *bad)
     if (n > ((uint64_t)1 << 32)) {
         for (uint64_t k = 1; k < n && !st && !*bad; k++)
             st = discrete_state(mo, seg, k, n, bad);
-        return st;
+        return st || *bad ? st : discrete_flush(mo, bad);
     }
     unsigned level = 0;
     while (((uint64_t)1 << (level + 1)) <= n) {
@@ -193,7 +242,7 @@ static rp_status discrete_segment(motion *mo, size_t seg, uint64_t n, bool *bad)
             if (st || *bad)
                 return st;
         }
-    return RP_OK;
+    return discrete_flush(mo, bad);
 }
 
 /* After a violation at (seg, idx) found out of order: the earliest one, by
@@ -213,6 +262,8 @@ static rp_status discrete_earliest(motion *mo, size_t seg, uint64_t idx, double 
         for (uint64_t k = 1; k < end && !bad && !st; k++)
             st = discrete_state(mo, s, k, n, &bad);
     }
+    if (!bad && !st)
+        st = discrete_flush(mo, &bad);
     if (!bad) {
         uint64_t checked = mo->out->states_checked;
         *mo->out = found;
@@ -233,16 +284,16 @@ static rp_status check_discrete(motion *mo)
      * the last segment). */
     for (size_t k = 0; k < mo->n_points && !bad; k++) {
         bool last = k == mo->n_points - 1;
-        seg = last ? k - 1 : k;
-        idx = last ? 1 : 0;
-        rp_status st = discrete_state(mo, seg, idx, 1, &bad);
+        rp_status st = discrete_state(mo, last ? k - 1 : k, last ? 1 : 0, 1, &bad);
+        if (!st && !bad && last)
+            st = discrete_flush(mo, &bad);
         if (st)
             return st;
     }
     if (bad) {
         /* As a state of the segment's own grid, for the earliest scan. */
-        if (idx == 1)
-            idx = segment_steps(mo, seg, res);
+        seg = mo->bad_seg;
+        idx = mo->bad_idx == 1 ? segment_steps(mo, seg, res) : 0;
     }
     for (size_t s = 0; s + 1 < mo->n_points && !bad; s++) {
         uint64_t n = segment_steps(mo, s, res);
@@ -251,7 +302,7 @@ static rp_status check_discrete(motion *mo)
             return st;
         if (bad) {
             seg = s;
-            idx = (uint64_t)llround(mo->out->t * (double)n);
+            idx = mo->bad_idx;
         }
     }
     if (bad && mo->o->earliest)
@@ -644,12 +695,25 @@ rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
     if (probe != 0.0)
         return RP_ERR_NONFINITE;
 
-    motion mo = {m, scene, base, path, n_points, dof, margin, opts, out, NULL, NULL, NULL};
+    motion mo;
+    memset(&mo, 0, sizeof mo);
+    mo.m = m;
+    mo.sc = scene;
+    mo.base = base;
+    mo.path = path;
+    mo.n_points = n_points;
+    mo.dof = dof;
+    mo.margin = margin;
+    mo.o = opts;
+    mo.out = out;
     mo.q = malloc((dof ? dof : 1) * sizeof *mo.q);
     mo.frames = malloc((m->frame_count ? m->frame_count : 1) * sizeof *mo.frames);
     mo.world = malloc((m->n_links ? m->n_links : 1) * sizeof *mo.world);
+    mo.q_joints = malloc(RP_ROBOTS_MAX * (dof ? dof : 1) * sizeof *mo.q_joints);
+    mo.q_frames = malloc(RP_ROBOTS_MAX * (m->frame_count ? m->frame_count : 1) *
+                         sizeof *mo.q_frames);
     rp_status st = RP_ERR_NOMEM;
-    if (mo.q && mo.frames && mo.world) {
+    if (mo.q && mo.frames && mo.world && mo.q_joints && mo.q_frames) {
         st = RP_OK;
         if (waypoints_in_limits(&mo))
             st = opts->mode == RP_MOTION_DISCRETE ? check_discrete(&mo) : check_certified(&mo);
@@ -659,5 +723,7 @@ rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
     free(mo.q);
     free(mo.frames);
     free(mo.world);
+    free(mo.q_joints);
+    free(mo.q_frames);
     return st;
 }

@@ -971,6 +971,186 @@ static void certified_is_never_fooled_by_random_motions(void **state)
     rp_store_free(st);
 }
 
+/* ---- discrete checks in lanes against one state at a time ------------------------------ */
+
+/* The discrete mode as documented, one state at a time with
+ * rp_model_check_joints (the library checks up to four states in one walk
+ * of the scene): waypoints, then each segment coarse to fine, then with
+ * `earliest` the scan in path order; max_states counted per state. */
+typedef struct ref_motion {
+    const rp_model *m;
+    const rp_scene *sc;
+    const rp_transform *base;
+    const double *path;
+    size_t dof;
+    double margin;
+    uint64_t max;
+    rp_motion_result r;
+    double q[8];
+} ref_motion;
+
+/* 1: the state violates the margin (the result says where), 0: clear,
+ * -1: over max_states. */
+static int ref_state(ref_motion *c, size_t seg, uint64_t idx, uint64_t n)
+{
+    if (c->max && c->r.states_checked >= c->max)
+        return -1;
+    c->r.states_checked++;
+    double t = (double)idx / (double)n, q[8];
+    const double *a = c->path + seg * c->dof, *b = a + c->dof;
+    for (size_t i = 0; i < c->dof; i++)
+        q[i] = t == 1.0 ? b[i] : a[i] + t * (b[i] - a[i]);
+    rp_check_opts o = {RP_REPORT_FIRST, true, c->margin};
+    rp_check_result r;
+    assert_int_equal(rp_model_check_joints(c->m, c->sc, c->base, q, &o, &r), RP_OK);
+    int bad = r.collision;
+    if (bad) {
+        c->r.valid = false;
+        c->r.segment = seg;
+        c->r.t = t;
+        c->r.pair = r.violations[0];
+        memcpy(c->q, q, sizeof q);
+    }
+    rp_check_result_free(&r);
+    return bad;
+}
+
+static uint64_t ref_steps(const ref_motion *c, size_t seg, double res)
+{
+    double big = 0;
+    for (size_t i = 0; i < c->dof; i++)
+        big = fmax(big, fabs(c->path[(seg + 1) * c->dof + i] - c->path[seg * c->dof + i]));
+    return (uint64_t)fmax(1, ceil(big / res));
+}
+
+/* Returns the status rp_model_check_motion must return. */
+static rp_status ref_discrete(ref_motion *c, size_t n_points, double res, bool earliest)
+{
+    memset(&c->r, 0, sizeof c->r);
+    c->r.valid = true;
+    int bad = 0;
+    size_t seg = 0;
+    uint64_t idx = 0;
+    for (size_t k = 0; k < n_points && !bad; k++) {
+        bool last = k == n_points - 1;
+        seg = last ? k - 1 : k;
+        bad = ref_state(c, seg, last, 1);
+        idx = last ? ref_steps(c, seg, res) : 0;
+    }
+    for (size_t s = 0; s + 1 < n_points && !bad; s++) {
+        uint64_t n = ref_steps(c, s, res);
+        unsigned level = 0;
+        while (!bad && ((uint64_t)1 << (level + 1)) <= n) {
+            level++;
+            for (uint64_t j = 1; j < ((uint64_t)1 << level) && !bad; j += 2)
+                bad = ref_state(c, s, idx = j * n >> level, n);
+        }
+        for (uint64_t j = 0; j < ((uint64_t)1 << level) && !bad; j++)
+            for (uint64_t k = (j * n >> level) + 1; k < ((j + 1) * n >> level) && !bad; k++)
+                bad = ref_state(c, s, idx = k, n);
+        seg = s;
+    }
+    if (bad < 0)
+        return RP_ERR_LIMIT;
+    if (bad && earliest) {
+        rp_motion_result found = c->r;
+        double q[8];
+        memcpy(q, c->q, sizeof q);
+        int again = 0;
+        for (size_t s = 0; s <= seg && !again; s++) {
+            uint64_t n = ref_steps(c, s, res), end = s == seg ? idx : n;
+            for (uint64_t k = 1; k < end && !again; k++)
+                again = ref_state(c, s, k, n);
+        }
+        if (again < 0)
+            return RP_ERR_LIMIT;
+        if (!again) {
+            found.states_checked = c->r.states_checked;
+            c->r = found;
+            memcpy(c->q, q, sizeof q);
+        }
+    }
+    return RP_OK;
+}
+
+static void discrete_checks_in_lanes_equal_one_state_at_a_time(void **state)
+{
+    (void)state;
+    test_rng rng = {4242};
+    rp_store *st = rp_store_new(NULL);
+    rp_model *m = small_arm(st);
+    rp_transform base_pose = pose(0.1, -0.2, 0.05, 1, 0.05, -0.03, 0.4);
+    const int sizes[] = {3, 40, 400};
+    long compared = 0, invalid = 0, limited = 0, self_pairs = 0;
+    for (int scene = 0; scene < 3; scene++) {
+        int nob = sizes[scene];
+        rp_shape_put *ob = calloc((size_t)nob, sizeof *ob);
+        char(*ids)[16] = calloc((size_t)nob, sizeof *ids);
+        assert_non_null(ob);
+        assert_non_null(ids);
+        for (int i = 0; i < nob; i++) {
+            snprintf(ids[i], sizeof ids[i], "o%d", i);
+            double x = rng_uniform(&rng, -0.9, 0.9), y = rng_uniform(&rng, -0.9, 0.9),
+                   z = rng_uniform(&rng, -0.3, 1.0), rad = rng_uniform(&rng, 0.005, 0.04);
+            ob[i] = P(ids[i], i % 2 ? sphere(x, y, z, rad)
+                                    : capsule(x, y, z, x + rng_uniform(&rng, -0.1, 0.1),
+                                              y + rng_uniform(&rng, -0.1, 0.1),
+                                              z + rng_uniform(&rng, -0.1, 0.1), rad));
+        }
+        rp_scene *sc;
+        char name[16];
+        snprintf(name, sizeof name, "lanes%d", scene);
+        assert_int_equal(rp_store_create(st, name, ob, (size_t)nob, &sc), RP_OK);
+        for (int mo = 0; mo < 400; mo++) {
+            size_t n_points = 2 + rng_next(&rng) % 3;
+            double path[16];
+            random_small_arm_state(&rng, path);
+            for (size_t k = 1; k < n_points; k++)
+                for (size_t i = 0; i < 4; i++)
+                    path[4 * k + i] = path[4 * (k - 1) + i] + rng_uniform(&rng, -0.6, 0.6);
+            rp_motion_opts o = discrete(rng_uniform(&rng, 0.01, 0.2));
+            o.has_margin = true;
+            o.margin = rng_next(&rng) % 5 == 0 ? 0.0 : rng_uniform(&rng, 0, 0.04);
+            o.ignore_limits = true;
+            o.earliest = rng_next(&rng) % 2;
+            o.max_states = rng_next(&rng) % 3 == 0 ? 1 + rng_next(&rng) % 40 : 0;
+            const rp_transform *base = mo % 2 ? &base_pose : NULL;
+            ref_motion c = {m, sc, base, path, 4, o.margin, o.max_states, {0}, {0}};
+            rp_status want = ref_discrete(&c, n_points, o.resolution, o.earliest);
+            rp_motion_result r;
+            double first[4] = {0};
+            rp_status got = rp_model_check_motion(m, sc, base, path, n_points, &o, &r, first);
+            assert_int_equal(got, want);
+            compared++;
+            if (got != RP_OK) {
+                limited++;
+                continue;
+            }
+            assert_int_equal(r.valid, c.r.valid);
+            assert_int_equal(r.states_checked, c.r.states_checked);
+            if (r.valid)
+                continue;
+            invalid++;
+            self_pairs += r.pair.kind == RP_PAIR_SELF;
+            assert_int_equal(r.segment, c.r.segment);
+            assert_true(r.t == c.r.t);
+            assert_int_equal(r.pair.link, c.r.pair.link);
+            assert_int_equal(r.pair.kind, c.r.pair.kind);
+            assert_int_equal(r.pair.other, c.r.pair.other);
+            assert_memory_equal(&r.pair.distance, &c.r.pair.distance, sizeof(double));
+            assert_memory_equal(first, c.q, sizeof first);
+        }
+        free(ob);
+        free(ids);
+    }
+    /* Every kind of outcome came up. */
+    assert_true(invalid > 100);
+    assert_true(compared - invalid - limited > 100);
+    assert_true(limited > 20);
+    assert_true(self_pairs > 0);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -988,6 +1168,7 @@ int main(void)
         cmocka_unit_test(multi_segment_paths_report_the_segment),
         cmocka_unit_test(max_states_bounds_the_work),
         cmocka_unit_test(certified_is_never_fooled_by_random_motions),
+        cmocka_unit_test(discrete_checks_in_lanes_equal_one_state_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
