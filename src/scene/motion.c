@@ -622,7 +622,7 @@ static rp_status certified_prescreen(motion *mo, bool *bad)
         if (st || *bad)
             return st;
     }
-    return RP_OK;
+    return discrete_flush(mo, bad);
 }
 
 static rp_status check_certified(motion *mo)

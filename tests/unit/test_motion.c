@@ -1081,7 +1081,7 @@ static void discrete_checks_in_lanes_equal_one_state_at_a_time(void **state)
     rp_model *m = small_arm(st);
     rp_transform base_pose = pose(0.1, -0.2, 0.05, 1, 0.05, -0.03, 0.4);
     const int sizes[] = {3, 40, 400};
-    long compared = 0, invalid = 0, limited = 0, self_pairs = 0;
+    long compared = 0, invalid = 0, limited = 0, self_pairs = 0, prescreened = 0;
     for (int scene = 0; scene < 3; scene++) {
         int nob = sizes[scene];
         rp_shape_put *ob = calloc((size_t)nob, sizeof *ob);
@@ -1139,6 +1139,37 @@ static void discrete_checks_in_lanes_equal_one_state_at_a_time(void **state)
             assert_int_equal(r.pair.other, c.r.pair.other);
             assert_memory_equal(&r.pair.distance, &c.r.pair.distance, sizeof(double));
             assert_memory_equal(first, c.q, sizeof first);
+
+            /* Certified with fast_reject: the waypoints, then the
+             * segments' midpoints, as discrete states; a violation among
+             * them is the result. */
+            rp_motion_opts oc = certified(0);
+            oc.has_margin = true;
+            oc.margin = o.margin;
+            oc.ignore_limits = true;
+            oc.fast_reject = true;
+            memset(&c.r, 0, sizeof c.r);
+            c.r.valid = true;
+            int pre = 0;
+            for (size_t k = 0; k < n_points && !pre; k++)
+                pre = ref_state(&c, k == n_points - 1 ? k - 1 : k, k == n_points - 1, 1);
+            for (size_t s = 0; s + 1 < n_points && !pre; s++)
+                pre = ref_state(&c, s, 1, 2);
+            assert_int_equal(rp_model_check_motion(m, sc, base, path, n_points, &oc, &r, first),
+                             RP_OK);
+            if (!pre) {
+                assert_true(r.states_checked > c.r.states_checked);
+                continue;
+            }
+            prescreened++;
+            assert_false(r.valid);
+            assert_int_equal(r.states_checked, c.r.states_checked);
+            assert_int_equal(r.segment, c.r.segment);
+            assert_true(r.t == c.r.t);
+            assert_int_equal(r.pair.link, c.r.pair.link);
+            assert_int_equal(r.pair.other, c.r.pair.other);
+            assert_memory_equal(&r.pair.distance, &c.r.pair.distance, sizeof(double));
+            assert_memory_equal(first, c.q, sizeof first);
         }
         free(ob);
         free(ids);
@@ -1148,6 +1179,7 @@ static void discrete_checks_in_lanes_equal_one_state_at_a_time(void **state)
     assert_true(compared - invalid - limited > 100);
     assert_true(limited > 20);
     assert_true(self_pairs > 0);
+    assert_true(prescreened > 100);
     rp_store_free(st);
 }
 
