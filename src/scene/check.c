@@ -22,6 +22,11 @@
 #include "model_int.h"
 #include "util/grow.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RP_HAVE_AVX2_PATH 1
+#endif
+
 /* Links whose world shapes live on the stack, so that a FIRST check (the
  * planners' fast path) allocates nothing unless it finds a collision.
  * 64 shapes are 4 KiB. */
@@ -250,53 +255,100 @@ static void slot_balls(bp_check *b, size_t s)
     b->balled[s] = true;
 }
 
-/* Lower bound of the distance between the ball at slot_shapes position p
- * and anything in slot s's sphere, before the slack. */
-static inline double ball_slot_lb(const bp_check *b, size_t p, size_t s)
+/* ---- ball filters ---------------------------------------------------------------
+ *
+ * Balls i < n (centres x, y, z, radii r, from position 0 of the arrays)
+ * that may come within `at` of the point (px, py, pz) beyond their own
+ * radius: t = at + r[i] >= 0 and |c_i - p|^2 <= t^2 * RP_SQUARE_SLACK.  The
+ * squares are compared with a margin for their rounding, far below the
+ * broadphase's slack, so a ball is only ever kept in doubt: callers put
+ * their limit, slack and the other side's radius into `at`.  The AVX2 code
+ * does the same operations in the same order (no fused multiply-add), so
+ * both give the same bits. */
+static uint64_t balls_near_portable(const double *x, const double *y, const double *z,
+                                    const double *r, size_t n, double px, double py, double pz,
+                                    double at)
 {
-    double x = b->px[p] - b->wc[s].x, y = b->py[p] - b->wc[s].y, z = b->pz[p] - b->wc[s].z;
-    return sqrt(x * x + y * y + z * z) - b->m->slot_ball_r[p] - b->m->bounds[s].r;
-}
-
-/* The positions of slot v's shapes (word w of them) whose balls come
- * within lim of slot u's sphere (ties kept when eq). */
-static uint64_t slot_side(const bp_check *b, size_t v, size_t u, uint32_t w, double lim,
-                          double slack, bool eq)
-{
-    const rp_model *m = b->m;
-    size_t v0 = m->slot_first[v] + 64 * (size_t)w, nv = m->slot_first[v + 1] - v0;
-    nv = nv < 64 ? nv : 64;
     uint64_t keep = 0;
-    for (size_t p = 0; p < nv; p++) {
-        double lb = ball_slot_lb(b, v0 + p, u) - slack;
-        keep |= (uint64_t)(lb < lim || (eq && lb == lim)) << p;
+    for (size_t i = 0; i < n; i++) {
+        double dx = px - x[i], dy = py - y[i], dz = pz - z[i];
+        double d2 = dx * dx + dy * dy + dz * dz;
+        double t = at + r[i];
+        keep |= (uint64_t)(t >= 0.0 && d2 <= t * t * RP_SQUARE_SLACK) << i;
     }
     return keep;
 }
 
-/* Of the candidates `cand` (bits over slot v's shapes, word w), those
- * whose ball pair with position a may have a distance at or below lim:
- * |c_a - c_b| - r_a - r_b - slack > lim rules a pair out.  Squares are
- * compared with a margin for their rounding, far below the slack, so a
- * pair is only ever kept in doubt. */
+#ifdef RP_HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static uint64_t
+balls_near_avx2(const double *x, const double *y, const double *z, const double *r, size_t n,
+                double px, double py, double pz, double at)
+{
+    __m256d vx = _mm256_set1_pd(px), vy = _mm256_set1_pd(py), vz = _mm256_set1_pd(pz);
+    __m256d vat = _mm256_set1_pd(at), zero = _mm256_setzero_pd(),
+            slack = _mm256_set1_pd(RP_SQUARE_SLACK);
+    uint64_t keep = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        __m256d cx, cy, cz, cr;
+        if (n - i >= 4) {
+            cx = _mm256_loadu_pd(x + i);
+            cy = _mm256_loadu_pd(y + i);
+            cz = _mm256_loadu_pd(z + i);
+            cr = _mm256_loadu_pd(r + i);
+        } else { /* the tail: no read past the arrays */
+            static const int64_t lanes[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
+            __m256i m = _mm256_loadu_si256((const __m256i *)(lanes + 4 - (n - i)));
+            cx = _mm256_maskload_pd(x + i, m);
+            cy = _mm256_maskload_pd(y + i, m);
+            cz = _mm256_maskload_pd(z + i, m);
+            cr = _mm256_maskload_pd(r + i, m);
+        }
+        __m256d dx = _mm256_sub_pd(vx, cx), dy = _mm256_sub_pd(vy, cy), dz = _mm256_sub_pd(vz, cz);
+        __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                                   _mm256_mul_pd(dz, dz));
+        __m256d t = _mm256_add_pd(vat, cr);
+        __m256d in = _mm256_and_pd(
+            _mm256_cmp_pd(t, zero, _CMP_GE_OQ),
+            _mm256_cmp_pd(d2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_LE_OQ));
+        keep |= (uint64_t)(unsigned)_mm256_movemask_pd(in) << i;
+    }
+    return n < 64 ? keep & (((uint64_t)1 << n) - 1) : keep;
+}
+#endif
+
+static inline uint64_t balls_near(const double *x, const double *y, const double *z,
+                                  const double *r, size_t n, double px, double py, double pz,
+                                  double at)
+{
+#ifdef RP_HAVE_AVX2_PATH
+    if (rp_simd_enabled_())
+        return balls_near_avx2(x, y, z, r, n, px, py, pz, at);
+#endif
+    return balls_near_portable(x, y, z, r, n, px, py, pz, at);
+}
+
+/* Word w (64 positions) of slot v's balls that come within lim of slot u's
+ * sphere, with the pair's slack. */
+static uint64_t slot_side(const bp_check *b, size_t v, size_t u, uint32_t w, double lim,
+                          double slack)
+{
+    const rp_model *m = b->m;
+    size_t v0 = m->slot_first[v] + 64 * (size_t)w, nv = m->slot_first[v + 1] - v0;
+    return balls_near(b->px + v0, b->py + v0, b->pz + v0, m->slot_ball_r + v0, nv < 64 ? nv : 64,
+                      b->wc[u].x, b->wc[u].y, b->wc[u].z, lim + slack + m->bounds[u].r);
+}
+
+/* Of the candidates `cand` (bits over slot v's balls, word w), those whose
+ * ball pair with position a may have a distance at or below lim:
+ * |c_a - c_b| - r_a - r_b - slack > lim rules a pair out. */
 static uint64_t row_near(const bp_check *b, const rp_pair_block *blk, size_t a, uint32_t w,
                          double lim, double slack, uint64_t cand)
 {
     const rp_model *m = b->m;
-    size_t v0 = m->slot_first[blk->v] + 64 * (size_t)w;
-    double ax = b->px[a], ay = b->py[a], az = b->pz[a];
+    size_t v0 = m->slot_first[blk->v] + 64 * (size_t)w, nv = m->slot_first[blk->v + 1] - v0;
     double at = lim + m->slot_ball_r[a] + slack;
-    uint64_t keep = 0;
-    for (uint64_t c = cand; c; c &= c - 1) {
-        unsigned bit = (unsigned)__builtin_ctzll(c);
-        size_t p = v0 + bit;
-        double dx = ax - b->px[p], dy = ay - b->py[p], dz = az - b->pz[p];
-        double d2 = dx * dx + dy * dy + dz * dz;
-        double t = at + m->slot_ball_r[p];
-        if (t >= 0.0 && d2 <= t * t * RP_SQUARE_SLACK)
-            keep |= (uint64_t)1 << bit;
-    }
-    return keep;
+    return cand & balls_near(b->px + v0, b->py + v0, b->pz + v0, m->slot_ball_r + v0,
+                             nv < 64 ? nv : 64, b->px[a], b->py[a], b->pz[a], at);
 }
 
 /* ---- report first ------------------------------------------------------------- */
@@ -637,12 +689,11 @@ static rp_status first_scene_bp(bp_check *b, const rp_scene *sc, double margin,
 }
 
 /* Self pairs by blocks: what a search keeps (its limit: pairs whose lower
- * bound exceeds it cannot matter, nor equal it unless eq) and what it does
+ * bound exceeds it cannot matter; the filters keep ties) and what it does
  * with a pair that may (visit; false stops the search: out of memory). */
 typedef struct self_sink self_sink;
 struct self_sink {
     double (*limit)(const self_sink *s);
-    bool eq;
     bool (*visit)(self_sink *s, bp_check *b, size_t i, size_t j);
 };
 
@@ -658,14 +709,22 @@ static bool block_pairs(bp_check *b, const rp_pair_block *blk, self_sink *sink)
     const uint64_t *masks = &m->block_masks[blk->masks];
     uint64_t side[RP_BOUND_LINKS / 64];
     for (uint32_t w = 0; w < blk->words; w++)
-        side[w] = slot_side(b, blk->v, blk->u, w, lim, slack, sink->eq);
-    for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
-         a++, masks += blk->words) {
-        size_t la = m->slot_shapes[a];
-        lim = sink->limit(sink);
-        double lb = ball_slot_lb(b, a, blk->v) - slack;
-        if (lb > lim || (lb == lim && !sink->eq))
+        side[w] = slot_side(b, blk->v, blk->u, w, lim, slack);
+    /* Rows of u whose balls come near v's sphere, 64 at a time (with the
+     * limit at the start: it only falls, so this keeps every row the
+     * running limit would). */
+    uint32_t a0 = m->slot_first[blk->u], a1 = m->slot_first[blk->u + 1];
+    uint64_t rows = 0;
+    for (uint32_t a = a0; a < a1; a++, masks += blk->words) {
+        if ((a - a0) % 64 == 0) {
+            uint32_t left = a1 - a;
+            rows = balls_near(b->px + a, b->py + a, b->pz + a, m->slot_ball_r + a,
+                              left < 64 ? left : 64, b->wc[blk->v].x, b->wc[blk->v].y,
+                              b->wc[blk->v].z, lim + slack + m->bounds[blk->v].r);
+        }
+        if (!(rows >> ((a - a0) % 64) & 1))
             continue;
+        size_t la = m->slot_shapes[a];
         for (uint32_t w = 0; w < blk->words; w++) {
             uint64_t cand = masks[w] & side[w];
             uint64_t near = cand ? row_near(b, blk, a, w, sink->limit(sink), slack, cand) : 0;
@@ -713,7 +772,7 @@ static bool first_visit(self_sink *s, bp_check *b, size_t i, size_t j)
 static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
 {
     const rp_model *m = b->m;
-    first_sink f = {{first_limit, false, first_visit}, margin, UINT32_MAX, 0.0};
+    first_sink f = {{first_limit, first_visit}, margin, UINT32_MAX, 0.0};
     for (size_t k = 0; k < m->n_blocks; k++)
         if (slot_lb(b, m->blocks[k].u, m->blocks[k].v) < margin)
             block_pairs(b, &m->blocks[k], &f.base);
@@ -877,7 +936,7 @@ static bool min_self_bp(bp_check *b, double margin, bool collect, rp_check_pair 
         lbs[at] = lb;
         order[at] = (uint32_t)k;
     }
-    min_sink f = {{min_limit, true, min_visit}, margin, collect, best, has, out};
+    min_sink f = {{min_limit, min_visit}, margin, collect, best, has, out};
     bool ok = true;
     for (size_t o = 0; o < m->n_blocks && ok; o++) {
         if (lbs[o] > min_limit(&f.base)) {
