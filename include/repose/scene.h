@@ -113,6 +113,14 @@ RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *con
 /// snapshot holds (go through the store).  NULL when out of memory.
 RP_API rp_store *rp_store_snapshot(const rp_store *st);
 
+/// Puts the store back as it was when `snapshot` (taken from st) was
+/// taken, and frees the snapshot: every scene and model, the store revision
+/// and the shape count come back; what mutations made since is dropped.  An
+/// undo for a mutation that must not stand (the daemon's journal write
+/// failed).  It allocates nothing, so it cannot fail on a snapshot of st;
+/// RP_ERR_INVALID_ARG (and nothing freed) when snapshot is not one.
+RP_API rp_status rp_store_restore(rp_store *st, rp_store *snapshot);
+
 /// Tree rebuilds off the mutating thread.  Every mutation keeps a scene's
 /// tree up to date in O(log n); once its quality has degraded (its summed
 /// node area doubled since the last build, checked every count/4 + 64

@@ -118,3 +118,35 @@ rp_store *rp_store_snapshot(const rp_store *st)
     s->model_count = s->model_cap = st->model_count;
     return s;
 }
+
+rp_status rp_store_restore(rp_store *st, rp_store *snap)
+{
+    if (!st || !snap || st->snapshot || !snap->snapshot)
+        return RP_ERR_INVALID_ARG;
+    for (size_t i = 0; i < snap->count; i++)
+        if (snap->scenes[i]->store != st)
+            return RP_ERR_INVALID_ARG;
+    /* The lists trade places: the store takes the snapshot's (with its
+     * references), the snapshot the store's, which freeing it then drops
+     * (and with them the versions made since).  No allocation, so this
+     * cannot fail. */
+    rp_scene **scenes = st->scenes;
+    rp_model **models = st->models;
+    size_t count = st->count, cap = st->cap, mcount = st->model_count, mcap = st->model_cap;
+    st->scenes = snap->scenes;
+    st->models = snap->models;
+    st->count = snap->count;
+    st->cap = snap->cap;
+    st->model_count = snap->model_count;
+    st->model_cap = snap->model_cap;
+    st->revision = snap->revision;
+    st->shapes = snap->shapes;
+    snap->scenes = scenes;
+    snap->models = models;
+    snap->count = count;
+    snap->cap = cap;
+    snap->model_count = mcount;
+    snap->model_cap = mcap;
+    rp_store_free(snap);
+    return RP_OK;
+}

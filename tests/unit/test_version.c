@@ -475,6 +475,83 @@ static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
     rp_store_free(st);
 }
 
+/* rp_store_restore undoes mutations of every kind (put, remove, replace,
+ * create, delete, model put and delete): scenes, models, the revision and
+ * the shape count come back, queries on the restored scene equal brute
+ * force, later mutations work, and memory returns to where it was. */
+static void restore_undoes_every_kind_of_mutation(void **state)
+{
+    (void)state;
+    test_rng r = {4711};
+    rp_store *st = store_with(700, &r);
+    rp_link link;
+    memset(&link, 0, sizeof link);
+    link.id = "l0";
+    link.frame = -1;
+    link.shape.kind = RP_SHAPE_SPHERE;
+    link.shape.sphere.radius = 0.1;
+    rp_model_def def;
+    memset(&def, 0, sizeof def);
+    def.links = &link;
+    def.n_links = 1;
+    assert_int_equal(rp_store_model_put(st, "m", &def, NULL, NULL), RP_OK);
+    size_t next_id = 0;
+    for (int round = 0; round < 12; round++) {
+        ref_scene before;
+        ref_take(&before, rp_store_find(st, "s"));
+        uint64_t rev = rp_store_revision(st), shapes = rp_store_shape_count(st);
+        size_t mem = rp_store_memory(st);
+        const rp_model *m_before = rp_store_model_find(st, "m");
+        rp_store *snap = rp_store_snapshot(st);
+        assert_non_null(snap);
+        int kind = round % 6;
+        if (kind == 0) {
+            for (int k = 0; k < 30; k++)
+                mutate(st, &r, &next_id);
+        } else if (kind == 1) {
+            rp_shape_put p = {"only", random_shape(&r, 1.0)};
+            assert_int_equal(rp_store_replace(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+        } else if (kind == 2) {
+            assert_int_equal(rp_store_delete(st, "s"), RP_OK);
+        } else if (kind == 3) {
+            for (int k = 0; k < 20; k++) { /* enough new scenes to grow the list */
+                char name[16];
+                snprintf(name, sizeof name, "new%d", k);
+                rp_shape_put p = {"a", random_shape(&r, 1.0)};
+                assert_int_equal(rp_store_create(st, name, &p, 1, NULL), RP_OK);
+            }
+        } else if (kind == 4) {
+            assert_int_equal(rp_store_model_delete(st, "m"), RP_OK);
+        } else {
+            assert_int_equal(rp_store_model_put(st, "m", &def, NULL, NULL), RP_OK);
+            assert_int_equal(rp_store_model_put(st, "m2", &def, NULL, NULL), RP_OK);
+        }
+        assert_true(rp_store_revision(st) > rev);
+        assert_int_equal(rp_store_restore(st, snap), RP_OK); /* frees snap */
+        assert_int_equal(rp_store_revision(st), rev);
+        assert_int_equal(rp_store_shape_count(st), shapes);
+        assert_int_equal(rp_store_scene_count(st), 1);
+        assert_int_equal(rp_store_model_count(st), 1);
+        assert_ptr_equal(rp_store_model_find(st, "m"), m_before);
+        assert_scene_is(rp_store_find(st, "s"), &before, &r);
+        /* The lists are the snapshot's now (exactly as long as needed);
+         * nothing else stays allocated. */
+        assert_true(rp_store_memory(st) <= mem);
+        assert_true(rp_store_memory(st) + 40 * sizeof(void *) >= mem);
+        ref_free(&before);
+        mutate(st, &r, &next_id); /* and the store goes on */
+    }
+    /* Not a snapshot of this store, or not a snapshot at all. */
+    rp_store *other = store_with(3, &r);
+    rp_store *osnap = rp_store_snapshot(other);
+    assert_int_equal(rp_store_restore(st, osnap), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_store_restore(st, other), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_store_restore(osnap, osnap), RP_ERR_INVALID_ARG);
+    rp_store_free(osnap);
+    rp_store_free(other);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +563,7 @@ int main(void)
         cmocka_unit_test(deferred_rebuild_installs_when_the_scene_is_unchanged),
         cmocka_unit_test(deferred_rebuild_misses_then_rebuilds_in_place),
         cmocka_unit_test(failed_mutations_on_a_shared_scene_change_nothing),
+        cmocka_unit_test(restore_undoes_every_kind_of_mutation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
