@@ -50,6 +50,10 @@ typedef struct rp_shape_put {
 /// NULL when out of memory.  Free with rp_store_free.
 RP_API rp_store *rp_store_new(const rp_store_limits *limits);
 
+/// Changes the store's limits (0 in a field: its default).  They apply to
+/// later mutations; what the store holds stays.
+RP_API void rp_store_set_limits(rp_store *st, const rp_store_limits *limits);
+
 /// Frees a store, its scenes and their shapes.  rp_store_free(NULL) is a no-op.
 RP_API void rp_store_free(rp_store *st);
 

@@ -37,6 +37,13 @@ void rp_store_free(rp_store *st)
 }
 
 rp_store_limits rp_store_get_limits(const rp_store *st) { return st->limits; }
+
+void rp_store_set_limits(rp_store *st, const rp_store_limits *limits)
+{
+    st->limits = *limits;
+    if (st->limits.max_shapes_per_scene == 0)
+        st->limits.max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE;
+}
 size_t rp_store_scene_count(const rp_store *st) { return st->count; }
 const rp_scene *rp_store_scene_at(const rp_store *st, size_t i) { return st->scenes[i]; }
 uint64_t rp_store_shape_count(const rp_store *st) { return st->shapes; }

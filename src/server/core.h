@@ -41,6 +41,8 @@ typedef struct rpd_core {
      * from the text (its params.joints then holds "[]"); NULL otherwise. */
     const struct rp_num_rows *batch_joints;
     struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
+    /* --data-dir: the journal (durable.h); NULL keeps everything in memory. */
+    struct rpd_durable *durable;
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
      * NULL, and only RPD_METHOD_WORKER methods may run. */
     bool worker;

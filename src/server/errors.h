@@ -17,7 +17,8 @@
     X(REVISION_CONFLICT, -32003, "revision conflict")                                            \
     X(LIMIT_EXCEEDED, -32004, "limit exceeded")                                                  \
     X(UNAUTHORIZED, -32005, "unauthorized")                                                      \
-    X(SHUTTING_DOWN, -32006, "shutting down")
+    X(SHUTTING_DOWN, -32006, "shutting down")                                                    \
+    X(STORAGE, -32007, "storage")
 
 enum {
 #define RPD_ERROR_ENUM(name, code, text) RPD_##name = code,

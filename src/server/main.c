@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "durable.h"
 #include "log.h"
 #include "sd.h"
 #include "server.h"
@@ -26,6 +27,14 @@ static void usage(FILE *to)
             "  --log-level LEVEL               error, warn, info (default) or debug\n"
             "  --threads N                     worker threads for queries (default: one per\n"
             "                                  CPU, at most %d; 0 runs them on the event loop)\n"
+            "  --data-dir DIR                  keep the store on disk in DIR (created if\n"
+            "                                  missing): a journal of every mutation,\n"
+            "                                  replayed at start (default: memory only)\n"
+            "  --fsync always|everysec|no      with --data-dir: fsync the journal before\n"
+            "                                  each reply, once a second (default), or\n"
+            "                                  never (the kernel decides)\n"
+            "  --repair                        start even when the journal is corrupt, cutting\n"
+            "                                  it where the damage starts (what follows is lost)\n"
             "  --help                          this text\n"
             "  --version                       print the version\n"
             "\n"
@@ -34,7 +43,6 @@ static void usage(FILE *to)
     rpd_limits_usage(to);
     fprintf(to,
             "\n"
-            "Planned, not in this version: --data-dir, --fsync.\n"
             "Stops on SIGTERM, SIGINT or SIGQUIT after flushing replies (at most 5 s);\n"
             "SIGHUP, SIGUSR1 and SIGUSR2 are ignored.\n"
             "\n"
@@ -51,6 +59,8 @@ int main(int argc, char **argv)
     cfg.tcp = RPD_DEFAULT_TCP;
     cfg.limits = rpd_default_limits();
     cfg.threads = -1; /* one per CPU */
+    cfg.fsync = (int)RPD_FSYNC_EVERYSEC;
+    bool fsync_given = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -61,6 +71,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--insecure-tcp") == 0) {
             cfg.insecure_tcp = true;
+            continue;
+        }
+        if (strcmp(a, "--repair") == 0) {
+            cfg.repair = true;
             continue;
         }
         if (strcmp(a, "--version") == 0) {
@@ -110,6 +124,20 @@ int main(int argc, char **argv)
                 return 2;
             }
             cfg.threads = (int)t;
+        } else if (strcmp(a, "--data-dir") == 0) {
+            if (!*v) {
+                fprintf(stderr, "reposed: --data-dir needs a directory\n");
+                return 2;
+            }
+            cfg.data_dir = v;
+        } else if (strcmp(a, "--fsync") == 0) {
+            rpd_fsync f;
+            if (!rpd_fsync_parse(v, &f)) {
+                fprintf(stderr, "reposed: --fsync must be always, everysec or no\n");
+                return 2;
+            }
+            cfg.fsync = (int)f;
+            fsync_given = true;
         } else {
             fprintf(stderr, "reposed: %s is planned but not supported by this version\n", a);
             return 2;
@@ -117,6 +145,10 @@ int main(int argc, char **argv)
     }
     if (!rpd_limits_check(&cfg.limits, stderr))
         return 2;
+    if ((fsync_given || cfg.repair) && !cfg.data_dir) {
+        fprintf(stderr, "reposed: %s needs --data-dir\n", cfg.repair ? "--repair" : "--fsync");
+        return 2;
+    }
     /* Read (and clear) the socket-activation variables once, before anything
      * could start a child that would inherit them. */
     static rpd_sd_fds activation;

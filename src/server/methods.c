@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "durable.h"
 #include "methods.h"
 #include "watch.h"
 
@@ -105,6 +106,20 @@ static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_array_end(w);
     RP_JW_KEY(w, "limits");
     rpd_limits_write(w, &req->core->limits);
+    RP_JW_KEY(w, "durability");
+    rp_jw_object_begin(w);
+    const rpd_durable *d = req->core->durable;
+    RP_JW_KEY(w, "data_dir");
+    if (d)
+        rp_jw_string(w, rpd_durable_dir(d));
+    else
+        rp_jw_null(w);
+    RP_JW_KEY(w, "fsync");
+    if (d)
+        rp_jw_string(w, rpd_fsync_name(rpd_durable_policy(d)));
+    else
+        rp_jw_null(w);
+    rp_jw_object_end(w);
     rp_jw_object_end(w);
     return true;
 }
@@ -208,6 +223,33 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     RP_JW_KEY(w, "p99");
     rp_jw_double(w, (double)rpd_stats_quantile(s, 0.99) / 1e3);
     rp_jw_object_end(w);
+    /* With --data-dir: the journal (null when memory only). */
+    RP_JW_KEY(w, "durability");
+    if (c->durable) {
+        rpd_durable_stats ds;
+        rpd_durable_stats_get(c->durable, &ds);
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "journal_bytes");
+        rp_jw_uint(w, ds.journal_bytes);
+        RP_JW_KEY(w, "journal_records");
+        rp_jw_uint(w, ds.journal_records);
+        RP_JW_KEY(w, "fsyncs");
+        rp_jw_uint(w, ds.fsyncs);
+        RP_JW_KEY(w, "fsync_us");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "p50");
+        rp_jw_uint(w, ds.fsync_p50_us);
+        RP_JW_KEY(w, "p99");
+        rp_jw_uint(w, ds.fsync_p99_us);
+        rp_jw_object_end(w);
+        RP_JW_KEY(w, "write_errors");
+        rp_jw_uint(w, ds.write_errors);
+        RP_JW_KEY(w, "failing");
+        rp_jw_bool(w, ds.failing);
+        rp_jw_object_end(w);
+    } else {
+        rp_jw_null(w);
+    }
     rp_jw_object_end(w);
     return true;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "codec/urdf.h"
+#include "durable.h"
 #include "methods.h"
 
 /* Highest joint frame index a model may use: bounds the frames array. */
@@ -695,7 +696,9 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_model *m;
     rp_model_error me;
     rp_status st = rp_store_model_put(req->core->store, name, &s.def, &m, &me);
-    if (st == RP_ERR_INVALID_ARG)
+    if (st == RP_OK && !rpd_durable_commit(req))
+        ok = false;
+    else if (st == RP_ERR_INVALID_ARG)
         ok = urdf ? fail_model_urdf(req, &s, &me) : fail_model_json(req, &s.def, &me);
     else if (st)
         ok = rpd_fail_status(req, st);
@@ -907,6 +910,8 @@ bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     if (rp_store_model_delete(req->core->store, name))
         return rpd_fail_not_found(req, "model", name);
+    if (!rpd_durable_commit(req))
+        return false;
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "model");
     rp_jw_string(w, name);

@@ -127,6 +127,18 @@ bool rpd_fail_status(rpd_req *req, rp_status st)
     return rpd_fail(req, rp_status_rpc_code(st), "%s", rp_status_str(st));
 }
 
+bool rpd_fail_storage(rpd_req *req, const char *fmt, ...)
+{
+    set_error(&req->err, RPD_STORAGE, RPD_DATA_REASON);
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(req->err.reason, sizeof req->err.reason, fmt, ap);
+    va_end(ap);
+    rpd_format(req->err.message, sizeof req->err.message,
+               "Storage failure: %s; nothing was changed", req->err.reason);
+    return false;
+}
+
 /* Writes the "error" member's value. */
 static void write_error_body(rp_jw *w, const rpd_error *e)
 {
@@ -173,6 +185,10 @@ static void write_error_body(rp_jw *w, const rpd_error *e)
         rp_jw_string(w, rpd_limit_name(e->limit));
         RP_JW_KEY(w, "max");
         rp_jw_uint(w, e->max);
+        break;
+    case RPD_DATA_REASON:
+        RP_JW_KEY(w, "reason");
+        rp_jw_string(w, e->reason);
         break;
     case RPD_DATA_NONE:
         break;

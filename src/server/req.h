@@ -26,7 +26,8 @@ typedef enum rpd_data_kind {
     RPD_DATA_PATH,     /* path, reason */
     RPD_DATA_ENTITY,   /* kind, name (not found / already exists) */
     RPD_DATA_REVISION, /* expected, actual */
-    RPD_DATA_LIMIT     /* limit, max */
+    RPD_DATA_LIMIT,    /* limit, max */
+    RPD_DATA_REASON    /* reason */
 } rpd_data_kind;
 
 typedef struct rpd_error {
@@ -81,6 +82,13 @@ bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name);
 bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual);
 bool rpd_fail_limit(rpd_req *req, rpd_limit_id limit, uint64_t max);
 bool rpd_fail_status(rpd_req *req, rp_status st);
+/* -32007: the journal could not be written (durable.c); the message and
+ * data.reason say why. */
+bool rpd_fail_storage(rpd_req *req, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Fills e with a plain error (no data) whose message is fmt.  Also used by
  * the JSON-RPC layer for envelope and framing errors. */

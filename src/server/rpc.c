@@ -14,6 +14,7 @@
 #include <malloc.h>
 #endif
 
+#include "durable.h"
 #include "methods.h"
 #include "rpc.h"
 #include "watch.h"
@@ -184,7 +185,15 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     if ((m->flags & RPD_METHOD_MUTATES) && !rp_jw_reserve(w, RPD_MUTATION_REPLY_BYTES))
         return w->over ? rpd_fail_limit(r, RPD_LIMIT_max_reply_bytes, core->limits.max_reply_bytes)
                        : rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: out of memory");
-    if (!m->handler(r, params, w))
+    /* With a journal, a mutation's record is written by the handler
+     * (rpd_durable_commit) between the change and anything that shows it. */
+    bool mutates = (m->flags & RPD_METHOD_MUTATES) && core->durable;
+    if (mutates && !rpd_durable_begin(r, m->name, params))
+        return false;
+    bool ok = m->handler(r, params, w);
+    if (mutates)
+        rpd_durable_end(r);
+    if (!ok)
         return false;
     rp_jw_object_end(w);
     if (w->over)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "durable.h"
 #include "log.h"
 #include "sd.h"
 #include "pool.h"
@@ -411,6 +412,8 @@ static void maybe_finish(rpd_server *srv)
         close_if_open((uv_handle_t *)&srv->grace);
     if (srv->watchdog_started)
         close_if_open((uv_handle_t *)&srv->watchdog);
+    if (srv->sync_timer_started)
+        close_if_open((uv_handle_t *)&srv->sync_timer);
     close_if_open((uv_handle_t *)&srv->sweep);
     rpd_conn_watch_close(srv);
     close_if_open((uv_handle_t *)&srv->resume);
@@ -430,6 +433,41 @@ static void maybe_finish(rpd_server *srv)
 void rpd_server_conn_closed(rpd_server *srv)
 {
     maybe_finish(srv);
+}
+
+/* ---- --fsync everysec ---------------------------------------------------------------- */
+
+static void sync_work(uv_work_t *w)
+{
+    rpd_server *srv = w->data;
+    srv->sync_err = rpd_durable_sync_run(srv->core.durable, &srv->sync_ns);
+}
+
+static void sync_done(uv_work_t *w, int status)
+{
+    rpd_server *srv = w->data;
+    rpd_durable_sync_done(srv->core.durable, status ? ECANCELED : srv->sync_err, srv->sync_ns);
+}
+
+static void on_sync_timer(uv_timer_t *t)
+{
+    rpd_server *srv = t->data;
+    if (!rpd_durable_sync_due(srv->core.durable))
+        return;
+    srv->sync_work.data = srv;
+    if (uv_queue_work(srv->loop, &srv->sync_work, sync_work, sync_done) != 0)
+        rpd_durable_sync_done(srv->core.durable, EAGAIN, 0);
+}
+
+static void start_sync_timer(rpd_server *srv)
+{
+    if (!srv->core.durable || rpd_durable_policy(srv->core.durable) != RPD_FSYNC_EVERYSEC)
+        return;
+    uv_timer_init(srv->loop, &srv->sync_timer);
+    srv->sync_timer.data = srv;
+    srv->sync_timer_started = true;
+    uv_timer_start(&srv->sync_timer, on_sync_timer, 1000, 1000);
+    uv_unref((uv_handle_t *)&srv->sync_timer); /* never keeps the loop alive */
 }
 
 static void warm_work(uv_work_t *w)
@@ -607,6 +645,18 @@ int rpd_server_run(const rpd_config *cfg)
     }
     signal(SIGPIPE, SIG_IGN);
 
+    /* The journal is replayed before anything listens (and before the
+     * arena: the replay's parse trees are freed one by one). */
+    if (cfg->data_dir) {
+        if (!rpd_durable_open(cfg->data_dir, (rpd_fsync)cfg->fsync, cfg->repair, &srv.core)) {
+            rpd_core_free(&srv.core);
+            uv_loop_close(srv.loop);
+            return 1;
+        }
+        rpd_log(RPD_LOG_INFO, "data directory %s, fsync %s", cfg->data_dir,
+                rpd_fsync_name((rpd_fsync)cfg->fsync));
+    }
+
     /* cJSON parses into the arena (arena.h), dropped after every line. */
     rpd_arena_install();
 
@@ -637,6 +687,7 @@ int rpd_server_run(const rpd_config *cfg)
     srv.sweep.data = &srv;
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);
     uv_unref((uv_handle_t *)&srv.sweep); /* never keeps the loop alive */
+    start_sync_timer(&srv);
 
     int code = 0;
     if (start_listeners(&srv)) {
@@ -657,6 +708,8 @@ int rpd_server_run(const rpd_config *cfg)
     }
     free(srv.unix_path_created);
     rpd_pool_stop();
+    rpd_durable_close(srv.core.durable); /* the final fsync */
+    srv.core.durable = NULL;
     rpd_core_free(&srv.core);
     rpd_arena_free_all();
     if (code == 0) {

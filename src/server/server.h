@@ -60,6 +60,9 @@ typedef struct rpd_config {
     const rpd_sd_fds *activation;
     rpd_limits limits;
     int threads; /* worker threads; 0: queries run on the loop; -1: one per CPU */
+    const char *data_dir; /* NULL: memory only */
+    int fsync;            /* rpd_fsync (durable.h) */
+    bool repair;          /* cut a corrupt journal at the damage instead of refusing */
 } rpd_config;
 
 typedef struct rpd_server rpd_server;
@@ -132,6 +135,11 @@ struct rpd_server {
     uv_timer_t watch_timer;     /* writes batched notifications (RPD_WATCH_BATCH_MS) */
     uint64_t watch_now_ns;      /* the clock before the current watch flush (conn.c) */
     rpd_conn *watch_pending;    /* connections it will write to */
+    uv_timer_t sync_timer;      /* --fsync everysec: starts the journal's fsync */
+    bool sync_timer_started;
+    uv_work_t sync_work;        /* that fsync, on the pool */
+    int sync_err;
+    uint64_t sync_ns;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */

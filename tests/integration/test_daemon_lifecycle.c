@@ -304,8 +304,13 @@ static void bad_command_lines_exit_two(void **state)
     static const char *const none[] = {"--unix", "none", "--tcp", "none", NULL};
     static const char *const order[] = {"--write-pause-bytes", "1000", "--write-kill-bytes", "10",
                                         NULL};
-    static const char *const planned[] = {"--data-dir", "/tmp", NULL};
-    const char *const *cases[] = {unknown, missing, zero, junk, level, none, order, planned};
+    static const char *const fsync_word[] = {"--fsync", "sometimes", NULL};
+    static const char *const fsync_alone[] = {"--fsync", "always", NULL};
+    static const char *const repair_alone[] = {"--repair", NULL};
+    static const char *const empty_dir[] = {"--data-dir", "", NULL};
+    const char *const *cases[] = {unknown, missing,    zero,        junk,         level,
+                                  none,    order,      fsync_word,  fsync_alone, repair_alone,
+                                  empty_dir};
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int code = rh_run(cases[i], out, sizeof out, rh_ms(RH_TIMEOUT_MS));

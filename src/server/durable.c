@@ -1,0 +1,610 @@
+/*
+ * Durability: the journal of committed mutations; see durable.h and, for
+ * the file format, journal.h.
+ *
+ * A record's payload is the mutation as a request: the method name, a
+ * newline, and the params object as JSON (cJSON prints numbers so that
+ * they read back to the same doubles).  Replaying it runs the same handler
+ * on the same store content, so it makes the same change and takes the
+ * same revision, which the replay checks.
+ */
+#define _GNU_SOURCE /* fdatasync, flock, openat */
+
+#include "durable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "journal.h"
+#include "limits.h"
+#include "log.h"
+#include "methods.h"
+#include "stats.h"
+
+#define RPD_FSYNC_SAMPLES 1024
+
+struct rpd_durable {
+    char *dir;
+    int dir_fd, lock_fd, journal_fd;
+    rpd_fsync policy;
+    uint64_t journal_bytes;   /* the journal's length: whole records only */
+    uint64_t journal_records;
+    bool replaying;
+    /* The mutation in progress (begin .. end). */
+    const char *method;
+    const cJSON *params;
+    rp_store *undo;   /* the store before it */
+    uint64_t rev0;    /* the store revision before it */
+    bool written;     /* its record is in the journal */
+    rp_jw text;       /* the record's params, written out */
+    uint64_t record_at;
+    /* Fsync state.  unsynced: records written since the last fsync began;
+     * syncing: an everysec fsync is running; sync_failed: the last fsync
+     * failed (mutations are refused until one succeeds). */
+    bool unsynced, syncing, sync_failed, failing;
+    uint64_t fsyncs, write_errors;
+    uint32_t samples[RPD_FSYNC_SAMPLES]; /* fsync durations, microseconds */
+    size_t n_samples, next_sample;
+};
+
+const char *rpd_fsync_name(rpd_fsync f)
+{
+    return f == RPD_FSYNC_ALWAYS ? "always" : f == RPD_FSYNC_NO ? "no" : "everysec";
+}
+
+bool rpd_fsync_parse(const char *s, rpd_fsync *out)
+{
+    if (strcmp(s, "always") == 0)
+        *out = RPD_FSYNC_ALWAYS;
+    else if (strcmp(s, "everysec") == 0)
+        *out = RPD_FSYNC_EVERYSEC;
+    else if (strcmp(s, "no") == 0)
+        *out = RPD_FSYNC_NO;
+    else
+        return false;
+    return true;
+}
+
+const char *rpd_durable_dir(const rpd_durable *d) { return d->dir; }
+rpd_fsync rpd_durable_policy(const rpd_durable *d) { return d->policy; }
+
+/* ---- fsync timing -------------------------------------------------------------------- */
+
+static void add_sample(rpd_durable *d, uint64_t ns)
+{
+    uint64_t us = ns / 1000;
+    d->samples[d->next_sample] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+    d->next_sample = (d->next_sample + 1) % RPD_FSYNC_SAMPLES;
+    if (d->n_samples < RPD_FSYNC_SAMPLES)
+        d->n_samples++;
+    d->fsyncs++;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void rpd_durable_stats_get(const rpd_durable *d, rpd_durable_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->journal_bytes = d->journal_bytes;
+    out->journal_records = d->journal_records;
+    out->fsyncs = d->fsyncs;
+    out->write_errors = d->write_errors;
+    out->failing = d->failing || d->sync_failed;
+    if (d->n_samples) {
+        uint32_t s[RPD_FSYNC_SAMPLES];
+        memcpy(s, d->samples, d->n_samples * sizeof *s);
+        qsort(s, d->n_samples, sizeof *s, cmp_u32);
+        out->fsync_p50_us = s[(d->n_samples - 1) / 2];
+        out->fsync_p99_us = s[(d->n_samples - 1) * 99 / 100];
+    }
+}
+
+/* fdatasync, timed; 0 or an errno. */
+static int timed_sync(int fd, uint64_t *ns)
+{
+    uint64_t t0 = rpd_now_ns();
+    int r = fdatasync(fd) == 0 ? 0 : errno;
+    *ns = rpd_now_ns() - t0;
+    return r;
+}
+
+bool rpd_durable_sync_due(rpd_durable *d)
+{
+    if (!d || d->syncing || !(d->unsynced || d->sync_failed))
+        return false;
+    d->syncing = true;
+    d->unsynced = false; /* records written from now on wait for the next one */
+    return true;
+}
+
+int rpd_durable_sync_run(rpd_durable *d, uint64_t *ns)
+{
+    return timed_sync(d->journal_fd, ns);
+}
+
+void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
+{
+    d->syncing = false;
+    if (err) {
+        if (!d->sync_failed)
+            rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; mutations are refused until "
+                    "it succeeds", d->dir, strerror(err));
+        d->sync_failed = true;
+        d->unsynced = true; /* retried at the next tick */
+        return;
+    }
+    if (d->sync_failed)
+        rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again; mutations accepted", d->dir);
+    d->sync_failed = false;
+    add_sample(d, ns);
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+/* Cuts the journal back to its last whole record (after a failed or
+ * unwanted write); false when even that fails. */
+static bool cut_back(rpd_durable *d)
+{
+    if (ftruncate(d->journal_fd, (off_t)d->journal_bytes) == 0)
+        return true;
+    rpd_log(RPD_LOG_ERROR, "%s/journal: cannot cut a partial record off: %s", d->dir,
+            strerror(errno));
+    return false;
+}
+
+/* Appends one record; 0 or an errno (the journal then ends as before). */
+static int append(rpd_durable *d, uint64_t revision, const char *method, const char *json,
+                  size_t json_len)
+{
+    size_t mlen = strlen(method);
+    size_t n = mlen + 1 + json_len;
+    if (n > RPJ_MAX_PAYLOAD)
+        return EFBIG;
+    uint8_t h[RPJ_RECORD_HEADER];
+    /* The payload's CRC over its two pieces. */
+    uint8_t *flat = malloc(n ? n : 1);
+    if (!flat)
+        return ENOMEM;
+    memcpy(flat, method, mlen);
+    flat[mlen] = '\n';
+    memcpy(flat + mlen + 1, json, json_len);
+    rpj_record_header(h, revision, flat, (uint32_t)n);
+    struct iovec iov[2] = {{h, sizeof h}, {flat, n}};
+    size_t total = sizeof h + n, done = 0;
+    int err = 0;
+    while (done < total) {
+        ssize_t w = writev(d->journal_fd, iov, 2);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            err = errno;
+            break;
+        }
+        if (w == 0) {
+            err = EIO;
+            break;
+        }
+        done += (size_t)w;
+        /* Skip what was written. */
+        size_t k = (size_t)w;
+        for (int i = 0; i < 2; i++) {
+            size_t take = k < iov[i].iov_len ? k : iov[i].iov_len;
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + take;
+            iov[i].iov_len -= take;
+            k -= take;
+        }
+    }
+    free(flat);
+    if (err) {
+        cut_back(d);
+        return err;
+    }
+    d->journal_bytes += total;
+    d->journal_records++;
+    d->unsynced = true;
+    return 0;
+}
+
+static bool fail_storage(rpd_req *req, const char *what, int err)
+{
+    req->core->durable->write_errors++;
+    return rpd_fail_storage(req, "%s: %s", what, strerror(err));
+}
+
+bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
+{
+    rpd_durable *d = req->core->durable;
+    if (!d || d->replaying)
+        return true;
+    if (d->sync_failed) {
+        d->write_errors++;
+        return rpd_fail_storage(req, "the journal's last fsync failed; mutations are refused "
+                                     "until it succeeds");
+    }
+    d->undo = rp_store_snapshot(req->core->store);
+    if (!d->undo)
+        return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+    d->method = method;
+    d->params = params;
+    d->rev0 = rp_store_revision(req->core->store);
+    d->written = false;
+    return true;
+}
+
+bool rpd_durable_commit(rpd_req *req)
+{
+    rpd_durable *d = req->core->durable;
+    if (!d || d->replaying || d->written)
+        return true;
+    rp_store *st = req->core->store;
+    uint64_t rev = rp_store_revision(st);
+    if (rev != d->rev0 + 1)
+        rpd_log(RPD_LOG_ERROR, "journal: %s moved the revision from %llu to %llu (expected one "
+                "step)", d->method, (unsigned long long)d->rev0, (unsigned long long)rev);
+    /* The params as JSON through the codec's writer, whose numbers read
+     * back to the same doubles (cJSON's printer rounds some). */
+    rp_jw_reset(&d->text);
+    if (d->params)
+        rp_jw_cjson(&d->text, d->params);
+    else
+        rp_jw_raw(&d->text, "{}", 2);
+    int err = rp_jw_failed(&d->text) ? ENOMEM : 0;
+    d->record_at = d->journal_bytes;
+    if (!err)
+        err = append(d, rev, d->method, d->text.buf, d->text.len);
+    if (!err && d->policy == RPD_FSYNC_ALWAYS) {
+        uint64_t ns;
+        err = timed_sync(d->journal_fd, &ns);
+        if (err) {
+            /* The record may or may not be on the disk: take it out, so
+             * that a restart cannot bring back what was refused. */
+            d->journal_bytes = d->record_at;
+            d->journal_records--;
+            if (cut_back(d)) {
+                uint64_t ns2;
+                timed_sync(d->journal_fd, &ns2);
+            }
+        } else {
+            add_sample(d, ns);
+            d->unsynced = false;
+        }
+    }
+    if (err) {
+        /* Undo: the store as before the mutation (the snapshot is used up). */
+        rp_store_restore(st, d->undo);
+        d->undo = NULL;
+        d->failing = true;
+        return fail_storage(req, "could not write the journal", err);
+    }
+    if (d->failing)
+        rpd_log(RPD_LOG_WARN, "%s/journal: writes work again", d->dir);
+    d->failing = false;
+    d->written = true;
+    return true;
+}
+
+void rpd_durable_end(rpd_req *req)
+{
+    rpd_durable *d = req->core->durable;
+    if (!d || d->replaying)
+        return;
+    /* A handler that changed the store without calling commit (none
+     * should): the record is written now, late but before the reply. */
+    if (!d->written && d->undo && rp_store_revision(req->core->store) != d->rev0) {
+        rpd_log(RPD_LOG_ERROR, "journal: %s did not commit; writing its record late", d->method);
+        rpd_durable_commit(req);
+    }
+    rp_store_free(d->undo);
+    d->undo = NULL;
+    d->method = NULL;
+    d->params = NULL;
+    d->written = false;
+}
+
+/* ---- opening and replay ---------------------------------------------------------------- */
+
+/* Reads a whole file into memory (NULL with errno on failure). */
+static uint8_t *slurp(int fd, size_t *n)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return NULL;
+    size_t size = (size_t)sb.st_size;
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf)
+        return NULL;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = pread(fd, buf + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = EIO;
+            free(buf);
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    *n = size;
+    return buf;
+}
+
+typedef struct replay {
+    rpd_durable *d;
+    rpd_core *core;
+    size_t bad_offset; /* a record that did not apply */
+    char why[600];
+} replay;
+
+/* Runs one record's mutation; false (with why) when it does not apply. */
+static bool replay_record(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n,
+                          size_t offset)
+{
+    replay *r = ctx;
+    const uint8_t *nl = memchr(payload, '\n', n);
+    char method[64];
+    size_t mlen = nl ? (size_t)(nl - payload) : 0;
+    const rpd_method *m = NULL;
+    size_t index;
+    if (nl && mlen < sizeof method) {
+        memcpy(method, payload, mlen);
+        method[mlen] = '\0';
+        m = rpd_method_find(method, &index);
+    }
+    if (!m || !(m->flags & RPD_METHOD_MUTATES)) {
+        snprintf(r->why, sizeof r->why, "not a mutation");
+        r->bad_offset = offset;
+        return false;
+    }
+    if (rp_store_revision(r->core->store) + 1 != revision) {
+        snprintf(r->why, sizeof r->why, "revision %llu follows %llu",
+                 (unsigned long long)revision,
+                 (unsigned long long)rp_store_revision(r->core->store));
+        r->bad_offset = offset;
+        return false;
+    }
+    const char *json = (const char *)payload + mlen + 1;
+    cJSON *params = cJSON_ParseWithLength(json, n - mlen - 1);
+    rpd_session session;
+    memset(&session, 0, sizeof session);
+    rpd_req req;
+    memset(&req, 0, sizeof req);
+    req.core = r->core;
+    req.session = &session;
+    rp_jw w;
+    rp_jw_init(&w);
+    bool ok = params && cJSON_IsObject(params) && m->handler(&req, params, &w);
+    rp_jw_free(&w);
+    cJSON_Delete(params);
+    if (!ok || rp_store_revision(r->core->store) != revision) {
+        if (!params)
+            snprintf(r->why, sizeof r->why, "%s: params are not JSON", method);
+        else if (!ok)
+            snprintf(r->why, sizeof r->why, "%s does not apply: %s", method, req.err.message);
+        else
+            snprintf(r->why, sizeof r->why, "%s took revision %llu, not %llu", method,
+                     (unsigned long long)rp_store_revision(r->core->store),
+                     (unsigned long long)revision);
+        r->bad_offset = offset;
+        return false;
+    }
+    r->d->journal_records++;
+    return true;
+}
+
+/* fsync of the directory, after a file in it was created or renamed. */
+static void sync_dir(rpd_durable *d)
+{
+    if (fsync(d->dir_fd) != 0)
+        rpd_log(RPD_LOG_WARN, "%s: fsync of the directory failed: %s", d->dir, strerror(errno));
+}
+
+/* Creates an empty journal (header only), synced. */
+static bool create_journal(rpd_durable *d, uint64_t base)
+{
+    int fd = openat(d->dir_fd, "journal", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot create: %s", d->dir, strerror(errno));
+        return false;
+    }
+    uint8_t h[RPJ_FILE_HEADER];
+    rpj_file_header(h, base);
+    bool ok = write(fd, h, sizeof h) == (ssize_t)sizeof h && fdatasync(fd) == 0;
+    if (!ok)
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot write its header: %s", d->dir,
+                strerror(errno));
+    close(fd);
+    if (ok)
+        sync_dir(d);
+    return ok;
+}
+
+/* Every limit at its maximum, for the replay. */
+static rpd_limits lifted_limits(void)
+{
+    rpd_limits l;
+#define RPD_LIMIT_LIFT(name, dflt, lo, hi, flag, help) l.name = (size_t)(hi);
+    RPD_LIMIT_TABLE(RPD_LIMIT_LIFT)
+#undef RPD_LIMIT_LIFT
+    return l;
+}
+
+/* Loads the journal into the store; false stops the start. */
+static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
+{
+    int fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        if (!create_journal(d, 0))
+            return false;
+        fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open: %s", d->dir, strerror(errno));
+        return false;
+    }
+    size_t n = 0;
+    uint8_t *buf = slurp(fd, &n);
+    if (!buf) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot read: %s", d->dir, strerror(errno));
+        close(fd);
+        return false;
+    }
+    /* Replay with every limit lifted: what was acknowledged is restored
+     * whatever the limits are now. */
+    rpd_core saved = *core;
+    rp_store_limits store_limits = rp_store_get_limits(core->store), none = {SIZE_MAX};
+    rp_store_set_limits(core->store, &none);
+    core->limits = lifted_limits();
+    core->watch = NULL;
+    d->replaying = true;
+    replay r = {d, core, 0, ""};
+    rpj_scan_result res;
+    bool stopped = !rpj_scan(buf, n, replay_record, &r, &res);
+    d->replaying = false;
+    rp_store_set_limits(core->store, &store_limits);
+    core->limits = saved.limits;
+    core->watch = saved.watch;
+    core->stats = saved.stats; /* the replay's handlers counted nothing real */
+    free(buf);
+
+    size_t cut = SIZE_MAX;
+    if (res.end == RPJ_BAD_FORMAT) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: %s (this reposed reads journal format %u); "
+                "refusing to start", d->dir, res.reason, RPJ_FORMAT);
+        close(fd);
+        return false;
+    }
+    if (stopped || res.end == RPJ_CORRUPT) {
+        size_t at = stopped ? r.bad_offset : res.bad_offset;
+        const char *why = stopped ? r.why : res.reason;
+        if (!repair) {
+            rpd_log(RPD_LOG_ERROR, "%s/journal: corrupt at offset %zu (%s); refusing to start "
+                    "(--repair cuts the journal there, losing what follows)", d->dir, at, why);
+            close(fd);
+            return false;
+        }
+        rpd_log(RPD_LOG_WARN, "%s/journal: corrupt at offset %zu (%s); --repair: cutting the "
+                "journal there (%zu bytes dropped)", d->dir, at, why, n - at);
+        cut = at < RPJ_FILE_HEADER ? 0 : at;
+    } else if (res.end == RPJ_TORN) {
+        rpd_log(RPD_LOG_WARN, "%s/journal: torn tail at offset %zu (%s): a write did not "
+                "complete; cutting %zu bytes", d->dir, res.bad_offset, res.reason, n - res.good);
+        cut = res.good;
+    }
+    if (cut != SIZE_MAX) {
+        if (cut == 0) {
+            /* Not even the header is good: start the file again. */
+            close(fd);
+            if (unlinkat(d->dir_fd, "journal", 0) != 0 || !create_journal(d, 0))
+                return false;
+            fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
+            if (fd < 0)
+                return false;
+            cut = RPJ_FILE_HEADER;
+        } else if (ftruncate(fd, (off_t)cut) != 0 || fdatasync(fd) != 0) {
+            rpd_log(RPD_LOG_ERROR, "%s/journal: cannot cut it at %zu: %s", d->dir, cut,
+                    strerror(errno));
+            close(fd);
+            return false;
+        }
+    }
+    d->journal_bytes = cut != SIZE_MAX ? cut : res.good;
+    close(fd);
+    d->journal_fd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (d->journal_fd < 0) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open for appending: %s", d->dir,
+                strerror(errno));
+        return false;
+    }
+    rpd_log(RPD_LOG_INFO, "%s: %llu mutations replayed from the journal (%llu bytes); store "
+            "revision %llu", d->dir, (unsigned long long)d->journal_records,
+            (unsigned long long)d->journal_bytes,
+            (unsigned long long)rp_store_revision(core->store));
+    return true;
+}
+
+rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core)
+{
+    rpd_durable *d = calloc(1, sizeof *d);
+    if (!d || !(d->dir = strdup(dir))) {
+        free(d);
+        rpd_log(RPD_LOG_ERROR, "out of memory");
+        return NULL;
+    }
+    d->dir_fd = d->lock_fd = d->journal_fd = -1;
+    rp_jw_init(&d->text);
+    d->policy = policy;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        rpd_log(RPD_LOG_ERROR, "%s: cannot create the data directory: %s", dir, strerror(errno));
+        goto fail;
+    }
+    d->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d->dir_fd < 0) {
+        rpd_log(RPD_LOG_ERROR, "%s: cannot open the data directory: %s", dir, strerror(errno));
+        goto fail;
+    }
+    d->lock_fd = openat(d->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0) {
+        rpd_log(RPD_LOG_ERROR, "%s/lock: cannot open: %s", dir, strerror(errno));
+        goto fail;
+    }
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (%s/lock "
+                    "is locked); refusing to start", dir, dir);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s/lock: cannot lock: %s", dir, strerror(errno));
+        goto fail;
+    }
+    /* The holder's pid, for people looking. */
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)len, 0) != len)
+        rpd_log(RPD_LOG_DEBUG, "%s/lock: could not write the pid", dir);
+    core->durable = d;
+    if (!load_journal(d, core, repair)) {
+        core->durable = NULL;
+        goto fail;
+    }
+    return d;
+fail:
+    rpd_durable_close(d);
+    return NULL;
+}
+
+void rpd_durable_close(rpd_durable *d)
+{
+    if (!d)
+        return;
+    if (d->journal_fd >= 0) {
+        if (d->unsynced || d->sync_failed) {
+            uint64_t ns;
+            int err = timed_sync(d->journal_fd, &ns);
+            if (err)
+                rpd_log(RPD_LOG_ERROR, "%s/journal: final fsync failed: %s", d->dir,
+                        strerror(err));
+        }
+        close(d->journal_fd);
+    }
+    if (d->lock_fd >= 0)
+        close(d->lock_fd); /* releases the lock */
+    if (d->dir_fd >= 0)
+        close(d->dir_fd);
+    rp_store_free(d->undo);
+    rp_jw_free(&d->text);
+    free(d->dir);
+    free(d);
+}

@@ -1,0 +1,90 @@
+/*
+ * Durability (DESIGN §3c): with --data-dir, every committed mutation is
+ * appended to the journal (journal.h: one record per mutation, its method
+ * and params) before its reply goes out, and replayed at the next start.
+ *
+ * A mutation runs in three steps, all on the event loop:
+ *   rpd_durable_begin   before the handler: a snapshot of the store, to
+ *                       undo the mutation if its record cannot be written;
+ *   rpd_durable_commit  called by the handler right after the store changed
+ *                       and before anything else sees the change (watch
+ *                       records, the reply): writes the record (and with
+ *                       --fsync always, fsyncs it); on failure the store is
+ *                       put back and the request fails with -32007;
+ *   rpd_durable_end     after the handler: drops the snapshot, and takes
+ *                       out a record whose mutation then failed anyway.
+ *
+ * --fsync always fsyncs each record before its reply; everysec fsyncs at
+ * most a second later on a worker thread (a failed fsync fails mutations
+ * with -32007 until one succeeds); no leaves it to the kernel.
+ *
+ * Files in the directory: `lock` (flock: one daemon per directory) and
+ * `journal`.
+ */
+#ifndef REPOSE_SERVER_DURABLE_H
+#define REPOSE_SERVER_DURABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "req.h"
+
+typedef enum rpd_fsync {
+    RPD_FSYNC_EVERYSEC, /* the default, as Redis's appendfsync */
+    RPD_FSYNC_ALWAYS,
+    RPD_FSYNC_NO
+} rpd_fsync;
+
+/* "always", "everysec", "no". */
+const char *rpd_fsync_name(rpd_fsync f);
+/* Parses one of those names; false when it is none. */
+bool rpd_fsync_parse(const char *s, rpd_fsync *out);
+
+typedef struct rpd_durable rpd_durable;
+
+/* Opens DIR (created when missing, one level), takes its lock, loads the
+ * journal into core->store (replaying it with every limit lifted: what was
+ * acknowledged once is restored whatever the limits now), and keeps the
+ * journal open for appending.  A torn tail is cut off with a warning; a
+ * corrupt record, or one that does not apply, stops the start (NULL, the
+ * reason logged with the file and offset) unless repair, which cuts the
+ * journal there.  NULL also when the lock is held or on I/O errors. */
+rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core);
+
+/* Fsyncs what is unsynced (at shutdown, whatever the policy) and closes
+ * everything.  NULL is a no-op. */
+void rpd_durable_close(rpd_durable *d);
+
+/* For everysec (the event loop's timer and libuv's thread pool live in
+ * server.c): sync_due says whether records were written since the last
+ * fsync and none is running, and marks one as running; sync_run is the
+ * fsync itself, on a worker thread (returns 0 or an errno, and its
+ * duration); sync_done, back on the loop, records the outcome. */
+bool rpd_durable_sync_due(rpd_durable *d);
+int rpd_durable_sync_run(rpd_durable *d, uint64_t *ns);
+void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns);
+
+/* The three steps of a mutation (see above).  begin returns false (and
+ * fills req->err) when the store cannot be snapshotted or the journal is
+ * failed and cannot be repaired yet; the handler must then not run. */
+bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params);
+bool rpd_durable_commit(rpd_req *req);
+void rpd_durable_end(rpd_req *req);
+
+/* For hello and stats. */
+const char *rpd_durable_dir(const rpd_durable *d);
+rpd_fsync rpd_durable_policy(const rpd_durable *d);
+typedef struct rpd_durable_stats {
+    uint64_t journal_bytes;
+    uint64_t journal_records;  /* records in the journal file now */
+    uint64_t fsyncs;
+    uint64_t fsync_p50_us, fsync_p99_us; /* over the last RPD_FSYNC_SAMPLES */
+    uint64_t write_errors;     /* mutations failed with -32007 */
+    bool failing;              /* the last write or fsync failed */
+} rpd_durable_stats;
+void rpd_durable_stats_get(const rpd_durable *d, rpd_durable_stats *out);
+
+#endif /* REPOSE_SERVER_DURABLE_H */
