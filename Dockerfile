@@ -60,9 +60,10 @@ FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libuv1 libcjson1 libexpat1 \
  && rm -rf /var/lib/apt/lists/* \
- && mkdir -p /run/reposed \
- && chown 10001:10001 /run/reposed \
- && chmod 0770 /run/reposed
+ && mkdir -p /run/reposed /var/lib/reposed \
+ && chown 10001:10001 /run/reposed /var/lib/reposed \
+ && chmod 0770 /run/reposed \
+ && chmod 0700 /var/lib/reposed
 COPY --from=build /stage/bin/ /usr/local/bin/
 COPY --from=build /stage/lib/ /usr/local/lib/
 COPY scripts/docker-entrypoint.sh /usr/local/bin/docker-entrypoint
@@ -72,11 +73,14 @@ RUN ldconfig \
 
 ENV REPOSED_UNIX=/run/reposed/reposed.sock \
     REPOSED_TCP=0.0.0.0:7411 \
-    REPOSED_TOKEN_FILE=/run/secrets/reposed_token
+    REPOSED_TOKEN_FILE=/run/secrets/reposed_token \
+    REPOSED_DATA_DIR=/var/lib/reposed
 # A fixed, unprivileged uid and gid (no account needed); the socket directory
-# is a volume so that clients in other containers can reach the Unix socket.
+# is a volume so that clients in other containers can reach the Unix socket;
+# /var/lib/reposed holds the store's journal (REPOSED_DATA_DIR= empty keeps
+# the store in memory only).
 USER 10001:10001
-VOLUME ["/run/reposed"]
+VOLUME ["/run/reposed", "/var/lib/reposed"]
 EXPOSE 7411
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

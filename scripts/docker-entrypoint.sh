@@ -8,6 +8,8 @@
 #   REPOSED_TOKEN_FILE  token file for TCP clients, passed as --token-file
 #                       when REPOSED_TCP is not none (default
 #                       /run/secrets/reposed_token; empty: no token)
+#   REPOSED_DATA_DIR    where the store is kept, passed as --data-dir
+#                       (default /var/lib/reposed, a volume; empty: memory only)
 #
 # Other reposed flags follow the image name: docker run ... reposed --log-level debug.
 # --unix and --tcp there are refused: the health check could not follow them.
@@ -17,6 +19,7 @@ set -eu
 unix=${REPOSED_UNIX:-/run/reposed/reposed.sock}
 tcp=${REPOSED_TCP:-0.0.0.0:7411}
 token=${REPOSED_TOKEN_FILE-/run/secrets/reposed_token}
+data=${REPOSED_DATA_DIR-/var/lib/reposed}
 
 if [ "${1:-}" = healthcheck ]; then
   # Prefer the Unix socket; ping needs no token on either listener.  Docker
@@ -49,8 +52,12 @@ for a in "$@"; do
       exit 2
       ;;
     --token-file | --token-file=*) token= ;; # given explicitly: do not add ours
+    --data-dir | --data-dir=*) data= ;;
   esac
 done
+if [ -n "$data" ]; then
+  set -- --data-dir "$data" "$@"
+fi
 if [ "$tcp" != none ] && [ -n "$token" ]; then
   set -- --token-file "$token" "$@"
 fi
