@@ -9,12 +9,14 @@
  * lowered since, and a daemon killed at random moments during a stream of
  * mutations with --fsync always keeps every acknowledged one.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -511,6 +513,118 @@ static void sigkill_keeps_every_acknowledged_mutation(void **state)
     free(acked);
 }
 
+/* Where the full-disk case mounted its tmpfs ("" when nothing is). */
+static char g_mounted[600];
+
+/* A full disk: mutations get -32007 and change nothing, reads go on, and
+ * once space is freed writes work again and a restart loses nothing
+ * acknowledged.  The small disk is a tmpfs mounted by the test (root
+ * only: skipped, with the reason, elsewhere). */
+static void a_full_disk_refuses_mutations_and_recovers(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char small[600], data[700], filler[700];
+    snprintf(small, sizeof small, "%s/small", dir);
+    assert_int_equal(mkdir(small, 0700), 0);
+    if (mount("tmpfs", small, "tmpfs", MS_NOSUID | MS_NODEV, "size=96k,mode=0700") == 0) {
+        snprintf(g_mounted, sizeof g_mounted, "%s", small);
+    } else {
+        printf("skipped: cannot mount a small tmpfs at %s (%s); the full-disk case needs root "
+               "(CAP_SYS_ADMIN)\n",
+               small, strerror(errno));
+        rmdir(small);
+        skip();
+    }
+    snprintf(data, sizeof data, "%s/data", small);
+    snprintf(filler, sizeof filler, "%s/filler", small);
+    /* Room to free later. */
+    char *junk = calloc(1, 24 << 10);
+    write_file(filler, junk, 24 << 10);
+    free(junk);
+
+    rh_daemon *d = start_on(data, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"f\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    /* Puts of ~2 KB until the disk is full. */
+    char *req = malloc(8192);
+    int acked = 0, refused = 0;
+    for (int i = 0; i < 200 && !refused; i++) {
+        int n = snprintf(req, 8192,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
+                         "\"scene\":\"f\",\"shapes\":{",
+                         i);
+        for (int k = 0; k < 30; k++)
+            n += snprintf(req + n, 8192 - (size_t)n,
+                          "%s\"s%d_%d\":{\"sphere\":{\"center\":[%d,0.1,0.2],\"radius\":0.5}}",
+                          k ? "," : "", i, k, k);
+        snprintf(req + n, 8192 - (size_t)n, "}}}");
+        rep = call_json(c, req);
+        if (at(rep, "result")) {
+            acked++;
+        } else {
+            assert_int_equal((int)num_at(rep, "error.code"), -32007);
+            assert_non_null(strstr(str_at(rep, "error.data.reason"), "No space left"));
+            refused = i;
+        }
+        cJSON_Delete(rep);
+    }
+    assert_true(refused > 0 && acked == refused);
+    /* Nothing of the refused put; reads go on; stats say so. */
+    cJSON *before = dump(c);
+    char key[32];
+    snprintf(key, sizeof key, "s%d_0", refused);
+    assert_null(cJSON_GetObjectItemCaseSensitive(at(before, "scenes.f.shapes"), key));
+    snprintf(key, sizeof key, "s%d_0", refused - 1);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(at(before, "scenes.f.shapes"), key));
+    assert_int_equal((int)num_at(before, "revision"), 1 + acked);
+    cJSON *st = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"stats\"}");
+    assert_true(cJSON_IsTrue(at(st, "result.durability.failing")));
+    assert_true(num_at(st, "result.durability.write_errors") >= 1);
+    cJSON_Delete(st);
+    /* Space again: the same put now works. */
+    assert_int_equal(unlink(filler), 0);
+    int n = snprintf(req, 8192,
+                     "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"scene.put\",\"params\":{"
+                     "\"scene\":\"f\",\"shapes\":{\"late\":{\"sphere\":{\"center\":[1,2,3],"
+                     "\"radius\":1}}}}}");
+    (void)n;
+    rep = call_json(c, req);
+    assert_int_equal((int)num_at(rep, "result.revision"), 2 + acked);
+    cJSON_Delete(rep);
+    cJSON_Delete(before);
+    before = dump(c);
+    rh_close(c);
+    stop_ok(d);
+    d = start_on(data, "always", NULL);
+    c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(before, now);
+    cJSON_Delete(now);
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+    free(req);
+    assert_int_equal(umount2(small, MNT_DETACH), 0);
+    g_mounted[0] = '\0';
+    rmdir(small);
+}
+
+/* After the full-disk case: the tmpfs goes even when the test failed. */
+static int unmount_teardown(void **state)
+{
+    if (g_mounted[0]) {
+        rh_cleanup_all(); /* the daemon first: it holds files there */
+        umount2(g_mounted, MNT_DETACH);
+        g_mounted[0] = '\0';
+    }
+    return rh_teardown(state);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +634,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(one_daemon_per_directory),
         DAEMON_TEST(the_replay_ignores_limits_lowered_since),
         DAEMON_TEST(sigkill_keeps_every_acknowledged_mutation),
+        cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
