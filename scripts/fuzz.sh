@@ -27,7 +27,7 @@ case $secs in
 esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
-         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal)
+         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {

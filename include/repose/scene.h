@@ -50,6 +50,12 @@ typedef struct rp_shape_put {
 /// NULL when out of memory.  Free with rp_store_free.
 RP_API rp_store *rp_store_new(const rp_store_limits *limits);
 
+/// Sets the store revision: the next mutation takes revision + 1.  For
+/// loading a saved store (a scene or model created next takes the revision
+/// it had); going below a revision the store already holds breaks the rule
+/// that revisions only rise.
+RP_API void rp_store_set_revision(rp_store *st, uint64_t revision);
+
 /// Changes the store's limits (0 in a field: its default).  They apply to
 /// later mutations; what the store holds stays.
 RP_API void rp_store_set_limits(rp_store *st, const rp_store_limits *limits);

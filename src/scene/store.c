@@ -38,6 +38,11 @@ void rp_store_free(rp_store *st)
 
 rp_store_limits rp_store_get_limits(const rp_store *st) { return st->limits; }
 
+void rp_store_set_revision(rp_store *st, uint64_t revision)
+{
+    st->revision = revision;
+}
+
 void rp_store_set_limits(rp_store *st, const rp_store_limits *limits)
 {
     st->limits = *limits;

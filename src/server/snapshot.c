@@ -1,0 +1,449 @@
+/*
+ * Snapshot images: see snapshot.h.
+ */
+#define _GNU_SOURCE /* pwrite-free streaming: write */
+
+#include "snapshot.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codec/codec.h"
+#include "journal.h" /* rpj_crc32c */
+
+#define FILE_HEADER 48u
+#define SECTION_HEADER 20u
+#define TRAILER 16u
+enum { SECTION_SCENE = 1, SECTION_MODEL = 2 };
+static const char MAGIC[8] = {'R', 'E', 'P', 'O', 'S', 'E', 'S', '\n'};
+static const char END_MAGIC[8] = {'R', 'E', 'P', 'O', 'S', 'E', 'Z', '\n'};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* ---- writing --------------------------------------------------------------------------- */
+
+/* A buffered writer with a running CRC (reset per section). */
+typedef struct sink {
+    int fd;
+    uint8_t buf[1 << 16];
+    size_t len;
+    uint64_t total;
+    uint32_t crc;
+    int err;
+} sink;
+
+static void flush_out(sink *o)
+{
+    size_t done = 0;
+    while (!o->err && done < o->len) {
+        ssize_t w = write(o->fd, o->buf + done, o->len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            o->err = w < 0 ? errno : EIO;
+        else
+            done += (size_t)w;
+    }
+    o->len = 0;
+}
+
+static void emit(sink *o, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    o->crc = rpj_crc32c(o->crc, b, n);
+    o->total += n;
+    while (n && !o->err) {
+        size_t room = sizeof o->buf - o->len, k = n < room ? n : room;
+        memcpy(o->buf + o->len, b, k);
+        o->len += k;
+        b += k;
+        n -= k;
+        if (o->len == sizeof o->buf)
+            flush_out(o);
+    }
+}
+
+static void emit32(sink *o, uint32_t v)
+{
+    uint8_t b[4];
+    put32(b, v);
+    emit(o, b, 4);
+}
+
+static void emit64(sink *o, uint64_t v)
+{
+    uint8_t b[8];
+    put64(b, v);
+    emit(o, b, 8);
+}
+
+static void emit_double(sink *o, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    emit64(o, u);
+}
+
+static void emit_str(sink *o, const char *s, size_t n)
+{
+    emit32(o, (uint32_t)n);
+    emit(o, s, n);
+}
+
+static void section_begin(sink *o, uint32_t kind, uint64_t len)
+{
+    uint8_t h[SECTION_HEADER];
+    put32(h, kind);
+    put32(h + 4, 0);
+    put64(h + 8, len);
+    put32(h + 16, rpj_crc32c(0, h, 16));
+    emit(o, h, sizeof h);
+    o->crc = 0; /* the payload's own CRC starts here */
+}
+
+static void section_end(sink *o)
+{
+    uint32_t c = o->crc;
+    emit32(o, c);
+}
+
+static size_t shape_bytes(const rp_shape *s)
+{
+    return 1 + 8 * (s->kind == RP_SHAPE_SPHERE ? 4u : 7u);
+}
+
+int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *models,
+              size_t n_models, uint64_t *bytes)
+{
+    sink *o = malloc(sizeof *o);
+    if (!o)
+        return ENOMEM;
+    o->fd = fd;
+    o->len = 0;
+    o->total = 0;
+    o->crc = 0;
+    o->err = 0;
+    size_t n_scenes = rp_store_scene_count(st);
+    uint8_t h[FILE_HEADER];
+    memset(h, 0, sizeof h);
+    memcpy(h, MAGIC, sizeof MAGIC);
+    put32(h + 8, RPS_FORMAT);
+    put64(h + 16, revision);
+    put64(h + 24, n_scenes);
+    put64(h + 32, n_models);
+    put32(h + 44, rpj_crc32c(0, h, 44));
+    emit(o, h, sizeof h);
+    for (size_t i = 0; i < n_scenes && !o->err; i++) {
+        const rp_scene *sc = rp_store_scene_at(st, i);
+        const char *name = rp_scene_name(sc);
+        size_t count = rp_scene_shape_count(sc);
+        uint64_t len = 4 + strlen(name) + 8 + 8;
+        for (size_t k = 0; k < count; k++)
+            len += 4 + strlen(rp_scene_id_at(sc, k)) + shape_bytes(rp_scene_shape_at(sc, k));
+        section_begin(o, SECTION_SCENE, len);
+        emit_str(o, name, strlen(name));
+        emit64(o, rp_scene_revision(sc));
+        emit64(o, count);
+        for (size_t k = 0; k < count && !o->err; k++) {
+            const char *id = rp_scene_id_at(sc, k);
+            const rp_shape *s = rp_scene_shape_at(sc, k);
+            emit_str(o, id, strlen(id));
+            uint8_t kind = s->kind == RP_SHAPE_SPHERE ? 0 : 1;
+            emit(o, &kind, 1);
+            if (s->kind == RP_SHAPE_SPHERE) {
+                emit_double(o, s->sphere.center.x);
+                emit_double(o, s->sphere.center.y);
+                emit_double(o, s->sphere.center.z);
+                emit_double(o, s->sphere.radius);
+            } else {
+                emit_double(o, s->capsule.a.x);
+                emit_double(o, s->capsule.a.y);
+                emit_double(o, s->capsule.a.z);
+                emit_double(o, s->capsule.b.x);
+                emit_double(o, s->capsule.b.y);
+                emit_double(o, s->capsule.b.z);
+                emit_double(o, s->capsule.radius);
+            }
+        }
+        section_end(o);
+    }
+    for (size_t i = 0; i < n_models && !o->err; i++) {
+        const rps_model *m = &models[i];
+        size_t nl = strlen(m->name);
+        section_begin(o, SECTION_MODEL, 4 + nl + 8 + 4 + m->json_len);
+        emit_str(o, m->name, nl);
+        emit64(o, m->revision);
+        emit_str(o, m->json, m->json_len);
+        section_end(o);
+    }
+    uint8_t t[TRAILER];
+    memcpy(t, END_MAGIC, sizeof END_MAGIC);
+    put32(t + 8, 0);
+    put32(t + 12, rpj_crc32c(0, t, 12));
+    emit(o, t, sizeof t);
+    flush_out(o);
+    int err = o->err;
+    if (bytes)
+        *bytes = o->total;
+    free(o);
+    return err;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+typedef struct in {
+    const uint8_t *p, *end;
+    bool bad;
+} in;
+
+static const uint8_t *take(in *r, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *q = r->p;
+    r->p += n;
+    return q;
+}
+
+static uint32_t take32(in *r)
+{
+    const uint8_t *q = take(r, 4);
+    return q ? get32(q) : 0;
+}
+
+static uint64_t take64(in *r)
+{
+    const uint8_t *q = take(r, 8);
+    return q ? get64(q) : 0;
+}
+
+static double take_double(in *r)
+{
+    uint64_t u = take64(r);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+/* A string of at most `max` bytes, copied NUL-terminated into dst (which
+ * holds max + 1); false when it does not fit or holds a NUL. */
+static bool take_str(in *r, char *dst, size_t max)
+{
+    uint32_t n = take32(r);
+    const uint8_t *q = n <= max ? take(r, n) : NULL;
+    if (!q) {
+        r->bad = true;
+        return false;
+    }
+    if (memchr(q, '\0', n)) {
+        r->bad = true;
+        return false;
+    }
+    memcpy(dst, q, n);
+    dst[n] = '\0';
+    return true;
+}
+
+static bool fail(rps_load_result *res, size_t at, const char *why)
+{
+    res->ok = false;
+    res->bad_offset = at;
+    res->reason = why;
+    return false;
+}
+
+/* One scene section's payload into the store.  Names rise (last: the
+ * previous one's), as the writer puts them: the store keeps scenes sorted,
+ * and anything else is not an image it wrote. */
+static bool load_scene(const uint8_t *p, size_t n, rp_store *st, char *last, const char **why)
+{
+    in r = {p, p + n, false};
+    char name[RP_NAME_MAX + 1];
+    if (!take_str(&r, name, RP_NAME_MAX) || !rp_codec_valid_name(name)) {
+        *why = "bad scene name";
+        return false;
+    }
+    if (strcmp(name, last) <= 0) {
+        *why = "scenes out of order";
+        return false;
+    }
+    memcpy(last, name, strlen(name) + 1);
+    uint64_t rev = take64(&r), count = take64(&r);
+    /* Each shape takes at least 4 + 1 + 1 + 32 bytes: a count the payload
+     * cannot hold is damage, not a reason to allocate. */
+    if (r.bad || count > n / 38 || rev == 0) {
+        *why = "bad scene header";
+        return false;
+    }
+    rp_shape_put *puts = malloc((count ? count : 1) * sizeof *puts);
+    char *ids = malloc(count ? n : 1); /* every id fits in the payload's size */
+    if (!puts || !ids) {
+        free(puts);
+        free(ids);
+        *why = "out of memory";
+        return false;
+    }
+    size_t used = 0;
+    bool ok = true;
+    for (uint64_t k = 0; k < count && ok; k++) {
+        char id[RP_NAME_MAX + 1];
+        ok = take_str(&r, id, RP_NAME_MAX) && rp_codec_valid_id(id);
+        const uint8_t *kind = ok ? take(&r, 1) : NULL;
+        if (!kind) {
+            ok = false;
+            break;
+        }
+        rp_shape s;
+        memset(&s, 0, sizeof s);
+        if (*kind == 0) {
+            s.kind = RP_SHAPE_SPHERE;
+            s.sphere.center.x = take_double(&r);
+            s.sphere.center.y = take_double(&r);
+            s.sphere.center.z = take_double(&r);
+            s.sphere.radius = take_double(&r);
+        } else if (*kind == 1) {
+            s.kind = RP_SHAPE_CAPSULE;
+            s.capsule.a.x = take_double(&r);
+            s.capsule.a.y = take_double(&r);
+            s.capsule.a.z = take_double(&r);
+            s.capsule.b.x = take_double(&r);
+            s.capsule.b.y = take_double(&r);
+            s.capsule.b.z = take_double(&r);
+            s.capsule.radius = take_double(&r);
+        } else {
+            ok = false;
+            break;
+        }
+        ok = !r.bad && rp_shape_validate(&s) == RP_OK;
+        size_t len = strlen(id) + 1;
+        memcpy(ids + used, id, len);
+        puts[k].id = ids + used;
+        puts[k].shape = s;
+        used += len;
+    }
+    if (!ok || r.p != r.end) {
+        free(puts);
+        free(ids);
+        *why = "bad shape";
+        return false;
+    }
+    rp_store_set_revision(st, rev - 1);
+    rp_status status = rp_store_create(st, name, puts, count, NULL);
+    free(puts);
+    free(ids);
+    if (status != RP_OK) {
+        *why = status == RP_ERR_EXISTS ? "a scene twice, or a shape id twice" : "scene refused";
+        return false;
+    }
+    return true;
+}
+
+bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void *ctx,
+              rps_load_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < FILE_HEADER || memcmp(buf, MAGIC, sizeof MAGIC) != 0) {
+        out->bad_format = n >= sizeof MAGIC && memcmp(buf, MAGIC, sizeof MAGIC) != 0;
+        return fail(out, 0, out->bad_format ? "not a repose snapshot (bad magic)"
+                                            : "file shorter than its header");
+    }
+    if (rpj_crc32c(0, buf, 44) != get32(buf + 44))
+        return fail(out, 0, "file header checksum mismatch");
+    if (get32(buf + 8) != RPS_FORMAT) {
+        out->bad_format = true;
+        return fail(out, 8, "snapshot of another format version");
+    }
+    if (get32(buf + 12) || get32(buf + 40)) {
+        out->bad_format = true;
+        return fail(out, 12, "file header with unknown fields set");
+    }
+    if (rp_store_scene_count(st) != 0)
+        return fail(out, 0, "the store is not empty");
+    uint64_t revision = get64(buf + 16), n_scenes = get64(buf + 24),
+             n_models = get64(buf + 32);
+    size_t at = FILE_HEADER;
+    char last_model[RP_NAME_MAX + 1] = "", last_scene[RP_NAME_MAX + 1] = "";
+    for (uint64_t i = 0; i < n_scenes + n_models; i++) {
+        if (n - at < SECTION_HEADER)
+            return fail(out, at, "file ends inside a section header");
+        const uint8_t *h = buf + at;
+        if (rpj_crc32c(0, h, 16) != get32(h + 16))
+            return fail(out, at, "section header checksum mismatch");
+        uint32_t kind = get32(h);
+        uint64_t len = get64(h + 8);
+        if (kind != (i < n_scenes ? SECTION_SCENE : SECTION_MODEL) || get32(h + 4))
+            return fail(out, at, "unexpected section");
+        if (n - at - SECTION_HEADER < 4 || len > n - at - SECTION_HEADER - 4)
+            return fail(out, at, "file ends inside a section");
+        const uint8_t *p = h + SECTION_HEADER;
+        if (rpj_crc32c(0, p, (size_t)len) != get32(p + len))
+            return fail(out, at, "section checksum mismatch");
+        const char *why = NULL;
+        if (kind == SECTION_SCENE) {
+            if (!load_scene(p, (size_t)len, st, last_scene, &why))
+                return fail(out, at, why);
+            out->scenes++;
+            out->shapes += rp_scene_shape_count(rp_store_scene_at(st, rp_store_scene_count(st) - 1));
+        } else {
+            in r = {p, p + len, false};
+            char name[RP_NAME_MAX + 1];
+            rps_model m;
+            if (!take_str(&r, name, RP_NAME_MAX) || !rp_codec_valid_name(name))
+                return fail(out, at, "bad model name");
+            m.name = name;
+            m.revision = take64(&r);
+            uint32_t jl = take32(&r);
+            const uint8_t *j = take(&r, jl);
+            if (!j || r.p != r.end || m.revision == 0)
+                return fail(out, at, "bad model section");
+            m.json = (const char *)j;
+            m.json_len = jl;
+            if (strcmp(name, last_model) <= 0)
+                return fail(out, at, "models out of order");
+            memcpy(last_model, name, strlen(name) + 1);
+            rp_store_set_revision(st, m.revision - 1);
+            if (!fn || !fn(ctx, &m, &why))
+                return fail(out, at, why ? why : "model refused");
+            out->models++;
+        }
+        at += SECTION_HEADER + (size_t)len + 4;
+    }
+    if (n - at != TRAILER || memcmp(buf + at, END_MAGIC, sizeof END_MAGIC) != 0 ||
+        get32(buf + at + 8) || rpj_crc32c(0, buf + at, 12) != get32(buf + at + 12))
+        return fail(out, at, n - at < TRAILER ? "file ends before its trailer"
+                                              : "bad trailer");
+    rp_store_set_revision(st, revision);
+    out->ok = true;
+    out->revision = revision;
+    return true;
+}

@@ -1,0 +1,84 @@
+/*
+ * Snapshot images (DESIGN §3c): the whole store in one file, written from a
+ * consistent version (a store snapshot, rp_store_snapshot) and read back at
+ * start before the journal's later records are replayed.  No file policy
+ * here (temp file, fsync, rename: the durability layer's job): these
+ * functions write an image to a file descriptor and read one from memory.
+ *
+ * Layout (little-endian):
+ *
+ *   file header, 48 bytes:
+ *        0   8  magic "REPOSES\n"
+ *        8   4  format version (RPS_FORMAT)
+ *       12   4  reserved, zero
+ *       16   8  store revision
+ *       24   8  scene sections that follow
+ *       32   8  model sections that follow
+ *       40   4  reserved, zero
+ *       44   4  CRC-32C of bytes 0..44
+ *   sections, scenes first, then models, each:
+ *        0   4  kind (1 scene, 2 model)
+ *        4   4  reserved, zero
+ *        8   8  payload length n
+ *       16   4  CRC-32C of bytes 0..16
+ *       20   n  payload
+ *     20+n   4  CRC-32C of the payload
+ *   scene payload: name (u32 length, bytes), revision (u64), shape count
+ *     (u64), then per shape its id (u32 length, bytes), kind (u8: 0 sphere,
+ *     1 capsule) and doubles as IEEE bit patterns (sphere: centre, radius;
+ *     capsule: a, b, radius), in the scene's storage order;
+ *   model payload: name (u32 length, bytes), revision (u64), then the
+ *     model.put params that made it, as JSON (u32 length, bytes): models
+ *     are rebuilt by the same code path that built them;
+ *   trailer, 16 bytes: magic "REPOSEZ\n", u32 zero, u32 CRC-32C of the
+ *     magic and zero, so a file cut at a section boundary is caught too.
+ */
+#ifndef REPOSED_SNAPSHOT_H
+#define REPOSED_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "repose/scene.h"
+
+#define RPS_FORMAT 1u
+
+/* A model as the image keeps it. */
+typedef struct rps_model {
+    const char *name;
+    uint64_t revision;
+    const char *json; /* model.put params */
+    size_t json_len;
+} rps_model;
+
+/* Writes the image of st's scenes and the models given, sorted by name
+ * (their definitions are the caller's: the store does not keep the params)
+ * to fd, at the
+ * store revision `revision`.  Streams through a buffer; 0 or an errno
+ * (EIO for a short write).  *bytes (may be NULL) receives the size. */
+int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *models,
+              size_t n_models, uint64_t *bytes);
+
+/* Called for each model of an image, in order; false stops the load (why
+ * in the result's reason). */
+typedef bool (*rps_model_fn)(void *ctx, const rps_model *m, const char **why);
+
+typedef struct rps_load_result {
+    bool ok;
+    uint64_t revision;      /* the image's store revision */
+    size_t scenes, models, shapes;
+    size_t bad_offset;      /* !ok: where the image stops making sense */
+    const char *reason;     /* !ok: a short phrase for the log */
+    bool bad_format;        /* !ok: not an image, or another format version */
+} rps_load_result;
+
+/* Loads an image into st, which must hold no scene: every scene with its
+ * shapes and revision, each model through fn (with the store revision one
+ * below the model's, so that a model.put takes it), then the store
+ * revision.  Limits are the caller's (lift them for a load).  On failure
+ * the store may hold part of the image: the caller discards it. */
+bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void *ctx,
+              rps_load_result *out);
+
+#endif /* REPOSED_SNAPSHOT_H */

@@ -1,0 +1,139 @@
+/*
+ * Fuzz target: the snapshot loader (src/server/snapshot.c).
+ *
+ * Byte 0 even: the rest is loaded as an image as it is.  Byte 0 odd: an
+ * image is written from a store built from the input (scenes of shapes
+ * whose coordinates and ids come from the bytes), then cut at and flipped
+ * at places the last four bytes choose.  Either way:
+ *  - an image that loads re-encodes to exactly its own bytes (the loaded
+ *    store, with the models the loader handed out, written again);
+ *  - an image the writer made loads, and gives back the same store;
+ *  - a cut one or a flipped one does not load.
+ */
+#define _GNU_SOURCE /* memfd_create, pread */
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fuzz_util.h"
+
+#include "server/snapshot.h"
+
+typedef struct models {
+    rps_model m[16];
+    char names[16][130];
+    char *json[16];
+    size_t n;
+} models;
+
+static bool keep_model(void *ctx, const rps_model *m, const char **why)
+{
+    models *ms = ctx;
+    if (ms->n == 16) {
+        *why = "too many models for the target";
+        return false;
+    }
+    size_t k = ms->n++;
+    snprintf(ms->names[k], sizeof ms->names[k], "%s", m->name);
+    ms->json[k] = malloc(m->json_len ? m->json_len : 1);
+    memcpy(ms->json[k], m->json, m->json_len);
+    ms->m[k] = (rps_model){ms->names[k], m->revision, ms->json[k], m->json_len};
+    return true;
+}
+
+static void free_models(models *ms)
+{
+    for (size_t k = 0; k < ms->n; k++)
+        free(ms->json[k]);
+    ms->n = 0;
+}
+
+/* The image of st (with ms) in a fresh buffer. */
+static uint8_t *image(const rp_store *st, uint64_t rev, const models *ms, size_t *n)
+{
+    int fd = memfd_create("snap", 0);
+    FUZZ_CHECK(fd >= 0, "memfd");
+    uint64_t bytes = 0;
+    FUZZ_CHECK(rps_write(fd, st, rev, ms->m, ms->n, &bytes) == 0, "write");
+    uint8_t *buf = malloc(bytes ? bytes : 1);
+    FUZZ_CHECK(pread(fd, buf, bytes, 0) == (ssize_t)bytes, "read back");
+    close(fd);
+    *n = (size_t)bytes;
+    return buf;
+}
+
+/* Loads buf; when it loads, it must re-encode to itself.  Returns whether
+ * it loaded. */
+static bool check_load(const uint8_t *buf, size_t n)
+{
+    rp_store *st = rp_store_new(NULL);
+    rp_store_limits none = {SIZE_MAX};
+    rp_store_set_limits(st, &none);
+    models ms;
+    ms.n = 0;
+    rps_load_result res;
+    bool ok = rps_load(buf, n, st, keep_model, &ms, &res);
+    FUZZ_CHECK(ok == res.ok, "result and return agree");
+    if (ok) {
+        size_t n2;
+        uint8_t *again = image(st, res.revision, &ms, &n2);
+        FUZZ_CHECK(n2 == n && memcmp(again, buf, n) == 0, "a loaded image re-encodes to itself");
+        free(again);
+    } else {
+        FUZZ_CHECK(res.reason && res.bad_offset <= n, "a refusal says why and where");
+    }
+    free_models(&ms);
+    rp_store_free(st);
+    return ok;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    if (!(data[0] & 1)) {
+        check_load(data + 1, size - 1);
+        return 0;
+    }
+    if (size < 6)
+        return 0;
+    const uint8_t *damage = data + size - 4, *p = data + 1;
+    size_t left = size - 5;
+    rp_store *st = rp_store_new(NULL);
+    char name[16], id[16];
+    for (int s = 0; s < 3 && left; s++) {
+        snprintf(name, sizeof name, "s%d", s);
+        rp_store_create(st, name, NULL, 0, NULL);
+        unsigned count = *p++ % 8;
+        left--;
+        for (unsigned k = 0; k < count && left >= 9; k++) {
+            double v;
+            memcpy(&v, p + 1, 8);
+            if (!isfinite(v))
+                v = 1.0;
+            snprintf(id, sizeof id, "i%u", p[0]);
+            rp_shape_put put = {id, {.kind = RP_SHAPE_SPHERE}};
+            put.shape.sphere.center = (rp_vec3){v, -v, 0.5};
+            put.shape.sphere.radius = fabs(v) < 1e300 ? fabs(v) : 1.0;
+            rp_store_put(st, name, &put, 1, NULL, false, NULL, NULL);
+            p += 9;
+            left -= 9;
+        }
+    }
+    models ms;
+    ms.n = 0;
+    const char *json = "{\"model\":\"m\"}";
+    ms.m[0] = (rps_model){"m", rp_store_revision(st) + 1, json, strlen(json)};
+    ms.n = 1;
+    size_t n;
+    uint8_t *img = image(st, rp_store_revision(st) + 1, &ms, &n);
+    FUZZ_CHECK(check_load(img, n), "an image the writer made loads");
+    size_t cut = ((size_t)damage[0] << 8 | damage[1]) % n;
+    FUZZ_CHECK(!check_load(img, cut), "an image cut at %zu of %zu does not load", cut, n);
+    size_t at = ((size_t)damage[2] << 8 | damage[3]) % n;
+    img[at] ^= (uint8_t)(damage[3] | 1);
+    FUZZ_CHECK(!check_load(img, n), "an image with byte %zu flipped does not load", at);
+    free(img);
+    rp_store_free(st);
+    return 0;
+}
