@@ -52,8 +52,15 @@ class Methods:
 
     def stats(self) -> Any:
         """Counters: connections, requests by method and error code, limits hit,
-        scenes, models, shapes, the store's revision, watches, memory, latency."""
+        scenes, models, shapes, the store's revision, watches, memory, latency,
+        and with --data-dir the journal and the last snapshot."""
         return self._call("stats", None)
+
+    def save(self) -> Any:
+        """Writes a snapshot now (daemon started with --data-dir; the journal
+        starts again from it): its revision, size in bytes and duration in ms.
+        StorageError without --data-dir or when the write fails."""
+        return self._call("save", None)
 
     def auth(self, token: str) -> Any:
         """Authenticates a TCP connection (the client does it itself when given a token)."""

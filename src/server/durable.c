@@ -21,15 +21,23 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "journal.h"
 #include "limits.h"
+#include "snapshot.h"
 #include "log.h"
 #include "methods.h"
 #include "stats.h"
 
 #define RPD_FSYNC_SAMPLES 1024
+
+typedef struct mdef {
+    char *name;
+    char *json;
+    size_t len;
+} mdef;
 
 struct rpd_durable {
     char *dir;
@@ -53,6 +61,12 @@ struct rpd_durable {
     uint64_t fsyncs, write_errors;
     uint32_t samples[RPD_FSYNC_SAMPLES]; /* fsync durations, microseconds */
     size_t n_samples, next_sample;
+    /* The model.put params of every model in the store, sorted by name: a
+     * snapshot rebuilds models from them (the store keeps no params). */
+    mdef *defs;
+    size_t n_defs, cap_defs;
+    /* The last snapshot: its store revision (0: none), size, when. */
+    uint64_t snap_revision, snap_bytes, snap_unix_ms, snap_ms;
 };
 
 const char *rpd_fsync_name(rpd_fsync f)
@@ -102,6 +116,10 @@ void rpd_durable_stats_get(const rpd_durable *d, rpd_durable_stats *out)
     out->fsyncs = d->fsyncs;
     out->write_errors = d->write_errors;
     out->failing = d->failing || d->sync_failed;
+    out->snapshot_revision = d->snap_revision;
+    out->snapshot_bytes = d->snap_bytes;
+    out->snapshot_unix_ms = d->snap_unix_ms;
+    out->snapshot_ms = d->snap_ms;
     if (d->n_samples) {
         uint32_t s[RPD_FSYNC_SAMPLES];
         memcpy(s, d->samples, d->n_samples * sizeof *s);
@@ -149,6 +167,92 @@ void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
         rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again; mutations accepted", d->dir);
     d->sync_failed = false;
     add_sample(d, ns);
+}
+
+/* ---- model definitions ---------------------------------------------------------------------- */
+
+/* Position of name in defs, or where it would go. */
+static size_t def_find(const rpd_durable *d, const char *name, bool *found)
+{
+    size_t lo = 0, hi = d->n_defs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(d->defs[mid].name, name);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* Keeps json (len bytes) as the params of model `name`; false when out of
+ * memory (the old entry stays). */
+static bool def_set(rpd_durable *d, const char *name, const char *json, size_t len)
+{
+    char *copy = malloc(len ? len : 1);
+    if (!copy)
+        return false;
+    memcpy(copy, json, len);
+    bool found;
+    size_t i = def_find(d, name, &found);
+    if (found) {
+        free(d->defs[i].json);
+        d->defs[i].json = copy;
+        d->defs[i].len = len;
+        return true;
+    }
+    char *nm = strdup(name);
+    if (nm && d->n_defs == d->cap_defs) {
+        size_t cap = d->cap_defs ? 2 * d->cap_defs : 8;
+        mdef *grown = realloc(d->defs, cap * sizeof *grown);
+        if (grown) {
+            d->defs = grown;
+            d->cap_defs = cap;
+        }
+    }
+    if (!nm || d->n_defs == d->cap_defs) {
+        free(nm);
+        free(copy);
+        return false;
+    }
+    memmove(&d->defs[i + 1], &d->defs[i], (d->n_defs - i) * sizeof *d->defs);
+    d->defs[i] = (mdef){nm, copy, len};
+    d->n_defs++;
+    return true;
+}
+
+static void def_del(rpd_durable *d, const char *name)
+{
+    bool found;
+    size_t i = def_find(d, name, &found);
+    if (!found)
+        return;
+    free(d->defs[i].name);
+    free(d->defs[i].json);
+    memmove(&d->defs[i], &d->defs[i + 1], (d->n_defs - i - 1) * sizeof *d->defs);
+    d->n_defs--;
+}
+
+/* After a committed model.put or model.delete (text: its params as JSON). */
+static void def_track(rpd_durable *d, const char *method, const cJSON *params, const char *text,
+                      size_t len)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "model");
+    if (!cJSON_IsString(name))
+        return;
+    if (strcmp(method, "model.put") == 0) {
+        if (!def_set(d, name->valuestring, text, len))
+            rpd_log(RPD_LOG_ERROR, "out of memory keeping model '%s' for snapshots; the next "
+                    "snapshot will fail", name->valuestring);
+    } else if (strcmp(method, "model.delete") == 0) {
+        def_del(d, name->valuestring);
+    }
 }
 
 /* ---- writing -------------------------------------------------------------------------- */
@@ -292,6 +396,7 @@ bool rpd_durable_commit(rpd_req *req)
         rpd_log(RPD_LOG_WARN, "%s/journal: writes work again", d->dir);
     d->failing = false;
     d->written = true;
+    def_track(d, d->method, d->params, d->text.buf, d->text.len);
     return true;
 }
 
@@ -311,6 +416,81 @@ void rpd_durable_end(rpd_req *req)
     d->method = NULL;
     d->params = NULL;
     d->written = false;
+}
+
+/* ---- snapshots ------------------------------------------------------------------------ */
+
+static void sync_dir(rpd_durable *d);
+static bool create_journal_at(rpd_durable *d, const char *name, uint64_t base);
+
+int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
+{
+    uint64_t t0 = rpd_now_ns(), revision = rp_store_revision(st), bytes = 0;
+    size_t nm = rp_store_model_count(st);
+    rps_model *ms = malloc((nm ? nm : 1) * sizeof *ms);
+    if (!ms) {
+        snprintf(why, cap, "out of memory");
+        return ENOMEM;
+    }
+    for (size_t i = 0; i < nm; i++) {
+        const rp_model *m = rp_store_model_at(st, i);
+        bool found;
+        size_t k = def_find(d, rp_model_name(m), &found);
+        if (!found) {
+            snprintf(why, cap, "model '%s' has no definition to save", rp_model_name(m));
+            free(ms);
+            return EINVAL;
+        }
+        ms[i] = (rps_model){rp_model_name(m), rp_model_revision(m), d->defs[k].json,
+                            d->defs[k].len};
+    }
+    int err = 0;
+    int fd = openat(d->dir_fd, "snapshot.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        err = errno;
+    if (!err)
+        err = rps_write(fd, st, revision, ms, nm, &bytes);
+    if (!err && fdatasync(fd) != 0)
+        err = errno;
+    if (fd >= 0)
+        close(fd);
+    free(ms);
+    if (!err && renameat(d->dir_fd, "snapshot.tmp", d->dir_fd, "snapshot") != 0)
+        err = errno;
+    if (err) {
+        unlinkat(d->dir_fd, "snapshot.tmp", 0);
+        snprintf(why, cap, "writing %s/snapshot: %s", d->dir, strerror(err));
+        return err;
+    }
+    sync_dir(d);
+    d->snap_revision = revision;
+    d->snap_bytes = bytes;
+    d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
+    /* The journal starts again from the snapshot: everything in it is in
+     * the snapshot now.  A failure here is no loss (the old journal goes
+     * on, and the next start skips what the snapshot holds). */
+    int nfd = -1;
+    if (create_journal_at(d, "journal.tmp", revision) &&
+        renameat(d->dir_fd, "journal.tmp", d->dir_fd, "journal") == 0) {
+        sync_dir(d);
+        nfd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_CLOEXEC);
+    }
+    if (nfd >= 0) {
+        close(d->journal_fd);
+        d->journal_fd = nfd;
+        d->journal_bytes = RPJ_FILE_HEADER;
+        d->journal_records = 0;
+        d->unsynced = false;
+    } else {
+        unlinkat(d->dir_fd, "journal.tmp", 0);
+        rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
+                "again (%s); it goes on growing", d->dir, strerror(errno));
+    }
+    d->snap_ms = (rpd_now_ns() - t0) / 1000000;
+    rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms", d->dir,
+            (unsigned long long)revision, (unsigned long long)bytes,
+            (unsigned long long)d->snap_ms);
+    return 0;
 }
 
 /* ---- opening and replay ---------------------------------------------------------------- */
@@ -345,39 +525,28 @@ static uint8_t *slurp(int fd, size_t *n)
 typedef struct replay {
     rpd_durable *d;
     rpd_core *core;
-    size_t bad_offset; /* a record that did not apply */
+    uint64_t skip_upto; /* records at or below the snapshot's revision are in it */
+    size_t bad_offset;  /* a record that did not apply */
     char why[600];
 } replay;
 
-/* Runs one record's mutation; false (with why) when it does not apply. */
-static bool replay_record(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n,
-                          size_t offset)
+/* Runs one mutation (method, params as JSON) that must take `revision`;
+ * false (with r->why) when it does not apply. */
+static bool apply(replay *r, const char *method, const char *json, size_t len, uint64_t revision)
 {
-    replay *r = ctx;
-    const uint8_t *nl = memchr(payload, '\n', n);
-    char method[64];
-    size_t mlen = nl ? (size_t)(nl - payload) : 0;
-    const rpd_method *m = NULL;
     size_t index;
-    if (nl && mlen < sizeof method) {
-        memcpy(method, payload, mlen);
-        method[mlen] = '\0';
-        m = rpd_method_find(method, &index);
-    }
+    const rpd_method *m = rpd_method_find(method, &index);
     if (!m || !(m->flags & RPD_METHOD_MUTATES)) {
         snprintf(r->why, sizeof r->why, "not a mutation");
-        r->bad_offset = offset;
         return false;
     }
     if (rp_store_revision(r->core->store) + 1 != revision) {
         snprintf(r->why, sizeof r->why, "revision %llu follows %llu",
                  (unsigned long long)revision,
                  (unsigned long long)rp_store_revision(r->core->store));
-        r->bad_offset = offset;
         return false;
     }
-    const char *json = (const char *)payload + mlen + 1;
-    cJSON *params = cJSON_ParseWithLength(json, n - mlen - 1);
+    cJSON *params = cJSON_ParseWithLength(json, len);
     rpd_session session;
     memset(&session, 0, sizeof session);
     rpd_req req;
@@ -388,20 +557,56 @@ static bool replay_record(void *ctx, uint64_t revision, const uint8_t *payload, 
     rp_jw_init(&w);
     bool ok = params && cJSON_IsObject(params) && m->handler(&req, params, &w);
     rp_jw_free(&w);
+    if (ok)
+        def_track(r->d, method, params, json, len);
+    bool parsed = params != NULL;
     cJSON_Delete(params);
-    if (!ok || rp_store_revision(r->core->store) != revision) {
-        if (!params)
-            snprintf(r->why, sizeof r->why, "%s: params are not JSON", method);
-        else if (!ok)
-            snprintf(r->why, sizeof r->why, "%s does not apply: %s", method, req.err.message);
-        else
-            snprintf(r->why, sizeof r->why, "%s took revision %llu, not %llu", method,
-                     (unsigned long long)rp_store_revision(r->core->store),
-                     (unsigned long long)revision);
+    if (ok && rp_store_revision(r->core->store) == revision)
+        return true;
+    if (!parsed)
+        snprintf(r->why, sizeof r->why, "%s: params are not JSON", method);
+    else if (!ok)
+        snprintf(r->why, sizeof r->why, "%s does not apply: %s", method, req.err.message);
+    else
+        snprintf(r->why, sizeof r->why, "%s took revision %llu, not %llu", method,
+                 (unsigned long long)rp_store_revision(r->core->store),
+                 (unsigned long long)revision);
+    return false;
+}
+
+/* rpj_scan visitor: one journal record. */
+static bool replay_record(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n,
+                          size_t offset)
+{
+    replay *r = ctx;
+    if (revision <= r->skip_upto)
+        return true; /* already in the snapshot */
+    const uint8_t *nl = memchr(payload, '\n', n);
+    char method[64];
+    size_t mlen = nl ? (size_t)(nl - payload) : 0;
+    if (!nl || mlen >= sizeof method) {
+        snprintf(r->why, sizeof r->why, "not a mutation");
+        r->bad_offset = offset;
+        return false;
+    }
+    memcpy(method, payload, mlen);
+    method[mlen] = '\0';
+    if (!apply(r, method, (const char *)payload + mlen + 1, n - mlen - 1, revision)) {
         r->bad_offset = offset;
         return false;
     }
     r->d->journal_records++;
+    return true;
+}
+
+/* rps_load's model callback: the model.put that made it. */
+static bool snapshot_model(void *ctx, const rps_model *m, const char **why)
+{
+    replay *r = ctx;
+    if (!apply(r, "model.put", m->json, m->json_len, m->revision)) {
+        *why = r->why;
+        return false;
+    }
     return true;
 }
 
@@ -412,10 +617,10 @@ static void sync_dir(rpd_durable *d)
         rpd_log(RPD_LOG_WARN, "%s: fsync of the directory failed: %s", d->dir, strerror(errno));
 }
 
-/* Creates an empty journal (header only), synced. */
-static bool create_journal(rpd_durable *d, uint64_t base)
+/* Creates an empty journal (header only) named `name`, synced. */
+static bool create_journal_at(rpd_durable *d, const char *name, uint64_t base)
 {
-    int fd = openat(d->dir_fd, "journal", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = openat(d->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         rpd_log(RPD_LOG_ERROR, "%s/journal: cannot create: %s", d->dir, strerror(errno));
         return false;
@@ -427,9 +632,16 @@ static bool create_journal(rpd_durable *d, uint64_t base)
         rpd_log(RPD_LOG_ERROR, "%s/journal: cannot write its header: %s", d->dir,
                 strerror(errno));
     close(fd);
-    if (ok)
-        sync_dir(d);
     return ok;
+}
+
+/* DIR/journal, empty, synced with its directory entry. */
+static bool create_journal(rpd_durable *d, uint64_t base)
+{
+    if (!create_journal_at(d, "journal", base))
+        return false;
+    sync_dir(d);
+    return true;
 }
 
 /* Every limit at its maximum, for the replay. */
@@ -443,13 +655,75 @@ static rpd_limits lifted_limits(void)
 }
 
 /* Loads the journal into the store; false stops the start. */
+/* Loads DIR/snapshot into the store when there is one (the replay
+ * environment is set up by the caller); false stops the start. */
+static bool load_snapshot(rpd_durable *d, replay *r)
+{
+    int fd = openat(d->dir_fd, "snapshot", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return true;
+        rpd_log(RPD_LOG_ERROR, "%s/snapshot: cannot open: %s", d->dir, strerror(errno));
+        return false;
+    }
+    size_t n = 0;
+    uint8_t *buf = slurp(fd, &n);
+    struct stat sb;
+    bool have_time = fstat(fd, &sb) == 0;
+    close(fd);
+    if (!buf) {
+        rpd_log(RPD_LOG_ERROR, "%s/snapshot: cannot read: %s", d->dir, strerror(errno));
+        return false;
+    }
+    rps_load_result res;
+    bool ok = rps_load(buf, n, r->core->store, snapshot_model, r, &res);
+    free(buf);
+    if (!ok) {
+        rpd_log(RPD_LOG_ERROR, "%s/snapshot: %s at offset %zu (%s); refusing to start",
+                d->dir, res.bad_format ? "unreadable" : "corrupt", res.bad_offset, res.reason);
+        return false;
+    }
+    d->snap_revision = res.revision;
+    d->snap_bytes = n;
+    if (have_time)
+        d->snap_unix_ms = (uint64_t)sb.st_mtim.tv_sec * 1000 + (uint64_t)sb.st_mtim.tv_nsec / 1000000;
+    r->skip_upto = res.revision;
+    rpd_log(RPD_LOG_INFO, "%s/snapshot: %zu scenes, %zu shapes, %zu models at revision %llu",
+            d->dir, res.scenes, res.shapes, res.models, (unsigned long long)res.revision);
+    return true;
+}
+
 static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
 {
-    int fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {
-        if (!create_journal(d, 0))
-            return false;
+    /* Leftovers of a snapshot or journal restart a crash interrupted: the
+     * renames had not happened, so the files in use are the old ones. */
+    unlinkat(d->dir_fd, "snapshot.tmp", 0);
+    unlinkat(d->dir_fd, "journal.tmp", 0);
+    /* Load with every limit lifted: what was acknowledged is restored
+     * whatever the limits are now. */
+    rpd_core saved = *core;
+    rp_store_limits store_limits = rp_store_get_limits(core->store), none = {SIZE_MAX};
+    rp_store_set_limits(core->store, &none);
+    core->limits = lifted_limits();
+    core->watch = NULL;
+    d->replaying = true;
+    replay r = {d, core, 0, 0, ""};
+    bool snap_ok = load_snapshot(d, &r);
+    int fd = -1;
+    if (snap_ok) {
         fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+            if (!create_journal(d, d->snap_revision))
+                snap_ok = false;
+            else
+                fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
+        }
+    }
+    if (!snap_ok) {
+        d->replaying = false;
+        rp_store_set_limits(core->store, &store_limits);
+        *core = saved;
+        return false;
     }
     if (fd < 0) {
         rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open: %s", d->dir, strerror(errno));
@@ -462,15 +736,6 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         close(fd);
         return false;
     }
-    /* Replay with every limit lifted: what was acknowledged is restored
-     * whatever the limits are now. */
-    rpd_core saved = *core;
-    rp_store_limits store_limits = rp_store_get_limits(core->store), none = {SIZE_MAX};
-    rp_store_set_limits(core->store, &none);
-    core->limits = lifted_limits();
-    core->watch = NULL;
-    d->replaying = true;
-    replay r = {d, core, 0, ""};
     rpj_scan_result res;
     bool stopped = !rpj_scan(buf, n, replay_record, &r, &res);
     d->replaying = false;
@@ -481,6 +746,19 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     free(buf);
 
     size_t cut = SIZE_MAX;
+    if (res.end != RPJ_BAD_FORMAT && res.base_revision > d->snap_revision) {
+        if (d->snap_revision)
+            rpd_log(RPD_LOG_ERROR, "%s/journal continues from revision %llu, but %s/snapshot "
+                    "is at revision %llu; refusing to start", d->dir,
+                    (unsigned long long)res.base_revision, d->dir,
+                    (unsigned long long)d->snap_revision);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s/journal continues from revision %llu, but there is no "
+                    "%s/snapshot; refusing to start", d->dir,
+                    (unsigned long long)res.base_revision, d->dir);
+        close(fd);
+        return false;
+    }
     if (res.end == RPJ_BAD_FORMAT) {
         rpd_log(RPD_LOG_ERROR, "%s/journal: %s (this reposed reads journal format %u); "
                 "refusing to start", d->dir, res.reason, RPJ_FORMAT);
@@ -508,7 +786,7 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         if (cut == 0) {
             /* Not even the header is good: start the file again. */
             close(fd);
-            if (unlinkat(d->dir_fd, "journal", 0) != 0 || !create_journal(d, 0))
+            if (unlinkat(d->dir_fd, "journal", 0) != 0 || !create_journal(d, d->snap_revision))
                 return false;
             fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
             if (fd < 0)
@@ -605,6 +883,11 @@ void rpd_durable_close(rpd_durable *d)
         close(d->dir_fd);
     rp_store_free(d->undo);
     rp_jw_free(&d->text);
+    for (size_t i = 0; i < d->n_defs; i++) {
+        free(d->defs[i].name);
+        free(d->defs[i].json);
+    }
+    free(d->defs);
     free(d->dir);
     free(d);
 }

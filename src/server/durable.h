@@ -74,6 +74,12 @@ bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params);
 bool rpd_durable_commit(rpd_req *req);
 void rpd_durable_end(rpd_req *req);
 
+/* Writes DIR/snapshot from the store as it is now (temp file, fsync,
+ * rename, directory fsync) and starts the journal again from it.  Runs on
+ * the calling thread, blocking it for the write.  0 or an errno, with why
+ * (for the log or a -32007 reason). */
+int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap);
+
 /* For hello and stats. */
 const char *rpd_durable_dir(const rpd_durable *d);
 rpd_fsync rpd_durable_policy(const rpd_durable *d);
@@ -84,6 +90,8 @@ typedef struct rpd_durable_stats {
     uint64_t fsync_p50_us, fsync_p99_us; /* over the last RPD_FSYNC_SAMPLES */
     uint64_t write_errors;     /* mutations failed with -32007 */
     bool failing;              /* the last write or fsync failed */
+    uint64_t snapshot_revision; /* the last snapshot's (0: none) */
+    uint64_t snapshot_bytes, snapshot_unix_ms, snapshot_ms; /* its size, when, how long */
 } rpd_durable_stats;
 void rpd_durable_stats_get(const rpd_durable *d, rpd_durable_stats *out);
 

@@ -246,6 +246,17 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_jw_uint(w, ds.write_errors);
         RP_JW_KEY(w, "failing");
         rp_jw_bool(w, ds.failing);
+        RP_JW_KEY(w, "snapshot");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "revision");
+        rp_jw_uint(w, ds.snapshot_revision);
+        RP_JW_KEY(w, "bytes");
+        rp_jw_uint(w, ds.snapshot_bytes);
+        RP_JW_KEY(w, "unix_ms");
+        rp_jw_uint(w, ds.snapshot_unix_ms);
+        RP_JW_KEY(w, "ms");
+        rp_jw_uint(w, ds.snapshot_ms);
+        rp_jw_object_end(w);
         rp_jw_object_end(w);
     } else {
         rp_jw_null(w);
@@ -375,6 +386,32 @@ static bool m_violates_margin(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
+/* save: a snapshot now (blocking the event loop while it is written, as
+ * Redis's SAVE), and the journal starts again from it. */
+static bool m_save(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {NULL};
+    if (!rpd_check_keys(req, params, keys))
+        return false;
+    rpd_durable *d = req->core->durable;
+    if (!d)
+        return rpd_fail_storage(req, "no --data-dir: the store lives in memory only");
+    char why[400];
+    if (rpd_durable_save(d, req->core->store, why, sizeof why) != 0)
+        return rpd_fail_storage(req, "%s", why);
+    rpd_durable_stats ds;
+    rpd_durable_stats_get(d, &ds);
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "revision");
+    rp_jw_uint(w, ds.snapshot_revision);
+    RP_JW_KEY(w, "bytes");
+    rp_jw_uint(w, ds.snapshot_bytes);
+    RP_JW_KEY(w, "ms");
+    rp_jw_uint(w, ds.snapshot_ms);
+    rp_jw_object_end(w);
+    return true;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 const rpd_method rpd_methods[] = {
@@ -391,6 +428,7 @@ const rpd_method rpd_methods[] = {
     {"model.list", rpd_m_model_list, 0},
     {"model.put", rpd_m_model_put, RPD_METHOD_MUTATES},
     {"ping", m_ping, RPD_METHOD_NOAUTH},
+    {"save", m_save, 0},
     {"scene.check", rpd_m_scene_check, RPD_METHOD_WORKER},
     {"scene.create", rpd_m_scene_create, RPD_METHOD_MUTATES},
     {"scene.delete", rpd_m_scene_delete, RPD_METHOD_MUTATES},

@@ -708,6 +708,14 @@ int rpd_server_run(const rpd_config *cfg)
     }
     free(srv.unix_path_created);
     rpd_pool_stop();
+    if (srv.core.durable && code == 0) {
+        /* A snapshot at the stop: the next start loads it instead of
+         * replaying the journal. */
+        char why[400];
+        if (rpd_durable_save(srv.core.durable, srv.core.store, why, sizeof why) != 0)
+            rpd_log(RPD_LOG_ERROR, "snapshot at stop failed: %s (the journal has everything)",
+                    why);
+    }
     rpd_durable_close(srv.core.durable); /* the final fsync */
     srv.core.durable = NULL;
     rpd_core_free(&srv.core);

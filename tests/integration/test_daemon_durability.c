@@ -81,6 +81,15 @@ static cJSON *dump(rh_conn *c)
     return out;
 }
 
+/* SIGKILL: the journal stays as it is (a SIGTERM would write a snapshot
+ * and start the journal again). */
+static void kill_now(rh_daemon *d)
+{
+    rh_signal(d, SIGKILL);
+    rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS));
+    rh_destroy(d);
+}
+
 static void assert_same_state(const cJSON *a, const cJSON *b)
 {
     if (!json_same(a, b)) {
@@ -270,7 +279,7 @@ static void a_torn_last_record_is_cut_at_every_offset(void **state)
     uint64_t end = journal_bytes(c);
     assert_true(end > good + 20);
     rh_close(c);
-    stop_ok(d);
+    kill_now(d);
 
     char path[512];
     snprintf(path, sizeof path, "%s/journal", dir);
@@ -293,7 +302,7 @@ static void a_torn_last_record_is_cut_at_every_offset(void **state)
         cJSON_Delete(now);
         assert_int_equal(journal_bytes(c), good); /* cut back to the last whole record */
         rh_close(c);
-        stop_ok(d);
+        kill_now(d);
     }
     /* And the whole file: the last record is there. */
     write_file(path, whole, n);
@@ -304,7 +313,7 @@ static void a_torn_last_record_is_cut_at_every_offset(void **state)
     assert_non_null(at(now, "scenes.last"));
     cJSON_Delete(now);
     rh_close(c);
-    stop_ok(d);
+    kill_now(d);
     free(whole);
     cJSON_Delete(before);
 }
@@ -322,7 +331,7 @@ static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
     uint64_t mid = journal_bytes(c);
     run_mutations(c, &r, 20);
     rh_close(c);
-    stop_ok(d);
+    kill_now(d);
 
     char path[512];
     snprintf(path, sizeof path, "%s/journal", dir);
@@ -628,6 +637,121 @@ static int unmount_teardown(void **state)
     return rh_teardown(state);
 }
 
+static long file_size(const char *dir, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* save writes a snapshot and empties the journal; a restart loads the
+ * snapshot and replays what came after; SIGTERM writes one too; a damaged
+ * snapshot, or a journal that continues a missing one, stops the start. */
+static void snapshots_hold_the_store(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    rng r = {4242};
+    run_mutations(c, &r, rh_wrapped() ? 60 : 300);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"save\"}");
+    cJSON *st = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"stats\"}");
+    assert_int_equal((uint64_t)num_at(rep, "result.revision"),
+                     (uint64_t)num_at(st, "result.revision"));
+    assert_true(num_at(rep, "result.bytes") > 100);
+    assert_int_equal((uint64_t)num_at(st, "result.durability.snapshot.revision"),
+                     (uint64_t)num_at(st, "result.revision"));
+    assert_int_equal((int)num_at(st, "result.durability.journal_bytes"), 32);
+    assert_int_equal((long)num_at(rep, "result.bytes"), file_size(dir, "snapshot"));
+    cJSON_Delete(rep);
+    cJSON_Delete(st);
+    /* More after it, then a kill: snapshot + journal. */
+    run_mutations(c, &r, rh_wrapped() ? 30 : 150);
+    cJSON *before = dump(c);
+    rh_close(c);
+    kill_now(d);
+    d = start_on(dir, "always", NULL);
+    assert_true(rh_log_contains(d, "/snapshot: "));
+    c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(before, now);
+    cJSON_Delete(now);
+    /* SIGTERM writes a snapshot: the journal is a bare header after it. */
+    run_mutations(c, &r, 40);
+    cJSON_Delete(before);
+    before = dump(c);
+    rh_close(c);
+    stop_ok(d);
+    assert_int_equal(file_size(dir, "journal"), 32);
+    /* Leftovers of an interrupted snapshot are ignored and removed. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/snapshot.tmp", dir);
+    write_file(path, "half a snapshot", 15);
+    snprintf(path, sizeof path, "%s/journal.tmp", dir);
+    write_file(path, "REPOSEJ\n", 8);
+    d = start_on(dir, "everysec", NULL);
+    c = connect_ok(d, false);
+    now = dump(c);
+    assert_same_state(before, now);
+    cJSON_Delete(now);
+    assert_int_equal(file_size(dir, "snapshot.tmp"), -1);
+    assert_int_equal(file_size(dir, "journal.tmp"), -1);
+    /* One more mutation, so that the journal holds something. */
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\",\"params\":{"
+                       "\"scene\":\"z\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    rh_close(c);
+    kill_now(d);
+
+    /* A flipped byte in the snapshot. */
+    snprintf(path, sizeof path, "%s/snapshot", dir);
+    size_t n;
+    char *img = read_file(path, &n);
+    img[n / 2] ^= 0x10;
+    write_file(path, img, n);
+    char out[8192];
+    const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
+    assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
+    char want[700];
+    snprintf(want, sizeof want, "%s/snapshot: corrupt at offset", dir);
+    if (!strstr(out, want))
+        fail_msg("wanted '%s' in:\n%s", want, out);
+    /* No snapshot at all, with a journal that continues one. */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
+    if (!strstr(out, "but there is no"))
+        fail_msg("wanted a missing-snapshot refusal in:\n%s", out);
+    /* Put it back: everything is there again. */
+    img[n / 2] ^= 0x10;
+    write_file(path, img, n);
+    free(img);
+    d = start_on(dir, "everysec", NULL);
+    c = connect_ok(d, false);
+    now = dump(c);
+    assert_non_null(at(now, "scenes.z"));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(now, "scenes"), "z");
+    cJSON_ReplaceItemInObject(now, "revision", cJSON_CreateNumber(num_at(before, "revision")));
+    assert_same_state(before, now);
+    cJSON_Delete(now);
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+
+    /* save without --data-dir. */
+    d = start(NULL);
+    c = connect_ok(d, false);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"save\"}");
+    assert_int_equal((int)num_at(rep, "error.code"), -32007);
+    assert_non_null(strstr(str_at(rep, "error.data.reason"), "memory only"));
+    cJSON_Delete(rep);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +761,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(one_daemon_per_directory),
         DAEMON_TEST(the_replay_ignores_limits_lowered_since),
         DAEMON_TEST(sigkill_keeps_every_acknowledged_mutation),
+        DAEMON_TEST(snapshots_hold_the_store),
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
