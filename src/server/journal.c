@@ -70,35 +70,7 @@ uint32_t rpj_crc32c_portable_(uint32_t crc, const void *data, size_t n)
     return ~crc_portable(~crc, data, n);
 }
 
-/* ---- little-endian fields --------------------------------------------------------------- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
+/* ---- headers (little-endian fields: journal.h) --------------------------------------- */
 
 static const char MAGIC[8] = {'R', 'E', 'P', 'O', 'S', 'E', 'J', '\n'};
 
@@ -106,18 +78,18 @@ void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], uint64_t base_revision)
 {
     memset(out, 0, RPJ_FILE_HEADER);
     memcpy(out, MAGIC, sizeof MAGIC);
-    put32(out + 8, RPJ_FORMAT);
-    put64(out + 16, base_revision);
-    put32(out + 28, rpj_crc32c(0, out, 28));
+    rpj_put32(out + 8, RPJ_FORMAT);
+    rpj_put64(out + 16, base_revision);
+    rpj_put32(out + 28, rpj_crc32c(0, out, 28));
 }
 
 void rpj_record_header(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, const void *payload,
                        uint32_t n)
 {
-    put32(out, n);
-    put64(out + 4, revision);
-    put32(out + 12, rpj_crc32c(0, payload, n));
-    put32(out + 16, rpj_crc32c(0, out, 16));
+    rpj_put32(out, n);
+    rpj_put64(out + 4, revision);
+    rpj_put32(out + 12, rpj_crc32c(0, payload, n));
+    rpj_put32(out + 16, rpj_crc32c(0, out, 16));
 }
 
 /* ---- scanning ------------------------------------------------------------------------ */
@@ -144,23 +116,23 @@ bool rpj_scan(const uint8_t *buf, size_t n, rpj_visit fn, void *ctx, rpj_scan_re
     }
     if (memcmp(buf, MAGIC, sizeof MAGIC) != 0)
         return stop(out, RPJ_BAD_FORMAT, 0, "not a repose journal (bad magic)");
-    if (rpj_crc32c(0, buf, 28) != get32(buf + 28))
+    if (rpj_crc32c(0, buf, 28) != rpj_get32(buf + 28))
         return stop(out, RPJ_CORRUPT, 0, "file header checksum mismatch");
-    if (get32(buf + 8) != RPJ_FORMAT)
+    if (rpj_get32(buf + 8) != RPJ_FORMAT)
         return stop(out, RPJ_BAD_FORMAT, 8, "journal of another format version");
-    if (get32(buf + 12) || get32(buf + 24))
+    if (rpj_get32(buf + 12) || rpj_get32(buf + 24))
         return stop(out, RPJ_BAD_FORMAT, 12, "file header with unknown fields set");
-    out->base_revision = out->last_revision = get64(buf + 16);
+    out->base_revision = out->last_revision = rpj_get64(buf + 16);
     size_t at = RPJ_FILE_HEADER;
     out->good = at;
     while (at < n) {
         if (n - at < RPJ_RECORD_HEADER)
             return stop(out, RPJ_TORN, at, "file ends inside a record header");
         const uint8_t *h = buf + at;
-        if (rpj_crc32c(0, h, 16) != get32(h + 16))
+        if (rpj_crc32c(0, h, 16) != rpj_get32(h + 16))
             return stop(out, RPJ_CORRUPT, at, "record header checksum mismatch");
-        uint32_t len = get32(h);
-        uint64_t rev = get64(h + 4);
+        uint32_t len = rpj_get32(h);
+        uint64_t rev = rpj_get64(h + 4);
         if (len > RPJ_MAX_PAYLOAD)
             return stop(out, RPJ_CORRUPT, at, "record longer than any mutation");
         if (rev <= out->last_revision)
@@ -168,7 +140,7 @@ bool rpj_scan(const uint8_t *buf, size_t n, rpj_visit fn, void *ctx, rpj_scan_re
         if (n - at - RPJ_RECORD_HEADER < len)
             return stop(out, RPJ_TORN, at, "file ends inside a record");
         const uint8_t *payload = h + RPJ_RECORD_HEADER;
-        if (rpj_crc32c(0, payload, len) != get32(h + 12))
+        if (rpj_crc32c(0, payload, len) != rpj_get32(h + 12))
             return stop(out, RPJ_CORRUPT, at, "record payload checksum mismatch");
         if (fn && !fn(ctx, rev, payload, len, at))
             return false;

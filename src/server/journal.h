@@ -43,6 +43,35 @@
  * it is damage, not data. */
 #define RPJ_MAX_PAYLOAD (1u << 30)
 
+/* Little-endian fields of the journal and snapshot files. */
+static inline void rpj_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void rpj_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t rpj_get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static inline uint64_t rpj_get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 /* CRC-32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from
  * crc (0 to start).  SSE 4.2's crc32 instruction where the CPU has it. */
 uint32_t rpj_crc32c(uint32_t crc, const void *data, size_t n);

@@ -20,34 +20,6 @@ enum { SECTION_SCENE = 1, SECTION_MODEL = 2 };
 static const char MAGIC[8] = {'R', 'E', 'P', 'O', 'S', 'E', 'S', '\n'};
 static const char END_MAGIC[8] = {'R', 'E', 'P', 'O', 'S', 'E', 'Z', '\n'};
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* ---- writing --------------------------------------------------------------------------- */
 
 /* A buffered writer with a running CRC (reset per section). */
@@ -94,14 +66,14 @@ static void emit(sink *o, const void *p, size_t n)
 static void emit32(sink *o, uint32_t v)
 {
     uint8_t b[4];
-    put32(b, v);
+    rpj_put32(b, v);
     emit(o, b, 4);
 }
 
 static void emit64(sink *o, uint64_t v)
 {
     uint8_t b[8];
-    put64(b, v);
+    rpj_put64(b, v);
     emit(o, b, 8);
 }
 
@@ -121,10 +93,10 @@ static void emit_str(sink *o, const char *s, size_t n)
 static void section_begin(sink *o, uint32_t kind, uint64_t len)
 {
     uint8_t h[SECTION_HEADER];
-    put32(h, kind);
-    put32(h + 4, 0);
-    put64(h + 8, len);
-    put32(h + 16, rpj_crc32c(0, h, 16));
+    rpj_put32(h, kind);
+    rpj_put32(h + 4, 0);
+    rpj_put64(h + 8, len);
+    rpj_put32(h + 16, rpj_crc32c(0, h, 16));
     emit(o, h, sizeof h);
     o->crc = 0; /* the payload's own CRC starts here */
 }
@@ -155,11 +127,11 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *mo
     uint8_t h[FILE_HEADER];
     memset(h, 0, sizeof h);
     memcpy(h, MAGIC, sizeof MAGIC);
-    put32(h + 8, RPS_FORMAT);
-    put64(h + 16, revision);
-    put64(h + 24, n_scenes);
-    put64(h + 32, n_models);
-    put32(h + 44, rpj_crc32c(0, h, 44));
+    rpj_put32(h + 8, RPS_FORMAT);
+    rpj_put64(h + 16, revision);
+    rpj_put64(h + 24, n_scenes);
+    rpj_put64(h + 32, n_models);
+    rpj_put32(h + 44, rpj_crc32c(0, h, 44));
     emit(o, h, sizeof h);
     for (size_t i = 0; i < n_scenes && !o->err; i++) {
         const rp_scene *sc = rp_store_scene_at(st, i);
@@ -206,8 +178,8 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *mo
     }
     uint8_t t[TRAILER];
     memcpy(t, END_MAGIC, sizeof END_MAGIC);
-    put32(t + 8, 0);
-    put32(t + 12, rpj_crc32c(0, t, 12));
+    rpj_put32(t + 8, 0);
+    rpj_put32(t + 12, rpj_crc32c(0, t, 12));
     emit(o, t, sizeof t);
     flush_out(o);
     int err = o->err;
@@ -238,13 +210,13 @@ static const uint8_t *take(in *r, size_t n)
 static uint32_t take32(in *r)
 {
     const uint8_t *q = take(r, 4);
-    return q ? get32(q) : 0;
+    return q ? rpj_get32(q) : 0;
 }
 
 static uint64_t take64(in *r)
 {
     const uint8_t *q = take(r, 8);
-    return q ? get64(q) : 0;
+    return q ? rpj_get64(q) : 0;
 }
 
 static double take_double(in *r)
@@ -377,36 +349,36 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
         return fail(out, 0, out->bad_format ? "not a repose snapshot (bad magic)"
                                             : "file shorter than its header");
     }
-    if (rpj_crc32c(0, buf, 44) != get32(buf + 44))
+    if (rpj_crc32c(0, buf, 44) != rpj_get32(buf + 44))
         return fail(out, 0, "file header checksum mismatch");
-    if (get32(buf + 8) != RPS_FORMAT) {
+    if (rpj_get32(buf + 8) != RPS_FORMAT) {
         out->bad_format = true;
         return fail(out, 8, "snapshot of another format version");
     }
-    if (get32(buf + 12) || get32(buf + 40)) {
+    if (rpj_get32(buf + 12) || rpj_get32(buf + 40)) {
         out->bad_format = true;
         return fail(out, 12, "file header with unknown fields set");
     }
     if (rp_store_scene_count(st) != 0)
         return fail(out, 0, "the store is not empty");
-    uint64_t revision = get64(buf + 16), n_scenes = get64(buf + 24),
-             n_models = get64(buf + 32);
+    uint64_t revision = rpj_get64(buf + 16), n_scenes = rpj_get64(buf + 24),
+             n_models = rpj_get64(buf + 32);
     size_t at = FILE_HEADER;
     char last_model[RP_NAME_MAX + 1] = "", last_scene[RP_NAME_MAX + 1] = "";
     for (uint64_t i = 0; i < n_scenes + n_models; i++) {
         if (n - at < SECTION_HEADER)
             return fail(out, at, "file ends inside a section header");
         const uint8_t *h = buf + at;
-        if (rpj_crc32c(0, h, 16) != get32(h + 16))
+        if (rpj_crc32c(0, h, 16) != rpj_get32(h + 16))
             return fail(out, at, "section header checksum mismatch");
-        uint32_t kind = get32(h);
-        uint64_t len = get64(h + 8);
-        if (kind != (i < n_scenes ? SECTION_SCENE : SECTION_MODEL) || get32(h + 4))
+        uint32_t kind = rpj_get32(h);
+        uint64_t len = rpj_get64(h + 8);
+        if (kind != (i < n_scenes ? SECTION_SCENE : SECTION_MODEL) || rpj_get32(h + 4))
             return fail(out, at, "unexpected section");
         if (n - at - SECTION_HEADER < 4 || len > n - at - SECTION_HEADER - 4)
             return fail(out, at, "file ends inside a section");
         const uint8_t *p = h + SECTION_HEADER;
-        if (rpj_crc32c(0, p, (size_t)len) != get32(p + len))
+        if (rpj_crc32c(0, p, (size_t)len) != rpj_get32(p + len))
             return fail(out, at, "section checksum mismatch");
         const char *why = NULL;
         if (kind == SECTION_SCENE) {
@@ -439,7 +411,7 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
         at += SECTION_HEADER + (size_t)len + 4;
     }
     if (n - at != TRAILER || memcmp(buf + at, END_MAGIC, sizeof END_MAGIC) != 0 ||
-        get32(buf + at + 8) || rpj_crc32c(0, buf + at, 12) != get32(buf + at + 12))
+        rpj_get32(buf + at + 8) || rpj_crc32c(0, buf + at, 12) != rpj_get32(buf + at + 12))
         return fail(out, at, n - at < TRAILER ? "file ends before its trailer"
                                               : "bad trailer");
     rp_store_set_revision(st, revision);
