@@ -752,6 +752,51 @@ static void snapshots_hold_the_store(void **state)
     stop_ok(d);
 }
 
+/* SIGKILL while save writes the snapshot, at random moments: the restart
+ * finds the old snapshot or the new one, never a half-written one, and
+ * everything acknowledged. */
+static void a_kill_during_save_loses_nothing(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    rng r = {77};
+    int puts = rh_wrapped() ? 2 : 12, per = 4000;
+    char *req = malloc((size_t)per * 100 + 256);
+    for (int p = 0; p < puts; p++) {
+        int n = sprintf(req, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
+                             "\"scene\":\"k\",\"create\":true,\"shapes\":{", p);
+        for (int k = 0; k < per; k++)
+            n += sprintf(req + n, "%s\"p%d_%d\":{\"sphere\":{\"center\":[%.17g,%.17g,1],"
+                                  "\"radius\":0.25}}",
+                         k ? "," : "", p, k, odd(&r), odd(&r));
+        sprintf(req + n, "}}}");
+        cJSON *rep = call_json(c, req);
+        assert_non_null(at(rep, "result"));
+        cJSON_Delete(rep);
+    }
+    free(req);
+    run_mutations(c, &r, 30);
+    cJSON *before = dump(c);
+    for (int round = 0; round < 3; round++) {
+        assert_true(rh_send_line(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"save\"}"));
+        rh_sleep_ms((int)rng_below(&r, rh_wrapped() ? 200 : 40));
+        rh_close(c);
+        kill_now(d);
+        d = start_on(dir, "always", NULL);
+        c = connect_ok(d, false);
+        cJSON *now = dump(c);
+        assert_same_state(before, now);
+        cJSON_Delete(now);
+        assert_int_equal(file_size(dir, "snapshot.tmp"), -1);
+    }
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +807,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(the_replay_ignores_limits_lowered_since),
         DAEMON_TEST(sigkill_keeps_every_acknowledged_mutation),
         DAEMON_TEST(snapshots_hold_the_store),
+        DAEMON_TEST(a_kill_during_save_loses_nothing),
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
