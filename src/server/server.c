@@ -708,9 +708,13 @@ int rpd_server_run(const rpd_config *cfg)
     }
     free(srv.unix_path_created);
     rpd_pool_stop();
-    if (srv.core.durable && code == 0) {
-        /* A snapshot at the stop: the next start loads it instead of
-         * replaying the journal. */
+    rpd_durable_stats ds;
+    if (srv.core.durable)
+        rpd_durable_stats_get(srv.core.durable, &ds);
+    if (srv.core.durable && code == 0 &&
+        (ds.journal_records || ds.snapshot_revision != rp_store_revision(srv.core.store))) {
+        /* A snapshot at the stop (unless the last one holds everything):
+         * the next start loads it instead of replaying the journal. */
         char why[400];
         if (rpd_durable_save(srv.core.durable, srv.core.store, why, sizeof why) != 0)
             rpd_log(RPD_LOG_ERROR, "snapshot at stop failed: %s (the journal has everything)",
