@@ -58,6 +58,7 @@ struct rpd_durable {
      * syncing: an everysec fsync is running; sync_failed: the last fsync
      * failed (mutations are refused until one succeeds). */
     bool unsynced, syncing, sync_failed, failing;
+    int sync_fd; /* the worker's own descriptor of the journal (save may swap the file) */
     uint64_t fsyncs, write_errors;
     uint32_t samples[RPD_FSYNC_SAMPLES]; /* fsync durations, microseconds */
     size_t n_samples, next_sample;
@@ -142,6 +143,11 @@ bool rpd_durable_sync_due(rpd_durable *d)
 {
     if (!d || d->syncing || !(d->unsynced || d->sync_failed))
         return false;
+    /* The worker gets a descriptor of its own: a save on the loop may close
+     * journal_fd meanwhile (a sync of the old file is then harmless). */
+    d->sync_fd = dup(d->journal_fd);
+    if (d->sync_fd < 0)
+        return false;
     d->syncing = true;
     d->unsynced = false; /* records written from now on wait for the next one */
     return true;
@@ -149,12 +155,15 @@ bool rpd_durable_sync_due(rpd_durable *d)
 
 int rpd_durable_sync_run(rpd_durable *d, uint64_t *ns)
 {
-    return timed_sync(d->journal_fd, ns);
+    return timed_sync(d->sync_fd, ns);
 }
 
 void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
 {
     d->syncing = false;
+    if (d->sync_fd >= 0)
+        close(d->sync_fd);
+    d->sync_fd = -1;
     if (err) {
         if (!d->sync_failed)
             rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; mutations are refused until "
@@ -822,7 +831,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
         rpd_log(RPD_LOG_ERROR, "out of memory");
         return NULL;
     }
-    d->dir_fd = d->lock_fd = d->journal_fd = -1;
+    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = -1;
     rp_jw_init(&d->text);
     d->policy = policy;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
