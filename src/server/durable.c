@@ -59,6 +59,7 @@ struct rpd_durable {
      * failed (mutations are refused until one succeeds). */
     bool unsynced, syncing, sync_failed, failing;
     int sync_fd; /* the worker's own descriptor of the journal (save may swap the file) */
+    bool ragged;     /* a partial record could not be cut off: no appends until it is */
     uint64_t fsyncs, write_errors;
     uint32_t samples[RPD_FSYNC_SAMPLES]; /* fsync durations, microseconds */
     size_t n_samples, next_sample;
@@ -270,8 +271,11 @@ static void def_track(rpd_durable *d, const char *method, const cJSON *params, c
  * unwanted write); false when even that fails. */
 static bool cut_back(rpd_durable *d)
 {
-    if (ftruncate(d->journal_fd, (off_t)d->journal_bytes) == 0)
+    d->ragged = true;
+    if (ftruncate(d->journal_fd, (off_t)d->journal_bytes) == 0) {
+        d->ragged = false;
         return true;
+    }
     rpd_log(RPD_LOG_ERROR, "%s/journal: cannot cut a partial record off: %s", d->dir,
             strerror(errno));
     return false;
@@ -345,6 +349,13 @@ bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
         d->write_errors++;
         return rpd_fail_storage(req, "the journal's last fsync failed; mutations are refused "
                                      "until it succeeds");
+    }
+    /* A record after a partial one would be lost behind it at the next
+     * start: the partial one goes first. */
+    if (d->ragged && !cut_back(d)) {
+        d->write_errors++;
+        return rpd_fail_storage(req, "the journal ends in a partial record that cannot be cut "
+                                     "off: %s", strerror(errno));
     }
     d->undo = rp_store_snapshot(req->core->store);
     if (!d->undo)
