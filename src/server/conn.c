@@ -725,6 +725,7 @@ static void rebuild_done(uv_work_t *work, int status)
 
 void rpd_server_maintain(rpd_server *srv)
 {
+    rpd_server_snapshot_maybe(srv);
     if (srv->rebuilding || srv->threads == 0 || srv->stopping)
         return;
     rp_rebuild *rb = rp_store_rebuild_take(srv->core.store);

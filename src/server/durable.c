@@ -69,6 +69,22 @@ struct rpd_durable {
     size_t n_defs, cap_defs;
     /* The last snapshot: its store revision (0: none), size, when. */
     uint64_t snap_revision, snap_bytes, snap_unix_ms, snap_ms;
+    uint64_t snapshot_after; /* journal bytes that make a background snapshot due */
+    bool bg_running;         /* a background snapshot is being written */
+};
+
+struct rpd_snap_job {
+    rpd_durable *d;
+    rp_store *snap;        /* the store as it was (freed on the loop) */
+    rps_model *models;     /* sorted by name */
+    char **jsons;          /* their params, owned */
+    size_t n_models;
+    uint64_t revision;     /* the store revision the snapshot holds */
+    uint64_t tail_from;    /* journal bytes then: later records go on */
+    uint64_t records_then; /* journal records then */
+    uint64_t t0, bytes;
+    int err;
+    char why[300];
 };
 
 const char *rpd_fsync_name(rpd_fsync f)
@@ -445,6 +461,11 @@ static bool create_journal_at(rpd_durable *d, const char *name, uint64_t base);
 
 int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
 {
+    if (d->bg_running) {
+        snprintf(why, cap, "a snapshot is being written in the background; try again when it "
+                           "is done (stats.durability.snapshot)");
+        return EBUSY;
+    }
     uint64_t t0 = rpd_now_ns(), revision = rp_store_revision(st), bytes = 0;
     size_t nm = rp_store_model_count(st);
     rps_model *ms = malloc((nm ? nm : 1) * sizeof *ms);
@@ -511,6 +532,146 @@ int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
             (unsigned long long)revision, (unsigned long long)bytes,
             (unsigned long long)d->snap_ms);
     return 0;
+}
+
+void rpd_durable_set_snapshot_after(rpd_durable *d, uint64_t bytes)
+{
+    d->snapshot_after = bytes;
+}
+
+static void snap_job_free(rpd_snap_job *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->n_models; i++)
+        free(j->jsons[i]);
+    free(j->jsons);
+    free(j->models);
+    rp_store_free(j->snap);
+    free(j);
+}
+
+rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
+{
+    if (!d || d->bg_running || d->failing || d->ragged ||
+        d->journal_bytes < RPJ_FILE_HEADER + d->snapshot_after || d->journal_bytes < d->snap_bytes)
+        return NULL;
+    rpd_snap_job *j = calloc(1, sizeof *j);
+    size_t nm = rp_store_model_count(st);
+    if (!j || !(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
+        !(j->jsons = calloc(nm ? nm : 1, sizeof *j->jsons)) || !(j->snap = rp_store_snapshot(st))) {
+        snap_job_free(j);
+        return NULL;
+    }
+    for (size_t i = 0; i < nm; i++) {
+        const rp_model *m = rp_store_model_at(st, i);
+        bool found;
+        size_t k = def_find(d, rp_model_name(m), &found);
+        char *json = found ? malloc(d->defs[k].len ? d->defs[k].len : 1) : NULL;
+        if (!json) {
+            snap_job_free(j);
+            return NULL;
+        }
+        memcpy(json, d->defs[k].json, d->defs[k].len);
+        /* The name lives in the model, which the store snapshot holds. */
+        j->jsons[j->n_models] = json;
+        j->models[j->n_models++] = (rps_model){rp_model_name(m), rp_model_revision(m), json,
+                                               d->defs[k].len};
+    }
+    j->d = d;
+    j->revision = rp_store_revision(st);
+    j->tail_from = d->journal_bytes;
+    j->records_then = d->journal_records;
+    j->t0 = rpd_now_ns();
+    d->bg_running = true;
+    return j;
+}
+
+void rpd_durable_snapshot_run(rpd_snap_job *j)
+{
+    rpd_durable *d = j->d;
+    int fd = openat(d->dir_fd, "snapshot.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int err = fd < 0 ? errno : 0;
+    if (!err)
+        err = rps_write(fd, j->snap, j->revision, j->models, j->n_models, &j->bytes);
+    if (!err && fdatasync(fd) != 0)
+        err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (!err && renameat(d->dir_fd, "snapshot.tmp", d->dir_fd, "snapshot") != 0)
+        err = errno;
+    if (err) {
+        unlinkat(d->dir_fd, "snapshot.tmp", 0);
+        snprintf(j->why, sizeof j->why, "%s", strerror(err));
+    } else if (fsync(d->dir_fd) != 0) {
+        snprintf(j->why, sizeof j->why, "fsync of the directory: %s", strerror(errno));
+    }
+    j->err = err;
+}
+
+/* A new journal: the header at `base`, then the old journal's bytes from
+ * `from` on (the records after the snapshot), synced and renamed in. */
+static bool restart_journal(rpd_durable *d, uint64_t base, uint64_t from)
+{
+    int in = openat(d->dir_fd, "journal", O_RDONLY | O_CLOEXEC);
+    int out = openat(d->dir_fd, "journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool ok = in >= 0 && out >= 0;
+    uint8_t h[RPJ_FILE_HEADER];
+    rpj_file_header(h, base);
+    ok = ok && write(out, h, sizeof h) == (ssize_t)sizeof h;
+    uint8_t buf[1 << 16];
+    for (uint64_t at = from; ok && at < d->journal_bytes;) {
+        size_t want = d->journal_bytes - at < sizeof buf ? (size_t)(d->journal_bytes - at)
+                                                         : sizeof buf;
+        ssize_t r = pread(in, buf, want, (off_t)at);
+        ok = r > 0 && write(out, buf, (size_t)r) == r;
+        at += r > 0 ? (uint64_t)r : 0;
+    }
+    ok = ok && fdatasync(out) == 0;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    ok = ok && renameat(d->dir_fd, "journal.tmp", d->dir_fd, "journal") == 0;
+    if (!ok) {
+        unlinkat(d->dir_fd, "journal.tmp", 0);
+        return false;
+    }
+    sync_dir(d);
+    int nfd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (nfd < 0)
+        return false; /* the renamed file is whole: the next start reads it */
+    close(d->journal_fd);
+    d->journal_fd = nfd;
+    return true;
+}
+
+void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
+{
+    d->bg_running = false;
+    if (j->err) {
+        rpd_log(RPD_LOG_WARN, "%s/snapshot: background write failed: %s (the journal goes on)",
+                d->dir, j->why);
+        snap_job_free(j);
+        return;
+    }
+    d->snap_revision = j->revision;
+    d->snap_bytes = j->bytes;
+    d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
+    d->snap_ms = (rpd_now_ns() - j->t0) / 1000000;
+    uint64_t tail = d->journal_bytes - j->tail_from;
+    if (!d->ragged && restart_journal(d, j->revision, j->tail_from)) {
+        d->journal_bytes = RPJ_FILE_HEADER + tail;
+        d->journal_records -= j->records_then;
+        d->unsynced = false;
+    } else {
+        rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
+                "again; it goes on growing", d->dir);
+    }
+    rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background)",
+            d->dir, (unsigned long long)j->revision, (unsigned long long)j->bytes,
+            (unsigned long long)d->snap_ms);
+    snap_job_free(j);
 }
 
 /* ---- opening and replay ---------------------------------------------------------------- */
@@ -845,6 +1006,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = -1;
     rp_jw_init(&d->text);
     d->policy = policy;
+    d->snapshot_after = RPD_SNAPSHOT_AFTER_DEFAULT;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         rpd_log(RPD_LOG_ERROR, "%s: cannot create the data directory: %s", dir, strerror(errno));
         goto fail;

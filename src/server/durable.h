@@ -80,6 +80,20 @@ void rpd_durable_end(rpd_req *req);
  * (for the log or a -32007 reason). */
 int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap);
 
+/* Background snapshots: taken when the journal has grown past
+ * `snapshot_after` bytes and past the size of the last snapshot (as
+ * Redis's auto-aof-rewrite with 100%), written on a worker from a store
+ * snapshot, then the journal starts again from it with the records that
+ * came meanwhile.  The event loop (server.c) calls begin after each line
+ * (NULL: not due, or one is running), run on a worker, end back on the
+ * loop. */
+#define RPD_SNAPSHOT_AFTER_DEFAULT (64u << 20)
+void rpd_durable_set_snapshot_after(rpd_durable *d, uint64_t bytes);
+typedef struct rpd_snap_job rpd_snap_job;
+rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st);
+void rpd_durable_snapshot_run(rpd_snap_job *j);
+void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j);
+
 /* For hello and stats. */
 const char *rpd_durable_dir(const rpd_durable *d);
 rpd_fsync rpd_durable_policy(const rpd_durable *d);

@@ -33,6 +33,10 @@ static void usage(FILE *to)
             "  --fsync always|everysec|no      with --data-dir: fsync the journal before\n"
             "                                  each reply, once a second (default), or\n"
             "                                  never (the kernel decides)\n"
+            "  --snapshot-after BYTES          with --data-dir: write a snapshot in the\n"
+            "                                  background once the journal is this large\n"
+            "                                  and larger than the last snapshot (default\n"
+            "                                  64 MiB)\n"
             "  --repair                        start even when the journal is corrupt, cutting\n"
             "                                  it where the damage starts (what follows is lost)\n"
             "  --help                          this text\n"
@@ -60,7 +64,8 @@ int main(int argc, char **argv)
     cfg.limits = rpd_default_limits();
     cfg.threads = -1; /* one per CPU */
     cfg.fsync = (int)RPD_FSYNC_EVERYSEC;
-    bool fsync_given = false;
+    bool fsync_given = false, snap_given = false;
+    cfg.snapshot_after = RPD_SNAPSHOT_AFTER_DEFAULT;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -84,7 +89,7 @@ int main(int argc, char **argv)
         bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
                            strcmp(a, "--log-level") == 0 || strcmp(a, "--data-dir") == 0 ||
                            strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0 ||
-                           strcmp(a, "--threads") == 0;
+                           strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0;
         if (!v && (takes_value || rpd_limits_is_flag(a))) {
             fprintf(stderr, "reposed: %s needs a value (see --help)\n", a);
             return 2;
@@ -130,6 +135,17 @@ int main(int argc, char **argv)
                 return 2;
             }
             cfg.data_dir = v;
+        } else if (strcmp(a, "--snapshot-after") == 0) {
+            char *end;
+            errno = 0;
+            unsigned long long b = strtoull(v, &end, 10);
+            if (errno || end == v || *end || *v == '-' || b > (1ull << 50)) {
+                fprintf(stderr, "reposed: --snapshot-after must be a number of bytes from 0 to "
+                                "2^50\n");
+                return 2;
+            }
+            cfg.snapshot_after = b;
+            snap_given = true;
         } else if (strcmp(a, "--fsync") == 0) {
             rpd_fsync f;
             if (!rpd_fsync_parse(v, &f)) {
@@ -145,8 +161,9 @@ int main(int argc, char **argv)
     }
     if (!rpd_limits_check(&cfg.limits, stderr))
         return 2;
-    if ((fsync_given || cfg.repair) && !cfg.data_dir) {
-        fprintf(stderr, "reposed: %s needs --data-dir\n", cfg.repair ? "--repair" : "--fsync");
+    if ((fsync_given || cfg.repair || snap_given) && !cfg.data_dir) {
+        fprintf(stderr, "reposed: %s needs --data-dir\n",
+                cfg.repair ? "--repair" : fsync_given ? "--fsync" : "--snapshot-after");
         return 2;
     }
     /* Read (and clear) the socket-activation variables once, before anything

@@ -470,6 +470,38 @@ static void start_sync_timer(rpd_server *srv)
     uv_unref((uv_handle_t *)&srv->sync_timer); /* never keeps the loop alive */
 }
 
+/* ---- background snapshots --------------------------------------------------------------- */
+
+static void snap_work(uv_work_t *w)
+{
+    rpd_server *srv = w->data;
+    rpd_durable_snapshot_run(srv->snap_job);
+}
+
+static void snap_done(uv_work_t *w, int status)
+{
+    rpd_server *srv = w->data;
+    (void)status; /* the pool runs every queued job, even at shutdown */
+    rpd_durable_snapshot_end(srv->core.durable, srv->snap_job);
+    srv->snap_job = NULL;
+    rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
+}
+
+void rpd_server_snapshot_maybe(rpd_server *srv)
+{
+    if (!srv->core.durable || srv->snap_job || srv->stopping)
+        return;
+    rpd_snap_job *j = rpd_durable_snapshot_begin(srv->core.durable, srv->core.store);
+    if (!j)
+        return;
+    srv->snap_job = j;
+    srv->snap_work.data = srv;
+    if (uv_queue_work(srv->loop, &srv->snap_work, snap_work, snap_done) != 0) {
+        rpd_durable_snapshot_end(srv->core.durable, j); /* reports it as not written */
+        srv->snap_job = NULL;
+    }
+}
+
 static void warm_work(uv_work_t *w)
 {
     (void)w;
@@ -653,6 +685,7 @@ int rpd_server_run(const rpd_config *cfg)
             uv_loop_close(srv.loop);
             return 1;
         }
+        rpd_durable_set_snapshot_after(srv.core.durable, cfg->snapshot_after);
         rpd_log(RPD_LOG_INFO, "data directory %s, fsync %s", cfg->data_dir,
                 rpd_fsync_name((rpd_fsync)cfg->fsync));
     }

@@ -63,6 +63,7 @@ typedef struct rpd_config {
     const char *data_dir; /* NULL: memory only */
     int fsync;            /* rpd_fsync (durable.h) */
     bool repair;          /* cut a corrupt journal at the damage instead of refusing */
+    uint64_t snapshot_after; /* journal bytes before a background snapshot */
 } rpd_config;
 
 typedef struct rpd_server rpd_server;
@@ -140,6 +141,8 @@ struct rpd_server {
     uv_work_t sync_work;        /* that fsync, on the pool */
     int sync_err;
     uint64_t sync_ns;
+    uv_work_t snap_work;        /* a background snapshot (durable.h) */
+    struct rpd_snap_job *snap_job;
 };
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */
@@ -168,5 +171,7 @@ void rpd_server_conn_closed(rpd_server *srv);
 /* conn.c: after a line ran on the loop, hands a tree rebuild a mutation
  * asked for to a worker (one at a time; none while stopping). */
 void rpd_server_maintain(rpd_server *srv);
+/* server.c: starts a background snapshot when the journal asks for one. */
+void rpd_server_snapshot_maybe(rpd_server *srv);
 
 #endif /* REPOSE_SERVER_SERVER_H */
