@@ -83,6 +83,7 @@ struct rpd_snap_job {
     uint64_t tail_from;    /* journal bytes then: later records go on */
     uint64_t records_then; /* journal records then */
     uint64_t t0, bytes;
+    uint64_t begin_us;     /* the loop's share at the start (store snapshot, models) */
     int err;
     char why[300];
 };
@@ -556,6 +557,7 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
     if (!d || d->bg_running || d->failing || d->ragged ||
         d->journal_bytes < RPJ_FILE_HEADER + d->snapshot_after || d->journal_bytes < d->snap_bytes)
         return NULL;
+    uint64_t t0 = rpd_now_ns();
     rpd_snap_job *j = calloc(1, sizeof *j);
     size_t nm = rp_store_model_count(st);
     if (!j || !(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
@@ -579,11 +581,12 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
                                                d->defs[k].len};
     }
     j->d = d;
+    j->t0 = t0;
     j->revision = rp_store_revision(st);
     j->tail_from = d->journal_bytes;
     j->records_then = d->journal_records;
-    j->t0 = rpd_now_ns();
     d->bg_running = true;
+    j->begin_us = (rpd_now_ns() - j->t0) / 1000;
     return j;
 }
 
@@ -648,6 +651,7 @@ static bool restart_journal(rpd_durable *d, uint64_t base, uint64_t from)
 
 void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
 {
+    uint64_t t_end = rpd_now_ns();
     d->bg_running = false;
     if (j->err) {
         rpd_log(RPD_LOG_WARN, "%s/snapshot: background write failed: %s (the journal goes on)",
@@ -668,9 +672,12 @@ void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
         rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
                 "again; it goes on growing", d->dir);
     }
-    rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background)",
+    /* What the event loop spent on it: at the start and at the end. */
+    rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; the "
+            "loop spent %llu us at the start, %llu us at the end)",
             d->dir, (unsigned long long)j->revision, (unsigned long long)j->bytes,
-            (unsigned long long)d->snap_ms);
+            (unsigned long long)d->snap_ms, (unsigned long long)j->begin_us,
+            (unsigned long long)((rpd_now_ns() - t_end) / 1000));
     snap_job_free(j);
 }
 

@@ -499,7 +499,7 @@ static int stream_and_kill(const char *more, uint64_t seed)
         }
         rh_close(c);
         rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS));
-        snapshots += rh_log_contains(d, "(background)");
+        snapshots += rh_log_contains(d, "(background;");
         rh_destroy(d);
         (void)first;
     }
