@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,7 +297,8 @@ static bool cut_back(rpd_durable *d)
     return false;
 }
 
-/* Appends one record; 0 or an errno (the journal then ends as before). */
+/* Appends one record, `method` newline `json`, from its pieces (no copy);
+ * 0 or an errno (the journal then ends as before). */
 static int append(rpd_durable *d, uint64_t revision, const char *method, const char *json,
                   size_t json_len)
 {
@@ -306,46 +306,40 @@ static int append(rpd_durable *d, uint64_t revision, const char *method, const c
     size_t n = mlen + 1 + json_len;
     if (n > RPJ_MAX_PAYLOAD)
         return EFBIG;
+    uint32_t crc = rpj_crc32c(rpj_crc32c(rpj_crc32c(0, method, mlen), "\n", 1), json, json_len);
     uint8_t h[RPJ_RECORD_HEADER];
-    /* The payload's CRC over its two pieces. */
-    uint8_t *flat = malloc(n ? n : 1);
-    if (!flat)
-        return ENOMEM;
-    memcpy(flat, method, mlen);
-    flat[mlen] = '\n';
-    memcpy(flat + mlen + 1, json, json_len);
-    rpj_record_header(h, revision, flat, (uint32_t)n);
-    struct iovec iov[2] = {{h, sizeof h}, {flat, n}};
-    size_t total = sizeof h + n, done = 0;
-    int err = 0;
-    while (done < total) {
-        ssize_t w = writev(d->journal_fd, iov, 2);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            err = errno;
+    rpj_record_header_crc(h, revision, crc, (uint32_t)n);
+    struct iovec iov[4] = {{h, sizeof h},
+                           {(void *)(uintptr_t)method, mlen},
+                           {(void *)(uintptr_t)"\n", 1},
+                           {(void *)(uintptr_t)json, json_len}};
+    struct iovec *v = iov;
+    int nv = 4, err = 0;
+    while (nv > 0) {
+        ssize_t w = writev(d->journal_fd, v, nv);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            err = w < 0 ? errno : EIO;
             break;
         }
-        if (w == 0) {
-            err = EIO;
-            break;
-        }
-        done += (size_t)w;
         /* Skip what was written. */
         size_t k = (size_t)w;
-        for (int i = 0; i < 2; i++) {
-            size_t take = k < iov[i].iov_len ? k : iov[i].iov_len;
-            iov[i].iov_base = (uint8_t *)iov[i].iov_base + take;
-            iov[i].iov_len -= take;
-            k -= take;
+        while (nv > 0 && k >= v->iov_len) {
+            k -= v->iov_len;
+            v++;
+            nv--;
+        }
+        if (nv > 0) {
+            v->iov_base = (uint8_t *)v->iov_base + k;
+            v->iov_len -= k;
         }
     }
-    free(flat);
     if (err) {
         cut_back(d);
         return err;
     }
-    d->journal_bytes += total;
+    d->journal_bytes += sizeof h + n;
     d->journal_records++;
     d->unsynced = true;
     return 0;
@@ -458,82 +452,6 @@ void rpd_durable_end(rpd_req *req)
 /* ---- snapshots ------------------------------------------------------------------------ */
 
 static void sync_dir(rpd_durable *d);
-static bool create_journal_at(rpd_durable *d, const char *name, uint64_t base);
-
-int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
-{
-    if (d->bg_running) {
-        snprintf(why, cap, "a snapshot is being written in the background; try again when it "
-                           "is done (stats.durability.snapshot)");
-        return EBUSY;
-    }
-    uint64_t t0 = rpd_now_ns(), revision = rp_store_revision(st), bytes = 0;
-    size_t nm = rp_store_model_count(st);
-    rps_model *ms = malloc((nm ? nm : 1) * sizeof *ms);
-    if (!ms) {
-        snprintf(why, cap, "out of memory");
-        return ENOMEM;
-    }
-    for (size_t i = 0; i < nm; i++) {
-        const rp_model *m = rp_store_model_at(st, i);
-        bool found;
-        size_t k = def_find(d, rp_model_name(m), &found);
-        if (!found) {
-            snprintf(why, cap, "model '%s' has no definition to save", rp_model_name(m));
-            free(ms);
-            return EINVAL;
-        }
-        ms[i] = (rps_model){rp_model_name(m), rp_model_revision(m), d->defs[k].json,
-                            d->defs[k].len};
-    }
-    int err = 0;
-    int fd = openat(d->dir_fd, "snapshot.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        err = errno;
-    if (!err)
-        err = rps_write(fd, st, revision, ms, nm, &bytes);
-    if (!err && fdatasync(fd) != 0)
-        err = errno;
-    if (fd >= 0)
-        close(fd);
-    free(ms);
-    if (!err && renameat(d->dir_fd, "snapshot.tmp", d->dir_fd, "snapshot") != 0)
-        err = errno;
-    if (err) {
-        unlinkat(d->dir_fd, "snapshot.tmp", 0);
-        snprintf(why, cap, "writing %s/snapshot: %s", d->dir, strerror(err));
-        return err;
-    }
-    sync_dir(d);
-    d->snap_revision = revision;
-    d->snap_bytes = bytes;
-    d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
-    /* The journal starts again from the snapshot: everything in it is in
-     * the snapshot now.  A failure here is no loss (the old journal goes
-     * on, and the next start skips what the snapshot holds). */
-    int nfd = -1;
-    if (create_journal_at(d, "journal.tmp", revision) &&
-        renameat(d->dir_fd, "journal.tmp", d->dir_fd, "journal") == 0) {
-        sync_dir(d);
-        nfd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_CLOEXEC);
-    }
-    if (nfd >= 0) {
-        close(d->journal_fd);
-        d->journal_fd = nfd;
-        d->journal_bytes = RPJ_FILE_HEADER;
-        d->journal_records = 0;
-        d->unsynced = false;
-    } else {
-        unlinkat(d->dir_fd, "journal.tmp", 0);
-        rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
-                "again (%s); it goes on growing", d->dir, strerror(errno));
-    }
-    d->snap_ms = (rpd_now_ns() - t0) / 1000000;
-    rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms", d->dir,
-            (unsigned long long)revision, (unsigned long long)bytes,
-            (unsigned long long)d->snap_ms);
-    return 0;
-}
 
 void rpd_durable_set_snapshot_after(rpd_durable *d, uint64_t bytes)
 {
@@ -552,17 +470,17 @@ static void snap_job_free(rpd_snap_job *j)
     free(j);
 }
 
-rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
+/* A snapshot job for the store as it is now (NULL with why when a model
+ * has no definition or memory is short). */
+static rpd_snap_job *job_new(rpd_durable *d, rp_store *st, char *why, size_t cap)
 {
-    if (!d || d->bg_running || d->failing || d->ragged ||
-        d->journal_bytes < RPJ_FILE_HEADER + d->snapshot_after || d->journal_bytes < d->snap_bytes)
-        return NULL;
     uint64_t t0 = rpd_now_ns();
     rpd_snap_job *j = calloc(1, sizeof *j);
     size_t nm = rp_store_model_count(st);
     if (!j || !(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
         !(j->jsons = calloc(nm ? nm : 1, sizeof *j->jsons)) || !(j->snap = rp_store_snapshot(st))) {
         snap_job_free(j);
+        snprintf(why, cap, "out of memory");
         return NULL;
     }
     for (size_t i = 0; i < nm; i++) {
@@ -571,6 +489,8 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
         size_t k = def_find(d, rp_model_name(m), &found);
         char *json = found ? malloc(d->defs[k].len ? d->defs[k].len : 1) : NULL;
         if (!json) {
+            snprintf(why, cap, found ? "out of memory" : "model '%s' has no definition to save",
+                     rp_model_name(m));
             snap_job_free(j);
             return NULL;
         }
@@ -585,8 +505,19 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
     j->revision = rp_store_revision(st);
     j->tail_from = d->journal_bytes;
     j->records_then = d->journal_records;
-    d->bg_running = true;
-    j->begin_us = (rpd_now_ns() - j->t0) / 1000;
+    j->begin_us = (rpd_now_ns() - t0) / 1000;
+    return j;
+}
+
+rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
+{
+    if (!d || d->bg_running || d->failing || d->ragged ||
+        d->journal_bytes < RPJ_FILE_HEADER + d->snapshot_after || d->journal_bytes < d->snap_bytes)
+        return NULL;
+    char why[200];
+    rpd_snap_job *j = job_new(d, st, why, sizeof why);
+    if (j)
+        d->bg_running = true;
     return j;
 }
 
@@ -649,20 +580,16 @@ static bool restart_journal(rpd_durable *d, uint64_t base, uint64_t from)
     return true;
 }
 
-void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
+/* After a snapshot was written: the stats, and the journal starts again
+ * from it with the records that came since the job began (none for save).
+ * A journal that cannot start again is no loss: the old one goes on, and
+ * the next start skips what the snapshot holds. */
+static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
 {
     uint64_t t_end = rpd_now_ns();
-    d->bg_running = false;
-    if (j->err) {
-        rpd_log(RPD_LOG_WARN, "%s/snapshot: background write failed: %s (the journal goes on)",
-                d->dir, j->why);
-        snap_job_free(j);
-        return;
-    }
     d->snap_revision = j->revision;
     d->snap_bytes = j->bytes;
     d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
-    d->snap_ms = (rpd_now_ns() - j->t0) / 1000000;
     uint64_t tail = d->journal_bytes - j->tail_from;
     if (!d->ragged && restart_journal(d, j->revision, j->tail_from)) {
         d->journal_bytes = RPJ_FILE_HEADER + tail;
@@ -672,13 +599,49 @@ void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
         rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
                 "again; it goes on growing", d->dir);
     }
-    /* What the event loop spent on it: at the start and at the end. */
-    rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; the "
-            "loop spent %llu us at the start, %llu us at the end)",
-            d->dir, (unsigned long long)j->revision, (unsigned long long)j->bytes,
-            (unsigned long long)d->snap_ms, (unsigned long long)j->begin_us,
-            (unsigned long long)((rpd_now_ns() - t_end) / 1000));
+    d->snap_ms = (rpd_now_ns() - j->t0) / 1000000;
+    if (background) /* what the event loop spent on it: at the start and at the end */
+        rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; "
+                "the loop spent %llu us at the start, %llu us at the end)",
+                d->dir, (unsigned long long)j->revision, (unsigned long long)j->bytes,
+                (unsigned long long)d->snap_ms, (unsigned long long)j->begin_us,
+                (unsigned long long)((rpd_now_ns() - t_end) / 1000));
+    else
+        rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms", d->dir,
+                (unsigned long long)j->revision, (unsigned long long)j->bytes,
+                (unsigned long long)d->snap_ms);
+}
+
+void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
+{
+    d->bg_running = false;
+    if (j->err)
+        rpd_log(RPD_LOG_WARN, "%s/snapshot: background write failed: %s (the journal goes on)",
+                d->dir, j->why);
+    else
+        job_finish(d, j, true);
     snap_job_free(j);
+}
+
+/* save: the same job, run here and now. */
+int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
+{
+    if (d->bg_running) {
+        snprintf(why, cap, "a snapshot is being written in the background; try again when it "
+                           "is done (stats.durability.snapshot)");
+        return EBUSY;
+    }
+    rpd_snap_job *j = job_new(d, st, why, cap);
+    if (!j)
+        return ENOMEM;
+    rpd_durable_snapshot_run(j);
+    int err = j->err;
+    if (err)
+        snprintf(why, cap, "writing %s/snapshot: %s", d->dir, j->why);
+    else
+        job_finish(d, j, false);
+    snap_job_free(j);
+    return err;
 }
 
 /* ---- opening and replay ---------------------------------------------------------------- */

@@ -83,13 +83,19 @@ void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], uint64_t base_revision)
     rpj_put32(out + 28, rpj_crc32c(0, out, 28));
 }
 
-void rpj_record_header(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, const void *payload,
-                       uint32_t n)
+void rpj_record_header_crc(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, uint32_t crc,
+                           uint32_t n)
 {
     rpj_put32(out, n);
     rpj_put64(out + 4, revision);
-    rpj_put32(out + 12, rpj_crc32c(0, payload, n));
+    rpj_put32(out + 12, crc);
     rpj_put32(out + 16, rpj_crc32c(0, out, 16));
+}
+
+void rpj_record_header(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, const void *payload,
+                       uint32_t n)
+{
+    rpj_record_header_crc(out, revision, rpj_crc32c(0, payload, n), n);
 }
 
 /* ---- scanning ------------------------------------------------------------------------ */

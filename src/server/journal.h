@@ -84,6 +84,9 @@ void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], uint64_t base_revision);
 /* Writes a record's 20-byte header for payload (n bytes). */
 void rpj_record_header(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, const void *payload,
                        uint32_t n);
+/* The same from the payload's CRC-32C (a payload written in pieces). */
+void rpj_record_header_crc(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, uint32_t crc,
+                           uint32_t n);
 
 typedef enum rpj_end {
     RPJ_CLEAN,   /* every byte belongs to a checked record */

@@ -1,7 +1,7 @@
 /*
  * Snapshot images: see snapshot.h.
  */
-#define _GNU_SOURCE /* pwrite-free streaming: write */
+#define _POSIX_C_SOURCE 200809L /* write under -std=c11 */
 
 #include "snapshot.h"
 
