@@ -123,6 +123,16 @@ RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *con
 /// snapshot holds (go through the store).  NULL when out of memory.
 RP_API rp_store *rp_store_snapshot(const rp_store *st);
 
+/// A commit hook: every mutation (scene create, put, replace, remove and
+/// delete; model put and delete) calls it once it has checked everything
+/// and allocated what it needs, just before it changes anything, with the
+/// store revision the mutation is about to take.  A nonzero return aborts
+/// the mutation with RP_ERR_ABORTED, and nothing changes.  The daemon's
+/// journal writes its record here: a record that cannot be written leaves
+/// no change to undo.  NULL fn removes the hook; snapshots have none.
+typedef int (*rp_store_commit_fn)(void *ctx, uint64_t revision);
+RP_API void rp_store_set_commit_hook(rp_store *st, rp_store_commit_fn fn, void *ctx);
+
 /// Puts the store back as it was when `snapshot` (taken from st) was
 /// taken, and frees the snapshot: every scene and model, the store revision
 /// and the shape count come back; what mutations made since is dropped.  An

@@ -30,7 +30,8 @@ extern "C" {
     X(RP_ERR_NOT_FOUND,       "not found",                               -32001) \
     X(RP_ERR_EXISTS,          "already exists",                          -32002) \
     X(RP_ERR_REVISION,        "revision conflict",                       -32003) \
-    X(RP_ERR_LIMIT,           "limit exceeded",                          -32004)
+    X(RP_ERR_LIMIT,           "limit exceeded",                          -32004) \
+    X(RP_ERR_ABORTED,         "refused by the store's commit hook",      -32007)
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.

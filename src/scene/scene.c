@@ -438,6 +438,10 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         st = RP_ERR_NOMEM;
         goto out;
     }
+    if (commit && !rp_store_may_commit_(sc->store)) {
+        st = RP_ERR_ABORTED;
+        goto out;
+    }
 
     /* Nothing below can fail. */
     for (size_t k = 0; k < n; k++) {
@@ -497,6 +501,10 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
     if (!reserve(sc, sc->count, n, n > 0)) {
         trim_spares(sc);
         return RP_ERR_NOMEM;
+    }
+    if (!rp_store_may_commit_(sc->store)) {
+        trim_spares(sc);
+        return RP_ERR_ABORTED;
     }
     size_t count = 0;
     for (size_t k = 0; k < n; k++) {

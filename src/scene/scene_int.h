@@ -115,6 +115,8 @@ struct rp_store {
     size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
     bool defer_rebuilds; /* see rp_store_defer_rebuilds */
     bool rebuild_hint;   /* some scene may want a rebuild: rp_store_rebuild_take looks */
+    rp_store_commit_fn commit_hook; /* see rp_store_set_commit_hook */
+    void *commit_ctx;
 };
 
 /* The next store-wide revision, taken by a mutation that is about to
@@ -122,6 +124,15 @@ struct rp_store {
 static inline uint64_t rp_store_take_revision_(rp_store *st)
 {
     return ++st->revision;
+}
+
+/* A mutation's point of no return: asks the commit hook (when there is
+ * one) whether it may go on; false means abort with RP_ERR_ABORTED,
+ * changing nothing.  Called once per mutation, after every check and
+ * allocation and before the first change. */
+static inline bool rp_store_may_commit_(rp_store *st)
+{
+    return !st->commit_hook || st->commit_hook(st->commit_ctx, st->revision + 1) == 0;
 }
 
 /* util.c: position of `name` in an array of count items sorted by name

@@ -36,6 +36,12 @@ void rp_store_free(rp_store *st)
     free(st);
 }
 
+void rp_store_set_commit_hook(rp_store *st, rp_store_commit_fn fn, void *ctx)
+{
+    st->commit_hook = fn;
+    st->commit_ctx = ctx;
+}
+
 rp_store_limits rp_store_get_limits(const rp_store *st) { return st->limits; }
 
 void rp_store_set_revision(rp_store *st, uint64_t revision)
@@ -116,6 +122,11 @@ static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_s
         }
         st->scenes = grown;
     }
+    if (!rp_store_may_commit_(st)) {
+        st->shapes -= sc->count;
+        rp_scene_free_(sc);
+        return RP_ERR_ABORTED;
+    }
     sc->revision = rp_store_take_revision_(st);
     memmove(&st->scenes[i + 1], &st->scenes[i], (st->count - i) * sizeof *st->scenes);
     st->scenes[i] = sc;
@@ -141,6 +152,8 @@ rp_status rp_store_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
+    if (!rp_store_may_commit_(st))
+        return RP_ERR_ABORTED;
     /* The store counts the shapes of its current scenes; a version a
      * snapshot still holds is not counted. */
     st->shapes -= st->scenes[i]->count;
@@ -200,6 +213,11 @@ rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *s
     rp_status status = build_scene(st, name, shapes, n, &sc);
     if (status)
         return status;
+    if (!rp_store_may_commit_(st)) {
+        st->shapes -= sc->count;
+        rp_scene_free_(sc);
+        return RP_ERR_ABORTED;
+    }
     sc->revision = rp_store_take_revision_(st);
     st->shapes -= st->scenes[i]->count;
     rp_scene_release_(st->scenes[i]);

@@ -19,11 +19,13 @@
  * the total past max_input_bytes is refused with -32004 and closed.  An
  * idle connection's input buffer shrinks back.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "durable.h"
 #include "log.h"
 #include "server.h"
 #include "watch.h"
@@ -123,7 +125,8 @@ static void linger_close(rpd_conn *c)
 
 static void close_if_done(rpd_conn *c)
 {
-    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded && !c->job)
+    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded && !c->job &&
+        !c->sync_wait)
         linger_close(c);
 }
 
@@ -172,7 +175,8 @@ static void release_output(rpd_conn *c)
  * itself when nothing was written, no copy). */
 static void flush(rpd_conn *c)
 {
-    if (c->out.len == 0 || uv_is_closing(&c->h.handle))
+    /* Replies behind a mutation waiting for the journal's fsync wait too. */
+    if (c->out.len == 0 || c->sync_wait || uv_is_closing(&c->h.handle))
         return;
     if (rp_jw_failed(&c->out)) {
         rpd_log(RPD_LOG_ERROR, "out of memory building replies; closing a connection");
@@ -261,8 +265,18 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
     if (c->srv->threads > 0 && !rpd_session_locked(core, &c->session) &&
         rpd_line_wants_worker(line, len) && start_job(c, line, len))
         return;
+    uint64_t seq = rpd_durable_group_seq(core->durable);
+    size_t mark = c->out.len;
     rpd_process_line(core, &c->session, line, len, &c->out);
     rpd_arena_reset();
+    if (rpd_durable_group_seq(core->durable) != seq) {
+        /* --fsync always: the line wrote records that wait for the group's
+         * fsync, at the end of this loop iteration (server.c). */
+        c->sync_wait = true;
+        c->sync_epoch = rpd_durable_group_epoch(core->durable);
+        c->sync_mark = mark;
+        c->sync_end = c->out.len;
+    }
     rpd_server_maintain(c->srv); /* a mutation may have asked for a tree rebuild */
     /* After auth, the full request size applies. */
     if (c->in.max_line < core->limits.max_request_bytes && !rpd_session_locked(core, &c->session))
@@ -290,7 +304,7 @@ static void process_lines(rpd_conn *c)
     rpd_core *core = &c->srv->core;
     uint64_t slice_end = rpd_now_ns() + RPD_SLICE_NS;
     for (;;) {
-        while (!c->closing && !c->job) {
+        while (!c->closing && !c->job && !c->sync_wait) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
@@ -345,7 +359,7 @@ static void process_lines(rpd_conn *c)
         }
         break;
     }
-    if ((c->paused || c->closing || c->yielded || c->job) && c->reading) {
+    if ((c->paused || c->closing || c->yielded || c->job || c->sync_wait) && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
@@ -354,6 +368,45 @@ static void process_lines(rpd_conn *c)
         account_input(c);
     }
     close_if_done(c);
+}
+
+/* The mutation's reply becomes -32007 (its group was undone); what the
+ * connection got meanwhile (notifications) stays after it. */
+static void answer_undone(rpd_conn *c, int err)
+{
+    rpd_core *core = &c->srv->core;
+    size_t tail = c->out.len - c->sync_end, n = c->sync_end - c->sync_mark;
+    char *copy = malloc(n + tail + 1);
+    if (!copy) {
+        rpd_log(RPD_LOG_ERROR, "out of memory answering an undone mutation; closing a connection");
+        rpd_conn_close(c);
+        return;
+    }
+    memcpy(copy, c->out.buf + c->sync_mark, n + tail);
+    c->out.len = c->sync_mark;
+    char reason[160];
+    snprintf(reason, sizeof reason, "the journal's fsync failed (%s); the change was undone",
+             strerror(err));
+    rpd_reply_undone(core, copy, n, &c->out, reason);
+    rp_jw_raw(&c->out, copy + n, tail);
+    free(copy);
+}
+
+void rpd_conn_sync_done(rpd_conn *c, int err)
+{
+    if (!c->sync_wait)
+        return;
+    c->sync_wait = false;
+    if (uv_is_closing(&c->h.handle))
+        return;
+    if (err)
+        answer_undone(c, err);
+    flush(c);
+    if (uv_is_closing(&c->h.handle))
+        return;
+    /* Its next lines run when the loop comes round (server.c's idle
+     * handle), after this iteration's group is done. */
+    rpd_conn_yield(c);
 }
 
 void rpd_conn_resume(rpd_conn *c)

@@ -29,8 +29,10 @@
 #include "log.h"
 #include "methods.h"
 #include "stats.h"
+#include "watch.h"
 
 #define RPD_FSYNC_SAMPLES 1024
+#define RPD_GROUP_EPOCHS 16
 
 typedef struct mdef {
     char *name;
@@ -48,11 +50,22 @@ struct rpd_durable {
     /* The mutation in progress (begin .. end). */
     const char *method;
     const cJSON *params;
-    rp_store *undo;   /* the store before it */
-    uint64_t rev0;    /* the store revision before it */
-    bool written;     /* its record is in the journal */
-    rp_jw text;       /* the record's params, written out */
-    uint64_t record_at;
+    int refused_err; /* why the commit hook refused it */
+    rp_jw text;      /* the record's params, written out */
+    rp_store *store; /* whose commit hook we are */
+    /* --fsync always: the group, records written since the last fsync
+     * whose replies wait for the next one (rpd_durable_group_sync). */
+    uint64_t group_records, group_from, group_seq;
+    uint64_t group_epoch;      /* the open group's number; rises at each group fsync */
+    int epoch_err[RPD_GROUP_EPOCHS]; /* how the last groups ended (0 or an errno) */
+    rpd_core *core;
+    rp_store *group_undo; /* the store before the group */
+    char **touched;       /* scenes the group changed */
+    size_t n_touched, cap_touched;
+    mdef *defs_saved;     /* model definitions before the group's first model change */
+    size_t n_defs_saved;
+    bool saved;
+
     /* Fsync state.  unsynced: records written since the last fsync began;
      * syncing: an everysec fsync is running; sync_failed: the last fsync
      * failed (mutations are refused until one succeeds). */
@@ -109,6 +122,17 @@ const char *rpd_durable_dir(const rpd_durable *d) { return d->dir; }
 rpd_fsync rpd_durable_policy(const rpd_durable *d) { return d->policy; }
 
 /* ---- fsync timing -------------------------------------------------------------------- */
+
+static void group_note(rpd_durable *d);
+
+static void free_defs(mdef *defs, size_t n)
+{
+    for (size_t i = 0; defs && i < n; i++) {
+        free(defs[i].name);
+        free(defs[i].json);
+    }
+    free(defs);
+}
 
 static void add_sample(rpd_durable *d, uint64_t ns)
 {
@@ -351,6 +375,62 @@ static bool fail_storage(rpd_req *req, const char *what, int err)
     return rpd_fail_storage(req, "%s: %s", what, strerror(err));
 }
 
+/* The store's commit hook: a mutation has checked everything and is about
+ * to change the store, taking `revision`.  Its record goes into the journal
+ * now; when that fails the mutation is aborted (RP_ERR_ABORTED, nothing
+ * changed) and rpd_durable_refused answers for it. */
+static int on_commit(void *ctx, uint64_t revision)
+{
+    rpd_durable *d = ctx;
+    if (d->replaying)
+        return 0;
+    if (!d->method) {
+        /* Every mutation comes through dispatch (begin .. end); one that
+         * did not would change what the journal cannot bring back. */
+        rpd_log(RPD_LOG_ERROR, "journal: a store mutation outside a request; refused");
+        d->refused_err = EINVAL;
+        return -1;
+    }
+    /* The params as JSON through the codec's writer, whose numbers read
+     * back to the same doubles (cJSON's printer rounds some). */
+    rp_jw_reset(&d->text);
+    if (d->params)
+        rp_jw_cjson(&d->text, d->params);
+    else
+        rp_jw_raw(&d->text, "{}", 2);
+    int err = rp_jw_failed(&d->text) ? ENOMEM : 0;
+    uint64_t at = d->journal_bytes;
+    if (!err)
+        err = append(d, revision, d->method, d->text.buf, d->text.len);
+    if (err) {
+        d->refused_err = err;
+        d->failing = true;
+        return -1;
+    }
+    if (d->failing)
+        rpd_log(RPD_LOG_WARN, "%s/journal: writes work again", d->dir);
+    d->failing = false;
+    if (d->policy == RPD_FSYNC_ALWAYS) {
+        if (d->group_records == 0)
+            d->group_from = at;
+        d->group_records++;
+        d->group_seq++;
+        group_note(d);
+    }
+    def_track(d, d->method, d->params, d->text.buf, d->text.len);
+    return 0;
+}
+
+bool rpd_durable_refused(rpd_req *req)
+{
+    rpd_durable *d = req->core->durable;
+    int err = d && d->refused_err ? d->refused_err : EIO;
+    if (d)
+        d->refused_err = 0;
+    return d ? fail_storage(req, "could not write the journal", err)
+             : rpd_fail_storage(req, "the store refused the change");
+}
+
 bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
 {
     rpd_durable *d = req->core->durable;
@@ -368,66 +448,14 @@ bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
         return rpd_fail_storage(req, "the journal ends in a partial record that cannot be cut "
                                      "off: %s", strerror(errno));
     }
-    d->undo = rp_store_snapshot(req->core->store);
-    if (!d->undo)
+    /* --fsync always: the store as it was before the group's first
+     * mutation, to put back if the group's fsync fails. */
+    if (d->policy == RPD_FSYNC_ALWAYS && d->group_records == 0 && !d->group_undo &&
+        !(d->group_undo = rp_store_snapshot(req->core->store)))
         return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
     d->method = method;
     d->params = params;
-    d->rev0 = rp_store_revision(req->core->store);
-    d->written = false;
-    return true;
-}
-
-bool rpd_durable_commit(rpd_req *req)
-{
-    rpd_durable *d = req->core->durable;
-    if (!d || d->replaying || d->written)
-        return true;
-    rp_store *st = req->core->store;
-    uint64_t rev = rp_store_revision(st);
-    if (rev != d->rev0 + 1)
-        rpd_log(RPD_LOG_ERROR, "journal: %s moved the revision from %llu to %llu (expected one "
-                "step)", d->method, (unsigned long long)d->rev0, (unsigned long long)rev);
-    /* The params as JSON through the codec's writer, whose numbers read
-     * back to the same doubles (cJSON's printer rounds some). */
-    rp_jw_reset(&d->text);
-    if (d->params)
-        rp_jw_cjson(&d->text, d->params);
-    else
-        rp_jw_raw(&d->text, "{}", 2);
-    int err = rp_jw_failed(&d->text) ? ENOMEM : 0;
-    d->record_at = d->journal_bytes;
-    if (!err)
-        err = append(d, rev, d->method, d->text.buf, d->text.len);
-    if (!err && d->policy == RPD_FSYNC_ALWAYS) {
-        uint64_t ns;
-        err = timed_sync(d->journal_fd, &ns);
-        if (err) {
-            /* The record may or may not be on the disk: take it out, so
-             * that a restart cannot bring back what was refused. */
-            d->journal_bytes = d->record_at;
-            d->journal_records--;
-            if (cut_back(d)) {
-                uint64_t ns2;
-                timed_sync(d->journal_fd, &ns2);
-            }
-        } else {
-            add_sample(d, ns);
-            d->unsynced = false;
-        }
-    }
-    if (err) {
-        /* Undo: the store as before the mutation (the snapshot is used up). */
-        rp_store_restore(st, d->undo);
-        d->undo = NULL;
-        d->failing = true;
-        return fail_storage(req, "could not write the journal", err);
-    }
-    if (d->failing)
-        rpd_log(RPD_LOG_WARN, "%s/journal: writes work again", d->dir);
-    d->failing = false;
-    d->written = true;
-    def_track(d, d->method, d->params, d->text.buf, d->text.len);
+    d->refused_err = 0;
     return true;
 }
 
@@ -436,17 +464,151 @@ void rpd_durable_end(rpd_req *req)
     rpd_durable *d = req->core->durable;
     if (!d || d->replaying)
         return;
-    /* A handler that changed the store without calling commit (none
-     * should): the record is written now, late but before the reply. */
-    if (!d->written && d->undo && rp_store_revision(req->core->store) != d->rev0) {
-        rpd_log(RPD_LOG_ERROR, "journal: %s did not commit; writing its record late", d->method);
-        rpd_durable_commit(req);
+    if (d->group_records == 0 && d->group_undo) {
+        rp_store_free(d->group_undo); /* nothing committed: no group to undo */
+        d->group_undo = NULL;
     }
-    rp_store_free(d->undo);
-    d->undo = NULL;
     d->method = NULL;
     d->params = NULL;
-    d->written = false;
+}
+
+/* ---- group commit (--fsync always) ---------------------------------------------------- */
+
+/* Keeps what undoing the group needs besides the store: the scene a
+ * mutation touched (its watchers are told) and, before the group's first
+ * model change, the model definitions. */
+static void group_note(rpd_durable *d)
+{
+    const cJSON *scene = cJSON_GetObjectItemCaseSensitive(d->params, "scene");
+    if (cJSON_IsString(scene)) {
+        for (size_t i = 0; i < d->n_touched; i++)
+            if (strcmp(d->touched[i], scene->valuestring) == 0)
+                return;
+        if (d->n_touched == d->cap_touched) {
+            size_t cap = d->cap_touched ? 2 * d->cap_touched : 8;
+            char **grown = realloc(d->touched, cap * sizeof *grown);
+            if (!grown)
+                return; /* its watchers miss the resync; nothing else depends on it */
+            d->touched = grown;
+            d->cap_touched = cap;
+        }
+        char *copy = strdup(scene->valuestring);
+        if (copy)
+            d->touched[d->n_touched++] = copy;
+        return;
+    }
+    if (d->defs_saved || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(d->params, "model")))
+        return;
+    mdef *copy = calloc(d->n_defs ? d->n_defs : 1, sizeof *copy);
+    bool ok = copy != NULL;
+    for (size_t i = 0; ok && i < d->n_defs; i++) {
+        copy[i].name = strdup(d->defs[i].name);
+        copy[i].json = malloc(d->defs[i].len ? d->defs[i].len : 1);
+        copy[i].len = d->defs[i].len;
+        ok = copy[i].name && copy[i].json;
+        if (ok)
+            memcpy(copy[i].json, d->defs[i].json, d->defs[i].len);
+    }
+    if (!ok) {
+        rpd_log(RPD_LOG_ERROR, "out of memory saving model definitions for an undo");
+        free_defs(copy, d->n_defs);
+        return;
+    }
+    d->defs_saved = copy;
+    d->n_defs_saved = d->n_defs;
+    d->saved = true;
+}
+
+static void group_clear(rpd_durable *d)
+{
+    d->group_records = 0;
+    rp_store_free(d->group_undo);
+    d->group_undo = NULL;
+    for (size_t i = 0; i < d->n_touched; i++)
+        free(d->touched[i]);
+    d->n_touched = 0;
+    if (d->saved)
+        free_defs(d->defs_saved, d->n_defs_saved);
+    d->defs_saved = NULL;
+    d->n_defs_saved = 0;
+    d->saved = false;
+}
+
+bool rpd_durable_group_open(const rpd_durable *d)
+{
+    return d && d->group_records > 0;
+}
+
+uint64_t rpd_durable_group_seq(const rpd_durable *d)
+{
+    return d ? d->group_seq : 0;
+}
+
+uint64_t rpd_durable_group_epoch(const rpd_durable *d)
+{
+    return d ? d->group_epoch : 0;
+}
+
+int rpd_durable_group_result(const rpd_durable *d, uint64_t epoch)
+{
+    if (!d || epoch >= d->group_epoch)
+        return -1;
+    if (d->group_epoch - epoch > RPD_GROUP_EPOCHS)
+        return EIO; /* cannot happen: a connection waits one loop iteration */
+    return d->epoch_err[epoch % RPD_GROUP_EPOCHS];
+}
+
+int rpd_durable_group_sync(rpd_durable *d)
+{
+    if (!d || d->group_records == 0)
+        return 0;
+    rp_store *st = d->core->store;
+    rpd_watch_hub *watch = d->core->watch;
+    uint64_t ns;
+    int err = timed_sync(d->journal_fd, &ns);
+    d->epoch_err[d->group_epoch % RPD_GROUP_EPOCHS] = err;
+    d->group_epoch++;
+    if (!err) {
+        add_sample(d, ns);
+        d->unsynced = false;
+        if (d->failing)
+            rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again", d->dir);
+        d->failing = false;
+        group_clear(d);
+        return 0;
+    }
+    /* After a failed fsync nothing tells which of the group's records are
+     * on the disk: all of them go, from the journal and from memory. */
+    rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; the %llu mutations waiting on it are "
+            "undone and answered with -32007", d->dir, strerror(err),
+            (unsigned long long)d->group_records);
+    d->journal_bytes = d->group_from;
+    d->journal_records -= d->group_records;
+    d->write_errors += d->group_records;
+    d->failing = true;
+    if (cut_back(d)) {
+        uint64_t ns2;
+        timed_sync(d->journal_fd, &ns2);
+    }
+    if (d->group_undo)
+        rp_store_restore(st, d->group_undo); /* frees it */
+    d->group_undo = NULL;
+    if (d->saved) {
+        free_defs(d->defs, d->n_defs);
+        d->defs = d->defs_saved;
+        d->n_defs = d->cap_defs = d->n_defs_saved;
+        d->defs_saved = NULL;
+        d->saved = false;
+    }
+    for (size_t i = 0; i < d->n_touched; i++) {
+        const rp_scene *sc = rp_store_find(st, d->touched[i]);
+        if (sc)
+            rpd_watch_undone(watch, d->touched[i], rp_scene_revision(sc));
+        else
+            rpd_watch_record_deleted(watch, d->touched[i], rp_store_revision(st));
+    }
+    group_clear(d);
+    return err;
 }
 
 /* ---- snapshots ------------------------------------------------------------------------ */
@@ -511,7 +673,7 @@ static rpd_snap_job *job_new(rpd_durable *d, rp_store *st, char *why, size_t cap
 
 rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
 {
-    if (!d || d->bg_running || d->failing || d->ragged ||
+    if (!d || d->bg_running || d->failing || d->ragged || d->group_records ||
         d->journal_bytes < RPJ_FILE_HEADER + d->snapshot_after || d->journal_bytes < d->snap_bytes)
         return NULL;
     char why[200];
@@ -615,6 +777,10 @@ static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
 void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
 {
     d->bg_running = false;
+    /* The journal starts again from the snapshot with the records after
+     * it: those waiting for the group's fsync get it first (their replies
+     * go at the end of this loop iteration, server.c). */
+    rpd_durable_group_sync(d);
     if (j->err)
         rpd_log(RPD_LOG_WARN, "%s/snapshot: background write failed: %s (the journal goes on)",
                 d->dir, j->why);
@@ -630,6 +796,13 @@ int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
         snprintf(why, cap, "a snapshot is being written in the background; try again when it "
                            "is done (stats.durability.snapshot)");
         return EBUSY;
+    }
+    /* A snapshot must not hold a mutation whose fsync may yet fail (and
+     * be undone): the group waiting for one gets it now. */
+    int gerr = rpd_durable_group_sync(d);
+    if (gerr) {
+        snprintf(why, cap, "the journal's fsync failed: %s", strerror(gerr));
+        return gerr;
     }
     rpd_snap_job *j = job_new(d, st, why, cap);
     if (!j)
@@ -1009,6 +1182,9 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
         core->durable = NULL;
         goto fail;
     }
+    d->store = core->store;
+    d->core = core;
+    rp_store_set_commit_hook(d->store, on_commit, d);
     return d;
 fail:
     rpd_durable_close(d);
@@ -1033,13 +1209,12 @@ void rpd_durable_close(rpd_durable *d)
         close(d->lock_fd); /* releases the lock */
     if (d->dir_fd >= 0)
         close(d->dir_fd);
-    rp_store_free(d->undo);
+    if (d->store)
+        rp_store_set_commit_hook(d->store, NULL, NULL);
+    group_clear(d);
+    free(d->touched);
     rp_jw_free(&d->text);
-    for (size_t i = 0; i < d->n_defs; i++) {
-        free(d->defs[i].name);
-        free(d->defs[i].json);
-    }
-    free(d->defs);
+    free_defs(d->defs, d->n_defs);
     free(d->dir);
     free(d);
 }

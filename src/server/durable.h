@@ -3,20 +3,24 @@
  * appended to the journal (journal.h: one record per mutation, its method
  * and params) before its reply goes out, and replayed at the next start.
  *
- * A mutation runs in three steps, all on the event loop:
- *   rpd_durable_begin   before the handler: a snapshot of the store, to
- *                       undo the mutation if its record cannot be written;
- *   rpd_durable_commit  called by the handler right after the store changed
- *                       and before anything else sees the change (watch
- *                       records, the reply): writes the record (and with
- *                       --fsync always, fsyncs it); on failure the store is
- *                       put back and the request fails with -32007;
- *   rpd_durable_end     after the handler: drops the snapshot, and takes
- *                       out a record whose mutation then failed anyway.
+ * A mutation runs on the event loop between rpd_durable_begin and
+ * rpd_durable_end (rpc.c's dispatch).  Its record is written by the
+ * store's commit hook (rp_store_set_commit_hook): once the mutation has
+ * checked everything and just before it changes anything.  A record that
+ * cannot be written aborts the mutation, which then changed nothing, and
+ * the handler answers -32007 (rpd_durable_refused).
  *
- * --fsync always fsyncs each record before its reply; everysec fsyncs at
- * most a second later on a worker thread (a failed fsync fails mutations
- * with -32007 until one succeeds); no leaves it to the kernel.
+ * --fsync always: group commit.  Records written while the loop runs its
+ * lines wait for one fsync at the end of the loop iteration
+ * (rpd_durable_group_sync, server.c), and their connections' replies wait
+ * with them (conn.c).  When that fsync fails, the whole group is undone:
+ * the journal is cut back to before it, the store put back from a
+ * snapshot taken before the group's first mutation, and every mutation of
+ * the group is answered with -32007.
+ *
+ * everysec fsyncs at most a second later on a worker thread (a failed
+ * fsync fails mutations with -32007 until one succeeds); no leaves it to
+ * the kernel.
  *
  * Files in the directory: `lock` (flock: one daemon per directory) and
  * `journal`.
@@ -67,12 +71,29 @@ bool rpd_durable_sync_due(rpd_durable *d);
 int rpd_durable_sync_run(rpd_durable *d, uint64_t *ns);
 void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns);
 
-/* The three steps of a mutation (see above).  begin returns false (and
- * fills req->err) when the store cannot be snapshotted or the journal is
- * failed and cannot be repaired yet; the handler must then not run. */
+/* Around a mutation's handler (see above).  begin returns false (and
+ * fills req->err) when the journal is failed and cannot be repaired yet,
+ * or memory is short; the handler must then not run. */
 bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params);
-bool rpd_durable_commit(rpd_req *req);
 void rpd_durable_end(rpd_req *req);
+/* The -32007 answer for a mutation the commit hook refused (the store
+ * returned RP_ERR_ABORTED); always false. */
+bool rpd_durable_refused(rpd_req *req);
+
+/* Group commit (--fsync always).  group_seq rises with every record that
+ * waits for the group's fsync, so the connection code can tell whether a
+ * line joined the group, and group_epoch numbers the open group (it rises
+ * at each group fsync); group_open says whether records wait.  group_sync
+ * fsyncs them: 0, or the errno after which the group was undone (journal,
+ * store, model definitions; the watchers of the scenes it touched get
+ * scene.resync, or scene.deleted for a scene it created).  save and the
+ * end of a background snapshot run it too.  group_result says how group
+ * `epoch` ended: 0, its errno, or -1 while it is still open. */
+bool rpd_durable_group_open(const rpd_durable *d);
+uint64_t rpd_durable_group_seq(const rpd_durable *d);
+uint64_t rpd_durable_group_epoch(const rpd_durable *d);
+int rpd_durable_group_sync(rpd_durable *d);
+int rpd_durable_group_result(const rpd_durable *d, uint64_t epoch);
 
 /* Writes DIR/snapshot from the store as it is now (temp file, fsync,
  * rename, directory fsync) and starts the journal again from it.  Runs on

@@ -696,9 +696,7 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_model *m;
     rp_model_error me;
     rp_status st = rp_store_model_put(req->core->store, name, &s.def, &m, &me);
-    if (st == RP_OK && !rpd_durable_commit(req))
-        ok = false;
-    else if (st == RP_ERR_INVALID_ARG)
+    if (st == RP_ERR_INVALID_ARG)
         ok = urdf ? fail_model_urdf(req, &s, &me) : fail_model_json(req, &s.def, &me);
     else if (st)
         ok = rpd_fail_status(req, st);
@@ -908,10 +906,11 @@ bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     const char *name;
     if (!rpd_check_keys(req, params, keys) || !model_name(req, params, &name))
         return false;
-    if (rp_store_model_delete(req->core->store, name))
+    rp_status st = rp_store_model_delete(req->core->store, name);
+    if (st == RP_ERR_NOT_FOUND)
         return rpd_fail_not_found(req, "model", name);
-    if (!rpd_durable_commit(req))
-        return false;
+    if (st)
+        return rpd_fail_status(req, st);
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "model");
     rp_jw_string(w, name);

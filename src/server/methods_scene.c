@@ -283,8 +283,6 @@ bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
     free(items);
     if (st)
         return store_error(req, st, name, 0, 0);
-    if (!rpd_durable_commit(req))
-        return false;
     rp_jw_object_begin(w);
     write_scene_rev(w, sc);
     rp_jw_object_end(w);
@@ -300,8 +298,6 @@ bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_status st = rp_store_delete(req->core->store, name);
     if (st)
         return store_error(req, st, name, 0, 0);
-    if (!rpd_durable_commit(req))
-        return false;
     rpd_watch_record_deleted(req->core->watch, name, rp_store_revision(req->core->store));
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "scene");
@@ -454,11 +450,6 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
                                               &sc, &actual)
                            : rp_store_put(req->core->store, name, items, n, expect, create, &sc,
                                           &actual);
-    if (!st && !rpd_durable_commit(req)) {
-        free(items);
-        free_ids(dropped, n_dropped);
-        return false;
-    }
     if (!st && lost)
         rpd_watch_record_lost(req->core->watch, name, rp_scene_revision(sc));
     else if (!st)
@@ -510,11 +501,6 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
     }
     rp_status st = rp_store_remove(req->core->store, rp_scene_name(sc), ids, n,
                                    has_rev ? &expected : NULL, &sc, &removed, &actual);
-    if (!st && !rpd_durable_commit(req)) {
-        free(gone);
-        free(ids);
-        return false;
-    }
     if (!st && watched) {
         const char **list = gone ? malloc((n_gone ? n_gone : 1) * sizeof *list) : NULL;
         for (size_t k = 0; list && k < n_gone; k++)

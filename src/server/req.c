@@ -8,6 +8,8 @@
 
 #include "req.h"
 
+#include "durable.h"
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 0)))
 #endif
@@ -124,19 +126,34 @@ bool rpd_fail_status(rpd_req *req, rp_status st)
 {
     if (st == RP_ERR_NOMEM)
         return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+    if (st == RP_ERR_ABORTED) /* the journal refused the record */
+        return rpd_durable_refused(req);
     return rpd_fail(req, rp_status_rpc_code(st), "%s", rp_status_str(st));
+}
+
+static void storage_error(rpd_error *e, const char *fmt, va_list ap)
+{
+    set_error(e, RPD_STORAGE, RPD_DATA_REASON);
+    vformat(e->reason, sizeof e->reason, fmt, ap);
+    rpd_format(e->message, sizeof e->message, "Storage failure: %s; nothing was changed",
+               e->reason);
 }
 
 bool rpd_fail_storage(rpd_req *req, const char *fmt, ...)
 {
-    set_error(&req->err, RPD_STORAGE, RPD_DATA_REASON);
     va_list ap;
     va_start(ap, fmt);
-    vformat(req->err.reason, sizeof req->err.reason, fmt, ap);
+    storage_error(&req->err, fmt, ap);
     va_end(ap);
-    rpd_format(req->err.message, sizeof req->err.message,
-               "Storage failure: %s; nothing was changed", req->err.reason);
     return false;
+}
+
+void rpd_error_storage(rpd_error *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    storage_error(e, fmt, ap);
+    va_end(ap);
 }
 
 /* Writes the "error" member's value. */

@@ -97,6 +97,12 @@ void rpd_error_set(rpd_error *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Fills e with a -32007 storage error whose data.reason is fmt. */
+void rpd_error_storage(rpd_error *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* Fills e with a -32004 error for `limit` (its message says `what`). */
 void rpd_error_limit(rpd_error *e, rpd_limit_id limit, uint64_t max, const char *what);
 

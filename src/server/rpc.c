@@ -64,6 +64,44 @@ void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e)
     rp_jw_end_line(out);
 }
 
+/* One response of an undone line: a success becomes the -32007 error e. */
+static void undo_response(rpd_core *core, const cJSON *r, rp_jw *out, const rpd_error *e)
+{
+    if (cJSON_IsObject(r) && cJSON_GetObjectItemCaseSensitive(r, "result"))
+        rpd_write_error(core, out, cJSON_GetObjectItemCaseSensitive(r, "id"), e);
+    else
+        rp_jw_cjson(out, r);
+}
+
+void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out,
+                      const char *reason)
+{
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (len == 0)
+        return; /* a notification: no reply to change */
+    rpd_error e;
+    memset(&e, 0, sizeof e);
+    rpd_error_storage(&e, "%s", reason);
+    cJSON *root = cJSON_ParseWithLength(line, len);
+    if (!root) {
+        /* Our own reply always parses; short of memory, one error line
+         * stands for it. */
+        rpd_reply_error_line(core, out, &e);
+        return;
+    }
+    if (cJSON_IsArray(root)) {
+        rp_jw_array_begin(out);
+        for (const cJSON *r = root->child; r; r = r->next)
+            undo_response(core, r, out, &e);
+        rp_jw_array_end(out);
+    } else {
+        undo_response(core, root, out, &e);
+    }
+    rp_jw_end_line(out);
+    cJSON_Delete(root);
+}
+
 void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, rpd_limit_id limit, size_t max)
 {
     rpd_error e;
@@ -185,8 +223,8 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     if ((m->flags & RPD_METHOD_MUTATES) && !rp_jw_reserve(w, RPD_MUTATION_REPLY_BYTES))
         return w->over ? rpd_fail_limit(r, RPD_LIMIT_max_reply_bytes, core->limits.max_reply_bytes)
                        : rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: out of memory");
-    /* With a journal, a mutation's record is written by the handler
-     * (rpd_durable_commit) between the change and anything that shows it. */
+    /* With a journal, the store writes a mutation's record through its
+     * commit hook, just before it changes anything (durable.h). */
     bool mutates = (m->flags & RPD_METHOD_MUTATES) && core->durable;
     if (mutates && !rpd_durable_begin(r, m->name, params))
         return false;

@@ -35,6 +35,11 @@ void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, rpd_limit_id limit, siz
 
 /* Appends a standalone error line with id null (e.g. connection limit). */
 void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);
+/* Writes to out the reply line `line` (len bytes, our own) with every
+ * success in it turned into a -32007 error with data.reason `reason`: the
+ * line's mutations were undone (a failed group fsync, durable.h). */
+void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out,
+                      const char *reason);
 
 /* Whether a request line is the start of an HTTP request (a request line
  * such as "POST / HTTP/1.1") or one of its headers ("Host: …"): never valid

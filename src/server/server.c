@@ -30,6 +30,7 @@
 #include "sd.h"
 #include "pool.h"
 #include "server.h"
+#include "watch.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
 
@@ -414,6 +415,8 @@ static void maybe_finish(rpd_server *srv)
         close_if_open((uv_handle_t *)&srv->watchdog);
     if (srv->sync_timer_started)
         close_if_open((uv_handle_t *)&srv->sync_timer);
+    if (srv->group_started)
+        close_if_open((uv_handle_t *)&srv->group);
     close_if_open((uv_handle_t *)&srv->sweep);
     rpd_conn_watch_close(srv);
     close_if_open((uv_handle_t *)&srv->resume);
@@ -468,6 +471,43 @@ static void start_sync_timer(rpd_server *srv)
     srv->sync_timer_started = true;
     uv_timer_start(&srv->sync_timer, on_sync_timer, 1000, 1000);
     uv_unref((uv_handle_t *)&srv->sync_timer); /* never keeps the loop alive */
+}
+
+/* ---- --fsync always: group commit ------------------------------------------------------- */
+
+/* At the end of each loop iteration (before it waits for I/O): one fsync
+ * for the records the iteration wrote, then the replies that waited for
+ * it go out (conn.c).  A group may also have been synced earlier (save,
+ * the end of a background snapshot): its connections are released here
+ * with how it ended. */
+static void on_group(uv_prepare_t *p)
+{
+    rpd_server *srv = p->data;
+    rpd_durable *d = srv->core.durable;
+    bool undone = rpd_durable_group_open(d) && rpd_durable_group_sync(d) != 0;
+    uint64_t epoch = rpd_durable_group_epoch(d);
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (c->sync_wait && c->sync_epoch < epoch)
+            rpd_conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch));
+    }
+    if (undone) { /* the watchers of what was undone hear of it */
+        srv->watch_now_ns = rpd_now_ns();
+        rpd_watch_flush(srv->core.watch, &srv->core.limits);
+    }
+    rpd_server_snapshot_maybe(srv); /* it waits while a group is open */
+}
+
+static void start_group_commit(rpd_server *srv)
+{
+    if (!srv->core.durable || rpd_durable_policy(srv->core.durable) != RPD_FSYNC_ALWAYS)
+        return;
+    uv_prepare_init(srv->loop, &srv->group);
+    srv->group.data = srv;
+    srv->group_started = true;
+    uv_prepare_start(&srv->group, on_group);
+    uv_unref((uv_handle_t *)&srv->group); /* never keeps the loop alive */
 }
 
 /* ---- background snapshots --------------------------------------------------------------- */
@@ -721,6 +761,7 @@ int rpd_server_run(const rpd_config *cfg)
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);
     uv_unref((uv_handle_t *)&srv.sweep); /* never keeps the loop alive */
     start_sync_timer(&srv);
+    start_group_commit(&srv);
 
     int code = 0;
     if (start_listeners(&srv)) {

@@ -104,6 +104,12 @@ typedef struct rpd_conn {
     size_t input_counted; /* this connection's share of srv->input_bytes */
     struct rpd_job *job;       /* the query running on a worker; lines wait for it */
     bool gone;                 /* closed while job ran: job's completion frees it */
+    /* --fsync always: a line of this connection joined the group that
+     * waits for the journal's fsync; its replies (out from sync_mark on)
+     * and its next lines wait for it (rpd_conn_sync_done). */
+    bool sync_wait;
+    uint64_t sync_epoch;       /* the group (rpd_durable_group_epoch) */
+    size_t sync_mark, sync_end; /* that line's reply in out */
     uint64_t watch_flushed_ns; /* last write of notifications (rpd_now_ns) */
     bool watch_pending;        /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
@@ -141,6 +147,8 @@ struct rpd_server {
     uv_work_t sync_work;        /* that fsync, on the pool */
     int sync_err;
     uint64_t sync_ns;
+    uv_prepare_t group;         /* --fsync always: the group's fsync, once per loop iteration */
+    bool group_started;
     uv_work_t snap_work;        /* a background snapshot (durable.h) */
     struct rpd_snap_job *snap_job;
 };
@@ -171,6 +179,9 @@ void rpd_server_conn_closed(rpd_server *srv);
 /* conn.c: after a line ran on the loop, hands a tree rebuild a mutation
  * asked for to a worker (one at a time; none while stopping). */
 void rpd_server_maintain(rpd_server *srv);
+/* conn.c: the group c waited for has ended (err 0: its fsync is done;
+ * else its mutations were undone and their replies become -32007). */
+void rpd_conn_sync_done(rpd_conn *c, int err);
 /* server.c: starts a background snapshot when the journal asks for one. */
 void rpd_server_snapshot_maybe(rpd_server *srv);
 

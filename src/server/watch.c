@@ -228,6 +228,23 @@ void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revisi
     drop_history(hub, ws, revision);
 }
 
+void rpd_watch_undone(rpd_watch_hub *hub, const char *name, uint64_t revision)
+{
+    wscene *ws = hub ? find_scene(hub, name) : NULL;
+    if (!ws)
+        return;
+    ws->current = revision;
+    mark_dirty(hub, ws);
+    while (ws->count)
+        drop_oldest(hub, ws);
+    ws->base = revision;
+    for (rpd_watch *w = ws->watches; w; w = w->next) {
+        w->resync = true;
+        if (w->seen > revision)
+            w->seen = revision;
+    }
+}
+
 void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision)
 {
     if (!hub)

@@ -79,6 +79,11 @@ void rpd_watch_record(rpd_watch_hub *hub, const rp_scene *sc, uint64_t revision,
  * be encoded (out of memory): its watchers get scene.resync. */
 void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision);
 
+/* The changes of scene `name` after `revision` were undone (a failed
+ * journal fsync): its history goes and every watcher gets scene.resync
+ * at `revision`. */
+void rpd_watch_undone(rpd_watch_hub *hub, const char *name, uint64_t revision);
+
 /* Records the deletion of scene `name` at `revision`: its watchers get what
  * they have not seen, then scene.deleted, and their watches end. */
 void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision);
