@@ -9,6 +9,7 @@
  * lowered since, and a daemon killed at random moments during a stream of
  * mutations with --fsync always keeps every acknowledged one.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -828,6 +829,280 @@ static void a_kill_during_save_loses_nothing(void **state)
     stop_ok(d);
 }
 
+/* ---- injected faults (faultfs.c, preloaded) -------------------------------------------- */
+
+/* A daemon on `data` whose fsync, writev and ftruncate fail while the
+ * files `fsync`, `write`, `truncate` exist in fdir (faultfs.c). */
+static rh_daemon *start_faulty(const char *data, const char *fsync, const char *fdir)
+{
+    char *asan = getenv("ASAN_OPTIONS") ? strdup(getenv("ASAN_OPTIONS")) : NULL;
+    char opts[512];
+    /* A preloaded library comes before ASan's runtime, which it checks. */
+    snprintf(opts, sizeof opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
+             asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
+    setenv("LD_PRELOAD", REPOSE_FAULTFS, 1);
+    setenv("REPOSE_FAULT_DIR", fdir, 1);
+    rh_daemon *d = start_on(data, fsync, NULL);
+    unsetenv("LD_PRELOAD");
+    unsetenv("REPOSE_FAULT_DIR");
+    if (asan)
+        setenv("ASAN_OPTIONS", asan, 1);
+    else
+        unsetenv("ASAN_OPTIONS");
+    free(asan);
+    return d;
+}
+
+/* Turns fault `name` on (with text) or off (text NULL). */
+static void fault(const char *fdir, const char *name, const char *text)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", fdir, name);
+    if (text)
+        write_file(path, text, strlen(text));
+    else
+        assert_int_equal(unlink(path), 0);
+}
+
+static void expect_storage_error(const cJSON *rep, const char *reason_has)
+{
+    if (!at(rep, "error") || (int)num_at(rep, "error.code") != -32007 ||
+        !strstr(str_at(rep, "error.data.reason"), reason_has)) {
+        char *x = show(rep);
+        fail_msg("want -32007 mentioning '%s', got %s", reason_has, x);
+    }
+}
+
+static const char *put_req(char *buf, size_t cap, int id, const char *scene, const char *shape)
+{
+    snprintf(buf, cap,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{\"scene\":"
+             "\"%s\",\"shapes\":{\"%s\":{\"sphere\":{\"center\":[%d,0.5,0.1],\"radius\":0.5}}}}}",
+             id, scene, shape, id);
+    return buf;
+}
+
+/* --fsync always, the fsync fails: every mutation of the group (several
+ * connections, a batch, a model) is undone and answered -32007, memory is
+ * as before, reads go on, watchers get scene.resync; once fsync works,
+ * mutations do too, and a restart after SIGKILL has exactly what was
+ * acknowledged. */
+static void a_failed_fsync_undoes_the_group(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char data[600], req[512];
+    snprintf(data, sizeof data, "%s/data", dir);
+    rh_daemon *d = start_faulty(data, "always", dir);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"g\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    rep = call_json(c, put_req(req, sizeof req, 2, "g", "a"));
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    rh_conn *w = connect_ok(d, false);
+    rep = call_json(w, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.watch\",\"params\":{"
+                       "\"scene\":\"g\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    cJSON *before = dump(c);
+    uint64_t scene_rev = (uint64_t)num_at(before, "scenes.g.revision");
+
+    fault(dir, "fsync", "1");
+    enum { K = 4 };
+    rh_conn *k[K];
+    for (int i = 0; i < K; i++) {
+        k[i] = connect_ok(d, false);
+        char shape[16];
+        snprintf(shape, sizeof shape, "b%d", i);
+        assert_true(rh_send_line(k[i], put_req(req, sizeof req, 10 + i, "g", shape)));
+    }
+    /* A batch: its put is undone, and its ping's answer with it. */
+    assert_true(rh_send_line(c, "[{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"scene.put\","
+                                "\"params\":{\"scene\":\"g\",\"shapes\":{\"bb\":{\"sphere\":{"
+                                "\"center\":[0,0,0],\"radius\":1}}}}},{\"jsonrpc\":\"2.0\","
+                                "\"id\":21,\"method\":\"ping\"}]"));
+    for (int i = 0; i < K; i++) {
+        rep = read_json(k[i]);
+        expect_storage_error(rep, "fsync failed");
+        assert_int_equal((int)num_at(rep, "id"), 10 + i);
+        cJSON_Delete(rep);
+    }
+    rep = read_json(c);
+    assert_true(cJSON_IsArray(rep) && cJSON_GetArraySize(rep) == 2);
+    expect_storage_error(cJSON_GetArrayItem(rep, 0), "fsync failed");
+    expect_storage_error(cJSON_GetArrayItem(rep, 1), "fsync failed");
+    assert_int_equal((int)num_at(cJSON_GetArrayItem(rep, 1), "id"), 21);
+    cJSON_Delete(rep);
+    /* A model too: its definition must not reach a later snapshot. */
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"model.put\",\"params\":{"
+                       "\"model\":\"m\",\"links\":[{\"id\":\"b\",\"link\":\"base\",\"shape\":{"
+                       "\"sphere\":{\"center\":[0,0,0],\"radius\":0.25}}}]}}");
+    expect_storage_error(rep, "fsync failed");
+    cJSON_Delete(rep);
+    /* Memory as before; reads go on; stats say so. */
+    cJSON *now = dump(c);
+    assert_same_state(before, now);
+    cJSON_Delete(now);
+    cJSON *st = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"stats\"}");
+    assert_true(cJSON_IsTrue(at(st, "result.durability.failing")));
+    assert_true(num_at(st, "result.durability.write_errors") >= K + 2);
+    cJSON_Delete(st);
+    /* The watcher saw changes that were undone: a scene.resync at the
+     * scene's revision follows them. */
+    bool resynced = false;
+    for (int n = 0; n < 64 && !resynced; n++) {
+        rep = read_json(w);
+        const char *m = str_at(rep, "method");
+        if (m && strcmp(m, "scene.resync") == 0) {
+            assert_int_equal((uint64_t)num_at(rep, "params.revision"), scene_rev);
+            resynced = true;
+        }
+        cJSON_Delete(rep);
+    }
+    assert_true(resynced);
+
+    fault(dir, "fsync", NULL);
+    rep = call_json(k[0], put_req(req, sizeof req, 30, "g", "late"));
+    assert_int_equal((uint64_t)num_at(rep, "result.revision"),
+                     (uint64_t)num_at(before, "revision") + 1);
+    cJSON_Delete(rep);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":31,\"method\":\"save\"}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    cJSON *after = dump(c);
+    for (int i = 0; i < K; i++)
+        rh_close(k[i]);
+    rh_close(w);
+    rh_close(c);
+    kill_now(d);
+    d = start_on(data, "always", NULL);
+    c = connect_ok(d, false);
+    now = dump(c);
+    assert_same_state(after, now);
+    assert_null(at(now, "models.m"));
+    cJSON_Delete(now);
+    cJSON_Delete(after);
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* --fsync everysec, the background fsync fails: mutations acknowledged
+ * before it stand, later ones are refused with -32007 while reads go on,
+ * and they are accepted again once an fsync succeeds. */
+static void a_failed_background_fsync_refuses_mutations_until_one_works(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char data[600], req[512];
+    snprintf(data, sizeof data, "%s/data", dir);
+    rh_daemon *d = start_faulty(data, "everysec", dir);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"e\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    fault(dir, "fsync", "1");
+    /* Accepted until the timer's fsync fails (within about a second). */
+    int id = 100;
+    bool refused = false;
+    for (int tries = 0; tries < 100 && !refused; tries++) {
+        char shape[16];
+        snprintf(shape, sizeof shape, "s%d", id);
+        rep = call_json(c, put_req(req, sizeof req, id++, "e", shape));
+        if (at(rep, "error")) {
+            expect_storage_error(rep, "fsync failed");
+            refused = true;
+        }
+        cJSON_Delete(rep);
+        if (!refused)
+            usleep(50 * 1000);
+    }
+    assert_true(refused);
+    cJSON *before = dump(c);
+    assert_true(cJSON_GetArraySize(at(before, "scenes.e.shapes")) >= 1);
+    fault(dir, "fsync", NULL);
+    bool accepted = false;
+    for (int tries = 0; tries < 100 && !accepted; tries++) {
+        rep = call_json(c, put_req(req, sizeof req, id++, "e", "after"));
+        accepted = at(rep, "result") != NULL;
+        if (!accepted)
+            expect_storage_error(rep, "fsync failed");
+        cJSON_Delete(rep);
+        if (!accepted)
+            usleep(50 * 1000);
+    }
+    assert_true(accepted);
+    cJSON *after = dump(c);
+    rh_close(c);
+    kill_now(d);
+    d = start_on(data, "everysec", NULL);
+    c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(after, now);
+    cJSON_Delete(now);
+    cJSON_Delete(after);
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* A write that stops halfway and a journal that cannot be cut back: the
+ * mutation is refused, and so is every one after it until the partial
+ * record is cut off; then writes work and a restart finds a whole
+ * journal with what was acknowledged. */
+static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char data[600], req[512];
+    snprintf(data, sizeof data, "%s/data", dir);
+    rh_daemon *d = start_faulty(data, "no", dir);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"p\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    cJSON *before = dump(c);
+    fault(dir, "write", "partial");
+    fault(dir, "truncate", "1");
+    rep = call_json(c, put_req(req, sizeof req, 2, "p", "torn"));
+    expect_storage_error(rep, "No space left");
+    cJSON_Delete(rep);
+    fault(dir, "write", NULL);
+    rep = call_json(c, put_req(req, sizeof req, 3, "p", "blocked"));
+    expect_storage_error(rep, "partial record");
+    cJSON_Delete(rep);
+    cJSON *now = dump(c);
+    assert_same_state(before, now);
+    cJSON_Delete(now);
+    fault(dir, "truncate", NULL);
+    rep = call_json(c, put_req(req, sizeof req, 4, "p", "fine"));
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    cJSON *after = dump(c);
+    rh_close(c);
+    kill_now(d);
+    d = start_on(data, "no", NULL);
+    assert_false(rh_log_contains(d, "torn"));
+    c = connect_ok(d, false);
+    now = dump(c);
+    assert_same_state(after, now);
+    assert_null(at(now, "scenes.p.shapes.torn"));
+    cJSON_Delete(now);
+    cJSON_Delete(after);
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -841,6 +1116,9 @@ int main(int argc, char **argv)
         DAEMON_TEST(snapshots_hold_the_store),
         DAEMON_TEST(a_kill_during_save_loses_nothing),
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
+        DAEMON_TEST(a_failed_fsync_undoes_the_group),
+        DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),
+        DAEMON_TEST(a_partial_record_blocks_appends_until_it_is_cut),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
