@@ -45,6 +45,13 @@ struct rpd_durable {
     int dir_fd, lock_fd, journal_fd;
     rpd_fsync policy;
     uint64_t journal_bytes;   /* the journal's length: whole records only */
+    /* What a snapshot worker may copy of the journal (next_journal): whole
+     * records no group undo can take back.  Written on the loop, read by
+     * the worker, atomically. */
+    uint64_t published;
+    bool dir_unsynced;        /* a rename in the directory waits for the everysec fsync */
+    int retired_fd;           /* the old journal's, for a worker to close (-1: none) */
+    bool sync_dir_now;        /* the running everysec fsync does the directory too */
     uint64_t journal_records;
     bool replaying;
     /* The mutation in progress (begin .. end). */
@@ -98,6 +105,13 @@ struct rpd_snap_job {
     uint64_t begin_us;     /* the loop's share at the start (store snapshot, models) */
     int err;
     char why[300];
+    /* The next journal, written by the worker after the snapshot:
+     * journal.tmp, its header at `revision`, then the old journal's
+     * records from tail_from up to `copied`, synced.  The loop adds the
+     * few records after that and renames it in (job_finish).  -1: none
+     * (the old journal goes on). */
+    int jfd;
+    uint64_t copied, jbytes;
 };
 
 const char *rpd_fsync_name(rpd_fsync f)
@@ -124,6 +138,11 @@ rpd_fsync rpd_durable_policy(const rpd_durable *d) { return d->policy; }
 /* ---- fsync timing -------------------------------------------------------------------- */
 
 static void group_note(rpd_durable *d);
+
+static void publish(rpd_durable *d)
+{
+    __atomic_store_n(&d->published, d->journal_bytes, __ATOMIC_RELEASE);
+}
 
 static void free_defs(mdef *defs, size_t n)
 {
@@ -191,12 +210,17 @@ bool rpd_durable_sync_due(rpd_durable *d)
         return false;
     d->syncing = true;
     d->unsynced = false; /* records written from now on wait for the next one */
+    d->sync_dir_now = d->dir_unsynced;
+    d->dir_unsynced = false;
     return true;
 }
 
 int rpd_durable_sync_run(rpd_durable *d, uint64_t *ns)
 {
-    return timed_sync(d->sync_fd, ns);
+    int err = timed_sync(d->sync_fd, ns);
+    if (!err && d->sync_dir_now && fsync(d->dir_fd) != 0)
+        err = errno;
+    return err;
 }
 
 void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
@@ -211,6 +235,7 @@ void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
                     "it succeeds", d->dir, strerror(err));
         d->sync_failed = true;
         d->unsynced = true; /* retried at the next tick */
+        d->dir_unsynced |= d->sync_dir_now;
         return;
     }
     if (d->sync_failed)
@@ -366,6 +391,8 @@ static int append(rpd_durable *d, uint64_t revision, const char *method, const c
     d->journal_bytes += sizeof h + n;
     d->journal_records++;
     d->unsynced = true;
+    if (d->policy != RPD_FSYNC_ALWAYS) /* with always, once its group's fsync is done */
+        publish(d);
     return 0;
 }
 
@@ -575,6 +602,7 @@ int rpd_durable_group_sync(rpd_durable *d)
             rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again", d->dir);
         d->failing = false;
         group_clear(d);
+        publish(d);
         return 0;
     }
     /* After a failed fsync nothing tells which of the group's records are
@@ -614,6 +642,7 @@ int rpd_durable_group_sync(rpd_durable *d)
 /* ---- snapshots ------------------------------------------------------------------------ */
 
 static void sync_dir(rpd_durable *d);
+static void next_journal(rpd_snap_job *j);
 
 void rpd_durable_set_snapshot_after(rpd_durable *d, uint64_t bytes)
 {
@@ -629,6 +658,10 @@ static void snap_job_free(rpd_snap_job *j)
     free(j->jsons);
     free(j->models);
     rp_store_free(j->snap);
+    if (j->jfd >= 0) {
+        close(j->jfd);
+        unlinkat(j->d->dir_fd, "journal.tmp", 0);
+    }
     free(j);
 }
 
@@ -639,6 +672,8 @@ static rpd_snap_job *job_new(rpd_durable *d, rp_store *st, char *why, size_t cap
     uint64_t t0 = rpd_now_ns();
     rpd_snap_job *j = calloc(1, sizeof *j);
     size_t nm = rp_store_model_count(st);
+    if (j)
+        j->jfd = -1;
     if (!j || !(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
         !(j->jsons = calloc(nm ? nm : 1, sizeof *j->jsons)) || !(j->snap = rp_store_snapshot(st))) {
         snap_job_free(j);
@@ -703,42 +738,114 @@ void rpd_durable_snapshot_run(rpd_snap_job *j)
         snprintf(j->why, sizeof j->why, "fsync of the directory: %s", strerror(errno));
     }
     j->err = err;
+    if (!err)
+        next_journal(j);
 }
 
-/* A new journal: the header at `base`, then the old journal's bytes from
- * `from` on (the records after the snapshot), synced and renamed in. */
-static bool restart_journal(rpd_durable *d, uint64_t base, uint64_t from)
+/* Appends bytes [from, to) of file `in` to `out`; 0 or an errno. */
+static int copy_range(int in, int out, uint64_t from, uint64_t to)
 {
-    int in = openat(d->dir_fd, "journal", O_RDONLY | O_CLOEXEC);
-    int out = openat(d->dir_fd, "journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    bool ok = in >= 0 && out >= 0;
-    uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, base);
-    ok = ok && write(out, h, sizeof h) == (ssize_t)sizeof h;
     uint8_t buf[1 << 16];
-    for (uint64_t at = from; ok && at < d->journal_bytes;) {
-        size_t want = d->journal_bytes - at < sizeof buf ? (size_t)(d->journal_bytes - at)
-                                                         : sizeof buf;
+    for (uint64_t at = from; at < to;) {
+        size_t want = to - at < sizeof buf ? (size_t)(to - at) : sizeof buf;
         ssize_t r = pread(in, buf, want, (off_t)at);
-        ok = r > 0 && write(out, buf, (size_t)r) == r;
-        at += r > 0 ? (uint64_t)r : 0;
+        if (r <= 0)
+            return r < 0 ? errno : EIO;
+        for (ssize_t done = 0; done < r;) {
+            ssize_t w = write(out, buf + done, (size_t)(r - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                return w < 0 ? errno : EIO;
+            done += w;
+        }
+        at += (uint64_t)r;
     }
-    ok = ok && fdatasync(out) == 0;
+    return 0;
+}
+
+/* On the worker, after the snapshot: journal.tmp with the header at the
+ * snapshot's revision and the records the loop has published since the
+ * job began, synced; twice, so that the loop is left only the records of
+ * the last moment (job_finish).  A failure leaves no next journal: the old
+ * one goes on growing, which loses nothing. */
+static void next_journal(rpd_snap_job *j)
+{
+    rpd_durable *d = j->d;
+    int in = openat(d->dir_fd, "journal", O_RDONLY | O_CLOEXEC);
+    int out = openat(d->dir_fd, "journal.tmp",
+                     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    uint8_t h[RPJ_FILE_HEADER];
+    rpj_file_header(h, j->revision);
+    int err = in < 0 || out < 0 ? errno : 0;
+    if (!err && write(out, h, sizeof h) != (ssize_t)sizeof h)
+        err = errno ? errno : EIO;
+    uint64_t at = j->tail_from;
+    for (int round = 0; round < 2 && !err; round++) {
+        uint64_t upto = __atomic_load_n(&d->published, __ATOMIC_ACQUIRE);
+        if (upto > at)
+            err = copy_range(in, out, at, upto);
+        if (!err && fdatasync(out) != 0)
+            err = errno;
+        if (!err && upto > at)
+            at = upto;
+    }
     if (in >= 0)
         close(in);
-    if (out >= 0)
-        close(out);
-    ok = ok && renameat(d->dir_fd, "journal.tmp", d->dir_fd, "journal") == 0;
-    if (!ok) {
+    if (err) {
+        if (out >= 0)
+            close(out);
         unlinkat(d->dir_fd, "journal.tmp", 0);
-        return false;
+        rpd_log(RPD_LOG_WARN, "%s/journal.tmp: %s; the journal goes on growing", d->dir,
+                strerror(err));
+        return;
     }
-    sync_dir(d);
-    int nfd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (nfd < 0)
-        return false; /* the renamed file is whole: the next start reads it */
-    close(d->journal_fd);
-    d->journal_fd = nfd;
+    j->jfd = out;
+    j->copied = at;
+    j->jbytes = RPJ_FILE_HEADER + (at - j->tail_from);
+}
+
+/* The next journal takes over: the records written since the worker's
+ * copy are added (a few; in the page cache), then it is renamed over the
+ * journal and appended to from now on.  With sync_now (save, --fsync
+ * always) it and the directory are synced here; otherwise the everysec
+ * fsync does it within a second (the old journal had every record synced
+ * as its policy says, and until the rename is on the disk a crash finds
+ * the old journal, which has them all). */
+static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now)
+{
+    if (j->jfd < 0)
+        return false;
+    int in = openat(d->dir_fd, "journal", O_RDONLY | O_CLOEXEC);
+    int err = in < 0 ? errno : copy_range(in, j->jfd, j->copied, d->journal_bytes);
+    if (in >= 0)
+        close(in);
+    if (!err && sync_now && fdatasync(j->jfd) != 0)
+        err = errno;
+    if (!err && renameat(d->dir_fd, "journal.tmp", d->dir_fd, "journal") != 0)
+        err = errno;
+    if (err) {
+        rpd_log(RPD_LOG_WARN, "%s/journal.tmp: %s", d->dir, strerror(err));
+        return false; /* snap_job_free removes it */
+    }
+    if (sync_now)
+        sync_dir(d);
+    else
+        d->dir_unsynced = true;
+    /* The old journal is unlinked now: the last close frees its blocks,
+     * which takes long for a big file; a background job leaves that to a
+     * worker (rpd_durable_retired_fd). */
+    if (sync_now || d->retired_fd >= 0)
+        close(d->journal_fd);
+    else
+        d->retired_fd = d->journal_fd;
+    d->journal_fd = j->jfd;
+    j->jfd = -1;
+    d->journal_bytes = j->jbytes + (d->journal_bytes - j->copied);
+    d->journal_records -= j->records_then;
+    d->unsynced = !sync_now;
+    d->ragged = false; /* a partial record in the old journal was not copied */
+    publish(d);
     return true;
 }
 
@@ -748,34 +855,31 @@ static bool restart_journal(rpd_durable *d, uint64_t base, uint64_t from)
  * the next start skips what the snapshot holds. */
 static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
 {
-    uint64_t t_end = rpd_now_ns();
     d->snap_revision = j->revision;
     d->snap_bytes = j->bytes;
     d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
-    uint64_t tail = d->journal_bytes - j->tail_from;
-    if (!d->ragged && restart_journal(d, j->revision, j->tail_from)) {
-        d->journal_bytes = RPJ_FILE_HEADER + tail;
-        d->journal_records -= j->records_then;
-        d->unsynced = false;
-    } else {
+    if (!switch_journal(d, j, !background || d->policy == RPD_FSYNC_ALWAYS)) {
         rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
                 "again; it goes on growing", d->dir);
     }
     d->snap_ms = (rpd_now_ns() - j->t0) / 1000000;
-    if (background) /* what the event loop spent on it: at the start and at the end */
-        rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; "
-                "the loop spent %llu us at the start, %llu us at the end)",
-                d->dir, (unsigned long long)j->revision, (unsigned long long)j->bytes,
-                (unsigned long long)d->snap_ms, (unsigned long long)j->begin_us,
-                (unsigned long long)((rpd_now_ns() - t_end) / 1000));
-    else
+    if (!background) /* snapshot_end logs a background one */
         rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms", d->dir,
                 (unsigned long long)j->revision, (unsigned long long)j->bytes,
                 (unsigned long long)d->snap_ms);
 }
 
+int rpd_durable_retired_fd(rpd_durable *d)
+{
+    int fd = d ? d->retired_fd : -1;
+    if (d)
+        d->retired_fd = -1;
+    return fd;
+}
+
 void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
 {
+    uint64_t t_end = rpd_now_ns();
     d->bg_running = false;
     /* The journal starts again from the snapshot with the records after
      * it: those waiting for the group's fsync get it first (their replies
@@ -786,7 +890,15 @@ void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
                 d->dir, j->why);
     else
         job_finish(d, j, true);
-    snap_job_free(j);
+    bool ok = !j->err;
+    uint64_t revision = j->revision, bytes = j->bytes, begin_us = j->begin_us;
+    snap_job_free(j); /* drops the store version it held: counted too */
+    if (ok) /* what the event loop spent on it: at the start and at the end */
+        rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; "
+                "the loop spent %llu us at the start, %llu us at the end)",
+                d->dir, (unsigned long long)revision, (unsigned long long)bytes,
+                (unsigned long long)d->snap_ms, (unsigned long long)begin_us,
+                (unsigned long long)((rpd_now_ns() - t_end) / 1000));
 }
 
 /* save: the same job, run here and now. */
@@ -1146,7 +1258,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
         rpd_log(RPD_LOG_ERROR, "out of memory");
         return NULL;
     }
-    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = -1;
+    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = d->retired_fd = -1;
     rp_jw_init(&d->text);
     d->policy = policy;
     d->snapshot_after = RPD_SNAPSHOT_AFTER_DEFAULT;
@@ -1184,6 +1296,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     }
     d->store = core->store;
     d->core = core;
+    publish(d);
     rp_store_set_commit_hook(d->store, on_commit, d);
     return d;
 fail:
@@ -1195,6 +1308,8 @@ void rpd_durable_close(rpd_durable *d)
 {
     if (!d)
         return;
+    if (d->dir_unsynced && d->dir_fd >= 0)
+        sync_dir(d);
     if (d->journal_fd >= 0) {
         if (d->unsynced || d->sync_failed) {
             uint64_t ns;
@@ -1205,6 +1320,8 @@ void rpd_durable_close(rpd_durable *d)
         }
         close(d->journal_fd);
     }
+    if (d->retired_fd >= 0)
+        close(d->retired_fd);
     if (d->lock_fd >= 0)
         close(d->lock_fd); /* releases the lock */
     if (d->dir_fd >= 0)

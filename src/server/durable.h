@@ -114,6 +114,9 @@ typedef struct rpd_snap_job rpd_snap_job;
 rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st);
 void rpd_durable_snapshot_run(rpd_snap_job *j);
 void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j);
+/* After end: the old journal's descriptor, whose close (freeing the
+ * unlinked file's blocks) belongs on a worker; -1 when there is none. */
+int rpd_durable_retired_fd(rpd_durable *d);
 
 /* For hello and stats. */
 const char *rpd_durable_dir(const rpd_durable *d);

@@ -518,12 +518,44 @@ static void snap_work(uv_work_t *w)
     rpd_durable_snapshot_run(srv->snap_job);
 }
 
+/* Closing the old journal frees its blocks: tens of milliseconds for a
+ * big one, so not on the loop. */
+typedef struct close_job {
+    uv_work_t w;
+    int fd;
+} close_job;
+
+static void close_work(uv_work_t *w)
+{
+    close(((close_job *)w)->fd);
+}
+
+static void close_done(uv_work_t *w, int status)
+{
+    (void)status;
+    free(w);
+}
+
+static void close_off_loop(rpd_server *srv, int fd)
+{
+    close_job *cj = fd >= 0 ? malloc(sizeof *cj) : NULL;
+    if (cj) {
+        cj->fd = fd;
+        if (uv_queue_work(srv->loop, &cj->w, close_work, close_done) == 0)
+            return;
+        free(cj);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
 static void snap_done(uv_work_t *w, int status)
 {
     rpd_server *srv = w->data;
     (void)status; /* the pool runs every queued job, even at shutdown */
     rpd_durable_snapshot_end(srv->core.durable, srv->snap_job);
     srv->snap_job = NULL;
+    close_off_loop(srv, rpd_durable_retired_fd(srv->core.durable));
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
 }
 
