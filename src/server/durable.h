@@ -22,8 +22,9 @@
  * fsync fails mutations with -32007 until one succeeds); no leaves it to
  * the kernel.
  *
- * Files in the directory: `lock` (flock: one daemon per directory) and
- * `journal`.
+ * Files in the directory: `lock` (flock: one daemon per directory),
+ * `journal`, `snapshot`, and while one is written `snapshot.tmp` and
+ * `journal.tmp` (removed at start: only a rename makes them count).
  */
 #ifndef REPOSE_SERVER_DURABLE_H
 #define REPOSE_SERVER_DURABLE_H
