@@ -552,6 +552,154 @@ static void restore_undoes_every_kind_of_mutation(void **state)
     rp_store_free(st);
 }
 
+/* The commit hook (the daemon's journal): every mutation calls it once,
+ * with the revision it is about to take, after its checks (a mutation that
+ * fails them never calls it); a refusal fails the mutation with
+ * RP_ERR_ABORTED and changes nothing, also on a scene a snapshot shares. */
+typedef struct hook_log {
+    int calls;
+    uint64_t revision;
+    bool refuse;
+} hook_log;
+
+static int hook(void *ctx, uint64_t revision)
+{
+    hook_log *h = ctx;
+    h->calls++;
+    h->revision = revision;
+    return h->refuse ? -1 : 0;
+}
+
+static rp_status run_kind(rp_store *st, int kind, test_rng *r, size_t *next_id,
+                          const rp_model_def *def)
+{
+    rp_scene *sc = rp_store_find(st, "s");
+    char id[ID_LEN];
+    switch (kind) {
+    case 0: { /* move */
+        snprintf(id, sizeof id, "%s", rp_scene_id_at(sc, rng_next(r) % rp_scene_shape_count(sc)));
+        rp_shape_put p = {id, random_shape(r, 5.0)};
+        return rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL);
+    }
+    case 1: { /* one new shape */
+        snprintf(id, sizeof id, "h%zu", (*next_id)++);
+        rp_shape_put p = {id, random_shape(r, 5.0)};
+        return rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL);
+    }
+    case 2: { /* many new shapes: a full tree build */
+        enum { N = 400 };
+        rp_shape_put p[N];
+        char (*ids)[ID_LEN] = malloc(N * ID_LEN);
+        for (int k = 0; k < N; k++) {
+            snprintf(ids[k], ID_LEN, "b%zu", (*next_id)++);
+            p[k] = (rp_shape_put){ids[k], random_shape(r, 5.0)};
+        }
+        rp_status st2 = rp_store_put(st, "s", p, N, NULL, false, NULL, NULL);
+        free(ids);
+        return st2;
+    }
+    case 3: { /* remove */
+        snprintf(id, sizeof id, "%s", rp_scene_id_at(sc, rng_next(r) % rp_scene_shape_count(sc)));
+        const char *ids[1] = {id};
+        return rp_store_remove(st, "s", ids, 1, NULL, NULL, NULL, NULL);
+    }
+    case 4: { /* replace the scene */
+        rp_shape_put p = {"only", random_shape(r, 1.0)};
+        return rp_store_replace(st, "s", &p, 1, NULL, false, NULL, NULL);
+    }
+    case 5: { /* create, and put and replace that create */
+        rp_shape_put p = {"a", random_shape(r, 1.0)};
+        unsigned how = (unsigned)(rng_next(r) % 3);
+        return how == 0   ? rp_store_create(st, "t", &p, 1, NULL)
+               : how == 1 ? rp_store_put(st, "t", &p, 1, NULL, true, NULL, NULL)
+                          : rp_store_replace(st, "t", &p, 1, NULL, true, NULL, NULL);
+    }
+    case 6:
+        return rp_store_delete(st, "t");
+    case 7:
+        return rp_store_model_put(st, "m", def, NULL, NULL);
+    default:
+        return rp_store_model_delete(st, "m");
+    }
+}
+
+static void commit_hook_sees_every_mutation_and_a_refusal_changes_nothing(void **state)
+{
+    (void)state;
+    test_rng r = {99};
+    rp_store *st = store_with(600, &r);
+    rp_link link;
+    memset(&link, 0, sizeof link);
+    link.id = "l0";
+    link.frame = -1;
+    link.shape.kind = RP_SHAPE_SPHERE;
+    link.shape.sphere.radius = 0.1;
+    rp_model_def def;
+    memset(&def, 0, sizeof def);
+    def.links = &link;
+    def.n_links = 1;
+    hook_log h = {0, 0, false};
+    rp_store_set_commit_hook(st, hook, &h);
+    size_t next_id = 0;
+    for (int round = 0; round < 36; round++) {
+        int kind = round % 9;
+        /* t exists for delete; m exists for model.delete. */
+        if (kind == 6 && !rp_store_find(st, "t"))
+            continue;
+        if (kind == 8 && !rp_store_model_find(st, "m"))
+            continue;
+        bool shared = round % 2 == 1; /* a snapshot shares the scene */
+        rp_store *snap = shared ? rp_store_snapshot(st) : NULL;
+        ref_scene before;
+        ref_take(&before, rp_store_find(st, "s"));
+        uint64_t rev = rp_store_revision(st), shapes = rp_store_shape_count(st);
+        size_t scenes = rp_store_scene_count(st), models = rp_store_model_count(st);
+        const rp_model *m = rp_store_model_find(st, "m");
+        test_rng again = r;
+        size_t id_again = next_id;
+        /* Refused: nothing changes. */
+        h = (hook_log){0, 0, true};
+        assert_int_equal(run_kind(st, kind, &r, &next_id, &def), RP_ERR_ABORTED);
+        assert_int_equal(h.calls, 1);
+        assert_int_equal(h.revision, rev + 1);
+        assert_int_equal(rp_store_revision(st), rev);
+        assert_int_equal(rp_store_shape_count(st), shapes);
+        assert_int_equal(rp_store_scene_count(st), scenes);
+        assert_int_equal(rp_store_model_count(st), models);
+        assert_ptr_equal(rp_store_model_find(st, "m"), m);
+        assert_scene_is(rp_store_find(st, "s"), &before, &r);
+        if (snap)
+            assert_scene_is(rp_store_find(snap, "s"), &before, &r);
+        /* Accepted: the same mutation commits at that revision. */
+        r = again;
+        next_id = id_again;
+        h = (hook_log){0, 0, false};
+        assert_int_equal(run_kind(st, kind, &r, &next_id, &def), RP_OK);
+        assert_int_equal(h.calls, 1);
+        assert_int_equal(h.revision, rev + 1);
+        assert_int_equal(rp_store_revision(st), rev + 1);
+        if (snap)
+            assert_scene_is(rp_store_find(snap, "s"), &before, &r);
+        ref_free(&before);
+        rp_store_free(snap);
+    }
+    /* Mutations that fail their checks never reach the hook. */
+    h = (hook_log){0, 0, false};
+    rp_shape_put p = {"x", random_shape(&r, 1.0)};
+    uint64_t wrong = 12345, actual = 0;
+    assert_int_equal(rp_store_put(st, "s", &p, 1, &wrong, false, NULL, &actual), RP_ERR_REVISION);
+    assert_int_equal(rp_store_put(st, "nope", &p, 1, NULL, false, NULL, NULL), RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_create(st, "s", &p, 1, NULL), RP_ERR_EXISTS);
+    assert_int_equal(rp_store_delete(st, "nope"), RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_model_delete(st, "nope"), RP_ERR_NOT_FOUND);
+    assert_int_equal(h.calls, 0);
+    /* Without a hook, mutations go on as before. */
+    rp_store_set_commit_hook(st, NULL, NULL);
+    assert_int_equal(rp_store_put(st, "s", &p, 1, NULL, false, NULL, NULL), RP_OK);
+    assert_int_equal(h.calls, 0);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +712,7 @@ int main(void)
         cmocka_unit_test(deferred_rebuild_misses_then_rebuilds_in_place),
         cmocka_unit_test(failed_mutations_on_a_shared_scene_change_nothing),
         cmocka_unit_test(restore_undoes_every_kind_of_mutation),
+        cmocka_unit_test(commit_hook_sees_every_mutation_and_a_refusal_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
