@@ -163,6 +163,15 @@ RP_API rp_status rp_store_restore(rp_store *st, rp_store *snapshot);
 /// tree's quality.  The store must outlive every rp_rebuild taken from it.
 typedef struct rp_rebuild rp_rebuild;
 RP_API void rp_store_defer_rebuilds(rp_store *st, bool defer);
+
+/// Bulk loading (the daemon's journal replay): while on, mutations leave
+/// the scenes' trees alone and mark them; turning it off rebuilds each
+/// marked tree once.  A replay of many puts then costs one O(n log n)
+/// build per scene instead of a tree update per shape.  Queries and
+/// snapshots must wait until it is off.  Turning it off returns
+/// RP_ERR_NOMEM when a rebuild cannot get memory (the store must then not
+/// be queried; calling it again retries).
+RP_API rp_status rp_store_bulk_load(rp_store *st, bool on);
 RP_API rp_rebuild *rp_store_rebuild_take(rp_store *st);
 RP_API void rp_rebuild_run(rp_rebuild *rb);
 /// True when the new tree was installed (or, after the third miss, the

@@ -853,6 +853,26 @@ void rp_store_defer_rebuilds(rp_store *st, bool defer)
     st->defer_rebuilds = defer;
 }
 
+rp_status rp_store_bulk_load(rp_store *st, bool on)
+{
+    st->bulk_loading = on;
+    if (on)
+        return RP_OK;
+    for (size_t i = 0; i < st->count; i++) {
+        rp_scene *sc = st->scenes[i];
+        if (!sc->tree_stale)
+            continue;
+        rp_bvh_item *items = NULL;
+        if (!rp_chunks_stock(&sc->tree.nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
+            !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes) ||
+            !(items = rp_bvh_items_new_(sc->count)))
+            return RP_ERR_NOMEM;
+        rp_bvh_rebuild_(sc, items); /* frees items */
+        sc->tree_stale = false;
+    }
+    return RP_OK;
+}
+
 rp_rebuild *rp_store_rebuild_take(rp_store *st)
 {
     if (!st->rebuild_hint || st->snapshot)

@@ -428,7 +428,9 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         st = RP_ERR_LIMIT;
         goto out;
     }
-    bool bulk = rp_bvh_bulk_(sc->count, fresh);
+    /* A bulk load leaves the tree to one rebuild at its end. */
+    bool stale = sc->store->bulk_loading;
+    bool bulk = !stale && rp_bvh_bulk_(sc->count, fresh);
     /* Each shape put is at most two tree changes (a move: out and in). */
     if (!reserve(sc, sc->count + fresh, bulk ? SIZE_MAX : 2 * n, fresh > 0)) {
         st = RP_ERR_NOMEM;
@@ -450,7 +452,7 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         const rp_shape *shape = &shapes[last[k]].shape;
         if (found[k] != SIZE_MAX) {
             rp_entry_mut_(&sc->entries, found[k])->shape = *shape;
-            if (!bulk)
+            if (!bulk && !stale)
                 rp_bvh_update_(sc, (uint32_t)found[k]);
             continue;
         }
@@ -463,12 +465,14 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         size_t slot;
         index_find(sc, en->id, hashes[k], &slot);
         index_insert(sc, slot, (uint32_t)e);
-        if (!bulk)
+        if (!bulk && !stale)
             rp_bvh_insert_(sc, (uint32_t)e);
     }
     if (bulk) {
         rp_bvh_rebuild_(sc, build); /* frees the scratch */
         build = NULL;
+    } else if (stale) {
+        sc->tree_stale = true;
     } else {
         rp_bvh_maintain_(sc);
     }
@@ -506,6 +510,7 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         trim_spares(sc);
         return RP_ERR_ABORTED;
     }
+    bool stale = sc->store->bulk_loading; /* see put_shapes */
     size_t count = 0;
     for (size_t k = 0; k < n; k++) {
         if (sc->count == 0)
@@ -515,7 +520,8 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
             continue;
         uint32_t e = idx_get(sc, slot) - 2;
         index_delete(sc, slot);
-        rp_bvh_remove_(sc, e);
+        if (!stale)
+            rp_bvh_remove_(sc, e);
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
         id_unref(en->id, &sc->store->bytes);
         en->id = NULL;
@@ -528,13 +534,17 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
             *en = *le;
             le->id = NULL;
             index_renumber(sc, en->hash, last, e);
-            rp_bvh_renumber_(sc, last, e);
+            if (!stale)
+                rp_bvh_renumber_(sc, last, e);
         }
         sc->count--;
         count++;
     }
     sc->store->shapes -= count;
-    rp_bvh_maintain_(sc);
+    if (stale)
+        sc->tree_stale = true;
+    else
+        rp_bvh_maintain_(sc);
     trim_spares(sc);
     sc->revision = rp_store_take_revision_(sc->store);
     if (removed)

@@ -101,6 +101,7 @@ struct rp_scene {
     rp_store *store; /* owner, for limits and memory accounting */
     rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
+    bool tree_stale; /* changed during a bulk load: the tree waits for its rebuild */
 };
 
 struct rp_store {
@@ -115,6 +116,7 @@ struct rp_store {
     size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
     bool defer_rebuilds; /* see rp_store_defer_rebuilds */
     bool rebuild_hint;   /* some scene may want a rebuild: rp_store_rebuild_take looks */
+    bool bulk_loading;   /* see rp_store_bulk_load */
     rp_store_commit_fn commit_hook; /* see rp_store_set_commit_hook */
     void *commit_ctx;
 };

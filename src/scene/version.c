@@ -67,6 +67,7 @@ static rp_scene *clone_scene(rp_scene *sc)
     }
     c->count = sc->count;
     c->revision = sc->revision;
+    c->tree_stale = sc->tree_stale;
     c->index_slots = sc->index_slots;
     c->index_live = sc->index_live;
     c->index_dead = sc->index_dead;

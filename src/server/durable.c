@@ -1173,7 +1173,16 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         return false;
     }
     rpj_scan_result res;
+    /* The trees are built once at the end, not updated by each record. */
+    rp_store_bulk_load(core->store, true);
     bool stopped = !rpj_scan(buf, n, replay_record, &r, &res);
+    if (rp_store_bulk_load(core->store, false) != RP_OK) {
+        rpd_log(RPD_LOG_ERROR, "%s: out of memory building the scenes' trees after the replay",
+                d->dir);
+        free(buf);
+        close(fd);
+        return false;
+    }
     d->replaying = false;
     rp_store_set_limits(core->store, &store_limits);
     core->limits = saved.limits;

@@ -67,9 +67,23 @@ static cJSON *dump(rh_conn *c)
                  "\"%s\"}}",
                  str_at(sc, "scene"));
         cJSON *g = call_json(c, req);
-        cJSON_AddItemToObject(scenes, str_at(sc, "scene"),
-                              cJSON_DetachItemFromObject(g, "result"));
+        cJSON *res = cJSON_DetachItemFromObject(g, "result");
         cJSON_Delete(g);
+        /* Distances from a few probes: they go through the scene's tree,
+         * which a restart builds anew (a replay builds it once at the end). */
+        cJSON *dist = cJSON_AddArrayToObject(res, "probe_distances");
+        for (int k = 0; k < 6; k++) {
+            snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"scene.distance\",\"params\":{"
+                     "\"scene\":\"%s\",\"shape\":{\"sphere\":{\"center\":[%d,%d,%d],\"radius\":"
+                     "0.25}}}}",
+                     str_at(sc, "scene"), k - 3, (k * 7) % 5 - 2, k % 3);
+            cJSON *q = call_json(c, req);
+            const cJSON *dv = at(q, "result.distance");
+            cJSON_AddItemToArray(dist, dv ? cJSON_Duplicate(dv, 1) : cJSON_CreateString("none"));
+            cJSON_Delete(q);
+        }
+        cJSON_AddItemToObject(scenes, str_at(sc, "scene"), res);
     }
     cJSON_Delete(list);
     list = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"model.list\"}");
@@ -257,6 +271,26 @@ static void mutations_survive_restarts(void **state)
         cJSON_Delete(before);
         int ok = run_mutations(c, &r, per);
         assert_true(ok > per / 3);
+        /* A scene past the brute-force size, so that the probes in dump
+         * walk its tree: 60 shapes put one request at a time, 5 removed. */
+        for (int k = 0; k < 60; k++) {
+            char req[512];
+            snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
+                     "\"scene\":\"big\",\"create\":true,\"shapes\":{\"g%d_%d\":{\"sphere\":{"
+                     "\"center\":[%.17g,%.17g,%.17g],\"radius\":%.17g}}}}}",
+                     k, round, k, odd(&r), odd(&r), odd(&r), fabs(odd(&r)) / 10);
+            cJSON *rep = call_json(c, req);
+            assert_non_null(at(rep, "result"));
+            cJSON_Delete(rep);
+            ok++;
+        }
+        cJSON *rm = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.remove\","
+                                 "\"params\":{\"scene\":\"big\",\"ids\":[\"g0_1\",\"g0_2\","
+                                 "\"g1_3\",\"g2_4\",\"g3_5\"]}}");
+        assert_non_null(at(rm, "result"));
+        cJSON_Delete(rm);
+        ok++;
         before = dump(c);
         /* Revisions went on from where the last daemon stopped, one per
          * successful mutation. */
