@@ -271,12 +271,20 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
     rpd_arena_reset();
     if (rpd_durable_group_seq(core->durable) != seq) {
         /* --fsync always: the line wrote records that wait for the group's
-         * fsync, at the end of this loop iteration (server.c). */
-        c->sync_wait = true;
-        c->sync_epoch = rpd_durable_group_epoch(core->durable);
-        c->sync_mark = mark;
-        c->sync_end = c->out.len;
+         * fsync, at the end of this loop iteration (server.c).  Its reply
+         * and everything after it wait too; the lines already received go
+         * on running (their mutations join the group) until this turn of
+         * process_lines ends. */
+        uint64_t epoch = rpd_durable_group_epoch(core->durable);
+        if (!c->sync_wait) {
+            c->sync_wait = true;
+            c->sync_epoch = epoch;
+            c->sync_mark = mark;
+        }
+        c->sync_last = epoch;
     }
+    if (c->sync_wait)
+        c->sync_end = c->out.len;
     rpd_server_maintain(c->srv); /* a mutation may have asked for a tree rebuild */
     /* After auth, the full request size applies. */
     if (c->in.max_line < core->limits.max_request_bytes && !rpd_session_locked(core, &c->session))
@@ -303,8 +311,9 @@ static void process_lines(rpd_conn *c)
 {
     rpd_core *core = &c->srv->core;
     uint64_t slice_end = rpd_now_ns() + RPD_SLICE_NS;
+    bool held = c->sync_wait; /* from an earlier turn: wait for its fsync */
     for (;;) {
-        while (!c->closing && !c->job && !c->sync_wait) {
+        while (!c->closing && !c->job && !held) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
@@ -370,8 +379,10 @@ static void process_lines(rpd_conn *c)
     close_if_done(c);
 }
 
-/* The mutation's reply becomes -32007 (its group was undone); what the
- * connection got meanwhile (notifications) stays after it. */
+/* The replies from the first mutation of the undone group on become
+ * -32007 wherever they said success (the mutations were undone; the reads
+ * among them may have shown them); the notifications the connection got
+ * meanwhile stay after them. */
 static void answer_undone(rpd_conn *c, int err)
 {
     rpd_core *core = &c->srv->core;
@@ -385,9 +396,14 @@ static void answer_undone(rpd_conn *c, int err)
     memcpy(copy, c->out.buf + c->sync_mark, n + tail);
     c->out.len = c->sync_mark;
     char reason[160];
-    snprintf(reason, sizeof reason, "the journal's fsync failed (%s); the change was undone",
-             strerror(err));
-    rpd_reply_undone(core, copy, n, &c->out, reason);
+    snprintf(reason, sizeof reason, "the journal's fsync failed: %s (the mutations waiting on "
+             "it were undone)", strerror(err));
+    for (size_t at = 0; at < n;) { /* one reply line at a time */
+        const char *nl = memchr(copy + at, '\n', n - at);
+        size_t len = nl ? (size_t)(nl - (copy + at)) + 1 : n - at;
+        rpd_reply_undone(core, copy + at, len, &c->out, reason);
+        at += len;
+    }
     rp_jw_raw(&c->out, copy + n, tail);
     free(copy);
 }

@@ -576,13 +576,16 @@ uint64_t rpd_durable_group_epoch(const rpd_durable *d)
     return d ? d->group_epoch : 0;
 }
 
-int rpd_durable_group_result(const rpd_durable *d, uint64_t epoch)
+int rpd_durable_group_result(const rpd_durable *d, uint64_t first, uint64_t last)
 {
-    if (!d || epoch >= d->group_epoch)
+    if (!d || last >= d->group_epoch)
         return -1;
-    if (d->group_epoch - epoch > RPD_GROUP_EPOCHS)
+    if (d->group_epoch - first > RPD_GROUP_EPOCHS)
         return EIO; /* cannot happen: a connection waits one loop iteration */
-    return d->epoch_err[epoch % RPD_GROUP_EPOCHS];
+    for (uint64_t e = first; e <= last; e++)
+        if (d->epoch_err[e % RPD_GROUP_EPOCHS])
+            return d->epoch_err[e % RPD_GROUP_EPOCHS];
+    return 0;
 }
 
 int rpd_durable_group_sync(rpd_durable *d)

@@ -88,13 +88,13 @@ bool rpd_durable_refused(rpd_req *req);
  * fsyncs them: 0, or the errno after which the group was undone (journal,
  * store, model definitions; the watchers of the scenes it touched get
  * scene.resync, or scene.deleted for a scene it created).  save and the
- * end of a background snapshot run it too.  group_result says how group
- * `epoch` ended: 0, its errno, or -1 while it is still open. */
+ * end of a background snapshot run it too.  group_result says how groups
+ * first..last ended: 0, the first errno, or -1 while last is still open. */
 bool rpd_durable_group_open(const rpd_durable *d);
 uint64_t rpd_durable_group_seq(const rpd_durable *d);
 uint64_t rpd_durable_group_epoch(const rpd_durable *d);
 int rpd_durable_group_sync(rpd_durable *d);
-int rpd_durable_group_result(const rpd_durable *d, uint64_t epoch);
+int rpd_durable_group_result(const rpd_durable *d, uint64_t first, uint64_t last);
 
 /* Writes DIR/snapshot from the store as it is now (temp file, fsync,
  * rename, directory fsync) and starts the journal again from it.  Runs on

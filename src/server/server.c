@@ -489,8 +489,8 @@ static void on_group(uv_prepare_t *p)
     rpd_conn *next;
     for (rpd_conn *c = srv->conns; c; c = next) {
         next = c->next;
-        if (c->sync_wait && c->sync_epoch < epoch)
-            rpd_conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch));
+        if (c->sync_wait && c->sync_last < epoch)
+            rpd_conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch, c->sync_last));
     }
     if (undone) { /* the watchers of what was undone hear of it */
         srv->watch_now_ns = rpd_now_ns();

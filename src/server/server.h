@@ -104,12 +104,12 @@ typedef struct rpd_conn {
     size_t input_counted; /* this connection's share of srv->input_bytes */
     struct rpd_job *job;       /* the query running on a worker; lines wait for it */
     bool gone;                 /* closed while job ran: job's completion frees it */
-    /* --fsync always: a line of this connection joined the group that
-     * waits for the journal's fsync; its replies (out from sync_mark on)
-     * and its next lines wait for it (rpd_conn_sync_done). */
+    /* --fsync always: lines of this connection joined the group that
+     * waits for the journal's fsync; the replies (out from sync_mark on)
+     * and the lines not yet run wait for it (rpd_conn_sync_done). */
     bool sync_wait;
-    uint64_t sync_epoch;       /* the group (rpd_durable_group_epoch) */
-    size_t sync_mark, sync_end; /* that line's reply in out */
+    uint64_t sync_epoch, sync_last; /* the first and last group (rpd_durable_group_epoch) */
+    size_t sync_mark, sync_end; /* the replies from the first mutation on, in out */
     uint64_t watch_flushed_ns; /* last write of notifications (rpd_now_ns) */
     bool watch_pending;        /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
