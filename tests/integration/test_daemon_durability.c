@@ -921,6 +921,41 @@ static const char *put_req(char *buf, size_t cap, int id, const char *scene, con
     return buf;
 }
 
+/* A daemon with faults (see start_faulty) on DIR/data, scene `scene`
+ * created; data gets the path. */
+static rh_daemon *faulty_with_scene(const char *dir, const char *policy, const char *scene,
+                                    char *data, size_t cap, rh_conn **c)
+{
+    snprintf(data, cap, "%s/data", dir);
+    rh_daemon *d = start_faulty(data, policy, dir);
+    *c = connect_ok(d, false);
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+             "\"scene\":\"%s\"}}",
+             scene);
+    cJSON *rep = call_json(*c, req);
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    return d;
+}
+
+/* SIGKILL, a restart without faults, and the same state as `after`
+ * (which is deleted); returns the restarted daemon's dump. */
+static cJSON *kill_restart_same(rh_daemon *d, const char *data, const char *policy, cJSON *after)
+{
+    kill_now(d);
+    d = start_on(data, policy, NULL);
+    assert_false(rh_log_contains(d, "torn tail")); /* no partial record was left */
+    rh_conn *c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(after, now);
+    cJSON_Delete(after);
+    rh_close(c);
+    stop_ok(d);
+    return now;
+}
+
 /* --fsync always, the fsync fails: every mutation of the group (several
  * connections, a batch, a model) is undone and answered -32007, memory is
  * as before, reads go on, watchers get scene.resync; once fsync works,
@@ -932,14 +967,9 @@ static void a_failed_fsync_undoes_the_group(void **state)
     const char *dir = rh_temp_dir();
     assert_non_null(dir);
     char data[600], req[512];
-    snprintf(data, sizeof data, "%s/data", dir);
-    rh_daemon *d = start_faulty(data, "always", dir);
-    rh_conn *c = connect_ok(d, false);
-    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
-                              "\"params\":{\"scene\":\"g\"}}");
-    assert_non_null(at(rep, "result"));
-    cJSON_Delete(rep);
-    rep = call_json(c, put_req(req, sizeof req, 2, "g", "a"));
+    rh_conn *c;
+    rh_daemon *d = faulty_with_scene(dir, "always", "g", data, sizeof data, &c);
+    cJSON *rep = call_json(c, put_req(req, sizeof req, 2, "g", "a"));
     assert_non_null(at(rep, "result"));
     cJSON_Delete(rep);
     rh_conn *w = connect_ok(d, false);
@@ -1043,17 +1073,10 @@ static void a_failed_fsync_undoes_the_group(void **state)
         rh_close(k[i]);
     rh_close(w);
     rh_close(c);
-    kill_now(d);
-    d = start_on(data, "always", NULL);
-    c = connect_ok(d, false);
-    now = dump(c);
-    assert_same_state(after, now);
+    now = kill_restart_same(d, data, "always", after);
     assert_null(at(now, "models.m"));
     cJSON_Delete(now);
-    cJSON_Delete(after);
     cJSON_Delete(before);
-    rh_close(c);
-    stop_ok(d);
 }
 
 /* --fsync everysec, the background fsync fails: mutations acknowledged
@@ -1065,13 +1088,9 @@ static void a_failed_background_fsync_refuses_mutations_until_one_works(void **s
     const char *dir = rh_temp_dir();
     assert_non_null(dir);
     char data[600], req[512];
-    snprintf(data, sizeof data, "%s/data", dir);
-    rh_daemon *d = start_faulty(data, "everysec", dir);
-    rh_conn *c = connect_ok(d, false);
-    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
-                              "\"params\":{\"scene\":\"e\"}}");
-    assert_non_null(at(rep, "result"));
-    cJSON_Delete(rep);
+    rh_conn *c;
+    rh_daemon *d = faulty_with_scene(dir, "everysec", "e", data, sizeof data, &c);
+    cJSON *rep;
     fault(dir, "fsync", "1");
     /* Accepted until the timer's fsync fails (within about a second). */
     int id = 100;
@@ -1105,16 +1124,8 @@ static void a_failed_background_fsync_refuses_mutations_until_one_works(void **s
     assert_true(accepted);
     cJSON *after = dump(c);
     rh_close(c);
-    kill_now(d);
-    d = start_on(data, "everysec", NULL);
-    c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(after, now);
-    cJSON_Delete(now);
-    cJSON_Delete(after);
+    cJSON_Delete(kill_restart_same(d, data, "everysec", after));
     cJSON_Delete(before);
-    rh_close(c);
-    stop_ok(d);
 }
 
 /* A write that stops halfway and a journal that cannot be cut back: the
@@ -1127,13 +1138,9 @@ static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
     const char *dir = rh_temp_dir();
     assert_non_null(dir);
     char data[600], req[512];
-    snprintf(data, sizeof data, "%s/data", dir);
-    rh_daemon *d = start_faulty(data, "no", dir);
-    rh_conn *c = connect_ok(d, false);
-    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
-                              "\"params\":{\"scene\":\"p\"}}");
-    assert_non_null(at(rep, "result"));
-    cJSON_Delete(rep);
+    rh_conn *c;
+    rh_daemon *d = faulty_with_scene(dir, "no", "p", data, sizeof data, &c);
+    cJSON *rep;
     cJSON *before = dump(c);
     fault(dir, "write", "partial");
     fault(dir, "truncate", "1");
@@ -1153,18 +1160,10 @@ static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
     cJSON_Delete(rep);
     cJSON *after = dump(c);
     rh_close(c);
-    kill_now(d);
-    d = start_on(data, "no", NULL);
-    assert_false(rh_log_contains(d, "torn"));
-    c = connect_ok(d, false);
-    now = dump(c);
-    assert_same_state(after, now);
+    now = kill_restart_same(d, data, "no", after);
     assert_null(at(now, "scenes.p.shapes.torn"));
     cJSON_Delete(now);
-    cJSON_Delete(after);
     cJSON_Delete(before);
-    rh_close(c);
-    stop_ok(d);
 }
 
 int main(int argc, char **argv)

@@ -476,6 +476,19 @@ static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
     rp_store_free(st);
 }
 
+/* A model of one sphere on the base. */
+static void one_link_model(rp_link *link, rp_model_def *def)
+{
+    memset(link, 0, sizeof *link);
+    link->id = "l0";
+    link->frame = -1;
+    link->shape.kind = RP_SHAPE_SPHERE;
+    link->shape.sphere.radius = 0.1;
+    memset(def, 0, sizeof *def);
+    def->links = link;
+    def->n_links = 1;
+}
+
 /* rp_store_restore undoes mutations of every kind (put, remove, replace,
  * create, delete, model put and delete): scenes, models, the revision and
  * the shape count come back, queries on the restored scene equal brute
@@ -486,15 +499,8 @@ static void restore_undoes_every_kind_of_mutation(void **state)
     test_rng r = {4711};
     rp_store *st = store_with(700, &r);
     rp_link link;
-    memset(&link, 0, sizeof link);
-    link.id = "l0";
-    link.frame = -1;
-    link.shape.kind = RP_SHAPE_SPHERE;
-    link.shape.sphere.radius = 0.1;
     rp_model_def def;
-    memset(&def, 0, sizeof def);
-    def.links = &link;
-    def.n_links = 1;
+    one_link_model(&link, &def);
     assert_int_equal(rp_store_model_put(st, "m", &def, NULL, NULL), RP_OK);
     size_t next_id = 0;
     for (int round = 0; round < 12; round++) {
@@ -630,15 +636,8 @@ static void commit_hook_sees_every_mutation_and_a_refusal_changes_nothing(void *
     test_rng r = {99};
     rp_store *st = store_with(600, &r);
     rp_link link;
-    memset(&link, 0, sizeof link);
-    link.id = "l0";
-    link.frame = -1;
-    link.shape.kind = RP_SHAPE_SPHERE;
-    link.shape.sphere.radius = 0.1;
     rp_model_def def;
-    memset(&def, 0, sizeof def);
-    def.links = &link;
-    def.n_links = 1;
+    one_link_model(&link, &def);
     hook_log h = {0, 0, false};
     rp_store_set_commit_hook(st, hook, &h);
     size_t next_id = 0;
