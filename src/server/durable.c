@@ -610,9 +610,9 @@ int rpd_durable_group_sync(rpd_durable *d)
     }
     /* After a failed fsync nothing tells which of the group's records are
      * on the disk: all of them go, from the journal and from memory. */
-    rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; the %llu mutations waiting on it are "
-            "undone and answered with -32007", d->dir, strerror(err),
-            (unsigned long long)d->group_records);
+    rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; %llu mutation%s waiting on it undone "
+            "and answered with -32007", d->dir, strerror(err),
+            (unsigned long long)d->group_records, d->group_records == 1 ? "" : "s");
     d->journal_bytes = d->group_from;
     d->journal_records -= d->group_records;
     d->write_errors += d->group_records;
