@@ -131,6 +131,9 @@ bool rpd_fail_status(rpd_req *req, rp_status st)
     return rpd_fail(req, rp_status_rpc_code(st), "%s", rp_status_str(st));
 }
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 0)))
+#endif
 static void storage_error(rpd_error *e, const char *fmt, va_list ap)
 {
     set_error(e, RPD_STORAGE, RPD_DATA_REASON);
