@@ -261,8 +261,10 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
     }
     /* Queries go to a worker (the connection's next lines wait for it, so
      * replies keep their order); when the job cannot be set up, the line
-     * runs here as it would without workers. */
-    if (c->srv->threads > 0 && !rpd_session_locked(core, &c->session) &&
+     * runs here as it would without workers.  Behind a mutation waiting for
+     * its group's fsync it runs here too, so that its reply is held with
+     * the mutation's (and answered -32007 if the group is undone). */
+    if (c->srv->threads > 0 && !c->sync_wait && !rpd_session_locked(core, &c->session) &&
         rpd_line_wants_worker(line, len) && start_job(c, line, len))
         return;
     uint64_t seq = rpd_durable_group_seq(core->durable);

@@ -1010,16 +1010,26 @@ static void a_failed_fsync_undoes_the_group(void **state)
      * same group as the first put (then its answer is -32007 too) or after
      * the group was undone (then it must not show that put). */
     {
-        char both[1200], a1[400], a2[400];
+        char both[1600], a1[400], a2[400];
         put_req(a1, sizeof a1, 40, "g", "x1");
         put_req(a2, sizeof a2, 42, "g", "x2");
+        /* (scene.distance runs on a worker thread unless it is held.) */
         snprintf(both, sizeof both,
-                 "%s\n{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"scene.get\",\"params\":{"
+                 "%s\n{\"jsonrpc\":\"2.0\",\"id\":39,\"method\":\"scene.distance\",\"params\""
+                 ":{\"scene\":\"g\",\"shape\":{\"sphere\":{\"center\":[40,0.5,0.1],\"radius\":"
+                 "0.25}}}}\n{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"scene.get\",\"params\":{"
                  "\"scene\":\"g\"}}\n%s\n",
                  a1, a2);
         send_raw(c, both, strlen(both));
         rep = read_json(c);
         expect_storage_error(rep, "fsync failed");
+        cJSON_Delete(rep);
+        rep = read_json(c); /* x1 sits at the probe: a success must not see it */
+        assert_int_equal((int)num_at(rep, "id"), 39);
+        if (at(rep, "error"))
+            expect_storage_error(rep, "fsync failed");
+        else
+            assert_true(num_at(rep, "result.distance") > 1.0);
         cJSON_Delete(rep);
         rep = read_json(c);
         assert_int_equal((int)num_at(rep, "id"), 41);
