@@ -55,6 +55,7 @@ typedef struct rpd_session {
     void *owner; /* the connection (server), for watch notifications */
     struct rpd_watch *watches; /* this connection's watches (watch.c) */
     unsigned lagging;          /* how many of them wait for output to drain */
+    uint64_t group_epoch1;     /* --fsync always: 1 + the group its last record joined */
 } rpd_session;
 
 /* Whether this session must auth before using other methods. */

@@ -32,7 +32,9 @@
 #include "watch.h"
 
 #define RPD_FSYNC_SAMPLES 1024
-#define RPD_GROUP_EPOCHS 16
+/* Group outcomes kept: more than the groups one loop iteration can end
+ * (one per save a connection sends, plus the iteration's own). */
+#define RPD_GROUP_EPOCHS 4096
 
 typedef struct mdef {
     char *name;
@@ -63,6 +65,7 @@ struct rpd_durable {
     /* --fsync always: the group, records written since the last fsync
      * whose replies wait for the next one (rpd_durable_group_sync). */
     uint64_t group_records, group_from, group_seq;
+    uint64_t seq0;             /* group_seq when the mutation in progress began */
     uint64_t group_epoch;      /* the open group's number; rises at each group fsync */
     int epoch_err[RPD_GROUP_EPOCHS]; /* how the last groups ended (0 or an errno) */
     rpd_core *core;
@@ -483,6 +486,7 @@ bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
     d->method = method;
     d->params = params;
     d->refused_err = 0;
+    d->seq0 = d->group_seq;
     return true;
 }
 
@@ -495,6 +499,8 @@ void rpd_durable_end(rpd_req *req)
         rp_store_free(d->group_undo); /* nothing committed: no group to undo */
         d->group_undo = NULL;
     }
+    if (d->group_seq != d->seq0 && req->session)
+        req->session->group_epoch1 = d->group_epoch + 1;
     d->method = NULL;
     d->params = NULL;
 }
@@ -596,6 +602,10 @@ int rpd_durable_group_sync(rpd_durable *d)
     rpd_watch_hub *watch = d->core->watch;
     uint64_t ns;
     int err = timed_sync(d->journal_fd, &ns);
+    if (!err && d->dir_unsynced)
+        err = fsync(d->dir_fd) == 0 ? 0 : errno;
+    if (!err)
+        d->dir_unsynced = false;
     d->epoch_err[d->group_epoch % RPD_GROUP_EPOCHS] = err;
     d->group_epoch++;
     if (!err) {
@@ -815,7 +825,7 @@ static void next_journal(rpd_snap_job *j)
  * fsync does it within a second (the old journal had every record synced
  * as its policy says, and until the rename is on the disk a crash finds
  * the old journal, which has them all). */
-static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now)
+static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now, bool background)
 {
     if (j->jfd < 0)
         return false;
@@ -831,14 +841,15 @@ static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now)
         rpd_log(RPD_LOG_WARN, "%s/journal.tmp: %s", d->dir, strerror(err));
         return false; /* snap_job_free removes it */
     }
-    if (sync_now)
-        sync_dir(d);
-    else
+    /* The rename must be on the disk before a record acknowledged from
+     * the new file counts: when this fsync fails, the next one retries
+     * (the group's fsync or the timer's, which fail until it works). */
+    if (!sync_now || fsync(d->dir_fd) != 0)
         d->dir_unsynced = true;
     /* The old journal is unlinked now: the last close frees its blocks,
      * which takes long for a big file; a background job leaves that to a
      * worker (rpd_durable_retired_fd). */
-    if (sync_now || d->retired_fd >= 0)
+    if (!background || d->retired_fd >= 0)
         close(d->journal_fd);
     else
         d->retired_fd = d->journal_fd;
@@ -861,7 +872,7 @@ static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
     d->snap_revision = j->revision;
     d->snap_bytes = j->bytes;
     d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
-    if (!switch_journal(d, j, !background || d->policy == RPD_FSYNC_ALWAYS)) {
+    if (!switch_journal(d, j, !background || d->policy == RPD_FSYNC_ALWAYS, background)) {
         rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
                 "again; it goes on growing", d->dir);
     }
@@ -870,6 +881,12 @@ static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
         rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms", d->dir,
                 (unsigned long long)j->revision, (unsigned long long)j->bytes,
                 (unsigned long long)d->snap_ms);
+}
+
+void rpd_durable_snapshot_fail(rpd_snap_job *j, const char *why)
+{
+    j->err = EAGAIN;
+    snprintf(j->why, sizeof j->why, "%s", why);
 }
 
 int rpd_durable_retired_fd(rpd_durable *d)
@@ -902,6 +919,11 @@ void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
                 d->dir, (unsigned long long)revision, (unsigned long long)bytes,
                 (unsigned long long)d->snap_ms, (unsigned long long)begin_us,
                 (unsigned long long)((rpd_now_ns() - t_end) / 1000));
+}
+
+bool rpd_durable_session_waits(const rpd_durable *d, const rpd_session *s)
+{
+    return d && s && d->group_records && s->group_epoch1 == d->group_epoch + 1;
 }
 
 /* save: the same job, run here and now. */
@@ -1322,6 +1344,8 @@ void rpd_durable_close(rpd_durable *d)
         return;
     if (d->dir_unsynced && d->dir_fd >= 0)
         sync_dir(d);
+    if (d->journal_fd >= 0 && d->ragged)
+        cut_back(d); /* undone or partial records must not be synced in */
     if (d->journal_fd >= 0) {
         if (d->unsynced || d->sync_failed) {
             uint64_t ns;

@@ -101,6 +101,10 @@ int rpd_durable_group_result(const rpd_durable *d, uint64_t first, uint64_t last
  * the calling thread, blocking it for the write.  0 or an errno, with why
  * (for the log or a -32007 reason). */
 int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap);
+/* Whether session s has records in the group waiting for its fsync: its
+ * replies are held, and a save now (which fsyncs that group first) would
+ * split them between two groups; m_save refuses instead. */
+bool rpd_durable_session_waits(const rpd_durable *d, const rpd_session *s);
 
 /* Background snapshots: taken when the journal has grown past
  * `snapshot_after` bytes and past the size of the last snapshot (as
@@ -118,6 +122,8 @@ void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j);
 /* After end: the old journal's descriptor, whose close (freeing the
  * unlinked file's blocks) belongs on a worker; -1 when there is none. */
 int rpd_durable_retired_fd(rpd_durable *d);
+/* Marks a job that never ran as failed (end then reports it). */
+void rpd_durable_snapshot_fail(rpd_snap_job *j, const char *why);
 
 /* For hello and stats. */
 const char *rpd_durable_dir(const rpd_durable *d);

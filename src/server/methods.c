@@ -396,6 +396,9 @@ static bool m_save(rpd_req *req, const cJSON *params, rp_jw *w)
     rpd_durable *d = req->core->durable;
     if (!d)
         return rpd_fail_storage(req, "no --data-dir: the store lives in memory only");
+    if (rpd_durable_session_waits(d, req->session))
+        return rpd_fail_storage(req, "this connection's mutations are waiting for their fsync "
+                                     "(--fsync always); send save after their replies");
     char why[400];
     if (rpd_durable_save(d, req->core->store, why, sizeof why) != 0)
         return rpd_fail_storage(req, "%s", why);

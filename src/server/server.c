@@ -556,6 +556,9 @@ static void snap_done(uv_work_t *w, int status)
     rpd_durable_snapshot_end(srv->core.durable, srv->snap_job);
     srv->snap_job = NULL;
     close_off_loop(srv, rpd_durable_retired_fd(srv->core.durable));
+    /* A group the end synced may have been undone: its watchers hear it. */
+    srv->watch_now_ns = rpd_now_ns();
+    rpd_watch_flush(srv->core.watch, &srv->core.limits);
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
 }
 
@@ -569,6 +572,7 @@ void rpd_server_snapshot_maybe(rpd_server *srv)
     srv->snap_job = j;
     srv->snap_work.data = srv;
     if (uv_queue_work(srv->loop, &srv->snap_work, snap_work, snap_done) != 0) {
+        rpd_durable_snapshot_fail(j, "could not queue the background work");
         rpd_durable_snapshot_end(srv->core.durable, j); /* reports it as not written */
         srv->snap_job = NULL;
     }

@@ -1176,6 +1176,51 @@ static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
     cJSON_Delete(before);
 }
 
+/* --fsync always: save behind a mutation of the same connection whose
+ * fsync is still pending (a batch, or pipelined lines) is refused with
+ * -32007 instead of splitting the held replies between two fsyncs (which
+ * used to leave the connection waiting for good); the mutation stands, and
+ * save on its own works. */
+static void save_behind_a_waiting_mutation_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char data[600], a[400], b[1000];
+    snprintf(data, sizeof data, "%s/data", dir);
+    rh_daemon *d = start_on(data, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"v\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    put_req(a, sizeof a, 2, "v", "one");
+    snprintf(b, sizeof b, "[%s,{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"save\"}]", a);
+    rep = call_json(c, b);
+    assert_true(cJSON_IsArray(rep) && cJSON_GetArraySize(rep) == 2);
+    assert_int_equal((int)num_at(cJSON_GetArrayItem(rep, 0), "result.revision"), 2);
+    expect_storage_error(cJSON_GetArrayItem(rep, 1), "waiting for their fsync");
+    cJSON_Delete(rep);
+    /* Pipelined lines in one write: the same. */
+    put_req(a, sizeof a, 4, "v", "two");
+    snprintf(b, sizeof b, "%s\n{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"save\"}\n", a);
+    send_raw(c, b, strlen(b));
+    rep = read_json(c);
+    assert_int_equal((int)num_at(rep, "result.revision"), 3);
+    cJSON_Delete(rep);
+    rep = read_json(c);
+    assert_int_equal((int)num_at(rep, "id"), 5);
+    if (at(rep, "error")) /* unless the put's fsync came between the two lines */
+        expect_storage_error(rep, "waiting for their fsync");
+    cJSON_Delete(rep);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"save\"}");
+    assert_int_equal((int)num_at(rep, "result.revision"), 3);
+    cJSON_Delete(rep);
+    cJSON *after = dump(c);
+    rh_close(c);
+    cJSON_Delete(kill_restart_same(d, data, "always", after));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1192,6 +1237,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(a_failed_fsync_undoes_the_group),
         DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),
         DAEMON_TEST(a_partial_record_blocks_appends_until_it_is_cut),
+        DAEMON_TEST(save_behind_a_waiting_mutation_is_refused),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
