@@ -61,7 +61,6 @@ struct rpd_durable {
     const cJSON *params;
     int refused_err; /* why the commit hook refused it */
     rp_jw text;      /* the record's params, written out */
-    rp_store *store; /* whose commit hook we are */
     /* --fsync always: the group, records written since the last fsync
      * whose replies wait for the next one (rpd_durable_group_sync). */
     uint64_t group_records, group_from, group_seq;
@@ -72,9 +71,9 @@ struct rpd_durable {
     rp_store *group_undo; /* the store before the group */
     char **touched;       /* scenes the group changed */
     size_t n_touched, cap_touched;
-    mdef *defs_saved;     /* model definitions before the group's first model change */
+    mdef *defs_saved;     /* model definitions before the group's first model change
+                           * (NULL: none changed yet) */
     size_t n_defs_saved;
-    bool saved;
 
     /* Fsync state.  unsynced: records written since the last fsync began;
      * syncing: an everysec fsync is running; sync_failed: the last fsync
@@ -549,7 +548,6 @@ static void group_note(rpd_durable *d)
     }
     d->defs_saved = copy;
     d->n_defs_saved = d->n_defs;
-    d->saved = true;
 }
 
 static void group_clear(rpd_durable *d)
@@ -560,11 +558,9 @@ static void group_clear(rpd_durable *d)
     for (size_t i = 0; i < d->n_touched; i++)
         free(d->touched[i]);
     d->n_touched = 0;
-    if (d->saved)
-        free_defs(d->defs_saved, d->n_defs_saved);
+    free_defs(d->defs_saved, d->n_defs_saved);
     d->defs_saved = NULL;
     d->n_defs_saved = 0;
-    d->saved = false;
 }
 
 bool rpd_durable_group_open(const rpd_durable *d)
@@ -634,12 +630,11 @@ int rpd_durable_group_sync(rpd_durable *d)
     if (d->group_undo)
         rp_store_restore(st, d->group_undo); /* frees it */
     d->group_undo = NULL;
-    if (d->saved) {
+    if (d->defs_saved) {
         free_defs(d->defs, d->n_defs);
         d->defs = d->defs_saved;
         d->n_defs = d->cap_defs = d->n_defs_saved;
         d->defs_saved = NULL;
-        d->saved = false;
     }
     for (size_t i = 0; i < d->n_touched; i++) {
         const rp_scene *sc = rp_store_find(st, d->touched[i]);
@@ -1328,10 +1323,9 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
         core->durable = NULL;
         goto fail;
     }
-    d->store = core->store;
-    d->core = core;
+    d->core = core; /* we are its store's commit hook */
     publish(d);
-    rp_store_set_commit_hook(d->store, on_commit, d);
+    rp_store_set_commit_hook(core->store, on_commit, d);
     return d;
 fail:
     rpd_durable_close(d);
@@ -1362,8 +1356,8 @@ void rpd_durable_close(rpd_durable *d)
         close(d->lock_fd); /* releases the lock */
     if (d->dir_fd >= 0)
         close(d->dir_fd);
-    if (d->store)
-        rp_store_set_commit_hook(d->store, NULL, NULL);
+    if (d->core)
+        rp_store_set_commit_hook(d->core->store, NULL, NULL);
     group_clear(d);
     free(d->touched);
     rp_jw_free(&d->text);

@@ -475,6 +475,13 @@ static void start_sync_timer(rpd_server *srv)
 
 /* ---- --fsync always: group commit ------------------------------------------------------- */
 
+/* Sends the notifications a group's undo left pending. */
+static void flush_watchers(rpd_server *srv)
+{
+    srv->watch_now_ns = rpd_now_ns();
+    rpd_watch_flush(srv->core.watch, &srv->core.limits);
+}
+
 /* At the end of each loop iteration (before it waits for I/O): one fsync
  * for the records the iteration wrote, then the replies that waited for
  * it go out (conn.c).  A group may also have been synced earlier (save,
@@ -492,10 +499,8 @@ static void on_group(uv_prepare_t *p)
         if (c->sync_wait && c->sync_last < epoch)
             rpd_conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch, c->sync_last));
     }
-    if (undone) { /* the watchers of what was undone hear of it */
-        srv->watch_now_ns = rpd_now_ns();
-        rpd_watch_flush(srv->core.watch, &srv->core.limits);
-    }
+    if (undone) /* the watchers of what was undone hear of it */
+        flush_watchers(srv);
     rpd_server_snapshot_maybe(srv); /* it waits while a group is open */
 }
 
@@ -556,9 +561,7 @@ static void snap_done(uv_work_t *w, int status)
     rpd_durable_snapshot_end(srv->core.durable, srv->snap_job);
     srv->snap_job = NULL;
     close_off_loop(srv, rpd_durable_retired_fd(srv->core.durable));
-    /* A group the end synced may have been undone: its watchers hear it. */
-    srv->watch_now_ns = rpd_now_ns();
-    rpd_watch_flush(srv->core.watch, &srv->core.limits);
+    flush_watchers(srv); /* a group the end synced may have been undone */
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
 }
 
