@@ -250,14 +250,24 @@ static bool shapes_by_link(const rp_model *m, size_t **first_out, size_t **list_
     return true;
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+    const size_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
+}
+
 /* Builds the skip matrix of model_int.h: same-frame pairs, allowed pairs
  * (of shapes, or in a kinematic model of links: every shape of one with
- * every shape of the other), and the 2*n_extra shape pairs in extra; both
- * orders, so a check can test either (i, j) or (j, i).  Shapes from
- * n_base_links on (attached ones) also skip each other. */
-static bool build_skip(rp_model *m, const size_t *extra, size_t n_extra)
+ * every shape of the other), both orders, so a check can test either (i,
+ * j) or (j, i).  Shapes from n_base_links on (attached ones) also skip each
+ * other, and in the frame form attached shape a skips what base shape
+ * inherit[a - n_base_links] skips (its link's row).  The work is at most
+ * about n_links^2 bit operations whatever the allowed pairs repeat: the
+ * kinematic link pairs are made unique first (a million copies of one pair
+ * of big links would otherwise set the same bits a million times). */
+static bool build_skip(rp_model *m, const size_t *inherit)
 {
-    size_t n = m->n_links;
+    size_t n = m->n_links, nb = m->n_base_links;
     m->row_words = (n + 63) / 64;
     if (m->row_words && n > SIZE_MAX / sizeof *m->skip / m->row_words)
         return false;
@@ -267,24 +277,41 @@ static bool build_skip(rp_model *m, const size_t *extra, size_t n_extra)
     memset(m->skip, 0, n * m->row_words * sizeof *m->skip);
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
-            if (m->links[i].frame == m->links[j].frame || (i >= m->n_base_links && j >= m->n_base_links))
+            if (m->links[i].frame == m->links[j].frame || (i >= nb && j >= nb))
                 set_bit(&m->skip[i * m->row_words], j);
     for (size_t p = 0; p < m->n_allowed; p++)
         set_pair(m, m->allowed[2 * p], m->allowed[2 * p + 1]);
-    for (size_t p = 0; p < n_extra; p++)
-        set_pair(m, extra[2 * p], extra[2 * p + 1]);
     if (m->kin && m->kin->n_allowed_links) {
-        size_t *first, *list;
-        if (!shapes_by_link(m, &first, &list))
+        size_t np = m->kin->n_allowed_links;
+        size_t *pairs = malloc(2 * np * sizeof *pairs);
+        size_t *first = NULL, *list = NULL;
+        if (!pairs || !shapes_by_link(m, &first, &list)) {
+            free(pairs);
             return false;
-        for (size_t p = 0; p < m->kin->n_allowed_links; p++) {
+        }
+        for (size_t p = 0; p < np; p++) {
             size_t a = m->kin->allowed_links[2 * p], b = m->kin->allowed_links[2 * p + 1];
+            pairs[2 * p] = a < b ? a : b;
+            pairs[2 * p + 1] = a < b ? b : a;
+        }
+        qsort(pairs, np, 2 * sizeof *pairs, cmp_pair);
+        for (size_t p = 0; p < np; p++) {
+            if (p > 0 && pairs[2 * p] == pairs[2 * p - 2] && pairs[2 * p + 1] == pairs[2 * p - 1])
+                continue;
+            size_t a = pairs[2 * p], b = pairs[2 * p + 1];
             for (size_t x = first[a]; x < first[a + 1]; x++)
                 for (size_t y = first[b]; y < first[b + 1]; y++)
                     set_pair(m, list[x], list[y]);
         }
+        free(pairs);
         free(first);
         free(list);
+    }
+    for (size_t a = nb; inherit && a < n; a++) {
+        const uint64_t *row = &m->skip[inherit[a - nb] * m->row_words];
+        for (size_t x = 0; x < nb; x++)
+            if ((row[x / 64] >> (x % 64)) & 1u)
+                set_pair(m, a, x);
     }
     return true;
 }
@@ -470,32 +497,144 @@ static bool build_broadphase(rp_model *m)
     return true;
 }
 
-/* Shapes a link name (kinematic) or link id (frame form) stands for:
- * calls fn for each; false when it names nothing. */
-static bool for_link_shapes(const rp_model *m, const char *name, void (*fn)(void *, size_t),
+/* ---- shapes by name ------------------------------------------------------------ */
+
+/* What a link name or shape id stands for, found in constant time: the
+ * builders below look up every allowed scene pair, attached shape and
+ * touch link, and a scan of the links per name made a model with a million
+ * allowed pairs cost pairs x links string comparisons (tens of seconds).
+ * Built over `links` (the model's shapes, then any attached ones), for the
+ * model `m` whose tree and base shapes they extend; lives for one build. */
+typedef struct name_index {
+    const rp_model *m;
+    const rp_link *links;
+    size_t n_links;  /* shapes indexed in ids so far */
+    rp_strtab ids;   /* shape ids -> shape index */
+    rp_strtab tree;  /* kinematic: tree link names -> tree link */
+    size_t *first;   /* kinematic: the base shapes of tree link l are */
+    size_t *list;    /* list[first[l] .. first[l + 1]) */
+} name_index;
+
+static const char *tree_name(const void *ctx, uint32_t k)
+{
+    return ((const rp_kin *)ctx)->tree_names[k];
+}
+
+static uint32_t tree_hash(const void *ctx, uint32_t k)
+{
+    return rp_strhash_(((const rp_kin *)ctx)->tree_names[k]);
+}
+
+static void name_index_free(name_index *ni)
+{
+    rp_strtab_free_(&ni->ids);
+    rp_strtab_free_(&ni->tree);
+    free(ni->first);
+    free(ni->list);
+}
+
+/* Adds shape links[ni->n_links] to the id index.  False when its id is
+ * already there (*nomem false) or memory ran out (*nomem true). */
+static bool name_index_add(name_index *ni, bool *nomem)
+{
+    const char *id = ni->links[ni->n_links].id;
+    uint32_t h = rp_strhash_(id);
+    size_t slot;
+    *nomem = false;
+    if (!rp_strtab_reserve_(&ni->ids, ni->n_links + 1)) {
+        *nomem = true;
+        return false;
+    }
+    if (rp_strtab_find_(&ni->ids, id, h, &slot))
+        return false;
+    rp_strtab_insert_at_(&ni->ids, slot, (uint32_t)ni->n_links);
+    ni->n_links++;
+    return true;
+}
+
+/* Indexes m's tree and its n_base shapes links[0 .. n_base) (ids unique:
+ * validated when m was put).  `links` may go on with attached shapes, which
+ * name_index_add indexes one at a time.  False when out of memory. */
+static bool name_index_init(name_index *ni, const rp_model *m, const rp_link *links,
+                            size_t n_base, size_t n_total)
+{
+    memset(ni, 0, sizeof *ni);
+    ni->m = m;
+    ni->links = links;
+    rp_strtab_init_(&ni->ids, link_id, link_hash, links);
+    rp_strtab_init_(&ni->tree, tree_name, tree_hash, m->kin);
+    bool nomem = false;
+    if (!rp_strtab_reserve_(&ni->ids, n_total))
+        return false;
+    while (ni->n_links < n_base)
+        if (!name_index_add(ni, &nomem) && nomem)
+            return false;
+    if (!m->kin)
+        return true;
+    if (!rp_strtab_reserve_(&ni->tree, m->kin->n_tree) || !shapes_by_link(m, &ni->first, &ni->list))
+        return false;
+    for (size_t l = 0; l < m->kin->n_tree; l++) {
+        const char *name = m->kin->tree_names[l];
+        size_t slot;
+        if (!rp_strtab_find_(&ni->tree, name, rp_strhash_(name), &slot))
+            rp_strtab_insert_at_(&ni->tree, slot, (uint32_t)l);
+    }
+    return true;
+}
+
+/* The shape with id `id` among those indexed, or SIZE_MAX. */
+static size_t name_index_id(const name_index *ni, const char *id)
+{
+    size_t slot;
+    if (ni->ids.nslots == 0 || !rp_strtab_find_(&ni->ids, id, rp_strhash_(id), &slot))
+        return SIZE_MAX;
+    return ni->ids.slots[slot];
+}
+
+/* Kinematic: the tree link named `name`, or SIZE_MAX. */
+static size_t name_index_tree(const name_index *ni, const char *name)
+{
+    size_t slot;
+    if (!ni->m->kin || ni->tree.nslots == 0 ||
+        !rp_strtab_find_(&ni->tree, name, rp_strhash_(name), &slot))
+        return SIZE_MAX;
+    return ni->tree.slots[slot];
+}
+
+/* Calls fn for each shape that `name` stands for and returns whether it
+ * names anything: in a kinematic model a tree link (its own shapes) or
+ * else an attached shape's id; in the frame form a shape's id. */
+static bool name_index_each(const name_index *ni, const char *name, void (*fn)(void *, size_t),
                             void *ctx)
 {
-    bool any = false;
-    if (m->kin) {
-        size_t l = rp_model_tree_link_find(m, name);
-        for (size_t s = 0; l != SIZE_MAX && s < m->n_base_links; s++)
-            if (m->shape_link[s] == l)
-                fn(ctx, s);
-        if (l != SIZE_MAX)
-            return true;
-        for (size_t s = m->n_base_links; s < m->n_links; s++)
-            if (strcmp(m->links[s].id, name) == 0) {
-                fn(ctx, s);
-                any = true;
-            }
-        return any;
-    }
-    for (size_t s = 0; s < m->n_links; s++)
-        if (strcmp(m->links[s].id, name) == 0) {
-            fn(ctx, s);
+    if (ni->m->kin) {
+        size_t l = name_index_tree(ni, name);
+        if (l != SIZE_MAX) {
+            for (size_t x = ni->first[l]; x < ni->first[l + 1]; x++)
+                fn(ctx, ni->list[x]);
             return true;
         }
-    return false;
+        size_t s = name_index_id(ni, name);
+        if (s == SIZE_MAX || s < ni->m->n_links)
+            return false; /* only attached shapes are named by id */
+        fn(ctx, s);
+        return true;
+    }
+    size_t s = name_index_id(ni, name);
+    if (s == SIZE_MAX)
+        return false;
+    fn(ctx, s);
+    return true;
+}
+
+/* The most shapes one name stands for: a tree link's shapes, else 1. */
+static size_t name_index_max_shapes(const name_index *ni)
+{
+    size_t most = 1;
+    for (size_t l = 0; ni->m->kin && l < ni->m->kin->n_tree; l++)
+        if (ni->first[l + 1] - ni->first[l] > most)
+            most = ni->first[l + 1] - ni->first[l];
+    return most;
 }
 
 static void count_shape(void *ctx, size_t s)
@@ -518,8 +657,8 @@ static void fill_shape(void *ctx, size_t s)
 /* Keeps the allowed (link, scene id) pairs (both lists, the model's own and
  * more) and indexes them by shape.  Returns RP_ERR_INVALID_ARG with
  * *bad_pair set (an index over both lists) for a link that names nothing. */
-static rp_status build_allowed_scene(rp_model *m, const char *const *a, size_t na,
-                                     const char *const *b, size_t nb, size_t *bad_pair)
+static rp_status build_allowed_scene(rp_model *m, const name_index *ni, const char *const *a,
+                                     size_t na, const char *const *b, size_t nb, size_t *bad_pair)
 {
     size_t n = na + nb;
     if (n == 0)
@@ -542,7 +681,7 @@ static rp_status build_allowed_scene(rp_model *m, const char *const *a, size_t n
     if (!count)
         return RP_ERR_NOMEM;
     for (size_t p = 0; p < n; p++)
-        if (!for_link_shapes(m, m->as_pairs[2 * p], count_shape, count)) {
+        if (!name_index_each(ni, m->as_pairs[2 * p], count_shape, count)) {
             free(count);
             *bad_pair = p;
             return RP_ERR_INVALID_ARG;
@@ -551,6 +690,7 @@ static rp_status build_allowed_scene(rp_model *m, const char *const *a, size_t n
     for (size_t s = 0; s < m->n_links; s++)
         m->as_first[s + 1] = m->as_first[s] + count[s];
     size_t total = m->as_first[m->n_links];
+    m->n_as_ids = total;
     m->as_ids = model_alloc(m, total * sizeof *m->as_ids);
     if (!m->as_ids) {
         free(count);
@@ -559,7 +699,7 @@ static rp_status build_allowed_scene(rp_model *m, const char *const *a, size_t n
     memcpy(count, m->as_first, m->n_links * sizeof *count);
     for (size_t p = 0; p < n; p++) {
         as_fill f = {count, m->as_ids, m->as_pairs[2 * p + 1]};
-        for_link_shapes(m, m->as_pairs[2 * p], fill_shape, &f);
+        name_index_each(ni, m->as_pairs[2 * p], fill_shape, &f);
     }
     free(count);
     return RP_OK;
@@ -622,15 +762,21 @@ static rp_status model_build(rp_store *st, const char *name, const rp_model_def 
             if (m->links[k].frame >= 0 && (size_t)m->links[k].frame + 1 > m->frame_count)
                 m->frame_count = (size_t)m->links[k].frame + 1;
     }
-    if (s == RP_OK) {
+    name_index ni;
+    memset(&ni, 0, sizeof ni);
+    if (s == RP_OK && !name_index_init(&ni, m, m->links, m->n_links, m->n_links))
+        s = RP_ERR_NOMEM;
+    else if (s == RP_OK) {
         size_t bad = 0;
-        s = build_allowed_scene(m, def->allowed_scene, def->n_allowed_scene, NULL, 0, &bad);
+        m->max_name_shapes = name_index_max_shapes(&ni);
+        s = build_allowed_scene(m, &ni, def->allowed_scene, def->n_allowed_scene, NULL, 0, &bad);
         if (s == RP_ERR_INVALID_ARG) {
             err->problem = RP_MODEL_UNKNOWN_SCENE_LINK;
             err->index = bad;
         }
     }
-    if (s == RP_OK && m->self_collision && !build_skip(m, NULL, 0))
+    name_index_free(&ni);
+    if (s == RP_OK && m->self_collision && !build_skip(m, NULL))
         s = RP_ERR_NOMEM;
     if (s == RP_OK && !build_broadphase(m))
         s = RP_ERR_NOMEM;
@@ -777,30 +923,17 @@ static rp_status extend_fail(rp_extend_error *err, rp_extend_problem p, size_t i
     return RP_ERR_INVALID_ARG;
 }
 
-/* A growing list of shape index pairs (the extra skip pairs of an extension). */
-typedef struct pair_list {
-    size_t *v;
-    size_t n, cap; /* in pairs */
-    size_t a;      /* the attached shape being paired (for_link_shapes callback) */
-    bool nomem;
-} pair_list;
+/* Sets the skip pair (attached shape a, s) while the touch links are
+ * walked (name_index_each callback). */
+typedef struct touch_pair {
+    rp_model *e;
+    size_t a;
+} touch_pair;
 
-static void add_pair(void *ctx, size_t s)
+static void set_touch_pair(void *ctx, size_t s)
 {
-    pair_list *l = ctx;
-    if (l->n == l->cap) {
-        size_t cap2 = l->cap * 2;
-        size_t *grown = rp_grow_(l->v, &cap2, 2 * (l->n + 1), sizeof *grown, 16);
-        if (!grown) {
-            l->nomem = true;
-            return;
-        }
-        l->v = grown;
-        l->cap = cap2 / 2;
-    }
-    l->v[2 * l->n] = l->a;
-    l->v[2 * l->n + 1] = s;
-    l->n++;
+    touch_pair *t = ctx;
+    set_pair(t->e, t->a, s);
 }
 
 static void ignore_shape(void *ctx, size_t s)
@@ -809,25 +942,30 @@ static void ignore_shape(void *ctx, size_t s)
     (void)s;
 }
 
-/* The shape and frame an attached shape gets: in its link's frame. */
-static bool place_attached(const rp_model *m, const rp_attached *a, rp_link *out)
+/* The frame and shape an attached shape gets (in its link's frame), and
+ * in the frame form the link whose skip row it takes (*inherit).  False
+ * when its link names nothing. */
+static bool place_attached(const name_index *ni, const rp_attached *a, rp_link *out,
+                           size_t *inherit)
 {
+    const rp_model *m = ni->m;
     out->id = a->id;
     if (m->kin) {
-        size_t l = rp_model_tree_link_find(m, a->link);
+        size_t l = name_index_tree(ni, a->link);
         if (l == SIZE_MAX)
             return false;
         out->frame = m->kin->link_frame[l];
         out->shape = rp_transform_shape(&m->kin->link_offset[l], &a->shape);
+        *inherit = l;
         return true;
     }
-    for (size_t s = 0; s < m->n_links; s++)
-        if (strcmp(m->links[s].id, a->link) == 0) {
-            out->frame = m->links[s].frame;
-            out->shape = a->shape;
-            return true;
-        }
-    return false;
+    size_t s = name_index_id(ni, a->link);
+    if (s == SIZE_MAX || s >= m->n_links)
+        return false;
+    out->frame = m->links[s].frame;
+    out->shape = a->shape;
+    *inherit = s;
+    return true;
 }
 
 rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t n_attached,
@@ -844,42 +982,48 @@ rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t
     *out = NULL;
     size_t n = m->n_links + n_attached;
     rp_link *links = malloc((n ? n : 1) * sizeof *links);
-    if (!links)
-        return RP_ERR_NOMEM;
+    /* Per attached shape: its tree link (kinematic) or the base shape whose
+     * skip row it takes (frame form). */
+    size_t *inherit = malloc((n_attached ? n_attached : 1) * sizeof *inherit);
+    name_index ni;
+    memset(&ni, 0, sizeof ni);
+    rp_model *e = NULL;
+    rp_status st = RP_ERR_NOMEM;
+    if (!links || !inherit)
+        goto fail;
     memcpy(links, m->links, m->n_links * sizeof *links);
-    rp_status st = RP_OK;
+    if (!name_index_init(&ni, m, links, m->n_links, n))
+        goto fail;
+    st = RP_OK;
     for (size_t i = 0; i < n_attached && st == RP_OK; i++) {
         const rp_attached *a = &attached[i];
         if (!a->id || !a->link || (a->n_touch && !a->touch_links)) {
             st = RP_ERR_INVALID_ARG;
             break;
         }
-        bool dup = false;
-        for (size_t s = 0; s < m->n_links + i && !dup; s++)
-            dup = strcmp(links[s].id, a->id) == 0;
-        if (dup)
-            st = extend_fail(err, RP_EXTEND_DUPLICATE_ID, i, 0);
+        links[m->n_links + i].id = a->id;
+        bool nomem;
+        if (!name_index_add(&ni, &nomem))
+            st = nomem ? RP_ERR_NOMEM : extend_fail(err, RP_EXTEND_DUPLICATE_ID, i, 0);
         else if (rp_shape_validate(&a->shape) != RP_OK)
             st = extend_fail(err, RP_EXTEND_BAD_SHAPE, i, 0);
-        else if (!place_attached(m, a, &links[m->n_links + i]))
+        else if (!place_attached(&ni, a, &links[m->n_links + i], &inherit[i]))
             st = extend_fail(err, RP_EXTEND_UNKNOWN_LINK, i, 0);
         for (size_t t = 0; st == RP_OK && t < a->n_touch; t++)
-            if (!a->touch_links[t] || !for_link_shapes(m, a->touch_links[t], ignore_shape, NULL))
+            if (!a->touch_links[t] || !name_index_each(&ni, a->touch_links[t], ignore_shape, NULL))
                 st = extend_fail(err, RP_EXTEND_UNKNOWN_TOUCH, i, t);
     }
-    rp_model *e = NULL;
-    pair_list extra = {NULL, 0, 0, 0, false};
-    if (st == RP_OK && !(e = model_start(NULL, m->name, links, n)))
-        st = RP_ERR_NOMEM;
-    free(links);
     if (st)
+        goto fail;
+    st = RP_ERR_NOMEM;
+    if (!(e = model_start(NULL, m->name, links, n)))
         goto fail;
     e->n_base_links = m->n_links;
     e->revision = m->revision;
     e->safety_margin = m->safety_margin;
     e->self_collision = m->self_collision;
     e->frame_count = m->frame_count;
-    st = RP_ERR_NOMEM;
+    e->max_name_shapes = m->max_name_shapes;
     if (m->kin) {
         e->kin = m->kin;
         atomic_fetch_add(&e->kin->refs, 1);
@@ -890,33 +1034,19 @@ rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t
         memcpy(e->shape_link, m->shape_link, m->n_links * sizeof *e->shape_link);
         memcpy(e->shape_local, m->shape_local, m->n_links * sizeof *e->shape_local);
         for (size_t i = 0; i < n_attached; i++) {
-            e->shape_link[m->n_links + i] = rp_model_tree_link_find(m, attached[i].link);
+            e->shape_link[m->n_links + i] = inherit[i];
             e->shape_local[m->n_links + i] = attached[i].shape;
         }
     } else {
-        /* Frame form: an attached shape inherits its link's allowed pairs. */
         e->allowed = model_alloc(e, 2 * m->n_allowed * sizeof *e->allowed);
         if (!e->allowed)
             goto fail;
         memcpy(e->allowed, m->allowed, 2 * m->n_allowed * sizeof *e->allowed);
         e->n_allowed = m->n_allowed;
-        for (size_t i = 0; i < n_attached; i++) {
-            extra.a = m->n_links + i;
-            for (size_t p = 0; p < 2 * m->n_allowed; p++)
-                if (strcmp(m->links[m->allowed[p]].id, attached[i].link) == 0)
-                    add_pair(&extra, m->allowed[p ^ 1]);
-        }
     }
-    for (size_t i = 0; i < n_attached; i++) {
-        extra.a = m->n_links + i;
-        for (size_t t = 0; t < attached[i].n_touch; t++)
-            for_link_shapes(m, attached[i].touch_links[t], add_pair, &extra);
-    }
-    if (extra.nomem)
-        goto fail;
     size_t bad = 0;
     const char *const *own = (const char *const *)m->as_pairs;
-    st = build_allowed_scene(e, own, m->n_as_pairs, allowed_scene, n_allowed_scene, &bad);
+    st = build_allowed_scene(e, &ni, own, m->n_as_pairs, allowed_scene, n_allowed_scene, &bad);
     if (st == RP_ERR_INVALID_ARG) {
         st = extend_fail(err, RP_EXTEND_UNKNOWN_SCENE_LINK, bad - m->n_as_pairs, 0);
         goto fail;
@@ -924,15 +1054,29 @@ rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t
     if (st)
         goto fail;
     st = RP_ERR_NOMEM;
-    if (e->self_collision && !build_skip(e, extra.v, extra.n))
-        goto fail;
+    /* Frame form: an attached shape inherits its link's allowed pairs (its
+     * skip row); kinematic models pair links, which build_skip reads from
+     * shape_link.  Then the touch links, set straight into the matrix. */
+    if (e->self_collision) {
+        if (!build_skip(e, m->kin ? NULL : inherit))
+            goto fail;
+        for (size_t i = 0; i < n_attached; i++) {
+            touch_pair tp = {e, m->n_links + i};
+            for (size_t t = 0; t < attached[i].n_touch; t++)
+                name_index_each(&ni, attached[i].touch_links[t], set_touch_pair, &tp);
+        }
+    }
     if (!build_broadphase(e))
         goto fail;
-    free(extra.v);
+    name_index_free(&ni);
+    free(links);
+    free(inherit);
     *out = e;
     return RP_OK;
 fail:
-    free(extra.v);
+    name_index_free(&ni);
+    free(links);
+    free(inherit);
     model_destroy(e);
     return st;
 }

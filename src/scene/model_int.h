@@ -126,6 +126,8 @@ struct rp_model {
     size_t n_as_pairs;
     size_t *as_first;      /* n_links + 1, or NULL when there are none */
     const char **as_ids;
+    size_t n_as_ids;       /* as_first[n_links]: exclusions a check may load */
+    size_t max_name_shapes;/* most shapes one name stands for (work estimates) */
     size_t *shape_link;    /* kinematic: per shape its tree link (attached included) */
     rp_shape *shape_local; /* kinematic: per shape, in its link's frame, as given */
     char **strs;           /* strings other than link ids (names, scene ids), each a heap block */
