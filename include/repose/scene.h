@@ -596,6 +596,27 @@ RP_API void rp_model_free(rp_model *m);
 /// rp_model_link_count for any other model.
 RP_API size_t rp_model_base_link_count(const rp_model *m);
 
+/* ---- work estimates ------------------------------------------------------------ */
+/* A daemon prices a request before it runs it (proto/PROTOCOL.md, Limits):
+ * these give upper bounds, in elementary steps (a pair test, a name lookup,
+ * a bit of a pair table), on what the library will spend.  Each is cheap:
+ * at most linear in its inputs, whatever the work it bounds. */
+
+/// Upper bound on the steps rp_store_model_put spends building `def`
+/// (validation, name lookups, allowed scene exclusions, pair tables),
+/// saturating at UINT64_MAX.  Linear in the definition's size.
+RP_API uint64_t rp_model_def_work(const rp_model_def *def);
+/// Upper bound on the steps rp_model_extend(m, attached, n_attached, …,
+/// n_allowed_scene, …) spends, saturating at UINT64_MAX.  Linear in
+/// n_attached.
+RP_API uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attached,
+                                     size_t n_attached, size_t n_allowed_scene);
+/// Upper bound on the pair tests and lookups one check of one
+/// configuration of `m` against a scene of `scene_shapes` shapes needs:
+/// each shape against the scene tree (links x ceil(log2(shapes + 1))),
+/// self pairs when checked, and the allowed scene exclusions it loads.
+RP_API uint64_t rp_model_check_work(const rp_model *m, size_t scene_shapes);
+
 /* ---- motions ------------------------------------------------------------------ */
 
 /// How check.motion decides.
@@ -629,6 +650,16 @@ typedef struct rp_motion_result {
     rp_check_pair pair;      ///< Invalid, not by limits: the pair found.
     uint64_t states_checked; ///< Configurations evaluated (certified: FK evaluations).
 } rp_motion_result;
+
+/// Upper bound on the configurations rp_model_check_motion(m, …, path,
+/// n_points, opts, …) evaluates: for DISCRETE, the waypoints plus every
+/// segment's ceil(max |dq| / resolution) - 1 interior states (twice that
+/// with `earliest`), computed from the path in O(n_points * dof) without
+/// checking anything; for CERTIFIED, which cannot know in advance,
+/// opts->max_states (UINT64_MAX when 0).  0 for arguments the check
+/// refuses before evaluating any state (a step that is not finite).
+RP_API uint64_t rp_motion_states_bound(const rp_model *m, const double *path, size_t n_points,
+                                       const rp_motion_opts *opts);
 
 /// Checks the motion through `n_points` waypoints (path: n_points * dof
 /// values, row by row), each segment interpolated linearly in joint space:

@@ -1080,3 +1080,132 @@ fail:
     model_destroy(e);
     return st;
 }
+
+/* ---- work estimates ------------------------------------------------------------ */
+
+/* a * b, or UINT64_MAX when that overflows: estimates saturate. */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    return a && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* ceil(log2(n + 1)): the passes of a sort of n items. */
+static uint64_t log2_up(uint64_t n)
+{
+    uint64_t d = 0;
+    while (n) {
+        d++;
+        n >>= 1;
+    }
+    return d;
+}
+
+/* A step that sets or tests one bit of a pair table costs about a
+ * sixteenth of a pair test (a compare and an or, against a distance
+ * kernel): the estimates count such steps sixteen to a unit. */
+#define BIT_STEPS_PER_UNIT 16
+
+/* The pair tables of n shapes (the broadphase blocks and, with self
+ * collision, the skip matrix: its frame pass, the link pairs and inherited
+ * rows, each at most n^2 bit steps) and the sort of the allowed pairs. */
+static uint64_t table_work(uint64_t n, uint64_t pairs, bool self)
+{
+    uint64_t bits = n <= RP_BOUND_LINKS ? mul_sat(n, n) : 0;
+    uint64_t w = 0;
+    if (self) {
+        bits = add_sat(bits, mul_sat(3 * n, n));
+        w = mul_sat(pairs, log2_up(pairs) + 1);
+    }
+    return add_sat(w, bits / BIT_STEPS_PER_UNIT + 1);
+}
+
+/* Most shapes one tree link holds in def (kinematic), 1 for the frame form;
+ * SIZE_MAX when memory runs out counting them (the estimate saturates). */
+static const char *def_shape_link(const void *ctx, uint32_t k)
+{
+    return ((const char *const *)ctx)[k];
+}
+
+static uint32_t def_shape_hash(const void *ctx, uint32_t k)
+{
+    return rp_strhash_(((const char *const *)ctx)[k]);
+}
+
+static size_t def_max_name_shapes(const rp_model_def *def)
+{
+    if (!kinematic_def(def) || def->n_links == 0 || !def->shape_links)
+        return 1;
+    rp_strtab t;
+    rp_strtab_init_(&t, def_shape_link, def_shape_hash, def->shape_links);
+    size_t *count = calloc(def->n_links, sizeof *count), most = 1;
+    if (!count || !rp_strtab_reserve_(&t, def->n_links)) {
+        free(count);
+        rp_strtab_free_(&t);
+        return SIZE_MAX;
+    }
+    for (size_t s = 0; s < def->n_links; s++) {
+        const char *name = def->shape_links[s];
+        size_t slot, first = s;
+        if (!name)
+            continue;
+        if (rp_strtab_find_(&t, name, rp_strhash_(name), &slot))
+            first = t.slots[slot];
+        else
+            rp_strtab_insert_at_(&t, slot, (uint32_t)s);
+        if (++count[first] > most)
+            most = count[first];
+    }
+    free(count);
+    rp_strtab_free_(&t);
+    return most;
+}
+
+uint64_t rp_model_def_work(const rp_model_def *def)
+{
+    if (!def)
+        return 0;
+    uint64_t n = def->n_links, most = def_max_name_shapes(def);
+    uint64_t w = add_sat(add_sat(n, def->n_link_names), def->n_joints + def->n_defaults);
+    w = add_sat(w, mul_sat(2, def->n_allowed));
+    /* Each allowed scene pair: its two strings, a lookup, and one
+     * exclusion per shape its name stands for. */
+    w = add_sat(w, mul_sat(def->n_allowed_scene, add_sat(3, most)));
+    return add_sat(w, table_work(n, def->n_allowed, def->self_collision));
+}
+
+uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attached, size_t n_attached,
+                              size_t n_allowed_scene)
+{
+    if (!m)
+        return 0;
+    uint64_t touch = 0;
+    for (size_t i = 0; attached && i < n_attached; i++)
+        touch = add_sat(touch, attached[i].n_touch);
+    uint64_t n = add_sat(m->n_links, n_attached), most = m->max_name_shapes ? m->max_name_shapes : 1;
+    uint64_t w = add_sat(n, m->kin ? m->kin->n_tree : 0);
+    /* Touch links: a lookup each to validate, and a pair per shape. */
+    w = add_sat(w, mul_sat(touch, add_sat(1, most)));
+    /* The model's own allowed scene pairs are copied with the request's. */
+    w = add_sat(w, add_sat(mul_sat(3, m->n_as_pairs), m->n_as_ids));
+    w = add_sat(w, mul_sat(n_allowed_scene, add_sat(3, most)));
+    uint64_t pairs = m->kin ? m->kin->n_allowed_links : m->n_allowed;
+    return add_sat(w, table_work(n, pairs, m->self_collision));
+}
+
+uint64_t rp_model_check_work(const rp_model *m, size_t scene_shapes)
+{
+    if (!m)
+        return 0;
+    uint64_t links = m->n_links;
+    uint64_t w = mul_sat(links, log2_up(scene_shapes));
+    if (m->self_collision)
+        w = add_sat(w, links * (links - (links > 0)) / 2);
+    /* Every exclusion of an allowed scene pair is looked up in the scene. */
+    w = add_sat(w, m->n_as_ids);
+    return w ? w : 1;
+}

@@ -727,3 +727,31 @@ rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
     free(mo.q_frames);
     return st;
 }
+
+uint64_t rp_motion_states_bound(const rp_model *m, const double *path, size_t n_points,
+                                const rp_motion_opts *opts)
+{
+    if (!m || !m->kin || !path || n_points < 2 || !opts)
+        return 0;
+    if (opts->mode != RP_MOTION_DISCRETE)
+        return opts->max_states ? opts->max_states : UINT64_MAX;
+    motion mo;
+    memset(&mo, 0, sizeof mo);
+    mo.path = path;
+    mo.n_points = n_points;
+    mo.dof = m->kin->dof;
+    double res = opts->resolution > 0 ? opts->resolution : DEFAULT_RESOLUTION;
+    /* Every waypoint, then each segment's interior states; the earliest
+     * scan may check the states before a violation a second time. */
+    uint64_t states = n_points;
+    for (size_t i = 0; i + mo.dof < n_points * mo.dof; i++)
+        if (!isfinite(path[i + mo.dof] - path[i]))
+            return 0; /* refused as not finite before any state */
+    for (size_t s = 0; s + 1 < n_points; s++) {
+        uint64_t steps = segment_steps(&mo, s, res);
+        states = states > UINT64_MAX - steps ? UINT64_MAX : states + steps - 1;
+    }
+    if (opts->earliest)
+        states = states > UINT64_MAX / 2 ? UINT64_MAX : 2 * states;
+    return states;
+}

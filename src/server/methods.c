@@ -34,7 +34,7 @@ bool rpd_charge_work(rpd_req *req, uint64_t units)
     if (units > core->work_left) {
         rpd_fail_limit(req, RPD_LIMIT_max_request_work, core->limits.max_request_work);
         rpd_format(req->err.message, sizeof req->err.message,
-                   "Limit exceeded: max_request_work (max %zu pair tests per request line; "
+                   "Limit exceeded: max_request_work (max %zu work units per request line; "
                    "this request needs about %llu): split it into smaller requests",
                    core->limits.max_request_work, (unsigned long long)units);
         return false;

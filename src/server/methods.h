@@ -32,6 +32,10 @@ uint64_t rpd_tree_depth(size_t n);
  * {"query":null,"shape":"s","distance":0}, a check result
  * {"collision":false}. */
 #define RPD_MIN_PAIR_BYTES 40
+/* Work units a motion state costs beyond its check and FK: the queueing,
+ * interpolation and bookkeeping of one state, measured at about the cost
+ * of sixteen pair tests for a small model (proto/PROTOCOL.md, Limits). */
+#define RPD_STATE_WORK 16
 #define RPD_MIN_RESULT_BYTES 20
 
 /* Fails with -32004 max_reply_bytes, before any work, when `items` items

@@ -124,10 +124,15 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
         free(touch);
         return false;
     }
+    /* Priced before anything is built: attached shapes, their touch links
+     * and the allowed pairs make pair tables that grow with their product. */
     rp_extend_error ee;
-    rp_status st = rp_model_extend(cs->model, att, n_att, as, n_as, &cs->ext, &ee);
-    bool ok = true;
-    if (st == RP_ERR_INVALID_ARG) {
+    rp_status st = RP_OK;
+    bool ok = rpd_charge_work(req, rp_model_extend_work(cs->model, att, n_att, n_as));
+    if (ok)
+        st = rp_model_extend(cs->model, att, n_att, as, n_as, &cs->ext, &ee);
+    if (!ok) {
+    } else if (st == RP_ERR_INVALID_ARG) {
         char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
         rp_codec_path_index(p1, ee.problem == RP_EXTEND_UNKNOWN_SCENE_LINK ? spath : apath,
                             ee.index);
@@ -276,15 +281,13 @@ static bool fail_out_of_range(rpd_req *req, const check_setup *cs, const char *c
     return rpd_fail_path(req, path, reason);
 }
 
-/* Pair tests one configuration may need: each link against the scene
- * (a tree walk) and, with self collision, every pair of links. */
+/* Work one configuration may need (rp_model_check_work): each shape
+ * against the scene (a tree walk), every self pair when checked, and the
+ * allowed scene exclusions. */
 static uint64_t check_cost(const check_setup *cs)
 {
-    uint64_t links = rp_model_link_count(cs->model);
-    uint64_t scene = cs->scene ? rpd_tree_depth(rp_scene_shape_count(cs->scene)) : 0;
-    uint64_t self = rp_model_self_collision(cs->model) ? links * (links - (links > 0)) / 2 : 0;
-    uint64_t cost = links * scene + self;
-    return cost ? cost : 1;
+    uint64_t w = rp_model_check_work(cs->model, cs->scene ? rp_scene_shape_count(cs->scene) : 0);
+    return w < UINT64_MAX / 4 ? w : UINT64_MAX / 4; /* room to add to it */
 }
 
 /* Decodes frames (exactly cs->n_frames poses) and an optional base pose at
@@ -1017,12 +1020,23 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_transform base;
     if (ok && bj && !rp_codec_pose(bj, p2, &base, &ce))
         ok = rpd_fail_params(req, &ce);
-    /* Each state costs a check plus FK; the budget left bounds the states. */
-    uint64_t per_state = check_cost(&cs) + dof;
+    /* Each state costs a check, FK and a fixed share (RPD_STATE_WORK).  A
+     * discrete motion's states follow from the path and the resolution, so
+     * one that needs more than the budget left is refused before any state
+     * is checked; a certified one cannot know its states in advance and is
+     * stopped when the budget is spent (rp_motion_opts.max_states). */
+    uint64_t per_state = check_cost(&cs) + dof + RPD_STATE_WORK;
     if (ok) {
         mo.max_states = req->core->work_left / per_state;
-        if (mo.max_states == 0)
-            ok = rpd_charge_work(req, per_state); /* fails with the limit error */
+        uint64_t bound = rp_motion_states_bound(m, q, n, &mo);
+        if (mo.max_states == 0 || (mo.mode == RP_MOTION_DISCRETE && bound > mo.max_states)) {
+            ok = rpd_charge_work(req, UINT64_MAX); /* fails with the limit error */
+            rpd_format(req->err.message, sizeof req->err.message,
+                       "Limit exceeded: max_request_work (%zu work units per request line): the "
+                       "motion needs %llu states of %llu units; split the path or coarsen it",
+                       req->core->limits.max_request_work, (unsigned long long)bound,
+                       (unsigned long long)per_state);
+        }
     }
     rp_motion_result r;
     memset(&r, 0, sizeof r);

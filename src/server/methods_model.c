@@ -693,6 +693,13 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     s.def.allowed_scene = s.scene_pairs;
     s.def.safety_margin = margin;
     s.def.self_collision = self;
+    /* Priced before the build (proto/PROTOCOL.md, Limits): a model.put runs
+     * on the event loop, and its pair tables grow with links^2 and with
+     * allowed scene pairs x the shapes each names. */
+    if (!rpd_charge_work(req, rp_model_def_work(&s.def))) {
+        put_scratch_free(&s);
+        return false;
+    }
     rp_model *m;
     rp_model_error me;
     rp_status st = rp_store_model_put(req->core->store, name, &s.def, &m, &me);
