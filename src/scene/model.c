@@ -1125,7 +1125,7 @@ static uint64_t table_work(uint64_t n, uint64_t pairs, bool self)
 }
 
 /* Most shapes one tree link holds in def (kinematic), 1 for the frame form;
- * SIZE_MAX when memory runs out counting them (the estimate saturates). */
+ * n_links when memory runs out counting them. */
 static const char *def_shape_link(const void *ctx, uint32_t k)
 {
     return ((const char *const *)ctx)[k];
@@ -1146,7 +1146,7 @@ static size_t def_max_name_shapes(const rp_model_def *def)
     if (!count || !rp_strtab_reserve_(&t, def->n_links)) {
         free(count);
         rp_strtab_free_(&t);
-        return SIZE_MAX;
+        return def->n_links; /* no room to count: the bound that needs none */
     }
     for (size_t s = 0; s < def->n_links; s++) {
         const char *name = def->shape_links[s];

@@ -249,6 +249,8 @@ static void refuse_http(rpd_conn *c)
     c->closing = true;
 }
 
+static void run_line_here(rpd_conn *c, const char *line, size_t len);
+
 /* Runs one complete line: HTTP is refused, everything else goes to the
  * JSON-RPC layer, whose parse tree is dropped with the arena right after. */
 static void run_line(rpd_conn *c, const char *line, size_t len)
@@ -267,6 +269,14 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
     if (c->srv->threads > 0 && !c->sync_wait && !rpd_session_locked(core, &c->session) &&
         rpd_line_wants_worker(line, len) && start_job(c, line, len))
         return;
+    run_line_here(c, line, len);
+}
+
+/* Runs a line on the event loop (run_line, or a batch a worker handed
+ * back), holding its reply behind a group commit it joined. */
+static void run_line_here(rpd_conn *c, const char *line, size_t len)
+{
+    rpd_core *core = &c->srv->core;
     uint64_t seq = rpd_durable_group_seq(core->durable);
     size_t mark = c->out.len;
     rpd_process_line(core, &c->session, line, len, &c->out);
@@ -358,7 +368,8 @@ static void process_lines(rpd_conn *c)
         /* Changes the lines made go to their watchers (this connection's
          * own notifications after its replies). */
         c->srv->watch_now_ns = rpd_now_ns(); /* one clock read for all the watchers */
-        rpd_watch_flush(core->watch, &core->limits);
+        if (rpd_watch_flush(core->watch, &core->limits))
+            rpd_server_watch_later(c->srv);
         flush(c);
         if (uv_is_closing(&c->h.handle))
             return;
@@ -708,6 +719,10 @@ static void job_done(uv_work_t *work, int status)
         if (status < 0 || rp_jw_failed(&j->out)) {
             rpd_log(RPD_LOG_ERROR, "a query on a worker could not finish; closing its connection");
             rpd_conn_close(c);
+        } else if (j->core.bounced) {
+            /* A batch that also holds a mutation: it runs here, with the
+             * event loop's budget, as if it had never left. */
+            run_line_here(c, j->line, j->len);
         } else if (c->out.len == 0) {
             rp_jw t = c->out; /* take the reply's buffer: no copy of a large reply */
             c->out = j->out;

@@ -37,6 +37,15 @@ typedef struct rpd_core {
     /* Pair tests the current request line may still do (max_request_work,
      * shared by the requests of a batch). */
     uint64_t work_left;
+    /* The limit work_left comes from: max_request_work, or max_loop_work
+     * for a line that runs on the event loop while workers exist. */
+    rpd_limit_id work_limit;
+    /* Worker threads exist (--threads > 0): lines on the event loop then
+     * get max_loop_work, queries being expected on the workers. */
+    bool has_workers;
+    /* Set by a worker that met a batch holding a method that must run on
+     * the event loop: it wrote nothing, and the loop runs the line again. */
+    bool bounced;
     /* The current line's check.batch joint table when rpc.c read it straight
      * from the text (its params.joints then holds "[]"); NULL otherwise. */
     const struct rp_num_rows *batch_joints;

@@ -49,6 +49,9 @@
       "allowed pairs in one model")                                                              \
     X(max_request_work, 50000000, 1000, (size_t)1 << 50, "--max-request-work",                   \
       "pair tests one request line may need (checks and scene queries; estimated up front)")     \
+    X(max_loop_work, 5000000, 1000, (size_t)1 << 50, "--max-loop-work",                         \
+      "work units one request line may spend on the event loop (mutations, model.put, batches "  \
+      "mixing mutations with queries; about 100 ms)")                                            \
     X(idle_timeout_s, 300, 0, 86400 * 365, "--idle-timeout",                                     \
       "seconds a TCP connection may go without a complete request (0: never)")                   \
     X(auth_timeout_s, 10, 0, 86400, "--auth-timeout",                                            \

@@ -32,11 +32,18 @@ bool rpd_charge_work(rpd_req *req, uint64_t units)
 {
     rpd_core *core = req->core;
     if (units > core->work_left) {
-        rpd_fail_limit(req, RPD_LIMIT_max_request_work, core->limits.max_request_work);
+        rpd_limit_id id = core->work_limit;
+        size_t max = id == RPD_LIMIT_max_loop_work ? core->limits.max_loop_work
+                                                   : core->limits.max_request_work;
+        rpd_fail_limit(req, id, max);
+        if (units == UINT64_MAX)
+            return false; /* the caller words the message */
         rpd_format(req->err.message, sizeof req->err.message,
-                   "Limit exceeded: max_request_work (max %zu work units per request line; "
-                   "this request needs about %llu): split it into smaller requests",
-                   core->limits.max_request_work, (unsigned long long)units);
+                   "Limit exceeded: %s (max %zu work units per request line%s; this request "
+                   "needs about %llu): split it into smaller requests",
+                   rpd_limit_name(id), max,
+                   id == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
+                   (unsigned long long)units);
         return false;
     }
     core->work_left -= units;

@@ -1032,9 +1032,10 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         if (mo.max_states == 0 || (mo.mode == RP_MOTION_DISCRETE && bound > mo.max_states)) {
             ok = rpd_charge_work(req, UINT64_MAX); /* fails with the limit error */
             rpd_format(req->err.message, sizeof req->err.message,
-                       "Limit exceeded: max_request_work (%zu work units per request line): the "
-                       "motion needs %llu states of %llu units; split the path or coarsen it",
-                       req->core->limits.max_request_work, (unsigned long long)bound,
+                       "Limit exceeded: %s (%llu work units left on this line): the motion "
+                       "needs %llu states of %llu units; split the path or coarsen it",
+                       rpd_limit_name(req->core->work_limit),
+                       (unsigned long long)req->core->work_left, (unsigned long long)bound,
                        (unsigned long long)per_state);
         }
     }
@@ -1045,13 +1046,11 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
             q[0] = 0.0;
         rp_status st = rp_model_check_motion(m, cs.scene, bj ? &base : NULL, q, n, &mo, &r, first);
         if (st == RP_ERR_LIMIT) {
-            rpd_fail_limit(req, RPD_LIMIT_max_request_work, req->core->limits.max_request_work);
+            ok = rpd_charge_work(req, UINT64_MAX);
             rpd_format(req->err.message, sizeof req->err.message,
-                       "Limit exceeded: max_request_work (%zu pair tests per request line): the "
-                       "motion needs more than %llu states; split the path or coarsen it",
-                       req->core->limits.max_request_work,
-                       (unsigned long long)mo.max_states);
-            ok = false;
+                       "Limit exceeded: %s: the certified motion needed more than the %llu "
+                       "states its work budget allows; split the path or raise the tolerance",
+                       rpd_limit_name(req->core->work_limit), (unsigned long long)mo.max_states);
         } else if (st == RP_ERR_NONFINITE) {
             ok = fail_joint_range(req, path);
         } else if (st == RP_ERR_INVALID_ARG) {

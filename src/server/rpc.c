@@ -241,6 +241,16 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     return true;
 }
 
+/* Lowers w's limit by the bytes written since mark, which are about to be
+ * discarded (never below what is written now). */
+static void discard_room(rp_jw *w, const rp_jw *mark)
+{
+    size_t built = w->len - mark->len;
+    if (w->limit == SIZE_MAX)
+        return;
+    w->limit = w->limit - mark->len > built ? w->limit - built : mark->len;
+}
+
 /* Handles one request object; appends its response object to w unless it is
  * a notification.  Returns true when something was written. */
 static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_jw *w)
@@ -283,7 +293,11 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     }
     if (!ok) {
         /* Discard whatever the handler wrote; the error object itself may
-         * go past max_reply_bytes by its own few hundred bytes. */
+         * go past max_reply_bytes by its own few hundred bytes.  What was
+         * discarded still counts against the line's room: so a batch of
+         * requests that each build a reply too large to send stops after
+         * max_reply_bytes built in all, not one such reply per request. */
+        discard_room(w, &mark);
         rp_jw_rewind(w, &mark);
         rp_jw_clear_failure(w);
         size_t limit = w->limit;
@@ -296,6 +310,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
         return !notify;
     }
     if (notify) {
+        discard_room(w, &mark);
         rp_jw_rewind(w, &mark); /* executed; the reply is dropped */
         return false;
     }
@@ -398,6 +413,21 @@ static void reply_line_oom(rpd_core *core, rp_jw *out, const rp_jw *mark, const 
     rp_jw_end_line(out);
 }
 
+/* Whether a batch holds a request for a method that runs on the event
+ * loop only (a mutation, a watch, auth): a worker hands such a line back.
+ * Members that are no valid request get their error wherever they run. */
+static bool batch_needs_loop(const cJSON *root)
+{
+    for (const cJSON *r = root->child; r; r = r->next) {
+        const cJSON *m = cJSON_IsObject(r) ? cJSON_GetObjectItemCaseSensitive(r, "method") : NULL;
+        size_t index;
+        const rpd_method *def = cJSON_IsString(m) ? rpd_method_find(m->valuestring, &index) : NULL;
+        if (def && !(def->flags & RPD_METHOD_WORKER))
+            return true;
+    }
+    return false;
+}
+
 /* Handles the parsed JSON text of a line. */
 static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out)
 {
@@ -409,6 +439,10 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
             rp_jw_set_limit(out, SIZE_MAX);
             rp_jw_end_line(out);
         }
+        return;
+    }
+    if (core->worker && batch_needs_loop(root)) {
+        core->bounced = true; /* nothing ran, nothing is counted */
         return;
     }
     core->stats.batches++;
@@ -547,7 +581,14 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
      * shared by the requests of a batch. */
     size_t limit = out->limit;
     rp_jw_set_limit(out, out->len + core->limits.max_reply_bytes);
+    /* On the event loop, while workers take the queries, a line gets the
+     * smaller max_loop_work: it holds every other client meanwhile. */
     core->work_left = core->limits.max_request_work;
+    core->work_limit = RPD_LIMIT_max_request_work;
+    if (!core->worker && core->has_workers && core->limits.max_loop_work < core->work_left) {
+        core->work_left = core->limits.max_loop_work;
+        core->work_limit = RPD_LIMIT_max_loop_work;
+    }
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
     handle_root(core, s, root, out);
@@ -603,6 +644,11 @@ bool rpd_line_wants_worker(const char *line, size_t len)
      * (the worker parses and checks the whole line again). */
     size_t n = len < PEEK_BYTES ? len : PEEK_BYTES;
     size_t i = skip_blanks(line, 0, n);
+    /* A batch goes by its first member: a worker hands back one that also
+     * holds a mutation (batch_needs_loop), so a batch of queries never
+     * holds the event loop. */
+    if (i < n && line[i] == '[')
+        i = skip_blanks(line, i + 1, n);
     if (i >= n || line[i] != '{')
         return false;
     for (i++;;) {

@@ -23,10 +23,12 @@ void rpd_core_free(rpd_core *core);
  * (plus the error objects that replace what did not fit). */
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out);
 
-/* Whether a line should run on a worker thread: a single request whose
- * "method", found among the top-level members before any nested value in
- * its first 512 bytes, is a query (RPD_METHOD_WORKER).  A placement hint
- * only: the worker checks the whole line as the loop would. */
+/* Whether a line should run on a worker thread: a single request, or a
+ * batch whose first request, has a "method", found among the top-level
+ * members before any nested value in the first 512 bytes, that is a query
+ * (RPD_METHOD_WORKER).  A placement hint only: the worker checks the whole
+ * line as the loop would, and hands a batch that also holds a method of
+ * the event loop back (core->bounced) without running any of it. */
 bool rpd_line_wants_worker(const char *line, size_t len);
 
 /* Appends the error line sent for an overlong request line (id null);

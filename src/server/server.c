@@ -479,7 +479,8 @@ static void start_sync_timer(rpd_server *srv)
 static void flush_watchers(rpd_server *srv)
 {
     srv->watch_now_ns = rpd_now_ns();
-    rpd_watch_flush(srv->core.watch, &srv->core.limits);
+    if (rpd_watch_flush(srv->core.watch, &srv->core.limits))
+        rpd_server_watch_later(srv);
 }
 
 /* At the end of each loop iteration (before it waits for I/O): one fsync
@@ -605,6 +606,7 @@ static void start_workers(rpd_server *srv)
             n = 1;
     }
     srv->threads = n;
+    srv->core.has_workers = n > 0;
     /* With workers, a degraded scene tree is rebuilt on one of them
      * (conn.c: rpd_server_maintain) instead of by the mutation. */
     rp_store_defer_rebuilds(srv->core.store, n > 0);
@@ -701,6 +703,12 @@ static void on_resume(uv_idle_t *idle)
     rpd_server *srv = idle->data;
     bool any = false;
     rpd_conn *next;
+    if (srv->watch_more) {
+        /* The notifications a flush left for this turn (watch.h). */
+        srv->watch_more = false;
+        flush_watchers(srv);
+        any |= srv->watch_more;
+    }
     for (rpd_conn *c = srv->conns; c; c = next) {
         next = c->next;
         if (c->yielded) {
@@ -711,6 +719,15 @@ static void on_resume(uv_idle_t *idle)
     if (!any) {
         uv_idle_stop(idle);
         srv->resume_active = false;
+    }
+}
+
+void rpd_server_watch_later(rpd_server *srv)
+{
+    srv->watch_more = true;
+    if (!srv->resume_active) {
+        uv_idle_start(&srv->resume, on_resume);
+        srv->resume_active = true;
     }
 }
 

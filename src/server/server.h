@@ -128,6 +128,7 @@ struct rpd_server {
     uv_work_t warm; /* a no-op that starts libuv's pool threads (server.c) */
     uv_idle_t resume; /* runs connections that yielded their time slice */
     bool resume_active;
+    bool watch_more; /* a watch flush left notifications for a later turn */
     size_t input_bytes; /* input buffer capacity of every connection */
     uv_timer_t grace;
     bool grace_started;
@@ -173,6 +174,9 @@ void rpd_conn_watch_io(rpd_server *srv);
 void rpd_conn_watch_close(rpd_server *srv);
 /* server.c: marks c as yielded and makes sure the resume handle runs. */
 void rpd_conn_yield(rpd_conn *c);
+/* Has the event loop flush the watchers again on its next turn (a flush
+ * stops after RPD_WATCH_FLUSH_SENDS changes: watch.h). */
+void rpd_server_watch_later(rpd_server *srv);
 /* server.c: called when a connection is gone. */
 void rpd_server_conn_closed(rpd_server *srv);
 

@@ -70,6 +70,7 @@ struct rpd_watch_hub {
     size_t history_bytes;
     uint64_t overruns;
     bool dirty;
+    size_t sends; /* changes and notices the current flush sent */
     rpd_watch_io io;
 };
 
@@ -301,6 +302,7 @@ bool rpd_watch_session_lagging(const rpd_session *s)
 static void send_plain(rpd_watch_hub *hub, rpd_watch *w, const char *method, uint64_t revision)
 {
     rp_jw line;
+    hub->sends++;
     rp_jw_init(&line);
     rp_jw_object_begin(&line);
     RP_JW_KEY(&line, "jsonrpc");
@@ -386,30 +388,38 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
         }
         queued += hn + c->len;
         w->seen = c->revision;
+        hub->sends++;
         sent = true;
     }
     return sent;
 }
 
-void rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits)
+bool rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits)
 {
-    if (!hub || !hub->dirty)
-        return;
+    if (!hub || (!hub->dirty && !hub->dying))
+        return false;
     hub->dirty = false;
+    hub->sends = 0;
     for (wscene *ws = hub->scenes; ws; ws = ws->next) {
         if (!ws->dirty)
             continue;
-        ws->dirty = false;
-        for (rpd_watch *w = ws->watches; w; w = w->next)
+        for (rpd_watch *w = ws->watches; w; w = w->next) {
+            if (hub->sends >= RPD_WATCH_FLUSH_SENDS) {
+                hub->dirty = true; /* this scene and those after wait a turn */
+                return true;
+            }
             if (deliver(hub, w, limits->watch_buffer_bytes) && hub->io.commit)
                 hub->io.commit(w->session);
+        }
+        ws->dirty = false;
     }
     /* Deleted scenes: the last changes, then scene.deleted, then the watch
      * ends. */
     while (hub->dying) {
         wscene *ws = hub->dying;
-        hub->dying = ws->next;
         while (ws->watches) {
+            if (hub->sends >= RPD_WATCH_FLUSH_SENDS)
+                return true;
             rpd_watch *w = ws->watches;
             deliver(hub, w, limits->watch_buffer_bytes);
             send_plain(hub, w, "scene.deleted", ws->deleted);
@@ -417,8 +427,10 @@ void rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits)
                 hub->io.commit(w->session);
             unlink_watch(hub, w);
         }
+        hub->dying = ws->next;
         free_wscene(hub, ws);
     }
+    return false;
 }
 
 void rpd_watch_drained(rpd_watch_hub *hub, rpd_session *s, const rpd_limits *limits)

@@ -88,8 +88,16 @@ void rpd_watch_undone(rpd_watch_hub *hub, const char *name, uint64_t revision);
  * they have not seen, then scene.deleted, and their watches end. */
 void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision);
 
-/* Sends pending notifications to every watcher. */
-void rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits);
+/* Changes one rpd_watch_flush sends at most (each a copy into a watcher's
+ * output, a few microseconds with its write): a mutation of a scene with
+ * 65,536 watches must not hold the event loop for the whole fan-out. */
+#define RPD_WATCH_FLUSH_SENDS 8192
+
+/* Sends pending notifications to the watchers, at most
+ * RPD_WATCH_FLUSH_SENDS changes a call.  Returns true when some are left:
+ * the caller calls it again on a later turn of the event loop (what each
+ * watcher has seen is kept, so nothing is sent twice). */
+bool rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits);
 
 /* Whether the session has watches waiting for their output to drain, and
  * the call the connection makes when its output went down. */
