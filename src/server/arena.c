@@ -22,8 +22,9 @@
 #define CHUNK_BYTES (64u * 1024u)
 #define ALIGN 16u
 
-typedef struct chunk {
-    struct chunk *next;
+/* The chunk is the detached list's node too (arena.h). */
+typedef struct rpd_arena_chunks {
+    struct rpd_arena_chunks *next;
     size_t size, used;
     max_align_t data[]; /* aligned payload */
 } chunk;
@@ -91,6 +92,23 @@ void rpd_arena_free_thread(void)
         head = next;
     }
     first = NULL;
+}
+
+rpd_arena_chunks *rpd_arena_detach(void)
+{
+    chunk *c = head;
+    head = first = NULL;
+    return c;
+}
+
+void rpd_arena_chunks_free(rpd_arena_chunks *c)
+{
+    chunk *k = c;
+    while (k) {
+        chunk *next = k->next;
+        free(k);
+        k = next;
+    }
 }
 
 void rpd_arena_free_all(void)

@@ -18,6 +18,14 @@ void rpd_arena_install(void);
 void rpd_arena_reset(void);
 /* Frees the calling thread's chunks (a worker, after each job). */
 void rpd_arena_free_thread(void);
+/* A thread's chunks taken from it: what a worker parsed for the event loop
+ * (conn.c) stays valid until they are freed, on any thread. */
+typedef struct rpd_arena_chunks rpd_arena_chunks;
+/* Takes the calling thread's chunks (NULL when it has none, or under ASan,
+ * where every node is its own malloc); the thread starts afresh. */
+rpd_arena_chunks *rpd_arena_detach(void);
+/* Frees detached chunks; NULL is a no-op. */
+void rpd_arena_chunks_free(rpd_arena_chunks *c);
 /* Frees the loop thread's chunks and uninstalls (at exit, so leak checkers
  * stay quiet). */
 void rpd_arena_free_all(void);

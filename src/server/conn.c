@@ -249,7 +249,7 @@ static void refuse_http(rpd_conn *c)
     c->closing = true;
 }
 
-static void run_line_here(rpd_conn *c, const char *line, size_t len);
+static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed *parsed);
 
 /* Runs one complete line: HTTP is refused, everything else goes to the
  * JSON-RPC layer, whose parse tree is dropped with the arena right after. */
@@ -269,17 +269,21 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
     if (c->srv->threads > 0 && !c->sync_wait && !rpd_session_locked(core, &c->session) &&
         rpd_line_wants_worker(line, len) && start_job(c, line, len))
         return;
-    run_line_here(c, line, len);
+    run_line_here(c, line, len, NULL);
 }
 
-/* Runs a line on the event loop (run_line, or a batch a worker handed
- * back), holding its reply behind a group commit it joined. */
-static void run_line_here(rpd_conn *c, const char *line, size_t len)
+/* Runs a line on the event loop (run_line, or one a worker parsed and
+ * handed back: parsed non-NULL), holding its reply behind a group commit
+ * it joined. */
+static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed *parsed)
 {
     rpd_core *core = &c->srv->core;
     uint64_t seq = rpd_durable_group_seq(core->durable);
     size_t mark = c->out.len;
-    rpd_process_line(core, &c->session, line, len, &c->out);
+    if (parsed)
+        rpd_run_parsed(core, &c->session, parsed, &c->out);
+    else
+        rpd_process_line(core, &c->session, line, len, &c->out);
     rpd_arena_reset();
     if (rpd_durable_group_seq(core->durable) != seq) {
         /* --fsync always: the line wrote records that wait for the group's
@@ -695,12 +699,30 @@ typedef struct rpd_job {
     char *line;
     size_t len;
     rp_jw out;      /* the reply line */
+    /* A line that holds a request of the event loop: parsed here, run
+     * there (its tree lives in the worker's detached arena chunks). */
+    bool for_loop;
+    rpd_parsed parsed;
+    rpd_arena_chunks *chunks;
 } rpd_job;
 
+/* Parses the line; runs it here when it holds queries only, else keeps
+ * the parse for the event loop (rpc.h: rpd_line_wants_worker). */
 static void job_run(uv_work_t *work)
 {
     rpd_job *j = (rpd_job *)work;
-    rpd_process_line(&j->core, &j->session, j->line, j->len, &j->out);
+    bool timed = (j->core.lines++ % RPD_LATENCY_SAMPLE) == 0;
+    uint64_t t0 = timed ? rpd_now_ns() : 0;
+    if (rpd_parse_line(&j->core, j->line, j->len, &j->parsed, &j->out)) {
+        if (rpd_parsed_needs_loop(&j->parsed)) {
+            j->for_loop = true;
+            j->chunks = rpd_arena_detach();
+            return;
+        }
+        rpd_run_parsed(&j->core, &j->session, &j->parsed, &j->out);
+    }
+    if (timed)
+        rpd_stats_latency(&j->core.stats, rpd_now_ns() - t0);
     rpd_arena_free_thread();
 }
 
@@ -719,10 +741,10 @@ static void job_done(uv_work_t *work, int status)
         if (status < 0 || rp_jw_failed(&j->out)) {
             rpd_log(RPD_LOG_ERROR, "a query on a worker could not finish; closing its connection");
             rpd_conn_close(c);
-        } else if (j->core.bounced) {
-            /* A batch that also holds a mutation: it runs here, with the
+        } else if (j->for_loop) {
+            /* A mutation, or a batch that holds one: it runs here, with the
              * event loop's budget, as if it had never left. */
-            run_line_here(c, j->line, j->len);
+            run_line_here(c, j->line, j->len, &j->parsed);
         } else if (c->out.len == 0) {
             rp_jw t = c->out; /* take the reply's buffer: no copy of a large reply */
             c->out = j->out;
@@ -737,6 +759,8 @@ static void job_done(uv_work_t *work, int status)
                 start_reading(c);
         }
     }
+    rpd_parsed_free(&j->parsed); /* when it did not run */
+    rpd_arena_chunks_free(j->chunks);
     free(j->line);
     rp_jw_free(&j->out);
     free(j);

@@ -43,9 +43,7 @@ typedef struct rpd_core {
     /* Worker threads exist (--threads > 0): lines on the event loop then
      * get max_loop_work, queries being expected on the workers. */
     bool has_workers;
-    /* Set by a worker that met a batch holding a method that must run on
-     * the event loop: it wrote nothing, and the loop runs the line again. */
-    bool bounced;
+
     /* The current line's check.batch joint table when rpc.c read it straight
      * from the text (its params.joints then holds "[]"); NULL otherwise. */
     const struct rp_num_rows *batch_joints;

@@ -441,10 +441,6 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
         }
         return;
     }
-    if (core->worker && batch_needs_loop(root)) {
-        core->bounced = true; /* nothing ran, nothing is counted */
-        return;
-    }
     core->stats.batches++;
     if (!root->child) {
         rpd_error e;
@@ -530,34 +526,28 @@ static cJSON *parse_without_joints(const char *line, size_t len, rp_num_rows *ro
     return root;
 }
 
-void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
+bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p, rp_jw *out)
 {
+    memset(p, 0, sizeof *p);
     if (is_blank(line, len))
-        return;
-    /* Latency is sampled, one line in RPD_LATENCY_SAMPLE: reading the clock
-     * twice per request is a measurable share of a ping on some VMs. */
-    bool timed = (core->lines++ % RPD_LATENCY_SAMPLE) == 0;
-    uint64_t t0 = timed ? rpd_now_ns() : 0;
+        return false;
     if (!prescan(core, line, len, out)) {
         core->stats.requests++;
-        return;
+        return false;
     }
     const char *end = NULL;
     (void)rp_json_take_oom(); /* a stale flag must not blame this parse */
-    rp_num_rows rows;
-    char *rest = NULL; /* the line with its joint table taken out */
-    cJSON *root = parse_without_joints(line, len, &rows, &rest);
-    if (root) {
-        core->batch_joints = &rows;
-    } else {
+    cJSON *root = parse_without_joints(line, len, &p->rows, &p->rest);
+    if (root)
+        p->has_rows = true;
+    else
         root = cJSON_ParseWithLengthOpts(line, len, &end, false);
-    }
     if (!root && rp_json_take_oom()) { /* memory ran out; the JSON may be fine */
         rpd_error e;
         rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory parsing the request");
         core->stats.requests++;
         rpd_reply_error_line(core, out, &e);
-        return;
+        return false;
     }
     if (!root) {
         /* A failed parse points `end` at the error.  Not cJSON_GetErrorPtr:
@@ -567,16 +557,45 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         size_t off = (at && at >= line && at <= line + len) ? (size_t)(at - line) : 0;
         core->stats.requests++;
         parse_error(core, out, off, explain_parse_error(line + off, len - off));
-        return;
+        return false;
     }
-    if (!rest && !is_blank(end, len - (size_t)(end - line))) {
+    if (!p->rest && !is_blank(end, len - (size_t)(end - line))) {
         while (*end == ' ' || *end == '\t' || *end == '\r')
             end++; /* report where the garbage starts */
         cJSON_Delete(root);
         core->stats.requests++;
         parse_error(core, out, (size_t)(end - line), "trailing data after the JSON value");
-        return;
+        return false;
     }
+    p->root = root;
+    return true;
+}
+
+void rpd_parsed_free(rpd_parsed *p)
+{
+    cJSON_Delete(p->root);
+    p->root = NULL;
+    if (p->has_rows) {
+        rp_num_rows_free(&p->rows);
+        p->has_rows = false;
+    }
+    free(p->rest);
+    p->rest = NULL;
+}
+
+bool rpd_parsed_needs_loop(const rpd_parsed *p)
+{
+    const cJSON *root = p->root;
+    if (cJSON_IsArray(root))
+        return batch_needs_loop(root);
+    const cJSON *m = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "method") : NULL;
+    size_t index;
+    const rpd_method *def = cJSON_IsString(m) ? rpd_method_find(m->valuestring, &index) : NULL;
+    return def && !(def->flags & RPD_METHOD_WORKER);
+}
+
+void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
+{
     /* The line's reply may grow to max_reply_bytes; its check work is
      * shared by the requests of a batch. */
     size_t limit = out->limit;
@@ -589,21 +608,29 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
         core->work_left = core->limits.max_loop_work;
         core->work_limit = RPD_LIMIT_max_loop_work;
     }
+    core->batch_joints = p->has_rows ? &p->rows : NULL;
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
-    handle_root(core, s, root, out);
+    handle_root(core, s, p->root, out);
     if (out->oom)
-        reply_line_oom(core, out, &mark, root);
+        reply_line_oom(core, out, &mark, p->root);
     rp_jw_set_limit(out, limit);
-    cJSON_Delete(root);
-    if (rest) {
-        core->batch_joints = NULL;
-        rp_num_rows_free(&rows);
-        free(rest);
-    }
+    core->batch_joints = NULL;
+    rpd_parsed_free(p);
     size_t store_after = rp_store_memory(core->store);
     if (store_after < store_before && store_before - store_after >= RPD_TRIM_BYTES)
         release_memory();
+}
+
+void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
+{
+    /* Latency is sampled, one line in RPD_LATENCY_SAMPLE: reading the clock
+     * twice per request is a measurable share of a ping on some VMs. */
+    bool timed = !is_blank(line, len) && (core->lines++ % RPD_LATENCY_SAMPLE) == 0;
+    uint64_t t0 = timed ? rpd_now_ns() : 0;
+    rpd_parsed p;
+    if (rpd_parse_line(core, line, len, &p, out))
+        rpd_run_parsed(core, s, &p, out);
     if (timed)
         rpd_stats_latency(&core->stats, rpd_now_ns() - t0);
 }
@@ -639,6 +666,10 @@ static size_t skip_string(const char *p, size_t i, size_t n, bool *plain)
 
 bool rpd_line_wants_worker(const char *line, size_t len)
 {
+    /* Parsing a large line takes milliseconds (about 8 ms a megabyte):
+     * a worker does it whatever the line holds. */
+    if (len >= RPD_PARSE_ON_WORKER_BYTES)
+        return true;
     /* A bounded look at the top-level members before the first nested
      * value: cheap whatever the line's size, and only a placement decision
      * (the worker parses and checks the whole line again). */

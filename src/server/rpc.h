@@ -18,17 +18,40 @@
 bool rpd_core_init(rpd_core *core, const rpd_limits *limits);
 void rpd_core_free(rpd_core *core);
 
+/* A request line parsed (rpd_parse_line) and not yet run: a worker parses
+ * a large line and hands it to the event loop this way (conn.c), so that
+ * the loop does not spend the parse. */
+typedef struct rpd_parsed {
+    cJSON *root;
+    bool has_rows;    /* check.batch's joint table, read straight from the text */
+    rp_num_rows rows;
+    char *rest;       /* the text cJSON parsed in that case */
+} rpd_parsed;
+
+/* Checks and parses a line: true with *p filled, or false when it needs
+ * no running (blank) or was answered (its error line appended to out). */
+bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p, rp_jw *out);
+/* Whether a parsed line holds a request that runs on the event loop only
+ * (a mutation, a watch, auth, …). */
+bool rpd_parsed_needs_loop(const rpd_parsed *p);
+/* Runs a parsed line, appending its reply line to out, and frees *p. */
+void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out);
+/* Frees a parsed line that will not run. */
+void rpd_parsed_free(rpd_parsed *p);
+
 /* Processes one request line (without its '\n') and appends the reply line
  * (with '\n'), if any, to out.  The reply is at most max_reply_bytes long
  * (plus the error objects that replace what did not fit). */
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out);
 
-/* Whether a line should run on a worker thread: a single request, or a
+/* Whether a line should go to a worker thread: a single request, or a
  * batch whose first request, has a "method", found among the top-level
  * members before any nested value in the first 512 bytes, that is a query
- * (RPD_METHOD_WORKER).  A placement hint only: the worker checks the whole
- * line as the loop would, and hands a batch that also holds a method of
- * the event loop back (core->bounced) without running any of it. */
+ * (RPD_METHOD_WORKER); or the line is at least RPD_PARSE_ON_WORKER_BYTES
+ * long.  A placement hint only: the worker parses the line and runs it
+ * when it holds queries only (rpd_parsed_needs_loop); otherwise it hands
+ * the parsed line back to the event loop, which runs it there. */
+#define RPD_PARSE_ON_WORKER_BYTES ((size_t)64 << 10)
 bool rpd_line_wants_worker(const char *line, size_t len);
 
 /* Appends the error line sent for an overlong request line (id null);
