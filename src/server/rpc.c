@@ -666,22 +666,53 @@ const char rpd_http_reply[] = "HTTP/1.1 400 Bad Request\r\n"
                               "Content-Length: " HTTP_BODY_LENGTH "\r\n"
                               "\r\n" HTTP_BODY;
 
+static bool is_space_or_tab(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* The index of the first byte at or after i that is not a space or tab. */
+static size_t skip_spaces(const char *line, size_t i, size_t len)
+{
+    while (i < len && is_space_or_tab(line[i]))
+        i++;
+    return i;
+}
+
+/* The index of the first space or tab at or after i (len when none). */
+static size_t skip_word(const char *line, size_t i, size_t len)
+{
+    while (i < len && !is_space_or_tab(line[i]))
+        i++;
+    return i;
+}
+
 bool rpd_line_is_http(const char *line, size_t len)
 {
     /* JSON texts start with '{' or '[' (after blanks): the fast path. */
     if (len == 0 || line[0] == '{' || line[0] == '[')
         return false;
-    if (len >= 5 && strncasecmp_ascii(line, "host:", 5))
+    /* Clients are lenient about case and spacing, and so is this check:
+     * "get  /  http/1.1" and a request line after blanks count too. */
+    size_t i = skip_spaces(line, 0, len);
+    static const char host[] = "host:";
+    if (len - i >= sizeof host - 1 && strncasecmp_ascii(line + i, host, sizeof host - 1))
         return true;
-    static const char *const methods[] = {"GET ",    "POST ",  "PUT ",     "HEAD ", "DELETE ",
-                                          "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "};
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-        size_t n = strlen(methods[i]);
-        if (len > n && memcmp(line, methods[i], n) == 0) {
-            /* METHOD SP target SP HTTP/x.y */
-            const char *sp = memchr(line + n, ' ', len - n);
-            return sp && (size_t)(line + len - sp) > 5 && memcmp(sp + 1, "HTTP/", 5) == 0;
-        }
+    /* METHOD blanks target blanks HTTP/...; PRI is the method of the
+     * HTTP/2 connection preface ("PRI * HTTP/2.0"). */
+    static const char *const methods[] = {"get",     "post",  "put",     "head", "delete",
+                                          "options", "patch", "connect", "trace", "pri"};
+    static const char version[] = "http/";
+    size_t word_end = skip_word(line, i, len);
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        size_t n = strlen(methods[k]);
+        if (word_end - i != n || !strncasecmp_ascii(line + i, methods[k], n))
+            continue;
+        size_t target = skip_spaces(line, word_end, len);
+        size_t target_end = skip_word(line, target, len);
+        size_t v = skip_spaces(line, target_end, len);
+        return target_end > target && v > target_end && len - v >= sizeof version - 1 &&
+               strncasecmp_ascii(line + v, version, sizeof version - 1);
     }
     return false;
 }

@@ -370,15 +370,26 @@ static void http_request_lines_and_host_headers_are_recognised(void **state)
         "GET / HTTP/1.1", "POST /rpc HTTP/1.0", "PUT /x HTTP/2", "HEAD / HTTP/1.1",
         "OPTIONS * HTTP/1.1", "DELETE /a HTTP/1.1", "PATCH /a HTTP/1.1",
         "CONNECT 127.0.0.1:7411 HTTP/1.1", "TRACE / HTTP/1.1", "Host: 127.0.0.1:7411",
-        "host:x", "HOST: a"};
+        "host:x", "HOST: a",
+        /* Any case, any spaces or tabs between the words and before them. */
+        "get / HTTP/1.1", "Post /rpc http/1.1", "GET  / HTTP/1.1", "GET /  HTTP/1.1",
+        "GET\t/\tHTTP/1.1", " GET / HTTP/1.1", "\t\tpost \t/ \tHTTP/1.0\r", "  Host: a",
+        "dElEtE /x HtTp/1.1", "trace / HTTP/1.1", "OPTIONS\t*  HTTP/1.1",
+        /* The HTTP/2 connection preface. */
+        "PRI * HTTP/2.0", "pri * http/2.0", "PRI  *  HTTP/2.0\r"};
     for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
-        assert_true(rpd_line_is_http(http[i], strlen(http[i])));
+        if (!rpd_line_is_http(http[i], strlen(http[i])))
+            fail_msg("not taken for HTTP: \"%s\"", http[i]);
     static const char *const not_http[] = {
         "{\"jsonrpc\":\"2.0\",\"method\":\"GET / HTTP/1.1\"}", "[]", "", "GET", "GET /",
-        "GET / HTTP", "POSTMAN / HTTP/1.1", "get / HTTP/1.1", " GET / HTTP/1.1", "Hostname: x",
-        "not json"};
+        "GET / HTTP", "POSTMAN / HTTP/1.1", "Hostname: x", "not json", "GET  /", "GET / ",
+        "GET HTTP/1.1", "GET  HTTP/1.1", "PRI *", "PRIX * HTTP/2.0", "XGET / HTTP/1.1",
+        "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", " [\"GET / HTTP/1.1\"]",
+        "\"GET / HTTP/1.1\"", "get/ HTTP/1.1", "get / HTTPS/1.1", "host", " ho st: a",
+        "SMTP / HTTP/1.1", "get\n/ HTTP/1.1"};
     for (size_t i = 0; i < sizeof not_http / sizeof not_http[0]; i++)
-        assert_false(rpd_line_is_http(not_http[i], strlen(not_http[i])));
+        if (rpd_line_is_http(not_http[i], strlen(not_http[i])))
+            fail_msg("taken for HTTP: \"%s\"", not_http[i]);
     /* The 400 text is a complete HTTP response whose length is right. */
     const char *body = strstr(rpd_http_reply, "\r\n\r\n");
     assert_non_null(body);
