@@ -241,9 +241,76 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     return true;
 }
 
+/* A line with \u0000 escapes is parsed from a copy in which each escape is
+ * the byte RP_JSON_NUL_MARK (rp_json_mark_nul_escapes), so that the
+ * requests holding one can be told from the rest.  The marks are met in
+ * the order of the text when the requests are taken in order. */
+typedef struct nul_marks {
+    const char *text; /* the copy */
+    size_t len;
+    size_t seen; /* marks in the requests handled so far */
+} nul_marks;
+
+/* How many marks the keys and strings of j hold. */
+static size_t count_marks(const cJSON *j)
+{
+    size_t n = 0;
+    for (const char *s = j->string; s && (s = strchr(s, RP_JSON_NUL_MARK)); s++)
+        n++;
+    if (cJSON_IsString(j))
+        for (const char *s = j->valuestring; s && (s = strchr(s, RP_JSON_NUL_MARK)); s++)
+            n++;
+    for (const cJSON *c = j->child; c; c = c->next)
+        n += count_marks(c);
+    return n;
+}
+
+/* The offset in the line of byte `at` of the copy: each mark before it
+ * stood for a whole escape. */
+static size_t line_offset(const nul_marks *m, size_t at)
+{
+    size_t marks = 0;
+    for (const char *s = m->text, *end = m->text + at;
+         (s = memchr(s, RP_JSON_NUL_MARK, (size_t)(end - s))) != NULL; s++)
+        marks++;
+    return at + marks * (RP_JSON_NUL_ESCAPE_LEN - 1);
+}
+
+/* The offset in the line of the escape that mark number k (from 0) stands
+ * for. */
+static size_t mark_offset(const nul_marks *m, size_t k)
+{
+    const char *s = m->text, *end = m->text + m->len;
+    for (;; s++) {
+        s = memchr(s, RP_JSON_NUL_MARK, (size_t)(end - s));
+        if (!s || k-- == 0)
+            break;
+    }
+    return s ? line_offset(m, (size_t)(s - m->text)) : 0;
+}
+
+/* When req holds a \u0000 escape: the -32600 that refuses it in e, with
+ * its id in *id when that is a valid id without an escape of its own
+ * (proto/PROTOCOL.md, Errors).  Returns false for a request without one. */
+static bool refuse_nul(nul_marks *m, const cJSON *req, const cJSON **id, rpd_error *e)
+{
+    size_t marks = count_marks(req);
+    if (marks == 0)
+        return false;
+    size_t offset = mark_offset(m, m->seen);
+    m->seen += marks;
+    const cJSON *i = cJSON_IsObject(req) ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
+    *id = i && valid_id(i) && count_marks(i) == 0 ? i : NULL;
+    rpd_error_set(e, RPD_INVALID_REQUEST,
+                  "Invalid Request: \\u0000 in a string is not supported (byte %zu)", offset);
+    return true;
+}
+
 /* Handles one request object; appends its response object to w unless it is
- * a notification.  Returns true when something was written. */
-static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_jw *w)
+ * a notification.  Returns true when something was written.  nul is NULL
+ * unless the line held \u0000 escapes. */
+static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_jw *w,
+                           nul_marks *nul)
 {
     const cJSON *id;
     bool notify;
@@ -256,6 +323,12 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     r.err.data = RPD_DATA_NONE;
     core->stats.requests++;
 
+    /* Before the envelope: its messages quote member names, which must not
+     * quote a mark.  Answered even without an id, as every -32600. */
+    if (nul && refuse_nul(nul, req, &id, &r.err)) {
+        rpd_write_error(core, w, id, &r.err);
+        return true;
+    }
     if (!check_envelope(req, &env, &id, &notify, &r.err)) {
         rpd_write_error(core, w, id, &r.err);
         return true;
@@ -340,6 +413,16 @@ static const char *explain_parse_error(const char *at, size_t left)
     return "invalid JSON";
 }
 
+/* Why the number token at `at` is refused (RP_SCAN_BAD_NUMBER). */
+static const char *explain_bad_number(const char *at, size_t left)
+{
+    const char *why = explain_parse_error(at, left);
+    if (strcmp(why, "invalid JSON") != 0)
+        return why;
+    return "not a JSON number (no leading zeros or '+', digits before and after '.', "
+           "digits after 'e')";
+}
+
 static bool is_blank(const char *line, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -348,14 +431,20 @@ static bool is_blank(const char *line, size_t len)
     return true;
 }
 
-/* Checks the line before parsing: UTF-8, control bytes, depth.  Writes the
- * error line and returns false when the line is refused. */
-static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out)
+/* Checks the line before parsing: UTF-8, control bytes, depth, numbers.
+ * Writes the error line and returns false when the line is refused;
+ * *nul says whether the line holds \u0000 escapes, which are refused
+ * request by request (refuse_nul). */
+static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out, bool *nul)
 {
     size_t offset = 0;
     rpd_error e;
+    *nul = false;
     switch (rp_json_prescan(line, len, (int)core->limits.max_json_depth, &offset)) {
     case RP_SCAN_OK:
+        return true;
+    case RP_SCAN_NUL_ESCAPE:
+        *nul = true;
         return true;
     case RP_SCAN_TOO_DEEP:
         rpd_error_set(&e, RPD_LIMIT_EXCEEDED,
@@ -372,11 +461,8 @@ static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out)
     case RP_SCAN_CONTROL:
         parse_error(core, out, offset, "control character (escape it inside strings)");
         return false;
-    case RP_SCAN_NUL_ESCAPE:
-        rpd_error_set(&e, RPD_INVALID_REQUEST,
-                      "Invalid Request: \\u0000 in a string is not supported (byte %zu)",
-                      offset);
-        rpd_reply_error_line(core, out, &e);
+    case RP_SCAN_BAD_NUMBER:
+        parse_error(core, out, offset, explain_bad_number(line + offset, len - offset));
         return false;
     }
     return true;
@@ -394,18 +480,20 @@ static void reply_line_oom(rpd_core *core, rp_jw *out, const rp_jw *mark, const 
     rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory");
     rp_jw_rewind(out, mark);
     rp_jw_clear_failure(out);
-    rpd_write_error(core, out, id && valid_id(id) ? id : NULL, &e);
+    /* An id with a mark (a \u0000 escape, see nul_marks) is not echoed. */
+    rpd_write_error(core, out, id && valid_id(id) && count_marks(id) == 0 ? id : NULL, &e);
     rp_jw_end_line(out);
 }
 
-/* Handles the parsed JSON text of a line. */
-static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out)
+/* Handles the parsed JSON text of a line (nul as for handle_request). */
+static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out,
+                        nul_marks *nul)
 {
     /* max_reply_bytes bounds what requests write; the few bytes that close
      * a line (']', '\n') are written whatever it says, since error objects
      * may already have taken the line past it. */
     if (!cJSON_IsArray(root)) {
-        if (handle_request(core, s, root, out)) {
+        if (handle_request(core, s, root, out, nul)) {
             rp_jw_set_limit(out, SIZE_MAX);
             rp_jw_end_line(out);
         }
@@ -423,7 +511,7 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
     rp_jw_array_begin(out);
     bool any = false;
     for (const cJSON *r = root->child; r && !out->oom; r = r->next)
-        any |= handle_request(core, s, r, out);
+        any |= handle_request(core, s, r, out, nul);
     rp_jw_set_limit(out, SIZE_MAX);
     rp_jw_array_end(out);
     if (any)
@@ -504,25 +592,47 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
      * twice per request is a measurable share of a ping on some VMs. */
     bool timed = (core->lines++ % RPD_LATENCY_SAMPLE) == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
-    if (!prescan(core, line, len, out)) {
+    bool has_nul;
+    if (!prescan(core, line, len, out, &has_nul)) {
         core->stats.requests++;
         return;
     }
+    /* A line with \u0000 escapes is parsed from its marked copy (see
+     * nul_marks); offsets into the copy are given as offsets into the
+     * line. */
+    nul_marks marks = {NULL, 0, 0};
+    char *marked = NULL;
+    if (has_nul) {
+        marked = malloc(len);
+        if (!marked) {
+            rpd_error e;
+            rpd_error_set(&e, RPD_INTERNAL_ERROR,
+                          "Internal error: out of memory parsing the request");
+            core->stats.requests++;
+            rpd_reply_error_line(core, out, &e);
+            return;
+        }
+        marks.text = marked;
+        marks.len = rp_json_mark_nul_escapes(line, len, marked);
+    }
+    const char *text = has_nul ? marks.text : line;
+    size_t text_len = has_nul ? marks.len : len;
     const char *end = NULL;
     (void)rp_json_take_oom(); /* a stale flag must not blame this parse */
     rp_num_rows rows;
     char *rest = NULL; /* the line with its joint table taken out */
-    cJSON *root = parse_without_joints(line, len, &rows, &rest);
+    cJSON *root = has_nul ? NULL : parse_without_joints(line, len, &rows, &rest);
     if (root) {
         core->batch_joints = &rows;
     } else {
-        root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+        root = cJSON_ParseWithLengthOpts(text, text_len, &end, false);
     }
     if (!root && rp_json_take_oom()) { /* memory ran out; the JSON may be fine */
         rpd_error e;
         rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory parsing the request");
         core->stats.requests++;
         rpd_reply_error_line(core, out, &e);
+        free(marked);
         return;
     }
     if (!root) {
@@ -530,17 +640,22 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
          * that reads a process-wide variable, which the event loop and the
          * workers' parses overwrite concurrently. */
         const char *at = end;
-        size_t off = (at && at >= line && at <= line + len) ? (size_t)(at - line) : 0;
+        size_t off = (at && at >= text && at <= text + text_len) ? (size_t)(at - text) : 0;
         core->stats.requests++;
-        parse_error(core, out, off, explain_parse_error(line + off, len - off));
+        parse_error(core, out, has_nul ? line_offset(&marks, off) : off,
+                    explain_parse_error(text + off, text_len - off));
+        free(marked);
         return;
     }
-    if (!rest && !is_blank(end, len - (size_t)(end - line))) {
+    if (!rest && !is_blank(end, text_len - (size_t)(end - text))) {
         while (*end == ' ' || *end == '\t' || *end == '\r')
             end++; /* report where the garbage starts */
+        size_t off = (size_t)(end - text);
         cJSON_Delete(root);
         core->stats.requests++;
-        parse_error(core, out, (size_t)(end - line), "trailing data after the JSON value");
+        parse_error(core, out, has_nul ? line_offset(&marks, off) : off,
+                    "trailing data after the JSON value");
+        free(marked);
         return;
     }
     /* The line's reply may grow to max_reply_bytes; its check work is
@@ -550,11 +665,12 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
     core->work_left = core->limits.max_request_work;
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
-    handle_root(core, s, root, out);
+    handle_root(core, s, root, out, has_nul ? &marks : NULL);
     if (out->oom)
         reply_line_oom(core, out, &mark, root);
     rp_jw_set_limit(out, limit);
     cJSON_Delete(root);
+    free(marked);
     if (rest) {
         core->batch_joints = NULL;
         rp_num_rows_free(&rows);

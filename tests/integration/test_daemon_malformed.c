@@ -163,6 +163,35 @@ static void build_cases(case_list *l)
              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":{\"a\":" SPHERE
              ",\"b\":{\"sphere\":{\"center\":[0,-Infinity,0],\"radius\":1}}}}",
              -32700, NULL, "null");
+    /* Numbers that are not strict JSON: -32700 at the number. */
+    {
+        static const char *const lenient[][2] = {
+            {"number 01", "01"},   {"number 1.", "1."},   {"number -01.50", "-01.50"},
+            {"number +1", "+1"},   {"number .5", ".5"},   {"number 1e", "1e"},
+            {"number 0x10", "0x10"}, {"number 1.e5", "1.e5"}, {"number -", "-"}};
+        const char *pre = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":"
+                          "{\"a\":{\"sphere\":{\"center\":[0,";
+        for (size_t i = 0; i < sizeof lenient / sizeof lenient[0]; i++) {
+            char line[512];
+            int n = snprintf(line, sizeof line, "%s%s,0],\"radius\":1}},\"b\":" SPHERE "}}", pre,
+                             lenient[i][1]);
+            add_case_n(l, lenient[i][0], line, (size_t)n, -32700, NULL, "null",
+                       (long)strlen(pre));
+        }
+        /* A leading zero in an exponent is strict JSON. */
+        add_case(l, "number 1e05",
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":{\"a\":"
+                 "{\"sphere\":{\"center\":[0,1e05,0],\"radius\":1}},\"b\":" SPHERE "}}",
+                 EXPECT_OK, NULL, "2");
+    }
+    /* \u0000 is refused as an invalid request that keeps its id. */
+    add_case(l, "NUL escape with an id",
+             "{\"jsonrpc\":\"2.0\",\"id\":\"nul\",\"method\":\"scene.put\",\"params\":{"
+             "\"scene\":\"keep\",\"shapes\":{\"a\\u0000\":" SPHERE "}}}",
+             -32600, NULL, "\"nul\"");
+    add_case(l, "NUL escape in the id", "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"ping\"}",
+             -32600, NULL, "null");
+
     /* Numbers that overflow a double. */
     add_put(l, "1e400 radius",
             "\"shapes\":{\"x\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1e400}}}",
