@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Bytes below 0x80 the scanner must look at; the rest (digits, letters,
- * punctuation, spaces) are skipped in tight loops.  Bytes >= 0x80 always go
- * to UTF-8 validation. */
+/* Bytes below 0x80 the scanner must look at; the rest (letters, most
+ * punctuation, spaces, and digits inside strings) are skipped in tight
+ * loops.  Bytes >= 0x80 always go to UTF-8 validation. */
 enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH, CONTROL, NUMBER };
 /* Control bytes: RFC 8259 allows only space, tab, CR and LF between tokens
  * (cJSON would skip any byte <= 0x20) and none unescaped inside strings. */
@@ -124,8 +124,9 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
 /* Fast path for the common request: printable ASCII only (0x20..0x7E), no
  * backslash, and at most max_depth opening brackets in the whole line (so
  * no nesting can exceed it).  Such a line passes every check of the full
- * scan but the number check, which plain_numbers then does alone.  Eight bytes per step; false sends the
- * line to the full scan, which finds and locates any problem. */
+ * scan but the number check, which plain_numbers then does alone.  Eight
+ * bytes per step; false sends the line to the full scan, which finds and
+ * locates any problem. */
 static bool fast_ok(const unsigned char *p, size_t len, int max_depth)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;

@@ -396,9 +396,10 @@ static bool strncasecmp_ascii(const char *s, const char *w, size_t n)
     return true;
 }
 
-/* Why cJSON stopped at `at`: names the non-JSON number tokens that other
- * JSON encoders produce (Python's json.dumps writes NaN and Infinity). */
-static const char *explain_parse_error(const char *at, size_t left)
+/* Whether the text at `at` is one of the non-JSON number tokens that other
+ * JSON encoders produce (Python's json.dumps writes NaN and Infinity),
+ * with or without a sign. */
+static bool names_non_finite(const char *at, size_t left)
 {
     if (left > 0 && (*at == '-' || *at == '+')) {
         at++;
@@ -408,19 +409,25 @@ static const char *explain_parse_error(const char *at, size_t left)
     for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
         size_t n = strlen(tokens[i]);
         if (left >= n && strncasecmp_ascii(at, tokens[i], n))
-            return "NaN and Infinity are not JSON numbers (send finite numbers)";
+            return true;
     }
-    return "invalid JSON";
+    return false;
+}
+
+#define NON_FINITE_WHY "NaN and Infinity are not JSON numbers (send finite numbers)"
+
+/* Why cJSON stopped at `at`. */
+static const char *explain_parse_error(const char *at, size_t left)
+{
+    return names_non_finite(at, left) ? NON_FINITE_WHY : "invalid JSON";
 }
 
 /* Why the number token at `at` is refused (RP_SCAN_BAD_NUMBER). */
 static const char *explain_bad_number(const char *at, size_t left)
 {
-    const char *why = explain_parse_error(at, left);
-    if (strcmp(why, "invalid JSON") != 0)
-        return why;
-    return "not a JSON number (no leading zeros or '+', digits before and after '.', "
-           "digits after 'e')";
+    return names_non_finite(at, left) ? NON_FINITE_WHY
+                                      : "not a JSON number (no leading zeros or '+', digits "
+                                        "before and after '.', digits after 'e')";
 }
 
 static bool is_blank(const char *line, size_t len)
