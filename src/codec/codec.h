@@ -123,14 +123,36 @@ typedef enum rp_scan_result {
     RP_SCAN_BAD_UTF8,  /* invalid UTF-8 anywhere in the line (offset set) */
     RP_SCAN_CONTROL,   /* a control byte: in a string, or between tokens other than
                           space, tab, CR, LF */
-    RP_SCAN_NUL_ESCAPE /* \u0000 in a string (cJSON would truncate the string) */
+    RP_SCAN_BAD_NUMBER, /* a number token outside strings that is not a strict JSON
+                           number (01, 1., .5, +1, 1e, -, 0x10; offset at its start) */
+    RP_SCAN_NUL_ESCAPE  /* \u0000 in a string (cJSON would truncate the string); only
+                           when the line has no other problem (offset of the first) */
 } rp_scan_result;
 
 /* One pass over a request line: validates UTF-8 (overlongs, surrogates and
- * code points > U+10FFFF are invalid) and measures bracket depth outside
- * strings.  Does not otherwise validate JSON (cJSON does).  *offset gets the
- * byte offset of the problem. */
+ * code points > U+10FFFF are invalid), measures bracket depth outside
+ * strings and checks every number token outside strings against the strict
+ * grammar of RFC 8259 (cJSON's own number parsing takes 01, 1. and -01.50).
+ * A number token starts at a digit, '-', '+' or '.' that does not continue
+ * a word (a letter, digit or one of "+-." before it: true1 and NaN are left
+ * to cJSON) and runs while those bytes do, so 0x10, 1.e5 and 1e+ are one
+ * bad token each.  Does not otherwise validate JSON (cJSON does).  The
+ * first problem in the line is reported, except that a \u0000 escape is
+ * reported only when nothing else is wrong anywhere in the line.  *offset
+ * gets the byte offset of the problem. */
 rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_t *offset);
+
+/* The byte that stands for a \u0000 escape in rp_json_mark_nul_escapes'
+ * copy: no valid UTF-8 text holds it, and cJSON keeps it in the decoded
+ * string, so a parsed string that holds it had a \u0000 there. */
+#define RP_JSON_NUL_MARK 0xFF
+/* The length of one \u0000 escape, which the copy shortens to one byte. */
+#define RP_JSON_NUL_ESCAPE_LEN 6
+
+/* Copies the line buf[0..len) to dst (len bytes of room) with each \u0000
+ * escape inside a string replaced by the byte RP_JSON_NUL_MARK, the escapes
+ * found exactly as rp_json_prescan finds them.  Returns the copy's length. */
+size_t rp_json_mark_nul_escapes(const char *buf, size_t len, char *dst);
 
 /* cJSON reports an allocation that failed during a parse as a syntax error
  * at wherever it was.  So the allocators given to cJSON (cJSON_InitHooks:
@@ -151,6 +173,14 @@ bool rp_json_take_oom(void);
  * rounded double (what strtod and cJSON give).  Returns the bytes it spans,
  * or 0 when s does not start with one or its value overflows. */
 size_t rp_json_number(const char *s, size_t n, double *out);
+
+/* The length of the strict JSON number (RFC 8259:
+ * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?) at the start of s[0..n),
+ * or 0 when s does not start with one or a '.' or an 'e' after its digits
+ * is not followed by digits (as for rp_json_number).  The grammar only: no
+ * value, so no overflow.  rp_json_number takes exactly these bytes when it
+ * succeeds. */
+size_t rp_json_number_span(const char *s, size_t n);
 
 /* A table of numbers: rows of width values each, row after row in v (n =
  * rows * width values; heap, rp_num_rows_free). */

@@ -209,6 +209,39 @@ size_t rp_json_number(const char *s, size_t n, double *out)
     return i;
 }
 
+/* The digits from s[i]: the index after the last one. */
+static size_t skip_digits(const char *s, size_t n, size_t i)
+{
+    while (i < n && IS_DIGIT(s[i]))
+        i++;
+    return i;
+}
+
+size_t rp_json_number_span(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (i < n && s[i] == '-')
+        i++;
+    if (i == n || !IS_DIGIT(s[i]))
+        return 0;
+    /* One zero, or digits that do not start with one. */
+    i = s[i] == '0' ? i + 1 : skip_digits(s, n, i);
+    if (i < n && s[i] == '.') {
+        if (i + 1 == n || !IS_DIGIT(s[i + 1]))
+            return 0;
+        i = skip_digits(s, n, i + 1);
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (i == n || !IS_DIGIT(s[i]))
+            return 0;
+        i = skip_digits(s, n, i);
+    }
+    return i;
+}
+
 static size_t skip_ws(const char *s, size_t n, size_t i)
 {
     while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))

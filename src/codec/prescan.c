@@ -7,7 +7,10 @@
  * (overlong forms, surrogates, code points above U+10FFFF, truncated or
  * stray bytes), so everything echoed back in a reply is valid UTF-8.
  * Brackets inside strings do not count; string state follows '"' and
- * backslash escapes.  Anything else about JSON syntax is cJSON's job.
+ * backslash escapes.  It also holds every number outside strings to the
+ * strict grammar of RFC 8259 (proto/PROTOCOL.md: numbers are strict JSON),
+ * since cJSON reads numbers with strtod and so takes 01, 1. and -01.50.
+ * Anything else about JSON syntax is cJSON's job.
  */
 #include "codec/codec.h"
 #include "util/utf8.h"
@@ -15,10 +18,10 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Bytes below 0x80 the scanner must look at; the rest (digits, letters,
- * punctuation, spaces) are skipped in tight loops.  Bytes >= 0x80 always go
- * to UTF-8 validation. */
-enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH, CONTROL };
+/* Bytes below 0x80 the scanner must look at; the rest (letters, most
+ * punctuation, spaces, and digits inside strings) are skipped in tight
+ * loops.  Bytes >= 0x80 always go to UTF-8 validation. */
+enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH, CONTROL, NUMBER };
 /* Control bytes: RFC 8259 allows only space, tab, CR and LF between tokens
  * (cJSON would skip any byte <= 0x20) and none unescaped inside strings. */
 #define CONTROLS_EXCEPT_WS                                                              \
@@ -30,8 +33,14 @@ enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH, CONTROL };
     [0x17] = CONTROL, [0x18] = CONTROL, [0x19] = CONTROL, [0x1A] = CONTROL,             \
     [0x1B] = CONTROL, [0x1C] = CONTROL, [0x1D] = CONTROL, [0x1E] = CONTROL,             \
     [0x1F] = CONTROL, [0x7F] = PLAIN
+/* The bytes that can start a number token: every byte a strict number
+ * starts with, and the '+' and '.' that lenient writers start one with. */
+#define NUMBER_STARTS                                                                   \
+    ['0'] = NUMBER, ['1'] = NUMBER, ['2'] = NUMBER, ['3'] = NUMBER, ['4'] = NUMBER,     \
+    ['5'] = NUMBER, ['6'] = NUMBER, ['7'] = NUMBER, ['8'] = NUMBER, ['9'] = NUMBER,     \
+    ['-'] = NUMBER, ['+'] = NUMBER, ['.'] = NUMBER
 static const unsigned char outside_class[128] = {
-    CONTROLS_EXCEPT_WS,
+    CONTROLS_EXCEPT_WS, NUMBER_STARTS,
     ['"'] = QUOTE, ['['] = OPEN, ['{'] = OPEN, [']'] = CLOSE, ['}'] = CLOSE,
 };
 static const unsigned char inside_class[128] = {
@@ -60,13 +69,64 @@ static rp_scan_result stop(rp_scan_result r, size_t at, size_t *offset)
     return r;
 }
 
+/* Bytes that make up a token outside strings: a literal (true), a number
+ * (-1.5e+3) or something that merely looks like one (0x10, NaN). */
+static bool token_byte(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '-' ||
+           c == '+' || c == '.';
+}
+
+/* Checks the number token at p[i], a NUMBER byte outside strings: returns
+ * the index after it, or 0 when it is not a strict JSON number.  A NUMBER
+ * byte right after another token byte is inside a word that does not start
+ * like a number (true1, NaN-1): cJSON refuses such words on its own, so
+ * they are skipped here a byte at a time. */
+static size_t number_end(const unsigned char *p, size_t i, size_t len)
+{
+    if (i > 0 && token_byte(p[i - 1]))
+        return i + 1;
+    size_t n = rp_json_number_span((const char *)p + i, len - i);
+    /* A valid number followed by more token bytes (01, 1.e5, 0x10, 1e)
+     * is one bad token, not a number and something else. */
+    if (n == 0 || (i + n < len && token_byte(p[i + n])))
+        return 0;
+    return i + n;
+}
+
+/* The number check for a line fast_ok passed: printable ASCII without a
+ * backslash, so a string ends at the next quote and nothing else can be
+ * wrong with the line. */
+static rp_scan_result plain_numbers(const unsigned char *p, size_t len, size_t *offset)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c == '"') {
+            const unsigned char *close = memchr(p + i + 1, '"', len - i - 1);
+            if (!close)
+                return RP_SCAN_OK;
+            i = (size_t)(close - p) + 1;
+        } else if (outside_class[c] == NUMBER) {
+            size_t end = number_end(p, i, len);
+            if (!end)
+                return stop(RP_SCAN_BAD_NUMBER, i, offset);
+            i = end;
+        } else {
+            i++;
+        }
+    }
+    return RP_SCAN_OK;
+}
+
 static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size_t *offset);
 
 /* Fast path for the common request: printable ASCII only (0x20..0x7E), no
  * backslash, and at most max_depth opening brackets in the whole line (so
  * no nesting can exceed it).  Such a line passes every check of the full
- * scan, so the scan can be skipped.  Eight bytes per step; false sends the
- * line to the full scan, which finds and locates any problem. */
+ * scan but the number check, which plain_numbers then does alone.  Eight
+ * bytes per step; false sends the line to the full scan, which finds and
+ * locates any problem. */
 static bool fast_ok(const unsigned char *p, size_t len, int max_depth)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
@@ -100,15 +160,22 @@ static bool fast_ok(const unsigned char *p, size_t len, int max_depth)
 rp_scan_result rp_json_prescan(const char *buf, size_t len, int max_depth, size_t *offset)
 {
     if (fast_ok((const unsigned char *)buf, len, max_depth))
-        return RP_SCAN_OK;
+        return plain_numbers((const unsigned char *)buf, len, offset);
     return full_scan(buf, len, max_depth, offset);
+}
+
+/* Whether p[i] == '\\' inside a string starts a \u0000 escape. */
+static bool nul_escape_at(const unsigned char *p, size_t i, size_t len)
+{
+    return len - i >= RP_JSON_NUL_ESCAPE_LEN &&
+           memcmp(p + i + 1, "u0000", RP_JSON_NUL_ESCAPE_LEN - 1) == 0;
 }
 
 /* The full scan: every check, with the offset of the first problem. */
 static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size_t *offset)
 {
     const unsigned char *p = (const unsigned char *)buf;
-    size_t i = 0;
+    size_t i = 0, first_nul = SIZE_MAX;
     long depth = 0;
     bool in_string = false;
     for (;;) {
@@ -123,7 +190,8 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
                 i++;
         }
         if (i >= len)
-            return RP_SCAN_OK;
+            return first_nul == SIZE_MAX ? RP_SCAN_OK
+                                         : stop(RP_SCAN_NUL_ESCAPE, first_nul, offset);
         if (c >= 0x80) {
             size_t n = rp_utf8_seq_(p + i, len - i);
             if (n == 0)
@@ -137,9 +205,11 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
             break;
         case BACKSLASH:
             /* cJSON ends strings at a decoded NUL, so "a\u0000b" would
-             * silently become "a": refuse it. */
-            if (len - i >= 6 && memcmp(p + i + 1, "u0000", 5) == 0)
-                return stop(RP_SCAN_NUL_ESCAPE, i, offset);
+             * silently become "a": noted, and refused once the rest of the
+             * line is known to be fine (the server then answers the
+             * requests that hold it, with their ids). */
+            if (first_nul == SIZE_MAX && nul_escape_at(p, i, len))
+                first_nul = i;
             /* Skip the escaped byte unless it starts a UTF-8 sequence or is
              * a control byte, which still have to be checked. */
             if (i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80)
@@ -156,11 +226,45 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
             if (depth > 0)
                 depth--;
             break;
+        case NUMBER: {
+            size_t end = number_end(p, i, len);
+            if (!end)
+                return stop(RP_SCAN_BAD_NUMBER, i, offset);
+            i = end;
+            continue;
+        }
         default:
             break;
         }
         i++;
     }
+}
+
+size_t rp_json_mark_nul_escapes(const char *buf, size_t len, char *dst)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t n = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        if (in_string && p[i] == '\\') {
+            if (nul_escape_at(p, i, len)) {
+                dst[n++] = (char)RP_JSON_NUL_MARK;
+                i += RP_JSON_NUL_ESCAPE_LEN - 1;
+                continue;
+            }
+            /* As in the full scan: an escaped printable ASCII byte is
+             * taken with its backslash, so \\u0000 is no NUL and \" ends
+             * no string. */
+            dst[n++] = buf[i];
+            if (i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80)
+                dst[n++] = buf[++i];
+            continue;
+        }
+        if (p[i] == '"')
+            in_string = !in_string;
+        dst[n++] = buf[i];
+    }
+    return n;
 }
 
 /* ---- cJSON allocation failures (see codec.h) ------------------------------ */

@@ -45,7 +45,9 @@
  *
  * Security: any entity declaration stops the parse ("billion laughs",
  * external entities), external DTDs and parameter entities are never read,
- * and an entity reference expat would skip is refused.  The limits in
+ * and an entity reference expat would skip is refused.  Any attribute list
+ * declaration stops it too: its defaults and value normalisation would
+ * change the attributes the elements carry.  The limits in
  * rp_urdf_opts are checked as elements arrive.
  */
 #include "codec/urdf.h"
@@ -273,6 +275,24 @@ static void XMLCALL on_skipped_entity(void *ud, const XML_Char *name, int is_par
                   rp_urdf_quote_(q, name));
 }
 
+/* An <!ATTLIST> declaration changes what the elements it names say
+ * without a trace in them: expat adds its default values as attributes
+ * (<!ATTLIST link name CDATA "x"> names every unnamed link "x") and
+ * collapses the spaces in attributes it declares of any type but CDATA
+ * (name="a  b" would read as "a b").  So any declaration is refused, with
+ * or without a default, naming the element and the attribute. */
+static void XMLCALL on_attlist_decl(void *ud, const XML_Char *elname, const XML_Char *attname,
+                                    const XML_Char *att_type, const XML_Char *dflt,
+                                    int isrequired)
+{
+    (void)att_type, (void)dflt, (void)isrequired;
+    char qe[RP_URDF_QUOTE_BUF], qa[RP_URDF_QUOTE_BUF];
+    rp_urdf_fail_(ud,
+                  "attribute list declarations are not allowed (<!ATTLIST %s %s>): they add "
+                  "or change attributes of <%s>",
+                  rp_urdf_quote_(qe, elname), rp_urdf_quote_(qa, attname), qe);
+}
+
 /* expat allocates with the same functions as the code around it, so that a
  * test that makes allocations fail (tests/unit/alloc_fail.c wraps them)
  * reaches expat's too. */
@@ -292,6 +312,7 @@ static void parse_doc(ctx *c, const char *doc, size_t len)
     XML_SetElementHandler(c->xp, on_start, on_end);
     XML_SetEntityDeclHandler(c->xp, on_entity_decl);
     XML_SetSkippedEntityHandler(c->xp, on_skipped_entity);
+    XML_SetAttlistDeclHandler(c->xp, on_attlist_decl);
     XML_SetParamEntityParsing(c->xp, XML_PARAM_ENTITY_PARSING_NEVER);
     size_t off = 0;
     do {

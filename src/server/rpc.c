@@ -251,9 +251,76 @@ static void discard_room(rp_jw *w, const rp_jw *mark)
     w->limit = w->limit - mark->len > built ? w->limit - built : mark->len;
 }
 
+/* A line with \u0000 escapes is parsed from a copy in which each escape is
+ * the byte RP_JSON_NUL_MARK (rp_json_mark_nul_escapes), so that the
+ * requests holding one can be told from the rest.  The marks are met in
+ * the order of the text when the requests are taken in order. */
+typedef struct nul_marks {
+    const char *text; /* the copy */
+    size_t len;
+    size_t seen; /* marks in the requests handled so far */
+} nul_marks;
+
+/* How many marks the keys and strings of j hold. */
+static size_t count_marks(const cJSON *j)
+{
+    size_t n = 0;
+    for (const char *s = j->string; s && (s = strchr(s, RP_JSON_NUL_MARK)); s++)
+        n++;
+    if (cJSON_IsString(j))
+        for (const char *s = j->valuestring; s && (s = strchr(s, RP_JSON_NUL_MARK)); s++)
+            n++;
+    for (const cJSON *c = j->child; c; c = c->next)
+        n += count_marks(c);
+    return n;
+}
+
+/* The offset in the line of byte `at` of the copy: each mark before it
+ * stood for a whole escape. */
+static size_t line_offset(const nul_marks *m, size_t at)
+{
+    size_t marks = 0;
+    for (const char *s = m->text, *end = m->text + at;
+         (s = memchr(s, RP_JSON_NUL_MARK, (size_t)(end - s))) != NULL; s++)
+        marks++;
+    return at + marks * (RP_JSON_NUL_ESCAPE_LEN - 1);
+}
+
+/* The offset in the line of the escape that mark number k (from 0) stands
+ * for. */
+static size_t mark_offset(const nul_marks *m, size_t k)
+{
+    const char *s = m->text, *end = m->text + m->len;
+    for (;; s++) {
+        s = memchr(s, RP_JSON_NUL_MARK, (size_t)(end - s));
+        if (!s || k-- == 0)
+            break;
+    }
+    return s ? line_offset(m, (size_t)(s - m->text)) : 0;
+}
+
+/* When req holds a \u0000 escape: the -32600 that refuses it in e, with
+ * its id in *id when that is a valid id without an escape of its own
+ * (proto/PROTOCOL.md, Errors).  Returns false for a request without one. */
+static bool refuse_nul(nul_marks *m, const cJSON *req, const cJSON **id, rpd_error *e)
+{
+    size_t marks = count_marks(req);
+    if (marks == 0)
+        return false;
+    size_t offset = mark_offset(m, m->seen);
+    m->seen += marks;
+    const cJSON *i = cJSON_IsObject(req) ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
+    *id = i && valid_id(i) && count_marks(i) == 0 ? i : NULL;
+    rpd_error_set(e, RPD_INVALID_REQUEST,
+                  "Invalid Request: \\u0000 in a string is not supported (byte %zu)", offset);
+    return true;
+}
+
 /* Handles one request object; appends its response object to w unless it is
- * a notification.  Returns true when something was written. */
-static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_jw *w)
+ * a notification.  Returns true when something was written.  nul is NULL
+ * unless the line held \u0000 escapes. */
+static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_jw *w,
+                           nul_marks *nul)
 {
     const cJSON *id;
     bool notify;
@@ -266,6 +333,12 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     r.err.data = RPD_DATA_NONE;
     core->stats.requests++;
 
+    /* Before the envelope: its messages quote member names, which must not
+     * quote a mark.  Answered even without an id, as every -32600. */
+    if (nul && refuse_nul(nul, req, &id, &r.err)) {
+        rpd_write_error(core, w, id, &r.err);
+        return true;
+    }
     if (!check_envelope(req, &env, &id, &notify, &r.err)) {
         rpd_write_error(core, w, id, &r.err);
         return true;
@@ -338,9 +411,10 @@ static bool strncasecmp_ascii(const char *s, const char *w, size_t n)
     return true;
 }
 
-/* Why cJSON stopped at `at`: names the non-JSON number tokens that other
- * JSON encoders produce (Python's json.dumps writes NaN and Infinity). */
-static const char *explain_parse_error(const char *at, size_t left)
+/* Whether the text at `at` is one of the non-JSON number tokens that other
+ * JSON encoders produce (Python's json.dumps writes NaN and Infinity),
+ * with or without a sign. */
+static bool names_non_finite(const char *at, size_t left)
 {
     if (left > 0 && (*at == '-' || *at == '+')) {
         at++;
@@ -350,9 +424,25 @@ static const char *explain_parse_error(const char *at, size_t left)
     for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
         size_t n = strlen(tokens[i]);
         if (left >= n && strncasecmp_ascii(at, tokens[i], n))
-            return "NaN and Infinity are not JSON numbers (send finite numbers)";
+            return true;
     }
-    return "invalid JSON";
+    return false;
+}
+
+#define NON_FINITE_WHY "NaN and Infinity are not JSON numbers (send finite numbers)"
+
+/* Why cJSON stopped at `at`. */
+static const char *explain_parse_error(const char *at, size_t left)
+{
+    return names_non_finite(at, left) ? NON_FINITE_WHY : "invalid JSON";
+}
+
+/* Why the number token at `at` is refused (RP_SCAN_BAD_NUMBER). */
+static const char *explain_bad_number(const char *at, size_t left)
+{
+    return names_non_finite(at, left) ? NON_FINITE_WHY
+                                      : "not a JSON number (no leading zeros or '+', digits "
+                                        "before and after '.', digits after 'e')";
 }
 
 static bool is_blank(const char *line, size_t len)
@@ -363,14 +453,20 @@ static bool is_blank(const char *line, size_t len)
     return true;
 }
 
-/* Checks the line before parsing: UTF-8, control bytes, depth.  Writes the
- * error line and returns false when the line is refused. */
-static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out)
+/* Checks the line before parsing: UTF-8, control bytes, depth, numbers.
+ * Writes the error line and returns false when the line is refused;
+ * *nul says whether the line holds \u0000 escapes, which are refused
+ * request by request (refuse_nul). */
+static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out, bool *nul)
 {
     size_t offset = 0;
     rpd_error e;
+    *nul = false;
     switch (rp_json_prescan(line, len, (int)core->limits.max_json_depth, &offset)) {
     case RP_SCAN_OK:
+        return true;
+    case RP_SCAN_NUL_ESCAPE:
+        *nul = true;
         return true;
     case RP_SCAN_TOO_DEEP:
         rpd_error_set(&e, RPD_LIMIT_EXCEEDED,
@@ -387,11 +483,8 @@ static bool prescan(rpd_core *core, const char *line, size_t len, rp_jw *out)
     case RP_SCAN_CONTROL:
         parse_error(core, out, offset, "control character (escape it inside strings)");
         return false;
-    case RP_SCAN_NUL_ESCAPE:
-        rpd_error_set(&e, RPD_INVALID_REQUEST,
-                      "Invalid Request: \\u0000 in a string is not supported (byte %zu)",
-                      offset);
-        rpd_reply_error_line(core, out, &e);
+    case RP_SCAN_BAD_NUMBER:
+        parse_error(core, out, offset, explain_bad_number(line + offset, len - offset));
         return false;
     }
     return true;
@@ -409,7 +502,8 @@ static void reply_line_oom(rpd_core *core, rp_jw *out, const rp_jw *mark, const 
     rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory");
     rp_jw_rewind(out, mark);
     rp_jw_clear_failure(out);
-    rpd_write_error(core, out, id && valid_id(id) ? id : NULL, &e);
+    /* An id with a mark (a \u0000 escape, see nul_marks) is not echoed. */
+    rpd_write_error(core, out, id && valid_id(id) && count_marks(id) == 0 ? id : NULL, &e);
     rp_jw_end_line(out);
 }
 
@@ -428,14 +522,15 @@ static bool batch_needs_loop(const cJSON *root)
     return false;
 }
 
-/* Handles the parsed JSON text of a line. */
-static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out)
+/* Handles the parsed JSON text of a line (nul as for handle_request). */
+static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out,
+                        nul_marks *nul)
 {
     /* max_reply_bytes bounds what requests write; the few bytes that close
      * a line (']', '\n') are written whatever it says, since error objects
      * may already have taken the line past it. */
     if (!cJSON_IsArray(root)) {
-        if (handle_request(core, s, root, out)) {
+        if (handle_request(core, s, root, out, nul)) {
             rp_jw_set_limit(out, SIZE_MAX);
             rp_jw_end_line(out);
         }
@@ -453,7 +548,7 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
     rp_jw_array_begin(out);
     bool any = false;
     for (const cJSON *r = root->child; r && !out->oom; r = r->next)
-        any |= handle_request(core, s, r, out);
+        any |= handle_request(core, s, r, out, nul);
     rp_jw_set_limit(out, SIZE_MAX);
     rp_jw_array_end(out);
     if (any)
@@ -531,22 +626,43 @@ bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p,
     memset(p, 0, sizeof *p);
     if (is_blank(line, len))
         return false;
-    if (!prescan(core, line, len, out)) {
+    bool has_nul;
+    if (!prescan(core, line, len, out, &has_nul)) {
         core->stats.requests++;
         return false;
     }
+    /* A line with \u0000 escapes is parsed from its marked copy (see
+     * nul_marks); offsets into the copy are given as offsets into the
+     * line. */
+    nul_marks marks = {NULL, 0, 0};
+    if (has_nul) {
+        p->marked = malloc(len);
+        if (!p->marked) {
+            rpd_error e;
+            rpd_error_set(&e, RPD_INTERNAL_ERROR,
+                          "Internal error: out of memory parsing the request");
+            core->stats.requests++;
+            rpd_reply_error_line(core, out, &e);
+            return false;
+        }
+        marks.text = p->marked;
+        marks.len = p->marked_len = rp_json_mark_nul_escapes(line, len, p->marked);
+    }
+    const char *text = has_nul ? marks.text : line;
+    size_t text_len = has_nul ? marks.len : len;
     const char *end = NULL;
     (void)rp_json_take_oom(); /* a stale flag must not blame this parse */
-    cJSON *root = parse_without_joints(line, len, &p->rows, &p->rest);
+    cJSON *root = has_nul ? NULL : parse_without_joints(line, len, &p->rows, &p->rest);
     if (root)
         p->has_rows = true;
     else
-        root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+        root = cJSON_ParseWithLengthOpts(text, text_len, &end, false);
     if (!root && rp_json_take_oom()) { /* memory ran out; the JSON may be fine */
         rpd_error e;
         rpd_error_set(&e, RPD_INTERNAL_ERROR, "Internal error: out of memory parsing the request");
         core->stats.requests++;
         rpd_reply_error_line(core, out, &e);
+        rpd_parsed_free(p);
         return false;
     }
     if (!root) {
@@ -554,17 +670,22 @@ bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p,
          * that reads a process-wide variable, which the event loop and the
          * workers' parses overwrite concurrently. */
         const char *at = end;
-        size_t off = (at && at >= line && at <= line + len) ? (size_t)(at - line) : 0;
+        size_t off = (at && at >= text && at <= text + text_len) ? (size_t)(at - text) : 0;
         core->stats.requests++;
-        parse_error(core, out, off, explain_parse_error(line + off, len - off));
+        parse_error(core, out, has_nul ? line_offset(&marks, off) : off,
+                    explain_parse_error(text + off, text_len - off));
+        rpd_parsed_free(p);
         return false;
     }
-    if (!p->rest && !is_blank(end, len - (size_t)(end - line))) {
+    if (!p->rest && !is_blank(end, text_len - (size_t)(end - text))) {
         while (*end == ' ' || *end == '\t' || *end == '\r')
             end++; /* report where the garbage starts */
+        size_t off = (size_t)(end - text);
         cJSON_Delete(root);
         core->stats.requests++;
-        parse_error(core, out, (size_t)(end - line), "trailing data after the JSON value");
+        parse_error(core, out, has_nul ? line_offset(&marks, off) : off,
+                    "trailing data after the JSON value");
+        rpd_parsed_free(p);
         return false;
     }
     p->root = root;
@@ -581,6 +702,8 @@ void rpd_parsed_free(rpd_parsed *p)
     }
     free(p->rest);
     p->rest = NULL;
+    free(p->marked);
+    p->marked = NULL;
 }
 
 bool rpd_parsed_needs_loop(const rpd_parsed *p)
@@ -609,9 +732,10 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
         core->work_limit = RPD_LIMIT_max_loop_work;
     }
     core->batch_joints = p->has_rows ? &p->rows : NULL;
+    nul_marks marks = {p->marked, p->marked_len, 0};
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
-    handle_root(core, s, p->root, out);
+    handle_root(core, s, p->root, out, p->marked ? &marks : NULL);
     if (out->oom)
         reply_line_oom(core, out, &mark, p->root);
     rp_jw_set_limit(out, limit);
@@ -676,8 +800,8 @@ bool rpd_line_wants_worker(const char *line, size_t len)
     size_t n = len < PEEK_BYTES ? len : PEEK_BYTES;
     size_t i = skip_blanks(line, 0, n);
     /* A batch goes by its first member: a worker hands back one that also
-     * holds a mutation (batch_needs_loop), so a batch of queries never
-     * holds the event loop. */
+     * holds a request of the event loop (rpd_parsed_needs_loop), so a
+     * batch of queries never holds the event loop. */
     if (i < n && line[i] == '[')
         i = skip_blanks(line, i + 1, n);
     if (i >= n || line[i] != '{')
@@ -743,22 +867,53 @@ const char rpd_http_reply[] = "HTTP/1.1 400 Bad Request\r\n"
                               "Content-Length: " HTTP_BODY_LENGTH "\r\n"
                               "\r\n" HTTP_BODY;
 
+static bool is_space_or_tab(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* The index of the first byte at or after i that is not a space or tab. */
+static size_t skip_spaces(const char *line, size_t i, size_t len)
+{
+    while (i < len && is_space_or_tab(line[i]))
+        i++;
+    return i;
+}
+
+/* The index of the first space or tab at or after i (len when none). */
+static size_t skip_word(const char *line, size_t i, size_t len)
+{
+    while (i < len && !is_space_or_tab(line[i]))
+        i++;
+    return i;
+}
+
 bool rpd_line_is_http(const char *line, size_t len)
 {
     /* JSON texts start with '{' or '[' (after blanks): the fast path. */
     if (len == 0 || line[0] == '{' || line[0] == '[')
         return false;
-    if (len >= 5 && strncasecmp_ascii(line, "host:", 5))
+    /* Clients are lenient about case and spacing, and so is this check:
+     * "get  /  http/1.1" and a request line after blanks count too. */
+    size_t i = skip_spaces(line, 0, len);
+    static const char host[] = "host:";
+    if (len - i >= sizeof host - 1 && strncasecmp_ascii(line + i, host, sizeof host - 1))
         return true;
-    static const char *const methods[] = {"GET ",    "POST ",  "PUT ",     "HEAD ", "DELETE ",
-                                          "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "};
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-        size_t n = strlen(methods[i]);
-        if (len > n && memcmp(line, methods[i], n) == 0) {
-            /* METHOD SP target SP HTTP/x.y */
-            const char *sp = memchr(line + n, ' ', len - n);
-            return sp && (size_t)(line + len - sp) > 5 && memcmp(sp + 1, "HTTP/", 5) == 0;
-        }
+    /* METHOD blanks target blanks HTTP/...; PRI is the method of the
+     * HTTP/2 connection preface ("PRI * HTTP/2.0"). */
+    static const char *const methods[] = {"get",     "post",  "put",     "head", "delete",
+                                          "options", "patch", "connect", "trace", "pri"};
+    static const char version[] = "http/";
+    size_t word_end = skip_word(line, i, len);
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        size_t n = strlen(methods[k]);
+        if (word_end - i != n || !strncasecmp_ascii(line + i, methods[k], n))
+            continue;
+        size_t target = skip_spaces(line, word_end, len);
+        size_t target_end = skip_word(line, target, len);
+        size_t v = skip_spaces(line, target_end, len);
+        return target_end > target && v > target_end && len - v >= sizeof version - 1 &&
+               strncasecmp_ascii(line + v, version, sizeof version - 1);
     }
     return false;
 }

@@ -26,6 +26,8 @@ typedef struct rpd_parsed {
     bool has_rows;    /* check.batch's joint table, read straight from the text */
     rp_num_rows rows;
     char *rest;       /* the text cJSON parsed in that case */
+    char *marked;     /* a line with \u0000 escapes: the marked copy parsed (rpc.c) */
+    size_t marked_len;
 } rpd_parsed;
 
 /* Checks and parses a line: true with *p filled, or false when it needs
@@ -67,8 +69,10 @@ void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out,
                       const char *reason);
 
 /* Whether a request line is the start of an HTTP request (a request line
- * such as "POST / HTTP/1.1") or one of its headers ("Host: …"): never valid
- * JSON, and a sign that a browser or an HTTP client is talking to us. */
+ * such as "POST / HTTP/1.1" of one of the nine HTTP/1.1 methods, or the
+ * HTTP/2 preface "PRI * HTTP/2.0", in any case and with any spaces or tabs
+ * around its words) or a Host header ("Host: …"): never valid JSON, and a
+ * sign that a browser or an HTTP client is talking to us. */
 bool rpd_line_is_http(const char *line, size_t len);
 
 /* The reply sent to an HTTP client before its connection is closed. */

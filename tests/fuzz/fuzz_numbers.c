@@ -6,6 +6,8 @@
  *   - rp_json_number: what it accepts must be a strict JSON number by a
  *     reference matcher written here, and its value strtod's bit for bit;
  *     what it refuses must not start with one (or overflow);
+ *   - rp_json_number_span (the grammar the pre-scan holds every number
+ *     to): the reference's length, always;
  *   - rp_json_rows: a table it accepts must be what cJSON makes of the same
  *     bytes (an array of arrays of numbers, same shape, same bits);
  *   - rp_json_batch_joints: when it finds a table and cJSON parses the whole
@@ -79,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     double v;
     size_t used = rp_json_number(s, size, &v), want = reference_number(s, size);
+    size_t span = rp_json_number_span(s, size);
+    FUZZ_CHECK(span == want, "span %zu bytes, the grammar %zu", span, want);
     if (used) {
         FUZZ_CHECK(used == want, "took %zu bytes, the grammar %zu", used, want);
         char saved = copy[used];
@@ -96,10 +100,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     rp_num_rows t;
-    size_t span = rp_json_rows(s, size, &t);
-    if (span) {
-        cJSON *j = cJSON_ParseWithLength(s, span);
-        FUZZ_CHECK(j, "cJSON does not parse the table's %zu bytes", span);
+    size_t table = rp_json_rows(s, size, &t);
+    if (table) {
+        cJSON *j = cJSON_ParseWithLength(s, table);
+        FUZZ_CHECK(j, "cJSON does not parse the table's %zu bytes", table);
         same_table(&t, j);
         cJSON_Delete(j);
     } else {

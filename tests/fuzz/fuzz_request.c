@@ -23,7 +23,9 @@
  *    with the request's id (null where the request had none or an invalid
  *    one; an invalid request may also answer null); a line that does not
  *    parse, is blank, or is an empty batch gets the protocol's single
- *    error line (or nothing for a blank line);
+ *    error line (or nothing for a blank line); a request that holds a
+ *    \u0000 escape gets -32600, even as a notification, with its id unless
+ *    the id holds the escape;
  *  - when every request in the line was answered with an error, the store
  *    is byte-identical afterwards (a failed mutation changes nothing);
  *  - a line the daemon would hand to a worker thread (rpd_line_wants_worker,
@@ -155,7 +157,22 @@ typedef struct expect {
     bool reply;       /* a response is due (false: a notification) */
     const cJSON *id;  /* the id to echo; NULL: null */
     bool null_ok;     /* an invalid request: null is accepted too */
+    int code;         /* the error due, or 0: any reply */
 } expect;
+
+/* Whether j's keys or strings hold the byte that stands for a \u0000
+ * escape in rp_json_mark_nul_escapes' copy. */
+static bool has_mark(const cJSON *j)
+{
+    if (j->string && strchr(j->string, RP_JSON_NUL_MARK))
+        return true;
+    if (cJSON_IsString(j) && strchr(j->valuestring, RP_JSON_NUL_MARK))
+        return true;
+    for (const cJSON *c = j->child; c; c = c->next)
+        if (has_mark(c))
+            return true;
+    return false;
+}
 
 /* From the JSON-RPC 2.0 specification and PROTOCOL.md: a request is an
  * object with only jsonrpc "2.0", method (a string), params and id (a
@@ -163,7 +180,15 @@ typedef struct expect {
  * notification and gets no reply; anything else gets one. */
 static expect expect_for(const cJSON *req)
 {
-    expect e = {true, NULL, false};
+    expect e = {true, NULL, false, 0};
+    /* A request that held \u0000 (PROTOCOL.md): -32600, answered even
+     * without an id, echoing an id that is valid and holds no \u0000. */
+    if (has_mark(req)) {
+        const cJSON *id = cJSON_IsObject(req) ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
+        e.id = id && valid_id(id) && !has_mark(id) ? id : NULL;
+        e.code = RPD_INVALID_REQUEST;
+        return e;
+    }
     if (!cJSON_IsObject(req))
         return e;
     const cJSON *jsonrpc = NULL, *id = NULL, *method = NULL, *params = NULL;
@@ -280,19 +305,29 @@ static outcome run_line(rpd_core *core, rpd_session *s, const char *line, size_t
     }
 
     /* Lines the server must reject as a whole, with one error and id null. */
-    expect line_err = {true, NULL, false};
+    expect line_err = {true, NULL, false, 0};
     size_t off;
     rp_scan_result scan = rp_json_prescan(line, len, core->limits.max_json_depth, &off);
     cJSON *req = NULL;
     int want_code = 0;
+    /* A line with \u0000 escapes is judged by its marked copy, in which
+     * the requests that held one can be told apart. */
+    char *marked = NULL;
+    const char *text = line;
+    size_t text_len = len;
+    if (scan == RP_SCAN_NUL_ESCAPE) {
+        marked = malloc(len);
+        FUZZ_CHECK(marked, "out of memory");
+        text_len = rp_json_mark_nul_escapes(line, len, marked);
+        FUZZ_CHECK(text_len < len, "a NUL escape, but nothing marked");
+        text = marked;
+    }
     if (scan == RP_SCAN_TOO_DEEP)
         want_code = RPD_LIMIT_EXCEEDED;
-    else if (scan == RP_SCAN_NUL_ESCAPE)
-        want_code = RPD_INVALID_REQUEST;
-    else if (scan != RP_SCAN_OK)
+    else if (scan != RP_SCAN_OK && scan != RP_SCAN_NUL_ESCAPE)
         want_code = RPD_PARSE_ERROR;
-    else if (!(req = cJSON_ParseWithLengthOpts(line, len, &end, false)) ||
-             !blank(end, len - (size_t)(end - line)))
+    else if (!(req = cJSON_ParseWithLengthOpts(text, text_len, &end, false)) ||
+             !blank(end, text_len - (size_t)(end - text)))
         want_code = RPD_PARSE_ERROR;
     else if (cJSON_IsArray(req) && !req->child)
         want_code = RPD_INVALID_REQUEST;
@@ -301,6 +336,7 @@ static outcome run_line(rpd_core *core, rpd_session *s, const char *line, size_t
         check_response(got, &line_err, want_code);
         cJSON_Delete(got);
         cJSON_Delete(req);
+        free(marked);
         return NOT_RUN;
     }
 
@@ -322,7 +358,7 @@ static outcome run_line(rpd_core *core, rpd_session *s, const char *line, size_t
             if (!e.reply)
                 continue;
             FUZZ_CHECK(g, "batch reply has %zu responses, %zu due", sent, due);
-            errors += check_response(g, &e, 0);
+            errors += check_response(g, &e, e.code);
             sent++;
             g = batch ? g->next : NULL;
         }
@@ -331,6 +367,7 @@ static outcome run_line(rpd_core *core, rpd_session *s, const char *line, size_t
     size_t requests = batch ? (size_t)cJSON_GetArraySize(req) : 1;
     cJSON_Delete(got);
     cJSON_Delete(req);
+    free(marked);
     /* A request without a reply (a notification) may have run. */
     return sent == requests && errors == sent ? ALL_FAILED : MAY_CHANGE;
 }

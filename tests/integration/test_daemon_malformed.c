@@ -163,6 +163,35 @@ static void build_cases(case_list *l)
              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":{\"a\":" SPHERE
              ",\"b\":{\"sphere\":{\"center\":[0,-Infinity,0],\"radius\":1}}}}",
              -32700, NULL, "null");
+    /* Numbers that are not strict JSON: -32700 at the number. */
+    {
+        static const char *const lenient[][2] = {
+            {"number 01", "01"},   {"number 1.", "1."},   {"number -01.50", "-01.50"},
+            {"number +1", "+1"},   {"number .5", ".5"},   {"number 1e", "1e"},
+            {"number 0x10", "0x10"}, {"number 1.e5", "1.e5"}, {"number -", "-"}};
+        const char *pre = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":"
+                          "{\"a\":{\"sphere\":{\"center\":[0,";
+        for (size_t i = 0; i < sizeof lenient / sizeof lenient[0]; i++) {
+            char line[512];
+            int n = snprintf(line, sizeof line, "%s%s,0],\"radius\":1}},\"b\":" SPHERE "}}", pre,
+                             lenient[i][1]);
+            add_case_n(l, lenient[i][0], line, (size_t)n, -32700, NULL, "null",
+                       (long)strlen(pre));
+        }
+        /* A leading zero in an exponent is strict JSON. */
+        add_case(l, "number 1e05",
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":{\"a\":"
+                 "{\"sphere\":{\"center\":[0,1e05,0],\"radius\":1}},\"b\":" SPHERE "}}",
+                 EXPECT_OK, NULL, "2");
+    }
+    /* \u0000 is refused as an invalid request that keeps its id. */
+    add_case(l, "NUL escape with an id",
+             "{\"jsonrpc\":\"2.0\",\"id\":\"nul\",\"method\":\"scene.put\",\"params\":{"
+             "\"scene\":\"keep\",\"shapes\":{\"a\\u0000\":" SPHERE "}}}",
+             -32600, NULL, "\"nul\"");
+    add_case(l, "NUL escape in the id", "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"ping\"}",
+             -32600, NULL, "null");
+
     /* Numbers that overflow a double. */
     add_put(l, "1e400 radius",
             "\"shapes\":{\"x\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1e400}}}",
@@ -474,11 +503,57 @@ static void malformed_input_in_one_write_over_tcp(void **state)
     stop_ok(d);
 }
 
+/* HTTP request lines in any case and spacing, and the HTTP/2 preface: each
+ * gets the plain-text 400 and the connection closes before the request
+ * line behind it runs.  A line of garbage that is not HTTP stays a -32700
+ * and the connection goes on. */
+static void http_in_any_case_and_spacing_is_refused(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    static const char *const openers[] = {"get / HTTP/1.1\r\n", "GET  /  HTTP/1.1\r\n",
+                                          "post\t/rpc HTTP/1.0\r\n", "PRI * HTTP/2.0\r\n"};
+    size_t n_openers = sizeof openers / sizeof openers[0];
+    for (size_t i = 0; i < n_openers; i++) {
+        rh_conn *c = connect_ok(d, i % 2 == 0);
+        textbuf b = {0};
+        tb_printf(&b, "%s\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                      "\"params\":{\"scene\":\"evil\"}}\n",
+                  openers[i]);
+        send_raw(c, b.p, b.len);
+        free(b.p);
+        const char *line;
+        size_t len;
+        assert_int_equal(rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &line, &len), RH_LINE);
+        if (len < 12 || memcmp(line, "HTTP/1.1 400", 12) != 0)
+            fail_msg("%s: want HTTP/1.1 400, got %.*s", openers[i], (int)len, line);
+        rh_read_status st;
+        while ((st = rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &line, &len)) == RH_LINE)
+            assert_null(memchr(line, '{', len));
+        assert_true(st == RH_EOF || st == RH_ERROR);
+        rh_close(c);
+    }
+    rh_conn *c = connect_ok(d, true);
+    cJSON *r = call_json(c, "GET HTTP/1.1");
+    assert_int_equal((int)num_at(r, "error.code"), -32700);
+    assert_int_equal((int)num_at(r, "error.data.offset"), 0);
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\"}");
+    assert_int_equal(cJSON_GetArraySize(at(r, "result.scenes")), 0);
+    cJSON_Delete(r);
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"stats\"}");
+    assert_int_equal((int)num_at(r, "result.connections.http_rejected"), (int)n_openers);
+    cJSON_Delete(r);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         DAEMON_TEST(malformed_input_gets_errors_and_changes_nothing),
         DAEMON_TEST(malformed_input_in_one_write_over_tcp),
+        DAEMON_TEST(http_in_any_case_and_spacing_is_refused),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

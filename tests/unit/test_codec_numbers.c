@@ -164,6 +164,52 @@ static void grammar_is_strict(void **state)
     assert_true(d == 12.0);
 }
 
+/* rp_json_number_span is the grammar alone: the whole text for every
+ * strict number (leading zeros in exponents included), and never the whole
+ * text of a lenient one; where rp_json_number succeeds it takes the same
+ * bytes. */
+static void span_is_the_strict_grammar(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "0", "-0", "1", "-1", "10", "1234567890", "0.5", "-0.5", "0.0", "1.50",
+        "1e5", "1E5", "1e05", "1e+05", "1e-05", "1E+0", "0e0", "-0.0e-0", "123.456e789",
+        "1e400", "-1e400", "2.2250738585072014e-308", "9007199254740993",
+        "0.00000000000000000000000000000000000001", "12345678901234567890123456789"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        size_t n = strlen(good[i]);
+        if (rp_json_number_span(good[i], n) != n)
+            fail_msg("\"%s\": span %zu", good[i], rp_json_number_span(good[i], n));
+        double d;
+        size_t used = rp_json_number(good[i], n, &d);
+        /* Only a value that overflows makes rp_json_number refuse one. */
+        assert_true(used == n || (used == 0 && isinf(strtod(good[i], NULL))));
+    }
+    /* Bad forms: no span, or a span that stops before the end (the caller
+     * then finds a stray byte where a delimiter belongs). */
+    static const struct {
+        const char *text;
+        size_t span;
+    } bad[] = {
+        {"", 0},     {"-", 0},     {"+1", 0},     {"+0", 0},      {".5", 0},    {"-.5", 0},
+        {"1.", 0},   {"-1.", 0},   {"1.e5", 0},   {"1e", 0},      {"1e+", 0},   {"1E-", 0},
+        {"--1", 0},  {"-+1", 0},   {"e5", 0},     {"Infinity", 0}, {"NaN", 0},  {"-Infinity", 0},
+        {" 1", 0},   {"01", 1},    {"00", 1},     {"-01.50", 2},  {"0x10", 1},  {"007", 1},
+        {"1.5.5", 3}, {"1e5e5", 3}, {"1e5.5", 3}, {"1-2", 1},     {"0.5x", 3},  {"1ee5", 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t n = strlen(bad[i].text), got = rp_json_number_span(bad[i].text, n);
+        if (got != bad[i].span)
+            fail_msg("\"%s\": span %zu, want %zu", bad[i].text, got, bad[i].span);
+        double d;
+        assert_int_equal(rp_json_number(bad[i].text, n, &d), got);
+    }
+    /* The length bounds the span. */
+    assert_int_equal(rp_json_number_span("12345", 2), 2);
+    assert_int_equal(rp_json_number_span("1.5", 2), 0);
+    assert_int_equal(rp_json_number_span("1e5", 2), 0);
+}
+
 static void rows(void **state)
 {
     (void)state;
@@ -275,6 +321,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(random_doubles_round_trip), cmocka_unit_test(random_digit_strings),
         cmocka_unit_test(halfway_and_near_halfway),  cmocka_unit_test(grammar_is_strict),
+        cmocka_unit_test(span_is_the_strict_grammar),
         cmocka_unit_test(rows),                      cmocka_unit_test(finds_batch_joints),
         cmocka_unit_test(same_as_cjson),
     };

@@ -179,6 +179,126 @@ static void prescan_rejects_control_bytes_and_nul_escapes(void **state)
                      RP_SCAN_OK);
 }
 
+/* ---- numbers ----------------------------------------------------------- */
+
+/* Where a value sits in a line, before and after; the first sends the line
+ * down the fast path (printable ASCII, no backslash), the second down the
+ * full scan (an escape and a UTF-8 character before the value). */
+static const char *const number_places[][2] = {
+    {"[", "]"},
+    {"{\"a\":", "}"},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"v\":[0, ", " ,1]}}"},
+    {"[\"\\n\",\t", "\r]"},
+    {"{\"\xC3\xA9\\\"1\":", "}"},
+    {"", ""},
+};
+
+/* The line of place k around value v, and where v starts in it. */
+static size_t place(char *buf, size_t cap, size_t k, const char *v)
+{
+    snprintf(buf, cap, "%s%s%s", number_places[k][0], v, number_places[k][1]);
+    return strlen(number_places[k][0]);
+}
+
+static void prescan_takes_strict_json_numbers(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "0", "-0", "1", "-1", "10", "0.5", "-0.5", "1.50", "1e5", "1E5", "1e05", "1e+05",
+        "1e-05", "1E+0", "0e0", "-0.0e-0", "123.456e789", "1e400", "9007199254740993",
+        "12345678901234567890123456789", "[1,-2,3.5e-7]", "{\"0\":0}", "[0,0]", "true",
+        "[true,false,null]", "\"01\"", "\"1.\"", "\"-01.50 +1 .5 1e 0x10\"", "[\"a\",1]",
+        /* Words that do not start like a number are cJSON's to refuse. */
+        "NaN", "Infinity", "nul01", "true-1", "x.5"};
+    for (size_t k = 0; k < sizeof number_places / sizeof number_places[0]; k++) {
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+            char line[256];
+            size_t off = 99;
+            place(line, sizeof line, k, good[i]);
+            rp_scan_result r = scan(line, 64, &off);
+            if (r != RP_SCAN_OK)
+                fail_msg("%s: result %d at %zu", line, (int)r, off);
+        }
+    }
+}
+
+static void prescan_refuses_lenient_numbers_at_their_start(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "01",  "00",   "-01.50", "007",  "1.",    "-1.",  "1.e5", ".5",  "-.5",  "+1",
+        "+0",  "1e",   "1E",     "1e+",  "1e-",   "-",    "--1",  "-+1", "0x10", "0X1F",
+        "1.5.5", "1e5e5", "1e5.5", "1-2", "0.5x", "1ee5", "-Infinity", "+Infinity", "-NaN",
+        "-inf", "1true", "2a"};
+    for (size_t k = 0; k < sizeof number_places / sizeof number_places[0]; k++) {
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char line[256];
+            size_t off = 99;
+            size_t at = place(line, sizeof line, k, bad[i]);
+            rp_scan_result r = scan(line, 64, &off);
+            if (r != RP_SCAN_BAD_NUMBER || off != at)
+                fail_msg("%s: result %d at %zu, want BAD_NUMBER at %zu", line, (int)r, off, at);
+        }
+    }
+    /* The first bad number counts, after good ones; and it comes before a
+     * problem further on. */
+    size_t off = 99;
+    assert_int_equal(scan("[1, 2.5, -3e2, 04, 05]", 64, &off), RP_SCAN_BAD_NUMBER);
+    assert_int_equal(off, 15);
+    assert_int_equal(scan("[\"\xC3\xA9\", 1., \"\xC0\x80\"]", 64, &off), RP_SCAN_BAD_NUMBER);
+    assert_int_equal(off, 7);
+    assert_int_equal(scan("[\"\xC0\x80\", 1.]", 64, &off), RP_SCAN_BAD_UTF8);
+    assert_int_equal(off, 2);
+    /* A long line of numbers: the word-at-a-time path checks them too. */
+    char line[4096];
+    size_t n = 0;
+    line[n++] = '[';
+    for (int i = 0; i < 500; i++)
+        n += (size_t)snprintf(line + n, sizeof line - n, "%d.25,", i);
+    size_t at = n;
+    n += (size_t)snprintf(line + n, sizeof line - n, "1.e5]");
+    assert_int_equal(rp_json_prescan(line, n, 64, &off), RP_SCAN_BAD_NUMBER);
+    assert_int_equal(off, at);
+    line[at + 1] = '0'; /* 10e5 */
+    assert_int_equal(rp_json_prescan(line, n, 64, &off), RP_SCAN_OK);
+}
+
+/* A \u0000 escape is reported only when the rest of the line is fine, at
+ * the first one; the marked copy replaces exactly those escapes. */
+static void nul_escapes_come_last_and_are_marked(void **state)
+{
+    (void)state;
+    size_t off = 99;
+    assert_int_equal(scan("[\"a\\u0000\",\"\\u0000\"]", 64, &off), RP_SCAN_NUL_ESCAPE);
+    assert_int_equal(off, 3);
+    assert_int_equal(scan("[\"a\\u0000\",\"\xC0\x80\"]", 64, &off), RP_SCAN_BAD_UTF8);
+    assert_int_equal(off, 12);
+    assert_int_equal(scan("[\"a\\u0000\",01]", 64, &off), RP_SCAN_BAD_NUMBER);
+    assert_int_equal(off, 11);
+    assert_int_equal(scan("[\"a\\u0000\",[[1]]]", 2, &off), RP_SCAN_TOO_DEEP);
+    assert_int_equal(off, 12);
+    assert_int_equal(scan("[\"a\\u0000\",\"\x01\"]", 64, &off), RP_SCAN_CONTROL);
+    assert_int_equal(off, 12);
+
+    static const struct {
+        const char *in, *out;
+    } marks[] = {
+        {"[\"a\\u0000b\"]", "[\"a\xFF" "b\"]"},
+        {"{\"\\u0000\":\"\\u0000\\u0000\"}", "{\"\xFF\":\"\xFF\xFF\"}"},
+        {"[\"\\\\u0000\"]", "[\"\\\\u0000\"]"},       /* \\ then a literal u0000 */
+        {"[\"\\\"\\u0000\"]", "[\"\\\"\xFF\"]"},       /* \" keeps the string open */
+        {"[\\u0000]", "[\\u0000]"},                  /* outside strings: left alone */
+        {"[\"\\u00001\"]", "[\"\xFF" "1\"]"},
+        {"[\"\\u000\"]", "[\"\\u000\"]"},
+    };
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        char out[64];
+        size_t n = rp_json_mark_nul_escapes(marks[i].in, strlen(marks[i].in), out);
+        if (n != strlen(marks[i].out) || memcmp(out, marks[i].out, n) != 0)
+            fail_msg("case %zu: got %.*s", i, (int)n, out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +307,9 @@ int main(void)
         cmocka_unit_test(prescan_accepts_valid_utf8),
         cmocka_unit_test(prescan_rejects_invalid_utf8_at_its_offset),
         cmocka_unit_test(prescan_rejects_control_bytes_and_nul_escapes),
+        cmocka_unit_test(prescan_takes_strict_json_numbers),
+        cmocka_unit_test(prescan_refuses_lenient_numbers_at_their_start),
+        cmocka_unit_test(nul_escapes_come_last_and_are_marked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

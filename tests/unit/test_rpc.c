@@ -134,6 +134,133 @@ static void control_bytes_and_nul_escapes_are_refused(void **state)
     assert_null(rp_store_find(f->core.store, "keep"));
 }
 
+/* Numbers are strict JSON (proto/PROTOCOL.md): every lenient form is a
+ * -32700 whose offset is where the number starts, in a single request, in
+ * a batch and in a check.batch joint table long enough for its fast path;
+ * strict forms and digits inside strings are untouched. */
+static void lenient_numbers_are_parse_errors_at_the_number(void **state)
+{
+    fixture *f = *state;
+    static const char *const bad[] = {
+        "01",   "00",   "-01.50", "1.",  "-1.", ".5",  "-.5",  "+1",  "1e",   "1E+", "1e-",
+        "-",    "--1",  "0x10",   "1.e5", "007", "1.5.5", "1e5e5", "1-2", "0.5x", "+0"};
+    static const char pre[] = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"distance\","
+                              "\"params\":{\"a\":{\"sphere\":{\"center\":[0,0,";
+    static const char post[] = "],\"radius\":1}},\"b\":{\"sphere\":{\"center\":[3,0,0],"
+                               "\"radius\":1}}}}";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line[512], want[160];
+        snprintf(line, sizeof line, "%s%s%s", pre, bad[i], post);
+        snprintf(want, sizeof want, "\"data\":{\"offset\":%zu}", strlen(pre));
+        const char *r = call(f, line);
+        if (!strstr(r, "\"id\":null,\"error\":{\"code\":-32700") || !strstr(r, want) ||
+            !strstr(r, "not a JSON number"))
+            fail_msg("%s: %s", bad[i], r);
+        /* In a batch, the whole line is refused. */
+        snprintf(line, sizeof line, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},%s]",
+                 bad[i]);
+        snprintf(want, sizeof want, "\"data\":{\"offset\":%zu}", strlen(line) - strlen(bad[i]) - 1);
+        r = call(f, line);
+        if (!strstr(r, "\"code\":-32700") || !strstr(r, want) || r[0] != '{')
+            fail_msg("batch %s: %s", bad[i], r);
+    }
+    /* NaN and Infinity with a sign are found by the pre-scan now; the
+     * message still says what they are. */
+    const char *r = call(f, "[-Infinity]");
+    assert_non_null(strstr(r, "NaN and Infinity are not JSON numbers"));
+    assert_non_null(strstr(r, "\"offset\":1"));
+
+    static const char *const good[] = {"0", "-0", "1.5", "-0.25", "1e0", "1e05", "1E+05",
+                                       "2.5e-01", "0.0", "10"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "%s%s%s", pre, good[i], post);
+        const char *got = call(f, line);
+        if (!strstr(got, "\"id\":3,\"result\""))
+            fail_msg("%s: %s", good[i], got);
+    }
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":\"01 1. +1 .5\","
+                                    "\"method\":\"ping\"}"),
+                           "\"result\":{\"pong\":true}"));
+
+    /* check.batch: a joint table long enough for the fast path reading
+     * numbers from the text gives the same error as the general path. */
+    char *line = malloc(8192);
+    assert_non_null(line);
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = (size_t)snprintf(line, 8192,
+                                    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"check.batch\","
+                                    "\"params\":{\"model\":\"nope\",\"joints\":[");
+        for (int i = 0; i < 300; i++)
+            n += (size_t)snprintf(line + n, 8192 - n, "[0.5,1],");
+        size_t at = n + 1;
+        n += (size_t)snprintf(line + n, 8192 - n, "[%s,1]]}}", pass ? "0.5" : "00.5");
+        char want[64];
+        snprintf(want, sizeof want, "\"offset\":%zu}", at);
+        const char *got = call(f, line);
+        if (pass == 0 && (!strstr(got, "\"code\":-32700") || !strstr(got, want)))
+            fail_msg("check.batch with 00.5: %s", got);
+        if (pass == 1 && !strstr(got, "\"id\":4,\"error\":{\"code\":-32001"))
+            fail_msg("check.batch with 0.5: %s", got);
+    }
+    free(line);
+}
+
+/* \u0000 stays refused (-32600), but as the error of the request that
+ * holds it, with that request's id: other requests of a batch run. */
+static void nul_escapes_are_refused_with_the_request_id(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"scene.create\",\"params\":"
+                 "{\"scene\":\"keep\\u0000junk\"}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":6,\"error\":{\"code\":-32600,\"message\":"
+                 "\"Invalid Request: \\\\u0000 in a string is not supported (byte 71)\"}}");
+    assert_null(rp_store_find(f->core.store, "keep"));
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"ping\",\"params\":"
+                 "{\"\\u0000\":1}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"error\":{\"code\":-32600,\"message\":"
+                 "\"Invalid Request: \\\\u0000 in a string is not supported (byte 53)\"}}");
+    /* An id that holds the escape itself cannot be echoed. */
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000\",\"method\":\"ping\"}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
+                 "\"Invalid Request: \\\\u0000 in a string is not supported (byte 24)\"}}");
+    /* A notification that holds one is answered, as every -32600. */
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"method\":\"\\u0000\"}"),
+                           "\"id\":null,\"error\":{\"code\":-32600"));
+    /* A batch: each element that holds one gets the error with its id and
+     * the offset of its own first escape; the others run. */
+    assert_reply(f,
+                 "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":"
+                 "{\"scene\":\"a\"}},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"x\":"
+                 "\"\\u0000\\u0000\"}},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"three\",\"method\":\"ping\"},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.create\",\"params\":"
+                 "{\"scene\":\"b\\u0000\"}}]",
+                 "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"scene\":\"a\",\"revision\":1}},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32600,\"message\":"
+                 "\"Invalid Request: \\\\u0000 in a string is not supported (byte 128)\"}},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"three\",\"result\":{\"pong\":true}},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32600,\"message\":"
+                 "\"Invalid Request: \\\\u0000 in a string is not supported (byte 259)\"}}]");
+    assert_non_null(rp_store_find(f->core.store, "a"));
+    assert_null(rp_store_find(f->core.store, "b"));
+    /* A line that is not JSON is a parse error first, at its offset in the
+     * line as sent. */
+    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\\u0000\",\"method\":x}");
+    assert_non_null(strstr(r, "\"id\":null,\"error\":{\"code\":-32700"));
+    assert_non_null(strstr(r, "\"offset\":46"));
+    r = call(f, "[\"\\u0000\"] x");
+    assert_non_null(strstr(r, "\"code\":-32700"));
+    assert_non_null(strstr(r, "\"offset\":11"));
+    /* An escaped backslash before u0000 is no NUL. */
+    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":\"\\\\u0000\",\"method\":"
+                                   "\"ping\"}"),
+                           "\"id\":\"\\\\u0000\",\"result\""));
+}
+
 static void nesting_beyond_the_limit_is_32004(void **state)
 {
     fixture *f = *state;
@@ -370,15 +497,26 @@ static void http_request_lines_and_host_headers_are_recognised(void **state)
         "GET / HTTP/1.1", "POST /rpc HTTP/1.0", "PUT /x HTTP/2", "HEAD / HTTP/1.1",
         "OPTIONS * HTTP/1.1", "DELETE /a HTTP/1.1", "PATCH /a HTTP/1.1",
         "CONNECT 127.0.0.1:7411 HTTP/1.1", "TRACE / HTTP/1.1", "Host: 127.0.0.1:7411",
-        "host:x", "HOST: a"};
+        "host:x", "HOST: a",
+        /* Any case, any spaces or tabs between the words and before them. */
+        "get / HTTP/1.1", "Post /rpc http/1.1", "GET  / HTTP/1.1", "GET /  HTTP/1.1",
+        "GET\t/\tHTTP/1.1", " GET / HTTP/1.1", "\t\tpost \t/ \tHTTP/1.0\r", "  Host: a",
+        "dElEtE /x HtTp/1.1", "trace / HTTP/1.1", "OPTIONS\t*  HTTP/1.1",
+        /* The HTTP/2 connection preface. */
+        "PRI * HTTP/2.0", "pri * http/2.0", "PRI  *  HTTP/2.0\r"};
     for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
-        assert_true(rpd_line_is_http(http[i], strlen(http[i])));
+        if (!rpd_line_is_http(http[i], strlen(http[i])))
+            fail_msg("not taken for HTTP: \"%s\"", http[i]);
     static const char *const not_http[] = {
         "{\"jsonrpc\":\"2.0\",\"method\":\"GET / HTTP/1.1\"}", "[]", "", "GET", "GET /",
-        "GET / HTTP", "POSTMAN / HTTP/1.1", "get / HTTP/1.1", " GET / HTTP/1.1", "Hostname: x",
-        "not json"};
+        "GET / HTTP", "POSTMAN / HTTP/1.1", "Hostname: x", "not json", "GET  /", "GET / ",
+        "GET HTTP/1.1", "GET  HTTP/1.1", "PRI *", "PRIX * HTTP/2.0", "XGET / HTTP/1.1",
+        "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", " [\"GET / HTTP/1.1\"]",
+        "\"GET / HTTP/1.1\"", "get/ HTTP/1.1", "get / HTTPS/1.1", "host", " ho st: a",
+        "SMTP / HTTP/1.1", "get\n/ HTTP/1.1"};
     for (size_t i = 0; i < sizeof not_http / sizeof not_http[0]; i++)
-        assert_false(rpd_line_is_http(not_http[i], strlen(not_http[i])));
+        if (rpd_line_is_http(not_http[i], strlen(not_http[i])))
+            fail_msg("taken for HTTP: \"%s\"", not_http[i]);
     /* The 400 text is a complete HTTP response whose length is right. */
     const char *body = strstr(rpd_http_reply, "\r\n\r\n");
     assert_non_null(body);
@@ -472,6 +610,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(parse_errors_carry_the_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(nesting_beyond_the_limit_is_32004, setup, teardown),
         cmocka_unit_test_setup_teardown(control_bytes_and_nul_escapes_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(lenient_numbers_are_parse_errors_at_the_number, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nul_escapes_are_refused_with_the_request_id, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(notifications_execute_without_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(batch_returns_array_without_notification_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(replies_on_consecutive_lines_have_no_leading_comma, setup, teardown),

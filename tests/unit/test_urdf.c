@@ -645,6 +645,60 @@ static void external_entities_are_refused(void **state)
     assert_non_null(strstr(err.reason, "malformed XML: undefined entity"));
 }
 
+/* An <!ATTLIST> in the internal subset would have expat add default
+ * attributes (or normalise declared ones) that the elements do not carry:
+ * every such declaration is refused, in the URDF and in the SRDF. */
+static void attribute_list_declarations_are_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *decl, *reason;
+    } cases[] = {
+        {"<!ATTLIST link name CDATA 'x'>", "(<!ATTLIST link name>)"},
+        {"<!ATTLIST robot name CDATA #FIXED 'r'>", "(<!ATTLIST robot name>)"},
+        {"<!ATTLIST link name NMTOKEN #IMPLIED>", "(<!ATTLIST link name>)"},
+        {"<!ATTLIST sphere radius CDATA #REQUIRED>", "(<!ATTLIST sphere radius>)"},
+        {"<!ELEMENT robot ANY><!ATTLIST box size CDATA '1 1 1'>", "(<!ATTLIST box size>)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char urdf[512], srdf[512];
+        snprintf(urdf, sizeof urdf,
+                 "<?xml version='1.0'?>\n<!DOCTYPE robot [\n%s\n]>\n"
+                 "<robot name='r'><link name='a'/><link/></robot>",
+                 cases[i].decl);
+        rp_urdf_error err;
+        assert_int_equal(parse_err_opts(urdf, NULL, NULL, &err), RP_URDF_INVALID);
+        assert_false(err.in_srdf);
+        assert_int_equal(err.line, 3);
+        assert_string_equal(err.where, "");
+        assert_non_null(strstr(err.reason, "attribute list declarations are not allowed"));
+        assert_non_null(strstr(err.reason, cases[i].reason));
+        snprintf(srdf, sizeof srdf,
+                 "<!DOCTYPE robot [%s]><robot name='r'><disable_collisions link1='a' "
+                 "link2='b'/></robot>",
+                 cases[i].decl);
+        assert_int_equal(parse_err_opts("<robot name='r'><link name='a'/><link name='b'/>"
+                                        "</robot>",
+                                        srdf, NULL, &err),
+                         RP_URDF_INVALID);
+        assert_true(err.in_srdf);
+        assert_non_null(strstr(err.reason, cases[i].reason));
+    }
+    /* The tester's document: without the refusal the second link would be
+     * named "x" by the default. */
+    rp_urdf_error err;
+    assert_int_equal(parse_err_opts("<!DOCTYPE robot [<!ATTLIST link name CDATA \"x\">]>"
+                                    "<robot name='r'><link/></robot>",
+                                    NULL, NULL, &err),
+                     RP_URDF_INVALID);
+    assert_string_equal(err.reason, "attribute list declarations are not allowed (<!ATTLIST "
+                                    "link name>): they add or change attributes of <link>");
+    /* A DOCTYPE with an element declaration only changes nothing. */
+    rp_urdf *u = parse_ok("<!DOCTYPE robot [<!ELEMENT robot ANY>]>"
+                          "<robot name='r'><link name='a'/></robot>");
+    rp_urdf_free(u);
+}
+
 /* ---- size and limits ---------------------------------------------------------- */
 
 /* A URDF of n links in a chain, each with two collisions (a sphere and a
@@ -908,6 +962,7 @@ int main(void)
         cmocka_unit_test(quoted_text_stays_utf8),
         cmocka_unit_test(billion_laughs_is_refused_at_the_first_entity),
         cmocka_unit_test(external_entities_are_refused),
+        cmocka_unit_test(attribute_list_declarations_are_refused),
         cmocka_unit_test(one_megabyte_urdf_parses),
         cmocka_unit_test(limits_stop_the_parse),
         cmocka_unit_test(adjacent_pairs_follow_srdf_pairs),
