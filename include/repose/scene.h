@@ -602,6 +602,11 @@ RP_API size_t rp_model_base_link_count(const rp_model *m);
  * a bit of a pair table), on what the library will spend.  Each is cheap:
  * at most linear in its inputs, whatever the work it bounds. */
 
+/// Work units of one allowed (link, scene id) pair before its exclusions:
+/// decoding and copying its two strings and a lookup, about twelve pair
+/// tests (a million pairs: about 220 ms on a 2-core machine).
+#define RP_WORK_SCENE_PAIR 12
+
 /// Upper bound on the steps rp_store_model_put spends building `def`
 /// (validation, name lookups, allowed scene exclusions, pair tables),
 /// saturating at UINT64_MAX.  Linear in the definition's size.

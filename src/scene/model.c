@@ -1105,12 +1105,6 @@ static uint64_t log2_up(uint64_t n)
     return d;
 }
 
-/* An allowed scene pair costs about twelve pair tests before its
- * exclusions (one a shape its name stands for): decoding its two strings,
- * copying them into the model, a lookup (measured: a million pairs take
- * about 220 ms on the 2-core CI machine). */
-#define SCENE_PAIR_WORK 12
-
 /* A step that sets or tests one bit of a pair table costs about a
  * sixteenth of a pair test (a compare and an or, against a distance
  * kernel): the estimates count such steps sixteen to a unit. */
@@ -1178,7 +1172,7 @@ uint64_t rp_model_def_work(const rp_model_def *def)
     uint64_t n = def->n_links, most = def_max_name_shapes(def);
     uint64_t w = add_sat(add_sat(n, def->n_link_names), def->n_joints + def->n_defaults);
     w = add_sat(w, mul_sat(2, def->n_allowed));
-    w = add_sat(w, mul_sat(def->n_allowed_scene, add_sat(SCENE_PAIR_WORK, most)));
+    w = add_sat(w, mul_sat(def->n_allowed_scene, add_sat(RP_WORK_SCENE_PAIR, most)));
     return add_sat(w, table_work(n, def->n_allowed, def->self_collision));
 }
 
@@ -1195,8 +1189,8 @@ uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attached, si
     /* Touch links: a lookup each to validate, and a pair per shape. */
     w = add_sat(w, mul_sat(touch, add_sat(1, most)));
     /* The model's own allowed scene pairs are copied with the request's. */
-    w = add_sat(w, add_sat(mul_sat(SCENE_PAIR_WORK, m->n_as_pairs), m->n_as_ids));
-    w = add_sat(w, mul_sat(n_allowed_scene, add_sat(SCENE_PAIR_WORK, most)));
+    w = add_sat(w, add_sat(mul_sat(RP_WORK_SCENE_PAIR, m->n_as_pairs), m->n_as_ids));
+    w = add_sat(w, mul_sat(n_allowed_scene, add_sat(RP_WORK_SCENE_PAIR, most)));
     uint64_t pairs = m->kin ? m->kin->n_allowed_links : m->n_allowed;
     return add_sat(w, table_work(n, pairs, m->self_collision));
 }

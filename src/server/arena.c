@@ -1,4 +1,5 @@
 /* Bump allocator behind cJSON_InitHooks; see arena.h. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,12 +64,21 @@ static void arena_release(void *p)
 }
 #endif
 
+/* Set once by rpd_arena_install, before any thread parses. */
+static bool installed;
+
 void rpd_arena_install(void)
 {
 #ifndef RPD_ARENA_DISABLED
     cJSON_Hooks hooks = {arena_alloc, arena_release};
     cJSON_InitHooks(&hooks);
+    installed = true;
 #endif
+}
+
+bool rpd_arena_owns_trees(void)
+{
+    return installed;
 }
 
 void rpd_arena_reset(void)
@@ -114,5 +124,6 @@ void rpd_arena_chunks_free(rpd_arena_chunks *c)
 void rpd_arena_free_all(void)
 {
     rpd_arena_free_thread();
+    installed = false;
     cJSON_InitHooks(NULL);
 }

@@ -12,8 +12,14 @@
 #ifndef REPOSE_SERVER_ARENA_H
 #define REPOSE_SERVER_ARENA_H
 
+#include <stdbool.h>
+
 /* Points cJSON's allocator at the arena (no-op under ASan). */
 void rpd_arena_install(void);
+/* Whether parse trees live in arenas (installed, not under ASan): freeing
+ * their chunks frees them, and a walk of cJSON_Delete over a tree of
+ * millions of nodes can be skipped. */
+bool rpd_arena_owns_trees(void);
 /* Releases everything allocated since the last reset; keeps one chunk. */
 void rpd_arena_reset(void);
 /* Frees the calling thread's chunks (a worker, after each job). */

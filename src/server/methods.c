@@ -30,6 +30,14 @@ const cJSON *rpd_param(const cJSON *params, const char *key, char *path)
 
 bool rpd_charge_work(rpd_req *req, uint64_t units)
 {
+    if (!rpd_work_fits(req, units))
+        return false;
+    req->core->work_left -= units;
+    return true;
+}
+
+bool rpd_work_fits(rpd_req *req, uint64_t units)
+{
     rpd_core *core = req->core;
     if (units > core->work_left) {
         rpd_limit_id id = core->work_limit;
@@ -46,7 +54,6 @@ bool rpd_charge_work(rpd_req *req, uint64_t units)
                    (unsigned long long)units);
         return false;
     }
-    core->work_left -= units;
     return true;
 }
 

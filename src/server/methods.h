@@ -18,11 +18,18 @@ bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowe
  * into path (RP_CODEC_PATH_MAX bytes). */
 const cJSON *rpd_param(const cJSON *params, const char *key, char *path);
 
-/* Takes `units` pair tests from what the current request line may still
- * spend (max_request_work); fails with -32004 when that is not enough.
- * Called with an estimate before the work starts, so an oversized request
- * is refused at once instead of holding the event loop. */
+/* Takes `units` work units (about a pair test each) from what the current
+ * request line may still spend (max_request_work, or max_loop_work on the
+ * event loop: core->work_limit); fails with -32004 naming that limit when
+ * it is not enough.  Called with an upper-bound estimate before the work
+ * starts (proto/PROTOCOL.md, Limits), so an oversized request is refused
+ * before it does anything.  UINT64_MAX always fails and leaves the message
+ * to the caller. */
 bool rpd_charge_work(rpd_req *req, uint64_t units);
+/* The same check without taking anything: for a part of an estimate known
+ * before decoding (the pairs of an array), so that decoding a request that
+ * will be refused is not spent either. */
+bool rpd_work_fits(rpd_req *req, uint64_t units);
 
 /* ceil(log2(n + 1)): the depth of a balanced tree over n shapes, the unit
  * of a tree query's cost in work estimates. */

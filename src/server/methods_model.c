@@ -98,7 +98,7 @@ static bool decode_links(rpd_req *req, const cJSON *j, const char *path, rp_link
 /* Decodes a list of id pairs at `path` into 2*n ids (malloc'ed, pointing
  * into the tree); `what` names a pair in messages ("link id, link id"). */
 static bool decode_id_pairs(rpd_req *req, const cJSON *j, const char *path, const char *what,
-                            const char ***out, size_t *n_out)
+                            uint64_t unit, const char ***out, size_t *n_out)
 {
     char reason[RP_CODEC_REASON_MAX];
     *out = NULL;
@@ -113,6 +113,9 @@ static bool decode_id_pairs(rpd_req *req, const cJSON *j, const char *path, cons
     if (n > req->core->limits.max_allowed_pairs)
         return rpd_fail_limit(req, RPD_LIMIT_max_allowed_pairs,
                               req->core->limits.max_allowed_pairs);
+    /* The pairs' share of the request's estimate, before they are decoded. */
+    if (!rpd_work_fits(req, (uint64_t)n * unit))
+        return false;
     const char **ids = malloc((n ? 2 * n : 1) * sizeof *ids);
     if (!ids)
         return rpd_fail_status(req, RP_ERR_NOMEM);
@@ -141,7 +144,7 @@ static bool decode_id_pairs(rpd_req *req, const cJSON *j, const char *path, cons
 static bool decode_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
                          size_t *n_out)
 {
-    return decode_id_pairs(req, j, path, "link id, link id", out, n_out);
+    return decode_id_pairs(req, j, path, "link id, link id", 2, out, n_out);
 }
 
 /* Decodes the kinematic form's params.links: [{id, link, shape}]. */
@@ -361,7 +364,7 @@ static bool decode_defaults(rpd_req *req, const cJSON *j, const char *path, put_
 bool rpd_decode_scene_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
                             size_t *n_out)
 {
-    return decode_id_pairs(req, j, path, "link, scene shape id", out, n_out);
+    return decode_id_pairs(req, j, path, "link, scene shape id", RP_WORK_SCENE_PAIR, out, n_out);
 }
 
 static void put_scratch_free(put_scratch *s)

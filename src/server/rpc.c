@@ -14,6 +14,7 @@
 #include <malloc.h>
 #endif
 
+#include "arena.h"
 #include "durable.h"
 #include "methods.h"
 #include "rpc.h"
@@ -694,7 +695,10 @@ bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p,
 
 void rpd_parsed_free(rpd_parsed *p)
 {
-    cJSON_Delete(p->root);
+    /* A tree in an arena goes with its chunks (arena.h): its nodes need
+     * no walk (millions for a large model.put). */
+    if (!rpd_arena_owns_trees())
+        cJSON_Delete(p->root);
     p->root = NULL;
     if (p->has_rows) {
         rp_num_rows_free(&p->rows);
