@@ -27,7 +27,7 @@ case $secs in
 esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
-         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot)
+         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -101,6 +101,8 @@ for t in "${targets[@]}"; do
   fuzz_sd_env) args+=(-max_len=1024 -dict=tests/fuzz/sd.dict) ;;
   # URDF (NUL) SRDF documents; its seeds hold tests/data/arm7 (18 KB).
   fuzz_urdf) args+=(-max_len=20480 -dict=tests/fuzz/xml.dict); inputs+=("$seeds/urdf") ;;
+  # Bytes read as a model, an extension and a motion: no dictionary.
+  fuzz_estimates) args+=(-max_len=2048); inputs+=("$seeds/lines") ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do

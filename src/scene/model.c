@@ -14,6 +14,11 @@
 #include "model_int.h"
 #include "util/grow.h"
 
+_Thread_local uint64_t rp_build_steps_;
+
+/* Steps of a name lookup or of a shape it names (rp_build_steps_). */
+#define LOOKUP_STEPS 16
+
 /* ---- the store's model array ---------------------------------------------- */
 
 /* Capacity of the model array for `count` models: none when empty, else the
@@ -279,6 +284,7 @@ static bool build_skip(rp_model *m, const size_t *inherit)
         for (size_t j = 0; j < n; j++)
             if (m->links[i].frame == m->links[j].frame || (i >= nb && j >= nb))
                 set_bit(&m->skip[i * m->row_words], j);
+    rp_build_steps_ += (uint64_t)n * n + 2 * (uint64_t)m->n_allowed;
     for (size_t p = 0; p < m->n_allowed; p++)
         set_pair(m, m->allowed[2 * p], m->allowed[2 * p + 1]);
     if (m->kin && m->kin->n_allowed_links) {
@@ -299,6 +305,7 @@ static bool build_skip(rp_model *m, const size_t *inherit)
             if (p > 0 && pairs[2 * p] == pairs[2 * p - 2] && pairs[2 * p + 1] == pairs[2 * p - 1])
                 continue;
             size_t a = pairs[2 * p], b = pairs[2 * p + 1];
+            rp_build_steps_ += 2 * (uint64_t)(first[a + 1] - first[a]) * (first[b + 1] - first[b]);
             for (size_t x = first[a]; x < first[a + 1]; x++)
                 for (size_t y = first[b]; y < first[b + 1]; y++)
                     set_pair(m, list[x], list[y]);
@@ -309,6 +316,7 @@ static bool build_skip(rp_model *m, const size_t *inherit)
     }
     for (size_t a = nb; inherit && a < n; a++) {
         const uint64_t *row = &m->skip[inherit[a - nb] * m->row_words];
+        rp_build_steps_ += 3 * (uint64_t)nb; /* a test, and two bits when set */
         for (size_t x = 0; x < nb; x++)
             if ((row[x / 64] >> (x % 64)) & 1u)
                 set_pair(m, a, x);
@@ -537,6 +545,7 @@ static void name_index_free(name_index *ni)
  * already there (*nomem false) or memory ran out (*nomem true). */
 static bool name_index_add(name_index *ni, bool *nomem)
 {
+    rp_build_steps_ += LOOKUP_STEPS;
     const char *id = ni->links[ni->n_links].id;
     uint32_t h = rp_strhash_(id);
     size_t slot;
@@ -573,6 +582,7 @@ static bool name_index_init(name_index *ni, const rp_model *m, const rp_link *li
         return true;
     if (!rp_strtab_reserve_(&ni->tree, m->kin->n_tree) || !shapes_by_link(m, &ni->first, &ni->list))
         return false;
+    rp_build_steps_ += LOOKUP_STEPS * (uint64_t)m->kin->n_tree;
     for (size_t l = 0; l < m->kin->n_tree; l++) {
         const char *name = m->kin->tree_names[l];
         size_t slot;
@@ -594,6 +604,7 @@ static size_t name_index_id(const name_index *ni, const char *id)
 /* Kinematic: the tree link named `name`, or SIZE_MAX. */
 static size_t name_index_tree(const name_index *ni, const char *name)
 {
+    rp_build_steps_ += LOOKUP_STEPS;
     size_t slot;
     if (!ni->m->kin || ni->tree.nslots == 0 ||
         !rp_strtab_find_(&ni->tree, name, rp_strhash_(name), &slot))
@@ -607,6 +618,7 @@ static size_t name_index_tree(const name_index *ni, const char *name)
 static bool name_index_each(const name_index *ni, const char *name, void (*fn)(void *, size_t),
                             void *ctx)
 {
+    rp_build_steps_ += LOOKUP_STEPS;
     if (ni->m->kin) {
         size_t l = name_index_tree(ni, name);
         if (l != SIZE_MAX) {
@@ -639,6 +651,7 @@ static size_t name_index_max_shapes(const name_index *ni)
 
 static void count_shape(void *ctx, size_t s)
 {
+    rp_build_steps_ += LOOKUP_STEPS;
     ((size_t *)ctx)[s]++;
 }
 
@@ -650,6 +663,7 @@ typedef struct as_fill {
 
 static void fill_shape(void *ctx, size_t s)
 {
+    rp_build_steps_ += LOOKUP_STEPS;
     as_fill *f = ctx;
     f->ids[f->cur[s]++] = f->id;
 }
@@ -932,12 +946,14 @@ typedef struct touch_pair {
 
 static void set_touch_pair(void *ctx, size_t s)
 {
+    rp_build_steps_ += 2;
     touch_pair *t = ctx;
     set_pair(t->e, t->a, s);
 }
 
 static void ignore_shape(void *ctx, size_t s)
 {
+    rp_build_steps_ += LOOKUP_STEPS;
     (void)ctx;
     (void)s;
 }
@@ -1172,7 +1188,9 @@ uint64_t rp_model_def_work(const rp_model_def *def)
     uint64_t n = def->n_links, most = def_max_name_shapes(def);
     uint64_t w = add_sat(add_sat(n, def->n_link_names), def->n_joints + def->n_defaults);
     w = add_sat(w, mul_sat(2, def->n_allowed));
-    w = add_sat(w, mul_sat(def->n_allowed_scene, add_sat(RP_WORK_SCENE_PAIR, most)));
+    /* Each allowed scene pair: RP_WORK_SCENE_PAIR, and the shapes its name
+     * stands for, met twice (counted, then filled in). */
+    w = add_sat(w, mul_sat(def->n_allowed_scene, add_sat(RP_WORK_SCENE_PAIR, 2 * most)));
     return add_sat(w, table_work(n, def->n_allowed, def->self_collision));
 }
 
@@ -1185,12 +1203,16 @@ uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attached, si
     for (size_t i = 0; attached && i < n_attached; i++)
         touch = add_sat(touch, attached[i].n_touch);
     uint64_t n = add_sat(m->n_links, n_attached), most = m->max_name_shapes ? m->max_name_shapes : 1;
-    uint64_t w = add_sat(n, m->kin ? m->kin->n_tree : 0);
-    /* Touch links: a lookup each to validate, and a pair per shape. */
-    w = add_sat(w, mul_sat(touch, add_sat(1, most)));
+    /* The index of the model's names, then two lookups an attached shape
+     * (its id, its link). */
+    uint64_t w = add_sat(add_sat(n, n_attached), m->kin ? m->kin->n_tree : 0);
+    /* Touch links: a lookup to validate and one to pair (two each in a
+     * kinematic model: tree link, then attached id), each meeting the
+     * shapes the name stands for. */
+    w = add_sat(w, mul_sat(touch, add_sat(4, 2 * most)));
     /* The model's own allowed scene pairs are copied with the request's. */
-    w = add_sat(w, add_sat(mul_sat(RP_WORK_SCENE_PAIR, m->n_as_pairs), m->n_as_ids));
-    w = add_sat(w, mul_sat(n_allowed_scene, add_sat(RP_WORK_SCENE_PAIR, most)));
+    w = add_sat(w, add_sat(mul_sat(RP_WORK_SCENE_PAIR, m->n_as_pairs), 2 * m->n_as_ids));
+    w = add_sat(w, mul_sat(n_allowed_scene, add_sat(RP_WORK_SCENE_PAIR, 2 * most)));
     uint64_t pairs = m->kin ? m->kin->n_allowed_links : m->n_allowed;
     return add_sat(w, table_work(n, pairs, m->self_collision));
 }

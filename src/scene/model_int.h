@@ -138,6 +138,13 @@ struct rp_model {
     size_t bytes;         /* heap bytes of this model, as added to store->bytes */
 };
 
+/* The builders' steps, counted in sixteenths of a work unit (a bit of a
+ * pair table is one, a name lookup or a shape it names sixteen): the
+ * estimate functions of scene.h must stay above what this counts, which
+ * the fuzz target fuzz_estimates checks.  Per thread; the builders only
+ * ever add to it. */
+extern _Thread_local uint64_t rp_build_steps_;
+
 /* True when a check must consider the self pair (i, j): self collision is
  * on, the links sit on different frames and the pair is not allowed. */
 static inline bool rp_model_self_pair_(const rp_model *m, size_t i, size_t j)
