@@ -33,6 +33,8 @@
 #include "watch.h"
 
 #define RPD_FSYNC_SAMPLES 1024
+/* Permission bits that let others than the owner change a file. */
+#define RPD_OTHERS_WRITE (S_IWGRP | S_IWOTH)
 /* Group outcomes kept: more than the groups one loop iteration can end
  * (one per save a connection sends, plus the iteration's own). */
 #define RPD_GROUP_EPOCHS 4096
@@ -1500,25 +1502,104 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     return true;
 }
 
-/* Creates DIR (one level) when missing, opens it and takes the lock;
- * false (logged) otherwise. */
+/* Refuses (false, logged with the fix) a data directory, or a file in it,
+ * that another user could change under the daemon: a symbolic link (its
+ * target could be anything, anywhere), not owned by the daemon's
+ * effective user, or writable by its group or others.  sb is from lstat
+ * (fstatat without following); name is NULL for the directory itself. */
+static bool private_enough(const char *dir, const char *name, const struct stat *sb)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s%s%s", dir, name ? "/" : "", name ? name : "");
+    uid_t me = geteuid();
+    if (S_ISLNK(sb->st_mode)) {
+        if (name)
+            rpd_log(RPD_LOG_ERROR, "%s is a symbolic link: reposed follows no links in its "
+                    "data directory; refusing to start (fix: replace it with the file itself, "
+                    "or remove it: rm '%s')", path, path);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s is a symbolic link: reposed takes the data directory "
+                    "only by its own path; refusing to start (fix: --data-dir \"$(readlink -f "
+                    "'%s')\")", path, path);
+        return false;
+    }
+    if (name ? !S_ISREG(sb->st_mode) : !S_ISDIR(sb->st_mode)) {
+        rpd_log(RPD_LOG_ERROR, "%s is not a %s; refusing to start", path,
+                name ? "regular file" : "directory");
+        return false;
+    }
+    if (sb->st_uid != me) {
+        rpd_log(RPD_LOG_ERROR, "%s is owned by uid %u, but reposed runs as uid %u: another "
+                "user could change the store under it; refusing to start (fix: chown %u '%s', "
+                "or run reposed as uid %u)", path, (unsigned)sb->st_uid, (unsigned)me,
+                (unsigned)me, path, (unsigned)sb->st_uid);
+        return false;
+    }
+    if (sb->st_mode & RPD_OTHERS_WRITE) {
+        rpd_log(RPD_LOG_ERROR, "%s is writable by its group or others (mode %04o): they could "
+                "change the store under reposed; refusing to start (fix: chmod go-w '%s')",
+                path, (unsigned)(sb->st_mode & 07777), path);
+        return false;
+    }
+    return true;
+}
+
+/* Creates DIR (mode 0700, one level) when missing, checks it, opens it
+ * and takes its lock; false (logged) otherwise. */
 static bool open_dir(rpd_durable *d)
 {
     const char *dir = d->dir;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        rpd_log(RPD_LOG_ERROR, "%s: cannot create the data directory: %s", dir, strerror(errno));
+    struct stat sb;
+    if (lstat(dir, &sb) != 0 && errno == ENOENT) {
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            rpd_log(RPD_LOG_ERROR, "%s: cannot create the data directory: %s", dir,
+                    strerror(errno));
+            return false;
+        }
+    }
+    if (lstat(dir, &sb) != 0) {
+        rpd_log(RPD_LOG_ERROR, "%s: cannot use the data directory: %s", dir, strerror(errno));
         return false;
     }
-    d->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d->dir_fd < 0) {
+    if (!private_enough(dir, NULL, &sb))
+        return false;
+    /* O_NOFOLLOW: the path checked above cannot have become a link since. */
+    d->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d->dir_fd < 0 || fstat(d->dir_fd, &sb) != 0) {
         rpd_log(RPD_LOG_ERROR, "%s: cannot open the data directory: %s", dir, strerror(errno));
         return false;
     }
-    d->lock_fd = openat(d->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (!private_enough(dir, NULL, &sb))
+        return false;
+    /* The lock is the directory's own: a file in it can be deleted, and
+     * then a second daemon would lock a new file of the same name. */
+    if (flock(d->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (the "
+                    "directory is locked); refusing to start", dir);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s: cannot lock the data directory: %s", dir,
+                    strerror(errno));
+        return false;
+    }
+    static const char *const files[] = {"lock", "journal", "snapshot"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (fstatat(d->dir_fd, files[i], &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT)
+                continue;
+            rpd_log(RPD_LOG_ERROR, "%s/%s: %s", dir, files[i], strerror(errno));
+            return false;
+        }
+        if (!private_enough(dir, files[i], &sb))
+            return false;
+    }
+    d->lock_fd = openat(d->dir_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (d->lock_fd < 0) {
         rpd_log(RPD_LOG_ERROR, "%s/lock: cannot open: %s", dir, strerror(errno));
         return false;
     }
+    /* The file is locked too, for a reposed of the previous version, which
+     * locks only the file. */
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (%s/lock "

@@ -22,8 +22,9 @@
  * fsync fails mutations with -32007 until one succeeds); no leaves it to
  * the kernel.
  *
- * Files in the directory: `lock` (flock: one daemon per directory),
- * `journal`, `snapshot`, while one is written `snapshot.tmp` and
+ * Files in the directory: `lock` (the holder's pid; one daemon per
+ * directory is the directory's own flock, which deleting the file cannot
+ * undo), `journal`, `snapshot`, while one is written `snapshot.tmp` and
  * `journal.tmp` (removed at start: only a rename makes them count), and
  * `journal.rejected` (a journal --repair set aside).  The snapshot and the journal name each other by id (journal.h,
  * snapshot.h), so that the start can tell a journal that is missing, cut
@@ -53,7 +54,9 @@ bool rpd_fsync_parse(const char *s, rpd_fsync *out);
 
 typedef struct rpd_durable rpd_durable;
 
-/* Opens DIR (created when missing, one level), takes its lock, loads the snapshot and
+/* Opens DIR (created when missing, one level, mode 0700), checks that no
+ * one else can change it (no symbolic links, owned by the effective user,
+ * not writable by group or others), takes its lock, loads the snapshot and
  * the journal into core->store (replaying it with every limit lifted: what
  * was acknowledged once is restored whatever the limits now), and keeps
  * the journal open for appending.  A torn tail is cut off with a warning.

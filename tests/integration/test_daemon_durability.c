@@ -11,7 +11,9 @@
  * acknowledged one.  The data directory refuses to guess: a missing
  * journal, one cut inside its header or below its created length, or
  * another snapshot's stops the start (and --repair says what it drops);
- * files of the previous format are upgraded.
+ * symbolic links, other owners and group/other write access are refused;
+ * a deleted lock file lets no second daemon in; files of the previous
+ * format are upgraded.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1535,6 +1537,112 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     restart_holds(dir, last);
 }
 
+/* DIR/lock, DIR/journal or DIR itself as a symbolic link: refused, and
+ * the lock's target is left as it was (it used to be truncated and get
+ * the pid). */
+static void symbolic_links_in_the_data_directory_are_refused(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir(), *elsewhere = rh_temp_dir();
+    assert_non_null(dir);
+    assert_non_null(elsewhere);
+    char target[600], link[600], want[700];
+    snprintf(target, sizeof target, "%s/precious", elsewhere);
+    write_file(target, "precious\n", 9);
+    snprintf(link, sizeof link, "%s/lock", dir);
+    assert_int_equal(symlink(target, link), 0);
+    snprintf(want, sizeof want, "%s/lock is a symbolic link", dir);
+    refuses(dir, want, "rm '");
+    size_t n;
+    char *kept = read_file(target, &n);
+    assert_int_equal(n, 9);
+    assert_memory_equal(kept, "precious\n", 9);
+    free(kept);
+    assert_int_equal(unlink(link), 0);
+
+    /* The journal, once there is one. */
+    rh_daemon *d = start_on(dir, "no", NULL);
+    stop_ok(d);
+    char journal[600], moved[600];
+    snprintf(journal, sizeof journal, "%s/journal", dir);
+    snprintf(moved, sizeof moved, "%s/journal", elsewhere);
+    assert_int_equal(rename(journal, moved), 0);
+    assert_int_equal(symlink(moved, journal), 0);
+    snprintf(want, sizeof want, "%s/journal is a symbolic link", dir);
+    refuses(dir, want, NULL);
+    assert_int_equal(unlink(journal), 0);
+    assert_int_equal(rename(moved, journal), 0);
+
+    /* The directory itself. */
+    snprintf(link, sizeof link, "%s/link", elsewhere);
+    assert_int_equal(symlink(dir, link), 0);
+    refuses(link, "is a symbolic link", "readlink -f");
+    d = start_on(dir, "no", NULL); /* and the real one is fine */
+    stop_ok(d);
+}
+
+/* A data directory (or a file in it) others could write, or owned by
+ * another user: refused with the command that fixes it.  A directory the
+ * daemon creates gets mode 0700. */
+static void a_data_directory_others_can_change_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char want[700];
+    assert_int_equal(chmod(dir, 0777), 0);
+    snprintf(want, sizeof want, "chmod go-w '%s'", dir);
+    refuses(dir, "is writable by its group or others (mode 0777)", want);
+    assert_int_equal(chmod(dir, 0700), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        snprintf(want, sizeof want, "chown 0 '%s'", dir);
+        refuses(dir, "is owned by uid 65534, but reposed runs as uid 0", want);
+        assert_int_equal(chown(dir, 0, 0), 0);
+    } else {
+        printf("skipped the ownership case: it needs root to chown\n");
+    }
+    rh_daemon *d = start_on(dir, "no", NULL);
+    stop_ok(d);
+    char path[600];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    assert_int_equal(chmod(path, 0666), 0);
+    snprintf(want, sizeof want, "chmod go-w '%s'", path);
+    refuses(dir, "/journal is writable by its group or others", want);
+    assert_int_equal(chmod(path, 0600), 0);
+
+    const char *parent = rh_temp_dir();
+    assert_non_null(parent);
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/new", parent);
+    d = start_on(fresh, "no", NULL);
+    struct stat sb;
+    assert_int_equal(stat(fresh, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, 0700);
+    stop_ok(d);
+}
+
+/* DIR/lock deleted while a daemon runs: a second daemon on the directory
+ * is still refused (the lock is the directory's own), and the first one
+ * is unharmed. */
+static void a_deleted_lock_file_keeps_a_second_daemon_out(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    rh_daemon *d = start_on(dir, "no", NULL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    assert_int_equal(unlink(path), 0);
+    refuses(dir, "another reposed is using this data directory", NULL);
+    rh_conn *c = connect_ok(d, false);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+    d = start_on(dir, "no", NULL); /* free again once it stopped */
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1557,6 +1665,9 @@ int main(int argc, char **argv)
         DAEMON_TEST(a_journal_shorter_than_its_created_length_refuses_to_start),
         DAEMON_TEST(a_journal_of_another_snapshot_refuses_to_start),
         DAEMON_TEST(files_of_the_previous_format_are_upgraded),
+        DAEMON_TEST(symbolic_links_in_the_data_directory_are_refused),
+        DAEMON_TEST(a_data_directory_others_can_change_is_refused),
+        DAEMON_TEST(a_deleted_lock_file_keeps_a_second_daemon_out),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
