@@ -26,9 +26,10 @@
  * directory is the directory's own flock, which deleting the file cannot
  * undo), `journal`, `snapshot`, while one is written `snapshot.tmp` and
  * `journal.tmp` (removed at start: only a rename makes them count), and
- * `journal.rejected` (a journal --repair set aside).  The snapshot and the journal name each other by id (journal.h,
- * snapshot.h), so that the start can tell a journal that is missing, cut
- * or not this snapshot's from one torn by a crash.
+ * `journal.rejected` (a journal --repair set aside).  The snapshot and the
+ * journal name each other by id (journal.h, snapshot.h), so that the start
+ * can tell a journal that is missing, cut or not this snapshot's from one
+ * torn by a crash.
  */
 #ifndef REPOSE_SERVER_DURABLE_H
 #define REPOSE_SERVER_DURABLE_H

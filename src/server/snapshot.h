@@ -70,8 +70,9 @@ typedef struct rps_model {
 
 /* Writes the image of st's scenes and the models given, sorted by name
  * (their definitions are the caller's: the store does not keep the params)
- * to fd, at the store revision `revision`, with the ids given.  Streams through a buffer; 0 or an errno
- * (EIO for a short write).  *bytes (may be NULL) receives the size. */
+ * to fd, at the store revision `revision`, with the ids given.  Streams
+ * through a buffer; 0 or an errno (EIO for a short write).  *bytes (may be
+ * NULL) receives the size. */
 int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
               const rps_model *models, size_t n_models, uint64_t *bytes);
 
