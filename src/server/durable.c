@@ -1641,15 +1641,14 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     if (d->resave) {
         /* After a repair (the journal's header may promise more than it
          * now holds) or in files of the previous format: a snapshot and a
-         * new journal that say what the directory holds. */
+         * new journal that say what the directory holds.  When that
+         * fails, the files as they are still hold everything (records
+         * appended now go after the whole ones), so the daemon starts; the
+         * next start tries again, or asks for --repair again. */
         char why[400];
-        if (rpd_durable_save(d, core->store, why, sizeof why) != 0) {
-            rpd_log(RPD_LOG_ERROR, "%s: could not write the directory anew: %s; refusing to "
-                    "start", dir, why);
-            rp_store_set_commit_hook(core->store, NULL, NULL);
-            core->durable = NULL;
-            goto fail;
-        }
+        if (rpd_durable_save(d, core->store, why, sizeof why) != 0)
+            rpd_log(RPD_LOG_ERROR, "%s: could not write the directory anew (%s); it is used "
+                    "as it is, and the next start may need --repair again", dir, why);
     }
     return d;
 fail:
