@@ -63,6 +63,18 @@ struct rpd_durable {
      * snapshot it continues, so that the start can tell a journal that
      * belongs to another snapshot.  0 in files of the previous format. */
     uint64_t journal_id, snap_id;
+    /* The rest of the journal's header (the revision and snapshot it
+     * continues) and its synced length: synced_upto is what the last
+     * fsync covered, header_synced what the header says now.  The header
+     * is rewritten through header_fd (which, unlike journal_fd, does not
+     * append) before the next fsync (write_synced_len).  -1: a journal of
+     * the previous format, whose header has no such field. */
+    uint64_t journal_base, journal_snap_id;
+    uint64_t synced_upto, header_synced;
+    int header_fd;
+    /* everysec: what the running fsync covers, and of which journal (a
+     * switch may come while it runs). */
+    uint64_t sync_target, sync_journal_id;
     bool resave; /* the start repaired or upgraded the directory: save at once */
     bool replaying;
     /* The mutation in progress (begin .. end). */
@@ -226,6 +238,25 @@ static int timed_sync(int fd, uint64_t *ns)
     return r;
 }
 
+/* Before an fsync: the journal's header is rewritten to say what the
+ * last fsync covered, so that a start that finds the file shorter knows it
+ * was cut, not torn by a crash (journal.h, proto/PROTOCOL.md Durability).
+ * It claims only what is on the disk already, one fsync behind: this
+ * write reaches the disk with the coming fsync, or before it, together
+ * with records that fsync may not finish.  It costs no fsync of its own,
+ * only the header's block written with each fsync.  A failed write only
+ * leaves the claim lower. */
+static void write_synced_len(rpd_durable *d)
+{
+    if (d->header_fd < 0 || d->synced_upto <= d->header_synced)
+        return;
+    uint8_t h[RPJ_FILE_HEADER];
+    rpj_file_header(h, &(rpj_header){d->journal_base, d->journal_id, d->journal_snap_id,
+                                     d->synced_upto});
+    if (pwrite(d->header_fd, h, sizeof h, 0) == (ssize_t)sizeof h)
+        d->header_synced = d->synced_upto;
+}
+
 bool rpd_durable_sync_due(rpd_durable *d)
 {
     if (!d || d->syncing || !(d->unsynced || d->sync_failed))
@@ -237,6 +268,9 @@ bool rpd_durable_sync_due(rpd_durable *d)
         return false;
     d->syncing = true;
     d->unsynced = false; /* records written from now on wait for the next one */
+    write_synced_len(d);
+    d->sync_target = d->journal_bytes;
+    d->sync_journal_id = d->journal_id;
     d->sync_dir_now = d->dir_unsynced;
     d->dir_unsynced = false;
     return true;
@@ -268,6 +302,8 @@ void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
     if (d->sync_failed)
         rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again; mutations accepted", d->dir);
     d->sync_failed = false;
+    if (d->journal_id == d->sync_journal_id && d->sync_target > d->synced_upto)
+        d->synced_upto = d->sync_target;
     add_sample(d, ns);
 }
 
@@ -622,6 +658,7 @@ int rpd_durable_group_sync(rpd_durable *d)
     rp_store *st = d->core->store;
     rpd_watch_hub *watch = d->core->watch;
     uint64_t ns;
+    write_synced_len(d);
     int err = timed_sync(d->journal_fd, &ns);
     if (!err && d->dir_unsynced)
         err = fsync(d->dir_fd) == 0 ? 0 : errno;
@@ -632,6 +669,7 @@ int rpd_durable_group_sync(rpd_durable *d)
     if (!err) {
         add_sample(d, ns);
         d->unsynced = false;
+        d->synced_upto = d->journal_bytes;
         if (d->failing)
             rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again", d->dir);
         d->failing = false;
@@ -800,15 +838,15 @@ static int copy_range(int in, int out, uint64_t from, uint64_t to)
 }
 
 /* Rewrites the file header of journal.tmp (whose descriptor appends) with
- * its created length; 0 or an errno.  The caller syncs. */
-static int set_created_len(rpd_durable *d, const rpd_snap_job *j, uint64_t created_len)
+ * its synced length; 0 or an errno.  The caller syncs. */
+static int set_synced_len(rpd_durable *d, const rpd_snap_job *j, uint64_t synced_len)
 {
     int fd = openat(d->dir_fd, "journal.tmp", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno;
     uint8_t h[RPJ_FILE_HEADER];
     rpj_file_header(h, &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id,
-                                     created_len});
+                                     synced_len});
     int err = pwrite(fd, h, sizeof h, 0) == (ssize_t)sizeof h ? 0 : errno ? errno : EIO;
     close(fd);
     return err;
@@ -818,7 +856,7 @@ static int set_created_len(rpd_durable *d, const rpd_snap_job *j, uint64_t creat
  * snapshot's revision and the records the loop has published since the
  * job began, synced; twice, so that the loop is left only the records of
  * the last moment (job_finish).  Its header then says how long it is (its
- * created length, journal.h): whatever happens later, the file never gets
+ * synced length, journal.h): whatever happens later, the file never gets
  * shorter than that, and a start that finds it shorter refuses.  That
  * costs one more fsync here, on the worker, when records were copied.  A
  * failure leaves no next journal: the old one goes on growing, which
@@ -846,7 +884,7 @@ static void next_journal(rpd_snap_job *j)
             at = upto;
     }
     if (!err && at > j->tail_from) {
-        err = set_created_len(d, j, RPJ_FILE_HEADER + (at - j->tail_from));
+        err = set_synced_len(d, j, RPJ_FILE_HEADER + (at - j->tail_from));
         if (!err && fdatasync(out) != 0)
             err = errno;
     }
@@ -902,10 +940,17 @@ static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now, bool 
         d->retired_fd = d->journal_fd;
     d->journal_fd = j->jfd;
     d->journal_id = j->ids.journal_id;
+    d->journal_base = j->revision;
+    d->journal_snap_id = j->ids.snapshot_id;
     j->jfd = -1;
+    if (d->header_fd >= 0)
+        close(d->header_fd);
+    d->header_fd = openat(d->dir_fd, "journal", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     d->journal_bytes = j->jbytes + (d->journal_bytes - j->copied);
     d->journal_records -= j->records_then;
     d->unsynced = !sync_now;
+    d->header_synced = j->jbytes; /* as next_journal wrote it */
+    d->synced_upto = sync_now ? d->journal_bytes : j->jbytes;
     d->ragged = false; /* a partial record in the old journal was not copied */
     publish(d);
     return true;
@@ -1265,11 +1310,11 @@ static bool restart_journal(rpd_durable *d, const snapinfo *si)
  * journal the snapshot expects and as long as it must be.  Refuses
  * (false, the reason logged with what --repair would drop) when it is
  * missing while a snapshot is there, ends inside its header, belongs to
- * another snapshot, or is shorter than its created length; --repair
+ * another snapshot, or is shorter than its synced length; --repair
  * starts it again empty in the first three cases (a journal of another
  * snapshot is kept aside as DIR/journal.rejected) and lets the caller cut
  * it to its whole records in the last.  *short_by: the bytes missing
- * below the created length (0: none). */
+ * below the synced length (0: none). */
 static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *fdp,
                          uint8_t **bufp, size_t *np, rpj_scan_result *head, size_t *short_by)
 {
@@ -1349,14 +1394,14 @@ static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *f
                          "from revision %llu, but there is no %s/snapshot",
                          (unsigned long long)head->base_revision, d->dir);
             set_aside = true;
-        } else if (n < head->created_len) {
-            *short_by = (size_t)(head->created_len - n);
+        } else if (n < head->synced_len) {
+            *short_by = (size_t)(head->synced_len - n);
             if (!repair) {
-                rpd_log(RPD_LOG_ERROR, "%s/journal is %zu bytes, but it held %llu bytes, "
-                        "synced, when it was put in place: it was cut afterwards (not a torn "
-                        "write), and mutations acknowledged before the cut are gone; refusing "
-                        "to start (--repair keeps its whole records before the cut and drops "
-                        "the rest)", d->dir, n, (unsigned long long)head->created_len);
+                rpd_log(RPD_LOG_ERROR, "%s/journal is %zu bytes, but %llu bytes of it were "
+                        "synced: it was cut afterwards (not a torn write), and mutations "
+                        "acknowledged before the cut are gone; refusing to start (--repair "
+                        "keeps its whole records before the cut and drops the rest)", d->dir,
+                        n, (unsigned long long)head->synced_len);
                 free(buf);
                 close(fd);
                 return false;
@@ -1430,6 +1475,9 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         return false;
     }
     d->journal_id = head.journal_id;
+    d->journal_base = head.base_revision;
+    d->journal_snap_id = head.snapshot_id;
+    d->synced_upto = d->header_synced = head.synced_len;
     if (head.format == RPJ_FORMAT_V1 || si.format == RPS_FORMAT_V1) {
         /* The previous format: read as it is, then written anew. */
         rpd_log(RPD_LOG_INFO, "%s: files of the previous format; upgrading (a snapshot and a "
@@ -1483,13 +1531,15 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         close(fd);
         return false;
     }
-    /* A repaired journal may now be shorter than its header's created
+    /* A repaired journal may now be shorter than its header's synced
      * length: the directory is written anew once the start is done. */
     if (repair && cut != SIZE_MAX && (stopped || res.end == RPJ_CORRUPT || short_by))
         d->resave = true;
     d->journal_bytes = cut != SIZE_MAX ? cut : res.good;
     close(fd);
     d->journal_fd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (head.format == RPJ_FORMAT)
+        d->header_fd = openat(d->dir_fd, "journal", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (d->journal_fd < 0) {
         rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open for appending: %s", d->dir,
                 strerror(errno));
@@ -1624,7 +1674,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
         rpd_log(RPD_LOG_ERROR, "out of memory");
         return NULL;
     }
-    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = d->retired_fd = -1;
+    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = d->retired_fd = d->header_fd = -1;
     rp_jw_init(&d->text);
     d->policy = policy;
     d->snapshot_after = RPD_SNAPSHOT_AFTER_DEFAULT;
@@ -1676,6 +1726,8 @@ void rpd_durable_close(rpd_durable *d)
     }
     if (d->retired_fd >= 0)
         close(d->retired_fd);
+    if (d->header_fd >= 0)
+        close(d->header_fd);
     if (d->lock_fd >= 0)
         close(d->lock_fd); /* releases the lock */
     if (d->dir_fd >= 0)

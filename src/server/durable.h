@@ -65,8 +65,8 @@ typedef struct rpd_durable rpd_durable;
  * held, on I/O errors, and, unless repair, for a corrupt record or one
  * that does not apply (repair cuts the journal there), a journal that is
  * missing next to a snapshot, ends inside its header, belongs to another
- * snapshot (repair starts from the snapshot alone) or is shorter than it
- * was put in place (repair keeps its whole records).  After a repair that
+ * snapshot (repair starts from the snapshot alone) or is shorter than
+ * its synced length (repair keeps its whole records).  After a repair that
  * cut the journal, or in files of the previous format, a snapshot and a
  * new journal are written before it returns. */
 rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core);

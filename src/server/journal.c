@@ -82,7 +82,7 @@ void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], const rpj_header *h)
     rpj_put64(out + 16, h->base_revision);
     rpj_put64(out + 24, h->journal_id);
     rpj_put64(out + 32, h->snapshot_id);
-    rpj_put64(out + 40, h->created_len);
+    rpj_put64(out + 40, h->synced_len);
     rpj_put32(out + 60, rpj_crc32c(0, out, 60));
 }
 
@@ -143,9 +143,9 @@ bool rpj_scan(const uint8_t *buf, size_t n, rpj_visit fn, void *ctx, rpj_scan_re
     if (format == RPJ_FORMAT) {
         out->journal_id = rpj_get64(buf + 24);
         out->snapshot_id = rpj_get64(buf + 32);
-        out->created_len = rpj_get64(buf + 40);
+        out->synced_len = rpj_get64(buf + 40);
     } else {
-        out->created_len = RPJ_FILE_HEADER_V1;
+        out->synced_len = RPJ_FILE_HEADER_V1;
     }
     size_t at = hlen;
     out->good = at;

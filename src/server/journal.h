@@ -16,15 +16,19 @@
  *         32     8  snapshot id: the id of the snapshot it continues (0:
  *                   none; snapshot.h), so that a journal put next to
  *                   another directory's snapshot is recognised
- *         40     8  created length: the bytes the file held, synced, when
- *                   it was renamed into place (this header and the records
- *                   copied into it); it is never shorter later
+ *         40     8  synced length: bytes of the file known to be on the
+ *                   disk, so that the file is never shorter.  Set when the
+ *                   file is renamed into place (this header and the records
+ *                   copied into it, synced), then rewritten in place just
+ *                   before each later fsync with what the fsync before it
+ *                   covered (proto/PROTOCOL.md, Durability, says why one
+ *                   behind)
  *         48    12  reserved, zero
  *         60     4  CRC-32C of bytes 0..60
  *
  * Format 1 (the previous version) had a 32-byte header: magic, version,
  * reserved, base revision at 16, reserved, CRC-32C of 0..28 at 28, and no
- * ids; the scanner still reads it (ids 0, created length 32) so that the
+ * ids; the scanner still reads it (ids 0, synced length 32) so that the
  * daemon can upgrade a directory.
  *
  * Then records, each a 20-byte header and a payload:
@@ -41,7 +45,7 @@
  * header announces) has a torn tail: the write of the last record did not
  * complete.  Anything else that does not check out is corruption.  (Whether
  * a torn tail can be a torn write at all is the caller's judgement: a
- * file that ends inside its own header, or before its created length, was
+ * file that ends inside its own header, or before its synced length, was
  * cut after it was written.)
  */
 #ifndef REPOSED_JOURNAL_H
@@ -101,7 +105,7 @@ typedef struct rpj_header {
     uint64_t base_revision;
     uint64_t journal_id;
     uint64_t snapshot_id;
-    uint64_t created_len;
+    uint64_t synced_len;
 } rpj_header;
 
 /* Writes the 64-byte file header. */
@@ -126,7 +130,7 @@ typedef struct rpj_scan_result {
     uint32_t format;        /* the file header's version (0 when it ends before it) */
     size_t header_len;      /* the file header's size for that version */
     uint64_t base_revision; /* from the file header (unless BAD_FORMAT) */
-    uint64_t journal_id, snapshot_id, created_len; /* format 2's (format 1: 0, 0, 32) */
+    uint64_t journal_id, snapshot_id, synced_len; /* format 2's (format 1: 0, 0, 32) */
     size_t good;            /* bytes of the valid prefix: header and whole records */
     size_t records;         /* records in the valid prefix */
     uint64_t last_revision; /* the last valid record's (base_revision if none) */

@@ -102,7 +102,7 @@ static rpj_scan_result check_scan(const uint8_t *buf, size_t n)
     FUZZ_CHECK(res.base_revision == get64(buf + 16) &&
                    res.journal_id == (v2 ? get64(buf + 24) : 0) &&
                    res.snapshot_id == (v2 ? get64(buf + 32) : 0) &&
-                   res.created_len == (v2 ? get64(buf + 40) : RPJ_FILE_HEADER_V1),
+                   res.synced_len == (v2 ? get64(buf + 40) : RPJ_FILE_HEADER_V1),
                "the header's fields as read");
     FUZZ_CHECK(res.records == r.records && res.good == r.at, "valid prefix %zu/%zu vs %zu/%zu",
                res.records, res.good, r.records, r.at);

@@ -9,7 +9,7 @@
  * replay ignores limits lowered since, and a daemon killed at random
  * moments during a stream of mutations with --fsync always keeps every
  * acknowledged one.  The data directory refuses to guess: a missing
- * journal, one cut inside its header or below its created length, or
+ * journal, one cut inside its header or below what it had synced, or
  * another snapshot's stops the start (and --repair says what it drops);
  * symbolic links, other owners and group/other write access are refused;
  * a deleted lock file lets no second daemon in; files of the previous
@@ -1374,12 +1374,14 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
     return ~c;
 }
 
-/* A journal shorter than the length its header says it was put in place
- * with (records copied into it, synced, when a background snapshot started
- * it; here the header is edited to say so): a cut inside its last record
- * is then no torn tail but a cut after the fsync, and refused; --repair
- * keeps the whole records. */
-static void a_journal_shorter_than_its_created_length_refuses_to_start(void **state)
+/* A journal cut back after synced records: its header says how much of
+ * it was synced (rewritten before each fsync with what the fsync before it
+ * covered), so a cut at a record boundary, or inside a record, below that
+ * is no torn tail but refused, the file left as it is; --repair keeps the
+ * whole records before the cut.  (A cut inside the last record, which
+ * only the last fsync covered, stays a torn tail:
+ * a_torn_last_record_is_cut_at_every_offset.) */
+static void a_journal_cut_below_what_was_synced_refuses_to_start(void **state)
 {
     (void)state;
     const char *dir = rh_temp_dir();
@@ -1388,35 +1390,36 @@ static void a_journal_shorter_than_its_created_length_refuses_to_start(void **st
     rh_conn *c = connect_ok(d, false);
     cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
                               "\"params\":{\"scene\":\"k\"}}");
+    assert_non_null(at(rep, "result"));
     cJSON_Delete(rep);
-    put_many(c, "k", 0, 10);
-    cJSON *before_last = dump(c);
-    put_many(c, "k", 10, 1);
+    put_many(c, "k", 0, 4);
+    cJSON *kept = dump(c);
+    uint64_t mid = journal_bytes(c);
+    put_many(c, "k", 4, 6); /* each acknowledged, so each synced */
     rh_close(c);
     kill_now(d);
     char path[600], want[700];
     snprintf(path, sizeof path, "%s/journal", dir);
     size_t n;
-    uint8_t *buf = (uint8_t *)read_file(path, &n);
-    enum { CREATED_AT = 40, HEADER = 64 };
-    for (int i = 0; i < 8; i++)
-        buf[CREATED_AT + i] = (uint8_t)((uint64_t)n >> (8 * i));
-    uint32_t crc = crc32c(buf, HEADER - 4);
-    for (int i = 0; i < 4; i++)
-        buf[HEADER - 4 + i] = (uint8_t)(crc >> (8 * i));
-    write_file(path, (const char *)buf, n - 5); /* inside the last record */
-    snprintf(want, sizeof want, "%s/journal is %zu bytes, but it held %zu bytes", dir, n - 5, n);
-    refuses(dir, want, "--repair keeps");
-    free(buf);
+    char *whole = read_file(path, &n);
+    const uint64_t cuts[] = {mid, mid + 7}; /* at a record boundary, inside the next record */
+    for (int i = 0; i < 2; i++) {
+        write_file(path, whole, cuts[i]);
+        snprintf(want, sizeof want, "%s/journal is %llu bytes, but ", dir,
+                 (unsigned long long)cuts[i]);
+        refuses(dir, want, "of it were synced");
+        assert_int_equal(file_size(dir, "journal"), (long)cuts[i]);
+    }
+    free(whole);
     d = start_on(dir, "always", "--repair");
-    assert_true(rh_log_contains(d, "--repair: keeping its 11 whole records"));
+    assert_true(rh_log_contains(d, "--repair: keeping its 5 whole records"));
     c = connect_ok(d, false);
     cJSON *now = dump(c);
-    assert_same_state(before_last, now);
+    assert_same_state(kept, now);
     cJSON_Delete(now);
     rh_close(c);
     kill_now(d);
-    restart_holds(dir, before_last);
+    restart_holds(dir, kept);
 }
 
 /* A journal copied from another data directory, whose records would even
@@ -1662,7 +1665,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(save_behind_a_waiting_mutation_is_refused),
         DAEMON_TEST(a_missing_journal_refuses_to_start),
         DAEMON_TEST(a_journal_cut_inside_its_header_refuses_to_start),
-        DAEMON_TEST(a_journal_shorter_than_its_created_length_refuses_to_start),
+        DAEMON_TEST(a_journal_cut_below_what_was_synced_refuses_to_start),
         DAEMON_TEST(a_journal_of_another_snapshot_refuses_to_start),
         DAEMON_TEST(files_of_the_previous_format_are_upgraded),
         DAEMON_TEST(symbolic_links_in_the_data_directory_are_refused),

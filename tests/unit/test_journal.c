@@ -130,7 +130,7 @@ static void records_scan_back_in_order(void **state)
         assert_int_equal(r.format, RPJ_FORMAT);
         assert_int_equal(r.journal_id, 0x1234);
         assert_int_equal(r.snapshot_id, base ? 0x5678 : 0);
-        assert_int_equal(r.created_len, RPJ_FILE_HEADER);
+        assert_int_equal(r.synced_len, RPJ_FILE_HEADER);
         assert_int_equal(r.last_revision, j.count ? j.revs[j.count - 1] : base);
         free(j.buf);
     }
@@ -295,7 +295,7 @@ static void format_1_is_read(void **state)
     assert_int_equal(r.base_revision, 7);
     assert_int_equal(r.journal_id, 0);
     assert_int_equal(r.snapshot_id, 0);
-    assert_int_equal(r.created_len, RPJ_FILE_HEADER_V1);
+    assert_int_equal(r.synced_len, RPJ_FILE_HEADER_V1);
     /* Cut inside its header: torn there, like format 2's. */
     rpj_scan(buf, 20, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_TORN);
