@@ -1432,7 +1432,7 @@ static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *f
         *np = n;
         return true;
     }
-    rpd_log(RPD_LOG_ERROR, "%s/journal: not found again after creating it", d->dir);
+    rpd_log(RPD_LOG_ERROR, "%s/journal: still not usable after it was made again", d->dir);
     return false;
 }
 
