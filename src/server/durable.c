@@ -8,7 +8,7 @@
  * on the same store content, so it makes the same change and takes the
  * same revision, which the replay checks.
  */
-#define _GNU_SOURCE /* fdatasync, flock, openat */
+#define _GNU_SOURCE /* fdatasync, flock, openat, getrandom */
 
 #include "durable.h"
 
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -32,6 +33,8 @@
 #include "watch.h"
 
 #define RPD_FSYNC_SAMPLES 1024
+/* Permission bits that let others than the owner change a file. */
+#define RPD_OTHERS_WRITE (S_IWGRP | S_IWOTH)
 /* Group outcomes kept: more than the groups one loop iteration can end
  * (one per save a connection sends, plus the iteration's own). */
 #define RPD_GROUP_EPOCHS 4096
@@ -55,6 +58,24 @@ struct rpd_durable {
     int retired_fd;           /* the old journal's, for a worker to close (-1: none) */
     bool sync_dir_now;        /* the running everysec fsync does the directory too */
     uint64_t journal_records;
+    /* The journal's id and the last snapshot's (journal.h, snapshot.h):
+     * a snapshot names the journal that continues it and the journal the
+     * snapshot it continues, so that the start can tell a journal that
+     * belongs to another snapshot.  0 in files of the previous format. */
+    uint64_t journal_id, snap_id;
+    /* The rest of the journal's header (the revision and snapshot it
+     * continues) and its synced length: synced_upto is what the last
+     * fsync covered, header_synced what the header says now.  The header
+     * is rewritten through header_fd (which, unlike journal_fd, does not
+     * append) before the next fsync (write_synced_len).  -1: a journal of
+     * the previous format, whose header has no such field. */
+    uint64_t journal_base, journal_snap_id;
+    uint64_t synced_upto, header_synced;
+    int header_fd;
+    /* everysec: what the running fsync covers, and of which journal (a
+     * switch may come while it runs). */
+    uint64_t sync_target, sync_journal_id;
+    bool resave; /* the start repaired or upgraded the directory: save at once */
     bool replaying;
     /* The mutation in progress (begin .. end). */
     const char *method;
@@ -101,6 +122,7 @@ struct rpd_snap_job {
     char **jsons;          /* their params, owned */
     size_t n_models;
     uint64_t revision;     /* the store revision the snapshot holds */
+    rps_ids ids;           /* its id, the next journal's, the one in use now */
     uint64_t tail_from;    /* journal bytes then: later records go on */
     uint64_t records_then; /* journal records then */
     uint64_t t0, bytes;
@@ -144,6 +166,21 @@ static void group_note(rpd_durable *d);
 static void publish(rpd_durable *d)
 {
     __atomic_store_n(&d->published, d->journal_bytes, __ATOMIC_RELEASE);
+}
+
+/* A random id for a journal or snapshot, never 0 (which marks the
+ * previous format's files). */
+static uint64_t new_id(void)
+{
+    static uint64_t fallback;
+    uint64_t id = 0;
+    while (id == 0) {
+        if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
+            /* Without the kernel's generator (early boot): ids only tell
+             * files apart, which the time and a counter do well enough. */
+            id = rpd_now_ns() ^ ((uint64_t)getpid() << 40) ^ ++fallback;
+    }
+    return id;
 }
 
 static void free_defs(mdef *defs, size_t n)
@@ -201,6 +238,25 @@ static int timed_sync(int fd, uint64_t *ns)
     return r;
 }
 
+/* Before an fsync: the journal's header is rewritten to say what the
+ * last fsync covered, so that a start that finds the file shorter knows it
+ * was cut, not torn by a crash (journal.h, proto/PROTOCOL.md Durability).
+ * It claims only what is on the disk already, one fsync behind: this
+ * write reaches the disk with the coming fsync, or before it, together
+ * with records that fsync may not finish.  It costs no fsync of its own,
+ * only the header's block written with each fsync.  A failed write only
+ * leaves the claim lower. */
+static void write_synced_len(rpd_durable *d)
+{
+    if (d->header_fd < 0 || d->synced_upto <= d->header_synced)
+        return;
+    uint8_t h[RPJ_FILE_HEADER];
+    rpj_file_header(h, &(rpj_header){d->journal_base, d->journal_id, d->journal_snap_id,
+                                     d->synced_upto});
+    if (pwrite(d->header_fd, h, sizeof h, 0) == (ssize_t)sizeof h)
+        d->header_synced = d->synced_upto;
+}
+
 bool rpd_durable_sync_due(rpd_durable *d)
 {
     if (!d || d->syncing || !(d->unsynced || d->sync_failed))
@@ -212,6 +268,9 @@ bool rpd_durable_sync_due(rpd_durable *d)
         return false;
     d->syncing = true;
     d->unsynced = false; /* records written from now on wait for the next one */
+    write_synced_len(d);
+    d->sync_target = d->journal_bytes;
+    d->sync_journal_id = d->journal_id;
     d->sync_dir_now = d->dir_unsynced;
     d->dir_unsynced = false;
     return true;
@@ -243,6 +302,8 @@ void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
     if (d->sync_failed)
         rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again; mutations accepted", d->dir);
     d->sync_failed = false;
+    if (d->journal_id == d->sync_journal_id && d->sync_target > d->synced_upto)
+        d->synced_upto = d->sync_target;
     add_sample(d, ns);
 }
 
@@ -597,6 +658,7 @@ int rpd_durable_group_sync(rpd_durable *d)
     rp_store *st = d->core->store;
     rpd_watch_hub *watch = d->core->watch;
     uint64_t ns;
+    write_synced_len(d);
     int err = timed_sync(d->journal_fd, &ns);
     if (!err && d->dir_unsynced)
         err = fsync(d->dir_fd) == 0 ? 0 : errno;
@@ -607,6 +669,7 @@ int rpd_durable_group_sync(rpd_durable *d)
     if (!err) {
         add_sample(d, ns);
         d->unsynced = false;
+        d->synced_upto = d->journal_bytes;
         if (d->failing)
             rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again", d->dir);
         d->failing = false;
@@ -708,6 +771,7 @@ static rpd_snap_job *job_new(rpd_durable *d, rp_store *st, char *why, size_t cap
     j->d = d;
     j->t0 = t0;
     j->revision = rp_store_revision(st);
+    j->ids = (rps_ids){new_id(), new_id(), d->journal_id};
     j->tail_from = d->journal_bytes;
     j->records_then = d->journal_records;
     j->begin_us = (rpd_now_ns() - t0) / 1000;
@@ -729,10 +793,11 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
 void rpd_durable_snapshot_run(rpd_snap_job *j)
 {
     rpd_durable *d = j->d;
-    int fd = openat(d->dir_fd, "snapshot.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = openat(d->dir_fd, "snapshot.tmp",
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     int err = fd < 0 ? errno : 0;
     if (!err)
-        err = rps_write(fd, j->snap, j->revision, j->models, j->n_models, &j->bytes);
+        err = rps_write(fd, j->snap, j->revision, &j->ids, j->models, j->n_models, &j->bytes);
     if (!err && fdatasync(fd) != 0)
         err = errno;
     if (fd >= 0)
@@ -772,19 +837,39 @@ static int copy_range(int in, int out, uint64_t from, uint64_t to)
     return 0;
 }
 
+/* Rewrites the file header of journal.tmp (whose descriptor appends) with
+ * its synced length; 0 or an errno.  The caller syncs. */
+static int set_synced_len(rpd_durable *d, const rpd_snap_job *j, uint64_t synced_len)
+{
+    int fd = openat(d->dir_fd, "journal.tmp", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    uint8_t h[RPJ_FILE_HEADER];
+    rpj_file_header(h, &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id,
+                                     synced_len});
+    int err = pwrite(fd, h, sizeof h, 0) == (ssize_t)sizeof h ? 0 : errno ? errno : EIO;
+    close(fd);
+    return err;
+}
+
 /* On the worker, after the snapshot: journal.tmp with the header at the
  * snapshot's revision and the records the loop has published since the
  * job began, synced; twice, so that the loop is left only the records of
- * the last moment (job_finish).  A failure leaves no next journal: the old
- * one goes on growing, which loses nothing. */
+ * the last moment (job_finish).  Its header then says how long it is (its
+ * synced length, journal.h): whatever happens later, the file never gets
+ * shorter than that, and a start that finds it shorter refuses.  That
+ * costs one more fsync here, on the worker, when records were copied.  A
+ * failure leaves no next journal: the old one goes on growing, which
+ * loses nothing. */
 static void next_journal(rpd_snap_job *j)
 {
     rpd_durable *d = j->d;
-    int in = openat(d->dir_fd, "journal", O_RDONLY | O_CLOEXEC);
+    int in = openat(d->dir_fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     int out = openat(d->dir_fd, "journal.tmp",
-                     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+                     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, j->revision);
+    rpj_file_header(h, &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id,
+                                     RPJ_FILE_HEADER});
     int err = in < 0 || out < 0 ? errno : 0;
     if (!err && write(out, h, sizeof h) != (ssize_t)sizeof h)
         err = errno ? errno : EIO;
@@ -797,6 +882,11 @@ static void next_journal(rpd_snap_job *j)
             err = errno;
         if (!err && upto > at)
             at = upto;
+    }
+    if (!err && at > j->tail_from) {
+        err = set_synced_len(d, j, RPJ_FILE_HEADER + (at - j->tail_from));
+        if (!err && fdatasync(out) != 0)
+            err = errno;
     }
     if (in >= 0)
         close(in);
@@ -824,7 +914,7 @@ static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now, bool 
 {
     if (j->jfd < 0)
         return false;
-    int in = openat(d->dir_fd, "journal", O_RDONLY | O_CLOEXEC);
+    int in = openat(d->dir_fd, "journal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     int err = in < 0 ? errno : copy_range(in, j->jfd, j->copied, d->journal_bytes);
     if (in >= 0)
         close(in);
@@ -849,10 +939,18 @@ static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now, bool 
     else
         d->retired_fd = d->journal_fd;
     d->journal_fd = j->jfd;
+    d->journal_id = j->ids.journal_id;
+    d->journal_base = j->revision;
+    d->journal_snap_id = j->ids.snapshot_id;
     j->jfd = -1;
+    if (d->header_fd >= 0)
+        close(d->header_fd);
+    d->header_fd = openat(d->dir_fd, "journal", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     d->journal_bytes = j->jbytes + (d->journal_bytes - j->copied);
     d->journal_records -= j->records_then;
     d->unsynced = !sync_now;
+    d->header_synced = j->jbytes; /* as next_journal wrote it */
+    d->synced_upto = sync_now ? d->journal_bytes : j->jbytes;
     d->ragged = false; /* a partial record in the old journal was not copied */
     publish(d);
     return true;
@@ -865,6 +963,7 @@ static bool switch_journal(rpd_durable *d, rpd_snap_job *j, bool sync_now, bool 
 static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
 {
     d->snap_revision = j->revision;
+    d->snap_id = j->ids.snapshot_id;
     d->snap_bytes = j->bytes;
     d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
     if (!switch_journal(d, j, !background || d->policy == RPD_FSYNC_ALWAYS, background)) {
@@ -1076,30 +1175,31 @@ static void sync_dir(rpd_durable *d)
         rpd_log(RPD_LOG_WARN, "%s: fsync of the directory failed: %s", d->dir, strerror(errno));
 }
 
-/* Creates an empty journal (header only) named `name`, synced. */
-static bool create_journal_at(rpd_durable *d, const char *name, uint64_t base)
+/* DIR/journal, empty, whole before anyone sees it: written as journal.tmp
+ * (header, fsync), renamed over DIR/journal, the directory synced.  So a
+ * journal never has a partial header, and a start that finds one knows
+ * it was cut after it was written, not torn by a crash. */
+static bool create_journal(rpd_durable *d, uint64_t base, uint64_t snapshot_id,
+                           uint64_t journal_id)
 {
-    int fd = openat(d->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = openat(d->dir_fd, "journal.tmp",
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot create: %s", d->dir, strerror(errno));
+        rpd_log(RPD_LOG_ERROR, "%s/journal.tmp: cannot create: %s", d->dir, strerror(errno));
         return false;
     }
     uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, base);
+    rpj_file_header(h, &(rpj_header){base, journal_id, snapshot_id, RPJ_FILE_HEADER});
     bool ok = write(fd, h, sizeof h) == (ssize_t)sizeof h && fdatasync(fd) == 0;
-    if (!ok)
-        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot write its header: %s", d->dir,
-                strerror(errno));
     close(fd);
-    return ok;
-}
-
-/* DIR/journal, empty, synced with its directory entry. */
-static bool create_journal(rpd_durable *d, uint64_t base)
-{
-    if (!create_journal_at(d, "journal", base))
+    ok = ok && renameat(d->dir_fd, "journal.tmp", d->dir_fd, "journal") == 0 &&
+         fsync(d->dir_fd) == 0;
+    if (!ok) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot create: %s", d->dir, strerror(errno));
+        unlinkat(d->dir_fd, "journal.tmp", 0);
         return false;
-    sync_dir(d);
+    }
+    d->journal_id = journal_id;
     return true;
 }
 
@@ -1113,12 +1213,19 @@ static rpd_limits lifted_limits(void)
     return l;
 }
 
-/* Loads the journal into the store; false stops the start. */
+/* What the start found of DIR/snapshot. */
+typedef struct snapinfo {
+    bool present;
+    uint32_t format;
+    uint64_t revision;
+    rps_ids ids; /* zeros for the previous format */
+} snapinfo;
+
 /* Loads DIR/snapshot into the store when there is one (the replay
  * environment is set up by the caller); false stops the start. */
-static bool load_snapshot(rpd_durable *d, replay *r)
+static bool load_snapshot(rpd_durable *d, replay *r, snapinfo *si)
 {
-    int fd = openat(d->dir_fd, "snapshot", O_RDONLY | O_CLOEXEC);
+    int fd = openat(d->dir_fd, "snapshot", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)
             return true;
@@ -1142,7 +1249,9 @@ static bool load_snapshot(rpd_durable *d, replay *r)
                 d->dir, res.bad_format ? "unreadable" : "corrupt", res.bad_offset, res.reason);
         return false;
     }
+    *si = (snapinfo){true, res.format, res.revision, res.ids};
     d->snap_revision = res.revision;
+    d->snap_id = res.ids.snapshot_id;
     d->snap_bytes = n;
     if (have_time)
         d->snap_unix_ms = (uint64_t)sb.st_mtim.tv_sec * 1000 + (uint64_t)sb.st_mtim.tv_nsec / 1000000;
@@ -1152,6 +1261,197 @@ static bool load_snapshot(rpd_durable *d, replay *r)
     return true;
 }
 
+/* Whether the journal whose header `j` describes continues the snapshot:
+ * it is the journal written for it (its id, the snapshot's id, its
+ * revision), or the journal that was in use when the snapshot was written
+ * (a crash between the snapshot's rename and the new journal's, or a
+ * journal that could not start again), whose records up to the snapshot's
+ * revision the replay skips.  Without a snapshot the journal must continue
+ * none.  Files of the previous format carry ids 0, so an old snapshot and
+ * journal still match by revision, and so does an old journal with the
+ * first new snapshot written while it was in use. */
+static bool continues(const rpj_scan_result *j, const snapinfo *si)
+{
+    if (!si->present)
+        return j->base_revision == 0 && j->snapshot_id == 0;
+    if (j->journal_id == si->ids.journal_id && j->snapshot_id == si->ids.snapshot_id &&
+        j->base_revision == si->revision)
+        return true;
+    return j->journal_id == si->ids.prev_journal_id && j->base_revision <= si->revision;
+}
+
+/* What a start from the snapshot alone holds, for the messages. */
+static void snapshot_alone(const rpd_durable *d, const snapinfo *si, char *out, size_t cap)
+{
+    if (si->present)
+        snprintf(out, cap, "%s/snapshot alone (revision %llu)", d->dir,
+                 (unsigned long long)si->revision);
+    else
+        snprintf(out, cap, "an empty store (there is no %s/snapshot)", d->dir);
+}
+
+/* rpj_scan visitor that stops at the first record: the file header only. */
+static bool header_only(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n,
+                        size_t offset)
+{
+    (void)ctx;
+    (void)revision;
+    (void)payload;
+    (void)n;
+    (void)offset;
+    return false;
+}
+
+/* The journal the snapshot expects, started again empty (--repair). */
+static bool restart_journal(rpd_durable *d, const snapinfo *si)
+{
+    return create_journal(d, si->present ? si->revision : 0, si->ids.snapshot_id,
+                          si->present ? si->ids.journal_id : new_id());
+}
+
+/* Opens DIR/journal and reads it whole, after checking that it is the
+ * journal the snapshot expects and as long as it must be.  Refuses
+ * (false, the reason logged with what --repair would drop) when it is
+ * missing while a snapshot is there, ends inside its header, belongs to
+ * another snapshot, or is shorter than its synced length; --repair
+ * starts it again empty in the first three cases (a journal of another
+ * snapshot is kept aside as DIR/journal.rejected) and lets the caller cut
+ * it to its whole records in the last.  *short_by: the bytes missing
+ * below the synced length (0: none). */
+static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *fdp,
+                         uint8_t **bufp, size_t *np, rpj_scan_result *head, size_t *short_by)
+{
+    char alone[600];
+    snapshot_alone(d, si, alone, sizeof alone);
+    *short_by = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = openat(d->dir_fd, "journal", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && !si->present) {
+            /* A new data directory. */
+            if (!create_journal(d, 0, 0, new_id()))
+                return false;
+            continue;
+        }
+        if (fd < 0 && errno == ENOENT) {
+            /* The snapshot cannot know how many records came after it, so
+             * a missing journal may have held any number of them. */
+            if (!repair) {
+                rpd_log(RPD_LOG_ERROR, "%s/journal is missing: %s/snapshot (revision %llu) "
+                        "expects a journal with every mutation acknowledged after it; "
+                        "refusing to start (--repair starts from %s, dropping whatever that "
+                        "journal held)", d->dir, d->dir, (unsigned long long)si->revision,
+                        alone);
+                return false;
+            }
+            rpd_log(RPD_LOG_WARN, "%s/journal is missing; --repair: starting from %s with an "
+                    "empty journal (whatever the missing journal held after revision %llu is "
+                    "dropped)", d->dir, alone, (unsigned long long)si->revision);
+            if (!restart_journal(d, si))
+                return false;
+            continue;
+        }
+        if (fd < 0) {
+            rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open: %s", d->dir, strerror(errno));
+            return false;
+        }
+        size_t n = 0;
+        uint8_t *buf = slurp(fd, &n);
+        if (!buf) {
+            rpd_log(RPD_LOG_ERROR, "%s/journal: cannot read: %s", d->dir, strerror(errno));
+            close(fd);
+            return false;
+        }
+        rpj_scan(buf, n, header_only, NULL, head);
+        char why[900] = "";
+        bool set_aside = false;
+        if (head->end == RPJ_BAD_FORMAT) {
+            rpd_log(RPD_LOG_ERROR, "%s/journal: %s (this reposed reads journal formats %u and "
+                    "%u); refusing to start", d->dir, head->reason, RPJ_FORMAT_V1, RPJ_FORMAT);
+            free(buf);
+            close(fd);
+            return false;
+        } else if (head->good == 0 && head->end == RPJ_TORN) {
+            /* Journals are renamed into place with their header synced. */
+            snprintf(why, sizeof why, "%s/journal is %zu bytes, shorter than its header: it was "
+                     "cut or emptied after it was written (a crash cannot leave that), and the "
+                     "mutations it held are gone", d->dir, n);
+        } else if (head->good == 0) {
+            snprintf(why, sizeof why, "%s/journal: corrupt at offset %zu (%s)", d->dir,
+                     head->bad_offset, head->reason);
+        } else if (!continues(head, si)) {
+            rpj_scan_result all;
+            rpj_scan(buf, n, NULL, NULL, &all);
+            int len = snprintf(why, sizeof why, "%s/journal (id %016llx, after revision %llu, "
+                               "%zu records) does not continue ", d->dir,
+                               (unsigned long long)head->journal_id,
+                               (unsigned long long)head->base_revision, all.records);
+            if (si->present)
+                snprintf(why + len, sizeof why - (size_t)len, "%s/snapshot (id %016llx at "
+                         "revision %llu, which expects journal %016llx): it belongs to another "
+                         "snapshot or data directory", d->dir,
+                         (unsigned long long)si->ids.snapshot_id,
+                         (unsigned long long)si->revision,
+                         (unsigned long long)si->ids.journal_id);
+            else
+                snprintf(why + len, sizeof why - (size_t)len, "an empty store: it continues "
+                         "from revision %llu, but there is no %s/snapshot",
+                         (unsigned long long)head->base_revision, d->dir);
+            set_aside = true;
+        } else if (n < head->synced_len) {
+            *short_by = (size_t)(head->synced_len - n);
+            if (!repair) {
+                rpd_log(RPD_LOG_ERROR, "%s/journal is %zu bytes, but %llu bytes of it were "
+                        "synced: it was cut afterwards (not a torn write), and mutations "
+                        "acknowledged before the cut are gone; refusing to start (--repair "
+                        "keeps its whole records before the cut and drops the rest)", d->dir,
+                        n, (unsigned long long)head->synced_len);
+                free(buf);
+                close(fd);
+                return false;
+            }
+        }
+        if (why[0]) {
+            free(buf);
+            close(fd);
+            if (!repair) {
+                rpd_log(RPD_LOG_ERROR, "%s; refusing to start (--repair starts from %s%s)", why,
+                        alone, set_aside ? ", keeping this journal aside as journal.rejected"
+                                         : ", dropping this journal");
+                return false;
+            }
+            rpd_log(RPD_LOG_WARN, "%s; --repair: starting from %s%s", why, alone,
+                    set_aside ? ", the journal kept aside as journal.rejected" : "");
+            if (set_aside && renameat(d->dir_fd, "journal", d->dir_fd, "journal.rejected") != 0) {
+                rpd_log(RPD_LOG_ERROR, "%s/journal: cannot rename it to journal.rejected: %s",
+                        d->dir, strerror(errno));
+                return false;
+            }
+            if (!restart_journal(d, si))
+                return false;
+            continue;
+        }
+        *fdp = fd;
+        *bufp = buf;
+        *np = n;
+        return true;
+    }
+    rpd_log(RPD_LOG_ERROR, "%s/journal: still not usable after it was made again", d->dir);
+    return false;
+}
+
+/* The end of the replay environment load_journal sets up. */
+static void replay_done(rpd_durable *d, rpd_core *core, const rpd_core *saved,
+                        const rp_store_limits *store_limits)
+{
+    d->replaying = false;
+    rp_store_set_limits(core->store, store_limits);
+    core->limits = saved->limits;
+    core->watch = saved->watch;
+    core->stats = saved->stats; /* the replay's handlers counted nothing real */
+}
+
+/* Loads the snapshot and the journal into the store; false stops the
+ * start. */
 static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
 {
     /* Leftovers of a snapshot or journal restart a crash interrupted: the
@@ -1167,72 +1467,41 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     core->watch = NULL;
     d->replaying = true;
     replay r = {d, core, 0, 0, ""};
-    bool snap_ok = load_snapshot(d, &r);
+    snapinfo si = {0};
     int fd = -1;
-    if (snap_ok) {
-        fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT) {
-            if (!create_journal(d, d->snap_revision))
-                snap_ok = false;
-            else
-                fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
-        }
-    }
-    if (!snap_ok) {
-        d->replaying = false;
-        rp_store_set_limits(core->store, &store_limits);
-        *core = saved;
+    uint8_t *buf = NULL;
+    size_t n = 0, short_by = 0;
+    rpj_scan_result head;
+    if (!load_snapshot(d, &r, &si) ||
+        !open_journal(d, &si, repair, &fd, &buf, &n, &head, &short_by)) {
+        replay_done(d, core, &saved, &store_limits);
         return false;
     }
-    if (fd < 0) {
-        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open: %s", d->dir, strerror(errno));
-        return false;
-    }
-    size_t n = 0;
-    uint8_t *buf = slurp(fd, &n);
-    if (!buf) {
-        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot read: %s", d->dir, strerror(errno));
-        close(fd);
-        return false;
+    d->journal_id = head.journal_id;
+    d->journal_base = head.base_revision;
+    d->journal_snap_id = head.snapshot_id;
+    d->synced_upto = d->header_synced = head.synced_len;
+    if (head.format == RPJ_FORMAT_V1 || si.format == RPS_FORMAT_V1) {
+        /* The previous format: read as it is, then written anew. */
+        rpd_log(RPD_LOG_INFO, "%s: files of the previous format; upgrading (a snapshot and a "
+                "new journal are written after the replay)", d->dir);
+        d->resave = true;
     }
     rpj_scan_result res;
     /* The trees are built once at the end, not updated by each record. */
     rp_store_bulk_load(core->store, true);
     bool stopped = !rpj_scan(buf, n, replay_record, &r, &res);
+    free(buf);
     if (rp_store_bulk_load(core->store, false) != RP_OK) {
         rpd_log(RPD_LOG_ERROR, "%s: out of memory building the scenes' trees after the replay",
                 d->dir);
-        free(buf);
+        replay_done(d, core, &saved, &store_limits);
         close(fd);
         return false;
     }
-    d->replaying = false;
-    rp_store_set_limits(core->store, &store_limits);
-    core->limits = saved.limits;
-    core->watch = saved.watch;
-    core->stats = saved.stats; /* the replay's handlers counted nothing real */
-    free(buf);
+    replay_done(d, core, &saved, &store_limits);
 
     size_t cut = SIZE_MAX;
-    if (res.end != RPJ_BAD_FORMAT && res.base_revision > d->snap_revision) {
-        if (d->snap_revision)
-            rpd_log(RPD_LOG_ERROR, "%s/journal continues from revision %llu, but %s/snapshot "
-                    "is at revision %llu; refusing to start", d->dir,
-                    (unsigned long long)res.base_revision, d->dir,
-                    (unsigned long long)d->snap_revision);
-        else
-            rpd_log(RPD_LOG_ERROR, "%s/journal continues from revision %llu, but there is no "
-                    "%s/snapshot; refusing to start", d->dir,
-                    (unsigned long long)res.base_revision, d->dir);
-        close(fd);
-        return false;
-    }
-    if (res.end == RPJ_BAD_FORMAT) {
-        rpd_log(RPD_LOG_ERROR, "%s/journal: %s (this reposed reads journal format %u); "
-                "refusing to start", d->dir, res.reason, RPJ_FORMAT);
-        close(fd);
-        return false;
-    }
     if (stopped || res.end == RPJ_CORRUPT) {
         size_t at = stopped ? r.bad_offset : res.bad_offset;
         const char *why = stopped ? r.why : res.reason;
@@ -1244,32 +1513,36 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         }
         rpd_log(RPD_LOG_WARN, "%s/journal: corrupt at offset %zu (%s); --repair: cutting the "
                 "journal there (%zu bytes dropped)", d->dir, at, why, n - at);
-        cut = at < RPJ_FILE_HEADER ? 0 : at;
+        cut = at;
+    } else if (short_by) {
+        /* Only with --repair (open_journal refused otherwise). */
+        rpd_log(RPD_LOG_WARN, "%s/journal: %zu bytes short of what was synced; --repair: "
+                "keeping its %zu whole records (up to revision %llu), the mutations after them "
+                "are dropped", d->dir, short_by, res.records,
+                (unsigned long long)res.last_revision);
+        cut = res.good;
     } else if (res.end == RPJ_TORN) {
         rpd_log(RPD_LOG_WARN, "%s/journal: torn tail at offset %zu (%s): a write did not "
                 "complete; cutting %zu bytes", d->dir, res.bad_offset, res.reason, n - res.good);
         cut = res.good;
     }
-    if (cut != SIZE_MAX) {
-        if (cut == 0) {
-            /* Not even the header is good: start the file again. */
-            close(fd);
-            if (unlinkat(d->dir_fd, "journal", 0) != 0 || !create_journal(d, d->snap_revision))
-                return false;
-            fd = openat(d->dir_fd, "journal", O_RDWR | O_CLOEXEC);
-            if (fd < 0)
-                return false;
-            cut = RPJ_FILE_HEADER;
-        } else if (ftruncate(fd, (off_t)cut) != 0 || fdatasync(fd) != 0) {
-            rpd_log(RPD_LOG_ERROR, "%s/journal: cannot cut it at %zu: %s", d->dir, cut,
-                    strerror(errno));
-            close(fd);
-            return false;
-        }
+    /* The file header was checked whole by open_journal: a cut is always
+     * after it. */
+    if (cut != SIZE_MAX && (ftruncate(fd, (off_t)cut) != 0 || fdatasync(fd) != 0)) {
+        rpd_log(RPD_LOG_ERROR, "%s/journal: cannot cut it at %zu: %s", d->dir, cut,
+                strerror(errno));
+        close(fd);
+        return false;
     }
+    /* A repaired journal may now be shorter than its header's synced
+     * length: the directory is written anew once the start is done. */
+    if (repair && cut != SIZE_MAX && (stopped || res.end == RPJ_CORRUPT || short_by))
+        d->resave = true;
     d->journal_bytes = cut != SIZE_MAX ? cut : res.good;
     close(fd);
-    d->journal_fd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_CLOEXEC);
+    d->journal_fd = openat(d->dir_fd, "journal", O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (head.format == RPJ_FORMAT)
+        d->header_fd = openat(d->dir_fd, "journal", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (d->journal_fd < 0) {
         rpd_log(RPD_LOG_ERROR, "%s/journal: cannot open for appending: %s", d->dir,
                 strerror(errno));
@@ -1282,6 +1555,120 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     return true;
 }
 
+/* Refuses (false, logged with the fix) a data directory, or a file in it,
+ * that another user could change under the daemon: a symbolic link (its
+ * target could be anything, anywhere), not owned by the daemon's
+ * effective user, or writable by its group or others.  sb is from lstat
+ * (fstatat without following); name is NULL for the directory itself. */
+static bool private_enough(const char *dir, const char *name, const struct stat *sb)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s%s%s", dir, name ? "/" : "", name ? name : "");
+    uid_t me = geteuid();
+    if (S_ISLNK(sb->st_mode)) {
+        if (name)
+            rpd_log(RPD_LOG_ERROR, "%s is a symbolic link: reposed follows no links in its "
+                    "data directory; refusing to start (fix: replace it with the file itself, "
+                    "or remove it: rm '%s')", path, path);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s is a symbolic link: reposed takes the data directory "
+                    "only by its own path; refusing to start (fix: --data-dir \"$(readlink -f "
+                    "'%s')\")", path, path);
+        return false;
+    }
+    if (name ? !S_ISREG(sb->st_mode) : !S_ISDIR(sb->st_mode)) {
+        rpd_log(RPD_LOG_ERROR, "%s is not a %s; refusing to start", path,
+                name ? "regular file" : "directory");
+        return false;
+    }
+    if (sb->st_uid != me) {
+        rpd_log(RPD_LOG_ERROR, "%s is owned by uid %u, but reposed runs as uid %u: another "
+                "user could change the store under it; refusing to start (fix: chown %u '%s', "
+                "or run reposed as uid %u)", path, (unsigned)sb->st_uid, (unsigned)me,
+                (unsigned)me, path, (unsigned)sb->st_uid);
+        return false;
+    }
+    if (sb->st_mode & RPD_OTHERS_WRITE) {
+        rpd_log(RPD_LOG_ERROR, "%s is writable by its group or others (mode %04o): they could "
+                "change the store under reposed; refusing to start (fix: chmod go-w '%s')",
+                path, (unsigned)(sb->st_mode & 07777), path);
+        return false;
+    }
+    return true;
+}
+
+/* Creates DIR (mode 0700, one level) when missing, checks it, opens it
+ * and takes its lock; false (logged) otherwise. */
+static bool open_dir(rpd_durable *d)
+{
+    const char *dir = d->dir;
+    struct stat sb;
+    if (lstat(dir, &sb) != 0 && errno == ENOENT) {
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            rpd_log(RPD_LOG_ERROR, "%s: cannot create the data directory: %s", dir,
+                    strerror(errno));
+            return false;
+        }
+    }
+    if (lstat(dir, &sb) != 0) {
+        rpd_log(RPD_LOG_ERROR, "%s: cannot use the data directory: %s", dir, strerror(errno));
+        return false;
+    }
+    if (!private_enough(dir, NULL, &sb))
+        return false;
+    /* O_NOFOLLOW: the path checked above cannot have become a link since. */
+    d->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d->dir_fd < 0 || fstat(d->dir_fd, &sb) != 0) {
+        rpd_log(RPD_LOG_ERROR, "%s: cannot open the data directory: %s", dir, strerror(errno));
+        return false;
+    }
+    if (!private_enough(dir, NULL, &sb))
+        return false;
+    /* The lock is the directory's own: a file in it can be deleted, and
+     * then a second daemon would lock a new file of the same name. */
+    if (flock(d->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (the "
+                    "directory is locked); refusing to start", dir);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s: cannot lock the data directory: %s", dir,
+                    strerror(errno));
+        return false;
+    }
+    static const char *const files[] = {"lock", "journal", "snapshot"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (fstatat(d->dir_fd, files[i], &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT)
+                continue;
+            rpd_log(RPD_LOG_ERROR, "%s/%s: %s", dir, files[i], strerror(errno));
+            return false;
+        }
+        if (!private_enough(dir, files[i], &sb))
+            return false;
+    }
+    d->lock_fd = openat(d->dir_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0) {
+        rpd_log(RPD_LOG_ERROR, "%s/lock: cannot open: %s", dir, strerror(errno));
+        return false;
+    }
+    /* The file is locked too, for a reposed of the previous version, which
+     * locks only the file. */
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (%s/lock "
+                    "is locked); refusing to start", dir, dir);
+        else
+            rpd_log(RPD_LOG_ERROR, "%s/lock: cannot lock: %s", dir, strerror(errno));
+        return false;
+    }
+    /* The holder's pid, for people looking. */
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)len, 0) != len)
+        rpd_log(RPD_LOG_DEBUG, "%s/lock: could not write the pid", dir);
+    return true;
+}
+
 rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core)
 {
     rpd_durable *d = calloc(1, sizeof *d);
@@ -1290,37 +1677,12 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
         rpd_log(RPD_LOG_ERROR, "out of memory");
         return NULL;
     }
-    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = d->retired_fd = -1;
+    d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = d->retired_fd = d->header_fd = -1;
     rp_jw_init(&d->text);
     d->policy = policy;
     d->snapshot_after = RPD_SNAPSHOT_AFTER_DEFAULT;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        rpd_log(RPD_LOG_ERROR, "%s: cannot create the data directory: %s", dir, strerror(errno));
+    if (!open_dir(d))
         goto fail;
-    }
-    d->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d->dir_fd < 0) {
-        rpd_log(RPD_LOG_ERROR, "%s: cannot open the data directory: %s", dir, strerror(errno));
-        goto fail;
-    }
-    d->lock_fd = openat(d->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (d->lock_fd < 0) {
-        rpd_log(RPD_LOG_ERROR, "%s/lock: cannot open: %s", dir, strerror(errno));
-        goto fail;
-    }
-    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno == EWOULDBLOCK)
-            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (%s/lock "
-                    "is locked); refusing to start", dir, dir);
-        else
-            rpd_log(RPD_LOG_ERROR, "%s/lock: cannot lock: %s", dir, strerror(errno));
-        goto fail;
-    }
-    /* The holder's pid, for people looking. */
-    char pid[32];
-    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(d->lock_fd, 0) != 0 || pwrite(d->lock_fd, pid, (size_t)len, 0) != len)
-        rpd_log(RPD_LOG_DEBUG, "%s/lock: could not write the pid", dir);
     core->durable = d;
     if (!load_journal(d, core, repair)) {
         core->durable = NULL;
@@ -1329,6 +1691,18 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     d->core = core; /* we are its store's commit hook */
     publish(d);
     rp_store_set_commit_hook(core->store, on_commit, d);
+    if (d->resave) {
+        /* After a repair (the journal's header may promise more than it
+         * now holds) or in files of the previous format: a snapshot and a
+         * new journal that say what the directory holds.  When that
+         * fails, the files as they are still hold everything (records
+         * appended now go after the whole ones), so the daemon starts; the
+         * next start tries again, or asks for --repair again. */
+        char why[400];
+        if (rpd_durable_save(d, core->store, why, sizeof why) != 0)
+            rpd_log(RPD_LOG_ERROR, "%s: could not write the directory anew (%s); it is used "
+                    "as it is, and the next start may need --repair again", dir, why);
+    }
     return d;
 fail:
     rpd_durable_close(d);
@@ -1355,6 +1729,8 @@ void rpd_durable_close(rpd_durable *d)
     }
     if (d->retired_fd >= 0)
         close(d->retired_fd);
+    if (d->header_fd >= 0)
+        close(d->header_fd);
     if (d->lock_fd >= 0)
         close(d->lock_fd); /* releases the lock */
     if (d->dir_fd >= 0)

@@ -1,5 +1,5 @@
 /*
- * Durability (DESIGN §3c): with --data-dir, every committed mutation is
+ * Durability (proto/PROTOCOL.md, Durability): with --data-dir, every committed mutation is
  * appended to the journal (journal.h: one record per mutation, its method
  * and params) before its reply goes out, and replayed at the next start.
  *
@@ -22,9 +22,14 @@
  * fsync fails mutations with -32007 until one succeeds); no leaves it to
  * the kernel.
  *
- * Files in the directory: `lock` (flock: one daemon per directory),
- * `journal`, `snapshot`, and while one is written `snapshot.tmp` and
- * `journal.tmp` (removed at start: only a rename makes them count).
+ * Files in the directory: `lock` (the holder's pid; one daemon per
+ * directory is the directory's own flock, which deleting the file cannot
+ * undo), `journal`, `snapshot`, while one is written `snapshot.tmp` and
+ * `journal.tmp` (removed at start: only a rename makes them count), and
+ * `journal.rejected` (a journal --repair set aside).  The snapshot and the
+ * journal name each other by id (journal.h, snapshot.h), so that the start
+ * can tell a journal that is missing, cut or not this snapshot's from one
+ * torn by a crash.
  */
 #ifndef REPOSE_SERVER_DURABLE_H
 #define REPOSE_SERVER_DURABLE_H
@@ -50,13 +55,20 @@ bool rpd_fsync_parse(const char *s, rpd_fsync *out);
 
 typedef struct rpd_durable rpd_durable;
 
-/* Opens DIR (created when missing, one level), takes its lock, loads the
- * journal into core->store (replaying it with every limit lifted: what was
- * acknowledged once is restored whatever the limits now), and keeps the
- * journal open for appending.  A torn tail is cut off with a warning; a
- * corrupt record, or one that does not apply, stops the start (NULL, the
- * reason logged with the file and offset) unless repair, which cuts the
- * journal there.  NULL also when the lock is held or on I/O errors. */
+/* Opens DIR (created when missing, one level, mode 0700), checks that no
+ * one else can change it (no symbolic links, owned by the effective user,
+ * not writable by group or others), takes its lock, loads the snapshot and
+ * the journal into core->store (replaying it with every limit lifted: what
+ * was acknowledged once is restored whatever the limits now), and keeps
+ * the journal open for appending.  A torn tail is cut off with a warning.
+ * NULL (the reason logged, with what --repair would drop) when the lock is
+ * held, on I/O errors, and, unless repair, for a corrupt record or one
+ * that does not apply (repair cuts the journal there), a journal that is
+ * missing next to a snapshot, ends inside its header, belongs to another
+ * snapshot (repair starts from the snapshot alone) or is shorter than
+ * its synced length (repair keeps its whole records).  After a repair that
+ * cut the journal, or in files of the previous format, a snapshot and a
+ * new journal are written before it returns. */
 rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core);
 
 /* Fsyncs what is unsynced (at shutdown, whatever the policy) and closes

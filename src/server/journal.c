@@ -74,13 +74,16 @@ uint32_t rpj_crc32c_portable_(uint32_t crc, const void *data, size_t n)
 
 static const char MAGIC[8] = {'R', 'E', 'P', 'O', 'S', 'E', 'J', '\n'};
 
-void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], uint64_t base_revision)
+void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], const rpj_header *h)
 {
     memset(out, 0, RPJ_FILE_HEADER);
     memcpy(out, MAGIC, sizeof MAGIC);
     rpj_put32(out + 8, RPJ_FORMAT);
-    rpj_put64(out + 16, base_revision);
-    rpj_put32(out + 28, rpj_crc32c(0, out, 28));
+    rpj_put64(out + 16, h->base_revision);
+    rpj_put64(out + 24, h->journal_id);
+    rpj_put64(out + 32, h->snapshot_id);
+    rpj_put64(out + 40, h->synced_len);
+    rpj_put32(out + 60, rpj_crc32c(0, out, 60));
 }
 
 void rpj_record_header_crc(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, uint32_t crc,
@@ -112,24 +115,39 @@ bool rpj_scan(const uint8_t *buf, size_t n, rpj_visit fn, void *ctx, rpj_scan_re
 {
     memset(out, 0, sizeof *out);
     out->end = RPJ_CLEAN;
-    if (n < RPJ_FILE_HEADER) {
-        /* A file shorter than its header: torn at creation when what there
-         * is matches the header's start (the magic), else not a journal. */
-        size_t k = n < sizeof MAGIC ? n : sizeof MAGIC;
-        if (memcmp(buf, MAGIC, k) != 0)
-            return stop(out, RPJ_BAD_FORMAT, 0, "not a repose journal (bad magic)");
-        return stop(out, RPJ_TORN, 0, "file ends inside its header");
-    }
-    if (memcmp(buf, MAGIC, sizeof MAGIC) != 0)
+    /* What there is of the magic must match, or it is not a journal. */
+    size_t k = n < sizeof MAGIC ? n : sizeof MAGIC;
+    if (memcmp(buf, MAGIC, k) != 0)
         return stop(out, RPJ_BAD_FORMAT, 0, "not a repose journal (bad magic)");
-    if (rpj_crc32c(0, buf, 28) != rpj_get32(buf + 28))
-        return stop(out, RPJ_CORRUPT, 0, "file header checksum mismatch");
-    if (rpj_get32(buf + 8) != RPJ_FORMAT)
+    if (n < 12)
+        return stop(out, RPJ_TORN, 0, "file ends inside its header");
+    uint32_t format = rpj_get32(buf + 8);
+    size_t hlen = format == RPJ_FORMAT      ? RPJ_FILE_HEADER
+                  : format == RPJ_FORMAT_V1 ? RPJ_FILE_HEADER_V1
+                                            : 0;
+    /* The version comes before the checksum, whose place it decides. */
+    if (!hlen)
         return stop(out, RPJ_BAD_FORMAT, 8, "journal of another format version");
-    if (rpj_get32(buf + 12) || rpj_get32(buf + 24))
+    out->format = format;
+    out->header_len = hlen;
+    if (n < hlen)
+        return stop(out, RPJ_TORN, 0, "file ends inside its header");
+    if (rpj_crc32c(0, buf, hlen - 4) != rpj_get32(buf + hlen - 4))
+        return stop(out, RPJ_CORRUPT, 0, "file header checksum mismatch");
+    bool reserved_set = format == RPJ_FORMAT
+                            ? rpj_get32(buf + 12) || rpj_get64(buf + 48) || rpj_get32(buf + 56)
+                            : rpj_get32(buf + 12) || rpj_get32(buf + 24);
+    if (reserved_set)
         return stop(out, RPJ_BAD_FORMAT, 12, "file header with unknown fields set");
     out->base_revision = out->last_revision = rpj_get64(buf + 16);
-    size_t at = RPJ_FILE_HEADER;
+    if (format == RPJ_FORMAT) {
+        out->journal_id = rpj_get64(buf + 24);
+        out->snapshot_id = rpj_get64(buf + 32);
+        out->synced_len = rpj_get64(buf + 40);
+    } else {
+        out->synced_len = RPJ_FILE_HEADER_V1;
+    }
+    size_t at = hlen;
     out->good = at;
     while (at < n) {
         if (n - at < RPJ_RECORD_HEADER)

@@ -1,10 +1,10 @@
 /*
- * The journal's file format (DESIGN §3c): CRC-32C, the file header and the
- * records, and a scanner that tells a torn tail from corruption.  No I/O
- * policy here: the daemon's durability layer writes what these functions
- * encode and reads files through rpj_scan.
+ * The journal's file format (proto/PROTOCOL.md, Durability): CRC-32C, the
+ * file header and the records, and a scanner that tells a torn tail from
+ * corruption.  No I/O policy here: the daemon's durability layer writes
+ * what these functions encode and reads files through rpj_scan.
  *
- * A journal file starts with a 32-byte header:
+ * A journal file (format 2) starts with a 64-byte header:
  *
  *     offset  size  field
  *          0     8  magic "REPOSEJ\n"
@@ -12,10 +12,26 @@
  *         12     4  reserved, zero
  *         16     8  base revision: the store revision of the snapshot the
  *                   journal continues (0: none)
- *         24     4  reserved, zero
- *         28     4  CRC-32C of bytes 0..28
+ *         24     8  journal id: random, new for every journal file
+ *         32     8  snapshot id: the id of the snapshot it continues (0:
+ *                   none; snapshot.h), so that a journal put next to
+ *                   another directory's snapshot is recognised
+ *         40     8  synced length: bytes of the file known to be on the
+ *                   disk, so that the file is never shorter.  Set when the
+ *                   file is renamed into place (this header and the records
+ *                   copied into it, synced), then rewritten in place just
+ *                   before each later fsync with what the fsync before it
+ *                   covered (proto/PROTOCOL.md, Durability, says why one
+ *                   behind)
+ *         48    12  reserved, zero
+ *         60     4  CRC-32C of bytes 0..60
  *
- * then records, each a 20-byte header and a payload:
+ * Format 1 (the previous version) had a 32-byte header: magic, version,
+ * reserved, base revision at 16, reserved, CRC-32C of 0..28 at 28, and no
+ * ids; the scanner still reads it (ids 0, synced length 32) so that the
+ * daemon can upgrade a directory.
+ *
+ * Then records, each a 20-byte header and a payload:
  *
  *          0     4  payload length n (at most RPJ_MAX_PAYLOAD)
  *          4     8  store revision the mutation committed
@@ -27,7 +43,10 @@
  * it lies, instead of making every later record look like a torn tail.
  * A file that ends inside a record (a header, or the payload a valid
  * header announces) has a torn tail: the write of the last record did not
- * complete.  Anything else that does not check out is corruption.
+ * complete.  Anything else that does not check out is corruption.  (Whether
+ * a torn tail can be a torn write at all is the caller's judgement: a
+ * file that ends inside its own header, or before its synced length, was
+ * cut after it was written.)
  */
 #ifndef REPOSED_JOURNAL_H
 #define REPOSED_JOURNAL_H
@@ -36,8 +55,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RPJ_FORMAT 1u
-#define RPJ_FILE_HEADER 32u
+#define RPJ_FORMAT 2u
+#define RPJ_FILE_HEADER 64u
+/* The previous version's files, still read (see above). */
+#define RPJ_FORMAT_V1 1u
+#define RPJ_FILE_HEADER_V1 32u
 #define RPJ_RECORD_HEADER 20u
 /* Larger than any request the daemon accepts (limits.h), so a length above
  * it is damage, not data. */
@@ -78,8 +100,16 @@ uint32_t rpj_crc32c(uint32_t crc, const void *data, size_t n);
 /* The same without the instruction (for tests). */
 uint32_t rpj_crc32c_portable_(uint32_t crc, const void *data, size_t n);
 
-/* Writes the 32-byte file header. */
-void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], uint64_t base_revision);
+/* The fields of a file header (format 2). */
+typedef struct rpj_header {
+    uint64_t base_revision;
+    uint64_t journal_id;
+    uint64_t snapshot_id;
+    uint64_t synced_len;
+} rpj_header;
+
+/* Writes the 64-byte file header. */
+void rpj_file_header(uint8_t out[RPJ_FILE_HEADER], const rpj_header *h);
 
 /* Writes a record's 20-byte header for payload (n bytes). */
 void rpj_record_header(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, const void *payload,
@@ -97,7 +127,10 @@ typedef enum rpj_end {
 
 typedef struct rpj_scan_result {
     rpj_end end;
+    uint32_t format;        /* the file header's version (0 when it ends before it) */
+    size_t header_len;      /* the file header's size for that version */
     uint64_t base_revision; /* from the file header (unless BAD_FORMAT) */
+    uint64_t journal_id, snapshot_id, synced_len; /* format 2's (format 1: 0, 0, 32) */
     size_t good;            /* bytes of the valid prefix: header and whole records */
     size_t records;         /* records in the valid prefix */
     uint64_t last_revision; /* the last valid record's (base_revision if none) */

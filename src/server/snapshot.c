@@ -13,7 +13,8 @@
 #include "codec/codec.h"
 #include "journal.h" /* rpj_crc32c */
 
-#define FILE_HEADER 48u
+#define FILE_HEADER 80u
+#define FILE_HEADER_V1 48u
 #define SECTION_HEADER 20u
 #define TRAILER 16u
 enum { SECTION_SCENE = 1, SECTION_MODEL = 2 };
@@ -112,8 +113,8 @@ static size_t shape_bytes(const rp_shape *s)
     return 1 + 8 * (s->kind == RP_SHAPE_SPHERE ? 4u : 7u);
 }
 
-int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *models,
-              size_t n_models, uint64_t *bytes)
+int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
+              const rps_model *models, size_t n_models, uint64_t *bytes)
 {
     sink *o = malloc(sizeof *o);
     if (!o)
@@ -131,7 +132,10 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *mo
     rpj_put64(h + 16, revision);
     rpj_put64(h + 24, n_scenes);
     rpj_put64(h + 32, n_models);
-    rpj_put32(h + 44, rpj_crc32c(0, h, 44));
+    rpj_put64(h + 40, ids->snapshot_id);
+    rpj_put64(h + 48, ids->journal_id);
+    rpj_put64(h + 56, ids->prev_journal_id);
+    rpj_put32(h + 76, rpj_crc32c(0, h, 76));
     emit(o, h, sizeof h);
     for (size_t i = 0; i < n_scenes && !o->err; i++) {
         const rp_scene *sc = rp_store_scene_at(st, i);
@@ -344,26 +348,37 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
               rps_load_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (n < FILE_HEADER || memcmp(buf, MAGIC, sizeof MAGIC) != 0) {
+    if (n < FILE_HEADER_V1 || memcmp(buf, MAGIC, sizeof MAGIC) != 0) {
         out->bad_format = n >= sizeof MAGIC && memcmp(buf, MAGIC, sizeof MAGIC) != 0;
         return fail(out, 0, out->bad_format ? "not a repose snapshot (bad magic)"
                                             : "file shorter than its header");
     }
-    if (rpj_crc32c(0, buf, 44) != rpj_get32(buf + 44))
-        return fail(out, 0, "file header checksum mismatch");
-    if (rpj_get32(buf + 8) != RPS_FORMAT) {
+    /* The version comes before the checksum, whose place it decides. */
+    uint32_t format = rpj_get32(buf + 8);
+    size_t hlen = format == RPS_FORMAT ? FILE_HEADER : format == RPS_FORMAT_V1 ? FILE_HEADER_V1 : 0;
+    if (!hlen) {
         out->bad_format = true;
         return fail(out, 8, "snapshot of another format version");
     }
-    if (rpj_get32(buf + 12) || rpj_get32(buf + 40)) {
+    out->format = format;
+    if (n < hlen)
+        return fail(out, 0, "file shorter than its header");
+    if (rpj_crc32c(0, buf, hlen - 4) != rpj_get32(buf + hlen - 4))
+        return fail(out, 0, "file header checksum mismatch");
+    bool reserved_set = format == RPS_FORMAT
+                            ? rpj_get32(buf + 12) || rpj_get64(buf + 64) || rpj_get32(buf + 72)
+                            : rpj_get32(buf + 12) || rpj_get32(buf + 40);
+    if (reserved_set) {
         out->bad_format = true;
         return fail(out, 12, "file header with unknown fields set");
     }
+    if (format == RPS_FORMAT)
+        out->ids = (rps_ids){rpj_get64(buf + 40), rpj_get64(buf + 48), rpj_get64(buf + 56)};
     if (rp_store_scene_count(st) != 0)
         return fail(out, 0, "the store is not empty");
     uint64_t revision = rpj_get64(buf + 16), n_scenes = rpj_get64(buf + 24),
              n_models = rpj_get64(buf + 32);
-    size_t at = FILE_HEADER;
+    size_t at = hlen;
     char last_model[RP_NAME_MAX + 1] = "", last_scene[RP_NAME_MAX + 1] = "";
     for (uint64_t i = 0; i < n_scenes + n_models; i++) {
         if (n - at < SECTION_HEADER)

@@ -1,5 +1,5 @@
 /*
- * Snapshot images (DESIGN §3c): the whole store in one file, written from a
+ * Snapshot images (proto/PROTOCOL.md, Durability): the whole store in one file, written from a
  * consistent version (a store snapshot, rp_store_snapshot) and read back at
  * start before the journal's later records are replayed.  No file policy
  * here (temp file, fsync, rename: the durability layer's job): these
@@ -7,15 +7,23 @@
  *
  * Layout (little-endian):
  *
- *   file header, 48 bytes:
+ *   file header, 80 bytes (format 2):
  *        0   8  magic "REPOSES\n"
  *        8   4  format version (RPS_FORMAT)
  *       12   4  reserved, zero
  *       16   8  store revision
  *       24   8  scene sections that follow
  *       32   8  model sections that follow
- *       40   4  reserved, zero
- *       44   4  CRC-32C of bytes 0..44
+ *       40   8  snapshot id: random, new for every snapshot
+ *       48   8  journal id: the journal written to continue this snapshot
+ *                (journal.h); the one that must be found next to it
+ *       56   8  previous journal id: the journal in use when it was
+ *                written, which a crash between the two renames (or a
+ *                journal that could not start again) leaves in place
+ *       64  12  reserved, zero
+ *       76   4  CRC-32C of bytes 0..76
+ *     (format 1, the previous version: 48 bytes, no ids, reserved at 40,
+ *     CRC-32C of 0..44 at 44; still read, with ids 0);
  *   sections, scenes first, then models, each:
  *        0   4  kind (1 scene, 2 model)
  *        4   4  reserved, zero
@@ -42,7 +50,15 @@
 
 #include "repose/scene.h"
 
-#define RPS_FORMAT 1u
+#define RPS_FORMAT 2u
+#define RPS_FORMAT_V1 1u
+
+/* The identities a snapshot carries (see above). */
+typedef struct rps_ids {
+    uint64_t snapshot_id;
+    uint64_t journal_id;
+    uint64_t prev_journal_id;
+} rps_ids;
 
 /* A model as the image keeps it. */
 typedef struct rps_model {
@@ -54,11 +70,11 @@ typedef struct rps_model {
 
 /* Writes the image of st's scenes and the models given, sorted by name
  * (their definitions are the caller's: the store does not keep the params)
- * to fd, at the
- * store revision `revision`.  Streams through a buffer; 0 or an errno
- * (EIO for a short write).  *bytes (may be NULL) receives the size. */
-int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_model *models,
-              size_t n_models, uint64_t *bytes);
+ * to fd, at the store revision `revision`, with the ids given.  Streams
+ * through a buffer; 0 or an errno (EIO for a short write).  *bytes (may be
+ * NULL) receives the size. */
+int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
+              const rps_model *models, size_t n_models, uint64_t *bytes);
 
 /* Called for each model of an image, in order; false stops the load (why
  * in the result's reason). */
@@ -67,6 +83,8 @@ typedef bool (*rps_model_fn)(void *ctx, const rps_model *m, const char **why);
 typedef struct rps_load_result {
     bool ok;
     uint64_t revision;      /* the image's store revision */
+    uint32_t format;        /* the image's format version (when it got that far) */
+    rps_ids ids;            /* format 2's (format 1: zeros) */
     size_t scenes, models, shapes;
     size_t bad_offset;      /* !ok: where the image stops making sense */
     const char *reason;     /* !ok: a short phrase for the log */

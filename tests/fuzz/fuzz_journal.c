@@ -8,9 +8,10 @@
  * many payload bytes; the last 4 input bytes choose the damage (a cut
  * and/or a flipped byte).  Either way the result must be consistent with
  * the bytes:
- *  - the valid prefix re-encodes to the same bytes: a file header for the
- *    base revision, then each visited record's header from its revision and
- *    payload, back to back, ending at `good`;
+ *  - the valid prefix re-encodes to the same bytes: a file header from the
+ *    fields the scan reports (format 2's, or format 1's 32 bytes), then
+ *    each visited record's header from its revision and payload, back to
+ *    back, ending at `good`;
  *  - CLEAN exactly when good is the whole file; TORN and CORRUPT start at
  *    `good` (or 0 for a damaged file header); TORN only when the file ends
  *    inside the record there;
@@ -47,29 +48,62 @@ static bool visit(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t
     return true;
 }
 
+/* Reads a little-endian u64. */
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Whether buf starts with a file header as the writer makes it (from the
+ * fields found in it), of format 2 or of format 1; *len gets its size. */
+static bool header_reencodes(const uint8_t *buf, size_t n, size_t *len)
+{
+    uint8_t h[RPJ_FILE_HEADER];
+    if (n >= RPJ_FILE_HEADER) {
+        rpj_file_header(h, &(rpj_header){get64(buf + 16), get64(buf + 24), get64(buf + 32),
+                                         get64(buf + 40)});
+        *len = RPJ_FILE_HEADER;
+        if (memcmp(h, buf, RPJ_FILE_HEADER) == 0)
+            return true;
+    }
+    if (n >= RPJ_FILE_HEADER_V1) {
+        /* Format 1: magic, version, zero, base revision, zero, CRC. */
+        memset(h, 0, RPJ_FILE_HEADER_V1);
+        memcpy(h, "REPOSEJ\n", 8);
+        h[8] = RPJ_FORMAT_V1;
+        memcpy(h + 16, buf + 16, 8);
+        rpj_put32(h + 28, rpj_crc32c(0, h, 28));
+        *len = RPJ_FILE_HEADER_V1;
+        if (memcmp(h, buf, RPJ_FILE_HEADER_V1) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Scans buf and checks the result against the bytes; returns it. */
 static rpj_scan_result check_scan(const uint8_t *buf, size_t n)
 {
     rpj_scan_result res;
-    rebuild r = {buf, RPJ_FILE_HEADER, 0, 0};
-    bool header_ok = n >= RPJ_FILE_HEADER;
-    if (header_ok) {
-        uint8_t h[RPJ_FILE_HEADER];
-        rpj_file_header(h, 0);
-        /* The base revision is read back from the file for the re-encoding. */
-        uint64_t base = 0;
-        for (int i = 0; i < 8; i++)
-            base |= (uint64_t)buf[16 + i] << (8 * i);
-        rpj_file_header(h, base);
-        header_ok = memcmp(h, buf, sizeof h) == 0;
-        r.last = base;
-    }
+    size_t hlen = RPJ_FILE_HEADER;
+    bool header_ok = header_reencodes(buf, n, &hlen);
+    rebuild r = {buf, hlen, 0, header_ok ? get64(buf + 16) : 0};
     FUZZ_CHECK(rpj_scan(buf, n, visit, &r, &res), "the visitor never stops the scan");
     if (!header_ok) {
         FUZZ_CHECK(res.end != RPJ_CLEAN && res.records == 0 && res.bad_offset < RPJ_FILE_HEADER,
                    "a file whose header does not re-encode: end %d", (int)res.end);
         return res;
     }
+    FUZZ_CHECK(res.header_len == hlen, "header of %zu bytes, scanned as %zu", hlen,
+               res.header_len);
+    bool v2 = hlen == RPJ_FILE_HEADER;
+    FUZZ_CHECK(res.base_revision == get64(buf + 16) &&
+                   res.journal_id == (v2 ? get64(buf + 24) : 0) &&
+                   res.snapshot_id == (v2 ? get64(buf + 32) : 0) &&
+                   res.synced_len == (v2 ? get64(buf + 40) : RPJ_FILE_HEADER_V1),
+               "the header's fields as read");
     FUZZ_CHECK(res.records == r.records && res.good == r.at, "valid prefix %zu/%zu vs %zu/%zu",
                res.records, res.good, r.records, r.at);
     FUZZ_CHECK((res.end == RPJ_CLEAN) == (res.good == n), "CLEAN exactly when all is valid");
@@ -110,7 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t offsets[33];
     if (!buf)
         return 0;
-    rpj_file_header(buf, base);
+    rpj_file_header(buf, &(rpj_header){base, 0x100 + base, base ? 0x200 + base : 0,
+                                       RPJ_FILE_HEADER});
     size_t at = RPJ_FILE_HEADER;
     uint64_t rev = base;
     size_t k = 0;

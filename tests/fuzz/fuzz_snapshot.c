@@ -6,7 +6,10 @@
  * whose coordinates and ids come from the bytes), then cut at and flipped
  * at places the last four bytes choose.  Either way:
  *  - an image that loads re-encodes to exactly its own bytes (the loaded
- *    store, with the models the loader handed out, written again);
+ *    store, with the models the loader handed out and the ids it read,
+ *    written again; an image of format 1, whose header is shorter and has
+ *    no ids, to the same bytes after the header and the same header
+ *    fields);
  *  - an image the writer made loads, and gives back the same store;
  *  - a cut one or a flipped one does not load.
  */
@@ -48,13 +51,18 @@ static void free_models(models *ms)
     ms->n = 0;
 }
 
-/* The image of st (with ms) in a fresh buffer. */
-static uint8_t *image(const rp_store *st, uint64_t rev, const models *ms, size_t *n)
+/* Header sizes of format 2 and format 1 (snapshot.h). */
+#define HEADER_V2 80u
+#define HEADER_V1 48u
+
+/* The image of st (with ms and ids) in a fresh buffer. */
+static uint8_t *image(const rp_store *st, uint64_t rev, const rps_ids *ids, const models *ms,
+                      size_t *n)
 {
     int fd = memfd_create("snap", 0);
     FUZZ_CHECK(fd >= 0, "memfd");
     uint64_t bytes = 0;
-    FUZZ_CHECK(rps_write(fd, st, rev, ms->m, ms->n, &bytes) == 0, "write");
+    FUZZ_CHECK(rps_write(fd, st, rev, ids, ms->m, ms->n, &bytes) == 0, "write");
     uint8_t *buf = malloc(bytes ? bytes : 1);
     FUZZ_CHECK(pread(fd, buf, bytes, 0) == (ssize_t)bytes, "read back");
     close(fd);
@@ -76,8 +84,19 @@ static bool check_load(const uint8_t *buf, size_t n)
     FUZZ_CHECK(ok == res.ok, "result and return agree");
     if (ok) {
         size_t n2;
-        uint8_t *again = image(st, res.revision, &ms, &n2);
-        FUZZ_CHECK(n2 == n && memcmp(again, buf, n) == 0, "a loaded image re-encodes to itself");
+        uint8_t *again = image(st, res.revision, &res.ids, &ms, &n2);
+        if (res.format == RPS_FORMAT) {
+            FUZZ_CHECK(n2 == n && memcmp(again, buf, n) == 0,
+                       "a loaded image re-encodes to itself");
+        } else {
+            FUZZ_CHECK(res.format == RPS_FORMAT_V1 && res.ids.snapshot_id == 0 &&
+                           res.ids.journal_id == 0 && res.ids.prev_journal_id == 0,
+                       "format 1 has no ids");
+            FUZZ_CHECK(n2 - HEADER_V2 == n - HEADER_V1 &&
+                           memcmp(again + HEADER_V2, buf + HEADER_V1, n - HEADER_V1) == 0 &&
+                           memcmp(again + 16, buf + 16, 24) == 0,
+                       "a loaded format-1 image re-encodes to itself after its header");
+        }
         free(again);
     } else {
         FUZZ_CHECK(res.reason && res.bad_offset <= n, "a refusal says why and where");
@@ -126,7 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ms.m[0] = (rps_model){"m", rp_store_revision(st) + 1, json, strlen(json)};
     ms.n = 1;
     size_t n;
-    uint8_t *img = image(st, rp_store_revision(st) + 1, &ms, &n);
+    rps_ids ids = {0x5eed0000u + data[1], (uint64_t)size, (uint64_t)data[1] << 32};
+    uint8_t *img = image(st, rp_store_revision(st) + 1, &ids, &ms, &n);
     FUZZ_CHECK(check_load(img, n), "an image the writer made loads");
     size_t cut = ((size_t)damage[0] << 8 | damage[1]) % n;
     FUZZ_CHECK(!check_load(img, cut), "an image cut at %zu of %zu does not load", cut, n);

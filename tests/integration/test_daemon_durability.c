@@ -1,13 +1,19 @@
 /*
- * --data-dir against the real daemon (DESIGN §3c): random mutations of
- * every kind survive a restart (SIGTERM or SIGKILL) with every scene and
- * model and the revisions exactly as they were, failed mutations leave no
- * trace, the journal's last record cut at every byte is a torn tail (the
- * daemon starts without it), a flipped byte refuses the start naming the
- * file and offset and --repair recovers the records before it, a second
- * daemon on the same directory is refused, the replay ignores limits
- * lowered since, and a daemon killed at random moments during a stream of
- * mutations with --fsync always keeps every acknowledged one.
+ * --data-dir against the real daemon (proto/PROTOCOL.md, Durability):
+ * random mutations of every kind survive a restart (SIGTERM or SIGKILL)
+ * with every scene and model and the revisions exactly as they were,
+ * failed mutations leave no trace, the journal's last record cut at every
+ * byte is a torn tail (the daemon starts without it), a flipped byte
+ * refuses the start naming the file and offset and --repair recovers the
+ * records before it, a second daemon on the same directory is refused, the
+ * replay ignores limits lowered since, and a daemon killed at random
+ * moments during a stream of mutations with --fsync always keeps every
+ * acknowledged one.  The data directory refuses to guess: a missing
+ * journal, one cut inside its header or below what it had synced, or
+ * another snapshot's stops the start (and --repair says what it drops);
+ * symbolic links, other owners and group/other write access are refused;
+ * a deleted lock file lets no second daemon in; files of the previous
+ * format are upgraded.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -734,7 +740,7 @@ static void snapshots_hold_the_store(void **state)
     assert_true(num_at(rep, "result.bytes") > 100);
     assert_int_equal((uint64_t)num_at(st, "result.durability.snapshot.revision"),
                      (uint64_t)num_at(st, "result.revision"));
-    assert_int_equal((int)num_at(st, "result.durability.journal_bytes"), 32);
+    assert_int_equal((int)num_at(st, "result.durability.journal_bytes"), 64);
     assert_int_equal((long)num_at(rep, "result.bytes"), file_size(dir, "snapshot"));
     cJSON_Delete(rep);
     cJSON_Delete(st);
@@ -755,7 +761,7 @@ static void snapshots_hold_the_store(void **state)
     before = dump(c);
     rh_close(c);
     stop_ok(d);
-    assert_int_equal(file_size(dir, "journal"), 32);
+    assert_int_equal(file_size(dir, "journal"), 64);
     /* Leftovers of an interrupted snapshot are ignored and removed. */
     char path[600];
     snprintf(path, sizeof path, "%s/snapshot.tmp", dir);
@@ -1221,6 +1227,425 @@ static void save_behind_a_waiting_mutation_is_refused(void **state)
     cJSON_Delete(kill_restart_same(d, data, "always", after));
 }
 
+/* ---- a data directory that refuses to guess -------------------------------------------- */
+
+/* Runs reposed on dir and expects a refusal: exit status 1, and the output
+ * has want and (unless NULL) also. */
+static void refuses(const char *dir, const char *want, const char *also)
+{
+    char out[8192];
+    const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
+    int code = rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS));
+    if (code != 1 || !strstr(out, want) || (also && !strstr(out, also)))
+        fail_msg("wanted exit status 1 and '%s'%s%s in (exit status %d):\n%s", want,
+                 also ? " and " : "", also ? also : "", code, out);
+}
+
+/* Puts shapes x<from> .. x<from + count - 1> into `scene`, a request each. */
+static void put_many(rh_conn *c, const char *scene, int from, int count)
+{
+    char req[512], shape[32];
+    for (int i = from; i < from + count; i++) {
+        snprintf(shape, sizeof shape, "x%d", i);
+        cJSON *rep = call_json(c, put_req(req, sizeof req, i, scene, shape));
+        assert_non_null(at(rep, "result"));
+        cJSON_Delete(rep);
+    }
+}
+
+/* A daemon on dir (--fsync always): scene k with `saved` shapes, a save,
+ * `more` shapes after it (acknowledged, so synced, into the journal), then
+ * SIGKILL.  Returns what the daemon held at the save; *last (unless NULL)
+ * gets what it held at the end. */
+static cJSON *save_then_more(const char *dir, int saved, int more, cJSON **last)
+{
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"k\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    put_many(c, "k", 0, saved);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"save\"}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    cJSON *at_save = dump(c);
+    put_many(c, "k", saved, more);
+    if (last)
+        *last = dump(c);
+    rh_close(c);
+    kill_now(d);
+    return at_save;
+}
+
+/* A restart without --repair holds `want`, exactly (the repaired directory
+ * is whole again); `want` is deleted. */
+static void restart_holds(const char *dir, cJSON *want)
+{
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(want, now);
+    cJSON_Delete(now);
+    cJSON_Delete(want);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* The journal deleted after a snapshot, with 20 acknowledged shapes in it
+ * after the snapshot's 100: the start refuses, naming the journal (it used
+ * to start with 100 shapes, silently); --repair starts from what the
+ * snapshot holds and says what it dropped. */
+static void a_missing_journal_refuses_to_start(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    cJSON *at_save = save_then_more(dir, 100, 20, NULL);
+    char path[600], want[700];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    assert_int_equal(unlink(path), 0);
+    snprintf(want, sizeof want, "%s/journal is missing", dir);
+    refuses(dir, want, "--repair starts from");
+    assert_int_equal(file_size(dir, "journal"), -1); /* the refusal made none */
+
+    rh_daemon *d = start_on(dir, "always", "--repair");
+    if (!rh_log_contains(d, "--repair: starting from") ||
+        !rh_log_contains(d, "after revision 101 is dropped")) {
+        rh_dump_log(d);
+        fail_msg("no repair message saying what was dropped");
+    }
+    rh_conn *c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(at_save, now);
+    assert_int_equal(cJSON_GetArraySize(at(now, "scenes.k.shapes")), 100);
+    cJSON_Delete(now);
+    cJSON_Delete(at_save);
+    put_many(c, "k", 500, 1);
+    cJSON *after = dump(c);
+    rh_close(c);
+    kill_now(d);
+    restart_holds(dir, after);
+}
+
+/* A journal cut to 0 or 10 bytes after synced records is not a torn
+ * write (a journal is put in place with its header whole): refused, the
+ * file left as it is; --repair starts from the snapshot. */
+static void a_journal_cut_inside_its_header_refuses_to_start(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    cJSON *at_save = save_then_more(dir, 30, 20, NULL);
+    char path[600], want[700];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    size_t n;
+    char *whole = read_file(path, &n);
+    assert_true(n > 64 + 20 * 20);
+    static const size_t cuts[] = {0, 10};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        write_file(path, whole, cuts[i]);
+        snprintf(want, sizeof want, "%s/journal is %zu bytes, shorter than its header", dir,
+                 cuts[i]);
+        refuses(dir, want, "--repair starts from");
+        assert_int_equal(file_size(dir, "journal"), (long)cuts[i]);
+    }
+    free(whole);
+    rh_daemon *d = start_on(dir, "always", "--repair");
+    assert_true(rh_log_contains(d, "--repair: starting from"));
+    rh_conn *c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(at_save, now);
+    cJSON_Delete(now);
+    rh_close(c);
+    kill_now(d);
+    restart_holds(dir, at_save);
+}
+
+/* CRC-32C, bit by bit (journal.h's checksum), for editing a header. */
+static uint32_t crc32c(const uint8_t *p, size_t n)
+{
+    uint32_t c = ~0u;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    return ~c;
+}
+
+/* A journal cut back after synced records: its header says how much of
+ * it was synced (rewritten before each fsync with what the fsync before it
+ * covered), so a cut at a record boundary, or inside a record, below that
+ * is no torn tail but refused, the file left as it is; --repair keeps the
+ * whole records before the cut.  (A cut inside the last record, which
+ * only the last fsync covered, stays a torn tail:
+ * a_torn_last_record_is_cut_at_every_offset.) */
+static void a_journal_cut_below_what_was_synced_refuses_to_start(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"k\"}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    put_many(c, "k", 0, 4);
+    cJSON *kept = dump(c);
+    uint64_t mid = journal_bytes(c);
+    put_many(c, "k", 4, 6); /* each acknowledged, so each synced */
+    rh_close(c);
+    kill_now(d);
+    char path[600], want[700];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    size_t n;
+    char *whole = read_file(path, &n);
+    const uint64_t cuts[] = {mid, mid + 7}; /* at a record boundary, inside the next record */
+    for (int i = 0; i < 2; i++) {
+        write_file(path, whole, cuts[i]);
+        snprintf(want, sizeof want, "%s/journal is %llu bytes, but ", dir,
+                 (unsigned long long)cuts[i]);
+        refuses(dir, want, "of it were synced");
+        assert_int_equal(file_size(dir, "journal"), (long)cuts[i]);
+    }
+    free(whole);
+    d = start_on(dir, "always", "--repair");
+    assert_true(rh_log_contains(d, "--repair: keeping its 5 whole records"));
+    c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(kept, now);
+    cJSON_Delete(now);
+    rh_close(c);
+    kill_now(d);
+    restart_holds(dir, kept);
+}
+
+/* A journal copied from another data directory, whose records would even
+ * apply: refused, naming both files; --repair starts from this
+ * directory's snapshot and keeps the stranger aside. */
+static void a_journal_of_another_snapshot_refuses_to_start(void **state)
+{
+    (void)state;
+    const char *a = rh_temp_dir(), *b = rh_temp_dir();
+    assert_non_null(a);
+    assert_non_null(b);
+    cJSON *a_save = save_then_more(a, 10, 5, NULL);
+    cJSON_Delete(save_then_more(b, 8, 10, NULL));
+    char from[600], to[600], want[700];
+    snprintf(from, sizeof from, "%s/journal", b);
+    snprintf(to, sizeof to, "%s/journal", a);
+    size_t n;
+    char *stranger = read_file(from, &n);
+    write_file(to, stranger, n);
+    snprintf(want, sizeof want, "%s/journal (id ", a);
+    refuses(a, want, "does not continue");
+    refuses(a, "it belongs to another snapshot or data directory", "journal.rejected");
+    size_t n2;
+    char *again = read_file(to, &n2);
+    assert_int_equal(n2, n);
+    assert_memory_equal(again, stranger, n);
+    free(again);
+
+    rh_daemon *d = start_on(a, "always", "--repair");
+    assert_true(rh_log_contains(d, "the journal kept aside as journal.rejected"));
+    rh_conn *c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(a_save, now);
+    cJSON_Delete(now);
+    rh_close(c);
+    stop_ok(d);
+    assert_int_equal(file_size(a, "journal.rejected"), (long)n);
+    free(stranger);
+    restart_holds(a, a_save);
+}
+
+/* Rewrites file `name` in dir with a header of `to` bytes instead of
+ * `from`: its first `to` bytes kept, the rest of the old header dropped,
+ * and `fix` rebuilding the new header in place. */
+static void shrink_header(const char *dir, const char *name, size_t from, size_t to,
+                          void (*fix)(uint8_t *h))
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t n;
+    uint8_t *buf = (uint8_t *)read_file(path, &n);
+    assert_true(n >= from);
+    uint8_t *old = malloc(n - from + to);
+    assert_non_null(old);
+    memcpy(old, buf, to);
+    memcpy(old + to, buf + from, n - from);
+    fix(old);
+    write_file(path, (const char *)old, n - from + to);
+    free(old);
+    free(buf);
+}
+
+/* Little-endian u32 at p. */
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Format 1 journal header (journal.h): magic, version 1, zero, the base
+ * revision (left where format 2 has it), zero, CRC. */
+static void journal_header_v1(uint8_t *h)
+{
+    put32(h + 8, 1);
+    memset(h + 24, 0, 4);
+    put32(h + 28, crc32c(h, 28));
+}
+
+/* Format 1 snapshot header (snapshot.h): format 2's first 40 bytes with
+ * version 1, zero, CRC. */
+static void snapshot_header_v1(uint8_t *h)
+{
+    put32(h + 8, 1);
+    memset(h + 40, 0, 4);
+    put32(h + 44, crc32c(h, 44));
+}
+
+/* A directory of the previous version (journal and snapshot of format 1,
+ * without ids; made here from a new one by rewriting the headers) is
+ * upgraded: everything comes back, and both files are format 2 after. */
+static void files_of_the_previous_format_are_upgraded(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    cJSON *last = NULL;
+    cJSON_Delete(save_then_more(dir, 10, 5, &last));
+    shrink_header(dir, "journal", 64, 32, journal_header_v1);
+    shrink_header(dir, "snapshot", 80, 48, snapshot_header_v1);
+    rh_daemon *d = start_on(dir, "always", NULL);
+    assert_true(rh_log_contains(d, "files of the previous format; upgrading"));
+    rh_conn *c = connect_ok(d, false);
+    cJSON *now = dump(c);
+    assert_same_state(last, now);
+    cJSON_Delete(now);
+    rh_close(c);
+    kill_now(d);
+    static const char *const files[] = {"journal", "snapshot"};
+    for (int i = 0; i < 2; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        size_t n;
+        char *buf = read_file(path, &n);
+        assert_true(n > 12);
+        assert_int_equal(buf[8], 2); /* the format version */
+        free(buf);
+    }
+    restart_holds(dir, last);
+}
+
+/* DIR/lock, DIR/journal or DIR itself as a symbolic link: refused, and
+ * the lock's target is left as it was (it used to be truncated and get
+ * the pid). */
+static void symbolic_links_in_the_data_directory_are_refused(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir(), *elsewhere = rh_temp_dir();
+    assert_non_null(dir);
+    assert_non_null(elsewhere);
+    char target[600], link[600], want[700];
+    snprintf(target, sizeof target, "%s/precious", elsewhere);
+    write_file(target, "precious\n", 9);
+    snprintf(link, sizeof link, "%s/lock", dir);
+    assert_int_equal(symlink(target, link), 0);
+    snprintf(want, sizeof want, "%s/lock is a symbolic link", dir);
+    refuses(dir, want, "rm '");
+    size_t n;
+    char *kept = read_file(target, &n);
+    assert_int_equal(n, 9);
+    assert_memory_equal(kept, "precious\n", 9);
+    free(kept);
+    assert_int_equal(unlink(link), 0);
+
+    /* The journal, once there is one. */
+    rh_daemon *d = start_on(dir, "no", NULL);
+    stop_ok(d);
+    char journal[600], moved[600];
+    snprintf(journal, sizeof journal, "%s/journal", dir);
+    snprintf(moved, sizeof moved, "%s/journal", elsewhere);
+    assert_int_equal(rename(journal, moved), 0);
+    assert_int_equal(symlink(moved, journal), 0);
+    snprintf(want, sizeof want, "%s/journal is a symbolic link", dir);
+    refuses(dir, want, NULL);
+    assert_int_equal(unlink(journal), 0);
+    assert_int_equal(rename(moved, journal), 0);
+
+    /* The directory itself. */
+    snprintf(link, sizeof link, "%s/link", elsewhere);
+    assert_int_equal(symlink(dir, link), 0);
+    refuses(link, "is a symbolic link", "readlink -f");
+    d = start_on(dir, "no", NULL); /* and the real one is fine */
+    stop_ok(d);
+}
+
+/* A data directory (or a file in it) others could write, or owned by
+ * another user: refused with the command that fixes it.  A directory the
+ * daemon creates gets mode 0700. */
+static void a_data_directory_others_can_change_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char want[700];
+    assert_int_equal(chmod(dir, 0777), 0);
+    snprintf(want, sizeof want, "chmod go-w '%s'", dir);
+    refuses(dir, "is writable by its group or others (mode 0777)", want);
+    assert_int_equal(chmod(dir, 0700), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        snprintf(want, sizeof want, "chown 0 '%s'", dir);
+        refuses(dir, "is owned by uid 65534, but reposed runs as uid 0", want);
+        assert_int_equal(chown(dir, 0, 0), 0);
+    } else {
+        printf("skipped the ownership case: it needs root to chown\n");
+    }
+    rh_daemon *d = start_on(dir, "no", NULL);
+    stop_ok(d);
+    char path[600];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    assert_int_equal(chmod(path, 0666), 0);
+    snprintf(want, sizeof want, "chmod go-w '%s'", path);
+    refuses(dir, "/journal is writable by its group or others", want);
+    assert_int_equal(chmod(path, 0600), 0);
+
+    const char *parent = rh_temp_dir();
+    assert_non_null(parent);
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/new", parent);
+    d = start_on(fresh, "no", NULL);
+    struct stat sb;
+    assert_int_equal(stat(fresh, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, 0700);
+    stop_ok(d);
+}
+
+/* DIR/lock deleted while a daemon runs: a second daemon on the directory
+ * is still refused (the lock is the directory's own), and the first one
+ * is unharmed. */
+static void a_deleted_lock_file_keeps_a_second_daemon_out(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    rh_daemon *d = start_on(dir, "no", NULL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    assert_int_equal(unlink(path), 0);
+    refuses(dir, "another reposed is using this data directory", NULL);
+    rh_conn *c = connect_ok(d, false);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+    d = start_on(dir, "no", NULL); /* free again once it stopped */
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1238,6 +1663,14 @@ int main(int argc, char **argv)
         DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),
         DAEMON_TEST(a_partial_record_blocks_appends_until_it_is_cut),
         DAEMON_TEST(save_behind_a_waiting_mutation_is_refused),
+        DAEMON_TEST(a_missing_journal_refuses_to_start),
+        DAEMON_TEST(a_journal_cut_inside_its_header_refuses_to_start),
+        DAEMON_TEST(a_journal_cut_below_what_was_synced_refuses_to_start),
+        DAEMON_TEST(a_journal_of_another_snapshot_refuses_to_start),
+        DAEMON_TEST(files_of_the_previous_format_are_upgraded),
+        DAEMON_TEST(symbolic_links_in_the_data_directory_are_refused),
+        DAEMON_TEST(a_data_directory_others_can_change_is_refused),
+        DAEMON_TEST(a_deleted_lock_file_keeps_a_second_daemon_out),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -72,7 +72,7 @@ static void make_journal(journal *j, test_rng *rng, size_t count, size_t max, ui
     assert_true(count < 64);
     j->buf = malloc(RPJ_FILE_HEADER + count * (RPJ_RECORD_HEADER + max));
     assert_non_null(j->buf);
-    rpj_file_header(j->buf, base);
+    rpj_file_header(j->buf, &(rpj_header){base, 0x1234, base ? 0x5678 : 0, RPJ_FILE_HEADER});
     size_t at = RPJ_FILE_HEADER;
     uint64_t rev = base;
     for (size_t k = 0; k < count; k++) {
@@ -127,6 +127,10 @@ static void records_scan_back_in_order(void **state)
         assert_int_equal(r.records, j.count);
         assert_int_equal(r.good, j.n);
         assert_int_equal(r.base_revision, base);
+        assert_int_equal(r.format, RPJ_FORMAT);
+        assert_int_equal(r.journal_id, 0x1234);
+        assert_int_equal(r.snapshot_id, base ? 0x5678 : 0);
+        assert_int_equal(r.synced_len, RPJ_FILE_HEADER);
         assert_int_equal(r.last_revision, j.count ? j.revs[j.count - 1] : base);
         free(j.buf);
     }
@@ -178,6 +182,9 @@ static void every_flipped_byte_is_corruption_at_its_record(void **state)
         rpj_scan(j.buf, j.n, NULL, NULL, &r);
         if (at < 8) {
             assert_int_equal(r.end, RPJ_BAD_FORMAT); /* the magic */
+        } else if (at < 12) {
+            /* The version: another one, or format 1 whose checksum fails. */
+            assert_true(r.end == RPJ_BAD_FORMAT || r.end == RPJ_CORRUPT);
         } else if (at < RPJ_FILE_HEADER) {
             assert_int_equal(r.end, RPJ_CORRUPT);
             assert_int_equal(r.bad_offset, 0);
@@ -200,7 +207,7 @@ static void revisions_must_rise_and_lengths_stay_in_bounds(void **state)
 {
     (void)state;
     uint8_t buf[RPJ_FILE_HEADER + 3 * (RPJ_RECORD_HEADER + 4)];
-    rpj_file_header(buf, 10);
+    rpj_file_header(buf, &(rpj_header){10, 1, 2, RPJ_FILE_HEADER});
     size_t at = RPJ_FILE_HEADER;
     const uint64_t revs[] = {11, 15, 15};
     for (int k = 0; k < 3; k++, at += RPJ_RECORD_HEADER + 4) {
@@ -223,7 +230,7 @@ static void revisions_must_rise_and_lengths_stay_in_bounds(void **state)
     /* A length beyond the limit, with a header that checks out: damage,
      * not a torn tail. */
     uint8_t big[RPJ_FILE_HEADER + RPJ_RECORD_HEADER];
-    rpj_file_header(big, 0);
+    rpj_file_header(big, &(rpj_header){0, 1, 0, RPJ_FILE_HEADER});
     rpj_record_header(big + RPJ_FILE_HEADER, 1, "", 0);
     big[RPJ_FILE_HEADER + 3] = 0x7F; /* length 0x7F000000 */
     uint32_t c = rpj_crc32c(0, big + RPJ_FILE_HEADER, 16);
@@ -234,25 +241,29 @@ static void revisions_must_rise_and_lengths_stay_in_bounds(void **state)
     assert_string_equal(r.reason, "record longer than any mutation");
 }
 
+/* Sets the CRC-32C of h's first `len` bytes just after them. */
+static void reseal(uint8_t *h, size_t len)
+{
+    uint32_t c = rpj_crc32c(0, h, len);
+    for (int i = 0; i < 4; i++)
+        h[len + i] = (uint8_t)(c >> (8 * i));
+}
+
 static void other_formats_are_refused(void **state)
 {
     (void)state;
     uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, 3);
-    h[8] = 2; /* version 2, with a checksum that matches */
-    uint32_t c = rpj_crc32c(0, h, 28);
-    for (int i = 0; i < 4; i++)
-        h[28 + i] = (uint8_t)(c >> (8 * i));
+    rpj_file_header(h, &(rpj_header){3, 1, 2, RPJ_FILE_HEADER});
+    h[8] = 3; /* version 3, with a checksum that matches */
+    reseal(h, RPJ_FILE_HEADER - 4);
     rpj_scan_result r;
     rpj_scan(h, sizeof h, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_BAD_FORMAT);
     assert_string_equal(r.reason, "journal of another format version");
     /* Fields this version does not know, set (with a matching checksum). */
-    rpj_file_header(h, 3);
-    h[25] = 1;
-    c = rpj_crc32c(0, h, 28);
-    for (int i = 0; i < 4; i++)
-        h[28 + i] = (uint8_t)(c >> (8 * i));
+    rpj_file_header(h, &(rpj_header){3, 1, 2, RPJ_FILE_HEADER});
+    h[50] = 1;
+    reseal(h, RPJ_FILE_HEADER - 4);
     rpj_scan(h, sizeof h, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_BAD_FORMAT);
     rpj_scan((const uint8_t *)"{\"hello\": 1}\n this is not a journal at all", 40, NULL, NULL,
@@ -260,6 +271,35 @@ static void other_formats_are_refused(void **state)
     assert_int_equal(r.end, RPJ_BAD_FORMAT);
     rpj_scan((const uint8_t *)"REPO", 4, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_TORN);
+}
+
+/* A journal of the previous format (a 32-byte header without ids) is
+ * still read, records and all, so that the daemon can upgrade it. */
+static void format_1_is_read(void **state)
+{
+    (void)state;
+    uint8_t buf[RPJ_FILE_HEADER_V1 + RPJ_RECORD_HEADER + 4];
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, "REPOSEJ\n", 8);
+    buf[8] = RPJ_FORMAT_V1;
+    buf[16] = 7; /* base revision */
+    reseal(buf, 28);
+    memcpy(buf + RPJ_FILE_HEADER_V1 + RPJ_RECORD_HEADER, "abcd", 4);
+    rpj_record_header(buf + RPJ_FILE_HEADER_V1, 8, "abcd", 4);
+    rpj_scan_result r;
+    rpj_scan(buf, sizeof buf, NULL, NULL, &r);
+    assert_int_equal(r.end, RPJ_CLEAN);
+    assert_int_equal(r.format, RPJ_FORMAT_V1);
+    assert_int_equal(r.header_len, RPJ_FILE_HEADER_V1);
+    assert_int_equal(r.records, 1);
+    assert_int_equal(r.base_revision, 7);
+    assert_int_equal(r.journal_id, 0);
+    assert_int_equal(r.snapshot_id, 0);
+    assert_int_equal(r.synced_len, RPJ_FILE_HEADER_V1);
+    /* Cut inside its header: torn there, like format 2's. */
+    rpj_scan(buf, 20, NULL, NULL, &r);
+    assert_int_equal(r.end, RPJ_TORN);
+    assert_int_equal(r.good, 0);
 }
 
 static bool stop_after_two(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n,
@@ -295,6 +335,7 @@ int main(void)
         cmocka_unit_test(every_flipped_byte_is_corruption_at_its_record),
         cmocka_unit_test(revisions_must_rise_and_lengths_stay_in_bounds),
         cmocka_unit_test(other_formats_are_refused),
+        cmocka_unit_test(format_1_is_read),
         cmocka_unit_test(a_visitor_can_stop_the_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,6 +93,8 @@ static bool take_model(void *ctx, const rps_model *m, const char **why)
     return true;
 }
 
+static const rps_ids IDS = {0x1111, 0x2222, 0x3333};
+
 static uint8_t *image_of(const rp_store *st, uint64_t revision, size_t *n)
 {
     char path[] = "/tmp/test_snapshot_XXXXXX";
@@ -100,7 +102,7 @@ static uint8_t *image_of(const rp_store *st, uint64_t revision, size_t *n)
     assert_true(fd >= 0);
     unlink(path);
     uint64_t bytes = 0;
-    assert_int_equal(rps_write(fd, st, revision, MODELS, 2, &bytes), 0);
+    assert_int_equal(rps_write(fd, st, revision, &IDS, MODELS, 2, &bytes), 0);
     uint8_t *buf = malloc(bytes ? bytes : 1);
     assert_int_equal(pread(fd, buf, bytes, 0), (ssize_t)bytes);
     close(fd);
@@ -122,6 +124,10 @@ static void images_load_back_bit_for_bit(void **state)
     assert_true(rps_load(img, n, back, take_model, &s, &res));
     assert_true(res.ok);
     assert_int_equal(res.revision, rev);
+    assert_int_equal(res.format, RPS_FORMAT);
+    assert_int_equal(res.ids.snapshot_id, IDS.snapshot_id);
+    assert_int_equal(res.ids.journal_id, IDS.journal_id);
+    assert_int_equal(res.ids.prev_journal_id, IDS.prev_journal_id);
     assert_int_equal(res.scenes, 3);
     assert_int_equal(res.models, 2);
     assert_int_equal(s.n, 2);
@@ -200,10 +206,10 @@ static void other_formats_and_refusals(void **state)
     /* Not into a store that holds scenes. */
     assert_false(rps_load(img, n, st, take_model, &s, &res));
     /* Another version, with a header that checks out. */
-    img[8] = 2;
-    uint32_t c = rpj_crc32c(0, img, 44);
+    img[8] = 3;
+    uint32_t c = rpj_crc32c(0, img, 76);
     for (int i = 0; i < 4; i++)
-        img[44 + i] = (uint8_t)(c >> (8 * i));
+        img[76 + i] = (uint8_t)(c >> (8 * i));
     back = rp_store_new(NULL);
     assert_false(rps_load(img, n, back, take_model, &s, &res));
     assert_true(res.bad_format);
@@ -218,12 +224,47 @@ static void other_formats_and_refusals(void **state)
     rp_store_free(st);
 }
 
+/* An image of the previous format (a 48-byte header without ids) still
+ * loads, so that the daemon can upgrade it. */
+static void format_1_loads(void **state)
+{
+    (void)state;
+    test_rng r = {324};
+    rp_store *st = make_store(&r, 40);
+    size_t n;
+    uint8_t *img = image_of(st, rp_store_revision(st), &n);
+    enum { V2 = 80, V1 = 48 };
+    uint8_t *old = malloc(n - V2 + V1);
+    assert_non_null(old);
+    memcpy(old, img, 40); /* magic, version, revision, counts */
+    memset(old + 40, 0, 4);
+    old[8] = RPS_FORMAT_V1;
+    uint32_t c = rpj_crc32c(0, old, 44);
+    for (int i = 0; i < 4; i++)
+        old[44 + i] = (uint8_t)(c >> (8 * i));
+    memcpy(old + V1, img + V2, n - V2);
+    rp_store *back = rp_store_new(NULL);
+    seen s = {0, back, NULL};
+    rps_load_result res;
+    assert_true(rps_load(old, n - V2 + V1, back, take_model, &s, &res));
+    assert_int_equal(res.format, RPS_FORMAT_V1);
+    assert_int_equal(res.ids.snapshot_id, 0);
+    assert_int_equal(res.ids.journal_id, 0);
+    assert_int_equal(res.revision, rp_store_revision(st));
+    assert_int_equal(rp_store_scene_count(back), rp_store_scene_count(st));
+    rp_store_free(back);
+    free(old);
+    free(img);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(images_load_back_bit_for_bit),
         cmocka_unit_test(every_cut_and_every_flipped_byte_is_refused),
         cmocka_unit_test(other_formats_and_refusals),
+        cmocka_unit_test(format_1_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
