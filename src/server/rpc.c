@@ -249,7 +249,9 @@ static void discard_room(rp_jw *w, const rp_jw *mark)
     size_t built = w->len - mark->len;
     if (w->limit == SIZE_MAX)
         return;
-    w->limit = w->limit - mark->len > built ? w->limit - built : mark->len;
+    /* Error objects may have taken the line past its limit already: then
+     * there is no room left to take. */
+    w->limit = w->limit > mark->len && w->limit - mark->len > built ? w->limit - built : mark->len;
 }
 
 /* A line with \u0000 escapes is parsed from a copy in which each escape is
