@@ -48,7 +48,7 @@
     X(max_allowed_pairs, 1000000, 0, 100000000, "--max-allowed-pairs",                           \
       "allowed pairs in one model")                                                              \
     X(max_request_work, 50000000, 1000, (size_t)1 << 50, "--max-request-work",                   \
-      "pair tests one request line may need (checks and scene queries; estimated up front)")     \
+      "work units (about a pair test each) one request line may need, estimated up front")     \
     X(max_loop_work, 5000000, 1000, (size_t)1 << 50, "--max-loop-work",                         \
       "work units one request line may spend on the event loop (mutations, model.put, batches "  \
       "mixing mutations with queries; about 100 ms)")                                            \
