@@ -103,11 +103,22 @@ static void account_output(rpd_conn *c)
         shed_output(c->srv);
 }
 
+/* Counts a freed output buffer towards returning memory to the system
+ * (rpd_core_trim).  Only large ones: the small ones are reused by the next
+ * replies, and counting them would trim for nothing. */
+static void freed_output(rpd_conn *c, size_t bytes)
+{
+    if (bytes > RPD_KEEP_OUTPUT_BYTES)
+        rpd_core_freed(&c->srv->core, bytes);
+}
+
 /* Records a change of this connection's input buffer capacity in the
- * server-wide total. */
+ * server-wide total (and a freed one towards rpd_core_trim). */
 static void account_input(rpd_conn *c)
 {
     rpd_server *srv = c->srv;
+    if (c->in.cap < c->input_counted) /* a buffer freed or trimmed */
+        rpd_core_freed(&srv->core, c->input_counted - c->in.cap);
     srv->input_bytes = srv->input_bytes - c->input_counted + c->in.cap;
     c->input_counted = c->in.cap;
 }
@@ -190,6 +201,7 @@ static void on_write(uv_write_t *req, int status)
     write_req *wr = (write_req *)req;
     rpd_conn *c = wr->conn;
     c->inflight -= wr->len;
+    freed_output(c, wr->len);
     free(wr->buf);
     free(wr);
     count_output(c);
@@ -221,6 +233,7 @@ static void on_write(uv_write_t *req, int status)
  * unless a large reply made it big. */
 static void release_output(rpd_conn *c)
 {
+    freed_output(c, c->out.cap); /* rp_jw_release frees it when that large */
     rp_jw_release(&c->out, RPD_KEEP_OUTPUT_BYTES);
 }
 
@@ -629,6 +642,7 @@ static void on_close(uv_handle_t *h)
         c->next->prev = c->prev;
     rpd_framer_free(&c->in);
     account_input(c);
+    rpd_core_freed(&srv->core, c->out.cap); /* whatever its size: the connection is gone */
     rp_jw_free(&c->out);
     srv->core.stats.conn_current--;
     if (c->session.is_tcp)
@@ -795,6 +809,8 @@ static void job_done(uv_work_t *work, int status)
         }
     }
     free(j->line);
+    if (j->out.cap > RPD_KEEP_OUTPUT_BYTES) /* a large reply's buffer, or the one it replaced */
+        rpd_core_freed(&srv->core, j->out.cap);
     rp_jw_free(&j->out);
     free(j);
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */

@@ -43,6 +43,9 @@ typedef struct rpd_core {
     /* Unsent replies and notifications of all connections (conn.c keeps
      * the count; max_output_bytes caps it), and the most it has been. */
     size_t output_bytes, output_peak;
+    /* Heap bytes freed since free memory was last returned to the system
+     * (rpd_core_freed, rpd_core_trim). */
+    size_t freed_bytes;
     struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
     /* --data-dir: the journal (durable.h); NULL keeps everything in memory. */
     struct rpd_durable *durable;

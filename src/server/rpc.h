@@ -18,6 +18,15 @@
 bool rpd_core_init(rpd_core *core, const rpd_limits *limits);
 void rpd_core_free(rpd_core *core);
 
+/* Notes that `bytes` of heap were freed (store content, connection
+ * buffers), and returns free heap memory to the system (malloc_trim) when
+ * at least RPD_TRIM_AFTER_BYTES were freed since the last time; true when
+ * it did.  The daemon calls rpd_core_trim from a timer, so that many small
+ * frees are returned too without a trim per operation. */
+#define RPD_TRIM_AFTER_BYTES ((size_t)1 << 20)
+void rpd_core_freed(rpd_core *core, size_t bytes);
+bool rpd_core_trim(rpd_core *core);
+
 /* Processes one request line (without its '\n') and appends the reply line
  * (with '\n'), if any, to out.  The reply is at most max_reply_bytes long
  * (plus the error objects that replace what did not fit). */
