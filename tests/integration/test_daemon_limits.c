@@ -318,6 +318,33 @@ static void reply_over_max_reply_bytes_is_refused_and_connection_goes_on(void **
     stop_ok(d);
 }
 
+/* RSS bounds are asserted only for a plain build: sanitizers keep freed
+ * memory in quarantine, and valgrind has its own allocator. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_MEANINGFUL
+#define RSS_MEANINGFUL 1
+#endif
+
+/* Waits (at most a guard of 10 s, never asserted) for the daemon's RSS to
+ * come down to `bound_kb`, pinging it meanwhile; returns the last RSS. */
+static long wait_rss_down(rh_daemon *d, rh_conn *c, long bound_kb)
+{
+    long rss = rh_rss_kb(d);
+    long long until = rh_now_ms() + rh_ms(10000);
+    while (rss > bound_kb && rh_now_ms() < until) {
+        rh_sleep_ms(100);
+        expect_pong(c);
+        rss = rh_rss_kb(d);
+    }
+    return rss;
+}
+
 /* ---- output held for all clients together ------------------------------------------------ */
 
 /* Cap used below: 16 MiB (which lowers write_kill_bytes to it and
@@ -426,6 +453,7 @@ static void stalled_watchers_are_shed_under_the_output_cap(void **state)
     enum { WATCHERS = 64 };
     const int n = rh_wrapped() ? 16 : WATCHERS;
     rh_conn *wc[WATCHERS];
+    long rss0 = rh_rss_kb(d);
     for (int i = 0; i < n; i++) {
         wc[i] = connect_ok(d, false);
         cJSON *r = call_json(wc[i], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.watch\","
@@ -465,6 +493,13 @@ static void stalled_watchers_are_shed_under_the_output_cap(void **state)
     for (int i = 0; i < n; i++)
         rh_close(wc[i]);
     expect_pong(writer);
+    /* What the watchers held goes back to the system once they are gone
+     * (the sweep timer trims): back within 16 MiB of where it started. */
+    long bound = rss0 + 16 * 1024;
+    long rss = wait_rss_down(d, writer, bound);
+    print_message("RSS %ld KiB before the watchers, %ld after they closed\n", rss0, rss);
+    if (RSS_MEANINGFUL && !rh_wrapped() && rss0 > 0 && rss > bound)
+        fail_msg("RSS stayed at %ld KiB after the watchers closed (was %ld)", rss, rss0);
     rh_close(writer);
     stop_ok(d);
 }
@@ -557,33 +592,6 @@ static void scene_and_model_counts_are_capped(void **state)
 }
 
 /* ---- memory returned to the system --------------------------------------------------------- */
-
-/* RSS bounds are asserted only for a plain build: sanitizers keep freed
- * memory in quarantine, and valgrind has its own allocator. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RSS_MEANINGFUL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RSS_MEANINGFUL 0
-#endif
-#endif
-#ifndef RSS_MEANINGFUL
-#define RSS_MEANINGFUL 1
-#endif
-
-/* Waits (at most a guard of 10 s, never asserted) for the daemon's RSS to
- * come down to `bound_kb`, pinging it meanwhile; returns the last RSS. */
-static long wait_rss_down(rh_daemon *d, rh_conn *c, long bound_kb)
-{
-    long rss = rh_rss_kb(d);
-    long long until = rh_now_ms() + rh_ms(10000);
-    while (rss > bound_kb && rh_now_ms() < until) {
-        rh_sleep_ms(100);
-        expect_pong(c);
-        rss = rh_rss_kb(d);
-    }
-    return rss;
-}
 
 /* Many small scenes created, then deleted one by one: the memory they took
  * goes back to the system (the sweep timer trims once enough was freed),
