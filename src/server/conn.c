@@ -201,7 +201,12 @@ static void on_write(uv_write_t *req, int status)
     write_req *wr = (write_req *)req;
     rpd_conn *c = wr->conn;
     c->inflight -= wr->len;
-    freed_output(c, wr->len);
+    /* Every buffer of a connection that goes counts: a stalled client's
+     * many small writes add up. */
+    if (status < 0 || uv_is_closing(&c->h.handle))
+        rpd_core_freed(&c->srv->core, wr->len);
+    else
+        freed_output(c, wr->len);
     free(wr->buf);
     free(wr);
     count_output(c);
