@@ -41,12 +41,12 @@
     X(watch_buffer_bytes, 8u << 20, 4096, (size_t)1 << 40, "--watch-buffer-bytes",             \
       "unsent bytes a watcher may fall behind before it gets scene.resync instead")               \
     X(max_output_bytes, 256u << 20, 8192, (size_t)1 << 40, "--max-output-bytes",                 \
-      "unsent reply and notification bytes held for all clients together; over it the largest "  \
+      "unsent reply and notification bytes of all clients together; over it the largest "       \
       "holders are disconnected")                                                                \
     X(max_watches, 256, 1, 1u << 20, "--max-watches", "watches one connection may hold")          \
     X(max_shapes_per_scene, 1000000, 1, 100000000, "--max-shapes", "shapes in one scene")        \
-    X(max_scenes, 100000, 1, 100000000, "--max-scenes", "scenes in the store")                    \
-    X(max_models, 10000, 1, 100000000, "--max-models", "models in the store")                      \
+    X(max_scenes, 100000, 1, 100000000, "--max-scenes", "scenes in the store")                   \
+    X(max_models, 10000, 1, 100000000, "--max-models", "models in the store")                    \
     X(max_batch_configurations, 100000, 1, 10000000, "--max-batch-configurations",               \
       "configurations in one check.batch")                                                       \
     X(max_model_links, 4096, 1, 1000000, "--max-model-links", "links in one model")              \
