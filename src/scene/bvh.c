@@ -529,7 +529,8 @@ bool rp_bvh_reserve_(rp_bvh *t, rp_store *st, size_t shapes)
 {
     if (shapes > RP_BVH_MAX_SHAPES)
         return false;
-    return rp_chunks_grow(&t->nodes, sizeof(rp_bvh_node), shapes ? shapes - 1 : 0, &st->bytes);
+    return rp_chunks_grow(&t->nodes, sizeof(rp_bvh_node), shapes ? shapes - 1 : 0, NULL, NULL,
+                          &st->bytes);
 }
 
 size_t rp_bvh_touch_bound_(const rp_bvh *t)
@@ -902,7 +903,8 @@ void rp_rebuild_run(rp_rebuild *rb)
     uint32_t n = (uint32_t)sc->count;
     rb->items = rp_bvh_items_new_(n);
     if (!rb->items ||
-        !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, &rb->bytes))
+        !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, NULL, NULL,
+                        &rb->bytes))
         return;
     rb->root = build_tree(&sc->entries, n, &rb->tree, rb->items, &rb->area);
     rb->ok = true;

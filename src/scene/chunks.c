@@ -12,14 +12,21 @@ void rp_chunks_init(rp_chunks *v)
     memset(v, 0, sizeof *v);
 }
 
-static rp_chunk *chunk_new(size_t size, size_t *bytes)
+/* Bytes of a chunk of `len` elements of `size` bytes. */
+static size_t chunk_bytes(size_t size, size_t len)
+{
+    return sizeof(rp_chunk) + len * size;
+}
+
+static rp_chunk *chunk_new(size_t size, size_t len, size_t *bytes)
 {
     /* Zeroed: elements never written read as zero (scene entries rely on
      * a NULL id in slots no entry holds, see scene.c). */
-    rp_chunk *c = calloc(1, rp_chunk_bytes(size));
+    rp_chunk *c = calloc(1, chunk_bytes(size, len));
     if (c) {
         c->refs = 1;
-        *bytes += rp_chunk_bytes(size);
+        c->len = (uint32_t)len;
+        *bytes += chunk_bytes(size, len);
     }
     return c;
 }
@@ -29,9 +36,20 @@ static void chunk_drop(rp_chunk *c, size_t size, rp_chunk_fn drop, void *ctx, si
     if (--c->refs > 0)
         return;
     if (drop)
-        drop(ctx, c->data, RP_CHUNK_LEN);
-    *bytes -= rp_chunk_bytes(size);
+        drop(ctx, c->data, c->len);
+    *bytes -= chunk_bytes(size, c->len);
     free(c);
+}
+
+/* The length of a table's only chunk for `elems` elements: the next power
+ * of two, so that an array grown one element at a time is copied
+ * log2(RP_CHUNK_LEN) times before its chunk is full. */
+static size_t short_len(size_t elems)
+{
+    size_t len = 1;
+    while (len < elems)
+        len *= 2;
+    return len;
 }
 
 /* Table room for n chunks. */
@@ -41,7 +59,9 @@ static bool table_room(rp_chunk ***table, uint32_t *cap, size_t n, size_t *bytes
         return true;
     if (n > UINT32_MAX / 2)
         return false;
-    size_t grown = *cap ? *cap + *cap / 2 : 4;
+    /* A first table is exact: most scenes are small and keep one or two
+     * chunks for good. */
+    size_t grown = *cap ? *cap + *cap / 2 : n;
     if (grown < n)
         grown = n;
     rp_chunk **t = realloc(*table, grown * sizeof *t);
@@ -53,21 +73,54 @@ static bool table_room(rp_chunk ***table, uint32_t *cap, size_t n, size_t *bytes
     return true;
 }
 
-bool rp_chunks_grow(rp_chunks *v, size_t size, size_t elems, size_t *bytes)
+bool rp_chunks_grow(rp_chunks *v, size_t size, size_t elems, rp_chunk_fn copied, void *ctx,
+                    size_t *bytes)
 {
-    size_t need = (elems + RP_CHUNK_LEN - 1) >> RP_CHUNK_SHIFT;
-    if (need <= v->n)
+    if (elems <= rp_chunks_cap(v))
         return true;
-    if (!table_room(&v->table, &v->table_cap, need, bytes))
-        return false;
+    size_t need = (elems + RP_CHUNK_LEN - 1) >> RP_CHUNK_SHIFT;
+    /* A short only chunk gets a longer replacement: full when more chunks
+     * follow it, else just long enough.  Made first, installed last, so
+     * that a failure on the way changes nothing. */
+    rp_chunk *longer = NULL;
+    if (v->n == 1 && v->table[0]->len < RP_CHUNK_LEN) {
+        longer = chunk_new(size, need > 1 ? RP_CHUNK_LEN : short_len(elems), bytes);
+        if (!longer)
+            return false;
+    }
     size_t first = v->n;
-    for (size_t k = first; k < need; k++) {
-        v->table[k] = chunk_new(size, bytes);
-        if (!v->table[k]) {
-            while (k-- > first)
-                chunk_drop(v->table[k], size, NULL, NULL, bytes);
+    if (need > first) {
+        if (!table_room(&v->table, &v->table_cap, need, bytes)) {
+            if (longer)
+                chunk_drop(longer, size, NULL, NULL, bytes);
             return false;
         }
+        for (size_t k = first; k < need; k++) {
+            v->table[k] = chunk_new(size, need > 1 ? RP_CHUNK_LEN : short_len(elems), bytes);
+            if (!v->table[k]) {
+                while (k-- > first)
+                    chunk_drop(v->table[k], size, NULL, NULL, bytes);
+                if (longer)
+                    chunk_drop(longer, size, NULL, NULL, bytes);
+                return false;
+            }
+        }
+    }
+    if (longer) {
+        rp_chunk *old = v->table[0];
+        memcpy(longer->data, old->data, (size_t)old->len * size);
+        if (old->refs > 1) {
+            /* Another table keeps the old one: the copy's elements take
+             * their own references. */
+            if (copied)
+                copied(ctx, longer->data, old->len);
+            old->refs--;
+        } else {
+            /* The elements moved: freed without dropping them. */
+            *bytes -= chunk_bytes(size, old->len);
+            free(old);
+        }
+        v->table[0] = longer;
     }
     v->n = (uint32_t)need;
     return true;
@@ -84,13 +137,24 @@ bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes)
         v->shared = false; /* the other versions are gone */
     if (want > shared)
         want = shared;
+    /* Spares must be as long as the chunks they may replace: a short only
+     * chunk may have been lengthened since they were made. */
+    uint32_t len = v->n == 1 ? v->table[0]->len : RP_CHUNK_LEN;
+    for (uint32_t k = 0; k < v->n_spare;) {
+        if (v->spare[k]->len < len) {
+            chunk_drop(v->spare[k], size, NULL, NULL, bytes);
+            v->spare[k] = v->spare[--v->n_spare];
+        } else {
+            k++;
+        }
+    }
     if (v->n_spare >= want)
         return true;
     if (!table_room(&v->spare, &v->spare_cap, want, bytes))
         return false;
     uint32_t had = v->n_spare;
     while (v->n_spare < want) {
-        rp_chunk *c = chunk_new(size, bytes);
+        rp_chunk *c = chunk_new(size, len, bytes);
         if (!c) {
             while (v->n_spare > had)
                 chunk_drop(v->spare[--v->n_spare], size, NULL, NULL, bytes);
@@ -109,15 +173,21 @@ void *rp_chunks_own(rp_chunks *v, size_t size, size_t i, rp_chunk_fn copied, voi
         /* Stocked: see chunks.h.  Running out would be a bug in a bound;
          * rather than write through a shared chunk, try to allocate, and
          * stop if even that fails. */
-        rp_chunk *mine = v->n_spare ? v->spare[--v->n_spare] : malloc(rp_chunk_bytes(size));
+        rp_chunk *mine = v->n_spare && v->spare[v->n_spare - 1]->len >= c->len
+                             ? v->spare[--v->n_spare]
+                             : calloc(1, chunk_bytes(size, c->len));
         if (!mine) {
             fprintf(stderr, "repose: copy-on-write stock exhausted and out of memory\n");
             abort();
         }
-        memcpy(mine->data, c->data, RP_CHUNK_LEN * size);
+        if (!mine->len)
+            mine->len = c->len; /* the fallback's, which the store's count misses */
+        /* A spare may be longer than c (made for a full chunk): its tail
+         * stays zero, as in any new chunk. */
+        memcpy(mine->data, c->data, (size_t)c->len * size);
         mine->refs = 1;
         if (copied)
-            copied(ctx, mine->data, RP_CHUNK_LEN);
+            copied(ctx, mine->data, c->len);
         c->refs--; /* still held elsewhere: never the last */
         v->table[k] = c = mine;
     }

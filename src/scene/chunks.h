@@ -11,6 +11,11 @@
  * (n / RP_CHUNK_LEN pointers), and a change of one element copies one
  * chunk, not the array.
  *
+ * Small arrays: a table whose elements all fit in one chunk holds a short
+ * one (rp_chunk.len elements, a power of two), grown as the array grows
+ * (rp_chunks_grow), so that a scene of one shape does not pay for 32 of
+ * each.  Only a table's only chunk is ever short; indexing is the same.
+ *
  * Copies need memory, and mutations must not fail half-way: a mutation
  * first stocks spare chunks (rp_chunks_stock) for as many copies as it can
  * need, and rp_chunks_own takes from them.  Unused spares stay for the
@@ -37,6 +42,7 @@
 
 typedef struct rp_chunk {
     uint32_t refs; /* tables holding it */
+    uint32_t len;  /* elements it holds: RP_CHUNK_LEN, or fewer in a table's only chunk */
     _Alignas(16) unsigned char data[];
 } rp_chunk;
 
@@ -53,7 +59,7 @@ typedef struct rp_chunks {
  * scene entries), and takes references for a copy's elements. */
 typedef void (*rp_chunk_fn)(void *ctx, void *data, size_t count);
 
-/* Bytes of one chunk of elements of `size` bytes. */
+/* Bytes of one full chunk of elements of `size` bytes. */
 static inline size_t rp_chunk_bytes(size_t size)
 {
     return sizeof(rp_chunk) + RP_CHUNK_LEN * size;
@@ -64,17 +70,20 @@ static inline void *rp_chunks_at(const rp_chunks *v, size_t size, size_t i)
     return v->table[i >> RP_CHUNK_SHIFT]->data + (i & RP_CHUNK_MASK) * size;
 }
 
-/* Elements the table has room for. */
+/* Elements the table has room for (only the last chunk may be short). */
 static inline size_t rp_chunks_cap(const rp_chunks *v)
 {
-    return (size_t)v->n << RP_CHUNK_SHIFT;
+    return v->n ? ((size_t)(v->n - 1) << RP_CHUNK_SHIFT) + v->table[v->n - 1]->len : 0;
 }
 
 void rp_chunks_init(rp_chunks *v);
 
-/* Room for `elems` elements: new (private) chunks at the end.  All or
- * nothing; *bytes (the store's count) follows. */
-bool rp_chunks_grow(rp_chunks *v, size_t size, size_t elems, size_t *bytes);
+/* Room for `elems` elements: a short only chunk is replaced by a longer
+ * copy (`copied` called on the copy's elements when another table holds
+ * the old one too, as for rp_chunks_own), new (private) chunks go at the
+ * end.  All or nothing; *bytes (the store's count) follows. */
+bool rp_chunks_grow(rp_chunks *v, size_t size, size_t elems, rp_chunk_fn copied, void *ctx,
+                    size_t *bytes);
 
 /* At least min(want, shared chunks) spares in stock.  All or nothing. */
 bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes);

@@ -15,11 +15,13 @@
 
 /* Slots hold 0 (free), IDX_DEAD (a tombstone) or entry index + 2.  Chunk
  * elements are groups of IDX_GROUP slots, so a chunk holds 256 slots (1 KiB)
- * and a version's table costs 8 bytes per 256 slots. */
+ * and a version's table costs 8 bytes per 256 slots.  The smallest index
+ * is one group (a short chunk, see chunks.h): a scene of a few shapes does
+ * not pay for 256 slots. */
 #define IDX_DEAD 1u
 #define IDX_GROUP 8u
 #define IDX_GROUP_BYTES (IDX_GROUP * sizeof(uint32_t))
-#define IDX_MIN_SLOTS ((size_t)IDX_GROUP << RP_CHUNK_SHIFT)
+#define IDX_MIN_SLOTS ((size_t)IDX_GROUP)
 
 /* ---- ids ------------------------------------------------------------------- */
 
@@ -232,7 +234,7 @@ static bool index_reserve(rp_scene *sc, size_t adds, size_t writes)
         slots *= 2;
     rp_chunks t;
     rp_chunks_init(&t);
-    if (!rp_chunks_grow(&t, IDX_GROUP_BYTES, slots / IDX_GROUP, &st->bytes)) {
+    if (!rp_chunks_grow(&t, IDX_GROUP_BYTES, slots / IDX_GROUP, NULL, NULL, &st->bytes)) {
         rp_chunks_free(&t, IDX_GROUP_BYTES, NULL, NULL, &st->bytes); /* its table */
         return false;
     } /* chunks come zeroed: every slot free */
@@ -261,7 +263,8 @@ static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
     rp_store *st = sc->store;
     if (total > RP_BVH_MAX_SHAPES)
         return false;
-    if (!rp_chunks_grow(&sc->entries, sizeof(scene_entry), total, &st->bytes))
+    if (!rp_chunks_grow(&sc->entries, sizeof(scene_entry), total, rp_entry_ids_ref_, NULL,
+                        &st->bytes))
         return false;
     /* Each tree change is at most one index insertion, or a removal and a
      * renumbering. */

@@ -15,9 +15,13 @@
  * had their turn.
  *
  * Memory: the request bytes buffered by all connections together are
- * counted (core.input_bytes); a connection whose incomplete line would take
+ * counted (srv->input_bytes); a connection whose incomplete line would take
  * the total past max_input_bytes is refused with -32004 and closed.  An
- * idle connection's input buffer shrinks back.
+ * idle connection's input buffer shrinks back.  The unsent replies and
+ * notifications of all connections together are counted too
+ * (core.output_bytes, see account_output): when they pass
+ * max_output_bytes, the connections holding the most are closed until the
+ * total is back under it (proto/PROTOCOL.md, Limits).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,11 +53,72 @@ static size_t backlog(const rpd_conn *c)
     return c->inflight + c->out.len;
 }
 
+/* Records a change of this connection's unsent output in the total for all
+ * connections; a closing connection holds nothing (its queued writes are
+ * being cancelled and its buffers go with its close callback). */
+static void count_output(rpd_conn *c)
+{
+    rpd_core *core = &c->srv->core;
+    size_t now = uv_is_closing(&c->h.handle) ? 0 : backlog(c);
+    core->output_bytes = core->output_bytes - c->output_counted + now;
+    c->output_counted = now;
+    if (core->output_bytes > core->output_peak)
+        core->output_peak = core->output_bytes;
+}
+
+/* Closes the connections holding the most unsent output until the total
+ * for all of them is within max_output_bytes, as Redis's
+ * maxmemory-clients does.  The list is scanned only when the total is over
+ * the cap, so once per disconnection, never on an ordinary write; a client
+ * that reads its replies holds little or nothing and is reached only when
+ * every larger holder is gone and the total is still over.  Victims are
+ * closed without a word: an error line would be one more unsent reply. */
+static void shed_output(rpd_server *srv)
+{
+    rpd_core *core = &srv->core;
+    while (core->output_bytes > core->limits.max_output_bytes) {
+        rpd_conn *victim = NULL;
+        for (rpd_conn *c = srv->conns; c; c = c->next)
+            if (!uv_is_closing(&c->h.handle) &&
+                (!victim || c->output_counted > victim->output_counted))
+                victim = c;
+        if (!victim || victim->output_counted == 0)
+            return; /* the total counts closing connections no longer */
+        core->stats.limits_hit[RPD_LIMIT_max_output_bytes]++;
+        rpd_log(RPD_LOG_WARN,
+                "unsent output of all clients over %zu bytes; disconnecting the %s client "
+                "holding the most (%zu bytes)",
+                core->limits.max_output_bytes, victim->session.is_tcp ? "tcp" : "unix",
+                victim->output_counted);
+        rpd_conn_close(victim); /* counts its output out */
+    }
+}
+
+/* count_output, then shed_output when the total went over the cap.  May
+ * close c itself: callers check uv_is_closing. */
+static void account_output(rpd_conn *c)
+{
+    count_output(c);
+    if (c->srv->core.output_bytes > c->srv->core.limits.max_output_bytes)
+        shed_output(c->srv);
+}
+
+/* Counts a freed output buffer towards returning memory to the system
+ * (rpd_core_trim).  Only large ones: the small ones are reused by the next
+ * replies, and counting them would trim for nothing. */
+static void freed_output(rpd_conn *c, size_t bytes)
+{
+    if (bytes > RPD_KEEP_OUTPUT_BYTES)
+        rpd_core_freed(&c->srv->core, bytes);
+}
+
 /* Records a change of this connection's input buffer capacity in the
- * server-wide total. */
+ * server-wide total (and a freed one towards rpd_core_trim). */
 static void account_input(rpd_conn *c)
 {
     rpd_server *srv = c->srv;
+    if (c->in.cap < c->input_counted) /* a buffer freed or trimmed */
+        rpd_core_freed(&srv->core, c->input_counted - c->in.cap);
     srv->input_bytes = srv->input_bytes - c->input_counted + c->in.cap;
     c->input_counted = c->in.cap;
 }
@@ -67,6 +132,7 @@ void rpd_conn_close(rpd_conn *c)
         uv_read_stop(&c->h.stream);
     c->reading = false;
     uv_close(&c->h.handle, on_close);
+    count_output(c); /* what it held is going: no longer counted */
 }
 
 /* Input of a lingering connection is read into this and dropped. */
@@ -135,8 +201,15 @@ static void on_write(uv_write_t *req, int status)
     write_req *wr = (write_req *)req;
     rpd_conn *c = wr->conn;
     c->inflight -= wr->len;
+    /* Every buffer of a connection that goes counts: a stalled client's
+     * many small writes add up. */
+    if (status < 0 || uv_is_closing(&c->h.handle))
+        rpd_core_freed(&c->srv->core, wr->len);
+    else
+        freed_output(c, wr->len);
     free(wr->buf);
     free(wr);
+    count_output(c);
     if (status < 0) {
         if (status != UV_ECANCELED)
             rpd_log(RPD_LOG_DEBUG, "write failed: %s", uv_strerror(status));
@@ -165,6 +238,7 @@ static void on_write(uv_write_t *req, int status)
  * unless a large reply made it big. */
 static void release_output(rpd_conn *c)
 {
+    freed_output(c, c->out.cap); /* rp_jw_release frees it when that large */
     rp_jw_release(&c->out, RPD_KEEP_OUTPUT_BYTES);
 }
 
@@ -173,7 +247,7 @@ static void release_output(rpd_conn *c)
  * and the output buffer is kept for the next replies, with no write request
  * and no callback.  Whatever is left moves into a write request (the buffer
  * itself when nothing was written, no copy). */
-static void flush(rpd_conn *c)
+static void send_output(rpd_conn *c)
 {
     /* Replies behind a mutation waiting for the journal's fsync wait too. */
     if (c->out.len == 0 || c->sync_wait || uv_is_closing(&c->h.handle))
@@ -233,6 +307,16 @@ static void flush(rpd_conn *c)
         free(wr);
         rpd_conn_close(c);
     }
+}
+
+/* Counts what was appended to the output (which may take the total for all
+ * connections over max_output_bytes and close the largest holders, c among
+ * them), sends it, and counts what the socket took at once. */
+static void flush(rpd_conn *c)
+{
+    account_output(c);
+    send_output(c);
+    count_output(c);
 }
 
 /* Sends the HTTP 400 text to a client that spoke HTTP and closes its
@@ -308,17 +392,21 @@ static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed 
 }
 
 /* Whether a client lets replies pile up: counted are the bytes libuv has
- * not written yet and the replies still in the output buffer. */
-static bool over_kill_limit(rpd_conn *c)
+ * not written yet and the replies still in the output buffer.  Then the
+ * new replies count towards the output of all clients, which may close
+ * the largest holders (c among them).  True when c was closed. */
+static bool over_output_limits(rpd_conn *c)
 {
     rpd_core *core = &c->srv->core;
-    if (backlog(c) <= core->limits.write_kill_bytes)
-        return false;
-    core->stats.limits_hit[RPD_LIMIT_write_kill_bytes]++;
-    rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
-            backlog(c));
-    rpd_conn_close(c);
-    return true;
+    if (backlog(c) > core->limits.write_kill_bytes) {
+        core->stats.limits_hit[RPD_LIMIT_write_kill_bytes]++;
+        rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
+                backlog(c));
+        rpd_conn_close(c);
+        return true;
+    }
+    account_output(c);
+    return uv_is_closing(&c->h.handle);
 }
 
 /* Runs complete buffered lines until the input is used up, backpressure
@@ -343,7 +431,7 @@ static void process_lines(rpd_conn *c)
             rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
             if (st == RPD_FRAME_LINE) {
                 run_line(c, line, len);
-                if (over_kill_limit(c))
+                if (over_output_limits(c))
                     return;
                 continue;
             }
@@ -367,7 +455,7 @@ static void process_lines(rpd_conn *c)
                 c->closing = true;
             break;
         }
-        if (over_kill_limit(c))
+        if (over_output_limits(c))
             return;
         /* Changes the lines made go to their watchers (this connection's
          * own notifications after its replies). */
@@ -574,6 +662,7 @@ static void on_close(uv_handle_t *h)
         c->next->prev = c->prev;
     rpd_framer_free(&c->in);
     account_input(c);
+    rpd_core_freed(&srv->core, c->out.cap); /* whatever its size: the connection is gone */
     rp_jw_free(&c->out);
     srv->core.stats.conn_current--;
     if (c->session.is_tcp)
@@ -752,6 +841,8 @@ static void job_done(uv_work_t *work, int status)
         } else {
             rp_jw_raw(&c->out, j->out.buf, j->out.len);
         }
+        if (!uv_is_closing(&c->h.handle))
+            account_output(c); /* the reply was built off the books */
         if (!uv_is_closing(&c->h.handle)) {
             process_lines(c);
             if (!uv_is_closing(&c->h.handle) && !c->paused && !c->yielded && !c->eof &&
@@ -762,6 +853,8 @@ static void job_done(uv_work_t *work, int status)
     rpd_parsed_free(&j->parsed); /* when it did not run */
     rpd_arena_chunks_free(j->chunks);
     free(j->line);
+    if (j->out.cap > RPD_KEEP_OUTPUT_BYTES) /* a large reply's buffer, or the one it replaced */
+        rpd_core_freed(&srv->core, j->out.cap);
     rp_jw_free(&j->out);
     free(j);
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
@@ -887,8 +980,13 @@ static void watch_unpend(rpd_conn *c)
 static void watch_send(rpd_session *s, const char *bytes, size_t len)
 {
     rpd_conn *c = s->owner;
-    if (!uv_is_closing(&c->h.handle) && !c->lingering)
-        rp_jw_raw(&c->out, bytes, len);
+    if (uv_is_closing(&c->h.handle) || c->lingering)
+        return;
+    rp_jw_raw(&c->out, bytes, len);
+    /* Notifications may wait for the batching timer: they count now.
+     * Closing the largest holders here is safe while the watch code walks
+     * its watchers: a close only takes effect in its callback. */
+    account_output(c);
 }
 
 /* Writes a watcher's notifications now, unless it was written to within

@@ -47,6 +47,12 @@ typedef struct rpd_core {
     /* The current line's check.batch joint table when rpc.c read it straight
      * from the text (its params.joints then holds "[]"); NULL otherwise. */
     const struct rp_num_rows *batch_joints;
+    /* Unsent replies and notifications of all connections (conn.c keeps
+     * the count; max_output_bytes caps it), and the most it has been. */
+    size_t output_bytes, output_peak;
+    /* Heap bytes freed since free memory was last returned to the system
+     * (rpd_core_freed, rpd_core_trim). */
+    size_t freed_bytes;
     struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
     /* --data-dir: the journal (durable.h); NULL keeps everything in memory. */
     struct rpd_durable *durable;

@@ -93,6 +93,19 @@ int rpd_limits_parse_flag(rpd_limits *l, const char *flag, const char *value_tex
 
 bool rpd_limits_check(rpd_limits *l, FILE *err)
 {
+    /* The cap on output held for all clients together disconnects the
+     * largest holders; a client that reads must never be one of them for
+     * what one client may hold on its own (write_kill_bytes bounds that:
+     * it covers write_pause_bytes of queued replies plus one reply of
+     * max_reply_bytes).  So a lower cap lowers the kill limit with it, and
+     * the reply limit follows below. */
+    if (l->max_output_bytes < l->write_pause_bytes + 4096) {
+        fprintf(err, "reposed: --max-output-bytes must exceed --write-pause-bytes by at least "
+                     "4096\n");
+        return false;
+    }
+    if (l->write_kill_bytes > l->max_output_bytes)
+        l->write_kill_bytes = l->max_output_bytes;
     /* A reply of max_reply_bytes on top of write_pause_bytes already queued
      * must not disconnect a client that reads: lower the reply limit when
      * the kill limit was set low. */

@@ -40,8 +40,13 @@
       "unsent reply bytes at which a client is disconnected")                                    \
     X(watch_buffer_bytes, 8u << 20, 4096, (size_t)1 << 40, "--watch-buffer-bytes",             \
       "unsent bytes a watcher may fall behind before it gets scene.resync instead")               \
+    X(max_output_bytes, 256u << 20, 8192, (size_t)1 << 40, "--max-output-bytes",                 \
+      "unsent reply and notification bytes of all clients together; over it the largest "       \
+      "holders are disconnected")                                                                \
     X(max_watches, 256, 1, 1u << 20, "--max-watches", "watches one connection may hold")          \
     X(max_shapes_per_scene, 1000000, 1, 100000000, "--max-shapes", "shapes in one scene")        \
+    X(max_scenes, 100000, 1, 100000000, "--max-scenes", "scenes in the store")                   \
+    X(max_models, 10000, 1, 100000000, "--max-models", "models in the store")                    \
     X(max_batch_configurations, 100000, 1, 10000000, "--max-batch-configurations",               \
       "configurations in one check.batch")                                                       \
     X(max_model_links, 4096, 1, 1000000, "--max-model-links", "links in one model")              \
@@ -88,10 +93,11 @@ bool rpd_limits_is_flag(const char *flag);
  * limits. */
 int rpd_limits_parse_flag(rpd_limits *l, const char *flag, const char *value);
 
-/* Makes the limits consistent: max_reply_bytes is lowered to
- * write_kill_bytes - write_pause_bytes (one reply of the largest size must
- * not disconnect a client that reads), and the pre-auth line limit to the
- * line limit.  Prints what is wrong and returns false when the limits
+/* Makes the limits consistent: write_kill_bytes is lowered to
+ * max_output_bytes (one client alone must never reach the cap for all
+ * clients), max_reply_bytes to write_kill_bytes - write_pause_bytes (one
+ * reply of the largest size must not disconnect a client that reads), and
+ * the pre-auth line limit to the line limit.  Prints what is wrong and returns false when the limits
  * cannot work together. */
 bool rpd_limits_check(rpd_limits *l, FILE *err);
 

@@ -229,6 +229,12 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_uint(w, rp_store_memory(c->store));
     RP_JW_KEY(w, "watch_history_bytes");
     rp_jw_uint(w, rpd_watch_history_bytes(c->watch));
+    /* Unsent replies and notifications of all connections, now and at
+     * most so far (max_output_bytes caps it). */
+    RP_JW_KEY(w, "output_bytes");
+    rp_jw_uint(w, c->output_bytes);
+    RP_JW_KEY(w, "output_peak_bytes");
+    rp_jw_uint(w, c->output_peak);
     rp_jw_object_end(w);
     RP_JW_KEY(w, "latency_us");
     rp_jw_object_begin(w);

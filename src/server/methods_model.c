@@ -641,6 +641,13 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rpd_check_keys(req, params, keys) || !model_name(req, params, &name) ||
         !rpd_optional_bool(req, params, "self_collision", true, &self))
         return false;
+    /* A new model must fit under max_models; replacing one always may.
+     * Checked before the definition is decoded: nothing is built for a
+     * put that cannot go in. */
+    rp_store *store = req->core->store;
+    if (!rp_store_model_find(store, name) &&
+        rp_store_model_count(store) >= req->core->limits.max_models)
+        return rpd_fail_limit(req, RPD_LIMIT_max_models, req->core->limits.max_models);
     const cJSON *mj = rpd_param(params, "safety_margin", path);
     if (mj && !rp_codec_nonneg(mj, path, &margin, &ce))
         return rpd_fail_params(req, &ce);

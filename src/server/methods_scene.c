@@ -167,6 +167,18 @@ static bool store_error(rpd_req *req, rp_status st, const char *name, uint64_t e
     }
 }
 
+/* A request that would create scene `name` (it does not exist yet) must
+ * fit under max_scenes; one that changes an existing scene always may.
+ * False, with the -32004 error set, when it does not fit. */
+static bool scene_fits(rpd_req *req, const char *name)
+{
+    const rp_store *store = req->core->store;
+    size_t max = req->core->limits.max_scenes;
+    if (rp_store_scene_count(store) < max || rp_store_find(store, name))
+        return true;
+    return rpd_fail_limit(req, RPD_LIMIT_max_scenes, max);
+}
+
 /* ---- watch records ------------------------------------------------------------ */
 
 /* A shape id and its storage index (or its position in a request). */
@@ -273,7 +285,8 @@ bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_shape_put *items = NULL;
     size_t n = 0;
     char path[RP_CODEC_PATH_MAX];
-    if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name))
+    if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
+        !scene_fits(req, name))
         return false;
     const cJSON *shapes = rpd_param(params, "shapes", path);
     if (shapes && !shape_map(req, shapes, path, &items, &n))
@@ -430,7 +443,8 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     size_t n;
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
         !if_revision(req, params, &expected, &has_rev) ||
-        !rpd_optional_bool(req, params, "create", false, &create))
+        !rpd_optional_bool(req, params, "create", false, &create) ||
+        (create && !scene_fits(req, name)))
         return false;
     if (!shape_map(req, rpd_param(params, "shapes", path), path, &items, &n))
         return false;

@@ -21,17 +21,35 @@
 #include "watch.h"
 
 /* When a line frees at least this much of the store (a scene of ~30,000
- * shapes or more deleted or replaced), free heap pages go back to the system. */
+ * shapes or more deleted or replaced), free heap pages go back to the
+ * system at once; less waits for rpd_core_trim. */
 #define RPD_TRIM_BYTES ((size_t)4 << 20)
 
 /* Returns free heap memory to the system.  glibc keeps freed memory for
- * reuse, so after a 1M-shape scene is deleted the process would otherwise
- * stay at its peak size. */
-static void release_memory(void)
+ * reuse, so after a 1M-shape scene is deleted, or many small ones, or
+ * connections holding large replies closed, the process would otherwise
+ * stay at its peak size (glibc trims the top of the heap by itself, never
+ * the free pages below live blocks). */
+static void release_memory(rpd_core *core)
 {
 #if defined(__GLIBC__)
     malloc_trim(0);
 #endif
+    core->freed_bytes = 0;
+}
+
+void rpd_core_freed(rpd_core *core, size_t bytes)
+{
+    core->freed_bytes = bytes > SIZE_MAX - core->freed_bytes ? SIZE_MAX
+                                                             : core->freed_bytes + bytes;
+}
+
+bool rpd_core_trim(rpd_core *core)
+{
+    if (core->freed_bytes < RPD_TRIM_AFTER_BYTES)
+        return false;
+    release_memory(core);
+    return true;
 }
 
 bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
@@ -748,8 +766,11 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     core->batch_joints = NULL;
     rpd_parsed_free(p);
     size_t store_after = rp_store_memory(core->store);
-    if (store_after < store_before && store_before - store_after >= RPD_TRIM_BYTES)
-        release_memory();
+    if (store_after < store_before) {
+        rpd_core_freed(core, store_before - store_after);
+        if (store_before - store_after >= RPD_TRIM_BYTES)
+            release_memory(core);
+    }
 }
 
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)

@@ -41,6 +41,15 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out);
 /* Frees a parsed line that will not run. */
 void rpd_parsed_free(rpd_parsed *p);
 
+/* Notes that `bytes` of heap were freed (store content, connection
+ * buffers), and returns free heap memory to the system (malloc_trim) when
+ * at least RPD_TRIM_AFTER_BYTES were freed since the last time; true when
+ * it did.  The daemon calls rpd_core_trim from a timer, so that many small
+ * frees are returned too without a trim per operation. */
+#define RPD_TRIM_AFTER_BYTES ((size_t)1 << 20)
+void rpd_core_freed(rpd_core *core, size_t bytes);
+bool rpd_core_trim(rpd_core *core);
+
 /* Processes one request line (without its '\n') and appends the reply line
  * (with '\n'), if any, to out.  The reply is at most max_reply_bytes long
  * (plus the error objects that replace what did not fit). */

@@ -675,7 +675,12 @@ static void begin_shutdown(rpd_server *srv, int signum)
 
 static void on_sweep(uv_timer_t *t)
 {
-    rpd_conn_sweep(t->data);
+    rpd_server *srv = t->data;
+    rpd_conn_sweep(srv);
+    /* Memory freed since the last sweep (deleted scenes, closed
+     * connections, large replies written) goes back to the system here,
+     * at most once a sweep, never in a request's path. */
+    rpd_core_trim(&srv->core);
 }
 
 static void on_signal(uv_signal_t *s, int signum)

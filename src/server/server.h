@@ -102,6 +102,7 @@ typedef struct rpd_conn {
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
     size_t input_counted; /* this connection's share of srv->input_bytes */
+    size_t output_counted; /* its share of core.output_bytes (conn.c, count_output) */
     struct rpd_job *job;       /* the query running on a worker; lines wait for it */
     bool gone;                 /* closed while job ran: job's completion frees it */
     /* --fsync always: lines of this connection joined the group that

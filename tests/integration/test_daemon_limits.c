@@ -8,7 +8,9 @@
  * other daemon test programs are in daemon_util.h.
  *
  * Overlong lines, the TCP and Unix connection limits, backpressure on
- * clients that do not read (or read slowly), and the reply size limit.
+ * clients that do not read (or read slowly), the reply size limit, the cap
+ * on output held for all clients together (max_output_bytes), and the
+ * store-wide scene and model counts (max_scenes, max_models).
  *
  * No test asserts a duration: every wait is a generous guard against hangs.
  * Under REPOSE_DAEMON_WRAPPER (valgrind) the workloads are smaller.
@@ -316,6 +318,360 @@ static void reply_over_max_reply_bytes_is_refused_and_connection_goes_on(void **
     stop_ok(d);
 }
 
+/* RSS bounds are asserted only for a plain build: sanitizers keep freed
+ * memory in quarantine, and valgrind has its own allocator. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_MEANINGFUL
+#define RSS_MEANINGFUL 1
+#endif
+
+/* Waits (at most a guard of 10 s, never asserted) for the daemon's RSS to
+ * come down to `bound_kb`, pinging it meanwhile; returns the last RSS. */
+static long wait_rss_down(rh_daemon *d, rh_conn *c, long bound_kb)
+{
+    long rss = rh_rss_kb(d);
+    long long until = rh_now_ms() + rh_ms(10000);
+    while (rss > bound_kb && rh_now_ms() < until) {
+        rh_sleep_ms(100);
+        expect_pong(c);
+        rss = rh_rss_kb(d);
+    }
+    return rss;
+}
+
+/* ---- output held for all clients together ------------------------------------------------ */
+
+/* Cap used below: 16 MiB (which lowers write_kill_bytes to it and
+ * max_reply_bytes to 15 MiB). */
+#define OUTPUT_CAP (16u << 20)
+
+static cJSON *stats(rh_conn *c)
+{
+    cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":\"st\",\"method\":\"stats\"}");
+    assert_non_null(at(r, "result"));
+    return r;
+}
+
+/* stats.requests.by_method["scene.get"] (0 when absent). */
+static int scene_gets(const cJSON *stats_reply)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(at(stats_reply, "result.requests.by_method"),
+                                                      "scene.get");
+    return cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
+}
+
+/* Many clients ask for a large reply each and never read it.  Each holds
+ * what the kernel's socket buffer did not take, far more together than
+ * the cap: the largest holders are disconnected (each counted in
+ * limits_hit.max_output_bytes) while the clients that hold less, and a
+ * client that reads, keep their replies and get answers throughout. */
+static void clients_that_do_not_read_are_shed_largest_first(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-output-bytes", "16777216", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *good = connect_ok(d, false);
+    create_big_scene(good, "big", 40000);  /* scene.get reply ~2.4 MB */
+    create_big_scene(good, "small", 8000); /* ~480 kB */
+    cJSON *r = call_json(good, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}");
+    assert_int_equal((int)num_at(r, "result.limits.max_output_bytes"), (int)OUTPUT_CAP);
+    assert_int_equal((int)num_at(r, "result.limits.write_kill_bytes"), (int)OUTPUT_CAP);
+    cJSON_Delete(r);
+
+    /* 100 clients without wrappers; every third asks for the small scene.
+     * The small ones hold about 0.3 MB each, 10 MB together: under the cap
+     * once the big ones are gone, so none of them may be disconnected. */
+    enum { ATTACKERS = 100 };
+    const int n = rh_wrapped() ? 30 : ATTACKERS;
+    rh_conn *a[ATTACKERS];
+    for (int i = 0; i < n; i++) {
+        a[i] = connect_ok(d, false);
+        char line[160];
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":"
+                 "{\"scene\":\"%s\"}}\n", i, i % 3 == 2 ? "small" : "big");
+        send_raw(a[i], line, strlen(line));
+        /* A client that reads gets its answers during the attack. */
+        if (i % 10 == 9)
+            expect_pong(good);
+    }
+    expect_pong(good);
+    /* scene.get runs on worker threads: wait until every one has been
+     * answered (a worker's counts join the stats when its reply does). */
+    long long deadline = rh_now_ms() + rh_ms(RH_TIMEOUT_MS);
+    for (r = stats(good); scene_gets(r) < n; r = stats(good)) {
+        if (rh_now_ms() > deadline)
+            fail_msg("the scene.get requests were not all answered: %.300s", show(r));
+        cJSON_Delete(r);
+        rh_sleep_ms(10);
+    }
+    double shed = num_at(r, "result.limits_hit.max_output_bytes");
+    double held = num_at(r, "result.memory.output_bytes");
+    double peak = num_at(r, "result.memory.output_peak_bytes");
+    print_message("%d clients: %.0f disconnected, %.0f bytes held, peak %.0f\n", n, shed, held,
+                  peak);
+    /* Without the cap they would hold some 150 MB (30 MB wrapped). */
+    assert_true(held <= OUTPUT_CAP);
+    assert_true(peak <= OUTPUT_CAP + (4u << 20)); /* one reply over, before the check */
+    assert_true(shed >= (rh_wrapped() ? 5 : 40));
+    assert_true(shed <= n - n / 3); /* only big ones */
+    cJSON_Delete(r);
+
+    /* Every small one is still there and gets its whole reply. */
+    for (int i = 2; i < n; i += 3) {
+        const char *line;
+        size_t len;
+        rh_read_status st = rh_read_line(a[i], rh_ms(RH_TIMEOUT_MS), &line, &len);
+        if (st != RH_LINE)
+            fail_msg("client %d (small reply) lost its reply (status %d)", i, (int)st);
+        assert_non_null(strstr(line, "\"result\""));
+    }
+    /* The big ones: disconnected, or whole replies for those that stayed. */
+    int closed = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 3 == 2)
+            continue;
+        const char *line;
+        size_t len;
+        rh_read_status st = rh_read_line(a[i], rh_ms(RH_TIMEOUT_MS), &line, &len);
+        if (st == RH_LINE)
+            assert_non_null(strstr(line, "\"result\""));
+        else
+            closed++;
+    }
+    assert_int_equal(closed, (int)shed);
+    for (int i = 0; i < n; i++)
+        rh_close(a[i]);
+    expect_pong(good);
+    r = stats(good);
+    assert_int_equal((int)num_at(r, "result.memory.output_bytes"), 0);
+    cJSON_Delete(r);
+    rh_close(good);
+    stop_ok(d);
+}
+
+/* Watchers that never read: each may fall up to watch_buffer_bytes behind
+ * (8 MiB; 64 of them half a gigabyte), but together they stay under the
+ * cap: the largest holders are disconnected, the writer keeps working. */
+static void stalled_watchers_are_shed_under_the_output_cap(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-output-bytes", "16777216", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *writer = connect_ok(d, false);
+    create_big_scene(writer, "w", 10);
+    enum { WATCHERS = 64 };
+    const int n = rh_wrapped() ? 16 : WATCHERS;
+    rh_conn *wc[WATCHERS];
+    long rss0 = rh_rss_kb(d);
+    for (int i = 0; i < n; i++) {
+        wc[i] = connect_ok(d, false);
+        cJSON *r = call_json(wc[i], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.watch\","
+                                    "\"params\":{\"scene\":\"w\"}}");
+        assert_non_null(at(r, "result"));
+        cJSON_Delete(r);
+    }
+    /* Puts of 2000 shapes: each brings every watcher a notification of
+     * about 150 kB. */
+    const int puts = rh_wrapped() ? 20 : 60;
+    textbuf t = {0};
+    for (int k = 0; k < puts; k++) {
+        t.len = 0;
+        tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":"
+                      "{\"scene\":\"w\",\"shapes\":{", k);
+        for (int i = 0; i < 2000; i++)
+            tb_printf(&t, "%s\"p%04d\":{\"sphere\":{\"center\":[%d,%d,0.5],\"radius\":0.25}}",
+                      i ? "," : "", i, i, k);
+        tb_printf(&t, "}}}");
+        cJSON *r = call_json(writer, t.p);
+        assert_non_null(at(r, "result"));
+        cJSON_Delete(r);
+    }
+    free(t.p);
+    expect_pong(writer);
+    cJSON *r = stats(writer);
+    double shed = num_at(r, "result.limits_hit.max_output_bytes");
+    double held = num_at(r, "result.memory.output_bytes");
+    double peak = num_at(r, "result.memory.output_peak_bytes");
+    print_message("%d stalled watchers: %.0f disconnected, %.0f bytes held, peak %.0f\n", n, shed,
+                  held, peak);
+    assert_true(shed >= 1);
+    assert_true(held <= OUTPUT_CAP);
+    assert_true(peak <= OUTPUT_CAP + (1u << 20)); /* one notification over */
+    assert_int_equal((int)num_at(r, "result.connections.current"), n + 1 - (int)shed);
+    cJSON_Delete(r);
+    for (int i = 0; i < n; i++)
+        rh_close(wc[i]);
+    expect_pong(writer);
+    /* What the watchers held goes back to the system once they are gone
+     * (the sweep timer trims): back within 16 MiB of where it started. */
+    long bound = rss0 + 16 * 1024;
+    long rss = wait_rss_down(d, writer, bound);
+    print_message("RSS %ld KiB before the watchers, %ld after they closed\n", rss0, rss);
+    if (RSS_MEANINGFUL && !rh_wrapped() && rss0 > 0 && rss > bound)
+        fail_msg("RSS stayed at %ld KiB after the watchers closed (was %ld)", rss, rss0);
+    rh_close(writer);
+    stop_ok(d);
+}
+
+/* ---- scenes and models in the store -------------------------------------------------------- */
+
+static void expect_count_limit(rh_conn *c, const char *request, const char *limit, int max)
+{
+    cJSON *r = call_json(c, request);
+    if (!at(r, "error") || (int)num_at(r, "error.code") != -32004) {
+        char *s = show(r);
+        fail_msg("%s: want -32004, got %s", request, s);
+    }
+    assert_string_equal(str_at(r, "error.data.limit"), limit);
+    assert_int_equal((int)num_at(r, "error.data.max"), max);
+    cJSON_Delete(r);
+}
+
+static void expect_result(rh_conn *c, const char *request)
+{
+    cJSON *r = call_json(c, request);
+    if (!at(r, "result")) {
+        char *s = show(r);
+        fail_msg("%s: %s", request, s);
+    }
+    cJSON_Delete(r);
+}
+
+#define REQ(method, params) "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" method "\",\"params\":" params "}"
+#define SPHERE "{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}"
+#define MODEL(name)                                                                           \
+    REQ("model.put", "{\"model\":\"" name "\",\"links\":[{\"id\":\"a\",\"frame\":0,\"shape\":" \
+                     SPHERE "}]}")
+
+/* max_scenes and max_models: the request that would create one more is
+ * refused with -32004 naming the limit, changing nothing; changing an
+ * existing one still works, and a delete makes room. */
+static void scene_and_model_counts_are_capped(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-scenes", "3", "--max-models", "2", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}");
+    assert_int_equal((int)num_at(r, "result.limits.max_scenes"), 3);
+    assert_int_equal((int)num_at(r, "result.limits.max_models"), 2);
+    cJSON_Delete(r);
+
+    expect_result(c, REQ("scene.create", "{\"scene\":\"s0\"}"));
+    expect_result(c, REQ("scene.put", "{\"scene\":\"s1\",\"create\":true,\"shapes\":{\"x\":" SPHERE "}}"));
+    expect_result(c, REQ("scene.replace", "{\"scene\":\"s2\",\"create\":true,\"shapes\":{}}"));
+    r = stats(c);
+    double revision = num_at(r, "result.revision");
+    cJSON_Delete(r);
+    expect_count_limit(c, REQ("scene.create", "{\"scene\":\"s3\"}"), "max_scenes", 3);
+    expect_count_limit(c, REQ("scene.put", "{\"scene\":\"s3\",\"create\":true,\"shapes\":{\"x\":" SPHERE "}}"),
+                       "max_scenes", 3);
+    expect_count_limit(c, REQ("scene.replace", "{\"scene\":\"s3\",\"create\":true,\"shapes\":{}}"),
+                       "max_scenes", 3);
+    /* Existing scenes: no limit (create:true on an existing one included). */
+    expect_result(c, REQ("scene.put", "{\"scene\":\"s0\",\"create\":true,\"shapes\":{\"y\":" SPHERE "}}"));
+    expect_result(c, REQ("scene.replace", "{\"scene\":\"s1\",\"shapes\":{\"z\":" SPHERE "}}"));
+    r = call_json(c, REQ("scene.create", "{\"scene\":\"s0\"}"));
+    assert_int_equal((int)num_at(r, "error.code"), -32002); /* exists, not a limit */
+    cJSON_Delete(r);
+    r = stats(c);
+    assert_int_equal((int)num_at(r, "result.scenes"), 3);
+    assert_int_equal((int)num_at(r, "result.revision"), (int)revision + 2); /* the two puts */
+    assert_int_equal((int)num_at(r, "result.limits_hit.max_scenes"), 3);
+    cJSON_Delete(r);
+    expect_result(c, REQ("scene.delete", "{\"scene\":\"s2\"}"));
+    expect_result(c, REQ("scene.create", "{\"scene\":\"s3\"}"));
+    expect_count_limit(c, REQ("scene.create", "{\"scene\":\"s4\"}"), "max_scenes", 3);
+
+    expect_result(c, MODEL("m0"));
+    expect_result(c, MODEL("m1"));
+    expect_count_limit(c, MODEL("m2"), "max_models", 2);
+    expect_result(c, MODEL("m0")); /* a replacement always fits */
+    r = stats(c);
+    assert_int_equal((int)num_at(r, "result.models"), 2);
+    assert_int_equal((int)num_at(r, "result.limits_hit.max_models"), 1);
+    cJSON_Delete(r);
+    r = call_json(c, REQ("model.get", "{\"model\":\"m2\"}"));
+    assert_int_equal((int)num_at(r, "error.code"), -32001);
+    cJSON_Delete(r);
+    expect_result(c, REQ("model.delete", "{\"model\":\"m1\"}"));
+    expect_result(c, MODEL("m2"));
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* ---- memory returned to the system --------------------------------------------------------- */
+
+/* Many small scenes created, then deleted one by one: the memory they took
+ * goes back to the system (the sweep timer trims once enough was freed),
+ * instead of staying at the peak.  REPOSE_TEST_SCENES sets how many
+ * (100,000 by default, 5,000 under valgrind). */
+static void deleted_scenes_give_their_memory_back(void **state)
+{
+    (void)state;
+    const char *env = getenv("REPOSE_TEST_SCENES");
+    long n = env ? atol(env) : rh_wrapped() ? 5000 : 100000;
+    if (n < 1000)
+        n = 1000;
+    char max[32];
+    snprintf(max, sizeof max, "%ld", n);
+    const char *const extra[] = {"--max-scenes", max, NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false);
+    expect_pong(c);
+    long rss0 = rh_rss_kb(d);
+    /* Batches of 1000 requests a line. */
+    textbuf t = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        for (long first = 0; first < n; first += 1000) {
+            t.len = 0;
+            tb_printf(&t, "[");
+            for (long i = first; i < first + 1000 && i < n; i++) {
+                if (pass == 0)
+                    tb_printf(&t, "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"scene.create\","
+                                  "\"params\":{\"scene\":\"scene%07ld\",\"shapes\":{\"a\":"
+                                  "{\"sphere\":{\"center\":[%ld,0,0],\"radius\":0.5}}}}}",
+                              i > first ? "," : "", i, i, i);
+                else
+                    tb_printf(&t, "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"scene.delete\","
+                                  "\"params\":{\"scene\":\"scene%07ld\"}}",
+                              i > first ? "," : "", i, i);
+            }
+            tb_printf(&t, "]");
+            const char *reply = call_line(c, t.p);
+            if (!reply || strstr(reply, "\"error\""))
+                fail_msg("batch at %ld (pass %d): %.200s", first, pass, reply ? reply : "(none)");
+        }
+        if (pass == 0) {
+            cJSON *r = stats(c);
+            assert_int_equal((long)num_at(r, "result.scenes"), n);
+            cJSON_Delete(r);
+        }
+    }
+    free(t.p);
+    long rss1 = rh_rss_kb(d);
+    cJSON *r = stats(c);
+    assert_int_equal((int)num_at(r, "result.scenes"), 0);
+    cJSON_Delete(r);
+    /* Generous: within 16 MiB of the start (the peak is some 60 MB above
+     * it for 100,000 scenes). */
+    long bound = rss0 + 16 * 1024;
+    long rss2 = wait_rss_down(d, c, bound);
+    print_message("%ld scenes: RSS %ld KiB at start, %ld after the deletes, %ld after the trim\n",
+                  n, rss0, rss1, rss2);
+    if (RSS_MEANINGFUL && !rh_wrapped() && rss0 > 0 && rss2 > bound)
+        fail_msg("RSS stayed at %ld KiB after deleting every scene (started at %ld)", rss2, rss0);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +680,10 @@ int main(int argc, char **argv)
         DAEMON_TEST(client_that_does_not_read_cannot_exhaust_the_daemon),
         DAEMON_TEST(slow_reader_gets_every_reply_in_order),
         DAEMON_TEST(reply_over_max_reply_bytes_is_refused_and_connection_goes_on),
+        DAEMON_TEST(clients_that_do_not_read_are_shed_largest_first),
+        DAEMON_TEST(stalled_watchers_are_shed_under_the_output_cap),
+        DAEMON_TEST(scene_and_model_counts_are_capped),
+        DAEMON_TEST(deleted_scenes_give_their_memory_back),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

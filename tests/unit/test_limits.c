@@ -83,6 +83,29 @@ static void check_lowers_the_reply_limit_under_the_kill_limit(void **state)
     fclose(sink);
 }
 
+/* The cap on output held for all clients lowers the kill limit (and so
+ * the reply limit and the watch buffer) so that one client alone never
+ * reaches it; a cap that leaves no room above the pause threshold is
+ * refused. */
+static void check_fits_the_kill_limit_under_the_output_cap(void **state)
+{
+    (void)state;
+    rpd_limits l = rpd_default_limits();
+    assert_true(rpd_limits_check(&l, stderr));
+    assert_true(l.write_kill_bytes <= l.max_output_bytes);
+    l = rpd_default_limits();
+    l.max_output_bytes = 8u << 20;
+    assert_true(rpd_limits_check(&l, stderr));
+    assert_int_equal(l.write_kill_bytes, 8u << 20);
+    assert_int_equal(l.max_reply_bytes, (8u << 20) - l.write_pause_bytes);
+    assert_int_equal(l.watch_buffer_bytes, 4u << 20);
+    l = rpd_default_limits();
+    l.max_output_bytes = l.write_pause_bytes + 100;
+    FILE *sink = fopen("/dev/null", "w");
+    assert_false(rpd_limits_check(&l, sink));
+    fclose(sink);
+}
+
 static void help_and_hello_name_every_limit(void **state)
 {
     (void)state;
@@ -117,6 +140,7 @@ int main(void)
         cmocka_unit_test(defaults_are_the_documented_ones),
         cmocka_unit_test(flags_parse_integers_in_range_only),
         cmocka_unit_test(check_lowers_the_reply_limit_under_the_kill_limit),
+        cmocka_unit_test(check_fits_the_kill_limit_under_the_output_cap),
         cmocka_unit_test(help_and_hello_name_every_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
