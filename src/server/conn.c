@@ -106,10 +106,10 @@ static void account_output(rpd_conn *c)
 /* Counts a freed output buffer towards returning memory to the system
  * (rpd_core_trim).  Only large ones: the small ones are reused by the next
  * replies, and counting them would trim for nothing. */
-static void freed_output(rpd_conn *c, size_t bytes)
+static void freed_output(rpd_server *srv, size_t bytes)
 {
     if (bytes > RPD_KEEP_OUTPUT_BYTES)
-        rpd_core_freed(&c->srv->core, bytes);
+        rpd_core_freed(&srv->core, bytes);
 }
 
 /* Records a change of this connection's input buffer capacity in the
@@ -206,7 +206,7 @@ static void on_write(uv_write_t *req, int status)
     if (status < 0 || uv_is_closing(&c->h.handle))
         rpd_core_freed(&c->srv->core, wr->len);
     else
-        freed_output(c, wr->len);
+        freed_output(c->srv, wr->len);
     free(wr->buf);
     free(wr);
     count_output(c);
@@ -238,7 +238,7 @@ static void on_write(uv_write_t *req, int status)
  * unless a large reply made it big. */
 static void release_output(rpd_conn *c)
 {
-    freed_output(c, c->out.cap); /* rp_jw_release frees it when that large */
+    freed_output(c->srv, c->out.cap); /* rp_jw_release frees it when that large */
     rp_jw_release(&c->out, RPD_KEEP_OUTPUT_BYTES);
 }
 
@@ -459,9 +459,7 @@ static void process_lines(rpd_conn *c)
             return;
         /* Changes the lines made go to their watchers (this connection's
          * own notifications after its replies). */
-        c->srv->watch_now_ns = rpd_now_ns(); /* one clock read for all the watchers */
-        if (rpd_watch_flush(core->watch, &core->limits))
-            rpd_server_watch_later(c->srv);
+        rpd_server_flush_watchers(c->srv);
         flush(c);
         if (uv_is_closing(&c->h.handle))
             return;
@@ -800,19 +798,12 @@ typedef struct rpd_job {
 static void job_run(uv_work_t *work)
 {
     rpd_job *j = (rpd_job *)work;
-    bool timed = (j->core.lines++ % RPD_LATENCY_SAMPLE) == 0;
-    uint64_t t0 = timed ? rpd_now_ns() : 0;
-    if (rpd_parse_line(&j->core, j->line, j->len, &j->parsed, &j->out)) {
-        if (rpd_parsed_needs_loop(&j->parsed)) {
-            j->for_loop = true;
-            j->chunks = rpd_arena_detach();
-            return;
-        }
-        rpd_run_parsed(&j->core, &j->session, &j->parsed, &j->out);
-    }
-    if (timed)
-        rpd_stats_latency(&j->core.stats, rpd_now_ns() - t0);
-    rpd_arena_free_thread();
+    j->for_loop = rpd_process_line_or_keep(&j->core, &j->session, j->line, j->len, &j->out,
+                                           &j->parsed);
+    if (j->for_loop)
+        j->chunks = rpd_arena_detach(); /* the kept tree lives in them */
+    else
+        rpd_arena_free_thread();
 }
 
 static void job_done(uv_work_t *work, int status)
@@ -842,7 +833,7 @@ static void job_done(uv_work_t *work, int status)
             rp_jw_raw(&c->out, j->out.buf, j->out.len);
         }
         if (!uv_is_closing(&c->h.handle))
-            account_output(c); /* the reply was built off the books */
+            account_output(c); /* the reply was built off the books; may close c */
         if (!uv_is_closing(&c->h.handle)) {
             process_lines(c);
             if (!uv_is_closing(&c->h.handle) && !c->paused && !c->yielded && !c->eof &&
@@ -853,8 +844,7 @@ static void job_done(uv_work_t *work, int status)
     rpd_parsed_free(&j->parsed); /* when it did not run */
     rpd_arena_chunks_free(j->chunks);
     free(j->line);
-    if (j->out.cap > RPD_KEEP_OUTPUT_BYTES) /* a large reply's buffer, or the one it replaced */
-        rpd_core_freed(&srv->core, j->out.cap);
+    freed_output(srv, j->out.cap); /* a large reply's buffer, or the one it replaced */
     rp_jw_free(&j->out);
     free(j);
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */

@@ -36,25 +36,28 @@ bool rpd_charge_work(rpd_req *req, uint64_t units)
     return true;
 }
 
+bool rpd_fail_work(rpd_req *req)
+{
+    rpd_core *core = req->core;
+    rpd_limit_id id = core->work_limit;
+    return rpd_fail_limit(req, id,
+                          id == RPD_LIMIT_max_loop_work ? core->limits.max_loop_work
+                                                        : core->limits.max_request_work);
+}
+
 bool rpd_work_fits(rpd_req *req, uint64_t units)
 {
     rpd_core *core = req->core;
-    if (units > core->work_left) {
-        rpd_limit_id id = core->work_limit;
-        size_t max = id == RPD_LIMIT_max_loop_work ? core->limits.max_loop_work
-                                                   : core->limits.max_request_work;
-        rpd_fail_limit(req, id, max);
-        if (units == UINT64_MAX)
-            return false; /* the caller words the message */
-        rpd_format(req->err.message, sizeof req->err.message,
-                   "Limit exceeded: %s (max %zu work units per request line%s; this request "
-                   "needs about %llu): split it into smaller requests",
-                   rpd_limit_name(id), max,
-                   id == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
-                   (unsigned long long)units);
-        return false;
-    }
-    return true;
+    if (units <= core->work_left)
+        return true;
+    rpd_fail_work(req);
+    rpd_format(req->err.message, sizeof req->err.message,
+               "Limit exceeded: %s (max %llu work units per request line%s; this request "
+               "needs about %llu): split it into smaller requests",
+               rpd_limit_name(core->work_limit), (unsigned long long)req->err.max,
+               core->work_limit == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
+               (unsigned long long)units);
+    return false;
 }
 
 uint64_t rpd_tree_depth(size_t n)

@@ -23,9 +23,11 @@ const cJSON *rpd_param(const cJSON *params, const char *key, char *path);
  * event loop: core->work_limit); fails with -32004 naming that limit when
  * it is not enough.  Called with an upper-bound estimate before the work
  * starts (proto/PROTOCOL.md, Limits), so an oversized request is refused
- * before it does anything.  UINT64_MAX always fails and leaves the message
- * to the caller. */
+ * before it does anything. */
 bool rpd_charge_work(rpd_req *req, uint64_t units);
+/* Fills the -32004 error of the line's work budget (core->work_limit) and
+ * returns false; the caller may word the message. */
+bool rpd_fail_work(rpd_req *req);
 /* The same check without taking anything: for a part of an estimate known
  * before decoding (the pairs of an array), so that decoding a request that
  * will be refused is not spent either. */

@@ -127,12 +127,9 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
     /* Priced before anything is built: attached shapes, their touch links
      * and the allowed pairs make pair tables that grow with their product. */
     rp_extend_error ee;
-    rp_status st = RP_OK;
     bool ok = rpd_charge_work(req, rp_model_extend_work(cs->model, att, n_att, n_as));
-    if (ok)
-        st = rp_model_extend(cs->model, att, n_att, as, n_as, &cs->ext, &ee);
-    if (!ok) {
-    } else if (st == RP_ERR_INVALID_ARG) {
+    rp_status st = ok ? rp_model_extend(cs->model, att, n_att, as, n_as, &cs->ext, &ee) : RP_OK;
+    if (st == RP_ERR_INVALID_ARG) {
         char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
         rp_codec_path_index(p1, ee.problem == RP_EXTEND_UNKNOWN_SCENE_LINK ? spath : apath,
                             ee.index);
@@ -1030,7 +1027,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         mo.max_states = req->core->work_left / per_state;
         uint64_t bound = rp_motion_states_bound(m, q, n, &mo);
         if (mo.max_states == 0 || (mo.mode == RP_MOTION_DISCRETE && bound > mo.max_states)) {
-            ok = rpd_charge_work(req, UINT64_MAX); /* fails with the limit error */
+            ok = rpd_fail_work(req);
             rpd_format(req->err.message, sizeof req->err.message,
                        "Limit exceeded: %s (%llu work units left on this line): the motion "
                        "needs %llu states of %llu units; split the path or coarsen it",
@@ -1046,7 +1043,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
             q[0] = 0.0;
         rp_status st = rp_model_check_motion(m, cs.scene, bj ? &base : NULL, q, n, &mo, &r, first);
         if (st == RP_ERR_LIMIT) {
-            ok = rpd_charge_work(req, UINT64_MAX);
+            ok = rpd_fail_work(req);
             rpd_format(req->err.message, sizeof req->err.message,
                        "Limit exceeded: %s: the certified motion needed more than the %llu "
                        "states its work budget allows; split the path or raise the tolerance",

@@ -730,7 +730,9 @@ void rpd_parsed_free(rpd_parsed *p)
     p->marked = NULL;
 }
 
-bool rpd_parsed_needs_loop(const rpd_parsed *p)
+/* Whether a parsed line holds a request that runs on the event loop only
+ * (a mutation, a watch, auth, …). */
+static bool parsed_needs_loop(const rpd_parsed *p)
 {
     const cJSON *root = p->root;
     if (cJSON_IsArray(root))
@@ -773,17 +775,29 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     }
 }
 
-void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
+bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, size_t len,
+                              rp_jw *out, rpd_parsed *keep)
 {
     /* Latency is sampled, one line in RPD_LATENCY_SAMPLE: reading the clock
      * twice per request is a measurable share of a ping on some VMs. */
     bool timed = !is_blank(line, len) && (core->lines++ % RPD_LATENCY_SAMPLE) == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
     rpd_parsed p;
-    if (rpd_parse_line(core, line, len, &p, out))
+    if (rpd_parse_line(core, line, len, &p, out)) {
+        if (keep && parsed_needs_loop(&p)) {
+            *keep = p;
+            return true; /* its time counts where it runs */
+        }
         rpd_run_parsed(core, s, &p, out);
+    }
     if (timed)
         rpd_stats_latency(&core->stats, rpd_now_ns() - t0);
+    return false;
+}
+
+void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
+{
+    (void)rpd_process_line_or_keep(core, s, line, len, out, NULL);
 }
 
 /* ---- worker placement ------------------------------------------------------- */

@@ -33,9 +33,6 @@ typedef struct rpd_parsed {
 /* Checks and parses a line: true with *p filled, or false when it needs
  * no running (blank) or was answered (its error line appended to out). */
 bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p, rp_jw *out);
-/* Whether a parsed line holds a request that runs on the event loop only
- * (a mutation, a watch, auth, …). */
-bool rpd_parsed_needs_loop(const rpd_parsed *p);
 /* Runs a parsed line, appending its reply line to out, and frees *p. */
 void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out);
 /* Frees a parsed line that will not run. */
@@ -54,13 +51,19 @@ bool rpd_core_trim(rpd_core *core);
  * (with '\n'), if any, to out.  The reply is at most max_reply_bytes long
  * (plus the error objects that replace what did not fit). */
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out);
+/* rpd_process_line for a worker thread: a line that holds a request of the
+ * event loop (a mutation, a watch, auth, …) is parsed into *keep and not
+ * run, and true is returned (the loop runs it: rpd_run_parsed); any other
+ * line is processed here and false returned.  keep NULL: never kept. */
+bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, size_t len,
+                              rp_jw *out, rpd_parsed *keep);
 
 /* Whether a line should go to a worker thread: a single request, or a
  * batch whose first request, has a "method", found among the top-level
  * members before any nested value in the first 512 bytes, that is a query
  * (RPD_METHOD_WORKER); or the line is at least RPD_PARSE_ON_WORKER_BYTES
  * long.  A placement hint only: the worker parses the line and runs it
- * when it holds queries only (rpd_parsed_needs_loop); otherwise it hands
+ * when it holds queries only (rpd_process_line_or_keep); otherwise it hands
  * the parsed line back to the event loop, which runs it there. */
 #define RPD_PARSE_ON_WORKER_BYTES ((size_t)64 << 10)
 bool rpd_line_wants_worker(const char *line, size_t len);

@@ -475,12 +475,13 @@ static void start_sync_timer(rpd_server *srv)
 
 /* ---- --fsync always: group commit ------------------------------------------------------- */
 
-/* Sends the notifications a group's undo left pending. */
-static void flush_watchers(rpd_server *srv)
+static void watch_later(rpd_server *srv);
+
+void rpd_server_flush_watchers(rpd_server *srv)
 {
     srv->watch_now_ns = rpd_now_ns();
     if (rpd_watch_flush(srv->core.watch, &srv->core.limits))
-        rpd_server_watch_later(srv);
+        watch_later(srv);
 }
 
 /* At the end of each loop iteration (before it waits for I/O): one fsync
@@ -501,7 +502,7 @@ static void on_group(uv_prepare_t *p)
             rpd_conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch, c->sync_last));
     }
     if (undone) /* the watchers of what was undone hear of it */
-        flush_watchers(srv);
+        rpd_server_flush_watchers(srv);
     rpd_server_snapshot_maybe(srv); /* it waits while a group is open */
 }
 
@@ -562,7 +563,7 @@ static void snap_done(uv_work_t *w, int status)
     rpd_durable_snapshot_end(srv->core.durable, srv->snap_job);
     srv->snap_job = NULL;
     close_off_loop(srv, rpd_durable_retired_fd(srv->core.durable));
-    flush_watchers(srv); /* a group the end synced may have been undone */
+    rpd_server_flush_watchers(srv); /* a group the end synced may have been undone */
     rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
 }
 
@@ -711,7 +712,7 @@ static void on_resume(uv_idle_t *idle)
     if (srv->watch_more) {
         /* The notifications a flush left for this turn (watch.h). */
         srv->watch_more = false;
-        flush_watchers(srv);
+        rpd_server_flush_watchers(srv);
         any |= srv->watch_more;
     }
     for (rpd_conn *c = srv->conns; c; c = next) {
@@ -727,23 +728,27 @@ static void on_resume(uv_idle_t *idle)
     }
 }
 
-void rpd_server_watch_later(rpd_server *srv)
+/* Has on_resume run at the next loop iterations, until it finds nothing
+ * left to do. */
+static void start_resume(rpd_server *srv)
 {
-    srv->watch_more = true;
     if (!srv->resume_active) {
         uv_idle_start(&srv->resume, on_resume);
         srv->resume_active = true;
     }
 }
 
+/* Has on_resume flush the watchers again on its next turn. */
+static void watch_later(rpd_server *srv)
+{
+    srv->watch_more = true;
+    start_resume(srv);
+}
+
 void rpd_conn_yield(rpd_conn *c)
 {
-    rpd_server *srv = c->srv;
     c->yielded = true;
-    if (!srv->resume_active) {
-        uv_idle_start(&srv->resume, on_resume);
-        srv->resume_active = true;
-    }
+    start_resume(c->srv);
 }
 
 /* ---- run ------------------------------------------------------------------------ */

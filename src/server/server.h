@@ -175,9 +175,10 @@ void rpd_conn_watch_io(rpd_server *srv);
 void rpd_conn_watch_close(rpd_server *srv);
 /* server.c: marks c as yielded and makes sure the resume handle runs. */
 void rpd_conn_yield(rpd_conn *c);
-/* Has the event loop flush the watchers again on its next turn (a flush
- * stops after RPD_WATCH_FLUSH_SENDS changes: watch.h). */
-void rpd_server_watch_later(rpd_server *srv);
+/* Sends the watchers what the store's changes owe them, reading the clock
+ * once for all of them; what one flush leaves (it stops after
+ * RPD_WATCH_FLUSH_SENDS changes: watch.h) goes on at the next loop turns. */
+void rpd_server_flush_watchers(rpd_server *srv);
 /* server.c: called when a connection is gone. */
 void rpd_server_conn_closed(rpd_server *srv);
 
