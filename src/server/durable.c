@@ -8,7 +8,7 @@
  * on the same store content, so it makes the same change and takes the
  * same revision, which the replay checks.
  */
-#define _GNU_SOURCE /* fdatasync, flock, openat, getrandom */
+#define _GNU_SOURCE /* fdatasync, flock, openat */
 
 #include "durable.h"
 
@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -172,14 +171,9 @@ static void publish(rpd_durable *d)
  * previous format's files). */
 static uint64_t new_id(void)
 {
-    static uint64_t fallback;
     uint64_t id = 0;
-    while (id == 0) {
-        if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
-            /* Without the kernel's generator (early boot): ids only tell
-             * files apart, which the time and a counter do well enough. */
-            id = rpd_now_ns() ^ ((uint64_t)getpid() << 40) ^ ++fallback;
-    }
+    while (id == 0) /* 0 means none in the file headers */
+        rpd_random_bytes(&id, sizeof id);
     return id;
 }
 

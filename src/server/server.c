@@ -756,11 +756,7 @@ void rpd_conn_yield(rpd_conn *c)
 static void make_run_id(char out[33])
 {
     unsigned char raw[16];
-    if (uv_random(NULL, NULL, raw, sizeof raw, 0, NULL) != 0) {
-        uint64_t t = uv_hrtime() ^ ((uint64_t)getpid() << 32);
-        memcpy(raw, &t, sizeof t);
-        memcpy(raw + 8, &t, sizeof t);
-    }
+    rpd_random_bytes(raw, sizeof raw);
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }

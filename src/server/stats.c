@@ -1,8 +1,23 @@
 /* Counters and latency quantiles for the stats method. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* getrandom */
+#include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "stats.h"
+
+void rpd_random_bytes(void *out, size_t n)
+{
+    if (getrandom(out, n, GRND_NONBLOCK) == (ssize_t)n)
+        return;
+    static _Thread_local uint64_t counter;
+    unsigned char *p = out;
+    for (size_t i = 0; i < n; i += sizeof(uint64_t)) {
+        uint64_t x = rpd_now_ns() ^ ((uint64_t)getpid() << 40) ^ ++counter;
+        memcpy(p + i, &x, n - i < sizeof x ? n - i : sizeof x);
+    }
+}
 
 uint64_t rpd_now_ns(void)
 {

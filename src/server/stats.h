@@ -39,6 +39,12 @@ void rpd_stats_add(rpd_stats *dst, const rpd_stats *src);
 /* Monotonic clock in ns. */
 uint64_t rpd_now_ns(void);
 
+/* Fills out with n random bytes from the kernel; without its generator
+ * (early boot) with the clock, the pid and a counter: for ids that only
+ * tell runs and files apart (run_id, the data directory's file ids), never
+ * for secrets. */
+void rpd_random_bytes(void *out, size_t n);
+
 void rpd_stats_latency(rpd_stats *s, uint64_t ns);
 /* Latency at quantile q in [0,1], in ns (upper edge of its bucket); 0 when
  * nothing was recorded. */
