@@ -465,6 +465,43 @@ static void watch_fan_out_is_spread_over_turns(void **state)
     stop_ok(d);
 }
 
+/* Lines of 64 KiB and more are parsed on a worker and handed back to the
+ * event loop: clients that send one and leave at once must cost nothing
+ * (no leak, no use of the gone connection: ASan and valgrind run this),
+ * and whatever ran must be whole. */
+static void large_lines_of_clients_that_left_are_handled(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":"
+                  "{\"scene\":\"gone\",\"create\":true,\"shapes\":{");
+    for (int i = 0; i < 2000; i++) /* about 90 KiB */
+        tb_printf(&b, "%s\"s%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.5}}",
+                  i ? "," : "", i, i);
+    tb_printf(&b, "}}}\n");
+    for (int k = 0; k < 20; k++) {
+        rh_conn *x = connect_ok(d, k % 2);
+        send_raw(x, b.p, b.len);
+        rh_close(x);
+    }
+    free(b.p);
+    expect_pong(c);
+    cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}");
+    const cJSON *scenes = at(r, "result.scenes");
+    assert_true(cJSON_IsArray(scenes));
+    cJSON_Delete(r);
+    /* A scene the puts made holds all 2000 shapes or does not exist. */
+    r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.get\",\"params\":"
+                     "{\"scene\":\"gone\",\"ids\":[\"s1999\"]}}");
+    assert_true(at(r, "result") ? at(r, "result.shapes.s1999") != NULL
+                                : num_at(r, "error.code") == -32001);
+    cJSON_Delete(r);
+    rh_close(c);
+    stop_ok(d);
+}
+
 #define COST_TEST(f) cmocka_unit_test_teardown(f, cost_teardown)
 
 int main(int argc, char **argv)
@@ -476,6 +513,7 @@ int main(int argc, char **argv)
         COST_TEST(request_pairs_and_touch_links_are_cheap_and_priced),
         COST_TEST(discrete_motion_over_budget_is_refused_before_any_state),
         COST_TEST(watch_fan_out_is_spread_over_turns),
+        COST_TEST(large_lines_of_clients_that_left_are_handled),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
