@@ -130,6 +130,14 @@ static void assert_same_state(const cJSON *a, const cJSON *b)
     }
 }
 
+/* The daemon behind c holds exactly the state `want` (a dump). */
+static void expect_state(rh_conn *c, const cJSON *want)
+{
+    cJSON *now = dump(c);
+    assert_same_state(want, now);
+    cJSON_Delete(now);
+}
+
 /* A number with all 17 digits (what a lossy printer would round). */
 static double odd(rng *r)
 {
@@ -268,9 +276,7 @@ static void mutations_survive_restarts(void **state)
         assert_string_equal(str_at(hello, "result.durability.fsync"), modes[round]);
         cJSON_Delete(hello);
         if (before) { /* what the last daemon held, exactly */
-            cJSON *now = dump(c);
-            assert_same_state(before, now);
-            cJSON_Delete(now);
+            expect_state(c, before);
             cJSON_Delete(before);
         }
         uint64_t rev0 = (uint64_t)num_at(before = dump(c), "revision");
@@ -349,9 +355,7 @@ static void a_torn_last_record_is_cut_at_every_offset(void **state)
                      (unsigned long long)end);
         }
         c = connect_ok(d, false);
-        cJSON *now = dump(c);
-        assert_same_state(before, now);
-        cJSON_Delete(now);
+        expect_state(c, before);
         assert_int_equal(journal_bytes(c), good); /* cut back to the last whole record */
         rh_close(c);
         kill_now(d);
@@ -411,9 +415,7 @@ static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
     d = start_on(dir, "always", "--repair");
     assert_true(rh_log_contains(d, "--repair: cutting the journal there"));
     c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(before, now);
-    cJSON_Delete(now);
+    expect_state(c, before);
     /* Writes go on after the repaired end. */
     cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
                               "\"params\":{\"scene\":\"after\"}}");
@@ -690,9 +692,7 @@ static void a_full_disk_refuses_mutations_and_recovers(void **state)
     stop_ok(d);
     d = start_on(data, "always", NULL);
     c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(before, now);
-    cJSON_Delete(now);
+    expect_state(c, before);
     cJSON_Delete(before);
     rh_close(c);
     stop_ok(d);
@@ -752,9 +752,7 @@ static void snapshots_hold_the_store(void **state)
     d = start_on(dir, "always", NULL);
     assert_true(rh_log_contains(d, "/snapshot: "));
     c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(before, now);
-    cJSON_Delete(now);
+    expect_state(c, before);
     /* SIGTERM writes a snapshot: the journal is a bare header after it. */
     run_mutations(c, &r, 40);
     cJSON_Delete(before);
@@ -770,9 +768,7 @@ static void snapshots_hold_the_store(void **state)
     write_file(path, "REPOSEJ\n", 8);
     d = start_on(dir, "everysec", NULL);
     c = connect_ok(d, false);
-    now = dump(c);
-    assert_same_state(before, now);
-    cJSON_Delete(now);
+    expect_state(c, before);
     assert_int_equal(file_size(dir, "snapshot.tmp"), -1);
     assert_int_equal(file_size(dir, "journal.tmp"), -1);
     /* One more mutation, so that the journal holds something. */
@@ -807,7 +803,7 @@ static void snapshots_hold_the_store(void **state)
     free(img);
     d = start_on(dir, "everysec", NULL);
     c = connect_ok(d, false);
-    now = dump(c);
+    cJSON *now = dump(c);
     assert_non_null(at(now, "scenes.z"));
     cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(now, "scenes"), "z");
     cJSON_ReplaceItemInObject(now, "revision", cJSON_CreateNumber(num_at(before, "revision")));
@@ -863,9 +859,7 @@ static void a_kill_during_save_loses_nothing(void **state)
         kill_now(d);
         d = start_on(dir, "always", NULL);
         c = connect_ok(d, false);
-        cJSON *now = dump(c);
-        assert_same_state(before, now);
-        cJSON_Delete(now);
+        expect_state(c, before);
         assert_int_equal(file_size(dir, "snapshot.tmp"), -1);
     }
     cJSON_Delete(before);
@@ -1055,9 +1049,7 @@ static void a_failed_fsync_undoes_the_group(void **state)
     expect_storage_error(rep, "fsync failed");
     cJSON_Delete(rep);
     /* Memory as before; reads go on; stats say so. */
-    cJSON *now = dump(c);
-    assert_same_state(before, now);
-    cJSON_Delete(now);
+    expect_state(c, before);
     cJSON *st = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"stats\"}");
     assert_true(cJSON_IsTrue(at(st, "result.durability.failing")));
     assert_true(num_at(st, "result.durability.write_errors") >= K + 4);
@@ -1089,7 +1081,7 @@ static void a_failed_fsync_undoes_the_group(void **state)
         rh_close(k[i]);
     rh_close(w);
     rh_close(c);
-    now = kill_restart_same(d, data, "always", after);
+    cJSON *now = kill_restart_same(d, data, "always", after);
     assert_null(at(now, "models.m"));
     cJSON_Delete(now);
     cJSON_Delete(before);
@@ -1167,16 +1159,14 @@ static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
     rep = call_json(c, put_req(req, sizeof req, 3, "p", "blocked"));
     expect_storage_error(rep, "partial record");
     cJSON_Delete(rep);
-    cJSON *now = dump(c);
-    assert_same_state(before, now);
-    cJSON_Delete(now);
+    expect_state(c, before);
     fault(dir, "truncate", NULL);
     rep = call_json(c, put_req(req, sizeof req, 4, "p", "fine"));
     assert_non_null(at(rep, "result"));
     cJSON_Delete(rep);
     cJSON *after = dump(c);
     rh_close(c);
-    now = kill_restart_same(d, data, "no", after);
+    cJSON *now = kill_restart_same(d, data, "no", after);
     assert_null(at(now, "scenes.p.shapes.torn"));
     cJSON_Delete(now);
     cJSON_Delete(before);
@@ -1284,9 +1274,7 @@ static void restart_holds(const char *dir, cJSON *want)
 {
     rh_daemon *d = start_on(dir, "always", NULL);
     rh_conn *c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(want, now);
-    cJSON_Delete(now);
+    expect_state(c, want);
     cJSON_Delete(want);
     rh_close(c);
     stop_ok(d);
@@ -1354,9 +1342,7 @@ static void a_journal_cut_inside_its_header_refuses_to_start(void **state)
     rh_daemon *d = start_on(dir, "always", "--repair");
     assert_true(rh_log_contains(d, "--repair: starting from"));
     rh_conn *c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(at_save, now);
-    cJSON_Delete(now);
+    expect_state(c, at_save);
     rh_close(c);
     kill_now(d);
     restart_holds(dir, at_save);
@@ -1414,9 +1400,7 @@ static void a_journal_cut_below_what_was_synced_refuses_to_start(void **state)
     d = start_on(dir, "always", "--repair");
     assert_true(rh_log_contains(d, "--repair: keeping its 5 whole records"));
     c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(kept, now);
-    cJSON_Delete(now);
+    expect_state(c, kept);
     rh_close(c);
     kill_now(d);
     restart_holds(dir, kept);
@@ -1451,9 +1435,7 @@ static void a_journal_of_another_snapshot_refuses_to_start(void **state)
     rh_daemon *d = start_on(a, "always", "--repair");
     assert_true(rh_log_contains(d, "the journal kept aside as journal.rejected"));
     rh_conn *c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(a_save, now);
-    cJSON_Delete(now);
+    expect_state(c, a_save);
     rh_close(c);
     stop_ok(d);
     assert_int_equal(file_size(a, "journal.rejected"), (long)n);
@@ -1522,9 +1504,7 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     rh_daemon *d = start_on(dir, "always", NULL);
     assert_true(rh_log_contains(d, "files of the previous format; upgrading"));
     rh_conn *c = connect_ok(d, false);
-    cJSON *now = dump(c);
-    assert_same_state(last, now);
-    cJSON_Delete(now);
+    expect_state(c, last);
     rh_close(c);
     kill_now(d);
     static const char *const files[] = {"journal", "snapshot"};
