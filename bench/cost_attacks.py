@@ -12,63 +12,23 @@ asserts a timing: the figures are for notes and comparisons between builds.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-
-    def send(self, text):
-        self.s.sendall(text.encode() + b"\n")
-
-    def line(self):
-        while b"\n" not in self.buf:
-            chunk = self.s.recv(1 << 20)
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def call(self, method, params=None, rid=1):
-        req = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            req["params"] = params
-        self.send(json.dumps(req, separators=(",", ":")))
-        return self.line()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rpc_util import Conn, start, status_kb  # noqa: E402
 
 
 class Daemon:
     def __init__(self, binary, flags=()):
-        self.dir = tempfile.mkdtemp(prefix="repose-attack-")
-        self.sock = os.path.join(self.dir, "s.sock")
-        self.log = open(os.path.join(self.dir, "log"), "w")
-        self.p = subprocess.Popen([binary, "--unix", self.sock, "--tcp", "none", *flags],
-                                  stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(500):
-            if os.path.exists(self.sock):
-                try:
-                    Conn(self.sock).s.close()
-                    return
-                except OSError:
-                    pass
-            time.sleep(0.01)
-        raise RuntimeError("daemon did not start")
+        self.log = tempfile.TemporaryFile()
+        self.p, self.sock, self.dir = start(binary, flags, log=self.log)
 
     def peak_rss_mb(self):
-        with open(f"/proc/{self.p.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        return -1
+        return status_kb(self.p.pid, "VmHWM") / 1024
 
     def stop(self):
         self.p.terminate()
@@ -178,7 +138,7 @@ def attack_watch_fanout(c, path):
     watchers = []
     for _ in range(256):
         w = Conn(path)
-        w.send("[" + ",".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "scene.watch",
+        w.send_line("[" + ",".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "scene.watch",
                                           "params": {"scene": "w"}})
                                for i in range(256)) + "]")
         w.line()
@@ -226,7 +186,7 @@ def main():
             p.start()
             time.sleep(0.05)
             t0 = time.perf_counter()
-            c.send(line)
+            c.send_line(line)
             reply = c.line()
             took = time.perf_counter() - t0
             time.sleep(0.05)

@@ -11,48 +11,19 @@ Usage: bench/memory_figures.py PATH-TO-REPOSED [daemon flags...]
 Measurements only: nothing here asserts; tests/integration/
 test_daemon_limits.c does that.
 """
-import json, os, socket, subprocess, sys, tempfile, time
+import json, os, socket, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rpc_util import Conn, status_kb, start as start_daemon  # noqa: E402
 
 def rss(pid):
-    for l in open(f"/proc/{pid}/status"):
-        if l.startswith("VmRSS:"):
-            return int(l.split()[1])
+    return status_kb(pid, "VmRSS")
 
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-    def send(self, obj):
-        self.s.sendall((json.dumps(obj, separators=(",", ":")) + "\n").encode())
-    def line(self):
-        while b"\n" not in self.buf:
-            d = self.s.recv(1 << 20)
-            if not d:
-                raise EOFError
-            self.buf += d
-        l, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(l)
-    def call(self, method, params=None, id=1):
-        o = {"jsonrpc": "2.0", "id": id, "method": method}
-        if params is not None:
-            o["params"] = params
-        self.send(o)
-        while True:
-            r = self.line()
-            if "id" in r:
-                return r
 
 def start(binary, extra):
-    d = tempfile.mkdtemp()
-    sock = os.path.join(d, "s")
-    p = subprocess.Popen([binary, "--unix", sock, "--tcp", "none", "--log-level", "error"] + extra)
-    for _ in range(200):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.05)
-    time.sleep(0.2)
+    p, sock, _ = start_daemon(binary, ["--log-level", "error", *extra])
     return p, sock
+
 
 def settle(pid, secs=2.0):
     time.sleep(secs)

@@ -1,0 +1,72 @@
+"""What the benchmark scripts share: a newline-delimited JSON-RPC connection
+to reposed over a Unix socket, a daemon started on a scratch socket, and
+its memory as /proc reports it.  Standard library only."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+
+class Conn:
+    """One connection; replies are read in order, a line at a time."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.buf = b""
+
+    def send_line(self, text):
+        self.s.sendall(text.encode() + b"\n")
+
+    def send(self, obj):
+        self.send_line(json.dumps(obj, separators=(",", ":")))
+
+    def line(self):
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(1 << 20)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def call(self, method, params=None, rid=1):
+        """Sends one request and returns its reply, skipping notifications."""
+        req = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            req["params"] = params
+        self.send(req)
+        while True:
+            r = self.line()
+            if "id" in r:
+                return r
+
+
+def start(binary, extra=(), log=None):
+    """Starts reposed on a scratch Unix socket (no TCP) and waits until it
+    answers; returns (process, socket path, scratch directory)."""
+    tmp = tempfile.mkdtemp(prefix="repose-bench-")
+    sock = os.path.join(tmp, "s.sock")
+    p = subprocess.Popen([binary, "--unix", sock, "--tcp", "none", *extra],
+                         stdout=log, stderr=log)
+    for _ in range(500):
+        if os.path.exists(sock):
+            try:
+                Conn(sock).s.close()
+                return p, sock, tmp
+            except OSError:
+                pass
+        time.sleep(0.01)
+    p.kill()
+    raise RuntimeError("reposed did not start")
+
+
+def status_kb(pid, field):
+    """A /proc/PID/status field in KiB (VmRSS, VmHWM), -1 when absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return -1
