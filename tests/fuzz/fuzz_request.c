@@ -436,7 +436,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rpd_session wsession = session;
             wsession.watches = NULL;
             rp_jw_reset(&wout);
-            rpd_process_line(&wcore, &wsession, p, len, &wout);
+            /* A line holding a request of the event loop is only parsed
+             * there and handed back (conn.c job_run): the loop's run below
+             * is then its only run. */
+            rpd_parsed kept;
+            if (rpd_process_line_or_keep(&wcore, &wsession, p, len, &wout, &kept)) {
+                rpd_parsed_free(&kept);
+                on_worker = false;
+            }
             rp_store_free(wcore.store);
             dump_store(core.store, &after);
             FUZZ_CHECK(before.len == after.len && memcmp(before.buf, after.buf, before.len) == 0,
