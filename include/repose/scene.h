@@ -232,6 +232,23 @@ RP_API rp_status rp_scene_prepare(rp_scene *sc);
 /// Bytes held by the scene's bounding-volume hierarchy (its node array).
 RP_API size_t rp_scene_index_bytes(const rp_scene *sc);
 
+/* ---- work budgets -------------------------------------------------------- */
+
+/// A work budget for queries, checks and motions whose tree walks cannot be
+/// bounded before they run (how far a walk descends depends on where the
+/// shapes are).  Pass the same meter to several calls to give them one
+/// budget together.  Each call adds the units its walks spend to `spent`:
+/// one per tree node visited and one per pair distance evaluated (about
+/// 20 ns of a 2-core machine's time each).  With a nonzero `limit`, a call
+/// whose walks reach limit - spent stops them at once and fails with
+/// RP_ERR_WORK; at most one scene shape's tests against every query shape
+/// (64 pair tests for a robot's lanes) pass the limit.
+/// A meter is used by one thread at a time.
+typedef struct rp_work {
+    uint64_t limit; ///< Most units all calls on this meter may spend (0: no limit).
+    uint64_t spent; ///< Units spent so far; the caller sets it (usually to 0).
+} rp_work;
+
 /* ---- queries ----------------------------------------------------------- */
 
 /// A (query shape, scene shape) pair and its signed distance.
@@ -254,6 +271,7 @@ typedef struct rp_query {
     size_t max_pairs;       ///< With collect: most pairs to collect (0: no limit); when
                             ///< more qualify the query stops and fails with RP_ERR_LIMIT,
                             ///< so that its memory and time stay bounded.
+    rp_work *work;          ///< Budget of the tree walks (NULL: none); see rp_work.
 } rp_query;
 
 /// Result of rp_scene_query.  Release with rp_query_result_free.
@@ -272,7 +290,8 @@ typedef struct rp_query_result {
 /// first_only the search stops at the first pair it finds below the
 /// threshold, which is then also reported as `nearest`.  Uses the scene's
 /// bounding-volume hierarchy; results equal a brute-force scan.  RP_ERR_NOMEM;
-/// RP_ERR_LIMIT when more than max_pairs pairs qualify.
+/// RP_ERR_LIMIT when more than max_pairs pairs qualify; RP_ERR_WORK when
+/// the walks spend q->work's limit (no result is kept).
 RP_API rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out);
 
 /// Frees the pairs of a result; safe on a zeroed or already freed result.
@@ -494,6 +513,7 @@ typedef struct rp_check_opts {
     rp_report report;
     bool has_margin; ///< Use `margin` instead of the model's safety margin.
     double margin;   ///< Metres; pairs closer than this (strictly) violate it.
+    rp_work *work;   ///< Budget of the scene walks (NULL: none); see rp_work.
 } rp_check_opts;
 
 /// Result of rp_model_check; release with rp_check_result_free.
@@ -519,7 +539,9 @@ typedef struct rp_check_result {
 /// bounding-volume hierarchy, so like rp_scene_query it must not run while
 /// the scene is mutated.  RP_ERR_NOMEM; RP_ERR_NONFINITE when a pose moves
 /// a link beyond the range of doubles (a coordinate past ±DBL_MAX), and then
-/// out->closest.link is that link's index.
+/// out->closest.link is that link's index; RP_ERR_WORK when the scene walks
+/// spend opts->work's limit (no result is kept; a batch then keeps none
+/// and sets *failed to 0).
 RP_API rp_status rp_model_check(const rp_model *m, const rp_scene *scene,
                                 const rp_transform *base, const rp_transform *frames,
                                 size_t n_frames, const rp_check_opts *opts, rp_check_result *out);
@@ -616,10 +638,12 @@ RP_API uint64_t rp_model_def_work(const rp_model_def *def);
 /// n_attached.
 RP_API uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attached,
                                      size_t n_attached, size_t n_allowed_scene);
-/// Upper bound on the pair tests and lookups one check of one
-/// configuration of `m` against a scene of `scene_shapes` shapes needs:
-/// each shape against the scene tree (links x ceil(log2(shapes + 1))),
-/// self pairs when checked, and the allowed scene exclusions it loads.
+/// Estimate of the pair tests and lookups one check of one configuration
+/// of `m` against a scene of `scene_shapes` shapes needs: each shape
+/// against the scene tree (links x ceil(log2(shapes + 1))), self pairs
+/// when checked, and the allowed scene exclusions it loads.  An upper
+/// bound for everything but the tree walks, whose cost depends on where
+/// the shapes are: those are metered while they run (rp_work).
 RP_API uint64_t rp_model_check_work(const rp_model *m, size_t scene_shapes);
 
 /* ---- motions ------------------------------------------------------------------ */
@@ -644,6 +668,7 @@ typedef struct rp_motion_opts {
                          ///< same verdict, found sooner) instead of the first contact.
     uint64_t max_states; ///< Most configurations to evaluate (0: no limit); beyond
                          ///< it the check stops with RP_ERR_LIMIT.
+    rp_work *work;       ///< Budget of the scene walks (NULL: none); see rp_work.
 } rp_motion_opts;
 
 typedef struct rp_motion_result {
@@ -688,7 +713,9 @@ RP_API uint64_t rp_motion_states_bound(const rp_model *m, const double *path, si
 /// mode for a segment whose motion is too large for the tolerance at double
 /// precision (a step of t would round to nothing); RP_ERR_NONFINITE for
 /// non-finite path values or states that move a shape (or a joint change)
-/// beyond the range of doubles; RP_ERR_LIMIT past max_states; RP_ERR_NOMEM.
+/// beyond the range of doubles; RP_ERR_LIMIT past max_states; RP_ERR_WORK
+/// when the states' scene walks spend opts->work's limit (out then holds
+/// only states_checked); RP_ERR_NOMEM.
 RP_API rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
                                        const rp_transform *base, const double *path,
                                        size_t n_points, const rp_motion_opts *opts,

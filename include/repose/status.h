@@ -31,7 +31,8 @@ extern "C" {
     X(RP_ERR_EXISTS,          "already exists",                          -32002) \
     X(RP_ERR_REVISION,        "revision conflict",                       -32003) \
     X(RP_ERR_LIMIT,           "limit exceeded",                          -32004) \
-    X(RP_ERR_ABORTED,         "refused by the store's commit hook",      -32007)
+    X(RP_ERR_ABORTED,         "refused by the store's commit hook",      -32007) \
+    X(RP_ERR_WORK,            "work budget spent",                       -32004)
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.

@@ -1060,6 +1060,11 @@ size_t rp_scene_index_bytes(const rp_scene *sc)
 
 /* ---- queries ------------------------------------------------------------------ */
 
+/* Outside a metered call (the library's own callers of the walks) there
+ * is no limit. */
+_Thread_local rp_meter rp_meter_ __attribute__((tls_model("initial-exec"))) = {
+    INT64_MAX, INT64_MAX, 0, false};
+
 /* The query's box and (padded) radius. */
 static double query_box(const rp_shape *q, double lo[3], double hi[3])
 {
@@ -1125,9 +1130,20 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
     *found = false;
     *evaluated = 0;
     const rp_bvh *t = &sc->tree;
+    int64_t budget = rp_meter_.left; /* the meter: node visits + *evaluated */
+    if (budget <= 0) {
+        rp_meter_.out = true;
+        return;
+    }
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count; e++)
+        for (size_t e = 0; e < sc->count; e++) {
+            if ((int64_t)*evaluated >= budget) {
+                rp_meter_.out = true;
+                break;
+            }
             offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
+        }
+        rp_meter_.left = rp_meter_spend_(budget, *evaluated);
         return;
     }
     double lo[3], hi[3];
@@ -1143,9 +1159,15 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         double gap;
     } stack[STACK_MAX];
     size_t top = 0;
+    uint64_t visits = 0;
     stack[top].node = t->root;
     stack[top++].gap = node_key(lo, hi, qr, node_at(t, t->root));
     while (top > 0) {
+        if ((int64_t)(visits + *evaluated) >= budget) {
+            rp_meter_.out = true;
+            break;
+        }
+        visits++;
         top--;
         if (key_excludes(stack[top].gap, *best_d, *found))
             continue;
@@ -1186,14 +1208,25 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
             stack[top++].gap = gb;
         }
     }
+    rp_meter_.left = rp_meter_spend_(budget, visits + *evaluated);
 }
 
-bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
-                     rp_scene_visit_fn fn, void *ctx)
+/* rp_scene_below_'s walk; spends from *left (the meter). */
+static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_scene_visit_fn fn,
+                  void *ctx, int64_t *left)
 {
     const rp_bvh *t = &sc->tree;
+    if (*left <= 0) {
+        rp_meter_.out = true;
+        return true;
+    }
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
         for (size_t e = 0; e < sc->count; e++) {
+            if (*left <= 0) {
+                rp_meter_.out = true;
+                return true;
+            }
+            *left -= 1;
             double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
@@ -1213,8 +1246,14 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
         return true;
     stack[top++] = t->root;
     while (top > 0) {
+        if (*left <= 0) {
+            rp_meter_.out = true;
+            return true;
+        }
+        *left -= 1;
         uint32_t ref = stack[--top];
         if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
+            *left -= 1;
             size_t e = shape_of(ref);
             double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
@@ -1224,6 +1263,7 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
         const rp_bvh_node *n = node_at(t, ref);
         uint32_t a = n->child[0], b = n->child[1];
         if (a & b & RP_BVH_SHAPE) {
+            *left -= 2;
             size_t e = shape_of(a);
             double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
             if (d < threshold && !fn(ctx, e, d))
@@ -1241,6 +1281,15 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                 stack[top++] = c[k];
     }
     return true;
+}
+
+bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
+                     rp_scene_visit_fn fn, void *ctx)
+{
+    int64_t left = rp_meter_.left;
+    bool done = below(sc, q, threshold, fn, ctx, &left);
+    rp_meter_.left = left;
+    return done;
 }
 
 /* ---- several queries in one walk ------------------------------------------------- */
@@ -1484,7 +1533,7 @@ static inline test_box node_test_box(const rp_bvh_node *n)
  * queries fn drops leave *active. */
 static inline __attribute__((always_inline)) void multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e,
                        double threshold, int simd, rp_multi_visit_fn fn, void *ctx,
-                       uint64_t *active)
+                       uint64_t *active, int64_t *left)
 {
     const rp_shape *s = &RP_ENTRY(sc, e)->shape;
     mask &= *active;
@@ -1500,6 +1549,7 @@ static inline __attribute__((always_inline)) void multi_leaf(const rp_scene *sc,
         mask &= mask - 1;
         if (!((*active >> k) & 1))
             continue; /* dropped by an earlier call for this shape */
+        *left = rp_meter_spend_(*left, 1);
         double dist = rp_shape_signed_distance(q->shape[k], s);
         if (dist < threshold)
             *active &= ~fn(ctx, k, e, dist);
@@ -1522,17 +1572,28 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
     double glo[3] = {0, 0, 0}, ghi[3] = {0, 0, 0}, gr = 0.0;
     if (gated)
         gr = query_box(gate->shape, glo, ghi);
+    int64_t left = rp_meter_.left;
+    if (left <= 0) {
+        rp_meter_.out = true;
+        return;
+    }
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
         for (size_t e = 0; e < sc->count && (active || gated); e++) {
+            if (left <= 0) {
+                rp_meter_.out = true;
+                break;
+            }
             if (gated) {
+                left = rp_meter_spend_(left, 1);
                 if (!(rp_shape_signed_distance(gate->shape, &RP_ENTRY(sc, e)->shape) <
                       gate->threshold))
                     continue;
                 gated = false;
                 active = gate->fill(ctx, q);
             }
-            multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active);
+            multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
         }
+        rp_meter_.left = left;
         return;
     }
     /* Depth first, first child first, as rp_scene_below_; each stack entry
@@ -1554,19 +1615,25 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
     }
     stack[top++].ref = t->root;
     while (top > 0 && (active || gated)) {
+        if (left <= 0) {
+            rp_meter_.out = true;
+            break;
+        }
+        left--;
         top--;
         uint32_t ref = stack[top].ref;
         uint64_t mask = stack[top].mask;
         if (gated) {
             /* rp_scene_below_'s walk for the gate's shape. */
             if (ref & RP_BVH_SHAPE) {
+                left = rp_meter_spend_(left, 1);
                 size_t e = shape_of(ref);
                 if (!(rp_shape_signed_distance(gate->shape, &RP_ENTRY(sc, e)->shape) <
                       gate->threshold))
                     continue;
                 gated = false;
                 active = gate->fill(ctx, q);
-                multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active);
+                multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
                 continue;
             }
             const rp_bvh_node *n = node_at(t, ref);
@@ -1584,7 +1651,7 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
         if (!mask)
             continue;
         if (ref & RP_BVH_SHAPE) {
-            multi_leaf(sc, q, mask, shape_of(ref), threshold, simd, fn, ctx, &active);
+            multi_leaf(sc, q, mask, shape_of(ref), threshold, simd, fn, ctx, &active, &left);
             continue;
         }
         const rp_bvh_node *n = node_at(t, ref);
@@ -1603,6 +1670,7 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
             }
         }
     }
+    rp_meter_.left = left;
 }
 
 /* ---- whole robots in one walk ---------------------------------------------------- */
@@ -1647,7 +1715,7 @@ static uint64_t robots_live(const rp_robots_walk *w, uint64_t gates)
  * those that pass against it.  True when some robot dropped shapes. */
 static inline __attribute__((always_inline)) bool robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates,
                                                 size_t e, double gate_threshold,
-                                                double threshold, const int simd)
+                                                double threshold, const int simd, int64_t *left)
 {
     dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
@@ -1665,7 +1733,7 @@ static inline __attribute__((always_inline)) bool robots_leaf(const rp_scene *sc
             continue;
         lanes_fill(&rl->shapes, &rl->filled, m, rl->fill, rl->ctx);
         uint64_t before = rl->active;
-        multi_leaf(sc, &rl->shapes, m, e, threshold, simd, rl->visit, rl->ctx, &rl->active);
+        multi_leaf(sc, &rl->shapes, m, e, threshold, simd, rl->visit, rl->ctx, &rl->active, left);
         dropped |= rl->active != before;
     }
     return dropped;
@@ -1680,10 +1748,21 @@ static inline __attribute__((always_inline)) void below_robots(const rp_scene *s
     const rp_bvh *t = &sc->tree;
     uint64_t all = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
     uint64_t gates = robots_live(w, all);
+    int64_t left = rp_meter_.left;
+    if (left <= 0) {
+        rp_meter_.out = true;
+        return;
+    }
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count && gates; e++)
-            if (robots_leaf(sc, w, gates, e, gate_threshold, threshold, simd))
+        for (size_t e = 0; e < sc->count && gates; e++) {
+            if (left <= 0) {
+                rp_meter_.out = true;
+                break;
+            }
+            if (robots_leaf(sc, w, gates, e, gate_threshold, threshold, simd, &left))
                 gates = robots_live(w, gates);
+        }
+        rp_meter_.left = left;
         return;
     }
     /* Depth first, first child first, as rp_scene_below_; each stack entry
@@ -1700,13 +1779,18 @@ static inline __attribute__((always_inline)) void below_robots(const rp_scene *s
     stack[top].ref = t->root;
     stack[top++].mask = m;
     while (top > 0 && gates) {
+        if (left <= 0) {
+            rp_meter_.out = true;
+            break;
+        }
+        left--;
         top--;
         uint32_t ref = stack[top].ref;
         uint64_t mask = stack[top].mask & gates;
         if (!mask)
             continue;
         if (ref & RP_BVH_SHAPE) {
-            if (robots_leaf(sc, w, mask, shape_of(ref), gate_threshold, threshold, simd))
+            if (robots_leaf(sc, w, mask, shape_of(ref), gate_threshold, threshold, simd, &left))
                 gates = robots_live(w, gates);
             continue;
         }
@@ -1726,6 +1810,7 @@ static inline __attribute__((always_inline)) void below_robots(const rp_scene *s
             }
         }
     }
+    rp_meter_.left = left;
 }
 
 /* The single robot of a nearest walk: fills its shape lanes. */
@@ -1768,7 +1853,7 @@ static double balls_order_key(const rp_balls *q, uint64_t mask, const test_box *
 
 static inline __attribute__((always_inline)) void robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
                             const double *bound, double gate_slack, int simd,
-                            rp_multi_visit_fn fn, void *ctx, uint64_t active)
+                            rp_multi_visit_fn fn, void *ctx, uint64_t active, int64_t *left)
 {
     dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
@@ -1784,6 +1869,7 @@ static inline __attribute__((always_inline)) void robot_leaf_near(const rp_scene
     const rp_shape *s = &RP_ENTRY(sc, e)->shape;
     for (; want; want &= want - 1) {
         unsigned k = (unsigned)__builtin_ctzll(want);
+        *left = rp_meter_spend_(*left, 1);
         double dist = rp_shape_signed_distance(w->shapes.shape[k], s);
         if (dist <= *bound)
             (void)fn(ctx, k, e, dist);
@@ -1799,9 +1885,20 @@ static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *
     uint64_t gates = live_gates(w, all_gates, active);
     if (!gates)
         return;
+    int64_t left = rp_meter_.left;
+    if (left <= 0) {
+        rp_meter_.out = true;
+        return;
+    }
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count; e++)
-            robot_leaf_near(sc, w, gates, e, bound, gate_slack, simd, fn, ctx, active);
+        for (size_t e = 0; e < sc->count; e++) {
+            if (left <= 0) {
+                rp_meter_.out = true;
+                break;
+            }
+            robot_leaf_near(sc, w, gates, e, bound, gate_slack, simd, fn, ctx, active, &left);
+        }
+        rp_meter_.left = left;
         return;
     }
     /* Depth first, nearer child first (by the nearest ball's distance to
@@ -1821,11 +1918,17 @@ static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *
     stack[top].mask = m;
     stack[top++].bound = *bound;
     while (top > 0) {
+        if (left <= 0) {
+            rp_meter_.out = true;
+            break;
+        }
+        left--;
         top--;
         uint32_t ref = stack[top].ref;
         uint64_t mask = stack[top].mask;
         if (ref & RP_BVH_SHAPE) {
-            robot_leaf_near(sc, w, mask, shape_of(ref), bound, gate_slack, simd, fn, ctx, active);
+            robot_leaf_near(sc, w, mask, shape_of(ref), bound, gate_slack, simd, fn, ctx, active,
+                            &left);
             continue;
         }
         const rp_bvh_node *n = node_at(t, ref);
@@ -1858,6 +1961,7 @@ static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *
             }
         }
     }
+    rp_meter_.left = left;
 }
 
 #ifdef RP_HAVE_AVX2_PATH

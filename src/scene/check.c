@@ -1083,9 +1083,25 @@ nomem:
 
 /* ---- entry points ---------------------------------------------------------------- */
 
+static rp_status check_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                           const rp_transform *frames, size_t n_frames,
+                           const rp_check_opts *opts, rp_check_result *out);
+
 rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_transform *base,
                          const rp_transform *frames, size_t n_frames, const rp_check_opts *opts,
                          rp_check_result *out)
+{
+    rp_work *work = opts ? opts->work : NULL;
+    rp_meter_open_(work);
+    rp_status st = rp_meter_close_(work, check_run(m, scene, base, frames, n_frames, opts, out));
+    if (st == RP_ERR_WORK)
+        rp_check_result_free(out); /* found by cut walks: nothing to report */
+    return st;
+}
+
+static rp_status check_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                           const rp_transform *frames, size_t n_frames,
+                           const rp_check_opts *opts, rp_check_result *out)
 {
     if (!out)
         return RP_ERR_INVALID_ARG;
@@ -1093,7 +1109,7 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
     if (!m || n_frames != m->frame_count || (n_frames && !frames))
         return RP_ERR_INVALID_ARG;
     /* NULL options: the protocol's defaults (closest, the model's margin). */
-    rp_check_opts defaults = {RP_REPORT_CLOSEST, false, 0.0};
+    rp_check_opts defaults = {.report = RP_REPORT_CLOSEST};
     if (!opts)
         opts = &defaults;
     double margin = opts->has_margin ? opts->margin : m->safety_margin;
@@ -1185,7 +1201,7 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
         group = g ? RP_MULTI_MAX / g : 1;
         group = group > RP_ROBOTS_MAX ? RP_ROBOTS_MAX : group;
     }
-    rp_check_opts opts = {RP_REPORT_FIRST, true, margin};
+    rp_check_opts opts = {.report = RP_REPORT_FIRST, .has_margin = true, .margin = margin};
     if (group < 2) {
         for (size_t r = 0; r < n; r++) {
             rp_status st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r]);

@@ -729,6 +729,10 @@ static rp_transform *frames_for(const rp_model *m, const rp_transform *base, con
  * time. */
 #define BATCH_GROUP 16
 
+static rp_status batch_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                           const double *q, size_t n, const rp_check_opts *opts,
+                           rp_check_result *out, size_t *failed);
+
 rp_status rp_model_check_joints_batch(const rp_model *m, const rp_scene *scene,
                                       const rp_transform *base, const double *q, size_t n,
                                       const rp_check_opts *opts, rp_check_result *out,
@@ -737,6 +741,29 @@ rp_status rp_model_check_joints_batch(const rp_model *m, const rp_scene *scene,
     size_t fail_dummy;
     if (!failed)
         failed = &fail_dummy;
+    rp_work *work = opts ? opts->work : NULL;
+    rp_meter_open_(work);
+    rp_status run = batch_run(m, scene, base, q, n, opts, out, failed);
+    rp_status st = rp_meter_close_(work, run);
+    if (st == RP_ERR_WORK) {
+        /* The walks that ran out may have served any vector: keep no
+         * result.  A run that went on to the end filled every out[]; one
+         * stopped by a vector's own RP_ERR_WORK filled those before it
+         * (that one's was freed by rp_model_check). */
+        size_t filled = run == RP_OK ? n : *failed;
+        for (size_t r = 0; r < filled; r++)
+            rp_check_result_free(&out[r]);
+        if (n)
+            memset(out, 0, sizeof *out);
+        *failed = 0;
+    }
+    return st;
+}
+
+static rp_status batch_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                           const double *q, size_t n, const rp_check_opts *opts,
+                           rp_check_result *out, size_t *failed)
+{
     *failed = 0;
     if (n && !out)
         return RP_ERR_INVALID_ARG;
@@ -825,6 +852,7 @@ rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene,
                                 const rp_transform *base, const double *q,
                                 const rp_check_opts *opts, rp_check_result *out)
 {
+    /* rp_model_check opens the meter: forward kinematics is not metered. */
     if (!out)
         return RP_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);

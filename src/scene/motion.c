@@ -153,6 +153,13 @@ static rp_status discrete_flush(motion *mo, bool *bad)
     rp_status st = rp_model_check_first_many_(mo->m, mo->sc, mo->base, mo->q_frames, n,
                                               mo->margin, r, &failed);
     size_t valid = st ? failed : n; /* results before it are valid */
+    if (rp_meter_.out) {
+        /* A walk ran out of work units (rp_work): these verdicts are not
+         * to be trusted, and the motion stops here. */
+        for (size_t j = 0; j < valid; j++)
+            rp_check_result_free(&r[j]);
+        return RP_ERR_WORK;
+    }
     for (size_t j = 0; j < valid; j++) {
         if (!*bad) {
             mo->out->states_checked++;
@@ -515,6 +522,8 @@ static rp_status evaluate(certifier *c, ca_item *it, bool *hit)
         rp_scene_nearest_excl_(mo->sc, w, ex, nx, &d, &e, &found);
         if (ex != buf)
             free(ex);
+        if (rp_meter_.out)
+            return RP_ERR_WORK; /* the walk was cut (rp_work): no proof here */
         if (found) {
             double clear = d - mo->margin;
             if (!(clear >= c->tol)) {
@@ -667,10 +676,31 @@ static rp_status check_certified(motion *mo)
 
 /* ---- entry point ------------------------------------------------------------------ */
 
+static rp_status motion_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                            const double *path, size_t n_points, const rp_motion_opts *opts,
+                            rp_motion_result *out, double *first_joints);
+
 rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
                                 const rp_transform *base, const double *path, size_t n_points,
                                 const rp_motion_opts *opts, rp_motion_result *out,
                                 double *first_joints)
+{
+    rp_work *work = opts ? opts->work : NULL;
+    rp_meter_open_(work);
+    rp_status st = rp_meter_close_(
+        work, motion_run(m, scene, base, path, n_points, opts, out, first_joints));
+    if (st == RP_ERR_WORK && out) {
+        /* A verdict from cut walks means nothing: keep only the count. */
+        uint64_t states = out->states_checked;
+        memset(out, 0, sizeof *out);
+        out->states_checked = states;
+    }
+    return st;
+}
+
+static rp_status motion_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                            const double *path, size_t n_points, const rp_motion_opts *opts,
+                            rp_motion_result *out, double *first_joints)
 {
     if (!out)
         return RP_ERR_INVALID_ARG;

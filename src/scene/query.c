@@ -130,7 +130,9 @@ static rp_status query_all(const rp_scene *sc, const rp_query *q, rp_query_resul
 rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out)
 {
     memset(out, 0, sizeof *out);
+    rp_meter_open_(q->work);
     rp_status st = q->subset ? query_subset(sc, q, out) : query_all(sc, q, out);
+    st = rp_meter_close_(q->work, st);
     if (st) {
         rp_query_result_free(out);
         return st;

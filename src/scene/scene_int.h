@@ -192,6 +192,64 @@ static inline bool rp_key_excludes_(double key, double bound, bool ties_win)
     return key > bound || (key == bound && !ties_win);
 }
 
+/* ---- the work meter (rp_work) ------------------------------------------------ */
+
+/* The calling thread's budget for tree walks.  A public query, check or
+ * motion opens it (rp_meter_open_) from its rp_work; the walks of bvh.c
+ * read `left` into a local once, spend from it (one unit per node visited
+ * and per distance evaluated, checked once per stack entry, so a limit is
+ * passed by at most one leaf's tests), and write it back.  Once a walk
+ * finds nothing left it sets `out` and stops, and every later walk of the
+ * call stops at its first step, reporting nothing; the call then fails
+ * with RP_ERR_WORK (rp_meter_close_), so no result built from a cut walk
+ * is ever returned.  Calls nest (a motion checks states; a joint check
+ * checks frames): only the outermost opens and closes the budget.  Between
+ * calls there is no limit (the walks' internal callers and tests). */
+typedef struct rp_meter {
+    int64_t left;   /* units left for the walks (below 0: overspent); INT64_MAX: no limit */
+    int64_t start;  /* left when the outermost call opened it */
+    uint32_t depth; /* public calls open on this thread */
+    bool out;       /* a walk stopped for lack of units */
+} rp_meter;
+
+extern _Thread_local rp_meter rp_meter_ __attribute__((tls_model("initial-exec")));
+
+static inline void rp_meter_open_(rp_work *w)
+{
+    if (rp_meter_.depth++)
+        return;
+    int64_t left = INT64_MAX;
+    if (w && w->limit) {
+        uint64_t room = w->limit > w->spent ? w->limit - w->spent : 0;
+        left = room < (uint64_t)INT64_MAX ? (int64_t)room : INT64_MAX;
+    }
+    rp_meter_.left = rp_meter_.start = left;
+    rp_meter_.out = false;
+}
+
+/* Closes what rp_meter_open_ opened: st, or RP_ERR_WORK when a walk ran
+ * out (an error the call found first wins).  The outermost call adds what
+ * its walks spent, including any slice past the limit, to w->spent. */
+static inline rp_status rp_meter_close_(rp_work *w, rp_status st)
+{
+    bool out = rp_meter_.out;
+    if (--rp_meter_.depth == 0) {
+        uint64_t spent = (uint64_t)rp_meter_.start - (uint64_t)rp_meter_.left;
+        if (w)
+            w->spent = w->spent > UINT64_MAX - spent ? UINT64_MAX : w->spent + spent;
+        rp_meter_.left = rp_meter_.start = INT64_MAX; /* no limit between calls */
+        rp_meter_.out = false;
+    }
+    return st == RP_OK && out ? RP_ERR_WORK : st;
+}
+
+/* Units a walk has left after spending n (below 0 once overspent: a walk
+ * checks for that once per stack entry or scene shape). */
+static inline int64_t rp_meter_spend_(int64_t left, uint64_t n)
+{
+    return left - (int64_t)n;
+}
+
 /* Nearest scene shape to q.  *best_d is an in/out bound: a shape becomes the
  * best when its distance is below it, or equal to it and this call already
  * found a best whose id is larger (the id tie rule).  Ties with a bound

@@ -60,6 +60,42 @@ bool rpd_work_fits(rpd_req *req, uint64_t units)
     return false;
 }
 
+rp_work rpd_walk_meter(const rpd_req *req, uint64_t charged, double share)
+{
+    uint64_t left = req->core->work_left;
+    uint64_t budget = left > UINT64_MAX - charged ? UINT64_MAX : left + charged;
+    if (share < 1.0)
+        budget = (uint64_t)((double)budget * share);
+    rp_work w = {budget ? budget : 1, 0}; /* a limit of 0 would mean none */
+    return w;
+}
+
+bool rpd_walk_settle(rpd_req *req, const rp_work *w, uint64_t charged, rp_status st)
+{
+    rpd_core *core = req->core;
+    if (w->spent > charged) {
+        uint64_t more = w->spent - charged;
+        core->work_left = more < core->work_left ? core->work_left - more : 0;
+    }
+    if (st != RP_ERR_WORK)
+        return st == RP_OK || rpd_fail_status(req, st);
+    return rpd_walk_stopped(req, w, charged);
+}
+
+bool rpd_walk_stopped(rpd_req *req, const rp_work *w, uint64_t charged)
+{
+    rpd_core *core = req->core;
+    rpd_fail_work(req);
+    rpd_format(req->err.message, sizeof req->err.message,
+               "Limit exceeded: %s (max %llu work units per request line%s): its tree walks "
+               "were stopped after %llu units, past the estimate of %llu; split it into smaller "
+               "requests or query fewer shapes at a time",
+               rpd_limit_name(core->work_limit), (unsigned long long)req->err.max,
+               core->work_limit == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
+               (unsigned long long)w->spent, (unsigned long long)charged);
+    return false;
+}
+
 uint64_t rpd_tree_depth(size_t n)
 {
     uint64_t d = 0;

@@ -32,6 +32,20 @@ bool rpd_fail_work(rpd_req *req);
  * before decoding (the pairs of an array), so that decoding a request that
  * will be refused is not spent either. */
 bool rpd_work_fits(rpd_req *req, uint64_t units);
+/* Tree walks cannot be priced exactly before they run: a query or check
+ * charges its estimate first (rpd_charge_work), then walks on a meter
+ * (rp_work) that lets it spend what its line had before that charge.
+ * rpd_walk_meter makes the meter; rpd_walk_settle charges the line what
+ * the walks spent where that is more than the estimate, and turns
+ * RP_ERR_WORK (the meter ran out, the walks stopped) into -32004 naming
+ * the line's limit; another error status fails the request as
+ * rpd_fail_status does.  True for RP_OK.
+ * `share` (0..1] is the part of the budget a slice of a batch may use. */
+rp_work rpd_walk_meter(const rpd_req *req, uint64_t charged, double share);
+bool rpd_walk_settle(rpd_req *req, const rp_work *w, uint64_t charged, rp_status st);
+/* The -32004 of walks stopped on their meter (what rpd_walk_settle does
+ * for RP_ERR_WORK, without charging anything); returns false. */
+bool rpd_walk_stopped(rpd_req *req, const rp_work *w, uint64_t charged);
 
 /* ceil(log2(n + 1)): the depth of a balanced tree over n shapes, the unit
  * of a tree query's cost in work estimates. */

@@ -459,6 +459,10 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     double *q = malloc((dof ? dof : 1) * sizeof *q);
     if (!q)
         return rpd_fail_status(req, RP_ERR_NOMEM);
+    uint64_t charged = check_cost(cs) + dof;
+    rp_work meter = rpd_walk_meter(req, charged, 1.0);
+    rp_check_opts opts = cs->opts;
+    opts.work = &meter;
     rp_transform base;
     bool ok = decode_joint_vector(req, cs->model, jj, jpath, q);
     if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
@@ -467,11 +471,11 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     memset(&res, 0, sizeof res);
     if (ok) {
         rp_status st = rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL, q,
-                                             &cs->opts, &res);
+                                             &opts, &res);
         if (st == RP_ERR_NONFINITE)
             ok = fail_joint_range(req, jpath);
-        else if (st)
-            ok = rpd_fail_status(req, st);
+        else
+            ok = rpd_walk_settle(req, &meter, charged, st);
     }
     if (ok) {
         rp_jw_object_begin(w);
@@ -518,12 +522,16 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_check_result res;
     memset(&res, 0, sizeof res);
     if (ok) {
+        uint64_t charged = check_cost(&cs);
+        rp_work meter = rpd_walk_meter(req, charged, 1.0);
+        rp_check_opts opts = cs.opts;
+        opts.work = &meter;
         rp_status st = rp_model_check(cs.model, cs.scene, has_base ? &btf : NULL, tf,
-                                      cs.n_frames, &cs.opts, &res);
+                                      cs.n_frames, &opts, &res);
         if (st == RP_ERR_NONFINITE)
             ok = fail_out_of_range(req, &cs, "params", res.closest.link);
-        else if (st)
-            ok = rpd_fail_status(req, st);
+        else
+            ok = rpd_walk_settle(req, &meter, charged, st);
     }
     if (ok) {
         rp_jw_object_begin(w);
@@ -553,6 +561,7 @@ typedef struct batch_slice {
     size_t fail_k;      /* first failing configuration, SIZE_MAX: none */
     rp_status fail_st;
     size_t fail_link;   /* frame form, RP_ERR_NONFINITE: the link out of range */
+    rp_work work;       /* its share of the line's budget for tree walks */
 } batch_slice;
 
 typedef struct batch_run {
@@ -566,6 +575,7 @@ typedef struct batch_run {
     const rp_transform *bases;
     const bool *has_base;
     size_t n, per;
+    uint64_t charged;   /* work units charged for the batch before it ran */
     size_t room;        /* reply bytes left: each slice stops past it */
     batch_slice *slices;
 } batch_run;
@@ -582,6 +592,8 @@ static void run_slice(void *ctx, size_t s)
     rp_jw *w = &sl->w;
     rp_jw_set_limit(w, b->room);
     rp_jw_array_begin(w);
+    rp_check_opts opts = cs->opts;
+    opts.work = &sl->work;
     if (b->joints) {
         /* Joint vectors a chunk at a time through the batch API (several
          * configurations share a walk of the scene). */
@@ -589,7 +601,7 @@ static void run_slice(void *ctx, size_t s)
         for (size_t k0 = lo; k0 < hi && !rp_jw_failed(w); k0 += JOINT_CHUNK) {
             size_t n = hi - k0 < JOINT_CHUNK ? hi - k0 : JOINT_CHUNK, failed = n;
             rp_status st = rp_model_check_joints_batch(cs->model, cs->scene, b->base,
-                                                       &b->q[k0 * b->d1], n, &cs->opts, res,
+                                                       &b->q[k0 * b->d1], n, &opts, res,
                                                        &failed);
             size_t done = st ? failed : n;
             for (size_t j = 0; j < done; j++) {
@@ -613,7 +625,7 @@ static void run_slice(void *ctx, size_t s)
     for (size_t k = lo; k < hi && !rp_jw_failed(w); k++) {
         rp_check_result res;
         rp_status st = rp_model_check(cs->model, cs->scene, b->has_base[k] ? &b->bases[k] : NULL,
-                                      &b->frames[k * b->nf], cs->n_frames, &cs->opts, &res);
+                                      &b->frames[k * b->nf], cs->n_frames, &opts, &res);
         if (st) {
             sl->fail_k = k;
             sl->fail_st = st;
@@ -651,16 +663,25 @@ static bool run_batch(rpd_req *req, batch_run *b, rp_jw *w, const char *path)
     for (size_t s = 0; s < n_slices; s++) {
         rp_jw_init(&b->slices[s].w);
         b->slices[s].fail_k = SIZE_MAX;
+        /* Each slice walks on its share of the budget (slices run on
+         * different threads; a meter is one thread's). */
+        size_t lo = s * b->per, hi = lo + b->per < b->n ? lo + b->per : b->n;
+        b->slices[s].work = rpd_walk_meter(req, b->charged, (double)(hi - lo) / (double)b->n);
     }
     rpd_parallel_for(n_slices, run_slice, b);
-    bool ok = true;
+    rp_work spent = {0, 0};
+    for (size_t s = 0; s < n_slices; s++)
+        spent.spent += b->slices[s].work.spent;
+    bool ok = rpd_walk_settle(req, &spent, b->charged, RP_OK); /* charges the walks */
     for (size_t s = 0; s < n_slices && ok; s++) {
         batch_slice *sl = &b->slices[s];
         char cp[RP_CODEC_PATH_MAX];
         if (sl->fail_k == SIZE_MAX)
             continue;
         rp_codec_path_index(cp, path, sl->fail_k);
-        if (sl->fail_st != RP_ERR_NONFINITE)
+        if (sl->fail_st == RP_ERR_WORK)
+            ok = rpd_walk_stopped(req, &spent, b->charged);
+        else if (sl->fail_st != RP_ERR_NONFINITE)
             ok = rpd_fail_status(req, sl->fail_st);
         else if (b->joints)
             ok = fail_joint_range(req, cp);
@@ -725,7 +746,7 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     }
     if (ok && table && dof) {
         batch_run b = {.cs = cs, .joints = true, .q = table->v, .d1 = d1,
-                       .base = bj ? &base : NULL, .n = n};
+                       .base = bj ? &base : NULL, .n = n, .charged = cost * n};
         return run_batch(req, &b, w, path);
     }
     double *q = malloc((n ? n : 1) * d1 * sizeof *q);
@@ -738,7 +759,7 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     }
     if (ok) {
         batch_run b = {.cs = cs, .joints = true, .q = q, .d1 = d1, .base = bj ? &base : NULL,
-                       .n = n};
+                       .n = n, .charged = cost * n};
         ok = run_batch(req, &b, w, path);
     }
     free(q);
@@ -796,7 +817,7 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     }
     if (ok) {
         batch_run b = {.cs = cs, .frames = frames, .nf = nf, .bases = bases,
-                       .has_base = has_base, .n = n};
+                       .has_base = has_base, .n = n, .charged = cost * n};
         ok = run_batch(req, &b, w, path);
     }
     free(frames);
@@ -1041,8 +1062,13 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     if (ok) {
         if (dof == 0) /* the path is n empty vectors */
             q[0] = 0.0;
+        /* The states' walks share what the line has left (rp_work). */
+        rp_work meter = rpd_walk_meter(req, 0, 1.0);
+        mo.work = &meter;
         rp_status st = rp_model_check_motion(m, cs.scene, bj ? &base : NULL, q, n, &mo, &r, first);
-        if (st == RP_ERR_LIMIT) {
+        if (st == RP_ERR_WORK) {
+            ok = rpd_walk_settle(req, &meter, 0, st);
+        } else if (st == RP_ERR_LIMIT) {
             ok = rpd_fail_work(req);
             rpd_format(req->err.message, sizeof req->err.message,
                        "Limit exceeded: %s: the certified motion needed more than the %llu "
@@ -1058,7 +1084,11 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         } else if (st) {
             ok = rpd_fail_status(req, st);
         } else {
-            rpd_charge_work(req, r.states_checked * per_state);
+            /* What the states cost, or what their walks spent if more. */
+            uint64_t units = r.states_checked * per_state;
+            units = units > meter.spent ? units : meter.spent;
+            rpd_core *core = req->core;
+            core->work_left = units < core->work_left ? core->work_left - units : 0;
         }
     }
     if (ok) {

@@ -658,16 +658,20 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, r
     /* A subset is scanned pair by pair; the whole scene is searched through
      * its tree. */
     uint64_t per_query = idx ? n : rpd_tree_depth(rp_scene_shape_count(sc));
-    if (!rpd_charge_work(req, (uint64_t)qs->n * (per_query ? per_query : 1))) {
+    uint64_t charged = (uint64_t)qs->n * (per_query ? per_query : 1);
+    if (!rpd_charge_work(req, charged)) {
         free(idx);
         return false;
     }
+    rp_work meter = rpd_walk_meter(req, charged, 1.0);
+    q->work = &meter;
     rp_status st = rp_scene_query(sc, q, res);
+    q->work = NULL;
     free(idx);
     if (st == RP_ERR_LIMIT)
         return rpd_fail_limit(req, RPD_LIMIT_max_reply_bytes, req->core->limits.max_reply_bytes);
-    if (st)
-        return rpd_fail_status(req, st);
+    if (!rpd_walk_settle(req, &meter, charged, st))
+        return false;
     *sc_out = sc;
     return true;
 }

@@ -10,7 +10,10 @@
  *  - extending it spends at most rp_model_extend_work, also when the
  *    extension is refused;
  *  - a discrete motion checks at most rp_motion_states_bound states, and
- *    a certified one stops at its max_states.
+ *    a certified one stops at its max_states;
+ *  - the tree walks of a query and a check, whose cost no estimate bounds,
+ *    either finish on a meter (rp_work) having spent what they spend
+ *    unmetered, or stop with RP_ERR_WORK within a slice of its limit.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -99,6 +102,99 @@ static const char *link_name(input *in, bool kin, size_t n_shapes, size_t n_tree
 static uint64_t steps_as_units(void)
 {
     return (rp_build_steps_ + 15) / 16;
+}
+
+/* A meter stopped a call: it spent about its limit, at most a slice past
+ * it (one scene shape against every query shape, and the visit). */
+#define WALK_SLICE 70
+
+/* The call on meter w gave st; `full` units is what it spends unmetered.
+ * Either it finished, having spent exactly that, or it stopped near its
+ * limit. */
+static void check_meter(const char *what, rp_status st, const rp_work *w, uint64_t full)
+{
+    if (st == RP_ERR_WORK) {
+        FUZZ_CHECK(w->spent <= w->limit + WALK_SLICE && w->limit < full + 3,
+                   "%s: stopped after %llu units on a limit of %llu (%llu unmetered)", what,
+                   (unsigned long long)w->spent, (unsigned long long)w->limit,
+                   (unsigned long long)full);
+        return;
+    }
+    FUZZ_CHECK(w->spent == full, "%s: spent %llu metered, %llu unmetered", what,
+               (unsigned long long)w->spent, (unsigned long long)full);
+}
+
+/* The tree walks' meter (rp_work): a random scene, now and then with its
+ * shapes piled on one point (every one ties for nearest), then a query and
+ * a check of the model, each unmetered and on a random limit. */
+static void walks_are_metered(input *in, rp_store *st, const rp_model *m, bool kin)
+{
+    enum { MAX_SCENE = 300 };
+    static rp_shape_put puts[MAX_SCENE];
+    static char ids[MAX_SCENE][NAME_BYTES];
+    unsigned mode = next(in);
+    size_t n = (size_t)next(in) + (size_t)(next(in) % 2) * 44; /* up to 299 */
+    rp_shape pile = shape(in);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], NAME_BYTES, "w%zu", i);
+        puts[i].id = ids[i];
+        puts[i].shape = mode & 1 ? pile : shape(in);
+    }
+    rp_scene *sc = NULL;
+    if (rp_store_create(st, "walk", puts, n, &sc) != RP_OK)
+        return;
+    rp_shape qs[4];
+    size_t nq = 1 + next(in) % 4;
+    for (size_t k = 0; k < nq; k++)
+        qs[k] = shape(in);
+    rp_query q;
+    memset(&q, 0, sizeof q);
+    q.shapes = qs;
+    q.n_shapes = nq;
+    q.collect = mode & 2;
+    q.threshold = next(in) / 32.0;
+    q.first_only = mode & 4;
+    rp_work full = {0, 0};
+    q.work = &full;
+    rp_query_result r;
+    if (rp_scene_query(sc, &q, &r) != RP_OK)
+        return;
+    rp_query_result_free(&r);
+    rp_work cut = {1 + (full.spent * next(in)) / 200, 0};
+    q.work = &cut;
+    rp_status s = rp_scene_query(sc, &q, &r);
+    check_meter("query", s, &cut, full.spent);
+    rp_query_result_free(&r);
+
+    /* A check of the model at a random configuration. */
+    rp_check_opts o;
+    memset(&o, 0, sizeof o);
+    o.report = (rp_report)(next(in) % 3);
+    rp_check_result cr;
+    rp_transform frames[4];
+    for (size_t f = 0; f < 4; f++)
+        frames[f] = rp_transform_identity();
+    double qj[MAX_TREE] = {0};
+    size_t dof = rp_model_dof(m);
+    for (size_t i = 0; i < dof && i < MAX_TREE; i++)
+        qj[i] = ((int)next(in) - 128) / 40.0;
+    size_t nf = rp_model_frame_count(m);
+    if (!kin && nf > 4)
+        return;
+    full.spent = 0;
+    o.work = &full;
+    s = kin ? rp_model_check_joints(m, sc, NULL, qj, &o, &cr)
+            : rp_model_check(m, sc, NULL, frames, nf, &o, &cr);
+    rp_check_result_free(&cr);
+    if (s != RP_OK)
+        return;
+    cut.limit = 1 + (full.spent * next(in)) / 200;
+    cut.spent = 0;
+    o.work = &cut;
+    s = kin ? rp_model_check_joints(m, sc, NULL, qj, &o, &cr)
+            : rp_model_check(m, sc, NULL, frames, nf, &o, &cr);
+    check_meter("check", s, &cut, full.spent);
+    rp_check_result_free(&cr);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -224,6 +320,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            (unsigned long long)r.states_checked, (unsigned long long)bound);
         }
     }
+    walks_are_metered(&in, st, checked, kin);
     rp_model_free(e);
     rp_store_free(st);
     return 0;

@@ -502,6 +502,106 @@ static void large_lines_of_clients_that_left_are_handled(void **state)
     stop_ok(d);
 }
 
+/* A tree walk's cost depends on where the shapes are, so its estimate
+ * (the tree's depth per query shape) can be far too low: here every shape
+ * sits at the same point, every one ties for nearest, and a walk visits
+ * them all.  The walks are metered (rp_work): a request whose walks spend
+ * what its line has left is stopped with -32004 naming the limit, in
+ * every method that walks the tree, and a walk that fits is charged what
+ * it spent, so the line's later requests see less. */
+static void tree_walks_past_their_estimate_are_stopped(void **state)
+{
+    (void)state;
+    static const char *const flags[] = {"--max-request-work", "100000", NULL};
+    rh_daemon *d = start(flags);
+    rh_conn *c = connect_ok(d, false);
+    enum { N = 20000 };
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":"
+                  "{\"scene\":\"pile\",\"shapes\":{");
+    for (int i = 0; i < N; i++)
+        tb_printf(&b, "%s\"p%d\":{\"sphere\":{\"center\":[5,0,0],\"radius\":0.01}}",
+                  i ? "," : "", i);
+    tb_printf(&b, "}}}");
+    expect_ok(call_buf(c, &b), "scene of 20000 shapes at one point");
+    /* Ten spheres at one point on the base (every link ties with every
+     * other for the closest pair, so none prunes another), and a one-joint
+     * arm. */
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":"
+                  "{\"model\":\"ten\",\"links\":[");
+    for (int i = 0; i < 10; i++)
+        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":null,\"shape\":{\"sphere\":{\"center\":"
+                      "[0,0,0],\"radius\":0.1}}}",
+                  i ? "," : "", i);
+    tb_printf(&b, "]}}");
+    expect_ok(call_buf(c, &b), "model ten");
+    expect_ok(call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+                           "\"model\":\"k\",\"joints\":[{\"name\":\"j\",\"type\":\"revolute\","
+                           "\"parent\":\"base\",\"child\":\"arm\",\"axis\":[0,0,1]}],\"links\":"
+                           "[{\"id\":\"s\",\"link\":\"arm\",\"shape\":{\"sphere\":{\"center\":"
+                           "[4.5,0,0],\"radius\":0.1}}}]}}"),
+              "model k");
+    pinger *p = pinger_start(d);
+
+    /* One query shape walks every shape: about 2 N units, within budget. */
+    expect_ok(call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.distance\","
+                           "\"params\":{\"scene\":\"pile\",\"shape\":{\"sphere\":{\"center\":"
+                           "[0,0,0],\"radius\":0.1}}}}"),
+              "scene.distance of one shape");
+    /* Ten of them, each nearer than the one before (so none is pruned by
+     * the nearest pair so far): estimated at 150 units, stopped near
+     * 100,000. */
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.distance\",\"params\":"
+                  "{\"scene\":\"pile\",\"shapes\":{");
+    for (int i = 0; i < 10; i++)
+        tb_printf(&b, "%s\"q%d\":{\"sphere\":{\"center\":[0,0,%d],\"radius\":0.1}}",
+                  i ? "," : "", i, 9 - i);
+    tb_printf(&b, "}}}");
+    const char *m = expect_limit(call_buf(c, &b), "max_request_work", "scene.distance of ten");
+    if (!strstr(m, "tree walks were stopped"))
+        fail_msg("want the walks named in the message, got: %s", m);
+    m = expect_limit(call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"check\",\"params\":"
+                                  "{\"model\":\"ten\",\"scene\":\"pile\",\"frames\":[]}}"),
+                     "max_request_work", "check of ten links");
+    if (!strstr(m, "tree walks were stopped"))
+        fail_msg("want the walks named in the message, got: %s", m);
+    /* A batch: its slices share the budget. */
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"check.batch\",\"params\":"
+                  "{\"model\":\"k\",\"scene\":\"pile\",\"report\":\"closest\",\"joints\":[");
+    for (int i = 0; i < 64; i++)
+        tb_printf(&b, "%s[%g]", i ? "," : "", i * 0.01);
+    tb_printf(&b, "]}}");
+    expect_limit(call_buf(c, &b), "max_request_work", "check.batch of 64");
+    /* A certified motion whose states each walk the pile. */
+    expect_limit(call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"check.motion\",\"params\":"
+                              "{\"model\":\"k\",\"scene\":\"pile\",\"mode\":\"certified\","
+                              "\"path\":[[0],[3]]}}"),
+                 "max_request_work", "certified check.motion");
+    /* A line of queries that each fit alone: they share the line's budget,
+     * charged what their walks spent, so the fifth is stopped. */
+    tb_printf(&b, "[");
+    for (int i = 0; i < 6; i++)
+        tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.distance\","
+                      "\"params\":{\"scene\":\"pile\",\"shape\":{\"sphere\":{\"center\":"
+                      "[0,0,0],\"radius\":0.1}}}}",
+                  i ? "," : "", 10 + i);
+    tb_printf(&b, "]");
+    cJSON *r = call_buf(c, &b);
+    assert_true(cJSON_IsArray(r));
+    int answered = 0, stopped = 0;
+    for (const cJSON *e = r->child; e; e = e->next) {
+        answered += at(e, "result") != NULL;
+        stopped += at(e, "error.code") && num_at(e, "error.code") == -32004;
+    }
+    if (answered < 2 || answered > 5 || answered + stopped != 6)
+        fail_msg("want the line's budget shared out, got %.600s", show(r));
+    cJSON_Delete(r);
+    pinger_stop(p, "tree walks past their estimate");
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+}
+
 #define COST_TEST(f) cmocka_unit_test_teardown(f, cost_teardown)
 
 int main(int argc, char **argv)
@@ -514,6 +614,7 @@ int main(int argc, char **argv)
         COST_TEST(discrete_motion_over_budget_is_refused_before_any_state),
         COST_TEST(watch_fan_out_is_spread_over_turns),
         COST_TEST(large_lines_of_clients_that_left_are_handled),
+        COST_TEST(tree_walks_past_their_estimate_are_stopped),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
