@@ -885,7 +885,7 @@ static void expect_pairs(const cJSON *pairs, const op *o, const rp_scene *sc, co
 static void verify_distance(const op *o, const rp_scene *sc)
 {
     bool has;
-    qpair best;
+    qpair best = {0};
     qpairs below = {0};
     brute_pairs(o, sc, o->has_max, o->max_distance, &has, &best, &below);
     const cJSON *r = o->result;
@@ -907,7 +907,7 @@ static void verify_distance(const op *o, const rp_scene *sc)
 static void verify_scene_check(const op *o, const rp_scene *sc)
 {
     bool has;
-    qpair best;
+    qpair best = {0};
     qpairs below = {0};
     brute_pairs(o, sc, true, o->margin, &has, &best, &below);
     const cJSON *r = o->result;
