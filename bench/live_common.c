@@ -540,8 +540,8 @@ cJSON *lb_get_stats(lb_conn *c)
 }
 
 /* Sends shapes [0, s->n) as scene `name`: scene.create with the first ones,
- * then scene.put, each request at most `chunk` bytes, or less when the
- * daemon's max_request_bytes is smaller.  Returns the number of requests. */
+ * then scene.put, each request at most `chunk` bytes and 40,000 shapes,
+ * or less when the daemon's max_request_bytes is smaller.  Returns the number of requests. */
 size_t lb_upload_scene(lb_conn *c, const char *name, const kb_scene *s, size_t chunk)
 {
     lb_limits lim = lb_get_limits(c);
@@ -562,7 +562,10 @@ size_t lb_upload_scene(lb_conn *c, const char *name, const kb_scene *s, size_t c
             one.len = 0;
             lb_add(&one, "%s\"%s\":", in_req ? "," : "", s->puts[i].id);
             lb_add_shape(&one, &s->puts[i].shape);
-            if (in_req && req.len + one.len + 4 > chunk)
+            /* A line's scene write is priced per shape against
+             * max_loop_work (proto/PROTOCOL.md, the cost model): 40,000
+             * shapes a line stay well inside the default. */
+            if (in_req && (req.len + one.len + 4 > chunk || in_req >= 40000))
                 break;
             lb_add(&req, "%s", one.p);
         }

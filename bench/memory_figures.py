@@ -59,9 +59,9 @@ def scenes(binary, extra, n=100000, shapes=1):
 def big_get(binary, extra, clients=100, shapes=400000):
     p, sock = start(binary, extra)
     c = Conn(sock)
-    for first in range(0, shapes, 100000):
+    for first in range(0, shapes, 50000):  # a line's scene write is priced
         sh = {f"s{i:06d}": {"sphere": {"center": [i, i % 7 + 0.5, -(i % 13)], "radius": 0.25}}
-              for i in range(first, min(shapes, first + 100000))}
+              for i in range(first, min(shapes, first + 50000))}
         r = c.call("scene.put", {"scene": "big", "create": True, "shapes": sh})
         assert "result" in r, r
     del sh

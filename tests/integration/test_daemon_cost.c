@@ -517,13 +517,20 @@ static void tree_walks_past_their_estimate_are_stopped(void **state)
     rh_conn *c = connect_ok(d, false);
     enum { N = 20000 };
     textbuf b = {0};
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":"
-                  "{\"scene\":\"pile\",\"shapes\":{");
-    for (int i = 0; i < N; i++)
-        tb_printf(&b, "%s\"p%d\":{\"sphere\":{\"center\":[5,0,0],\"radius\":0.01}}",
-                  i ? "," : "", i);
-    tb_printf(&b, "}}}");
-    expect_ok(call_buf(c, &b), "scene of 20000 shapes at one point");
+    /* Put in lines of 1000 shapes: a write is priced too (about 70 units
+     * a shape here), against this daemon's small budget. */
+    expect_ok(call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                           "\"params\":{\"scene\":\"pile\"}}"),
+              "scene pile");
+    for (int k = 0; k < N; k += 1000) {
+        tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":"
+                      "{\"scene\":\"pile\",\"shapes\":{");
+        for (int i = k; i < k + 1000; i++)
+            tb_printf(&b, "%s\"p%d\":{\"sphere\":{\"center\":[5,0,0],\"radius\":0.01}}",
+                      i > k ? "," : "", i);
+        tb_printf(&b, "}}}");
+        expect_ok(call_buf(c, &b), "1000 shapes at one point");
+    }
     /* Ten spheres at one point on the base (every link ties with every
      * other for the closest pair, so none prunes another), and a one-joint
      * arm. */
@@ -602,6 +609,64 @@ static void tree_walks_past_their_estimate_are_stopped(void **state)
     stop_ok(d);
 }
 
+/* Scene writes run on the event loop and are priced per shape before
+ * their shapes are decoded: a create too large for max_loop_work is
+ * refused and leaves nothing behind, the same shapes in two puts go in,
+ * and a put that would take the scene past what the budget allows is
+ * refused with the scene unchanged. */
+static void scene_writes_are_priced_before_decoding(void **state)
+{
+    (void)state;
+    /* Under valgrind, a budget 25 times smaller and scenes to match. */
+    static const char *const wrapped[] = {"--max-loop-work", "200000", NULL};
+    rh_daemon *d = start(rh_wrapped() ? wrapped : NULL);
+    rh_conn *c = connect_ok(d, false);
+    int big = scaled(100000, 4000), half = big / 2;
+    pinger *p = pinger_start(d);
+    textbuf b = {0};
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":"
+                  "{\"scene\":\"s\",\"shapes\":{");
+    for (int i = 0; i < big; i++)
+        tb_printf(&b, "%s\"a%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.1}}",
+                  i ? "," : "", i, i);
+    tb_printf(&b, "}}}");
+    const char *m = expect_limit(call_buf(c, &b), "max_loop_work", "create of a big scene");
+    if (!strstr(m, "needs about"))
+        fail_msg("want the estimate in the message, got: %s", m);
+    cJSON *none = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.get\","
+                               "\"params\":{\"scene\":\"s\"}}");
+    if (!at(none, "error.code") || num_at(none, "error.code") != -32001)
+        fail_msg("want no scene after the refused create, got %.300s", show(none));
+    cJSON_Delete(none);
+    /* Half and half: a create, then a put. */
+    for (int k = 0; k < 2; k++) {
+        tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\",\"params\":"
+                      "{\"scene\":\"s\",\"shapes\":{",
+                  k ? "scene.put" : "scene.create");
+        for (int i = k * half; i < (k + 1) * half; i++)
+            tb_printf(&b, "%s\"a%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.1}}",
+                      i > k * half ? "," : "", i, i);
+        tb_printf(&b, "}}}");
+        expect_ok(call_buf(c, &b), k ? "put of the second half" : "create of the first half");
+    }
+    /* 70% more, into a scene that already holds them all: over budget. */
+    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.put\",\"params\":"
+                  "{\"scene\":\"s\",\"shapes\":{");
+    for (int i = 0; i < big * 7 / 10; i++)
+        tb_printf(&b, "%s\"b%d\":{\"sphere\":{\"center\":[%d,1,0],\"radius\":0.1}}",
+                  i ? "," : "", i, i);
+    tb_printf(&b, "}}}");
+    expect_limit(call_buf(c, &b), "max_loop_work", "put past the budget");
+    cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"scene.list\"}");
+    const cJSON *s0 = cJSON_GetArrayItem(at(r, "result.scenes"), 0);
+    if (!s0 || num_at(s0, "shapes") != big || num_at(s0, "revision") != 2)
+        fail_msg("want the scene as the two writes left it, got %.300s", show(r));
+    cJSON_Delete(r);
+    pinger_stop(p, "scene writes of 100,000 shapes");
+    rh_close(c);
+    stop_ok(d);
+}
+
 #define COST_TEST(f) cmocka_unit_test_teardown(f, cost_teardown)
 
 int main(int argc, char **argv)
@@ -615,6 +680,7 @@ int main(int argc, char **argv)
         COST_TEST(watch_fan_out_is_spread_over_turns),
         COST_TEST(large_lines_of_clients_that_left_are_handled),
         COST_TEST(tree_walks_past_their_estimate_are_stopped),
+        COST_TEST(scene_writes_are_priced_before_decoding),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
