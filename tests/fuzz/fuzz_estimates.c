@@ -131,12 +131,12 @@ static void walks_are_metered(input *in, rp_store *st, const rp_model *m, bool k
 {
     enum { MAX_SCENE = 300 };
     static rp_shape_put puts[MAX_SCENE];
-    static char ids[MAX_SCENE][NAME_BYTES];
+    static char ids[MAX_SCENE][24];
     unsigned mode = next(in);
     size_t n = (size_t)next(in) + (size_t)(next(in) % 2) * 44; /* up to 299 */
     rp_shape pile = shape(in);
     for (size_t i = 0; i < n; i++) {
-        snprintf(ids[i], NAME_BYTES, "w%zu", i);
+        snprintf(ids[i], sizeof ids[i], "w%zu", i);
         puts[i].id = ids[i];
         puts[i].shape = mode & 1 ? pile : shape(in);
     }

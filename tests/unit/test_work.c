@@ -27,7 +27,7 @@ static rp_scene *random_scene(rp_store *st, const char *name, size_t n, uint64_t
 {
     test_rng r = {seed};
     rp_shape_put *puts = calloc(n, sizeof *puts);
-    char (*ids)[16] = calloc(n, sizeof *ids);
+    char (*ids)[24] = calloc(n, sizeof *ids);
     assert_non_null(puts);
     assert_non_null(ids);
     for (size_t i = 0; i < n; i++) {
