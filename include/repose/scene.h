@@ -158,9 +158,14 @@ RP_API rp_status rp_store_restore(rp_store *st, rp_store *snapshot);
 /// when the scene is still that version, which changes no result and takes
 /// no revision; when a mutation came in between it drops the tree and the
 /// scene stays marked, to be taken again.  After three such misses in a row
-/// the finish rebuilds in place, so a scene that changes faster than it can
-/// be rebuilt still gets its rebuild.  Queries are exact whatever the
-/// tree's quality.  The store must outlive every rp_rebuild taken from it.
+/// the finish rebuilds in place when the scene holds at most
+/// RP_REBUILD_IN_PLACE_MAX shapes (about 50 ms), so a small scene that
+/// changes faster than it can be rebuilt still gets its rebuild; a larger
+/// one is only ever rebuilt on the side, once its changes pause, and keeps
+/// its incrementally updated tree meanwhile.  Queries are exact whatever
+/// the tree's quality.  The store must outlive every rp_rebuild taken from
+/// it.
+#define RP_REBUILD_IN_PLACE_MAX 50000u
 typedef struct rp_rebuild rp_rebuild;
 RP_API void rp_store_defer_rebuilds(rp_store *st, bool defer);
 

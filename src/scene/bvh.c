@@ -941,9 +941,12 @@ bool rp_store_rebuild_finish(rp_store *st, rp_rebuild *rb)
             cur = sc;
         }
     }
-    if (cur && !installed && cur->tree.want_rebuild && ++cur->tree.rebuild_misses >= 3) {
+    if (cur && !installed && cur->tree.want_rebuild && ++cur->tree.rebuild_misses >= 3 &&
+        cur->count <= RP_REBUILD_IN_PLACE_MAX) {
         /* It keeps changing faster than it can be rebuilt on the side (or
-         * memory is short): rebuild in place. */
+         * memory is short): rebuild in place, when that is short enough
+         * for the mutating thread.  A larger scene keeps its tree (queries
+         * stay exact, only slower) and is taken again. */
         rp_scene *sc = rp_store_writable_(st, i);
         if (sc) {
             rebuild_in_place(sc);

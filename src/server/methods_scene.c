@@ -182,17 +182,20 @@ static bool scene_fits(rpd_req *req, const char *name)
 /* Work of writing n shapes into (or removing n from) a scene that will
  * hold up to `after`: each shape's decode, id index entry, tree insertion
  * or removal (refits up the tree, ceil(log2(after + 1)) levels) and its
- * watch and journal records.  Measured on a 2-core machine: 0.8 us a
- * shape creating 100k shapes, 1.4 us at 1M, 1.2 us putting 100k into a
- * scene of 100k; this prices them at 1.5-1.8 us (proto/PROTOCOL.md, the
- * cost model).  Mutations run on the event loop, so a line holds about
- * 65,000 shapes under the default max_loop_work. */
+ * watch and journal records, plus a term for the cache misses of a large
+ * tree.  Measured on the event loop of a 2-core machine: 0.65 us a shape
+ * creating 50,000, 2 us putting into 250,000, 2.4-3.2 us into 500,000 to
+ * 1M; this prices them at 1.5, 2.2 and 3 us (proto/PROTOCOL.md, the cost
+ * model).  Under the default max_loop_work a line then holds about 65,000
+ * shapes into a small scene and 33,000 into one of a million. */
 #define SHAPE_WRITE_BASE 8
 #define SHAPE_WRITE_PER_LEVEL 4
+#define SHAPE_WRITE_SCENE_DIV 16384
 
 static bool charge_shapes(rpd_req *req, size_t n, size_t after)
 {
-    uint64_t per = SHAPE_WRITE_BASE + SHAPE_WRITE_PER_LEVEL * rpd_tree_depth(after);
+    uint64_t per = SHAPE_WRITE_BASE + SHAPE_WRITE_PER_LEVEL * rpd_tree_depth(after) +
+                   after / SHAPE_WRITE_SCENE_DIV;
     return rpd_charge_work(req, (uint64_t)n * per);
 }
 
