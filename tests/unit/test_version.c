@@ -409,6 +409,37 @@ static void deferred_rebuild_misses_then_rebuilds_in_place(void **state)
     rp_store_free(st);
 }
 
+/* A scene larger than RP_REBUILD_IN_PLACE_MAX is never rebuilt in place
+ * by a finish, however often its rebuilds miss (that would hold the
+ * mutating thread, the daemon's event loop, for a whole build): it keeps
+ * its tree, stays marked, and the first rebuild that finds it unchanged is
+ * installed. */
+static void large_scenes_are_not_rebuilt_in_place(void **state)
+{
+    (void)state;
+    test_rng r = {22};
+    rp_store *st = store_with(RP_REBUILD_IN_PLACE_MAX + 2000, &r);
+    rp_store_defer_rebuilds(st, true);
+    rp_rebuild *rb = degrade_until_rebuild(st, &r);
+    for (int miss = 1; miss <= 5; miss++) {
+        rp_rebuild_run(rb);
+        size_t next = 0;
+        mutate(st, &r, &next);
+        assert_false(rp_store_rebuild_finish(st, rb));
+        rp_scene *sc = rp_store_find(st, "s");
+        assert_true(sc->tree.want_rebuild);
+        assert_true(rp_bvh_check_(sc) >= 0);
+        rb = rp_store_rebuild_take(st);
+        assert_non_null(rb);
+    }
+    rp_rebuild_run(rb);
+    assert_true(rp_store_rebuild_finish(st, rb)); /* unchanged meanwhile */
+    rp_scene *sc = rp_store_find(st, "s");
+    assert_false(sc->tree.want_rebuild);
+    assert_true(rp_bvh_check_(sc) >= 0);
+    rp_store_free(st);
+}
+
 /* A large change of a shared scene stocks a copy of every chunk it may
  * write; what it did not use is given back, so once the snapshot is gone
  * the scene holds about what the same scene changed unshared holds. */
@@ -766,6 +797,7 @@ int main(void)
         cmocka_unit_test(spare_chunks_do_not_outlive_the_change),
         cmocka_unit_test(deferred_rebuild_installs_when_the_scene_is_unchanged),
         cmocka_unit_test(deferred_rebuild_misses_then_rebuilds_in_place),
+        cmocka_unit_test(large_scenes_are_not_rebuilt_in_place),
         cmocka_unit_test(failed_mutations_on_a_shared_scene_change_nothing),
         cmocka_unit_test(restore_undoes_every_kind_of_mutation),
         cmocka_unit_test(commit_hook_sees_every_mutation_and_a_refusal_changes_nothing),
