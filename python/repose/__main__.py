@@ -22,7 +22,11 @@ def _add_connection_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
     ap.add_argument("--host", help="TCP host (then --port, default 7411)")
     ap.add_argument("--port", type=int, default=7411)
-    ap.add_argument("--token-file", help="file holding the auth token (TCP)")
+    tok = ap.add_mutually_exclusive_group()
+    tok.add_argument("--token-file", help="file holding the auth token (TCP; default "
+                                          "$REPOSE_TOKEN_FILE)")
+    tok.add_argument("--token", help="the auth token itself (others may see it in the "
+                                     "process list: prefer --token-file)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per reply (default 30)")
 
 
@@ -34,12 +38,17 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
 
 
-def _client(a: argparse.Namespace) -> Client:
-    token = None
-    if a.token_file:
-        with open(a.token_file, encoding="utf-8") as f:
-            token = f.read().strip()
-    return Client(a.unix, host=a.host, port=a.port, token=token, timeout=a.timeout)
+def _client(a: argparse.Namespace, prog: str) -> Client:
+    """The connection the options ask for; exits 2 on a token file that
+    cannot be used (as repose-cli does)."""
+    try:
+        return Client(a.unix, host=a.host, port=a.port, token=a.token, token_file=a.token_file,
+                      timeout=a.timeout)
+    except ReposeError:
+        raise
+    except (OSError, ValueError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def export_main(argv: List[str]) -> int:
@@ -57,7 +66,7 @@ def export_main(argv: List[str]) -> int:
     _add_connection_args(ap)
     a = ap.parse_args(argv)
     try:
-        with _client(a) as c:
+        with _client(a, "python -m repose export") as c:
             data = export(c, a.scene, a.model, a.joints)
     except ConnectionLost as e:
         print(f"python -m repose export: {e}", file=sys.stderr)
@@ -85,7 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if params is not None and not isinstance(params, dict):
         ap.error("argument params: must be a JSON object")
     try:
-        with _client(a) as c:
+        with _client(a, "python -m repose") as c:
             result = c.call(a.method, params)
     except ConnectionLost as e:
         print(f"python -m repose: {e}", file=sys.stderr)

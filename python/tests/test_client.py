@@ -440,11 +440,82 @@ class TcpAuthTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write(cls.token + "\n")
         os.chmod(path, 0o600)
+        cls.token_path = path
         cls.d = Daemon("--token-file", path, "--max-shapes", "3")
 
     @classmethod
     def tearDownClass(cls) -> None:
         assert cls.d.stop() == 0
+
+    def _file(self, name: str, text: str, mode: int) -> str:
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def test_tcp_with_a_token_file(self) -> None:
+        # token_file= as repose-cli's --token-file: the file's first line.
+        with repose.Client(host="127.0.0.1", port=self.d.port, token_file=self.token_path) as c:
+            self.assertEqual(c.scene_list(), {"scenes": []})
+        crlf = self._file("crlf", self.token + "\r\nnot the token\n", 0o600)
+        with repose.Client(host="127.0.0.1", port=self.d.port, token_file=crlf) as c:
+            self.assertEqual(c.scene_list(), {"scenes": []})
+        wrong = self._file("wrong", "wrong\n", 0o600)
+        with self.assertRaises(repose.Unauthorized):
+            repose.Client(host="127.0.0.1", port=self.d.port, token_file=wrong)
+        # Refused before connecting, as the daemon refuses such a file.
+        everyone = self._file("everyone", self.token + "\n", 0o644)
+        with self.assertRaisesRegex(ValueError, "world-readable"):
+            repose.Client(host="127.0.0.1", port=self.d.port, token_file=everyone)
+        empty = self._file("empty", "", 0o600)
+        with self.assertRaisesRegex(ValueError, "empty"):
+            repose.Client(host="127.0.0.1", port=self.d.port, token_file=empty)
+        with self.assertRaises(FileNotFoundError):
+            repose.Client(host="127.0.0.1", port=self.d.port,
+                          token_file=os.path.join(self.tmp, "missing"))
+        with self.assertRaisesRegex(ValueError, "not both"):
+            repose.Client(host="127.0.0.1", port=self.d.port, token="x",
+                          token_file=self.token_path)
+
+    def test_repose_token_file_over_tcp_only(self) -> None:
+        old = os.environ.get("REPOSE_TOKEN_FILE")
+        try:
+            os.environ["REPOSE_TOKEN_FILE"] = self.token_path
+            with repose.Client(host="127.0.0.1", port=self.d.port) as c:
+                self.assertEqual(c.scene_list(), {"scenes": []})
+            # token= given: the environment's file is not read.
+            with self.assertRaises(repose.Unauthorized):
+                repose.Client(host="127.0.0.1", port=self.d.port, token="wrong")
+            # A Unix socket needs no auth: a missing file there is no error.
+            os.environ["REPOSE_TOKEN_FILE"] = os.path.join(self.tmp, "missing")
+            with repose.Client(self.d.sock) as c:
+                self.assertEqual(c.scene_list(), {"scenes": []})
+            with self.assertRaises(FileNotFoundError):
+                repose.Client(host="127.0.0.1", port=self.d.port)
+        finally:
+            if old is None:
+                os.environ.pop("REPOSE_TOKEN_FILE", None)
+            else:
+                os.environ["REPOSE_TOKEN_FILE"] = old
+
+    def test_python_m_repose_token_options(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        env.pop("REPOSE_TOKEN_FILE", None)
+        base = [sys.executable, "-m", "repose", "--host", "127.0.0.1", "--port", str(self.d.port)]
+        for how in (["--token-file", self.token_path], ["--token", self.token]):
+            out = subprocess.run(base + how + ["scene.list"], capture_output=True, text=True,
+                                 timeout=30, env=env)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(json.loads(out.stdout), {"scenes": []})
+        everyone = self._file("everyone-cli", self.token + "\n", 0o644)
+        out = subprocess.run(base + ["--token-file", everyone, "scene.list"], capture_output=True,
+                             text=True, timeout=30, env=env)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("world-readable", out.stderr)
+        out = subprocess.run(base + ["scene.list"], capture_output=True, text=True, timeout=30,
+                             env=dict(env, REPOSE_TOKEN_FILE=self.token_path))
+        self.assertEqual(out.returncode, 0, out.stderr)
 
     def test_tcp_with_the_token(self) -> None:
         with repose.Client(host="127.0.0.1", port=self.d.port, token=self.token) as c:

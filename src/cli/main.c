@@ -1,9 +1,14 @@
 /*
  * repose-cli: a command-line client for reposed, in the spirit of redis-cli.
  *
- *   repose-cli [--unix PATH | --host H --port P] [--token-file F] [--raw]
+ *   repose-cli [--unix PATH | --host H --port P] [--token-file F | --token T] [--raw]
  *              [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]
  *   repose-cli [OPTIONS] watch SCENE [--since R]
+ *
+ * Without --unix or --host, the Unix socket is $REPOSE_SOCKET, else
+ * /tmp/reposed.sock (rp_client_default_unix_path, as the Python client).
+ * Over TCP without --token-file or --token, the token file is
+ * $REPOSE_TOKEN_FILE when set.
  *
  * One call: prints the result as pretty JSON (2-space indent, arrays of
  * numbers such as a vec3 on one line) on stdout and exits 0, or prints the
@@ -32,7 +37,6 @@
  * scene.deleted line); losing the connection exits 3.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <ctype.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -42,7 +46,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -61,8 +64,6 @@ enum {
 
 /* Every call waits at most this long by default (--timeout 0: forever), ms. */
 #define DEFAULT_TIMEOUT_MS 30000
-/* The longest token file accepted, bytes. */
-#define MAX_TOKEN_BYTES 4096
 /* Set by CMake from the project version. */
 #ifndef REPOSE_CLI_VERSION
 #define REPOSE_CLI_VERSION "unknown"
@@ -75,6 +76,7 @@ typedef struct options {
     const char *host;      /* NULL: Unix socket */
     int port;
     const char *token_file;
+    const char *token; /* --token: the token itself */
     bool raw;
     int timeout_ms;
     const char *method; /* NULL: read lines from stdin */
@@ -104,15 +106,17 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F] [--raw]\n"
-            "                  [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
+            "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F | --token T]\n"
+            "                  [--raw] [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
             "       repose-cli [OPTIONS] watch SCENE [--since R]\n"
             "\n"
-            "  --unix PATH        Unix socket (default %s)\n"
+            "  --unix PATH        Unix socket (default $REPOSE_SOCKET, else %s)\n"
             "  --host H           connect over TCP to H instead\n"
             "  --port P           TCP port (default %d)\n"
             "  --token-file F     authenticate with the token in F (must not be\n"
-            "                     world-readable)\n"
+            "                     world-readable; default over TCP: $REPOSE_TOKEN_FILE)\n"
+            "  --token T          authenticate with the token T (other users may see it\n"
+            "                     in the process list: prefer --token-file)\n"
             "  --raw              pass NDJSON request lines from stdin through unchanged\n"
             "                     and print reply lines unchanged\n"
             "  --timeout MS       per-call timeout (default %d; 0 waits forever)\n"
@@ -129,7 +133,9 @@ static void usage(FILE *f)
             "                      b='{\"sphere\":{\"center\":[3,0,0],\"radius\":1}}'\n"
             "  repose-cli scene.put scene=cell shapes=@shapes.json\n"
             "  repose-cli model.put model=arm urdf=@@arm.urdf srdf=@@arm.srdf\n"
-            "  repose-cli check model=arm joints='[0, -0.78, 0, -2.36, 0, 1.57, 0.78]'\n"
+            "  repose-cli model.get model=arm      # its joints, in joint-vector order\n"
+            "  repose-cli check model=arm scene=cell \\\n"
+            "                   joints='[0, -0.785, 0, -2.356, 0, 1.571, 0.785, 0.02]'\n"
             "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE, @@FILE\n"
             "by the text of FILE as a string:\n"
             "  repose-cli scene.put '{\"scene\":\"cell\",\"shapes\":@shapes.json}'\n"
@@ -143,6 +149,10 @@ static void usage(FILE *f)
             "(exit 0) or the scene is deleted (exit 0); --since R first replays the\n"
             "changes after revision R (or sends scene.resync when they are gone).\n",
             RP_CLIENT_DEFAULT_UNIX_PATH, RP_CLIENT_DEFAULT_PORT, DEFAULT_TIMEOUT_MS);
+    fprintf(f, "\n"
+               "Environment: REPOSE_SOCKET (the Unix socket when neither --unix nor --host\n"
+               "is given), REPOSE_TOKEN_FILE (the token file over TCP when neither\n"
+               "--token-file nor --token is given).\n");
 }
 
 /* Parses a decimal int in [lo, hi]; false when s is not one. */
@@ -186,7 +196,7 @@ static int parse_args(int argc, char **argv, options *o)
         }
         bool takes = strcmp(a, "--unix") == 0 || strcmp(a, "--host") == 0 ||
                      strcmp(a, "--port") == 0 || strcmp(a, "--token-file") == 0 ||
-                     strcmp(a, "--timeout") == 0;
+                     strcmp(a, "--token") == 0 || strcmp(a, "--timeout") == 0;
         if (!takes) {
             fprintf(stderr, "repose-cli: unknown option '%s' (see --help)\n", a);
             return EXIT_USAGE;
@@ -208,6 +218,12 @@ static int parse_args(int argc, char **argv, options *o)
             port_set = true;
         } else if (strcmp(a, "--token-file") == 0) {
             o->token_file = v;
+        } else if (strcmp(a, "--token") == 0) {
+            if (!*v) {
+                fprintf(stderr, "repose-cli: --token needs a token, not ''\n");
+                return EXIT_USAGE;
+            }
+            o->token = v;
         } else if (!parse_int(v, 0, 1 << 30, &o->timeout_ms)) {
             fprintf(stderr, "repose-cli: --timeout must be a number of ms >= 0, not '%s'\n", v);
             return EXIT_USAGE;
@@ -217,10 +233,19 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "repose-cli: --unix and --host/--port exclude each other\n");
         return EXIT_USAGE;
     }
+    if (o->token && o->token_file) {
+        fprintf(stderr, "repose-cli: --token and --token-file exclude each other\n");
+        return EXIT_USAGE;
+    }
     if (port_set && !o->host)
         o->host = "127.0.0.1";
     if (!o->host && !o->unix_path)
-        o->unix_path = RP_CLIENT_DEFAULT_UNIX_PATH;
+        o->unix_path = rp_client_default_unix_path();
+    /* Unix sockets never need auth (proto/PROTOCOL.md, auth): the token
+     * file of the environment is for TCP only. */
+    const char *env_token = getenv("REPOSE_TOKEN_FILE");
+    if (o->host && !o->token && !o->token_file && env_token && *env_token)
+        o->token_file = env_token;
     if (i < argc)
         o->method = argv[i++];
     o->params = argv + i;
@@ -233,52 +258,6 @@ static int parse_args(int argc, char **argv, options *o)
 }
 
 /* ---- files ----------------------------------------------------------------------- */
-
-/* Reads the token from path into a malloc'ed string (trailing newline
- * stripped).  Refuses a world-readable file.  NULL after a message. */
-static char *read_token(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        fprintf(stderr, "repose-cli: token file %s: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    if (st.st_mode & S_IROTH) {
-        fprintf(stderr,
-                "repose-cli: token file %s is world-readable (mode %04o); refusing to use it "
-                "(chmod o-r %s)\n",
-                path, (unsigned)(st.st_mode & 07777), path);
-        close(fd);
-        return NULL;
-    }
-    char *tok = malloc(MAX_TOKEN_BYTES + 1);
-    size_t len = 0;
-    ssize_t r = 0;
-    while (tok && len < MAX_TOKEN_BYTES &&
-           ((r = read(fd, tok + len, MAX_TOKEN_BYTES - len)) > 0 || (r < 0 && errno == EINTR)))
-        if (r > 0)
-            len += (size_t)r;
-    close(fd);
-    if (!tok || r < 0) {
-        fprintf(stderr, "repose-cli: token file %s: %s\n", path,
-                tok ? strerror(errno) : "out of memory");
-        free(tok);
-        return NULL;
-    }
-    tok[len] = '\0';
-    while (len > 0 && (tok[len - 1] == '\n' || tok[len - 1] == '\r'))
-        tok[--len] = '\0';
-    if (len == 0 || len == MAX_TOKEN_BYTES || strlen(tok) != len) {
-        fprintf(stderr, "repose-cli: token file %s: %s\n", path,
-                len == 0 ? "empty" : "not a token (too long or binary)");
-        free(tok);
-        return NULL;
-    }
-    return tok;
-}
 
 /* ---- output ------------------------------------------------------------------------- */
 
@@ -398,17 +377,11 @@ static int report(const rp_client_error *err)
 /* ---- running -------------------------------------------------------------------------- */
 
 /* Connects (and authenticates) as the options say; NULL after a message,
- * with *code set to the exit code. */
+ * with *code set to the exit code: 2 for a token file that cannot be used
+ * (rp_client_auth_file reads it), 3 when the daemon cannot be reached, 1
+ * when it refuses the token. */
 static rp_client *open_client(const options *o, int *code)
 {
-    char *token = NULL;
-    if (o->token_file) {
-        token = read_token(o->token_file);
-        if (!token) {
-            *code = EXIT_USAGE;
-            return NULL;
-        }
-    }
     rp_client_error err = RP_CLIENT_ERROR_INIT;
     rp_client *c = o->host ? rp_client_connect_tcp(o->host, o->port, o->timeout_ms, &err)
                            : rp_client_connect_unix(o->unix_path, o->timeout_ms, &err);
@@ -416,17 +389,20 @@ static rp_client *open_client(const options *o, int *code)
         *code = report(&err);
         if (*code != EXIT_USAGE)
             *code = EXIT_CONNECT;
-    } else if (token && rp_client_auth(c, token, &err) != RP_CLIENT_OK) {
-        fputs("repose-cli: auth failed: ", stderr);
+        rp_client_error_free(&err);
+        return NULL;
+    }
+    rp_client_error_kind k = RP_CLIENT_OK;
+    if (o->token)
+        k = rp_client_auth(c, o->token, &err);
+    else if (o->token_file)
+        k = rp_client_auth_file(c, o->token_file, &err);
+    if (k != RP_CLIENT_OK) {
+        if (k != RP_CLIENT_ARG)
+            fputs("repose-cli: auth failed: ", stderr);
         *code = report(&err);
         rp_client_close(c);
         c = NULL;
-    }
-    if (token) {
-        volatile char *v = token;
-        for (size_t i = 0; v[i]; i++)
-            v[i] = 0;
-        free(token);
     }
     rp_client_error_free(&err);
     return c;
