@@ -264,8 +264,14 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(repose.RevisionConflict) as e:
             c.scene_put("py-err", {"x": sphere(0, 0, 0, 1)}, if_revision=rev + 1000)
         self.assertEqual(e.exception.data["actual"], rev)
-        with self.assertRaises(repose.MethodNotFound):
+        with self.assertRaises(repose.MethodNotFound) as e:
             c.call("py.nope")
+        self.assertIsNone(e.exception.suggestion)
+        with self.assertRaises(repose.MethodNotFound) as e:
+            c.call("scene.lst")
+        self.assertEqual(e.exception.data, {"method": "scene.lst", "suggestion": "scene.list"})
+        self.assertEqual(e.exception.suggestion, "scene.list")
+        self.assertIn("did you mean 'scene.list'?", str(e.exception))
         with self.assertRaises(ValueError):
             c.distance(sphere(0, 0, 0, math.nan), sphere(1, 0, 0, 1))
         # Raw lines for what the client itself never sends.

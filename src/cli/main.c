@@ -37,7 +37,6 @@
  * scene.deleted line); losing the connection exits 3.
  */
 #include <errno.h>
-#include <ctype.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -45,7 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -53,6 +51,7 @@
 #include "repose/client.h"
 
 #include "params.h"
+#include "util/names.h"
 
 /* Exit codes. */
 enum {
@@ -429,47 +428,9 @@ static const cJSON *daemon_methods(rp_client *c, cJSON **hello, rp_client_error 
     return m;
 }
 
-/* Levenshtein distance between two method names, ignoring ASCII case;
- * SIZE_MAX for names longer than any method (no suggestion then). */
-static size_t edit_distance(const char *a, const char *b)
-{
-    enum { MAX_NAME = 64 };
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > MAX_NAME || lb > MAX_NAME)
-        return SIZE_MAX;
-    size_t row[MAX_NAME + 1];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
-                                  tolower((unsigned char)b[j - 1]));
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* How far name is from a known method: the edit distance, or 1 when name
- * is the part after the dot (`list` for scene.list and model.list). */
-static size_t method_distance(const char *name, const char *known)
-{
-    const char *dot = strrchr(known, '.');
-    if (dot && strcasecmp(dot + 1, name) == 0)
-        return 1;
-    return edit_distance(name, known);
-}
-
 /* After "method not found": prints the daemon's methods nearest to the one
- * asked for, when any is near (at most 2 edits, or a third of the name). */
+ * asked for, when any is near (rp_name_is_near: at most 2 edits, or a third
+ * of the name); the daemon's own data.suggestion names only the first. */
 static void suggest_method(rp_client *c, const char *method)
 {
     rp_client_error err = RP_CLIENT_ERROR_INIT;
@@ -480,19 +441,19 @@ static void suggest_method(rp_client *c, const char *method)
     cJSON_ArrayForEach(m, methods)
     {
         if (cJSON_IsString(m)) {
-            size_t d = method_distance(method, m->valuestring);
+            size_t d = rp_name_distance(method, m->valuestring);
             if (d < best)
                 best = d;
         }
     }
     size_t len = strlen(method);
-    if (methods && best > 0 && (best <= 2 || best * 3 <= len)) {
+    if (methods && best > 0 && rp_name_is_near(best, len)) {
         /* At most three of the nearest, in the daemon's (sorted) order. */
         char list[256] = "";
         int shown = 0, ties = 0;
         cJSON_ArrayForEach(m, methods)
         {
-            if (!cJSON_IsString(m) || method_distance(method, m->valuestring) != best)
+            if (!cJSON_IsString(m) || rp_name_distance(method, m->valuestring) != best)
                 continue;
             if (++ties > 3)
                 continue;
@@ -506,7 +467,7 @@ static void suggest_method(rp_client *c, const char *method)
         /* Only the case differs: method names are case-sensitive. */
         cJSON_ArrayForEach(m, methods)
         {
-            if (cJSON_IsString(m) && method_distance(method, m->valuestring) == 0) {
+            if (cJSON_IsString(m) && rp_name_distance(method, m->valuestring) == 0) {
                 say("did you mean '%s'? (method names are case-sensitive)", m->valuestring);
                 break;
             }

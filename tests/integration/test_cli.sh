@@ -135,21 +135,26 @@ expect_file "$tmp/out" '{
 }' "witness vectors on one line"
 
 # ---- unknown methods: the nearest of the daemon's methods ------------------------
-# suggest NAME WANT-LAST-STDERR-LINE
+# suggest NAME DAEMON-SUGGESTION WANT-LAST-STDERR-LINE: the daemon's own
+# data.suggestion (the first nearest; none: empty) and the CLI's hint (all
+# the nearest, up to three).
 suggest() {
+  local data="  \"method\": \"$1\""
+  [[ -z $2 ]] || data+=",
+  \"suggestion\": \"$2\""
   expect_code 1 "unknown method $1" -- "$CLI" "${S[@]}" "$1"
   expect_file "$tmp/err" "error -32601: Method not found: $1
 data: {
-  \"method\": \"$1\"
+$data
 }
-$2" "suggestion for $1"
+$3" "suggestion for $1"
 }
-suggest scene.lst "repose-cli: did you mean 'scene.list'?"
-suggest sceen.create "repose-cli: did you mean 'scene.create'?"
-suggest chek "repose-cli: did you mean 'check'?"
-suggest PING "repose-cli: did you mean 'ping'? (method names are case-sensitive)"
-suggest list "repose-cli: did you mean 'model.list' or 'scene.list'?"
-suggest frobnicate "repose-cli: no method is near 'frobnicate'; \`repose-cli help\` lists them"
+suggest scene.lst scene.list "repose-cli: did you mean 'scene.list'?"
+suggest sceen.create scene.create "repose-cli: did you mean 'scene.create'?"
+suggest chek check "repose-cli: did you mean 'check'?"
+suggest PING ping "repose-cli: did you mean 'ping'? (method names are case-sensitive)"
+suggest list model.list "repose-cli: did you mean 'model.list' or 'scene.list'?"
+suggest frobnicate "" "repose-cli: no method is near 'frobnicate'; \`repose-cli help\` lists them"
 
 # ---- usage errors: 2 ---------------------------------------------------------------
 expect_code 0 "--help" -- "$CLI" --help
@@ -407,7 +412,8 @@ data: {
 }
 repose-cli: line 5: error -32601: Method not found: scene.creat
 data: {
-  \"method\": \"scene.creat\"
+  \"method\": \"scene.creat\",
+  \"suggestion\": \"scene.create\"
 }
 repose-cli: line 5: did you mean 'scene.create'?
 repose-cli: line 6: 'kv' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)" \
