@@ -164,7 +164,9 @@ class Methods:
         return self._call("model.delete", _params(model=model))
 
     def model_list(self) -> Any:
-        """``models``: [{``model``, ``revision``, ``links``}] sorted by name."""
+        """``models``: [{``model``, ``revision``, ``links``, ``shapes``}] sorted
+        by name: ``links`` as :meth:`model_get` lists them, ``shapes`` what a
+        check tests (a kinematic link may hold several shapes, or none)."""
         return self._call("model.list", None)
 
     def model_fk(self, model: str, joints: JointVector, *, base: Optional[Pose] = None) -> Any:

@@ -167,10 +167,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r["model"], "py-frames")
         self.assertEqual(c.model_get("py-frames")["frames"], 1)
         self.assertIn("py-frames", [m["model"] for m in c.model_list()["models"]])
+        listed = {m["model"]: m for m in c.model_list()["models"]}
+        self.assertEqual((listed["py-frames"]["links"], listed["py-frames"]["shapes"]), (1, 1))
         self.assertTrue(c.model_delete("py-frames")["deleted"])
         arm = c.load_urdf("py-arm", ARM_URDF, ARM_SRDF)
         self.assertEqual(arm["model"], "py-arm")
         info = c.model_get("py-arm")
+        # model.list counts links and shapes apart, as model.get lists them:
+        # the spherized arm has several shapes on most links.
+        listed = {m["model"]: m for m in c.model_list()["models"]}["py-arm"]
+        self.assertEqual(listed["links"], len(info["links"]))
+        self.assertEqual(listed["shapes"], len(info["shapes"]))
+        self.assertGreater(listed["shapes"], listed["links"])
         self.assertTrue(info["kinematic"])
         dof = len(info["joints"])
         self.assertEqual(dof, 8)  # tests/data/arm7.urdf: 7 arm joints and a gripper finger
