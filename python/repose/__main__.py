@@ -1,4 +1,4 @@
-"""``python -m repose [--unix PATH | --host H [--port P]] [--token-file F] METHOD [PARAMS-JSON]``
+"""``python -m repose [--unix PATH | --host H [--port P]] [--token-file F | --token T] METHOD [PARAMS-JSON]``
 
 Calls one method and prints its result as JSON (exit 0), or the error on
 stderr (exit 1; 3 when the daemon cannot be reached).  ``python -m repose
@@ -19,7 +19,7 @@ from . import Client, ConnectionLost, ReposeError
 
 
 def _add_connection_args(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
+    ap.add_argument("--unix", help="Unix socket (default $REPOSE_SOCKET, else /tmp/reposed.sock)")
     ap.add_argument("--host", help="TCP host (then --port, default 7411)")
     ap.add_argument("--port", type=int, default=7411)
     tok = ap.add_mutually_exclusive_group()
@@ -84,8 +84,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:
         return export_main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m repose",
-                                 description="Call one reposed method and print its result.")
+    ap = argparse.ArgumentParser(
+        prog="python -m repose",
+        usage="python -m repose [options] METHOD [PARAMS-JSON]\n"
+              "       python -m repose export SCENE [--model M [--joints J]] -o FILE.glb "
+              "[options]",
+        description="Call one reposed method and print its result (exit 0; 1 when the\n"
+                    "daemon answers with an error, 3 when it cannot be reached).",
+        epilog="commands:\n"
+               "  METHOD [PARAMS-JSON]  any protocol method, e.g. ping, scene.list,\n"
+               "                        scene.get '{\"scene\":\"cell\"}'\n"
+               "  export SCENE          write the scene (and --model at --joints) as glTF 2.0\n"
+               "                        binary: python -m repose export --help\n"
+               "\n"
+               "The Unix socket is --unix, else $REPOSE_SOCKET, else /tmp/reposed.sock; over\n"
+               "TCP the token is --token-file or --token, else the file $REPOSE_TOKEN_FILE.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_connection_args(ap)
     ap.add_argument("method", help="a protocol method, e.g. ping, scene.list, scene.get")
     ap.add_argument("params", nargs="?", type=_json_arg, help="params as a JSON object")

@@ -232,12 +232,32 @@ class ClientTest(unittest.TestCase):
             for x, y in zip(r, b):
                 self.assertEqual(float(x), y)
                 self.assertEqual(math.copysign(1, x), math.copysign(1, y))
-        with self.assertRaises(ValueError):
+        with self.assertRaisesRegex(ValueError, r"^rows\[0\]\[1\] is inf \(row 0\)"):
             repose.number_rows([[0.0, math.inf]])
         c = self.client()
         c.load_urdf("py-arm-rows", ARM_URDF, ARM_SRDF)
-        with self.assertRaises(ValueError):
-            c.check_batch("py-arm-rows", joints=[[math.nan] * 8])
+        # The error names the row and the value, before anything is sent.
+        bad = [[0.0] * 8 for _ in range(5)]
+        bad[3][6] = math.nan
+        with self.assertRaises(ValueError) as e:
+            c.check_batch("py-arm-rows", joints=bad)
+        self.assertEqual(str(e.exception), "check.batch: params.joints[3][6] is nan (row 3): "
+                                           "JSON has no NaN or infinity")
+        bad[3][6] = 0.0
+        bad[4][0] = -math.inf
+        with self.assertRaisesRegex(ValueError, r"params\.path\[4\]\[0\] is -inf \(row 4\)"):
+            c.check_motion("py-arm-rows", bad)
+        # One joint vector, and a shape: the path of the value.
+        with self.assertRaisesRegex(ValueError, r"^check: params\.joints\[2\] is not a finite"):
+            c.check("py-arm-rows", joints=[0.0, 0.0, math.nan] + [0.0] * 5)
+        with self.assertRaisesRegex(ValueError, r"params\.b\.sphere\.radius is not a finite"):
+            c.distance(sphere(0, 0, 0, 1), sphere(1, 0, 0, math.inf))
+        if numpy is not None:
+            arr = numpy.zeros((4, 8))
+            arr[2, 5] = numpy.nan
+            with self.assertRaisesRegex(ValueError, r"params\.joints\[2\]\[5\] is nan \(row 2\)"):
+                c.check_batch("py-arm-rows", joints=arr)
+        self.assertEqual(c.ping(), {"pong": True})  # nothing half-sent
         # Rows that are not lists of numbers go as they are (joint names here).
         named = [{"arm7_joint1": 0.5}, {"arm7_joint2": -0.3}]
         self.assertIs(repose.number_rows(named), named)
@@ -443,6 +463,29 @@ class ClientTest(unittest.TestCase):
                              env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
         self.assertEqual(out.returncode, 1)
         self.assertIn("error -32001", out.stderr)
+
+
+    def test_python_m_repose_help_lists_export(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        out = subprocess.run([sys.executable, "-m", "repose", "--help"], capture_output=True,
+                             text=True, timeout=30, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("python -m repose export SCENE", out.stdout)
+        self.assertRegex(out.stdout, r"\n  export SCENE +write the scene")
+        out = subprocess.run([sys.executable, "-m", "repose", "export", "--help"],
+                             capture_output=True, text=True, timeout=30, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("--model", out.stdout)
+        # And what the help promises runs: a scene exported as glTF binary.
+        c = self.client()
+        c.scene_create("py-help-export", {"s": sphere(0, 0, 0, 0.5)})
+        glb = os.path.join(self.d.dir, "help.glb")
+        out = subprocess.run([sys.executable, "-m", "repose", "export", "py-help-export",
+                              "--unix", self.d.sock, "-o", glb], capture_output=True, text=True,
+                             timeout=30, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(glb, "rb") as f:
+            self.assertEqual(f.read(4), b"glTF")
 
 
 class TcpAuthTest(unittest.TestCase):
