@@ -17,6 +17,7 @@ set -euo pipefail
 
 run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev)
 test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
+  python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
   python3-numpy python3-venv python3-pip # the Python client (python/) and its tests
   libompl-dev # examples/ompl (built only when found)
   clang libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
