@@ -45,8 +45,9 @@ exe=$scratch/build/plan_arm
 [[ -x $exe ]] || die "no plan_arm built"
 # It links the installed client library, not the build tree's.
 libdir=$(dirname "$(find "$scratch/prefix" -name 'librepose_client.so.0' | head -1)")
-ldd "$exe" | grep -q "librepose_client.so.0 => $libdir/" ||
-  { ldd "$exe"; die "plan_arm does not load $libdir/librepose_client.so.0"; }
+loaded=$(ldd "$exe") # not piped into grep -q: pipefail would see ldd's SIGPIPE
+[[ $loaded == *"librepose_client.so.0 => $libdir/"* ]] ||
+  { echo "$loaded"; die "plan_arm does not load $libdir/librepose_client.so.0"; }
 
 "$bin/reposed" --unix "$scratch/sock" --tcp none >"$scratch/reposed.log" 2>&1 &
 pid=$!
