@@ -8,8 +8,11 @@
 #   REPOSED_TCP         default 0.0.0.0:7411, or none
 #   REPOSED_TOKEN_FILE  default /run/secrets/reposed_token, used while TCP is on
 #
-# Unix socket only, in a volume shared with the clients (no network):
+# With no options TCP is on and needs a token file: without one the
+# container stops at once, saying so (scripts/docker-entrypoint.sh).
+# Unix socket only, in a volume shared with the clients (no network, no token):
 #   docker run -d --name reposed -e REPOSED_TCP=none -v reposed-run:/run/reposed reposed
+# examples/compose.yaml does the same with Compose, with two clients.
 #
 # The daemon runs as uid 10001, gid 10001; the socket is mode 0660 in a 0770
 # directory, both owned by 10001:10001.  A client container that mounts the

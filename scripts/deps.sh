@@ -1,19 +1,52 @@
 #!/usr/bin/env bash
-# Installs what repose needs to build and test on Debian 12 (bookworm).
-# Runs apt-get directly as root, through sudo otherwise; does nothing when
-# every package is already installed.
+# Installs the Debian 12 (bookworm) packages repose needs, for one purpose:
+#
+#   bash scripts/deps.sh run    building and running reposed and repose-cli
+#                               (scripts/run.sh): compilers, cmake, libuv,
+#                               cJSON, expat; about what the Dockerfile's
+#                               build stage installs
+#   bash scripts/deps.sh [all]  everything: the above, and what the tests,
+#                               the Python client, the OMPL example and the
+#                               fuzzers need (scripts/test.sh, scripts/fuzz.sh)
+#
+# --list prints the packages of that set, one per line, and installs
+# nothing; --dry-run prints what would be installed.  Runs apt-get directly
+# as root, through sudo otherwise; does nothing when every package is
+# already installed.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev libcmocka-dev valgrind python3 python3-jsonschema systemd curl
-  python3-numpy python3-venv python3-pip python3-setuptools # the Python client (python/)
+run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev)
+test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
+  python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
+  python3-numpy python3-venv python3-pip # the Python client (python/) and its tests
   libompl-dev # examples/ompl (built only when found)
   clang libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
+
+list=false dry=false set=all
+for a in "$@"; do
+  case $a in
+    --list) list=true ;;
+    --dry-run) dry=true ;;
+    run | all) set=$a ;;
+    *) echo "usage: bash scripts/deps.sh [--list | --dry-run] [run | all]" >&2; exit 2 ;;
+  esac
+done
+packages=("${run_packages[@]}")
+[[ $set == all ]] && packages+=("${test_packages[@]}")
+if $list; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+if $dry; then
+  echo "deps: would install ${missing[*]}"
+  exit 0
+fi
 
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
 echo "deps: installing ${missing[*]}"

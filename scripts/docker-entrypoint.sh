@@ -7,7 +7,10 @@
 #   REPOSED_TCP         HOST:PORT, or none         (default 0.0.0.0:7411)
 #   REPOSED_TOKEN_FILE  token file for TCP clients, passed as --token-file
 #                       when REPOSED_TCP is not none (default
-#                       /run/secrets/reposed_token; empty: no token)
+#                       /run/secrets/reposed_token; empty: no token).  When
+#                       it is missing the container stops at once (exit 2)
+#                       with a message saying that REPOSED_TCP=none runs
+#                       Unix-only, with no token.
 #   REPOSED_DATA_DIR    where the store is kept, passed as --data-dir
 #                       (default /var/lib/reposed, a volume; empty: memory only)
 #
@@ -59,6 +62,22 @@ if [ -n "$data" ]; then
   set -- --data-dir "$data" "$@"
 fi
 if [ "$tcp" != none ] && [ -n "$token" ]; then
+  # Say what to do instead of letting reposed fail on a file that is not
+  # there: `docker run IMAGE` with no options lands here.
+  if [ ! -e "$token" ] || [ ! -r "$token" ]; then
+    if [ -e "$token" ]; then why="is not readable by uid $(id -u)"; else why="does not exist"; fi
+    cat >&2 <<MSG
+docker-entrypoint: TCP is on (REPOSED_TCP=$tcp) and needs a token file, but
+  $token $why.  Either:
+  - run Unix-only, with no token: docker run -e REPOSED_TCP=none -v reposed-run:/run/reposed ...
+    (clients mount the same volume and connect to ${unix});
+  - or mount a token file (one line, readable by uid 10001, not world-readable):
+    docker run -v "\$PWD/token:$token:ro" -p 127.0.0.1:7411:7411 ...
+    (or name another path with -e REPOSED_TOKEN_FILE=...).
+See README.md, "In a container", and examples/compose.yaml.
+MSG
+    exit 2
+  fi
   set -- --token-file "$token" "$@"
 fi
 exec reposed --unix "$unix" --tcp "$tcp" "$@"

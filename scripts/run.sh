@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/deps.sh
+# Only what building and running the daemon needs (no test tools, no OMPL,
+# no fuzzers): scripts/test.sh installs the rest.
+bash scripts/deps.sh run
 echo "run.sh: configuring build/release"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DREPOSE_BUILD_TESTS=OFF \
   -DREPOSE_BUILD_BENCH=OFF

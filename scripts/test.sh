@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/deps.sh
+bash scripts/deps.sh all
 
 jobs=$(nproc 2>/dev/null || echo 2)
 

@@ -48,8 +48,14 @@ struct cJSON;
 /// The default TCP port of reposed.
 #define RP_CLIENT_DEFAULT_PORT 7411
 
-/// The default Unix socket path of reposed.
+/// The default Unix socket path of reposed (what `reposed` and
+/// `scripts/run.sh` listen on without --unix).  The environment variable
+/// REPOSE_SOCKET, when set and not empty, overrides it for every client:
+/// rp_client_default_unix_path, repose-cli and the Python client.
 #define RP_CLIENT_DEFAULT_UNIX_PATH "/tmp/reposed.sock"
+
+/// The longest token rp_client_auth_file reads, in bytes.
+#define RP_CLIENT_MAX_TOKEN_BYTES 4096
 
 /// What went wrong.  RP_CLIENT_OK is 0, every failure is non-zero.
 typedef enum rp_client_error_kind {
@@ -100,6 +106,15 @@ RP_API rp_client *rp_client_connect_unix(const char *path, int timeout_ms, rp_cl
 RP_API rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms,
                                         rp_client_error *err);
 
+/// The Unix socket path to use when none is given: $REPOSE_SOCKET when it
+/// is set and not empty, else RP_CLIENT_DEFAULT_UNIX_PATH.  The string
+/// belongs to the environment (or is static); never NULL.
+RP_API const char *rp_client_default_unix_path(void);
+
+/// rp_client_connect_unix on rp_client_default_unix_path(): the socket the
+/// environment names ($REPOSE_SOCKET), else /tmp/reposed.sock.
+RP_API rp_client *rp_client_connect_default(int timeout_ms, rp_client_error *err);
+
 /// Sets the timeout of later calls, in milliseconds (<= 0: wait forever).
 /// NULL is a no-op.
 RP_API void rp_client_set_timeout(rp_client *c, int timeout_ms);
@@ -113,6 +128,16 @@ RP_API void rp_client_close(rp_client *c);
 /// and auth get RPC error -32005.  A wrong token is an RP_CLIENT_RPC error
 /// (the connection stays usable).  The token is not kept by the client.
 RP_API rp_client_error_kind rp_client_auth(rp_client *c, const char *token, rp_client_error *err);
+
+/// rp_client_auth with the token in the file at `path`: its first line
+/// (without the newline), at most RP_CLIENT_MAX_TOKEN_BYTES.  A NULL path
+/// means the file named by $REPOSE_TOKEN_FILE.  A file that is missing,
+/// unreadable, empty, binary or readable by everyone (mode o+r; the daemon
+/// refuses such a token file too) is RP_CLIENT_ARG, with nothing sent; so
+/// is a NULL path when REPOSE_TOKEN_FILE is unset or empty.  The token is
+/// wiped from memory once sent.
+RP_API rp_client_error_kind rp_client_auth_file(rp_client *c, const char *path,
+                                                rp_client_error *err);
 
 /// Calls `method` with `params_json` (a JSON object as text, or NULL for no
 /// params) and waits for the reply.  params_json is checked and minified

@@ -2,9 +2,9 @@
 
     import repose
     with repose.Client() as c:                       # /tmp/reposed.sock
-        c.scene_create("lab", {"post": {"capsule": {"a": [0.5, 0, 0], "b": [0.5, 0, 1],
+        c.scene_create("bench", {"post": {"capsule": {"a": [0.5, 0, 0], "b": [0.5, 0, 1],
                                                      "radius": 0.05}}})
-        print(c.scene_distance("lab", {"sphere": {"center": [0, 0, 0.5], "radius": 0.1}}))
+        print(c.scene_distance("bench", {"sphere": {"center": [0, 0, 0.5], "radius": 0.1}}))
 
 Every protocol method is a method of :class:`Client` (``.`` becomes ``_``);
 errors are :class:`ReposeError` subclasses.  Standard library only; numpy

@@ -1,4 +1,4 @@
-"""``python -m repose [--unix PATH | --host H [--port P]] [--token-file F] METHOD [PARAMS-JSON]``
+"""``python -m repose [--unix PATH | --host H [--port P]] [--token-file F | --token T] METHOD [PARAMS-JSON]``
 
 Calls one method and prints its result as JSON (exit 0), or the error on
 stderr (exit 1; 3 when the daemon cannot be reached).  ``python -m repose
@@ -19,10 +19,14 @@ from . import Client, ConnectionLost, ReposeError
 
 
 def _add_connection_args(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--unix", help="Unix socket (default /tmp/reposed.sock, or $REPOSE_SOCKET)")
+    ap.add_argument("--unix", help="Unix socket (default $REPOSE_SOCKET, else /tmp/reposed.sock)")
     ap.add_argument("--host", help="TCP host (then --port, default 7411)")
     ap.add_argument("--port", type=int, default=7411)
-    ap.add_argument("--token-file", help="file holding the auth token (TCP)")
+    tok = ap.add_mutually_exclusive_group()
+    tok.add_argument("--token-file", help="file holding the auth token (TCP; default "
+                                          "$REPOSE_TOKEN_FILE)")
+    tok.add_argument("--token", help="the auth token itself (others may see it in the "
+                                     "process list: prefer --token-file)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per reply (default 30)")
 
 
@@ -34,12 +38,17 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
 
 
-def _client(a: argparse.Namespace) -> Client:
-    token = None
-    if a.token_file:
-        with open(a.token_file, encoding="utf-8") as f:
-            token = f.read().strip()
-    return Client(a.unix, host=a.host, port=a.port, token=token, timeout=a.timeout)
+def _client(a: argparse.Namespace, prog: str) -> Client:
+    """The connection the options ask for; exits 2 on a token file that
+    cannot be used (as repose-cli does)."""
+    try:
+        return Client(a.unix, host=a.host, port=a.port, token=a.token, token_file=a.token_file,
+                      timeout=a.timeout)
+    except ReposeError:
+        raise
+    except (OSError, ValueError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def export_main(argv: List[str]) -> int:
@@ -57,7 +66,7 @@ def export_main(argv: List[str]) -> int:
     _add_connection_args(ap)
     a = ap.parse_args(argv)
     try:
-        with _client(a) as c:
+        with _client(a, "python -m repose export") as c:
             data = export(c, a.scene, a.model, a.joints)
     except ConnectionLost as e:
         print(f"python -m repose export: {e}", file=sys.stderr)
@@ -75,8 +84,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:
         return export_main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m repose",
-                                 description="Call one reposed method and print its result.")
+    ap = argparse.ArgumentParser(
+        prog="python -m repose",
+        usage="python -m repose [options] METHOD [PARAMS-JSON]\n"
+              "       python -m repose export SCENE [--model M [--joints J]] -o FILE.glb "
+              "[options]",
+        description="Call one reposed method and print its result (exit 0; 1 when the\n"
+                    "daemon answers with an error, 3 when it cannot be reached).",
+        epilog="commands:\n"
+               "  METHOD [PARAMS-JSON]  any protocol method, e.g. ping, scene.list,\n"
+               "                        scene.get '{\"scene\":\"cell\"}'\n"
+               "  export SCENE          write the scene (and --model at --joints) as glTF 2.0\n"
+               "                        binary: python -m repose export --help\n"
+               "\n"
+               "The Unix socket is --unix, else $REPOSE_SOCKET, else /tmp/reposed.sock; over\n"
+               "TCP the token is --token-file or --token, else the file $REPOSE_TOKEN_FILE.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_connection_args(ap)
     ap.add_argument("method", help="a protocol method, e.g. ping, scene.list, scene.get")
     ap.add_argument("params", nargs="?", type=_json_arg, help="params as a JSON object")
@@ -85,7 +108,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if params is not None and not isinstance(params, dict):
         ap.error("argument params: must be a JSON object")
     try:
-        with _client(a) as c:
+        with _client(a, "python -m repose") as c:
             result = c.call(a.method, params)
     except ConnectionLost as e:
         print(f"python -m repose: {e}", file=sys.stderr)

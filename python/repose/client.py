@@ -32,6 +32,24 @@ class Notification(dict):
         return self.get("params") or {}
 
 
+def read_token_file(path: str) -> str:
+    """The token in a token file: its first line.  The rules are the
+    daemon's for its own --token-file: a file readable by everyone is
+    refused (ValueError), and so is an empty one; OSError when it cannot be
+    read."""
+    with open(path, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if mode & 0o004:
+            raise ValueError(f"token file {path} is world-readable (mode {mode & 0o7777:04o}); "
+                             f"refusing to use it (chmod o-r {path})")
+        data = f.read(4097)
+    line = data.split(b"\n", 1)[0].rstrip(b"\r")
+    if not line or (len(data) > 4096 and b"\n" not in data[:4097]) or b"\0" in line:
+        raise ValueError(f"token file {path}: " + ("empty" if not line else
+                                                   "not a token (too long or binary)"))
+    return line.decode("utf-8", "surrogateescape")
+
+
 class _Conn:
     """One socket with a line buffer."""
 
@@ -252,7 +270,10 @@ class Client(Methods):
     /tmp/reposed.sock;
     ``Client(unix=PATH)`` to another; ``Client(host="127.0.0.1", port=7411,
     token="...")`` over TCP (the token, when given, is sent with ``auth``
-    first).  ``timeout`` (seconds, None: wait for ever) bounds each reply.
+    first), or ``token_file="..."`` for the token in a file (as
+    ``repose-cli --token-file``; the file must not be world-readable).  Over
+    TCP with neither, the file $REPOSE_TOKEN_FILE names is used when set.
+    ``timeout`` (seconds, None: wait for ever) bounds each reply.
     Use it as a context manager, or call :meth:`close`; one thread at a
     time (give each thread its own Client).  Every protocol
     method is a method here (``scene.put`` is :meth:`scene_put`) that returns
@@ -261,11 +282,19 @@ class Client(Methods):
 
     def __init__(self, unix: Optional[str] = None, *, host: Optional[str] = None,
                  port: int = DEFAULT_PORT, token: Optional[str] = None,
+                 token_file: Optional[str] = None,
                  timeout: Optional[float] = 30.0) -> None:
         if unix is not None and host is not None:
             raise ValueError("give unix or host, not both")
+        if token is not None and token_file is not None:
+            raise ValueError("give token or token_file, not both")
         if unix is None and host is None:
             unix = os.environ.get("REPOSE_SOCKET") or DEFAULT_UNIX
+        if token is None and token_file is None and host is not None:
+            # Unix sockets never need auth (proto/PROTOCOL.md, auth).
+            token_file = os.environ.get("REPOSE_TOKEN_FILE") or None
+        if token_file is not None:
+            token = read_token_file(token_file)
         self._args = dict(unix=unix, host=host, port=port, token=token)
         self._conn = _Conn(unix, host, port, timeout)
         self._ids = 0

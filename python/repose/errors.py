@@ -17,8 +17,9 @@ class ReposeError(Exception):
     """An error reply from reposed.
 
     Attributes: ``code`` (the JSON-RPC error code), ``message``, ``data``
-    (the error's ``data`` object, or ``None``) and ``path`` (``data.path``
-    when the daemon named a field, e.g. ``"params.shapes.a.sphere.radius"``).
+    (the error's ``data`` object, or ``None``), ``path`` (``data.path``
+    when the daemon named a field, e.g. ``"params.shapes.a.sphere.radius"``)
+    and ``suggestion`` (for -32601, the method the daemon thinks was meant).
     """
 
     code: int = 0
@@ -29,9 +30,14 @@ class ReposeError(Exception):
         self.data = data
         path = data.get("path") if isinstance(data, dict) else None
         self.path: Optional[str] = path if isinstance(path, str) else None
+        suggestion = data.get("suggestion") if isinstance(data, dict) else None
+        # -32601's nearest method name (proto/PROTOCOL.md, Errors), or None.
+        self.suggestion: Optional[str] = suggestion if isinstance(suggestion, str) else None
         text = message
         if code:  # an error reply (the transport's own errors have no code)
             text += f" (code {code}" + (f", at {self.path})" if self.path else ")")
+        if self.suggestion:
+            text += f"; did you mean {self.suggestion!r}?"
         super().__init__(text)
 
 

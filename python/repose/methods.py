@@ -164,7 +164,9 @@ class Methods:
         return self._call("model.delete", _params(model=model))
 
     def model_list(self) -> Any:
-        """``models``: [{``model``, ``revision``, ``links``}] sorted by name."""
+        """``models``: [{``model``, ``revision``, ``links``, ``shapes``}] sorted
+        by name: ``links`` as :meth:`model_get` lists them, ``shapes`` what a
+        check tests (a kinematic link may hold several shapes, or none)."""
         return self._call("model.list", None)
 
     def model_fk(self, model: str, joints: JointVector, *, base: Optional[Pose] = None) -> Any:
@@ -191,7 +193,7 @@ class Methods:
         """Checks many configurations: ``joints`` (a list of joint vectors, or an
         n x dof numpy array) or ``configurations``; ``results`` in order."""
         if joints is not None:
-            joints = number_rows(joints)
+            joints = number_rows(joints, "check.batch: params.joints")
         return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
                                                  configurations=configurations, base=base,
                                                  margin=margin, report=report, **options))
@@ -203,7 +205,7 @@ class Methods:
         """Checks the motion through the waypoints ``path`` (two or more joint
         vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
         ``"certified"``: ``valid`` and, when not, where it first fails."""
-        path = number_rows(path)
+        path = number_rows(path, "check.motion: params.path")
         return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
                                                   resolution=resolution, tolerance=tolerance,
                                                   earliest=earliest, margin=margin, **options))

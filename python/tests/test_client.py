@@ -167,10 +167,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r["model"], "py-frames")
         self.assertEqual(c.model_get("py-frames")["frames"], 1)
         self.assertIn("py-frames", [m["model"] for m in c.model_list()["models"]])
+        listed = {m["model"]: m for m in c.model_list()["models"]}
+        self.assertEqual((listed["py-frames"]["links"], listed["py-frames"]["shapes"]), (1, 1))
         self.assertTrue(c.model_delete("py-frames")["deleted"])
         arm = c.load_urdf("py-arm", ARM_URDF, ARM_SRDF)
         self.assertEqual(arm["model"], "py-arm")
         info = c.model_get("py-arm")
+        # model.list counts links and shapes apart, as model.get lists them:
+        # the spherized arm has several shapes on most links.
+        listed = {m["model"]: m for m in c.model_list()["models"]}["py-arm"]
+        self.assertEqual(listed["links"], len(info["links"]))
+        self.assertEqual(listed["shapes"], len(info["shapes"]))
+        self.assertGreater(listed["shapes"], listed["links"])
         self.assertTrue(info["kinematic"])
         dof = len(info["joints"])
         self.assertEqual(dof, 8)  # tests/data/arm7.urdf: 7 arm joints and a gripper finger
@@ -224,12 +232,32 @@ class ClientTest(unittest.TestCase):
             for x, y in zip(r, b):
                 self.assertEqual(float(x), y)
                 self.assertEqual(math.copysign(1, x), math.copysign(1, y))
-        with self.assertRaises(ValueError):
+        with self.assertRaisesRegex(ValueError, r"^rows\[0\]\[1\] is inf \(row 0\)"):
             repose.number_rows([[0.0, math.inf]])
         c = self.client()
         c.load_urdf("py-arm-rows", ARM_URDF, ARM_SRDF)
-        with self.assertRaises(ValueError):
-            c.check_batch("py-arm-rows", joints=[[math.nan] * 8])
+        # The error names the row and the value, before anything is sent.
+        bad = [[0.0] * 8 for _ in range(5)]
+        bad[3][6] = math.nan
+        with self.assertRaises(ValueError) as e:
+            c.check_batch("py-arm-rows", joints=bad)
+        self.assertEqual(str(e.exception), "check.batch: params.joints[3][6] is nan (row 3): "
+                                           "JSON has no NaN or infinity")
+        bad[3][6] = 0.0
+        bad[4][0] = -math.inf
+        with self.assertRaisesRegex(ValueError, r"params\.path\[4\]\[0\] is -inf \(row 4\)"):
+            c.check_motion("py-arm-rows", bad)
+        # One joint vector, and a shape: the path of the value.
+        with self.assertRaisesRegex(ValueError, r"^check: params\.joints\[2\] is not a finite"):
+            c.check("py-arm-rows", joints=[0.0, 0.0, math.nan] + [0.0] * 5)
+        with self.assertRaisesRegex(ValueError, r"params\.b\.sphere\.radius is not a finite"):
+            c.distance(sphere(0, 0, 0, 1), sphere(1, 0, 0, math.inf))
+        if numpy is not None:
+            arr = numpy.zeros((4, 8))
+            arr[2, 5] = numpy.nan
+            with self.assertRaisesRegex(ValueError, r"params\.joints\[2\]\[5\] is nan \(row 2\)"):
+                c.check_batch("py-arm-rows", joints=arr)
+        self.assertEqual(c.ping(), {"pong": True})  # nothing half-sent
         # Rows that are not lists of numbers go as they are (joint names here).
         named = [{"arm7_joint1": 0.5}, {"arm7_joint2": -0.3}]
         self.assertIs(repose.number_rows(named), named)
@@ -264,8 +292,14 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(repose.RevisionConflict) as e:
             c.scene_put("py-err", {"x": sphere(0, 0, 0, 1)}, if_revision=rev + 1000)
         self.assertEqual(e.exception.data["actual"], rev)
-        with self.assertRaises(repose.MethodNotFound):
+        with self.assertRaises(repose.MethodNotFound) as e:
             c.call("py.nope")
+        self.assertIsNone(e.exception.suggestion)
+        with self.assertRaises(repose.MethodNotFound) as e:
+            c.call("scene.lst")
+        self.assertEqual(e.exception.data, {"method": "scene.lst", "suggestion": "scene.list"})
+        self.assertEqual(e.exception.suggestion, "scene.list")
+        self.assertIn("did you mean 'scene.list'?", str(e.exception))
         with self.assertRaises(ValueError):
             c.distance(sphere(0, 0, 0, math.nan), sphere(1, 0, 0, 1))
         # Raw lines for what the client itself never sends.
@@ -431,6 +465,29 @@ class ClientTest(unittest.TestCase):
         self.assertIn("error -32001", out.stderr)
 
 
+    def test_python_m_repose_help_lists_export(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        out = subprocess.run([sys.executable, "-m", "repose", "--help"], capture_output=True,
+                             text=True, timeout=30, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("python -m repose export SCENE", out.stdout)
+        self.assertRegex(out.stdout, r"\n  export SCENE +write the scene")
+        out = subprocess.run([sys.executable, "-m", "repose", "export", "--help"],
+                             capture_output=True, text=True, timeout=30, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("--model", out.stdout)
+        # And what the help promises runs: a scene exported as glTF binary.
+        c = self.client()
+        c.scene_create("py-help-export", {"s": sphere(0, 0, 0, 0.5)})
+        glb = os.path.join(self.d.dir, "help.glb")
+        out = subprocess.run([sys.executable, "-m", "repose", "export", "py-help-export",
+                              "--unix", self.d.sock, "-o", glb], capture_output=True, text=True,
+                             timeout=30, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(glb, "rb") as f:
+            self.assertEqual(f.read(4), b"glTF")
+
+
 class TcpAuthTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -440,11 +497,82 @@ class TcpAuthTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write(cls.token + "\n")
         os.chmod(path, 0o600)
+        cls.token_path = path
         cls.d = Daemon("--token-file", path, "--max-shapes", "3")
 
     @classmethod
     def tearDownClass(cls) -> None:
         assert cls.d.stop() == 0
+
+    def _file(self, name: str, text: str, mode: int) -> str:
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def test_tcp_with_a_token_file(self) -> None:
+        # token_file= as repose-cli's --token-file: the file's first line.
+        with repose.Client(host="127.0.0.1", port=self.d.port, token_file=self.token_path) as c:
+            self.assertEqual(c.scene_list(), {"scenes": []})
+        crlf = self._file("crlf", self.token + "\r\nnot the token\n", 0o600)
+        with repose.Client(host="127.0.0.1", port=self.d.port, token_file=crlf) as c:
+            self.assertEqual(c.scene_list(), {"scenes": []})
+        wrong = self._file("wrong", "wrong\n", 0o600)
+        with self.assertRaises(repose.Unauthorized):
+            repose.Client(host="127.0.0.1", port=self.d.port, token_file=wrong)
+        # Refused before connecting, as the daemon refuses such a file.
+        everyone = self._file("everyone", self.token + "\n", 0o644)
+        with self.assertRaisesRegex(ValueError, "world-readable"):
+            repose.Client(host="127.0.0.1", port=self.d.port, token_file=everyone)
+        empty = self._file("empty", "", 0o600)
+        with self.assertRaisesRegex(ValueError, "empty"):
+            repose.Client(host="127.0.0.1", port=self.d.port, token_file=empty)
+        with self.assertRaises(FileNotFoundError):
+            repose.Client(host="127.0.0.1", port=self.d.port,
+                          token_file=os.path.join(self.tmp, "missing"))
+        with self.assertRaisesRegex(ValueError, "not both"):
+            repose.Client(host="127.0.0.1", port=self.d.port, token="x",
+                          token_file=self.token_path)
+
+    def test_repose_token_file_over_tcp_only(self) -> None:
+        old = os.environ.get("REPOSE_TOKEN_FILE")
+        try:
+            os.environ["REPOSE_TOKEN_FILE"] = self.token_path
+            with repose.Client(host="127.0.0.1", port=self.d.port) as c:
+                self.assertEqual(c.scene_list(), {"scenes": []})
+            # token= given: the environment's file is not read.
+            with self.assertRaises(repose.Unauthorized):
+                repose.Client(host="127.0.0.1", port=self.d.port, token="wrong")
+            # A Unix socket needs no auth: a missing file there is no error.
+            os.environ["REPOSE_TOKEN_FILE"] = os.path.join(self.tmp, "missing")
+            with repose.Client(self.d.sock) as c:
+                self.assertEqual(c.scene_list(), {"scenes": []})
+            with self.assertRaises(FileNotFoundError):
+                repose.Client(host="127.0.0.1", port=self.d.port)
+        finally:
+            if old is None:
+                os.environ.pop("REPOSE_TOKEN_FILE", None)
+            else:
+                os.environ["REPOSE_TOKEN_FILE"] = old
+
+    def test_python_m_repose_token_options(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        env.pop("REPOSE_TOKEN_FILE", None)
+        base = [sys.executable, "-m", "repose", "--host", "127.0.0.1", "--port", str(self.d.port)]
+        for how in (["--token-file", self.token_path], ["--token", self.token]):
+            out = subprocess.run(base + how + ["scene.list"], capture_output=True, text=True,
+                                 timeout=30, env=env)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(json.loads(out.stdout), {"scenes": []})
+        everyone = self._file("everyone-cli", self.token + "\n", 0o644)
+        out = subprocess.run(base + ["--token-file", everyone, "scene.list"], capture_output=True,
+                             text=True, timeout=30, env=env)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("world-readable", out.stderr)
+        out = subprocess.run(base + ["scene.list"], capture_output=True, text=True, timeout=30,
+                             env=dict(env, REPOSE_TOKEN_FILE=self.token_path))
+        self.assertEqual(out.returncode, 0, out.stderr)
 
     def test_tcp_with_the_token(self) -> None:
         with repose.Client(host="127.0.0.1", port=self.d.port, token=self.token) as c:

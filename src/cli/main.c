@@ -1,9 +1,14 @@
 /*
  * repose-cli: a command-line client for reposed, in the spirit of redis-cli.
  *
- *   repose-cli [--unix PATH | --host H --port P] [--token-file F] [--raw]
+ *   repose-cli [--unix PATH | --host H --port P] [--token-file F | --token T] [--raw]
  *              [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]
  *   repose-cli [OPTIONS] watch SCENE [--since R]
+ *
+ * Without --unix or --host, the Unix socket is $REPOSE_SOCKET, else
+ * /tmp/reposed.sock (rp_client_default_unix_path, as the Python client).
+ * Over TCP without --token-file or --token, the token file is
+ * $REPOSE_TOKEN_FILE when set.
  *
  * One call: prints the result as pretty JSON (2-space indent, arrays of
  * numbers such as a vec3 on one line) on stdout and exits 0, or prints the
@@ -32,8 +37,6 @@
  * scene.deleted line); losing the connection exits 3.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <ctype.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -41,8 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -50,6 +51,7 @@
 #include "repose/client.h"
 
 #include "params.h"
+#include "util/names.h"
 
 /* Exit codes. */
 enum {
@@ -61,8 +63,6 @@ enum {
 
 /* Every call waits at most this long by default (--timeout 0: forever), ms. */
 #define DEFAULT_TIMEOUT_MS 30000
-/* The longest token file accepted, bytes. */
-#define MAX_TOKEN_BYTES 4096
 /* Set by CMake from the project version. */
 #ifndef REPOSE_CLI_VERSION
 #define REPOSE_CLI_VERSION "unknown"
@@ -75,6 +75,7 @@ typedef struct options {
     const char *host;      /* NULL: Unix socket */
     int port;
     const char *token_file;
+    const char *token; /* --token: the token itself */
     bool raw;
     int timeout_ms;
     const char *method; /* NULL: read lines from stdin */
@@ -104,15 +105,17 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F] [--raw]\n"
-            "                  [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
+            "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F | --token T]\n"
+            "                  [--raw] [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
             "       repose-cli [OPTIONS] watch SCENE [--since R]\n"
             "\n"
-            "  --unix PATH        Unix socket (default %s)\n"
+            "  --unix PATH        Unix socket (default $REPOSE_SOCKET, else %s)\n"
             "  --host H           connect over TCP to H instead\n"
             "  --port P           TCP port (default %d)\n"
             "  --token-file F     authenticate with the token in F (must not be\n"
-            "                     world-readable)\n"
+            "                     world-readable; default over TCP: $REPOSE_TOKEN_FILE)\n"
+            "  --token T          authenticate with the token T (other users may see it\n"
+            "                     in the process list: prefer --token-file)\n"
             "  --raw              pass NDJSON request lines from stdin through unchanged\n"
             "                     and print reply lines unchanged\n"
             "  --timeout MS       per-call timeout (default %d; 0 waits forever)\n"
@@ -129,7 +132,9 @@ static void usage(FILE *f)
             "                      b='{\"sphere\":{\"center\":[3,0,0],\"radius\":1}}'\n"
             "  repose-cli scene.put scene=cell shapes=@shapes.json\n"
             "  repose-cli model.put model=arm urdf=@@arm.urdf srdf=@@arm.srdf\n"
-            "  repose-cli check model=arm joints='[0, -0.78, 0, -2.36, 0, 1.57, 0.78]'\n"
+            "  repose-cli model.get model=arm      # its joints, in joint-vector order\n"
+            "  repose-cli check model=arm scene=cell \\\n"
+            "                   joints='[0, -0.785, 0, -2.356, 0, 1.571, 0.785, 0.02]'\n"
             "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE, @@FILE\n"
             "by the text of FILE as a string:\n"
             "  repose-cli scene.put '{\"scene\":\"cell\",\"shapes\":@shapes.json}'\n"
@@ -143,6 +148,10 @@ static void usage(FILE *f)
             "(exit 0) or the scene is deleted (exit 0); --since R first replays the\n"
             "changes after revision R (or sends scene.resync when they are gone).\n",
             RP_CLIENT_DEFAULT_UNIX_PATH, RP_CLIENT_DEFAULT_PORT, DEFAULT_TIMEOUT_MS);
+    fprintf(f, "\n"
+               "Environment: REPOSE_SOCKET (the Unix socket when neither --unix nor --host\n"
+               "is given), REPOSE_TOKEN_FILE (the token file over TCP when neither\n"
+               "--token-file nor --token is given).\n");
 }
 
 /* Parses a decimal int in [lo, hi]; false when s is not one. */
@@ -186,7 +195,7 @@ static int parse_args(int argc, char **argv, options *o)
         }
         bool takes = strcmp(a, "--unix") == 0 || strcmp(a, "--host") == 0 ||
                      strcmp(a, "--port") == 0 || strcmp(a, "--token-file") == 0 ||
-                     strcmp(a, "--timeout") == 0;
+                     strcmp(a, "--token") == 0 || strcmp(a, "--timeout") == 0;
         if (!takes) {
             fprintf(stderr, "repose-cli: unknown option '%s' (see --help)\n", a);
             return EXIT_USAGE;
@@ -208,6 +217,12 @@ static int parse_args(int argc, char **argv, options *o)
             port_set = true;
         } else if (strcmp(a, "--token-file") == 0) {
             o->token_file = v;
+        } else if (strcmp(a, "--token") == 0) {
+            if (!*v) {
+                fprintf(stderr, "repose-cli: --token needs a token, not ''\n");
+                return EXIT_USAGE;
+            }
+            o->token = v;
         } else if (!parse_int(v, 0, 1 << 30, &o->timeout_ms)) {
             fprintf(stderr, "repose-cli: --timeout must be a number of ms >= 0, not '%s'\n", v);
             return EXIT_USAGE;
@@ -217,10 +232,19 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "repose-cli: --unix and --host/--port exclude each other\n");
         return EXIT_USAGE;
     }
+    if (o->token && o->token_file) {
+        fprintf(stderr, "repose-cli: --token and --token-file exclude each other\n");
+        return EXIT_USAGE;
+    }
     if (port_set && !o->host)
         o->host = "127.0.0.1";
     if (!o->host && !o->unix_path)
-        o->unix_path = RP_CLIENT_DEFAULT_UNIX_PATH;
+        o->unix_path = rp_client_default_unix_path();
+    /* Unix sockets never need auth (proto/PROTOCOL.md, auth): the token
+     * file of the environment is for TCP only. */
+    const char *env_token = getenv("REPOSE_TOKEN_FILE");
+    if (o->host && !o->token && !o->token_file && env_token && *env_token)
+        o->token_file = env_token;
     if (i < argc)
         o->method = argv[i++];
     o->params = argv + i;
@@ -233,52 +257,6 @@ static int parse_args(int argc, char **argv, options *o)
 }
 
 /* ---- files ----------------------------------------------------------------------- */
-
-/* Reads the token from path into a malloc'ed string (trailing newline
- * stripped).  Refuses a world-readable file.  NULL after a message. */
-static char *read_token(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        fprintf(stderr, "repose-cli: token file %s: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    if (st.st_mode & S_IROTH) {
-        fprintf(stderr,
-                "repose-cli: token file %s is world-readable (mode %04o); refusing to use it "
-                "(chmod o-r %s)\n",
-                path, (unsigned)(st.st_mode & 07777), path);
-        close(fd);
-        return NULL;
-    }
-    char *tok = malloc(MAX_TOKEN_BYTES + 1);
-    size_t len = 0;
-    ssize_t r = 0;
-    while (tok && len < MAX_TOKEN_BYTES &&
-           ((r = read(fd, tok + len, MAX_TOKEN_BYTES - len)) > 0 || (r < 0 && errno == EINTR)))
-        if (r > 0)
-            len += (size_t)r;
-    close(fd);
-    if (!tok || r < 0) {
-        fprintf(stderr, "repose-cli: token file %s: %s\n", path,
-                tok ? strerror(errno) : "out of memory");
-        free(tok);
-        return NULL;
-    }
-    tok[len] = '\0';
-    while (len > 0 && (tok[len - 1] == '\n' || tok[len - 1] == '\r'))
-        tok[--len] = '\0';
-    if (len == 0 || len == MAX_TOKEN_BYTES || strlen(tok) != len) {
-        fprintf(stderr, "repose-cli: token file %s: %s\n", path,
-                len == 0 ? "empty" : "not a token (too long or binary)");
-        free(tok);
-        return NULL;
-    }
-    return tok;
-}
 
 /* ---- output ------------------------------------------------------------------------- */
 
@@ -398,17 +376,11 @@ static int report(const rp_client_error *err)
 /* ---- running -------------------------------------------------------------------------- */
 
 /* Connects (and authenticates) as the options say; NULL after a message,
- * with *code set to the exit code. */
+ * with *code set to the exit code: 2 for a token file that cannot be used
+ * (rp_client_auth_file reads it), 3 when the daemon cannot be reached, 1
+ * when it refuses the token. */
 static rp_client *open_client(const options *o, int *code)
 {
-    char *token = NULL;
-    if (o->token_file) {
-        token = read_token(o->token_file);
-        if (!token) {
-            *code = EXIT_USAGE;
-            return NULL;
-        }
-    }
     rp_client_error err = RP_CLIENT_ERROR_INIT;
     rp_client *c = o->host ? rp_client_connect_tcp(o->host, o->port, o->timeout_ms, &err)
                            : rp_client_connect_unix(o->unix_path, o->timeout_ms, &err);
@@ -416,17 +388,20 @@ static rp_client *open_client(const options *o, int *code)
         *code = report(&err);
         if (*code != EXIT_USAGE)
             *code = EXIT_CONNECT;
-    } else if (token && rp_client_auth(c, token, &err) != RP_CLIENT_OK) {
-        fputs("repose-cli: auth failed: ", stderr);
+        rp_client_error_free(&err);
+        return NULL;
+    }
+    rp_client_error_kind k = RP_CLIENT_OK;
+    if (o->token)
+        k = rp_client_auth(c, o->token, &err);
+    else if (o->token_file)
+        k = rp_client_auth_file(c, o->token_file, &err);
+    if (k != RP_CLIENT_OK) {
+        if (k != RP_CLIENT_ARG)
+            fputs("repose-cli: auth failed: ", stderr);
         *code = report(&err);
         rp_client_close(c);
         c = NULL;
-    }
-    if (token) {
-        volatile char *v = token;
-        for (size_t i = 0; v[i]; i++)
-            v[i] = 0;
-        free(token);
     }
     rp_client_error_free(&err);
     return c;
@@ -453,47 +428,9 @@ static const cJSON *daemon_methods(rp_client *c, cJSON **hello, rp_client_error 
     return m;
 }
 
-/* Levenshtein distance between two method names, ignoring ASCII case;
- * SIZE_MAX for names longer than any method (no suggestion then). */
-static size_t edit_distance(const char *a, const char *b)
-{
-    enum { MAX_NAME = 64 };
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > MAX_NAME || lb > MAX_NAME)
-        return SIZE_MAX;
-    size_t row[MAX_NAME + 1];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
-                                  tolower((unsigned char)b[j - 1]));
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* How far name is from a known method: the edit distance, or 1 when name
- * is the part after the dot (`list` for scene.list and model.list). */
-static size_t method_distance(const char *name, const char *known)
-{
-    const char *dot = strrchr(known, '.');
-    if (dot && strcasecmp(dot + 1, name) == 0)
-        return 1;
-    return edit_distance(name, known);
-}
-
 /* After "method not found": prints the daemon's methods nearest to the one
- * asked for, when any is near (at most 2 edits, or a third of the name). */
+ * asked for, when any is near (rp_name_is_near: at most 2 edits, or a third
+ * of the name); the daemon's own data.suggestion names only the first. */
 static void suggest_method(rp_client *c, const char *method)
 {
     rp_client_error err = RP_CLIENT_ERROR_INIT;
@@ -504,19 +441,19 @@ static void suggest_method(rp_client *c, const char *method)
     cJSON_ArrayForEach(m, methods)
     {
         if (cJSON_IsString(m)) {
-            size_t d = method_distance(method, m->valuestring);
+            size_t d = rp_name_distance(method, m->valuestring);
             if (d < best)
                 best = d;
         }
     }
     size_t len = strlen(method);
-    if (methods && best > 0 && (best <= 2 || best * 3 <= len)) {
+    if (methods && best > 0 && rp_name_is_near(best, len)) {
         /* At most three of the nearest, in the daemon's (sorted) order. */
         char list[256] = "";
         int shown = 0, ties = 0;
         cJSON_ArrayForEach(m, methods)
         {
-            if (!cJSON_IsString(m) || method_distance(method, m->valuestring) != best)
+            if (!cJSON_IsString(m) || rp_name_distance(method, m->valuestring) != best)
                 continue;
             if (++ties > 3)
                 continue;
@@ -530,7 +467,7 @@ static void suggest_method(rp_client *c, const char *method)
         /* Only the case differs: method names are case-sensitive. */
         cJSON_ArrayForEach(m, methods)
         {
-            if (cJSON_IsString(m) && method_distance(method, m->valuestring) == 0) {
+            if (cJSON_IsString(m) && rp_name_distance(method, m->valuestring) == 0) {
                 say("did you mean '%s'? (method names are case-sensitive)", m->valuestring);
                 break;
             }

@@ -248,6 +248,17 @@ rp_client *rp_client_connect_unix(const char *path, int timeout_ms, rp_client_er
     return c;
 }
 
+const char *rp_client_default_unix_path(void)
+{
+    const char *env = getenv("REPOSE_SOCKET");
+    return env && *env ? env : RP_CLIENT_DEFAULT_UNIX_PATH;
+}
+
+rp_client *rp_client_connect_default(int timeout_ms, rp_client_error *err)
+{
+    return rp_client_connect_unix(rp_client_default_unix_path(), timeout_ms, err);
+}
+
 rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms,
                                  rp_client_error *err)
 {

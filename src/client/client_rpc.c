@@ -7,6 +7,7 @@
 #include "client_int.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 
 /* ---- JSON text helpers --------------------------------------------------------------- */
 
@@ -734,4 +735,73 @@ rp_client_error_kind rp_client_shutdown_write(rp_client *c, rp_client_error *err
     if (shutdown(c->fd, SHUT_WR) != 0 && errno != ENOTCONN)
         return rp_client_fail_(err, RP_CLIENT_IO, errno, "shutdown: %s", strerror(errno));
     return RP_CLIENT_OK;
+}
+
+/* Reads the token in path (its first line) into tok (RP_CLIENT_MAX_TOKEN_BYTES
+ * + 1 bytes).  The rules are the daemon's for its own --token-file: not
+ * readable by everyone, one line of text. */
+static rp_client_error_kind read_token_file(const char *path, char *tok, rp_client_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return rp_client_fail_(err, RP_CLIENT_ARG, e, "token file %s: %s", path, strerror(e));
+    }
+    if (st.st_mode & S_IROTH) {
+        close(fd);
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0,
+                               "token file %s is world-readable (mode %04o); refusing to use it "
+                               "(chmod o-r %s)",
+                               path, (unsigned)(st.st_mode & 07777), path);
+    }
+    size_t len = 0;
+    ssize_t r = 0;
+    while (len < RP_CLIENT_MAX_TOKEN_BYTES &&
+           ((r = read(fd, tok + len, RP_CLIENT_MAX_TOKEN_BYTES - len)) > 0 ||
+            (r < 0 && errno == EINTR)))
+        if (r > 0)
+            len += (size_t)r;
+    int e = errno;
+    close(fd);
+    tok[len] = '\0';
+    if (r < 0)
+        return rp_client_fail_(err, RP_CLIENT_ARG, e, "token file %s: %s", path, strerror(e));
+    /* The first line; what follows a newline is not part of the token. */
+    char *nl = memchr(tok, '\n', len);
+    if (nl) {
+        len = (size_t)(nl - tok);
+        tok[len] = '\0';
+    }
+    while (len > 0 && tok[len - 1] == '\r')
+        tok[--len] = '\0';
+    if (len == 0 || (!nl && len == RP_CLIENT_MAX_TOKEN_BYTES) || strlen(tok) != len)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "token file %s: %s", path,
+                               len == 0 ? "empty" : "not a token (too long or binary)");
+    return RP_CLIENT_OK;
+}
+
+rp_client_error_kind rp_client_auth_file(rp_client *c, const char *path, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (!path) {
+        path = getenv("REPOSE_TOKEN_FILE");
+        if (!path || !*path)
+            return rp_client_fail_(err, RP_CLIENT_ARG, 0,
+                                   "no token file given and REPOSE_TOKEN_FILE is not set");
+    }
+    char *tok = malloc(RP_CLIENT_MAX_TOKEN_BYTES + 1);
+    if (!tok)
+        return rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+    rp_client_error_kind k = read_token_file(path, tok, err);
+    if (k == RP_CLIENT_OK)
+        k = rp_client_auth(c, tok, err);
+    /* The token is a secret: do not leave it in freed heap memory. */
+    volatile char *v = tok;
+    for (size_t i = 0; i <= RP_CLIENT_MAX_TOKEN_BYTES; i++)
+        v[i] = 0;
+    free(tok);
+    return k;
 }

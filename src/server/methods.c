@@ -10,6 +10,7 @@
 
 #include "durable.h"
 #include "methods.h"
+#include "util/names.h"
 #include "watch.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
@@ -523,4 +524,17 @@ const rpd_method *rpd_method_find(const char *name, size_t *index)
             hi = mid;
     }
     return NULL;
+}
+
+const char *rpd_method_suggest(const char *name)
+{
+    size_t best = SIZE_MAX, at = 0;
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        size_t d = rp_name_distance(name, rpd_methods[i].name);
+        if (d < best) {
+            best = d;
+            at = i;
+        }
+    }
+    return rp_name_is_near(best, strlen(name)) ? rpd_methods[at].name : NULL;
 }

@@ -9,6 +9,10 @@ extern const rpd_method rpd_methods[];
 extern const size_t rpd_method_count;
 /* Finds a method by name (binary search); *index gets its row. */
 const rpd_method *rpd_method_find(const char *name, size_t *index);
+/* The method nearest to an unknown name, for -32601's data.suggestion
+ * (proto/PROTOCOL.md, "Errors"): the first in the table at the least
+ * distance (src/util/names.h), when it is near; NULL otherwise. */
+const char *rpd_method_suggest(const char *name);
 
 /* Fails with -32602 unless params (may be NULL = omitted) is an object whose
  * keys are all in `allowed` (NULL-terminated), each once. */

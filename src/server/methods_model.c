@@ -952,7 +952,13 @@ bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w)
         const rp_model *m = rp_store_model_at(st, i);
         rp_jw_object_begin(w);
         write_model_rev(w, m);
+        /* As model.get lists them (proto/PROTOCOL.md): a kinematic model's
+         * links are its tree's, each holding any number of shapes; a
+         * frame-indexed model's links are its shapes. */
         RP_JW_KEY(w, "links");
+        rp_jw_uint(w, rp_model_is_kinematic(m) ? rp_model_tree_link_count(m)
+                                               : rp_model_link_count(m));
+        RP_JW_KEY(w, "shapes");
         rp_jw_uint(w, rp_model_link_count(m));
         rp_jw_object_end(w);
     }

@@ -9,6 +9,7 @@
 #include "req.h"
 
 #include "durable.h"
+#include "methods.h" /* rpd_method_suggest, for -32601 */
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 0)))
@@ -178,10 +179,18 @@ static void write_error_body(rp_jw *w, const rpd_error *e)
         RP_JW_KEY(w, "offset");
         rp_jw_uint(w, e->offset);
         break;
-    case RPD_DATA_METHOD:
+    case RPD_DATA_METHOD: {
         RP_JW_KEY(w, "method");
         rp_jw_string(w, e->text);
+        /* A near method name (proto/PROTOCOL.md, "Errors"), as repose-cli's
+         * "did you mean". */
+        const char *near = rpd_method_suggest(e->text);
+        if (near) {
+            RP_JW_KEY(w, "suggestion");
+            rp_jw_string(w, near);
+        }
         break;
+    }
     case RPD_DATA_PATH:
         RP_JW_KEY(w, "path");
         rp_jw_string(w, e->text);

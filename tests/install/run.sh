@@ -167,5 +167,12 @@ exe_b="$build_b/consumer"
 [[ -x "$exe_b" ]] || die "$exe_b was not built"
 check_linked_lib "$exe_b"
 run "$exe_b"
+# The README's CMake line for the client library: repose::repose_client.
+exe_bc="$build_b/client_consumer"
+[[ -x "$exe_bc" ]] || die "$exe_bc was not built"
+loaded="$(ldd "$exe_bc")"  # not piped into grep -q: pipefail would see ldd's SIGPIPE
+[[ "$loaded" == *"librepose_client.so.0 => $libdir/"* ]] ||
+    { echo "$loaded"; die "$exe_bc does not load the installed librepose_client.so.0"; }
+run "$exe_bc"
 
 step "install test passed (pkg-config and find_package)"

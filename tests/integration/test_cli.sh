@@ -135,21 +135,26 @@ expect_file "$tmp/out" '{
 }' "witness vectors on one line"
 
 # ---- unknown methods: the nearest of the daemon's methods ------------------------
-# suggest NAME WANT-LAST-STDERR-LINE
+# suggest NAME DAEMON-SUGGESTION WANT-LAST-STDERR-LINE: the daemon's own
+# data.suggestion (the first nearest; none: empty) and the CLI's hint (all
+# the nearest, up to three).
 suggest() {
+  local data="  \"method\": \"$1\""
+  [[ -z $2 ]] || data+=",
+  \"suggestion\": \"$2\""
   expect_code 1 "unknown method $1" -- "$CLI" "${S[@]}" "$1"
   expect_file "$tmp/err" "error -32601: Method not found: $1
 data: {
-  \"method\": \"$1\"
+$data
 }
-$2" "suggestion for $1"
+$3" "suggestion for $1"
 }
-suggest scene.lst "repose-cli: did you mean 'scene.list'?"
-suggest sceen.create "repose-cli: did you mean 'scene.create'?"
-suggest chek "repose-cli: did you mean 'check'?"
-suggest PING "repose-cli: did you mean 'ping'? (method names are case-sensitive)"
-suggest list "repose-cli: did you mean 'model.list' or 'scene.list'?"
-suggest frobnicate "repose-cli: no method is near 'frobnicate'; \`repose-cli help\` lists them"
+suggest scene.lst scene.list "repose-cli: did you mean 'scene.list'?"
+suggest sceen.create scene.create "repose-cli: did you mean 'scene.create'?"
+suggest chek check "repose-cli: did you mean 'check'?"
+suggest PING ping "repose-cli: did you mean 'ping'? (method names are case-sensitive)"
+suggest list model.list "repose-cli: did you mean 'model.list' or 'scene.list'?"
+suggest frobnicate "" "repose-cli: no method is near 'frobnicate'; \`repose-cli help\` lists them"
 
 # ---- usage errors: 2 ---------------------------------------------------------------
 expect_code 0 "--help" -- "$CLI" --help
@@ -407,7 +412,8 @@ data: {
 }
 repose-cli: line 5: error -32601: Method not found: scene.creat
 data: {
-  \"method\": \"scene.creat\"
+  \"method\": \"scene.creat\",
+  \"suggestion\": \"scene.create\"
 }
 repose-cli: line 5: did you mean 'scene.create'?
 repose-cli: line 6: 'kv' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)" \
@@ -540,6 +546,22 @@ expect_code 0 "--raw after auth" -- bash -c "printf '%s\n' \
   '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\"}' | \
   '$CLI' --port $port --token-file '$tmp/token' --raw"
 expect_file "$tmp/out" '{"jsonrpc":"2.0","id":1,"result":{"scenes":[]}}' "--raw after auth output"
+# The token itself (--token), and the environment's token file over TCP.
+expect_code 0 "--token" -- "$CLI" --port "$port" --token "$(head -1 "$tmp/token")" scene.list
+expect_file "$tmp/out" $'{\n  "scenes": []\n}' "--token scene.list"
+expect_code 1 "--token wrong" -- "$CLI" --port "$port" --token wrong scene.list
+expect_grep "$tmp/err" "auth failed" "--token wrong message"
+expect_code 2 "--token and --token-file" -- "$CLI" --port "$port" --token x --token-file "$tmp/token" ping
+expect_code 0 "REPOSE_TOKEN_FILE over tcp" -- env REPOSE_TOKEN_FILE="$tmp/token" "$CLI" --port "$port" scene.list
+expect_file "$tmp/out" $'{\n  "scenes": []\n}' "REPOSE_TOKEN_FILE scene.list"
+expect_code 1 "--token-file wins over REPOSE_TOKEN_FILE" -- \
+  env REPOSE_TOKEN_FILE="$tmp/token" "$CLI" --port "$port" --token-file "$tmp/wrong" scene.list
+expect_code 2 "REPOSE_TOKEN_FILE missing over tcp" -- \
+  env REPOSE_TOKEN_FILE="$tmp/nope" "$CLI" --port "$port" scene.list
+expect_grep "$tmp/err" "token file $tmp/nope" "REPOSE_TOKEN_FILE missing message"
+# Unix sockets need no auth: the environment's token file is not even read.
+expect_code 0 "REPOSE_TOKEN_FILE ignored on unix" -- \
+  env REPOSE_TOKEN_FILE="$tmp/nope" "$CLI" --unix "$sock" scene.list
 chmod 644 "$tmp/token"
 expect_code 2 "world-readable token file" -- "$CLI" --port "$port" --token-file "$tmp/token" ping
 expect_grep "$tmp/err" "world-readable" "world-readable message"
@@ -547,6 +569,46 @@ expect_code 2 "missing token file" -- "$CLI" --port "$port" --token-file "$tmp/n
 : >"$tmp/empty"
 chmod 600 "$tmp/empty"
 expect_code 2 "empty token file" -- "$CLI" --port "$port" --token-file "$tmp/empty" ping
+
+# ---- REPOSE_SOCKET: the Unix socket when neither --unix nor --host is given ----------------
+start_daemon envsock
+expect_code 0 "REPOSE_SOCKET" -- env REPOSE_SOCKET="$sock" "$CLI" scene.create scene=via-env
+expect_code 0 "REPOSE_SOCKET: the same daemon" -- "$CLI" --unix "$sock" scene.get scene=via-env
+expect_code 3 "REPOSE_SOCKET names a missing socket" -- env REPOSE_SOCKET="$tmp/nope.sock" "$CLI" ping
+expect_grep "$tmp/err" "unix:$tmp/nope.sock" "REPOSE_SOCKET missing: the path is named"
+expect_code 0 "--unix wins over REPOSE_SOCKET" -- \
+  env REPOSE_SOCKET="$tmp/nope.sock" "$CLI" --unix "$sock" ping
+expect_code 0 "--port wins over REPOSE_SOCKET" -- \
+  env REPOSE_SOCKET="$tmp/nope.sock" "$CLI" --port "$port" ping
+expect_code 0 "REPOSE_SOCKET empty: the default" -- env REPOSE_SOCKET= "$CLI" --help
+expect_grep "$tmp/out" 'default $REPOSE_SOCKET, else /tmp/reposed.sock' "--help names REPOSE_SOCKET"
+
+# ---- every example of --help runs, in order, against a fresh daemon -----------------------------
+# (the files they name are made in a scratch directory: the test arm as
+# arm.urdf/arm.srdf, one shape in shapes.json)
+start_daemon helpex
+mkdir "$tmp/helpex"
+cp "$DATA/arm7.urdf" "$tmp/helpex/arm.urdf"
+cp "$DATA/arm7.srdf" "$tmp/helpex/arm.srdf"
+printf '%s\n' '{"post":{"capsule":{"a":[0.6,0.2,0],"b":[0.6,0.2,0.8],"radius":0.04}}}' \
+  >"$tmp/helpex/shapes.json"
+"$CLI" --help >"$tmp/help.txt"
+# The example lines (joined across trailing backslashes), one per line.
+awk '/^  repose-cli / { cmd = $0; while (cmd ~ /\\$/ && (getline nxt) > 0) {
+       sub(/\\$/, "", cmd); cmd = cmd nxt }; print cmd }' "$tmp/help.txt" >"$tmp/help.examples"
+n_examples=$(wc -l <"$tmp/help.examples")
+[[ $n_examples -ge 8 ]] || fail "--help: only $n_examples examples found"
+grep -q "check model=arm" "$tmp/help.examples" || fail "--help has no check example"
+while IFS= read -r ex; do
+  expect_code 0 "--help example: $ex" -- \
+    bash -c 'cd "$1" && export REPOSE_SOCKET="$2" && PATH="$(dirname "$3"):$PATH" && eval "$4"' \
+    _ "$tmp/helpex" "$sock" "$CLI" "${ex#  }"
+done <"$tmp/help.examples"
+# The check example's joint vector fits the model the example loads.
+expect_code 0 "--help check example answers" -- \
+  bash -c 'cd "$1" && export REPOSE_SOCKET="$2" && PATH="$(dirname "$3"):$PATH" && eval "$4"' \
+  _ "$tmp/helpex" "$sock" "$CLI" "$(grep 'check model=arm' "$tmp/help.examples")"
+expect_grep "$tmp/out" '"valid": ' "--help check example: a verdict"
 
 echo "test_cli: $checks checks passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -857,6 +857,90 @@ static void auth_over_tcp_with_the_right_token(void **state)
     rp_client_error_free(&err);
 }
 
+/* Writes text to DIR/name (its path into path) with the given mode. */
+static void write_file_mode(char *path, size_t cap, const char *dir, const char *name,
+                            const char *text, mode_t mode)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void default_unix_path_follows_repose_socket(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    assert_int_equal(unsetenv("REPOSE_SOCKET"), 0);
+    assert_string_equal(rp_client_default_unix_path(), RP_CLIENT_DEFAULT_UNIX_PATH);
+    assert_int_equal(setenv("REPOSE_SOCKET", "", 1), 0); /* empty: the default */
+    assert_string_equal(rp_client_default_unix_path(), RP_CLIENT_DEFAULT_UNIX_PATH);
+    assert_int_equal(setenv("REPOSE_SOCKET", d->unix_path, 1), 0);
+    assert_string_equal(rp_client_default_unix_path(), d->unix_path);
+    rp_client *c = rp_client_connect_default(rh_ms(RH_TIMEOUT_MS), &err);
+    assert_non_null(c);
+    call_expect(c, "ping", NULL, "{\"pong\":true}");
+    rp_client_close(c);
+    /* A socket nobody listens on: the connect error names it. */
+    char nobody[512];
+    snprintf(nobody, sizeof nobody, "%s/nobody.sock", rh_temp_dir());
+    assert_int_equal(setenv("REPOSE_SOCKET", nobody, 1), 0);
+    assert_null(rp_client_connect_default(rh_ms(RH_TIMEOUT_MS), &err));
+    assert_int_equal(err.kind, RP_CLIENT_CONNECT);
+    assert_non_null(strstr(err.message, nobody));
+    unsetenv("REPOSE_SOCKET");
+    rp_client_error_free(&err);
+}
+
+static void auth_file_reads_the_token_and_repose_token_file(void **state)
+{
+    (void)state;
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    char good[512], wrong[512], open_to_all[512], empty[512], two_lines[512], missing[512];
+    write_file_mode(good, sizeof good, dir, "token", "s3cret-token\n", 0600);
+    write_file_mode(wrong, sizeof wrong, dir, "wrong", "wrong\n", 0600);
+    write_file_mode(open_to_all, sizeof open_to_all, dir, "open", "s3cret-token\n", 0644);
+    write_file_mode(empty, sizeof empty, dir, "empty", "", 0600);
+    /* Only the first line is the token (as the daemon reads its own file). */
+    write_file_mode(two_lines, sizeof two_lines, dir, "two", "s3cret-token\r\nnot this\n", 0600);
+    snprintf(missing, sizeof missing, "%s/missing", dir);
+    const char *const extra[] = {"--token-file", good, NULL};
+    rh_daemon *d = start_daemon(extra);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client *c = connect_to(d, true);
+    /* Files that cannot be used: an argument error, nothing sent. */
+    const char *bad[] = {open_to_all, empty, missing};
+    const char *why[] = {"world-readable", "empty", "No such file"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rp_client_auth_file(c, bad[i], &err), RP_CLIENT_ARG);
+        assert_non_null(strstr(err.message, bad[i]));
+        assert_non_null(strstr(err.message, why[i]));
+    }
+    unsetenv("REPOSE_TOKEN_FILE");
+    assert_int_equal(rp_client_auth_file(c, NULL, &err), RP_CLIENT_ARG);
+    assert_non_null(strstr(err.message, "REPOSE_TOKEN_FILE"));
+    /* Still not authenticated; a wrong token is the daemon's -32005. */
+    assert_int_equal(rp_client_call(c, "scene.list", NULL, NULL, &err), RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32005);
+    assert_int_equal(rp_client_auth_file(c, wrong, &err), RP_CLIENT_RPC);
+    assert_int_equal(err.code, -32005);
+    assert_int_equal(rp_client_auth_file(c, two_lines, &err), RP_CLIENT_OK);
+    call_expect(c, "scene.list", NULL, "{\"scenes\":[]}");
+    rp_client_close(c);
+    /* NULL: the file $REPOSE_TOKEN_FILE names. */
+    c = connect_to(d, true);
+    assert_int_equal(setenv("REPOSE_TOKEN_FILE", good, 1), 0);
+    assert_int_equal(rp_client_auth_file(c, NULL, &err), RP_CLIENT_OK);
+    call_expect(c, "scene.list", NULL, "{\"scenes\":[]}");
+    rp_client_close(c);
+    unsetenv("REPOSE_TOKEN_FILE");
+    rp_client_error_free(&err);
+}
+
 /* ---- typed helpers: kinematic models --------------------------------------------------- */
 
 /* tests/data, where arm7.urdf and arm7.srdf are (set by tests/CMakeLists.txt). */
@@ -1687,6 +1771,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(daemon_gone_next_call_fails_cleanly_tcp, rh_teardown),
         cmocka_unit_test_teardown(raw_lines_pass_through_until_the_server_closes, rh_teardown),
         cmocka_unit_test_teardown(auth_over_tcp_with_the_right_token, rh_teardown),
+        cmocka_unit_test_teardown(default_unix_path_follows_repose_socket, rh_teardown),
+        cmocka_unit_test_teardown(auth_file_reads_the_token_and_repose_token_file, rh_teardown),
         cmocka_unit_test_teardown(urdf_model_put_and_fk_through_the_helpers, rh_teardown),
         cmocka_unit_test_teardown(check_joints_known_answers, rh_teardown),
         cmocka_unit_test_teardown(check_batch_joints_known_answers, rh_teardown),

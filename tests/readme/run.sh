@@ -67,21 +67,23 @@ for f in "$scratch"/readme_example_*.c; do
   exe=${f%.c}
   echo "== $(basename "$f")"
   if grep -q "needs a running reposed" "$f"; then
-    grep -q '"/tmp/reposed.sock"' "$f" || { echo "FAIL: client example does not use /tmp/reposed.sock"; exit 1; }
-    # The same program on a scratch socket, so a daemon on /tmp/reposed.sock
-    # does not matter.
-    sed "s#\"/tmp/reposed.sock\"#\"$scratch/reposed.sock\"#" "$f" >"$exe.scratch.c"
-    for g in "$f" "$exe.scratch.c"; do
-      ${CC:-cc} -std=c11 -Wall -Wextra -Werror ${CFLAGS:-} -I"$src/include" "$g" "$client" \
-        $(pkg-config --libs libcjson) -o "${g%.c}"
-    done
-    expect_exit nonzero "client example with no daemon" "$exe.scratch"
+    grep -q 'rp_client_connect_default(' "$f" ||
+      { echo "FAIL: client example does not use rp_client_connect_default"; exit 1; }
+    # The program as written, on a scratch socket named by REPOSE_SOCKET, so
+    # a daemon on /tmp/reposed.sock does not matter.
+    ${CC:-cc} -std=c11 -Wall -Wextra -Werror ${CFLAGS:-} -I"$src/include" "$f" "$client" \
+      $(pkg-config --libs libcjson) -o "$exe"
+    export REPOSE_SOCKET=$scratch/reposed.sock
+    expect_exit nonzero "client example with no daemon" "$exe"
+    grep -q "unix:$scratch/reposed.sock" "$scratch/run.err" ||
+      { echo "FAIL: the client example did not try \$REPOSE_SOCKET"; cat "$scratch/run.err"; exit 1; }
     start_daemon
-    expect_exit nonzero "client example when the call fails (no scene 'cell')" "$exe.scratch"
+    expect_exit nonzero "client example when the call fails (no scene 'cell')" "$exe"
     grep -q "Not found: scene 'cell'" "$scratch/run.err" ||
       { echo "FAIL: the failed call's error is not printed"; cat "$scratch/run.err"; exit 1; }
     send_line '{"jsonrpc":"2.0","id":1,"method":"scene.create","params":{"scene":"cell","shapes":{"post":{"capsule":{"a":[0.6,0.2,0],"b":[0.6,0.2,0.8],"radius":0.04}}}}}'
-    expect_exit zero "client example with the scene" "$exe.scratch"
+    expect_exit zero "client example with the scene" "$exe"
+    unset REPOSE_SOCKET
     grep -q '"distance":0.192842712474619' "$scratch/run.out" ||
       { echo "FAIL: unexpected client example output"; cat "$scratch/run.out"; exit 1; }
     kill "$daemon_pid"

@@ -80,6 +80,56 @@ static void unknown_method_is_32601_with_method_in_data(void **state)
                  "\"Method not found: scene.nope\",\"data\":{\"method\":\"scene.nope\"}}}");
 }
 
+/* data.suggestion (proto/PROTOCOL.md, Errors): the nearest method when one
+ * is near, nothing otherwise. */
+static void unknown_method_suggests_the_nearest_method(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.lst\"}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":"
+                 "\"Method not found: scene.lst\",\"data\":{\"method\":\"scene.lst\","
+                 "\"suggestion\":\"scene.list\"}}}");
+    static const char *const cases[][2] = {
+        {"PING", "ping"},                   /* only the case differs */
+        {"Scene.Create", "scene.create"},
+        {"chek", "check"},                  /* one edit */
+        {"check.batsh", "check.batch"},
+        {"model.gett", "model.get"},
+        {"sceneput", "scene.put"},          /* the dot left out */
+        {"list", "model.list"},             /* the part after the dot; a tie: the first */
+        {"scene.unwach", "scene.unwatch"},
+        {"violates-margin", "violates_margin"},
+        {"scene.distanse", "scene.distance"},
+    };
+    char line[256], want[160];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"%s\"}",
+                 cases[i][0]);
+        snprintf(want, sizeof want, "\"data\":{\"method\":\"%s\",\"suggestion\":\"%s\"}}}",
+                 cases[i][0], cases[i][1]);
+        const char *r = call(f, line);
+        if (!strstr(r, want))
+            fail_msg("%s: got %s, want ...%s", cases[i][0], r, want);
+        assert_string_equal(rpd_method_suggest(cases[i][0]), cases[i][1]);
+    }
+    /* Nothing near: no suggestion member. */
+    static const char *const far[] = {"no.such", "nope", "x", "scene.subscribe",
+                                      "a-method-name-much-longer-than-sixty-four-bytes-"
+                                      "which-is-compared-with-nothing"};
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\"}", far[i]);
+        const char *r = call(f, line);
+        assert_non_null(strstr(r, "\"code\":-32601"));
+        if (strstr(r, "suggestion"))
+            fail_msg("%s: unexpected suggestion in %s", far[i], r);
+        assert_null(rpd_method_suggest(far[i]));
+    }
+    /* Every real method is its own nearest, so a near miss cannot point
+     * past it. */
+    for (size_t i = 0; i < rpd_method_count; i++)
+        assert_string_equal(rpd_method_suggest(rpd_methods[i].name), rpd_methods[i].name);
+}
+
 static void bad_envelopes_are_invalid_requests(void **state)
 {
     fixture *f = *state;
@@ -606,6 +656,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(ping_answers_pong_with_the_same_id, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_method_is_32601_with_method_in_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(unknown_method_suggests_the_nearest_method, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_envelopes_are_invalid_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(parse_errors_carry_the_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(nesting_beyond_the_limit_is_32004, setup, teardown),
