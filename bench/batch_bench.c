@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/arena.h"
-#include "server/rpc.h"
+#include "server/protocol/arena.h"
+#include "server/protocol/rpc.h"
 
 static double now_ms(void)
 {

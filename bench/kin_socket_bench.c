@@ -59,8 +59,8 @@
 
 #include "kin_common.h"
 #include "codec/codec.h"
-#include "server/arena.h"
-#include "server/rpc.h"
+#include "server/protocol/arena.h"
+#include "server/protocol/rpc.h"
 
 #ifndef KB_REPOSED_PATH
 #define KB_REPOSED_PATH "reposed"

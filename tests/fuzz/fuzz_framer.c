@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the newline framer (src/server/framer.c).
+ * Fuzz target: the newline framer (src/server/transport/framer.c).
  *
  * Input: byte 0 picks max_line, byte 1 seeds the chunking, the rest is the
  * byte stream.  The stream is fed in pseudo-random chunks (empty ones
@@ -14,7 +14,7 @@
  */
 #include "fuzz_util.h"
 
-#include "server/framer.h"
+#include "server/transport/framer.h"
 
 /* One line of the model: where it starts in the stream, its length without
  * "\n" / "\r\n", and the stream bytes it consumes (with the terminator). */

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the journal scanner (src/server/journal.c).
+ * Fuzz target: the journal scanner (src/server/persistence/journal.c).
  *
  * Byte 0 even: the rest is scanned as a journal file as it is (random bytes
  * rarely pass a checksum, so this mostly exercises the refusals).  Byte 0
@@ -21,7 +21,7 @@
  */
 #include "fuzz_util.h"
 
-#include "server/journal.h"
+#include "server/persistence/journal.h"
 
 typedef struct rebuild {
     const uint8_t *buf;

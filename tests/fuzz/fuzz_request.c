@@ -1,6 +1,6 @@
 /*
  * Fuzz target: the whole request path, without sockets.  Request lines go
- * into rpd_process_line (src/server/rpc.h) with a fresh core per input;
+ * into rpd_process_line (src/server/protocol/rpc.h) with a fresh core per input;
  * reply bytes come out and are checked against the protocol.
  *
  * Per input: a new rpd_core whose store holds one scene ("cell") and one
@@ -36,7 +36,7 @@
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "fuzz_util.h"
 
-#include "server/rpc.h"
+#include "server/protocol/rpc.h"
 
 #define TOKEN "fuzz-token"
 

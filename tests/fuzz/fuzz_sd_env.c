@@ -1,6 +1,6 @@
 /*
  * Fuzz target: the parsing of systemd's environment variables in
- * src/server/sd.c (rpd_sd_parse_ulong, rpd_sd_parse_listen,
+ * src/server/transport/sd.c (rpd_sd_parse_ulong, rpd_sd_parse_listen,
  * rpd_sd_notify_address, rpd_sd_watchdog_ms), on strings only.
  *
  * The input is up to six NUL-separated strings, in this order: LISTEN_PID,
@@ -31,7 +31,7 @@
 #include <errno.h>
 #include <limits.h>
 
-#include "server/sd.h" /* not "sd.h" via -Isrc/server: its limits.h hides <limits.h> */
+#include "server/transport/sd.h"
 
 #define OUR_PID 4242ull
 

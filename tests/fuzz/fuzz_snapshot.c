@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the snapshot loader (src/server/snapshot.c).
+ * Fuzz target: the snapshot loader (src/server/persistence/snapshot.c).
  *
  * Byte 0 even: the rest is loaded as an image as it is.  Byte 0 odd: an
  * image is written from a store built from the input (scenes of shapes
@@ -20,7 +20,7 @@
 
 #include "fuzz_util.h"
 
-#include "server/snapshot.h"
+#include "server/persistence/snapshot.h"
 
 typedef struct models {
     rps_model m[16];

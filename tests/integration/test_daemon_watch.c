@@ -43,7 +43,7 @@
 #endif
 #endif
 
-/* The daemon's history bound (src/server/watch.h), which the protocol
+/* The daemon's history bound (src/server/notify/watch.h), which the protocol
  * documents. */
 #define HISTORY_CHANGES 4096
 #define HISTORY_BYTES (4u << 20)

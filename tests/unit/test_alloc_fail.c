@@ -60,7 +60,7 @@
 
 #include "alloc_fail.h"
 #include "codec/urdf.h"
-#include "server/rpc.h"
+#include "server/protocol/rpc.h"
 
 /* ---- building request text ------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 
 #include "test_util.h"
 
-#include "server/framer.h"
+#include "server/transport/framer.h"
 
 /* Feeds `chunks` one at a time and collects every line into `out`,
  * separated by '|'.  Returns the final status. */

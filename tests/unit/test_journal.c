@@ -1,5 +1,5 @@
 /*
- * The journal's file format (src/server/journal.c): CRC-32C against a
+ * The journal's file format (src/server/persistence/journal.c): CRC-32C against a
  * bit-at-a-time reference on both code paths' inputs (all lengths and
  * alignments), records written and scanned back, a cut at every byte
  * offset (a torn tail keeps every whole record before it), every single
@@ -11,7 +11,7 @@
 
 #include "test_util.h"
 
-#include "server/journal.h"
+#include "server/persistence/journal.h"
 
 /* CRC-32C one bit at a time: the definition. */
 static uint32_t crc_reference(const uint8_t *p, size_t n)

@@ -1,6 +1,6 @@
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 /*
- * The limits table (src/server/limits.h): defaults, flag parsing with
+ * The limits table (src/server/core/limits.h): defaults, flag parsing with
  * ranges, the relations between limits, --help and hello.
  */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 
-#include "server/limits.h"
+#include "server/core/limits.h"
 
 static void defaults_are_the_documented_ones(void **state)
 {

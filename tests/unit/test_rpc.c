@@ -9,8 +9,8 @@
 
 #include "test_util.h"
 
-#include "server/methods.h"
-#include "server/rpc.h"
+#include "server/protocol/methods.h"
+#include "server/protocol/rpc.h"
 
 typedef struct fixture {
     rpd_core core;

@@ -1,5 +1,5 @@
 /*
- * Snapshot images (src/server/snapshot.c): a store written and loaded back
+ * Snapshot images (src/server/persistence/snapshot.c): a store written and loaded back
  * is the same store (every scene's name, revision and shapes bit for bit in
  * storage order, models with their revisions and params, the store
  * revision), including empty scenes, odd doubles and long ids; an image cut
@@ -14,8 +14,8 @@
 
 #include "test_util.h"
 
-#include "server/journal.h"
-#include "server/snapshot.h"
+#include "server/persistence/journal.h"
+#include "server/persistence/snapshot.h"
 
 static rp_shape odd_shape(test_rng *r)
 {

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "watch.h"
-#include "methods.h"
+#include "server/protocol/methods.h"
 
 typedef struct change {
     uint64_t revision;

@@ -15,10 +15,10 @@
 #endif
 
 #include "arena.h"
-#include "durable.h"
+#include "server/persistence/durable.h"
 #include "methods.h"
 #include "rpc.h"
-#include "watch.h"
+#include "server/notify/watch.h"
 
 /* When a line frees at least this much of the store (a scene of ~30,000
  * shapes or more deleted or replaced), free heap pages go back to the

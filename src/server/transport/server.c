@@ -24,13 +24,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "durable.h"
-#include "log.h"
+#include "server/protocol/arena.h"
+#include "server/persistence/durable.h"
+#include "server/core/log.h"
 #include "sd.h"
 #include "pool.h"
 #include "server.h"
-#include "watch.h"
+#include "server/notify/watch.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
 

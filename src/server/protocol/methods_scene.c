@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "durable.h"
+#include "server/persistence/durable.h"
 #include "methods.h"
-#include "watch.h"
+#include "server/notify/watch.h"
 
 /* ---- parameter decoding ----------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 
 #include "req.h"
 
-#include "durable.h"
+#include "server/persistence/durable.h"
 #include "methods.h" /* rpd_method_suggest, for -32601 */
 
 #if defined(__GNUC__)

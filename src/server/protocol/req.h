@@ -15,8 +15,8 @@
 #include <cjson/cJSON.h>
 
 #include "codec/codec.h"
-#include "core.h"
-#include "errors.h"
+#include "server/core/core.h"
+#include "server/core/errors.h"
 
 /* What goes into an error's "data" member. */
 typedef enum rpd_data_kind {

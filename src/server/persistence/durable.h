@@ -40,7 +40,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "req.h"
+#include "server/protocol/req.h"
 
 typedef enum rpd_fsync {
     RPD_FSYNC_EVERYSEC, /* the default, as Redis's appendfsync */

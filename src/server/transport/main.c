@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "durable.h"
-#include "log.h"
+#include "server/persistence/durable.h"
+#include "server/core/log.h"
 #include "sd.h"
 #include "server.h"
 

@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "framer.h"
-#include "rpc.h"
+#include "server/protocol/rpc.h"
 #include "sd.h"
 
 /* Default listeners (protocol v1). */

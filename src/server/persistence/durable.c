@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #include "journal.h"
-#include "limits.h"
+#include "server/core/limits.h"
 #include "snapshot.h"
-#include "log.h"
-#include "methods.h"
-#include "stats.h"
-#include "watch.h"
+#include "server/core/log.h"
+#include "server/protocol/methods.h"
+#include "server/core/stats.h"
+#include "server/notify/watch.h"
 
 #define RPD_FSYNC_SAMPLES 1024
 /* Permission bits that let others than the owner change a file. */

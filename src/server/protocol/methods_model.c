@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "codec/urdf.h"
-#include "durable.h"
+#include "server/persistence/durable.h"
 #include "methods.h"
 
 /* Highest joint frame index a model may use: bounds the frames array. */

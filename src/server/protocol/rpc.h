@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core.h"
+#include "server/core/core.h"
 #include "req.h"
 
 /* Sets up / tears down the shared state: the store and the limits (NULL:

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "req.h"
+#include "server/protocol/req.h"
 
 #define RPD_WATCH_HISTORY_CHANGES 4096
 #define RPD_WATCH_HISTORY_BYTES (4u << 20)

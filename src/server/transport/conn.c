@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "durable.h"
-#include "log.h"
+#include "server/protocol/arena.h"
+#include "server/persistence/durable.h"
+#include "server/core/log.h"
 #include "server.h"
-#include "watch.h"
+#include "server/notify/watch.h"
 
 typedef struct write_req {
     uv_write_t req;

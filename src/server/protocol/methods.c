@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "durable.h"
+#include "server/persistence/durable.h"
 #include "methods.h"
 #include "util/names.h"
-#include "watch.h"
+#include "server/notify/watch.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
 

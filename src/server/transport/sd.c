@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "server/core/log.h"
 #include "sd.h"
 
 /* ---- the variables' text (no fds, no sockets, no environment) ---------------------- */
