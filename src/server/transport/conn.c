@@ -31,8 +31,102 @@
 #include "server/protocol/arena.h"
 #include "server/persistence/durable.h"
 #include "server/core/log.h"
-#include "server.h"
+#include "framer.h"
+#include "server_int.h"
 #include "server/notify/watch.h"
+
+/* A connection's life.  Transitions (all in this file):
+ *
+ *   OPEN       reads lines and answers them.
+ *     -> DRAINING   rpd_conns_finish (shutdown): stops reading; answers the
+ *                   lines it holds (queries run, mutations get -32006).
+ *     -> CLOSING    refuse (a connection-level limit), an HTTP request, a
+ *                   line over max_request_bytes: answers nothing more.
+ *   DRAINING   -> CLOSING once its input is used up.
+ *   CLOSING    closes once every reply is written: close_if_done ->
+ *              linger_close, also for an OPEN connection whose peer sent
+ *              EOF (eof) once its lines are answered.
+ *     -> LINGERING  our write side is shut down (FIN after the last reply)
+ *                   and input is read and dropped until the peer's EOF or
+ *                   RPD_LINGER_MS (rpd_conn_sweep), so that a TCP reset
+ *                   cannot destroy replies not yet delivered; or straight
+ *                   to CLOSED when the peer already sent EOF.
+ *   any        -> CLOSED    rpd_conn_close: uv_close, freed in on_close;
+ *   CLOSED     -> GONE      on_close while a query of it runs on a worker:
+ *                           the job's completion frees it.
+ *
+ * The order matters: a connection never goes back to an earlier state
+ * (conn_closing: CLOSING and later). */
+typedef enum rpd_conn_state {
+    RPD_CONN_OPEN,
+    RPD_CONN_DRAINING,
+    RPD_CONN_CLOSING,
+    RPD_CONN_LINGERING,
+    RPD_CONN_CLOSED,
+    RPD_CONN_GONE
+} rpd_conn_state;
+
+/* A client connection.  The handle comes first; the struct is freed only in
+ * the handle's close callback. */
+typedef struct rpd_conn {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    rpd_server *srv;
+    struct rpd_conn *prev, *next;
+    rpd_framer in;
+    rp_jw out;       /* replies not yet handed to uv_write */
+    size_t inflight; /* bytes in uv_write requests not yet completed */
+    rpd_conn_state state;
+    /* What it is doing in OPEN and DRAINING (none of these is a state of
+     * its life): */
+    bool reading;    /* uv_read_start is active */
+    bool paused;     /* line processing stopped by backpressure */
+    bool eof;        /* the peer has finished sending (its lines are still answered) */
+    bool yielded;    /* used up its time slice; the loop resumes it (rpd_conns_resume) */
+    uint64_t linger_since; /* uv_now() when lingering started */
+    uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
+    size_t input_counted; /* this connection's share of srv->input_bytes */
+    size_t output_counted; /* its share of core.output_bytes (conn.c, count_output) */
+    struct rpd_job *job;       /* the query running on a worker; lines wait for it */
+    /* --fsync always: lines of this connection joined the group that
+     * waits for the journal's fsync; the replies (out from sync_mark on)
+     * and the lines not yet run wait for it (rpd_conn_sync_done). */
+    bool sync_wait;
+    uint64_t sync_epoch, sync_last; /* the first and last group (rpd_durable_group_epoch) */
+    size_t sync_mark, sync_end; /* the replies from the first mutation on, in out */
+    uint64_t watch_flushed_ns; /* last write of notifications (rpd_now_ns) */
+    bool watch_pending;        /* in srv->watch_pending: notifications wait for the timer */
+    struct rpd_conn *watch_next;
+    uv_shutdown_t shutdown_req;
+    rpd_session session;
+} rpd_conn;
+
+static void conn_close(rpd_conn *c);
+
+/* CLOSING or later: it answers no more lines. */
+static inline bool conn_closing(const rpd_conn *c)
+{
+    return c->state >= RPD_CONN_CLOSING;
+}
+
+/* Marks c as having used up its time slice; the loop's resume handle
+ * runs it again at the next iterations (rpd_conns_resume). */
+static void conn_yield(rpd_conn *c)
+{
+    c->yielded = true;
+    rpd_server_start_resume(c->srv);
+}
+
+/* Answers nothing more and closes once its replies are written. */
+static void close_after_replies(rpd_conn *c)
+{
+    if (c->state < RPD_CONN_CLOSING)
+        c->state = RPD_CONN_CLOSING;
+}
 
 typedef struct write_req {
     uv_write_t req;
@@ -90,7 +184,7 @@ static void shed_output(rpd_server *srv)
                 "holding the most (%zu bytes)",
                 core->limits.max_output_bytes, victim->session.is_tcp ? "tcp" : "unix",
                 victim->output_counted);
-        rpd_conn_close(victim); /* counts its output out */
+        conn_close(victim); /* counts its output out */
     }
 }
 
@@ -124,13 +218,14 @@ static void account_input(rpd_conn *c)
 }
 
 /* Closes now, dropping unsent replies. */
-void rpd_conn_close(rpd_conn *c)
+static void conn_close(rpd_conn *c)
 {
     if (uv_is_closing(&c->h.handle))
         return;
     if (c->reading)
         uv_read_stop(&c->h.stream);
     c->reading = false;
+    c->state = RPD_CONN_CLOSED;
     uv_close(&c->h.handle, on_close);
     count_output(c); /* what it held is going: no longer counted */
 }
@@ -149,7 +244,7 @@ static void on_read_discard(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     if (nread < 0)
-        rpd_conn_close(s->data); /* EOF or error: the peer is done */
+        conn_close(s->data); /* EOF or error: the peer is done */
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
@@ -158,7 +253,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     if (uv_is_closing(&c->h.handle))
         return;
     if (status < 0 || uv_read_start(&c->h.stream, on_alloc_discard, on_read_discard) < 0) {
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     c->reading = true;
@@ -172,26 +267,26 @@ static void on_shutdown(uv_shutdown_t *req, int status)
  * or the shutdown grace timer). */
 static void linger_close(rpd_conn *c)
 {
-    if (c->lingering || uv_is_closing(&c->h.handle))
+    if (c->state == RPD_CONN_LINGERING || uv_is_closing(&c->h.handle))
         return;
     if (c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
     if (c->eof) {
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
-    c->lingering = true;
+    c->state = RPD_CONN_LINGERING;
     c->linger_since = uv_now(c->srv->loop);
     c->shutdown_req.data = c;
     if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0)
-        rpd_conn_close(c);
+        conn_close(c);
 }
 
 static void close_if_done(rpd_conn *c)
 {
-    if ((c->closing || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded && !c->job &&
+    if ((conn_closing(c) || c->eof) && backlog(c) == 0 && !c->paused && !c->yielded && !c->job &&
         !c->sync_wait)
         linger_close(c);
 }
@@ -213,7 +308,7 @@ static void on_write(uv_write_t *req, int status)
     if (status < 0) {
         if (status != UV_ECANCELED)
             rpd_log(RPD_LOG_DEBUG, "write failed: %s", uv_strerror(status));
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     if (uv_is_closing(&c->h.handle))
@@ -227,7 +322,7 @@ static void on_write(uv_write_t *req, int status)
         process_lines(c); /* may pause again, flushes, may close */
         if (uv_is_closing(&c->h.handle))
             return;
-        if (!c->paused && !c->yielded && !c->eof && !c->closing)
+        if (!c->paused && !c->yielded && !c->eof && !conn_closing(c))
             start_reading(c);
         return;
     }
@@ -254,7 +349,7 @@ static void send_output(rpd_conn *c)
         return;
     if (rp_jw_failed(&c->out)) {
         rpd_log(RPD_LOG_ERROR, "out of memory building replies; closing a connection");
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     size_t done = 0;
@@ -265,7 +360,7 @@ static void send_output(rpd_conn *c)
             done = (size_t)n;
         else if (n != UV_EAGAIN && n != UV_ENOSYS) {
             rpd_log(RPD_LOG_DEBUG, "write failed: %s", uv_strerror(n));
-            rpd_conn_close(c);
+            conn_close(c);
             return;
         }
         if (done == c->out.len) {
@@ -281,7 +376,7 @@ static void send_output(rpd_conn *c)
     }
     write_req *wr = malloc(sizeof *wr);
     if (!wr) {
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     wr->conn = c;
@@ -292,7 +387,7 @@ static void send_output(rpd_conn *c)
         wr->buf = malloc(wr->len);
         if (!wr->buf) {
             free(wr);
-            rpd_conn_close(c);
+            conn_close(c);
             return;
         }
         memcpy(wr->buf, c->out.buf + done, wr->len);
@@ -305,7 +400,7 @@ static void send_output(rpd_conn *c)
         c->inflight -= wr->len;
         free(wr->buf);
         free(wr);
-        rpd_conn_close(c);
+        conn_close(c);
     }
 }
 
@@ -330,7 +425,7 @@ static void refuse_http(rpd_conn *c)
             "JSON-RPC, and a web page must not be able to drive it)",
             c->session.is_tcp ? "tcp" : "unix");
     rp_jw_raw(&c->out, rpd_http_reply, strlen(rpd_http_reply));
-    c->closing = true;
+    close_after_replies(c);
 }
 
 static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed *parsed);
@@ -402,7 +497,7 @@ static bool over_output_limits(rpd_conn *c)
         core->stats.limits_hit[RPD_LIMIT_write_kill_bytes]++;
         rpd_log(RPD_LOG_WARN, "client not reading (%zu bytes of replies pending); disconnecting",
                 backlog(c));
-        rpd_conn_close(c);
+        conn_close(c);
         return true;
     }
     account_output(c);
@@ -417,13 +512,13 @@ static void process_lines(rpd_conn *c)
     uint64_t slice_end = rpd_now_ns() + RPD_SLICE_NS;
     bool held = c->sync_wait; /* from an earlier turn: wait for its fsync */
     for (;;) {
-        while (!c->closing && !c->job && !held) {
+        while (!conn_closing(c) && !c->job && !held) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
             }
             if (rpd_now_ns() >= slice_end && rpd_framer_pending(&c->in) > 0) {
-                rpd_conn_yield(c);
+                conn_yield(c);
                 break;
             }
             const char *line;
@@ -443,7 +538,7 @@ static void process_lines(rpd_conn *c)
                                         c->in.max_line);
                 rpd_log(RPD_LOG_DEBUG, "request line over %zu bytes; closing the connection",
                         c->in.max_line);
-                c->closing = true;
+                close_after_replies(c);
                 break;
             }
             /* RPD_FRAME_NEED_MORE: at end of stream, the unterminated tail
@@ -451,8 +546,8 @@ static void process_lines(rpd_conn *c)
              * done once its complete lines are answered. */
             if (c->eof && rpd_framer_rest(&c->in, &line, &len))
                 run_line(c, line, len);
-            if (c->draining)
-                c->closing = true;
+            if (c->state == RPD_CONN_DRAINING)
+                c->state = RPD_CONN_CLOSING;
             break;
         }
         if (over_output_limits(c))
@@ -471,7 +566,7 @@ static void process_lines(rpd_conn *c)
         }
         break;
     }
-    if ((c->paused || c->closing || c->yielded || c->job || c->sync_wait) && c->reading) {
+    if ((c->paused || conn_closing(c) || c->yielded || c->job || c->sync_wait) && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
@@ -493,7 +588,7 @@ static void answer_undone(rpd_conn *c, int err)
     char *copy = malloc(n + tail + 1);
     if (!copy) {
         rpd_log(RPD_LOG_ERROR, "out of memory answering an undone mutation; closing a connection");
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     memcpy(copy, c->out.buf + c->sync_mark, n + tail);
@@ -511,7 +606,7 @@ static void answer_undone(rpd_conn *c, int err)
     free(copy);
 }
 
-void rpd_conn_sync_done(rpd_conn *c, int err)
+static void conn_sync_done(rpd_conn *c, int err)
 {
     if (!c->sync_wait)
         return;
@@ -525,10 +620,10 @@ void rpd_conn_sync_done(rpd_conn *c, int err)
         return;
     /* Its next lines run when the loop comes round (server.c's idle
      * handle), after this iteration's group is done. */
-    rpd_conn_yield(c);
+    conn_yield(c);
 }
 
-void rpd_conn_resume(rpd_conn *c)
+static void conn_resume(rpd_conn *c)
 {
     c->yielded = false;
     if (uv_is_closing(&c->h.handle))
@@ -536,7 +631,7 @@ void rpd_conn_resume(rpd_conn *c)
     process_lines(c);
     if (uv_is_closing(&c->h.handle))
         return;
-    if (!c->paused && !c->yielded && !c->eof && !c->closing)
+    if (!c->paused && !c->yielded && !c->eof && !conn_closing(c))
         start_reading(c);
 }
 
@@ -558,7 +653,7 @@ static void refuse(rpd_conn *c, rpd_limit_id limit, size_t max, const char *what
     memset(&e, 0, sizeof e);
     rpd_error_limit(&e, limit, max, what);
     rpd_reply_error_line(&c->srv->core, &c->out, &e);
-    c->closing = true;
+    close_after_replies(c);
     if (c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
@@ -596,7 +691,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         rpd_framer_commit(&c->in, (size_t)nread);
         c->last_read_ms = uv_now(c->srv->loop);
         process_lines(c);
-        if (!uv_is_closing(&c->h.handle) && !c->closing)
+        if (!uv_is_closing(&c->h.handle) && !conn_closing(c))
             over_input_limit(c);
         return;
     }
@@ -611,22 +706,22 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread != UV_ECONNRESET)
         rpd_log(RPD_LOG_DEBUG, "read failed: %s", uv_strerror((int)nread));
-    rpd_conn_close(c);
+    conn_close(c);
 }
 
 static void start_reading(rpd_conn *c)
 {
-    if (c->reading || c->draining || uv_is_closing(&c->h.handle))
+    if (c->reading || c->state != RPD_CONN_OPEN || uv_is_closing(&c->h.handle))
         return;
     int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc < 0) {
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     c->reading = true;
 }
 
-void rpd_conn_finish(rpd_conn *c)
+static void conn_finish(rpd_conn *c)
 {
     if (uv_is_closing(&c->h.handle))
         return;
@@ -639,7 +734,8 @@ void rpd_conn_finish(rpd_conn *c)
      * that the grace timer can still end a long drain: queries run, and
      * with core->shutting_down set mutations get -32006.  Then the
      * connection closes (process_lines, once its input is used up). */
-    c->draining = true;
+    if (c->state == RPD_CONN_OPEN)
+        c->state = RPD_CONN_DRAINING;
     if (!c->paused && !c->yielded)
         process_lines(c);
 }
@@ -668,7 +764,7 @@ static void on_close(uv_handle_t *h)
     else
         srv->core.stats.conn_unix--;
     if (c->job)
-        c->gone = true; /* the job's completion frees it */
+        c->state = RPD_CONN_GONE; /* the job's completion frees it */
     else
         free(c);
     rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
@@ -709,7 +805,7 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     (*open)++;
     c->connected_ms = c->last_line_ms = c->last_read_ms = uv_now(srv->loop);
     if (uv_accept(listener, &c->h.stream) < 0) {
-        rpd_conn_close(c);
+        conn_close(c);
         return;
     }
     core->stats.conn_total++;
@@ -728,7 +824,7 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
         return;
     }
     if (srv->stopping) {
-        rpd_conn_finish(c);
+        conn_finish(c);
         return;
     }
     start_reading(c);
@@ -741,7 +837,7 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
 static void check_timeouts(rpd_conn *c, uint64_t now)
 {
     rpd_core *core = &c->srv->core;
-    if (!c->session.is_tcp || c->closing || c->lingering || uv_is_closing(&c->h.handle))
+    if (!c->session.is_tcp || conn_closing(c) || uv_is_closing(&c->h.handle))
         return;
     if (core->limits.auth_timeout_s && rpd_session_locked(core, &c->session) &&
         now - c->connected_ms >= core->limits.auth_timeout_s * 1000) {
@@ -768,8 +864,8 @@ void rpd_conn_sweep(rpd_server *srv)
     rpd_conn *next;
     for (rpd_conn *c = srv->conns; c; c = next) {
         next = c->next; /* closing does not free c before the close callback */
-        if (c->lingering && now - c->linger_since >= RPD_LINGER_MS)
-            rpd_conn_close(c);
+        if (c->state == RPD_CONN_LINGERING && now - c->linger_since >= RPD_LINGER_MS)
+            conn_close(c);
         else
             check_timeouts(c, now);
     }
@@ -815,12 +911,12 @@ static void job_done(uv_work_t *work, int status)
     rpd_stats_add(&srv->core.stats, &j->core.stats);
     rp_store_free(j->core.store); /* may free versions mutations replaced */
     c->job = NULL;
-    if (c->gone) {
+    if (c->state == RPD_CONN_GONE) {
         free(c);
     } else if (!uv_is_closing(&c->h.handle)) {
         if (status < 0 || rp_jw_failed(&j->out)) {
             rpd_log(RPD_LOG_ERROR, "a query on a worker could not finish; closing its connection");
-            rpd_conn_close(c);
+            conn_close(c);
         } else if (j->for_loop) {
             /* A mutation, or a batch that holds one: it runs here, with the
              * event loop's budget, as if it had never left. */
@@ -837,7 +933,7 @@ static void job_done(uv_work_t *work, int status)
         if (!uv_is_closing(&c->h.handle)) {
             process_lines(c);
             if (!uv_is_closing(&c->h.handle) && !c->paused && !c->yielded && !c->eof &&
-                !c->closing && !c->job)
+                !conn_closing(c) && !c->job)
                 start_reading(c);
         }
     }
@@ -970,7 +1066,7 @@ static void watch_unpend(rpd_conn *c)
 static void watch_send(rpd_session *s, const char *bytes, size_t len)
 {
     rpd_conn *c = s->owner;
-    if (uv_is_closing(&c->h.handle) || c->lingering)
+    if (uv_is_closing(&c->h.handle) || c->state == RPD_CONN_LINGERING)
         return;
     rp_jw_raw(&c->out, bytes, len);
     /* Notifications may wait for the batching timer: they count now.
@@ -1019,4 +1115,46 @@ void rpd_conn_watch_close(rpd_server *srv)
 {
     if (!uv_is_closing((uv_handle_t *)&srv->watch_timer))
         uv_close((uv_handle_t *)&srv->watch_timer, NULL);
+}
+
+/* ---- the loop's view of all connections (conn.h) ------------------------------- */
+
+void rpd_conns_close(rpd_server *srv)
+{
+    for (rpd_conn *c = srv->conns; c; c = c->next)
+        conn_close(c); /* not freed before its close callback */
+}
+
+void rpd_conns_finish(rpd_server *srv)
+{
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next; /* finishing may close (not free) c */
+        conn_finish(c);
+    }
+}
+
+bool rpd_conns_resume(rpd_server *srv)
+{
+    bool any = false;
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (c->yielded) {
+            conn_resume(c);
+            any |= c->yielded;
+        }
+    }
+    return any;
+}
+
+void rpd_conns_sync_done(rpd_server *srv, uint64_t epoch)
+{
+    rpd_durable *d = srv->core.durable;
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (c->sync_wait && c->sync_last < epoch)
+            conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch, c->sync_last));
+    }
 }

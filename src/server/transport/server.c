@@ -29,7 +29,7 @@
 #include "server/core/log.h"
 #include "sd.h"
 #include "pool.h"
-#include "server.h"
+#include "server_int.h"
 #include "server/notify/watch.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
@@ -494,13 +494,7 @@ static void on_group(uv_prepare_t *p)
     rpd_server *srv = p->data;
     rpd_durable *d = srv->core.durable;
     bool undone = rpd_durable_group_open(d) && rpd_durable_group_sync(d) != 0;
-    uint64_t epoch = rpd_durable_group_epoch(d);
-    rpd_conn *next;
-    for (rpd_conn *c = srv->conns; c; c = next) {
-        next = c->next;
-        if (c->sync_wait && c->sync_last < epoch)
-            rpd_conn_sync_done(c, rpd_durable_group_result(d, c->sync_epoch, c->sync_last));
-    }
+    rpd_conns_sync_done(srv, rpd_durable_group_epoch(d));
     if (undone) /* the watchers of what was undone hear of it */
         rpd_server_flush_watchers(srv);
     rpd_server_snapshot_maybe(srv); /* it waits while a group is open */
@@ -644,8 +638,7 @@ static void on_grace_expired(uv_timer_t *t)
 {
     rpd_server *srv = t->data;
     rpd_log(RPD_LOG_WARN, "shutdown grace period over; closing remaining connections");
-    for (rpd_conn *c = srv->conns; c; c = c->next)
-        rpd_conn_close(c);
+    rpd_conns_close(srv);
 }
 
 static void begin_shutdown(rpd_server *srv, int signum)
@@ -666,11 +659,7 @@ static void begin_shutdown(rpd_server *srv, int signum)
     srv->grace_started = true;
     uv_timer_start(&srv->grace, on_grace_expired, RPD_SHUTDOWN_GRACE_MS, 0);
     uv_unref((uv_handle_t *)&srv->grace);
-    rpd_conn *next;
-    for (rpd_conn *c = srv->conns; c; c = next) {
-        next = c->next; /* finishing may close (not free) c */
-        rpd_conn_finish(c);
-    }
+    rpd_conns_finish(srv);
     maybe_finish(srv);
 }
 
@@ -708,20 +697,13 @@ static void on_resume(uv_idle_t *idle)
 {
     rpd_server *srv = idle->data;
     bool any = false;
-    rpd_conn *next;
     if (srv->watch_more) {
         /* The notifications a flush left for this turn (watch.h). */
         srv->watch_more = false;
         rpd_server_flush_watchers(srv);
         any |= srv->watch_more;
     }
-    for (rpd_conn *c = srv->conns; c; c = next) {
-        next = c->next;
-        if (c->yielded) {
-            rpd_conn_resume(c);
-            any |= c->yielded;
-        }
-    }
+    any |= rpd_conns_resume(srv);
     if (!any) {
         uv_idle_stop(idle);
         srv->resume_active = false;
@@ -730,7 +712,7 @@ static void on_resume(uv_idle_t *idle)
 
 /* Has on_resume run at the next loop iterations, until it finds nothing
  * left to do. */
-static void start_resume(rpd_server *srv)
+void rpd_server_start_resume(rpd_server *srv)
 {
     if (!srv->resume_active) {
         uv_idle_start(&srv->resume, on_resume);
@@ -742,14 +724,9 @@ static void start_resume(rpd_server *srv)
 static void watch_later(rpd_server *srv)
 {
     srv->watch_more = true;
-    start_resume(srv);
+    rpd_server_start_resume(srv);
 }
 
-void rpd_conn_yield(rpd_conn *c)
-{
-    c->yielded = true;
-    start_resume(c->srv);
-}
 
 /* ---- run ------------------------------------------------------------------------ */
 

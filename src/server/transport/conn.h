@@ -1,0 +1,39 @@
+/*
+ * Client connections (conn.c), as the loop (server.c) drives them.  A
+ * connection's state is private to conn.c: its life is one enum
+ * (rpd_conn_state, conn.c) with documented transitions.
+ */
+#ifndef REPOSE_SERVER_CONN_H
+#define REPOSE_SERVER_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef struct rpd_server rpd_server;
+typedef struct rpd_conn rpd_conn;
+
+/* Accepts a client on `listener`. */
+void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp);
+/* Closes every connection now (the shutdown grace period is over). */
+void rpd_conns_close(rpd_server *srv);
+/* Shutdown: every connection stops reading, answers the lines it holds,
+ * and closes once its replies are written. */
+void rpd_conns_finish(rpd_server *srv);
+/* Closes connections that have lingered longer than RPD_LINGER_MS and TCP
+ * connections past their idle or auth timeout. */
+void rpd_conn_sweep(rpd_server *srv);
+/* Runs every connection that yielded its time slice once more; true when
+ * some yielded again. */
+bool rpd_conns_resume(rpd_server *srv);
+/* --fsync always: the connections waiting on journal groups before
+ * `epoch` (rpd_durable_group_epoch) learn how they ended; their replies
+ * go out, or become -32007 for an undone group. */
+void rpd_conns_sync_done(rpd_server *srv, uint64_t epoch);
+/* Lets the watch code reach connections (installs rpd_watch_io) and sets
+ * up the batching timer; rpd_conn_watch_close closes that timer. */
+void rpd_conn_watch_io(rpd_server *srv);
+void rpd_conn_watch_close(rpd_server *srv);
+
+#endif /* REPOSE_SERVER_CONN_H */
