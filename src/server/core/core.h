@@ -34,19 +34,10 @@ typedef struct rpd_core {
     char *token;    /* NULL: no auth; else TCP clients must auth with it */
     size_t token_len;
     bool shutting_down; /* mutations are refused with -32006 */
-    /* Pair tests the current request line may still do (max_request_work,
-     * shared by the requests of a batch). */
-    uint64_t work_left;
-    /* The limit work_left comes from: max_request_work, or max_loop_work
-     * for a line that runs on the event loop while workers exist. */
-    rpd_limit_id work_limit;
     /* Worker threads exist (--threads > 0): lines on the event loop then
      * get max_loop_work, queries being expected on the workers. */
     bool has_workers;
 
-    /* The current line's check.batch joint table when rpc.c read it straight
-     * from the text (its params.joints then holds "[]"); NULL otherwise. */
-    const struct rp_num_rows *batch_joints;
     /* Unsent replies and notifications of all connections (conn.c keeps
      * the count; max_output_bytes caps it), and the most it has been. */
     size_t output_bytes, output_peak;

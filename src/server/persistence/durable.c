@@ -1100,11 +1100,11 @@ static bool apply(replay *r, const char *method, const char *json, size_t len, u
     memset(&session, 0, sizeof session);
     rpd_req req;
     memset(&req, 0, sizeof req);
+    /* A mutation that was acknowledged applies whatever the limits now. */
+    rpd_line line = {UINT64_MAX, RPD_LIMIT_max_request_work, NULL};
     req.core = r->core;
     req.session = &session;
-    /* A mutation that was acknowledged applies whatever the limits now. */
-    r->core->work_left = UINT64_MAX;
-    r->core->work_limit = RPD_LIMIT_max_request_work;
+    req.line = &line;
     rp_jw w;
     rp_jw_init(&w);
     bool ok = params && cJSON_IsObject(params) && m->handler(&req, params, &w);

@@ -33,14 +33,14 @@ bool rpd_charge_work(rpd_req *req, uint64_t units)
 {
     if (!rpd_work_fits(req, units))
         return false;
-    req->core->work_left -= units;
+    req->line->work_left -= units;
     return true;
 }
 
 bool rpd_fail_work(rpd_req *req)
 {
     rpd_core *core = req->core;
-    rpd_limit_id id = core->work_limit;
+    rpd_limit_id id = req->line->work_limit;
     return rpd_fail_limit(req, id,
                           id == RPD_LIMIT_max_loop_work ? core->limits.max_loop_work
                                                         : core->limits.max_request_work);
@@ -48,22 +48,21 @@ bool rpd_fail_work(rpd_req *req)
 
 bool rpd_work_fits(rpd_req *req, uint64_t units)
 {
-    rpd_core *core = req->core;
-    if (units <= core->work_left)
+    if (units <= req->line->work_left)
         return true;
     rpd_fail_work(req);
     rpd_format(req->err.message, sizeof req->err.message,
                "Limit exceeded: %s (max %llu work units per request line%s; this request "
                "needs about %llu): split it into smaller requests",
-               rpd_limit_name(core->work_limit), (unsigned long long)req->err.max,
-               core->work_limit == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
+               rpd_limit_name(req->line->work_limit), (unsigned long long)req->err.max,
+               req->line->work_limit == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
                (unsigned long long)units);
     return false;
 }
 
 rp_work rpd_walk_meter(const rpd_req *req, uint64_t charged, double share)
 {
-    uint64_t left = req->core->work_left;
+    uint64_t left = req->line->work_left;
     uint64_t budget = left > UINT64_MAX - charged ? UINT64_MAX : left + charged;
     if (share < 1.0)
         budget = (uint64_t)((double)budget * share);
@@ -73,10 +72,9 @@ rp_work rpd_walk_meter(const rpd_req *req, uint64_t charged, double share)
 
 bool rpd_walk_settle(rpd_req *req, const rp_work *w, uint64_t charged, rp_status st)
 {
-    rpd_core *core = req->core;
     if (w->spent > charged) {
         uint64_t more = w->spent - charged;
-        core->work_left = more < core->work_left ? core->work_left - more : 0;
+        req->line->work_left = more < req->line->work_left ? req->line->work_left - more : 0;
     }
     if (st != RP_ERR_WORK)
         return st == RP_OK || rpd_fail_status(req, st);
@@ -85,14 +83,13 @@ bool rpd_walk_settle(rpd_req *req, const rp_work *w, uint64_t charged, rp_status
 
 bool rpd_walk_stopped(rpd_req *req, const rp_work *w, uint64_t charged)
 {
-    rpd_core *core = req->core;
     rpd_fail_work(req);
     rpd_format(req->err.message, sizeof req->err.message,
                "Limit exceeded: %s (max %llu work units per request line%s): its tree walks "
                "were stopped after %llu units, past the estimate of %llu; split it into smaller "
                "requests or query fewer shapes at a time",
-               rpd_limit_name(core->work_limit), (unsigned long long)req->err.max,
-               core->work_limit == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
+               rpd_limit_name(req->line->work_limit), (unsigned long long)req->err.max,
+               req->line->work_limit == RPD_LIMIT_max_loop_work ? " on the event loop" : "",
                (unsigned long long)w->spent, (unsigned long long)charged);
     return false;
 }

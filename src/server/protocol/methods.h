@@ -24,12 +24,12 @@ const cJSON *rpd_param(const cJSON *params, const char *key, char *path);
 
 /* Takes `units` work units (about a pair test each) from what the current
  * request line may still spend (max_request_work, or max_loop_work on the
- * event loop: core->work_limit); fails with -32004 naming that limit when
+ * event loop: req->line->work_limit); fails with -32004 naming that limit when
  * it is not enough.  Called with an upper-bound estimate before the work
  * starts (proto/PROTOCOL.md, Limits), so an oversized request is refused
  * before it does anything. */
 bool rpd_charge_work(rpd_req *req, uint64_t units);
-/* Fills the -32004 error of the line's work budget (core->work_limit) and
+/* Fills the -32004 error of the line's work budget (req->line->work_limit) and
  * returns false; the caller may word the message. */
 bool rpd_fail_work(rpd_req *req);
 /* The same check without taking anything: for a part of an estimate known

@@ -723,7 +723,7 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
         return rpd_fail_path(req, path, "must be an array of joint vectors");
     /* The table rpc.c read straight from the text, when it did ("[]" in
      * its place here). */
-    const rp_num_rows *table = req->core->batch_joints;
+    const rp_num_rows *table = req->line->batch_joints;
     size_t n = table ? table->rows : (size_t)cJSON_GetArraySize(jj), dof = rp_model_dof(cs->model);
     if (n > req->core->limits.max_batch_configurations)
         return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
@@ -1045,15 +1045,15 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
      * stopped when the budget is spent (rp_motion_opts.max_states). */
     uint64_t per_state = check_cost(&cs) + dof + RPD_STATE_WORK;
     if (ok) {
-        mo.max_states = req->core->work_left / per_state;
+        mo.max_states = req->line->work_left / per_state;
         uint64_t bound = rp_motion_states_bound(m, q, n, &mo);
         if (mo.max_states == 0 || (mo.mode == RP_MOTION_DISCRETE && bound > mo.max_states)) {
             ok = rpd_fail_work(req);
             rpd_format(req->err.message, sizeof req->err.message,
                        "Limit exceeded: %s (%llu work units left on this line): the motion "
                        "needs %llu states of %llu units; split the path or coarsen it",
-                       rpd_limit_name(req->core->work_limit),
-                       (unsigned long long)req->core->work_left, (unsigned long long)bound,
+                       rpd_limit_name(req->line->work_limit),
+                       (unsigned long long)req->line->work_left, (unsigned long long)bound,
                        (unsigned long long)per_state);
         }
     }
@@ -1073,7 +1073,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
             rpd_format(req->err.message, sizeof req->err.message,
                        "Limit exceeded: %s: the certified motion needed more than the %llu "
                        "states its work budget allows; split the path or raise the tolerance",
-                       rpd_limit_name(req->core->work_limit), (unsigned long long)mo.max_states);
+                       rpd_limit_name(req->line->work_limit), (unsigned long long)mo.max_states);
         } else if (st == RP_ERR_NONFINITE) {
             ok = fail_joint_range(req, path);
         } else if (st == RP_ERR_INVALID_ARG) {
@@ -1087,8 +1087,8 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
             /* What the states cost, or what their walks spent if more. */
             uint64_t units = r.states_checked * per_state;
             units = units > meter.spent ? units : meter.spent;
-            rpd_core *core = req->core;
-            core->work_left = units < core->work_left ? core->work_left - units : 0;
+            rpd_line *line = req->line;
+            line->work_left = units < line->work_left ? line->work_left - units : 0;
         }
     }
     if (ok) {

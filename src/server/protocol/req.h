@@ -44,9 +44,24 @@ typedef struct rpd_error {
 } rpd_error;
 
 /* One request being handled. */
+/* What the requests of one line share (rpc.c starts it for each line):
+ * the work units the line may still spend (max_request_work, or
+ * max_loop_work for a line on the event loop while workers exist:
+ * work_limit says which), and the check.batch joint table rpc.c read
+ * straight from the text (its params.joints then holds "[]"; NULL
+ * otherwise). */
+typedef struct rpd_line {
+    uint64_t work_left;
+    rpd_limit_id work_limit;
+    const struct rp_num_rows *batch_joints;
+} rpd_line;
+
+/* One request: the shared state, its connection's session, its line, and
+ * its error once it fails. */
 typedef struct rpd_req {
     rpd_core *core;
     rpd_session *session;
+    rpd_line *line;
     rpd_error err;
 } rpd_req;
 

@@ -340,8 +340,8 @@ static bool refuse_nul(nul_marks *m, const cJSON *req, const cJSON **id, rpd_err
 /* Handles one request object; appends its response object to w unless it is
  * a notification.  Returns true when something was written.  nul is NULL
  * unless the line held \u0000 escapes. */
-static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_jw *w,
-                           nul_marks *nul)
+static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const cJSON *req,
+                           rp_jw *w, nul_marks *nul)
 {
     const cJSON *id;
     bool notify;
@@ -350,6 +350,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, const cJSON *req, rp_
     /* Not memset: the error part is large and filled only on failure. */
     r.core = core;
     r.session = s;
+    r.line = line;
     r.err.code = 0;
     r.err.data = RPD_DATA_NONE;
     core->stats.requests++;
@@ -544,14 +545,15 @@ static bool batch_needs_loop(const cJSON *root)
 }
 
 /* Handles the parsed JSON text of a line (nul as for handle_request). */
-static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw *out,
+static void handle_root(rpd_core *core, rpd_session *s, rpd_line *line, const cJSON *root,
+                        rp_jw *out,
                         nul_marks *nul)
 {
     /* max_reply_bytes bounds what requests write; the few bytes that close
      * a line (']', '\n') are written whatever it says, since error objects
      * may already have taken the line past it. */
     if (!cJSON_IsArray(root)) {
-        if (handle_request(core, s, root, out, nul)) {
+        if (handle_request(core, s, line, root, out, nul)) {
             rp_jw_set_limit(out, SIZE_MAX);
             rp_jw_end_line(out);
         }
@@ -569,7 +571,7 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
     rp_jw_array_begin(out);
     bool any = false;
     for (const cJSON *r = root->child; r && !out->oom; r = r->next)
-        any |= handle_request(core, s, r, out, nul);
+        any |= handle_request(core, s, line, r, out, nul);
     rp_jw_set_limit(out, SIZE_MAX);
     rp_jw_array_end(out);
     if (any)
@@ -588,7 +590,7 @@ static void handle_root(rpd_core *core, rpd_session *s, const cJSON *root, rp_jw
  * arrays of strict JSON numbers, the numbers are read straight from the
  * text into *rows (the same doubles, numbers.c) and cJSON parses the rest
  * of the line, with "[]" in the table's place (*rest, freed by the
- * caller); check.batch then takes the table from core->batch_joints.
+ * caller); check.batch then takes the table from req->line->batch_joints.
  * Anything unusual, including a rest that does not parse, returns NULL:
  * the line then takes the general path, which gives every error exactly
  * as before. */
@@ -751,21 +753,19 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     rp_jw_set_limit(out, out->len + core->limits.max_reply_bytes);
     /* On the event loop, while workers take the queries, a line gets the
      * smaller max_loop_work: it holds every other client meanwhile. */
-    core->work_left = core->limits.max_request_work;
-    core->work_limit = RPD_LIMIT_max_request_work;
-    if (!core->worker && core->has_workers && core->limits.max_loop_work < core->work_left) {
-        core->work_left = core->limits.max_loop_work;
-        core->work_limit = RPD_LIMIT_max_loop_work;
+    rpd_line line = {core->limits.max_request_work, RPD_LIMIT_max_request_work,
+                     p->has_rows ? &p->rows : NULL};
+    if (!core->worker && core->has_workers && core->limits.max_loop_work < line.work_left) {
+        line.work_left = core->limits.max_loop_work;
+        line.work_limit = RPD_LIMIT_max_loop_work;
     }
-    core->batch_joints = p->has_rows ? &p->rows : NULL;
     nul_marks marks = {p->marked, p->marked_len, 0};
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
-    handle_root(core, s, p->root, out, p->marked ? &marks : NULL);
+    handle_root(core, s, &line, p->root, out, p->marked ? &marks : NULL);
     if (out->oom)
         reply_line_oom(core, out, &mark, p->root);
     rp_jw_set_limit(out, limit);
-    core->batch_joints = NULL;
     rpd_parsed_free(p);
     size_t store_after = rp_store_memory(core->store);
     if (store_after < store_before) {
