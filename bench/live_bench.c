@@ -63,8 +63,8 @@
  *   daemon has threads, and the client competes for them), then the ratio
  *   2-thread/1-thread.
  *
- * watch — fan-out of scene.watch (not in protocol v1 yet; designed after
- *   DESIGN.md §3b): 100 connections (--quick 20) each send
+ * watch — fan-out of scene.watch (docs/ARCHITECTURE.md, Live scenes and
+ *   watches): 100 connections (--quick 20) each send
  *   {"method":"scene.watch","params":{"scene":S}} and then only read; a
  *   writer sends 10,000 (--quick 1,000) single-shape scene.put requests to S
  *   (a 1000-shape scene), pipelined LB_PUT_DEPTH deep on one connection.

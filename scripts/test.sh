@@ -24,7 +24,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run_suite build/sanitize -DCMAKE_BUILD_TYPE=Debug -DREPOSE_SANITIZE=ON
 
 # ThreadSanitizer: queries run on worker threads against store snapshots
-# while the event loop applies mutations (DESIGN §2), and check.batch is
+# while the event loop applies mutations (docs/ARCHITECTURE.md, Threads and versions), and check.batch is
 # split across helper threads.  Only the daemon and the daemon test programs
 # are built (the daemon_tests target), and only the daemon tests run, with
 # the valgrind ones left out (valgrind cannot run TSan binaries; CMake does

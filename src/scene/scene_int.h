@@ -111,7 +111,7 @@ struct rp_store {
     rp_model **models; /* sorted by name (model.c) */
     size_t model_count, model_cap;
     rp_store_limits limits;
-    uint64_t revision; /* the last store-wide revision taken (DESIGN §3b) */
+    uint64_t revision; /* the last store-wide revision taken (docs/ARCHITECTURE.md, Revisions) */
     uint64_t shapes;   /* across all scenes */
     size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
     bool defer_rebuilds; /* see rp_store_defer_rebuilds */

@@ -1,6 +1,6 @@
 /*
  * Concurrency: queries on worker threads against store snapshots while
- * other clients mutate the scene they read (DESIGN §2, §3b).
+ * other clients mutate the scene they read (docs/ARCHITECTURE.md, Threads and versions; Revisions).
  *
  * Usage: test_daemon_concurrency PATH-TO-REPOSED
  *

@@ -8,7 +8,7 @@
  * other daemon test programs are in daemon_util.h.
  *
  * Many clients pipeline mixed requests at once, and requests arrive split
- * byte by byte or many to a write.  Revisions are store-wide (DESIGN §3b),
+ * byte by byte or many to a write.  Revisions are store-wide (docs/ARCHITECTURE.md, Revisions),
  * so a pipelining client cannot know its scene's revision in advance: its
  * expected replies hold placeholders that the replies fill in, and the test
  * checks that each client sees its revisions rise and that the puts of all

@@ -4,7 +4,7 @@
  *
  * Usage: test_daemon_revisions PATH-TO-REPOSED
  *
- * Revisions are store-wide sequence numbers (DESIGN §3b): every committed
+ * Revisions are store-wide sequence numbers (docs/ARCHITECTURE.md, Revisions): every committed
  * mutation (scene.create, put, remove, replace, delete; model.put, delete)
  * takes the next number, a scene's or model's revision is the number of its
  * last change, numbers never repeat (also across delete + create), and a

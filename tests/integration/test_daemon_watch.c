@@ -1,5 +1,5 @@
 /*
- * Daemon tests of watch notifications (DESIGN §3b, proto/PROTOCOL.md "Watch
+ * Daemon tests of watch notifications (docs/ARCHITECTURE.md, Live scenes and watches; proto/PROTOCOL.md "Watch
  * notifications"): scene.watch / scene.unwatch and the scene.changed,
  * scene.deleted and scene.resync notifications, against the real reposed
  * over its real sockets.

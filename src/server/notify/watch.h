@@ -1,5 +1,5 @@
 /*
- * Watch notifications (DESIGN §3b): scene.watch / scene.unwatch, and the
+ * Watch notifications (docs/ARCHITECTURE.md, Live scenes and watches): scene.watch / scene.unwatch, and the
  * scene.changed, scene.deleted and scene.resync notifications they bring.
  *
  * The mutation handlers record each committed change of a watched scene
