@@ -94,6 +94,18 @@ bool rpd_walk_stopped(rpd_req *req, const rp_work *w, uint64_t charged)
     return false;
 }
 
+void rpd_write_deleted(rp_jw *w, const char *kind, const char *name, uint64_t revision)
+{
+    rp_jw_object_begin(w);
+    rp_jw_key(w, kind);
+    rp_jw_string(w, name);
+    RP_JW_KEY(w, "deleted");
+    rp_jw_bool(w, true);
+    RP_JW_KEY(w, "revision");
+    rp_jw_uint(w, revision);
+    rp_jw_object_end(w);
+}
+
 uint64_t rpd_tree_depth(size_t n)
 {
     uint64_t d = 0;

@@ -55,6 +55,10 @@ bool rpd_walk_stopped(rpd_req *req, const rp_work *w, uint64_t charged);
  * of a tree query's cost in work estimates. */
 uint64_t rpd_tree_depth(size_t n);
 
+/* The result of scene.delete and model.delete: {kind: name, "deleted":
+ * true, "revision": the revision the deletion took}. */
+void rpd_write_deleted(rp_jw *w, const char *kind, const char *name, uint64_t revision);
+
 /* Lower bounds of what one item of a long reply takes when written: a pair
  * {"query":null,"shape":"s","distance":0}, a check result
  * {"collision":false}. */

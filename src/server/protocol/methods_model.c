@@ -928,14 +928,7 @@ bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_not_found(req, "model", name);
     if (st)
         return rpd_fail_status(req, st);
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "model");
-    rp_jw_string(w, name);
-    RP_JW_KEY(w, "deleted");
-    rp_jw_bool(w, true);
-    RP_JW_KEY(w, "revision"); /* the revision the deletion took */
-    rp_jw_uint(w, rp_store_revision(req->core->store));
-    rp_jw_object_end(w);
+    rpd_write_deleted(w, "model", name, rp_store_revision(req->core->store));
     return true;
 }
 

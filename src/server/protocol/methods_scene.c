@@ -345,14 +345,7 @@ bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     if (st)
         return store_error(req, st, name, 0, 0);
     rpd_watch_record_deleted(req->core->watch, name, rp_store_revision(req->core->store));
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "scene");
-    rp_jw_string(w, name);
-    RP_JW_KEY(w, "deleted");
-    rp_jw_bool(w, true);
-    RP_JW_KEY(w, "revision"); /* the revision the deletion took */
-    rp_jw_uint(w, rp_store_revision(req->core->store));
-    rp_jw_object_end(w);
+    rpd_write_deleted(w, "scene", name, rp_store_revision(req->core->store));
     return true;
 }
 
