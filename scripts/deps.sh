@@ -20,7 +20,8 @@ test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
   python3-numpy python3-venv python3-pip # the Python client (python/) and its tests
   libompl-dev # examples/ompl (built only when found)
-  clang libclang-rt-14-dev) # clang and libFuzzer: scripts/fuzz.sh
+  clang libclang-rt-14-dev # clang and libFuzzer: scripts/fuzz.sh
+  clang-format-14) # the house style, .clang-format (tests/scripts/check_format.sh)
 
 list=false dry=false set=all
 for a in "$@"; do
