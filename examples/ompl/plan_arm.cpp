@@ -341,6 +341,8 @@ int main(int argc, char **argv)
     size_t dof = (size_t)cJSON_GetArraySize(joints);
     if (dof == 0) {
         std::fprintf(stderr, "plan_arm: the model has no moving joint\n");
+        cJSON_Delete(info);
+        rp_client_close(c);
         return 1;
     }
     auto space = std::make_shared<ob::RealVectorStateSpace>(dof);
@@ -374,6 +376,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "plan_arm: the model has %zu joints; --start has %zu values and "
                              "--goal %zu\n",
                      dof, q_start.size(), q_goal.size());
+        rp_client_close(c);
         return 2;
     }
     std::printf("%zu joints; start %s, goal %s\n", dof, show(q_start).c_str(),
