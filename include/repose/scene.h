@@ -123,14 +123,47 @@ RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *con
 /// snapshot holds (go through the store).  NULL when out of memory.
 RP_API rp_store *rp_store_snapshot(const rp_store *st);
 
+/// What a committed mutation changes: the record a commit hook receives.
+typedef enum rp_change_kind {
+    RP_CHANGE_SCENE_PUT,     ///< shapes written into scene `name` (created by this
+                             ///< change when `created`: rp_store_create, or a put
+                             ///< with create)
+    RP_CHANGE_SCENE_REPLACE, ///< the whole content of `name` becomes `shapes`
+                             ///< (created when `created`)
+    RP_CHANGE_SCENE_REMOVE,  ///< the ids `ids` leave `name` (ids it lacks: ignored)
+    RP_CHANGE_SCENE_DELETE,  ///< scene `name` and everything in it go
+    RP_CHANGE_MODEL_PUT,     ///< model `name` is created or replaced by `model`
+    RP_CHANGE_MODEL_DELETE   ///< model `name` goes
+} rp_change_kind;
+
+/// A typed change record.  Everything it points at is valid only during
+/// the hook call.
+typedef struct rp_change {
+    rp_change_kind kind;
+    uint64_t revision;          ///< The store revision the change takes.
+    const char *name;           ///< The scene or model.
+    bool created;               ///< SCENE_PUT/REPLACE: the scene did not exist.
+    const rp_shape_put *shapes; ///< SCENE_PUT/REPLACE: as given to the store (an
+    size_t n_shapes;            ///< id given twice: the later one wins).
+    const char *const *ids;     ///< SCENE_REMOVE: as given.
+    size_t n_ids;
+    const rp_scene *before;     ///< SCENE_*: the scene as it still is (NULL when
+                                ///< created); e.g. the ids a replace drops.
+    const struct rp_model_def *model; ///< MODEL_PUT: the definition as given.
+} rp_change;
+
 /// A commit hook: every mutation (scene create, put, replace, remove and
 /// delete; model put and delete) calls it once it has checked everything
 /// and allocated what it needs, just before it changes anything, with the
-/// store revision the mutation is about to take.  A nonzero return aborts
-/// the mutation with RP_ERR_ABORTED, and nothing changes.  The daemon's
-/// journal writes its record here: a record that cannot be written leaves
-/// no change to undo.  NULL fn removes the hook; snapshots have none.
-typedef int (*rp_store_commit_fn)(void *ctx, uint64_t revision);
+/// change it is about to make (change->revision is the store revision it
+/// will take).  A nonzero return aborts the mutation with RP_ERR_ABORTED,
+/// and nothing changes; after a zero return the change is made (nothing
+/// after the hook can fail).  The daemon's journal writes its record here,
+/// so a record that cannot be written leaves no change to undo, and every
+/// mutation, whatever method made it, goes through this one point
+/// (docs/ARCHITECTURE.md, The way of a mutation).  NULL fn removes the
+/// hook; snapshots have none.
+typedef int (*rp_store_commit_fn)(void *ctx, const rp_change *change);
 RP_API void rp_store_set_commit_hook(rp_store *st, rp_store_commit_fn fn, void *ctx);
 
 /// Puts the store back as it was when `snapshot` (taken from st) was

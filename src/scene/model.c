@@ -880,7 +880,8 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
         model_destroy(m);
         return RP_ERR_NOMEM;
     }
-    if (!rp_store_may_commit_(st)) {
+    rp_change ch = {.kind = RP_CHANGE_MODEL_PUT, .name = name, .model = def};
+    if (!rp_store_may_commit_(st, &ch)) {
         model_destroy(m);
         return RP_ERR_ABORTED;
     }
@@ -906,7 +907,8 @@ rp_status rp_store_model_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
-    if (!rp_store_may_commit_(st))
+    rp_change ch = {.kind = RP_CHANGE_MODEL_DELETE, .name = name};
+    if (!rp_store_may_commit_(st, &ch))
         return RP_ERR_ABORTED;
     rp_model_release_(st->models[i]);
     memmove(&st->models[i], &st->models[i + 1], (st->model_count - i - 1) * sizeof *st->models);

@@ -443,7 +443,9 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         st = RP_ERR_NOMEM;
         goto out;
     }
-    if (commit && !rp_store_may_commit_(sc->store)) {
+    rp_change ch = {.kind = RP_CHANGE_SCENE_PUT, .name = sc->name, .shapes = shapes,
+                    .n_shapes = n, .before = sc};
+    if (commit && !rp_store_may_commit_(sc->store, &ch)) {
         st = RP_ERR_ABORTED;
         goto out;
     }
@@ -509,7 +511,9 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         trim_spares(sc);
         return RP_ERR_NOMEM;
     }
-    if (!rp_store_may_commit_(sc->store)) {
+    rp_change ch = {.kind = RP_CHANGE_SCENE_REMOVE, .name = sc->name, .ids = ids, .n_ids = n,
+                    .before = sc};
+    if (!rp_store_may_commit_(sc->store, &ch)) {
         trim_spares(sc);
         return RP_ERR_ABORTED;
     }

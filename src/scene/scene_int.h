@@ -132,9 +132,12 @@ static inline uint64_t rp_store_take_revision_(rp_store *st)
  * one) whether it may go on; false means abort with RP_ERR_ABORTED,
  * changing nothing.  Called once per mutation, after every check and
  * allocation and before the first change. */
-static inline bool rp_store_may_commit_(rp_store *st)
+static inline bool rp_store_may_commit_(rp_store *st, rp_change *change)
 {
-    return !st->commit_hook || st->commit_hook(st->commit_ctx, st->revision + 1) == 0;
+    if (!st->commit_hook)
+        return true;
+    change->revision = st->revision + 1;
+    return st->commit_hook(st->commit_ctx, change) == 0;
 }
 
 /* util.c: position of `name` in an array of count items sorted by name

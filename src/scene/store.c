@@ -104,7 +104,7 @@ static rp_status build_scene(rp_store *st, const char *name, const rp_shape_put 
 /* Builds a scene holding `shapes` and links it in at position i.  All or
  * nothing. */
 static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_shape_put *shapes,
-                            size_t n, rp_scene **out)
+                            size_t n, rp_change_kind kind, rp_scene **out)
 {
     /* Build the scene first, then grow the list: a failure at either step
      * leaves the store as it was (memory accounting included), and the
@@ -122,7 +122,8 @@ static rp_status insert_new(rp_store *st, size_t i, const char *name, const rp_s
         }
         st->scenes = grown;
     }
-    if (!rp_store_may_commit_(st)) {
+    rp_change ch = {.kind = kind, .name = name, .created = true, .shapes = shapes, .n_shapes = n};
+    if (!rp_store_may_commit_(st, &ch)) {
         st->shapes -= sc->count;
         rp_scene_free_(sc);
         return RP_ERR_ABORTED;
@@ -143,7 +144,7 @@ rp_status rp_store_create(rp_store *st, const char *name, const rp_shape_put *sh
     size_t i = lower_bound(st, name, &found);
     if (found)
         return RP_ERR_EXISTS;
-    return insert_new(st, i, name, shapes, n, out);
+    return insert_new(st, i, name, shapes, n, RP_CHANGE_SCENE_PUT, out);
 }
 
 rp_status rp_store_delete(rp_store *st, const char *name)
@@ -152,7 +153,8 @@ rp_status rp_store_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
-    if (!rp_store_may_commit_(st))
+    rp_change ch = {.kind = RP_CHANGE_SCENE_DELETE, .name = name, .before = st->scenes[i]};
+    if (!rp_store_may_commit_(st, &ch))
         return RP_ERR_ABORTED;
     /* The store counts the shapes of its current scenes; a version a
      * snapshot still holds is not counted. */
@@ -186,7 +188,7 @@ rp_status rp_store_put(rp_store *st, const char *name, const rp_shape_put *shape
             *actual_revision = 0;
         return RP_ERR_REVISION;
     }
-    return insert_new(st, i, name, shapes, n, out);
+    return insert_new(st, i, name, shapes, n, RP_CHANGE_SCENE_PUT, out);
 }
 
 rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
@@ -204,7 +206,7 @@ rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *s
         return RP_ERR_REVISION;
     }
     if (!found)
-        return insert_new(st, i, name, shapes, n, out);
+        return insert_new(st, i, name, shapes, n, RP_CHANGE_SCENE_REPLACE, out);
     /* The new content is built beside the old, which goes only once the
      * new one stands: a failure leaves the scene untouched.  (Both count
      * against the store's memory meanwhile; max_shapes_per_scene applies
@@ -213,7 +215,9 @@ rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *s
     rp_status status = build_scene(st, name, shapes, n, &sc);
     if (status)
         return status;
-    if (!rp_store_may_commit_(st)) {
+    rp_change ch = {.kind = RP_CHANGE_SCENE_REPLACE, .name = name, .shapes = shapes,
+                    .n_shapes = n, .before = st->scenes[i]};
+    if (!rp_store_may_commit_(st, &ch)) {
         st->shapes -= sc->count;
         rp_scene_free_(sc);
         return RP_ERR_ABORTED;

@@ -591,21 +591,72 @@ static void restore_undoes_every_kind_of_mutation(void **state)
 }
 
 /* The commit hook (the daemon's journal): every mutation calls it once,
- * with the revision it is about to take, after its checks (a mutation that
+ * with its typed change record (kind, name, revision it is about to take,
+ * what it writes, the scene as it was), after its checks (a mutation that
  * fails them never calls it); a refusal fails the mutation with
  * RP_ERR_ABORTED and changes nothing, also on a scene a snapshot shares. */
 typedef struct hook_log {
     int calls;
     uint64_t revision;
     bool refuse;
+    rp_change last;  /* the record of the last call; its pointers are stale after it */
+    char name[16];
+    bool had_before; /* last.before was a scene, of this revision and count */
+    uint64_t before_revision;
+    size_t before_count;
 } hook_log;
 
-static int hook(void *ctx, uint64_t revision)
+static int hook(void *ctx, const rp_change *change)
 {
     hook_log *h = ctx;
     h->calls++;
-    h->revision = revision;
+    h->revision = change->revision;
+    h->last = *change;
+    snprintf(h->name, sizeof h->name, "%s", change->name);
+    h->had_before = change->before != NULL;
+    if (change->before) {
+        h->before_revision = rp_scene_revision(change->before);
+        h->before_count = rp_scene_shape_count(change->before);
+    }
     return h->refuse ? -1 : 0;
+}
+
+/* The record of a mutation of kind `kind` (run_kind), as the hook saw it:
+ * `before` is the scene the store held under that name when it ran. */
+static void assert_record(const hook_log *h, int kind, uint64_t rev_s, size_t count_s,
+                          const rp_model_def *def)
+{
+    const rp_change *c = &h->last;
+    static const rp_change_kind kinds[] = {
+        RP_CHANGE_SCENE_PUT,    RP_CHANGE_SCENE_PUT,  RP_CHANGE_SCENE_PUT,
+        RP_CHANGE_SCENE_REMOVE, RP_CHANGE_SCENE_REPLACE, RP_CHANGE_SCENE_PUT,
+        RP_CHANGE_SCENE_DELETE, RP_CHANGE_MODEL_PUT,  RP_CHANGE_MODEL_DELETE};
+    if (kind == 5) { /* create, put or replace of "t": a scene that is new */
+        assert_true(c->kind == RP_CHANGE_SCENE_PUT || c->kind == RP_CHANGE_SCENE_REPLACE);
+        assert_true(c->created);
+        assert_false(h->had_before);
+        assert_string_equal(h->name, "t");
+        assert_int_equal(c->n_shapes, 1);
+        return;
+    }
+    assert_int_equal(c->kind, kinds[kind]);
+    assert_false(c->created);
+    static const int shapes_of[] = {1, 1, 400, 0, 1, 0, 0, 0, 0};
+    assert_int_equal(c->n_shapes, (size_t)shapes_of[kind]);
+    assert_int_equal(c->n_ids, kind == 3 ? 1 : 0);
+    if (kind <= 4) { /* the scene as it was (a copy when a snapshot shares it) */
+        assert_string_equal(h->name, "s");
+        assert_true(h->had_before);
+        assert_int_equal(h->before_revision, rev_s);
+        assert_int_equal(h->before_count, count_s);
+    } else if (kind == 6) {
+        assert_string_equal(h->name, "t");
+        assert_true(h->had_before);
+    } else {
+        assert_string_equal(h->name, "m");
+        assert_false(h->had_before);
+        assert_ptr_equal(c->model, kind == 7 ? def : NULL);
+    }
 }
 
 static rp_status run_kind(rp_store *st, int kind, test_rng *r, size_t *next_id,
@@ -669,7 +720,8 @@ static void commit_hook_sees_every_mutation_and_a_refusal_changes_nothing(void *
     rp_link link;
     rp_model_def def;
     one_link_model(&link, &def);
-    hook_log h = {0, 0, false};
+    hook_log h;
+    memset(&h, 0, sizeof h);
     rp_store_set_commit_hook(st, hook, &h);
     size_t next_id = 0;
     for (int round = 0; round < 36; round++) {
@@ -688,11 +740,16 @@ static void commit_hook_sees_every_mutation_and_a_refusal_changes_nothing(void *
         const rp_model *m = rp_store_model_find(st, "m");
         test_rng again = r;
         size_t id_again = next_id;
+        const rp_scene *s_now = rp_store_find(st, "s");
+        uint64_t rev_s = rp_scene_revision(s_now);
+        size_t count_s = rp_scene_shape_count(s_now);
         /* Refused: nothing changes. */
-        h = (hook_log){0, 0, true};
+        memset(&h, 0, sizeof h);
+        h.refuse = true;
         assert_int_equal(run_kind(st, kind, &r, &next_id, &def), RP_ERR_ABORTED);
         assert_int_equal(h.calls, 1);
         assert_int_equal(h.revision, rev + 1);
+        assert_record(&h, kind, rev_s, count_s, &def);
         assert_int_equal(rp_store_revision(st), rev);
         assert_int_equal(rp_store_shape_count(st), shapes);
         assert_int_equal(rp_store_scene_count(st), scenes);
@@ -704,10 +761,11 @@ static void commit_hook_sees_every_mutation_and_a_refusal_changes_nothing(void *
         /* Accepted: the same mutation commits at that revision. */
         r = again;
         next_id = id_again;
-        h = (hook_log){0, 0, false};
+        memset(&h, 0, sizeof h);
         assert_int_equal(run_kind(st, kind, &r, &next_id, &def), RP_OK);
         assert_int_equal(h.calls, 1);
         assert_int_equal(h.revision, rev + 1);
+        assert_record(&h, kind, rev_s, count_s, &def);
         assert_int_equal(rp_store_revision(st), rev + 1);
         if (snap)
             assert_scene_is(rp_store_find(snap, "s"), &before, &r);
@@ -715,7 +773,7 @@ static void commit_hook_sees_every_mutation_and_a_refusal_changes_nothing(void *
         rp_store_free(snap);
     }
     /* Mutations that fail their checks never reach the hook. */
-    h = (hook_log){0, 0, false};
+    memset(&h, 0, sizeof h);
     rp_shape_put p = {"x", random_shape(&r, 1.0)};
     uint64_t wrong = 12345, actual = 0;
     assert_int_equal(rp_store_put(st, "s", &p, 1, &wrong, false, NULL, &actual), RP_ERR_REVISION);

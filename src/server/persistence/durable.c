@@ -463,9 +463,10 @@ static bool fail_storage(rpd_req *req, const char *what, int err)
  * to change the store, taking `revision`.  Its record goes into the journal
  * now; when that fails the mutation is aborted (RP_ERR_ABORTED, nothing
  * changed) and rpd_durable_refused answers for it. */
-static int on_commit(void *ctx, uint64_t revision)
+static int on_commit(void *ctx, const rp_change *change)
 {
     rpd_durable *d = ctx;
+    uint64_t revision = change->revision;
     if (d->replaying)
         return 0;
     if (!d->method) {
