@@ -23,6 +23,16 @@
 /* Longest token accepted in a token file. */
 #define RPD_MAX_TOKEN_BYTES 4096
 
+/* A subscriber of the store's change records (rp_change, scene.h): the
+ * journal, the watch hub, and whatever comes next (replication).  The
+ * store calls one hook at its commit point; the core hands the record to
+ * each subscriber in the order they subscribed (docs/ARCHITECTURE.md, The
+ * way of a mutation).  A nonzero return refuses the change: only the
+ * first subscriber (the journal, which subscribes first) may refuse, the
+ * others see only changes that will be made. */
+typedef int (*rpd_change_fn)(void *ctx, const rp_change *change);
+#define RPD_MAX_SUBSCRIBERS 4
+
 /* State shared by every connection. */
 typedef struct rpd_core {
     rp_store *store;
@@ -45,6 +55,12 @@ typedef struct rpd_core {
      * (rpd_core_freed, rpd_core_trim). */
     size_t freed_bytes;
     struct rpd_watch_hub *watch; /* watchers and change history (watch.h) */
+    /* Who hears of every change the store commits (rpd_subscribe). */
+    struct {
+        rpd_change_fn fn;
+        void *ctx;
+    } subscribers[RPD_MAX_SUBSCRIBERS];
+    size_t n_subscribers;
     /* --data-dir: the journal (durable.h); NULL keeps everything in memory. */
     struct rpd_durable *durable;
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
@@ -67,5 +83,13 @@ static inline bool rpd_session_locked(const rpd_core *core, const rpd_session *s
 {
     return core->token && s->is_tcp && !s->authed;
 }
+
+/* Installs the store's commit hook, which hands every change record to
+ * the subscribers (core/changes.c).  rpd_subscribe adds one: first puts it
+ * before the others (the journal, which may refuse); false when the list
+ * is full.  rpd_unsubscribe removes it. */
+void rpd_changes_init(rpd_core *core);
+bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, void *ctx, bool first);
+void rpd_unsubscribe(rpd_core *core, rpd_change_fn fn, void *ctx);
 
 #endif /* REPOSE_SERVER_CORE_H */

@@ -152,7 +152,7 @@ static void mark_dirty(rpd_watch_hub *hub, wscene *ws)
 
 /* The tail of a change notification (see the top), NULL when it would pass
  * the history's byte bound or memory ran out. */
-static char *encode_tail(const rp_scene *sc, uint64_t revision, const size_t *put_idx,
+static char *encode_tail(const char *name, uint64_t revision, const rp_shape_put *const *put,
                          size_t n_put, const char *const *removed, size_t n_removed,
                          size_t *len)
 {
@@ -161,14 +161,14 @@ static char *encode_tail(const rp_scene *sc, uint64_t revision, const size_t *pu
     rp_jw_set_limit(&w, RPD_WATCH_HISTORY_BYTES);
     rp_jw_object_begin(&w);
     RP_JW_KEY(&w, "scene");
-    rp_jw_string(&w, rp_scene_name(sc));
+    rp_jw_string(&w, name);
     RP_JW_KEY(&w, "revision");
     rp_jw_uint(&w, revision);
     RP_JW_KEY(&w, "put");
     rp_jw_object_begin(&w);
     for (size_t k = 0; k < n_put && !rp_jw_failed(&w); k++) {
-        rp_jw_key(&w, rp_scene_id_at(sc, put_idx[k]));
-        rp_jw_shape(&w, rp_scene_shape_at(sc, put_idx[k]));
+        rp_jw_key(&w, put[k]->id);
+        rp_jw_shape(&w, &put[k]->shape);
     }
     rp_jw_object_end(&w);
     RP_JW_KEY(&w, "removed");
@@ -192,17 +192,22 @@ static char *encode_tail(const rp_scene *sc, uint64_t revision, const size_t *pu
     return json;
 }
 
-void rpd_watch_record(rpd_watch_hub *hub, const rp_scene *sc, uint64_t revision,
-                      const size_t *put_idx, size_t n_put, const char *const *removed,
-                      size_t n_removed)
+/* Records a committed change of a tracked scene at `revision`: `put`
+ * shapes (sorted by id, each id once) and `removed` ids (sorted, each
+ * once).  A change that cannot be kept (too large, out of memory) drops
+ * the history and sends every watcher of the scene a scene.resync
+ * instead. */
+static void record(rpd_watch_hub *hub, const char *name, uint64_t revision,
+                   const rp_shape_put *const *put, size_t n_put, const char *const *removed,
+                   size_t n_removed)
 {
-    wscene *ws = hub ? find_scene(hub, rp_scene_name(sc)) : NULL;
+    wscene *ws = hub ? find_scene(hub, name) : NULL;
     if (!ws)
         return;
     ws->current = revision;
     mark_dirty(hub, ws);
     size_t len;
-    char *tail = encode_tail(sc, revision, put_idx, n_put, removed, n_removed, &len);
+    char *tail = encode_tail(name, revision, put, n_put, removed, n_removed, &len);
     if (!tail) {
         drop_history(hub, ws, revision);
         return;
@@ -217,6 +222,126 @@ void rpd_watch_record(rpd_watch_hub *hub, const rp_scene *sc, uint64_t revision,
     ws->count++;
     ws->bytes += len;
     hub->history_bytes += len;
+}
+
+/* ---- the store's change records (docs/ARCHITECTURE.md, The way of a mutation) ---- */
+
+/* An id of a change and where it stands in the record, for sorting. */
+typedef struct id_at {
+    const char *id;
+    size_t at;
+} id_at;
+
+static int cmp_id_at(const void *a, const void *b)
+{
+    const id_at *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The shapes a put or replace writes, sorted by id, each id once with the
+ * shape given last (as the store applies them); NULL when out of memory. */
+static const rp_shape_put **written(const rp_change *c, size_t *n_out)
+{
+    size_t n = c->n_shapes;
+    id_at *ids = malloc((n ? n : 1) * sizeof *ids);
+    const rp_shape_put **out = malloc((n ? n : 1) * sizeof *out);
+    if (!ids || !out) {
+        free(ids);
+        free(out);
+        return NULL;
+    }
+    for (size_t k = 0; k < n; k++)
+        ids[k] = (id_at){c->shapes[k].id, k};
+    qsort(ids, n, sizeof *ids, cmp_id_at);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (k + 1 < n && strcmp(ids[k].id, ids[k + 1].id) == 0)
+            continue; /* a later one of the same id wins */
+        out[m++] = &c->shapes[ids[k].at];
+    }
+    free(ids);
+    *n_out = m;
+    return out;
+}
+
+/* The ids a change removes from c->before, sorted, each once: for a
+ * replace, those the new content lacks (put: its sorted shapes); for a
+ * remove, the ids asked for that the scene holds.  NULL when out of
+ * memory. */
+static const char **dropped(const rp_change *c, const rp_shape_put *const *put, size_t n_put,
+                            size_t *n_out)
+{
+    const rp_scene *before = c->before;
+    size_t count = before ? rp_scene_shape_count(before) : 0;
+    *n_out = 0;
+    if (c->kind == RP_CHANGE_SCENE_REMOVE) {
+        id_at *ids = malloc((c->n_ids ? c->n_ids : 1) * sizeof *ids);
+        const char **out = malloc((c->n_ids ? c->n_ids : 1) * sizeof *out);
+        if (!ids || !out) {
+            free(ids);
+            free(out);
+            return NULL;
+        }
+        size_t n = 0;
+        for (size_t k = 0; k < c->n_ids; k++)
+            if (before && rp_scene_find(before, c->ids[k]) != SIZE_MAX)
+                ids[n++] = (id_at){c->ids[k], k};
+        qsort(ids, n, sizeof *ids, cmp_id_at);
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++)
+            if (m == 0 || strcmp(out[m - 1], ids[k].id) != 0)
+                out[m++] = ids[k].id;
+        free(ids);
+        *n_out = m;
+        return out;
+    }
+    size_t *order = malloc((count ? count : 1) * sizeof *order);
+    const char **out = malloc((count ? count : 1) * sizeof *out);
+    if (!order || !out || (count && rp_scene_sorted(before, order))) {
+        free(order);
+        free(out);
+        return NULL;
+    }
+    size_t m = 0, j = 0;
+    for (size_t k = 0; k < count; k++) {
+        const char *id = rp_scene_id_at(before, order[k]);
+        while (j < n_put && strcmp(put[j]->id, id) < 0)
+            j++;
+        if (j == n_put || strcmp(put[j]->id, id) != 0)
+            out[m++] = id;
+    }
+    free(order);
+    *n_out = m;
+    return out;
+}
+
+int rpd_watch_on_change(void *ctx, const rp_change *c)
+{
+    rpd_watch_hub *hub = ctx;
+    if (c->kind == RP_CHANGE_SCENE_DELETE) {
+        rpd_watch_record_deleted(hub, c->name, c->revision);
+        return 0;
+    }
+    if (c->kind == RP_CHANGE_MODEL_PUT || c->kind == RP_CHANGE_MODEL_DELETE ||
+        !rpd_watch_tracked(hub, c->name))
+        return 0;
+    size_t n_put = 0, n_removed = 0;
+    const rp_shape_put **put = NULL;
+    const char **removed = NULL;
+    bool ok = true;
+    if (c->kind != RP_CHANGE_SCENE_REMOVE)
+        ok = (put = written(c, &n_put)) != NULL;
+    if (ok && (c->kind == RP_CHANGE_SCENE_REMOVE ||
+               (c->kind == RP_CHANGE_SCENE_REPLACE && c->before)))
+        ok = (removed = dropped(c, put, n_put, &n_removed)) != NULL;
+    if (ok)
+        record(hub, c->name, c->revision, put, n_put, removed, n_removed);
+    else
+        rpd_watch_record_lost(hub, c->name, c->revision);
+    free(put);
+    free(removed);
+    return 0; /* a watcher never stops a change */
 }
 
 void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision)

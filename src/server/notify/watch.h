@@ -2,9 +2,9 @@
  * Watch notifications (docs/ARCHITECTURE.md, Live scenes and watches): scene.watch / scene.unwatch, and the
  * scene.changed, scene.deleted and scene.resync notifications they bring.
  *
- * The mutation handlers record each committed change of a watched scene
- * (rpd_watch_record_*); nothing is sent while a request line is being
- * handled, because a watcher may be the connection whose reply is being
+ * The hub subscribes to the store's change records (rpd_watch_on_change),
+ * so every committed change of a watched scene is recorded, whatever
+ * method made it; nothing is sent while a request line is being handled, because a watcher may be the connection whose reply is being
  * written.  rpd_watch_flush, called by the connection code once it has
  * run the lines it had, sends what each watcher has not seen yet, in
  * revision order.
@@ -66,14 +66,15 @@ size_t rpd_watch_history_bytes(const rpd_watch_hub *hub);
 /* Whether scene `name` records its changes (it has been watched). */
 bool rpd_watch_tracked(const rpd_watch_hub *hub, const char *name);
 
-/* Records a committed change of a tracked scene at `revision`: `put` ids
- * with their shapes as they now are in sc (put_idx: storage indices in sc,
- * sorted by id, n_put of them), and `removed` ids (n_removed, sorted, each
- * once).  A change that cannot be kept (too large, out of memory) drops the
- * history and sends every watcher of the scene a scene.resync instead. */
-void rpd_watch_record(rpd_watch_hub *hub, const rp_scene *sc, uint64_t revision,
-                      const size_t *put_idx, size_t n_put, const char *const *removed,
-                      size_t n_removed);
+/* The hub as a subscriber of the store's change records (core.h,
+ * rpd_subscribe; ctx is the hub): a change of a scene that has been
+ * watched goes into its history, at the revision it takes, with the ids
+ * and shapes it writes and the ids it removes (for a replace, those of
+ * the old content the new one lacks); a deleted scene's watchers get
+ * scene.deleted.  Called at the commit point, before the store changes;
+ * it never refuses a change.  A change it cannot encode (out of memory)
+ * sends the scene's watchers scene.resync instead. */
+int rpd_watch_on_change(void *ctx, const rp_change *change);
 
 /* Records that scene `name` changed at `revision` in a way that could not
  * be encoded (out of memory): its watchers get scene.resync. */

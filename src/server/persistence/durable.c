@@ -160,7 +160,7 @@ rpd_fsync rpd_durable_policy(const rpd_durable *d) { return d->policy; }
 
 /* ---- fsync timing -------------------------------------------------------------------- */
 
-static void group_note(rpd_durable *d);
+static void group_note(rpd_durable *d, const rp_change *change);
 
 static void publish(rpd_durable *d)
 {
@@ -500,7 +500,7 @@ static int on_commit(void *ctx, const rp_change *change)
             d->group_from = at;
         d->group_records++;
         d->group_seq++;
-        group_note(d);
+        group_note(d, change);
     }
     def_track(d, d->method, d->params, d->text.buf, d->text.len);
     return 0;
@@ -565,12 +565,12 @@ void rpd_durable_end(rpd_req *req)
 /* Keeps what undoing the group needs besides the store: the scene a
  * mutation touched (its watchers are told) and, before the group's first
  * model change, the model definitions. */
-static void group_note(rpd_durable *d)
+static void group_note(rpd_durable *d, const rp_change *change)
 {
-    const cJSON *scene = cJSON_GetObjectItemCaseSensitive(d->params, "scene");
-    if (cJSON_IsString(scene)) {
+    bool model = change->kind == RP_CHANGE_MODEL_PUT || change->kind == RP_CHANGE_MODEL_DELETE;
+    if (!model) {
         for (size_t i = 0; i < d->n_touched; i++)
-            if (strcmp(d->touched[i], scene->valuestring) == 0)
+            if (strcmp(d->touched[i], change->name) == 0)
                 return;
         if (d->n_touched == d->cap_touched) {
             size_t cap = d->cap_touched ? 2 * d->cap_touched : 8;
@@ -580,12 +580,12 @@ static void group_note(rpd_durable *d)
             d->touched = grown;
             d->cap_touched = cap;
         }
-        char *copy = strdup(scene->valuestring);
+        char *copy = strdup(change->name);
         if (copy)
             d->touched[d->n_touched++] = copy;
         return;
     }
-    if (d->defs_saved || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(d->params, "model")))
+    if (d->defs_saved)
         return;
     mdef *copy = calloc(d->n_defs ? d->n_defs : 1, sizeof *copy);
     bool ok = copy != NULL;
@@ -1685,7 +1685,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     }
     d->core = core; /* we are its store's commit hook */
     publish(d);
-    rp_store_set_commit_hook(core->store, on_commit, d);
+    rpd_subscribe(core, on_commit, d, true); /* before the watchers: it may refuse */
     if (d->resave) {
         /* After a repair (the journal's header may promise more than it
          * now holds) or in files of the previous format: a snapshot and a
@@ -1731,7 +1731,7 @@ void rpd_durable_close(rpd_durable *d)
     if (d->dir_fd >= 0)
         close(d->dir_fd);
     if (d->core)
-        rp_store_set_commit_hook(d->core->store, NULL, NULL);
+        rpd_unsubscribe(d->core, on_commit, d);
     group_clear(d);
     free(d->touched);
     rp_jw_free(&d->text);

@@ -9,7 +9,6 @@
 
 #include "server/persistence/durable.h"
 #include "methods.h"
-#include "server/notify/watch.h"
 
 /* ---- parameter decoding ----------------------------------------------------- */
 
@@ -210,7 +209,7 @@ static size_t members(const cJSON *j)
     return n;
 }
 
-/* ---- watch records ------------------------------------------------------------ */
+/* ---- ids ---------------------------------------------------------------------- */
 
 /* A shape id and its storage index (or its position in a request). */
 typedef struct id_index {
@@ -221,90 +220,6 @@ typedef struct id_index {
 static int cmp_id_index(const void *a, const void *b)
 {
     return strcmp(((const id_index *)a)->id, ((const id_index *)b)->id);
-}
-
-/* Sorts refs by id and drops repeats; returns how many are left. */
-static size_t sort_unique(id_index *refs, size_t n)
-{
-    qsort(refs, n, sizeof *refs, cmp_id_index);
-    size_t m = 0;
-    for (size_t k = 0; k < n; k++)
-        if (m == 0 || strcmp(refs[m - 1].id, refs[k].id) != 0)
-            refs[m++] = refs[k];
-    return m;
-}
-
-/* Records a committed put of items[0..n) into sc for its watchers (a no-op
- * for a scene nobody watched). */
-static void record_put(rpd_req *req, const rp_scene *sc, const rp_shape_put *items, size_t n,
-                       const char *const *removed, size_t n_removed)
-{
-    rpd_watch_hub *hub = req->core->watch;
-    if (!rpd_watch_tracked(hub, rp_scene_name(sc)))
-        return;
-    id_index *refs = malloc((n ? n : 1) * sizeof *refs);
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    if (!refs || !idx) {
-        rpd_watch_record_lost(hub, rp_scene_name(sc), rp_scene_revision(sc));
-    } else {
-        for (size_t k = 0; k < n; k++)
-            refs[k] = (id_index){items[k].id, rp_scene_find(sc, items[k].id)};
-        size_t m = sort_unique(refs, n);
-        for (size_t k = 0; k < m; k++)
-            idx[k] = refs[k].index;
-        rpd_watch_record(hub, sc, rp_scene_revision(sc), idx, m, removed, n_removed);
-    }
-    free(refs);
-    free(idx);
-}
-
-/* For scene.replace on a watched scene: copies of the ids of `old` that the
- * new content (items) lacks, sorted.  *lost is set when memory ran out. */
-static char **ids_dropped(const rp_scene *old, const rp_shape_put *items, size_t n, size_t *n_out,
-                          bool *lost)
-{
-    *n_out = 0;
-    size_t count = rp_scene_shape_count(old);
-    id_index *keep = malloc((n ? n : 1) * sizeof *keep);
-    size_t *order = malloc((count ? count : 1) * sizeof *order);
-    char **out = calloc(count ? count : 1, sizeof *out);
-    if (!keep || !order || !out || rp_scene_sorted(old, order)) {
-        *lost = true;
-        free(keep);
-        free(order);
-        free(out);
-        return NULL;
-    }
-    for (size_t k = 0; k < n; k++)
-        keep[k] = (id_index){items[k].id, k};
-    size_t m = sort_unique(keep, n);
-    size_t j = 0;
-    for (size_t k = 0; k < count; k++) {
-        const char *id = rp_scene_id_at(old, order[k]);
-        id_index key = {id, 0};
-        if (bsearch(&key, keep, m, sizeof *keep, cmp_id_index))
-            continue;
-        size_t len = strlen(id) + 1;
-        out[j] = malloc(len);
-        if (!out[j]) {
-            *lost = true;
-            break;
-        }
-        memcpy(out[j++], id, len);
-    }
-    free(keep);
-    free(order);
-    *n_out = j;
-    return out;
-}
-
-static void free_ids(char **ids, size_t n)
-{
-    if (!ids)
-        return;
-    for (size_t k = 0; k < n; k++)
-        free(ids[k]);
-    free(ids);
 }
 
 /* ---- handlers ------------------------------------------------------------------- */
@@ -344,7 +259,6 @@ bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_status st = rp_store_delete(req->core->store, name);
     if (st)
         return store_error(req, st, name, 0, 0);
-    rpd_watch_record_deleted(req->core->watch, name, rp_store_revision(req->core->store));
     rpd_write_deleted(w, "scene", name, rp_store_revision(req->core->store));
     return true;
 }
@@ -484,26 +398,13 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
         return false;
     rp_scene *sc;
     const uint64_t *expect = has_rev ? &expected : NULL;
-    /* A watched scene's replacement also reports the ids that go: listed
-     * before the old content is freed. */
-    char **dropped = NULL;
-    size_t n_dropped = 0;
-    bool lost = false;
-    const rp_scene *old = replace && rpd_watch_tracked(req->core->watch, name)
-                              ? rp_store_find(req->core->store, name)
-                              : NULL;
-    if (old)
-        dropped = ids_dropped(old, items, n, &n_dropped, &lost);
+    /* Watchers hear of it through the store's change record
+     * (rpd_watch_on_change), as the journal does. */
     rp_status st = replace ? rp_store_replace(req->core->store, name, items, n, expect, create,
                                               &sc, &actual)
                            : rp_store_put(req->core->store, name, items, n, expect, create, &sc,
                                           &actual);
-    if (!st && lost)
-        rpd_watch_record_lost(req->core->watch, name, rp_scene_revision(sc));
-    else if (!st)
-        record_put(req, sc, items, n, (const char *const *)dropped, n_dropped);
     free(items);
-    free_ids(dropped, n_dropped);
     if (st)
         return store_error(req, st, name, expected, actual);
     rp_jw_object_begin(w);
@@ -539,29 +440,8 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!charge_shapes(req, members(ids_j), rp_scene_shape_count(sc)) ||
         !id_list(req, ids_j, path, sc, false, &ids, NULL, &n))
         return false;
-    /* A watched scene's removal lists the ids that were there. */
-    id_index *gone = NULL;
-    size_t n_gone = 0;
-    bool watched = rpd_watch_tracked(req->core->watch, rp_scene_name(sc));
-    if (watched && (gone = malloc((n ? n : 1) * sizeof *gone)) != NULL) {
-        for (size_t k = 0; k < n; k++)
-            if (rp_scene_find(sc, ids[k]) != SIZE_MAX)
-                gone[n_gone++] = (id_index){ids[k], 0};
-        n_gone = sort_unique(gone, n_gone);
-    }
     rp_status st = rp_store_remove(req->core->store, rp_scene_name(sc), ids, n,
                                    has_rev ? &expected : NULL, &sc, &removed, &actual);
-    if (!st && watched) {
-        const char **list = gone ? malloc((n_gone ? n_gone : 1) * sizeof *list) : NULL;
-        for (size_t k = 0; list && k < n_gone; k++)
-            list[k] = gone[k].id;
-        if (list)
-            rpd_watch_record(req->core->watch, sc, rp_scene_revision(sc), NULL, 0, list, n_gone);
-        else
-            rpd_watch_record_lost(req->core->watch, rp_scene_name(sc), rp_scene_revision(sc));
-        free(list);
-    }
-    free(gone);
     free(ids);
     if (st)
         return store_error(req, st, rp_scene_name(sc), expected, actual);

@@ -61,7 +61,12 @@ bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
     core->start_ns = rpd_now_ns();
     strcpy(core->run_id, "00000000000000000000000000000000");
     core->watch = rpd_watch_hub_new();
-    return core->store != NULL && core->watch != NULL;
+    if (!core->store || !core->watch)
+        return false;
+    /* Watchers hear of every change the store commits. */
+    rpd_changes_init(core);
+    rpd_subscribe(core, rpd_watch_on_change, core->watch, false);
+    return true;
 }
 
 void rpd_core_free(rpd_core *core)
