@@ -459,6 +459,100 @@ static bool fail_storage(rpd_req *req, const char *what, int err)
     return rpd_fail_storage(req, "%s: %s", what, strerror(err));
 }
 
+/* An id given twice in a change: the later one wins, as in the store. */
+typedef struct id_at {
+    const char *id;
+    size_t at;
+} id_at;
+
+static int cmp_id_at(const void *a, const void *b)
+{
+    const id_at *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* Writes {id: shape, ...} of a put or replace, each id once with the shape
+ * given last, in id order (a JSON object must not repeat a key); false
+ * when out of memory. */
+static bool write_shapes(rp_jw *w, const rp_change *c)
+{
+    size_t n = c->n_shapes;
+    id_at *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids)
+        return false;
+    for (size_t k = 0; k < n; k++)
+        ids[k] = (id_at){c->shapes[k].id, k};
+    qsort(ids, n, sizeof *ids, cmp_id_at);
+    rp_jw_object_begin(w);
+    for (size_t k = 0; k < n; k++) {
+        if (k + 1 < n && strcmp(ids[k].id, ids[k + 1].id) == 0)
+            continue;
+        rp_jw_key(w, ids[k].id);
+        rp_jw_shape(w, &c->shapes[ids[k].at].shape);
+    }
+    rp_jw_object_end(w);
+    free(ids);
+    return true;
+}
+
+/* The journal's record of a change, into d->text: the method and params of
+ * the request that makes exactly this change again when the journal is
+ * replayed (no if_revision: it was checked; a scene the change created is
+ * put with "create"), written from the change record, not from the
+ * request that made it, so every mutation is journaled the same way
+ * whatever method made it.  Numbers go through the codec's writer, which
+ * reads back to the same doubles.  A model's record is still the params
+ * of its model.put (the definition as sent). */
+static const char *encode_change(rpd_durable *d, const rp_change *c)
+{
+    rp_jw *w = &d->text;
+    rp_jw_reset(w);
+    if (c->kind == RP_CHANGE_MODEL_PUT) {
+        if (d->params)
+            rp_jw_cjson(w, d->params);
+        else
+            rp_jw_raw(w, "{}", 2);
+        return "model.put";
+    }
+    rp_jw_object_begin(w);
+    bool model = c->kind == RP_CHANGE_MODEL_DELETE;
+    if (model)
+        RP_JW_KEY(w, "model");
+    else
+        RP_JW_KEY(w, "scene");
+    rp_jw_string(w, c->name);
+    const char *method = "scene.delete";
+    switch (c->kind) {
+    case RP_CHANGE_SCENE_PUT:
+    case RP_CHANGE_SCENE_REPLACE:
+        method = c->kind == RP_CHANGE_SCENE_PUT ? "scene.put" : "scene.replace";
+        if (c->created) {
+            RP_JW_KEY(w, "create");
+            rp_jw_bool(w, true);
+        }
+        RP_JW_KEY(w, "shapes");
+        if (!write_shapes(w, c))
+            w->oom = true;
+        break;
+    case RP_CHANGE_SCENE_REMOVE:
+        method = "scene.remove";
+        RP_JW_KEY(w, "ids");
+        rp_jw_array_begin(w);
+        for (size_t k = 0; k < c->n_ids; k++)
+            rp_jw_string(w, c->ids[k]);
+        rp_jw_array_end(w);
+        break;
+    case RP_CHANGE_MODEL_DELETE:
+        method = "model.delete";
+        break;
+    default:
+        break;
+    }
+    rp_jw_object_end(w);
+    return method;
+}
+
 /* The store's commit hook: a mutation has checked everything and is about
  * to change the store, taking `revision`.  Its record goes into the journal
  * now; when that fails the mutation is aborted (RP_ERR_ABORTED, nothing
@@ -476,17 +570,11 @@ static int on_commit(void *ctx, const rp_change *change)
         d->refused_err = EINVAL;
         return -1;
     }
-    /* The params as JSON through the codec's writer, whose numbers read
-     * back to the same doubles (cJSON's printer rounds some). */
-    rp_jw_reset(&d->text);
-    if (d->params)
-        rp_jw_cjson(&d->text, d->params);
-    else
-        rp_jw_raw(&d->text, "{}", 2);
+    const char *method = encode_change(d, change);
     int err = rp_jw_failed(&d->text) ? ENOMEM : 0;
     uint64_t at = d->journal_bytes;
     if (!err)
-        err = append(d, revision, d->method, d->text.buf, d->text.len);
+        err = append(d, revision, method, d->text.buf, d->text.len);
     if (err) {
         d->refused_err = err;
         d->failing = true;
