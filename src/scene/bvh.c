@@ -10,9 +10,10 @@
  * its box is computed from the shape when needed (shape_fbox), and its
  * parent node sits in its scene entry (scene_entry.leaf, in what was
  * padding).  Boxes are floats rounded outwards, so a float box always
- * contains the double-precision shape.  Nodes are read through node_at and
- * written through node_mut only, so that the storage can later become
- * copy-on-write chunks shared between scene versions.
+ * contains the double-precision shape.  The nodes live in copy-on-write
+ * chunks (chunks.h) that scene versions share: they are read through
+ * node_at and written through node_mut only, which first makes the node's
+ * chunk this version's own when another version still shares it.
  *
  * Bounds.  Every pair inside a node is at least as far apart as the query's
  * box and the node's box (both include the radii); when those overlap, the
@@ -321,11 +322,6 @@ static inline double shape_key(const double qlo[3], const double qhi[3], double 
 }
 
 #define key_excludes rp_key_excludes_
-
-void rp_shape_dbox_(const rp_shape *s, rp_dbox *out)
-{
-    *out = shape_box(s);
-}
 
 /* ---- structure edits -------------------------------------------------------------- */
 

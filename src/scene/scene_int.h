@@ -156,23 +156,6 @@ typedef struct rp_dbox {
     double lo[3], hi[3];
     double r;
 } rp_dbox;
-void rp_shape_dbox_(const rp_shape *s, rp_dbox *out);
-
-/* A key for a pair of padded boxes: the squared distance between them when
- * they are apart (> 0), otherwise the penetration bound -(q->r + b->r)
- * (<= 0).  Every computed distance between shapes inside the boxes is at
- * least sqrt(key), or at least the (negative) key (bvh.c, "Bounds"). */
-static inline double rp_dbox_key_(const rp_dbox *q, const rp_dbox *b)
-{
-    double sum = 0.0;
-    for (int k = 0; k < 3; k++) {
-        double d1 = b->lo[k] - q->hi[k], d2 = q->lo[k] - b->hi[k];
-        double d = d1 > d2 ? d1 : d2;
-        if (d > 0.0)
-            sum += d * d;
-    }
-    return sum > 0.0 ? sum : -(q->r + b->r);
-}
 
 /* Slack on squared comparisons: the boxes' inflation already keeps every
  * computed distance above the box gap; this only absorbs the rounding of
@@ -276,7 +259,7 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                      rp_scene_visit_fn fn, void *ctx);
 
 /* Several query shapes walking the tree together (a robot link's shapes):
- * their padded boxes (rp_shape_dbox_) as structure of arrays, so that a
+ * their padded boxes (rp_multi_set_) as structure of arrays, so that a
  * node is tested against four of them in one go. */
 #define RP_MULTI_MAX 64
 typedef struct rp_multi {
