@@ -60,19 +60,15 @@
  *     if needed; otherwise remove and insert.
  *   The walks stop at the first ancestor that does not change: O(log n)
  *   per shape.
- *   - Bulk: scene.create, and a put adding more than count/4 + 64 shapes,
- *     build the whole tree top-down (build_tree: median splits along the
- *     widest axis of the shapes' core centres, which is balanced).
- *   - Quality: after a mutation, once the leaf insertions and removals
- *     since the last check exceed count/4 + 64, the summed inner-node area
- *     is measured (O(n), so O(1) amortised per change) and the tree is
- *     rebuilt when it is more than twice the area measured at the last
- *     build; it is also rebuilt if the height ever exceeds
- *     2 ceil(log2 n) + 4 (a guard: the AVL bound is lower).  Rebuilds cost
- *     O(n log n) at most once per count/4 changes: O(log n) amortised.
- *   build_tree reads the shapes and writes only the nodes and scratch it is
- *   given, so it can run on a worker thread against an immutable scene;
- *   install_tree then writes the leaves' parents into the entries.
+ *   - Full builds (rp_bvh_build_): median splits along the
+ *     widest axis of the shapes' core centres, which is balanced.  When
+ *     the scene builds its tree whole instead of editing it (bulk puts,
+ *     degraded quality, deferred rebuilds on a worker) is the store's
+ *     policy, in rebuild.c; this file builds and measures (rp_bvh_area_,
+ *     rp_bvh_height_).
+ *   rp_bvh_build_ reads the shapes and writes only the nodes and scratch it
+ *   is given, so it can run on a worker thread against an immutable scene;
+ *   rp_bvh_install_ then writes the leaves' parents into the entries.
  */
 #include <float.h>
 #include <math.h>
@@ -100,9 +96,6 @@ _Static_assert(sizeof(rp_bvh_node) == 44, "tree nodes are budgeted at 44 bytes")
  * and the AVL invariant keeps the height below 45 for any scene
  * (RP_BVH_MAX_SHAPES shapes). */
 #define STACK_MAX 64
-/* A bulk build or a quality check happens after this many changes beyond
- * count/4 (small scenes would otherwise check all the time). */
-#define CHURN_MIN 64
 
 /* ---- node access -------------------------------------------------------------- */
 
@@ -565,11 +558,6 @@ bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st)
     return rp_chunks_share(&dst->nodes, &src->nodes, &st->bytes);
 }
 
-bool rp_bvh_bulk_(size_t count, size_t fresh)
-{
-    return fresh >= 2 && (count == 0 || fresh > count / 4 + CHURN_MIN);
-}
-
 void rp_bvh_insert_(rp_scene *sc, uint32_t e)
 {
     fbox L = shape_fbox(&RP_ENTRY(sc, e)->shape);
@@ -733,9 +721,9 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
  * (room for n) as scratch; reads the entries and writes nothing else, so
  * that it can run beside readers of the scene.  Returns the root reference
  * and the summed node area; items[i].leaf then holds entry
- * items[i].index's parent (install_tree). */
-static uint32_t build_tree(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
-                           double *area)
+ * items[i].index's parent (rp_bvh_install_). */
+uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
+                       double *area)
 {
     *area = 0.0;
     for (uint32_t i = 0; i < n; i++) {
@@ -754,9 +742,7 @@ static uint32_t build_tree(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_it
     return 0;
 }
 
-/* Makes a tree built by build_tree over the scene's n shapes the scene's
- * own (its nodes must already be t->nodes). */
-static void install_tree(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area)
+void rp_bvh_install_(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area)
 {
     rp_bvh *t = &sc->tree;
     uint32_t n = (uint32_t)sc->count;
@@ -775,14 +761,14 @@ void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items)
     /* The old tree is dead once the entries changed, so the new one is
      * built into the same (reserved) nodes. */
     double area;
-    uint32_t root = build_tree(&sc->entries, (uint32_t)sc->count, &sc->tree, items, &area);
-    install_tree(sc, root, items, area);
+    uint32_t root = rp_bvh_build_(&sc->entries, (uint32_t)sc->count, &sc->tree, items, &area);
+    rp_bvh_install_(sc, root, items, area);
     free(items);
 }
 
-/* The summed half areas of the inner nodes (the tree's quality measure:
- * proportional to the expected number of nodes a query visits). */
-static double summed_area(const rp_bvh *t)
+/* ---- measures (the rebuild policy's, rebuild.c) ------------------------------- */
+
+double rp_bvh_area_(const rp_bvh *t)
 {
     double sum = 0.0;
     for (uint32_t i = 0; i < t->n_nodes; i++)
@@ -790,169 +776,9 @@ static double summed_area(const rp_bvh *t)
     return sum;
 }
 
-static uint32_t ceil_log2(size_t n)
+uint32_t rp_bvh_height_(const rp_bvh *t)
 {
-    uint32_t k = 0;
-    while (k < 64 && ((size_t)1 << k) < n)
-        k++;
-    return k;
-}
-
-/* Rebuilds sc's tree in place (a mutation's thread).  Optional work: when
- * memory is short the tree stays as it is (valid, just slower).  A rebuild
- * writes every node and every entry's leaf: when another version shares
- * them, that takes a copy of each shared chunk. */
-static void rebuild_in_place(rp_scene *sc)
-{
-    rp_store *st = sc->store;
-    if (!rp_chunks_stock(&sc->tree.nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
-        !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes))
-        return;
-    rp_bvh_item *items = rp_bvh_items_new_(sc->count);
-    if (items)
-        rp_bvh_rebuild_(sc, items);
-}
-
-void rp_bvh_maintain_(rp_scene *sc)
-{
-    rp_bvh *t = &sc->tree;
-    size_t n = sc->count;
-    uint32_t height = t->root == RP_BVH_NIL ? 0 : ref_height(t, t->root);
-    bool rebuild = height > 2 * ceil_log2(n) + 4;
-    if (!rebuild && t->churn > n / 4 + CHURN_MIN) {
-        t->churn = 0;
-        rebuild = summed_area(t) > 2.0 * t->built_area;
-    }
-    if (!rebuild)
-        return;
-    if (sc->store->defer_rebuilds) {
-        t->want_rebuild = true; /* rp_store_rebuild_take hands it out */
-        sc->store->rebuild_hint = true;
-        return;
-    }
-    rebuild_in_place(sc);
-}
-
-/* ---- rebuilds on another thread (scene.h) ------------------------------------ */
-
-struct rp_rebuild {
-    rp_scene *sc;       /* the version built from (a reference) */
-    rp_bvh tree;        /* the new tree: private node chunks */
-    rp_bvh_item *items; /* leaves out of the build */
-    uint32_t root;
-    double area;
-    size_t bytes;       /* heap the new tree holds, not yet the store's */
-    bool ok;            /* run got its memory */
-};
-
-void rp_store_defer_rebuilds(rp_store *st, bool defer)
-{
-    st->defer_rebuilds = defer;
-}
-
-rp_status rp_store_bulk_load(rp_store *st, bool on)
-{
-    st->bulk_loading = on;
-    if (on)
-        return RP_OK;
-    for (size_t i = 0; i < st->count; i++) {
-        rp_scene *sc = st->scenes[i];
-        if (!sc->tree_stale)
-            continue;
-        rp_bvh_item *items = NULL;
-        if (!rp_chunks_stock(&sc->tree.nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
-            !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes) ||
-            !(items = rp_bvh_items_new_(sc->count)))
-            return RP_ERR_NOMEM;
-        rp_bvh_rebuild_(sc, items); /* frees items */
-        sc->tree_stale = false;
-    }
-    return RP_OK;
-}
-
-rp_rebuild *rp_store_rebuild_take(rp_store *st)
-{
-    if (!st->rebuild_hint || st->snapshot)
-        return NULL;
-    for (size_t i = 0; i < st->count; i++) {
-        rp_scene *sc = st->scenes[i];
-        if (!sc->tree.want_rebuild || sc->tree.rebuilding)
-            continue;
-        rp_rebuild *rb = calloc(1, sizeof *rb);
-        if (!rb)
-            return NULL; /* the hint stays: taken again later */
-        rb->sc = sc;
-        rp_scene_retain_(sc); /* from now on a mutation copies the scene */
-        rp_bvh_init_(&rb->tree);
-        sc->tree.rebuilding = true;
-        return rb;
-    }
-    st->rebuild_hint = false; /* nothing left to hand out */
-    return NULL;
-}
-
-void rp_rebuild_run(rp_rebuild *rb)
-{
-    /* Reads the version taken (immutable while held), writes only what rb
-     * owns; the byte count is rb's until the finish. */
-    const rp_scene *sc = rb->sc;
-    uint32_t n = (uint32_t)sc->count;
-    rb->items = rp_bvh_items_new_(n);
-    if (!rb->items ||
-        !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, NULL, NULL,
-                        &rb->bytes))
-        return;
-    rb->root = build_tree(&sc->entries, n, &rb->tree, rb->items, &rb->area);
-    rb->ok = true;
-}
-
-bool rp_store_rebuild_finish(rp_store *st, rp_rebuild *rb)
-{
-    size_t i = 0;
-    while (i < st->count && strcmp(st->scenes[i]->name, rb->sc->name) != 0)
-        i++;
-    rp_scene *cur = i < st->count ? st->scenes[i] : NULL;
-    bool same = cur == rb->sc, installed = false;
-    rp_scene_release_(rb->sc); /* before rp_store_writable_: it counts holders */
-    rb->sc = NULL;
-    st->rebuild_hint = true; /* cur (or another scene) may want one still */
-    if (cur)
-        cur->tree.rebuilding = false;
-    if (!cur || !cur->tree.want_rebuild) {
-        /* Deleted, or rebuilt by a mutation meanwhile: nothing to do. */
-    } else if (same && rb->ok) {
-        /* Unchanged since the take: the new tree replaces the old one.  The
-         * scene may have become shared meanwhile (a snapshot): then a copy
-         * takes it, as for a mutation. */
-        rp_scene *sc = rp_store_writable_(st, i);
-        if (sc && rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes)) {
-            rp_bvh_free_(&sc->tree, st);
-            st->bytes += rb->bytes;
-            rb->bytes = 0;
-            sc->tree = rb->tree;
-            rp_bvh_init_(&rb->tree);
-            install_tree(sc, rb->root, rb->items, rb->area);
-            installed = true;
-        } else if (sc) {
-            cur = sc;
-        }
-    }
-    if (cur && !installed && cur->tree.want_rebuild && ++cur->tree.rebuild_misses >= 3 &&
-        cur->count <= RP_REBUILD_IN_PLACE_MAX) {
-        /* It keeps changing faster than it can be rebuilt on the side (or
-         * memory is short): rebuild in place, when that is short enough
-         * for the mutating thread.  A larger scene keeps its tree (queries
-         * stay exact, only slower) and is taken again. */
-        rp_scene *sc = rp_store_writable_(st, i);
-        if (sc) {
-            rebuild_in_place(sc);
-            installed = !sc->tree.want_rebuild;
-        }
-    }
-    rp_chunks_free(&rb->tree.nodes, sizeof(rp_bvh_node), NULL, NULL, &rb->bytes);
-    free(rb->items);
-    free(rb);
-    return installed;
+    return t->root == RP_BVH_NIL ? 0 : ref_height(t, t->root);
 }
 
 /* ---- invariants (tests) ------------------------------------------------------------ */
