@@ -1173,73 +1173,51 @@ typedef struct test_box {
     double lo[3], hi[3], r;
 } test_box;
 
-/* The queries of `mask` that the box does not exclude below `threshold`
- * (key_excludes with ties losing, as rp_scene_below_): the portable code,
- * one query at a time with node_key's arithmetic. */
-static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *b,
-                              double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    while (mask) {
-        unsigned k = (unsigned)__builtin_ctzll(mask);
-        mask &= mask - 1;
-        double sum = 0.0;
-        for (int a = 0; a < 3; a++) {
-            double d1 = b->lo[a] - q->hi[a][k], d2 = q->lo[a][k] - b->hi[a];
-            double d = MAX2(d1, d2);
-            if (d > 0.0)
-                sum += d * d;
-        }
-        double key = sum > 0.0 ? sum : -(q->r[k] + b->r);
-        if (!key_excludes(key, threshold, ties))
-            keep |= (uint64_t)1 << k;
-    }
-    return keep;
-}
+/* The box tests, pass_portable and pass_avx2 (and pass_ball_*), from one
+ * body: bvh_pass.h, instantiated with one query per lane and with four (it
+ * undefines these parameters at its end). */
+#define PASS_FN pass_portable
+#define PASS_BALL_FN pass_ball_portable
+#define PASS_ATTR
+#define LANES 1
+#define lane_d double
+#define lane_m bool
+#define L_SET1(x) (x)
+#define L_LOAD(p) (*(p))
+#define L_ADD(a, b) ((a) + (b))
+#define L_SUB(a, b) ((a) - (b))
+#define L_MUL(a, b) ((a) * (b))
+#define L_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define L_GT(a, b) ((a) > (b))
+#define L_GE(a, b) ((a) >= (b))
+#define L_LT(a, b) ((a) < (b))
+#define L_OR(a, b) ((a) || (b))
+#define L_IF(m, a, b) ((m) ? (a) : (b))
+#define L_KEEP(m, x) ((m) ? (x) : 0.0)
+#define L_BITS(m) ((unsigned)(m))
+#include "bvh_pass.h"
 
 #ifdef RP_HAVE_AVX2_PATH
-/* The same, four queries per step.  The same operations in the same order
- * (no fused multiply-add), so the same keys bit for bit: a lane's sum adds
- * d*d only where d > 0, as node_key does. */
-__attribute__((target("avx2"))) static inline uint64_t pass_avx2(const rp_multi *q,
-                                                                 uint64_t mask, const test_box *b,
-                                                                 double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    __m256d zero = _mm256_setzero_pd();
-    __m256d blo[3], bhi[3];
-    for (int a = 0; a < 3; a++) {
-        blo[a] = _mm256_set1_pd(b->lo[a]);
-        bhi[a] = _mm256_set1_pd(b->hi[a]);
-    }
-    __m256d br = _mm256_set1_pd(b->r), th = _mm256_set1_pd(threshold);
-    /* key_excludes: apart (sum > 0) is excluded when threshold < 0, or when
-     * sum > threshold^2 * SQUARE_SLACK; overlapping (key = -(r + br) <= 0)
-     * when key >= threshold (ties lose). */
-    double t2 = threshold < 0.0 ? -1.0 : threshold * threshold * RP_SQUARE_SLACK;
-    __m256d t2v = _mm256_set1_pd(t2);
-    while (mask) {
-        unsigned g = (unsigned)__builtin_ctzll(mask) / 4;
-        unsigned bits = (unsigned)(mask >> (4 * g)) & 0xFu;
-        mask &= ~((uint64_t)0xF << (4 * g));
-        __m256d sum = zero;
-        for (int a = 0; a < 3; a++) {
-            __m256d d1 = _mm256_sub_pd(blo[a], _mm256_load_pd(&q->hi[a][4 * g]));
-            __m256d d2 = _mm256_sub_pd(_mm256_load_pd(&q->lo[a][4 * g]), bhi[a]);
-            __m256d d = _mm256_max_pd(d2, d1); /* MAX2(d1, d2): d1 unless d2 > d1 */
-            __m256d pos = _mm256_cmp_pd(d, zero, _CMP_GT_OQ);
-            sum = _mm256_add_pd(sum, _mm256_and_pd(pos, _mm256_mul_pd(d, d)));
-        }
-        __m256d apart = _mm256_cmp_pd(sum, zero, _CMP_GT_OQ);
-        __m256d key = _mm256_sub_pd(zero, _mm256_add_pd(_mm256_load_pd(&q->r[4 * g]), br));
-        __m256d out_apart = _mm256_and_pd(apart, _mm256_cmp_pd(sum, t2v, _CMP_GT_OQ));
-        __m256d out_pen = _mm256_andnot_pd(
-            apart, ties ? _mm256_cmp_pd(key, th, _CMP_GT_OQ) : _mm256_cmp_pd(key, th, _CMP_GE_OQ));
-        unsigned out = (unsigned)_mm256_movemask_pd(_mm256_or_pd(out_apart, out_pen));
-        keep |= (uint64_t)(bits & ~out & 0xFu) << (4 * g);
-    }
-    return keep;
-}
+#define PASS_FN pass_avx2
+#define PASS_BALL_FN pass_ball_avx2
+#define PASS_ATTR __attribute__((target("avx2"))) inline
+#define LANES 4
+#define lane_d __m256d
+#define lane_m __m256d
+#define L_SET1(x) _mm256_set1_pd(x)
+#define L_LOAD(p) _mm256_load_pd(p)
+#define L_ADD(a, b) _mm256_add_pd(a, b)
+#define L_SUB(a, b) _mm256_sub_pd(a, b)
+#define L_MUL(a, b) _mm256_mul_pd(a, b)
+#define L_MAX(a, b) _mm256_max_pd(a, b)
+#define L_GT(a, b) _mm256_cmp_pd(a, b, _CMP_GT_OQ)
+#define L_GE(a, b) _mm256_cmp_pd(a, b, _CMP_GE_OQ)
+#define L_LT(a, b) _mm256_cmp_pd(a, b, _CMP_LT_OQ)
+#define L_OR(a, b) _mm256_or_pd(a, b)
+#define L_IF(m, a, b) _mm256_or_pd(_mm256_and_pd(m, a), _mm256_andnot_pd(m, b))
+#define L_KEEP(m, x) _mm256_and_pd(m, x)
+#define L_BITS(m) ((unsigned)_mm256_movemask_pd(m))
+#include "bvh_pass.h"
 #endif
 
 /* The queries of mask the box does not exclude below threshold (at it
@@ -1264,78 +1242,6 @@ void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
     q->c[2][k] = c.z;
     q->r[k] = b.r;
 }
-
-/* pass for balls: a ball is excluded by the box when the distance from its
- * centre to the box less its radius is at least the threshold (the box's
- * own padding and the ball's keep this below every computed distance), or
- * when they overlap and even the deepest penetration, -(r + the box's
- * radius bound), is.  Coordinates up to 1e300 (the callers' range) keep
- * the squares from overflowing into NaN. */
-static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_box *b,
-                                   double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    while (mask) {
-        unsigned k = (unsigned)__builtin_ctzll(mask);
-        mask &= mask - 1;
-        double s2 = 0.0;
-        for (int a = 0; a < 3; a++) {
-            double d1 = b->lo[a] - q->c[a][k], d2 = q->c[a][k] - b->hi[a];
-            double d = MAX2(d1, d2);
-            if (d > 0.0)
-                s2 += d * d;
-        }
-        double t = threshold + q->r[k];
-        double deep = -(q->r[k] + b->r);
-        bool out = s2 > 0.0 ? (t < 0.0 || s2 > t * t * RP_SQUARE_SLACK)
-                            : (deep > threshold || (deep == threshold && !ties));
-        if (!out)
-            keep |= (uint64_t)1 << k;
-    }
-    return keep;
-}
-
-#ifdef RP_HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static inline uint64_t pass_ball_avx2(const rp_balls *q,
-                                                                      uint64_t mask,
-                                                                      const test_box *b,
-                                                                      double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    __m256d zero = _mm256_setzero_pd();
-    __m256d blo[3], bhi[3];
-    for (int a = 0; a < 3; a++) {
-        blo[a] = _mm256_set1_pd(b->lo[a]);
-        bhi[a] = _mm256_set1_pd(b->hi[a]);
-    }
-    __m256d br = _mm256_set1_pd(b->r), th = _mm256_set1_pd(threshold),
-            slack = _mm256_set1_pd(RP_SQUARE_SLACK);
-    while (mask) {
-        unsigned g = (unsigned)__builtin_ctzll(mask) / 4;
-        unsigned bits = (unsigned)(mask >> (4 * g)) & 0xFu;
-        mask &= ~((uint64_t)0xF << (4 * g));
-        __m256d s2 = zero;
-        for (int a = 0; a < 3; a++) {
-            __m256d c = _mm256_load_pd(&q->c[a][4 * g]);
-            __m256d d1 = _mm256_sub_pd(blo[a], c), d2 = _mm256_sub_pd(c, bhi[a]);
-            __m256d d = _mm256_max_pd(d2, d1);
-            __m256d pos = _mm256_cmp_pd(d, zero, _CMP_GT_OQ);
-            s2 = _mm256_add_pd(s2, _mm256_and_pd(pos, _mm256_mul_pd(d, d)));
-        }
-        __m256d r = _mm256_load_pd(&q->r[4 * g]);
-        __m256d t = _mm256_add_pd(th, r);
-        __m256d apart = _mm256_cmp_pd(s2, zero, _CMP_GT_OQ);
-        __m256d far = _mm256_or_pd(
-            _mm256_cmp_pd(t, zero, _CMP_LT_OQ),
-            _mm256_cmp_pd(s2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_GT_OQ));
-        __m256d dk = _mm256_sub_pd(zero, _mm256_add_pd(r, br));
-        __m256d deep = ties ? _mm256_cmp_pd(dk, th, _CMP_GT_OQ) : _mm256_cmp_pd(dk, th, _CMP_GE_OQ);
-        __m256d out = _mm256_or_pd(_mm256_and_pd(apart, far), _mm256_andnot_pd(apart, deep));
-        keep |= (uint64_t)(bits & ~(unsigned)_mm256_movemask_pd(out) & 0xFu) << (4 * g);
-    }
-    return keep;
-}
-#endif
 
 static inline __attribute__((always_inline)) uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
                                  double threshold, bool ties, int simd)
