@@ -12,9 +12,6 @@
  * pass; min and max are the fastest and slowest passes.  Cases:
  *   frames       rp_kin_frames_ (internal, model_int.h): the 9 frame poses a
  *                check needs, nothing else;
- *   sketch frames  the same frames from sketch_frames (below, bench-only):
- *                rp_kin_frames_ with the same arithmetic but restrict and
- *                constant column indices; equal bit for bit (checked);
  *   fk           rp_model_fk: input check + frames + the pose of all 12
  *                tree links (what model.fk returns);
  *   place        rp_model_check_joints, no scene, self collision off: FK +
@@ -88,7 +85,6 @@ static volatile double g_sink;
 
 typedef enum kcase {
     K_FRAMES,
-    K_SKETCH_FRAMES, /* sketch_frames (below) */
     K_FK,
     K_CHECK, /* rp_model_check_joints */
     K_BATCH  /* rp_model_check_joints_batch, BATCH_N configurations a call */
@@ -102,89 +98,6 @@ typedef struct timing {
     double med, min, max; /* ns per configuration */
     double coll;          /* share in collision */
 } timing;
-
-/* ---- sketch: forward kinematics with the same arithmetic (bench-only) ------------ */
-/*
- * rp_kin_frames_ (src/scene/kin.c) with three changes that keep every
- * result bit for bit (checked on every configuration): each frame is
- * composed into a local (restrict-qualified compose: the compiler may keep
- * the 12 values in registers instead of re-reading them after every store
- * through a pointer that might alias), the rotation about a principal axis
- * uses constant column indices (a switch on axis_kind instead of (k+1) % 3
- * and (k+2) % 3 at run time), and the frame is stored once.
- */
-static inline void sk_compose(const rp_transform *restrict a, const rp_transform *restrict b,
-                              rp_transform *restrict out)
-{
-    for (int i = 0; i < 3; i++) {
-        double a0 = a->r[i][0], a1 = a->r[i][1], a2 = a->r[i][2];
-        out->r[i][0] = a0 * b->r[0][0] + a1 * b->r[1][0] + a2 * b->r[2][0];
-        out->r[i][1] = a0 * b->r[0][1] + a1 * b->r[1][1] + a2 * b->r[2][1];
-        out->r[i][2] = a0 * b->r[0][2] + a1 * b->r[1][2] + a2 * b->r[2][2];
-    }
-    out->t.x = a->r[0][0] * b->t.x + a->r[0][1] * b->t.y + a->r[0][2] * b->t.z + a->t.x;
-    out->t.y = a->r[1][0] * b->t.x + a->r[1][1] * b->t.y + a->r[1][2] * b->t.z + a->t.y;
-    out->t.z = a->r[2][0] * b->t.x + a->r[2][1] * b->t.y + a->r[2][2] * b->t.z + a->t.z;
-}
-
-/* Columns u, w of p rotated by (c, s), as apply_motion does. */
-#define SK_MIX(p, u, w, c, s)                                                                      \
-    for (int i_ = 0; i_ < 3; i_++) {                                                               \
-        double pu_ = (p).r[i_][u], pw_ = (p).r[i_][w];                                             \
-        (p).r[i_][u] = (c)*pu_ + (s)*pw_;                                                          \
-        (p).r[i_][w] = (c)*pw_ - (s)*pu_;                                                          \
-    }
-
-static void sketch_frames(const rp_model *m, const double *q, rp_transform *frames)
-{
-    const rp_kin *k = m->kin;
-    const rp_transform identity = rp_transform_identity();
-    for (size_t f = 0; f < m->frame_count; f++) {
-        const rp_kin_joint *j = &k->moving[f];
-        rp_transform p;
-        sk_compose(j->parent < 0 ? &identity : &frames[j->parent], &j->pre, &p);
-        double v = j->mult * q[j->src] + j->off;
-        if (j->type == RP_JOINT_PRISMATIC) {
-            rp_vec3 d = {j->axis.x * v, j->axis.y * v, j->axis.z * v};
-            p.t.x += p.r[0][0] * d.x + p.r[0][1] * d.y + p.r[0][2] * d.z;
-            p.t.y += p.r[1][0] * d.x + p.r[1][1] * d.y + p.r[1][2] * d.z;
-            p.t.z += p.r[2][0] * d.x + p.r[2][1] * d.y + p.r[2][2] * d.z;
-        } else {
-            double c = cos(v), s = sin(v);
-            switch (j->axis_kind) {
-            case 0: SK_MIX(p, 1, 2, c, s); break;
-            case 1: SK_MIX(p, 2, 0, c, s); break;
-            case 2: SK_MIX(p, 0, 1, c, s); break;
-            default: {
-                double x = j->axis.x, y = j->axis.y, z = j->axis.z, kk = 1.0 - c;
-                double mm[3][3] = {{c + kk * x * x, kk * x * y - s * z, kk * x * z + s * y},
-                                   {kk * x * y + s * z, c + kk * y * y, kk * y * z - s * x},
-                                   {kk * x * z - s * y, kk * y * z + s * x, c + kk * z * z}};
-                for (int i = 0; i < 3; i++) {
-                    double a0 = p.r[i][0], a1 = p.r[i][1], a2 = p.r[i][2];
-                    p.r[i][0] = a0 * mm[0][0] + a1 * mm[1][0] + a2 * mm[2][0];
-                    p.r[i][1] = a0 * mm[0][1] + a1 * mm[1][1] + a2 * mm[2][1];
-                    p.r[i][2] = a0 * mm[0][2] + a1 * mm[1][2] + a2 * mm[2][2];
-                }
-            }
-            }
-        }
-        frames[f] = p;
-    }
-}
-
-/* Dies unless sketch_frames equals rp_kin_frames_ bit for bit on every
- * configuration. */
-static void sketch_frames_verify(const rp_model *m, const double *q, size_t n, size_t dof)
-{
-    rp_transform a[RP_STACK_FRAMES], b[RP_STACK_FRAMES];
-    for (size_t k = 0; k < n; k++) {
-        rp_kin_frames_(m, NULL, &q[k * dof], a);
-        sketch_frames(m, &q[k * dof], b);
-        if (memcmp(a, b, m->frame_count * sizeof *a) != 0)
-            kb_die("sketch_frames differs from rp_kin_frames_ at configuration %zu", k);
-    }
-}
 
 /* --only: run the per-configuration rows whose name contains this (or, with
  * a leading '=', is exactly the rest). */
@@ -212,9 +125,6 @@ __attribute__((noinline)) static double run_pass(kcase kc, const rp_model *m, co
         const double *qk = &q[k * dof];
         if (kc == K_FRAMES) {
             rp_kin_frames_(m, NULL, qk, frames);
-            sink += frames[0].t.x;
-        } else if (kc == K_SKETCH_FRAMES) {
-            sketch_frames(m, qk, frames);
             sink += frames[0].t.x;
         } else if (kc == K_FK) {
             if (rp_model_fk(m, NULL, qk, poses) != RP_OK)
@@ -727,10 +637,6 @@ int main(int argc, char **argv)
             print_row(name, time_case(kc, model, sc, rep, q, n_configs, dof, passes), coll);       \
     } while (0)
     ROW("frames (rp_kin_frames_)", K_FRAMES, m, NULL, RP_REPORT_FIRST, false);
-    if (selected("sketch frames (same bits)")) {
-        sketch_frames_verify(m, q, n_configs, dof);
-        ROW("sketch frames (same bits)", K_SKETCH_FRAMES, m, NULL, RP_REPORT_FIRST, false);
-    }
     ROW("fk (rp_model_fk)", K_FK, m, NULL, RP_REPORT_FIRST, false);
     ROW("place (no scene, -self)", K_CHECK, m0, NULL, RP_REPORT_FIRST, true);
     ROW("self (no scene) first", K_CHECK, m, NULL, RP_REPORT_FIRST, true);

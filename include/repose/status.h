@@ -1,9 +1,9 @@
 /*
  * repose — status codes shared by every module.
  *
- * One table, RP_STATUS_MAP, generates the enum, the symbolic name, the human
- * message and the JSON-RPC error code that the daemon uses when the status
- * reaches a client.  Adding an error is adding one row here.  The geometry
+ * One table, RP_STATUS_MAP, generates the enum, the symbolic name and the
+ * human message.  Adding an error is adding one row here (and, for the
+ * daemon, its JSON-RPC code in src/server: rpd_status_code).  The geometry
  * core only ever returns the first rows; the scene store and the daemon use
  * the rest.
  */
@@ -16,28 +16,28 @@
 extern "C" {
 #endif
 
-/* X(enum constant, message, JSON-RPC code) */
-#define RP_STATUS_MAP(X)                                                          \
-    X(RP_OK,                  "ok",                                      0)      \
-    X(RP_ERR_NONFINITE,       "coordinate must be finite",               -32602) \
-    X(RP_ERR_RADIUS_NONFINITE,"radius must be finite",                   -32602) \
-    X(RP_ERR_RADIUS_NEGATIVE, "radius must be >= 0",                     -32602) \
-    X(RP_ERR_SHAPE_KIND,      "unknown shape kind",                      -32602) \
-    X(RP_ERR_TRANSFORM,       "rotation must be orthonormal with det +1", -32602) \
-    X(RP_ERR_QUATERNION,      "quaternion must be finite and non-zero",  -32602) \
-    X(RP_ERR_INVALID_ARG,     "invalid argument",                        -32602) \
-    X(RP_ERR_NOMEM,           "out of memory",                           -32603) \
-    X(RP_ERR_NOT_FOUND,       "not found",                               -32001) \
-    X(RP_ERR_EXISTS,          "already exists",                          -32002) \
-    X(RP_ERR_REVISION,        "revision conflict",                       -32003) \
-    X(RP_ERR_LIMIT,           "limit exceeded",                          -32004) \
-    X(RP_ERR_ABORTED,         "refused by the store's commit hook",      -32007) \
-    X(RP_ERR_WORK,            "work budget spent",                       -32004)
+/* X(enum constant, message) */
+#define RP_STATUS_MAP(X)                                                    \
+    X(RP_OK,                   "ok")                                        \
+    X(RP_ERR_NONFINITE,        "coordinate must be finite")                 \
+    X(RP_ERR_RADIUS_NONFINITE, "radius must be finite")                     \
+    X(RP_ERR_RADIUS_NEGATIVE,  "radius must be >= 0")                       \
+    X(RP_ERR_SHAPE_KIND,       "unknown shape kind")                        \
+    X(RP_ERR_TRANSFORM,        "rotation must be orthonormal with det +1")  \
+    X(RP_ERR_QUATERNION,       "quaternion must be finite and non-zero")    \
+    X(RP_ERR_INVALID_ARG,      "invalid argument")                          \
+    X(RP_ERR_NOMEM,            "out of memory")                             \
+    X(RP_ERR_NOT_FOUND,        "not found")                                 \
+    X(RP_ERR_EXISTS,           "already exists")                            \
+    X(RP_ERR_REVISION,         "revision conflict")                         \
+    X(RP_ERR_LIMIT,            "limit exceeded")                            \
+    X(RP_ERR_ABORTED,          "refused by the store's commit hook")        \
+    X(RP_ERR_WORK,             "work budget spent")
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.
 typedef enum rp_status {
-#define RP_STATUS_ENUM_(name, msg, code) name,
+#define RP_STATUS_ENUM_(name, msg) name,
     RP_STATUS_MAP(RP_STATUS_ENUM_)
 #undef RP_STATUS_ENUM_
     RP_STATUS_COUNT_ ///< Number of codes; not a status.
@@ -49,10 +49,6 @@ RP_API const char *rp_status_str(rp_status st);
 
 /// Symbolic name of a status ("RP_ERR_RADIUS_NEGATIVE").  Never NULL.
 RP_API const char *rp_status_name(rp_status st);
-
-/// JSON-RPC 2.0 error code a status maps to (0 for RP_OK, -32603 for an
-/// unknown value).
-RP_API int rp_status_rpc_code(rp_status st);
 
 #ifdef __cplusplus
 }

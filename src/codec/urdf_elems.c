@@ -102,24 +102,35 @@ static const char *attr(const XML_Char **atts, const char *name)
     return NULL;
 }
 
+/* Attribute `name`; NULL when absent, and then, if it is `required`, the
+ * parse failed. */
+static const char *get_attr(ctx *c, const XML_Char **atts, const char *name, bool required)
+{
+    const char *s = attr(atts, name);
+    if (!s && required)
+        rp_urdf_fail_(c, "the %s attribute is required", name);
+    return s;
+}
+
+/* Fails the parse on attribute name="s" (quoted), saying `why`; false. */
+static bool bad_attr(ctx *c, const char *name, const char *s, const char *why)
+{
+    char q[RP_URDF_QUOTE_BUF];
+    rp_urdf_fail_(c, "%s=\"%s\" %s", name, rp_urdf_quote_(q, s), why);
+    return false;
+}
+
 /* Attribute `name` as a number; `dflt` when absent unless `required`.
  * False (and the parse failed) otherwise. */
 static bool num_attr(ctx *c, const XML_Char **atts, const char *name, bool required, double dflt,
                      double *out)
 {
-    const char *s = attr(atts, name);
-    char q[RP_URDF_QUOTE_BUF];
+    const char *s = get_attr(c, atts, name, required);
     if (!s) {
-        if (required)
-            rp_urdf_fail_(c, "the %s attribute is required", name);
         *out = dflt;
         return !required;
     }
-    if (!rp_urdf_number_(s, strlen(s), out)) {
-        rp_urdf_fail_(c, "%s=\"%s\" is not a finite number", name, rp_urdf_quote_(q, s));
-        return false;
-    }
-    return true;
+    return rp_urdf_number_(s, strlen(s), out) || bad_attr(c, name, s, "is not a finite number");
 }
 
 /* A required number > 0 (a dimension). */
@@ -138,19 +149,12 @@ static bool dim_attr(ctx *c, const XML_Char **atts, const char *name, double *ou
 static bool vec3_attr(ctx *c, const XML_Char **atts, const char *name, bool required, rp_vec3 dflt,
                       rp_vec3 *out)
 {
-    const char *s = attr(atts, name);
-    char q[RP_URDF_QUOTE_BUF];
+    const char *s = get_attr(c, atts, name, required);
     if (!s) {
-        if (required)
-            rp_urdf_fail_(c, "the %s attribute is required", name);
         *out = dflt;
         return !required;
     }
-    if (!rp_urdf_vec3_(s, out)) {
-        rp_urdf_fail_(c, "%s=\"%s\" must be three finite numbers", name, rp_urdf_quote_(q, s));
-        return false;
-    }
-    return true;
+    return rp_urdf_vec3_(s, out) || bad_attr(c, name, s, "must be three finite numbers");
 }
 
 /* A URDF name: the id syntax without '#', which is left to the shape ids
@@ -164,15 +168,12 @@ static bool valid_urdf_name(const char *s)
  * syntax; NULL (and the parse failed) otherwise. */
 static const char *name_attr(ctx *c, const XML_Char **atts, const char *name)
 {
-    const char *s = attr(atts, name);
-    char q[RP_URDF_QUOTE_BUF];
-    if (!s)
-        rp_urdf_fail_(c, "the %s attribute is required", name);
-    else if (!valid_urdf_name(s))
-        rp_urdf_fail_(c, "%s=\"%s\" " R_NAME, name, rp_urdf_quote_(q, s));
-    else
-        return s;
-    return NULL;
+    const char *s = get_attr(c, atts, name, true);
+    if (s && !valid_urdf_name(s)) {
+        bad_attr(c, name, s, R_NAME);
+        return NULL;
+    }
+    return s;
 }
 
 /* ---- URDF: links and collisions ------------------------------------------- */
@@ -514,17 +515,14 @@ static void open_disable(ctx *c, const XML_Char **atts)
 {
     rp_urdf_push_path_(c, "disable_collisions[%zu]", c->n_disable++);
     const char *names[2];
-    char q[RP_URDF_QUOTE_BUF];
     for (int k = 0; k < 2; k++) {
         const char *key = k ? "link2" : "link1";
-        const char *s = attr(atts, key);
-        size_t index = s ? find_link(c->u, s) : SIZE_MAX;
-        if (!s) {
-            rp_urdf_fail_(c, "the %s attribute is required", key);
+        const char *s = get_attr(c, atts, key, true);
+        if (!s)
             return;
-        }
+        size_t index = find_link(c->u, s);
         if (index == SIZE_MAX) {
-            rp_urdf_fail_(c, "%s=\"%s\" is not a link of the URDF", key, rp_urdf_quote_(q, s));
+            bad_attr(c, key, s, "is not a link of the URDF");
             return;
         }
         names[k] = c->u->links[index].name;

@@ -1,12 +1,12 @@
-/* Status names, messages and JSON-RPC codes, all generated from RP_STATUS_MAP. */
+/* Status names and messages, generated from RP_STATUS_MAP.  (Their JSON-RPC
+ * codes belong to the daemon: src/server/req.c, rpd_status_code.) */
 #include "repose/status.h"
 
 static const struct {
     const char *name;
     const char *message;
-    int rpc_code;
 } status_table[] = {
-#define RP_STATUS_ROW_(name, msg, code) {#name, msg, code},
+#define RP_STATUS_ROW_(name, msg) {#name, msg},
     RP_STATUS_MAP(RP_STATUS_ROW_)
 #undef RP_STATUS_ROW_
 };
@@ -24,9 +24,4 @@ const char *rp_status_str(rp_status st)
 const char *rp_status_name(rp_status st)
 {
     return in_range(st) ? status_table[st].name : "RP_ERR_UNKNOWN";
-}
-
-int rp_status_rpc_code(rp_status st)
-{
-    return in_range(st) ? status_table[st].rpc_code : -32603;
 }

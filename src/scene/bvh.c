@@ -10,9 +10,10 @@
  * its box is computed from the shape when needed (shape_fbox), and its
  * parent node sits in its scene entry (scene_entry.leaf, in what was
  * padding).  Boxes are floats rounded outwards, so a float box always
- * contains the double-precision shape.  Nodes are read through node_at and
- * written through node_mut only, so that the storage can later become
- * copy-on-write chunks shared between scene versions.
+ * contains the double-precision shape.  The nodes live in copy-on-write
+ * chunks (chunks.h) that scene versions share: they are read through
+ * node_at and written through node_mut only, which first makes the node's
+ * chunk this version's own when another version still shares it.
  *
  * Bounds.  Every pair inside a node is at least as far apart as the query's
  * box and the node's box (both include the radii); when those overlap, the
@@ -59,19 +60,15 @@
  *     if needed; otherwise remove and insert.
  *   The walks stop at the first ancestor that does not change: O(log n)
  *   per shape.
- *   - Bulk: scene.create, and a put adding more than count/4 + 64 shapes,
- *     build the whole tree top-down (build_tree: median splits along the
- *     widest axis of the shapes' core centres, which is balanced).
- *   - Quality: after a mutation, once the leaf insertions and removals
- *     since the last check exceed count/4 + 64, the summed inner-node area
- *     is measured (O(n), so O(1) amortised per change) and the tree is
- *     rebuilt when it is more than twice the area measured at the last
- *     build; it is also rebuilt if the height ever exceeds
- *     2 ceil(log2 n) + 4 (a guard: the AVL bound is lower).  Rebuilds cost
- *     O(n log n) at most once per count/4 changes: O(log n) amortised.
- *   build_tree reads the shapes and writes only the nodes and scratch it is
- *   given, so it can run on a worker thread against an immutable scene;
- *   install_tree then writes the leaves' parents into the entries.
+ *   - Full builds (rp_bvh_build_): median splits along the
+ *     widest axis of the shapes' core centres, which is balanced.  When
+ *     the scene builds its tree whole instead of editing it (bulk puts,
+ *     degraded quality, deferred rebuilds on a worker) is the store's
+ *     policy, in rebuild.c; this file builds and measures (rp_bvh_area_,
+ *     rp_bvh_height_).
+ *   rp_bvh_build_ reads the shapes and writes only the nodes and scratch it
+ *   is given, so it can run on a worker thread against an immutable scene;
+ *   rp_bvh_install_ then writes the leaves' parents into the entries.
  */
 #include <float.h>
 #include <math.h>
@@ -99,9 +96,6 @@ _Static_assert(sizeof(rp_bvh_node) == 44, "tree nodes are budgeted at 44 bytes")
  * and the AVL invariant keeps the height below 45 for any scene
  * (RP_BVH_MAX_SHAPES shapes). */
 #define STACK_MAX 64
-/* A bulk build or a quality check happens after this many changes beyond
- * count/4 (small scenes would otherwise check all the time). */
-#define CHURN_MIN 64
 
 /* ---- node access -------------------------------------------------------------- */
 
@@ -321,11 +315,6 @@ static inline double shape_key(const double qlo[3], const double qhi[3], double 
 }
 
 #define key_excludes rp_key_excludes_
-
-void rp_shape_dbox_(const rp_shape *s, rp_dbox *out)
-{
-    *out = shape_box(s);
-}
 
 /* ---- structure edits -------------------------------------------------------------- */
 
@@ -569,11 +558,6 @@ bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st)
     return rp_chunks_share(&dst->nodes, &src->nodes, &st->bytes);
 }
 
-bool rp_bvh_bulk_(size_t count, size_t fresh)
-{
-    return fresh >= 2 && (count == 0 || fresh > count / 4 + CHURN_MIN);
-}
-
 void rp_bvh_insert_(rp_scene *sc, uint32_t e)
 {
     fbox L = shape_fbox(&RP_ENTRY(sc, e)->shape);
@@ -737,9 +721,9 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
  * (room for n) as scratch; reads the entries and writes nothing else, so
  * that it can run beside readers of the scene.  Returns the root reference
  * and the summed node area; items[i].leaf then holds entry
- * items[i].index's parent (install_tree). */
-static uint32_t build_tree(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
-                           double *area)
+ * items[i].index's parent (rp_bvh_install_). */
+uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
+                       double *area)
 {
     *area = 0.0;
     for (uint32_t i = 0; i < n; i++) {
@@ -758,9 +742,7 @@ static uint32_t build_tree(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_it
     return 0;
 }
 
-/* Makes a tree built by build_tree over the scene's n shapes the scene's
- * own (its nodes must already be t->nodes). */
-static void install_tree(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area)
+void rp_bvh_install_(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area)
 {
     rp_bvh *t = &sc->tree;
     uint32_t n = (uint32_t)sc->count;
@@ -779,14 +761,14 @@ void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items)
     /* The old tree is dead once the entries changed, so the new one is
      * built into the same (reserved) nodes. */
     double area;
-    uint32_t root = build_tree(&sc->entries, (uint32_t)sc->count, &sc->tree, items, &area);
-    install_tree(sc, root, items, area);
+    uint32_t root = rp_bvh_build_(&sc->entries, (uint32_t)sc->count, &sc->tree, items, &area);
+    rp_bvh_install_(sc, root, items, area);
     free(items);
 }
 
-/* The summed half areas of the inner nodes (the tree's quality measure:
- * proportional to the expected number of nodes a query visits). */
-static double summed_area(const rp_bvh *t)
+/* ---- measures (the rebuild policy's, rebuild.c) ------------------------------- */
+
+double rp_bvh_area_(const rp_bvh *t)
 {
     double sum = 0.0;
     for (uint32_t i = 0; i < t->n_nodes; i++)
@@ -794,169 +776,9 @@ static double summed_area(const rp_bvh *t)
     return sum;
 }
 
-static uint32_t ceil_log2(size_t n)
+uint32_t rp_bvh_height_(const rp_bvh *t)
 {
-    uint32_t k = 0;
-    while (k < 64 && ((size_t)1 << k) < n)
-        k++;
-    return k;
-}
-
-/* Rebuilds sc's tree in place (a mutation's thread).  Optional work: when
- * memory is short the tree stays as it is (valid, just slower).  A rebuild
- * writes every node and every entry's leaf: when another version shares
- * them, that takes a copy of each shared chunk. */
-static void rebuild_in_place(rp_scene *sc)
-{
-    rp_store *st = sc->store;
-    if (!rp_chunks_stock(&sc->tree.nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
-        !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes))
-        return;
-    rp_bvh_item *items = rp_bvh_items_new_(sc->count);
-    if (items)
-        rp_bvh_rebuild_(sc, items);
-}
-
-void rp_bvh_maintain_(rp_scene *sc)
-{
-    rp_bvh *t = &sc->tree;
-    size_t n = sc->count;
-    uint32_t height = t->root == RP_BVH_NIL ? 0 : ref_height(t, t->root);
-    bool rebuild = height > 2 * ceil_log2(n) + 4;
-    if (!rebuild && t->churn > n / 4 + CHURN_MIN) {
-        t->churn = 0;
-        rebuild = summed_area(t) > 2.0 * t->built_area;
-    }
-    if (!rebuild)
-        return;
-    if (sc->store->defer_rebuilds) {
-        t->want_rebuild = true; /* rp_store_rebuild_take hands it out */
-        sc->store->rebuild_hint = true;
-        return;
-    }
-    rebuild_in_place(sc);
-}
-
-/* ---- rebuilds on another thread (scene.h) ------------------------------------ */
-
-struct rp_rebuild {
-    rp_scene *sc;       /* the version built from (a reference) */
-    rp_bvh tree;        /* the new tree: private node chunks */
-    rp_bvh_item *items; /* leaves out of the build */
-    uint32_t root;
-    double area;
-    size_t bytes;       /* heap the new tree holds, not yet the store's */
-    bool ok;            /* run got its memory */
-};
-
-void rp_store_defer_rebuilds(rp_store *st, bool defer)
-{
-    st->defer_rebuilds = defer;
-}
-
-rp_status rp_store_bulk_load(rp_store *st, bool on)
-{
-    st->bulk_loading = on;
-    if (on)
-        return RP_OK;
-    for (size_t i = 0; i < st->count; i++) {
-        rp_scene *sc = st->scenes[i];
-        if (!sc->tree_stale)
-            continue;
-        rp_bvh_item *items = NULL;
-        if (!rp_chunks_stock(&sc->tree.nodes, sizeof(rp_bvh_node), SIZE_MAX, &st->bytes) ||
-            !rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes) ||
-            !(items = rp_bvh_items_new_(sc->count)))
-            return RP_ERR_NOMEM;
-        rp_bvh_rebuild_(sc, items); /* frees items */
-        sc->tree_stale = false;
-    }
-    return RP_OK;
-}
-
-rp_rebuild *rp_store_rebuild_take(rp_store *st)
-{
-    if (!st->rebuild_hint || st->snapshot)
-        return NULL;
-    for (size_t i = 0; i < st->count; i++) {
-        rp_scene *sc = st->scenes[i];
-        if (!sc->tree.want_rebuild || sc->tree.rebuilding)
-            continue;
-        rp_rebuild *rb = calloc(1, sizeof *rb);
-        if (!rb)
-            return NULL; /* the hint stays: taken again later */
-        rb->sc = sc;
-        rp_scene_retain_(sc); /* from now on a mutation copies the scene */
-        rp_bvh_init_(&rb->tree);
-        sc->tree.rebuilding = true;
-        return rb;
-    }
-    st->rebuild_hint = false; /* nothing left to hand out */
-    return NULL;
-}
-
-void rp_rebuild_run(rp_rebuild *rb)
-{
-    /* Reads the version taken (immutable while held), writes only what rb
-     * owns; the byte count is rb's until the finish. */
-    const rp_scene *sc = rb->sc;
-    uint32_t n = (uint32_t)sc->count;
-    rb->items = rp_bvh_items_new_(n);
-    if (!rb->items ||
-        !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, NULL, NULL,
-                        &rb->bytes))
-        return;
-    rb->root = build_tree(&sc->entries, n, &rb->tree, rb->items, &rb->area);
-    rb->ok = true;
-}
-
-bool rp_store_rebuild_finish(rp_store *st, rp_rebuild *rb)
-{
-    size_t i = 0;
-    while (i < st->count && strcmp(st->scenes[i]->name, rb->sc->name) != 0)
-        i++;
-    rp_scene *cur = i < st->count ? st->scenes[i] : NULL;
-    bool same = cur == rb->sc, installed = false;
-    rp_scene_release_(rb->sc); /* before rp_store_writable_: it counts holders */
-    rb->sc = NULL;
-    st->rebuild_hint = true; /* cur (or another scene) may want one still */
-    if (cur)
-        cur->tree.rebuilding = false;
-    if (!cur || !cur->tree.want_rebuild) {
-        /* Deleted, or rebuilt by a mutation meanwhile: nothing to do. */
-    } else if (same && rb->ok) {
-        /* Unchanged since the take: the new tree replaces the old one.  The
-         * scene may have become shared meanwhile (a snapshot): then a copy
-         * takes it, as for a mutation. */
-        rp_scene *sc = rp_store_writable_(st, i);
-        if (sc && rp_chunks_stock(&sc->entries, sizeof(scene_entry), SIZE_MAX, &st->bytes)) {
-            rp_bvh_free_(&sc->tree, st);
-            st->bytes += rb->bytes;
-            rb->bytes = 0;
-            sc->tree = rb->tree;
-            rp_bvh_init_(&rb->tree);
-            install_tree(sc, rb->root, rb->items, rb->area);
-            installed = true;
-        } else if (sc) {
-            cur = sc;
-        }
-    }
-    if (cur && !installed && cur->tree.want_rebuild && ++cur->tree.rebuild_misses >= 3 &&
-        cur->count <= RP_REBUILD_IN_PLACE_MAX) {
-        /* It keeps changing faster than it can be rebuilt on the side (or
-         * memory is short): rebuild in place, when that is short enough
-         * for the mutating thread.  A larger scene keeps its tree (queries
-         * stay exact, only slower) and is taken again. */
-        rp_scene *sc = rp_store_writable_(st, i);
-        if (sc) {
-            rebuild_in_place(sc);
-            installed = !sc->tree.want_rebuild;
-        }
-    }
-    rp_chunks_free(&rb->tree.nodes, sizeof(rp_bvh_node), NULL, NULL, &rb->bytes);
-    free(rb->items);
-    free(rb);
-    return installed;
+    return t->root == RP_BVH_NIL ? 0 : ref_height(t, t->root);
 }
 
 /* ---- invariants (tests) ------------------------------------------------------------ */
@@ -1351,73 +1173,51 @@ typedef struct test_box {
     double lo[3], hi[3], r;
 } test_box;
 
-/* The queries of `mask` that the box does not exclude below `threshold`
- * (key_excludes with ties losing, as rp_scene_below_): the portable code,
- * one query at a time with node_key's arithmetic. */
-static uint64_t pass_portable(const rp_multi *q, uint64_t mask, const test_box *b,
-                              double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    while (mask) {
-        unsigned k = (unsigned)__builtin_ctzll(mask);
-        mask &= mask - 1;
-        double sum = 0.0;
-        for (int a = 0; a < 3; a++) {
-            double d1 = b->lo[a] - q->hi[a][k], d2 = q->lo[a][k] - b->hi[a];
-            double d = MAX2(d1, d2);
-            if (d > 0.0)
-                sum += d * d;
-        }
-        double key = sum > 0.0 ? sum : -(q->r[k] + b->r);
-        if (!key_excludes(key, threshold, ties))
-            keep |= (uint64_t)1 << k;
-    }
-    return keep;
-}
+/* The box tests, pass_portable and pass_avx2 (and pass_ball_*), from one
+ * body: bvh_pass.h, instantiated with one query per lane and with four (it
+ * undefines these parameters at its end). */
+#define PASS_FN pass_portable
+#define PASS_BALL_FN pass_ball_portable
+#define PASS_ATTR
+#define LANES 1
+#define lane_d double
+#define lane_m bool
+#define L_SET1(x) (x)
+#define L_LOAD(p) (*(p))
+#define L_ADD(a, b) ((a) + (b))
+#define L_SUB(a, b) ((a) - (b))
+#define L_MUL(a, b) ((a) * (b))
+#define L_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define L_GT(a, b) ((a) > (b))
+#define L_GE(a, b) ((a) >= (b))
+#define L_LT(a, b) ((a) < (b))
+#define L_OR(a, b) ((a) || (b))
+#define L_IF(m, a, b) ((m) ? (a) : (b))
+#define L_KEEP(m, x) ((m) ? (x) : 0.0)
+#define L_BITS(m) ((unsigned)(m))
+#include "bvh_pass.h"
 
 #ifdef RP_HAVE_AVX2_PATH
-/* The same, four queries per step.  The same operations in the same order
- * (no fused multiply-add), so the same keys bit for bit: a lane's sum adds
- * d*d only where d > 0, as node_key does. */
-__attribute__((target("avx2"))) static inline uint64_t pass_avx2(const rp_multi *q,
-                                                                 uint64_t mask, const test_box *b,
-                                                                 double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    __m256d zero = _mm256_setzero_pd();
-    __m256d blo[3], bhi[3];
-    for (int a = 0; a < 3; a++) {
-        blo[a] = _mm256_set1_pd(b->lo[a]);
-        bhi[a] = _mm256_set1_pd(b->hi[a]);
-    }
-    __m256d br = _mm256_set1_pd(b->r), th = _mm256_set1_pd(threshold);
-    /* key_excludes: apart (sum > 0) is excluded when threshold < 0, or when
-     * sum > threshold^2 * SQUARE_SLACK; overlapping (key = -(r + br) <= 0)
-     * when key >= threshold (ties lose). */
-    double t2 = threshold < 0.0 ? -1.0 : threshold * threshold * RP_SQUARE_SLACK;
-    __m256d t2v = _mm256_set1_pd(t2);
-    while (mask) {
-        unsigned g = (unsigned)__builtin_ctzll(mask) / 4;
-        unsigned bits = (unsigned)(mask >> (4 * g)) & 0xFu;
-        mask &= ~((uint64_t)0xF << (4 * g));
-        __m256d sum = zero;
-        for (int a = 0; a < 3; a++) {
-            __m256d d1 = _mm256_sub_pd(blo[a], _mm256_load_pd(&q->hi[a][4 * g]));
-            __m256d d2 = _mm256_sub_pd(_mm256_load_pd(&q->lo[a][4 * g]), bhi[a]);
-            __m256d d = _mm256_max_pd(d2, d1); /* MAX2(d1, d2): d1 unless d2 > d1 */
-            __m256d pos = _mm256_cmp_pd(d, zero, _CMP_GT_OQ);
-            sum = _mm256_add_pd(sum, _mm256_and_pd(pos, _mm256_mul_pd(d, d)));
-        }
-        __m256d apart = _mm256_cmp_pd(sum, zero, _CMP_GT_OQ);
-        __m256d key = _mm256_sub_pd(zero, _mm256_add_pd(_mm256_load_pd(&q->r[4 * g]), br));
-        __m256d out_apart = _mm256_and_pd(apart, _mm256_cmp_pd(sum, t2v, _CMP_GT_OQ));
-        __m256d out_pen = _mm256_andnot_pd(
-            apart, ties ? _mm256_cmp_pd(key, th, _CMP_GT_OQ) : _mm256_cmp_pd(key, th, _CMP_GE_OQ));
-        unsigned out = (unsigned)_mm256_movemask_pd(_mm256_or_pd(out_apart, out_pen));
-        keep |= (uint64_t)(bits & ~out & 0xFu) << (4 * g);
-    }
-    return keep;
-}
+#define PASS_FN pass_avx2
+#define PASS_BALL_FN pass_ball_avx2
+#define PASS_ATTR __attribute__((target("avx2"))) inline
+#define LANES 4
+#define lane_d __m256d
+#define lane_m __m256d
+#define L_SET1(x) _mm256_set1_pd(x)
+#define L_LOAD(p) _mm256_load_pd(p)
+#define L_ADD(a, b) _mm256_add_pd(a, b)
+#define L_SUB(a, b) _mm256_sub_pd(a, b)
+#define L_MUL(a, b) _mm256_mul_pd(a, b)
+#define L_MAX(a, b) _mm256_max_pd(a, b)
+#define L_GT(a, b) _mm256_cmp_pd(a, b, _CMP_GT_OQ)
+#define L_GE(a, b) _mm256_cmp_pd(a, b, _CMP_GE_OQ)
+#define L_LT(a, b) _mm256_cmp_pd(a, b, _CMP_LT_OQ)
+#define L_OR(a, b) _mm256_or_pd(a, b)
+#define L_IF(m, a, b) _mm256_or_pd(_mm256_and_pd(m, a), _mm256_andnot_pd(m, b))
+#define L_KEEP(m, x) _mm256_and_pd(m, x)
+#define L_BITS(m) ((unsigned)_mm256_movemask_pd(m))
+#include "bvh_pass.h"
 #endif
 
 /* The queries of mask the box does not exclude below threshold (at it
@@ -1442,78 +1242,6 @@ void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
     q->c[2][k] = c.z;
     q->r[k] = b.r;
 }
-
-/* pass for balls: a ball is excluded by the box when the distance from its
- * centre to the box less its radius is at least the threshold (the box's
- * own padding and the ball's keep this below every computed distance), or
- * when they overlap and even the deepest penetration, -(r + the box's
- * radius bound), is.  Coordinates up to 1e300 (the callers' range) keep
- * the squares from overflowing into NaN. */
-static uint64_t pass_ball_portable(const rp_balls *q, uint64_t mask, const test_box *b,
-                                   double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    while (mask) {
-        unsigned k = (unsigned)__builtin_ctzll(mask);
-        mask &= mask - 1;
-        double s2 = 0.0;
-        for (int a = 0; a < 3; a++) {
-            double d1 = b->lo[a] - q->c[a][k], d2 = q->c[a][k] - b->hi[a];
-            double d = MAX2(d1, d2);
-            if (d > 0.0)
-                s2 += d * d;
-        }
-        double t = threshold + q->r[k];
-        double deep = -(q->r[k] + b->r);
-        bool out = s2 > 0.0 ? (t < 0.0 || s2 > t * t * RP_SQUARE_SLACK)
-                            : (deep > threshold || (deep == threshold && !ties));
-        if (!out)
-            keep |= (uint64_t)1 << k;
-    }
-    return keep;
-}
-
-#ifdef RP_HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static inline uint64_t pass_ball_avx2(const rp_balls *q,
-                                                                      uint64_t mask,
-                                                                      const test_box *b,
-                                                                      double threshold, bool ties)
-{
-    uint64_t keep = 0;
-    __m256d zero = _mm256_setzero_pd();
-    __m256d blo[3], bhi[3];
-    for (int a = 0; a < 3; a++) {
-        blo[a] = _mm256_set1_pd(b->lo[a]);
-        bhi[a] = _mm256_set1_pd(b->hi[a]);
-    }
-    __m256d br = _mm256_set1_pd(b->r), th = _mm256_set1_pd(threshold),
-            slack = _mm256_set1_pd(RP_SQUARE_SLACK);
-    while (mask) {
-        unsigned g = (unsigned)__builtin_ctzll(mask) / 4;
-        unsigned bits = (unsigned)(mask >> (4 * g)) & 0xFu;
-        mask &= ~((uint64_t)0xF << (4 * g));
-        __m256d s2 = zero;
-        for (int a = 0; a < 3; a++) {
-            __m256d c = _mm256_load_pd(&q->c[a][4 * g]);
-            __m256d d1 = _mm256_sub_pd(blo[a], c), d2 = _mm256_sub_pd(c, bhi[a]);
-            __m256d d = _mm256_max_pd(d2, d1);
-            __m256d pos = _mm256_cmp_pd(d, zero, _CMP_GT_OQ);
-            s2 = _mm256_add_pd(s2, _mm256_and_pd(pos, _mm256_mul_pd(d, d)));
-        }
-        __m256d r = _mm256_load_pd(&q->r[4 * g]);
-        __m256d t = _mm256_add_pd(th, r);
-        __m256d apart = _mm256_cmp_pd(s2, zero, _CMP_GT_OQ);
-        __m256d far = _mm256_or_pd(
-            _mm256_cmp_pd(t, zero, _CMP_LT_OQ),
-            _mm256_cmp_pd(s2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_GT_OQ));
-        __m256d dk = _mm256_sub_pd(zero, _mm256_add_pd(r, br));
-        __m256d deep = ties ? _mm256_cmp_pd(dk, th, _CMP_GT_OQ) : _mm256_cmp_pd(dk, th, _CMP_GE_OQ);
-        __m256d out = _mm256_or_pd(_mm256_and_pd(apart, far), _mm256_andnot_pd(apart, deep));
-        keep |= (uint64_t)(bits & ~(unsigned)_mm256_movemask_pd(out) & 0xFu) << (4 * g);
-    }
-    return keep;
-}
-#endif
 
 static inline __attribute__((always_inline)) uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
                                  double threshold, bool ties, int simd)

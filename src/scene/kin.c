@@ -452,7 +452,9 @@ static int axis_kind_of(rp_vec3 a)
     return -1;
 }
 
-rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *err)
+/* The definition's references that the compiler dereferences without
+ * checking: joint names and ends, and every shape's link. */
+static rp_status check_refs(const rp_model_def *def)
 {
     for (size_t i = 0; i < def->n_joints; i++) {
         const rp_joint_def *j = &def->joints[i];
@@ -466,12 +468,166 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
             return RP_ERR_INVALID_ARG;
     if (def->n_joints > SIZE_MAX / 4 || def->n_link_names > SIZE_MAX / 4)
         return RP_ERR_NOMEM;
+    return RP_OK;
+}
 
+/* Copies the names of the tree's links, of the joints and of their mimics
+ * into one block (k->chars), and the links' into k->tree_names. */
+static bool keep_names(rp_kin *k, const compiler *c, size_t *used)
+{
+    const rp_model_def *def = c->def;
+    size_t chars = 0;
+    for (size_t l = 0; l < c->links.n; l++)
+        chars += strlen(c->links.v[l]) + 1;
+    for (size_t i = 0; i < def->n_joints; i++)
+        chars += strlen(def->joints[i].name) + 1 +
+                 (def->joints[i].mimic ? strlen(def->joints[i].mimic) + 1 : 0);
+    k->chars = malloc(chars ? chars : 1);
+    if (!k->chars)
+        return false;
+    k->bytes += chars;
+    for (size_t l = 0; l < c->links.n; l++)
+        k->tree_names[l] = keep(k, used, c->links.v[l]);
+    return true;
+}
+
+/* The joints, their names kept in k; the active ones (not fixed, not a
+ * mimic) in definition order, with their default at the value of their
+ * range nearest zero.  dof_of[i]: joint i's index among them (SIZE_MAX for
+ * the others). */
+static void copy_joints(rp_kin *k, const compiler *c, size_t *used, size_t *dof_of)
+{
+    const rp_model_def *def = c->def;
+    for (size_t i = 0, d = 0; i < def->n_joints; i++) {
+        const rp_joint_def *j = &def->joints[i];
+        k->joints[i] = *j;
+        k->joints[i].name = keep(k, used, j->name);
+        k->joints[i].parent = k->tree_names[names_find(&c->links, j->parent)];
+        k->joints[i].child = k->tree_names[names_find(&c->links, j->child)];
+        k->joints[i].mimic = keep(k, used, j->mimic);
+        if (j->type == RP_JOINT_CONTINUOUS)
+            k->joints[i].has_limits = false;
+        if (j->type != RP_JOINT_FIXED)
+            unit_axis(j->axis, &k->joints[i].axis);
+        dof_of[i] = SIZE_MAX;
+        if (j->type != RP_JOINT_FIXED && !j->mimic) {
+            dof_of[i] = d;
+            k->dof_joint[d] = i;
+            double lo = k->joints[i].has_limits ? j->lower : -INFINITY;
+            double hi = k->joints[i].has_limits ? j->upper : INFINITY;
+            k->dof_default[d] = 0.0 < lo ? lo : (0.0 > hi ? hi : 0.0);
+            d++;
+        }
+    }
+}
+
+/* The definition's default joint values, over the range defaults. */
+static rp_status set_defaults(rp_kin *k, const compiler *c, const size_t *dof_of,
+                              rp_model_error *err)
+{
+    const rp_model_def *def = c->def;
+    for (size_t i = 0; i < def->n_defaults; i++) {
+        size_t j = def->default_names[i] ? names_find(&c->joints, def->default_names[i]) : SIZE_MAX;
+        if (j == SIZE_MAX || dof_of[j] == SIZE_MAX)
+            return fail(err, RP_MODEL_UNKNOWN_DEFAULT, i, 0);
+        if (!isfinite(def->default_values[i]))
+            return fail(err, RP_MODEL_BAD_DEFAULT, i, 0);
+        k->dof_default[dof_of[j]] = def->default_values[i];
+    }
+    return RP_OK;
+}
+
+/* Frames in walk order: a link's frame and offset follow from its parent
+ * joint's, which the walk visited first.  Each moving joint starts a frame
+ * (k->moving); a fixed one keeps its parent's, with an offset. */
+static rp_status place_frames(rp_kin *k, const compiler *c, const size_t *dof_of,
+                              rp_model_error *err)
+{
+    size_t f = 0;
+    for (size_t w = 0; w < c->links.n; w++) {
+        size_t l = c->walk[w];
+        size_t ji = c->parent_of[l];
+        if (ji == SIZE_MAX) {
+            k->link_frame[l] = -1;
+            k->link_offset[l] = rp_transform_identity();
+            continue;
+        }
+        const rp_joint_def *j = &k->joints[ji];
+        size_t p = names_find(&c->links, c->def->joints[ji].parent);
+        rp_transform origin = origin_transform(j->xyz, j->rpy);
+        rp_transform pre = rp_transform_compose(&k->link_offset[p], &origin);
+        if (j->type == RP_JOINT_FIXED) {
+            k->link_frame[l] = k->link_frame[p];
+            k->link_offset[l] = pre;
+            continue;
+        }
+        rp_kin_joint *mj = &k->moving[f];
+        mj->parent = k->link_frame[p];
+        mj->pre = pre;
+        mj->axis = j->axis;
+        mj->axis_kind = axis_kind_of(j->axis);
+        mj->type = j->type;
+        mj->def = ji;
+        mj->depth = 1 + (mj->parent < 0 ? 0 : k->moving[mj->parent].depth);
+        size_t src;
+        rp_status st = resolve_mimic(c, ji, &src, &mj->mult, &mj->off, err);
+        if (st)
+            return st;
+        mj->src = dof_of[src];
+        k->link_frame[l] = (int)f;
+        k->link_offset[l] = rp_transform_identity();
+        f++;
+    }
+    return RP_OK;
+}
+
+/* Shapes: into their link's frame. */
+static bool place_shapes(rp_model *m, const rp_kin *k, const compiler *c)
+{
+    const rp_model_def *def = c->def;
+    m->shape_link = rp_model_alloc_(m, def->n_links * sizeof *m->shape_link);
+    m->shape_local = rp_model_alloc_(m, def->n_links * sizeof *m->shape_local);
+    if (!m->shape_link || !m->shape_local)
+        return false;
+    for (size_t s = 0; s < def->n_links; s++) {
+        size_t l = names_find(&c->links, def->shape_links[s]);
+        m->shape_link[s] = l;
+        m->shape_local[s] = def->links[s].shape;
+        m->links[s].frame = k->link_frame[l];
+        m->links[s].shape = rp_transform_shape(&k->link_offset[l], &def->links[s].shape);
+    }
+    return true;
+}
+
+/* Allowed pairs name links here: their indices into k->allowed_links. */
+static rp_status resolve_allowed(rp_kin *k, const compiler *c, rp_model_error *err)
+{
+    const rp_model_def *def = c->def;
+    k->allowed_links = malloc((def->n_allowed ? 2 * def->n_allowed : 1) * sizeof(size_t));
+    if (!k->allowed_links)
+        return RP_ERR_NOMEM;
+    k->bytes += 2 * def->n_allowed * sizeof(size_t);
+    for (size_t i = 0; i < 2 * def->n_allowed; i++) {
+        size_t l = names_find(&c->links, def->allowed_pairs[i]);
+        if (l == SIZE_MAX)
+            return fail(err, RP_MODEL_UNKNOWN_PAIR_LINK, i / 2, i % 2);
+        k->allowed_links[i] = l;
+    }
+    k->n_allowed_links = def->n_allowed;
+    return RP_OK;
+}
+
+rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *err)
+{
+    rp_status st = check_refs(def);
+    if (st)
+        return st;
     compiler c;
     memset(&c, 0, sizeof c);
     c.def = def;
     size_t cap_links = def->link_names ? def->n_link_names : 2 * def->n_joints + def->n_links;
-    rp_status st = RP_ERR_NOMEM;
+    size_t *dof_of = NULL;
+    st = RP_ERR_NOMEM;
     rp_kin *k = calloc(1, sizeof *k);
     if (!k || !names_init(&c.links, cap_links) || !names_init(&c.joints, def->n_joints))
         goto out;
@@ -503,127 +659,16 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
     k->n_joints = nj;
     k->dof = dof;
     k->root = nl ? root : SIZE_MAX;
-    size_t chars = 0, used = 0;
-    for (size_t l = 0; l < nl; l++)
-        chars += strlen(c.links.v[l]) + 1;
-    for (size_t i = 0; i < nj; i++)
-        chars += strlen(def->joints[i].name) + 1 +
-                 (def->joints[i].mimic ? strlen(def->joints[i].mimic) + 1 : 0);
-    k->chars = malloc(chars ? chars : 1);
-    if (!k->chars)
+    size_t used = 0;
+    if (!keep_names(k, &c, &used) || !(dof_of = malloc((nj ? nj : 1) * sizeof *dof_of)))
         goto out;
-    k->bytes += chars;
-    for (size_t l = 0; l < nl; l++)
-        k->tree_names[l] = keep(k, &used, c.links.v[l]);
-    /* Active joints in definition order; mimics resolved to them. */
-    size_t *dof_of = malloc((nj ? nj : 1) * sizeof *dof_of);
-    if (!dof_of)
+    copy_joints(k, &c, &used, dof_of);
+    if ((st = set_defaults(k, &c, dof_of, err)) || (st = place_frames(k, &c, dof_of, err)))
         goto out;
-    for (size_t i = 0, d = 0; i < nj; i++) {
-        const rp_joint_def *j = &def->joints[i];
-        k->joints[i] = *j;
-        k->joints[i].name = keep(k, &used, j->name);
-        k->joints[i].parent = k->tree_names[names_find(&c.links, j->parent)];
-        k->joints[i].child = k->tree_names[names_find(&c.links, j->child)];
-        k->joints[i].mimic = keep(k, &used, j->mimic);
-        if (j->type == RP_JOINT_CONTINUOUS)
-            k->joints[i].has_limits = false;
-        if (j->type != RP_JOINT_FIXED)
-            unit_axis(j->axis, &k->joints[i].axis);
-        dof_of[i] = SIZE_MAX;
-        if (j->type != RP_JOINT_FIXED && !j->mimic) {
-            dof_of[i] = d;
-            k->dof_joint[d] = i;
-            double lo = k->joints[i].has_limits ? j->lower : -INFINITY;
-            double hi = k->joints[i].has_limits ? j->upper : INFINITY;
-            k->dof_default[d] = 0.0 < lo ? lo : (0.0 > hi ? hi : 0.0);
-            d++;
-        }
-    }
-    for (size_t i = 0; i < def->n_defaults; i++) {
-        size_t j = def->default_names[i] ? names_find(&c.joints, def->default_names[i]) : SIZE_MAX;
-        if (j == SIZE_MAX || dof_of[j] == SIZE_MAX) {
-            free(dof_of);
-            st = fail(err, RP_MODEL_UNKNOWN_DEFAULT, i, 0);
-            goto out;
-        }
-        if (!isfinite(def->default_values[i])) {
-            free(dof_of);
-            st = fail(err, RP_MODEL_BAD_DEFAULT, i, 0);
-            goto out;
-        }
-        k->dof_default[dof_of[j]] = def->default_values[i];
-    }
-
-    /* Frames in walk order: a link's frame and offset follow from its
-     * parent joint's, which the walk visited first. */
-    size_t f = 0;
-    for (size_t w = 0; w < nl; w++) {
-        size_t l = c.walk[w];
-        size_t ji = c.parent_of[l];
-        if (ji == SIZE_MAX) {
-            k->link_frame[l] = -1;
-            k->link_offset[l] = rp_transform_identity();
-            continue;
-        }
-        const rp_joint_def *j = &k->joints[ji];
-        size_t p = names_find(&c.links, def->joints[ji].parent);
-        rp_transform origin = origin_transform(j->xyz, j->rpy);
-        rp_transform pre = rp_transform_compose(&k->link_offset[p], &origin);
-        if (j->type == RP_JOINT_FIXED) {
-            k->link_frame[l] = k->link_frame[p];
-            k->link_offset[l] = pre;
-            continue;
-        }
-        rp_kin_joint *mj = &k->moving[f];
-        mj->parent = k->link_frame[p];
-        mj->pre = pre;
-        mj->axis = j->axis;
-        mj->axis_kind = axis_kind_of(j->axis);
-        mj->type = j->type;
-        mj->def = ji;
-        mj->depth = 1 + (mj->parent < 0 ? 0 : k->moving[mj->parent].depth);
-        size_t src;
-        st = resolve_mimic(&c, ji, &src, &mj->mult, &mj->off, err);
-        if (st) {
-            free(dof_of);
-            goto out;
-        }
-        mj->src = dof_of[src];
-        k->link_frame[l] = (int)f;
-        k->link_offset[l] = rp_transform_identity();
-        f++;
-    }
-    free(dof_of);
     m->frame_count = nf;
-
-    /* Shapes: into their link's frame. */
     st = RP_ERR_NOMEM;
-    m->shape_link = rp_model_alloc_(m, def->n_links * sizeof *m->shape_link);
-    m->shape_local = rp_model_alloc_(m, def->n_links * sizeof *m->shape_local);
-    if (!m->shape_link || !m->shape_local)
+    if (!place_shapes(m, k, &c) || (st = resolve_allowed(k, &c, err)))
         goto out;
-    for (size_t s = 0; s < def->n_links; s++) {
-        size_t l = names_find(&c.links, def->shape_links[s]);
-        m->shape_link[s] = l;
-        m->shape_local[s] = def->links[s].shape;
-        m->links[s].frame = k->link_frame[l];
-        m->links[s].shape = rp_transform_shape(&k->link_offset[l], &def->links[s].shape);
-    }
-    /* Allowed pairs name links here. */
-    k->allowed_links = malloc((def->n_allowed ? 2 * def->n_allowed : 1) * sizeof(size_t));
-    if (!k->allowed_links)
-        goto out;
-    k->bytes += 2 * def->n_allowed * sizeof(size_t);
-    for (size_t i = 0; i < 2 * def->n_allowed; i++) {
-        size_t l = names_find(&c.links, def->allowed_pairs[i]);
-        if (l == SIZE_MAX) {
-            st = fail(err, RP_MODEL_UNKNOWN_PAIR_LINK, i / 2, i % 2);
-            goto out;
-        }
-        k->allowed_links[i] = l;
-    }
-    k->n_allowed_links = def->n_allowed;
     m->kin = k;
     m->bytes += k->bytes;
     k = NULL;
@@ -633,6 +678,7 @@ out:
         atomic_init(&k->refs, 1);
         rp_kin_release_(k);
     }
+    free(dof_of);
     compiler_free(&c);
     return st;
 }

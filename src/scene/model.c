@@ -344,17 +344,11 @@ static double reach_from(rp_vec3 c, const rp_shape *s)
     return best + (s->kind == RP_SHAPE_CAPSULE ? s->capsule.radius : s->sphere.radius);
 }
 
-/* The broadphase of model_int.h: a bounding sphere per slot and per shape,
- * and the self pairs in blocks by slot pair.  Skipped (bounds NULL: checks
- * take the plain path) for models past RP_BOUND_SLOTS slots,
- * RP_BOUND_LINKS shapes or RP_BOUND_PAIRS self pairs, or whose coordinates
- * are so large that sums could overflow.  False when out of memory. */
-static bool build_broadphase(rp_model *m)
+/* Whether some shape's coordinates or radius reach 1e100 (or are NaN):
+ * sums of them could overflow, and the broadphase is not built. */
+static bool too_large_for_bounds(const rp_model *m)
 {
-    size_t slots = m->frame_count + 1, n = m->n_links;
-    if (slots > RP_BOUND_SLOTS || n > RP_BOUND_LINKS)
-        return true;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < m->n_links; k++) {
         const rp_shape *s = &m->links[k].shape;
         double big = s->kind == RP_SHAPE_CAPSULE
                          ? fmax(fmax(fmax(fabs(s->capsule.a.x), fabs(s->capsule.a.y)),
@@ -366,6 +360,15 @@ static bool build_broadphase(rp_model *m)
         if (!(big < 1e100))
             return true;
     }
+    return false;
+}
+
+/* A bounding sphere per slot (m->bounds): centre the mean of its shapes'
+ * core points, radius the farthest reach, rounded up so that it encloses
+ * the shapes as computed.  False when out of memory. */
+static bool build_slot_bounds(rp_model *m, size_t slots)
+{
+    size_t n = m->n_links;
     rp_bound *b = model_alloc(m, slots * sizeof *b);
     if (!b)
         return false;
@@ -376,7 +379,6 @@ static bool build_broadphase(rp_model *m)
         m->bytes -= slots * sizeof *b;
         return false;
     }
-    /* Centre: the mean of the core points; radius: the farthest reach. */
     for (size_t k = 0; k < n; k++) {
         const rp_shape *s = &m->links[k].shape;
         rp_bound *f = &b[m->links[k].frame + 1];
@@ -401,10 +403,18 @@ static bool build_broadphase(rp_model *m)
         rp_bound *f = &b[m->links[k].frame + 1];
         f->r = fmax(f->r, reach_from(f->c, &m->links[k].shape));
     }
-    /* Rounded up: the radius must enclose the shapes as computed. */
     for (size_t f = 0; f < slots; f++)
         b[f].r = b[f].r * (1.0 + 1e-12) + 1e-300;
     m->bounds = b;
+    return true;
+}
+
+/* A bounding sphere per shape (m->balls), and the shapes listed slot by
+ * slot (slot_first, slot_shapes) with their spheres' radii in that order
+ * (slot_ball_r).  False when out of memory. */
+static bool build_shape_balls(rp_model *m, size_t slots)
+{
+    size_t n = m->n_links;
     m->balls = model_alloc(m, n * sizeof *m->balls);
     m->slot_first = model_alloc(m, (slots + 1) * sizeof *m->slot_first);
     m->slot_shapes = model_alloc(m, n * sizeof *m->slot_shapes);
@@ -433,49 +443,40 @@ static bool build_broadphase(rp_model *m)
     m->slot_first[slots] = (uint32_t)at;
     for (size_t p = 0; p < n; p++)
         m->slot_ball_r[p] = m->balls[m->slot_shapes[p]].r;
-    if (!m->skip)
-        return true;
+    return true;
+}
 
-    /* Blocks: the slot pairs with at least one eligible pair. */
-    size_t cells = slots * slots;
-    unsigned char *cell = calloc(cells, 1);
-    if (!cell)
-        return false;
-    size_t np = 0, nb = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++)
-            if (rp_model_self_pair_(m, i, j)) {
-                size_t u = (size_t)(m->links[i].frame + 1), v = (size_t)(m->links[j].frame + 1);
-                size_t c = u < v ? u * slots + v : v * slots + u;
-                nb += !cell[c];
-                cell[c] = 1;
-                np++;
-            }
-    if (np > RP_BOUND_PAIRS) { /* too many pairs: the plain path */
-        free(cell);
-        m->bytes -= slots * sizeof *m->bounds + n * sizeof *m->balls +
-                    (slots + 1) * sizeof *m->slot_first + n * sizeof *m->slot_shapes +
-                    n * sizeof *m->slot_ball_r;
-        free(m->bounds);
-        free(m->balls);
-        free(m->slot_first);
-        free(m->slot_shapes);
-        free(m->slot_ball_r);
-        m->bounds = NULL;
-        m->balls = NULL;
-        m->slot_first = m->slot_shapes = NULL;
-        m->slot_ball_r = NULL;
-        return true;
-    }
+/* Frees the spheres of build_slot_bounds and build_shape_balls: checks
+ * take the plain path. */
+static void drop_bounds(rp_model *m, size_t slots)
+{
+    size_t n = m->n_links;
+    m->bytes -= slots * sizeof *m->bounds + n * sizeof *m->balls +
+                (slots + 1) * sizeof *m->slot_first + n * sizeof *m->slot_shapes +
+                n * sizeof *m->slot_ball_r;
+    free(m->bounds);
+    free(m->balls);
+    free(m->slot_first);
+    free(m->slot_shapes);
+    free(m->slot_ball_r);
+    m->bounds = NULL;
+    m->balls = NULL;
+    m->slot_first = m->slot_shapes = NULL;
+    m->slot_ball_r = NULL;
+}
+
+/* The self pairs in blocks, one per slot pair with at least one eligible
+ * pair (cell[u * slots + v], u <= v, set), each a bit matrix of its slots'
+ * shapes (m->blocks, m->block_masks).  False when out of memory. */
+static bool build_pair_blocks(rp_model *m, size_t slots, const unsigned char *cell, size_t nb)
+{
     if (nb) {
         m->blocks = model_alloc(m, nb * sizeof *m->blocks);
-        if (!m->blocks) {
-            free(cell);
+        if (!m->blocks)
             return false;
-        }
     }
     size_t words = 0;
-    for (size_t c = 0; c < cells; c++) {
+    for (size_t c = 0; c < slots * slots; c++) {
         if (!cell[c])
             continue;
         uint32_t u = (uint32_t)(c / slots), v = (uint32_t)(c % slots);
@@ -485,7 +486,6 @@ static bool build_broadphase(rp_model *m)
         m->blocks[m->n_blocks++] = (rp_pair_block){u, v, (uint32_t)words, w};
         words += (size_t)nu * w;
     }
-    free(cell);
     m->block_masks = model_alloc(m, words * sizeof *m->block_masks);
     if (!m->block_masks)
         return false;
@@ -503,6 +503,43 @@ static bool build_broadphase(rp_model *m)
             }
     }
     return true;
+}
+
+/* The broadphase of model_int.h: a bounding sphere per slot and per shape,
+ * and the self pairs in blocks by slot pair.  Skipped (bounds NULL: checks
+ * take the plain path) for models past RP_BOUND_SLOTS slots,
+ * RP_BOUND_LINKS shapes or RP_BOUND_PAIRS self pairs, or whose coordinates
+ * are so large that sums could overflow.  False when out of memory. */
+static bool build_broadphase(rp_model *m)
+{
+    size_t slots = m->frame_count + 1, n = m->n_links;
+    if (slots > RP_BOUND_SLOTS || n > RP_BOUND_LINKS || too_large_for_bounds(m))
+        return true;
+    if (!build_slot_bounds(m, slots) || !build_shape_balls(m, slots))
+        return false;
+    if (!m->skip)
+        return true;
+    /* The slot pairs with at least one eligible pair. */
+    unsigned char *cell = calloc(slots * slots, 1);
+    if (!cell)
+        return false;
+    size_t np = 0, nb = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (rp_model_self_pair_(m, i, j)) {
+                size_t u = (size_t)(m->links[i].frame + 1), v = (size_t)(m->links[j].frame + 1);
+                size_t c = u < v ? u * slots + v : v * slots + u;
+                nb += !cell[c];
+                cell[c] = 1;
+                np++;
+            }
+    bool ok = true;
+    if (np > RP_BOUND_PAIRS) /* too many pairs: the plain path */
+        drop_bounds(m, slots);
+    else
+        ok = build_pair_blocks(m, slots, cell, nb);
+    free(cell);
+    return ok;
 }
 
 /* ---- shapes by name ------------------------------------------------------------ */

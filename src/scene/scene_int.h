@@ -68,7 +68,7 @@ typedef struct rp_bvh_node {
  * the last node into the hole), capacity cap; root is RP_BVH_NIL (empty
  * scene), a tagged shape (one shape) or a node.  churn counts leaf
  * insertions and removals since the last quality check, built_area is the
- * summed inner-node area measured at the last full build (see bvh.c). */
+ * summed inner-node area measured at the last full build (rebuild.c). */
 typedef struct rp_bvh {
     rp_chunks nodes; /* chunked, shared between versions (chunks.h) */
     uint32_t n_nodes;
@@ -159,23 +159,6 @@ typedef struct rp_dbox {
     double lo[3], hi[3];
     double r;
 } rp_dbox;
-void rp_shape_dbox_(const rp_shape *s, rp_dbox *out);
-
-/* A key for a pair of padded boxes: the squared distance between them when
- * they are apart (> 0), otherwise the penetration bound -(q->r + b->r)
- * (<= 0).  Every computed distance between shapes inside the boxes is at
- * least sqrt(key), or at least the (negative) key (bvh.c, "Bounds"). */
-static inline double rp_dbox_key_(const rp_dbox *q, const rp_dbox *b)
-{
-    double sum = 0.0;
-    for (int k = 0; k < 3; k++) {
-        double d1 = b->lo[k] - q->hi[k], d2 = q->lo[k] - b->hi[k];
-        double d = d1 > d2 ? d1 : d2;
-        if (d > 0.0)
-            sum += d * d;
-    }
-    return sum > 0.0 ? sum : -(q->r + b->r);
-}
 
 /* Slack on squared comparisons: the boxes' inflation already keeps every
  * computed distance above the box gap; this only absorbs the rounding of
@@ -279,7 +262,7 @@ bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
                      rp_scene_visit_fn fn, void *ctx);
 
 /* Several query shapes walking the tree together (a robot link's shapes):
- * their padded boxes (rp_shape_dbox_) as structure of arrays, so that a
+ * their padded boxes (rp_multi_set_) as structure of arrays, so that a
  * node is tested against four of them in one go. */
 #define RP_MULTI_MAX 64
 typedef struct rp_multi {
@@ -437,9 +420,6 @@ bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st);
  * mutation, so that the steps below cannot fail. */
 bool rp_bvh_reserve_(rp_bvh *t, rp_store *st, size_t shapes);
 
-/* Whether a put that adds `fresh` shapes to a scene of `count` rebuilds the
- * tree from scratch (rp_bvh_rebuild_) instead of inserting one by one. */
-bool rp_bvh_bulk_(size_t count, size_t fresh);
 
 /* Scratch for a full build over `shapes` shapes; NULL when out of memory.
  * Freed by rp_bvh_rebuild_, or by rp_bvh_items_free_ (NULL is a no-op). */
@@ -450,6 +430,25 @@ void rp_bvh_items_free_(rp_bvh_item *items);
  * shapes, into the reserved nodes, with the scratch `items` (which it
  * frees).  Cannot fail. */
 void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items);
+
+/* Builds a tree over the n entries of en into t's nodes (room for n - 1),
+ * with items (room for n) as scratch; reads the entries and writes nothing
+ * else, so it can run beside readers of the scene.  Returns the root
+ * reference and, in *area, the summed node area. */
+uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
+                       double *area);
+
+/* Makes a tree that rp_bvh_build_ built over sc's shapes the scene's own
+ * (its nodes must already be sc->tree.nodes): writes the leaves' parents
+ * into the entries, and starts the quality measure afresh (no rebuild is
+ * wanted of a new tree). */
+void rp_bvh_install_(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area);
+
+/* The tree's measures: its summed inner-node half areas (proportional to
+ * the expected number of nodes a query visits), and its height (0 for at
+ * most one shape). */
+double rp_bvh_area_(const rp_bvh *t);
+uint32_t rp_bvh_height_(const rp_bvh *t);
 
 /* Entry e (its shape already stored) joins the tree.  Needs the node
  * reserved; cannot fail. */
@@ -466,9 +465,16 @@ void rp_bvh_remove_(rp_scene *sc, uint32_t e);
  * in its parent follows. */
 void rp_bvh_renumber_(rp_scene *sc, uint32_t from, uint32_t to);
 
+/* ---- the rebuild policy (rebuild.c) ------------------------------------------ */
+
+/* Whether a put that adds `fresh` shapes to a scene of `count` rebuilds the
+ * tree from scratch (rp_bvh_rebuild_) instead of inserting one by one. */
+bool rp_bvh_bulk_(size_t count, size_t fresh);
+
 /* After a mutation: rebuilds the tree when its quality degraded (see the
- * top of bvh.c).  Optional work: when the scratch cannot be allocated the
- * tree stays as it is (valid, just slower) and the check is repeated later. */
+ * top of rebuild.c), or marks it for a deferred rebuild.  Optional work:
+ * when the scratch cannot be allocated the tree stays as it is (valid,
+ * just slower) and the check is repeated later. */
 void rp_bvh_maintain_(rp_scene *sc);
 
 /* Test-only: checks every invariant of the scene's tree (boxes and radius

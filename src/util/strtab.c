@@ -70,18 +70,3 @@ void rp_strtab_delete_at_(rp_strtab *t, size_t slot)
     rp_strtab_unlink_(t, slot, t->hash_of);
 }
 
-void rp_strtab_renumber_(rp_strtab *t, uint32_t hash, uint32_t from, uint32_t to)
-{
-    size_t mask = t->nslots - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        if (t->slots[i] == from) {
-            t->slots[i] = to;
-            return;
-        }
-    }
-}
-
-size_t rp_strtab_bytes_(const rp_strtab *t)
-{
-    return t->nslots * sizeof *t->slots;
-}

@@ -126,11 +126,4 @@ static inline void rp_strtab_unlink_(rp_strtab *t, size_t i, rp_strtab_hash_fn h
     t->count--;
 }
 
-/* Replaces value `from`, whose key hashes to `hash`, by `to` (after the
- * caller moved the item); `from` must be in the table. */
-void rp_strtab_renumber_(rp_strtab *t, uint32_t hash, uint32_t from, uint32_t to);
-
-/* Heap bytes the table holds. */
-size_t rp_strtab_bytes_(const rp_strtab *t);
-
 #endif /* REPOSE_UTIL_STRTAB_H */

@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include "server/protocol/methods.h"
+#include "server/protocol/req.h"
 #include "server/protocol/rpc.h"
 
 typedef struct fixture {
@@ -651,6 +652,42 @@ static void work_budget_is_per_line(void **state)
     rpd_core_free(&f.core);
 }
 
+/* The daemon's JSON-RPC code for each library status (rpd_status_code):
+ * every status has one of protocol v1's codes, and only out-of-memory (or
+ * a value out of range) is an internal error. */
+static void every_status_maps_to_a_protocol_code(void **state)
+{
+    (void)state;
+    static const int table[] = {
+#define CODE_OF(name, code, text) code,
+        RPD_ERROR_TABLE(CODE_OF)
+#undef CODE_OF
+    };
+    assert_int_equal(rpd_status_code(RP_OK), 0);
+    for (int i = 1; i < (int)RP_STATUS_COUNT_; i++) {
+        int code = rpd_status_code((rp_status)i);
+        bool known = false;
+        for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
+            known |= table[k] == code;
+        assert_true(known);
+        assert_true(code != RPD_PARSE_ERROR && code != RPD_INVALID_REQUEST &&
+                    code != RPD_METHOD_NOT_FOUND);
+        assert_int_equal(code == RPD_INTERNAL_ERROR, i == (int)RP_ERR_NOMEM);
+    }
+    assert_int_equal(rpd_status_code(RP_ERR_NONFINITE), -32602);
+    assert_int_equal(rpd_status_code(RP_ERR_RADIUS_NEGATIVE), -32602);
+    assert_int_equal(rpd_status_code(RP_ERR_INVALID_ARG), -32602);
+    assert_int_equal(rpd_status_code(RP_ERR_NOMEM), -32603);
+    assert_int_equal(rpd_status_code(RP_ERR_NOT_FOUND), -32001);
+    assert_int_equal(rpd_status_code(RP_ERR_EXISTS), -32002);
+    assert_int_equal(rpd_status_code(RP_ERR_REVISION), -32003);
+    assert_int_equal(rpd_status_code(RP_ERR_LIMIT), -32004);
+    assert_int_equal(rpd_status_code(RP_ERR_WORK), -32004);
+    assert_int_equal(rpd_status_code(RP_ERR_ABORTED), -32007);
+    assert_int_equal(rpd_status_code(RP_STATUS_COUNT_), -32603);
+    assert_int_equal(rpd_status_code((rp_status)9999), -32603);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -681,6 +718,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(wrong_reauth_locks_the_session_again, setup, teardown),
         cmocka_unit_test_setup_teardown(quoted_input_is_cut_between_characters, setup, teardown),
         cmocka_unit_test(work_budget_is_per_line),
+        cmocka_unit_test(every_status_maps_to_a_protocol_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,13 +123,45 @@ bool rpd_fail_limit(rpd_req *req, rpd_limit_id limit, uint64_t max)
     return false;
 }
 
+int rpd_status_code(rp_status st)
+{
+    switch (st) { /* no default: -Wswitch names a status added without a code */
+    case RP_OK:
+        return 0;
+    case RP_ERR_NONFINITE:
+    case RP_ERR_RADIUS_NONFINITE:
+    case RP_ERR_RADIUS_NEGATIVE:
+    case RP_ERR_SHAPE_KIND:
+    case RP_ERR_TRANSFORM:
+    case RP_ERR_QUATERNION:
+    case RP_ERR_INVALID_ARG:
+        return RPD_INVALID_PARAMS;
+    case RP_ERR_NOMEM:
+        return RPD_INTERNAL_ERROR;
+    case RP_ERR_NOT_FOUND:
+        return RPD_NOT_FOUND;
+    case RP_ERR_EXISTS:
+        return RPD_ALREADY_EXISTS;
+    case RP_ERR_REVISION:
+        return RPD_REVISION_CONFLICT;
+    case RP_ERR_LIMIT:
+    case RP_ERR_WORK:
+        return RPD_LIMIT_EXCEEDED;
+    case RP_ERR_ABORTED:
+        return RPD_STORAGE;
+    case RP_STATUS_COUNT_:
+        break;
+    }
+    return RPD_INTERNAL_ERROR;
+}
+
 bool rpd_fail_status(rpd_req *req, rp_status st)
 {
     if (st == RP_ERR_NOMEM)
         return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
     if (st == RP_ERR_ABORTED) /* the journal refused the record */
         return rpd_durable_refused(req);
-    return rpd_fail(req, rp_status_rpc_code(st), "%s", rp_status_str(st));
+    return rpd_fail(req, rpd_status_code(st), "%s", rp_status_str(st));
 }
 
 #if defined(__GNUC__)

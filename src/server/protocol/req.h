@@ -97,6 +97,9 @@ bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name);
 bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual);
 bool rpd_fail_limit(rpd_req *req, rpd_limit_id limit, uint64_t max);
 bool rpd_fail_status(rpd_req *req, rp_status st);
+/* The JSON-RPC error code of a library status (0 for RP_OK, -32603 for a
+ * value out of range); proto/PROTOCOL.md lists the codes. */
+int rpd_status_code(rp_status st);
 /* -32007: the journal could not be written (durable.c); the message and
  * data.reason say why. */
 bool rpd_fail_storage(rpd_req *req, const char *fmt, ...)
