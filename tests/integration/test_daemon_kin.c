@@ -1784,9 +1784,11 @@ static void check_motion_discrete_and_certified(void **state)
     stop_ok(d);
 }
 
-static void check_motion_refusals_and_work_limit(void **state)
+/* A daemon with a work limit of 2000 per request, the post scene, the
+ * planar arm and "flat" (frame-indexed); the caller closes c and stops
+ * the daemon. */
+static rh_daemon *start_motion_daemon(rh_conn **conn)
 {
-    (void)state;
     static const char *const extra[] = {"--max-request-work", "2000", NULL};
     rh_daemon *d = start(extra);
     rh_conn *c = connect_ok(d, false);
@@ -1796,6 +1798,17 @@ static void check_motion_refusals_and_work_limit(void **state)
                    "{\"model\":\"flat\",\"links\":[{\"id\":\"a\",\"frame\":0,"
                    "\"shape\":" S01 "}]}"),
               "flat");
+    *conn = c;
+    return d;
+}
+
+/* Paths, modes, resolutions and tolerances out of place or range are
+ * refused at their path; unknown scenes and models with -32001. */
+static void check_motion_refuses_bad_params_at_their_path(void **state)
+{
+    (void)state;
+    rh_conn *c;
+    rh_daemon *d = start_motion_daemon(&c);
     static const param_case cases[] = {
         {"check.motion", "{\"model\":\"planar\",\"path\":[]}", -32602, "params.path",
          "two or more"},
@@ -1847,6 +1860,20 @@ static void check_motion_refusals_and_work_limit(void **state)
         {"check.motion", "{\"model\":\"planar\",\"scene\":\"nope\",\"path\":[[0,0],[1,0]]}", -32001,
          NULL, NULL},
         {"check.motion", "{\"model\":\"nope\",\"path\":[[0,0],[1,0]]}", -32001, NULL, NULL},
+    };
+    run_param_cases(c, cases, sizeof cases / sizeof cases[0]);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* A motion too long for the work budget is refused with -32004 naming
+ * the limit; the same motion at a coarser resolution fits. */
+static void check_motion_over_the_work_limit_refused(void **state)
+{
+    (void)state;
+    rh_conn *c;
+    rh_daemon *d = start_motion_daemon(&c);
+    static const param_case cases[] = {
         /* too long for the work budget (about 5 pair tests a state): 3001
          * states at 0.001 over 3 rad */
         {"check.motion",
@@ -2344,7 +2371,8 @@ int main(int argc, char **argv)
         DAEMON_TEST(attached_shapes),
         DAEMON_TEST(model_fk_by_hand),
         DAEMON_TEST(check_motion_discrete_and_certified),
-        DAEMON_TEST(check_motion_refusals_and_work_limit),
+        DAEMON_TEST(check_motion_refuses_bad_params_at_their_path),
+        DAEMON_TEST(check_motion_over_the_work_limit_refused),
         DAEMON_TEST(frame_indexed_model_refuses_joints),
         DAEMON_TEST(check_refuses_bad_joints_and_params_at_their_path),
         DAEMON_TEST(check_takes_huge_and_empty_values_as_given),
