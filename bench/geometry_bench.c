@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_rng.h"
 #include "repose/geometry.h"
 
 #define DEFAULT_PASSES 11
@@ -40,21 +41,7 @@
 /* Written after every pass so the accumulated results are observable. */
 static volatile double g_sink;
 
-/* ---- deterministic random numbers (splitmix64) ------------------------- */
-
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(uint64_t *state)
-{
-    return (double)(rng_next(state) >> 11) * 0x1.0p-53;
-}
+/* ---- random inputs (splitmix64 from bench_rng.h) ------------------------- */
 
 static rp_vec3 rng_point(uint64_t *state)
 {

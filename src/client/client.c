@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "client_int.h"
+#include "send_some.h"
 
 /* ---- errors ------------------------------------------------------------------- */
 
@@ -381,20 +382,15 @@ static rp_client_error_kind read_some(rp_client *c, bool *got, rp_client_error *
 rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n, long long deadline,
                                       rp_client_error *err)
 {
-    while (n > 0) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
-            return rp_client_fail_(err, RP_CLIENT_CLOSED, errno, "connection closed by the server (%s)",
-                        strerror(errno));
-        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return rp_client_fail_(err, RP_CLIENT_IO, errno, "send: %s", strerror(errno));
+    for (;;) {
+        int e = rp_send_some(c->fd, &p, &n);
+        if (e == 0)
+            return RP_CLIENT_OK;
+        if (e == EPIPE || e == ECONNRESET)
+            return rp_client_fail_(err, RP_CLIENT_CLOSED, e, "connection closed by the server (%s)",
+                        strerror(e));
+        if (e != EAGAIN)
+            return rp_client_fail_(err, RP_CLIENT_IO, e, "send: %s", strerror(e));
         struct pollfd pfd = {c->fd, (short)(POLLOUT | (c->eof ? 0 : POLLIN)), 0};
         int r = poll(&pfd, 1, poll_left(deadline));
         if (r < 0 && errno == EINTR)
@@ -411,7 +407,6 @@ rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
             /* EOF: the next send() reports EPIPE, or the replies tell. */
         }
     }
-    return RP_CLIENT_OK;
 }
 
 /* Returns the next non-blank line (without "\n" and a trailing "\r"),

@@ -273,12 +273,18 @@ void create_big_scene(rh_conn *c, const char *name, int shapes)
     free(buf);
 }
 
+const char *temp_dir_ok(void)
+{
+    const char *dir = rh_temp_dir();
+    assert_non_null(dir);
+    return dir;
+}
+
 /* Writes `token` into a fresh file of the given mode; returns its path. */
 const char *token_file(const char *token, mode_t mode)
 {
     static char path[512];
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     snprintf(path, sizeof path, "%s/token-%o", dir, (unsigned)mode);
     FILE *f = fopen(path, "w");
     assert_non_null(f);

@@ -96,6 +96,9 @@ void tb_printf(textbuf *t, const char *fmt, ...) __attribute__((format(printf, 2
 extern const char *const bp_flags[];
 /* A scene whose scene.get reply is about `shapes` * 60 bytes. */
 void create_big_scene(rh_conn *c, const char *name, int shapes);
+/* A fresh temporary directory (rh_temp_dir, removed at the end of the
+ * test); fails the test without one. */
+const char *temp_dir_ok(void);
 /* Writes `token` into a fresh file of the given mode in the harness's
  * temporary directory; returns its path (static storage, valid until the
  * next call). */

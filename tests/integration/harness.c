@@ -1,6 +1,7 @@
 /* Integration test harness; see harness.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "client/send_some.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -551,24 +552,16 @@ bool rh_send(rh_conn *c, const void *buf, size_t n)
 {
     const char *p = buf;
     long long deadline = rh_now_ms() + rh_ms(RH_TIMEOUT_MS);
-    while (n > 0) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pfd = {c->fd, POLLOUT, 0};
-            if (poll(&pfd, 1, left_ms(deadline)) <= 0)
-                return false;
-            continue;
-        }
-        return false;
+    for (;;) {
+        int e = rp_send_some(c->fd, &p, &n);
+        if (e == 0)
+            return true;
+        if (e != EAGAIN)
+            return false;
+        struct pollfd pfd = {c->fd, POLLOUT, 0};
+        if (poll(&pfd, 1, left_ms(deadline)) <= 0)
+            return false;
     }
-    return true;
 }
 
 bool rh_send_line(rh_conn *c, const char *s)

@@ -262,8 +262,7 @@ static void write_file(const char *path, const char *buf, size_t n)
 static void mutations_survive_restarts(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rng r = {20261202};
     int rounds = rh_wrapped() ? 2 : 4, per = rh_wrapped() ? 40 : 250;
     const char *modes[] = {"everysec", "always", "no", "everysec"};
@@ -322,8 +321,7 @@ static void mutations_survive_restarts(void **state)
 static void a_torn_last_record_is_cut_at_every_offset(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "always", NULL);
     rh_conn *c = connect_ok(d, false);
     rng r = {7};
@@ -377,8 +375,7 @@ static void a_torn_last_record_is_cut_at_every_offset(void **state)
 static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "always", NULL);
     rh_conn *c = connect_ok(d, false);
     rng r = {8};
@@ -436,8 +433,7 @@ static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
 static void one_daemon_per_directory(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "no", NULL);
     char out[8192];
     const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
@@ -455,8 +451,7 @@ static void one_daemon_per_directory(void **state)
 static void the_replay_ignores_limits_lowered_since(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "everysec", NULL);
     rh_conn *c = connect_ok(d, false);
     cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
@@ -493,8 +488,7 @@ static void the_replay_ignores_limits_lowered_since(void **state)
 static int stream_and_kill(const char *policy, const char *more, uint64_t seed)
 {
     int snapshots = 0;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     int total = rh_wrapped() ? 600 : 10000, runs = rh_wrapped() ? 1 : 3;
     rng r = {seed};
     int next = 0; /* shape ids 0 .. next-1 were sent */
@@ -613,8 +607,7 @@ static char g_mounted[600];
 static void a_full_disk_refuses_mutations_and_recovers(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     char small[600], data[700], filler[700];
     snprintf(small, sizeof small, "%s/small", dir);
     assert_int_equal(mkdir(small, 0700), 0);
@@ -727,8 +720,7 @@ static long file_size(const char *dir, const char *name)
 static void snapshots_hold_the_store(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "always", NULL);
     rh_conn *c = connect_ok(d, false);
     rng r = {4242};
@@ -830,8 +822,7 @@ static void snapshots_hold_the_store(void **state)
 static void a_kill_during_save_loses_nothing(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "always", NULL);
     rh_conn *c = connect_ok(d, false);
     rng r = {77};
@@ -964,8 +955,7 @@ static cJSON *kill_restart_same(rh_daemon *d, const char *data, const char *poli
 static void a_failed_fsync_undoes_the_group(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     char data[600], req[512];
     rh_conn *c;
     rh_daemon *d = faulty_with_scene(dir, "always", "g", data, sizeof data, &c);
@@ -1093,8 +1083,7 @@ static void a_failed_fsync_undoes_the_group(void **state)
 static void a_failed_background_fsync_refuses_mutations_until_one_works(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     char data[600], req[512];
     rh_conn *c;
     rh_daemon *d = faulty_with_scene(dir, "everysec", "e", data, sizeof data, &c);
@@ -1143,8 +1132,7 @@ static void a_failed_background_fsync_refuses_mutations_until_one_works(void **s
 static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     char data[600], req[512];
     rh_conn *c;
     rh_daemon *d = faulty_with_scene(dir, "no", "p", data, sizeof data, &c);
@@ -1180,8 +1168,7 @@ static void a_partial_record_blocks_appends_until_it_is_cut(void **state)
 static void save_behind_a_waiting_mutation_is_refused(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     char data[600], a[400], b[1000];
     snprintf(data, sizeof data, "%s/data", dir);
     rh_daemon *d = start_on(data, "always", NULL);
@@ -1287,8 +1274,7 @@ static void restart_holds(const char *dir, cJSON *want)
 static void a_missing_journal_refuses_to_start(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     cJSON *at_save = save_then_more(dir, 100, 20, NULL);
     char path[600], want[700];
     snprintf(path, sizeof path, "%s/journal", dir);
@@ -1322,8 +1308,7 @@ static void a_missing_journal_refuses_to_start(void **state)
 static void a_journal_cut_inside_its_header_refuses_to_start(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     cJSON *at_save = save_then_more(dir, 30, 20, NULL);
     char path[600], want[700];
     snprintf(path, sizeof path, "%s/journal", dir);
@@ -1370,8 +1355,7 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
 static void a_journal_cut_below_what_was_synced_refuses_to_start(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "always", NULL);
     rh_conn *c = connect_ok(d, false);
     cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
@@ -1495,8 +1479,7 @@ static void snapshot_header_v1(uint8_t *h)
 static void files_of_the_previous_format_are_upgraded(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     cJSON *last = NULL;
     cJSON_Delete(save_then_more(dir, 10, 5, &last));
     shrink_header(dir, "journal", 64, 32, journal_header_v1);
@@ -1570,8 +1553,7 @@ static void symbolic_links_in_the_data_directory_are_refused(void **state)
 static void a_data_directory_others_can_change_is_refused(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     char want[700];
     assert_int_equal(chmod(dir, 0777), 0);
     snprintf(want, sizeof want, "chmod go-w '%s'", dir);
@@ -1611,8 +1593,7 @@ static void a_data_directory_others_can_change_is_refused(void **state)
 static void a_deleted_lock_file_keeps_a_second_daemon_out(void **state)
 {
     (void)state;
-    const char *dir = rh_temp_dir();
-    assert_non_null(dir);
+    const char *dir = temp_dir_ok();
     rh_daemon *d = start_on(dir, "no", NULL);
     char path[600];
     snprintf(path, sizeof path, "%s/lock", dir);

@@ -1784,9 +1784,11 @@ static void check_motion_discrete_and_certified(void **state)
     stop_ok(d);
 }
 
-static void check_motion_refusals_and_work_limit(void **state)
+/* A daemon with a work limit of 2000 per request, the post scene, the
+ * planar arm and "flat" (frame-indexed); the caller closes c and stops
+ * the daemon. */
+static rh_daemon *start_motion_daemon(rh_conn **conn)
 {
-    (void)state;
     static const char *const extra[] = {"--max-request-work", "2000", NULL};
     rh_daemon *d = start(extra);
     rh_conn *c = connect_ok(d, false);
@@ -1796,6 +1798,17 @@ static void check_motion_refusals_and_work_limit(void **state)
                    "{\"model\":\"flat\",\"links\":[{\"id\":\"a\",\"frame\":0,"
                    "\"shape\":" S01 "}]}"),
               "flat");
+    *conn = c;
+    return d;
+}
+
+/* Paths, modes, resolutions and tolerances out of place or range are
+ * refused at their path; unknown scenes and models with -32001. */
+static void check_motion_refuses_bad_params_at_their_path(void **state)
+{
+    (void)state;
+    rh_conn *c;
+    rh_daemon *d = start_motion_daemon(&c);
     static const param_case cases[] = {
         {"check.motion", "{\"model\":\"planar\",\"path\":[]}", -32602, "params.path",
          "two or more"},
@@ -1847,6 +1860,20 @@ static void check_motion_refusals_and_work_limit(void **state)
         {"check.motion", "{\"model\":\"planar\",\"scene\":\"nope\",\"path\":[[0,0],[1,0]]}", -32001,
          NULL, NULL},
         {"check.motion", "{\"model\":\"nope\",\"path\":[[0,0],[1,0]]}", -32001, NULL, NULL},
+    };
+    run_param_cases(c, cases, sizeof cases / sizeof cases[0]);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* A motion too long for the work budget is refused with -32004 naming
+ * the limit; the same motion at a coarser resolution fits. */
+static void check_motion_over_the_work_limit_refused(void **state)
+{
+    (void)state;
+    rh_conn *c;
+    rh_daemon *d = start_motion_daemon(&c);
+    static const param_case cases[] = {
         /* too long for the work budget (about 5 pair tests a state): 3001
          * states at 0.001 over 3 rad */
         {"check.motion",
@@ -2011,11 +2038,45 @@ static char *deep_attached(int depth)
     return t.p;
 }
 
-static void outsider_bad_input(void **state)
+/* The models the outsider's requests name: the planar arm, "rigid" (its
+ * joints all fixed: 0 dof, one rigid body) and "nothing" (a tree with
+ * nothing at all). */
+static void put_outsider_models(rh_conn *c)
+{
+    put_planar(c, "planar", "");
+    expect_ok(rpct(c, "model.put",
+                   "{\"model\":\"rigid\",\"joints\":[{\"name\":\"j1\",\"type\":\"fixed\","
+                   "\"parent\":\"base\",\"child\":\"l1\"},{\"name\":\"j2\",\"type\":\"fixed\","
+                   "\"parent\":\"l1\",\"child\":\"l2\",\"origin\":{\"xyz\":[0.1,0,0]}}],"
+                   "\"links\":[{\"id\":\"a\",\"link\":\"base\",\"shape\":" S01 "},{\"id\":\"b\","
+                   "\"link\":\"l2\",\"shape\":" S01 "}]}"),
+              "rigid");
+    expect_ok(rpct(c, "model.put", "{\"model\":\"nothing\",\"joints\":[]}"), "nothing");
+}
+
+/* Starts a daemon with the outsider's models and runs the cases on it;
+ * `then` (may be NULL) checks more on the same connection. */
+static void outsider_cases(const param_case *cases, size_t n, void (*then)(rh_conn *c))
+{
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    put_outsider_models(c);
+    run_param_cases(c, cases, n);
+    if (then)
+        then(c);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+}
+
+#define OUTSIDER_CASES(cases, then) outsider_cases(cases, sizeof cases / sizeof cases[0], then)
+
+/* Joint vectors of the wrong type, length or names, and check's other
+ * params, are refused at their path. */
+static void check_refuses_bad_joints_and_params_at_their_path(void **state)
 {
     (void)state;
     static const param_case cases[] = {
-        /* joint vectors: types, lengths, names */
         {"check", "{\"model\":\"planar\",\"joints\":\"0,0\"}", -32602, "params.joints", "array"},
         {"check", "{\"model\":\"planar\",\"joints\":null}", -32602, "params.joints", "array"},
         {"check", "{\"model\":\"planar\",\"joints\":true}", -32602, "params.joints", "array"},
@@ -2067,7 +2128,24 @@ static void outsider_bad_input(void **state)
          "params.colour", "unknown key"},
         {"check", "{\"model\":\"planar\",\"model\":\"planar\",\"joints\":[0,0]}", -32602,
          "params.model", "duplicate key"},
-        /* huge values: used as given (limits report them) */
+    };
+    OUTSIDER_CASES(cases, NULL);
+}
+
+static void huge_joints_with_ignore_limits_give_a_finite_result(rh_conn *c)
+{
+    /* huge joint values with ignore_limits: a finite result */
+    cJSON *r = rpct(c, "check", "{\"model\":\"planar\",\"joints\":[1e308,-1e308],\"ignore_limits\":true}");
+    assert_true(cJSON_IsNumber(at(result_of(r, "huge joints"), "min_distance")));
+    cJSON_Delete(r);
+}
+
+/* Huge values, tiny ones and empty lists are used as given (limits report
+ * them). */
+static void check_takes_huge_and_empty_values_as_given(void **state)
+{
+    (void)state;
+    static const param_case cases[] = {
         {"check", "{\"model\":\"planar\",\"joints\":[0,1e308]}", 0, NULL, NULL},
         {"check", "{\"model\":\"planar\",\"joints\":[1e308,-1e308],\"ignore_limits\":true}", 0,
          NULL, NULL},
@@ -2077,7 +2155,14 @@ static void outsider_bad_input(void **state)
         {"check", "{\"model\":\"planar\",\"joints\":[0,0],\"attached\":[]}", 0, NULL, NULL},
         {"check", "{\"model\":\"planar\",\"joints\":[0,0],\"allowed_scene\":[]}", 0, NULL, NULL},
         {"check", "{\"model\":\"planar\",\"joints\":{}}", 0, NULL, NULL},
-        /* check.batch */
+    };
+    OUTSIDER_CASES(cases, huge_joints_with_ignore_limits_give_a_finite_result);
+}
+
+static void check_batch_refuses_bad_tables_at_their_path(void **state)
+{
+    (void)state;
+    static const param_case cases[] = {
         {"check.batch", "{\"model\":\"planar\",\"joints\":{}}", -32602, "params.joints", "array"},
         {"check.batch", "{\"model\":\"planar\",\"joints\":[[0,0],[0]]}", -32602, "params.joints[1]",
          "must hold 2 values"},
@@ -2093,7 +2178,14 @@ static void outsider_bad_input(void **state)
          "params.base.rotation", NULL},
         {"check.batch", "{\"model\":\"planar\",\"joints\":[]}", 0, NULL, NULL},
         {"check.batch", "{\"model\":\"planar\",\"joints\":[{},[0,0]]}", 0, NULL, NULL},
-        /* model.fk */
+    };
+    OUTSIDER_CASES(cases, NULL);
+}
+
+static void model_fk_refuses_bad_params_at_their_path(void **state)
+{
+    (void)state;
+    static const param_case cases[] = {
         {"model.fk", "{\"model\":\"planar\"}", -32602, "params.joints", "required"},
         {"model.fk", "{\"model\":\"planar\",\"joints\":[0]}", -32602, "params.joints",
          "must hold 2 values"},
@@ -2107,50 +2199,12 @@ static void outsider_bad_input(void **state)
         {"model.fk", "{\"model\":\"nope\",\"joints\":[0,0]}", -32001, NULL, NULL},
         {"model.fk", "{\"joints\":[0,0]}", -32602, "params.model", "required"},
         {"model.fk", "{\"model\":\"planar\",\"joints\":[1e308,1e308]}", 0, NULL, NULL},
-        /* 0-dof and fixed-only models */
-        {"check", "{\"model\":\"rigid\",\"joints\":[]}", 0, NULL, NULL},
-        {"check", "{\"model\":\"rigid\",\"joints\":{}}", 0, NULL, NULL},
-        {"check", "{\"model\":\"rigid\",\"joints\":[0]}", -32602, "params.joints",
-         "must hold 0 values"},
-        {"check", "{\"model\":\"rigid\",\"joints\":{\"j1\":0}}", -32602, "params.joints.j1",
-         "no active joint"},
-        {"check.batch", "{\"model\":\"rigid\",\"joints\":[[],{}]}", 0, NULL, NULL},
-        {"model.fk", "{\"model\":\"rigid\",\"joints\":[]}", 0, NULL, NULL},
-        {"check.motion", "{\"model\":\"rigid\",\"path\":[[],{}]}", 0, NULL, NULL},
-        {"check.motion", "{\"model\":\"rigid\",\"path\":[[],[]],\"mode\":\"certified\"}", 0, NULL,
-         NULL},
-        {"check.motion", "{\"model\":\"rigid\",\"path\":[[],[0]]}", -32602, "params.path[1]",
-         "must hold 0 values"},
-        {"check", "{\"model\":\"nothing\",\"joints\":[]}", 0, NULL, NULL},
-        {"model.fk", "{\"model\":\"nothing\",\"joints\":{}}", 0, NULL, NULL},
-        {"check.motion", "{\"model\":\"nothing\",\"path\":[[],[]]}", 0, NULL, NULL},
-        /* empty and odd model.put */
-        {"model.put",
-         "{\"model\":\"k\",\"joints\":[],\"links\":[{\"id\":\"s\",\"link\":\"a\","
-         "\"shape\":" S01 "},{\"id\":\"t\",\"link\":\"b\",\"shape\":" S01 "}]}",
-         -32602, "params.links[1].link", "second root"},
-        {"model.put",
-         "{\"model\":\"k\",\"joints\":[{\"name\":\"j\",\"type\":\"revolute\","
-         "\"parent\":\"a\",\"child\":\"b\",\"axis\":[1e308,1e308,0]}]}",
-         0, NULL, NULL},
     };
-    rh_daemon *d = start(NULL);
-    rh_conn *c = connect_ok(d, false);
-    put_planar(c, "planar", "");
-    /* a model whose joints are all fixed: 0 dof, one rigid body */
-    expect_ok(rpct(c, "model.put",
-                   "{\"model\":\"rigid\",\"joints\":[{\"name\":\"j1\",\"type\":\"fixed\","
-                   "\"parent\":\"base\",\"child\":\"l1\"},{\"name\":\"j2\",\"type\":\"fixed\","
-                   "\"parent\":\"l1\",\"child\":\"l2\",\"origin\":{\"xyz\":[0.1,0,0]}}],"
-                   "\"links\":[{\"id\":\"a\",\"link\":\"base\",\"shape\":" S01 "},{\"id\":\"b\","
-                   "\"link\":\"l2\",\"shape\":" S01 "}]}"),
-              "rigid");
-    /* a tree with nothing at all */
-    expect_ok(rpct(c, "model.put", "{\"model\":\"nothing\",\"joints\":[]}"), "nothing");
-    run_param_cases(c, cases, sizeof cases / sizeof cases[0]);
-    expect_ok(rpct(c, "model.delete", "{\"model\":\"k\"}"), "delete k");
+    OUTSIDER_CASES(cases, NULL);
+}
 
-    /* the results of those that succeed make sense */
+static void zero_dof_results_make_sense(rh_conn *c)
+{
     cJSON *r = rpct(c, "model.get", "{\"model\":\"rigid\"}");
     const cJSON *g = result_of(r, "model.get rigid");
     assert_int_equal(cJSON_GetArraySize(at(g, "joints")), 0);
@@ -2171,13 +2225,65 @@ static void outsider_bad_input(void **state)
     assert_true(cJSON_IsTrue(at(g, "kinematic")));
     assert_true(cJSON_IsNull(at(g, "root")));
     cJSON_Delete(r);
-    /* huge joint values with ignore_limits: a finite result */
-    r = rpct(c, "check", "{\"model\":\"planar\",\"joints\":[1e308,-1e308],\"ignore_limits\":true}");
-    assert_true(cJSON_IsNumber(at(result_of(r, "huge joints"), "min_distance")));
-    cJSON_Delete(r);
+}
 
-    /* deep nesting inside attached: a path while within the depth limit,
-     * -32004 beyond it */
+/* 0-dof and fixed-only models take empty joint vectors in every method,
+ * refuse non-empty ones, and answer what one rigid body (or none) does. */
+static void zero_dof_models_take_empty_joint_vectors(void **state)
+{
+    (void)state;
+    static const param_case cases[] = {
+        {"check", "{\"model\":\"rigid\",\"joints\":[]}", 0, NULL, NULL},
+        {"check", "{\"model\":\"rigid\",\"joints\":{}}", 0, NULL, NULL},
+        {"check", "{\"model\":\"rigid\",\"joints\":[0]}", -32602, "params.joints",
+         "must hold 0 values"},
+        {"check", "{\"model\":\"rigid\",\"joints\":{\"j1\":0}}", -32602, "params.joints.j1",
+         "no active joint"},
+        {"check.batch", "{\"model\":\"rigid\",\"joints\":[[],{}]}", 0, NULL, NULL},
+        {"model.fk", "{\"model\":\"rigid\",\"joints\":[]}", 0, NULL, NULL},
+        {"check.motion", "{\"model\":\"rigid\",\"path\":[[],{}]}", 0, NULL, NULL},
+        {"check.motion", "{\"model\":\"rigid\",\"path\":[[],[]],\"mode\":\"certified\"}", 0, NULL,
+         NULL},
+        {"check.motion", "{\"model\":\"rigid\",\"path\":[[],[0]]}", -32602, "params.path[1]",
+         "must hold 0 values"},
+        {"check", "{\"model\":\"nothing\",\"joints\":[]}", 0, NULL, NULL},
+        {"model.fk", "{\"model\":\"nothing\",\"joints\":{}}", 0, NULL, NULL},
+        {"check.motion", "{\"model\":\"nothing\",\"path\":[[],[]]}", 0, NULL, NULL},
+    };
+    OUTSIDER_CASES(cases, zero_dof_results_make_sense);
+}
+
+static void delete_k(rh_conn *c)
+{
+    expect_ok(rpct(c, "model.delete", "{\"model\":\"k\"}"), "delete k");
+}
+
+/* A second root is refused; an axis of huge components is accepted. */
+static void model_put_of_odd_trees(void **state)
+{
+    (void)state;
+    static const param_case cases[] = {
+        {"model.put",
+         "{\"model\":\"k\",\"joints\":[],\"links\":[{\"id\":\"s\",\"link\":\"a\","
+         "\"shape\":" S01 "},{\"id\":\"t\",\"link\":\"b\",\"shape\":" S01 "}]}",
+         -32602, "params.links[1].link", "second root"},
+        {"model.put",
+         "{\"model\":\"k\",\"joints\":[{\"name\":\"j\",\"type\":\"revolute\","
+         "\"parent\":\"a\",\"child\":\"b\",\"axis\":[1e308,1e308,0]}]}",
+         0, NULL, NULL},
+    };
+    OUTSIDER_CASES(cases, delete_k);
+}
+
+/* Deep nesting inside attached: a path while within the depth limit,
+ * -32004 beyond it; many attached shapes with a bad one at the end: its
+ * path. */
+static void deep_and_many_attached_shapes_refused(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    put_outsider_models(c);
     char *deep = deep_attached(40);
     expect_error(rpct(c, "check", deep), -32602, "params.attached[0].shape.sphere.center", NULL,
                  "deep attached");
@@ -2265,9 +2371,16 @@ int main(int argc, char **argv)
         DAEMON_TEST(attached_shapes),
         DAEMON_TEST(model_fk_by_hand),
         DAEMON_TEST(check_motion_discrete_and_certified),
-        DAEMON_TEST(check_motion_refusals_and_work_limit),
+        DAEMON_TEST(check_motion_refuses_bad_params_at_their_path),
+        DAEMON_TEST(check_motion_over_the_work_limit_refused),
         DAEMON_TEST(frame_indexed_model_refuses_joints),
-        DAEMON_TEST(outsider_bad_input),
+        DAEMON_TEST(check_refuses_bad_joints_and_params_at_their_path),
+        DAEMON_TEST(check_takes_huge_and_empty_values_as_given),
+        DAEMON_TEST(check_batch_refuses_bad_tables_at_their_path),
+        DAEMON_TEST(model_fk_refuses_bad_params_at_their_path),
+        DAEMON_TEST(zero_dof_models_take_empty_joint_vectors),
+        DAEMON_TEST(model_put_of_odd_trees),
+        DAEMON_TEST(deep_and_many_attached_shapes_refused),
         DAEMON_TEST(motion_through_nonfinite_states),
         DAEMON_TEST(batch_table_fast_path_equals_general_path),
     };

@@ -15,6 +15,7 @@
 #include "test_util.h"
 
 #include "scene/scene_int.h"
+#include "test_bvh.h"
 
 static rp_vec3 V(double x, double y, double z)
 {
@@ -52,73 +53,6 @@ static rp_shape random_shape(test_rng *r, double half, double size, bool grid)
     return s;
 }
 
-/* Brute-force nearest with the tie rule: smallest distance, then id. */
-static bool brute_nearest(const rp_scene *sc, const rp_shape *q, double *d_out, size_t *idx)
-{
-    bool found = false;
-    for (size_t i = 0; i < rp_scene_shape_count(sc); i++) {
-        double d = rp_shape_signed_distance(q, rp_scene_shape_at(sc, i));
-        if (!found || d < *d_out ||
-            (d == *d_out && strcmp(rp_scene_id_at(sc, i), rp_scene_id_at(sc, *idx)) < 0)) {
-            *d_out = d;
-            *idx = i;
-            found = true;
-        }
-    }
-    return found;
-}
-
-typedef struct hits {
-    unsigned char *seen;
-    double *dist;
-    size_t count;
-} hits;
-
-static bool record(void *ctx, size_t index, double distance)
-{
-    hits *h = ctx;
-    assert_false(h->seen[index]); /* each shape at most once */
-    h->seen[index] = 1;
-    h->dist[index] = distance;
-    h->count++;
-    return true;
-}
-
-/* Checks nearest and below-threshold for one query against brute force. */
-static void check_query(const rp_scene *sc, const rp_shape *q, double threshold)
-{
-    double bd = 0;
-    size_t bi = 0;
-    bool bf = brute_nearest(sc, q, &bd, &bi);
-    double td = INFINITY;
-    size_t ti = 0;
-    bool found;
-    rp_scene_nearest_(sc, q, &td, &ti, &found);
-    assert_int_equal(found, bf);
-    if (bf) {
-        assert_same_bits(td, bd);
-        assert_string_equal(rp_scene_id_at(sc, ti), rp_scene_id_at(sc, bi));
-    }
-
-    size_t n = rp_scene_shape_count(sc);
-    hits h = {calloc(n + 1, 1), calloc(n + 1, sizeof(double)), 0};
-    assert_true(rp_scene_below_(sc, q, threshold, record, &h));
-    size_t want = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = rp_shape_signed_distance(q, rp_scene_shape_at(sc, i));
-        if (d < threshold) {
-            want++;
-            assert_true(h.seen[i]);
-            assert_same_bits(h.dist[i], d);
-        } else {
-            assert_false(h.seen[i]);
-        }
-    }
-    assert_int_equal(h.count, want);
-    free(h.seen);
-    free(h.dist);
-}
-
 static void tree_equals_brute_force_on_random_scenes(void **state)
 {
     (void)state;
@@ -139,7 +73,7 @@ static void tree_equals_brute_force_on_random_scenes(void **state)
         assert_int_equal(rp_store_create(st, "x", p, n, &sc), RP_OK);
         for (int k = 0; k < 40; k++) {
             rp_shape q = random_shape(&r, half * 1.2, 0.5, grid);
-            check_query(sc, &q, rng_uniform(&r, -0.5, 1.0));
+            check_shape_query(sc, &q, rng_uniform(&r, -0.5, 1.0));
         }
         free(p);
         free(ids);
@@ -180,7 +114,7 @@ static void tree_follows_interleaved_puts_and_removes(void **state)
          * after every one (several mutations between rebuilds too). */
         if (step % 3 != 1) {
             rp_shape q = random_shape(&r, 3.5, 0.5, false);
-            check_query(sc, &q, rng_uniform(&r, -0.3, 0.8));
+            check_shape_query(sc, &q, rng_uniform(&r, -0.3, 0.8));
         }
     }
     rp_store_free(st);
@@ -201,7 +135,7 @@ static void degenerate_scenes_agree_with_brute_force(void **state)
 
     rp_shape_put single = {"only", q};
     assert_int_equal(rp_store_create(st, "one", &single, 1, &one), RP_OK);
-    check_query(one, &q, 0.0);
+    check_shape_query(one, &q, 0.0);
 
     /* 200 shapes at the same point with the same radius: every distance
      * ties, the smallest id must win, all are below a positive threshold. */
@@ -221,8 +155,8 @@ static void degenerate_scenes_agree_with_brute_force(void **state)
     assert_true(found);
     assert_true(d == 4.0);
     assert_string_equal(rp_scene_id_at(point, idx), "p000");
-    check_query(point, &far, 4.5);
-    check_query(point, &p[0].shape, 0.0); /* deep penetration everywhere */
+    check_shape_query(point, &far, 4.5);
+    check_shape_query(point, &p[0].shape, 0.0); /* deep penetration everywhere */
     rp_store_free(st);
 }
 
@@ -251,7 +185,7 @@ static void deep_penetration_inside_overlapping_boxes_is_found(void **state)
                       .sphere = {V(rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2),
                                    rng_uniform(&r, -2, 2)),
                                  rng_uniform(&r, 0.5, 1.0)}};
-        check_query(sc, &q, rng_uniform(&r, -1.5, 0.0));
+        check_shape_query(sc, &q, rng_uniform(&r, -1.5, 0.0));
     }
     rp_store_free(st);
 }
@@ -397,7 +331,7 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
     size_t nt = sizeof thresholds / sizeof thresholds[0];
     for (int k = 0; k < 300; k++) {
         rp_shape q = huge_or_not_shape(&r);
-        check_query(sc, &q, thresholds[(size_t)k % nt]);
+        check_shape_query(sc, &q, thresholds[(size_t)k % nt]);
     }
 
     /* rp_scene_query with a threshold (scene.check) over a few query shapes. */

@@ -24,46 +24,12 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static const rp_vec3 ZERO = {0, 0, 0};
-static const rp_vec3 AX = {1, 0, 0};
-static const rp_vec3 AY = {0, 1, 0};
-static const rp_vec3 AZ = {0, 0, 1};
-
 static rp_joint_def mimic_of(rp_joint_def j, const char *of, double mult, double off)
 {
     j.mimic = of;
     j.multiplier = mult;
     j.offset = off;
     return j;
-}
-
-/* A kinematic definition: shapes with their links, joints; self collision on. */
-static rp_model_def kdef(const rp_link *shapes, const char *const *shape_links, size_t n,
-                         const rp_joint_def *joints, size_t nj)
-{
-    rp_model_def d;
-    memset(&d, 0, sizeof d);
-    d.links = shapes;
-    d.n_links = n;
-    d.shape_links = shape_links;
-    d.joints = joints;
-    d.n_joints = nj;
-    d.self_collision = true;
-    return d;
-}
-
-static rp_model *put_ok(rp_store *st, const char *name, const rp_model_def *d)
-{
-    rp_model *m = NULL;
-    rp_model_error err;
-    rp_status s = rp_store_model_put(st, name, d, &m, &err);
-    if (s != RP_OK)
-        fail_msg("put %s: %s, problem %d index %zu element %zu", name, rp_status_name(s),
-                 (int)err.problem, err.index, err.element);
-    assert_int_equal(err.problem, RP_MODEL_OK);
-    assert_non_null(m);
-    assert_true(rp_model_is_kinematic(m));
-    return m;
 }
 
 static rp_transform pose(double tx, double ty, double tz, double w, double x, double y, double z)

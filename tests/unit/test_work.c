@@ -18,10 +18,6 @@
  * scene shape against every shape of a robot (a leaf), plus the visit. */
 #define SLICE 128
 
-static const rp_vec3 ZERO = {0, 0, 0};
-static const rp_vec3 AY = {0, 1, 0};
-static const rp_vec3 AZ = {0, 0, 1};
-
 /* A scene of n small random spheres and capsules in a 2 m cube. */
 static rp_scene *random_scene(rp_store *st, const char *name, size_t n, uint64_t seed)
 {
