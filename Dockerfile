@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # reposed in a container: a multi-stage build on Debian 12.
 #
 #   docker build -t reposed .

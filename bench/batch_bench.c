@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * check.batch cost split: a 1000-configuration batch (7 poses each, about
  * 1.4 MB of JSON) against a 10k-shape scene, timed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deterministic random numbers for the benchmarks (splitmix64): the same
  * seed gives the same inputs on every run and machine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * check_bench — microseconds per robot check (rp_model_check) against
  * scenes of 1k, 10k and 100k shapes, next to a brute-force scan in the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Replays the priced-work attacks of proto/PROTOCOL.md (Limits, the cost
 model) against a reposed binary and prints, per attack, how long the
 attacking request took, what it was answered, the longest wait of a second

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fcl_check_bench — the workload of check_bench.c on FCL 0.7, for comparison.
  * Optional: built only when FCL is installed (see bench/CMakeLists.txt).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * geometry_bench — nanoseconds per call of the repose distance kernels.
  *

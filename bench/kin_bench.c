@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kin_bench — joint-space checks of a 7-dof arm in process: forward
  * kinematics, FK + check (report first / closest), and motion checks

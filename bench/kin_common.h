@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What kin_bench (in process) and kin_socket_bench (through reposed) share:
  * the arm7 robot (tests/data/arm7.urdf + arm7.srdf), the two scenes, random

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kin_socket_bench — joint-space checks of arm7 through reposed over a Unix
  * socket, end to end: the time from the first byte of a request sent to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * live_bench — "live shared scenes" (issue 10) through reposed over a Unix
  * socket: what it costs when a scene changes while planners query it, when

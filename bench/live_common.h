@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What live_bench needs around its sections: request text, a blocking
  * client connection that also reads pipelined replies and notifications,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * load_bench — closed-loop load generator for line-based request/reply
  * servers (reposed, and Redis through its inline protocol).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Memory figures of issue 21 (part 2): starts the given reposed on a
 scratch Unix socket for each workload and prints its RSS (VmRSS, KiB):
 100,000 empty and one-shape scenes created then deleted; 100 clients that

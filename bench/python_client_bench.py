@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The Python client's costs against a running reposed (issue 11):
 
 - single `check` round trips per second over the Unix socket (one in flight);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Replays the denial-of-service cases of issue 8 against a running reposed
 and prints what each costs now: wall time of the hostile request, the reply
 (size, or the error), the daemon's RSS, and how long another client's ping

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the benchmark scripts share: a newline-delimited JSON-RPC connection
 to reposed over a Unix socket, a daemon started on a scratch socket, and
 its memory as /proc reports it.  Standard library only."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """RRT-Connect in pure Python, with reposed doing every collision check.
 
 Plans the test arm (tests/data/arm7.urdf, 8 joints) from one side of a post

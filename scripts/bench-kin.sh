@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Joint-space benchmark of a 7-dof arm (tests/data/arm7.urdf + .srdf):
 #   bench/kin_bench         in process: FK, FK + check (report first/closest),
 #                           check.motion discrete (0.01 rad) vs certified;

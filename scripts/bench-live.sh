@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Live shared scenes (issue 10): bench/live_bench through its own reposed on
 # a temporary Unix socket:
 #   move        scene.put of one shape then scene.distance, vs the query

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Load benchmark: reposed against Redis, over TCP and Unix sockets.
 #
 # Builds reposed and load_bench in Release (build/release, or $BUILD_DIR),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian 12 (bookworm) packages repose needs, for one purpose:
 #
 #   bash scripts/deps.sh run    building and running reposed and repose-cli

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The container's entrypoint (see Dockerfile).  reposed's listeners come from
 # the environment, so that the HEALTHCHECK (this script with the argument
 # `healthcheck`) probes the socket or port the daemon really listens on:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets in tests/fuzz with clang (in build/fuzz) and
 # runs each for SECONDS seconds (default 60), one after the other.  Exits
 # non-zero when any target finds a crash, a sanitizer report, a leak, a

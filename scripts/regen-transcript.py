@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 import json, socket, subprocess, sys, time, os, re
 # Replays a transcript file against a daemon and prints each sent line and the actual replies,
 # keeping "*" where the old expected line had "*" values at the same key.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sets up, builds and runs reposed in the foreground on its defaults: TCP on
 # 127.0.0.1:7411 and the Unix socket /tmp/reposed.sock, scenes in memory.
 # Also builds repose-cli (build/release/repose-cli), which the README's

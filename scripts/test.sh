@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sets up and runs every test: installs the Debian packages if missing, then
 # builds and runs the suite twice — warnings as errors, then under
 # AddressSanitizer + UndefinedBehaviorSanitizer — and the daemon tests a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the OMPL example outside the repository's build, as a planner
 # project would: installs repose from a build tree into a scratch prefix,
 # configures examples/ompl on its own with CMAKE_PREFIX_PATH=<prefix>

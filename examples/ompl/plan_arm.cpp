@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // OMPL's RRTConnect planning a robot (by default the test arm,
 // tests/data/arm7.urdf) around a post (under a lamp, in front of a shelf),
 // with every collision check done by reposed through the C client: a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs plan_arm against a reposed of its own (a temporary Unix socket, named
 # by REPOSE_SOCKET as a user would):
 #  - the test arm: discrete edges, certified edges, the trivial checker;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose client: a small blocking client for reposed (JSON-RPC 2.0 over
  * newline-delimited JSON, on a Unix socket or TCP).  See proto/PROTOCOL.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose — the export macro of the public API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose — collision geometry core: spheres and capsules, exact signed
  * distance, witness points, rigid transforms.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose — scenes: named collections of shapes with revisions, and the
  * queries the daemon answers against them.  Usable in process: a planner can

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Python package's build backend (PEP 517, PEP 660), standard library only.
 
 pip builds the package with it from ``pyproject.toml`` (``backend-path``),

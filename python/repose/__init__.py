@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Python client for reposed, the repose collision-query daemon.
 
     import repose

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``python -m repose [--unix PATH | --host H [--port P]] [--token-file F | --token T] METHOD [PARAMS-JSON]``
 
 Calls one method and prints its result as JSON (exit 0), or the error on

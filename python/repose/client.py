@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The connection to reposed: newline-delimited JSON-RPC 2.0 over a Unix
 socket or TCP (proto/PROTOCOL.md), with pipelining and watches."""
 

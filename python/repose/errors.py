@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exceptions raised by :mod:`repose`.
 
 Every error reply of the daemon becomes a :class:`ReposeError` subclass chosen

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Scenes as glTF 2.0 binary (.glb), so that any glTF viewer shows what the
 daemon holds: each shape tessellated (spheres as UV spheres, capsules as a
 cylinder with two hemispheres), one node and one mesh per shape, named by

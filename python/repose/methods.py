@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One Python method per reposed protocol method (proto/PROTOCOL.md).
 
 :class:`Methods` is shared by :class:`repose.Client` (each call waits for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Request lines: compact JSON, NaN refused, large number tables formatted fast."""
 
 from __future__ import annotations

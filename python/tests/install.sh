@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Python client from the repository as the README says, offline
 # (pip --no-index), into plain venvs in a scratch directory, then runs
 # `python -m repose ping` against a real reposed:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package's own build backend (python/_backend/repose_backend.py): what
 pip gets from it, without pip.  python/tests/install.sh installs with pip
 itself in bare venvs."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Python client against the real reposed (started here on a temporary
 Unix socket and a TCP port, with and without a token).
 

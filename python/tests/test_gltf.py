@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """glTF export (repose.gltf, python -m repose export): the .glb structure
 (header, chunk lengths and padding, accessor and buffer-view bounds, index
 ranges, POSITION min/max) and the geometry (every vertex on its shape's

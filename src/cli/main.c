@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose-cli: a command-line client for reposed, in the spirit of redis-cli.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose-cli's params (see params.h): PARAMS-JSON with @FILE and @@FILE
  * substitution, KEY=VALUE words, and the words of a line read from stdin.

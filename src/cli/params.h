@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * repose-cli's params: the words after METHOD on the command line, and the
  * `METHOD [PARAMS]` lines it reads from stdin, turned into the params JSON

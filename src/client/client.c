@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The blocking reposed client (include/repose/client.h).
  *

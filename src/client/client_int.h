@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private parts of the client shared by client.c (connections, socket I/O,
  * errors) and client_rpc.c (JSON-RPC requests and replies, raw lines).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The client's typed helpers for kinematic models (include/repose/client.h):
  * model.put with a URDF, model.fk, check, check.batch and check.motion in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The client's JSON-RPC side: building requests, matching replies to ids,
  * the public call functions and raw line passthrough.  Connections and

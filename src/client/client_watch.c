@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Watch notifications in the client (include/repose/client.h): scene.watch
  * and scene.unwatch, and the queue of notifications that arrive between

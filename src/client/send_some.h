@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One step of writing a request to a stream socket, shared by the client
  * library (client.c, which reads replies while the socket is full) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * JSON codec for the daemon: decoding request values (cJSON trees) into
  * geometry types with path-precise errors, a direct JSON writer for replies,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Decoding request values (cJSON trees) into geometry types, with the path
  * of the offending value and a short reason on failure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tables of numbers straight from the request text: the fast path for
  * check.batch's params.joints (rpc.c), which would otherwise cost cJSON an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Table for the shortest double-to-decimal conversion in writer.c
  * (Schubfach, R. Giulietti, "The Schubfach way to render doubles", 2020).

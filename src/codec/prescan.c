@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pre-scan: one pass over a request line before cJSON sees it.
  *

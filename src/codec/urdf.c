@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * URDF + SRDF import (urdf.h): expat reads the XML, the handlers here pass
  * the elements that matter to urdf_elems.c, which keeps what the kinematic

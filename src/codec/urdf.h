@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * URDF (and SRDF) import: a robot description as XML text into the
  * kinematic form of rp_model_def (include/repose/scene.h), read with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The URDF and SRDF elements (see the rules at the top of urdf.c): what
  * each one that matters adds to the parse, with the checks on its

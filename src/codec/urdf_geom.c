@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The numeric side of the URDF import (urdf_int.h): numbers and vectors as
  * URDF attributes write them, <origin> transforms, and the capsules that

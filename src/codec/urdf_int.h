@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internals of the URDF import shared by urdf.c (the XML side) and
  * urdf_geom.c (numbers, origins and the capsules that stand in for URDF

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The state of a URDF/SRDF parse, shared by the two files of the reader:
  * urdf.c (expat's handlers, error reporting, the result) and urdf_elems.c

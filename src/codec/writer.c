@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reply writer: a growable buffer with JSON helpers that insert commas
  * by themselves, and the shortest round-trip formatting of doubles.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Signed distance kernels for spheres and capsules.
  *

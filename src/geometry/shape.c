@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shape constructors and validation: the boundary where bad input is refused. */
 #include "repose/geometry.h"
 #include "vec.h"

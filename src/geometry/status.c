@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status names and messages, generated from RP_STATUS_MAP.  (Their JSON-RPC
  * codes belong to the daemon: src/server/req.c, rpd_status_code.) */
 #include "repose/status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Rigid transforms: world = r*local + t. */
 #include "repose/geometry.h"
 #include "vec.h"

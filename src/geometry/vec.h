@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Small inline vector helpers for the geometry kernels.  Private: the public
  * API exposes rp_vec3 only as plain data.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bounding-volume hierarchy over a scene's shapes, kept up to date by the
  * mutations, and the per-shape queries built on it: nearest scene shape,

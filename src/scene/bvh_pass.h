@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The box tests of the multi-query walks (bvh.c), written once over "lanes"
  * of queries and included twice by bvh.c: with one double per lane (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Robot checks: one configuration of a model against a scene and itself.
  *

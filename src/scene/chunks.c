@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Copy-on-write chunked arrays (chunks.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Copy-on-write chunked arrays: the storage that lets scene versions share
  * their entries and tree nodes (version.c).

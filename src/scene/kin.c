@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Kinematic trees: compiling a definition (links, joints) into frames, and
  * forward kinematics.

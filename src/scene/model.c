@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Robot models in the store: named sets of link shapes on joint frames, kept
  * in an array sorted by name (binary search, model.list needs no sorting).

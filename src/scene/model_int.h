@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private layout of robot models, shared by model.c (the store side),
  * kin.c (kinematic trees: compilation and forward kinematics), check.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Motion checks: a path of joint vectors, each segment interpolated
  * linearly in joint space, checked by sampling (discrete) or proved clear

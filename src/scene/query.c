@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Scene queries: distance from query shapes to scene shapes, nearest pair,
  * and the pairs below a threshold: through the bounding-volume hierarchy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * When a scene's tree is built whole instead of edited: the store's rebuild
  * policy.  bvh.c builds and measures trees; this file decides.

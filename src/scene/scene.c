@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A scene: a dense array of shapes with an id index and a bounding-volume
  * tree (bvh.c), mutated all or nothing.

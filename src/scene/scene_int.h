@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private layout of scenes and the store, shared by the files of src/scene
  * (store.c, scene.c, query.c, bvh.c, util.c, and through model_int.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The store: scenes kept in an array sorted by name, so lookups are a binary
  * search and scene.list needs no sorting.

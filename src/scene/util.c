@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the store, queries and checks: binary search over the
  * store's name-sorted arrays, and a stable sort that carries a context

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Geometric growth of heap arrays; see grow.h. */
 #include "grow.h"
 

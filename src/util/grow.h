@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Geometric growth of heap arrays: one rule (double the capacity, starting
  * from a minimum) for the library's growable arrays (query pairs, check

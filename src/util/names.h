@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How near a mistyped method name is to a real one, for "did you mean":
  * the daemon's -32601 reply (data.suggestion, proto/PROTOCOL.md "Errors")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The string hash table; see strtab.h. */
 #include "strtab.h"
 

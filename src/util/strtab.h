@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * An open-addressing hash table from string keys to uint32 values, shared by
  * the library's id indexes (scene ids, a put's batch, model link ids) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Well-formed UTF-8 (Unicode table 3-7: no overlong forms, no surrogates,
  * nothing past U+10FFFF), for everyone who checks it: the request pre-scan,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: repose-cli's params (src/cli/params.c), from the words after
  * METHOD on the command line, and from `METHOD [PARAMS]` lines on stdin.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the client library's reply parsing (rp_client_parse_reply_,
  * src/client/client_rpc.c), the step from one reply line to a result's raw

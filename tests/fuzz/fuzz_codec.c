@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: every decoder in src/codec/codec.h, and the writer that
  * prints what they decode.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target for the work estimates of include/repose/scene.h, which the
  * daemon charges before it runs a request (proto/PROTOCOL.md, the cost

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the newline framer (src/server/transport/framer.c).
  *

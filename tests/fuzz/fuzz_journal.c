@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the journal scanner (src/server/persistence/journal.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: numbers and joint tables read straight from the text
  * (src/codec/numbers.c), the fast path of check.batch.

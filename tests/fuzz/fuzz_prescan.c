@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the request-line pre-scan (rp_json_prescan, src/codec/prescan.c).
  *

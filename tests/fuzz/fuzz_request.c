@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the whole request path, without sockets.  Request lines go
  * into rpd_process_line (src/server/protocol/rpc.h) with a fresh core per input;

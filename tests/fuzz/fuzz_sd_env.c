@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the parsing of systemd's environment variables in
  * src/server/transport/sd.c (rpd_sd_parse_ulong, rpd_sd_parse_listen,

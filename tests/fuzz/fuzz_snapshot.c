@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the snapshot loader (src/server/persistence/snapshot.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the URDF + SRDF import (src/codec/urdf.c, rp_urdf_parse).
  *

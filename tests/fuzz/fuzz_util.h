@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the libFuzzer targets in this directory: a failed
  * invariant aborts with a message (libFuzzer then saves the input as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A main() for the fuzz targets without libFuzzer: runs a target's
  * LLVMFuzzerTestOneInput once per input, so that the ordinary test build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Builds against the installed repose-client: connecting to a socket path
  * that does not exist must fail cleanly with RP_CLIENT_CONNECT. */
 #include <stdio.h>

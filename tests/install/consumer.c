@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Install-test consumer: built against an installed repose (through
  * pkg-config and through find_package) to prove the installed headers,

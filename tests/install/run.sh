@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install test: installs repose from a build tree into a scratch prefix,
 # checks that the shared libraries export exactly the RP_API functions of the
 # installed headers (nm -D), then builds and runs tests/install/consumer.c

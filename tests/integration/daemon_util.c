@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the daemon test programs; see daemon_util.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the daemon test programs (test_daemon_*.c,
  * test_hardening.c): start and stop a daemon, connect, send requests, read

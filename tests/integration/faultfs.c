@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fault injection for the durability tests, preloaded into reposed
  * (LD_PRELOAD): while a file named after a fault exists in the directory

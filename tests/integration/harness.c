@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration test harness; see harness.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Integration test harness: starts the real reposed binary and talks to it
  * over its real sockets.

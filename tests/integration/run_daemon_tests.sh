@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs the protocol transcripts and every daemon test program against one
 # reposed binary, one program after another (daemon_valgrind runs this with
 # REPOSE_DAEMON_WRAPPER set, so every daemon runs under valgrind).

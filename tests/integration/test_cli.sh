@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # repose-cli against the real daemon: exit codes, pretty and raw output, watch,
 # lines from a pipe, @file and @@file params (a kinematic model from
 # tests/data/arm7.urdf, checked in joint space) and the token file checks.

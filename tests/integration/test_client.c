@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Client library tests: include/repose/client.h against the real reposed
  * (started by tests/integration/harness.h) and against tiny fake servers

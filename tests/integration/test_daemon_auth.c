@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon auth tests: the real reposed over its real sockets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Concurrency: queries on worker threads against store snapshots while
  * other clients mutate the scene they read (docs/ARCHITECTURE.md, Threads and versions; Revisions).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cost model of proto/PROTOCOL.md (Limits): every request is priced
  * from its inputs before it runs, a line on the event loop has the smaller

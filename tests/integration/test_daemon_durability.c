@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * --data-dir against the real daemon (proto/PROTOCOL.md, Durability):
  * random mutations of every kind survive a restart (SIGTERM or SIGKILL)

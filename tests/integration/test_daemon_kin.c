@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon tests for kinematic models: the real reposed over its real sockets.
  *

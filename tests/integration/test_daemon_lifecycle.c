@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon lifecycle tests: the real reposed over its real sockets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon limit tests: the real reposed over its real sockets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon robot-check tests: the real reposed over its real sockets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon revision tests: store-wide revisions and scene.replace, on the real
  * reposed over its real sockets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Daemon tests of watch notifications (docs/ARCHITECTURE.md, Live scenes and watches; proto/PROTOCOL.md "Watch
  * notifications"): scene.watch / scene.unwatch and the scene.changed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hardening tests: the real reposed against hostile and confused clients.
  *

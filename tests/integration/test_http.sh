@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Cross-protocol defence against real HTTP clients: curl and Python's
 # http.client POST a JSON-RPC request (scene.create) to reposed's TCP port,
 # as a web page or a confused developer would.  Each must get an HTTP 400

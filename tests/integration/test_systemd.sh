@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # systemd integration of reposed, without systemd as PID 1:
 #   notify      — a datagram socket stands in for systemd's NOTIFY_SOCKET and
 #                 must receive READY=1, WATCHDOG=1 (WATCHDOG_USEC set) and,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replays the protocol transcripts in proto/examples/ against the real
  * daemon, so that the examples in the protocol document cannot rot.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Keeps README.md honest:
 #  - compiles and runs every C example in it against the freshly built static
 #    libraries, so the documentation cannot drift from the API;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Runs README.md's examples in the order a reader meets them, against one
 real reposed, then python/README.md's: nothing an example creates may
 collide with a later one, and every command must succeed.

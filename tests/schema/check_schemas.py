@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks proto/schemas/protocol.schema.json against the example transcripts.
 
 For every request line in proto/examples/*.jsonl and the reply the transcript

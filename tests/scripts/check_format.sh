@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The house style: every C source and header git tracks is as clang-format
 # (version 14, the one Debian 12 ships) writes it with the repository's
 # .clang-format.  Prints the files that differ and fails; `bash

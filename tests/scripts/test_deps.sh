@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/deps.sh's two package sets: `run` (scripts/run.sh) holds what
 # building and running the daemon needs and nothing of the tests; `all`
 # (scripts/test.sh) holds everything.  The project must configure for

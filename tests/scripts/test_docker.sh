@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The container's entrypoint (scripts/docker-entrypoint.sh) and
 # examples/compose.yaml, without a Docker engine:
 #  - the entrypoint under sh (dash, as in debian:12-slim) and bash, with

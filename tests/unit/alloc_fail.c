@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counting, failing allocator behind --wrap; see alloc_fail.h. */
 #include "alloc_fail.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Allocation-failure injection for tests (SQLite's approach): the test
  * executable is linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,

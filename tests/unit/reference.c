@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * High-precision reference distances; see reference.h.
  */

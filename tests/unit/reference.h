@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * High-precision reference for the signed distance between spheres and
  * capsules, used by the accuracy tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Allocation-failure injection over the request path (SQLite's approach).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The checks' broadphase (frame spheres, runs of self partners, lazy
  * placement; check.c) must not change a single result.  A model with more

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scene's bounding-volume hierarchy must give exactly what a brute-force
  * scan gives: the same nearest pair (distance bit for bit, tie rule on ids)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scene's tree queries against brute force, for the tree tests
  * (test_bvh, test_bvh_dynamic): rp_scene_nearest_ and rp_scene_below_ on

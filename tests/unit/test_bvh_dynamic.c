@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scene's tree is maintained by the mutations (bvh.c): after any
  * interleaving of puts (new ids, small and large moves, bulk puts), removes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for src/codec/decode.c: every decoder's rejections with their
  * exact path and reason, and the values it accepts.  The writer and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Numbers read straight from the text (numbers.c): every value must equal
  * strtod's (which is what cJSON gives) bit for bit, on random doubles in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for src/codec/prescan.c: nesting depth (the outermost bracket
  * counts), string and escape tracking, and UTF-8 validation with offsets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for src/codec/writer.c: comma placement, string
  * escaping, cJSON echo, buffer growth, and shortest round-trip doubles

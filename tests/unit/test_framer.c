@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Newline framing: lines split across reads, many lines per read, CRLF,
  * blank lines, overlong lines, and the unterminated last line. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Geometry core: constructors and validation, hand-computed distances,
  * contacts and normals, and the invariance properties of the kernels.

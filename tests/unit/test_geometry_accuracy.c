@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Accuracy of the distance kernels against a __float128 reference
  * (reference.c) over generated families of hard configurations.

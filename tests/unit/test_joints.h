@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Builders for kinematic model definitions in tests (test_kin, test_motion,
  * test_alloc_fail): vectors, axes, link shapes, scene puts, joints, model

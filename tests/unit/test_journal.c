@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The journal's file format (src/server/persistence/journal.c): CRC-32C against a
  * bit-at-a-time reference on both code paths' inputs (all lengths and

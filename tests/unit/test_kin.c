@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Kinematic models: forward kinematics against hand-computed poses and
  * against an independent long-double reference on random trees; joint

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 /*
  * The limits table (src/server/core/limits.h): defaults, flag parsing with

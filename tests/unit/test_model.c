@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Robot models and checks: model validation (each problem with its index),
  * replacement, deletion, listing, memory accounting and frame counts; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Motion checks (rp_model_check_motion): argument errors, waypoint limits,
  * the discrete mode's sampling (a thin obstacle between samples, state

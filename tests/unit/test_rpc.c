@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 /*
  * JSON-RPC dispatch without sockets: request lines in, reply lines out.

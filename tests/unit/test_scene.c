@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Scene store: scenes by name, shapes by id, store-wide revisions and
  * compare-and-set, whole-content replacement,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shape builders for the scene and model tests: spheres and capsules from
  * plain coordinates (struct literals, no validation).

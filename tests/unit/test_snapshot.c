@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Snapshot images (src/server/persistence/snapshot.c): a store written and loaded back
  * is the same store (every scene's name, revision and shapes bit for bit in

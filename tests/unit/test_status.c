@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status table: every code has a distinct name and a message.  (The
  * daemon's JSON-RPC code for each is tested in test_rpc.c.) */
 #include "test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Rigid transforms: construction, composition, inversion, validation, and
  * moving shapes and link shapes into the world. */
 #include <float.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for src/codec/urdf.c and urdf_geom.c: the def a URDF (+ SRDF)
  * becomes, field by field; the capsules that stand in for cylinders and

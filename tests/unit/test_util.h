@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the cmocka unit tests.  cmocka 1.1.5 has no
  * assert_double_equal and its assert_float_equal casts to float, so doubles

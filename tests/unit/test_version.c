@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Scene versions (version.c, chunks.h): a snapshot keeps exactly the
  * content it took while the store goes on changing, both stay valid trees

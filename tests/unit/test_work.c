@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Work budgets (rp_work, include/repose/scene.h): the tree walks of
  * queries, checks, batches and motions count what they do and stop once

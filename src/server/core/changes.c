@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The store's change records and their subscribers (core.h): one commit
  * hook for the store, which hands each record to the journal (it may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The state every request can see: the store, the limits, the statistics
  * and the auth token (rpd_core), and one connection's protocol state

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The JSON-RPC error codes of protocol v1, in one table: the enum, the
  * names used in logs and the stats slots are generated from it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The limits table (limits.h): defaults, flags, help, hello. */
 #include <errno.h>
 #include <stdlib.h>

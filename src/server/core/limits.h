@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every limit reposed enforces, in one table.  Each row gives the limit's
  * name (the struct field, the key in `hello.limits`, in `stats.limits_hit`

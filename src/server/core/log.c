@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stderr logging for reposed.  Info lines have no level tag, so the startup
  * lines read "reposed: listening on tcp 127.0.0.1:7411" as scripts expect. */
 #include <stdarg.h>

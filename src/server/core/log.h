@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One line per event on stderr: "reposed: [level: ]message". */
 #ifndef REPOSE_SERVER_LOG_H
 #define REPOSE_SERVER_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counters and latency quantiles for the stats method. */
 #define _GNU_SOURCE /* getrandom */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Server statistics: counters and a latency histogram (no locking: the loop
  * thread owns them). */
 #ifndef REPOSE_SERVER_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Watch notifications: per-scene change history, watchers, delivery.  See
  * watch.h for the rules; the protocol is in proto/PROTOCOL.md.

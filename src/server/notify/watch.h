@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Watch notifications (docs/ARCHITECTURE.md, Live scenes and watches): scene.watch / scene.unwatch, and the
  * scene.changed, scene.deleted and scene.resync notifications they bring.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Durability: the journal of committed mutations; see durable.h and, for
  * the file format, journal.h.

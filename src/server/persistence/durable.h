@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Durability (proto/PROTOCOL.md, Durability): with --data-dir, every committed mutation is
  * appended to the journal (journal.h: one record per mutation, its method

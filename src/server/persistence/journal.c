@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The journal's file format: see journal.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The journal's file format (proto/PROTOCOL.md, Durability): CRC-32C, the
  * file header and the records, and a scanner that tells a torn tail from

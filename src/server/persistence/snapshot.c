@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Snapshot images: see snapshot.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Snapshot images (proto/PROTOCOL.md, Durability): the whole store in one file, written from a
  * consistent version (a store snapshot, rp_store_snapshot) and read back at

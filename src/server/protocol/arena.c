@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bump allocator behind cJSON_InitHooks; see arena.h. */
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A bump allocator for cJSON's parse trees.  Each request line is parsed
  * into a tree that lives only while the line is processed, so cJSON's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The method table and the handlers that do not touch scenes: ping, hello,
  * stats, distance, violates_margin.  Scene handlers are in methods_scene.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Handlers of the method table and the parameter helpers they share. */
 #ifndef REPOSE_SERVER_METHODS_H
 #define REPOSE_SERVER_METHODS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * check, check.batch, check.motion and model.fk: configurations of a model
  * (joint-frame poses, or joint values of a kinematic model) and motions

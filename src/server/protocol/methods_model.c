@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model.* and check handlers: robot models (link shapes on joint frames, a
  * safety margin, allowed pairs) and checks of configurations against a

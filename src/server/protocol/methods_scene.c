@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scene.* handlers: decode parameters into store calls, write results.
  * Every parameter is decoded and validated before the store is touched, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Errors: the rpd_fail_* helpers that handlers call, and rpd_write_error,
  * the one place where an error reply is written and counted.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One request being handled, and how a handler fails: the rpd_fail_*
  * helpers fill the request's error, which the JSON-RPC layer (rpc.c) turns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The JSON-RPC 2.0 envelope: pre-scan, parse, batch, validate, dispatch to
  * the method table, and write replies straight into the connection's output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * JSON-RPC 2.0 processing, independent of the event loop: a request line
  * goes in, reply lines come out.  The server (server.c, conn.c) feeds it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Client connections: read bytes into the framer, run complete lines through
  * the JSON-RPC layer, and write the replies.  One code path serves TCP and

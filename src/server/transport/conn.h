@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Client connections (conn.c), as the loop (server.c) drives them.  A
  * connection's state is private to conn.c: its life is one enum

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Line framing for the daemon's streams; see framer.h. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Newline-delimited framing, independent of the event loop so that it can be
  * unit-tested: bytes go in (rpd_framer_space + rpd_framer_commit, which lets

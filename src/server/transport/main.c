@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reposed: command line. */
 #include <errno.h>
 #include <stdio.h>

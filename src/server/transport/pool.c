@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join helpers (pool.h).  One mutex guards a list of open tasks; a
  * task hands out its indices in order, counts those finished, and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join helpers for splitting one large request across cores: a query
  * running on a worker thread calls rpd_parallel_for, and helper threads

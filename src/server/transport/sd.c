@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * systemd's notification and socket-activation protocols, implemented
  * directly (see sd.h): no libsystemd dependency, no libuv either — the

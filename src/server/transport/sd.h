@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * systemd integration without libsystemd: the readiness/watchdog
  * notification protocol (datagrams to $NOTIFY_SOCKET) and socket activation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Listeners, signals and the shutdown sequence of reposed.
  *

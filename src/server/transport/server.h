@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * reposed as main.c sees it: the configuration and the call that runs the
  * daemon.  The loop's own state is in server_int.h (server.c and conn.c

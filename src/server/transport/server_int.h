@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The event loop's state, shared by server.c (loop, listeners, signals,
  * timers, shutdown) and conn.c (connections).  Only this part of repose
