@@ -230,8 +230,8 @@ int main(int argc, char **argv)
     }
     double full = median(t_full, reps), parse = median(t_parse, reps),
            compute = median(t_compute, reps);
-    printf("in process (rpd_process_line): %.2f ms median; reply %zu bytes; %d/%d collide\n",
-           full, reply_len, collide, configs);
+    printf("in process (rpd_process_line): %.2f ms median; reply %zu bytes; %d/%d collide\n", full,
+           reply_len, collide, configs);
     printf("  parse (cJSON)      %.2f ms  (%.0f%%)\n", parse, 100 * parse / full);
     printf("  compute (checks)   %.2f ms  (%.0f%%)\n", compute, 100 * compute / full);
     printf("  decode + reply     %.2f ms  (%.0f%%)\n", full - parse - compute,

@@ -195,7 +195,8 @@ static void links_init(void)
 
 static rp_model *model_put(rp_store *st, const char *name, double margin, bool self)
 {
-    rp_model_def def = {.links = g_links, .n_links = N_LINKS, .safety_margin = margin, .self_collision = self};
+    rp_model_def def = {
+        .links = g_links, .n_links = N_LINKS, .safety_margin = margin, .self_collision = self};
     rp_model *m = NULL;
     rp_model_error err;
     if (rp_store_model_put(st, name, &def, &m, &err) != RP_OK || !m)
@@ -252,9 +253,9 @@ typedef struct bench_scene {
     const char **ids;   /* storage order, owned by the scene */
     size_t store_bytes; /* scene + tree, as the store counts it */
     size_t tree_bytes;
-    double build_s;     /* median of three builds */
-    double move_s[2];   /* per small / large move + check */
-    double check_us;    /* the FIRST row's repose_us, beside them */
+    double build_s;   /* median of three builds */
+    double move_s[2]; /* per small / large move + check */
+    double check_us;  /* the FIRST row's repose_us, beside them */
 } bench_scene;
 
 static rp_shape random_shape(uint64_t *state, size_t i)
@@ -297,9 +298,9 @@ static void scene_build(bench_scene *s, size_t n)
     double t[3];
     for (int k = 0; k < 3; k++) {
         double t0 = now_s();
-        rp_status st = k == 0 ? rp_store_create(s->store, "bench", puts, n, &s->scene)
-                              : rp_store_replace(s->store, "bench", puts, n, NULL, false,
-                                                 &s->scene, NULL);
+        rp_status st =
+            k == 0 ? rp_store_create(s->store, "bench", puts, n, &s->scene)
+                   : rp_store_replace(s->store, "bench", puts, n, NULL, false, &s->scene, NULL);
         if (st != RP_OK)
             die("rp_store_create/replace failed");
         if (rp_scene_prepare(s->scene) != RP_OK)
@@ -343,8 +344,7 @@ typedef struct brute_min {
 } brute_min;
 
 /* FIRST by brute force: true when some pair is below the margin. */
-static bool brute_first(const bench_scene *s, const rp_transform *frames, bool self,
-                        double margin)
+static bool brute_first(const bench_scene *s, const rp_transform *frames, bool self, double margin)
 {
     rp_shape w[N_LINKS];
     place_links(frames, w);
@@ -413,9 +413,8 @@ static void mismatch(size_t n, bool self, const char *report, size_t cfg, const 
 
 /* Runs both report modes once per configuration and compares them with the
  * brute-force minimum; untimed (and the warm-up of the timed passes). */
-static void verify(const bench_scene *s, const rp_model *m, const rp_transform *cfgs,
-                   size_t n_cfg, const brute_min *bm, const bool *bfirst, bool self,
-                   double margin)
+static void verify(const bench_scene *s, const rp_model *m, const rp_transform *cfgs, size_t n_cfg,
+                   const brute_min *bm, const bool *bfirst, bool self, double margin)
 {
     for (size_t c = 0; c < n_cfg; c++) {
         const rp_transform *frames = &cfgs[c * N_FRAMES];
@@ -439,8 +438,7 @@ static void verify(const bench_scene *s, const rp_model *m, const rp_transform *
                      "closest (link %zu, %s %zu, %.17g) vs brute (link %zu, %s %zu, %.17g)",
                      r.closest.link, r.closest.kind == RP_PAIR_SCENE ? "scene" : "self",
                      r.closest.other, r.closest.distance, bm[c].link,
-                     bm[c].kind == RP_PAIR_SCENE ? "scene" : "self", bm[c].other,
-                     bm[c].distance);
+                     bm[c].kind == RP_PAIR_SCENE ? "scene" : "self", bm[c].other, bm[c].distance);
             mismatch(s->n, self, "closest", c, msg);
         }
         rp_check_result_free(&r);
@@ -461,13 +459,13 @@ static void verify(const bench_scene *s, const rp_model *m, const rp_transform *
                 if (v->link < N_LINKS && v->kind == RP_PAIR_SCENE && v->other < s->n)
                     d = rp_shape_signed_distance(&w[v->link], &s->shapes[v->other]);
                 else if (v->link < N_LINKS && v->kind == RP_PAIR_SELF && self &&
-                         v->other < N_LINKS &&
-                         g_links[v->link].frame != g_links[v->other].frame)
+                         v->other < N_LINKS && g_links[v->link].frame != g_links[v->other].frame)
                     d = rp_shape_signed_distance(&w[v->link], &w[v->other]);
                 if (!(d == v->distance && d < margin)) {
-                    snprintf(msg, sizeof msg, "reported violation (link %zu, %s %zu, %.17g) "
-                             "recomputes to %.17g", v->link,
-                             v->kind == RP_PAIR_SCENE ? "scene" : "self", v->other,
+                    snprintf(msg, sizeof msg,
+                             "reported violation (link %zu, %s %zu, %.17g) "
+                             "recomputes to %.17g",
+                             v->link, v->kind == RP_PAIR_SCENE ? "scene" : "self", v->other,
                              v->distance, d);
                     mismatch(s->n, self, "first", c, msg);
                 }
@@ -489,8 +487,7 @@ static double repose_pass(const bench_scene *s, const rp_model *m, const rp_tran
     double t0 = now_s();
     for (size_t c = 0; c < n_cfg; c++) {
         rp_check_result r;
-        if (rp_model_check(m, s->scene, NULL, &cfgs[c * N_FRAMES], N_FRAMES, &opts, &r) !=
-            RP_OK)
+        if (rp_model_check(m, s->scene, NULL, &cfgs[c * N_FRAMES], N_FRAMES, &opts, &r) != RP_OK)
             die("rp_model_check failed");
         hits += r.collision;
         acc += r.closest.distance;
@@ -592,15 +589,22 @@ static void bench_one(const bench_scene *s, const rp_model *m, bool self, double
     static const rp_report reports[2] = {RP_REPORT_FIRST, RP_REPORT_CLOSEST};
     static const char *const names[2] = {"first", "closest"};
     for (int k = 0; k < 2; k++) {
-        row r = {s->n, self, names[k], 0.0, 0.0, 0.0, 0.0, 0.0,
+        row r = {s->n,
+                 self,
+                 names[k],
+                 0.0,
+                 0.0,
+                 0.0,
+                 0.0,
+                 0.0,
                  1e6 * (k == 0 ? brute_first_s : brute_closest_s) / (double)n_cfg,
                  (double)bhits / (double)n_cfg};
         r.repose_us = repose_median(s, m, cfgs, n_cfg, reports[k], passes, bhits, &r.min_us,
                                     &r.max_us, self, names[k]);
-        r.free_us = repose_median(s, m, fr, n_fr, reports[k], passes, 0, NULL, NULL, self,
-                                  names[k]);
-        r.coll_us = repose_median(s, m, co, n_co, reports[k], passes, n_co, NULL, NULL, self,
-                                  names[k]);
+        r.free_us =
+            repose_median(s, m, fr, n_fr, reports[k], passes, 0, NULL, NULL, self, names[k]);
+        r.coll_us =
+            repose_median(s, m, co, n_co, reports[k], passes, n_co, NULL, NULL, self, names[k]);
         out[k] = r;
     }
     free(fr);
@@ -612,8 +616,8 @@ static void bench_one(const bench_scene *s, const rp_model *m, bool self, double
 /* Seconds per (move of one shape + one FIRST check), median of MOVE_PASSES
  * passes of MOVES; `large` puts fresh shapes, else shifts by SMALL_MOVE.
  * Changes the scene (run it last for a size). */
-static double move_median(bench_scene *s, const rp_model *m, const rp_transform *cfgs,
-                          size_t n_cfg, bool large, uint64_t *state)
+static double move_median(bench_scene *s, const rp_model *m, const rp_transform *cfgs, size_t n_cfg,
+                          bool large, uint64_t *state)
 {
     rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL};
     double per[MOVE_PASSES];
@@ -706,8 +710,7 @@ int main(int argc, char **argv)
                 char *end;
                 errno = 0;
                 unsigned long v = strtoul(p, &end, 10);
-                if (errno || end == p || v == 0 || n_sizes == MAX_SIZES ||
-                    (*end && *end != ','))
+                if (errno || end == p || v == 0 || n_sizes == MAX_SIZES || (*end && *end != ','))
                     usage();
                 sizes[n_sizes++] = v;
                 p = *end ? end + 1 : end;
@@ -770,10 +773,11 @@ int main(int argc, char **argv)
                (double)mem[z].tree_bytes / (double)mem[z].n);
 
     printf("\n  shapes  check_us  small_move_us  large_move_us  (move of one shape + FIRST "
-           "check; %d moves x %d passes)\n", MOVES, MOVE_PASSES);
+           "check; %d moves x %d passes)\n",
+           MOVES, MOVE_PASSES);
     for (size_t z = 0; z < n_sizes; z++)
-        printf("%8zu  %8.3f  %13.3f  %13.3f\n", mem[z].n, mem[z].check_us,
-               1e6 * mem[z].move_s[0], 1e6 * mem[z].move_s[1]);
+        printf("%8zu  %8.3f  %13.3f  %13.3f\n", mem[z].n, mem[z].check_us, 1e6 * mem[z].move_s[0],
+               1e6 * mem[z].move_s[1]);
 
     printf("\nagreement with brute force: %zu scene sizes x 2 models x %zu configurations x "
            "2 reports: %zu mismatches\n",

@@ -196,10 +196,8 @@ typedef struct kernel {
 } kernel;
 
 static const kernel KERNELS[] = {
-    {"sphere-sphere", run_sphere_sphere},
-    {"capsule-sphere", run_capsule_sphere},
-    {"capsule-capsule", run_capsule_capsule},
-    {"shape-distance (cc)", run_shape_distance},
+    {"sphere-sphere", run_sphere_sphere},      {"capsule-sphere", run_capsule_sphere},
+    {"capsule-capsule", run_capsule_capsule},  {"shape-distance (cc)", run_shape_distance},
     {"shape-contact (cc)", run_shape_contact},
 };
 #define N_KERNELS (sizeof KERNELS / sizeof KERNELS[0])
@@ -277,8 +275,8 @@ static long parse_count(const char *opt, const char *s, long max)
     errno = 0;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || *s == '\0' || *end != '\0' || errno != 0 || v < 1 || v > max) {
-        fprintf(stderr, "geometry_bench: %s needs an integer in 1..%ld, got '%s'\n",
-                opt, max, s ? s : "");
+        fprintf(stderr, "geometry_bench: %s needs an integer in 1..%ld, got '%s'\n", opt, max,
+                s ? s : "");
         usage(stderr);
         exit(2);
     }
@@ -353,8 +351,8 @@ int main(int argc, char **argv)
         qsort(ns, (size_t)passes, sizeof *ns, cmp_double);
 
         printf("%-20s median %7.2f ns/call  (%.2f .. %.2f, %ld pairs x %ld reps x %ld passes)\n",
-               kn->name, median_sorted(ns, (size_t)passes), ns[0], ns[passes - 1],
-               pairs, reps, passes);
+               kn->name, median_sorted(ns, (size_t)passes), ns[0], ns[passes - 1], pairs, reps,
+               passes);
         fflush(stdout);
     }
     printf("checksum %.17g\n", checksum);

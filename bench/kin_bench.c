@@ -723,9 +723,8 @@ int main(int argc, char **argv)
         printf("\nmotion: %zu edges per scene (clear start, %.1f-%.1f rad max-norm), %d passes "
                "(per-edge median)\n",
                n_edges, KB_EDGE_MIN, KB_EDGE_MAX, motion_passes);
-        printf("  %-9s %-8s %6s %10s %8s %10s %8s %7s %10s %7s\n", "scene", "edges", "n",
-               "disc_us", "disc_st", "cert_us", "cert_st", "cert/disc (median)", "fast_us",
-               "fast/disc");
+        printf("  %-9s %-8s %6s %10s %8s %10s %8s %7s %10s %7s\n", "scene", "edges", "n", "disc_us",
+               "disc_st", "cert_us", "cert_st", "cert/disc (median)", "fast_us", "fast/disc");
     }
     for (int s = 0; s < 2 && motion && !g_only; s++) {
         double *edges = kb_edges(&robot, scenes[s].sc, n_edges, KB_SEED_EDGES + (uint64_t)s);

@@ -882,8 +882,7 @@ static void run_watch(bench *b)
         full += w.changed[i] >= n_puts;
     }
     size_t per_round = n_puts / LB_WATCH_ROUNDS;
-    printf("  %-16s %10s %12s   (medians of %d rounds)\n", "", "puts/s", "wall_s",
-           LB_WATCH_ROUNDS);
+    printf("  %-16s %10s %12s   (medians of %d rounds)\n", "", "puts/s", "wall_s", LB_WATCH_ROUNDS);
     printf("  %-16s %10.0f %12.3f\n", "no watchers", (double)per_round / (alone / 1e9),
            alone / 1e9);
     printf("  %-16s %10.0f %12.3f\n", "with watchers", (double)per_round / (with / 1e9),
@@ -1044,11 +1043,21 @@ int main(int argc, char **argv)
             continue;
         double t0 = kb_now_ns();
         switch (k) {
-        case 0: run_move(&b); break;
-        case 1: run_ping(&b); break;
-        case 2: run_throughput(&b); break;
-        case 3: run_watch(&b); break;
-        default: run_memory(&b); break;
+        case 0:
+            run_move(&b);
+            break;
+        case 1:
+            run_ping(&b);
+            break;
+        case 2:
+            run_throughput(&b);
+            break;
+        case 3:
+            run_watch(&b);
+            break;
+        default:
+            run_memory(&b);
+            break;
         }
         printf("  [%s: %.1f s]\n", sections[k], (kb_now_ns() - t0) / 1e9);
         printf("\n");

@@ -124,7 +124,7 @@ static double hist_quantile_us(const hist *h, double q)
 /* ---- configuration ---------------------------------------------------------- */
 
 typedef struct config {
-    const char *tcp;  /* HOST:PORT */
+    const char *tcp; /* HOST:PORT */
     const char *unix_path;
     int conns;
     int depth;
@@ -275,7 +275,7 @@ static void run_setup(void)
 
 typedef struct conn {
     int fd;
-    bool want_out;     /* EPOLLOUT registered */
+    bool want_out;      /* EPOLLOUT registered */
     size_t out_pending; /* bytes of queued lines not yet written */
     size_t out_off;     /* offset of the next byte within the line */
     uint64_t *sent_at;  /* ring of send times, depth entries */
@@ -433,9 +433,8 @@ static void *worker_main(void *arg)
             /* Refill: one new request per reply, within the quota. */
             int k = lines;
             if (w->quota > 0 && measuring) {
-                uint64_t room = w->replies + outstanding >= w->quota
-                                    ? 0
-                                    : w->quota - w->replies - outstanding;
+                uint64_t room =
+                    w->replies + outstanding >= w->quota ? 0 : w->quota - w->replies - outstanding;
                 if ((uint64_t)k > room)
                     k = (int)room;
             }
@@ -646,8 +645,8 @@ int main(int argc, char **argv)
     if (secs <= 0)
         secs = 1e-9;
 
-    printf("reqs/s=%.0f, p50_us=%.1f, p99_us=%.1f, n=%llu, errors=%llu\n",
-           (double)replies / secs, hist_quantile_us(total, 0.50), hist_quantile_us(total, 0.99),
+    printf("reqs/s=%.0f, p50_us=%.1f, p99_us=%.1f, n=%llu, errors=%llu\n", (double)replies / secs,
+           hist_quantile_us(total, 0.50), hist_quantile_us(total, 0.99),
            (unsigned long long)replies, (unsigned long long)errors);
     fflush(stdout);
     fprintf(stderr,

@@ -60,15 +60,15 @@ struct cJSON;
 
 /// What went wrong.  RP_CLIENT_OK is 0, every failure is non-zero.
 typedef enum rp_client_error_kind {
-    RP_CLIENT_OK = 0,    ///< success
-    RP_CLIENT_CONNECT,   ///< could not connect (refused, no such socket, unknown host)
-    RP_CLIENT_TIMEOUT,   ///< the call did not complete within the timeout
-    RP_CLIENT_CLOSED,    ///< the server closed the connection (or it was closed earlier)
-    RP_CLIENT_PROTOCOL,  ///< a reply was not valid JSON-RPC, or its id did not match
-    RP_CLIENT_RPC,       ///< the server answered with an error (code, message, data)
-    RP_CLIENT_IO,        ///< another socket error (code holds errno)
-    RP_CLIENT_NOMEM,     ///< out of memory
-    RP_CLIENT_ARG        ///< invalid argument (NULL, bad params JSON, misuse)
+    RP_CLIENT_OK = 0,   ///< success
+    RP_CLIENT_CONNECT,  ///< could not connect (refused, no such socket, unknown host)
+    RP_CLIENT_TIMEOUT,  ///< the call did not complete within the timeout
+    RP_CLIENT_CLOSED,   ///< the server closed the connection (or it was closed earlier)
+    RP_CLIENT_PROTOCOL, ///< a reply was not valid JSON-RPC, or its id did not match
+    RP_CLIENT_RPC,      ///< the server answered with an error (code, message, data)
+    RP_CLIENT_IO,       ///< another socket error (code holds errno)
+    RP_CLIENT_NOMEM,    ///< out of memory
+    RP_CLIENT_ARG       ///< invalid argument (NULL, bad params JSON, misuse)
 } rp_client_error_kind;
 
 /// Details of a failure.  Initialise with RP_CLIENT_ERROR_INIT (or zero it)
@@ -81,7 +81,10 @@ typedef struct rp_client_error {
 } rp_client_error;
 
 /// A zero initialiser for rp_client_error.
-#define RP_CLIENT_ERROR_INIT {RP_CLIENT_OK, 0, {0}, NULL}
+#define RP_CLIENT_ERROR_INIT                                                                       \
+    {                                                                                              \
+        RP_CLIENT_OK, 0, {0}, NULL                                                                 \
+    }
 
 /// An opaque connection to reposed.
 typedef struct rp_client rp_client;
@@ -310,7 +313,10 @@ typedef struct rp_client_notification {
 } rp_client_notification;
 
 /// A zero initialiser for rp_client_notification.
-#define RP_CLIENT_NOTIFICATION_INIT {NULL, 0, NULL, 0, NULL, NULL, NULL, NULL}
+#define RP_CLIENT_NOTIFICATION_INIT                                                                \
+    {                                                                                              \
+        NULL, 0, NULL, 0, NULL, NULL, NULL, NULL                                                   \
+    }
 
 /// Frees n's strings and zeroes it.  NULL is a no-op.
 RP_API void rp_client_notification_free(rp_client_notification *n);

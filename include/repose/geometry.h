@@ -64,8 +64,8 @@ typedef struct rp_capsule {
 
 /// Which member of rp_shape is live.
 typedef enum rp_shape_kind {
-    RP_SHAPE_SPHERE,  ///< rp_shape.sphere is live.
-    RP_SHAPE_CAPSULE  ///< rp_shape.capsule is live.
+    RP_SHAPE_SPHERE, ///< rp_shape.sphere is live.
+    RP_SHAPE_CAPSULE ///< rp_shape.capsule is live.
 } rp_shape_kind;
 
 /// A tagged shape, passed and stored by value.
@@ -160,8 +160,8 @@ RP_API rp_transform rp_transform_identity(void);
 /// z), active: world = R(q)*local + t.  The quaternion is normalised first.
 /// Returns RP_ERR_QUATERNION when it is non-finite or zero, RP_ERR_NONFINITE
 /// for a non-finite translation; *out is written only on RP_OK.
-RP_API rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x,
-                                              double y, double z, rp_transform *out);
+RP_API rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x, double y,
+                                              double z, rp_transform *out);
 
 /// Returns a∘b: applying the result equals applying b, then a.
 RP_API rp_transform rp_transform_compose(const rp_transform *a, const rp_transform *b);

@@ -108,9 +108,9 @@ RP_API rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape
 /// Removes the shapes with the given ids from scene `name` (see
 /// rp_scene_remove); RP_ERR_NOT_FOUND when the scene is missing.  *out (may
 /// be NULL) receives the scene as it is now.
-RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids,
-                                 size_t n, const uint64_t *if_revision, rp_scene **out,
-                                 size_t *removed, uint64_t *actual_revision);
+RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids, size_t n,
+                                 const uint64_t *if_revision, rp_scene **out, size_t *removed,
+                                 uint64_t *actual_revision);
 
 /// A read-only snapshot of the store: every scene and model as they are now.
 /// It shares them with the store, so it costs O(scenes + models); a later
@@ -148,8 +148,8 @@ typedef struct rp_change {
     size_t n_shapes;            ///< id given twice: the later one wins).
     const char *const *ids;     ///< SCENE_REMOVE: as given.
     size_t n_ids;
-    const rp_scene *before;     ///< SCENE_*: the scene as it still is (NULL when
-                                ///< created); e.g. the ids a replace drops.
+    const rp_scene *before;           ///< SCENE_*: the scene as it still is (NULL when
+                                      ///< created); e.g. the ids a replace drops.
     const struct rp_model_def *model; ///< MODEL_PUT: the definition as given.
 } rp_change;
 
@@ -301,25 +301,25 @@ typedef struct rp_pair {
 typedef struct rp_query {
     const rp_shape *shapes; ///< Query shapes (world coordinates), n_shapes of them.
     size_t n_shapes;
-    const size_t *subset;   ///< Storage indices to consider, or NULL for every shape.
+    const size_t *subset; ///< Storage indices to consider, or NULL for every shape.
     size_t n_subset;
-    bool collect;           ///< Collect pairs whose distance < threshold (strictly).
-    double threshold;       ///< Used when collect is true.
-    bool first_only;        ///< Stop at the first collected pair.
-    bool no_nearest;        ///< Skip the nearest-pair search (only pairs are wanted).
-    size_t max_pairs;       ///< With collect: most pairs to collect (0: no limit); when
-                            ///< more qualify the query stops and fails with RP_ERR_LIMIT,
-                            ///< so that its memory and time stay bounded.
-    rp_work *work;          ///< Budget of the tree walks (NULL: none); see rp_work.
+    bool collect;     ///< Collect pairs whose distance < threshold (strictly).
+    double threshold; ///< Used when collect is true.
+    bool first_only;  ///< Stop at the first collected pair.
+    bool no_nearest;  ///< Skip the nearest-pair search (only pairs are wanted).
+    size_t max_pairs; ///< With collect: most pairs to collect (0: no limit); when
+                      ///< more qualify the query stops and fails with RP_ERR_LIMIT,
+                      ///< so that its memory and time stay bounded.
+    rp_work *work;    ///< Budget of the tree walks (NULL: none); see rp_work.
 } rp_query;
 
 /// Result of rp_scene_query.  Release with rp_query_result_free.
 typedef struct rp_query_result {
-    bool has_min;           ///< False when no pair was considered (empty scene/subset)
-                            ///< or the nearest search was skipped.
-    rp_pair nearest;        ///< The closest pair (valid when has_min).  Ties: lowest
-                            ///< query index, then smallest shape id (strcmp).
-    rp_pair *pairs;         ///< Collected pairs, ascending by distance, ties as above.
+    bool has_min;    ///< False when no pair was considered (empty scene/subset)
+                     ///< or the nearest search was skipped.
+    rp_pair nearest; ///< The closest pair (valid when has_min).  Ties: lowest
+                     ///< query index, then smallest shape id (strcmp).
+    rp_pair *pairs;  ///< Collected pairs, ascending by distance, ties as above.
     size_t n_pairs;
     size_t cap_pairs;
 } rp_query_result;
@@ -335,7 +335,6 @@ RP_API rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_
 
 /// Frees the pairs of a result; safe on a zeroed or already freed result.
 RP_API void rp_query_result_free(rp_query_result *r);
-
 
 /* ---- robot models --------------------------------------------------------- */
 
@@ -359,7 +358,7 @@ typedef enum rp_joint_type {
 /// One joint of a kinematic tree.  The child link's frame is
 /// parent frame * origin(xyz, rpy) * motion(axis, value).
 typedef struct rp_joint_def {
-    const char *name;   ///< Unique among the model's joints.
+    const char *name; ///< Unique among the model's joints.
     rp_joint_type type;
     const char *parent; ///< Parent link name.
     const char *child;  ///< Child link name; a link is the child of at most one joint.
@@ -370,8 +369,8 @@ typedef struct rp_joint_def {
                         ///< for moving joints, ignored for fixed ones.
     bool has_limits;    ///< Revolute and prismatic joints may have limits.
     double lower, upper;
-    const char *mimic;  ///< NULL, or the joint this one follows:
-    double multiplier;  ///<   value = multiplier * value(mimic) + offset.
+    const char *mimic; ///< NULL, or the joint this one follows:
+    double multiplier; ///<   value = multiplier * value(mimic) + offset.
     double offset;
 } rp_joint_def;
 
@@ -391,17 +390,17 @@ typedef struct rp_joint_def {
 /// values a joint vector holds) are the moving, non-mimic joints in
 /// definition order.
 typedef struct rp_model_def {
-    const rp_link *links;             ///< n_links shapes; ids unique.
+    const rp_link *links; ///< n_links shapes; ids unique.
     size_t n_links;
     double safety_margin;             ///< Metres, finite and >= 0.
     const char *const *allowed_pairs; ///< 2*n_allowed link ids (kinematic: link names)
     size_t n_allowed;                 ///< that may touch.
     bool self_collision;              ///< Check pairs of shapes on different frames.
     /* Kinematic form. */
-    const char *const *shape_links;   ///< n_links link names, one per shape, or NULL.
-    const char *const *link_names;    ///< n_link_names links of the tree, or NULL.
+    const char *const *shape_links; ///< n_links link names, one per shape, or NULL.
+    const char *const *link_names;  ///< n_link_names links of the tree, or NULL.
     size_t n_link_names;
-    const rp_joint_def *joints;       ///< n_joints joints.
+    const rp_joint_def *joints; ///< n_joints joints.
     size_t n_joints;
     const char *const *default_names; ///< n_defaults joint names and their default
     const double *default_values;     ///< positions (others: 0 clamped into the limits).
@@ -414,29 +413,29 @@ typedef struct rp_model_def {
 /// Why rp_store_model_put refused a definition (with RP_ERR_INVALID_ARG).
 typedef enum rp_model_problem {
     RP_MODEL_OK,
-    RP_MODEL_DUPLICATE_LINK,    ///< links[index].id repeats an earlier id.
-    RP_MODEL_BAD_FRAME,         ///< links[index].frame < -1.
-    RP_MODEL_BAD_SHAPE,         ///< links[index].shape fails rp_shape_validate.
-    RP_MODEL_BAD_MARGIN,        ///< safety_margin not finite or negative.
-    RP_MODEL_UNKNOWN_PAIR_LINK, ///< allowed pair `index`, element `element`, names no link.
-    RP_MODEL_UNKNOWN_SHAPE_LINK,///< shape_links[index] names no link of link_names.
-    RP_MODEL_DUPLICATE_LINK_NAME,///< link_names[index] repeats an earlier name.
-    RP_MODEL_DUPLICATE_JOINT,   ///< joints[index].name repeats an earlier joint.
-    RP_MODEL_UNKNOWN_JOINT_LINK,///< joints[index]: parent (element 0) or child (1) is no link.
-    RP_MODEL_TWO_PARENTS,       ///< joints[index].child is already another joint's child.
-    RP_MODEL_SELF_JOINT,        ///< joints[index] has parent == child.
-    RP_MODEL_CYCLE,             ///< joints[index] closes a cycle (no root reaches it).
-    RP_MODEL_NO_ROOT,           ///< Every link is some joint's child.
-    RP_MODEL_TWO_ROOTS,         ///< link_names[index] is a second link without a parent.
-    RP_MODEL_BAD_ORIGIN,        ///< joints[index].xyz or rpy not finite.
-    RP_MODEL_BAD_AXIS,          ///< joints[index].axis not finite, or zero on a moving joint.
-    RP_MODEL_BAD_LIMITS,        ///< joints[index] limits not finite, or lower > upper.
-    RP_MODEL_BAD_TYPE,          ///< joints[index].type unknown.
-    RP_MODEL_BAD_MIMIC,         ///< joints[index].mimic names no moving joint, or mimic
-                                ///< chains form a cycle, or multiplier/offset not finite.
-    RP_MODEL_UNKNOWN_DEFAULT,   ///< default_names[index] is no active joint.
-    RP_MODEL_BAD_DEFAULT,       ///< default_values[index] not finite.
-    RP_MODEL_UNKNOWN_SCENE_LINK ///< allowed_scene pair `index` names no link.
+    RP_MODEL_DUPLICATE_LINK,      ///< links[index].id repeats an earlier id.
+    RP_MODEL_BAD_FRAME,           ///< links[index].frame < -1.
+    RP_MODEL_BAD_SHAPE,           ///< links[index].shape fails rp_shape_validate.
+    RP_MODEL_BAD_MARGIN,          ///< safety_margin not finite or negative.
+    RP_MODEL_UNKNOWN_PAIR_LINK,   ///< allowed pair `index`, element `element`, names no link.
+    RP_MODEL_UNKNOWN_SHAPE_LINK,  ///< shape_links[index] names no link of link_names.
+    RP_MODEL_DUPLICATE_LINK_NAME, ///< link_names[index] repeats an earlier name.
+    RP_MODEL_DUPLICATE_JOINT,     ///< joints[index].name repeats an earlier joint.
+    RP_MODEL_UNKNOWN_JOINT_LINK,  ///< joints[index]: parent (element 0) or child (1) is no link.
+    RP_MODEL_TWO_PARENTS,         ///< joints[index].child is already another joint's child.
+    RP_MODEL_SELF_JOINT,          ///< joints[index] has parent == child.
+    RP_MODEL_CYCLE,               ///< joints[index] closes a cycle (no root reaches it).
+    RP_MODEL_NO_ROOT,             ///< Every link is some joint's child.
+    RP_MODEL_TWO_ROOTS,           ///< link_names[index] is a second link without a parent.
+    RP_MODEL_BAD_ORIGIN,          ///< joints[index].xyz or rpy not finite.
+    RP_MODEL_BAD_AXIS,            ///< joints[index].axis not finite, or zero on a moving joint.
+    RP_MODEL_BAD_LIMITS,          ///< joints[index] limits not finite, or lower > upper.
+    RP_MODEL_BAD_TYPE,            ///< joints[index].type unknown.
+    RP_MODEL_BAD_MIMIC,           ///< joints[index].mimic names no moving joint, or mimic
+                                  ///< chains form a cycle, or multiplier/offset not finite.
+    RP_MODEL_UNKNOWN_DEFAULT,     ///< default_names[index] is no active joint.
+    RP_MODEL_BAD_DEFAULT,         ///< default_values[index] not finite.
+    RP_MODEL_UNKNOWN_SCENE_LINK   ///< allowed_scene pair `index` names no link.
 } rp_model_problem;
 
 /// Where a refused definition went wrong.
@@ -557,13 +556,13 @@ typedef struct rp_check_opts {
 
 /// Result of rp_model_check; release with rp_check_result_free.
 typedef struct rp_check_result {
-    bool collision;             ///< Some pair is closer than the margin.
-    bool has_min;               ///< CLOSEST/ALL: some pair was considered.
-    rp_check_pair closest;      ///< CLOSEST/ALL: a pair at the minimum distance.  Ties:
-                                ///< lowest link index, scene before self, then smallest
-                                ///< shape id (strcmp) or link index.
-    rp_check_pair *violations;  ///< FIRST: the violation found; ALL: every violation,
-                                ///< ascending by distance, ties as above.
+    bool collision;            ///< Some pair is closer than the margin.
+    bool has_min;              ///< CLOSEST/ALL: some pair was considered.
+    rp_check_pair closest;     ///< CLOSEST/ALL: a pair at the minimum distance.  Ties:
+                               ///< lowest link index, scene before self, then smallest
+                               ///< shape id (strcmp) or link index.
+    rp_check_pair *violations; ///< FIRST: the violation found; ALL: every violation,
+                               ///< ascending by distance, ties as above.
     size_t n_violations;
     size_t cap_violations;
 } rp_check_result;
@@ -581,9 +580,9 @@ typedef struct rp_check_result {
 /// out->closest.link is that link's index; RP_ERR_WORK when the scene walks
 /// spend opts->work's limit (no result is kept; a batch then keeps none
 /// and sets *failed to 0).
-RP_API rp_status rp_model_check(const rp_model *m, const rp_scene *scene,
-                                const rp_transform *base, const rp_transform *frames,
-                                size_t n_frames, const rp_check_opts *opts, rp_check_result *out);
+RP_API rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                                const rp_transform *frames, size_t n_frames,
+                                const rp_check_opts *opts, rp_check_result *out);
 /// Frees a result's violations; safe on a zeroed or freed result.
 RP_API void rp_check_result_free(rp_check_result *r);
 
@@ -623,10 +622,10 @@ typedef struct rp_attached {
 /// Why rp_model_extend refused (with RP_ERR_INVALID_ARG).
 typedef enum rp_extend_problem {
     RP_EXTEND_OK,
-    RP_EXTEND_DUPLICATE_ID,    ///< attached[index].id is a shape id already.
-    RP_EXTEND_UNKNOWN_LINK,    ///< attached[index].link names no link.
-    RP_EXTEND_BAD_SHAPE,       ///< attached[index].shape is invalid.
-    RP_EXTEND_UNKNOWN_TOUCH,   ///< attached[index].touch_links[element] names no link.
+    RP_EXTEND_DUPLICATE_ID,      ///< attached[index].id is a shape id already.
+    RP_EXTEND_UNKNOWN_LINK,      ///< attached[index].link names no link.
+    RP_EXTEND_BAD_SHAPE,         ///< attached[index].shape is invalid.
+    RP_EXTEND_UNKNOWN_TOUCH,     ///< attached[index].touch_links[element] names no link.
     RP_EXTEND_UNKNOWN_SCENE_LINK ///< allowed_scene pair `index` names no link.
 } rp_extend_problem;
 
@@ -648,9 +647,9 @@ typedef struct rp_extend_error {
 /// Any number of threads may extend the same model at once, and free their
 /// extensions, while the model lives (the kinematic data they share is
 /// reference-counted atomically).
-RP_API rp_status rp_model_extend(const rp_model *m, const rp_attached *attached,
-                                 size_t n_attached, const char *const *allowed_scene,
-                                 size_t n_allowed_scene, rp_model **out, rp_extend_error *err);
+RP_API rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t n_attached,
+                                 const char *const *allowed_scene, size_t n_allowed_scene,
+                                 rp_model **out, rp_extend_error *err);
 /// Frees a model made by rp_model_extend; NULL is a no-op.
 RP_API void rp_model_free(rp_model *m);
 /// Shapes of the model that rp_model_extend extended (the rest are attached);
@@ -689,15 +688,15 @@ RP_API uint64_t rp_model_check_work(const rp_model *m, size_t scene_shapes);
 
 /// How check.motion decides.
 typedef enum rp_motion_mode {
-    RP_MOTION_DISCRETE,  ///< States at most `resolution` apart, coarse to fine.
-    RP_MOTION_CERTIFIED  ///< Conservative advancement: a proof for every state.
+    RP_MOTION_DISCRETE, ///< States at most `resolution` apart, coarse to fine.
+    RP_MOTION_CERTIFIED ///< Conservative advancement: a proof for every state.
 } rp_motion_mode;
 
 typedef struct rp_motion_opts {
     rp_motion_mode mode;
-    double resolution;   ///< DISCRETE: largest joint step (max-norm); 0 means 0.01.
-    double tolerance;    ///< CERTIFIED: see rp_model_check_motion; 0 means 1e-5 m.
-    bool has_margin;     ///< Use `margin` instead of the model's safety margin.
+    double resolution; ///< DISCRETE: largest joint step (max-norm); 0 means 0.01.
+    double tolerance;  ///< CERTIFIED: see rp_model_check_motion; 0 means 1e-5 m.
+    bool has_margin;   ///< Use `margin` instead of the model's safety margin.
     double margin;
     bool ignore_limits;  ///< Do not refuse waypoints outside the joint limits.
     bool earliest;       ///< DISCRETE: report the earliest invalid state along the

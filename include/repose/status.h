@@ -18,22 +18,22 @@ extern "C" {
 #endif
 
 /* X(enum constant, message) */
-#define RP_STATUS_MAP(X)                                                    \
-    X(RP_OK,                   "ok")                                        \
-    X(RP_ERR_NONFINITE,        "coordinate must be finite")                 \
-    X(RP_ERR_RADIUS_NONFINITE, "radius must be finite")                     \
-    X(RP_ERR_RADIUS_NEGATIVE,  "radius must be >= 0")                       \
-    X(RP_ERR_SHAPE_KIND,       "unknown shape kind")                        \
-    X(RP_ERR_TRANSFORM,        "rotation must be orthonormal with det +1")  \
-    X(RP_ERR_QUATERNION,       "quaternion must be finite and non-zero")    \
-    X(RP_ERR_INVALID_ARG,      "invalid argument")                          \
-    X(RP_ERR_NOMEM,            "out of memory")                             \
-    X(RP_ERR_NOT_FOUND,        "not found")                                 \
-    X(RP_ERR_EXISTS,           "already exists")                            \
-    X(RP_ERR_REVISION,         "revision conflict")                         \
-    X(RP_ERR_LIMIT,            "limit exceeded")                            \
-    X(RP_ERR_ABORTED,          "refused by the store's commit hook")        \
-    X(RP_ERR_WORK,             "work budget spent")
+#define RP_STATUS_MAP(X)                                                                           \
+    X(RP_OK, "ok")                                                                                 \
+    X(RP_ERR_NONFINITE, "coordinate must be finite")                                               \
+    X(RP_ERR_RADIUS_NONFINITE, "radius must be finite")                                            \
+    X(RP_ERR_RADIUS_NEGATIVE, "radius must be >= 0")                                               \
+    X(RP_ERR_SHAPE_KIND, "unknown shape kind")                                                     \
+    X(RP_ERR_TRANSFORM, "rotation must be orthonormal with det +1")                                \
+    X(RP_ERR_QUATERNION, "quaternion must be finite and non-zero")                                 \
+    X(RP_ERR_INVALID_ARG, "invalid argument")                                                      \
+    X(RP_ERR_NOMEM, "out of memory")                                                               \
+    X(RP_ERR_NOT_FOUND, "not found")                                                               \
+    X(RP_ERR_EXISTS, "already exists")                                                             \
+    X(RP_ERR_REVISION, "revision conflict")                                                        \
+    X(RP_ERR_LIMIT, "limit exceeded")                                                              \
+    X(RP_ERR_ABORTED, "refused by the store's commit hook")                                        \
+    X(RP_ERR_WORK, "work budget spent")
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.
@@ -41,7 +41,7 @@ typedef enum rp_status {
 #define RP_STATUS_ENUM_(name, msg) name,
     RP_STATUS_MAP(RP_STATUS_ENUM_)
 #undef RP_STATUS_ENUM_
-    RP_STATUS_COUNT_ ///< Number of codes; not a status.
+        RP_STATUS_COUNT_ ///< Number of codes; not a status.
 } rp_status;
 
 /// Human-readable message for a status ("radius must be >= 0").  Never NULL:

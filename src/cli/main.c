@@ -57,9 +57,9 @@
 /* Exit codes. */
 enum {
     EXIT_OK = 0,
-    EXIT_RPC = 1,     /* the server answered with an error (or nonsense) */
-    EXIT_USAGE = 2,   /* bad command line, params, @file or token file */
-    EXIT_CONNECT = 3  /* could not connect, or the connection was lost */
+    EXIT_RPC = 1,    /* the server answered with an error (or nonsense) */
+    EXIT_USAGE = 2,  /* bad command line, params, @file or token file */
+    EXIT_CONNECT = 3 /* could not connect, or the connection was lost */
 };
 
 /* Every call waits at most this long by default (--timeout 0: forever), ms. */

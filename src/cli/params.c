@@ -245,7 +245,7 @@ static char *expand_params(const char *text, char *why)
     if (!check) {
         ep = cJSON_GetErrorPtr();
         fail(why, "PARAMS-JSON is not valid JSON (near byte %zu)",
-                ep && ep >= b.p ? (size_t)(ep - b.p) : (size_t)0);
+             ep && ep >= b.p ? (size_t)(ep - b.p) : (size_t)0);
         free(b.p);
         return NULL;
     }
@@ -306,7 +306,8 @@ static char *kv_params(char *const *words, int n, char *why)
         const char *w = words[i], *eq = strchr(w, '=');
         if (!eq || eq == w) {
             if (!eq)
-                fail(why, "'%s' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)", w);
+                fail(why, "'%s' is not KEY=VALUE (params are one JSON object or KEY=VALUE words)",
+                     w);
             else
                 fail(why, "'%s': the key before '=' is empty", w);
             free(b.p);
@@ -320,8 +321,8 @@ static char *kv_params(char *const *words, int n, char *why)
                 return NULL;
             }
         const char *v = eq + 1;
-        ok = (i == 0 || sb_add(&b, ",", 1)) && sb_add_json_string(&b, w, klen) &&
-             sb_add(&b, ":", 1);
+        ok =
+            (i == 0 || sb_add(&b, ",", 1)) && sb_add_json_string(&b, w, klen) && sb_add(&b, ":", 1);
         if (ok && v[0] == '@') {
             bool text = v[1] == '@';
             const char *path = v + 1 + text;
@@ -374,7 +375,7 @@ char *cli_words_params(char *const *words, int n, bool *bad, char *why)
     if (*w == '{' || *w == '[') {
         if (n > 1) {
             fail(why, "PARAMS-JSON must be the only argument after METHOD (quote it as one "
-                "argument)");
+                      "argument)");
             *bad = true;
             return NULL;
         }

@@ -33,15 +33,24 @@ void rp_client_error_free(rp_client_error *err)
 const char *rp_client_error_kind_name(rp_client_error_kind kind)
 {
     switch (kind) {
-    case RP_CLIENT_OK: return "ok";
-    case RP_CLIENT_CONNECT: return "connect";
-    case RP_CLIENT_TIMEOUT: return "timeout";
-    case RP_CLIENT_CLOSED: return "closed";
-    case RP_CLIENT_PROTOCOL: return "protocol";
-    case RP_CLIENT_RPC: return "rpc";
-    case RP_CLIENT_IO: return "io";
-    case RP_CLIENT_NOMEM: return "nomem";
-    case RP_CLIENT_ARG: return "arg";
+    case RP_CLIENT_OK:
+        return "ok";
+    case RP_CLIENT_CONNECT:
+        return "connect";
+    case RP_CLIENT_TIMEOUT:
+        return "timeout";
+    case RP_CLIENT_CLOSED:
+        return "closed";
+    case RP_CLIENT_PROTOCOL:
+        return "protocol";
+    case RP_CLIENT_RPC:
+        return "rpc";
+    case RP_CLIENT_IO:
+        return "io";
+    case RP_CLIENT_NOMEM:
+        return "nomem";
+    case RP_CLIENT_ARG:
+        return "arg";
     }
     return "unknown";
 }
@@ -66,8 +75,8 @@ size_t rp_client_utf8_cut_(const char *s, size_t n)
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
-rp_client_error_kind rp_client_fail_(rp_client_error *err, rp_client_error_kind kind, int code,
-                                 const char *fmt, ...)
+rp_client_error_kind
+rp_client_fail_(rp_client_error *err, rp_client_error_kind kind, int code, const char *fmt, ...)
 {
     if (err) {
         free(err->data);
@@ -108,8 +117,8 @@ rp_client_error_kind rp_client_usable_(const rp_client *c, rp_client_error *err)
         return rp_client_fail_(err, RP_CLIENT_ARG, 0, "client is NULL");
     if (c->broken != RP_CLIENT_OK || c->fd < 0)
         return rp_client_fail_(err, RP_CLIENT_CLOSED, 0,
-                    "connection closed after an earlier %s error; reconnect",
-                    rp_client_error_kind_name(c->broken));
+                               "connection closed after an earlier %s error; reconnect",
+                               rp_client_error_kind_name(c->broken));
     return RP_CLIENT_OK;
 }
 
@@ -215,8 +224,8 @@ static int connect_sockaddr(int family, const struct sockaddr *sa, socklen_t len
         close(fd);
         bool refused = e == ECONNREFUSED || e == ENOENT || e == ENOTDIR || e == EHOSTUNREACH ||
                        e == ENETUNREACH || e == EADDRNOTAVAIL || e == EACCES;
-        rp_client_fail_(err, refused ? RP_CLIENT_CONNECT : RP_CLIENT_IO, e, "connect to %s: %s", what,
-             strerror(e));
+        rp_client_fail_(err, refused ? RP_CLIENT_CONNECT : RP_CLIENT_IO, e, "connect to %s: %s",
+                        what, strerror(e));
         if (e == ETIMEDOUT)
             rp_client_fail_(err, RP_CLIENT_TIMEOUT, e, "connect to %s: %s", what, strerror(e));
         return -1;
@@ -232,7 +241,7 @@ rp_client *rp_client_connect_unix(const char *path, int timeout_ms, rp_client_er
     sa.sun_family = AF_UNIX;
     if (!path || !*path || strlen(path) >= sizeof sa.sun_path) {
         rp_client_fail_(err, RP_CLIENT_ARG, 0, "Unix socket path is %s",
-             !path || !*path ? "empty" : "too long");
+                        !path || !*path ? "empty" : "too long");
         return NULL;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -261,13 +270,12 @@ rp_client *rp_client_connect_default(int timeout_ms, rp_client_error *err)
     return rp_client_connect_unix(rp_client_default_unix_path(), timeout_ms, err);
 }
 
-rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms,
-                                 rp_client_error *err)
+rp_client *rp_client_connect_tcp(const char *host, int port, int timeout_ms, rp_client_error *err)
 {
     rp_client_error_free(err);
     if (!host || !*host || port <= 0 || port > 65535) {
-        rp_client_fail_(err, RP_CLIENT_ARG, 0, "bad TCP address (host %s, port %d)", host ? host : "NULL",
-             port);
+        rp_client_fail_(err, RP_CLIENT_ARG, 0, "bad TCP address (host %s, port %d)",
+                        host ? host : "NULL", port);
         return NULL;
     }
     char service[16];
@@ -343,8 +351,9 @@ static rp_client_error_kind read_some(rp_client *c, bool *got, rp_client_error *
         }
         if (c->in_cap - c->in_len < READ_CHUNK) {
             if (c->in_len > RP_CLIENT_MAX_REPLY_BYTES)
-                return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "reply line longer than %zu bytes",
-                            (size_t)RP_CLIENT_MAX_REPLY_BYTES);
+                return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0,
+                                       "reply line longer than %zu bytes",
+                                       (size_t)RP_CLIENT_MAX_REPLY_BYTES);
             size_t cap = c->in_cap ? c->in_cap * 2 : 2 * READ_CHUNK;
             char *nb = realloc(c->in, cap);
             if (!nb)
@@ -370,8 +379,8 @@ static rp_client_error_kind read_some(rp_client *c, bool *got, rp_client_error *
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return RP_CLIENT_OK;
         if (errno == ECONNRESET || errno == EPIPE)
-            return rp_client_fail_(err, RP_CLIENT_CLOSED, errno, "connection closed by the server (%s)",
-                        strerror(errno));
+            return rp_client_fail_(err, RP_CLIENT_CLOSED, errno,
+                                   "connection closed by the server (%s)", strerror(errno));
         return rp_client_fail_(err, RP_CLIENT_IO, errno, "recv: %s", strerror(errno));
     }
 }
@@ -381,7 +390,7 @@ static rp_client_error_kind read_some(rp_client *c, bool *got, rp_client_error *
  * read before it reads more).  An EOF seen while reading is remembered in
  * c->eof and does not stop the write: the replies already read stay usable. */
 rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n, long long deadline,
-                                      rp_client_error *err)
+                                          rp_client_error *err)
 {
     for (;;) {
         int e = rp_send_some(c->fd, &p, &n);
@@ -389,7 +398,7 @@ rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
             return RP_CLIENT_OK;
         if (e == EPIPE || e == ECONNRESET)
             return rp_client_fail_(err, RP_CLIENT_CLOSED, e, "connection closed by the server (%s)",
-                        strerror(e));
+                                   strerror(e));
         if (e != EAGAIN)
             return rp_client_fail_(err, RP_CLIENT_IO, e, "send: %s", strerror(e));
         struct pollfd pfd = {c->fd, (short)(POLLOUT | (c->eof ? 0 : POLLIN)), 0};
@@ -413,8 +422,8 @@ rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
 /* Returns the next non-blank line (without "\n" and a trailing "\r"),
  * NUL-terminated in the input buffer and valid until the next read, waiting
  * until deadline.  A final line without "\n" before EOF counts as a line. */
-rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char **line, size_t *len,
-                                      rp_client_error *err)
+rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char **line,
+                                          size_t *len, rp_client_error *err)
 {
     size_t scanned = 0; /* bytes after in_start known to hold no "\n" */
     for (;;) {
@@ -455,4 +464,3 @@ rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char
             return rp_client_fail_(err, RP_CLIENT_TIMEOUT, 0, "timed out waiting for a reply");
     }
 }
-

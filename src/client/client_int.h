@@ -33,15 +33,15 @@
 #define READ_CHUNK 65536
 
 struct rp_client {
-    int fd;                       /* -1 once closed */
-    int timeout_ms;               /* <= 0: none */
-    uint64_t next_id;             /* the id of the next request */
-    uint64_t *pending;            /* ring of ids awaiting replies */
+    int fd;            /* -1 once closed */
+    int timeout_ms;    /* <= 0: none */
+    uint64_t next_id;  /* the id of the next request */
+    uint64_t *pending; /* ring of ids awaiting replies */
     size_t pending_head, pending_count, pending_cap;
-    char *in;                     /* received bytes in[in_start..in_len) */
+    char *in; /* received bytes in[in_start..in_len) */
     size_t in_start, in_len, in_cap;
-    bool eof;                     /* the server closed its side */
-    rp_client_error_kind broken;  /* non-OK once the stream is unusable */
+    bool eof;                      /* the server closed its side */
+    rp_client_error_kind broken;   /* non-OK once the stream is unusable */
     rp_client_notification *notes; /* ring of notifications not yet taken */
     size_t notes_head, notes_count, notes_cap;
 };
@@ -79,8 +79,8 @@ rp_client_error_kind rp_client_usable_(const rp_client *c, rp_client_error *err)
 /* Absolute deadline (ms) for the client's timeout; <= 0 means none. */
 long long rp_client_deadline_after_(int timeout_ms);
 /* Writes n bytes by the deadline, reading replies meanwhile. */
-rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n,
-                                          long long deadline, rp_client_error *err);
+rp_client_error_kind rp_client_write_all_(rp_client *c, const char *p, size_t n, long long deadline,
+                                          rp_client_error *err);
 /* The next complete line (without '\n'), malloc'ed, by the deadline. */
 rp_client_error_kind rp_client_next_line_(rp_client *c, long long deadline, char **line,
                                           size_t *len, rp_client_error *err);
@@ -103,8 +103,7 @@ long long rp_client_now_ms_(void);
  * An error reply with id null counts as the answer to `want` (the server
  * could not read the request).  *reply and *result_raw are NULL unless OK. */
 rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
-                                            cJSON **reply, char **result_raw,
-                                            rp_client_error *err);
+                                            cJSON **reply, char **result_raw, rp_client_error *err);
 
 /* Parses one line, line[0..len) with line[len] == '\0' (no '\n'), that
  * may be a server notification or the reply to the request with id `want`;

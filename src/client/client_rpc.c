@@ -245,8 +245,9 @@ static rp_client_error_kind build_request(strbuf *b, const char *method, const c
     if (params_json) {
         cJSON *check = cJSON_ParseWithOpts(params_json, NULL, 1);
         if (!check)
-            return rp_client_fail_(err, RP_CLIENT_ARG, 0, "params are not valid JSON (near byte %zu)",
-                        (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - params_json : 0));
+            return rp_client_fail_(
+                err, RP_CLIENT_ARG, 0, "params are not valid JSON (near byte %zu)",
+                (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - params_json : 0));
         cJSON_Delete(check);
     }
     char idtext[32];
@@ -266,9 +267,8 @@ static rp_client_error_kind build_request(strbuf *b, const char *method, const c
 }
 
 /* Sends a request and queues its id; the shared part of send and call. */
-static rp_client_error_kind send_request(rp_client *c, const char *method,
-                                         const char *params_json, uint64_t *id_out,
-                                         long long deadline, rp_client_error *err)
+static rp_client_error_kind send_request(rp_client *c, const char *method, const char *params_json,
+                                         uint64_t *id_out, long long deadline, rp_client_error *err)
 {
     strbuf b = {NULL, 0, 0, false};
     uint64_t id = c->next_id;
@@ -314,8 +314,7 @@ static bool valid_error_object(const cJSON *e)
 /* The reply tree r (owned: freed or handed back in *reply) of line as the
  * answer to want: the second half of rp_client_parse_reply_. */
 static rp_client_error_kind reply_from_tree(cJSON *r, const char *line, size_t len, uint64_t want,
-                                            cJSON **reply, char **result_raw,
-                                            rp_client_error *err)
+                                            cJSON **reply, char **result_raw, rp_client_error *err)
 {
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(r, "jsonrpc");
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(r, "id");
@@ -384,8 +383,7 @@ static cJSON *parse_tree(const char *line, size_t len, const char **why)
 }
 
 rp_client_error_kind rp_client_parse_reply_(const char *line, size_t len, uint64_t want,
-                                            cJSON **reply, char **result_raw,
-                                            rp_client_error *err)
+                                            cJSON **reply, char **result_raw, rp_client_error *err)
 {
     if (reply)
         *reply = NULL;
@@ -531,8 +529,7 @@ rp_client_error_kind rp_client_parse_line_(const char *line, size_t len, uint64_
  * not NULL (caller deletes), *result_raw the raw result text when not NULL.
  * A reply that is not the answer to that request breaks the stream. */
 static rp_client_error_kind receive_reply(rp_client *c, long long deadline, uint64_t *id,
-                                          cJSON **reply, char **result_raw,
-                                          rp_client_error *err)
+                                          cJSON **reply, char **result_raw, rp_client_error *err)
 {
     uint64_t want = c->pending[c->pending_head];
     rp_client_error_kind k;
@@ -573,7 +570,8 @@ rp_client_error_kind rp_client_send(rp_client *c, const char *method, const char
     rp_client_error_kind k = rp_client_usable_(c, err);
     if (k != RP_CLIENT_OK)
         return k;
-    return send_request(c, method, params_json, id_out, rp_client_deadline_after_(c->timeout_ms), err);
+    return send_request(c, method, params_json, id_out, rp_client_deadline_after_(c->timeout_ms),
+                        err);
 }
 
 rp_client_error_kind rp_client_recv(rp_client *c, uint64_t *id, char **result_json,
@@ -711,7 +709,8 @@ rp_client_error_kind rp_client_recv_line(rp_client *c, char **line, size_t *len,
         return rp_client_usable_(c, err);
     char *l;
     size_t n;
-    rp_client_error_kind k = rp_client_next_line_(c, rp_client_deadline_after_(c->timeout_ms), &l, &n, err);
+    rp_client_error_kind k =
+        rp_client_next_line_(c, rp_client_deadline_after_(c->timeout_ms), &l, &n, err);
     if (k == RP_CLIENT_CLOSED && c->eof) {
         /* The clean end of a raw session: report it, keep the state. */
         return k;

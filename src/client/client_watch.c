@@ -61,8 +61,8 @@ static rp_client_error_kind result_count(const cJSON *res, const char *method, c
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
     double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
     if (!(d >= 0 && d <= 9007199254740992.0) || d != (double)(uint64_t)d)
-        return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0,
-                               "%s result lacks an integer \"%s\"", method, key);
+        return rp_client_fail_(err, RP_CLIENT_PROTOCOL, 0, "%s result lacks an integer \"%s\"",
+                               method, key);
     *out = (uint64_t)d;
     return RP_CLIENT_OK;
 }

@@ -120,9 +120,9 @@ void rp_utf8_copy(char *dst, size_t cap, const char *src);
 
 typedef enum rp_scan_result {
     RP_SCAN_OK,
-    RP_SCAN_TOO_DEEP,  /* nesting deeper than max_depth (outermost bracket counts as 1) */
-    RP_SCAN_BAD_UTF8,  /* invalid UTF-8 anywhere in the line (offset set) */
-    RP_SCAN_CONTROL,   /* a control byte: in a string, or between tokens other than
+    RP_SCAN_TOO_DEEP,   /* nesting deeper than max_depth (outermost bracket counts as 1) */
+    RP_SCAN_BAD_UTF8,   /* invalid UTF-8 anywhere in the line (offset set) */
+    RP_SCAN_CONTROL,    /* a control byte: in a string, or between tokens other than
                           space, tab, CR, LF */
     RP_SCAN_BAD_NUMBER, /* a number token outside strings that is not a strict JSON
                            number (01, 1., .5, +1, 1e, -, 0x10; offset at its start) */
@@ -217,19 +217,19 @@ bool rp_json_batch_joints(const char *line, size_t len, size_t *start, size_t *e
 #define RP_JW_MAX_DEPTH 64
 
 typedef struct rp_jw {
-    char *buf;          /* owned; NUL-terminated when len > 0 */
+    char *buf; /* owned; NUL-terminated when len > 0 */
     size_t len, cap;
-    size_t limit;       /* most bytes len may reach (SIZE_MAX: none) */
-    bool oom;           /* an allocation failed */
-    bool over;          /* a write would have passed limit */
+    size_t limit; /* most bytes len may reach (SIZE_MAX: none) */
+    bool oom;     /* an allocation failed */
+    bool over;    /* a write would have passed limit */
     int depth;
     bool need_comma[RP_JW_MAX_DEPTH + 1]; /* per open container: next item needs ',' */
-    bool after_key;     /* a key was just written; the value follows without ',' */
+    bool after_key; /* a key was just written; the value follows without ',' */
 } rp_jw;
 
 void rp_jw_init(rp_jw *w);
-void rp_jw_free(rp_jw *w);           /* frees buf; rp_jw_free(NULL) is a no-op */
-void rp_jw_reset(rp_jw *w);          /* len = 0, keeps the allocation */
+void rp_jw_free(rp_jw *w);  /* frees buf; rp_jw_free(NULL) is a no-op */
+void rp_jw_reset(rp_jw *w); /* len = 0, keeps the allocation */
 /* Takes back everything written since `mark` (a copy of *w taken earlier):
  * length and comma state return to the mark; the allocation and the oom
  * flag stay as they are now. */
@@ -257,18 +257,18 @@ char *rp_jw_detach(rp_jw *w, size_t *len);
  * than `keep` bytes. */
 void rp_jw_release(rp_jw *w, size_t keep);
 
-void rp_jw_raw(rp_jw *w, const char *s, size_t n);   /* verbatim, no comma logic */
+void rp_jw_raw(rp_jw *w, const char *s, size_t n); /* verbatim, no comma logic */
 void rp_jw_object_begin(rp_jw *w);
 void rp_jw_object_end(rp_jw *w);
 void rp_jw_array_begin(rp_jw *w);
 void rp_jw_array_end(rp_jw *w);
-void rp_jw_key(rp_jw *w, const char *key);           /* escaped */
+void rp_jw_key(rp_jw *w, const char *key); /* escaped */
 /* A key already quoted and followed by ':' (e.g. "\"scene\":"), written
  * verbatim: the fast path for keys known at compile time.  RP_JW_KEY builds
  * the quoted form of a string literal that needs no escaping. */
 void rp_jw_key_lit(rp_jw *w, const char *quoted, size_t n);
 #define RP_JW_KEY(w, lit) rp_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
-void rp_jw_string(rp_jw *w, const char *s);          /* escaped, UTF-8 passed through */
+void rp_jw_string(rp_jw *w, const char *s); /* escaped, UTF-8 passed through */
 void rp_jw_string_n(rp_jw *w, const char *s, size_t n);
 /* Shortest decimal that parses back to the same double; non-finite -> null. */
 void rp_jw_double(rp_jw *w, double x);
@@ -278,8 +278,8 @@ void rp_jw_bool(rp_jw *w, bool b);
 void rp_jw_null(rp_jw *w);
 /* A pre-serialised JSON value (e.g. a request id printed by cJSON). */
 void rp_jw_value_raw(rp_jw *w, const char *json, size_t n);
-void rp_jw_vec3(rp_jw *w, rp_vec3 v);                /* [x,y,z] */
-void rp_jw_shape(rp_jw *w, const rp_shape *s);       /* the protocol's shape object */
+void rp_jw_vec3(rp_jw *w, rp_vec3 v);          /* [x,y,z] */
+void rp_jw_shape(rp_jw *w, const rp_shape *s); /* the protocol's shape object */
 /* Writes a cJSON value (used to echo request ids). */
 void rp_jw_cjson(rp_jw *w, const cJSON *j);
 

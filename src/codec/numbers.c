@@ -113,8 +113,8 @@ static bool scale(uint64_t M, int p, double *out)
     int lz = __builtin_clzll(M);
     uint64_t Mn = M << lz; /* in [2^63, 2^64) */
     const uint64_t *g = rp_pow10_table[p - RP_POW10_MIN];
-    u192 hi = mul_64_128(Mn, g);  /* >= 2^190 */
-    u192 lo = sub_64(hi, Mn);     /* >= 2^190 - 2^64 > 2^189 */
+    u192 hi = mul_64_128(Mn, g); /* >= 2^190 */
+    u192 lo = sub_64(hi, Mn);    /* >= 2^190 - 2^64 > 2^189 */
     uint64_t m_hi, m_lo;
     int s_hi = round_53(hi, &m_hi), s_lo = round_53(lo, &m_lo);
     if (m_hi != m_lo || s_hi != s_lo)
@@ -143,9 +143,9 @@ size_t rp_json_number(const char *s, size_t n, double *out)
     if (i == n || !IS_DIGIT(s[i]))
         return 0;
     uint64_t M = 0;
-    int digits = 0;   /* significant digits in M */
-    int dropped = 0;  /* significant digits beyond 19 (strtod then) */
-    int p = 0;        /* decimal exponent of M's last digit */
+    int digits = 0;  /* significant digits in M */
+    int dropped = 0; /* significant digits beyond 19 (strtod then) */
+    int p = 0;       /* decimal exponent of M's last digit */
     if (s[i] == '0') {
         i++;
     } else {
@@ -417,8 +417,8 @@ static size_t walk_object(const char *s, size_t n, size_t i, member_fn fn, void 
 typedef struct find_ctx {
     int methods, params, joints;
     bool is_batch;
-    size_t j0, j1;      /* joints' value */
-    rp_num_rows *rows;  /* filled from it */
+    size_t j0, j1;     /* joints' value */
+    rp_num_rows *rows; /* filled from it */
 } find_ctx;
 
 static size_t params_member(void *ctx, const char *s, size_t n, size_t k0, size_t k1, size_t v0)

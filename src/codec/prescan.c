@@ -25,28 +25,26 @@
 enum { PLAIN = 0, QUOTE, OPEN, CLOSE, BACKSLASH, CONTROL, NUMBER };
 /* Control bytes: RFC 8259 allows only space, tab, CR and LF between tokens
  * (cJSON would skip any byte <= 0x20) and none unescaped inside strings. */
-#define CONTROLS_EXCEPT_WS                                                              \
-    [0x00] = CONTROL, [0x01] = CONTROL, [0x02] = CONTROL, [0x03] = CONTROL,             \
-    [0x04] = CONTROL, [0x05] = CONTROL, [0x06] = CONTROL, [0x07] = CONTROL,             \
-    [0x08] = CONTROL, [0x0B] = CONTROL, [0x0C] = CONTROL, [0x0E] = CONTROL,             \
-    [0x0F] = CONTROL, [0x10] = CONTROL, [0x11] = CONTROL, [0x12] = CONTROL,             \
-    [0x13] = CONTROL, [0x14] = CONTROL, [0x15] = CONTROL, [0x16] = CONTROL,             \
-    [0x17] = CONTROL, [0x18] = CONTROL, [0x19] = CONTROL, [0x1A] = CONTROL,             \
-    [0x1B] = CONTROL, [0x1C] = CONTROL, [0x1D] = CONTROL, [0x1E] = CONTROL,             \
-    [0x1F] = CONTROL, [0x7F] = PLAIN
+#define CONTROLS_EXCEPT_WS                                                                         \
+    [0x00] = CONTROL, [0x01] = CONTROL, [0x02] = CONTROL, [0x03] = CONTROL, [0x04] = CONTROL,      \
+    [0x05] = CONTROL, [0x06] = CONTROL, [0x07] = CONTROL, [0x08] = CONTROL, [0x0B] = CONTROL,      \
+    [0x0C] = CONTROL, [0x0E] = CONTROL, [0x0F] = CONTROL, [0x10] = CONTROL, [0x11] = CONTROL,      \
+    [0x12] = CONTROL, [0x13] = CONTROL, [0x14] = CONTROL, [0x15] = CONTROL, [0x16] = CONTROL,      \
+    [0x17] = CONTROL, [0x18] = CONTROL, [0x19] = CONTROL, [0x1A] = CONTROL, [0x1B] = CONTROL,      \
+    [0x1C] = CONTROL, [0x1D] = CONTROL, [0x1E] = CONTROL, [0x1F] = CONTROL, [0x7F] = PLAIN
 /* The bytes that can start a number token: every byte a strict number
  * starts with, and the '+' and '.' that lenient writers start one with. */
-#define NUMBER_STARTS                                                                   \
-    ['0'] = NUMBER, ['1'] = NUMBER, ['2'] = NUMBER, ['3'] = NUMBER, ['4'] = NUMBER,     \
-    ['5'] = NUMBER, ['6'] = NUMBER, ['7'] = NUMBER, ['8'] = NUMBER, ['9'] = NUMBER,     \
+#define NUMBER_STARTS                                                                              \
+    ['0'] = NUMBER, ['1'] = NUMBER, ['2'] = NUMBER, ['3'] = NUMBER, ['4'] = NUMBER,                \
+    ['5'] = NUMBER, ['6'] = NUMBER, ['7'] = NUMBER, ['8'] = NUMBER, ['9'] = NUMBER,                \
     ['-'] = NUMBER, ['+'] = NUMBER, ['.'] = NUMBER
 static const unsigned char outside_class[128] = {
-    CONTROLS_EXCEPT_WS, NUMBER_STARTS,
-    ['"'] = QUOTE, ['['] = OPEN, ['{'] = OPEN, [']'] = CLOSE, ['}'] = CLOSE,
+    CONTROLS_EXCEPT_WS, NUMBER_STARTS, ['"'] = QUOTE, ['['] = OPEN,
+    ['{'] = OPEN,       [']'] = CLOSE, ['}'] = CLOSE,
 };
 static const unsigned char inside_class[128] = {
-    CONTROLS_EXCEPT_WS, [0x09] = CONTROL, [0x0A] = CONTROL, [0x0D] = CONTROL,
-    ['"'] = QUOTE, ['\\'] = BACKSLASH,
+    CONTROLS_EXCEPT_WS, [0x09] = CONTROL, [0x0A] = CONTROL,
+    [0x0D] = CONTROL,   ['"'] = QUOTE,    ['\\'] = BACKSLASH,
 };
 
 /* Eight bytes at once: true when none is '"', '\\', a control byte (< 0x20)
@@ -191,8 +189,7 @@ static rp_scan_result full_scan(const char *buf, size_t len, int max_depth, size
                 i++;
         }
         if (i >= len)
-            return first_nul == SIZE_MAX ? RP_SCAN_OK
-                                         : stop(RP_SCAN_NUL_ESCAPE, first_nul, offset);
+            return first_nul == SIZE_MAX ? RP_SCAN_OK : stop(RP_SCAN_NUL_ESCAPE, first_nul, offset);
         if (c >= 0x80) {
             size_t n = rp_utf8_seq_(p + i, len - i);
             if (n == 0)

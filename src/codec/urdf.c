@@ -283,8 +283,7 @@ static void XMLCALL on_skipped_entity(void *ud, const XML_Char *name, int is_par
  * (name="a  b" would read as "a b").  So any declaration is refused, with
  * or without a default, naming the element and the attribute. */
 static void XMLCALL on_attlist_decl(void *ud, const XML_Char *elname, const XML_Char *attname,
-                                    const XML_Char *att_type, const XML_Char *dflt,
-                                    int isrequired)
+                                    const XML_Char *att_type, const XML_Char *dflt, int isrequired)
 {
     (void)att_type, (void)dflt, (void)isrequired;
     char qe[RP_URDF_QUOTE_BUF], qa[RP_URDF_QUOTE_BUF];

@@ -265,7 +265,9 @@ static void open_shape(ctx *c, elem e, const XML_Char **atts)
     c->coll.kind = e;
     double *d = c->coll.dims;
     switch (e) {
-    case E_SPHERE: dim_attr(c, atts, "radius", &d[0]); break;
+    case E_SPHERE:
+        dim_attr(c, atts, "radius", &d[0]);
+        break;
     case E_CYLINDER:
     case E_CAPSULE:
         if (dim_attr(c, atts, "radius", &d[0]))
@@ -437,8 +439,12 @@ static void open_joint_child(ctx *c, elem e, const XML_Char **atts)
         if ((s = name_attr(c, atts, "link")) && (s = keep(c, s)))
             *(e == E_J_PARENT ? &d->parent : &d->child) = s;
         break;
-    case E_J_ORIGIN: read_origin(c, atts, &d->xyz, &d->rpy); break;
-    case E_J_AXIS: vec3_attr(c, atts, "xyz", true, d->axis, &d->axis); break;
+    case E_J_ORIGIN:
+        read_origin(c, atts, &d->xyz, &d->rpy);
+        break;
+    case E_J_AXIS:
+        vec3_attr(c, atts, "xyz", true, d->axis, &d->axis);
+        break;
     case E_J_LIMIT:
         if (d->type != RP_JOINT_REVOLUTE && d->type != RP_JOINT_PRISMATIC)
             break;
@@ -559,8 +565,12 @@ void rp_urdf_open_(ctx *c, elem e, const char *name, const XML_Char **atts)
         if (strcmp(name, "robot") != 0)
             rp_urdf_fail_(c, "the root element must be <robot>, not <%s>", rp_urdf_quote_(q, name));
         break;
-    case E_LINK: open_link(c, atts); break;
-    case E_COLLISION: open_collision(c); break;
+    case E_LINK:
+        open_link(c, atts);
+        break;
+    case E_COLLISION:
+        open_collision(c);
+        break;
     case E_C_ORIGIN:
         rp_urdf_push_path_(c, ".origin");
         open_collision_origin(c, atts);
@@ -577,8 +587,12 @@ void rp_urdf_open_(ctx *c, elem e, const char *name, const XML_Char **atts)
         rp_urdf_push_path_(c, ".%s", name);
         open_shape(c, e, atts);
         break;
-    case E_JOINT: open_joint(c, atts); break;
-    case E_DISABLE: open_disable(c, atts); break;
+    case E_JOINT:
+        open_joint(c, atts);
+        break;
+    case E_DISABLE:
+        open_disable(c, atts);
+        break;
     default:
         rp_urdf_push_path_(c, ".%s", name);
         open_joint_child(c, e, atts);

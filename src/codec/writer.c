@@ -319,8 +319,7 @@ static inline bool room(rp_jw *w, size_t n)
 {
     /* len may already be past limit (an error reply is written with the
      * limit lifted), so it is compared before limit - len is taken. */
-    if (w->cap - w->len > n && w->len < w->limit && n < w->limit - w->len && !w->oom &&
-        !w->over)
+    if (w->cap - w->len > n && w->len < w->limit && n < w->limit - w->len && !w->oom && !w->over)
         return true;
     return grow(w, n);
 }
@@ -452,21 +451,31 @@ static void close_container(rp_jw *w, char c)
     w->after_key = false;
 }
 
-void rp_jw_object_begin(rp_jw *w) { open_container(w, '{'); }
-void rp_jw_object_end(rp_jw *w) { close_container(w, '}'); }
-void rp_jw_array_begin(rp_jw *w) { open_container(w, '['); }
-void rp_jw_array_end(rp_jw *w) { close_container(w, ']'); }
+void rp_jw_object_begin(rp_jw *w)
+{
+    open_container(w, '{');
+}
+void rp_jw_object_end(rp_jw *w)
+{
+    close_container(w, '}');
+}
+void rp_jw_array_begin(rp_jw *w)
+{
+    open_container(w, '[');
+}
+void rp_jw_array_end(rp_jw *w)
+{
+    close_container(w, ']');
+}
 
 /* ---- strings --------------------------------------------------------- */
 
 /* 1 for the bytes a JSON string must escape: controls, '"' and '\'. */
 static const unsigned char needs_escape[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* '"' */
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* '\\' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* '"' */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* '\\' */
 };
 
 /* Appends s[0..n) as a quoted JSON string.  Needs the comma byte already
@@ -494,14 +503,29 @@ static void put_string(rp_jw *w, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i++];
         char e = 0;
         switch (c) {
-        case '"': e = '"'; break;
-        case '\\': e = '\\'; break;
-        case '\n': e = 'n'; break;
-        case '\r': e = 'r'; break;
-        case '\t': e = 't'; break;
-        case '\b': e = 'b'; break;
-        case '\f': e = 'f'; break;
-        default: break;
+        case '"':
+            e = '"';
+            break;
+        case '\\':
+            e = '\\';
+            break;
+        case '\n':
+            e = 'n';
+            break;
+        case '\r':
+            e = 'r';
+            break;
+        case '\t':
+            e = 't';
+            break;
+        case '\b':
+            e = 'b';
+            break;
+        case '\f':
+            e = 'f';
+            break;
+        default:
+            break;
         }
         *p++ = '\\';
         if (e) {
@@ -676,9 +700,15 @@ void rp_jw_cjson(rp_jw *w, const cJSON *j)
         return;
     }
     switch (j->type & 0xFF) {
-    case cJSON_False: rp_jw_bool(w, false); break;
-    case cJSON_True: rp_jw_bool(w, true); break;
-    case cJSON_Number: rp_jw_double(w, j->valuedouble); break;
+    case cJSON_False:
+        rp_jw_bool(w, false);
+        break;
+    case cJSON_True:
+        rp_jw_bool(w, true);
+        break;
+    case cJSON_Number:
+        rp_jw_double(w, j->valuedouble);
+        break;
     case cJSON_String:
         rp_jw_string(w, j->valuestring ? j->valuestring : "");
         break;
@@ -702,6 +732,8 @@ void rp_jw_cjson(rp_jw *w, const cJSON *j)
         }
         rp_jw_object_end(w);
         break;
-    default: rp_jw_null(w); break;
+    default:
+        rp_jw_null(w);
+        break;
     }
 }

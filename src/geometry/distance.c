@@ -63,9 +63,9 @@
 
 /* Which pair of cores is being solved. */
 typedef enum core_kind {
-    CORES_POINT_POINT,     /* sphere-sphere */
-    CORES_SEGMENT_POINT,   /* capsule-sphere */
-    CORES_SEGMENT_SEGMENT  /* capsule-capsule */
+    CORES_POINT_POINT,    /* sphere-sphere */
+    CORES_SEGMENT_POINT,  /* capsule-sphere */
+    CORES_SEGMENT_SEGMENT /* capsule-capsule */
 } core_kind;
 
 /* Result of a core solve.  The closest points are p0 + s*(p1-p0) on a and
@@ -97,8 +97,7 @@ static inline double ratio01(double num, double den)
 
 /* Solves for the closest points given w = q0 - p0, u = p1 - p0 and
  * v = q1 - q0, all within the safe range.  Fills s, t, d and d2. */
-static ALWAYS_INLINE void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v,
-                                core_result *r)
+static ALWAYS_INLINE void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v, core_result *r)
 {
     double s = 0.0, t = 0.0;
     if (kind == CORES_SEGMENT_POINT) {
@@ -199,7 +198,7 @@ static NOINLINE core_result closest_cores_rescaled(core_kind kind, rp_vec3 p0, r
 /* Closest points between cores p0-p1 (a) and q0-q1 (b); p1 == p0 for a
  * point, likewise q.  Works for any finite coordinates. */
 static ALWAYS_INLINE core_result closest_cores(core_kind kind, rp_vec3 p0, rp_vec3 p1, rp_vec3 q0,
-                                 rp_vec3 q1)
+                                               rp_vec3 q1)
 {
     core_result r;
     rp_vec3 w = v3_sub(q0, p0), u = v3_sub(p1, p0), v = v3_sub(q1, q0);
@@ -480,8 +479,8 @@ rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b)
             x = y;
             y = tmp;
         }
-        rp_contact c = make_contact(CORES_SEGMENT_SEGMENT, x->a, x->b, x->radius, y->a, y->b,
-                                    y->radius);
+        rp_contact c =
+            make_contact(CORES_SEGMENT_SEGMENT, x->a, x->b, x->radius, y->a, y->b, y->radius);
         return swap ? mirror(c) : c;
     }
     if (a->kind == RP_SHAPE_CAPSULE) {

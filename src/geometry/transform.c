@@ -14,8 +14,8 @@ rp_transform rp_transform_identity(void)
     return tf;
 }
 
-rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x, double y,
-                                       double z, rp_transform *out)
+rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x, double y, double z,
+                                       rp_transform *out)
 {
     if (!out)
         return RP_ERR_INVALID_ARG;
@@ -50,8 +50,8 @@ rp_transform rp_transform_compose(const rp_transform *a, const rp_transform *b)
     rp_transform out;
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
-            out.r[i][j] = a->r[i][0] * b->r[0][j] + a->r[i][1] * b->r[1][j] +
-                          a->r[i][2] * b->r[2][j];
+            out.r[i][j] =
+                a->r[i][0] * b->r[0][j] + a->r[i][1] * b->r[1][j] + a->r[i][2] * b->r[2][j];
     out.t = rp_transform_point(a, b->t);
     return out;
 }
@@ -83,8 +83,8 @@ rp_status rp_transform_validate(const rp_transform *tf)
     /* r * r^T must be the identity. */
     for (int i = 0; i < 3; i++) {
         for (int j = i; j < 3; j++) {
-            double dot = tf->r[i][0] * tf->r[j][0] + tf->r[i][1] * tf->r[j][1] +
-                         tf->r[i][2] * tf->r[j][2];
+            double dot =
+                tf->r[i][0] * tf->r[j][0] + tf->r[i][1] * tf->r[j][1] + tf->r[i][2] * tf->r[j][2];
             double want = i == j ? 1.0 : 0.0;
             if (!(fabs(dot - want) <= RP_ROTATION_TOLERANCE))
                 return RP_ERR_TRANSFORM;

@@ -16,10 +16,22 @@ static inline rp_vec3 v3(double x, double y, double z)
     return r;
 }
 
-static inline rp_vec3 v3_sub(rp_vec3 a, rp_vec3 b) { return v3(a.x - b.x, a.y - b.y, a.z - b.z); }
-static inline rp_vec3 v3_scale(rp_vec3 a, double s) { return v3(a.x * s, a.y * s, a.z * s); }
-static inline rp_vec3 v3_neg(rp_vec3 a) { return v3(-a.x, -a.y, -a.z); }
-static inline double v3_dot(rp_vec3 a, rp_vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static inline rp_vec3 v3_sub(rp_vec3 a, rp_vec3 b)
+{
+    return v3(a.x - b.x, a.y - b.y, a.z - b.z);
+}
+static inline rp_vec3 v3_scale(rp_vec3 a, double s)
+{
+    return v3(a.x * s, a.y * s, a.z * s);
+}
+static inline rp_vec3 v3_neg(rp_vec3 a)
+{
+    return v3(-a.x, -a.y, -a.z);
+}
+static inline double v3_dot(rp_vec3 a, rp_vec3 b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
 
 static inline rp_vec3 v3_cross(rp_vec3 a, rp_vec3 b)
 {

@@ -723,8 +723,7 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
  * that it can run beside readers of the scene.  Returns the root reference
  * and the summed node area; items[i].leaf then holds entry
  * items[i].index's parent (rp_bvh_install_). */
-uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items,
-                       double *area)
+uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items, double *area)
 {
     *area = 0.0;
     for (uint32_t i = 0; i < n; i++) {
@@ -849,8 +848,7 @@ int rp_bvh_check_(const rp_scene *sc)
     size_t n = sc->count;
     if (t->n_nodes != (n ? n - 1 : 0) || t->n_nodes > rp_chunks_cap(&t->nodes)) {
         fprintf(stderr, "rp_bvh_check_: %u nodes (cap %zu) for %zu shapes\n", t->n_nodes,
-                rp_chunks_cap(&t->nodes),
-                n);
+                rp_chunks_cap(&t->nodes), n);
         return -1;
     }
     if (n == 0)
@@ -888,8 +886,8 @@ size_t rp_scene_index_bytes(const rp_scene *sc)
 
 /* Outside a metered call (the library's own callers of the walks) there
  * is no limit. */
-_Thread_local rp_meter rp_meter_ __attribute__((tls_model("initial-exec"))) = {
-    INT64_MAX, INT64_MAX, 0, false};
+_Thread_local rp_meter rp_meter_
+    __attribute__((tls_model("initial-exec"))) = {INT64_MAX, INT64_MAX, 0, false};
 
 /* The query's box and (padded) radius. */
 static double query_box(const rp_shape *q, double lo[3], double hi[3])
@@ -1109,8 +1107,8 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
     return true;
 }
 
-bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
-                     rp_scene_visit_fn fn, void *ctx)
+bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold, rp_scene_visit_fn fn,
+                     void *ctx)
 {
     int64_t left = rp_meter_.left;
     bool done = below(sc, q, threshold, fn, ctx, &left);
@@ -1223,8 +1221,8 @@ typedef struct test_box {
 
 /* The queries of mask the box does not exclude below threshold (at it
  * too when ties can win). */
-static inline __attribute__((always_inline)) uint64_t pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold,
-                            bool ties, int simd)
+static inline __attribute__((always_inline)) uint64_t
+pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold, bool ties, int simd)
 {
 #ifdef RP_HAVE_AVX2_PATH
     if (simd)
@@ -1244,8 +1242,9 @@ void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
     q->r[k] = b.r;
 }
 
-static inline __attribute__((always_inline)) uint64_t pass_ball(const rp_balls *q, uint64_t mask, const test_box *b,
-                                 double threshold, bool ties, int simd)
+static inline __attribute__((always_inline)) uint64_t pass_ball(const rp_balls *q, uint64_t mask,
+                                                                const test_box *b, double threshold,
+                                                                bool ties, int simd)
 {
 #ifdef RP_HAVE_AVX2_PATH
     if (simd)
@@ -1263,9 +1262,9 @@ static inline test_box node_test_box(const rp_bvh_node *n)
 
 /* Evaluates scene shape e for the queries of mask that its box passes; the
  * queries fn drops leave *active. */
-static inline __attribute__((always_inline)) void multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e,
-                       double threshold, int simd, rp_multi_visit_fn fn, void *ctx,
-                       uint64_t *active, int64_t *left)
+static inline __attribute__((always_inline)) void
+multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, double threshold,
+           int simd, rp_multi_visit_fn fn, void *ctx, uint64_t *active, int64_t *left)
 {
     const rp_shape *s = &RP_ENTRY(sc, e)->shape;
     mask &= *active;
@@ -1371,9 +1370,8 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
             const rp_bvh_node *n = node_at(t, ref);
             uint32_t c[2] = {n->child[1], n->child[0]};
             for (int k = 0; k < 2; k++)
-                if ((c[k] & RP_BVH_SHAPE) ||
-                    !key_excludes(node_key(glo, ghi, gr, node_at(t, c[k])), gate->threshold,
-                                  false)) {
+                if ((c[k] & RP_BVH_SHAPE) || !key_excludes(node_key(glo, ghi, gr, node_at(t, c[k])),
+                                                           gate->threshold, false)) {
                     stack[top].ref = c[k];
                     stack[top++].mask = ALL_QUERIES;
                 }
@@ -1445,9 +1443,9 @@ static uint64_t robots_live(const rp_robots_walk *w, uint64_t gates)
 
 /* Scene shape e against the gates of `gates`, then each robot's shapes of
  * those that pass against it.  True when some robot dropped shapes. */
-static inline __attribute__((always_inline)) bool robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates,
-                                                size_t e, double gate_threshold,
-                                                double threshold, const int simd, int64_t *left)
+static inline __attribute__((always_inline)) bool
+robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates, size_t e, double gate_threshold,
+            double threshold, const int simd, int64_t *left)
 {
     dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
@@ -1473,9 +1471,10 @@ static inline __attribute__((always_inline)) bool robots_leaf(const rp_scene *sc
 
 /* The walk's body, compiled once for each kind of box test (so that the
  * AVX2 tests inline into the AVX2 copy). */
-static inline __attribute__((always_inline)) void below_robots(const rp_scene *sc, rp_robots_walk *w,
-                                                 double gate_threshold, double threshold,
-                                                 const int simd)
+static inline __attribute__((always_inline)) void below_robots(const rp_scene *sc,
+                                                               rp_robots_walk *w,
+                                                               double gate_threshold,
+                                                               double threshold, const int simd)
 {
     const rp_bvh *t = &sc->tree;
     uint64_t all = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
@@ -1583,9 +1582,10 @@ static double balls_order_key(const rp_balls *q, uint64_t mask, const test_box *
     return best;
 }
 
-static inline __attribute__((always_inline)) void robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e,
-                            const double *bound, double gate_slack, int simd,
-                            rp_multi_visit_fn fn, void *ctx, uint64_t active, int64_t *left)
+static inline __attribute__((always_inline)) void
+robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, const double *bound,
+                double gate_slack, int simd, rp_multi_visit_fn fn, void *ctx, uint64_t active,
+                int64_t *left)
 {
     dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
@@ -1608,9 +1608,9 @@ static inline __attribute__((always_inline)) void robot_leaf_near(const rp_scene
     }
 }
 
-static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
-                                                  const double *bound, double gate_slack,
-                                                  rp_multi_visit_fn fn, void *ctx, const int simd)
+static inline __attribute__((always_inline)) void
+nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active, const double *bound,
+              double gate_slack, rp_multi_visit_fn fn, void *ctx, const int simd)
 {
     const rp_bvh *t = &sc->tree;
     uint64_t all_gates = w->gates.n >= 64 ? UINT64_MAX : ((uint64_t)1 << w->gates.n) - 1;
@@ -1697,17 +1697,14 @@ static inline __attribute__((always_inline)) void nearest_robot(const rp_scene *
 }
 
 #ifdef RP_HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static void below_robots_avx2(const rp_scene *sc,
-                                                              rp_robots_walk *w,
-                                                              double gate_threshold,
-                                                              double threshold)
+__attribute__((target("avx2"))) static void
+below_robots_avx2(const rp_scene *sc, rp_robots_walk *w, double gate_threshold, double threshold)
 {
     below_robots(sc, w, gate_threshold, threshold, 1);
 }
 
-__attribute__((target("avx2"))) static void nearest_robot_avx2(const rp_scene *sc,
-                                                               rp_robot_walk *w, uint64_t active,
-                                                               const double *bound,
+__attribute__((target("avx2"))) static void nearest_robot_avx2(const rp_scene *sc, rp_robot_walk *w,
+                                                               uint64_t active, const double *bound,
                                                                double gate_slack,
                                                                rp_multi_visit_fn fn, void *ctx)
 {

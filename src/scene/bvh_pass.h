@@ -28,16 +28,16 @@
 #ifndef PASS_NEXT_GROUP
 /* Takes the lowest group of LANES queries with a bit in mask out of it: g,
  * its index, and bits, its queries' bits (one query: the lowest bit). */
-#define PASS_NEXT_GROUP(mask, g, bits)                                                            \
-    unsigned g, bits;                                                                             \
-    if (LANES == 1) {                                                                             \
-        g = (unsigned)__builtin_ctzll(mask);                                                      \
-        bits = 1;                                                                                 \
-        mask &= mask - 1;                                                                         \
-    } else {                                                                                      \
-        g = (unsigned)__builtin_ctzll(mask) / LANES;                                              \
-        bits = (unsigned)(mask >> (LANES * g)) & ((1u << LANES) - 1);                             \
-        mask &= ~((uint64_t)((1u << LANES) - 1) << (LANES * g));                                  \
+#define PASS_NEXT_GROUP(mask, g, bits)                                                             \
+    unsigned g, bits;                                                                              \
+    if (LANES == 1) {                                                                              \
+        g = (unsigned)__builtin_ctzll(mask);                                                       \
+        bits = 1;                                                                                  \
+        mask &= mask - 1;                                                                          \
+    } else {                                                                                       \
+        g = (unsigned)__builtin_ctzll(mask) / LANES;                                               \
+        bits = (unsigned)(mask >> (LANES * g)) & ((1u << LANES) - 1);                              \
+        mask &= ~((uint64_t)((1u << LANES) - 1) << (LANES * g));                                   \
     }
 #endif
 
@@ -67,10 +67,9 @@ static PASS_ATTR uint64_t PASS_FN(const rp_multi *q, uint64_t mask, const test_b
         }
         /* Apart: the sum against t2; overlapping: key = -(r + br). */
         lane_m apart = L_GT(sum, zero);
-        lane_m out =
-            L_IF(apart, L_GT(sum, t2),
-                 ties ? L_GT(L_SUB(zero, L_ADD(L_LOAD(&q->r[LANES * g]), br)), th)
-                      : L_GE(L_SUB(zero, L_ADD(L_LOAD(&q->r[LANES * g]), br)), th));
+        lane_m out = L_IF(apart, L_GT(sum, t2),
+                          ties ? L_GT(L_SUB(zero, L_ADD(L_LOAD(&q->r[LANES * g]), br)), th)
+                               : L_GE(L_SUB(zero, L_ADD(L_LOAD(&q->r[LANES * g]), br)), th));
         keep |= (uint64_t)(bits & ~L_BITS(out)) << (LANES * g);
     }
     return keep;

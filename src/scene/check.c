@@ -46,8 +46,8 @@ static inline double nonfinite_probe(double x)
  * Valid shapes moved by valid poses can still land beyond the largest
  * double (a link at 1e308 translated by 1e308): RP_ERR_NONFINITE then, and
  * *bad_link names the first such link. */
-rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
-                          const rp_transform *frames, rp_shape *world, size_t *bad_link)
+rp_status rp_place_links_(const rp_model *m, const rp_transform *base, const rp_transform *frames,
+                          rp_shape *world, size_t *bad_link)
 {
     rp_transform identity;
     if (!base) {
@@ -61,9 +61,9 @@ rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
         const rp_capsule *c = &world[k].capsule;
         const rp_sphere *sp = &world[k].sphere;
         probe += world[k].kind == RP_SHAPE_CAPSULE
-                     ? nonfinite_probe(c->a.x) + nonfinite_probe(c->a.y) +
-                           nonfinite_probe(c->a.z) + nonfinite_probe(c->b.x) +
-                           nonfinite_probe(c->b.y) + nonfinite_probe(c->b.z)
+                     ? nonfinite_probe(c->a.x) + nonfinite_probe(c->a.y) + nonfinite_probe(c->a.z) +
+                           nonfinite_probe(c->b.x) + nonfinite_probe(c->b.y) +
+                           nonfinite_probe(c->b.z)
                      : nonfinite_probe(sp->center.x) + nonfinite_probe(sp->center.y) +
                            nonfinite_probe(sp->center.z);
         if (probe != 0.0) {
@@ -79,8 +79,8 @@ static bool push_violation(rp_check_result *r, size_t link, rp_pair_kind kind, s
                            double distance)
 {
     if (r->n_violations == r->cap_violations) {
-        rp_check_pair *grown = rp_grow_(r->violations, &r->cap_violations, r->n_violations + 1,
-                                        sizeof *grown, 8);
+        rp_check_pair *grown =
+            rp_grow_(r->violations, &r->cap_violations, r->n_violations + 1, sizeof *grown, 8);
         if (!grown)
             return false;
         r->violations = grown;
@@ -171,7 +171,7 @@ typedef struct bp_check {
     size_t slots;
     const rp_transform *tf[RP_BOUND_SLOTS]; /* slot pose: base, then frames */
     rp_vec3 wc[RP_BOUND_SLOTS];
-    double size[RP_BOUND_SLOTS];            /* largest |coordinate| of the sphere */
+    double size[RP_BOUND_SLOTS]; /* largest |coordinate| of the sphere */
     bool balled[RP_BOUND_SLOTS];
     rp_shape *w;
     uint8_t *state;
@@ -281,9 +281,10 @@ static uint64_t balls_near_portable(const double *x, const double *y, const doub
 }
 
 #ifdef RP_HAVE_AVX2_PATH
-__attribute__((target("avx2"))) static uint64_t
-balls_near_avx2(const double *x, const double *y, const double *z, const double *r, size_t n,
-                double px, double py, double pz, double at)
+__attribute__((target("avx2"))) static uint64_t balls_near_avx2(const double *x, const double *y,
+                                                                const double *z, const double *r,
+                                                                size_t n, double px, double py,
+                                                                double pz, double at)
 {
     __m256d vx = _mm256_set1_pd(px), vy = _mm256_set1_pd(py), vz = _mm256_set1_pd(pz);
     __m256d vat = _mm256_set1_pd(at), zero = _mm256_setzero_pd(),
@@ -308,9 +309,9 @@ balls_near_avx2(const double *x, const double *y, const double *z, const double 
         __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
                                    _mm256_mul_pd(dz, dz));
         __m256d t = _mm256_add_pd(vat, cr);
-        __m256d in = _mm256_and_pd(
-            _mm256_cmp_pd(t, zero, _CMP_GE_OQ),
-            _mm256_cmp_pd(d2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_LE_OQ));
+        __m256d in =
+            _mm256_and_pd(_mm256_cmp_pd(t, zero, _CMP_GE_OQ),
+                          _mm256_cmp_pd(d2, _mm256_mul_pd(_mm256_mul_pd(t, t), slack), _CMP_LE_OQ));
         keep |= (uint64_t)(unsigned)_mm256_movemask_pd(in) << i;
     }
     return n < 64 ? keep & (((uint64_t)1 << n) - 1) : keep;
@@ -850,9 +851,8 @@ static int pair_cmp_ctx(const void *a, const void *b, const void *ctx)
 /* One self pair for CLOSEST/ALL: the running minimum (only a strictly
  * closer pair takes it: the canonical order is the tie rule), and with
  * `collect` the violations.  False when out of memory. */
-static inline bool consider_self(const rp_shape *w, size_t i, size_t j, double margin,
-                                 bool collect, rp_check_pair *best, bool *has,
-                                 rp_check_result *out)
+static inline bool consider_self(const rp_shape *w, size_t i, size_t j, double margin, bool collect,
+                                 rp_check_pair *best, bool *has, rp_check_result *out)
 {
     double d = rp_shape_signed_distance(&w[i], &w[j]);
     if (!*has || d < best->distance) {
@@ -1001,8 +1001,8 @@ static void min_scene_robot(bp_check *b, const rp_scene *sc, rp_check_pair *best
 /* CLOSEST, and with `collect` ALL: the minimum over every pair considered
  * under the tie rule, and when collecting every pair below the margin,
  * sorted.  Returns RP_ERR_NOMEM with the violations freed. */
-static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape *w,
-                           double margin, bool collect, bp_check *b, rp_check_result *out)
+static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape *w, double margin,
+                           bool collect, bp_check *b, rp_check_result *out)
 {
     size_t n = m->n_links;
     bool has = false, has_self = false;
@@ -1064,16 +1064,17 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
                 !consider_self(w, i, j, margin, collect, &best, &has, out))
                 goto nomem;
     }
-    if (has_self && (!has || self.distance < best.distance ||
-                     (self.distance == best.distance && self_before(self.link, self.other, &best)))) {
+    if (has_self &&
+        (!has || self.distance < best.distance ||
+         (self.distance == best.distance && self_before(self.link, self.other, &best)))) {
         best = self;
         has = true;
     }
     out->has_min = has;
     out->closest = best;
     out->collision = has && best.distance < margin;
-    if (!rp_sort_ctx_(out->violations, out->n_violations, sizeof *out->violations,
-                      pair_cmp_ctx, sc))
+    if (!rp_sort_ctx_(out->violations, out->n_violations, sizeof *out->violations, pair_cmp_ctx,
+                      sc))
         goto nomem;
     return RP_OK;
 
@@ -1085,8 +1086,8 @@ nomem:
 /* ---- entry points ---------------------------------------------------------------- */
 
 static rp_status check_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
-                           const rp_transform *frames, size_t n_frames,
-                           const rp_check_opts *opts, rp_check_result *out);
+                           const rp_transform *frames, size_t n_frames, const rp_check_opts *opts,
+                           rp_check_result *out);
 
 rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_transform *base,
                          const rp_transform *frames, size_t n_frames, const rp_check_opts *opts,
@@ -1101,8 +1102,8 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
 }
 
 static rp_status check_run(const rp_model *m, const rp_scene *scene, const rp_transform *base,
-                           const rp_transform *frames, size_t n_frames,
-                           const rp_check_opts *opts, rp_check_result *out)
+                           const rp_transform *frames, size_t n_frames, const rp_check_opts *opts,
+                           rp_check_result *out)
 {
     if (!out)
         return RP_ERR_INVALID_ARG;
@@ -1186,9 +1187,8 @@ void rp_check_result_free(rp_check_result *r)
 /* ---- several configurations at once ------------------------------------------------ */
 
 rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
-                                     const rp_transform *base, const rp_transform *frames,
-                                     size_t n, double margin, rp_check_result *out,
-                                     size_t *failed)
+                                     const rp_transform *base, const rp_transform *frames, size_t n,
+                                     double margin, rp_check_result *out, size_t *failed)
 {
     size_t nl = m->n_links, nf = m->frame_count;
     for (size_t r = 0; r < n; r++)

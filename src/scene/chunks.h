@@ -49,10 +49,10 @@ typedef struct rp_chunk {
 
 typedef struct rp_chunks {
     rp_chunk **table;
-    uint32_t n, table_cap;   /* chunks in the table; its allocated length */
-    rp_chunk **spare;        /* private chunks ready for copies */
+    uint32_t n, table_cap; /* chunks in the table; its allocated length */
+    rp_chunk **spare;      /* private chunks ready for copies */
     uint32_t n_spare, spare_cap;
-    bool shared;             /* some chunk may be held by another table too (set by
+    bool shared; /* some chunk may be held by another table too (set by
                               * rp_chunks_share; cleared when a stock finds none) */
 } rp_chunks;
 

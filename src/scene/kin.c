@@ -247,7 +247,7 @@ typedef struct compiler {
     size_t *parent_of;   /* per link: the joint whose child it is, SIZE_MAX for none */
     size_t *child_first; /* per link: children joints, CSR over child_list */
     size_t *child_list;
-    size_t *walk;        /* links in walk order (root first) */
+    size_t *walk; /* links in walk order (root first) */
 } compiler;
 
 static void compiler_free(compiler *c)
@@ -371,8 +371,8 @@ static rp_status build_tree(compiler *c, size_t *root, rp_model_error *err)
 
 /* Follows a joint's mimic chain to an active joint; composes the affine
  * maps.  BAD_MIMIC for a missing or fixed target, or a chain that loops. */
-static rp_status resolve_mimic(const compiler *c, size_t i, size_t *src, double *mult,
-                               double *off, rp_model_error *err)
+static rp_status resolve_mimic(const compiler *c, size_t i, size_t *src, double *mult, double *off,
+                               rp_model_error *err)
 {
     const rp_model_def *def = c->def;
     double a = 1.0, b = 0.0;
@@ -686,17 +686,32 @@ out:
 
 /* ---- public ------------------------------------------------------------------- */
 
-bool rp_model_is_kinematic(const rp_model *m) { return m->kin != NULL; }
-size_t rp_model_dof(const rp_model *m) { return m->kin ? m->kin->dof : 0; }
+bool rp_model_is_kinematic(const rp_model *m)
+{
+    return m->kin != NULL;
+}
+size_t rp_model_dof(const rp_model *m)
+{
+    return m->kin ? m->kin->dof : 0;
+}
 
 static const rp_joint_def *dof_def(const rp_model *m, size_t i)
 {
     return &m->kin->joints[m->kin->dof_joint[i]];
 }
 
-const char *rp_model_dof_name(const rp_model *m, size_t i) { return dof_def(m, i)->name; }
-rp_joint_type rp_model_dof_type(const rp_model *m, size_t i) { return dof_def(m, i)->type; }
-double rp_model_dof_default(const rp_model *m, size_t i) { return m->kin->dof_default[i]; }
+const char *rp_model_dof_name(const rp_model *m, size_t i)
+{
+    return dof_def(m, i)->name;
+}
+rp_joint_type rp_model_dof_type(const rp_model *m, size_t i)
+{
+    return dof_def(m, i)->type;
+}
+double rp_model_dof_default(const rp_model *m, size_t i)
+{
+    return m->kin->dof_default[i];
+}
 
 bool rp_model_dof_limits(const rp_model *m, size_t i, double *lower, double *upper)
 {
@@ -722,11 +737,26 @@ void rp_model_default_joints(const rp_model *m, double *q)
         q[i] = m->kin->dof_default[i];
 }
 
-size_t rp_model_tree_link_count(const rp_model *m) { return m->kin ? m->kin->n_tree : 0; }
-const char *rp_model_tree_link_name(const rp_model *m, size_t i) { return m->kin->tree_names[i]; }
-size_t rp_model_root(const rp_model *m) { return m->kin ? m->kin->root : SIZE_MAX; }
-size_t rp_model_joint_count(const rp_model *m) { return m->kin ? m->kin->n_joints : 0; }
-const rp_joint_def *rp_model_joint_at(const rp_model *m, size_t i) { return &m->kin->joints[i]; }
+size_t rp_model_tree_link_count(const rp_model *m)
+{
+    return m->kin ? m->kin->n_tree : 0;
+}
+const char *rp_model_tree_link_name(const rp_model *m, size_t i)
+{
+    return m->kin->tree_names[i];
+}
+size_t rp_model_root(const rp_model *m)
+{
+    return m->kin ? m->kin->root : SIZE_MAX;
+}
+size_t rp_model_joint_count(const rp_model *m)
+{
+    return m->kin ? m->kin->n_joints : 0;
+}
+const rp_joint_def *rp_model_joint_at(const rp_model *m, size_t i)
+{
+    return &m->kin->joints[i];
+}
 
 size_t rp_model_tree_link_find(const rp_model *m, const char *name)
 {
@@ -895,9 +925,8 @@ rp_status rp_model_fk(const rp_model *m, const rp_transform *base, const double 
     return RP_OK;
 }
 
-rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene,
-                                const rp_transform *base, const double *q,
-                                const rp_check_opts *opts, rp_check_result *out)
+rp_status rp_model_check_joints(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                                const double *q, const rp_check_opts *opts, rp_check_result *out)
 {
     /* rp_model_check opens the meter: forward kinematics is not metered. */
     if (!out)

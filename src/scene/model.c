@@ -55,19 +55,49 @@ rp_model *rp_store_model_find(const rp_store *st, const char *name)
     return found ? st->models[i] : NULL;
 }
 
-size_t rp_store_model_count(const rp_store *st) { return st->model_count; }
-const rp_model *rp_store_model_at(const rp_store *st, size_t i) { return st->models[i]; }
+size_t rp_store_model_count(const rp_store *st)
+{
+    return st->model_count;
+}
+const rp_model *rp_store_model_at(const rp_store *st, size_t i)
+{
+    return st->models[i];
+}
 
 /* ---- accessors ----------------------------------------------------------- */
 
-const char *rp_model_name(const rp_model *m) { return m->name; }
-uint64_t rp_model_revision(const rp_model *m) { return m->revision; }
-size_t rp_model_link_count(const rp_model *m) { return m->n_links; }
-const rp_link *rp_model_link_at(const rp_model *m, size_t i) { return &m->links[i]; }
-double rp_model_safety_margin(const rp_model *m) { return m->safety_margin; }
-bool rp_model_self_collision(const rp_model *m) { return m->self_collision; }
-size_t rp_model_allowed_count(const rp_model *m) { return m->n_allowed; }
-size_t rp_model_frame_count(const rp_model *m) { return m->frame_count; }
+const char *rp_model_name(const rp_model *m)
+{
+    return m->name;
+}
+uint64_t rp_model_revision(const rp_model *m)
+{
+    return m->revision;
+}
+size_t rp_model_link_count(const rp_model *m)
+{
+    return m->n_links;
+}
+const rp_link *rp_model_link_at(const rp_model *m, size_t i)
+{
+    return &m->links[i];
+}
+double rp_model_safety_margin(const rp_model *m)
+{
+    return m->safety_margin;
+}
+bool rp_model_self_collision(const rp_model *m)
+{
+    return m->self_collision;
+}
+size_t rp_model_allowed_count(const rp_model *m)
+{
+    return m->n_allowed;
+}
+size_t rp_model_frame_count(const rp_model *m)
+{
+    return m->frame_count;
+}
 
 void rp_model_allowed_at(const rp_model *m, size_t i, size_t *link_a, size_t *link_b)
 {
@@ -221,7 +251,10 @@ static bool resolve_pairs(const rp_model_def *def, const rp_strtab *t, size_t *a
     return true;
 }
 
-static void set_bit(uint64_t *row, size_t j) { row[j / 64] |= (uint64_t)1 << (j % 64); }
+static void set_bit(uint64_t *row, size_t j)
+{
+    row[j / 64] |= (uint64_t)1 << (j % 64);
+}
 
 static void set_pair(rp_model *m, size_t a, size_t b)
 {
@@ -351,13 +384,13 @@ static bool too_large_for_bounds(const rp_model *m)
 {
     for (size_t k = 0; k < m->n_links; k++) {
         const rp_shape *s = &m->links[k].shape;
-        double big = s->kind == RP_SHAPE_CAPSULE
-                         ? fmax(fmax(fmax(fabs(s->capsule.a.x), fabs(s->capsule.a.y)),
-                                     fmax(fabs(s->capsule.a.z), fabs(s->capsule.b.x))),
-                                fmax(fmax(fabs(s->capsule.b.y), fabs(s->capsule.b.z)),
-                                     s->capsule.radius))
-                         : fmax(fmax(fabs(s->sphere.center.x), fabs(s->sphere.center.y)),
-                                fmax(fabs(s->sphere.center.z), s->sphere.radius));
+        double big =
+            s->kind == RP_SHAPE_CAPSULE
+                ? fmax(fmax(fmax(fabs(s->capsule.a.x), fabs(s->capsule.a.y)),
+                            fmax(fabs(s->capsule.a.z), fabs(s->capsule.b.x))),
+                       fmax(fmax(fabs(s->capsule.b.y), fabs(s->capsule.b.z)), s->capsule.radius))
+                : fmax(fmax(fabs(s->sphere.center.x), fabs(s->sphere.center.y)),
+                       fmax(fabs(s->sphere.center.z), s->sphere.radius));
         if (!(big < 1e100))
             return true;
     }
@@ -500,7 +533,7 @@ static bool build_pair_blocks(rp_model *m, size_t slots, const unsigned char *ce
                     continue;
                 size_t row = a - m->slot_first[blk->u], col = p - m->slot_first[blk->v];
                 m->block_masks[blk->masks + row * blk->words + col / 64] |= (uint64_t)1
-                                                                           << (col % 64);
+                                                                            << (col % 64);
             }
     }
     return true;
@@ -554,11 +587,11 @@ static bool build_broadphase(rp_model *m)
 typedef struct name_index {
     const rp_model *m;
     const rp_link *links;
-    size_t n_links;  /* shapes indexed in ids so far */
-    rp_strtab ids;   /* shape ids -> shape index */
-    rp_strtab tree;  /* kinematic: tree link names -> tree link */
-    size_t *first;   /* kinematic: the base shapes of tree link l are */
-    size_t *list;    /* list[first[l] .. first[l + 1]) */
+    size_t n_links; /* shapes indexed in ids so far */
+    rp_strtab ids;  /* shape ids -> shape index */
+    rp_strtab tree; /* kinematic: tree link names -> tree link */
+    size_t *first;  /* kinematic: the base shapes of tree link l are */
+    size_t *list;   /* list[first[l] .. first[l + 1]) */
 } name_index;
 
 static const char *tree_name(const void *ctx, uint32_t k)
@@ -602,8 +635,8 @@ static bool name_index_add(name_index *ni, bool *nomem)
 /* Indexes m's tree and its n_base shapes links[0 .. n_base) (ids unique:
  * validated when m was put).  `links` may go on with attached shapes, which
  * name_index_add indexes one at a time.  False when out of memory. */
-static bool name_index_init(name_index *ni, const rp_model *m, const rp_link *links,
-                            size_t n_base, size_t n_total)
+static bool name_index_init(name_index *ni, const rp_model *m, const rp_link *links, size_t n_base,
+                            size_t n_total)
 {
     memset(ni, 0, sizeof *ni);
     ni->m = m;
@@ -894,14 +927,13 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     if (!rp_strtab_reserve_(&t, def->n_links))
         return RP_ERR_NOMEM;
     bool kinematic = kinematic_def(def);
-    size_t *allowed = malloc((def->n_allowed && !kinematic ? 2 * def->n_allowed : 1) *
-                             sizeof *allowed);
+    size_t *allowed =
+        malloc((def->n_allowed && !kinematic ? 2 * def->n_allowed : 1) * sizeof *allowed);
     if (!allowed) {
         rp_strtab_free_(&t);
         return RP_ERR_NOMEM;
     }
-    bool ok = validate_links(def, &t, err) &&
-              (kinematic || resolve_pairs(def, &t, allowed, err));
+    bool ok = validate_links(def, &t, err) && (kinematic || resolve_pairs(def, &t, allowed, err));
     rp_strtab_free_(&t);
     if (!ok) {
         free(allowed);
@@ -929,8 +961,7 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
     if (found) {
         rp_model_release_(st->models[i]);
     } else {
-        memmove(&st->models[i + 1], &st->models[i],
-                (st->model_count - i) * sizeof *st->models);
+        memmove(&st->models[i + 1], &st->models[i], (st->model_count - i) * sizeof *st->models);
         st->model_count++;
     }
     st->models[i] = m;
@@ -958,8 +989,14 @@ rp_status rp_store_model_delete(rp_store *st, const char *name)
 
 /* ---- allowed scene pairs, per-request extensions ------------------------------- */
 
-size_t rp_model_allowed_scene_count(const rp_model *m) { return m->n_as_pairs; }
-size_t rp_model_base_link_count(const rp_model *m) { return m->n_base_links; }
+size_t rp_model_allowed_scene_count(const rp_model *m)
+{
+    return m->n_as_pairs;
+}
+size_t rp_model_base_link_count(const rp_model *m)
+{
+    return m->n_base_links;
+}
 
 void rp_model_allowed_scene_at(const rp_model *m, size_t i, const char **link,
                                const char **scene_id)
@@ -1025,8 +1062,8 @@ static bool place_attached(const name_index *ni, const rp_attached *a, rp_link *
 }
 
 rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t n_attached,
-                          const char *const *allowed_scene, size_t n_allowed_scene,
-                          rp_model **out, rp_extend_error *err)
+                          const char *const *allowed_scene, size_t n_allowed_scene, rp_model **out,
+                          rp_extend_error *err)
 {
     rp_extend_error scratch;
     if (!err)
@@ -1242,7 +1279,8 @@ uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attached, si
     uint64_t touch = 0;
     for (size_t i = 0; attached && i < n_attached; i++)
         touch = add_sat(touch, attached[i].n_touch);
-    uint64_t n = add_sat(m->n_links, n_attached), most = m->max_name_shapes ? m->max_name_shapes : 1;
+    uint64_t n = add_sat(m->n_links, n_attached),
+             most = m->max_name_shapes ? m->max_name_shapes : 1;
     /* The index of the model's names, then two lookups an attached shape
      * (its id, its link). */
     uint64_t w = add_sat(add_sat(n, n_attached), m->kin ? m->kin->n_tree : 0);

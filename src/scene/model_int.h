@@ -26,7 +26,7 @@
 typedef struct rp_bound {
     rp_vec3 c;
     double r;
-    bool any;  /* the frame has shapes */
+    bool any; /* the frame has shapes */
     bool excl;
 } rp_bound;
 
@@ -52,15 +52,15 @@ typedef struct rp_ball {
  * frame[parent] * pre * motion(axis, value), frame[-1] being the base, with
  * value = mult * q[src] + off (an active joint: 1, 0). */
 typedef struct rp_kin_joint {
-    int parent;        /* parent frame, -1 for the root's (the base) */
-    rp_transform pre;  /* parent link's offset in its frame, then the origin */
-    rp_vec3 axis;      /* unit */
-    int axis_kind;     /* 0, 1, 2: axis is exactly +x, +y, +z; -1 otherwise */
+    int parent;       /* parent frame, -1 for the root's (the base) */
+    rp_transform pre; /* parent link's offset in its frame, then the origin */
+    rp_vec3 axis;     /* unit */
+    int axis_kind;    /* 0, 1, 2: axis is exactly +x, +y, +z; -1 otherwise */
     rp_joint_type type;
-    size_t src;        /* active joint whose value drives it */
+    size_t src; /* active joint whose value drives it */
     double mult, off;
-    size_t def;        /* index into rp_kin.joints */
-    uint32_t depth;    /* moving joints from the root to this frame, itself included */
+    size_t def;     /* index into rp_kin.joints */
+    uint32_t depth; /* moving joints from the root to this frame, itself included */
 } rp_kin_joint;
 
 /* The kinematic part of a model (NULL for a frame-indexed one). */
@@ -75,30 +75,30 @@ typedef struct rp_kin {
     size_t root;               /* SIZE_MAX when the tree is empty */
     rp_joint_def *joints;      /* as defined; strings into chars */
     size_t n_joints;
-    rp_kin_joint *moving;      /* one per frame, parents before children */
+    rp_kin_joint *moving; /* one per frame, parents before children */
     size_t dof;
-    size_t *dof_joint;         /* per active joint: index into joints */
+    size_t *dof_joint; /* per active joint: index into joints */
     double *dof_default;
-    size_t *allowed_links;     /* 2 * n_allowed_links tree link indices */
+    size_t *allowed_links; /* 2 * n_allowed_links tree link indices */
     size_t n_allowed_links;
-    char *chars;               /* every name, back to back: the kin's own, since
+    char *chars; /* every name, back to back: the kin's own, since
                                 * extensions share it and may outlive the model */
 } rp_kin;
 
 struct rp_model {
     char *name;
     uint64_t revision;
-    rp_link *links;       /* n_links shapes, definition order; ids into id_chars.  In a
+    rp_link *links; /* n_links shapes, definition order; ids into id_chars.  In a
                            * kinematic model .frame is the compiled frame and .shape is
                            * in that frame (kin->shape_local has the shapes as given). */
     size_t n_links;
-    size_t n_base_links;  /* n_links minus the shapes rp_model_extend attached */
-    char *id_chars;       /* every link id, NUL-terminated, back to back */
-    size_t *allowed;      /* 2 * n_allowed link indices, definition order (frame form) */
+    size_t n_base_links; /* n_links minus the shapes rp_model_extend attached */
+    char *id_chars;      /* every link id, NUL-terminated, back to back */
+    size_t *allowed;     /* 2 * n_allowed link indices, definition order (frame form) */
     size_t n_allowed;
     double safety_margin;
     bool self_collision;
-    size_t frame_count;   /* frame form: highest frame index + 1; kinematic: moving joints */
+    size_t frame_count; /* frame form: highest frame index + 1; kinematic: moving joints */
     /* Self pairs a check skips, as an n_links x n_links bit matrix of
      * row_words 64-bit words per row: bit j of row i is set when links i and
      * j share a frame (the base counts as its own frame) or form an allowed
@@ -125,18 +125,18 @@ struct rp_model {
      * shape the scene ids it may touch: scene_ids[as_first[k] .. as_first[k+1]). */
     const char **as_pairs; /* 2 * n_as_pairs */
     size_t n_as_pairs;
-    size_t *as_first;      /* n_links + 1, or NULL when there are none */
+    size_t *as_first; /* n_links + 1, or NULL when there are none */
     const char **as_ids;
-    size_t n_as_ids;       /* as_first[n_links]: exclusions a check may load */
-    size_t max_name_shapes;/* most shapes one name stands for (work estimates) */
-    size_t *shape_link;    /* kinematic: per shape its tree link (attached included) */
-    rp_shape *shape_local; /* kinematic: per shape, in its link's frame, as given */
-    char **strs;           /* strings other than link ids (names, scene ids), each a heap block */
+    size_t n_as_ids;        /* as_first[n_links]: exclusions a check may load */
+    size_t max_name_shapes; /* most shapes one name stands for (work estimates) */
+    size_t *shape_link;     /* kinematic: per shape its tree link (attached included) */
+    rp_shape *shape_local;  /* kinematic: per shape, in its link's frame, as given */
+    char **strs;            /* strings other than link ids (names, scene ids), each a heap block */
     size_t n_strs, cap_strs;
-    rp_kin *kin;           /* shared by a model and its extensions (refs) */
-    rp_store *store;      /* owner, for memory accounting; NULL outside a store */
-    size_t refs;          /* in a store: the store's list and snapshots (version.c) */
-    size_t bytes;         /* heap bytes of this model, as added to store->bytes */
+    rp_kin *kin;     /* shared by a model and its extensions (refs) */
+    rp_store *store; /* owner, for memory accounting; NULL outside a store */
+    size_t refs;     /* in a store: the store's list and snapshots (version.c) */
+    size_t bytes;    /* heap bytes of this model, as added to store->bytes */
 };
 
 /* The builders' steps, counted in sixteenths of a work unit (a bit of a
@@ -172,8 +172,8 @@ char *rp_model_strdup_(rp_model *m, const char *s);
 
 /* check.c: moves every shape into the world for the frame poses; see
  * rp_model_check for RP_ERR_NONFINITE. */
-rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
-                          const rp_transform *frames, rp_shape *world, size_t *bad_link);
+rp_status rp_place_links_(const rp_model *m, const rp_transform *base, const rp_transform *frames,
+                          rp_shape *world, size_t *bad_link);
 
 /* check.c: FIRST for n configurations of m (frames: n * frame_count poses,
  * configuration after configuration), results in out[0..n).  Several at a
@@ -181,9 +181,8 @@ rp_status rp_place_links_(const rp_model *m, const rp_transform *base,
  * rp_model_check gives alone.  On an error, *failed is the configuration
  * (results before it are valid, the caller frees them). */
 rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
-                                     const rp_transform *base, const rp_transform *frames,
-                                     size_t n, double margin, rp_check_result *out,
-                                     size_t *failed);
+                                     const rp_transform *base, const rp_transform *frames, size_t n,
+                                     double margin, rp_check_result *out, size_t *failed);
 
 /* check.c: scene storage indices shape k may touch (allowed scene pairs),
  * resolved against sc: writes up to cap indices, returns the count. */

@@ -65,9 +65,7 @@ static void lerp(const double *a, const double *b, double t, size_t n, double *q
 {
     for (size_t i = 0; i < n; i++) {
         double d = b[i] - a[i];
-        q[i] = t == 1.0              ? b[i]
-               : d - d == 0.0        ? a[i] + t * d
-                                     : (1.0 - t) * a[i] + t * b[i];
+        q[i] = t == 1.0 ? b[i] : d - d == 0.0 ? a[i] + t * d : (1.0 - t) * a[i] + t * b[i];
     }
 }
 
@@ -81,9 +79,9 @@ typedef struct motion {
     double margin;
     const rp_motion_opts *o;
     rp_motion_result *out;
-    double *q;             /* dof: the state being checked */
-    rp_transform *frames;  /* frame_count */
-    rp_shape *world;       /* n_links */
+    double *q;            /* dof: the state being checked */
+    rp_transform *frames; /* frame_count */
+    rp_shape *world;      /* n_links */
     /* Discrete mode: states queued to be checked together (up to
      * RP_ROBOTS_MAX share a walk of the scene, rp_model_check_first_many_),
      * in the order they were asked for; their joints (dof each) and frames
@@ -98,7 +96,10 @@ typedef struct motion {
     uint64_t bad_idx, bad_n;
 } motion;
 
-static const double *point(const motion *mo, size_t k) { return mo->path + k * mo->dof; }
+static const double *point(const motion *mo, size_t k)
+{
+    return mo->path + k * mo->dof;
+}
 
 /* Counts one more configuration against max_states. */
 static bool count_state(motion *mo)
@@ -151,8 +152,8 @@ static rp_status discrete_flush(motion *mo, bool *bad)
     if (!n)
         return RP_OK;
     rp_check_result r[RP_ROBOTS_MAX];
-    rp_status st = rp_model_check_first_many_(mo->m, mo->sc, mo->base, mo->q_frames, n,
-                                              mo->margin, r, &failed);
+    rp_status st = rp_model_check_first_many_(mo->m, mo->sc, mo->base, mo->q_frames, n, mo->margin,
+                                              r, &failed);
     size_t valid = st ? failed : n; /* results before it are valid */
     if (rp_meter_.out) {
         /* A walk ran out of work units (rp_work): these verdicts are not
@@ -330,17 +331,17 @@ typedef struct ca_item {
 
 typedef struct certifier {
     motion *mo;
-    size_t n;              /* shapes */
+    size_t n; /* shapes */
     double tol;
-    double *rate;          /* per shape: B over the whole chain */
-    double *cum;           /* per shape: B over frames of depth <= d, (maxdepth+1) each */
-    size_t stride;         /* maxdepth + 1 */
-    double *dv;            /* per frame: |change of its joint value| over the segment */
-    uint64_t *stamp;       /* per shape: state at which world[] was last placed */
-    uint64_t state;        /* current state number */
+    double *rate;    /* per shape: B over the whole chain */
+    double *cum;     /* per shape: B over frames of depth <= d, (maxdepth+1) each */
+    size_t stride;   /* maxdepth + 1 */
+    double *dv;      /* per frame: |change of its joint value| over the segment */
+    uint64_t *stamp; /* per shape: state at which world[] was last placed */
+    uint64_t state;  /* current state number */
     ca_item *heap;
     size_t heap_n;
-    double t;              /* current time in the segment */
+    double t; /* current time in the segment */
     size_t seg;
 } certifier;
 
@@ -399,9 +400,12 @@ static double origin_reach(const rp_kin_joint *j, double v0, double v1)
     int ends = j->type == RP_JOINT_PRISMATIC ? 2 : 1;
     for (int e = 0; e < ends; e++) {
         double v = j->type == RP_JOINT_PRISMATIC ? (e ? v1 : v0) : 0.0;
-        double x = p->t.x + (p->r[0][0] * j->axis.x + p->r[0][1] * j->axis.y + p->r[0][2] * j->axis.z) * v;
-        double y = p->t.y + (p->r[1][0] * j->axis.x + p->r[1][1] * j->axis.y + p->r[1][2] * j->axis.z) * v;
-        double z = p->t.z + (p->r[2][0] * j->axis.x + p->r[2][1] * j->axis.y + p->r[2][2] * j->axis.z) * v;
+        double x =
+            p->t.x + (p->r[0][0] * j->axis.x + p->r[0][1] * j->axis.y + p->r[0][2] * j->axis.z) * v;
+        double y =
+            p->t.y + (p->r[1][0] * j->axis.x + p->r[1][1] * j->axis.y + p->r[1][2] * j->axis.z) * v;
+        double z =
+            p->t.z + (p->r[2][0] * j->axis.x + p->r[2][1] * j->axis.y + p->r[2][2] * j->axis.z) * v;
         best = fmax(best, sqrt(x * x + y * y + z * z));
     }
     return best;
@@ -426,8 +430,8 @@ static bool segment_rates(certifier *c)
         double rho = core_reach(&m->links[i].shape), total = 0.0;
         for (int f = m->links[i].frame; f >= 0; f = k->moving[f].parent) {
             const rp_kin_joint *j = &k->moving[f];
-            double part = c->dv[f] == 0.0 ? 0.0
-                          : c->dv[f] * (j->type == RP_JOINT_PRISMATIC ? 1.0 : rho);
+            double part =
+                c->dv[f] == 0.0 ? 0.0 : c->dv[f] * (j->type == RP_JOINT_PRISMATIC ? 1.0 : rho);
             cum[j->depth] = part; /* per depth for now; prefix sums below */
             total += part;
             double v0 = j->mult * a[j->src] + j->off, v1 = j->mult * b[j->src] + j->off;
@@ -471,7 +475,10 @@ static bool goto_time(certifier *c, double t)
 }
 
 /* 0 for finite x, NaN otherwise (summed: one test for many values). */
-static inline double probe(double x) { return x - x; }
+static inline double probe(double x)
+{
+    return x - x;
+}
 
 /* World shape i at the current state (placed on first use); NULL when a
  * coordinate left the range of doubles. */
@@ -482,14 +489,15 @@ static const rp_shape *shape_now(certifier *c, size_t i)
         rp_link_shape ls = {l->shape, l->frame};
         rp_transform identity = rp_transform_identity();
         const rp_transform *fr = l->frame >= 0 ? &c->mo->frames[l->frame]
-                                 : c->mo->base ? c->mo->base : &identity;
+                                 : c->mo->base ? c->mo->base
+                                               : &identity;
         rp_shape *w = &c->mo->world[i];
         *w = rp_link_shape_transform_shape(&ls, fr);
-        double p = w->kind == RP_SHAPE_CAPSULE
-                       ? probe(w->capsule.a.x) + probe(w->capsule.a.y) + probe(w->capsule.a.z) +
-                             probe(w->capsule.b.x) + probe(w->capsule.b.y) + probe(w->capsule.b.z)
-                       : probe(w->sphere.center.x) + probe(w->sphere.center.y) +
-                             probe(w->sphere.center.z);
+        double p =
+            w->kind == RP_SHAPE_CAPSULE
+                ? probe(w->capsule.a.x) + probe(w->capsule.a.y) + probe(w->capsule.a.z) +
+                      probe(w->capsule.b.x) + probe(w->capsule.b.y) + probe(w->capsule.b.z)
+                : probe(w->sphere.center.x) + probe(w->sphere.center.y) + probe(w->sphere.center.z);
         if (p != 0.0)
             return NULL;
         c->stamp[i] = c->state;
@@ -681,15 +689,14 @@ static rp_status motion_run(const rp_model *m, const rp_scene *scene, const rp_t
                             const double *path, size_t n_points, const rp_motion_opts *opts,
                             rp_motion_result *out, double *first_joints);
 
-rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene,
-                                const rp_transform *base, const double *path, size_t n_points,
-                                const rp_motion_opts *opts, rp_motion_result *out,
-                                double *first_joints)
+rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene, const rp_transform *base,
+                                const double *path, size_t n_points, const rp_motion_opts *opts,
+                                rp_motion_result *out, double *first_joints)
 {
     rp_work *work = opts ? opts->work : NULL;
     rp_meter_open_(work);
-    rp_status st = rp_meter_close_(
-        work, motion_run(m, scene, base, path, n_points, opts, out, first_joints));
+    rp_status st =
+        rp_meter_close_(work, motion_run(m, scene, base, path, n_points, opts, out, first_joints));
     if (st == RP_ERR_WORK && out) {
         /* A verdict from cut walks means nothing: keep only the count. */
         uint64_t states = out->states_checked;
@@ -711,8 +718,8 @@ static rp_status motion_run(const rp_model *m, const rp_scene *scene, const rp_t
     memset(&defaults, 0, sizeof defaults);
     if (!opts)
         opts = &defaults;
-    if (!m || !m->kin || n_points < 2 || !path || (opts->mode != RP_MOTION_DISCRETE &&
-                                                   opts->mode != RP_MOTION_CERTIFIED) ||
+    if (!m || !m->kin || n_points < 2 || !path ||
+        (opts->mode != RP_MOTION_DISCRETE && opts->mode != RP_MOTION_CERTIFIED) ||
         !(opts->resolution >= 0 && opts->resolution <= DBL_MAX) ||
         !(opts->tolerance >= 0 && opts->tolerance <= DBL_MAX) || n_points > SIZE_MAX / 8)
         return RP_ERR_INVALID_ARG;
@@ -741,8 +748,8 @@ static rp_status motion_run(const rp_model *m, const rp_scene *scene, const rp_t
     mo.frames = malloc((m->frame_count ? m->frame_count : 1) * sizeof *mo.frames);
     mo.world = malloc((m->n_links ? m->n_links : 1) * sizeof *mo.world);
     mo.q_joints = malloc(RP_ROBOTS_MAX * (dof ? dof : 1) * sizeof *mo.q_joints);
-    mo.q_frames = malloc(RP_ROBOTS_MAX * (m->frame_count ? m->frame_count : 1) *
-                         sizeof *mo.q_frames);
+    mo.q_frames =
+        malloc(RP_ROBOTS_MAX * (m->frame_count ? m->frame_count : 1) * sizeof *mo.q_frames);
     rp_status st = RP_ERR_NOMEM;
     if (mo.q && mo.frames && mo.world && mo.q_joints && mo.q_frames) {
         st = RP_OK;

@@ -90,8 +90,8 @@ struct rp_rebuild {
     rp_bvh_item *items; /* leaves out of the build */
     uint32_t root;
     double area;
-    size_t bytes;       /* heap the new tree holds, not yet the store's */
-    bool ok;            /* run got its memory */
+    size_t bytes; /* heap the new tree holds, not yet the store's */
+    bool ok;      /* run got its memory */
 };
 
 void rp_store_defer_rebuilds(rp_store *st, bool defer)
@@ -143,9 +143,8 @@ void rp_rebuild_run(rp_rebuild *rb)
     const rp_scene *sc = rb->sc;
     uint32_t n = (uint32_t)sc->count;
     rb->items = rp_bvh_items_new_(n);
-    if (!rb->items ||
-        !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, NULL, NULL,
-                        &rb->bytes))
+    if (!rb->items || !rp_chunks_grow(&rb->tree.nodes, sizeof(rp_bvh_node), n ? n - 1 : 0, NULL,
+                                      NULL, &rb->bytes))
         return;
     rb->root = rp_bvh_build_(&sc->entries, n, &rb->tree, rb->items, &rb->area);
     rb->ok = true;

@@ -126,17 +126,33 @@ void rp_scene_free_(rp_scene *sc)
     free(sc);
 }
 
-const char *rp_scene_name(const rp_scene *sc) { return sc->name; }
-uint64_t rp_scene_revision(const rp_scene *sc) { return sc->revision; }
-size_t rp_scene_shape_count(const rp_scene *sc) { return sc->count; }
-const char *rp_scene_id_at(const rp_scene *sc, size_t i) { return RP_ENTRY(sc, i)->id; }
-const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i) { return &RP_ENTRY(sc, i)->shape; }
+const char *rp_scene_name(const rp_scene *sc)
+{
+    return sc->name;
+}
+uint64_t rp_scene_revision(const rp_scene *sc)
+{
+    return sc->revision;
+}
+size_t rp_scene_shape_count(const rp_scene *sc)
+{
+    return sc->count;
+}
+const char *rp_scene_id_at(const rp_scene *sc, size_t i)
+{
+    return RP_ENTRY(sc, i)->id;
+}
+const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i)
+{
+    return &RP_ENTRY(sc, i)->shape;
+}
 
 /* ---- id index ----------------------------------------------------------- */
 
 static inline uint32_t idx_get(const rp_scene *sc, size_t i)
 {
-    return ((const uint32_t *)rp_chunks_at(&sc->index, IDX_GROUP_BYTES, i / IDX_GROUP))[i % IDX_GROUP];
+    return (
+        (const uint32_t *)rp_chunks_at(&sc->index, IDX_GROUP_BYTES, i / IDX_GROUP))[i % IDX_GROUP];
 }
 
 /* Writes slot i, making its chunk this version's own first (stocked). */
@@ -294,8 +310,7 @@ static void trim_spares(rp_scene *sc)
 
 /* ---- mutations ---------------------------------------------------------- */
 
-static bool revision_matches(const rp_scene *sc, const uint64_t *if_revision,
-                             uint64_t *actual)
+static bool revision_matches(const rp_scene *sc, const uint64_t *if_revision, uint64_t *actual)
 {
     if (if_revision && *if_revision != sc->revision) {
         if (actual)
@@ -327,8 +342,7 @@ static uint32_t batch_hash(const void *ctx, uint32_t k)
  * first.  Found through a scratch index over the batch.  Used so that later
  * duplicates win and each new id is counted once.  False when out of
  * memory. */
-static bool batch_last(const rp_shape_put *shapes, size_t n, const uint32_t *hashes,
-                       uint32_t *last)
+static bool batch_last(const rp_shape_put *shapes, size_t n, const uint32_t *hashes, uint32_t *last)
 {
     batch b = {shapes, hashes};
     rp_strtab t;
@@ -367,8 +381,7 @@ rp_status rp_scene_put(rp_scene *sc, const rp_shape_put *shapes, size_t n,
 }
 
 rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
-                          const uint64_t *if_revision, size_t *removed,
-                          uint64_t *actual_revision)
+                          const uint64_t *if_revision, size_t *removed, uint64_t *actual_revision)
 {
     if (!writable(sc))
         return RP_ERR_INVALID_ARG; /* go through the store */
@@ -444,8 +457,11 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         st = RP_ERR_NOMEM;
         goto out;
     }
-    rp_change ch = {.kind = RP_CHANGE_SCENE_PUT, .name = sc->name, .shapes = shapes,
-                    .n_shapes = n, .before = sc};
+    rp_change ch = {.kind = RP_CHANGE_SCENE_PUT,
+                    .name = sc->name,
+                    .shapes = shapes,
+                    .n_shapes = n,
+                    .before = sc};
     if (commit && !rp_store_may_commit_(sc->store, &ch)) {
         st = RP_ERR_ABORTED;
         goto out;
@@ -502,8 +518,7 @@ out:
 }
 
 rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
-                           const uint64_t *if_revision, size_t *removed,
-                           uint64_t *actual_revision)
+                           const uint64_t *if_revision, size_t *removed, uint64_t *actual_revision)
 {
     if (!revision_matches(sc, if_revision, actual_revision))
         return RP_ERR_REVISION;
@@ -512,8 +527,8 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         trim_spares(sc);
         return RP_ERR_NOMEM;
     }
-    rp_change ch = {.kind = RP_CHANGE_SCENE_REMOVE, .name = sc->name, .ids = ids, .n_ids = n,
-                    .before = sc};
+    rp_change ch = {
+        .kind = RP_CHANGE_SCENE_REMOVE, .name = sc->name, .ids = ids, .n_ids = n, .before = sc};
     if (!rp_store_may_commit_(sc->store, &ch)) {
         trim_spares(sc);
         return RP_ERR_ABORTED;

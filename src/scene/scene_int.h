@@ -29,7 +29,8 @@ typedef struct scene_entry {
 _Static_assert(sizeof(scene_entry) <= 80, "scene entries are budgeted at 80 bytes");
 
 /* Entry e, for reading. */
-#define RP_ENTRY(sc, e) ((const scene_entry *)rp_chunks_at(&(sc)->entries, sizeof(scene_entry), (e)))
+#define RP_ENTRY(sc, e)                                                                            \
+    ((const scene_entry *)rp_chunks_at(&(sc)->entries, sizeof(scene_entry), (e)))
 
 /* scene.c: takes a reference to every id of n entries (a chunk copy). */
 void rp_entry_ids_ref_(void *ctx, void *entries, size_t n);
@@ -112,9 +113,9 @@ struct rp_store {
     rp_model **models; /* sorted by name (model.c) */
     size_t model_count, model_cap;
     rp_store_limits limits;
-    uint64_t revision; /* the last store-wide revision taken (docs/ARCHITECTURE.md, Revisions) */
-    uint64_t shapes;   /* across all scenes */
-    size_t bytes;      /* heap bytes held (scenes, trees, models), see rp_store_memory */
+    uint64_t revision;   /* the last store-wide revision taken (docs/ARCHITECTURE.md, Revisions) */
+    uint64_t shapes;     /* across all scenes */
+    size_t bytes;        /* heap bytes held (scenes, trees, models), see rp_store_memory */
     bool defer_rebuilds; /* see rp_store_defer_rebuilds */
     bool rebuild_hint;   /* some scene may want a rebuild: rp_store_rebuild_take looks */
     bool bulk_loading;   /* see rp_store_bulk_load */
@@ -259,8 +260,8 @@ void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *be
  * (strictly), in no particular order, until fn returns false.  Returns false
  * when fn stopped the scan. */
 typedef bool (*rp_scene_visit_fn)(void *ctx, size_t index, double distance);
-bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold,
-                     rp_scene_visit_fn fn, void *ctx);
+bool rp_scene_below_(const rp_scene *sc, const rp_shape *q, double threshold, rp_scene_visit_fn fn,
+                     void *ctx);
 
 /* Several query shapes walking the tree together (a robot link's shapes):
  * their padded boxes (rp_multi_set_) as structure of arrays, so that a
@@ -387,8 +388,7 @@ rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
  * links it in). */
 rp_status rp_scene_fill_(rp_scene *sc, const rp_shape_put *shapes, size_t n);
 rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
-                           const uint64_t *if_revision, size_t *removed,
-                           uint64_t *actual_revision);
+                           const uint64_t *if_revision, size_t *removed, uint64_t *actual_revision);
 
 /* Creates an empty scene (revision 0, not yet in the store's list). */
 rp_scene *rp_scene_new_(rp_store *st, const char *name);
@@ -420,7 +420,6 @@ bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st);
  * memory or beyond RP_BVH_MAX_SHAPES.  scene.c reserves before applying a
  * mutation, so that the steps below cannot fail. */
 bool rp_bvh_reserve_(rp_bvh *t, rp_store *st, size_t shapes);
-
 
 /* Scratch for a full build over `shapes` shapes; NULL when out of memory.
  * Freed by rp_bvh_rebuild_, or by rp_bvh_items_free_ (NULL is a no-op). */

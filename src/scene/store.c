@@ -43,7 +43,10 @@ void rp_store_set_commit_hook(rp_store *st, rp_store_commit_fn fn, void *ctx)
     st->commit_ctx = ctx;
 }
 
-rp_store_limits rp_store_get_limits(const rp_store *st) { return st->limits; }
+rp_store_limits rp_store_get_limits(const rp_store *st)
+{
+    return st->limits;
+}
 
 void rp_store_set_revision(rp_store *st, uint64_t revision)
 {
@@ -56,10 +59,22 @@ void rp_store_set_limits(rp_store *st, const rp_store_limits *limits)
     if (st->limits.max_shapes_per_scene == 0)
         st->limits.max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE;
 }
-size_t rp_store_scene_count(const rp_store *st) { return st->count; }
-const rp_scene *rp_store_scene_at(const rp_store *st, size_t i) { return st->scenes[i]; }
-uint64_t rp_store_shape_count(const rp_store *st) { return st->shapes; }
-uint64_t rp_store_revision(const rp_store *st) { return st->revision; }
+size_t rp_store_scene_count(const rp_store *st)
+{
+    return st->count;
+}
+const rp_scene *rp_store_scene_at(const rp_store *st, size_t i)
+{
+    return st->scenes[i];
+}
+uint64_t rp_store_shape_count(const rp_store *st)
+{
+    return st->shapes;
+}
+uint64_t rp_store_revision(const rp_store *st)
+{
+    return st->revision;
+}
 
 size_t rp_store_memory(const rp_store *st)
 {
@@ -87,8 +102,8 @@ rp_scene *rp_store_find(const rp_store *st, const char *name)
 /* Builds a scene named `name` holding `shapes`, not yet linked in and
  * without a revision: the caller gives it one (rp_store_take_revision_)
  * when it commits.  All or nothing. */
-static rp_status build_scene(rp_store *st, const char *name, const rp_shape_put *shapes,
-                             size_t n, rp_scene **out)
+static rp_status build_scene(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                             rp_scene **out)
 {
     rp_scene *sc = rp_scene_new_(st, name);
     if (!sc)
@@ -216,8 +231,11 @@ rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape_put *s
     rp_status status = build_scene(st, name, shapes, n, &sc);
     if (status)
         return status;
-    rp_change ch = {.kind = RP_CHANGE_SCENE_REPLACE, .name = name, .shapes = shapes,
-                    .n_shapes = n, .before = st->scenes[i]};
+    rp_change ch = {.kind = RP_CHANGE_SCENE_REPLACE,
+                    .name = name,
+                    .shapes = shapes,
+                    .n_shapes = n,
+                    .before = st->scenes[i]};
     if (!rp_store_may_commit_(st, &ch)) {
         st->shapes -= sc->count;
         rp_scene_free_(sc);

@@ -10,8 +10,7 @@
 #include "scene_int.h"
 
 size_t rp_name_lower_bound_(void *const *items, size_t count,
-                            const char *(*name_of)(const void *item), const char *name,
-                            bool *found)
+                            const char *(*name_of)(const void *item), const char *name, bool *found)
 {
     size_t lo = 0, hi = count;
     while (lo < hi) {

@@ -70,4 +70,3 @@ void rp_strtab_delete_at_(rp_strtab *t, size_t slot)
 {
     rp_strtab_unlink_(t, slot, t->hash_of);
 }
-

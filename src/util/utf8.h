@@ -38,8 +38,7 @@ static inline size_t rp_utf8_seq_(const unsigned char *p, size_t n)
             return 0;
         /* F0 needs 90..BF (no overlongs), F4 needs 80..8F (<= U+10FFFF). */
         unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4
-                                                                                       : 0;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
     }
     return 0;
 }

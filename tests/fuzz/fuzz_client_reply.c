@@ -64,7 +64,8 @@ static void check_raw_value(const char *what, const char *raw, const cJSON *ref,
     FUZZ_CHECK(strstr(line, raw) != NULL, "%s: raw text '%s' is not in the line", what, raw);
     cJSON *parsed = cJSON_ParseWithOpts(raw, NULL, 1);
     FUZZ_CHECK(parsed != NULL, "%s: raw text '%s' does not parse", what, raw);
-    FUZZ_CHECK(fuzz_same_json(parsed, ref), "%s: raw text '%s' is not the value cJSON found", what, raw);
+    FUZZ_CHECK(fuzz_same_json(parsed, ref), "%s: raw text '%s' is not the value cJSON found", what,
+               raw);
     cJSON_Delete(parsed);
 }
 
@@ -250,8 +251,7 @@ static void check_line(const char *line, size_t len, bool has_nul, const cJSON *
         FUZZ_CHECK(!n.scene, "a scene where cJSON sees none");
     if (strcmp(m->valuestring, "scene.changed") == 0) {
         check_raw_value("put", n.put, cJSON_GetObjectItemCaseSensitive(o, "put"), line);
-        check_raw_value("removed", n.removed, cJSON_GetObjectItemCaseSensitive(o, "removed"),
-                        line);
+        check_raw_value("removed", n.removed, cJSON_GetObjectItemCaseSensitive(o, "removed"), line);
     } else {
         FUZZ_CHECK(!n.put && !n.removed, "put or removed outside scene.changed");
     }

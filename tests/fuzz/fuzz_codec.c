@@ -83,8 +83,8 @@ static bool good_radius(double r)
  * truncated). */
 static void check_err(const rp_codec_err *err, const char *base, const char *what)
 {
-    FUZZ_CHECK(fuzz_cstr_ok(err->path, sizeof err->path),
-               "%s: error path not NUL-terminated UTF-8", what);
+    FUZZ_CHECK(fuzz_cstr_ok(err->path, sizeof err->path), "%s: error path not NUL-terminated UTF-8",
+               what);
     FUZZ_CHECK(fuzz_cstr_ok(err->reason, sizeof err->reason),
                "%s: error reason not NUL-terminated UTF-8", what);
     FUZZ_CHECK(err->reason[0] != '\0', "%s: empty reason", what);
@@ -130,8 +130,7 @@ static void check_shape(const rp_shape *s)
                    "bad sphere (r = %a)", s->sphere.radius);
     } else {
         FUZZ_CHECK(s->kind == RP_SHAPE_CAPSULE, "shape kind %d", (int)s->kind);
-        FUZZ_CHECK(finite3(s->capsule.a) && finite3(s->capsule.b) &&
-                       good_radius(s->capsule.radius),
+        FUZZ_CHECK(finite3(s->capsule.a) && finite3(s->capsule.b) && good_radius(s->capsule.radius),
                    "bad capsule (r = %a)", s->capsule.radius);
     }
     rp_jw w;
@@ -173,8 +172,8 @@ static void check_pose(const rp_transform *t)
             double dot = 0;
             for (int m = 0; m < 3; m++)
                 dot += t->r[i][m] * t->r[k][m];
-            FUZZ_CHECK(fabs(dot - (i == k ? 1.0 : 0.0)) <= tol, "R R^T [%d][%d] = %.17g", i,
-                       k, dot);
+            FUZZ_CHECK(fabs(dot - (i == k ? 1.0 : 0.0)) <= tol, "R R^T [%d][%d] = %.17g", i, k,
+                       dot);
         }
     const double(*r)[3] = t->r;
     double det = r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1]) -
@@ -195,8 +194,8 @@ static void check_double_text(double x)
     buf[n] = '\0';
     char *end = NULL;
     double y = strtod(buf, &end);
-    FUZZ_CHECK(end == buf + n && fuzz_same_bits(x, y), "%a printed as %s reads back as %a", x,
-               buf, y);
+    FUZZ_CHECK(end == buf + n && fuzz_same_bits(x, y), "%a printed as %s reads back as %a", x, buf,
+               y);
     rp_jw w;
     rp_jw_init(&w);
     rp_jw_double(&w, x);
@@ -230,17 +229,17 @@ static bool same_tree(const cJSON *a, const cJSON *b)
 
 /* ---- every decoder on one value ----------------------------------------- */
 
-static const char *const small_allowed[] = {"center", "radius", "a", "b", "sphere", "capsule",
-                                            NULL};
+static const char *const small_allowed[] = {"center", "radius",  "a", "b",
+                                            "sphere", "capsule", NULL};
 /* More than 64 names, with the likely ones past the 64-bit "seen" mask, so
  * the fallback duplicate search runs too. */
 static const char *const big_allowed[] = {
-    "_0", "_1", "_2", "_3", "_4", "_5", "_6", "_7", "_8", "_9", "_10", "_11", "_12",
-    "_13", "_14", "_15", "_16", "_17", "_18", "_19", "_20", "_21", "_22", "_23", "_24", "_25",
-    "_26", "_27", "_28", "_29", "_30", "_31", "_32", "_33", "_34", "_35", "_36", "_37", "_38",
-    "_39", "_40", "_41", "_42", "_43", "_44", "_45", "_46", "_47", "_48", "_49", "_50", "_51",
-    "_52", "_53", "_54", "_55", "_56", "_57", "_58", "_59", "_60", "_61", "_62", "_63",
-    "x", "y", "z", "w", "a", "b", "id", "scene", NULL};
+    "_0",  "_1",  "_2",  "_3",  "_4",  "_5",  "_6",    "_7",  "_8",  "_9",  "_10", "_11", "_12",
+    "_13", "_14", "_15", "_16", "_17", "_18", "_19",   "_20", "_21", "_22", "_23", "_24", "_25",
+    "_26", "_27", "_28", "_29", "_30", "_31", "_32",   "_33", "_34", "_35", "_36", "_37", "_38",
+    "_39", "_40", "_41", "_42", "_43", "_44", "_45",   "_46", "_47", "_48", "_49", "_50", "_51",
+    "_52", "_53", "_54", "_55", "_56", "_57", "_58",   "_59", "_60", "_61", "_62", "_63", "x",
+    "y",   "z",   "w",   "a",   "b",   "id",  "scene", NULL};
 
 static void run_decoders(const cJSON *j, const char *base)
 {
@@ -251,9 +250,10 @@ static void run_decoders(const cJSON *j, const char *base)
     if (rp_codec_vec3(j, base, &v, &err)) {
         FUZZ_CHECK(cJSON_IsArray(j) && member_count(j) == 3, "vec3 from a non-triple");
         FUZZ_CHECK(finite3(v), "vec3 not finite");
-        check_vec3_bits(v, (rp_vec3){cJSON_GetArrayItem(j, 0)->valuedouble,
-                                     cJSON_GetArrayItem(j, 1)->valuedouble,
-                                     cJSON_GetArrayItem(j, 2)->valuedouble},
+        check_vec3_bits(v,
+                        (rp_vec3){cJSON_GetArrayItem(j, 0)->valuedouble,
+                                  cJSON_GetArrayItem(j, 1)->valuedouble,
+                                  cJSON_GetArrayItem(j, 2)->valuedouble},
                         "vec3 value");
     } else {
         check_err(&err, base, "vec3");

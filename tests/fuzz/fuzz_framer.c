@@ -78,8 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (chunk > n - fed)
             chunk = n - fed;
         if (r & 0x10000) {
-            FUZZ_CHECK(rpd_framer_feed(&f, stream + fed, chunk), "feed of %zu bytes failed",
-                       chunk);
+            FUZZ_CHECK(rpd_framer_feed(&f, stream + fed, chunk), "feed of %zu bytes failed", chunk);
             fed += chunk;
         } else {
             size_t left = chunk;
@@ -106,8 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (st == RPD_FRAME_TOO_LONG) {
                 /* The current line is over the limit: a complete one, or the
                  * tail, which can only grow. */
-                bool over = taken < n_lines ? lines[taken].len > max_line
-                                            : tail_len > max_line;
+                bool over = taken < n_lines ? lines[taken].len > max_line : tail_len > max_line;
                 FUZZ_CHECK(over, "TOO_LONG for line %zu, which is within %zu bytes", taken,
                            max_line);
                 too_long = true;
@@ -123,8 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(len == m->len, "line %zu: %zu bytes, want %zu", taken, len, m->len);
             FUZZ_CHECK(len == 0 || memcmp(line, stream + m->start, len) == 0,
                        "line %zu: bytes differ", taken);
-            FUZZ_CHECK(len == 0 || !memchr(line, '\n', len), "line %zu contains a newline",
-                       taken);
+            FUZZ_CHECK(len == 0 || !memchr(line, '\n', len), "line %zu contains a newline", taken);
             consumed += m->consumed;
             taken++;
         }
@@ -135,8 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(taken == n_lines || lines[taken].start + lines[taken].consumed > fed,
                    "line %zu is complete but was not returned", taken);
         FUZZ_CHECK(consumed + rpd_framer_pending(&f) == fed,
-                   "%zu bytes consumed + %zu pending != %zu fed", consumed,
-                   rpd_framer_pending(&f), fed);
+                   "%zu bytes consumed + %zu pending != %zu fed", consumed, rpd_framer_pending(&f),
+                   fed);
         if (fed == n)
             break;
     }
@@ -149,8 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *line = NULL;
         size_t len = 0;
         bool got = rpd_framer_rest(&f, &line, &len);
-        FUZZ_CHECK(got == (tail_raw > 0), "rest %d with a tail of %zu bytes", (int)got,
-                   tail_raw);
+        FUZZ_CHECK(got == (tail_raw > 0), "rest %d with a tail of %zu bytes", (int)got, tail_raw);
         if (got) {
             FUZZ_CHECK(len == tail_len, "rest: %zu bytes, want %zu", len, tail_len);
             FUZZ_CHECK(len <= max_line, "rest: %zu bytes over max_line %zu", len, max_line);

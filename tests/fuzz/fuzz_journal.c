@@ -31,8 +31,7 @@ typedef struct rebuild {
     uint64_t last;
 } rebuild;
 
-static bool visit(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n,
-                  size_t offset)
+static bool visit(void *ctx, uint64_t revision, const uint8_t *payload, uint32_t n, size_t offset)
 {
     rebuild *r = ctx;
     FUZZ_CHECK(offset == r->at, "record at %zu, expected %zu", offset, r->at);
@@ -64,8 +63,8 @@ static bool header_reencodes(const uint8_t *buf, size_t n, size_t *len)
 {
     uint8_t h[RPJ_FILE_HEADER];
     if (n >= RPJ_FILE_HEADER) {
-        rpj_file_header(h, &(rpj_header){get64(buf + 16), get64(buf + 24), get64(buf + 32),
-                                         get64(buf + 40)});
+        rpj_file_header(
+            h, &(rpj_header){get64(buf + 16), get64(buf + 24), get64(buf + 32), get64(buf + 40)});
         *len = RPJ_FILE_HEADER;
         if (memcmp(h, buf, RPJ_FILE_HEADER) == 0)
             return true;
@@ -97,8 +96,7 @@ static rpj_scan_result check_scan(const uint8_t *buf, size_t n)
                    "a file whose header does not re-encode: end %d", (int)res.end);
         return res;
     }
-    FUZZ_CHECK(res.header_len == hlen, "header of %zu bytes, scanned as %zu", hlen,
-               res.header_len);
+    FUZZ_CHECK(res.header_len == hlen, "header of %zu bytes, scanned as %zu", hlen, res.header_len);
     bool v2 = hlen == RPJ_FILE_HEADER;
     FUZZ_CHECK(res.base_revision == get64(buf + 16) &&
                    res.journal_id == (v2 ? get64(buf + 24) : 0) &&
@@ -145,8 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t offsets[33];
     if (!buf)
         return 0;
-    rpj_file_header(buf, &(rpj_header){base, 0x100 + base, base ? 0x200 + base : 0,
-                                       RPJ_FILE_HEADER});
+    rpj_file_header(buf,
+                    &(rpj_header){base, 0x100 + base, base ? 0x200 + base : 0, RPJ_FILE_HEADER});
     size_t at = RPJ_FILE_HEADER;
     uint64_t rev = base;
     size_t k = 0;
@@ -173,8 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t whole = 0;
     while (whole < k && offsets[whole + 1] <= cut)
         whole++;
-    FUZZ_CHECK(res.records == whole, "cut at %zu: %zu records, %zu whole", cut, res.records,
-               whole);
+    FUZZ_CHECK(res.records == whole, "cut at %zu: %zu records, %zu whole", cut, res.records, whole);
     FUZZ_CHECK(cut < RPJ_FILE_HEADER ? res.end == RPJ_TORN
                                      : res.end == (cut == offsets[whole] ? RPJ_CLEAN : RPJ_TORN),
                "cut at %zu: end %d", cut, (int)res.end);

@@ -20,8 +20,8 @@
 /* Letters, digits and "+-.": the bytes of a token outside strings. */
 static bool word_byte(unsigned char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           c == '+' || c == '-' || c == '.';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '+' ||
+           c == '-' || c == '.';
 }
 
 static size_t digits(const unsigned char *t, size_t n, size_t i)
@@ -189,8 +189,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(got[k] == want, "depth %d: result %d, reference %d (at %zu)", depths[k],
                    (int)got[k], (int)want, ref_off);
         FUZZ_CHECK(got[k] == RP_SCAN_OK || off == ref_off,
-                   "depth %d: result %d at byte %zu, reference at %zu", depths[k], (int)got[k],
-                   off, ref_off);
+                   "depth %d: result %d at byte %zu, reference at %zu", depths[k], (int)got[k], off,
+                   ref_off);
         if (got[k] == RP_SCAN_OK)
             FUZZ_CHECK(fuzz_utf8_valid(line, size), "OK for invalid UTF-8 at byte %zu",
                        fuzz_utf8_invalid_at(data, size));
@@ -220,8 +220,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int depth = tree_depth(root, &utf8_ok);
         for (int k = 0; k < 2; k++) {
             if (got[k] == RP_SCAN_OK) {
-                FUZZ_CHECK(depth <= depths[k], "OK at max_depth %d for a tree %d deep",
-                           depths[k], depth);
+                FUZZ_CHECK(depth <= depths[k], "OK at max_depth %d for a tree %d deep", depths[k],
+                           depth);
                 FUZZ_CHECK(utf8_ok, "OK, but cJSON decoded a string that is not UTF-8");
             }
             if (got[k] == RP_SCAN_TOO_DEEP)

@@ -155,10 +155,10 @@ static bool valid_id(const cJSON *id)
 
 /* What one request object (or non-object element) must get back. */
 typedef struct expect {
-    bool reply;       /* a response is due (false: a notification) */
-    const cJSON *id;  /* the id to echo; NULL: null */
-    bool null_ok;     /* an invalid request: null is accepted too */
-    int code;         /* the error due, or 0: any reply */
+    bool reply;      /* a response is due (false: a notification) */
+    const cJSON *id; /* the id to echo; NULL: null */
+    bool null_ok;    /* an invalid request: null is accepted too */
+    int code;        /* the error due, or 0: any reply */
 } expect;
 
 /* Whether j's keys or strings hold the byte that stands for a \u0000
@@ -301,8 +301,7 @@ static outcome run_line(rpd_core *core, rpd_session *s, const char *line, size_t
     cJSON *got = NULL;
     if (n > 0) {
         got = cJSON_ParseWithLengthOpts(reply, n - 1, &end, false);
-        FUZZ_CHECK(got && end == reply + n - 1, "reply is not one JSON text: %.*s", (int)n,
-                   reply);
+        FUZZ_CHECK(got && end == reply + n - 1, "reply is not one JSON text: %.*s", (int)n, reply);
     }
 
     /* Lines the server must reject as a whole, with one error and id null. */
@@ -456,8 +455,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case ALL_FAILED:
             dump_store(core.store, &after);
             FUZZ_CHECK(before.len == after.len && memcmp(before.buf, after.buf, before.len) == 0,
-                       "the store changed on a line whose every request failed: %.*s",
-                       (int)len, p);
+                       "the store changed on a line whose every request failed: %.*s", (int)len, p);
             break;
         case MAY_CHANGE:
             before_current = false;

@@ -57,7 +57,6 @@ char *show(const cJSON *j);
 /* Sends raw bytes (no newline added). */
 void send_raw(rh_conn *c, const char *buf, size_t n);
 
-
 /* ---- random shapes ---------------------------------------------------------------------- */
 
 /* A splitmix64 generator: the same seed gives the same shapes everywhere. */

@@ -208,8 +208,7 @@ void rh_dump_log(const rh_daemon *d)
     if (!d->log_path[0])
         return;
     read_log(d->log_path, buf, sizeof buf);
-    fprintf(stderr, "---- daemon log (%s) ----\n%s---- end of daemon log ----\n", d->log_path,
-            buf);
+    fprintf(stderr, "---- daemon log (%s) ----\n%s---- end of daemon log ----\n", d->log_path, buf);
 }
 
 /* Looks for "reposed: listening on tcp HOST:PORT" and "... on unix PATH". */
@@ -346,8 +345,7 @@ rh_daemon *rh_start(const rh_opts *o)
         if (reap(d, 0))
             return d;
         if (rh_now_ms() >= deadline) {
-            fprintf(stderr, "harness: daemon did not start within %d ms\n",
-                    rh_ms(RH_TIMEOUT_MS));
+            fprintf(stderr, "harness: daemon did not start within %d ms\n", rh_ms(RH_TIMEOUT_MS));
             rh_dump_log(d);
             kill(d->pid, SIGKILL);
             reap(d, rh_ms(RH_TIMEOUT_MS));

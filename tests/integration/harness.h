@@ -52,15 +52,15 @@ typedef struct rh_opts {
 } rh_opts;
 
 typedef struct rh_daemon {
-    pid_t pid;          /* > 0 while running and not yet reaped */
-    char dir[128];      /* the temporary directory ("" once removed) */
-    char unix_path[256];/* "" when there is no Unix listener */
-    char log_path[300]; /* the daemon's stderr */
-    int tcp_port;       /* 0 when there is no TCP listener */
-    bool up;            /* it printed every "listening" line asked for */
-    bool exited;        /* reaped; wait_status is valid */
+    pid_t pid;           /* > 0 while running and not yet reaped */
+    char dir[128];       /* the temporary directory ("" once removed) */
+    char unix_path[256]; /* "" when there is no Unix listener */
+    char log_path[300];  /* the daemon's stderr */
+    int tcp_port;        /* 0 when there is no TCP listener */
+    bool up;             /* it printed every "listening" line asked for */
+    bool exited;         /* reaped; wait_status is valid */
     int wait_status;
-    bool in_use;        /* pool slot taken */
+    bool in_use; /* pool slot taken */
 } rh_daemon;
 
 /* Starts a daemon (o may be NULL for the defaults).  The daemon object

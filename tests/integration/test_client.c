@@ -400,9 +400,9 @@ static void rpc_error_has_code_message_and_data_and_keeps_the_connection(void **
      * and around values still make one request line (a raw '\n' in the
      * string once split it in two, and the second half's error reply was
      * taken for the reply to the next call). */
-    assert_int_equal(rp_client_call(c, "scene.get", "{\x01\"scene\"\f:\v\"a\nb\tc\x1f\"}", NULL,
-                                    &err),
-                     RP_CLIENT_RPC);
+    assert_int_equal(
+        rp_client_call(c, "scene.get", "{\x01\"scene\"\f:\v\"a\nb\tc\x1f\"}", NULL, &err),
+        RP_CLIENT_RPC);
     assert_int_equal(err.code, -32602);
     assert_non_null(strstr(err.message, "params.scene"));
 
@@ -533,16 +533,16 @@ static void replies_are_read_the_way_cjson_reads_them(void **state)
     (void)state;
     static const fixed_case cases[] = {
         /* An escaped key is still "result" (was: "out of memory"). */
-        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":{\"pong\":true}}\n"),
-         RP_CLIENT_OK, "{\"pong\":true}", 0},
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":{\"pong\":true}}\n"), RP_CLIENT_OK,
+         "{\"pong\":true}", 0},
         /* cJSON takes the first "result", escaped or not (was: the second). */
-        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":1,\"result\":2}\n"),
-         RP_CLIENT_OK, "1", 0},
+        {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":1,\"result\":2}\n"), RP_CLIENT_OK,
+         "1", 0},
         /* cJSON skips every byte up to 0x20 as whitespace, and a BOM. */
-        {LINE("{\f\"jsonrpc\":\"2.0\",\v\"id\":1,\"result\":\x01[1, 2]\x1f}\n"),
-         RP_CLIENT_OK, "[1, 2]", 0},
-        {LINE("\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":true}\n"), RP_CLIENT_OK,
-         "true", 0},
+        {LINE("{\f\"jsonrpc\":\"2.0\",\v\"id\":1,\"result\":\x01[1, 2]\x1f}\n"), RP_CLIENT_OK,
+         "[1, 2]", 0},
+        {LINE("\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":true}\n"), RP_CLIENT_OK, "true",
+         0},
         /* error.data under an escaped key (was: no data). */
         {LINE("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"m\","
               "\"d\\u0061ta\":[1]}}\n"),
@@ -1542,16 +1542,18 @@ static void notifications_are_queued_between_replies(void **state)
     assert_int_equal(rp_client_next_notification(w, 20, &n, &err), RP_CLIENT_TIMEOUT);
     call_expect(w, "ping", NULL, "{\"pong\":true}");
 
-    uint64_t r1 = mutate(m, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"b\":{\"capsule\":{"
-                                         "\"a\":[0,0,0],\"b\":[1,0,0],\"radius\":0.25}},\"a\":{"
-                                         "\"sphere\":{\"center\":[0,0.5,0],\"radius\":1}}}}");
+    uint64_t r1 = mutate(m, "scene.put",
+                         "{\"scene\":\"s\",\"shapes\":{\"b\":{\"capsule\":{"
+                         "\"a\":[0,0,0],\"b\":[1,0,0],\"radius\":0.25}},\"a\":{"
+                         "\"sphere\":{\"center\":[0,0.5,0],\"radius\":1}}}}");
     uint64_t r2 = mutate(m, "scene.remove", "{\"scene\":\"s\",\"ids\":[\"b\",\"zz\"]}");
     /* Both were sent to w before its ping's reply: queued by the call. */
     call_expect(w, "ping", NULL, "{\"pong\":true}");
     assert_int_equal(rp_client_notifications_queued(w), 2);
     /* The same through the cJSON variant and a call that fails. */
-    uint64_t r3 = mutate(m, "scene.replace", "{\"scene\":\"s\",\"shapes\":{\"c\":{\"sphere\":{"
-                                             "\"center\":[1,2,3],\"radius\":0.5}}}}");
+    uint64_t r3 = mutate(m, "scene.replace",
+                         "{\"scene\":\"s\",\"shapes\":{\"c\":{\"sphere\":{"
+                         "\"center\":[1,2,3],\"radius\":0.5}}}}");
     cJSON *result = NULL;
     assert_int_equal(rp_client_call_cjson(w, "ping", NULL, &result, &err), RP_CLIENT_OK);
     cJSON_Delete(result);
@@ -1645,8 +1647,9 @@ static void notifications_and_pipelined_replies(void **state)
     mutate(m, "scene.create", "{\"scene\":\"s\"}");
     uint64_t id = 0;
     assert_int_equal(rp_client_scene_watch(w, "s", NULL, &id, NULL, &err), RP_CLIENT_OK);
-    uint64_t r1 = mutate(m, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{"
-                                         "\"center\":[0,0,0],\"radius\":1}}}}");
+    uint64_t r1 = mutate(m, "scene.put",
+                         "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{"
+                         "\"center\":[0,0,0],\"radius\":1}}}}");
     uint64_t p1 = 0, p2 = 0, got = 0;
     assert_int_equal(rp_client_send(w, "ping", NULL, &p1, &err), RP_CLIENT_OK);
     assert_int_equal(rp_client_send(w, "ping", NULL, &p2, &err), RP_CLIENT_OK);

@@ -94,8 +94,8 @@ static void unsafe_configurations_are_refused_at_start(void **state)
 {
     (void)state;
     char out[4096];
-    const char *readable[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--token-file",
-                              token_file("t", 0644), NULL};
+    const char *readable[] = {
+        "--unix", "none", "--tcp", "127.0.0.1:0", "--token-file", token_file("t", 0644), NULL};
     int code = rh_run(readable, out, sizeof out, rh_ms(10000));
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "readable by every user"));

@@ -301,8 +301,10 @@ static bool allowed_pair(int i, int j)
 static char *model_put_request(int id)
 {
     sb b = {0};
-    sb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"model.put\",\"params\":{"
-                  "\"model\":\"arm\",\"links\":[", id);
+    sb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"model.put\",\"params\":{"
+              "\"model\":\"arm\",\"links\":[",
+              id);
     for (int i = 0; i < N_LINKS; i++) {
         rp_shape s = link_shape(i);
         sb_printf(&b, "%s{\"id\":\"%s\",\"frame\":", i ? "," : "", model_links[i].id);
@@ -360,9 +362,10 @@ typedef enum kind {
     K_BATCH    /* check.batch */
 } kind;
 
-static const char *const kind_names[] = {
-    "scene.create", "scene.put",   "scene.remove", "scene.replace", "scene.put (aux)",
-    "scene.delete (aux)", "model.put", "scene.distance", "scene.check", "check", "check.batch"};
+static const char *const kind_names[] = {"scene.create",  "scene.put",       "scene.remove",
+                                         "scene.replace", "scene.put (aux)", "scene.delete (aux)",
+                                         "model.put",     "scene.distance",  "scene.check",
+                                         "check",         "check.batch"};
 
 static bool is_mutation(kind k)
 {
@@ -423,10 +426,10 @@ typedef struct client {
     int index;
     rh_conn *conn;
     rng r;
-    int id_space;        /* shape ids 0 .. id_space-1 */
-    int big;             /* shapes of a large scene.replace */
-    long long deadline;  /* ms */
-    long long replace_at;/* ms; 0: no replace */
+    int id_space;         /* shape ids 0 .. id_space-1 */
+    int big;              /* shapes of a large scene.replace */
+    long long deadline;   /* ms */
+    long long replace_at; /* ms; 0: no replace */
     bool replace_big;
     op *ops;
     size_t n_ops, cap;
@@ -538,7 +541,7 @@ static void gen_op(client *cl, op *o, sb *b)
      * every kind runs even when few requests do (valgrind); then a random
      * mix. */
     static const unsigned forced[N_CLIENTS][2] = {{0, 22}, {14, 23}, {21, 22}, {24, 23},
-                                                  {50, 0},  {65, 14}, {84, 24}, {30, 50}};
+                                                  {50, 0}, {65, 14}, {84, 24}, {30, 50}};
     unsigned x = o->seq <= 2 ? forced[cl->index][o->seq - 1] : rng_below(r, 100);
     if (x < 14) {
         o->kind = K_PUT;
@@ -603,9 +606,9 @@ static void gen_op(client *cl, op *o, sb *b)
     } else {
         bool batch = x >= 84;
         o->kind = batch ? K_BATCH : K_CHECK;
-        o->n_cfg = !batch                     ? 1
+        o->n_cfg = !batch                                 ? 1
                    : rng_below(r, 64) == 0 || o->seq == 1 ? BIG_BATCH + (int)rng_below(r, 32)
-                                           : 1 + (int)rng_below(r, MAX_CONFIGS);
+                                                          : 1 + (int)rng_below(r, MAX_CONFIGS);
         o->cfg = xmalloc((size_t)o->n_cfg * sizeof *o->cfg);
         for (int k = 0; k < o->n_cfg; k++)
             gen_config(r, &o->cfg[k]);
@@ -786,8 +789,8 @@ static const bsphere *bounds_of_scene(const rp_scene *sc)
 /* ---- scene.distance and scene.check by brute force ---------------------------------------- */
 
 typedef struct qpair {
-    int q;     /* query index: q0, q1, q2 sort like their ids */
-    size_t s;  /* storage index in the in-process scene */
+    int q;    /* query index: q0, q1, q2 sort like their ids */
+    size_t s; /* storage index in the in-process scene */
     double d;
 } qpair;
 
@@ -930,7 +933,8 @@ static void verify_scene_check(const op *o, const rp_scene *sc)
             snprintf(qs, sizeof qs, "q%d", w->q);
             bool q_ok = o->nq == 0 ? cJSON_IsNull(qid)
                                    : cJSON_IsString(qid) && !strcmp(qid->valuestring, qs);
-            if (q_ok && cJSON_IsString(sid) && !strcmp(sid->valuestring, rp_scene_id_at(sc, w->s))) {
+            if (q_ok && cJSON_IsString(sid) &&
+                !strcmp(sid->valuestring, rp_scene_id_at(sc, w->s))) {
                 want_number(at(p, "distance"), w->d, "pairs[0].distance");
                 found = true;
             }
@@ -945,7 +949,7 @@ static void verify_scene_check(const op *o, const rp_scene *sc)
 
 typedef struct cpair {
     int link;
-    bool self;    /* other is a link index; else a scene storage index */
+    bool self; /* other is a link index; else a scene storage index */
     size_t other;
     double d;
 } cpair;
@@ -1007,14 +1011,14 @@ static void compare_library(const rp_check_result *lib, bool has, const cpair *b
                             const cpairs *viol, const op *o, int k)
 {
     if (lib->collision != (viol->n > 0))
-        fail_op("configuration %d: rp_model_check collision %d, brute force %d", k,
-                lib->collision, viol->n > 0);
+        fail_op("configuration %d: rp_model_check collision %d, brute force %d", k, lib->collision,
+                viol->n > 0);
     if (o->report == RP_REPORT_FIRST)
         return;
-    if (lib->has_min != has || (has && (lib->closest.distance != best->d ||
-                                        (int)lib->closest.link != best->link ||
-                                        (lib->closest.kind == RP_PAIR_SELF) != best->self ||
-                                        lib->closest.other != best->other)))
+    if (lib->has_min != has ||
+        (has &&
+         (lib->closest.distance != best->d || (int)lib->closest.link != best->link ||
+          (lib->closest.kind == RP_PAIR_SELF) != best->self || lib->closest.other != best->other)))
         fail_op("configuration %d: rp_model_check's closest pair differs from the brute force's",
                 k);
     if (o->report == RP_REPORT_ALL) {
@@ -1083,9 +1087,9 @@ static void verify_config(const op *o, int k, const cJSON *r, const rp_scene *sc
     rp_check_opts opts = {o->report, o->has_margin, o->margin, NULL};
     rp_check_result lib;
     memset(&lib, 0, sizeof lib);
-    assert_int_equal(rp_model_check(model, sc, c->has_base ? &base : NULL, frames, N_FRAMES,
-                                    &opts, &lib),
-                     RP_OK);
+    assert_int_equal(
+        rp_model_check(model, sc, c->has_base ? &base : NULL, frames, N_FRAMES, &opts, &lib),
+        RP_OK);
     compare_library(&lib, has, &best, &viol, o, k);
     rp_check_result_free(&lib);
 
@@ -1195,7 +1199,7 @@ static void apply(rp_store *st, const op *o)
     size_t n = o->n;
     rp_shape_put *puts = xmalloc(n * sizeof *puts);
     const char **ids = xmalloc(n * sizeof *ids);
-    char (*names)[16] = xmalloc(n * sizeof *names);
+    char(*names)[16] = xmalloc(n * sizeof *names);
     for (size_t i = 0; i < n; i++) {
         shape_id(names[i], o->ids[i]);
         ids[i] = names[i];
@@ -1410,15 +1414,15 @@ static void run(int threads)
         fail_op("no mutation of the scene took this revision");
     }
     current = NULL;
-    print_message("--threads %d, %d shapes, %d ms: %zu requests (%zu put, %zu remove, %zu replace, "
-                  "%zu aux put, %zu aux delete, %zu model.put, %zu scene.distance, %zu scene.check, "
-                  "%zu check, %zu check.batch), revisions %llu..%llu, all equal to the brute force "
-                  "(checked in %lld ms)\n",
-                  threads, n_shapes, run_ms, n_ops, counts[K_PUT], counts[K_REMOVE],
-                  counts[K_REPLACE], counts[K_AUX], counts[K_AUX_DEL], counts[K_MODEL],
-                  counts[K_DIST], counts[K_SCHECK],
-                  counts[K_CHECK], counts[K_BATCH], (unsigned long long)mut_revs[0],
-                  (unsigned long long)mut_revs[n_mut - 1], rh_now_ms() - t_check);
+    print_message(
+        "--threads %d, %d shapes, %d ms: %zu requests (%zu put, %zu remove, %zu replace, "
+        "%zu aux put, %zu aux delete, %zu model.put, %zu scene.distance, %zu scene.check, "
+        "%zu check, %zu check.batch), revisions %llu..%llu, all equal to the brute force "
+        "(checked in %lld ms)\n",
+        threads, n_shapes, run_ms, n_ops, counts[K_PUT], counts[K_REMOVE], counts[K_REPLACE],
+        counts[K_AUX], counts[K_AUX_DEL], counts[K_MODEL], counts[K_DIST], counts[K_SCHECK],
+        counts[K_CHECK], counts[K_BATCH], (unsigned long long)mut_revs[0],
+        (unsigned long long)mut_revs[n_mut - 1], rh_now_ms() - t_check);
     /* Something of each kind ran (and the replaces all did). */
     for (int k = K_PUT; k <= K_BATCH; k++)
         if (counts[k] == 0)

@@ -131,12 +131,14 @@ static const char *expect_limit(cJSON *r, const char *limit, const char *what)
  * scene pairs (l(i mod n), o<i>). */
 static void frame_model_request(textbuf *b, const char *name, int n, int pairs, int scene_pairs)
 {
-    tb_printf(b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{\"model\":\"%s\","
-                 "\"links\":[",
+    tb_printf(b,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{\"model\":\"%s\","
+              "\"links\":[",
               name);
     for (int i = 0; i < n; i++)
-        tb_printf(b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[%d,0,0],"
-                     "\"radius\":0.25}}}",
+        tb_printf(b,
+                  "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[%d,0,0],"
+                  "\"radius\":0.25}}}",
                   i ? "," : "", i, i % 2, i);
     tb_printf(b, "],\"allowed_pairs\":[");
     for (int i = 0; i < pairs; i++)
@@ -155,8 +157,9 @@ static void check_request(textbuf *b, int attached, int touch, int scene_pairs)
     tb_printf(b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check\",\"params\":{\"model\":\"m\","
                  "\"frames\":[{},{}],\"attached\":[");
     for (int i = 0; i < attached; i++) {
-        tb_printf(b, "%s{\"id\":\"a%d\",\"link\":\"l0\",\"shape\":{\"sphere\":{\"center\":[0,0,0],"
-                     "\"radius\":0.1}}",
+        tb_printf(b,
+                  "%s{\"id\":\"a%d\",\"link\":\"l0\",\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+                  "\"radius\":0.1}}",
                   i ? "," : "", i);
         if (touch) {
             tb_printf(b, ",\"touch_links\":[");
@@ -206,8 +209,9 @@ static void discarded_replies_spend_the_lines_room(void **state)
     textbuf b = {0};
     tb_printf(&b, "[");
     for (int i = 0; i < 100; i++)
-        tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":"
-                      "{\"scene\":\"big\"}}",
+        tb_printf(&b,
+                  "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":"
+                  "{\"scene\":\"big\"}}",
                   i ? "," : "", i);
     tb_printf(&b, ",{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"scene.get\",\"params\":"
                   "{\"scene\":\"small\"}}]");
@@ -216,8 +220,8 @@ static void discarded_replies_spend_the_lines_room(void **state)
     assert_true(cJSON_IsArray(r));
     assert_int_equal(cJSON_GetArraySize(r), 101);
     for (const cJSON *e = r->child; e; e = e->next)
-        if (num_at(e, "error.code") != -32004 || strcmp(str_at(e, "error.data.limit"),
-                                                        "max_reply_bytes") != 0)
+        if (num_at(e, "error.code") != -32004 ||
+            strcmp(str_at(e, "error.data.limit"), "max_reply_bytes") != 0)
             fail_msg("want -32004 max_reply_bytes for every element, got %.300s", show(e));
     cJSON_Delete(r);
     expect_pong(c);
@@ -247,13 +251,15 @@ static void model_put_pairs_are_priced_before_the_build(void **state)
     assert_non_null(strstr(m, "event loop"));
     /* Kinematic: 4096 shapes on one link, 10,000 pairs naming that link:
      * 41 million exclusions (old daemons built them, about 330 MB). */
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{\"model\":\"k\","
-                  "\"joints\":[{\"name\":\"j\",\"type\":\"revolute\",\"parent\":\"base\","
-                  "\"child\":\"arm\",\"axis\":[0,0,1],\"limits\":{\"lower\":-3,\"upper\":3}}],"
-                  "\"links\":[");
+    tb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{\"model\":\"k\","
+              "\"joints\":[{\"name\":\"j\",\"type\":\"revolute\",\"parent\":\"base\","
+              "\"child\":\"arm\",\"axis\":[0,0,1],\"limits\":{\"lower\":-3,\"upper\":3}}],"
+              "\"links\":[");
     for (int i = 0; i < 4096; i++)
-        tb_printf(&b, "%s{\"id\":\"s%d\",\"link\":\"arm\",\"shape\":{\"sphere\":{\"center\":"
-                      "[0,0,0],\"radius\":0.1}}}",
+        tb_printf(&b,
+                  "%s{\"id\":\"s%d\",\"link\":\"arm\",\"shape\":{\"sphere\":{\"center\":"
+                  "[0,0,0],\"radius\":0.1}}}",
                   i ? "," : "", i);
     tb_printf(&b, "],\"allowed_scene\":[");
     for (int i = 0; i < 10000; i++)
@@ -405,8 +411,9 @@ static void watch_fan_out_is_spread_over_turns(void **state)
         textbuf b = {0};
         tb_printf(&b, "[");
         for (int i = 0; i < WATCHES; i++)
-            tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.watch\",\"params\":"
-                          "{\"scene\":\"w\"}}",
+            tb_printf(&b,
+                      "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.watch\",\"params\":"
+                      "{\"scene\":\"w\"}}",
                       i ? "," : "", i);
         tb_printf(&b, "]");
         cJSON *r = call_buf(w[k], &b);
@@ -421,9 +428,10 @@ static void watch_fan_out_is_spread_over_turns(void **state)
     textbuf b = {0};
     tb_printf(&b, "[");
     for (int i = 0; i < PUTS; i++)
-        tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":"
-                      "{\"scene\":\"w\",\"shapes\":{\"p%d\":{\"sphere\":{\"center\":[%d,0,0],"
-                      "\"radius\":1}}}}}",
+        tb_printf(&b,
+                  "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":"
+                  "{\"scene\":\"w\",\"shapes\":{\"p%d\":{\"sphere\":{\"center\":[%d,0,0],"
+                  "\"radius\":1}}}}}",
                   i ? "," : "", i, i, i);
     tb_printf(&b, "]");
     cJSON *r = call_buf(c, &b);
@@ -479,8 +487,8 @@ static void large_lines_of_clients_that_left_are_handled(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":"
                   "{\"scene\":\"gone\",\"create\":true,\"shapes\":{");
     for (int i = 0; i < 2000; i++) /* about 90 KiB */
-        tb_printf(&b, "%s\"s%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.5}}",
-                  i ? "," : "", i, i);
+        tb_printf(&b, "%s\"s%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.5}}", i ? "," : "",
+                  i, i);
     tb_printf(&b, "}}}\n");
     for (int k = 0; k < 20; k++) {
         rh_conn *x = connect_ok(d, k % 2);
@@ -538,8 +546,9 @@ static void tree_walks_past_their_estimate_are_stopped(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":"
                   "{\"model\":\"ten\",\"links\":[");
     for (int i = 0; i < 10; i++)
-        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":null,\"shape\":{\"sphere\":{\"center\":"
-                      "[0,0,0],\"radius\":0.1}}}",
+        tb_printf(&b,
+                  "%s{\"id\":\"l%d\",\"frame\":null,\"shape\":{\"sphere\":{\"center\":"
+                  "[0,0,0],\"radius\":0.1}}}",
                   i ? "," : "", i);
     tb_printf(&b, "]}}");
     expect_ok(call_buf(c, &b), "model ten");
@@ -562,8 +571,8 @@ static void tree_walks_past_their_estimate_are_stopped(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.distance\",\"params\":"
                   "{\"scene\":\"pile\",\"shapes\":{");
     for (int i = 0; i < 10; i++)
-        tb_printf(&b, "%s\"q%d\":{\"sphere\":{\"center\":[0,0,%d],\"radius\":0.1}}",
-                  i ? "," : "", i, 9 - i);
+        tb_printf(&b, "%s\"q%d\":{\"sphere\":{\"center\":[0,0,%d],\"radius\":0.1}}", i ? "," : "",
+                  i, 9 - i);
     tb_printf(&b, "}}}");
     const char *m = expect_limit(call_buf(c, &b), "max_request_work", "scene.distance of ten");
     if (!strstr(m, "tree walks were stopped"))
@@ -581,17 +590,19 @@ static void tree_walks_past_their_estimate_are_stopped(void **state)
     tb_printf(&b, "]}}");
     expect_limit(call_buf(c, &b), "max_request_work", "check.batch of 64");
     /* A certified motion whose states each walk the pile. */
-    expect_limit(call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"check.motion\",\"params\":"
-                              "{\"model\":\"k\",\"scene\":\"pile\",\"mode\":\"certified\","
-                              "\"path\":[[0],[3]]}}"),
+    expect_limit(call_json(c,
+                           "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"check.motion\",\"params\":"
+                           "{\"model\":\"k\",\"scene\":\"pile\",\"mode\":\"certified\","
+                           "\"path\":[[0],[3]]}}"),
                  "max_request_work", "certified check.motion");
     /* A line of queries that each fit alone: they share the line's budget,
      * charged what their walks spent, so the fifth is stopped. */
     tb_printf(&b, "[");
     for (int i = 0; i < 6; i++)
-        tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.distance\","
-                      "\"params\":{\"scene\":\"pile\",\"shape\":{\"sphere\":{\"center\":"
-                      "[0,0,0],\"radius\":0.1}}}}",
+        tb_printf(&b,
+                  "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.distance\","
+                  "\"params\":{\"scene\":\"pile\",\"shape\":{\"sphere\":{\"center\":"
+                  "[0,0,0],\"radius\":0.1}}}}",
                   i ? "," : "", 10 + i);
     tb_printf(&b, "]");
     cJSON *r = call_buf(c, &b);
@@ -628,8 +639,8 @@ static void scene_writes_are_priced_before_decoding(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":"
                   "{\"scene\":\"s\",\"shapes\":{");
     for (int i = 0; i < big; i++)
-        tb_printf(&b, "%s\"a%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.1}}",
-                  i ? "," : "", i, i);
+        tb_printf(&b, "%s\"a%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.1}}", i ? "," : "",
+                  i, i);
     tb_printf(&b, "}}}");
     const char *m = expect_limit(call_buf(c, &b), "max_loop_work", "create of a big scene");
     if (!strstr(m, "needs about"))
@@ -641,8 +652,9 @@ static void scene_writes_are_priced_before_decoding(void **state)
     cJSON_Delete(none);
     /* Half and half: a create, then a put. */
     for (int k = 0; k < 2; k++) {
-        tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\",\"params\":"
-                      "{\"scene\":\"s\",\"shapes\":{",
+        tb_printf(&b,
+                  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\",\"params\":"
+                  "{\"scene\":\"s\",\"shapes\":{",
                   k ? "scene.put" : "scene.create");
         for (int i = k * half; i < (k + 1) * half; i++)
             tb_printf(&b, "%s\"a%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.1}}",
@@ -654,8 +666,8 @@ static void scene_writes_are_priced_before_decoding(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.put\",\"params\":"
                   "{\"scene\":\"s\",\"shapes\":{");
     for (int i = 0; i < big; i++)
-        tb_printf(&b, "%s\"b%d\":{\"sphere\":{\"center\":[%d,1,0],\"radius\":0.1}}",
-                  i ? "," : "", i, i);
+        tb_printf(&b, "%s\"b%d\":{\"sphere\":{\"center\":[%d,1,0],\"radius\":0.1}}", i ? "," : "",
+                  i, i);
     tb_printf(&b, "}}}");
     expect_limit(call_buf(c, &b), "max_loop_work", "put past the budget");
     cJSON *r = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"scene.list\"}");

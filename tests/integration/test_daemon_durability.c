@@ -103,8 +103,7 @@ static cJSON *dump(rh_conn *c)
                  "\"%s\"}}",
                  str_at(m, "model"));
         cJSON *g = call_json(c, req);
-        cJSON_AddItemToObject(models, str_at(m, "model"),
-                              cJSON_DetachItemFromObject(g, "result"));
+        cJSON_AddItemToObject(models, str_at(m, "model"), cJSON_DetachItemFromObject(g, "result"));
         cJSON_Delete(g);
     }
     cJSON_Delete(list);
@@ -166,12 +165,13 @@ static void random_mutation(rng *r, char *req, size_t cap, int i)
                  i, sc);
         break;
     case 2:
-        snprintf(req, cap,
-                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.replace\",\"params\":{\"scene\":"
-                 "\"%s\",\"create\":%s,\"shapes\":{\"r%u\":{\"capsule\":{\"a\":[%.17g,0,1e-300],"
-                 "\"b\":[1,%.17g,2],\"radius\":%.17g}}}}}",
-                 i, sc, rng_below(r, 2) ? "true" : "false", rng_below(r, 50), odd(r), odd(r),
-                 fabs(odd(r)));
+        snprintf(
+            req, cap,
+            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.replace\",\"params\":{\"scene\":"
+            "\"%s\",\"create\":%s,\"shapes\":{\"r%u\":{\"capsule\":{\"a\":[%.17g,0,1e-300],"
+            "\"b\":[1,%.17g,2],\"radius\":%.17g}}}}}",
+            i, sc, rng_below(r, 2) ? "true" : "false", rng_below(r, 50), odd(r), odd(r),
+            fabs(odd(r)));
         break;
     case 3:
         snprintf(req, cap,
@@ -398,8 +398,7 @@ static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
     char out[8192], want[600];
     const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
     assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
-    snprintf(want, sizeof want, "%s/journal: corrupt at offset %llu", dir,
-             (unsigned long long)mid);
+    snprintf(want, sizeof want, "%s/journal: corrupt at offset %llu", dir, (unsigned long long)mid);
     if (!strstr(out, want))
         fail_msg("wanted '%s' in:\n%s", want, out);
     assert_non_null(strstr(out, "--repair"));
@@ -569,12 +568,13 @@ static int stream_and_kill(const char *policy, const char *more, uint64_t seed)
     for (int id = 0; id < next; id++)
         ack_count += acked[id];
     assert_true(present >= ack_count && present <= ack_count + 16 * runs);
-    printf("%d puts sent, %d acknowledged, %d present after %d kills\n", next, ack_count,
-           present, runs);
+    printf("%d puts sent, %d acknowledged, %d present after %d kills\n", next, ack_count, present,
+           runs);
     cJSON_Delete(g);
     rh_close(c);
     stop_ok(d);
-    free(acked);    return snapshots;
+    free(acked);
+    return snapshots;
 }
 
 static void sigkill_keeps_every_acknowledged_mutation(void **state)
@@ -830,11 +830,14 @@ static void a_kill_during_save_loses_nothing(void **state)
     int puts = rh_wrapped() ? 2 : 12, per = 4000;
     char *req = malloc((size_t)per * 100 + 256);
     for (int p = 0; p < puts; p++) {
-        int n = sprintf(req, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
-                             "\"scene\":\"k\",\"create\":true,\"shapes\":{", p);
+        int n = sprintf(req,
+                        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
+                        "\"scene\":\"k\",\"create\":true,\"shapes\":{",
+                        p);
         for (int k = 0; k < per; k++)
-            n += sprintf(req + n, "%s\"p%d_%d\":{\"sphere\":{\"center\":[%.17g,%.17g,1],"
-                                  "\"radius\":0.25}}",
+            n += sprintf(req + n,
+                         "%s\"p%d_%d\":{\"sphere\":{\"center\":[%.17g,%.17g,1],"
+                         "\"radius\":0.25}}",
                          k ? "," : "", p, k, odd(&r), odd(&r));
         sprintf(req + n, "}}}");
         cJSON *rep = call_json(c, req);
@@ -868,8 +871,7 @@ static rh_daemon *start_faulty(const char *data, const char *fsync, const char *
     char *asan = getenv("ASAN_OPTIONS") ? strdup(getenv("ASAN_OPTIONS")) : NULL;
     char opts[512];
     /* A preloaded library comes before ASan's runtime, which it checks. */
-    snprintf(opts, sizeof opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
-             asan ? ":" : "");
+    snprintf(opts, sizeof opts, "%s%sverify_asan_link_order=0", asan ? asan : "", asan ? ":" : "");
     setenv("ASAN_OPTIONS", opts, 1);
     setenv("LD_PRELOAD", REPOSE_FAULTFS, 1);
     setenv("REPOSE_FAULT_DIR", fdir, 1);

@@ -113,10 +113,18 @@ static cJSON *rpcf(rh_conn *c, const char *method, const char *fmt, ...)
 static void print_exact(textbuf *t, const cJSON *j)
 {
     switch (j->type & 0xFF) {
-    case cJSON_NULL: tb_printf(t, "null"); break;
-    case cJSON_True: tb_printf(t, "true"); break;
-    case cJSON_False: tb_printf(t, "false"); break;
-    case cJSON_Number: tb_printf(t, "%.17g", j->valuedouble); break;
+    case cJSON_NULL:
+        tb_printf(t, "null");
+        break;
+    case cJSON_True:
+        tb_printf(t, "true");
+        break;
+    case cJSON_False:
+        tb_printf(t, "false");
+        break;
+    case cJSON_Number:
+        tb_printf(t, "%.17g", j->valuedouble);
+        break;
     case cJSON_String:
     case cJSON_Raw: {
         tb_printf(t, "\"");
@@ -148,7 +156,8 @@ static void print_exact(textbuf *t, const cJSON *j)
         tb_printf(t, obj ? "}" : "]");
         break;
     }
-    default: fail_msg("cannot print JSON type %d", j->type);
+    default:
+        fail_msg("cannot print JSON type %d", j->type);
     }
 }
 
@@ -301,7 +310,8 @@ static bool json_close(const cJSON *a, const cJSON *b, double tol, const char *c
     switch (a->type & 0xFF) {
     case cJSON_Number:
         return fabs(a->valuedouble - b->valuedouble) <= tol * fmax(1.0, fabs(a->valuedouble));
-    case cJSON_String: return strcmp(a->valuestring, b->valuestring) == 0;
+    case cJSON_String:
+        return strcmp(a->valuestring, b->valuestring) == 0;
     case cJSON_Array:
     case cJSON_Object: {
         const cJSON *x = a->child, *y = b->child;
@@ -333,7 +343,8 @@ static bool json_close(const cJSON *a, const cJSON *b, double tol, const char *c
         }
         return x == NULL && y == NULL;
     }
-    default: return true;
+    default:
+        return true;
     }
 }
 
@@ -1949,8 +1960,9 @@ static char *batch_line(const char *key, const double *q, size_t rows, size_t wi
                         const char *sep, bool short_fmt)
 {
     textbuf t = {0};
-    tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"check.batch\",\"params\":{"
-                  "\"model\":\"planar\",\"scene\":\"cell\",\"report\":\"closest\",\"%s\": [",
+    tb_printf(&t,
+              "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"check.batch\",\"params\":{"
+              "\"model\":\"planar\",\"scene\":\"cell\",\"report\":\"closest\",\"%s\": [",
               key);
     for (size_t r = 0; r < rows; r++) {
         tb_printf(&t, "%s[", r ? ", " : "");
@@ -1984,7 +1996,7 @@ static void batch_table_fast_path_equals_general_path(void **state)
         bool short_fmt;
         size_t rows;
     } cases[] = {
-        {2, ",", false, ROWS}, /* the table, exact doubles */
+        {2, ",", false, ROWS},  /* the table, exact doubles */
         {2, " , ", true, ROWS}, /* short numbers, spaces */
         {3, ",", false, ROWS},  /* one value too many: the error of row 0 */
         {1, ",", false, ROWS},  /* one too few */
@@ -1993,8 +2005,8 @@ static void batch_table_fast_path_equals_general_path(void **state)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char *fast = batch_line("joints", q, cases[k].rows, cases[k].width, cases[k].sep,
                                 cases[k].short_fmt);
-        char *general = batch_line("joint\\u0073", q, cases[k].rows, cases[k].width,
-                                   cases[k].sep, cases[k].short_fmt);
+        char *general = batch_line("joint\\u0073", q, cases[k].rows, cases[k].width, cases[k].sep,
+                                   cases[k].short_fmt);
         const char *r = rh_call(c, fast);
         assert_non_null(r);
         char *fast_reply = strdup(r);
@@ -2136,7 +2148,8 @@ static void check_refuses_bad_joints_and_params_at_their_path(void **state)
 static void huge_joints_with_ignore_limits_give_a_finite_result(rh_conn *c)
 {
     /* huge joint values with ignore_limits: a finite result */
-    cJSON *r = rpct(c, "check", "{\"model\":\"planar\",\"joints\":[1e308,-1e308],\"ignore_limits\":true}");
+    cJSON *r =
+        rpct(c, "check", "{\"model\":\"planar\",\"joints\":[1e308,-1e308],\"ignore_limits\":true}");
     assert_true(cJSON_IsNumber(at(result_of(r, "huge joints"), "min_distance")));
     cJSON_Delete(r);
 }

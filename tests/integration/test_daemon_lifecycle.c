@@ -215,8 +215,8 @@ static void sigterm_flushes_replies(bool tcp)
     if (st == RH_TIMEOUT)
         fail_msg("no end of stream after %d replies", got);
     if (got < executed)
-        fail_msg("%d puts were executed before SIGTERM but only %d replies arrived (%s)",
-                 executed, got, st == RH_EOF ? "then EOF" : "then a reset");
+        fail_msg("%d puts were executed before SIGTERM but only %d replies arrived (%s)", executed,
+                 got, st == RH_EOF ? "then EOF" : "then a reset");
     assert_true(got + refused <= queued);
     st = rh_wait_close(idle, rh_ms(RH_TIMEOUT_MS), 0);
     assert_true(st == RH_EOF || st == RH_ERROR);
@@ -307,9 +307,8 @@ static void bad_command_lines_exit_two(void **state)
     static const char *const fsync_alone[] = {"--fsync", "always", NULL};
     static const char *const repair_alone[] = {"--repair", NULL};
     static const char *const empty_dir[] = {"--data-dir", "", NULL};
-    const char *const *cases[] = {unknown, missing,    zero,        junk,         level,
-                                  none,    order,      fsync_word,  fsync_alone, repair_alone,
-                                  empty_dir};
+    const char *const *cases[] = {unknown, missing,    zero,        junk,         level,    none,
+                                  order,   fsync_word, fsync_alone, repair_alone, empty_dir};
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int code = rh_run(cases[i], out, sizeof out, rh_ms(RH_TIMEOUT_MS));

@@ -127,8 +127,8 @@ static void expect_connection_refused(rh_daemon *d, bool tcp, const char *limit,
 static void connection_limit_rejects_then_recovers(void **state)
 {
     (void)state;
-    static const char *const extra[] = {"--max-tcp-connections", "2", "--max-unix-connections",
-                                        "2", NULL};
+    static const char *const extra[] = {"--max-tcp-connections", "2", "--max-unix-connections", "2",
+                                        NULL};
     rh_daemon *d = start(extra);
     rh_conn *cs[4];
     for (int i = 0; i < 4; i++) {
@@ -153,8 +153,7 @@ static void connection_limit_rejects_then_recovers(void **state)
             assert_int_equal((int)num_at(r, "result.connections.tcp"), 2);
             assert_int_equal((int)num_at(r, "result.connections.unix"), 2);
             assert_int_equal((int)num_at(r, "result.connections.rejected"), rejected);
-            assert_int_equal((int)num_at(r, "result.limits_hit.max_tcp_connections"),
-                             rejected - 1);
+            assert_int_equal((int)num_at(r, "result.limits_hit.max_tcp_connections"), rejected - 1);
             assert_int_equal((int)num_at(r, "result.limits_hit.max_unix_connections"), 1);
         } else {
             assert_int_equal((int)num_at(r, "error.code"), -32004);
@@ -228,9 +227,10 @@ static void client_that_does_not_read_cannot_exhaust_the_daemon(void **state)
     /* Dropping the greedy client frees everything; the daemon carries on. */
     rh_close(greedy);
     expect_pong(other);
-    assert_string_equal(call_line(other, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}"),
-                        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"scenes\":[{\"scene\":\"big\","
-                        "\"revision\":1,\"shapes\":400}]}}");
+    assert_string_equal(
+        call_line(other, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}"),
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"scenes\":[{\"scene\":\"big\","
+        "\"revision\":1,\"shapes\":400}]}}");
     rh_close(other);
     stop_ok(d);
 }
@@ -254,8 +254,8 @@ static void slow_reader_gets_every_reply_in_order(void **state)
     char want[80];
     while (next <= n) {
         if (off < len) {
-            ssize_t w = send(rh_fd(c), buf + off, len - off < 4096 ? len - off : 4096,
-                             MSG_NOSIGNAL);
+            ssize_t w =
+                send(rh_fd(c), buf + off, len - off < 4096 ? len - off : 4096, MSG_NOSIGNAL);
             if (w > 0)
                 off += (size_t)w;
             else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -270,8 +270,8 @@ static void slow_reader_gets_every_reply_in_order(void **state)
                 break;
             if (st != RH_LINE)
                 fail_msg("connection closed after %d replies", next - 1);
-            snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"pong\":true}}",
-                     next);
+            snprintf(want, sizeof want,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"pong\":true}}", next);
             if (strcmp(line, want) != 0)
                 fail_msg("reply %d: got %s", next, line);
             next++;
@@ -362,8 +362,8 @@ static cJSON *stats(rh_conn *c)
 /* stats.requests.by_method["scene.get"] (0 when absent). */
 static int scene_gets(const cJSON *stats_reply)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(at(stats_reply, "result.requests.by_method"),
-                                                      "scene.get");
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(at(stats_reply, "result.requests.by_method"), "scene.get");
     return cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
 }
 
@@ -396,7 +396,8 @@ static void clients_that_do_not_read_are_shed_largest_first(void **state)
         char line[160];
         snprintf(line, sizeof line,
                  "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":"
-                 "{\"scene\":\"%s\"}}\n", i, i % 3 == 2 ? "small" : "big");
+                 "{\"scene\":\"%s\"}}\n",
+                 i, i % 3 == 2 ? "small" : "big");
         send_raw(a[i], line, strlen(line));
         /* A client that reads gets its answers during the attack. */
         if (i % 10 == 9)
@@ -484,8 +485,10 @@ static void stalled_watchers_are_shed_under_the_output_cap(void **state)
     textbuf t = {0};
     for (int k = 0; k < puts; k++) {
         t.len = 0;
-        tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":"
-                      "{\"scene\":\"w\",\"shapes\":{", k);
+        tb_printf(&t,
+                  "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":"
+                  "{\"scene\":\"w\",\"shapes\":{",
+                  k);
         for (int i = 0; i < 2000; i++)
             tb_printf(&t, "%s\"p%04d\":{\"sphere\":{\"center\":[%d,%d,0.5],\"radius\":0.25}}",
                       i ? "," : "", i, i, k);
@@ -545,11 +548,12 @@ static void expect_result(rh_conn *c, const char *request)
     cJSON_Delete(r);
 }
 
-#define REQ(method, params) "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" method "\",\"params\":" params "}"
+#define REQ(method, params)                                                                        \
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" method "\",\"params\":" params "}"
 #define SPHERE "{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}"
-#define MODEL(name)                                                                           \
-    REQ("model.put", "{\"model\":\"" name "\",\"links\":[{\"id\":\"a\",\"frame\":0,\"shape\":" \
-                     SPHERE "}]}")
+#define MODEL(name)                                                                                \
+    REQ("model.put",                                                                               \
+        "{\"model\":\"" name "\",\"links\":[{\"id\":\"a\",\"frame\":0,\"shape\":" SPHERE "}]}")
 
 /* max_scenes and max_models: the request that would create one more is
  * refused with -32004 naming the limit, changing nothing; changing an
@@ -566,18 +570,21 @@ static void scene_and_model_counts_are_capped(void **state)
     cJSON_Delete(r);
 
     expect_result(c, REQ("scene.create", "{\"scene\":\"s0\"}"));
-    expect_result(c, REQ("scene.put", "{\"scene\":\"s1\",\"create\":true,\"shapes\":{\"x\":" SPHERE "}}"));
+    expect_result(
+        c, REQ("scene.put", "{\"scene\":\"s1\",\"create\":true,\"shapes\":{\"x\":" SPHERE "}}"));
     expect_result(c, REQ("scene.replace", "{\"scene\":\"s2\",\"create\":true,\"shapes\":{}}"));
     r = stats(c);
     double revision = num_at(r, "result.revision");
     cJSON_Delete(r);
     expect_count_limit(c, REQ("scene.create", "{\"scene\":\"s3\"}"), "max_scenes", 3);
-    expect_count_limit(c, REQ("scene.put", "{\"scene\":\"s3\",\"create\":true,\"shapes\":{\"x\":" SPHERE "}}"),
-                       "max_scenes", 3);
+    expect_count_limit(
+        c, REQ("scene.put", "{\"scene\":\"s3\",\"create\":true,\"shapes\":{\"x\":" SPHERE "}}"),
+        "max_scenes", 3);
     expect_count_limit(c, REQ("scene.replace", "{\"scene\":\"s3\",\"create\":true,\"shapes\":{}}"),
                        "max_scenes", 3);
     /* Existing scenes: no limit (create:true on an existing one included). */
-    expect_result(c, REQ("scene.put", "{\"scene\":\"s0\",\"create\":true,\"shapes\":{\"y\":" SPHERE "}}"));
+    expect_result(
+        c, REQ("scene.put", "{\"scene\":\"s0\",\"create\":true,\"shapes\":{\"y\":" SPHERE "}}"));
     expect_result(c, REQ("scene.replace", "{\"scene\":\"s1\",\"shapes\":{\"z\":" SPHERE "}}"));
     r = call_json(c, REQ("scene.create", "{\"scene\":\"s0\"}"));
     assert_int_equal((int)num_at(r, "error.code"), -32002); /* exists, not a limit */
@@ -636,13 +643,15 @@ static void deleted_scenes_give_their_memory_back(void **state)
             tb_printf(&t, "[");
             for (long i = first; i < first + 1000 && i < n; i++) {
                 if (pass == 0)
-                    tb_printf(&t, "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"scene.create\","
-                                  "\"params\":{\"scene\":\"scene%07ld\",\"shapes\":{\"a\":"
-                                  "{\"sphere\":{\"center\":[%ld,0,0],\"radius\":0.5}}}}}",
+                    tb_printf(&t,
+                              "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"scene%07ld\",\"shapes\":{\"a\":"
+                              "{\"sphere\":{\"center\":[%ld,0,0],\"radius\":0.5}}}}}",
                               i > first ? "," : "", i, i, i);
                 else
-                    tb_printf(&t, "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"scene.delete\","
-                                  "\"params\":{\"scene\":\"scene%07ld\"}}",
+                    tb_printf(&t,
+                              "%s{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"scene.delete\","
+                              "\"params\":{\"scene\":\"scene%07ld\"}}",
                               i > first ? "," : "", i, i);
             }
             tb_printf(&t, "]");

@@ -33,9 +33,9 @@
 /* ---- malformed input --------------------------------------------------------------------- */
 
 enum {
-    EXPECT_OK = 0,       /* a result */
-    EXPECT_NOTHING = 1,  /* no reply at all */
-    EXPECT_BATCH3 = 2    /* an array of three -32600 errors */
+    EXPECT_OK = 0,      /* a result */
+    EXPECT_NOTHING = 1, /* no reply at all */
+    EXPECT_BATCH3 = 2   /* an array of three -32600 errors */
 };
 
 typedef struct bad_case {
@@ -72,8 +72,8 @@ static void add_case_n(case_list *l, const char *name, const char *line, size_t 
     c->offset = offset;
 }
 
-static void add_case(case_list *l, const char *name, const char *line, int code,
-                     const char *path, const char *id)
+static void add_case(case_list *l, const char *name, const char *line, int code, const char *path,
+                     const char *id)
 {
     add_case_n(l, name, line, strlen(line), code, path, id, -1);
 }
@@ -91,8 +91,7 @@ static void add_put(case_list *l, const char *name, const char *rest, const char
 }
 
 /* A scene.distance on "keep" with the given params body. */
-static void add_query(case_list *l, const char *name, const char *rest, int code,
-                      const char *path)
+static void add_query(case_list *l, const char *name, const char *rest, int code, const char *path)
 {
     char line[1024];
     snprintf(line, sizeof line,
@@ -150,8 +149,7 @@ static void build_cases(case_list *l)
              -32700, NULL, "null");
     add_case(l, "trailing garbage", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}", -32700,
              NULL, "null");
-    add_case(l, "single quotes", "{'jsonrpc':'2.0','id':1,'method':'ping'}", -32700, NULL,
-             "null");
+    add_case(l, "single quotes", "{'jsonrpc':'2.0','id':1,'method':'ping'}", -32700, NULL, "null");
     add_case(l, "NaN literal",
              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.put\",\"params\":{\"scene\":"
              "\"keep\",\"shapes\":{\"x\":{\"sphere\":{\"center\":[NaN,0,0],\"radius\":1}}}}}",
@@ -167,8 +165,8 @@ static void build_cases(case_list *l)
     /* Numbers that are not strict JSON: -32700 at the number. */
     {
         static const char *const lenient[][2] = {
-            {"number 01", "01"},   {"number 1.", "1."},   {"number -01.50", "-01.50"},
-            {"number +1", "+1"},   {"number .5", ".5"},   {"number 1e", "1e"},
+            {"number 01", "01"},     {"number 1.", "1."},     {"number -01.50", "-01.50"},
+            {"number +1", "+1"},     {"number .5", ".5"},     {"number 1e", "1e"},
             {"number 0x10", "0x10"}, {"number 1.e5", "1.e5"}, {"number -", "-"}};
         const char *pre = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"distance\",\"params\":"
                           "{\"a\":{\"sphere\":{\"center\":[0,";
@@ -176,8 +174,7 @@ static void build_cases(case_list *l)
             char line[512];
             int n = snprintf(line, sizeof line, "%s%s,0],\"radius\":1}},\"b\":" SPHERE "}}", pre,
                              lenient[i][1]);
-            add_case_n(l, lenient[i][0], line, (size_t)n, -32700, NULL, "null",
-                       (long)strlen(pre));
+            add_case_n(l, lenient[i][0], line, (size_t)n, -32700, NULL, "null", (long)strlen(pre));
         }
         /* A leading zero in an exponent is strict JSON. */
         add_case(l, "number 1e05",
@@ -190,8 +187,8 @@ static void build_cases(case_list *l)
              "{\"jsonrpc\":\"2.0\",\"id\":\"nul\",\"method\":\"scene.put\",\"params\":{"
              "\"scene\":\"keep\",\"shapes\":{\"a\\u0000\":" SPHERE "}}}",
              -32600, NULL, "\"nul\"");
-    add_case(l, "NUL escape in the id", "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"ping\"}",
-             -32600, NULL, "null");
+    add_case(l, "NUL escape in the id",
+             "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"ping\"}", -32600, NULL, "null");
 
     /* Numbers that overflow a double. */
     add_put(l, "1e400 radius",
@@ -241,8 +238,8 @@ static void build_cases(case_list *l)
     add_case(l, "batch of garbage", "[1,\"x\",null]", EXPECT_BATCH3, NULL, NULL);
     add_case(l, "jsonrpc 1.0", "{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":\"ping\"}", -32600, NULL,
              "5");
-    add_case(l, "jsonrpc as number", "{\"jsonrpc\":2.0,\"id\":5,\"method\":\"ping\"}", -32600,
-             NULL, "5");
+    add_case(l, "jsonrpc as number", "{\"jsonrpc\":2.0,\"id\":5,\"method\":\"ping\"}", -32600, NULL,
+             "5");
     add_case(l, "id as object", "{\"jsonrpc\":\"2.0\",\"id\":{\"n\":1},\"method\":\"ping\"}",
              -32600, NULL, "null");
     add_case(l, "id as bool", "{\"jsonrpc\":\"2.0\",\"id\":false,\"method\":\"ping\"}", -32600,
@@ -287,8 +284,8 @@ static void build_cases(case_list *l)
             "params.shapes.x.sphere.center");
     add_put(l, "bad shape id", "\"shapes\":{\"a b\":" SPHERE "}", "params.shapes.a b");
     add_put(l, "empty shape id", "\"shapes\":{\"\":" SPHERE "}", "params.shapes.");
-    add_put(l, "duplicate shape id", "\"shapes\":{\"d\":" SPHERE ",\"e\":" SPHERE ",\"d\":" SPHERE "}",
-            "params.shapes.d");
+    add_put(l, "duplicate shape id",
+            "\"shapes\":{\"d\":" SPHERE ",\"e\":" SPHERE ",\"d\":" SPHERE "}", "params.shapes.d");
 
     /* Wrong types for every parameter of scene.put. */
     add_case(l, "put: scene as number",
@@ -327,8 +324,8 @@ static void build_cases(case_list *l)
     add_query(l, "distance: scene null", "\"scene\":null," Q_SHAPE, -32602, "params.scene");
     add_query(l, "distance: shape as string", "\"scene\":\"keep\",\"shape\":\"ball\"", -32602,
               "params.shape");
-    add_query(l, "distance: shapes as array", "\"scene\":\"keep\",\"shapes\":[" SPHERE "]",
-              -32602, "params.shapes");
+    add_query(l, "distance: shapes as array", "\"scene\":\"keep\",\"shapes\":[" SPHERE "]", -32602,
+              "params.shapes");
     add_query(l, "distance: ids as object", "\"scene\":\"keep\"," Q_SHAPE ",\"ids\":{}", -32602,
               "params.ids");
     add_query(l, "distance: id as number", "\"scene\":\"keep\"," Q_SHAPE ",\"ids\":[1]", -32602,
@@ -360,8 +357,7 @@ static void build_cases(case_list *l)
              "\"ghost\",\"shapes\":{}}}",
              -32001, NULL, "10");
     add_put(l, "if_revision negative", "\"shapes\":{},\"if_revision\":-1", "params.if_revision");
-    add_put(l, "if_revision fractional", "\"shapes\":{},\"if_revision\":1.5",
-            "params.if_revision");
+    add_put(l, "if_revision fractional", "\"shapes\":{},\"if_revision\":1.5", "params.if_revision");
     add_put(l, "if_revision above 2^53", "\"shapes\":{},\"if_revision\":18014398509481984",
             "params.if_revision");
     add_case(l, "if_revision conflict",
@@ -518,8 +514,9 @@ static void http_in_any_case_and_spacing_is_refused(void **state)
     for (size_t i = 0; i < n_openers; i++) {
         rh_conn *c = connect_ok(d, i % 2 == 0);
         textbuf b = {0};
-        tb_printf(&b, "%s\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
-                      "\"params\":{\"scene\":\"evil\"}}\n",
+        tb_printf(&b,
+                  "%s\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                  "\"params\":{\"scene\":\"evil\"}}\n",
                   openers[i]);
         send_raw(c, b.p, b.len);
         free(b.p);

@@ -70,8 +70,9 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
         } else {
             rp_vec3 b = {c.x + urand(&seed) * 0.3, c.y, c.z + urand(&seed) * 0.1};
             shapes[i].shape = rp_shape_from_capsule((rp_capsule){c, b, r});
-            tb_printf(&t, "%s\"%s\":{\"capsule\":{\"a\":[%.17g,%.17g,%.17g],\"b\":[%.17g,%.17g,%.17g],"
-                          "\"radius\":%.17g}}",
+            tb_printf(&t,
+                      "%s\"%s\":{\"capsule\":{\"a\":[%.17g,%.17g,%.17g],\"b\":[%.17g,%.17g,%.17g],"
+                      "\"radius\":%.17g}}",
                       i ? "," : "", ids[i], c.x, c.y, c.z, b.x, b.y, b.z, r);
         }
     }
@@ -94,7 +95,12 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
             allowed[2 * (i - 1) + 1] = lids[i];
         }
     }
-    rp_model_def def = {.links = links, .n_links = 14, .safety_margin = 0.01, .allowed_pairs = allowed, .n_allowed = 13, .self_collision = true};
+    rp_model_def def = {.links = links,
+                        .n_links = 14,
+                        .safety_margin = 0.01,
+                        .allowed_pairs = allowed,
+                        .n_allowed = 13,
+                        .self_collision = true};
     rp_model *m;
     rp_model_error me;
     assert_int_equal(rp_store_model_put(st, "arm", &def, &m, &me), RP_OK);
@@ -108,8 +114,9 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
     tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{\"model\":"
                   "\"arm\",\"safety_margin\":0.01,\"links\":[");
     for (int i = 0; i < 14; i++)
-        tb_printf(&t, "%s{\"id\":\"%s\",\"frame\":%d,\"shape\":{\"capsule\":{\"a\":[0,0,%.17g],"
-                      "\"b\":[0.2,0,%.17g],\"radius\":0.03}}}",
+        tb_printf(&t,
+                  "%s{\"id\":\"%s\",\"frame\":%d,\"shape\":{\"capsule\":{\"a\":[0,0,%.17g],"
+                  "\"b\":[0.2,0,%.17g],\"radius\":0.03}}}",
                   i ? "," : "", lids[i], i / 2, 0.1 * (i % 2), 0.1 * (i % 2));
     tb_printf(&t, "],\"allowed_pairs\":[");
     for (int i = 1; i < 14; i++)
@@ -132,8 +139,9 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
                 n += q[i] * q[i];
             }
             n = sqrt(n);
-            tb_printf(&t, "%s{\"translation\":[%.17g,%.17g,%.17g],\"rotation\":{\"w\":%.17g,"
-                          "\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}",
+            tb_printf(&t,
+                      "%s{\"translation\":[%.17g,%.17g,%.17g],\"rotation\":{\"w\":%.17g,"
+                      "\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}",
                       f ? "," : "", urand(&seed) * 3 - 1.5, urand(&seed) * 3 - 1.5,
                       urand(&seed) * 3 - 1.5, q[0] / n, q[1] / n, q[2] / n, q[3] / n);
         }
@@ -157,14 +165,15 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
         for (const cJSON *p = cJSON_GetObjectItem(cfg, "frames")->child; p; p = p->next, f++) {
             const cJSON *tr = cJSON_GetObjectItem(p, "translation");
             const cJSON *ro = cJSON_GetObjectItem(p, "rotation");
-            rp_vec3 tv = {cJSON_GetArrayItem(tr, 0)->valuedouble, cJSON_GetArrayItem(tr, 1)->valuedouble,
+            rp_vec3 tv = {cJSON_GetArrayItem(tr, 0)->valuedouble,
+                          cJSON_GetArrayItem(tr, 1)->valuedouble,
                           cJSON_GetArrayItem(tr, 2)->valuedouble};
-            assert_int_equal(rp_transform_from_quaternion(
-                                 tv, cJSON_GetObjectItem(ro, "w")->valuedouble,
-                                 cJSON_GetObjectItem(ro, "x")->valuedouble,
-                                 cJSON_GetObjectItem(ro, "y")->valuedouble,
-                                 cJSON_GetObjectItem(ro, "z")->valuedouble, &frames[f]),
-                             RP_OK);
+            assert_int_equal(
+                rp_transform_from_quaternion(tv, cJSON_GetObjectItem(ro, "w")->valuedouble,
+                                             cJSON_GetObjectItem(ro, "x")->valuedouble,
+                                             cJSON_GetObjectItem(ro, "y")->valuedouble,
+                                             cJSON_GetObjectItem(ro, "z")->valuedouble, &frames[f]),
+                RP_OK);
         }
         rp_check_opts opts = {RP_REPORT_CLOSEST, false, 0, NULL};
         rp_check_result want;

@@ -554,8 +554,8 @@ static void request_sent_one_byte_at_a_time(void **state)
         const char *line;
         size_t len;
         assert_int_equal(rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &line, &len), RH_LINE);
-        assert_string_equal(line,
-                            "{\"jsonrpc\":\"2.0\",\"id\":\"caf\xC3\xA9\",\"result\":{\"distance\":1.5}}");
+        assert_string_equal(
+            line, "{\"jsonrpc\":\"2.0\",\"id\":\"caf\xC3\xA9\",\"result\":{\"distance\":1.5}}");
         rh_close(c);
     }
     stop_ok(d);
@@ -592,14 +592,15 @@ static void many_requests_in_one_write(void **state)
     const char *line;
     size_t llen;
     assert_int_equal(rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &line, &llen), RH_LINE);
-    assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"scene\":\"w\",\"revision\":1}}");
+    assert_string_equal(
+        line, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"scene\":\"w\",\"revision\":1}}");
     int revision = 1;
     for (int i = 1; i <= n; i++) {
         if (rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &line, &llen) != RH_LINE)
             fail_msg("reply %d missing", i);
         if (i % 2)
-            snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"pong\":true}}",
-                     i);
+            snprintf(want, sizeof want,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"pong\":true}}", i);
         else
             snprintf(want, sizeof want,
                      "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"scene\":\"w\",\"revision\":%d}}",

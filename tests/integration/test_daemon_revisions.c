@@ -525,8 +525,7 @@ static void a_degraded_tree_is_rebuilt_on_a_worker_without_a_revision(void **sta
         fail_msg("no tree rebuild installed after %d moves", moves);
     assert_int_equal(store_revision(c), last);
     for (int q = 0; q < 40; q++) {
-        rp_shape qs = {.kind = RP_SHAPE_SPHERE,
-                       .sphere = {{q * 25.0 - 5.0, q % 3, 0.0}, 0.1}};
+        rp_shape qs = {.kind = RP_SHAPE_SPHERE, .sphere = {{q * 25.0 - 5.0, q % 3, 0.0}, 0.1}};
         if (q >= 30)
             qs.sphere.center = (rp_vec3){5000.0 + q * 100.0, -3000.0 + q * 150.0, q * 90.0};
         double best = INFINITY;

@@ -582,8 +582,8 @@ static void every_change_reaches_every_watcher_once_in_revision_order(void **sta
 
     cJSON *initial = random_shapes(&r, 5);
     char *text = cJSON_PrintUnformatted(initial);
-    uint64_t created = ok_revision(rpcn(mc[0], NULL, "scene.create",
-                                        "{\"scene\":\"s\",\"shapes\":%s}", text));
+    uint64_t created =
+        ok_revision(rpcn(mc[0], NULL, "scene.create", "{\"scene\":\"s\",\"shapes\":%s}", text));
     free(text);
     revs_push(&every, created);
     uint64_t wid[2];
@@ -682,16 +682,16 @@ static void every_change_reaches_every_watcher_once_in_revision_order(void **sta
     for (int k = 0; k < 2; k++) {
         await_note(wc[k], &got[k], "scene.deleted");
         if (got[k].n != all.n + 1)
-            fail_msg("watcher %d: %zu notifications for %zu mutations and a deletion", k,
-                     got[k].n, all.n);
+            fail_msg("watcher %d: %zu notifications for %zu mutations and a deletion", k, got[k].n,
+                     all.n);
         cJSON *model = cJSON_Duplicate(initial, true);
         expect_changes(&got[k], 0, model, all.v, all.n, wid[k], "s");
         expect_plain(got[k].v[all.n], "scene.deleted", wid[k], "s", deleted);
         cJSON_Delete(model);
         /* The watch is over, and nothing more comes. */
-        expect_no_watch(rpcn(wc[k], NULL, "scene.unwatch", "{\"watch\":%llu}",
-                             (unsigned long long)wid[k]),
-                        wid[k]);
+        expect_no_watch(
+            rpcn(wc[k], NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)wid[k]),
+            wid[k]);
         notes_free(&got[k]);
     }
     assert_int_equal(stats_watches(other), 0);
@@ -855,7 +855,7 @@ static void since_replays_what_was_missed(void **state)
     assert_int_equal(got.n, live.n + missed.n + more.n);
     for (size_t k = 0; k < got.n; k++) {
         assert_int_equal((uint64_t)num_at(got.v[k], "params.watch"), w4);
-        uint64_t want = k < live.n ? live.v[k].rev
+        uint64_t want = k < live.n              ? live.v[k].rev
                         : k < live.n + missed.n ? missed.v[k - live.n].rev
                                                 : more.v[k - live.n - missed.n].rev;
         assert_int_equal(note_revision(got.v[k]), want);
@@ -998,8 +998,10 @@ static void since_older_than_the_history_resyncs(void **state)
  * of notification.  The same ids every time, so the scene stays small. */
 static void kb_put(textbuf *t, int id, int k)
 {
-    tb_printf(t, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
-                 "\"scene\":\"s\",\"shapes\":{", id);
+    tb_printf(t,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
+              "\"scene\":\"s\",\"shapes\":{",
+              id);
     for (int i = 0; i < 6; i++)
         tb_printf(t,
                   "%s\"%c%0119d\":{\"capsule\":{\"a\":[%d.125,%d.25,-0.5],\"b\":[%d.5,1.75,"
@@ -1116,11 +1118,11 @@ static void stalled_watcher(bool tcp)
     if (!rh_wrapped()) {
         assert_true(base > 0);
         assert_true(bytes / 1024 > 3 * (size_t)bound_kb / 2);
-        print_message("daemon RSS %ld KiB before the stall, peak %ld KiB (bound +%ld KiB)\n",
-                      base, peak, bound_kb);
+        print_message("daemon RSS %ld KiB before the stall, peak %ld KiB (bound +%ld KiB)\n", base,
+                      peak, bound_kb);
         if (peak - base > bound_kb)
-            fail_msg("daemon RSS grew by %ld KiB while a watcher stalled (bound %ld)",
-                     peak - base, bound_kb);
+            fail_msg("daemon RSS grew by %ld KiB while a watcher stalled (bound %ld)", peak - base,
+                     bound_kb);
     }
 #else
     (void)bytes;
@@ -1196,8 +1198,9 @@ static void a_burst_larger_than_the_buffer_resyncs_a_reading_watcher(void **stat
     tb_printf(&t, "}}");
     uint64_t big = ok_revision(rpcn(m, NULL, "scene.put", "%s", t.p));
     free(t.p);
-    uint64_t small = ok_revision(rpcn(m, NULL, "scene.remove", "{\"scene\":\"s\",\"ids\":"
-                                                               "[\"big0000\"]}"));
+    uint64_t small = ok_revision(rpcn(m, NULL, "scene.remove",
+                                      "{\"scene\":\"s\",\"ids\":"
+                                      "[\"big0000\"]}"));
     await_revision(w, &got, small);
     uint64_t revs1[2] = {big, small};
     assert_int_equal(expect_changes_and_resyncs(&got, wid, revs1, 2), 1);
@@ -1320,13 +1323,13 @@ static void a_deleted_scene_ends_its_watches(void **state)
     }
     notes_clear(&got);
     assert_int_equal(stats_watches(m), 1);
-    expect_no_watch(rpcn(w, NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)w1),
-                    w1);
+    expect_no_watch(rpcn(w, NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)w1), w1);
 
     /* The name again: a new scene, and old watches are over. */
     uint64_t created = ok_revision(rpcn(m, NULL, "scene.create", "{\"scene\":\"s\"}"));
-    ok_revision(rpcn(m, NULL, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"y\":{\"sphere\":{"
-                                           "\"center\":[0,0,0],\"radius\":1}}}}"));
+    ok_revision(rpcn(m, NULL, "scene.put",
+                     "{\"scene\":\"s\",\"shapes\":{\"y\":{\"sphere\":{"
+                     "\"center\":[0,0,0],\"radius\":1}}}}"));
     sync_notes(w, &got);
     assert_int_equal(got.n, 0);
     char since[32];
@@ -1456,8 +1459,7 @@ static void bad_params_name_their_path(void **state)
 
     /* Another connection's watch is not yours to end. */
     uint64_t theirs = watch(c2, NULL, "s", NULL, NULL);
-    expect_no_watch(rpcn(c, NULL, "scene.unwatch", "{\"watch\":%llu}",
-                         (unsigned long long)theirs),
+    expect_no_watch(rpcn(c, NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)theirs),
                     theirs);
     assert_int_equal(stats_watches(c), 1);
     uint64_t rev = ok_revision(rpcn(c, NULL, "scene.put",
@@ -1467,12 +1469,12 @@ static void bad_params_name_their_path(void **state)
     assert_int_equal(got.n, 1);
     notes_free(&got);
     unwatch_ok(c2, NULL, theirs);
-    expect_no_watch(rpcn(c2, NULL, "scene.unwatch", "{\"watch\":%llu}",
-                         (unsigned long long)theirs),
+    expect_no_watch(rpcn(c2, NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)theirs),
                     theirs);
     /* After unwatch, nothing more for it. */
-    ok_revision(rpcn(c, NULL, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"y\":{\"sphere\":{"
-                                           "\"center\":[0,0,0],\"radius\":1}}}}"));
+    ok_revision(rpcn(c, NULL, "scene.put",
+                     "{\"scene\":\"s\",\"shapes\":{\"y\":{\"sphere\":{"
+                     "\"center\":[0,0,0],\"radius\":1}}}}"));
     sync_notes(c2, &got);
     assert_int_equal(got.n, 0);
     notes_free(&got);

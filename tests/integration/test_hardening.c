@@ -127,8 +127,9 @@ static const char *const multibyte[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x9
 static void create_scene(rh_conn *c, const char *name, int n)
 {
     textbuf b = {0};
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
-                  "\"scene\":\"%s\",\"shapes\":{",
+    tb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+              "\"scene\":\"%s\",\"shapes\":{",
               name);
     for (int i = 0; i < n; i++)
         tb_printf(&b, "%s\"s%d\":{\"sphere\":{\"center\":[%d,0,0],\"radius\":0.25}}", i ? "," : "",
@@ -145,12 +146,14 @@ static void create_scene(rh_conn *c, const char *name, int n)
 static void put_model(rh_conn *c, const char *name, int n)
 {
     textbuf b = {0};
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
-                  "\"model\":\"%s\",\"links\":[",
+    tb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+              "\"model\":\"%s\",\"links\":[",
               name);
     for (int i = 0; i < n; i++)
-        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"capsule\":{\"a\":[0,0,0],"
-                      "\"b\":[0.2,0,0],\"radius\":0.03}}}",
+        tb_printf(&b,
+                  "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"capsule\":{\"a\":[0,0,0],"
+                  "\"b\":[0.2,0,0],\"radius\":0.03}}}",
                   i ? "," : "", i, i);
     tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
@@ -162,12 +165,12 @@ static void put_model(rh_conn *c, const char *name, int n)
 
 /* A check.batch request of `configs` configurations of an n-frame model
  * (identity poses moved along z). */
-static char *check_batch_request(int id, const char *model, const char *scene, int n,
-                                 int configs)
+static char *check_batch_request(int id, const char *model, const char *scene, int n, int configs)
 {
     textbuf b = {0};
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
-                  "\"model\":\"%s\",",
+    tb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
+              "\"model\":\"%s\",",
               id, model);
     if (scene)
         tb_printf(&b, "\"scene\":\"%s\",", scene);
@@ -232,11 +235,13 @@ static void error_paths_and_names_stay_valid_utf8(void **state)
                 tb_printf(&key, "%s", multibyte[(w + i) % 3]);
             char *reqs[3];
             textbuf b0 = {0}, b1 = {0}, b2 = {0};
-            tb_printf(&b0, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
-                           "\"scene\":\"s\",\"create\":true,\"shapes\":{\"%s\":{}}}}",
+            tb_printf(&b0,
+                      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
+                      "\"scene\":\"s\",\"create\":true,\"shapes\":{\"%s\":{}}}}",
                       key.p);
             tb_printf(&b1, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"%s\"}", key.p);
-            tb_printf(&b2, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"%s\":1}}",
+            tb_printf(&b2,
+                      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"%s\":1}}",
                       key.p);
             reqs[0] = b0.p, reqs[1] = b1.p, reqs[2] = b2.p;
             for (int k = 0; k < 3; k++) {
@@ -268,7 +273,8 @@ static void nan_and_infinity_tokens_are_named(void **state)
                  bad[i]);
         cJSON *r = call_json(c, req);
         assert_int_equal((int)num_at(r, "error.code"), -32700);
-        assert_non_null(strstr(str_at(r, "error.message"), "NaN and Infinity are not JSON numbers"));
+        assert_non_null(
+            strstr(str_at(r, "error.message"), "NaN and Infinity are not JSON numbers"));
         assert_int_equal((int)num_at(r, "error.data.offset"), (int)(strstr(req, bad[i]) - req));
         cJSON_Delete(r);
     }
@@ -285,16 +291,16 @@ static void http_request_is_answered_400_and_nothing_runs(void **state)
 {
     (void)state;
     rh_daemon *d = start(NULL);
-    static const char *const openers[] = {
-        "POST / HTTP/1.1\r\n", "GET /scenes HTTP/1.0\r\n", "OPTIONS * HTTP/1.1\r\n",
-        "Host: 127.0.0.1:7411\r\n"};
+    static const char *const openers[] = {"POST / HTTP/1.1\r\n", "GET /scenes HTTP/1.0\r\n",
+                                          "OPTIONS * HTTP/1.1\r\n", "Host: 127.0.0.1:7411\r\n"};
     for (int i = 0; i < 4; i++) {
         for (int tcp = 0; tcp < 2; tcp++) {
             rh_conn *c = connect_ok(d, tcp);
             textbuf b = {0};
-            tb_printf(&b, "%sHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\n"
-                          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
-                          "\"params\":{\"scene\":\"evil\"}}\n",
+            tb_printf(&b,
+                      "%sHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\n"
+                      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                      "\"params\":{\"scene\":\"evil\"}}\n",
                       openers[i]);
             send_raw(c, b.p, b.len);
             free(b.p);
@@ -394,8 +400,9 @@ static void model_size_limits_are_enforced(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{"
                   "\"model\":\"big\",\"links\":[");
     for (int i = 0; i < 11; i++)
-        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
-                      "\"radius\":0.1}}}",
+        tb_printf(&b,
+                  "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+                  "\"radius\":0.1}}}",
                   i ? "," : "", i, i);
     tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
@@ -431,8 +438,9 @@ static void thirty_thousand_links_are_refused_by_default(void **state)
     tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{"
                   "\"model\":\"huge\",\"links\":[");
     for (int i = 0; i < 30000; i++)
-        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
-                      "\"radius\":0.1}}}",
+        tb_printf(&b,
+                  "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":[0,0,0],"
+                  "\"radius\":0.1}}}",
                   i ? "," : "", i, i % 1000);
     tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
@@ -530,8 +538,9 @@ static void batch_of_large_replies_is_bounded(void **state)
     textbuf b = {0};
     tb_printf(&b, "[");
     for (int i = 0; i < 100; i++)
-        tb_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":{"
-                      "\"scene\":\"mid\"}}",
+        tb_printf(&b,
+                  "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.get\",\"params\":{"
+                  "\"scene\":\"mid\"}}",
                   i ? "," : "", i);
     tb_printf(&b, "]");
     assert_true(rh_send_line(c, b.p));
@@ -773,12 +782,14 @@ static void heavy_pipeline_does_not_starve_other_clients(void **state)
 static void put_two_frame_model(rh_conn *c, const char *name, int n)
 {
     textbuf b = {0};
-    tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
-                  "\"model\":\"%s\",\"links\":[",
+    tb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{"
+              "\"model\":\"%s\",\"links\":[",
               name);
     for (int i = 0; i < n; i++)
-        tb_printf(&b, "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":"
-                      "[%d,0,0],\"radius\":0.1}}}",
+        tb_printf(&b,
+                  "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"sphere\":{\"center\":"
+                  "[%d,0,0],\"radius\":0.1}}}",
                   i ? "," : "", i, i % 2, i);
     tb_printf(&b, "]}}");
     cJSON *r = call_json(c, b.p);
@@ -793,8 +804,9 @@ static void put_two_frame_model(rh_conn *c, const char *name, int n)
  * tested). */
 static void append_two_frame_batch(textbuf *t, int id, const char *model, int configs)
 {
-    tb_printf(t, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
-                 "\"model\":\"%s\",\"report\":\"first\",\"configurations\":[",
+    tb_printf(t,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"check.batch\",\"params\":{"
+              "\"model\":\"%s\",\"report\":\"first\",\"configurations\":[",
               id, model);
     for (int j = 0; j < configs; j++)
         tb_printf(t, "%s{\"frames\":[{},{\"translation\":[0,%d,0]}]}", j ? "," : "", 1 + j);
@@ -983,8 +995,8 @@ static void out_of_range_limits_are_refused_at_start(void **state)
         {"--write-kill-bytes", "2000", "must exceed --write-pause-bytes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *args[] = {cases[i][0], cases[i][1], "--unix", "none", "--tcp", "127.0.0.1:0",
-                              NULL};
+        const char *args[] = {cases[i][0], cases[i][1],   "--unix", "none",
+                              "--tcp",     "127.0.0.1:0", NULL};
         assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 2);
         if (!strstr(out, cases[i][2]))
             fail_msg("%s %s: %s", cases[i][0], cases[i][1], out);
@@ -992,7 +1004,6 @@ static void out_of_range_limits_are_refused_at_start(void **state)
 }
 
 /* ---- memory ---------------------------------------------------------------------------- */
-
 
 /* After a large scene is deleted the daemon gives the memory back to the
  * system (glibc would keep it: 302 MB stayed 187 MB before). */
@@ -1014,8 +1025,9 @@ static void memory_is_returned_after_a_large_delete(void **state)
         tb_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.put\",\"params\":{"
                       "\"scene\":\"big\",\"create\":true,\"shapes\":{");
         for (int i = 0; i < 50000; i++)
-            tb_printf(&b, "%s\"p%d_%d\":{\"capsule\":{\"a\":[%d,1,2],\"b\":[%d,1.5,2],"
-                          "\"radius\":0.125}}",
+            tb_printf(&b,
+                      "%s\"p%d_%d\":{\"capsule\":{\"a\":[%d,1,2],\"b\":[%d,1.5,2],"
+                      "\"radius\":0.125}}",
                       i ? "," : "", part, i, i, i);
         tb_printf(&b, "}}}");
         cJSON *r = call_json(c, b.p);

@@ -225,8 +225,8 @@ static void replay(void **state)
         rh_read_status st = rh_read_line(c, rh_ms(RH_TIMEOUT_MS), &got, &glen);
         if (st != RH_LINE) {
             rh_dump_log(d);
-            fail_msg("%s:%d: expected\n  %.*s\nbut the server %s", t->name, lineno, (int)len,
-                     line, st == RH_TIMEOUT ? "sent nothing" : "closed the connection");
+            fail_msg("%s:%d: expected\n  %.*s\nbut the server %s", t->name, lineno, (int)len, line,
+                     st == RH_TIMEOUT ? "sent nothing" : "closed the connection");
         }
         size_t at;
         if (!matches(line, len, got, glen, &at))

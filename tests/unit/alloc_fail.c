@@ -6,8 +6,8 @@
 
 #include "codec/codec.h"
 
-static bool armed;         /* counting since af_arm */
-static bool persistent;    /* every call from fail_at on fails */
+static bool armed;            /* counting since af_arm */
+static bool persistent;       /* every call from fail_at on fails */
 static unsigned long fail_at; /* 1-based call number to fail; 0 = none */
 static unsigned long calls, failures, json_failures;
 static long live;
@@ -28,10 +28,22 @@ void af_disarm(void)
     fail_at = 0;
 }
 
-unsigned long af_calls(void) { return calls; }
-unsigned long af_failures(void) { return failures; }
-unsigned long af_json_failures(void) { return json_failures; }
-long af_live(void) { return live; }
+unsigned long af_calls(void)
+{
+    return calls;
+}
+unsigned long af_failures(void)
+{
+    return failures;
+}
+unsigned long af_json_failures(void)
+{
+    return json_failures;
+}
+long af_live(void)
+{
+    return live;
+}
 
 /* Counts one allocation call; true when it must fail. */
 static bool next_fails(void)
@@ -95,7 +107,10 @@ static void *json_malloc(size_t n)
     return p;
 }
 
-static void json_free(void *p) { __wrap_free(p); }
+static void json_free(void *p)
+{
+    __wrap_free(p);
+}
 
 void af_install_json_hooks(void)
 {

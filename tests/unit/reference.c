@@ -132,8 +132,7 @@ ref_real ref_segment_segment_distance(rp_vec3 p0, rp_vec3 p1, rp_vec3 q0, rp_vec
     return best;
 }
 
-ref_real ref_segment_segment_distance_golden(rp_vec3 p0, rp_vec3 p1, rp_vec3 q0,
-                                             rp_vec3 q1)
+ref_real ref_segment_segment_distance_golden(rp_vec3 p0, rp_vec3 p1, rp_vec3 q0, rp_vec3 q1)
 {
     rv P0 = rv_of(p0), Q0 = rv_of(q0), Q1 = rv_of(q1);
     rv u = rv_sub(rv_of(p1), P0);

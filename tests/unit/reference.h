@@ -49,8 +49,7 @@ ref_real ref_segment_segment_distance(rp_vec3 p0, rp_vec3 p1, rp_vec3 q0, rp_vec
 /* Independent cross-check of ref_segment_segment_distance: golden-section
  * minimisation over the parameter of p0-p1 of the distance to q0-q1 (a convex
  * function), in ref_real.  Slow (a few hundred evaluations). */
-ref_real ref_segment_segment_distance_golden(rp_vec3 p0, rp_vec3 p1, rp_vec3 q0,
-                                             rp_vec3 q1);
+ref_real ref_segment_segment_distance_golden(rp_vec3 p0, rp_vec3 p1, rp_vec3 q0, rp_vec3 q1);
 
 /* Distance between the cores (centre point or axis segment) of two shapes. */
 ref_real ref_shape_core_distance(const rp_shape *a, const rp_shape *b);

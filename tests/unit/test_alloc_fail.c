@@ -96,8 +96,8 @@ static void add_shape(text *t, int i, double dx, double dy, double dz)
     if (i % 2 == 0)
         add(t, "{\"sphere\":{\"center\":[%.3f,%.3f,%.3f],\"radius\":0.05}}", x, y, z);
     else
-        add(t, "{\"capsule\":{\"a\":[%.3f,%.3f,%.3f],\"b\":[%.3f,%.3f,%.3f],\"radius\":0.03}}",
-            x, y, z, x, y, z + 0.2);
+        add(t, "{\"capsule\":{\"a\":[%.3f,%.3f,%.3f],\"b\":[%.3f,%.3f,%.3f],\"radius\":0.03}}", x,
+            y, z, x, y, z + 0.2);
 }
 
 /* {"<prefix>NN": shape, ...} for NN in [from, to). */
@@ -123,8 +123,8 @@ static void add_model(text *t, const char *name, int n, int n_pairs)
             add(t, "\"frame\":null,\"shape\":");
         else
             add(t, "\"frame\":%d,\"shape\":", frame);
-        add(t, "{\"capsule\":{\"a\":[0,0,%.2f],\"b\":[%.2f,0,%.2f],\"radius\":0.04}}}",
-            0.1 * i, 0.05 * (i % 3), 0.1 * i + 0.12);
+        add(t, "{\"capsule\":{\"a\":[0,0,%.2f],\"b\":[%.2f,0,%.2f],\"radius\":0.04}}}", 0.1 * i,
+            0.05 * (i % 3), 0.1 * i + 0.12);
     }
     add(t, "],\"allowed_pairs\":[");
     for (int i = 0; i < n_pairs; i++)
@@ -135,9 +135,10 @@ static void add_model(text *t, const char *name, int n, int n_pairs)
 /* Three joint-frame poses (and a base pose when `base`), varied by k. */
 static void add_config(text *t, int k, bool base)
 {
-    add(t, "{\"frames\":[{\"translation\":[%.2f,0,0.1]},"
-           "{\"translation\":[0,%.2f,0.2],\"rotation\":{\"w\":0.8,\"x\":0.6,\"y\":0,\"z\":0}},"
-           "{\"matrix\":[[0,-1,0,%.2f],[1,0,0,0],[0,0,1,0.3]]}]",
+    add(t,
+        "{\"frames\":[{\"translation\":[%.2f,0,0.1]},"
+        "{\"translation\":[0,%.2f,0.2],\"rotation\":{\"w\":0.8,\"x\":0.6,\"y\":0,\"z\":0}},"
+        "{\"matrix\":[[0,-1,0,%.2f],[1,0,0,0],[0,0,1,0.3]]}]",
         -0.3 + 0.1 * k, -0.2 + 0.05 * k, 0.1 * k);
     if (base)
         add(t, ",\"base\":{\"translation\":[0,0,%.2f]}", 0.01 * k);
@@ -145,7 +146,6 @@ static void add_config(text *t, int k, bool base)
 }
 
 /* ---- kinematic definitions (in process, and as JSON for the daemon) -------- */
-
 
 /* A small tree: a base with a fixed mount, revolute j1 (z) and j2 (y), a
  * fixed camera, prismatic j3, continuous j4 about a skew axis and a
@@ -155,8 +155,8 @@ enum { TREE_SHAPES = 11, TREE_JOINTS = 7 };
 static rp_link tree_shapes[TREE_SHAPES];
 static const char *tree_shape_links[TREE_SHAPES];
 static rp_joint_def tree_joints[TREE_JOINTS];
-static const char *const tree_pairs[] = {"mount", "upper",  "upper", "fore", "fore",
-                                         "slide", "slide",  "wrist", "wrist", "finger",
+static const char *const tree_pairs[] = {"mount", "upper", "upper", "fore",  "fore",
+                                         "slide", "slide", "wrist", "wrist", "finger",
                                          "base",  "upper", "slide", "finger"};
 static const char *const tree_scene[] = {"upper", "s03", "finger", "s10", "base", "s00"};
 static const char *const tree_default_names[] = {"j1", "j4"};
@@ -166,15 +166,15 @@ static void build_tree(void)
 {
     static const char *const ids[TREE_SHAPES] = {"b0", "b1", "m0", "u0", "u1", "f0",
                                                  "c0", "s0", "w0", "g0", "g1"};
-    static const char *const links[TREE_SHAPES] = {"base", "base",  "mount", "upper",
-                                                   "upper", "fore", "cam",   "slide",
+    static const char *const links[TREE_SHAPES] = {"base",  "base",   "mount", "upper",
+                                                   "upper", "fore",   "cam",   "slide",
                                                    "wrist", "finger", "finger"};
     const rp_shape shapes[TREE_SHAPES] = {
-        sphere(0, 0, 0.05, 0.08),      capsule(-0.1, 0, 0, 0.1, 0, 0, 0.03),
-        sphere(0, 0, 0, 0.05),         capsule(0, 0, 0, 0.3, 0, 0, 0.04),
-        sphere(0.15, 0, 0.05, 0.03),   capsule(0, 0, 0, 0.25, 0, 0, 0.035),
-        sphere(0, 0, 0.05, 0.02),      capsule(0, 0, 0, 0.05, 0, 0, 0.03),
-        sphere(0.02, 0, 0, 0.03),      capsule(0, 0, 0, 0, 0.04, 0, 0.01),
+        sphere(0, 0, 0.05, 0.08),    capsule(-0.1, 0, 0, 0.1, 0, 0, 0.03),
+        sphere(0, 0, 0, 0.05),       capsule(0, 0, 0, 0.3, 0, 0, 0.04),
+        sphere(0.15, 0, 0.05, 0.03), capsule(0, 0, 0, 0.25, 0, 0, 0.035),
+        sphere(0, 0, 0.05, 0.02),    capsule(0, 0, 0, 0.05, 0, 0, 0.03),
+        sphere(0.02, 0, 0, 0.03),    capsule(0, 0, 0, 0, 0.04, 0, 0.01),
         sphere(0, 0.04, 0.01, 0.012)};
     for (size_t k = 0; k < TREE_SHAPES; k++) {
         rp_link l = {ids[k], 0, shapes[k]};
@@ -183,17 +183,18 @@ static void build_tree(void)
     }
     rp_vec3 o = V(0, 0, 0);
     tree_joints[0] = J("jf", RP_JOINT_FIXED, "base", "mount", V(0, 0, 0.1), V(0, 0, 0.3), o);
-    tree_joints[1] = limited(J("j1", RP_JOINT_REVOLUTE, "mount", "upper", V(0, 0, 0.05), o,
-                                   V(0, 0, 1)), -2.5, 2.5);
-    tree_joints[2] = limited(J("j2", RP_JOINT_REVOLUTE, "upper", "fore", V(0.3, 0, 0),
-                                   V(0.1, 0, 0), V(0, 1, 0)), -1.5, 1.5);
+    tree_joints[1] = limited(
+        J("j1", RP_JOINT_REVOLUTE, "mount", "upper", V(0, 0, 0.05), o, V(0, 0, 1)), -2.5, 2.5);
+    tree_joints[2] =
+        limited(J("j2", RP_JOINT_REVOLUTE, "upper", "fore", V(0.3, 0, 0), V(0.1, 0, 0), V(0, 1, 0)),
+                -1.5, 1.5);
     tree_joints[3] = J("jc", RP_JOINT_FIXED, "fore", "cam", V(0.1, 0, 0.05), V(0, 0.2, 0), o);
-    tree_joints[4] = limited(J("j3", RP_JOINT_PRISMATIC, "fore", "slide", V(0.3, 0, 0), o,
-                                   V(1, 0, 0)), 0.0, 0.2);
-    tree_joints[5] = J("j4", RP_JOINT_CONTINUOUS, "slide", "wrist", V(0.05, 0, 0), o,
-                           V(0.3, 0.4, 0.5));
-    rp_joint_def jm = limited(J("jm", RP_JOINT_PRISMATIC, "wrist", "finger", V(0.02, 0, 0), o,
-                                    V(0, 1, 0)), 0.0, 0.2);
+    tree_joints[4] = limited(
+        J("j3", RP_JOINT_PRISMATIC, "fore", "slide", V(0.3, 0, 0), o, V(1, 0, 0)), 0.0, 0.2);
+    tree_joints[5] =
+        J("j4", RP_JOINT_CONTINUOUS, "slide", "wrist", V(0.05, 0, 0), o, V(0.3, 0.4, 0.5));
+    rp_joint_def jm = limited(
+        J("jm", RP_JOINT_PRISMATIC, "wrist", "finger", V(0.02, 0, 0), o, V(0, 1, 0)), 0.0, 0.2);
     jm.mimic = "j3";
     jm.multiplier = 0.5;
     jm.offset = 0.01;
@@ -242,10 +243,9 @@ static void build_chain(void)
     }
     for (int i = 0; i < CHAIN_JOINTS; i++) {
         snprintf(chain_joint_names[i], sizeof chain_joint_names[i], "c%d", i);
-        chain_joints[i] = limited(J(chain_joint_names[i], RP_JOINT_REVOLUTE,
-                                        chain_link_names[i], chain_link_names[i + 1],
-                                        i ? V(0.02, 0, 0) : V(-0.7, 0.02, 0.1), V(0, 0, 0),
-                                        i % 2 ? V(0, 1, 0) : V(0, 0, 1)),
+        chain_joints[i] = limited(J(chain_joint_names[i], RP_JOINT_REVOLUTE, chain_link_names[i],
+                                    chain_link_names[i + 1], i ? V(0.02, 0, 0) : V(-0.7, 0.02, 0.1),
+                                    V(0, 0, 0), i % 2 ? V(0, 1, 0) : V(0, 0, 1)),
                                   -3, 3);
     }
 }
@@ -478,8 +478,9 @@ static void add_kin_members(text *t, const rp_model_def *d)
     add(t, "],\"joints\":[");
     for (size_t i = 0; i < d->n_joints; i++) {
         const rp_joint_def *j = &d->joints[i];
-        add(t, "%s{\"name\":\"%s\",\"type\":\"%s\",\"parent\":\"%s\",\"child\":\"%s\","
-               "\"origin\":{\"xyz\":",
+        add(t,
+            "%s{\"name\":\"%s\",\"type\":\"%s\",\"parent\":\"%s\",\"child\":\"%s\","
+            "\"origin\":{\"xyz\":",
             i ? "," : "", j->name, types[j->type], j->parent, j->child);
         add_vec(t, j->xyz);
         add(t, ",\"rpy\":");
@@ -492,8 +493,8 @@ static void add_kin_members(text *t, const rp_model_def *d)
         if (j->has_limits)
             add(t, ",\"limits\":{\"lower\":%.17g,\"upper\":%.17g}", j->lower, j->upper);
         if (j->mimic)
-            add(t, ",\"mimic\":{\"joint\":\"%s\",\"multiplier\":%.17g,\"offset\":%.17g}",
-                j->mimic, j->multiplier, j->offset);
+            add(t, ",\"mimic\":{\"joint\":\"%s\",\"multiplier\":%.17g,\"offset\":%.17g}", j->mimic,
+                j->multiplier, j->offset);
         add(t, "}");
     }
     add(t, "],\"allowed_pairs\":");
@@ -505,7 +506,6 @@ static void add_kin_members(text *t, const rp_model_def *d)
         add(t, "%s\"%s\":%.17g", i ? "," : "", d->default_names[i], d->default_values[i]);
     add(t, "}");
 }
-
 
 /* ---- the store before each request ------------------------------------------ */
 
@@ -713,12 +713,12 @@ static void dump_store(const rp_store *st, dump *d)
     }
 }
 
-static void assert_same_dump(const dump *got, const dump *want, const char *what,
-                             const char *kind, unsigned long n)
+static void assert_same_dump(const dump *got, const dump *want, const char *what, const char *kind,
+                             unsigned long n)
 {
     if (got->len != want->len || memcmp(got->buf, want->buf, got->len) != 0)
-        fail_msg("%s, failing allocation %lu: the store is not %s\n--- got\n%s--- want\n%s",
-                 kind, n, what, got->buf, want->buf);
+        fail_msg("%s, failing allocation %lu: the store is not %s\n--- got\n%s--- want\n%s", kind,
+                 n, what, got->buf, want->buf);
 }
 
 /* ---- the cases --------------------------------------------------------------- */
@@ -780,8 +780,9 @@ static void add_attached_json(text *t, const rp_attached *a, size_t n)
  * of tree_attached from `first`) and "allowed_scene" (tree_more_scene). */
 static void add_kin_request(text *t, const char *id, const char *method, size_t first, size_t n)
 {
-    add(t, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"%s\",\"params\":{\"model\":\"kin\","
-           "\"scene\":\"cell\",\"attached\":",
+    add(t,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"%s\",\"params\":{\"model\":\"kin\","
+        "\"scene\":\"cell\",\"attached\":",
         id, method);
     add_attached_json(t, tree_attached + first, n);
     add(t, ",\"allowed_scene\":");
@@ -792,8 +793,8 @@ static void add_tree_path(text *t)
 {
     add(t, "\"path\":[");
     for (int k = 0; k < 3; k++)
-        add(t, "%s[%.17g,%.17g,%.17g,%.17g]", k ? "," : "", tree_path[4 * k],
-            tree_path[4 * k + 1], tree_path[4 * k + 2], tree_path[4 * k + 3]);
+        add(t, "%s[%.17g,%.17g,%.17g,%.17g]", k ? "," : "", tree_path[4 * k], tree_path[4 * k + 1],
+            tree_path[4 * k + 2], tree_path[4 * k + 3]);
     add(t, "]");
 }
 
@@ -822,18 +823,20 @@ static void build_kin_cases(void)
     c = new_case("model.put urdf+srdf replace");
     c->kin = true;
     c->memory = 1;
-    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
-                  "{\"model\":\"kin\",\"urdf\":\"%s\",\"srdf\":\"%s\","
-                  "\"allowed_pairs\":[[\"upper\",\"slide\"]],"
-                  "\"allowed_scene\":[[\"upper\",\"s03\"],[\"finger\",\"s10\"]],"
-                  "\"default_positions\":{\"j2\":-0.4,\"j3\":0.05},\"safety_margin\":0.015}}",
+    add(&c->line,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
+        "{\"model\":\"kin\",\"urdf\":\"%s\",\"srdf\":\"%s\","
+        "\"allowed_pairs\":[[\"upper\",\"slide\"]],"
+        "\"allowed_scene\":[[\"upper\",\"s03\"],[\"finger\",\"s10\"]],"
+        "\"default_positions\":{\"j2\":-0.4,\"j3\":0.05},\"safety_margin\":0.015}}",
         kin_urdf, kin_srdf);
 
     c = new_case("model.put urdf new, adjacent");
     c->kin = true;
     c->memory = 1;
-    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
-                  "{\"model\":\"ur\",\"urdf\":\"%s\",\"allow_adjacent\":true}}",
+    add(&c->line,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
+        "{\"model\":\"ur\",\"urdf\":\"%s\",\"allow_adjacent\":true}}",
         kin_urdf);
 
     c = new_case("model.fk");
@@ -1072,8 +1075,8 @@ static bool is_oom_error(const cJSON *j, const char *id)
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
-    return cJSON_IsNumber(code) && code->valuedouble == RPD_INTERNAL_ERROR &&
-           cJSON_IsString(msg) && strstr(msg->valuestring, "out of memory") != NULL;
+    return cJSON_IsNumber(code) && code->valuedouble == RPD_INTERNAL_ERROR && cJSON_IsString(msg) &&
+           strstr(msg->valuestring, "out of memory") != NULL;
 }
 
 /* Where a batch's element i came out. */
@@ -1084,9 +1087,9 @@ typedef enum outcome { SAME_AS_CLEAN, OOM_ERROR, WRITER_FAILED } outcome;
  * element by element, *mutation_failed telling whether the mutating
  * request got the error; or one out-of-memory line with id null for the
  * whole batch (*whole_batch). */
-static void check_reply(const req_case *c, unsigned long n, bool parse_failed,
-                        const char *got, size_t got_len, const char *want, size_t want_len,
-                        outcome *result, bool *mutation_failed, bool *whole_batch)
+static void check_reply(const req_case *c, unsigned long n, bool parse_failed, const char *got,
+                        size_t got_len, const char *want, size_t want_len, outcome *result,
+                        bool *mutation_failed, bool *whole_batch)
 {
     *mutation_failed = false;
     *whole_batch = false;
@@ -1096,8 +1099,8 @@ static void check_reply(const req_case *c, unsigned long n, bool parse_failed,
     }
     *result = OOM_ERROR;
     if (got_len == 0 || got[got_len - 1] != '\n' || memchr(got, '\n', got_len - 1))
-        fail_msg("%s, failing allocation %lu: not one reply line: %.*s", c->kind, n,
-                 (int)got_len, got);
+        fail_msg("%s, failing allocation %lu: not one reply line: %.*s", c->kind, n, (int)got_len,
+                 got);
     /* The whole line, nothing after the value (cJSON_ParseWithLength
      * alone would accept trailing bytes). */
     const char *end = NULL;
@@ -1109,15 +1112,16 @@ static void check_reply(const req_case *c, unsigned long n, bool parse_failed,
     if (getenv("AF_TRACE"))
         fprintf(stderr, "%s %lu: %.*s", c->kind, n, (int)got_len, got);
     if (!j)
-        fail_msg("%s, failing allocation %lu: reply is not JSON: %.*s", c->kind, n,
-                 (int)got_len, got);
+        fail_msg("%s, failing allocation %lu: reply is not JSON: %.*s", c->kind, n, (int)got_len,
+                 got);
     if (parse_failed) {
         /* cJSON could not build the tree: no id is known. */
         bool ok = is_oom_error(j, NULL);
         cJSON_Delete(j);
         if (!ok)
             fail_msg("%s, failing allocation %lu (in the parser): not the out-of-memory error "
-                     "with id null: %.*s", c->kind, n, (int)got_len, got);
+                     "with id null: %.*s",
+                     c->kind, n, (int)got_len, got);
         *mutation_failed = true;
         return;
     }
@@ -1126,7 +1130,8 @@ static void check_reply(const req_case *c, unsigned long n, bool parse_failed,
         cJSON_Delete(j);
         if (!ok)
             fail_msg("%s, failing allocation %lu: neither the clean reply nor the "
-                     "out-of-memory error: %.*s", c->kind, n, (int)got_len, got);
+                     "out-of-memory error: %.*s",
+                     c->kind, n, (int)got_len, got);
         *mutation_failed = true;
         return;
     }
@@ -1151,7 +1156,8 @@ static void check_reply(const req_case *c, unsigned long n, bool parse_failed,
     cJSON_Delete(j);
     if (!ok)
         fail_msg("%s, failing allocation %lu: batch elements are neither the clean ones nor "
-                 "out-of-memory errors: %.*s", c->kind, n, (int)got_len, got);
+                 "out-of-memory errors: %.*s",
+                 c->kind, n, (int)got_len, got);
 }
 
 /* ---- the sweep ------------------------------------------------------------------- */
@@ -1224,16 +1230,16 @@ static void run_clean(req_case *c, size_t fill)
  * that changed nothing (`unchanged`: the dump is as before) left the memory
  * exactly as it was, one that went through as the clean run did; a query
  * may or may not have built the scene's tree. */
-static void check_memory(const req_case *c, unsigned long n, size_t got, size_t was,
-                         bool unchanged)
+static void check_memory(const req_case *c, unsigned long n, size_t got, size_t was, bool unchanged)
 {
     size_t want = unchanged ? was : clean.memory_after;
     if (c->memory == 1 && got != want)
-        fail_msg("%s, failing allocation %lu: rp_store_memory %zu, want %zu (%s)", c->kind, n,
-                 got, want, unchanged ? "as before" : "as the clean run left it");
+        fail_msg("%s, failing allocation %lu: rp_store_memory %zu, want %zu (%s)", c->kind, n, got,
+                 want, unchanged ? "as before" : "as the clean run left it");
     if (c->memory == 2 && got != was && got != clean.memory_after)
         fail_msg("%s, failing allocation %lu: rp_store_memory %zu, neither %zu (before) nor %zu "
-                 "(the clean run)", c->kind, n, got, was, clean.memory_after);
+                 "(the clean run)",
+                 c->kind, n, got, was, clean.memory_after);
 }
 
 /* One request with the n-th allocation failing (and every later one when
@@ -1265,8 +1271,7 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
     /* Earlier replies stay as they were. */
     assert_true(s.out.len >= mark);
     if (mark && memcmp(s.out.buf, earlier, mark) != 0)
-        fail_msg("%s, failing allocation %lu: earlier replies in the buffer changed",
-                 c->kind, n);
+        fail_msg("%s, failing allocation %lu: earlier replies in the buffer changed", c->kind, n);
     dump_store(s.core.store, &after);
     outcome result;
     bool mutation_failed = false, whole_batch = false;
@@ -1287,8 +1292,8 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
         /* The replies were lost; a batch's mutation may have run before. */
         bool as_before = after.len == before.len && memcmp(after.buf, before.buf, after.len) == 0;
         if (!as_before)
-            assert_same_dump(&after, &clean.after, "as before or as after the clean run",
-                             c->kind, n);
+            assert_same_dump(&after, &clean.after, "as before or as after the clean run", c->kind,
+                             n);
         ++*errors;
     } else {
         if (!c->batch || mutation_failed)
@@ -1313,16 +1318,15 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
         assert_false(s.out.oom);
         if (s.out.len - mark != clean.reply_len ||
             memcmp(s.out.buf + mark, clean.reply, clean.reply_len) != 0)
-            fail_msg("%s, failing allocation %lu: the retry's reply differs: %.*s", c->kind,
-                     n, (int)(s.out.len - mark), s.out.buf + mark);
+            fail_msg("%s, failing allocation %lu: the retry's reply differs: %.*s", c->kind, n,
+                     (int)(s.out.len - mark), s.out.buf + mark);
         dump_store(s.core.store, &after);
-        assert_same_dump(&after, &clean.after, "what the clean run left, after a retry",
-                         c->kind, n);
+        assert_same_dump(&after, &clean.after, "what the clean run left, after a retry", c->kind,
+                         n);
     }
     state_close(&s);
     if (af_live() != live0)
-        fail_msg("%s, failing allocation %lu: %ld blocks leaked", c->kind, n,
-                 af_live() - live0);
+        fail_msg("%s, failing allocation %lu: %ld blocks leaked", c->kind, n, af_live() - live0);
 }
 
 static void sweep(bool persistent)
@@ -1347,8 +1351,7 @@ static void sweep(bool persistent)
                       clean.allocations, errors, survived, persistent ? " (persistent)" : "");
         points += clean.allocations;
     }
-    print_message("%lu allocation-failure points%s\n", points,
-                  persistent ? " (persistent)" : "");
+    print_message("%lu allocation-failure points%s\n", points, persistent ? " (persistent)" : "");
     total_points += points;
 }
 
@@ -1394,9 +1397,9 @@ static void urdf_parse_fails_cleanly_at_every_allocation(void **state)
     rp_urdf_error err;
     long live0 = af_live();
     af_arm(0, false);
-    assert_int_equal(rp_urdf_parse(urdf_doc, strlen(urdf_doc), srdf_doc, strlen(srdf_doc), &opts,
-                                   &u, &err),
-                     RP_URDF_OK);
+    assert_int_equal(
+        rp_urdf_parse(urdf_doc, strlen(urdf_doc), srdf_doc, strlen(srdf_doc), &opts, &u, &err),
+        RP_URDF_OK);
     unsigned long k = af_calls();
     af_disarm();
     rp_model_def want = *rp_urdf_def(u);
@@ -1413,8 +1416,7 @@ static void urdf_parse_fails_cleanly_at_every_allocation(void **state)
             if (st == RP_URDF_OK) {
                 const rp_model_def *d = rp_urdf_def(u);
                 assert_true(d->n_links == want.n_links && d->n_joints == want.n_joints &&
-                            d->n_link_names == want.n_link_names &&
-                            d->n_allowed == want.n_allowed);
+                            d->n_link_names == want.n_link_names && d->n_allowed == want.n_allowed);
                 rp_urdf_free(u);
             } else {
                 if (st != RP_URDF_NOMEM)
@@ -1442,7 +1444,7 @@ typedef struct fixture {
     rp_scene *cell;
     rp_model *tree, *chain, *frame;
     rp_model *tree_ext, *chain_ext; /* extensions, owned */
-    rp_model *made;                  /* rp_model_extend's result */
+    rp_model *made;                 /* rp_model_extend's result */
     rp_status st_call;
     rp_check_result check;
     rp_motion_result motion;
@@ -1533,8 +1535,8 @@ static void call_put_urdf_new(fixture *f)
 
 static void call_extend_tree(fixture *f)
 {
-    f->st_call = rp_model_extend(f->tree, tree_attached, 3, tree_more_scene, N_MANY_SCENE,
-                                 &f->made, NULL);
+    f->st_call =
+        rp_model_extend(f->tree, tree_attached, 3, tree_more_scene, N_MANY_SCENE, &f->made, NULL);
 }
 
 static void call_extend_frame(fixture *f)
@@ -1591,9 +1593,18 @@ static void check_chain(fixture *f, rp_report report)
     f->st_call = rp_model_check_joints(f->chain_ext, f->cell, NULL, q, &o, &f->check);
 }
 
-static void call_check_first(fixture *f) { check_chain(f, RP_REPORT_FIRST); }
-static void call_check_closest(fixture *f) { check_chain(f, RP_REPORT_CLOSEST); }
-static void call_check_all(fixture *f) { check_chain(f, RP_REPORT_ALL); }
+static void call_check_first(fixture *f)
+{
+    check_chain(f, RP_REPORT_FIRST);
+}
+static void call_check_closest(fixture *f)
+{
+    check_chain(f, RP_REPORT_CLOSEST);
+}
+static void call_check_all(fixture *f)
+{
+    check_chain(f, RP_REPORT_ALL);
+}
 
 static void dump_pair(dump *d, const rp_check_pair *p)
 {
@@ -1625,20 +1636,26 @@ static void motion_tree(fixture *f, rp_motion_mode mode)
     o.margin = 0.005;
     rp_transform base = rp_transform_identity();
     base.t = V(0.125, -0.25, 0.6);
-    f->st_call = rp_model_check_motion(f->tree_ext, f->cell, &base, tree_path, 3, &o,
-                                       &f->motion, f->first);
+    f->st_call =
+        rp_model_check_motion(f->tree_ext, f->cell, &base, tree_path, 3, &o, &f->motion, f->first);
 }
 
-static void call_motion_discrete(fixture *f) { motion_tree(f, RP_MOTION_DISCRETE); }
-static void call_motion_certified(fixture *f) { motion_tree(f, RP_MOTION_CERTIFIED); }
+static void call_motion_discrete(fixture *f)
+{
+    motion_tree(f, RP_MOTION_DISCRETE);
+}
+static void call_motion_certified(fixture *f)
+{
+    motion_tree(f, RP_MOTION_CERTIFIED);
+}
 
 static void describe_motion(const fixture *f, dump *d)
 {
     const rp_motion_result *r = &f->motion;
     d->len = 0;
     d->buf[0] = '\0';
-    dump_add(d, "valid %d segment %zu t %a limits %d joint %zu states %llu\n", r->valid,
-             r->segment, r->t, r->limits, r->limit_joint, (unsigned long long)r->states_checked);
+    dump_add(d, "valid %d segment %zu t %a limits %d joint %zu states %llu\n", r->valid, r->segment,
+             r->t, r->limits, r->limit_joint, (unsigned long long)r->states_checked);
     if (!r->valid) {
         dump_pair(d, &r->pair);
         for (size_t i = 0; i < rp_model_dof(f->tree); i++)
@@ -1651,8 +1668,7 @@ static const api_case api_cases[] = {
     {"rp_store_model_put kinematic, replacing", true, true, call_put_tree_replace,
      describe_nothing},
     {"rp_store_model_put kinematic, new", true, true, call_put_tree_new, describe_nothing},
-    {"rp_store_model_put URDF def, replacing", true, true, call_put_urdf_replace,
-     describe_nothing},
+    {"rp_store_model_put URDF def, replacing", true, true, call_put_urdf_replace, describe_nothing},
     {"rp_store_model_put URDF def, new", true, true, call_put_urdf_new, describe_nothing},
     {"rp_model_extend kinematic", false, true, call_extend_tree, describe_made},
     {"rp_model_extend frame form", false, true, call_extend_frame, describe_made},
@@ -1709,12 +1725,11 @@ static void api_run(const api_case *c, unsigned long n, bool persistent, unsigne
     if (f.st_call == RP_OK) {
         c->describe(&f, &api_got);
         assert_same_dump(&api_got, &api_want, "the clean result", c->kind, n);
-        assert_same_dump(&api_store_after, &api_store_clean, "what the clean run left", c->kind,
-                         n);
+        assert_same_dump(&api_store_after, &api_store_clean, "what the clean run left", c->kind, n);
         /* A query survives a failed build of the scene's tree (it scans). */
         if (mem_after != *clean_memory && (c->mutates || c->pure || mem_after != mem_before))
-            fail_msg("%s, failing allocation %lu: rp_store_memory %zu, clean run %zu", c->kind,
-                     n, mem_after, *clean_memory);
+            fail_msg("%s, failing allocation %lu: rp_store_memory %zu, clean run %zu", c->kind, n,
+                     mem_after, *clean_memory);
     } else {
         if (f.st_call != RP_ERR_NOMEM)
             fail_msg("%s, failing allocation %lu: status %d, not RP_ERR_NOMEM", c->kind, n,

@@ -52,8 +52,7 @@ static void random_model(test_rng *r, rand_model *m)
         snprintf(m->ids[k], sizeof m->ids[k], "s%zu", k);
         /* Runs of shapes on one frame, as link shapes of real robots are. */
         int frame = (int)(k * FRAMES / m->n) - 1 + (rng_uniform(r, 0, 1) < 0.2);
-        m->links[k] = (rp_link){m->ids[k], frame < FRAMES ? frame : FRAMES - 1,
-                                random_shape(r)};
+        m->links[k] = (rp_link){m->ids[k], frame < FRAMES ? frame : FRAMES - 1, random_shape(r)};
     }
     m->n_pairs = 0;
     for (size_t p = 0; p < 4; p++) {
@@ -171,7 +170,7 @@ static void broadphase_changes_no_result_with(int simd, int n_scene, int rounds)
     /* The scene around the robot, as dense at every size. */
     double reach = 1.2 * cbrt(n_scene / 60.0);
     rp_shape_put *scene = calloc((size_t)n_scene, sizeof *scene);
-    char (*sids)[16] = calloc((size_t)n_scene, sizeof *sids);
+    char(*sids)[16] = calloc((size_t)n_scene, sizeof *sids);
     assert_non_null(scene);
     assert_non_null(sids);
     for (int k = 0; k < n_scene; k++) {
@@ -190,8 +189,11 @@ static void broadphase_changes_no_result_with(int simd, int n_scene, int rounds)
         rand_model rm;
         random_model(&rng, &rm);
         bool self = rng_uniform(&rng, 0, 1) < 0.8;
-        rp_model_def def = {.links = rm.links, .n_links = rm.n, .allowed_pairs = rm.pairs,
-                            .n_allowed = rm.n_pairs, .self_collision = self};
+        rp_model_def def = {.links = rm.links,
+                            .n_links = rm.n,
+                            .allowed_pairs = rm.pairs,
+                            .n_allowed = rm.n_pairs,
+                            .self_collision = self};
         rp_model *fast, *plain;
         assert_int_equal(rp_store_model_put(st, "fast", &def, &fast, NULL), RP_OK);
         snprintf(rm.ids[rm.n], sizeof rm.ids[rm.n], "far");
@@ -253,10 +255,10 @@ static void closest_ties_follow_the_canonical_order(void **state)
 {
     (void)state;
     struct {
-        int frame[3];      /* of links a, b, c */
-        rp_vec3 at[3];     /* where each link's sphere is */
-        double scene_y;    /* where the scene sphere sits (x = 0) */
-        size_t want_link;  /* the pair that must win */
+        int frame[3];     /* of links a, b, c */
+        rp_vec3 at[3];    /* where each link's sphere is */
+        double scene_y;   /* where the scene sphere sits (x = 0) */
+        size_t want_link; /* the pair that must win */
         rp_pair_kind want_kind;
         size_t want_other;
     } cases[] = {

@@ -29,8 +29,8 @@ static rp_vec3 V(double x, double y, double z)
  * so that exact ties between pairs occur. */
 static rp_shape random_shape(test_rng *r, double half, double size, bool grid)
 {
-    rp_vec3 c = V(rng_uniform(r, -half, half), rng_uniform(r, -half, half),
-                  rng_uniform(r, -half, half));
+    rp_vec3 c =
+        V(rng_uniform(r, -half, half), rng_uniform(r, -half, half), rng_uniform(r, -half, half));
     double rad = rng_uniform(r, 0, size);
     if (grid) {
         c = V(round(c.x), round(c.y), round(c.z));
@@ -64,7 +64,7 @@ static void tree_equals_brute_force_on_random_scenes(void **state)
         bool grid = scene % 3 == 0;
         double half = scene % 2 ? 5.0 : 1.0;
         rp_shape_put *p = malloc((n ? n : 1) * sizeof *p);
-        char (*ids)[16] = malloc((n ? n : 1) * 16);
+        char(*ids)[16] = malloc((n ? n : 1) * 16);
         for (size_t i = 0; i < n; i++) {
             snprintf(ids[i], 16, "s%zu", (i * 7919) % (n + 1)); /* ids not in index order */
             p[i].id = ids[i];
@@ -175,17 +175,17 @@ static void deep_penetration_inside_overlapping_boxes_is_found(void **state)
         snprintf(ids[i], sizeof ids[i], "b%d", i);
         p[i].id = ids[i];
         p[i].shape.kind = RP_SHAPE_SPHERE;
-        p[i].shape.sphere.center = V(rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2),
-                                     rng_uniform(&r, -2, 2));
+        p[i].shape.sphere.center =
+            V(rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2));
         p[i].shape.sphere.radius = i == 399 ? 1.5 : rng_uniform(&r, 0, 0.05);
     }
     rp_scene *sc;
     assert_int_equal(rp_store_create(st, "deep", p, 400, &sc), RP_OK);
     for (int k = 0; k < 200; k++) {
-        rp_shape q = {.kind = RP_SHAPE_SPHERE,
-                      .sphere = {V(rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2),
-                                   rng_uniform(&r, -2, 2)),
-                                 rng_uniform(&r, 0.5, 1.0)}};
+        rp_shape q = {
+            .kind = RP_SHAPE_SPHERE,
+            .sphere = {V(rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2), rng_uniform(&r, -2, 2)),
+                       rng_uniform(&r, 0.5, 1.0)}};
         check_shape_query(sc, &q, rng_uniform(&r, -1.5, 0.0));
     }
     rp_store_free(st);
@@ -200,7 +200,7 @@ static void query_on_a_large_scene_evaluates_few_shapes(void **state)
     size_t n = 20000;
     rp_store *st = rp_store_new(NULL);
     rp_shape_put *p = malloc(n * sizeof *p);
-    char (*ids)[16] = malloc(n * 16);
+    char(*ids)[16] = malloc(n * 16);
     for (size_t i = 0; i < n; i++) {
         snprintf(ids[i], 16, "s%zu", i);
         p[i].id = ids[i];
@@ -293,7 +293,7 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
     rp_store *st = rp_store_new(NULL);
     size_t n = 300;
     rp_shape_put *p = malloc(n * sizeof *p);
-    char (*ids)[16] = malloc(n * 16);
+    char(*ids)[16] = malloc(n * 16);
     for (size_t i = 0; i < n; i++) {
         snprintf(ids[i], 16, "h%zu", (i * 7919) % (n + 1));
         p[i].id = ids[i];
@@ -306,8 +306,8 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
     p[0].shape.sphere.center = V(1e308, 0, 0);
     p[0].shape.sphere.radius = 1.7e308;
     /* Boxes infinite at both ends of an axis (their midpoints are NaN). */
-    p[1].shape = (rp_shape){.kind = RP_SHAPE_CAPSULE,
-                            .capsule = {V(-1e308, 0, 0), V(1e308, 0, 0), 1.7e308}};
+    p[1].shape =
+        (rp_shape){.kind = RP_SHAPE_CAPSULE, .capsule = {V(-1e308, 0, 0), V(1e308, 0, 0), 1.7e308}};
     p[2].shape = (rp_shape){.kind = RP_SHAPE_SPHERE, .sphere = {V(0, 1e308, 0), DBL_MAX}};
     rp_scene *sc;
     assert_int_equal(rp_store_create(st, "huge", p, n, &sc), RP_OK);
@@ -327,8 +327,8 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
     assert_true(seen);
     rp_query_result_free(&ir);
 
-    static const double thresholds[] = {-DBL_MAX, -1e308, -1e200, -1.0, 0.0, 1.0,
-                                        1e200,    1e308,  DBL_MAX, INFINITY};
+    static const double thresholds[] = {-DBL_MAX, -1e308, -1e200, -1.0,    0.0,
+                                        1.0,      1e200,  1e308,  DBL_MAX, INFINITY};
     size_t nt = sizeof thresholds / sizeof thresholds[0];
     for (int k = 0; k < 300; k++) {
         rp_shape q = huge_or_not_shape(&r);

@@ -33,8 +33,8 @@ static rp_vec3 V(double x, double y, double z)
  * exact ties between pairs occur. */
 static rp_shape random_shape(test_rng *r, double half, double size, bool grid)
 {
-    rp_vec3 c = V(rng_uniform(r, -half, half), rng_uniform(r, -half, half),
-                  rng_uniform(r, -half, half));
+    rp_vec3 c =
+        V(rng_uniform(r, -half, half), rng_uniform(r, -half, half), rng_uniform(r, -half, half));
     double rad = rng_uniform(r, 0, size);
     if (grid) {
         c = V(round(c.x), round(c.y), round(c.z));
@@ -63,13 +63,13 @@ static rp_shape random_shape(test_rng *r, double half, double size, bool grid)
  * large ones leave it. */
 static rp_shape moved_shape(test_rng *r, const rp_shape *s, double step)
 {
-    rp_vec3 d = V(rng_uniform(r, -step, step), rng_uniform(r, -step, step),
-                  rng_uniform(r, -step, step));
+    rp_vec3 d =
+        V(rng_uniform(r, -step, step), rng_uniform(r, -step, step), rng_uniform(r, -step, step));
     double f = rng_uniform(r, 0.5, 1.5);
     rp_shape m = *s;
     if (m.kind == RP_SHAPE_SPHERE) {
-        m.sphere.center = V(m.sphere.center.x + d.x, m.sphere.center.y + d.y,
-                            m.sphere.center.z + d.z);
+        m.sphere.center =
+            V(m.sphere.center.x + d.x, m.sphere.center.y + d.y, m.sphere.center.z + d.z);
         m.sphere.radius *= f;
     } else {
         m.capsule.a = V(m.capsule.a.x + d.x, m.capsule.a.y + d.y, m.capsule.a.z + d.z);
@@ -184,7 +184,7 @@ static void interleaving_run(uint64_t seed, size_t space, int steps)
     assert_int_equal(rp_store_create(st, "s", NULL, 0, &sc), RP_OK);
     size_t max_batch = space / 8 + 2;
     rp_shape_put *p = malloc(max_batch * 2 * sizeof *p);
-    char (*ids)[ID_LEN] = malloc(max_batch * 2 * ID_LEN);
+    char(*ids)[ID_LEN] = malloc(max_batch * 2 * ID_LEN);
     const char **rm = malloc(max_batch * sizeof *rm);
     size_t peak = 0;
     for (int step = 0; step < steps; step++) {
@@ -294,8 +294,8 @@ static void huge_shapes_maintained_one_at_a_time_stay_exact(void **state)
     char id[ID_LEN];
     for (int step = 0; step < 600; step++) {
         double s = scale[rng_next(&r) % 3];
-        rp_vec3 c = V(s * rng_uniform(&r, -1, 1), s * rng_uniform(&r, -1, 1),
-                      s * rng_uniform(&r, -1, 1));
+        rp_vec3 c =
+            V(s * rng_uniform(&r, -1, 1), s * rng_uniform(&r, -1, 1), s * rng_uniform(&r, -1, 1));
         double rad = s == 1e308 ? rng_uniform(&r, 0, 1.7) * 1e308 : rng_uniform(&r, 0, 1) * s;
         rp_shape shape = {.kind = RP_SHAPE_SPHERE, .sphere = {c, rad}};
         assert_int_equal(rp_shape_validate(&shape), RP_OK);
@@ -328,7 +328,7 @@ static void radius_growth_inside_the_box_raises_the_bounds(void **state)
     test_rng r = {0x4ad};
     size_t n = 600;
     rp_shape_put *p = malloc(n * sizeof *p);
-    char (*ids)[ID_LEN] = malloc(n * ID_LEN);
+    char(*ids)[ID_LEN] = malloc(n * ID_LEN);
     for (size_t i = 0; i < n; i++) {
         id_of(ids[i], i);
         p[i].id = ids[i];
@@ -409,13 +409,13 @@ static void clustered_insertion_keeps_height_logarithmic(void **state)
     size_t per = 100, clusters = 40, n = per * clusters;
     rp_shape *s = malloc(n * sizeof *s);
     for (size_t c = 0; c < clusters; c++) {
-        rp_vec3 at = V(rng_uniform(&r, -100, 100), rng_uniform(&r, -100, 100),
-                       rng_uniform(&r, -100, 100));
+        rp_vec3 at =
+            V(rng_uniform(&r, -100, 100), rng_uniform(&r, -100, 100), rng_uniform(&r, -100, 100));
         for (size_t i = 0; i < per; i++) {
             rp_shape k = random_shape(&r, 0.01, 0.005, false);
             if (k.kind == RP_SHAPE_SPHERE) {
-                k.sphere.center = V(k.sphere.center.x + at.x, k.sphere.center.y + at.y,
-                                    k.sphere.center.z + at.z);
+                k.sphere.center =
+                    V(k.sphere.center.x + at.x, k.sphere.center.y + at.y, k.sphere.center.z + at.z);
             } else {
                 k.capsule.a = V(k.capsule.a.x + at.x, k.capsule.a.y + at.y, k.capsule.a.z + at.z);
                 k.capsule.b = V(k.capsule.b.x + at.x, k.capsule.b.y + at.y, k.capsule.b.z + at.z);
@@ -499,7 +499,7 @@ static void queries_do_not_write_to_the_scene(void **state)
     test_rng r = {0x5ead};
     size_t n = 3000;
     rp_shape_put *p = malloc(n * sizeof *p);
-    char (*ids)[ID_LEN] = malloc(n * ID_LEN);
+    char(*ids)[ID_LEN] = malloc(n * ID_LEN);
     for (size_t i = 0; i < n; i++) {
         id_of(ids[i], i);
         p[i].id = ids[i];
@@ -527,8 +527,8 @@ static void queries_do_not_write_to_the_scene(void **state)
     check_queries(sc, &r, 5.0);
     assert_true(memcmp(&tree, &sc->tree, sizeof tree) == 0);
     for (size_t i = 0; i < nn; i++)
-        assert_true(memcmp(&nodes[i], rp_chunks_at(&sc->tree.nodes, sizeof *nodes, i),
-                           sizeof *nodes) == 0);
+        assert_true(
+            memcmp(&nodes[i], rp_chunks_at(&sc->tree.nodes, sizeof *nodes, i), sizeof *nodes) == 0);
     for (size_t i = 0; i < n; i++)
         assert_true(memcmp(&entries[i], RP_ENTRY(sc, i), sizeof *entries) == 0);
     assert_int_equal(rp_store_memory(st), memory);
@@ -547,7 +547,7 @@ static void store_stays_within_150_bytes_per_shape_at_100k(void **state)
     test_rng r = {0x100c};
     size_t n = 100000;
     rp_shape_put *p = malloc(n * sizeof *p);
-    char (*ids)[ID_LEN] = malloc(n * ID_LEN);
+    char(*ids)[ID_LEN] = malloc(n * ID_LEN);
     for (size_t i = 0; i < n; i++) {
         snprintf(ids[i], ID_LEN, "s%zu", i);
         p[i].id = ids[i];

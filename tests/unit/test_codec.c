@@ -23,10 +23,10 @@ static cJSON *parse(const char *json)
     return j;
 }
 
-#define assert_err(err, want_path, want_reason)                                \
-    do {                                                                       \
-        assert_string_equal((err).path, (want_path));                          \
-        assert_string_equal((err).reason, (want_reason));                      \
+#define assert_err(err, want_path, want_reason)                                                    \
+    do {                                                                                           \
+        assert_string_equal((err).path, (want_path));                                              \
+        assert_string_equal((err).reason, (want_reason));                                          \
     } while (0)
 
 typedef struct reject_case {
@@ -53,7 +53,10 @@ static void run_rejects(const reject_case *cases, size_t n, shape_like_fn fn)
     for (size_t i = 0; i < n; i++) {
         cJSON *j = parse(cases[i].json);
         rp_codec_err err = {{0}, {0}};
-        union { rp_shape s; rp_transform t; } out;
+        union {
+            rp_shape s;
+            rp_transform t;
+        } out;
         bool ok = fn(j, "params.a", &out, &err);
         if (ok)
             fail_msg("accepted %s", cases[i].json);
@@ -200,9 +203,12 @@ static void numbers_reject_wrong_types_and_non_finite(void **state)
 static void uint_accepts_integers_up_to_2_pow_53(void **state)
 {
     (void)state;
-    static const struct { const char *json; uint64_t want; } ok[] = {
-        {"0", 0}, {"-0", 0}, {"42", 42}, {"1.0", 1}, {"1e3", 1000},
-        {"9007199254740992", 9007199254740992ull},
+    static const struct {
+        const char *json;
+        uint64_t want;
+    } ok[] = {
+        {"0", 0},   {"-0", 0},     {"42", 42},
+        {"1.0", 1}, {"1e3", 1000}, {"9007199254740992", 9007199254740992ull},
     };
     static const char *const bad[] = {
         "-1", "1.5", "9007199254740994", "1e300", "1e400", "\"1\"", "true", "null", "[1]",
@@ -245,9 +251,10 @@ static void names_allow_1_to_128_safe_characters(void **state)
     assert_false(rp_codec_valid_id(s129));
 
     static const char *const good_names[] = {"a", "Scene_1", "a.b-c", "0", "x.", "A-Z_a-z.0-9"};
-    static const char *const bad_names[] = {"", ".hidden", ".", "a b", "a/b", "a:b", "\xC3\xA9",
-                                            "tab\t", "a\"b", "a\\b", "*"};
-    static const char *const good_ids[] = {"a", "link/3", "ns:arm.upper-1", ".x", "/", "a_b", "hand#0", "#"};
+    static const char *const bad_names[] = {"",         ".hidden", ".",    "a b",  "a/b", "a:b",
+                                            "\xC3\xA9", "tab\t",   "a\"b", "a\\b", "*"};
+    static const char *const good_ids[] = {"a", "link/3", "ns:arm.upper-1", ".x",
+                                           "/", "a_b",    "hand#0",         "#"};
     static const char *const bad_ids[] = {"", "a b", "a,b", "caf\xC3\xA9", "a\nb", "a=b"};
     for (size_t i = 0; i < sizeof good_names / sizeof *good_names; i++)
         if (!rp_codec_valid_name(good_names[i]))
@@ -436,10 +443,10 @@ static void shape_rejections_name_the_offending_value(void **state)
         {"{\"capsule\":{\"a\":[0,0,0],\"radius\":1}}", "params.a.capsule.b", "is required"},
         {"{\"capsule\":{\"a\":[0,0,true],\"b\":[0,0,1],\"radius\":1}}", "params.a.capsule.a[2]",
          "must be a number"},
-        {"{\"capsule\":{\"a\":[0,0,0],\"b\":[0,-1e309,1],\"radius\":1}}",
-         "params.a.capsule.b[1]", "must be finite"},
-        {"{\"capsule\":{\"a\":[0,0,0],\"b\":[0,0,1],\"radius\":-0.5}}",
-         "params.a.capsule.radius", "must be finite and >= 0"},
+        {"{\"capsule\":{\"a\":[0,0,0],\"b\":[0,-1e309,1],\"radius\":1}}", "params.a.capsule.b[1]",
+         "must be finite"},
+        {"{\"capsule\":{\"a\":[0,0,0],\"b\":[0,0,1],\"radius\":-0.5}}", "params.a.capsule.radius",
+         "must be finite and >= 0"},
         {"{\"capsule\":{\"a\":[0,0,0],\"b\":[0,0,1],\"radius\":1,\"c\":[0,0,0]}}",
          "params.a.capsule.c", "unknown key"},
         {"{\"capsule\":{\"a\":[0,0,0],\"a\":[0,0,0],\"b\":[0,0,1],\"radius\":1}}",
@@ -462,8 +469,8 @@ static void shape_paths_nest_under_map_ids(void **state)
     rp_codec_err err;
     rp_shape s;
     const cJSON *post = cJSON_GetObjectItem(j, "post");
-    assert_false(rp_codec_shape(post, rp_codec_path_key(p, "params.shapes", post->string), &s,
-                                &err));
+    assert_false(
+        rp_codec_shape(post, rp_codec_path_key(p, "params.shapes", post->string), &s, &err));
     assert_err(err, "params.shapes.post.capsule.radius", "must be finite and >= 0");
     cJSON_Delete(j);
 }
@@ -527,12 +534,10 @@ static void pose_quaternion_norm_tolerance_is_1e6(void **state)
     (void)state;
     char json[160];
     /* 1 + 5e-7: inside the tolerance, accepted and normalised. */
-    snprintf(json, sizeof json, "{\"rotation\":{\"w\":%.17g,\"x\":0,\"y\":0,\"z\":0}}",
-             1 + 5e-7);
+    snprintf(json, sizeof json, "{\"rotation\":{\"w\":%.17g,\"x\":0,\"y\":0,\"z\":0}}", 1 + 5e-7);
     rp_transform t = decode_pose_ok(json);
     assert_rotation(&t, identity3, 1e-15);
-    snprintf(json, sizeof json, "{\"rotation\":{\"w\":0,\"x\":0,\"y\":%.17g,\"z\":0}}",
-             1 - 5e-7);
+    snprintf(json, sizeof json, "{\"rotation\":{\"w\":0,\"x\":0,\"y\":%.17g,\"z\":0}}", 1 - 5e-7);
     t = decode_pose_ok(json);
     static const double flip_y[3][3] = {{-1, 0, 0}, {0, 1, 0}, {0, 0, -1}};
     assert_rotation(&t, flip_y, 1e-15);

@@ -124,13 +124,34 @@ static void halfway_and_near_halfway(void **state)
         same_as_strtod(buf);
     }
     const char *known[] = {
-        "9007199254740993",      "9007199254740995",       "18014398509481985",
-        "2.2250738585072011e-308", "2.2250738585072014e-308", "4.9406564584124654e-324",
-        "1.7976931348623157e308",  "1.7976931348623158e308",  "1.7976931348623159e308",
-        "179769313486231580793728971405301e276", "0.1", "0.3", "1e23", "8.98846567431158e307",
-        "2.4703282292062327e-324", "2.4703282292062328e-324", "5e-324", "1e-400", "1e400",
-        "123456789012345678901234567890", "0.000000000000000000000000000001", "-0", "-0.0",
-        "0e999", "1e-22", "1e22", "9007199254740992e22", "4503599627370497.5",
+        "9007199254740993",
+        "9007199254740995",
+        "18014398509481985",
+        "2.2250738585072011e-308",
+        "2.2250738585072014e-308",
+        "4.9406564584124654e-324",
+        "1.7976931348623157e308",
+        "1.7976931348623158e308",
+        "1.7976931348623159e308",
+        "179769313486231580793728971405301e276",
+        "0.1",
+        "0.3",
+        "1e23",
+        "8.98846567431158e307",
+        "2.4703282292062327e-324",
+        "2.4703282292062328e-324",
+        "5e-324",
+        "1e-400",
+        "1e400",
+        "123456789012345678901234567890",
+        "0.000000000000000000000000000001",
+        "-0",
+        "-0.0",
+        "0e999",
+        "1e-22",
+        "1e22",
+        "9007199254740992e22",
+        "4503599627370497.5",
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         same_as_strtod(known[i]);
@@ -143,8 +164,8 @@ static void halfway_and_near_halfway(void **state)
 static void grammar_is_strict(void **state)
 {
     (void)state;
-    const char *bad[] = {"", "-", "+1", "01", "-01", ".5", "1.", "1.e5", "1e", "1e+", "--1",
-                         "Infinity", "NaN", "0x10", " 1", "1e400", "-1e400"};
+    const char *bad[] = {"",    "-",   "+1",       "01",  "-01",  ".5", "1.",    "1.e5",  "1e",
+                         "1e+", "--1", "Infinity", "NaN", "0x10", " 1", "1e400", "-1e400"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         double d;
         size_t used = rp_json_number(bad[i], strlen(bad[i]), &d);
@@ -172,11 +193,31 @@ static void grammar_is_strict(void **state)
 static void span_is_the_strict_grammar(void **state)
 {
     (void)state;
-    static const char *const good[] = {
-        "0", "-0", "1", "-1", "10", "1234567890", "0.5", "-0.5", "0.0", "1.50",
-        "1e5", "1E5", "1e05", "1e+05", "1e-05", "1E+0", "0e0", "-0.0e-0", "123.456e789",
-        "1e400", "-1e400", "2.2250738585072014e-308", "9007199254740993",
-        "0.00000000000000000000000000000000000001", "12345678901234567890123456789"};
+    static const char *const good[] = {"0",
+                                       "-0",
+                                       "1",
+                                       "-1",
+                                       "10",
+                                       "1234567890",
+                                       "0.5",
+                                       "-0.5",
+                                       "0.0",
+                                       "1.50",
+                                       "1e5",
+                                       "1E5",
+                                       "1e05",
+                                       "1e+05",
+                                       "1e-05",
+                                       "1E+0",
+                                       "0e0",
+                                       "-0.0e-0",
+                                       "123.456e789",
+                                       "1e400",
+                                       "-1e400",
+                                       "2.2250738585072014e-308",
+                                       "9007199254740993",
+                                       "0.00000000000000000000000000000000000001",
+                                       "12345678901234567890123456789"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         size_t n = strlen(good[i]);
         if (rp_json_number_span(good[i], n) != n)
@@ -192,11 +233,11 @@ static void span_is_the_strict_grammar(void **state)
         const char *text;
         size_t span;
     } bad[] = {
-        {"", 0},     {"-", 0},     {"+1", 0},     {"+0", 0},      {".5", 0},    {"-.5", 0},
-        {"1.", 0},   {"-1.", 0},   {"1.e5", 0},   {"1e", 0},      {"1e+", 0},   {"1E-", 0},
-        {"--1", 0},  {"-+1", 0},   {"e5", 0},     {"Infinity", 0}, {"NaN", 0},  {"-Infinity", 0},
-        {" 1", 0},   {"01", 1},    {"00", 1},     {"-01.50", 2},  {"0x10", 1},  {"007", 1},
-        {"1.5.5", 3}, {"1e5e5", 3}, {"1e5.5", 3}, {"1-2", 1},     {"0.5x", 3},  {"1ee5", 0},
+        {"", 0},      {"-", 0},     {"+1", 0},    {"+0", 0},       {".5", 0},   {"-.5", 0},
+        {"1.", 0},    {"-1.", 0},   {"1.e5", 0},  {"1e", 0},       {"1e+", 0},  {"1E-", 0},
+        {"--1", 0},   {"-+1", 0},   {"e5", 0},    {"Infinity", 0}, {"NaN", 0},  {"-Infinity", 0},
+        {" 1", 0},    {"01", 1},    {"00", 1},    {"-01.50", 2},   {"0x10", 1}, {"007", 1},
+        {"1.5.5", 3}, {"1e5e5", 3}, {"1e5.5", 3}, {"1-2", 1},      {"0.5x", 3}, {"1ee5", 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t n = strlen(bad[i].text), got = rp_json_number_span(bad[i].text, n);
@@ -228,9 +269,9 @@ static void rows(void **state)
     assert_int_equal(t.rows, 2);
     assert_int_equal(t.width, 0);
     rp_num_rows_free(&t);
-    const char *bad[] = {"[[1,2],[3]]", "[[1,\"a\"]]", "[[1,2],]", "[[1 2]]", "[1,2]",
-                         "[[1,2]", "[[1,2],[3,4]", "[[1,],[2]]", "[[null]]", "[{}]", "[[[1]]]",
-                         "[[1e400]]", "[[01]]", "{}", ""};
+    const char *bad[] = {"[[1,2],[3]]", "[[1,\"a\"]]",  "[[1,2],]",   "[[1 2]]",  "[1,2]",
+                         "[[1,2]",      "[[1,2],[3,4]", "[[1,],[2]]", "[[null]]", "[{}]",
+                         "[[[1]]]",     "[[1e400]]",    "[[01]]",     "{}",       ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(rp_json_rows(bad[i], strlen(bad[i]), &t), 0);
         assert_null(t.v);
@@ -320,11 +361,10 @@ static void same_as_cjson(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(random_doubles_round_trip), cmocka_unit_test(random_digit_strings),
-        cmocka_unit_test(halfway_and_near_halfway),  cmocka_unit_test(grammar_is_strict),
-        cmocka_unit_test(span_is_the_strict_grammar),
-        cmocka_unit_test(rows),                      cmocka_unit_test(finds_batch_joints),
-        cmocka_unit_test(same_as_cjson),
+        cmocka_unit_test(random_doubles_round_trip),  cmocka_unit_test(random_digit_strings),
+        cmocka_unit_test(halfway_and_near_halfway),   cmocka_unit_test(grammar_is_strict),
+        cmocka_unit_test(span_is_the_strict_grammar), cmocka_unit_test(rows),
+        cmocka_unit_test(finds_batch_joints),         cmocka_unit_test(same_as_cjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,15 +82,15 @@ static void prescan_accepts_valid_utf8(void **state)
 {
     (void)state;
     static const char *const ok[] = {
-        "[\"\xC3\xA9\"]",                 /* U+00E9, 2 bytes */
-        "[\"\xC2\x80\xDF\xBF\"]",         /* U+0080, U+07FF */
-        "[\"\xE2\x82\xAC\"]",             /* U+20AC, 3 bytes */
-        "[\"\xE0\xA0\x80\xEF\xBF\xBF\"]", /* U+0800, U+FFFF */
-        "[\"\xED\x9F\xBF\xEE\x80\x80\"]", /* U+D7FF, U+E000 around the surrogates */
-        "[\"\xF0\x9F\x98\x80\"]",         /* U+1F600, 4 bytes */
+        "[\"\xC3\xA9\"]",                         /* U+00E9, 2 bytes */
+        "[\"\xC2\x80\xDF\xBF\"]",                 /* U+0080, U+07FF */
+        "[\"\xE2\x82\xAC\"]",                     /* U+20AC, 3 bytes */
+        "[\"\xE0\xA0\x80\xEF\xBF\xBF\"]",         /* U+0800, U+FFFF */
+        "[\"\xED\x9F\xBF\xEE\x80\x80\"]",         /* U+D7FF, U+E000 around the surrogates */
+        "[\"\xF0\x9F\x98\x80\"]",                 /* U+1F600, 4 bytes */
         "[\"\xF0\x90\x80\x80\xF4\x8F\xBF\xBF\"]", /* U+10000, U+10FFFF */
-        "\xC3\xA9",                       /* outside strings too */
-        "[\"\\\xC3\xA9\"]",               /* after a backslash */
+        "\xC3\xA9",                               /* outside strings too */
+        "[\"\\\xC3\xA9\"]",                       /* after a backslash */
     };
     size_t off;
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
@@ -101,27 +101,30 @@ static void prescan_accepts_valid_utf8(void **state)
 static void prescan_rejects_invalid_utf8_at_its_offset(void **state)
 {
     (void)state;
-    static const struct { const char *s; size_t off; } bad[] = {
-        {"[\"ab\xC0\x80\"]", 4},             /* overlong NUL */
-        {"[\"\xC1\xBF\"]", 2},               /* overlong */
-        {"[\"\xE0\x80\x80\"]", 2},           /* overlong 3-byte */
-        {"[\"\xE0\x9F\xBF\"]", 2},           /* overlong U+07FF */
-        {"[\"\xED\xA0\x80\"]", 2},           /* surrogate U+D800 */
-        {"[\"\xED\xBF\xBF\"]", 2},           /* surrogate U+DFFF */
-        {"[\"\xF0\x80\x80\x80\"]", 2},       /* overlong 4-byte */
-        {"[\"\xF0\x8F\xBF\xBF\"]", 2},       /* overlong U+FFFF */
-        {"[\"\xF4\x90\x80\x80\"]", 2},       /* U+110000 */
+    static const struct {
+        const char *s;
+        size_t off;
+    } bad[] = {
+        {"[\"ab\xC0\x80\"]", 4},       /* overlong NUL */
+        {"[\"\xC1\xBF\"]", 2},         /* overlong */
+        {"[\"\xE0\x80\x80\"]", 2},     /* overlong 3-byte */
+        {"[\"\xE0\x9F\xBF\"]", 2},     /* overlong U+07FF */
+        {"[\"\xED\xA0\x80\"]", 2},     /* surrogate U+D800 */
+        {"[\"\xED\xBF\xBF\"]", 2},     /* surrogate U+DFFF */
+        {"[\"\xF0\x80\x80\x80\"]", 2}, /* overlong 4-byte */
+        {"[\"\xF0\x8F\xBF\xBF\"]", 2}, /* overlong U+FFFF */
+        {"[\"\xF4\x90\x80\x80\"]", 2}, /* U+110000 */
         {"[\"\xF5\x80\x80\x80\"]", 2},
         {"[\"\xFF\"]", 2},
         {"[\"\xFE\"]", 2},
-        {"[\"x\x80\"]", 3},                  /* lone continuation */
+        {"[\"x\x80\"]", 3}, /* lone continuation */
         {"[\"\xBF\"]", 2},
-        {"[\"\xC3\xA9\xA9\"]", 4},           /* one continuation too many */
-        {"[\"\xE2\x82\"]", 2},               /* truncated, then '"' */
+        {"[\"\xC3\xA9\xA9\"]", 4}, /* one continuation too many */
+        {"[\"\xE2\x82\"]", 2},     /* truncated, then '"' */
         {"[\"\xE2\x82\x41\"]", 2},
         {"[\"\xF0\x9F\x98\"]", 2},
-        {"\x80[]", 0},                       /* outside strings */
-        {"[\"\\\x80\"]", 3},                 /* after a backslash */
+        {"\x80[]", 0},       /* outside strings */
+        {"[\"\\\x80\"]", 3}, /* after a backslash */
     };
     size_t off;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -205,8 +208,8 @@ static void prescan_takes_strict_json_numbers(void **state)
 {
     (void)state;
     static const char *const good[] = {
-        "0", "-0", "1", "-1", "10", "0.5", "-0.5", "1.50", "1e5", "1E5", "1e05", "1e+05",
-        "1e-05", "1E+0", "0e0", "-0.0e-0", "123.456e789", "1e400", "9007199254740993",
+        "0", "-0", "1", "-1", "10", "0.5", "-0.5", "1.50", "1e5", "1E5", "1e05", "1e+05", "1e-05",
+        "1E+0", "0e0", "-0.0e-0", "123.456e789", "1e400", "9007199254740993",
         "12345678901234567890123456789", "[1,-2,3.5e-7]", "{\"0\":0}", "[0,0]", "true",
         "[true,false,null]", "\"01\"", "\"1.\"", "\"-01.50 +1 .5 1e 0x10\"", "[\"a\",1]",
         /* Words that do not start like a number are cJSON's to refuse. */
@@ -227,10 +230,10 @@ static void prescan_refuses_lenient_numbers_at_their_start(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "01",  "00",   "-01.50", "007",  "1.",    "-1.",  "1.e5", ".5",  "-.5",  "+1",
-        "+0",  "1e",   "1E",     "1e+",  "1e-",   "-",    "--1",  "-+1", "0x10", "0X1F",
-        "1.5.5", "1e5e5", "1e5.5", "1-2", "0.5x", "1ee5", "-Infinity", "+Infinity", "-NaN",
-        "-inf", "1true", "2a"};
+        "01",   "00",   "-01.50",    "007",       "1.",    "-1.",   "1.e5",  ".5",
+        "-.5",  "+1",   "+0",        "1e",        "1E",    "1e+",   "1e-",   "-",
+        "--1",  "-+1",  "0x10",      "0X1F",      "1.5.5", "1e5e5", "1e5.5", "1-2",
+        "0.5x", "1ee5", "-Infinity", "+Infinity", "-NaN",  "-inf",  "1true", "2a"};
     for (size_t k = 0; k < sizeof number_places / sizeof number_places[0]; k++) {
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             char line[256];
@@ -284,12 +287,14 @@ static void nul_escapes_come_last_and_are_marked(void **state)
     static const struct {
         const char *in, *out;
     } marks[] = {
-        {"[\"a\\u0000b\"]", "[\"a\xFF" "b\"]"},
+        {"[\"a\\u0000b\"]", "[\"a\xFF"
+                            "b\"]"},
         {"{\"\\u0000\":\"\\u0000\\u0000\"}", "{\"\xFF\":\"\xFF\xFF\"}"},
-        {"[\"\\\\u0000\"]", "[\"\\\\u0000\"]"},       /* \\ then a literal u0000 */
-        {"[\"\\\"\\u0000\"]", "[\"\\\"\xFF\"]"},       /* \" keeps the string open */
-        {"[\\u0000]", "[\\u0000]"},                  /* outside strings: left alone */
-        {"[\"\\u00001\"]", "[\"\xFF" "1\"]"},
+        {"[\"\\\\u0000\"]", "[\"\\\\u0000\"]"},  /* \\ then a literal u0000 */
+        {"[\"\\\"\\u0000\"]", "[\"\\\"\xFF\"]"}, /* \" keeps the string open */
+        {"[\\u0000]", "[\\u0000]"},              /* outside strings: left alone */
+        {"[\"\\u00001\"]", "[\"\xFF"
+                           "1\"]"},
         {"[\"\\u000\"]", "[\"\\u000\"]"},
     };
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {

@@ -33,7 +33,10 @@ static const char *fmt(double x)
 static void format_double_known_values(void **state)
 {
     (void)state;
-    static const struct { double x; const char *want; } cases[] = {
+    static const struct {
+        double x;
+        const char *want;
+    } cases[] = {
         {0.0, "0"},
         {-0.0, "-0"},
         {1.0, "1"},
@@ -75,8 +78,7 @@ static void format_double_known_values(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (strcmp(fmt(cases[i].x), cases[i].want) != 0)
-            fail_msg("%.17g formatted as %s, want %s", cases[i].x, fmt(cases[i].x),
-                     cases[i].want);
+            fail_msg("%.17g formatted as %s, want %s", cases[i].x, fmt(cases[i].x), cases[i].want);
     assert_string_equal(fmt(INFINITY), "null");
     assert_string_equal(fmt(-INFINITY), "null");
     assert_string_equal(fmt(NAN), "null");
@@ -331,13 +333,31 @@ static void writer_echoes_cjson_values(void **state)
 {
     (void)state;
     static const char *const values[] = {
-        "7", "-0", "\"req-1\"", "null", "true", "false", "1.5e300", "[]", "{}",
-        "[1,\"two\",[3,{\"four\":4}],null]", "{\"a\":{\"b\":[true,false]},\"c\":\"\\n\\u00e9\"}",
+        "7",
+        "-0",
+        "\"req-1\"",
+        "null",
+        "true",
+        "false",
+        "1.5e300",
+        "[]",
+        "{}",
+        "[1,\"two\",[3,{\"four\":4}],null]",
+        "{\"a\":{\"b\":[true,false]},\"c\":\"\\n\\u00e9\"}",
         "123456789012345678",
     };
     static const char *const want[] = {
-        "7", "-0", "\"req-1\"", "null", "true", "false", "1.5e+300", "[]", "{}",
-        "[1,\"two\",[3,{\"four\":4}],null]", "{\"a\":{\"b\":[true,false]},\"c\":\"\\n\xC3\xA9\"}",
+        "7",
+        "-0",
+        "\"req-1\"",
+        "null",
+        "true",
+        "false",
+        "1.5e+300",
+        "[]",
+        "{}",
+        "[1,\"two\",[3,{\"four\":4}],null]",
+        "{\"a\":{\"b\":[true,false]},\"c\":\"\\n\xC3\xA9\"}",
         "1.2345678901234568e+17",
     };
     rp_jw w;

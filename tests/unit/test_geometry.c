@@ -54,8 +54,7 @@ static double pair_scale(const rp_shape *a, const rp_shape *b)
 
 static rp_vec3 random_point(test_rng *r, double half)
 {
-    return V(rng_uniform(r, -half, half), rng_uniform(r, -half, half),
-             rng_uniform(r, -half, half));
+    return V(rng_uniform(r, -half, half), rng_uniform(r, -half, half), rng_uniform(r, -half, half));
 }
 
 /* A random sphere or capsule within a 2 m cube; capsules up to ~0.5 m long. */
@@ -319,11 +318,9 @@ static void distance_is_invariant_under_rotation(void **state)
     for (int i = 0; i < 20000; i++) {
         rp_shape a = random_shape(&r), b = random_shape(&r);
         rp_transform tf;
-        assert_int_equal(rp_transform_from_quaternion(random_point(&r, 5.0),
-                                                      rng_uniform(&r, -1, 1),
-                                                      rng_uniform(&r, -1, 1),
-                                                      rng_uniform(&r, -1, 1),
-                                                      rng_uniform(&r, -1, 1), &tf),
+        assert_int_equal(rp_transform_from_quaternion(
+                             random_point(&r, 5.0), rng_uniform(&r, -1, 1), rng_uniform(&r, -1, 1),
+                             rng_uniform(&r, -1, 1), rng_uniform(&r, -1, 1), &tf),
                          RP_OK);
         rp_shape ta = rp_transform_shape(&tf, &a), tb = rp_transform_shape(&tf, &b);
         double S = fmax(pair_scale(&a, &b), pair_scale(&ta, &tb));
@@ -370,7 +367,10 @@ static void penetration_is_negative_and_grows_with_overlap(void **state)
 
 /* ---- contacts ----------------------------------------------------------- */
 
-static double norm(rp_vec3 v) { return sqrt(v.x * v.x + v.y * v.y + v.z * v.z); }
+static double norm(rp_vec3 v)
+{
+    return sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
+}
 
 static void check_contact(const rp_shape *a, const rp_shape *b)
 {
@@ -429,11 +429,11 @@ static void contact_normal_is_unit_when_cores_coincide(void **state)
 {
     (void)state;
     const rp_shape cases[][2] = {
-        {sphere(V(1, 2, 3), 0.5), sphere(V(1, 2, 3), 0.25)},                   /* concentric */
+        {sphere(V(1, 2, 3), 0.5), sphere(V(1, 2, 3), 0.25)}, /* concentric */
         {capsule(V(0, 0, 0), V(1, 0, 0), 0.1), capsule(V(0.5, 0, 0), V(2, 0, 0), 0.1)},
         {capsule(V(0, 0, 0), V(1, 1, 1), 0.1), capsule(V(0, 0, 0), V(1, 1, 1), 0.2)},
         {capsule(V(0, 0, 0), V(0, 0, 0), 0.1), capsule(V(0, 0, 0), V(0, 0, 0), 0.3)},
-        {capsule(V(0, 0, 0), V(0, 0, 2), 0.1), sphere(V(0, 0, 1), 0.3)},       /* on axis */
+        {capsule(V(0, 0, 0), V(0, 0, 2), 0.1), sphere(V(0, 0, 1), 0.3)}, /* on axis */
         {capsule(V(-1, -1, 0), V(1, 1, 0), 0.1), capsule(V(-1, 1, 0), V(1, -1, 0), 0.1)},
         {capsule(V(5, 5, 5), V(5, 5, 5), 0.1), sphere(V(5, 5, 5), 0.0)},
     };
@@ -513,8 +513,8 @@ static void huge_cores_and_radii_give_the_representable_distance(void **state)
 
     /* Core length 2*sqrt(2)*1e308 > DBL_MAX, radii's sum 1.5e308. */
     rp_shape c = sphere(V(-1e308, -1e308, 0), 1e308), d = sphere(V(1e308, 1e308, 0), 0.5e308);
-    long double want_far = 2.0L * sqrtl(2.0L) * (long double)1e308 -
-                           ((long double)1e308 + (long double)0.5e308);
+    long double want_far =
+        2.0L * sqrtl(2.0L) * (long double)1e308 - ((long double)1e308 + (long double)0.5e308);
     assert_near(rp_shape_signed_distance(&c, &d), (double)want_far, 16 * EPS * 1e308);
 
     /* Capsule-sphere and capsule-capsule with the same overflowing parts. */
@@ -608,8 +608,7 @@ static rp_shape random_huge_shape(test_rng *r)
     double rad = rng_uniform(r, 0, 1.7e308);
     if (rng_next(r) & 1)
         return sphere(p, rad);
-    return capsule(p, V(sym_uniform(r, 1e308), sym_uniform(r, 1e308), sym_uniform(r, 1e308)),
-                   rad);
+    return capsule(p, V(sym_uniform(r, 1e308), sym_uniform(r, 1e308), sym_uniform(r, 1e308)), rad);
 }
 
 static bool finite_v(rp_vec3 v)

@@ -38,8 +38,8 @@
 #define DISTANCE_BOUND 16.0 /* contract, in eps*S */
 #define CONTACT_BOUND 8.0   /* point_b - point_a vs distance*normal, eps*S per component */
 #define NORMAL_TOL 1e-12
-#define MAX_REPORTS 6        /* printed failures per family */
-#define PAIRS 8000           /* generated pairs per family (capsule b: checked twice) */
+#define MAX_REPORTS 6 /* printed failures per family */
+#define PAIRS 8000    /* generated pairs per family (capsule b: checked twice) */
 
 /* ---- vectors ------------------------------------------------------------ */
 
@@ -162,8 +162,7 @@ static rp_shape reversed(const rp_shape *s)
 
 /* Radii for cores at (approximately) distance D: zero, independent uniform in
  * [0, rmax], or summing to D - gap with |gap| <= gapmax (near touching). */
-static void pick_radii(test_rng *r, double D, double rmax, double gapmax, double *ra,
-                       double *rb)
+static void pick_radii(test_rng *r, double D, double rmax, double gapmax, double *ra, double *rb)
 {
     int mode = rand_int(r, 0, 7);
     if (mode == 0) {
@@ -193,8 +192,8 @@ static void pick_radii(test_rng *r, double D, double rmax, double gapmax, double
 /* Builds the pair from axis segments pts[0]-pts[1] and pts[2]-pts[3].  With
  * mixed != 0 one or both sides sometimes become a sphere centred on its
  * segment.  Radii come from pick_radii with the exact core distance. */
-static void finish_pair(test_rng *r, const rp_vec3 pts[4], int mixed, double rmax,
-                        double gapmax, rp_shape *a, rp_shape *b)
+static void finish_pair(test_rng *r, const rp_vec3 pts[4], int mixed, double rmax, double gapmax,
+                        rp_shape *a, rp_shape *b)
 {
     int ka = 1, kb = 1; /* 1 = capsule */
     if (mixed) {
@@ -382,10 +381,10 @@ static void core_t(test_rng *r, rp_vec3 pts[4])
         rp_vec3 n = rand_perp(r, u);
         double L1 = rng_uniform(r, 0.05, 2.0), L2 = rng_uniform(r, 0.05, 2.0);
         int sm = rand_int(r, 0, 9);
-        double s = sm < 7 ? rng_uniform(r, 0, 1)
-                 : sm == 7 ? (double)(rng_next(r) & 1)
-                 : sm == 8 ? rng_uniform(r, 1.0, 1.3)
-                           : rng_uniform(r, -0.3, 0.0);
+        double s = sm < 7    ? rng_uniform(r, 0, 1)
+                   : sm == 7 ? (double)(rng_next(r) & 1)
+                   : sm == 8 ? rng_uniform(r, 1.0, 1.3)
+                             : rng_uniform(r, -0.3, 0.0);
         double h = hm == 0 ? 0 : hm == 1 ? rng_uniform(r, 0, 1e-10) : rng_uniform(r, 0, 0.5);
         rp_vec3 foot = vaxpy(p0, s * L1, u);
         double f = rng_uniform(r, 0.05, 0.95);
@@ -400,15 +399,33 @@ static void core_t(test_rng *r, rp_vec3 pts[4])
 static void core_mixed(test_rng *r, rp_vec3 pts[4])
 {
     switch (rand_int(r, 0, 9)) {
-    case 0: core_general(r, pts); break;
-    case 1: core_parallel(r, 1, 0, 0, pts); break;
-    case 2: core_parallel(r, 0, 1, 0, pts); break;
-    case 3: core_nearly_parallel(r, 1e-6, pts); break;
-    case 4: core_nearly_parallel(r, 1e-12, pts); break;
-    case 5: core_parallel(r, (int)(rng_next(r) & 1), 0, 1, pts); break;
-    case 6: core_crossing(r, pts); break;
-    case 7: core_endpoint(r, pts); break;
-    case 8: core_t(r, pts); break;
+    case 0:
+        core_general(r, pts);
+        break;
+    case 1:
+        core_parallel(r, 1, 0, 0, pts);
+        break;
+    case 2:
+        core_parallel(r, 0, 1, 0, pts);
+        break;
+    case 3:
+        core_nearly_parallel(r, 1e-6, pts);
+        break;
+    case 4:
+        core_nearly_parallel(r, 1e-12, pts);
+        break;
+    case 5:
+        core_parallel(r, (int)(rng_next(r) & 1), 0, 1, pts);
+        break;
+    case 6:
+        core_crossing(r, pts);
+        break;
+    case 7:
+        core_endpoint(r, pts);
+        break;
+    case 8:
+        core_t(r, pts);
+        break;
     default: /* degenerate axis on one side */
         core_general(r, pts);
         pts[1] = pts[0];
@@ -425,7 +442,7 @@ typedef struct family {
     double worst_contact; /* worst witness residual, eps*S */
     long failures;
     int reports;
-    long saturated;       /* pairs whose exact distance is beyond +-DBL_MAX */
+    long saturated; /* pairs whose exact distance is beyond +-DBL_MAX */
 } family;
 
 static void print_shape(const char *label, const rp_shape *s)
@@ -435,8 +452,8 @@ static void print_shape(const char *label, const rp_shape *s)
                s->sphere.center.y, s->sphere.center.z, s->sphere.radius);
     else
         printf("    %s = capsule{a=(%a, %a, %a), b=(%a, %a, %a), radius=%a}\n", label,
-               s->capsule.a.x, s->capsule.a.y, s->capsule.a.z, s->capsule.b.x,
-               s->capsule.b.y, s->capsule.b.z, s->capsule.radius);
+               s->capsule.a.x, s->capsule.a.y, s->capsule.a.z, s->capsule.b.x, s->capsule.b.y,
+               s->capsule.b.z, s->capsule.radius);
 }
 
 /* Counts a failure; returns nonzero when it should be printed (after
@@ -462,8 +479,8 @@ static void check_distance(family *f, const char *what, const rp_shape *a, const
         if (!same_bits(computed, want) && failure(f, what, a, b)) {
             double hi, lo;
             ref_split(ref, &hi, &lo);
-            printf("    computed = %a, want %a (saturated; reference = %a + %a)\n",
-                   computed, want, hi, lo);
+            printf("    computed = %a, want %a (saturated; reference = %a + %a)\n", computed, want,
+                   hi, lo);
         }
         return;
     }
@@ -483,8 +500,8 @@ static void check_distance(family *f, const char *what, const rp_shape *a, const
     }
 }
 
-static void check_same(family *f, const char *what, const rp_shape *a, const rp_shape *b,
-                       double x, double y)
+static void check_same(family *f, const char *what, const rp_shape *a, const rp_shape *b, double x,
+                       double y)
 {
     if (!same_bits(x, y) && failure(f, what, a, b))
         printf("    %a vs %a\n", x, y);
@@ -508,8 +525,7 @@ static int same_shape(const rp_shape *a, const rp_shape *b)
     if (a->kind == RP_SHAPE_SPHERE)
         return vec_same_bits(a->sphere.center, b->sphere.center) &&
                same_bits(a->sphere.radius, b->sphere.radius);
-    return vec_same_bits(a->capsule.a, b->capsule.a) &&
-           vec_same_bits(a->capsule.b, b->capsule.b) &&
+    return vec_same_bits(a->capsule.a, b->capsule.a) && vec_same_bits(a->capsule.b, b->capsule.b) &&
            same_bits(a->capsule.radius, b->capsule.radius);
 }
 
@@ -541,8 +557,7 @@ static double residual(double pb, double pa, double dist, double n)
     return fabs((double)x);
 }
 
-static void check_contact(family *f, const rp_shape *a, const rp_shape *b, double dab,
-                          double S)
+static void check_contact(family *f, const rp_shape *a, const rp_shape *b, double dab, double S)
 {
     rp_contact c = rp_shape_contact(a, b), cs = rp_shape_contact(b, a);
     rp_vec3 n = c.normal;
@@ -644,8 +659,8 @@ static void run_family(const char *name, uint64_t seed, pair_gen gen)
         printf("    contact residual worst=%.3g eps*S\n", f.worst_contact);
     fflush(stdout);
     if (f.failures)
-        fail_msg("family %s: %ld failed checks over %ld pairs (first %d printed)", name,
-                 f.failures, f.n, f.reports);
+        fail_msg("family %s: %ld failed checks over %ld pairs (first %d printed)", name, f.failures,
+                 f.n, f.reports);
 }
 
 /* ---- pair generators ---------------------------------------------------- */
@@ -724,11 +739,16 @@ static void gen_collinear_separated(test_rng *r, rp_shape *a, rp_shape *b)
 static rp_vec3 point_near_segment(test_rng *r, rp_vec3 q0, rp_vec3 q1)
 {
     switch (rand_int(r, 0, 4)) {
-    case 0: return rand_box(r, 1.0);
-    case 1: return (rng_next(r) & 1) ? q0 : q1;
-    case 2: return vaxpy(q0, rng_uniform(r, -0.2, 1.2), vsub(q1, q0));
-    case 3: return vaxpy(vaxpy(q0, rng_uniform(r, 0, 1), vsub(q1, q0)), 1e-9, rand_unit(r));
-    default: return vaxpy(q0, rng_uniform(r, 0, 1), vsub(q1, q0));
+    case 0:
+        return rand_box(r, 1.0);
+    case 1:
+        return (rng_next(r) & 1) ? q0 : q1;
+    case 2:
+        return vaxpy(q0, rng_uniform(r, -0.2, 1.2), vsub(q1, q0));
+    case 3:
+        return vaxpy(vaxpy(q0, rng_uniform(r, 0, 1), vsub(q1, q0)), 1e-9, rand_unit(r));
+    default:
+        return vaxpy(q0, rng_uniform(r, 0, 1), vsub(q1, q0));
     }
 }
 
@@ -753,8 +773,8 @@ static void degenerate_pair(test_rng *r, rp_shape *p, rp_shape *q)
     pts[1] = pts[0];
     finish_pair(r, pts, 0, 0.5, 0.1, p, q);
     if (one_in(r, 4))
-        *q = mk_sphere(vaxpy(pts[2], rng_uniform(r, 0, 1), vsub(pts[3], pts[2])),
-                       q->capsule.radius);
+        *q =
+            mk_sphere(vaxpy(pts[2], rng_uniform(r, 0, 1), vsub(pts[3], pts[2])), q->capsule.radius);
 }
 
 static void gen_degenerate_first(test_rng *r, rp_shape *a, rp_shape *b)
@@ -772,9 +792,15 @@ static void gen_degenerate_both(test_rng *r, rp_shape *a, rp_shape *b)
     rp_vec3 pts[4];
     pts[0] = pts[1] = rng_next(r) & 1 ? rand_grid_point(r) : rand_box(r, 1.0);
     switch (rand_int(r, 0, 3)) {
-    case 0: pts[2] = pts[0]; break; /* coincident */
-    case 1: pts[2] = vaxpy(pts[0], 1e-9, rand_unit(r)); break;
-    default: pts[2] = rand_box(r, 1.0); break;
+    case 0:
+        pts[2] = pts[0];
+        break; /* coincident */
+    case 1:
+        pts[2] = vaxpy(pts[0], 1e-9, rand_unit(r));
+        break;
+    default:
+        pts[2] = rand_box(r, 1.0);
+        break;
     }
     pts[3] = pts[2];
     finish_pair(r, pts, 0, 0.5, 0.1, a, b);
@@ -845,8 +871,8 @@ static void gen_deep_penetration(test_rng *r, rp_shape *a, rp_shape *b)
     rp_vec3 p1 = vaxpy(p0, L, u);
     rp_vec3 q[2];
     for (int i = 0; i < 2; i++)
-        q[i] = vaxpy(vaxpy(p0, rng_uniform(r, 0, 1) * L, u), rng_uniform(r, 0, 0.5 * R),
-                     rand_unit(r));
+        q[i] =
+            vaxpy(vaxpy(p0, rng_uniform(r, 0, 1) * L, u), rng_uniform(r, 0, 0.5 * R), rand_unit(r));
     if (one_in(r, 8)) {
         q[0] = p0;
         q[1] = p1;
@@ -919,8 +945,8 @@ static void gen_near_dbl_max(test_rng *r, rp_shape *a, rp_shape *b)
             if (rng_next(r) & 1)
                 s[i] = mk_sphere(p, rad);
             else
-                s[i] = mk_capsule(p, v3(rand_sym(r, 1e308), rand_sym(r, 1e308),
-                                        rand_sym(r, 1e308)), rad);
+                s[i] = mk_capsule(p, v3(rand_sym(r, 1e308), rand_sym(r, 1e308), rand_sym(r, 1e308)),
+                                  rad);
         }
         *a = s[0];
         *b = s[1];
@@ -1054,9 +1080,15 @@ static void gen_spheres_concentric(test_rng *r, rp_shape *a, rp_shape *b)
 {
     rp_vec3 c;
     switch (rand_int(r, 0, 3)) {
-    case 0: c = rand_grid_point(r); break;
-    case 1: c = v3(0, 0, 0); break;
-    default: c = rand_box(r, 1.0); break;
+    case 0:
+        c = rand_grid_point(r);
+        break;
+    case 1:
+        c = v3(0, 0, 0);
+        break;
+    default:
+        c = rand_box(r, 1.0);
+        break;
     }
     double r1 = one_in(r, 4) ? 0 : rng_uniform(r, 0, 0.5);
     double r2 = one_in(r, 4) ? 0 : rng_uniform(r, 0, 0.5);
@@ -1250,24 +1282,24 @@ static void test_reference_matches_hand_computed_distances(void **state)
     rp_shape s1 = mk_sphere(v3(0, 0, 0), 1), s2 = mk_sphere(v3(3, 4, 0), 1);
     assert_true(ref_shape_distance(&s1, &s2) == 3);
     /* parallel, offset (0, 3, 4) */
-    assert_true(ref_segment_segment_distance(v3(0, 0, 0), v3(2, 0, 0), v3(1, 3, 4),
-                                             v3(5, 3, 4)) == 5);
+    assert_true(ref_segment_segment_distance(v3(0, 0, 0), v3(2, 0, 0), v3(1, 3, 4), v3(5, 3, 4)) ==
+                5);
     /* crossing */
     rp_shape c1 = mk_capsule(v3(-1, 0, 0), v3(1, 0, 0), 0.5);
     rp_shape c2 = mk_capsule(v3(0, -1, 0), v3(0, 1, 0), 0.5);
     assert_true(ref_shape_distance(&c1, &c2) == -1);
     /* skew, interior closest points */
-    assert_true(ref_segment_segment_distance(v3(-1, 0, 0), v3(1, 0, 0), v3(0, -1, 2),
-                                             v3(0, 1, 2)) == 2);
+    assert_true(
+        ref_segment_segment_distance(v3(-1, 0, 0), v3(1, 0, 0), v3(0, -1, 2), v3(0, 1, 2)) == 2);
     /* end point to end point: (1,0,0) and (4,4,0) */
-    assert_true(ref_segment_segment_distance(v3(0, 0, 0), v3(1, 0, 0), v3(4, 4, 0),
-                                             v3(4, 9, 0)) == 5);
+    assert_true(ref_segment_segment_distance(v3(0, 0, 0), v3(1, 0, 0), v3(4, 4, 0), v3(4, 9, 0)) ==
+                5);
     /* point to segment interior, and a degenerate segment */
     assert_true(ref_point_segment_distance(v3(1, 3, 4), v3(0, 0, 0), v3(2, 0, 0)) == 5);
     assert_true(ref_point_segment_distance(v3(1, 3, 4), v3(1, 0, 0), v3(1, 0, 0)) == 5);
     /* collinear overlapping */
-    assert_true(ref_segment_segment_distance(v3(0, 0, 0), v3(2, 2, 2), v3(1, 1, 1),
-                                             v3(5, 5, 5)) == 0);
+    assert_true(ref_segment_segment_distance(v3(0, 0, 0), v3(2, 2, 2), v3(1, 1, 1), v3(5, 5, 5)) ==
+                0);
     rp_shape big = mk_capsule(v3(-1e5, 0, 0), v3(1e5, 0, 0), 3);
     assert_true(ref_scale_S(&big, &s2) == 1e5);
 
@@ -1297,18 +1329,43 @@ static void test_reference_agrees_with_golden_section_search(void **state)
     for (int i = 0; i < 12 * 100; i++) {
         rp_vec3 pts[4];
         switch (i % 12) {
-        case 0: core_general(&r, pts); break;
-        case 1: core_parallel(&r, 1, 0, 0, pts); break;
-        case 2: core_parallel(&r, 0, 1, 0, pts); break;
-        case 3: core_nearly_parallel(&r, 1e-3, pts); break;
-        case 4: core_nearly_parallel(&r, 1e-6, pts); break;
-        case 5: core_nearly_parallel(&r, 1e-9, pts); break;
-        case 6: core_nearly_parallel(&r, 1e-12, pts); break;
-        case 7: core_parallel(&r, (int)(rng_next(&r) & 1), 0, 1, pts); break;
-        case 8: core_crossing(&r, pts); break;
-        case 9: core_endpoint(&r, pts); break;
-        case 10: core_t(&r, pts); break;
-        default: core_mixed(&r, pts); pts[3] = pts[2]; break;
+        case 0:
+            core_general(&r, pts);
+            break;
+        case 1:
+            core_parallel(&r, 1, 0, 0, pts);
+            break;
+        case 2:
+            core_parallel(&r, 0, 1, 0, pts);
+            break;
+        case 3:
+            core_nearly_parallel(&r, 1e-3, pts);
+            break;
+        case 4:
+            core_nearly_parallel(&r, 1e-6, pts);
+            break;
+        case 5:
+            core_nearly_parallel(&r, 1e-9, pts);
+            break;
+        case 6:
+            core_nearly_parallel(&r, 1e-12, pts);
+            break;
+        case 7:
+            core_parallel(&r, (int)(rng_next(&r) & 1), 0, 1, pts);
+            break;
+        case 8:
+            core_crossing(&r, pts);
+            break;
+        case 9:
+            core_endpoint(&r, pts);
+            break;
+        case 10:
+            core_t(&r, pts);
+            break;
+        default:
+            core_mixed(&r, pts);
+            pts[3] = pts[2];
+            break;
         }
         rp_shape a = mk_capsule(pts[0], pts[1], 0), b = mk_capsule(pts[2], pts[3], 0);
         double S = ref_scale_S(&a, &b);

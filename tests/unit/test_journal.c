@@ -267,8 +267,7 @@ static void other_formats_are_refused(void **state)
     reseal(h, RPJ_FILE_HEADER - 4);
     rpj_scan(h, sizeof h, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_BAD_FORMAT);
-    rpj_scan((const uint8_t *)"{\"hello\": 1}\n this is not a journal at all", 40, NULL, NULL,
-             &r);
+    rpj_scan((const uint8_t *)"{\"hello\": 1}\n this is not a journal at all", 40, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_BAD_FORMAT);
     rpj_scan((const uint8_t *)"REPO", 4, NULL, NULL, &r);
     assert_int_equal(r.end, RPJ_TORN);

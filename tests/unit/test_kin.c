@@ -82,8 +82,7 @@ static void assert_pose(const rp_transform *got, const double r[3][3], rp_vec3 t
 }
 
 /* FK into poses[], by link name. */
-static const rp_transform *link_pose(const rp_model *m, const rp_transform *poses,
-                                     const char *name)
+static const rp_transform *link_pose(const rp_model *m, const rp_transform *poses, const char *name)
 {
     size_t i = rp_model_tree_link_find(m, name);
     if (i == SIZE_MAX)
@@ -103,8 +102,8 @@ static rp_check_result check_q(const rp_model *m, const rp_scene *sc, const rp_t
 static void assert_pair(const rp_check_pair *p, size_t link, rp_pair_kind kind, size_t other)
 {
     if (p->link != link || p->kind != kind || p->other != other)
-        fail_msg("pair (%zu, %d, %zu), want (%zu, %d, %zu)", p->link, (int)p->kind, p->other,
-                 link, (int)kind, other);
+        fail_msg("pair (%zu, %d, %zu), want (%zu, %d, %zu)", p->link, (int)p->kind, p->other, link,
+                 (int)kind, other);
 }
 
 /* Two results agree: same flags, same pairs, distances within tol. */
@@ -134,11 +133,10 @@ static void assert_same_result(const rp_check_result *a, const rp_check_result *
 static rp_model *planar_arm(rp_store *st, const char *name)
 {
     static const char *const sl[] = {"base", "l1", "l2", "tip"};
-    rp_link shapes[] = {S("base#0", sphere(0, 0, 0, 0.1)),
-                        S("l1#0", capsule(0, 0, 0, ARM_L1, 0, 0, 0.03)),
-                        /* a gap at the elbow: no exact ties between l1 and l2 */
-                        S("l2#0", capsule(0.05, 0, 0, ARM_L2, 0, 0, 0.03)),
-                        S("tip#0", sphere(0.05, 0, 0, 0.02))};
+    rp_link shapes[] = {
+        S("base#0", sphere(0, 0, 0, 0.1)), S("l1#0", capsule(0, 0, 0, ARM_L1, 0, 0, 0.03)),
+        /* a gap at the elbow: no exact ties between l1 and l2 */
+        S("l2#0", capsule(0.05, 0, 0, ARM_L2, 0, 0, 0.03)), S("tip#0", sphere(0.05, 0, 0, 0.02))};
     rp_joint_def j[] = {J("j1", RP_JOINT_REVOLUTE, "base", "l1", V(0, 0, ARM_H), ZERO, AZ),
                         J("j2", RP_JOINT_REVOLUTE, "l1", "l2", V(ARM_L1, 0, 0), ZERO, AZ),
                         J("tipj", RP_JOINT_FIXED, "l2", "tip", V(ARM_L2, 0, 0), ZERO, ZERO)};
@@ -158,8 +156,8 @@ static void planar_arm_poses_match_hand_computation(void **state)
     assert_int_equal(rp_model_tree_link_count(m), 4);
     assert_int_equal(rp_model_frame_count(m), 2);
     assert_string_equal(rp_model_tree_link_name(m, rp_model_root(m)), "base");
-    const double angles[][2] = {{0, 0},       {M_PI / 2, 0},  {0.3, -1.1},
-                                {-2.5, 2.9},  {M_PI, -M_PI / 2}, {1e-9, -3.1}};
+    const double angles[][2] = {{0, 0},      {M_PI / 2, 0},     {0.3, -1.1},
+                                {-2.5, 2.9}, {M_PI, -M_PI / 2}, {1e-9, -3.1}};
     for (size_t c = 0; c < sizeof angles / sizeof *angles; c++) {
         double a = angles[c][0], b = angles[c][1];
         rp_transform poses[4];
@@ -184,10 +182,9 @@ static void prismatic_joint_translates_along_its_normalised_axis(void **state)
     static const char *const sl[] = {"slider"};
     rp_link shapes[] = {S("s", sphere(0, 0, 0, 0.1))};
     /* Origin turned a quarter about z: the joint's x axis is the world's y. */
-    rp_joint_def j[] = {J("p", RP_JOINT_PRISMATIC, "base", "slider", V(1, 0, 0),
-                          V(0, 0, M_PI / 2), V(2, 0, 0)),
-                        J("p2", RP_JOINT_PRISMATIC, "slider", "s2", V(0, 0, 0), ZERO,
-                          V(0, 3, -4))};
+    rp_joint_def j[] = {
+        J("p", RP_JOINT_PRISMATIC, "base", "slider", V(1, 0, 0), V(0, 0, M_PI / 2), V(2, 0, 0)),
+        J("p2", RP_JOINT_PRISMATIC, "slider", "s2", V(0, 0, 0), ZERO, V(0, 3, -4))};
     rp_model_def d = kdef(shapes, sl, 1, j, 2);
     rp_model *m = put_ok(st, "m", &d);
     assert_near(rp_model_joint_at(m, 0)->axis.x, 1, 0);
@@ -282,9 +279,9 @@ static void fixed_joints_share_frames_and_offset_poses(void **state)
     assert_int_equal(rp_model_link_at(m, 3)->frame, 0);
     assert_int_equal(rp_model_link_at(m, 4)->frame, 0);
     for (size_t s = 0; s < 5; s++)
-        assert_int_equal(rp_model_shape_link(m, s),
-                         rp_model_tree_link_find(m, (const char *[]){"base", "plate", "a", "b",
-                                                                     "c"}[s]));
+        assert_int_equal(
+            rp_model_shape_link(m, s),
+            rp_model_tree_link_find(m, (const char *[]){"base", "plate", "a", "b", "c"}[s]));
 
     rp_shape_put probe_put = {"probe", sphere(0, 0, 0, 0)};
     rp_scene *sc;
@@ -338,11 +335,12 @@ static void rpy_origins_compose_yaw_pitch_roll_including_gimbal_lock(void **stat
     static const char *const sl[] = {"base"};
     rp_link shapes[] = {S("b", sphere(0, 0, 0, 0.1))};
     const double r0 = 0.3, y0 = 0.2;
-    rp_joint_def j[] = {J("up", RP_JOINT_FIXED, "base", "up", V(1, 2, 3), V(r0, M_PI / 2, y0), ZERO),
-                        J("down", RP_JOINT_FIXED, "base", "down", ZERO, V(r0, -M_PI / 2, y0), ZERO),
-                        J("gen", RP_JOINT_FIXED, "base", "gen", ZERO, V(0.4, -0.7, 2.1), ZERO),
-                        /* a moving joint after a general origin: R(origin) * Rz(q) */
-                        J("mov", RP_JOINT_REVOLUTE, "gen", "mov", V(0.5, 0, 0), V(-1.2, 0.3, 0.9), AZ)};
+    rp_joint_def j[] = {
+        J("up", RP_JOINT_FIXED, "base", "up", V(1, 2, 3), V(r0, M_PI / 2, y0), ZERO),
+        J("down", RP_JOINT_FIXED, "base", "down", ZERO, V(r0, -M_PI / 2, y0), ZERO),
+        J("gen", RP_JOINT_FIXED, "base", "gen", ZERO, V(0.4, -0.7, 2.1), ZERO),
+        /* a moving joint after a general origin: R(origin) * Rz(q) */
+        J("mov", RP_JOINT_REVOLUTE, "gen", "mov", V(0.5, 0, 0), V(-1.2, 0.3, 0.9), AZ)};
     rp_model_def d = kdef(shapes, sl, 1, j, 4);
     rp_model *m = put_ok(st, "m", &d);
     double q = 0.77;
@@ -371,8 +369,8 @@ static void rpy_origins_compose_yaw_pitch_roll_including_gimbal_lock(void **stat
     rz(q, b);
     mat_mul3(mov, b, mov);
     mat_mul3(gen, mov, mov);
-    assert_pose(link_pose(m, poses, "mov"), mov, V(0.5 * gen[0][0], 0.5 * gen[1][0], 0.5 * gen[2][0]),
-                1e-15);
+    assert_pose(link_pose(m, poses, "mov"), mov,
+                V(0.5 * gen[0][0], 0.5 * gen[1][0], 0.5 * gen[2][0]), 1e-15);
     rp_store_free(st);
 }
 
@@ -382,11 +380,12 @@ static void arbitrary_axes_are_normalised_and_rotate_by_rodrigues(void **state)
     rp_store *st = rp_store_new(NULL);
     static const char *const sl[] = {"base"};
     rp_link shapes[] = {S("b", sphere(0, 0, 0, 0.1))};
-    rp_joint_def j[] = {J("diag", RP_JOINT_REVOLUTE, "base", "diag", ZERO, ZERO, V(3, 3, 0)),
-                        J("neg", RP_JOINT_REVOLUTE, "base", "neg", ZERO, ZERO, V(0, 0, -4)),
-                        J("tiny", RP_JOINT_REVOLUTE, "base", "tiny", ZERO, ZERO, V(1e-300, 0, 0)),
-                        J("huge", RP_JOINT_CONTINUOUS, "base", "huge", ZERO, ZERO, V(1e300, 1e300, 0)),
-                        J("five", RP_JOINT_REVOLUTE, "base", "five", ZERO, ZERO, V(0, 0, 5))};
+    rp_joint_def j[] = {
+        J("diag", RP_JOINT_REVOLUTE, "base", "diag", ZERO, ZERO, V(3, 3, 0)),
+        J("neg", RP_JOINT_REVOLUTE, "base", "neg", ZERO, ZERO, V(0, 0, -4)),
+        J("tiny", RP_JOINT_REVOLUTE, "base", "tiny", ZERO, ZERO, V(1e-300, 0, 0)),
+        J("huge", RP_JOINT_CONTINUOUS, "base", "huge", ZERO, ZERO, V(1e300, 1e300, 0)),
+        J("five", RP_JOINT_REVOLUTE, "base", "five", ZERO, ZERO, V(0, 0, 5))};
     rp_model_def d = kdef(shapes, sl, 1, j, 5);
     rp_model *m = put_ok(st, "m", &d);
     const double h = sqrt(0.5);
@@ -463,7 +462,8 @@ static void fk_refuses_frame_models_null_arrays_and_nonfinite_values(void **stat
     }
     rp_check_result r;
     q[1] = 0;
-    assert_int_equal(rp_model_check_joints(frame_model, NULL, NULL, q, NULL, &r), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_model_check_joints(frame_model, NULL, NULL, q, NULL, &r),
+                     RP_ERR_INVALID_ARG);
     rp_check_result_free(&r);
     rp_store_free(st);
 }
@@ -596,8 +596,8 @@ static void assert_refused(const rp_model_def *d, rp_model_problem problem, size
     assert_int_equal(rp_store_model_put(st, "m", d, &m, &err), RP_ERR_INVALID_ARG);
     assert_null(m);
     if (err.problem != problem || err.index != index || err.element != element)
-        fail_msg("problem %d index %zu element %zu, want %d %zu %zu", (int)err.problem,
-                 err.index, err.element, (int)problem, index, element);
+        fail_msg("problem %d index %zu element %zu, want %d %zu %zu", (int)err.problem, err.index,
+                 err.element, (int)problem, index, element);
     /* And as a new name. */
     assert_int_equal(rp_store_model_put(st, "new", d, &m, &err), RP_ERR_INVALID_ARG);
     assert_int_equal(err.problem, problem);
@@ -909,8 +909,8 @@ static void kinematic_models_return_memory_to_baseline(void **state)
         snprintf(sids[i], sizeof sids[i], "s%d", i);
     }
     for (int i = 0; i < N - 1; i++) {
-        j[i] = J(names[i + 1], i % 3 ? RP_JOINT_REVOLUTE : RP_JOINT_FIXED, names[i],
-                 names[i + 1], V(0.1, 0, 0), ZERO, AZ);
+        j[i] = J(names[i + 1], i % 3 ? RP_JOINT_REVOLUTE : RP_JOINT_FIXED, names[i], names[i + 1],
+                 V(0.1, 0, 0), ZERO, AZ);
         shapes[i] = S(sids[i], sphere(0, 0, 0, 0.01));
         sl[i] = names[i];
         defaults[i] = names[3 * (i / 3) + 2];
@@ -947,10 +947,9 @@ static void joint_checks_equal_checks_of_hand_computed_frames(void **state)
     (void)state;
     rp_store *st = rp_store_new(NULL);
     rp_model *m = planar_arm(st, "arm");
-    rp_shape_put shapes[] = {P("ball", sphere(0.5, 0.5, ARM_H, 0.1)),
-                             P("bar", capsule(-1, -0.3, 0, -1, 0.3, 1, 0.05)),
-                             P("post", capsule(0.9, -0.4, 0, 0.9, -0.4, 1, 0.04)),
-                             P("far", sphere(5, 5, 5, 1))};
+    rp_shape_put shapes[] = {
+        P("ball", sphere(0.5, 0.5, ARM_H, 0.1)), P("bar", capsule(-1, -0.3, 0, -1, 0.3, 1, 0.05)),
+        P("post", capsule(0.9, -0.4, 0, 0.9, -0.4, 1, 0.04)), P("far", sphere(5, 5, 5, 1))};
     rp_scene *sc;
     assert_int_equal(rp_store_create(st, "sc", shapes, 4, &sc), RP_OK);
     rp_transform base = pose(0.05, -0.02, 0.01, 1, 0, 0, 0.05);
@@ -994,9 +993,12 @@ static void allowed_link_pairs_disable_every_shape_pair_of_the_two_links(void **
     /* Two links on different frames, 2 and 3 overlapping shapes each, and a
      * third link overlapping both. */
     static const char *const sl[] = {"a", "a", "b", "b", "b", "c"};
-    rp_link shapes[] = {S("a0", sphere(0, 0, 0, 0.5)), S("a1", sphere(0.1, 0, 0, 0.5)),
-                        S("b0", sphere(0, 0.1, 0, 0.5)), S("b1", sphere(0, 0, 0.1, 0.5)),
-                        S("b2", capsule(0, 0, 0, 0.2, 0, 0, 0.5)), S("c0", sphere(0, 0, 0, 0.5))};
+    rp_link shapes[] = {S("a0", sphere(0, 0, 0, 0.5)),
+                        S("a1", sphere(0.1, 0, 0, 0.5)),
+                        S("b0", sphere(0, 0.1, 0, 0.5)),
+                        S("b1", sphere(0, 0, 0.1, 0.5)),
+                        S("b2", capsule(0, 0, 0, 0.2, 0, 0, 0.5)),
+                        S("c0", sphere(0, 0, 0, 0.5))};
     rp_joint_def j[] = {J("ja", RP_JOINT_REVOLUTE, "base", "a", ZERO, ZERO, AZ),
                         J("jb", RP_JOINT_REVOLUTE, "base", "b", ZERO, ZERO, AX),
                         J("jc", RP_JOINT_PRISMATIC, "b", "c", ZERO, ZERO, AY)};
@@ -1297,10 +1299,10 @@ static void random_tree(test_rng *r, rtree *t, int n_scene, bool extras)
             rpy.y = rng_next(r) % 2 ? M_PI / 2 : -M_PI / 2; /* gimbal lock */
         if (rng_next(r) % 6 == 0)
             rpy = ZERO;
-        rp_joint_def j = J(t->jname[k], type, t->lname[t->parent[k]], t->lname[k],
-                           V(rng_uniform(r, -0.6, 0.6), rng_uniform(r, -0.6, 0.6),
-                             rng_uniform(r, -0.6, 0.6)),
-                           rpy, type == RP_JOINT_FIXED && rng_next(r) % 2 ? ZERO : random_axis(r));
+        rp_joint_def j =
+            J(t->jname[k], type, t->lname[t->parent[k]], t->lname[k],
+              V(rng_uniform(r, -0.6, 0.6), rng_uniform(r, -0.6, 0.6), rng_uniform(r, -0.6, 0.6)),
+              rpy, type == RP_JOINT_FIXED && rng_next(r) % 2 ? ZERO : random_axis(r));
         if (rng_next(r) % 2)
             j = limited(j, -1, 1);
         if (type != RP_JOINT_FIXED && rng_next(r) % 4 == 0) {
@@ -1341,14 +1343,13 @@ static void random_tree(test_rng *r, rtree *t, int n_scene, bool extras)
         for (int s = 0; s < ns; s++) {
             int i = t->n_shapes++;
             snprintf(t->sid[i], sizeof t->sid[i], "s%d", i);
-            rp_vec3 a = V(rng_uniform(r, -0.3, 0.3), rng_uniform(r, -0.3, 0.3),
-                          rng_uniform(r, -0.3, 0.3));
+            rp_vec3 a =
+                V(rng_uniform(r, -0.3, 0.3), rng_uniform(r, -0.3, 0.3), rng_uniform(r, -0.3, 0.3));
             double rad = rng_uniform(r, 0.02, 0.15);
-            rp_shape sh = rng_next(r) % 2
-                              ? sphere(a.x, a.y, a.z, rad)
-                              : capsule(a.x, a.y, a.z, a.x + rng_uniform(r, -0.4, 0.4),
-                                        a.y + rng_uniform(r, -0.4, 0.4),
-                                        a.z + rng_uniform(r, -0.4, 0.4), rad);
+            rp_shape sh = rng_next(r) % 2 ? sphere(a.x, a.y, a.z, rad)
+                                          : capsule(a.x, a.y, a.z, a.x + rng_uniform(r, -0.4, 0.4),
+                                                    a.y + rng_uniform(r, -0.4, 0.4),
+                                                    a.z + rng_uniform(r, -0.4, 0.4), rad);
             t->shapes[i] = S(t->sid[i], sh);
             t->shape_links[i] = t->lname[k];
             t->shape_owner[i] = k;
@@ -1371,8 +1372,8 @@ static void random_tree(test_rng *r, rtree *t, int n_scene, bool extras)
 
 static rp_model_def rtree_def(const rtree *t)
 {
-    rp_model_def d = kdef(t->shapes, t->shape_links, (size_t)t->n_shapes, t->joints,
-                          (size_t)t->n - 1);
+    rp_model_def d =
+        kdef(t->shapes, t->shape_links, (size_t)t->n_shapes, t->joints, (size_t)t->n - 1);
     if (t->give_names) {
         d.link_names = t->link_names;
         d.n_link_names = (size_t)t->n;
@@ -1429,8 +1430,8 @@ static void random_q(test_rng *r, const rtree *t, double *q)
 {
     for (int k = 1; k < t->n; k++)
         if (t->dof_of[k] >= 0)
-            q[t->dof_of[k]] = t->jd[k].type == RP_JOINT_PRISMATIC ? rng_uniform(r, -1, 1)
-                                                                   : rng_uniform(r, -4, 4);
+            q[t->dof_of[k]] =
+                t->jd[k].type == RP_JOINT_PRISMATIC ? rng_uniform(r, -1, 1) : rng_uniform(r, -4, 4);
 }
 
 static void fk_matches_long_double_reference_on_random_trees(void **state)
@@ -1458,9 +1459,9 @@ static void fk_matches_long_double_reference_on_random_trees(void **state)
             mimics += t.mimic[k] >= 0;
             prismatic += t.jd[k].type == RP_JOINT_PRISMATIC;
             fixed += t.jd[k].type == RP_JOINT_FIXED;
-            general_axis += t.jd[k].type != RP_JOINT_FIXED &&
-                            !(fabs(t.jd[k].axis.x) + fabs(t.jd[k].axis.y) + fabs(t.jd[k].axis.z) ==
-                              1.0);
+            general_axis +=
+                t.jd[k].type != RP_JOINT_FIXED &&
+                !(fabs(t.jd[k].axis.x) + fabs(t.jd[k].axis.y) + fabs(t.jd[k].axis.z) == 1.0);
         }
         for (int c = 0; c < 10; c++) {
             double q[MAXL];
@@ -1489,8 +1490,8 @@ static void fk_matches_long_double_reference_on_random_trees(void **state)
                 ld tv[3] = {g->t.x, g->t.y, g->t.z};
                 for (int i = 0; i < 3; i++)
                     if (!(fabsl(tv[i] - want[k].m[i][3]) <= 1e-12L * scale))
-                        fail_msg("tree %d link %s t[%d] = %.17g, want %.17Lg", tree, t.lname[k],
-                                 i, (double)tv[i], want[k].m[i][3]);
+                        fail_msg("tree %d link %s t[%d] = %.17g, want %.17Lg", tree, t.lname[k], i,
+                                 (double)tv[i], want[k].m[i][3]);
             }
         }
     }
@@ -1533,7 +1534,7 @@ static void batch_checks_equal_lone_checks(void **state)
             rp_store *st = rp_store_new(NULL);
             int ns = sizes[z];
             rp_shape_put *sp = calloc((size_t)ns, sizeof *sp);
-            char (*ids)[16] = calloc((size_t)ns, sizeof *ids);
+            char(*ids)[16] = calloc((size_t)ns, sizeof *ids);
             double reach = 2.5 * cbrt(ns / 200.0);
             for (int i = 0; i < ns; i++) {
                 snprintf(ids[i], sizeof ids[i], "o%04d", i);
@@ -1633,15 +1634,18 @@ static void batch_checks_equal_lone_checks(void **state)
  * shape pair of the two links, allowed scene pairs to every shape of the
  * link. */
 typedef struct frame_twin {
-    int body[MAXL];  /* creation index of the body (nearest moving joint's child, or 0) */
-    mat4 off[MAXL];  /* link pose in its body's frame */
+    int body[MAXL]; /* creation index of the body (nearest moving joint's child, or 0) */
+    mat4 off[MAXL]; /* link pose in its body's frame */
     rp_link links[MAXS];
     const char *pairs[2 * 8 * MAXS * MAXS];
     const char *as[2 * 10 * MAXS];
     int n_frames;
 } frame_twin;
 
-static int frame_of_body(int body) { return body == 0 ? -1 : body - 1; }
+static int frame_of_body(int body)
+{
+    return body == 0 ? -1 : body - 1;
+}
 
 static rp_model *frame_twin_put(rp_store *st, const rtree *t, frame_twin *w)
 {
@@ -1774,11 +1778,10 @@ static void kinematic_and_frame_indexed_twins_check_alike(void **state)
 static rp_model *tool_arm(rp_store *st, const char *name, const char *const *as, size_t nas)
 {
     static const char *const sl[] = {"base", "upper", "fore", "tool", "finger"};
-    rp_link shapes[] = {S("base#0", sphere(0, 0, 0, 0.2)),
-                        S("upper#0", capsule(0, 0, 0, 1, 0, 0, 0.05)),
-                        S("fore#0", capsule(0, 0, 0, 1, 0, 0, 0.05)),
-                        S("tool#0", sphere(0, 0, 0, 0.05)),
-                        S("finger#0", capsule(0, 0, 0, 0.2, 0, 0, 0.02))};
+    rp_link shapes[] = {
+        S("base#0", sphere(0, 0, 0, 0.2)), S("upper#0", capsule(0, 0, 0, 1, 0, 0, 0.05)),
+        S("fore#0", capsule(0, 0, 0, 1, 0, 0, 0.05)), S("tool#0", sphere(0, 0, 0, 0.05)),
+        S("finger#0", capsule(0, 0, 0, 0.2, 0, 0, 0.02))};
     rp_joint_def j[] = {J("j1", RP_JOINT_REVOLUTE, "base", "upper", V(0, 0, 0.5), ZERO, AZ),
                         J("j2", RP_JOINT_REVOLUTE, "upper", "fore", V(1, 0, 0), ZERO, AZ),
                         J("ftool", RP_JOINT_FIXED, "fore", "tool", V(1, 0, 0), ZERO, ZERO),
@@ -1792,8 +1795,8 @@ static rp_model *tool_arm(rp_store *st, const char *name, const char *const *as,
     return put_ok(st, name, &d);
 }
 
-static rp_attached A(const char *id, const char *link, rp_shape shape,
-                     const char *const *touch, size_t n_touch)
+static rp_attached A(const char *id, const char *link, rp_shape shape, const char *const *touch,
+                     size_t n_touch)
 {
     rp_attached a = {id, link, shape, touch, n_touch};
     return a;
@@ -1908,8 +1911,7 @@ static void attached_shapes_skip_own_frame_allowed_and_touch_links(void **state)
         assert_int_equal(rp_model_extend(m, &at, 1, NULL, 0, &e, NULL), RP_OK);
         unsigned got = attached_partners(e, q, 5);
         if (got != cases[c].want)
-            fail_msg("case %zu (%s): partners %#x, want %#x", c, cases[c].link, got,
-                     cases[c].want);
+            fail_msg("case %zu (%s): partners %#x, want %#x", c, cases[c].link, got, cases[c].want);
         rp_model_free(e);
     }
     /* Two attached shapes overlapping each other are never paired. */
@@ -1998,27 +2000,57 @@ static void extend_refusals_name_the_attached_shape_and_element(void **state)
         size_t index, element;
     } cases[] = {
         {{A("upper#0", "tool", ok, NULL, 0)}, 1, NULL, 0, RP_EXTEND_DUPLICATE_ID, 0, 0},
-        {{A("p", "tool", ok, NULL, 0), A("p", "base", ok, NULL, 0)}, 2, NULL, 0,
-         RP_EXTEND_DUPLICATE_ID, 1, 0},
-        {{A("p", "tool", ok, NULL, 0), A("q", "zz", ok, NULL, 0)}, 2, NULL, 0,
-         RP_EXTEND_UNKNOWN_LINK, 1, 0},
+        {{A("p", "tool", ok, NULL, 0), A("p", "base", ok, NULL, 0)},
+         2,
+         NULL,
+         0,
+         RP_EXTEND_DUPLICATE_ID,
+         1,
+         0},
+        {{A("p", "tool", ok, NULL, 0), A("q", "zz", ok, NULL, 0)},
+         2,
+         NULL,
+         0,
+         RP_EXTEND_UNKNOWN_LINK,
+         1,
+         0},
         {{A("p", "tool#0", ok, NULL, 0)}, 1, NULL, 0, RP_EXTEND_UNKNOWN_LINK, 0, 0},
         {{A("p", "tool", sphere(0, 0, 0, -1), NULL, 0)}, 1, NULL, 0, RP_EXTEND_BAD_SHAPE, 0, 0},
-        {{A("p", "tool", capsule(0, 0, NAN, 0, 0, 0, 1), NULL, 0)}, 1, NULL, 0,
-         RP_EXTEND_BAD_SHAPE, 0, 0},
-        {{A("p", "tool", ok, NULL, 0), A("q", "base", ok, touch_bad, 2)}, 2, NULL, 0,
-         RP_EXTEND_UNKNOWN_TOUCH, 1, 1},
-        {{A("p", "tool", ok, NULL, 0)}, 1, (const char *const[]){"upper", "a", "zz", "b"}, 2,
-         RP_EXTEND_UNKNOWN_SCENE_LINK, 1, 0},
-        {{A("p", "tool", ok, NULL, 0)}, 1, (const char *const[]){"nope", "a"}, 1,
-         RP_EXTEND_UNKNOWN_SCENE_LINK, 0, 0},
+        {{A("p", "tool", capsule(0, 0, NAN, 0, 0, 0, 1), NULL, 0)},
+         1,
+         NULL,
+         0,
+         RP_EXTEND_BAD_SHAPE,
+         0,
+         0},
+        {{A("p", "tool", ok, NULL, 0), A("q", "base", ok, touch_bad, 2)},
+         2,
+         NULL,
+         0,
+         RP_EXTEND_UNKNOWN_TOUCH,
+         1,
+         1},
+        {{A("p", "tool", ok, NULL, 0)},
+         1,
+         (const char *const[]){"upper", "a", "zz", "b"},
+         2,
+         RP_EXTEND_UNKNOWN_SCENE_LINK,
+         1,
+         0},
+        {{A("p", "tool", ok, NULL, 0)},
+         1,
+         (const char *const[]){"nope", "a"},
+         1,
+         RP_EXTEND_UNKNOWN_SCENE_LINK,
+         0,
+         0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         rp_model *e = m; /* must be overwritten */
         rp_extend_error err;
-        assert_int_equal(rp_model_extend(m, cases[c].at, cases[c].n, cases[c].as, cases[c].n_as,
-                                         &e, &err),
-                         RP_ERR_INVALID_ARG);
+        assert_int_equal(
+            rp_model_extend(m, cases[c].at, cases[c].n, cases[c].as, cases[c].n_as, &e, &err),
+            RP_ERR_INVALID_ARG);
         assert_null(e);
         if (err.problem != cases[c].problem || err.index != cases[c].index ||
             err.element != cases[c].element)

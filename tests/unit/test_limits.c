@@ -45,7 +45,7 @@ static void flags_parse_integers_in_range_only(void **state)
         {"--max-request-bytes", "18446744073709551616"},
         {"--max-request-bytes", "-1"},
         {"--max-request-bytes", "+5"},
-        {"--max-request-bytes", "63"},     /* below the minimum */
+        {"--max-request-bytes", "63"}, /* below the minimum */
         {"--max-request-bytes", "1e6"},
         {"--max-request-bytes", ""},
         {"--max-reply-bytes", "12 "},

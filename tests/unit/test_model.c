@@ -38,12 +38,20 @@ static rp_transform pose(double tx, double ty, double tz, double w, double x, do
     return tf;
 }
 
-static rp_transform shift(double x, double y, double z) { return pose(x, y, z, 1, 0, 0, 0); }
-
-static rp_model_def def_of(const rp_link *links, size_t n, double margin,
-                           const char *const *pairs, size_t n_pairs, bool self)
+static rp_transform shift(double x, double y, double z)
 {
-    rp_model_def d = {.links = links, .n_links = n, .safety_margin = margin, .allowed_pairs = pairs, .n_allowed = n_pairs, .self_collision = self};
+    return pose(x, y, z, 1, 0, 0, 0);
+}
+
+static rp_model_def def_of(const rp_link *links, size_t n, double margin, const char *const *pairs,
+                           size_t n_pairs, bool self)
+{
+    rp_model_def d = {.links = links,
+                      .n_links = n,
+                      .safety_margin = margin,
+                      .allowed_pairs = pairs,
+                      .n_allowed = n_pairs,
+                      .self_collision = self};
     return d;
 }
 
@@ -62,8 +70,8 @@ static rp_model *put_model(rp_store *st, const char *name, const rp_link *links,
 
 /* Runs a check that must succeed; has_margin/margin as in rp_check_opts. */
 static rp_check_result run(const rp_model *m, const rp_scene *sc, const rp_transform *base,
-                           const rp_transform *frames, size_t nf, rp_report report,
-                           bool has_margin, double margin)
+                           const rp_transform *frames, size_t nf, rp_report report, bool has_margin,
+                           double margin)
 {
     rp_check_opts o = {report, has_margin, margin, NULL};
     rp_check_result r;
@@ -129,8 +137,9 @@ static void invalid_link_shapes_are_bad_shapes_at_their_index(void **state)
     rp_shape ok = sphere(0, 0, 0, 0.1);
     rp_shape bad_kind = ok;
     bad_kind.kind = (rp_shape_kind)7;
-    rp_shape cases[] = {sphere(0, 0, 0, -1), sphere(NAN, 0, 0, 1), capsule(0, 0, 0, 0, INFINITY, 0, 1),
-                        capsule(0, 0, 0, 1, 0, 0, NAN), bad_kind};
+    rp_shape cases[] = {sphere(0, 0, 0, -1), sphere(NAN, 0, 0, 1),
+                        capsule(0, 0, 0, 0, INFINITY, 0, 1), capsule(0, 0, 0, 1, 0, 0, NAN),
+                        bad_kind};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         rp_link a[] = {L("a", 0, ok), L("b", 1, ok), L("c", 2, cases[c])};
         rp_model_def d = def_of(a, 3, 0, NULL, 0, true);
@@ -613,8 +622,7 @@ static void wrong_frame_count_and_bad_arguments_are_invalid(void **state)
     (void)state;
     rp_store *st = rp_store_new(NULL);
     rp_model *m = arm_model(st, 0);
-    rp_transform f[3] = {rp_transform_identity(), rp_transform_identity(),
-                         rp_transform_identity()};
+    rp_transform f[3] = {rp_transform_identity(), rp_transform_identity(), rp_transform_identity()};
     rp_check_opts o = {RP_REPORT_ALL, false, 0, NULL};
     rp_check_result r;
     size_t counts[] = {0, 1, 3};
@@ -697,7 +705,7 @@ static void ties_go_to_lowest_link_then_scene_then_smallest_id(void **state)
     f[1] = rp_transform_identity();
     r = run(m, sc, NULL, f, 2, RP_REPORT_CLOSEST, false, 0);
     assert_pair(&r.closest, 0, RP_PAIR_SELF, 1); /* distance 0 beats 2 */
-    f[1] = shift(-4, 0, 0);                        /* q also 2 from the spheres */
+    f[1] = shift(-4, 0, 0);                      /* q also 2 from the spheres */
     rp_check_result_free(&r);
     r = run(m, sc, NULL, f, 2, RP_REPORT_CLOSEST, false, 0);
     assert_pair(&r.closest, 0, RP_PAIR_SCENE, alpha);
@@ -792,9 +800,8 @@ static bool pair_allowed(const rp_model *m, size_t i, size_t j)
 
 /* Every eligible pair of a configuration, sorted by bf_cmp; *n gets the
  * count.  Caller frees. */
-static rp_check_pair *brute_force(const rp_model *m, const rp_scene *sc,
-                                  const rp_transform *base, const rp_transform *frames,
-                                  size_t *n)
+static rp_check_pair *brute_force(const rp_model *m, const rp_scene *sc, const rp_transform *base,
+                                  const rp_transform *frames, size_t *n)
 {
     size_t nl = rp_model_link_count(m), ns = sc ? rp_scene_shape_count(sc) : 0;
     rp_check_pair *pairs = malloc((nl * ns + nl * nl + 1) * sizeof *pairs);
@@ -806,7 +813,7 @@ static rp_check_pair *brute_force(const rp_model *m, const rp_scene *sc,
         const rp_link *l = rp_model_link_at(m, i);
         rp_link_shape ls = {l->shape, l->frame};
         w[i] = rp_link_shape_transform_shape(&ls, l->frame < 0 ? (base ? base : &id)
-                                                              : &frames[l->frame]);
+                                                               : &frames[l->frame]);
     }
     size_t k = 0;
     for (size_t i = 0; i < nl; i++) {
@@ -845,7 +852,7 @@ static size_t compare_on_random_model(test_rng *r, size_t n_links, size_t config
     rp_store *st = rp_store_new(NULL);
     int n_frames = 1 + (int)(rng_next(r) % 4);
     rp_link *links = calloc(n_links, sizeof *links);
-    char (*ids)[32] = calloc(n_links, sizeof *ids);
+    char(*ids)[32] = calloc(n_links, sizeof *ids);
     assert_non_null(links);
     assert_non_null(ids);
     for (size_t i = 0; i < n_links; i++) {
@@ -867,13 +874,13 @@ static size_t compare_on_random_model(test_rng *r, size_t n_links, size_t config
      * prefixes make id order differ from storage order. */
     size_t ns = rng_next(r) % 41;
     rp_shape_put *puts = calloc(ns + 1, sizeof *puts);
-    char (*sids)[32] = calloc(ns + 1, sizeof *sids);
+    char(*sids)[32] = calloc(ns + 1, sizeof *sids);
     assert_non_null(puts);
     assert_non_null(sids);
     for (size_t e = 0; e < ns; e++) {
         snprintf(sids[e], sizeof sids[e], "%c%zu", (char)('a' + rng_next(r) % 26), e);
-        rp_shape s = (e > 0 && rng_next(r) % 4 == 0) ? puts[rng_next(r) % e].shape
-                                                     : grid_shape(r, 8);
+        rp_shape s =
+            (e > 0 && rng_next(r) % 4 == 0) ? puts[rng_next(r) % e].shape : grid_shape(r, 8);
         puts[e] = P(sids[e], s);
     }
     rp_scene *sc = NULL;
@@ -885,8 +892,7 @@ static size_t compare_on_random_model(test_rng *r, size_t n_links, size_t config
     assert_non_null(frames);
     for (size_t c = 0; c < configs; c++) {
         for (size_t f = 0; f < nf; f++)
-            frames[f] = (f > 0 && rng_next(r) % 3 == 0) ? frames[rng_next(r) % f]
-                                                        : random_pose(r);
+            frames[f] = (f > 0 && rng_next(r) % 3 == 0) ? frames[rng_next(r) % f] : random_pose(r);
         rp_transform base = random_pose(r);
         const rp_transform *bp = rng_next(r) % 2 ? &base : NULL;
         bool has_margin = rng_next(r) % 3 == 0;

@@ -147,9 +147,12 @@ static void bad_arguments_are_refused(void **state)
     double path[3] = {0, 1, 2};
     rp_motion_result r;
     rp_motion_opts o = discrete(0);
-    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 0, &o, &r, NULL), RP_ERR_INVALID_ARG);
-    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 1, &o, &r, NULL), RP_ERR_INVALID_ARG);
-    assert_int_equal(rp_model_check_motion(m, NULL, NULL, NULL, 2, &o, &r, NULL), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 0, &o, &r, NULL),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 1, &o, &r, NULL),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_model_check_motion(m, NULL, NULL, NULL, 2, &o, &r, NULL),
+                     RP_ERR_INVALID_ARG);
     assert_int_equal(rp_model_check_motion(frames, NULL, NULL, path, 2, &o, &r, NULL),
                      RP_ERR_INVALID_ARG);
     assert_int_equal(rp_model_check_motion(NULL, NULL, NULL, path, 2, &o, &r, NULL),
@@ -167,11 +170,13 @@ static void bad_arguments_are_refused(void **state)
     }
     o = discrete(0);
     o.mode = (rp_motion_mode)7;
-    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 2, &o, &r, NULL), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 2, &o, &r, NULL),
+                     RP_ERR_INVALID_ARG);
     o = certified(0);
     o.has_margin = true;
     o.margin = NAN;
-    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 2, &o, &r, NULL), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_model_check_motion(m, NULL, NULL, path, 2, &o, &r, NULL),
+                     RP_ERR_INVALID_ARG);
     const double bad[] = {NAN, INFINITY, -INFINITY};
     for (int b = 0; b < 3; b++)
         for (int at = 0; at < 3; at++) {
@@ -756,8 +761,8 @@ static rp_model *small_arm(rp_store *st)
     j[4].mimic = "j3";
     j[4].multiplier = -1.5;
     j[4].offset = 0.2;
-    static const char *const pairs[] = {"base", "l1", "l1", "l2", "l2", "l3",
-                                        "l3",   "l4", "l4", "fing"};
+    static const char *const pairs[] = {"base", "l1", "l1", "l2", "l2",
+                                        "l3",   "l3", "l4", "l4", "fing"};
     rp_model_def d = kdef(shapes, sl, 8, j, 6);
     d.allowed_pairs = pairs;
     d.n_allowed = 5;
@@ -885,8 +890,8 @@ static void certified_is_never_fooled_by_random_motions(void **state)
                 if (!r.valid)
                     fail_msg("scene %d motion %d: certified valid, discrete finds segment %zu t "
                              "%.9g (pair %zu-%zu, %.9g, margin %.9g)",
-                             scene, mo, r.segment, r.t, r.pair.link, r.pair.other,
-                             r.pair.distance, margin);
+                             scene, mo, r.segment, r.t, r.pair.link, r.pair.other, r.pair.distance,
+                             margin);
                 /* ... and the clearance holds by tolerance/2 along a grid. */
                 for (size_t s = 0; s + 1 < n_points; s++)
                     assert_segment_clear(m, sc, base, path, 4, s, 2, margin + tol / 2 - 1e-9, 2e-3);
@@ -906,14 +911,16 @@ static void certified_is_never_fooled_by_random_motions(void **state)
             assert_true(dmin - margin < tol);
             assert_true(c.pair.distance - margin < tol);
             if (!(c.pair.distance >= dmin))
-                fail_msg("scene %d motion %d: reported pair (%zu %d %zu) at %.17g, closest (%zu %d %zu) at %.17g; seg %zu t %.17g",
+                fail_msg("scene %d motion %d: reported pair (%zu %d %zu) at %.17g, closest (%zu %d "
+                         "%zu) at %.17g; seg %zu t %.17g",
                          scene, mo, c.pair.link, (int)c.pair.kind, c.pair.other, c.pair.distance,
                          cp.link, (int)cp.kind, cp.other, dmin, c.segment, c.t);
             if (c.segment > 0 || c.t > 0) {
                 invalid_later++;
                 if (!(dmin - margin >= tol / 2 - 1e-9))
-                    fail_msg("scene %d motion %d: at segment %zu t %.9g clearance %.3g < tol/2 %.3g",
-                             scene, mo, c.segment, c.t, dmin - margin, tol / 2);
+                    fail_msg(
+                        "scene %d motion %d: at segment %zu t %.9g clearance %.3g < tol/2 %.3g",
+                        scene, mo, c.segment, c.t, dmin - margin, tol / 2);
             } else {
                 invalid_at_start++;
             }

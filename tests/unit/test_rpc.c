@@ -92,13 +92,13 @@ static void unknown_method_suggests_the_nearest_method(void **state)
                  "\"Method not found: scene.lst\",\"data\":{\"method\":\"scene.lst\","
                  "\"suggestion\":\"scene.list\"}}}");
     static const char *const cases[][2] = {
-        {"PING", "ping"},                   /* only the case differs */
+        {"PING", "ping"}, /* only the case differs */
         {"Scene.Create", "scene.create"},
-        {"chek", "check"},                  /* one edit */
+        {"chek", "check"}, /* one edit */
         {"check.batsh", "check.batch"},
         {"model.gett", "model.get"},
-        {"sceneput", "scene.put"},          /* the dot left out */
-        {"list", "model.list"},             /* the part after the dot; a tie: the first */
+        {"sceneput", "scene.put"}, /* the dot left out */
+        {"list", "model.list"},    /* the part after the dot; a tie: the first */
         {"scene.unwach", "scene.unwatch"},
         {"violates-margin", "violates_margin"},
         {"scene.distanse", "scene.distance"},
@@ -153,8 +153,8 @@ static void bad_envelopes_are_invalid_requests(void **state)
         assert_true(r[strlen(r) - 1] == '\n');
     }
     /* The id is echoed when it can be read. */
-    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"1.0\",\"id\":9,\"method\":\"ping\"}"),
-                           "\"id\":9,"));
+    assert_non_null(
+        strstr(call(f, "{\"jsonrpc\":\"1.0\",\"id\":9,\"method\":\"ping\"}"), "\"id\":9,"));
 }
 
 static void parse_errors_carry_the_offset(void **state)
@@ -193,9 +193,9 @@ static void control_bytes_and_nul_escapes_are_refused(void **state)
 static void lenient_numbers_are_parse_errors_at_the_number(void **state)
 {
     fixture *f = *state;
-    static const char *const bad[] = {
-        "01",   "00",   "-01.50", "1.",  "-1.", ".5",  "-.5",  "+1",  "1e",   "1E+", "1e-",
-        "-",    "--1",  "0x10",   "1.e5", "007", "1.5.5", "1e5e5", "1-2", "0.5x", "+0"};
+    static const char *const bad[] = {"01",   "00",  "-01.50", "1.",    "-1.", ".5",   "-.5",
+                                      "+1",   "1e",  "1E+",    "1e-",   "-",   "--1",  "0x10",
+                                      "1.e5", "007", "1.5.5",  "1e5e5", "1-2", "0.5x", "+0"};
     static const char pre[] = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"distance\","
                               "\"params\":{\"a\":{\"sphere\":{\"center\":[0,0,";
     static const char post[] = "],\"radius\":1}},\"b\":{\"sphere\":{\"center\":[3,0,0],"
@@ -222,8 +222,8 @@ static void lenient_numbers_are_parse_errors_at_the_number(void **state)
     assert_non_null(strstr(r, "NaN and Infinity are not JSON numbers"));
     assert_non_null(strstr(r, "\"offset\":1"));
 
-    static const char *const good[] = {"0", "-0", "1.5", "-0.25", "1e0", "1e05", "1E+05",
-                                       "2.5e-01", "0.0", "10"};
+    static const char *const good[] = {"0",    "-0",    "1.5",     "-0.25", "1e0",
+                                       "1e05", "1E+05", "2.5e-01", "0.0",   "10"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char line[512];
         snprintf(line, sizeof line, "%s%s%s", pre, good[i], post);
@@ -232,7 +232,7 @@ static void lenient_numbers_are_parse_errors_at_the_number(void **state)
             fail_msg("%s: %s", good[i], got);
     }
     assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":\"01 1. +1 .5\","
-                                    "\"method\":\"ping\"}"),
+                                   "\"method\":\"ping\"}"),
                            "\"result\":{\"pong\":true}"));
 
     /* check.batch: a joint table long enough for the fast path reading
@@ -366,10 +366,9 @@ static void replies_on_consecutive_lines_have_no_leading_comma(void **state)
     rpd_process_line(&f->core, &f->session, b, strlen(b), &f->out);
     rpd_process_line(&f->core, &f->session, a, strlen(a), &f->out);
     assert_int_equal(f->out.len, strlen(f->out.buf));
-    assert_string_equal(f->out.buf,
-                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n"
-                        "[{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"pong\":true}}]\n"
-                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n");
+    assert_string_equal(f->out.buf, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n"
+                                    "[{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"pong\":true}}]\n"
+                                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n");
 }
 
 static void invalid_params_name_the_path(void **state)
@@ -398,9 +397,10 @@ static void failed_put_leaves_the_scene_unchanged(void **state)
                  "\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}}}",
                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"scene\":\"s\",\"revision\":1}}");
     /* Second shape invalid: nothing of the put may land. */
-    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.put\",\"params\":{"
-                            "\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[9,9,9],"
-                            "\"radius\":1}},\"b\":{\"sphere\":{\"center\":[0,0,0],\"radius\":-1}}}}}");
+    const char *r =
+        call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.put\",\"params\":{"
+                "\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[9,9,9],"
+                "\"radius\":1}},\"b\":{\"sphere\":{\"center\":[0,0,0],\"radius\":-1}}}}}");
     assert_non_null(strstr(r, "\"path\":\"params.shapes.b.sphere.radius\""));
     /* The same id twice: rejected, nothing applied. */
     r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.put\",\"params\":{"
@@ -414,33 +414,43 @@ static void failed_put_leaves_the_scene_unchanged(void **state)
                  "\"radius\":1}}}}}",
                  "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32003,\"message\":\"Revision "
                  "conflict: expected 5, scene is at 1\",\"data\":{\"expected\":5,\"actual\":1}}}");
-    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.get\",\"params\":{\"scene\":\"s\"}}",
-                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"scene\":\"s\",\"revision\":1,"
-                 "\"shapes\":{\"a\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}}}");
+    assert_reply(
+        f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.get\",\"params\":{\"scene\":\"s\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"scene\":\"s\",\"revision\":1,"
+        "\"shapes\":{\"a\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}}}");
 }
 
 static void scene_errors_have_kind_and_name(void **state)
 {
     fixture *f = *state;
-    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.delete\",\"params\":{\"scene\":\"ghost\"}}",
-                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32001,\"message\":\"Not found: "
-                 "scene 'ghost'\",\"data\":{\"kind\":\"scene\",\"name\":\"ghost\"}}}");
-    call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.create\",\"params\":{\"scene\":\"x\"}}");
-    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\",\"params\":{\"scene\":\"x\"}}");
+    assert_reply(
+        f,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.delete\",\"params\":{\"scene\":\"ghost\"}"
+        "}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32001,\"message\":\"Not found: "
+        "scene 'ghost'\",\"data\":{\"kind\":\"scene\",\"name\":\"ghost\"}}}");
+    call(f,
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.create\",\"params\":{\"scene\":\"x\"}}");
+    const char *r = call(
+        f,
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\",\"params\":{\"scene\":\"x\"}}");
     assert_non_null(strstr(r, "\"code\":-32002"));
-    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.create\",\"params\":{\"scene\":\".hidden\"}}");
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.create\",\"params\":{\"scene\":"
+                "\".hidden\"}}");
     assert_non_null(strstr(r, "\"path\":\"params.scene\""));
 }
 
 static void scene_distance_on_empty_scene_is_null(void **state)
 {
     fixture *f = *state;
-    call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":\"e\"}}");
-    assert_reply(f,
-                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.distance\",\"params\":{\"scene\":"
-                 "\"e\",\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},\"max_distance\":1}}",
-                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"revision\":1,\"distance\":null,"
-                 "\"nearest\":null,\"pairs\":[]}}");
+    call(f,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":\"e\"}}");
+    assert_reply(
+        f,
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.distance\",\"params\":{\"scene\":"
+        "\"e\",\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},\"max_distance\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"revision\":1,\"distance\":null,"
+        "\"nearest\":null,\"pairs\":[]}}");
 }
 
 static void stats_count_requests_by_method_and_errors(void **state)
@@ -466,15 +476,18 @@ static void tcp_sessions_are_locked_until_auth_with_the_token(void **state)
                                 "\"params\":{\"scene\":\"n\"}}"),
                         "");
     assert_null(rp_store_find(f->core.store, "n"));
-    const char *r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\",\"params\":[]}");
+    const char *r =
+        call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\",\"params\":[]}");
     assert_non_null(strstr(r, "\"code\":-32005")); /* auth is checked before params */
-    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"auth\",\"params\":{\"token\":\"k3\"}}",
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"auth\",\"params\":{\"token\":\"k3\"}}",
                  "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32005,\"message\":"
                  "\"Unauthorized: wrong token\"}}");
-    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"auth\",\"params\":{\"token\":\"k3y\"}}",
-                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}");
-    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.list\"}"),
-                           "\"result\""));
+    assert_reply(
+        f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"auth\",\"params\":{\"token\":\"k3y\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}");
+    assert_non_null(
+        strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.list\"}"), "\"result\""));
     /* Unix sessions never need auth. */
     rpd_session unix_session = {.is_tcp = false};
     rp_jw_reset(&f->out);
@@ -502,8 +515,8 @@ static void only_mutations_are_refused_while_shutting_down(void **state)
 {
     fixture *f = *state;
     f->core.shutting_down = true;
-    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\"}"),
-                           "\"result\""));
+    assert_non_null(
+        strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\"}"), "\"result\""));
     static const char *const mutations[] = {
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.create\",\"params\":{\"scene\":\"a\"}}",
         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.put\",\"params\":{\"scene\":\"a\","
@@ -522,8 +535,8 @@ static void only_mutations_are_refused_while_shutting_down(void **state)
     assert_int_equal(rp_store_revision(f->core.store), 0);
     /* Exactly the methods that change the store are flagged (the list in
      * PROTOCOL.md, "Stopping"); everything else, watches included, runs. */
-    static const char *const mutating[] = {"model.delete", "model.put",    "scene.create",
-                                           "scene.delete", "scene.put",    "scene.remove",
+    static const char *const mutating[] = {"model.delete", "model.put", "scene.create",
+                                           "scene.delete", "scene.put", "scene.remove",
                                            "scene.replace"};
     size_t n_mutating = sizeof mutating / sizeof *mutating, flagged = 0;
     for (size_t i = 0; i < rpd_method_count; i++) {
@@ -548,8 +561,8 @@ static void http_request_lines_and_host_headers_are_recognised(void **state)
     static const char *const http[] = {
         "GET / HTTP/1.1", "POST /rpc HTTP/1.0", "PUT /x HTTP/2", "HEAD / HTTP/1.1",
         "OPTIONS * HTTP/1.1", "DELETE /a HTTP/1.1", "PATCH /a HTTP/1.1",
-        "CONNECT 127.0.0.1:7411 HTTP/1.1", "TRACE / HTTP/1.1", "Host: 127.0.0.1:7411",
-        "host:x", "HOST: a",
+        "CONNECT 127.0.0.1:7411 HTTP/1.1", "TRACE / HTTP/1.1", "Host: 127.0.0.1:7411", "host:x",
+        "HOST: a",
         /* Any case, any spaces or tabs between the words and before them. */
         "get / HTTP/1.1", "Post /rpc http/1.1", "GET  / HTTP/1.1", "GET /  HTTP/1.1",
         "GET\t/\tHTTP/1.1", " GET / HTTP/1.1", "\t\tpost \t/ \tHTTP/1.0\r", "  Host: a",
@@ -559,13 +572,31 @@ static void http_request_lines_and_host_headers_are_recognised(void **state)
     for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
         if (!rpd_line_is_http(http[i], strlen(http[i])))
             fail_msg("not taken for HTTP: \"%s\"", http[i]);
-    static const char *const not_http[] = {
-        "{\"jsonrpc\":\"2.0\",\"method\":\"GET / HTTP/1.1\"}", "[]", "", "GET", "GET /",
-        "GET / HTTP", "POSTMAN / HTTP/1.1", "Hostname: x", "not json", "GET  /", "GET / ",
-        "GET HTTP/1.1", "GET  HTTP/1.1", "PRI *", "PRIX * HTTP/2.0", "XGET / HTTP/1.1",
-        "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", " [\"GET / HTTP/1.1\"]",
-        "\"GET / HTTP/1.1\"", "get/ HTTP/1.1", "get / HTTPS/1.1", "host", " ho st: a",
-        "SMTP / HTTP/1.1", "get\n/ HTTP/1.1"};
+    static const char *const not_http[] = {"{\"jsonrpc\":\"2.0\",\"method\":\"GET / HTTP/1.1\"}",
+                                           "[]",
+                                           "",
+                                           "GET",
+                                           "GET /",
+                                           "GET / HTTP",
+                                           "POSTMAN / HTTP/1.1",
+                                           "Hostname: x",
+                                           "not json",
+                                           "GET  /",
+                                           "GET / ",
+                                           "GET HTTP/1.1",
+                                           "GET  HTTP/1.1",
+                                           "PRI *",
+                                           "PRIX * HTTP/2.0",
+                                           "XGET / HTTP/1.1",
+                                           "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+                                           " [\"GET / HTTP/1.1\"]",
+                                           "\"GET / HTTP/1.1\"",
+                                           "get/ HTTP/1.1",
+                                           "get / HTTPS/1.1",
+                                           "host",
+                                           " ho st: a",
+                                           "SMTP / HTTP/1.1",
+                                           "get\n/ HTTP/1.1"};
     for (size_t i = 0; i < sizeof not_http / sizeof not_http[0]; i++)
         if (rpd_line_is_http(not_http[i], strlen(not_http[i])))
             fail_msg("taken for HTTP: \"%s\"", not_http[i]);
@@ -590,8 +621,8 @@ static void wrong_reauth_locks_the_session_again(void **state)
     assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"auth\","
                                    "\"params\":{\"token\":\"tok2\"}}"),
                            "-32005"));
-    assert_non_null(strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.list\"}"),
-                           "-32005"));
+    assert_non_null(
+        strstr(call(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.list\"}"), "-32005"));
 }
 
 /* Error messages that quote input are cut between UTF-8 characters: every
@@ -637,8 +668,9 @@ static void work_budget_is_per_line(void **state)
              "\"radius\":1}}}]}}");
     /* One self pair per configuration, no scene: 1 unit each. */
     static char line[65536];
-    int n = snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check.batch\","
-                                        "\"params\":{\"model\":\"m\",\"configurations\":[");
+    int n = snprintf(line, sizeof line,
+                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check.batch\","
+                     "\"params\":{\"model\":\"m\",\"configurations\":[");
     for (int k = 0; k < 600; k++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s{\"frames\":[{},{}]}", k ? "," : "");
     snprintf(line + n, sizeof line - (size_t)n, "]}}");
@@ -693,8 +725,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(ping_answers_pong_with_the_same_id, setup, teardown),
-        cmocka_unit_test_setup_teardown(unknown_method_is_32601_with_method_in_data, setup, teardown),
-        cmocka_unit_test_setup_teardown(unknown_method_suggests_the_nearest_method, setup, teardown),
+        cmocka_unit_test_setup_teardown(unknown_method_is_32601_with_method_in_data, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(unknown_method_suggests_the_nearest_method, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(bad_envelopes_are_invalid_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(parse_errors_carry_the_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(nesting_beyond_the_limit_is_32004, setup, teardown),
@@ -704,14 +738,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(nul_escapes_are_refused_with_the_request_id, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(notifications_execute_without_reply, setup, teardown),
-        cmocka_unit_test_setup_teardown(batch_returns_array_without_notification_entries, setup, teardown),
-        cmocka_unit_test_setup_teardown(replies_on_consecutive_lines_have_no_leading_comma, setup, teardown),
+        cmocka_unit_test_setup_teardown(batch_returns_array_without_notification_entries, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(replies_on_consecutive_lines_have_no_leading_comma, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(invalid_params_name_the_path, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_put_leaves_the_scene_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(scene_errors_have_kind_and_name, setup, teardown),
         cmocka_unit_test_setup_teardown(scene_distance_on_empty_scene_is_null, setup, teardown),
         cmocka_unit_test_setup_teardown(stats_count_requests_by_method_and_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(tcp_sessions_are_locked_until_auth_with_the_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(tcp_sessions_are_locked_until_auth_with_the_token, setup,
+                                        teardown),
         cmocka_unit_test(method_table_is_sorted_for_binary_search),
         cmocka_unit_test_setup_teardown(only_mutations_are_refused_while_shutting_down, setup,
                                         teardown),

@@ -137,8 +137,7 @@ static void assert_sorted_view(const rp_scene *sc)
         assert_false(seen[order[i]]);
         seen[order[i]] = true;
         if (i > 0)
-            assert_true(strcmp(rp_scene_id_at(sc, order[i - 1]), rp_scene_id_at(sc, order[i])) <
-                        0);
+            assert_true(strcmp(rp_scene_id_at(sc, order[i - 1]), rp_scene_id_at(sc, order[i])) < 0);
     }
     free(order);
     free(seen);
@@ -159,9 +158,8 @@ static uint32_t fnv1a(const char *s)
 /* Pairs of ids with the same full 32-bit FNV-1a hash (found offline by a
  * birthday search): the index must tell them apart by the string. */
 static const char *const colliding_ids[] = {
-    "m1sxs4cw", "wjte5sjl", "qwwatosc", "efngopnj", "bmniecto", "gpkovib1",
-    "q2oveamg", "3nb3w3ou", "aets1zwm", "fcdybas2", "w3lyngya", "azmxwoag",
-    "0w5kwueb", "x4rxumcs", "fbcgx1vw", "wfmxm3hf",
+    "m1sxs4cw", "wjte5sjl", "qwwatosc", "efngopnj", "bmniecto", "gpkovib1", "q2oveamg", "3nb3w3ou",
+    "aets1zwm", "fcdybas2", "w3lyngya", "azmxwoag", "0w5kwueb", "x4rxumcs", "fbcgx1vw", "wfmxm3hf",
 };
 #define N_COLLIDING (sizeof colliding_ids / sizeof *colliding_ids)
 
@@ -179,8 +177,8 @@ typedef struct model {
 
 static model model_new(size_t n)
 {
-    model m = {n, calloc(n, sizeof *m.ids), calloc(n, sizeof *m.live),
-               calloc(n, sizeof *m.shapes), 0};
+    model m = {n, calloc(n, sizeof *m.ids), calloc(n, sizeof *m.live), calloc(n, sizeof *m.shapes),
+               0};
     assert_non_null(m.ids);
     assert_non_null(m.live);
     assert_non_null(m.shapes);
@@ -283,8 +281,7 @@ static void new_store_is_empty_and_fills_in_default_limits(void **state)
     (void)state;
     rp_store *st = rp_store_new(NULL);
     assert_non_null(st);
-    assert_int_equal(rp_store_get_limits(st).max_shapes_per_scene,
-                     RP_DEFAULT_MAX_SHAPES_PER_SCENE);
+    assert_int_equal(rp_store_get_limits(st).max_shapes_per_scene, RP_DEFAULT_MAX_SHAPES_PER_SCENE);
     assert_int_equal(rp_store_scene_count(st), 0);
     assert_int_equal(rp_store_shape_count(st), 0);
     assert_null(rp_store_find(st, "anything"));
@@ -293,8 +290,7 @@ static void new_store_is_empty_and_fills_in_default_limits(void **state)
 
     rp_store_limits zero = {0};
     st = rp_store_new(&zero);
-    assert_int_equal(rp_store_get_limits(st).max_shapes_per_scene,
-                     RP_DEFAULT_MAX_SHAPES_PER_SCENE);
+    assert_int_equal(rp_store_get_limits(st).max_shapes_per_scene, RP_DEFAULT_MAX_SHAPES_PER_SCENE);
     rp_store_free(st);
 
     rp_store_limits ten = {10};
@@ -505,8 +501,8 @@ static void store_list_stays_sorted_by_name_under_random_creates_and_deletes(voi
         for (size_t k = 0; k < count; k++) {
             const rp_scene *sc = rp_store_scene_at(st, k);
             if (k > 0)
-                assert_true(strcmp(rp_scene_name(rp_store_scene_at(st, k - 1)),
-                                   rp_scene_name(sc)) < 0);
+                assert_true(strcmp(rp_scene_name(rp_store_scene_at(st, k - 1)), rp_scene_name(sc)) <
+                            0);
             assert_ptr_equal(rp_store_find(st, rp_scene_name(sc)), sc);
         }
         for (size_t k = 0; k < NAMES; k++) {
@@ -624,9 +620,8 @@ static void later_duplicate_ids_in_one_put_win_and_count_once(void **state)
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "s", init, 1, &sc), RP_OK);
     rp_shape_put p[] = {
-        P("new", sphere(1, 0, 0, 1)), P("old", sphere(2, 0, 0, 1)),
-        P("new", sphere(3, 0, 0, 1)), P("other", sphere(4, 0, 0, 1)),
-        P("old", sphere(5, 0, 0, 1)), P("new", sphere(6, 0, 0, 1)),
+        P("new", sphere(1, 0, 0, 1)),   P("old", sphere(2, 0, 0, 1)), P("new", sphere(3, 0, 0, 1)),
+        P("other", sphere(4, 0, 0, 1)), P("old", sphere(5, 0, 0, 1)), P("new", sphere(6, 0, 0, 1)),
     };
     assert_int_equal(rp_scene_put(sc, p, 6, NULL, NULL), RP_OK);
     assert_int_equal(rp_scene_revision(sc), 2);
@@ -723,8 +718,8 @@ static void store_put_creates_missing_scene_at_the_next_store_revision(void **st
     rp_store_free(st);
 }
 
-static void store_put_with_nonzero_if_revision_on_missing_scene_conflicts_with_actual_zero(
-    void **state)
+static void
+store_put_with_nonzero_if_revision_on_missing_scene_conflicts_with_actual_zero(void **state)
 {
     (void)state;
     rp_store *st = rp_store_new(NULL);
@@ -755,8 +750,7 @@ static void store_put_without_create_on_missing_scene_is_not_found(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_shape_put p = P("a", sphere(0, 0, 0, 1));
     uint64_t zero = 0;
-    assert_int_equal(rp_store_put(st, "missing", &p, 1, NULL, false, NULL, NULL),
-                     RP_ERR_NOT_FOUND);
+    assert_int_equal(rp_store_put(st, "missing", &p, 1, NULL, false, NULL, NULL), RP_ERR_NOT_FOUND);
     assert_int_equal(rp_store_put(st, "missing", &p, 1, &zero, false, NULL, NULL),
                      RP_ERR_NOT_FOUND);
     assert_int_equal(rp_store_put(st, "missing", NULL, 0, NULL, false, NULL, NULL),
@@ -1042,8 +1036,7 @@ static void removing_every_shape_empties_the_scene_and_it_refills(void **state)
 
 /* ---- consistency under random mutations -------------------------------- */
 
-static void find_id_at_and_shape_at_agree_with_a_model_under_random_puts_and_removes(
-    void **state)
+static void find_id_at_and_shape_at_agree_with_a_model_under_random_puts_and_removes(void **state)
 {
     (void)state;
     static const char *const prefix[] = {"a", "link/", "obj:", "x.y-", "A", ""};
@@ -1111,10 +1104,10 @@ static void sorted_view_lists_ids_in_strcmp_order(void **state)
 {
     (void)state;
     /* Deliberately unsorted, with shared prefixes, case and punctuation. */
-    const char *ids[] = {"b", "a10", "A", "a/b", "a", "a2", "a:1", "a-", "ab", "a.b", "_", "9",
-                         "Z", "a1"};
-    const char *want[] = {"9", "A", "Z", "_", "a", "a-", "a.b", "a/b", "a1", "a10", "a2",
-                          "a:1", "ab", "b"};
+    const char *ids[] = {"b",  "a10", "A",   "a/b", "a", "a2", "a:1",
+                         "a-", "ab",  "a.b", "_",   "9", "Z",  "a1"};
+    const char *want[] = {"9",   "A",  "Z",   "_",  "a",   "a-", "a.b",
+                          "a/b", "a1", "a10", "a2", "a:1", "ab", "b"};
     enum { N = sizeof ids / sizeof *ids };
     rp_shape_put p[N];
     for (size_t i = 0; i < N; i++)
@@ -1404,8 +1397,8 @@ static void query_with_single_shape_reports_that_pair(void **state)
 static rp_scene *tie_scene(rp_store *st)
 {
     rp_shape_put p[] = {
-        P("m", sphere(2, 0, 0, 1)),   P("c", sphere(-2, 0, 0, 1)), P("x", sphere(0, 2, 0, 1)),
-        P("a2", sphere(0, -2, 0, 1)), P("b", sphere(0, 0, 2, 1)),  P("a10", sphere(0, 0, -2, 1)),
+        P("m", sphere(2, 0, 0, 1)),     P("c", sphere(-2, 0, 0, 1)), P("x", sphere(0, 2, 0, 1)),
+        P("a2", sphere(0, -2, 0, 1)),   P("b", sphere(0, 0, 2, 1)),  P("a10", sphere(0, 0, -2, 1)),
         P("0far", sphere(10, 0, 0, 1)),
     };
     rp_scene *sc = NULL;
@@ -1491,7 +1484,8 @@ static void collect_stops_with_limit_past_max_pairs(void **state)
     for (size_t i = 0; i < 7; i++)
         all[i] = i;
     for (int sub = 0; sub < 2; sub++) {
-        rp_query q = {&origin, 1, sub ? all : NULL, sub ? 7 : 0, true, 100.0, false, false, 7, NULL};
+        rp_query q = {&origin, 1,   sub ? all : NULL, sub ? 7 : 0, true, 100.0, false, false,
+                      7,       NULL};
         rp_query_result res;
         assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
         assert_int_equal(res.n_pairs, 7);
@@ -1577,8 +1571,8 @@ static void nearest_and_collected_pairs_equal_brute_force_on_random_scenes(void 
         for (int t = 0; t < 4; t++) {
             if (t == 0 && rp_scene_shape_count(sc) > 0) {
                 size_t e = (size_t)(rng_next(&r) % rp_scene_shape_count(sc));
-                q.threshold = rp_shape_signed_distance(&qs[rng_next(&r) % nq],
-                                                       rp_scene_shape_at(sc, e));
+                q.threshold =
+                    rp_shape_signed_distance(&qs[rng_next(&r) % nq], rp_scene_shape_at(sc, e));
             } else {
                 q.threshold = rng_uniform(&r, -1, 6);
             }
@@ -1620,9 +1614,8 @@ static void first_only_returns_exactly_one_qualifying_pair(void **state)
             assert_true(pr->query < 3);
             assert_true(pr->shape < 40);
             assert_true(pr->distance < q.threshold);
-            assert_same_bits(pr->distance,
-                             rp_shape_signed_distance(&qs[pr->query],
-                                                      rp_scene_shape_at(sc, pr->shape)));
+            assert_same_bits(pr->distance, rp_shape_signed_distance(
+                                               &qs[pr->query], rp_scene_shape_at(sc, pr->shape)));
             /* nearest covers what was scanned, which includes that pair. */
             assert_true(res.nearest.distance <= pr->distance);
             assert_true(res.nearest.distance >= v[0].distance);
@@ -1811,13 +1804,19 @@ static void store_revision_counts_committed_mutations_of_every_scene_and_nothing
         rp_status s;
         unsigned kind = (unsigned)(rng_next(&r) % 6);
         switch (kind) {
-        case 0: s = rp_store_create(st, names[i], p, k, NULL); break;
+        case 0:
+            s = rp_store_create(st, names[i], p, k, NULL);
+            break;
         case 1:
             s = rp_store_delete(st, names[i]);
             deletions += s == RP_OK;
             break;
-        case 2: s = rp_store_put(st, names[i], p, k, cas, rng_next(&r) & 1, NULL, &actual); break;
-        case 3: s = sc ? rp_scene_remove(sc, rm, 4, cas, NULL, &actual) : RP_ERR_NOT_FOUND; break;
+        case 2:
+            s = rp_store_put(st, names[i], p, k, cas, rng_next(&r) & 1, NULL, &actual);
+            break;
+        case 3:
+            s = sc ? rp_scene_remove(sc, rm, 4, cas, NULL, &actual) : RP_ERR_NOT_FOUND;
+            break;
         default:
             s = rp_store_replace(st, names[i], p, k, cas, rng_next(&r) & 1, NULL, &actual);
             break;

@@ -81,8 +81,7 @@ static void quaternion_rejects_zero_and_nonfinite(void **state)
                      RP_ERR_QUATERNION);
     assert_int_equal(rp_transform_from_quaternion(V(0, 0, 0), 1, 0, INFINITY, 0, &tf),
                      RP_ERR_QUATERNION);
-    assert_int_equal(rp_transform_from_quaternion(V(0, NAN, 0), 1, 0, 0, 0, &tf),
-                     RP_ERR_NONFINITE);
+    assert_int_equal(rp_transform_from_quaternion(V(0, NAN, 0), 1, 0, 0, 0, &tf), RP_ERR_NONFINITE);
     assert_int_equal(rp_transform_from_quaternion(V(0, 0, 0), 1, 0, 0, 0, NULL),
                      RP_ERR_INVALID_ARG);
     assert_true(tf.t.x == 42); /* untouched on failure */

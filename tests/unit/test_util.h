@@ -16,12 +16,12 @@
 #include <cmocka.h>
 
 /* Fails the test when |got - want| > tol or either is NaN. */
-#define assert_near(got, want, tol)                                            \
-    do {                                                                       \
-        double g_ = (got), w_ = (want), t_ = (tol);                            \
-        if (!(fabs(g_ - w_) <= t_))                                            \
-            fail_msg("%s = %.17g, want %.17g within %.3g (off by %.3g)",       \
-                     #got, g_, w_, t_, fabs(g_ - w_));                         \
+#define assert_near(got, want, tol)                                                                \
+    do {                                                                                           \
+        double g_ = (got), w_ = (want), t_ = (tol);                                                \
+        if (!(fabs(g_ - w_) <= t_))                                                                \
+            fail_msg("%s = %.17g, want %.17g within %.3g (off by %.3g)", #got, g_, w_, t_,         \
+                     fabs(g_ - w_));                                                               \
     } while (0)
 
 /* Bitwise equality of two doubles (distinguishes -0.0 from 0.0). */
@@ -33,15 +33,17 @@ static inline int same_bits(double a, double b)
     return ua == ub;
 }
 
-#define assert_same_bits(a, b)                                                 \
-    do {                                                                       \
-        double a_ = (a), b_ = (b);                                             \
-        if (!same_bits(a_, b_))                                                \
-            fail_msg("%s = %a and %s = %a differ bitwise", #a, a_, #b, b_);    \
+#define assert_same_bits(a, b)                                                                     \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (!same_bits(a_, b_))                                                                    \
+            fail_msg("%s = %a and %s = %a differ bitwise", #a, a_, #b, b_);                        \
     } while (0)
 
 /* splitmix64: small deterministic generator for seeded property tests. */
-typedef struct test_rng { uint64_t s; } test_rng;
+typedef struct test_rng {
+    uint64_t s;
+} test_rng;
 
 static inline uint64_t rng_next(test_rng *r)
 {

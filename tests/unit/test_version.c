@@ -119,7 +119,7 @@ static rp_store *store_with(size_t n, test_rng *r)
 {
     rp_store *st = rp_store_new(NULL);
     rp_shape_put *p = malloc(n * sizeof *p);
-    char (*ids)[ID_LEN] = malloc(n * ID_LEN);
+    char(*ids)[ID_LEN] = malloc(n * ID_LEN);
     for (size_t i = 0; i < n; i++) {
         snprintf(ids[i], ID_LEN, "s%zu", i);
         p[i].id = ids[i];
@@ -207,8 +207,7 @@ static void snapshot_survives_delete_and_replace(void **state)
     assert_null(rp_store_find(st, "s"));
     assert_scene_is(rp_store_find(snap, "s"), &ref, &r);
     /* The snapshot's scene refuses direct changes: it is shared. */
-    assert_int_equal(rp_scene_put(rp_store_find(snap, "s"), &p, 1, NULL, NULL),
-                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_scene_put(rp_store_find(snap, "s"), &p, 1, NULL, NULL), RP_ERR_INVALID_ARG);
     rp_store_free(snap);
     ref_free(&ref);
     assert_int_equal(rp_store_memory(st), baseline());
@@ -247,7 +246,10 @@ static void one_shape_change_copies_chunks_not_the_scene(void **state)
          * a copy of the id index alone would be 7%. */
         if (grew >= scene_bytes / 33)
             fail_msg("round %d (%s): grew %zu bytes, scene %zu", round,
-                     kind == 0 ? "move" : kind == 1 ? "remove" : "add", grew, scene_bytes);
+                     kind == 0   ? "move"
+                     : kind == 1 ? "remove"
+                                 : "add",
+                     grew, scene_bytes);
         rp_store_free(snap);
     }
     rp_store_free(st);
@@ -480,7 +482,7 @@ static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
     rp_store_limits lim = {310};
     rp_store *st = rp_store_new(&lim);
     rp_shape_put *p = malloc(300 * sizeof *p);
-    char (*ids)[ID_LEN] = malloc(300 * ID_LEN);
+    char(*ids)[ID_LEN] = malloc(300 * ID_LEN);
     for (size_t i = 0; i < 300; i++) {
         snprintf(ids[i], ID_LEN, "s%zu", i);
         p[i].id = ids[i];
@@ -600,7 +602,7 @@ typedef struct hook_log {
     int calls;
     uint64_t revision;
     bool refuse;
-    rp_change last;  /* the record of the last call; its pointers are stale after it */
+    rp_change last; /* the record of the last call; its pointers are stale after it */
     char name[16];
     bool had_before; /* last.before was a scene, of this revision and count */
     uint64_t before_revision;
@@ -629,9 +631,9 @@ static void assert_record(const hook_log *h, int kind, uint64_t rev_s, size_t co
 {
     const rp_change *c = &h->last;
     static const rp_change_kind kinds[] = {
-        RP_CHANGE_SCENE_PUT,    RP_CHANGE_SCENE_PUT,  RP_CHANGE_SCENE_PUT,
+        RP_CHANGE_SCENE_PUT,    RP_CHANGE_SCENE_PUT,     RP_CHANGE_SCENE_PUT,
         RP_CHANGE_SCENE_REMOVE, RP_CHANGE_SCENE_REPLACE, RP_CHANGE_SCENE_PUT,
-        RP_CHANGE_SCENE_DELETE, RP_CHANGE_MODEL_PUT,  RP_CHANGE_MODEL_DELETE};
+        RP_CHANGE_SCENE_DELETE, RP_CHANGE_MODEL_PUT,     RP_CHANGE_MODEL_DELETE};
     if (kind == 5) { /* create, put or replace of "t": a scene that is new */
         assert_true(c->kind == RP_CHANGE_SCENE_PUT || c->kind == RP_CHANGE_SCENE_REPLACE);
         assert_true(c->created);
@@ -679,7 +681,7 @@ static rp_status run_kind(rp_store *st, int kind, test_rng *r, size_t *next_id,
     case 2: { /* many new shapes: a full tree build */
         enum { N = 400 };
         rp_shape_put p[N];
-        char (*ids)[ID_LEN] = malloc(N * ID_LEN);
+        char(*ids)[ID_LEN] = malloc(N * ID_LEN);
         for (int k = 0; k < N; k++) {
             snprintf(ids[k], ID_LEN, "b%zu", (*next_id)++);
             p[k] = (rp_shape_put){ids[k], random_shape(r, 5.0)};
@@ -812,7 +814,7 @@ static void bulk_load_builds_each_changed_tree_once_at_the_end(void **state)
         test_rng q = {77};
         enum { N = 120 };
         rp_shape_put p[N];
-        char (*ids)[ID_LEN] = malloc(N * ID_LEN);
+        char(*ids)[ID_LEN] = malloc(N * ID_LEN);
         for (int k = 0; k < N; k++) {
             snprintf(ids[k], ID_LEN, "c%d", k);
             p[k] = (rp_shape_put){ids[k], random_shape(&q, 4.0)};

@@ -24,7 +24,7 @@ static rp_scene *random_scene(rp_store *st, const char *name, size_t n, uint64_t
 {
     test_rng r = {seed};
     rp_shape_put *puts = calloc(n, sizeof *puts);
-    char (*ids)[24] = calloc(n, sizeof *ids);
+    char(*ids)[24] = calloc(n, sizeof *ids);
     assert_non_null(puts);
     assert_non_null(ids);
     for (size_t i = 0; i < n; i++) {
@@ -274,8 +274,7 @@ static void a_batch_out_of_work_keeps_no_result(void **state)
 
         rp_work enough = {unlimited.spent + 2, 0};
         o.work = &enough;
-        assert_int_equal(rp_model_check_joints_batch(m, sc, NULL, q, N, &o, again, &failed),
-                         RP_OK);
+        assert_int_equal(rp_model_check_joints_batch(m, sc, NULL, q, N, &o, again, &failed), RP_OK);
         for (size_t i = 0; i < N; i++) {
             same_check(&full[i], &again[i]);
             rp_check_result_free(&again[i]);

@@ -72,8 +72,8 @@ typedef struct rpd_core {
 /* Per-connection protocol state. */
 typedef struct rpd_session {
     bool is_tcp;
-    bool authed; /* sent the right token (auth); only TCP sessions need it */
-    void *owner; /* the connection (server), for watch notifications */
+    bool authed;               /* sent the right token (auth); only TCP sessions need it */
+    void *owner;               /* the connection (server), for watch notifications */
     struct rpd_watch *watches; /* this connection's watches (watch.c) */
     unsigned lagging;          /* how many of them wait for output to drain */
     uint64_t group_epoch1;     /* --fsync always: 1 + the group its last record joined */

@@ -19,8 +19,7 @@ static const limit_row rows[] = {
 #undef RPD_LIMIT_ROW
 };
 
-_Static_assert(sizeof rows / sizeof rows[0] == RPD_LIMIT_COUNT,
-               "one row per limit id");
+_Static_assert(sizeof rows / sizeof rows[0] == RPD_LIMIT_COUNT, "one row per limit id");
 _Static_assert(sizeof(rpd_limits) == RPD_LIMIT_COUNT * sizeof(size_t),
                "rpd_limits holds exactly the table's fields");
 
@@ -80,8 +79,8 @@ int rpd_limits_parse_flag(rpd_limits *l, const char *flag, const char *value_tex
             continue;
         size_t v;
         if (!parse_size(value_text, r->lo, r->hi, &v)) {
-            fprintf(stderr, "reposed: %s needs an integer from %zu to %zu, got '%s'\n", flag,
-                    r->lo, r->hi, value_text ? value_text : "");
+            fprintf(stderr, "reposed: %s needs an integer from %zu to %zu, got '%s'\n", flag, r->lo,
+                    r->hi, value_text ? value_text : "");
             return -1;
         }
         *field(l, r) = v;

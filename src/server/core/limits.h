@@ -20,47 +20,45 @@
 
 /* X(name, default, min, max, flag, help).  Values are counts, bytes or
  * seconds as the help says; a timeout of 0 turns it off. */
-#define RPD_LIMIT_TABLE(X)                                                                       \
-    X(max_request_bytes, 16u << 20, 64, 1u << 30, "--max-request-bytes",                         \
-      "longest request line in bytes")                                                           \
-    X(max_request_bytes_before_auth, 16u << 10, 64, 1u << 30, "--max-preauth-request-bytes",     \
-      "longest request line before auth (TCP with --token-file)")                                \
-    X(max_reply_bytes, 32u << 20, 4096, 1u << 30, "--max-reply-bytes",                           \
-      "largest reply line in bytes; a larger one is refused, not built")                         \
-    X(max_json_depth, 64, 2, 512, "--max-json-depth",                                            \
-      "deepest JSON nesting of a request")                                                       \
-    X(max_tcp_connections, 1024, 1, 1u << 20, "--max-tcp-connections",                           \
-      "open TCP connections")                                                                    \
-    X(max_unix_connections, 1024, 1, 1u << 20, "--max-unix-connections",                         \
-      "open Unix socket connections (counted apart from TCP)")                                   \
-    X(max_input_bytes, 256u << 20, 1u << 16, (size_t)1 << 40, "--max-input-bytes",               \
-      "request bytes buffered across all connections")                                           \
-    X(write_pause_bytes, 1u << 20, 1024, (size_t)1 << 40, "--write-pause-bytes",                 \
-      "unsent reply bytes at which a client's requests stop being read")                         \
-    X(write_kill_bytes, 64u << 20, 1024, (size_t)1 << 40, "--write-kill-bytes",                  \
-      "unsent reply bytes at which a client is disconnected")                                    \
-    X(watch_buffer_bytes, 8u << 20, 4096, (size_t)1 << 40, "--watch-buffer-bytes",             \
-      "unsent bytes a watcher may fall behind before it gets scene.resync instead")               \
-    X(max_output_bytes, 256u << 20, 8192, (size_t)1 << 40, "--max-output-bytes",                 \
-      "unsent reply and notification bytes of all clients together; over it the largest "       \
-      "holders are disconnected")                                                                \
-    X(max_watches, 256, 1, 1u << 20, "--max-watches", "watches one connection may hold")          \
-    X(max_shapes_per_scene, 1000000, 1, 100000000, "--max-shapes", "shapes in one scene")        \
-    X(max_scenes, 100000, 1, 100000000, "--max-scenes", "scenes in the store")                   \
-    X(max_models, 10000, 1, 100000000, "--max-models", "models in the store")                    \
-    X(max_batch_configurations, 100000, 1, 10000000, "--max-batch-configurations",               \
-      "configurations in one check.batch")                                                       \
-    X(max_model_links, 4096, 1, 1000000, "--max-model-links", "links in one model")              \
-    X(max_allowed_pairs, 1000000, 0, 100000000, "--max-allowed-pairs",                           \
-      "allowed pairs in one model")                                                              \
-    X(max_request_work, 50000000, 1000, (size_t)1 << 50, "--max-request-work",                   \
-      "work units (about a pair test each) one request line may need, estimated up front")     \
-    X(max_loop_work, 5000000, 1000, (size_t)1 << 50, "--max-loop-work",                         \
-      "work units one request line may spend on the event loop (mutations, model.put, batches "  \
-      "mixing mutations with queries; about 100 ms)")                                            \
-    X(idle_timeout_s, 300, 0, 86400 * 365, "--idle-timeout",                                     \
-      "seconds a TCP connection may go without a complete request (0: never)")                   \
-    X(auth_timeout_s, 10, 0, 86400, "--auth-timeout",                                            \
+#define RPD_LIMIT_TABLE(X)                                                                         \
+    X(max_request_bytes, 16u << 20, 64, 1u << 30, "--max-request-bytes",                           \
+      "longest request line in bytes")                                                             \
+    X(max_request_bytes_before_auth, 16u << 10, 64, 1u << 30, "--max-preauth-request-bytes",       \
+      "longest request line before auth (TCP with --token-file)")                                  \
+    X(max_reply_bytes, 32u << 20, 4096, 1u << 30, "--max-reply-bytes",                             \
+      "largest reply line in bytes; a larger one is refused, not built")                           \
+    X(max_json_depth, 64, 2, 512, "--max-json-depth", "deepest JSON nesting of a request")         \
+    X(max_tcp_connections, 1024, 1, 1u << 20, "--max-tcp-connections", "open TCP connections")     \
+    X(max_unix_connections, 1024, 1, 1u << 20, "--max-unix-connections",                           \
+      "open Unix socket connections (counted apart from TCP)")                                     \
+    X(max_input_bytes, 256u << 20, 1u << 16, (size_t)1 << 40, "--max-input-bytes",                 \
+      "request bytes buffered across all connections")                                             \
+    X(write_pause_bytes, 1u << 20, 1024, (size_t)1 << 40, "--write-pause-bytes",                   \
+      "unsent reply bytes at which a client's requests stop being read")                           \
+    X(write_kill_bytes, 64u << 20, 1024, (size_t)1 << 40, "--write-kill-bytes",                    \
+      "unsent reply bytes at which a client is disconnected")                                      \
+    X(watch_buffer_bytes, 8u << 20, 4096, (size_t)1 << 40, "--watch-buffer-bytes",                 \
+      "unsent bytes a watcher may fall behind before it gets scene.resync instead")                \
+    X(max_output_bytes, 256u << 20, 8192, (size_t)1 << 40, "--max-output-bytes",                   \
+      "unsent reply and notification bytes of all clients together; over it the largest "          \
+      "holders are disconnected")                                                                  \
+    X(max_watches, 256, 1, 1u << 20, "--max-watches", "watches one connection may hold")           \
+    X(max_shapes_per_scene, 1000000, 1, 100000000, "--max-shapes", "shapes in one scene")          \
+    X(max_scenes, 100000, 1, 100000000, "--max-scenes", "scenes in the store")                     \
+    X(max_models, 10000, 1, 100000000, "--max-models", "models in the store")                      \
+    X(max_batch_configurations, 100000, 1, 10000000, "--max-batch-configurations",                 \
+      "configurations in one check.batch")                                                         \
+    X(max_model_links, 4096, 1, 1000000, "--max-model-links", "links in one model")                \
+    X(max_allowed_pairs, 1000000, 0, 100000000, "--max-allowed-pairs",                             \
+      "allowed pairs in one model")                                                                \
+    X(max_request_work, 50000000, 1000, (size_t)1 << 50, "--max-request-work",                     \
+      "work units (about a pair test each) one request line may need, estimated up front")         \
+    X(max_loop_work, 5000000, 1000, (size_t)1 << 50, "--max-loop-work",                            \
+      "work units one request line may spend on the event loop (mutations, model.put, batches "    \
+      "mixing mutations with queries; about 100 ms)")                                              \
+    X(idle_timeout_s, 300, 0, 86400 * 365, "--idle-timeout",                                       \
+      "seconds a TCP connection may go without a complete request (0: never)")                     \
+    X(auth_timeout_s, 10, 0, 86400, "--auth-timeout",                                              \
       "seconds a TCP connection may stay unauthenticated (with --token-file; 0: never)")
 
 typedef struct rpd_limits {
@@ -76,7 +74,7 @@ typedef enum rpd_limit_id {
 #define RPD_LIMIT_ID(name, dflt, lo, hi, flag, help) RPD_LIMIT_##name,
     RPD_LIMIT_TABLE(RPD_LIMIT_ID)
 #undef RPD_LIMIT_ID
-    RPD_LIMIT_COUNT
+        RPD_LIMIT_COUNT
 } rpd_limit_id;
 
 rpd_limits rpd_default_limits(void);

@@ -9,7 +9,10 @@
 
 static rpd_log_level current = RPD_LOG_INFO;
 
-void rpd_log_set_level(rpd_log_level level) { current = level; }
+void rpd_log_set_level(rpd_log_level level)
+{
+    current = level;
+}
 
 int rpd_log_parse_level(const char *s)
 {

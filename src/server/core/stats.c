@@ -81,7 +81,7 @@ static const int codes[RPD_STATS_CODE_SLOTS] = {
 #define RPD_ERROR_CODE(name, code, text) code,
     RPD_ERROR_TABLE(RPD_ERROR_CODE)
 #undef RPD_ERROR_CODE
-    0 /* the other slot */
+        0 /* the other slot */
 };
 
 int rpd_stats_code_slot(int code)

@@ -20,12 +20,12 @@
 
 typedef struct rpd_stats {
     uint64_t conn_current, conn_total, conn_rejected;
-    uint64_t conn_tcp, conn_unix;   /* open connections by transport */
-    uint64_t http_rejected;         /* connections closed for speaking HTTP */
+    uint64_t conn_tcp, conn_unix; /* open connections by transport */
+    uint64_t http_rejected;       /* connections closed for speaking HTTP */
     uint64_t requests, notifications, errors, batches;
     uint64_t by_method[RPD_STATS_MAX_METHODS];
     uint64_t errors_by_code[RPD_STATS_CODE_SLOTS]; /* see rpd_stats_code_slot */
-    uint64_t limits_hit[RPD_LIMIT_COUNT]; /* indexed by rpd_limit_id */
+    uint64_t limits_hit[RPD_LIMIT_COUNT];          /* indexed by rpd_limit_id */
     uint64_t latency[RPD_LAT_BUCKETS];
     uint64_t latency_count;
     /* Tree rebuilds handed to a worker (scene.h, rp_store_rebuild_take):

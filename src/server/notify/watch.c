@@ -40,27 +40,27 @@ struct rpd_watch {
     uint64_t id;
     wscene *ws;
     rpd_session *session;
-    struct rpd_watch *prev, *next; /* in ws->watches */
+    struct rpd_watch *prev, *next;  /* in ws->watches */
     struct rpd_watch *session_next; /* in session->watches */
-    uint64_t seen;       /* last revision sent (or replayed from) */
-    char head[96];       /* its scene.changed head (see the top) */
+    uint64_t seen;                  /* last revision sent (or replayed from) */
+    char head[96];                  /* its scene.changed head (see the top) */
     unsigned head_len;
-    bool lagging;        /* output over the buffer: waits to drain */
-    bool resync;         /* owes a scene.resync */
+    bool lagging; /* output over the buffer: waits to drain */
+    bool resync;  /* owes a scene.resync */
 };
 typedef struct rpd_watch rpd_watch;
 
 struct wscene {
     wscene *next; /* in hub->scenes or hub->dying */
     char *name;
-    uint64_t base;    /* history holds the changes after this revision */
-    uint64_t current; /* the scene's revision as last recorded */
-    uint64_t deleted; /* dying: the revision of the deletion */
-    change *ring;     /* RPD_WATCH_HISTORY_CHANGES slots */
+    uint64_t base;      /* history holds the changes after this revision */
+    uint64_t current;   /* the scene's revision as last recorded */
+    uint64_t deleted;   /* dying: the revision of the deletion */
+    change *ring;       /* RPD_WATCH_HISTORY_CHANGES slots */
     size_t head, count; /* oldest slot, changes kept */
     size_t bytes;       /* their tails */
     rpd_watch *watches;
-    bool dirty;         /* something to send */
+    bool dirty; /* something to send */
 };
 
 struct rpd_watch_hub {
@@ -88,9 +88,18 @@ void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io)
     hub->io = *io;
 }
 
-size_t rpd_watch_count(const rpd_watch_hub *hub) { return hub->watches; }
-uint64_t rpd_watch_overruns(const rpd_watch_hub *hub) { return hub->overruns; }
-size_t rpd_watch_history_bytes(const rpd_watch_hub *hub) { return hub->history_bytes; }
+size_t rpd_watch_count(const rpd_watch_hub *hub)
+{
+    return hub->watches;
+}
+uint64_t rpd_watch_overruns(const rpd_watch_hub *hub)
+{
+    return hub->overruns;
+}
+size_t rpd_watch_history_bytes(const rpd_watch_hub *hub)
+{
+    return hub->history_bytes;
+}
 
 /* ---- history -------------------------------------------------------------- */
 
@@ -154,8 +163,7 @@ static void mark_dirty(rpd_watch_hub *hub, wscene *ws)
 /* The tail of a change notification (see the top), NULL when it would pass
  * the history's byte bound or memory ran out. */
 static char *encode_tail(const char *name, uint64_t revision, const rp_shape_put *const *put,
-                         size_t n_put, const char *const *removed, size_t n_removed,
-                         size_t *len)
+                         size_t n_put, const char *const *removed, size_t n_removed, size_t *len)
 {
     rp_jw w;
     rp_jw_init(&w);
@@ -213,8 +221,8 @@ static void record(rpd_watch_hub *hub, const char *name, uint64_t revision,
         drop_history(hub, ws, revision);
         return;
     }
-    while (ws->count && (ws->count == RPD_WATCH_HISTORY_CHANGES ||
-                         ws->bytes + len > RPD_WATCH_HISTORY_BYTES))
+    while (ws->count &&
+           (ws->count == RPD_WATCH_HISTORY_CHANGES || ws->bytes + len > RPD_WATCH_HISTORY_BYTES))
         drop_oldest(hub, ws);
     change *c = ring_at(ws, ws->count);
     c->revision = revision;
@@ -333,8 +341,8 @@ int rpd_watch_on_change(void *ctx, const rp_change *c)
     bool ok = true;
     if (c->kind != RP_CHANGE_SCENE_REMOVE)
         ok = (put = written(c, &n_put)) != NULL;
-    if (ok && (c->kind == RP_CHANGE_SCENE_REMOVE ||
-               (c->kind == RP_CHANGE_SCENE_REPLACE && c->before)))
+    if (ok &&
+        (c->kind == RP_CHANGE_SCENE_REMOVE || (c->kind == RP_CHANGE_SCENE_REPLACE && c->before)))
         ok = (removed = dropped(c, put, n_put, &n_removed)) != NULL;
     if (ok)
         record(hub, c->name, c->revision, put, n_put, removed, n_removed);

@@ -49,14 +49,14 @@ struct rpd_durable {
     char *dir;
     int dir_fd, lock_fd, journal_fd;
     rpd_fsync policy;
-    uint64_t journal_bytes;   /* the journal's length: whole records only */
+    uint64_t journal_bytes; /* the journal's length: whole records only */
     /* What a snapshot worker may copy of the journal (next_journal): whole
      * records no group undo can take back.  Written on the loop, read by
      * the worker, atomically. */
     uint64_t published;
-    bool dir_unsynced;        /* a rename in the directory waits for the everysec fsync */
-    int retired_fd;           /* the old journal's, for a worker to close (-1: none) */
-    bool sync_dir_now;        /* the running everysec fsync does the directory too */
+    bool dir_unsynced; /* a rename in the directory waits for the everysec fsync */
+    int retired_fd;    /* the old journal's, for a worker to close (-1: none) */
+    bool sync_dir_now; /* the running everysec fsync does the directory too */
     uint64_t journal_records;
     /* The journal's id and the last snapshot's (journal.h, snapshot.h):
      * a snapshot names the journal that continues it and the journal the
@@ -85,14 +85,14 @@ struct rpd_durable {
     /* --fsync always: the group, records written since the last fsync
      * whose replies wait for the next one (rpd_durable_group_sync). */
     uint64_t group_records, group_from, group_seq;
-    uint64_t seq0;             /* group_seq when the mutation in progress began */
-    uint64_t group_epoch;      /* the open group's number; rises at each group fsync */
+    uint64_t seq0;                   /* group_seq when the mutation in progress began */
+    uint64_t group_epoch;            /* the open group's number; rises at each group fsync */
     int epoch_err[RPD_GROUP_EPOCHS]; /* how the last groups ended (0 or an errno) */
     rpd_core *core;
     rp_store *group_undo; /* the store before the group */
     char **touched;       /* scenes the group changed */
     size_t n_touched, cap_touched;
-    mdef *defs_saved;     /* model definitions before the group's first model change
+    mdef *defs_saved; /* model definitions before the group's first model change
                            * (NULL: none changed yet) */
     size_t n_defs_saved;
 
@@ -101,7 +101,7 @@ struct rpd_durable {
      * failed (mutations are refused until one succeeds). */
     bool unsynced, syncing, sync_failed, failing;
     int sync_fd; /* the worker's own descriptor of the journal (save may swap the file) */
-    bool ragged;     /* a partial record could not be cut off: no appends until it is */
+    bool ragged; /* a partial record could not be cut off: no appends until it is */
     uint64_t fsyncs, write_errors;
     uint32_t samples[RPD_FSYNC_SAMPLES]; /* fsync durations, microseconds */
     size_t n_samples, next_sample;
@@ -117,16 +117,16 @@ struct rpd_durable {
 
 struct rpd_snap_job {
     rpd_durable *d;
-    rp_store *snap;        /* the store as it was (freed on the loop) */
-    rps_model *models;     /* sorted by name */
-    char **jsons;          /* their params, owned */
+    rp_store *snap;    /* the store as it was (freed on the loop) */
+    rps_model *models; /* sorted by name */
+    char **jsons;      /* their params, owned */
     size_t n_models;
     uint64_t revision;     /* the store revision the snapshot holds */
     rps_ids ids;           /* its id, the next journal's, the one in use now */
     uint64_t tail_from;    /* journal bytes then: later records go on */
     uint64_t records_then; /* journal records then */
     uint64_t t0, bytes;
-    uint64_t begin_us;     /* the loop's share at the start (store snapshot, models) */
+    uint64_t begin_us; /* the loop's share at the start (store snapshot, models) */
     int err;
     char why[300];
     /* The next journal, written by the worker after the snapshot:
@@ -156,8 +156,14 @@ bool rpd_fsync_parse(const char *s, rpd_fsync *out)
     return true;
 }
 
-const char *rpd_durable_dir(const rpd_durable *d) { return d->dir; }
-rpd_fsync rpd_durable_policy(const rpd_durable *d) { return d->policy; }
+const char *rpd_durable_dir(const rpd_durable *d)
+{
+    return d->dir;
+}
+rpd_fsync rpd_durable_policy(const rpd_durable *d)
+{
+    return d->policy;
+}
 
 /* ---- fsync timing -------------------------------------------------------------------- */
 
@@ -246,8 +252,8 @@ static void write_synced_len(rpd_durable *d)
     if (d->header_fd < 0 || d->synced_upto <= d->header_synced)
         return;
     uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, &(rpj_header){d->journal_base, d->journal_id, d->journal_snap_id,
-                                     d->synced_upto});
+    rpj_file_header(
+        h, &(rpj_header){d->journal_base, d->journal_id, d->journal_snap_id, d->synced_upto});
     if (pwrite(d->header_fd, h, sizeof h, 0) == (ssize_t)sizeof h)
         d->header_synced = d->synced_upto;
 }
@@ -287,8 +293,10 @@ void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
     d->sync_fd = -1;
     if (err) {
         if (!d->sync_failed)
-            rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; mutations are refused until "
-                    "it succeeds", d->dir, strerror(err));
+            rpd_log(RPD_LOG_ERROR,
+                    "%s/journal: fsync failed: %s; mutations are refused until "
+                    "it succeeds",
+                    d->dir, strerror(err));
         d->sync_failed = true;
         d->unsynced = true; /* retried at the next tick */
         d->dir_unsynced |= d->sync_dir_now;
@@ -381,8 +389,10 @@ static void def_track(rpd_durable *d, const char *method, const cJSON *params, c
         return;
     if (strcmp(method, "model.put") == 0) {
         if (!def_set(d, name->valuestring, text, len))
-            rpd_log(RPD_LOG_ERROR, "out of memory keeping model '%s' for snapshots; the next "
-                    "snapshot will fail", name->valuestring);
+            rpd_log(RPD_LOG_ERROR,
+                    "out of memory keeping model '%s' for snapshots; the next "
+                    "snapshot will fail",
+                    name->valuestring);
     } else if (strcmp(method, "model.delete") == 0) {
         def_del(d, name->valuestring);
     }
@@ -418,7 +428,7 @@ static int append(rpd_durable *d, uint64_t revision, const char *method, const c
     rpj_record_header_crc(h, revision, crc, (uint32_t)n);
     struct iovec iov[4] = {{h, sizeof h},
                            {(void *)(uintptr_t)method, mlen},
-                           {(void *)(uintptr_t)"\n", 1},
+                           {(void *)(uintptr_t) "\n", 1},
                            {(void *)(uintptr_t)json, json_len}};
     struct iovec *v = iov;
     int nv = 4, err = 0;
@@ -619,8 +629,10 @@ bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
      * start: the partial one goes first. */
     if (d->ragged && !cut_back(d)) {
         d->write_errors++;
-        return rpd_fail_storage(req, "the journal ends in a partial record that cannot be cut "
-                                     "off: %s", strerror(errno));
+        return rpd_fail_storage(req,
+                                "the journal ends in a partial record that cannot be cut "
+                                "off: %s",
+                                strerror(errno));
     }
     /* --fsync always: the store as it was before the group's first
      * mutation, to put back if the group's fsync fails. */
@@ -763,9 +775,11 @@ int rpd_durable_group_sync(rpd_durable *d)
     }
     /* After a failed fsync nothing tells which of the group's records are
      * on the disk: all of them go, from the journal and from memory. */
-    rpd_log(RPD_LOG_ERROR, "%s/journal: fsync failed: %s; %llu mutation%s waiting on it undone "
-            "and answered with -32007", d->dir, strerror(err),
-            (unsigned long long)d->group_records, d->group_records == 1 ? "" : "s");
+    rpd_log(RPD_LOG_ERROR,
+            "%s/journal: fsync failed: %s; %llu mutation%s waiting on it undone "
+            "and answered with -32007",
+            d->dir, strerror(err), (unsigned long long)d->group_records,
+            d->group_records == 1 ? "" : "s");
     d->journal_bytes = d->group_from;
     d->journal_records -= d->group_records;
     d->write_errors += d->group_records;
@@ -849,8 +863,8 @@ static rpd_snap_job *job_new(rpd_durable *d, rp_store *st, char *why, size_t cap
         memcpy(json, d->defs[k].json, d->defs[k].len);
         /* The name lives in the model, which the store snapshot holds. */
         j->jsons[j->n_models] = json;
-        j->models[j->n_models++] = (rps_model){rp_model_name(m), rp_model_revision(m), json,
-                                               d->defs[k].len};
+        j->models[j->n_models++] =
+            (rps_model){rp_model_name(m), rp_model_revision(m), json, d->defs[k].len};
     }
     j->d = d;
     j->t0 = t0;
@@ -929,8 +943,8 @@ static int set_synced_len(rpd_durable *d, const rpd_snap_job *j, uint64_t synced
     if (fd < 0)
         return errno;
     uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id,
-                                     synced_len});
+    rpj_file_header(h,
+                    &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id, synced_len});
     int err = pwrite(fd, h, sizeof h, 0) == (ssize_t)sizeof h ? 0 : errno ? errno : EIO;
     close(fd);
     return err;
@@ -952,8 +966,8 @@ static void next_journal(rpd_snap_job *j)
     int out = openat(d->dir_fd, "journal.tmp",
                      O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     uint8_t h[RPJ_FILE_HEADER];
-    rpj_file_header(h, &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id,
-                                     RPJ_FILE_HEADER});
+    rpj_file_header(
+        h, &(rpj_header){j->revision, j->ids.journal_id, j->ids.snapshot_id, RPJ_FILE_HEADER});
     int err = in < 0 || out < 0 ? errno : 0;
     if (!err && write(out, h, sizeof h) != (ssize_t)sizeof h)
         err = errno ? errno : EIO;
@@ -1051,8 +1065,10 @@ static void job_finish(rpd_durable *d, rpd_snap_job *j, bool background)
     d->snap_bytes = j->bytes;
     d->snap_unix_ms = (uint64_t)time(NULL) * 1000;
     if (!switch_journal(d, j, !background || d->policy == RPD_FSYNC_ALWAYS, background)) {
-        rpd_log(RPD_LOG_WARN, "%s: the snapshot is written but the journal could not start "
-                "again; it goes on growing", d->dir);
+        rpd_log(RPD_LOG_WARN,
+                "%s: the snapshot is written but the journal could not start "
+                "again; it goes on growing",
+                d->dir);
     }
     d->snap_ms = (rpd_now_ns() - j->t0) / 1000000;
     if (!background) /* snapshot_end logs a background one */
@@ -1091,8 +1107,9 @@ void rpd_durable_snapshot_end(rpd_durable *d, rpd_snap_job *j)
     bool ok = !j->err;
     uint64_t revision = j->revision, bytes = j->bytes, begin_us = j->begin_us;
     snap_job_free(j); /* drops the store version it held: counted too */
-    if (ok) /* what the event loop spent on it: at the start and at the end */
-        rpd_log(RPD_LOG_INFO, "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; "
+    if (ok)           /* what the event loop spent on it: at the start and at the end */
+        rpd_log(RPD_LOG_INFO,
+                "%s/snapshot: revision %llu, %llu bytes in %llu ms (background; "
                 "the loop spent %llu us at the start, %llu us at the end)",
                 d->dir, (unsigned long long)revision, (unsigned long long)bytes,
                 (unsigned long long)d->snap_ms, (unsigned long long)begin_us,
@@ -1108,8 +1125,9 @@ bool rpd_durable_session_waits(const rpd_durable *d, const rpd_session *s)
 int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap)
 {
     if (d->bg_running) {
-        snprintf(why, cap, "a snapshot is being written in the background; try again when it "
-                           "is done (stats.durability.snapshot)");
+        snprintf(why, cap,
+                 "a snapshot is being written in the background; try again when it "
+                 "is done (stats.durability.snapshot)");
         return EBUSY;
     }
     /* A snapshot must not hold a mutation whose fsync may yet fail (and
@@ -1180,8 +1198,7 @@ static bool apply(replay *r, const char *method, const char *json, size_t len, u
         return false;
     }
     if (rp_store_revision(r->core->store) + 1 != revision) {
-        snprintf(r->why, sizeof r->why, "revision %llu follows %llu",
-                 (unsigned long long)revision,
+        snprintf(r->why, sizeof r->why, "revision %llu follows %llu", (unsigned long long)revision,
                  (unsigned long long)rp_store_revision(r->core->store));
         return false;
     }
@@ -1263,11 +1280,10 @@ static void sync_dir(rpd_durable *d)
  * (header, fsync), renamed over DIR/journal, the directory synced.  So a
  * journal never has a partial header, and a start that finds one knows
  * it was cut after it was written, not torn by a crash. */
-static bool create_journal(rpd_durable *d, uint64_t base, uint64_t snapshot_id,
-                           uint64_t journal_id)
+static bool create_journal(rpd_durable *d, uint64_t base, uint64_t snapshot_id, uint64_t journal_id)
 {
-    int fd = openat(d->dir_fd, "journal.tmp",
-                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(d->dir_fd, "journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
     if (fd < 0) {
         rpd_log(RPD_LOG_ERROR, "%s/journal.tmp: cannot create: %s", d->dir, strerror(errno));
         return false;
@@ -1329,8 +1345,8 @@ static bool load_snapshot(rpd_durable *d, replay *r, snapinfo *si)
     bool ok = rps_load(buf, n, r->core->store, snapshot_model, r, &res);
     free(buf);
     if (!ok) {
-        rpd_log(RPD_LOG_ERROR, "%s/snapshot: %s at offset %zu (%s); refusing to start",
-                d->dir, res.bad_format ? "unreadable" : "corrupt", res.bad_offset, res.reason);
+        rpd_log(RPD_LOG_ERROR, "%s/snapshot: %s at offset %zu (%s); refusing to start", d->dir,
+                res.bad_format ? "unreadable" : "corrupt", res.bad_offset, res.reason);
         return false;
     }
     *si = (snapinfo){true, res.format, res.revision, res.ids};
@@ -1338,7 +1354,8 @@ static bool load_snapshot(rpd_durable *d, replay *r, snapinfo *si)
     d->snap_id = res.ids.snapshot_id;
     d->snap_bytes = n;
     if (have_time)
-        d->snap_unix_ms = (uint64_t)sb.st_mtim.tv_sec * 1000 + (uint64_t)sb.st_mtim.tv_nsec / 1000000;
+        d->snap_unix_ms =
+            (uint64_t)sb.st_mtim.tv_sec * 1000 + (uint64_t)sb.st_mtim.tv_nsec / 1000000;
     r->skip_upto = res.revision;
     rpd_log(RPD_LOG_INFO, "%s/snapshot: %zu scenes, %zu shapes, %zu models at revision %llu",
             d->dir, res.scenes, res.shapes, res.models, (unsigned long long)res.revision);
@@ -1402,8 +1419,8 @@ static bool restart_journal(rpd_durable *d, const snapinfo *si)
  * snapshot is kept aside as DIR/journal.rejected) and lets the caller cut
  * it to its whole records in the last.  *short_by: the bytes missing
  * below the synced length (0: none). */
-static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *fdp,
-                         uint8_t **bufp, size_t *np, rpj_scan_result *head, size_t *short_by)
+static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *fdp, uint8_t **bufp,
+                         size_t *np, rpj_scan_result *head, size_t *short_by)
 {
     char alone[600];
     snapshot_alone(d, si, alone, sizeof alone);
@@ -1420,16 +1437,19 @@ static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *f
             /* The snapshot cannot know how many records came after it, so
              * a missing journal may have held any number of them. */
             if (!repair) {
-                rpd_log(RPD_LOG_ERROR, "%s/journal is missing: %s/snapshot (revision %llu) "
+                rpd_log(RPD_LOG_ERROR,
+                        "%s/journal is missing: %s/snapshot (revision %llu) "
                         "expects a journal with every mutation acknowledged after it; "
                         "refusing to start (--repair starts from %s, dropping whatever that "
-                        "journal held)", d->dir, d->dir, (unsigned long long)si->revision,
-                        alone);
+                        "journal held)",
+                        d->dir, d->dir, (unsigned long long)si->revision, alone);
                 return false;
             }
-            rpd_log(RPD_LOG_WARN, "%s/journal is missing; --repair: starting from %s with an "
+            rpd_log(RPD_LOG_WARN,
+                    "%s/journal is missing; --repair: starting from %s with an "
                     "empty journal (whatever the missing journal held after revision %llu is "
-                    "dropped)", d->dir, alone, (unsigned long long)si->revision);
+                    "dropped)",
+                    d->dir, alone, (unsigned long long)si->revision);
             if (!restart_journal(d, si))
                 return false;
             continue;
@@ -1449,46 +1469,53 @@ static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *f
         char why[900] = "";
         bool set_aside = false;
         if (head->end == RPJ_BAD_FORMAT) {
-            rpd_log(RPD_LOG_ERROR, "%s/journal: %s (this reposed reads journal formats %u and "
-                    "%u); refusing to start", d->dir, head->reason, RPJ_FORMAT_V1, RPJ_FORMAT);
+            rpd_log(RPD_LOG_ERROR,
+                    "%s/journal: %s (this reposed reads journal formats %u and "
+                    "%u); refusing to start",
+                    d->dir, head->reason, RPJ_FORMAT_V1, RPJ_FORMAT);
             free(buf);
             close(fd);
             return false;
         } else if (head->good == 0 && head->end == RPJ_TORN) {
             /* Journals are renamed into place with their header synced. */
-            snprintf(why, sizeof why, "%s/journal is %zu bytes, shorter than its header: it was "
+            snprintf(why, sizeof why,
+                     "%s/journal is %zu bytes, shorter than its header: it was "
                      "cut or emptied after it was written (a crash cannot leave that), and the "
-                     "mutations it held are gone", d->dir, n);
+                     "mutations it held are gone",
+                     d->dir, n);
         } else if (head->good == 0) {
             snprintf(why, sizeof why, "%s/journal: corrupt at offset %zu (%s)", d->dir,
                      head->bad_offset, head->reason);
         } else if (!continues(head, si)) {
             rpj_scan_result all;
             rpj_scan(buf, n, NULL, NULL, &all);
-            int len = snprintf(why, sizeof why, "%s/journal (id %016llx, after revision %llu, "
-                               "%zu records) does not continue ", d->dir,
-                               (unsigned long long)head->journal_id,
+            int len = snprintf(why, sizeof why,
+                               "%s/journal (id %016llx, after revision %llu, "
+                               "%zu records) does not continue ",
+                               d->dir, (unsigned long long)head->journal_id,
                                (unsigned long long)head->base_revision, all.records);
             if (si->present)
-                snprintf(why + len, sizeof why - (size_t)len, "%s/snapshot (id %016llx at "
+                snprintf(why + len, sizeof why - (size_t)len,
+                         "%s/snapshot (id %016llx at "
                          "revision %llu, which expects journal %016llx): it belongs to another "
-                         "snapshot or data directory", d->dir,
-                         (unsigned long long)si->ids.snapshot_id,
-                         (unsigned long long)si->revision,
-                         (unsigned long long)si->ids.journal_id);
+                         "snapshot or data directory",
+                         d->dir, (unsigned long long)si->ids.snapshot_id,
+                         (unsigned long long)si->revision, (unsigned long long)si->ids.journal_id);
             else
-                snprintf(why + len, sizeof why - (size_t)len, "an empty store: it continues "
+                snprintf(why + len, sizeof why - (size_t)len,
+                         "an empty store: it continues "
                          "from revision %llu, but there is no %s/snapshot",
                          (unsigned long long)head->base_revision, d->dir);
             set_aside = true;
         } else if (n < head->synced_len) {
             *short_by = (size_t)(head->synced_len - n);
             if (!repair) {
-                rpd_log(RPD_LOG_ERROR, "%s/journal is %zu bytes, but %llu bytes of it were "
+                rpd_log(RPD_LOG_ERROR,
+                        "%s/journal is %zu bytes, but %llu bytes of it were "
                         "synced: it was cut afterwards (not a torn write), and mutations "
                         "acknowledged before the cut are gone; refusing to start (--repair "
-                        "keeps its whole records before the cut and drops the rest)", d->dir,
-                        n, (unsigned long long)head->synced_len);
+                        "keeps its whole records before the cut and drops the rest)",
+                        d->dir, n, (unsigned long long)head->synced_len);
                 free(buf);
                 close(fd);
                 return false;
@@ -1499,8 +1526,9 @@ static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *f
             close(fd);
             if (!repair) {
                 rpd_log(RPD_LOG_ERROR, "%s; refusing to start (--repair starts from %s%s)", why,
-                        alone, set_aside ? ", keeping this journal aside as journal.rejected"
-                                         : ", dropping this journal");
+                        alone,
+                        set_aside ? ", keeping this journal aside as journal.rejected"
+                                  : ", dropping this journal");
                 return false;
             }
             rpd_log(RPD_LOG_WARN, "%s; --repair: starting from %s%s", why, alone,
@@ -1567,8 +1595,10 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     d->synced_upto = d->header_synced = head.synced_len;
     if (head.format == RPJ_FORMAT_V1 || si.format == RPS_FORMAT_V1) {
         /* The previous format: read as it is, then written anew. */
-        rpd_log(RPD_LOG_INFO, "%s: files of the previous format; upgrading (a snapshot and a "
-                "new journal are written after the replay)", d->dir);
+        rpd_log(RPD_LOG_INFO,
+                "%s: files of the previous format; upgrading (a snapshot and a "
+                "new journal are written after the replay)",
+                d->dir);
         d->resave = true;
     }
     rpj_scan_result res;
@@ -1590,24 +1620,31 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
         size_t at = stopped ? r.bad_offset : res.bad_offset;
         const char *why = stopped ? r.why : res.reason;
         if (!repair) {
-            rpd_log(RPD_LOG_ERROR, "%s/journal: corrupt at offset %zu (%s); refusing to start "
-                    "(--repair cuts the journal there, losing what follows)", d->dir, at, why);
+            rpd_log(RPD_LOG_ERROR,
+                    "%s/journal: corrupt at offset %zu (%s); refusing to start "
+                    "(--repair cuts the journal there, losing what follows)",
+                    d->dir, at, why);
             close(fd);
             return false;
         }
-        rpd_log(RPD_LOG_WARN, "%s/journal: corrupt at offset %zu (%s); --repair: cutting the "
-                "journal there (%zu bytes dropped)", d->dir, at, why, n - at);
+        rpd_log(RPD_LOG_WARN,
+                "%s/journal: corrupt at offset %zu (%s); --repair: cutting the "
+                "journal there (%zu bytes dropped)",
+                d->dir, at, why, n - at);
         cut = at;
     } else if (short_by) {
         /* Only with --repair (open_journal refused otherwise). */
-        rpd_log(RPD_LOG_WARN, "%s/journal: %zu bytes short of what was synced; --repair: "
+        rpd_log(RPD_LOG_WARN,
+                "%s/journal: %zu bytes short of what was synced; --repair: "
                 "keeping its %zu whole records (up to revision %llu), the mutations after them "
-                "are dropped", d->dir, short_by, res.records,
-                (unsigned long long)res.last_revision);
+                "are dropped",
+                d->dir, short_by, res.records, (unsigned long long)res.last_revision);
         cut = res.good;
     } else if (res.end == RPJ_TORN) {
-        rpd_log(RPD_LOG_WARN, "%s/journal: torn tail at offset %zu (%s): a write did not "
-                "complete; cutting %zu bytes", d->dir, res.bad_offset, res.reason, n - res.good);
+        rpd_log(RPD_LOG_WARN,
+                "%s/journal: torn tail at offset %zu (%s): a write did not "
+                "complete; cutting %zu bytes",
+                d->dir, res.bad_offset, res.reason, n - res.good);
         cut = res.good;
     }
     /* The file header was checked whole by open_journal: a cut is always
@@ -1632,9 +1669,10 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
                 strerror(errno));
         return false;
     }
-    rpd_log(RPD_LOG_INFO, "%s: %llu mutations replayed from the journal (%llu bytes); store "
-            "revision %llu", d->dir, (unsigned long long)d->journal_records,
-            (unsigned long long)d->journal_bytes,
+    rpd_log(RPD_LOG_INFO,
+            "%s: %llu mutations replayed from the journal (%llu bytes); store "
+            "revision %llu",
+            d->dir, (unsigned long long)d->journal_records, (unsigned long long)d->journal_bytes,
             (unsigned long long)rp_store_revision(core->store));
     return true;
 }
@@ -1651,13 +1689,17 @@ static bool private_enough(const char *dir, const char *name, const struct stat 
     uid_t me = geteuid();
     if (S_ISLNK(sb->st_mode)) {
         if (name)
-            rpd_log(RPD_LOG_ERROR, "%s is a symbolic link: reposed follows no links in its "
+            rpd_log(RPD_LOG_ERROR,
+                    "%s is a symbolic link: reposed follows no links in its "
                     "data directory; refusing to start (fix: replace it with the file itself, "
-                    "or remove it: rm '%s')", path, path);
+                    "or remove it: rm '%s')",
+                    path, path);
         else
-            rpd_log(RPD_LOG_ERROR, "%s is a symbolic link: reposed takes the data directory "
+            rpd_log(RPD_LOG_ERROR,
+                    "%s is a symbolic link: reposed takes the data directory "
                     "only by its own path; refusing to start (fix: --data-dir \"$(readlink -f "
-                    "'%s')\")", path, path);
+                    "'%s')\")",
+                    path, path);
         return false;
     }
     if (name ? !S_ISREG(sb->st_mode) : !S_ISDIR(sb->st_mode)) {
@@ -1666,14 +1708,16 @@ static bool private_enough(const char *dir, const char *name, const struct stat 
         return false;
     }
     if (sb->st_uid != me) {
-        rpd_log(RPD_LOG_ERROR, "%s is owned by uid %u, but reposed runs as uid %u: another "
+        rpd_log(RPD_LOG_ERROR,
+                "%s is owned by uid %u, but reposed runs as uid %u: another "
                 "user could change the store under it; refusing to start (fix: chown %u '%s', "
-                "or run reposed as uid %u)", path, (unsigned)sb->st_uid, (unsigned)me,
-                (unsigned)me, path, (unsigned)sb->st_uid);
+                "or run reposed as uid %u)",
+                path, (unsigned)sb->st_uid, (unsigned)me, (unsigned)me, path, (unsigned)sb->st_uid);
         return false;
     }
     if (sb->st_mode & RPD_OTHERS_WRITE) {
-        rpd_log(RPD_LOG_ERROR, "%s is writable by its group or others (mode %04o): they could "
+        rpd_log(RPD_LOG_ERROR,
+                "%s is writable by its group or others (mode %04o): they could "
                 "change the store under reposed; refusing to start (fix: chmod go-w '%s')",
                 path, (unsigned)(sb->st_mode & 07777), path);
         return false;
@@ -1712,11 +1756,12 @@ static bool open_dir(rpd_durable *d)
      * then a second daemon would lock a new file of the same name. */
     if (flock(d->dir_fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
-            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (the "
-                    "directory is locked); refusing to start", dir);
+            rpd_log(RPD_LOG_ERROR,
+                    "%s: another reposed is using this data directory (the "
+                    "directory is locked); refusing to start",
+                    dir);
         else
-            rpd_log(RPD_LOG_ERROR, "%s: cannot lock the data directory: %s", dir,
-                    strerror(errno));
+            rpd_log(RPD_LOG_ERROR, "%s: cannot lock the data directory: %s", dir, strerror(errno));
         return false;
     }
     static const char *const files[] = {"lock", "journal", "snapshot"};
@@ -1739,8 +1784,10 @@ static bool open_dir(rpd_durable *d)
      * locks only the file. */
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
-            rpd_log(RPD_LOG_ERROR, "%s: another reposed is using this data directory (%s/lock "
-                    "is locked); refusing to start", dir, dir);
+            rpd_log(RPD_LOG_ERROR,
+                    "%s: another reposed is using this data directory (%s/lock "
+                    "is locked); refusing to start",
+                    dir, dir);
         else
             rpd_log(RPD_LOG_ERROR, "%s/lock: cannot lock: %s", dir, strerror(errno));
         return false;
@@ -1784,8 +1831,10 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
          * next start tries again, or asks for --repair again. */
         char why[400];
         if (rpd_durable_save(d, core->store, why, sizeof why) != 0)
-            rpd_log(RPD_LOG_ERROR, "%s: could not write the directory anew (%s); it is used "
-                    "as it is, and the next start may need --repair again", dir, why);
+            rpd_log(RPD_LOG_ERROR,
+                    "%s: could not write the directory anew (%s); it is used "
+                    "as it is, and the next start may need --repair again",
+                    dir, why);
     }
     return d;
 fail:
@@ -1806,8 +1855,7 @@ void rpd_durable_close(rpd_durable *d)
             uint64_t ns;
             int err = timed_sync(d->journal_fd, &ns);
             if (err)
-                rpd_log(RPD_LOG_ERROR, "%s/journal: final fsync failed: %s", d->dir,
-                        strerror(err));
+                rpd_log(RPD_LOG_ERROR, "%s/journal: final fsync failed: %s", d->dir, strerror(err));
         }
         close(d->journal_fd);
     }

@@ -143,12 +143,12 @@ const char *rpd_durable_dir(const rpd_durable *d);
 rpd_fsync rpd_durable_policy(const rpd_durable *d);
 typedef struct rpd_durable_stats {
     uint64_t journal_bytes;
-    uint64_t journal_records;  /* records in the journal file now */
+    uint64_t journal_records; /* records in the journal file now */
     uint64_t fsyncs;
-    uint64_t fsync_p50_us, fsync_p99_us; /* over the last RPD_FSYNC_SAMPLES */
-    uint64_t write_errors;     /* mutations failed with -32007 */
-    bool failing;              /* the last write or fsync failed */
-    uint64_t snapshot_revision; /* the last snapshot's (0: none) */
+    uint64_t fsync_p50_us, fsync_p99_us;                    /* over the last RPD_FSYNC_SAMPLES */
+    uint64_t write_errors;                                  /* mutations failed with -32007 */
+    bool failing;                                           /* the last write or fsync failed */
+    uint64_t snapshot_revision;                             /* the last snapshot's (0: none) */
     uint64_t snapshot_bytes, snapshot_unix_ms, snapshot_ms; /* its size, when, how long */
 } rpd_durable_stats;
 void rpd_durable_stats_get(const rpd_durable *d, rpd_durable_stats *out);

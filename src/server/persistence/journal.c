@@ -40,7 +40,7 @@ static uint32_t crc_portable(uint32_t crc, const uint8_t *p, size_t n)
 
 #ifdef RPJ_HAVE_SSE42
 __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *p,
-                                                             size_t n)
+                                                            size_t n)
 {
     uint64_t c = crc;
     for (; n >= 8; p += 8, n -= 8) {

@@ -120,9 +120,9 @@ void rpj_record_header_crc(uint8_t out[RPJ_RECORD_HEADER], uint64_t revision, ui
                            uint32_t n);
 
 typedef enum rpj_end {
-    RPJ_CLEAN,   /* every byte belongs to a checked record */
-    RPJ_TORN,    /* the file ends inside its last record */
-    RPJ_CORRUPT, /* a header or payload fails its check, or revisions go back */
+    RPJ_CLEAN,     /* every byte belongs to a checked record */
+    RPJ_TORN,      /* the file ends inside its last record */
+    RPJ_CORRUPT,   /* a header or payload fails its check, or revisions go back */
     RPJ_BAD_FORMAT /* not a journal, or another format version */
 } rpj_end;
 

@@ -351,8 +351,9 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
     memset(out, 0, sizeof *out);
     if (n < FILE_HEADER_V1 || memcmp(buf, MAGIC, sizeof MAGIC) != 0) {
         out->bad_format = n >= sizeof MAGIC && memcmp(buf, MAGIC, sizeof MAGIC) != 0;
-        return fail(out, 0, out->bad_format ? "not a repose snapshot (bad magic)"
-                                            : "file shorter than its header");
+        return fail(out, 0,
+                    out->bad_format ? "not a repose snapshot (bad magic)"
+                                    : "file shorter than its header");
     }
     /* The version comes before the checksum, whose place it decides. */
     uint32_t format = rpj_get32(buf + 8);
@@ -401,7 +402,8 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
             if (!load_scene(p, (size_t)len, st, last_scene, &why))
                 return fail(out, at, why);
             out->scenes++;
-            out->shapes += rp_scene_shape_count(rp_store_scene_at(st, rp_store_scene_count(st) - 1));
+            out->shapes +=
+                rp_scene_shape_count(rp_store_scene_at(st, rp_store_scene_count(st) - 1));
         } else {
             in r = {p, p + len, false};
             char name[RP_NAME_MAX + 1];
@@ -428,8 +430,7 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
     }
     if (n - at != TRAILER || memcmp(buf + at, END_MAGIC, sizeof END_MAGIC) != 0 ||
         rpj_get32(buf + at + 8) || rpj_crc32c(0, buf + at, 12) != rpj_get32(buf + at + 12))
-        return fail(out, at, n - at < TRAILER ? "file ends before its trailer"
-                                              : "bad trailer");
+        return fail(out, at, n - at < TRAILER ? "file ends before its trailer" : "bad trailer");
     rp_store_set_revision(st, revision);
     out->ok = true;
     out->revision = revision;

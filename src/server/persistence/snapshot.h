@@ -83,13 +83,13 @@ typedef bool (*rps_model_fn)(void *ctx, const rps_model *m, const char **why);
 
 typedef struct rps_load_result {
     bool ok;
-    uint64_t revision;      /* the image's store revision */
-    uint32_t format;        /* the image's format version (when it got that far) */
-    rps_ids ids;            /* format 2's (format 1: zeros) */
+    uint64_t revision; /* the image's store revision */
+    uint32_t format;   /* the image's format version (when it got that far) */
+    rps_ids ids;       /* format 2's (format 1: zeros) */
     size_t scenes, models, shapes;
-    size_t bad_offset;      /* !ok: where the image stops making sense */
-    const char *reason;     /* !ok: a short phrase for the log */
-    bool bad_format;        /* !ok: not an image, or another format version */
+    size_t bad_offset;  /* !ok: where the image stops making sense */
+    const char *reason; /* !ok: a short phrase for the log */
+    bool bad_format;    /* !ok: not an image, or another format version */
 } rps_load_result;
 
 /* Loads an image into st, which must hold no scene: every scene with its

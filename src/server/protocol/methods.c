@@ -251,9 +251,8 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     for (int i = 0; i < RPD_LIMIT_COUNT; i++) {
         rp_jw_key(w, rpd_limit_name((rpd_limit_id)i));
         /* Watchers falling behind are counted by the watch code. */
-        rp_jw_uint(w, s->limits_hit[i] + (i == RPD_LIMIT_watch_buffer_bytes
-                                              ? rpd_watch_overruns(c->watch)
-                                              : 0));
+        rp_jw_uint(w, s->limits_hit[i] +
+                          (i == RPD_LIMIT_watch_buffer_bytes ? rpd_watch_overruns(c->watch) : 0));
     }
     rp_jw_object_end(w);
     RP_JW_KEY(w, "scenes");
@@ -385,8 +384,7 @@ bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shap
     return true;
 }
 
-bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt,
-                       bool *out)
+bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt, bool *out)
 {
     char path[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
@@ -443,8 +441,7 @@ static bool m_violates_margin(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_shape a, b;
     double margin;
     if (!rpd_check_keys(req, params, keys) || !rpd_shape_param(req, params, "a", &a) ||
-        !rpd_shape_param(req, params, "b", &b) ||
-        !rpd_number_param(req, params, "margin", &margin))
+        !rpd_shape_param(req, params, "b", &b) || !rpd_number_param(req, params, "margin", &margin))
         return false;
     double d = rp_shape_signed_distance(&a, &b);
     rp_jw_object_begin(w);

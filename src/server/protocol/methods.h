@@ -83,8 +83,7 @@ size_t rpd_max_pairs(const rp_jw *w);
 /* Required shape / number, optional bool with default. */
 bool rpd_shape_param(rpd_req *req, const cJSON *params, const char *key, rp_shape *out);
 bool rpd_number_param(rpd_req *req, const cJSON *params, const char *key, double *out);
-bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt,
-                       bool *out);
+bool rpd_optional_bool(rpd_req *req, const cJSON *params, const char *key, bool dflt, bool *out);
 
 /* methods_model.c: the model `params.model` names (fails -32001 when
  * missing); allowed (link, scene shape id) pairs at `path` (2*n strings

@@ -19,8 +19,8 @@
  * shapes when there are any), the optional scene, options. */
 typedef struct check_setup {
     const rp_model *model;
-    rp_model *ext;        /* owned extension, or NULL */
-    size_t n_base;        /* shapes of the model itself; the rest are attached */
+    rp_model *ext; /* owned extension, or NULL */
+    size_t n_base; /* shapes of the model itself; the rest are attached */
     const rp_scene *scene;
     rp_check_opts opts;
     size_t n_frames;
@@ -50,7 +50,8 @@ static bool decode_attached(rpd_req *req, const cJSON *j, const char *path, rp_a
     if (n > req->core->limits.max_model_links)
         return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
     for (const cJSON *c = j->child; c; c = c->next) {
-        const cJSON *t = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "touch_links") : NULL;
+        const cJSON *t =
+            cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "touch_links") : NULL;
         if (cJSON_IsArray(t))
             total_touch += (size_t)cJSON_GetArraySize(t);
     }
@@ -140,7 +141,8 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
                                "is already a shape id of the model or of another attached shape");
             break;
         case RP_EXTEND_UNKNOWN_LINK:
-            ok = rpd_fail_path(req, rp_codec_path_key(p2, p1, "link"), "names no link of the model");
+            ok =
+                rpd_fail_path(req, rp_codec_path_key(p2, p1, "link"), "names no link of the model");
             break;
         case RP_EXTEND_UNKNOWN_TOUCH:
             rp_codec_path_key(p2, p1, "touch_links");
@@ -218,8 +220,8 @@ static bool decode_setup(rpd_req *req, const cJSON *params, const char *joints, 
 
 /* A joint vector at `path`: an array of the active joints' values in the
  * model's order, or an object {joint: value} (others: defaults). */
-static bool decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j,
-                                const char *path, double *q)
+static bool decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, const char *path,
+                                double *q)
 {
     size_t dof = rp_model_dof(m);
     rp_codec_err ce;
@@ -227,9 +229,10 @@ static bool decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j,
     if (cJSON_IsArray(j)) {
         size_t n = (size_t)cJSON_GetArraySize(j);
         if (n != dof) {
-            rpd_format(reason, sizeof reason,
-                       "must hold %zu values (the model's joints, as model.get lists them), not %zu",
-                       dof, n);
+            rpd_format(
+                reason, sizeof reason,
+                "must hold %zu values (the model's joints, as model.get lists them), not %zu", dof,
+                n);
             return rpd_fail_path(req, path, reason);
         }
         size_t k = 0;
@@ -239,9 +242,10 @@ static bool decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j,
         return true;
     }
     if (!cJSON_IsObject(j))
-        return rpd_fail_path(req, path, j ? "must be an array of joint values or an object "
-                                            "{joint name: value}"
-                                          : "is required");
+        return rpd_fail_path(req, path,
+                             j ? "must be an array of joint values or an object "
+                                 "{joint name: value}"
+                               : "is required");
     rp_status st = rp_codec_object_unique(j, path, &ce);
     if (st == RP_ERR_NOMEM)
         return rpd_fail_status(req, st);
@@ -471,8 +475,8 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     rp_check_result res;
     memset(&res, 0, sizeof res);
     if (ok) {
-        rp_status st = rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL, q,
-                                             &opts, &res);
+        rp_status st =
+            rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL, q, &opts, &res);
         if (st == RP_ERR_NONFINITE)
             ok = fail_joint_range(req, jpath);
         else
@@ -491,9 +495,9 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 
 bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model", "scene", "base", "frames", "joints", "margin",
-                                       "report", "ignore_limits", "attached", "allowed_scene",
-                                       NULL};
+    static const char *const keys[] = {"model",    "scene",         "base",   "frames",
+                                       "joints",   "margin",        "report", "ignore_limits",
+                                       "attached", "allowed_scene", NULL};
     check_setup cs;
     char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys))
@@ -517,8 +521,9 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     if (ok && !(tf = malloc((cs.n_frames ? cs.n_frames : 1) * sizeof *tf)))
         ok = rpd_fail_status(req, RP_ERR_NOMEM);
     if (ok && rp_model_is_kinematic(cs.model))
-        ok = frames ? rpd_fail_path(req, fpath, "a kinematic model takes \"joints\", not frame poses")
-                    : rpd_fail_path(req, "params.joints", "is required (a joint vector)");
+        ok = frames
+                 ? rpd_fail_path(req, fpath, "a kinematic model takes \"joints\", not frame poses")
+                 : rpd_fail_path(req, "params.joints", "is required (a joint vector)");
     ok = ok && decode_config(req, &cs, frames, base, fpath, bpath, tf, &btf, &has_base);
     rp_check_result res;
     memset(&res, 0, sizeof res);
@@ -527,8 +532,8 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_work meter = rpd_walk_meter(req, charged, 1.0);
         rp_check_opts opts = cs.opts;
         opts.work = &meter;
-        rp_status st = rp_model_check(cs.model, cs.scene, has_base ? &btf : NULL, tf,
-                                      cs.n_frames, &opts, &res);
+        rp_status st = rp_model_check(cs.model, cs.scene, has_base ? &btf : NULL, tf, cs.n_frames,
+                                      &opts, &res);
         if (st == RP_ERR_NONFINITE)
             ok = fail_out_of_range(req, &cs, "params", res.closest.link);
         else
@@ -554,30 +559,30 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
  * whatever ran where.  A slice stops at its first failing configuration;
  * the reply names the first failure in configuration order, as a
  * one-by-one run would. */
-#define SLICE_MIN 32     /* configurations per slice, at least */
+#define SLICE_MIN 32 /* configurations per slice, at least */
 #define SLICES_PER_THREAD 4
 
 typedef struct batch_slice {
     rp_jw w;
-    size_t fail_k;      /* first failing configuration, SIZE_MAX: none */
+    size_t fail_k; /* first failing configuration, SIZE_MAX: none */
     rp_status fail_st;
-    size_t fail_link;   /* frame form, RP_ERR_NONFINITE: the link out of range */
-    rp_work work;       /* its share of the line's budget for tree walks */
+    size_t fail_link; /* frame form, RP_ERR_NONFINITE: the link out of range */
+    rp_work work;     /* its share of the line's budget for tree walks */
 } batch_slice;
 
 typedef struct batch_run {
     const check_setup *cs;
     bool joints;
-    const double *q;    /* joints: n vectors of d1 */
+    const double *q; /* joints: n vectors of d1 */
     size_t d1;
-    const rp_transform *base; /* joints: one base for all, or NULL */
+    const rp_transform *base;   /* joints: one base for all, or NULL */
     const rp_transform *frames; /* frames: n configurations of nf */
     size_t nf;
     const rp_transform *bases;
     const bool *has_base;
     size_t n, per;
-    uint64_t charged;   /* work units charged for the batch before it ran */
-    size_t room;        /* reply bytes left: each slice stops past it */
+    uint64_t charged; /* work units charged for the batch before it ran */
+    size_t room;      /* reply bytes left: each slice stops past it */
     batch_slice *slices;
 } batch_run;
 
@@ -602,8 +607,7 @@ static void run_slice(void *ctx, size_t s)
         for (size_t k0 = lo; k0 < hi && !rp_jw_failed(w); k0 += JOINT_CHUNK) {
             size_t n = hi - k0 < JOINT_CHUNK ? hi - k0 : JOINT_CHUNK, failed = n;
             rp_status st = rp_model_check_joints_batch(cs->model, cs->scene, b->base,
-                                                       &b->q[k0 * b->d1], n, &opts, res,
-                                                       &failed);
+                                                       &b->q[k0 * b->d1], n, &opts, res, &failed);
             size_t done = st ? failed : n;
             for (size_t j = 0; j < done; j++) {
                 if (!rp_jw_failed(w)) {
@@ -746,8 +750,13 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
         return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
     }
     if (ok && table && dof) {
-        batch_run b = {.cs = cs, .joints = true, .q = table->v, .d1 = d1,
-                       .base = bj ? &base : NULL, .n = n, .charged = cost * n};
+        batch_run b = {.cs = cs,
+                       .joints = true,
+                       .q = table->v,
+                       .d1 = d1,
+                       .base = bj ? &base : NULL,
+                       .n = n,
+                       .charged = cost * n};
         return run_batch(req, &b, w, path);
     }
     double *q = malloc((n ? n : 1) * d1 * sizeof *q);
@@ -759,8 +768,13 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
         ok = decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
     }
     if (ok) {
-        batch_run b = {.cs = cs, .joints = true, .q = q, .d1 = d1, .base = bj ? &base : NULL,
-                       .n = n, .charged = cost * n};
+        batch_run b = {.cs = cs,
+                       .joints = true,
+                       .q = q,
+                       .d1 = d1,
+                       .base = bj ? &base : NULL,
+                       .n = n,
+                       .charged = cost * n};
         ok = run_batch(req, &b, w, path);
     }
     free(q);
@@ -774,11 +788,13 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     char path[RP_CODEC_PATH_MAX];
     const cJSON *configs = rpd_param(params, "configurations", path);
     if (configs && rp_model_is_kinematic(cs->model))
-        return rpd_fail_path(req, path, "a kinematic model takes \"joints\", not configurations of frame poses");
+        return rpd_fail_path(
+            req, path, "a kinematic model takes \"joints\", not configurations of frame poses");
     if (!cJSON_IsArray(configs))
-        return rpd_fail_path(req, configs ? path : rp_model_is_kinematic(cs->model)
-                                                       ? "params.joints"
-                                                       : path,
+        return rpd_fail_path(req,
+                             configs                            ? path
+                             : rp_model_is_kinematic(cs->model) ? "params.joints"
+                                                                : path,
                              configs ? "must be an array of configurations" : "is required");
     size_t n = (size_t)cJSON_GetArraySize(configs);
     if (n > req->core->limits.max_batch_configurations)
@@ -817,8 +833,13 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
                            &frames[k * nf], &bases[k], &has_base[k]);
     }
     if (ok) {
-        batch_run b = {.cs = cs, .frames = frames, .nf = nf, .bases = bases,
-                       .has_base = has_base, .n = n, .charged = cost * n};
+        batch_run b = {.cs = cs,
+                       .frames = frames,
+                       .nf = nf,
+                       .bases = bases,
+                       .has_base = has_base,
+                       .n = n,
+                       .charged = cost * n};
         ok = run_batch(req, &b, w, path);
     }
     free(frames);
@@ -829,9 +850,9 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model", "scene", "configurations", "joints", "base",
-                                       "margin", "report", "ignore_limits", "attached",
-                                       "allowed_scene", NULL};
+    static const char *const keys[] = {
+        "model",  "scene",         "configurations", "joints",        "base", "margin",
+        "report", "ignore_limits", "attached",       "allowed_scene", NULL};
     check_setup cs;
     char path[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys))
@@ -972,9 +993,9 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
 
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model", "scene", "path", "mode", "resolution",
-                                       "tolerance", "margin", "attached", "allowed_scene",
-                                       "base", "ignore_limits", "earliest", NULL};
+    static const char *const keys[] = {
+        "model",    "scene",         "path", "mode",          "resolution", "tolerance", "margin",
+        "attached", "allowed_scene", "base", "ignore_limits", "earliest",   NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;
@@ -1004,8 +1025,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_path(req, p2, "only for mode \"certified\"");
     /* Discrete reports what its coarse-to-fine order finds unless asked;
      * certified reports the first contact unless asked not to. */
-    if (!rpd_optional_bool(req, params, "earliest", mo.mode == RP_MOTION_CERTIFIED,
-                           &mo.earliest))
+    if (!rpd_optional_bool(req, params, "earliest", mo.mode == RP_MOTION_CERTIFIED, &mo.earliest))
         return false;
     mo.fast_reject = mo.mode == RP_MOTION_CERTIFIED && !mo.earliest;
     if (!decode_setup(req, params, "params.path", &cs)) {
@@ -1022,8 +1042,8 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     bool ok = true;
     size_t n = cJSON_IsArray(pj) ? (size_t)cJSON_GetArraySize(pj) : 0;
     if (!cJSON_IsArray(pj) || n < 2)
-        ok = rpd_fail_path(req, path, pj ? "must be an array of two or more joint vectors"
-                                         : "is required");
+        ok = rpd_fail_path(req, path,
+                           pj ? "must be an array of two or more joint vectors" : "is required");
     else if (n > req->core->limits.max_batch_configurations)
         ok = rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                             req->core->limits.max_batch_configurations);

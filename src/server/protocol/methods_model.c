@@ -80,13 +80,15 @@ static bool decode_links(rpd_req *req, const cJSON *j, const char *path, rp_link
         uint64_t frame;
         if (!f) {
             free(links);
-            return rpd_fail_path(req, sub, "is required (a joint frame index, or null for the base)");
+            return rpd_fail_path(req, sub,
+                                 "is required (a joint frame index, or null for the base)");
         }
         if (cJSON_IsNull(f)) {
             links[k].frame = -1;
         } else if (!rp_codec_uint(f, sub, &frame, &ce) || frame > RPD_MAX_FRAME) {
             free(links);
-            return rpd_fail_path(req, sub, "must be an integer from 0 to 1023, or null for the base");
+            return rpd_fail_path(req, sub,
+                                 "must be an integer from 0 to 1023, or null for the base");
         } else {
             links[k].frame = (int)frame;
         }
@@ -220,8 +222,8 @@ static const char *const joint_types[] = {"fixed", "revolute", "continuous", "pr
 /* One element of params.joints. */
 static bool decode_joint(rpd_req *req, const cJSON *c, const char *jp, rp_joint_def *d)
 {
-    static const char *const keys[] = {"name", "type", "parent", "child", "origin", "axis",
-                                       "limits", "mimic", NULL};
+    static const char *const keys[] = {"name", "type",   "parent", "child", "origin",
+                                       "axis", "limits", "mimic",  NULL};
     static const char *const limit_keys[] = {"lower", "upper", NULL};
     static const char *const mimic_keys[] = {"joint", "multiplier", "offset", NULL};
     char sub[RP_CODEC_PATH_MAX], sub2[RP_CODEC_PATH_MAX];
@@ -271,10 +273,9 @@ static bool decode_joint(rpd_req *req, const cJSON *c, const char *jp, rp_joint_
         if (!rp_codec_object_keys(mim, sub, mimic_keys, &ce) ||
             !rp_codec_id(cJSON_GetObjectItemCaseSensitive(mim, "joint"),
                          rp_codec_path_key(sub2, sub, "joint"), &d->mimic, &ce) ||
-            (mu && !rp_codec_number(mu, rp_codec_path_key(sub2, sub, "multiplier"),
-                                    &d->multiplier, &ce)) ||
-            (of && !rp_codec_number(of, rp_codec_path_key(sub2, sub, "offset"), &d->offset,
-                                    &ce)))
+            (mu && !rp_codec_number(mu, rp_codec_path_key(sub2, sub, "multiplier"), &d->multiplier,
+                                    &ce)) ||
+            (of && !rp_codec_number(of, rp_codec_path_key(sub2, sub, "offset"), &d->offset, &ce)))
             return rpd_fail_params(req, &ce);
     }
     return true;
@@ -463,9 +464,10 @@ static bool fail_model_json(rpd_req *req, const rp_model_def *def, const rp_mode
     case RP_MODEL_UNKNOWN_DEFAULT:
     case RP_MODEL_BAD_DEFAULT:
         rp_codec_path_key(p2, "params.default_positions", def->default_names[me->index]);
-        return rpd_fail_path(req, p2, me->problem == RP_MODEL_BAD_DEFAULT
-                                          ? "must be finite"
-                                          : "names no active joint (moving, not a mimic)");
+        return rpd_fail_path(req, p2,
+                             me->problem == RP_MODEL_BAD_DEFAULT
+                                 ? "must be finite"
+                                 : "names no active joint (moving, not a mimic)");
     default:
         rp_codec_path_index(p1, "params.links", me->index);
         return rpd_fail_path(req, p1, "invalid link");
@@ -513,8 +515,8 @@ static bool fail_model_urdf(rpd_req *req, const put_scratch *s, const rp_model_e
         rpd_format(reason, sizeof reason, "joint '%s' (line %lu) is defined twice", j->name, jl);
         break;
     case RP_MODEL_BAD_AXIS:
-        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): axis must be non-zero",
-                   j->name, jl);
+        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): axis must be non-zero", j->name,
+                   jl);
         break;
     case RP_MODEL_BAD_LIMITS:
         rpd_format(reason, sizeof reason, "joint '%s' (line %lu): limits need lower <= upper",
@@ -550,8 +552,8 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
     rp_urdf_opts opts = {req->core->limits.max_model_links, req->core->limits.max_model_links,
                          req->core->limits.max_allowed_pairs, adjacent};
     rp_urdf_error ue;
-    rp_urdf_status us = rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, &opts,
-                                      &s->urdf, &ue);
+    rp_urdf_status us =
+        rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, &opts, &s->urdf, &ue);
     if (us == RP_URDF_NOMEM)
         return rpd_fail_status(req, RP_ERR_NOMEM);
     if (us == RP_URDF_LIMIT) {
@@ -572,7 +574,10 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
             rpd_format(reason, sizeof reason, "line %lu: %s", ue.line, text);
         else
             rpd_format(reason, sizeof reason, "%s", text);
-        return rpd_fail_path(req, ue.where[0] ? where : ue.in_srdf ? "params.srdf" : "params.urdf",
+        return rpd_fail_path(req,
+                             ue.where[0]  ? where
+                             : ue.in_srdf ? "params.srdf"
+                                          : "params.urdf",
                              reason);
     }
     s->def = *rp_urdf_def(s->urdf);
@@ -628,9 +633,17 @@ static bool add_adjacent(rpd_req *req, const cJSON *params, put_scratch *s)
 
 bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model", "links", "joints", "urdf", "srdf",
-                                       "allow_adjacent", "safety_margin", "allowed_pairs",
-                                       "allowed_scene", "self_collision", "default_positions",
+    static const char *const keys[] = {"model",
+                                       "links",
+                                       "joints",
+                                       "urdf",
+                                       "srdf",
+                                       "allow_adjacent",
+                                       "safety_margin",
+                                       "allowed_pairs",
+                                       "allowed_scene",
+                                       "self_collision",
+                                       "default_positions",
                                        NULL};
     const char *name;
     char path[RP_CODEC_PATH_MAX];
@@ -695,8 +708,8 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
         s.def.allowed_pairs = s.pairs;
     }
     ok = ok && decode_defaults(req, rpd_param(params, "default_positions", path), path, &s) &&
-         rpd_decode_scene_pairs(req, rpd_param(params, "allowed_scene", path), path,
-                                &s.scene_pairs, &s.def.n_allowed_scene);
+         rpd_decode_scene_pairs(req, rpd_param(params, "allowed_scene", path), path, &s.scene_pairs,
+                                &s.def.n_allowed_scene);
     if (!ok) {
         put_scratch_free(&s);
         return false;
@@ -950,8 +963,8 @@ bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w)
          * links are its tree's, each holding any number of shapes; a
          * frame-indexed model's links are its shapes. */
         RP_JW_KEY(w, "links");
-        rp_jw_uint(w, rp_model_is_kinematic(m) ? rp_model_tree_link_count(m)
-                                               : rp_model_link_count(m));
+        rp_jw_uint(w,
+                   rp_model_is_kinematic(m) ? rp_model_tree_link_count(m) : rp_model_link_count(m));
         RP_JW_KEY(w, "shapes");
         rp_jw_uint(w, rp_model_link_count(m));
         rp_jw_object_end(w);
@@ -960,4 +973,3 @@ bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_object_end(w);
     return true;
 }
-

@@ -38,8 +38,7 @@ static rp_scene *existing_scene(rpd_req *req, const cJSON *params)
 /* Decodes {id: shape, ...} at `path` into a malloc'ed array (caller frees;
  * NULL with *n == 0 for an empty object).  Ids point into the cJSON tree.
  * An id given twice is rejected: JSON parsers disagree on which one wins. */
-static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_put **out,
-                      size_t *n)
+static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_put **out, size_t *n)
 {
     rp_codec_err ce;
     *out = NULL;
@@ -237,8 +236,7 @@ bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     const cJSON *shapes = rpd_param(params, "shapes", path);
     size_t count = members(shapes);
-    if (!charge_shapes(req, count, count) ||
-        (shapes && !shape_map(req, shapes, path, &items, &n)))
+    if (!charge_shapes(req, count, count) || (shapes && !shape_map(req, shapes, path, &items, &n)))
         return false;
     rp_scene *sc;
     rp_status st = rp_store_create(req->core->store, name, items, n, &sc);
@@ -401,10 +399,9 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     const uint64_t *expect = has_rev ? &expected : NULL;
     /* Watchers hear of it through the store's change record
      * (rpd_watch_on_change), as the journal does. */
-    rp_status st = replace ? rp_store_replace(req->core->store, name, items, n, expect, create,
-                                              &sc, &actual)
-                           : rp_store_put(req->core->store, name, items, n, expect, create, &sc,
-                                          &actual);
+    rp_status st =
+        replace ? rp_store_replace(req->core->store, name, items, n, expect, create, &sc, &actual)
+                : rp_store_put(req->core->store, name, items, n, expect, create, &sc, &actual);
     free(items);
     if (st)
         return store_error(req, st, name, expected, actual);
@@ -549,8 +546,7 @@ static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
  * and optional ids, runs the query.  On failure everything is released
  * (see run_query). */
 static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, rp_scene **sc_out,
-                            query_set *qs,
-                      rp_query *q, rp_query_result *res)
+                            query_set *qs, rp_query *q, rp_query_result *res)
 {
     char path[RP_CODEC_PATH_MAX];
     const char **ids = NULL;
@@ -596,8 +592,7 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, r
 /* run_query_inner, releasing the query set when it fails, so handlers only
  * clean up after success. */
 static bool run_query(rpd_req *req, const cJSON *params, const rp_jw *w, rp_scene **sc_out,
-                      query_set *qs,
-                      rp_query *q, rp_query_result *res)
+                      query_set *qs, rp_query *q, rp_query_result *res)
 {
     if (run_query_inner(req, params, w, sc_out, qs, q, res))
         return true;
@@ -654,8 +649,8 @@ bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
 
 bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"scene", "shape", "shapes", "ids", "margin",
-                                       "first_only", NULL};
+    static const char *const keys[] = {"scene",  "shape",      "shapes", "ids",
+                                       "margin", "first_only", NULL};
     rp_query q;
     memset(&q, 0, sizeof q);
     if (!rpd_check_keys(req, params, keys) ||

@@ -15,7 +15,8 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 0)))
 #endif
-static void vformat(char *dst, size_t cap, const char *fmt, va_list ap)
+static void
+vformat(char *dst, size_t cap, const char *fmt, va_list ap)
 {
     int n = vsnprintf(dst, cap, fmt, ap);
     if (n < 0)
@@ -31,7 +32,6 @@ void rpd_format(char *dst, size_t cap, const char *fmt, ...)
     vformat(dst, cap, fmt, ap);
     va_end(ap);
 }
-
 
 static void set_error(rpd_error *e, int code, rpd_data_kind data)
 {
@@ -72,8 +72,8 @@ bool rpd_fail_path(rpd_req *req, const char *path, const char *reason)
     set_error(&req->err, RPD_INVALID_PARAMS, RPD_DATA_PATH);
     rp_utf8_copy(req->err.text, sizeof req->err.text, path);
     rp_utf8_copy(req->err.reason, sizeof req->err.reason, reason);
-    rpd_format(req->err.message, sizeof req->err.message, "Invalid params: %s %s",
-               req->err.text, req->err.reason);
+    rpd_format(req->err.message, sizeof req->err.message, "Invalid params: %s %s", req->err.text,
+               req->err.reason);
     return false;
 }
 
@@ -88,8 +88,7 @@ static bool fail_entity(rpd_req *req, int code, const char *what, const char *ki
     set_error(&req->err, code, RPD_DATA_ENTITY);
     req->err.kind = kind;
     rp_utf8_copy(req->err.text, sizeof req->err.text, name);
-    rpd_format(req->err.message, sizeof req->err.message, "%s: %s '%s'", what, kind,
-               req->err.text);
+    rpd_format(req->err.message, sizeof req->err.message, "%s: %s '%s'", what, kind, req->err.text);
     return false;
 }
 
@@ -109,8 +108,8 @@ bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual)
     req->err.expected = expected;
     req->err.actual = actual;
     rpd_format(req->err.message, sizeof req->err.message,
-               "Revision conflict: expected %llu, scene is at %llu",
-               (unsigned long long)expected, (unsigned long long)actual);
+               "Revision conflict: expected %llu, scene is at %llu", (unsigned long long)expected,
+               (unsigned long long)actual);
     return false;
 }
 
@@ -168,7 +167,8 @@ bool rpd_fail_status(rpd_req *req, rp_status st)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 0)))
 #endif
-static void storage_error(rpd_error *e, const char *fmt, va_list ap)
+static void
+storage_error(rpd_error *e, const char *fmt, va_list ap)
 {
     set_error(e, RPD_STORAGE, RPD_DATA_REASON);
     vformat(e->reason, sizeof e->reason, fmt, ap);

@@ -33,12 +33,12 @@ typedef enum rpd_data_kind {
 
 typedef struct rpd_error {
     int code;
-    char message[512];              /* valid UTF-8, never cut inside a character */
+    char message[512]; /* valid UTF-8, never cut inside a character */
     rpd_data_kind data;
     size_t offset;
-    char text[RP_CODEC_PATH_MAX];   /* method, path or entity name */
+    char text[RP_CODEC_PATH_MAX]; /* method, path or entity name */
     char reason[RP_CODEC_REASON_MAX];
-    const char *kind;               /* static: "scene", "model", "shape" */
+    const char *kind; /* static: "scene", "model", "shape" */
     uint64_t expected, actual;
     rpd_limit_id limit;
     uint64_t max;

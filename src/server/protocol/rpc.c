@@ -41,8 +41,7 @@ static void release_memory(rpd_core *core)
 
 void rpd_core_freed(rpd_core *core, size_t bytes)
 {
-    core->freed_bytes = bytes > SIZE_MAX - core->freed_bytes ? SIZE_MAX
-                                                             : core->freed_bytes + bytes;
+    core->freed_bytes = bytes > SIZE_MAX - core->freed_bytes ? SIZE_MAX : core->freed_bytes + bytes;
 }
 
 bool rpd_core_trim(rpd_core *core)
@@ -98,8 +97,7 @@ static void undo_response(rpd_core *core, const cJSON *r, rp_jw *out, const rpd_
         rp_jw_cjson(out, r);
 }
 
-void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out,
-                      const char *reason)
+void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out, const char *reason)
 {
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         len--;
@@ -169,11 +167,20 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
         const char *k = m->string;
         const cJSON **slot = NULL;
         switch (k[0]) {
-        case 'j': slot = strcmp(k, "jsonrpc") == 0 ? &env->jsonrpc : NULL; break;
-        case 'i': slot = strcmp(k, "id") == 0 ? &env->id : NULL; break;
-        case 'm': slot = strcmp(k, "method") == 0 ? &env->method : NULL; break;
-        case 'p': slot = strcmp(k, "params") == 0 ? &env->params : NULL; break;
-        default: break;
+        case 'j':
+            slot = strcmp(k, "jsonrpc") == 0 ? &env->jsonrpc : NULL;
+            break;
+        case 'i':
+            slot = strcmp(k, "id") == 0 ? &env->id : NULL;
+            break;
+        case 'm':
+            slot = strcmp(k, "method") == 0 ? &env->method : NULL;
+            break;
+        case 'p':
+            slot = strcmp(k, "params") == 0 ? &env->params : NULL;
+            break;
+        default:
+            break;
         }
         if (!slot) {
             problem = problem ? problem : "unknown member";
@@ -193,8 +200,8 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
         bool cut = n > QUOTE_MAX;
         if (cut)
             n = rp_utf8_trim(name, QUOTE_MAX);
-        rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: %s '%.*s%s'", problem, (int)n,
-                      name, cut ? "…" : "");
+        rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: %s '%.*s%s'", problem, (int)n, name,
+                      cut ? "…" : "");
         return false;
     }
     if (!cJSON_IsString(env->jsonrpc) || strcmp(env->jsonrpc->valuestring, "2.0") != 0) {
@@ -552,8 +559,7 @@ static bool batch_needs_loop(const cJSON *root)
 
 /* Handles the parsed JSON text of a line (nul as for handle_request). */
 static void handle_root(rpd_core *core, rpd_session *s, rpd_line *line, const cJSON *root,
-                        rp_jw *out,
-                        nul_marks *nul)
+                        rp_jw *out, nul_marks *nul)
 {
     /* max_reply_bytes bounds what requests write; the few bytes that close
      * a line (']', '\n') are written whatever it says, since error objects
@@ -902,8 +908,8 @@ bool rpd_line_wants_worker(const char *line, size_t len)
 
 /* ---- HTTP ----------------------------------------------------------------- */
 
-#define HTTP_BODY                                                                          \
-    "reposed speaks JSON-RPC 2.0 as newline-delimited JSON over a plain socket, not HTTP.\n" \
+#define HTTP_BODY                                                                                  \
+    "reposed speaks JSON-RPC 2.0 as newline-delimited JSON over a plain socket, not HTTP.\n"       \
     "Try: repose-cli ping   or   nc -N 127.0.0.1 7411\n"
 #define HTTP_BODY_LENGTH "134"
 _Static_assert(sizeof HTTP_BODY - 1 == 134, "HTTP_BODY_LENGTH must match HTTP_BODY");
@@ -948,7 +954,7 @@ bool rpd_line_is_http(const char *line, size_t len)
         return true;
     /* METHOD blanks target blanks HTTP/...; PRI is the method of the
      * HTTP/2 connection preface ("PRI * HTTP/2.0"). */
-    static const char *const methods[] = {"get",     "post",  "put",     "head", "delete",
+    static const char *const methods[] = {"get",     "post",  "put",     "head",  "delete",
                                           "options", "patch", "connect", "trace", "pri"};
     static const char version[] = "http/";
     size_t word_end = skip_word(line, i, len);

@@ -24,10 +24,10 @@ void rpd_core_free(rpd_core *core);
  * the loop does not spend the parse. */
 typedef struct rpd_parsed {
     cJSON *root;
-    bool has_rows;    /* check.batch's joint table, read straight from the text */
+    bool has_rows; /* check.batch's joint table, read straight from the text */
     rp_num_rows rows;
-    char *rest;       /* the text cJSON parsed in that case */
-    char *marked;     /* a line with \u0000 escapes: the marked copy parsed (rpc.c) */
+    char *rest;   /* the text cJSON parsed in that case */
+    char *marked; /* a line with \u0000 escapes: the marked copy parsed (rpc.c) */
     size_t marked_len;
 } rpd_parsed;
 
@@ -78,8 +78,7 @@ void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);
 /* Writes to out the reply line `line` (len bytes, our own) with every
  * success in it turned into a -32007 error with data.reason `reason`: the
  * line's mutations were undone (a failed group fsync, durable.h). */
-void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out,
-                      const char *reason);
+void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out, const char *reason);
 
 /* Whether a request line is the start of an HTTP request (a request line
  * such as "POST / HTTP/1.1" of one of the nine HTTP/1.1 methods, or the

@@ -84,23 +84,23 @@ typedef struct rpd_conn {
     rpd_conn_state state;
     /* What it is doing in OPEN and DRAINING (none of these is a state of
      * its life): */
-    bool reading;    /* uv_read_start is active */
-    bool paused;     /* line processing stopped by backpressure */
-    bool eof;        /* the peer has finished sending (its lines are still answered) */
-    bool yielded;    /* used up its time slice; the loop resumes it (rpd_conns_resume) */
+    bool reading;          /* uv_read_start is active */
+    bool paused;           /* line processing stopped by backpressure */
+    bool eof;              /* the peer has finished sending (its lines are still answered) */
+    bool yielded;          /* used up its time slice; the loop resumes it (rpd_conns_resume) */
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
-    size_t input_counted; /* this connection's share of srv->input_bytes */
+    size_t input_counted;  /* this connection's share of srv->input_bytes */
     size_t output_counted; /* its share of core.output_bytes (conn.c, count_output) */
-    struct rpd_job *job;       /* the query running on a worker; lines wait for it */
+    struct rpd_job *job;   /* the query running on a worker; lines wait for it */
     /* --fsync always: lines of this connection joined the group that
      * waits for the journal's fsync; the replies (out from sync_mark on)
      * and the lines not yet run wait for it (rpd_conn_sync_done). */
     bool sync_wait;
     uint64_t sync_epoch, sync_last; /* the first and last group (rpd_durable_group_epoch) */
-    size_t sync_mark, sync_end; /* the replies from the first mutation on, in out */
-    uint64_t watch_flushed_ns; /* last write of notifications (rpd_now_ns) */
-    bool watch_pending;        /* in srv->watch_pending: notifications wait for the timer */
+    size_t sync_mark, sync_end;     /* the replies from the first mutation on, in out */
+    uint64_t watch_flushed_ns;      /* last write of notifications (rpd_now_ns) */
+    bool watch_pending;             /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
     uv_shutdown_t shutdown_req;
     rpd_session session;
@@ -595,8 +595,10 @@ static void answer_undone(rpd_conn *c, int err)
     memcpy(copy, c->out.buf + c->sync_mark, n + tail);
     c->out.len = c->sync_mark;
     char reason[160];
-    snprintf(reason, sizeof reason, "the journal's fsync failed: %s (the mutations waiting on "
-             "it were undone)", strerror(err));
+    snprintf(reason, sizeof reason,
+             "the journal's fsync failed: %s (the mutations waiting on "
+             "it were undone)",
+             strerror(err));
     for (size_t at = 0; at < n;) { /* one reply line at a time */
         const char *nl = memchr(copy + at, '\n', n - at);
         size_t len = nl ? (size_t)(nl - (copy + at)) + 1 : n - at;
@@ -673,9 +675,10 @@ static bool over_input_limit(rpd_conn *c)
     if (srv->input_bytes <= core->limits.max_input_bytes ||
         rpd_framer_pending(&c->in) <= RPD_KEEP_INPUT_BYTES)
         return false;
-    rpd_log(RPD_LOG_WARN, "request bytes buffered by all clients over %zu; closing a client "
-            "with %zu bytes of an incomplete line", core->limits.max_input_bytes,
-            rpd_framer_pending(&c->in));
+    rpd_log(RPD_LOG_WARN,
+            "request bytes buffered by all clients over %zu; closing a client "
+            "with %zu bytes of an incomplete line",
+            core->limits.max_input_bytes, rpd_framer_pending(&c->in));
     /* Its input is dropped now, not when the close completes. */
     rpd_framer_free(&c->in);
     account_input(c);
@@ -878,11 +881,11 @@ void rpd_conn_sweep(rpd_server *srv)
 typedef struct rpd_job {
     uv_work_t work; /* first: the callbacks get this pointer */
     rpd_conn *conn;
-    rpd_core core;  /* the worker's copy: snapshot store, own counters */
+    rpd_core core; /* the worker's copy: snapshot store, own counters */
     rpd_session session;
     char *line;
     size_t len;
-    rp_jw out;      /* the reply line */
+    rp_jw out; /* the reply line */
     /* A line that holds a request of the event loop: parsed here, run
      * there (its tree lives in the worker's detached arena chunks). */
     bool for_loop;
@@ -895,8 +898,8 @@ typedef struct rpd_job {
 static void job_run(uv_work_t *work)
 {
     rpd_job *j = (rpd_job *)work;
-    j->for_loop = rpd_process_line_or_keep(&j->core, &j->session, j->line, j->len, &j->out,
-                                           &j->parsed);
+    j->for_loop =
+        rpd_process_line_or_keep(&j->core, &j->session, j->line, j->len, &j->out, &j->parsed);
     if (j->for_loop)
         j->chunks = rpd_arena_detach(); /* the kept tree lives in them */
     else
@@ -1009,8 +1012,8 @@ static void rebuild_done(uv_work_t *work, int status)
     else
         srv->core.stats.rebuilds_dropped++;
     free(j);
-    rpd_server_maintain(srv);       /* the scene may want another try */
-    rpd_server_conn_closed(srv);   /* a shutdown may have waited for it */
+    rpd_server_maintain(srv);    /* the scene may want another try */
+    rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
 }
 
 void rpd_server_maintain(rpd_server *srv)

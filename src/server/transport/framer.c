@@ -62,8 +62,7 @@ rpd_frame_status rpd_framer_next(rpd_framer *f, const char **line, size_t *len)
 {
     /* Nothing new to search (also when nothing was ever buffered and buf is
      * NULL, which memchr must not be given). */
-    char *nl = f->len > f->scanned ? memchr(f->buf + f->scanned, '\n', f->len - f->scanned)
-                                   : NULL;
+    char *nl = f->len > f->scanned ? memchr(f->buf + f->scanned, '\n', f->len - f->scanned) : NULL;
     if (!nl) {
         f->scanned = f->len;
         /* Too long once the bytes so far, less a last '\r' that may turn out

@@ -15,15 +15,15 @@
 #include <stddef.h>
 
 typedef enum rpd_frame_status {
-    RPD_FRAME_LINE,     /* *line, *len set: one complete line */
-    RPD_FRAME_NEED_MORE,/* no complete line buffered */
-    RPD_FRAME_TOO_LONG  /* the current line exceeds max_line */
+    RPD_FRAME_LINE,      /* *line, *len set: one complete line */
+    RPD_FRAME_NEED_MORE, /* no complete line buffered */
+    RPD_FRAME_TOO_LONG   /* the current line exceeds max_line */
 } rpd_frame_status;
 
 typedef struct rpd_framer {
-    char *buf;          /* owned */
-    size_t start;       /* first byte of the current (unconsumed) line */
-    size_t scanned;     /* bytes before this have been searched for '\n' */
+    char *buf;      /* owned */
+    size_t start;   /* first byte of the current (unconsumed) line */
+    size_t scanned; /* bytes before this have been searched for '\n' */
     size_t len, cap;
     size_t max_line;
 } rpd_framer;

@@ -48,14 +48,13 @@ static void usage(FILE *to)
             "Limits (see proto/PROTOCOL.md):\n",
             RPD_DEFAULT_UNIX, RPD_DEFAULT_TCP, RPD_MAX_THREADS);
     rpd_limits_usage(to);
-    fprintf(to,
-            "\n"
-            "Stops on SIGTERM, SIGINT or SIGQUIT after flushing replies (at most 5 s);\n"
-            "SIGHUP, SIGUSR1 and SIGUSR2 are ignored.\n"
-            "\n"
-            "Under systemd: sockets passed by socket activation (LISTEN_FDS) replace\n"
-            "--unix and --tcp; readiness, stopping and watchdog pings are sent to\n"
-            "NOTIFY_SOCKET (Type=notify, WatchdogSec=).\n");
+    fprintf(to, "\n"
+                "Stops on SIGTERM, SIGINT or SIGQUIT after flushing replies (at most 5 s);\n"
+                "SIGHUP, SIGUSR1 and SIGUSR2 are ignored.\n"
+                "\n"
+                "Under systemd: sockets passed by socket activation (LISTEN_FDS) replace\n"
+                "--unix and --tcp; readiness, stopping and watchdog pings are sent to\n"
+                "NOTIFY_SOCKET (Type=notify, WatchdogSec=).\n");
 }
 
 int main(int argc, char **argv)
@@ -166,7 +165,9 @@ int main(int argc, char **argv)
         return 2;
     if ((fsync_given || cfg.repair || snap_given) && !cfg.data_dir) {
         fprintf(stderr, "reposed: %s needs --data-dir\n",
-                cfg.repair ? "--repair" : fsync_given ? "--fsync" : "--snapshot-after");
+                cfg.repair    ? "--repair"
+                : fsync_given ? "--fsync"
+                              : "--snapshot-after");
         return 2;
     }
     /* Read (and clear) the socket-activation variables once, before anything

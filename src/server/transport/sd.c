@@ -161,8 +161,8 @@ int rpd_sd_notify(const char *state)
      * read (its queue holds net.unix.max_dgram_qlen datagrams, 10 by
      * default) would stop the daemon.  A full queue drops this message
      * (EAGAIN, logged by the caller); the watchdog sends the next soon. */
-    ssize_t sent = sendto(fd, state, n, MSG_NOSIGNAL | MSG_DONTWAIT,
-                          (const struct sockaddr *)&sa, salen);
+    ssize_t sent =
+        sendto(fd, state, n, MSG_NOSIGNAL | MSG_DONTWAIT, (const struct sockaddr *)&sa, salen);
     if (sent < 0)
         rc = -errno;
     else if ((size_t)sent != n)

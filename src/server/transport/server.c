@@ -103,8 +103,7 @@ static bool is_loopback(const struct sockaddr_storage *addr)
     const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
     static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     static const unsigned char v4mapped_127[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127};
-    return memcmp(&a->sin6_addr, one, 16) == 0 ||
-           memcmp(&a->sin6_addr, v4mapped_127, 13) == 0;
+    return memcmp(&a->sin6_addr, one, 16) == 0 || memcmp(&a->sin6_addr, v4mapped_127, 13) == 0;
 }
 
 /* The TCP policy, for our own and for passed sockets: a non-loopback address
@@ -174,8 +173,7 @@ static bool read_token(const char *path, rpd_core *core)
         return false;
     }
     if (st.st_mode & S_IROTH) {
-        rpd_log(RPD_LOG_ERROR, "--token-file %s: readable by every user; chmod o-r it first",
-                path);
+        rpd_log(RPD_LOG_ERROR, "--token-file %s: readable by every user; chmod o-r it first", path);
         fclose(f);
         return false;
     }
@@ -248,8 +246,7 @@ static bool listen_unix(rpd_server *srv)
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
-            rpd_log(RPD_LOG_ERROR, "--unix %s: exists and is not a socket; not replacing it",
-                    path);
+            rpd_log(RPD_LOG_ERROR, "--unix %s: exists and is not a socket; not replacing it", path);
             return false;
         }
         if (socket_is_live(path)) {
@@ -316,8 +313,7 @@ static bool adopt_fd(rpd_server *srv, int fd, const char *name)
     if (rc == 0)
         rc = uv_listen(&l->h.stream, RPD_LISTEN_BACKLOG, on_connection);
     if (rc < 0) {
-        rpd_log(RPD_LOG_ERROR, "cannot listen on passed fd %d (%s): %s", fd, name,
-                uv_strerror(rc));
+        rpd_log(RPD_LOG_ERROR, "cannot listen on passed fd %d (%s): %s", fd, name, uv_strerror(rc));
         return false;
     }
     rpd_log(RPD_LOG_INFO, "socket activation: fd %d named \"%s\"", fd, name);
@@ -371,8 +367,7 @@ static void notify(const char *state)
     static bool warned;
     int rc = rpd_sd_notify(state);
     if (rc < 0) {
-        rpd_log(warned ? RPD_LOG_DEBUG : RPD_LOG_WARN, "cannot notify systemd: %s",
-                strerror(-rc));
+        rpd_log(warned ? RPD_LOG_DEBUG : RPD_LOG_WARN, "cannot notify systemd: %s", strerror(-rc));
         warned = true;
     }
 }
@@ -559,7 +554,7 @@ static void snap_done(uv_work_t *w, int status)
     srv->snap_job = NULL;
     close_off_loop(srv, rpd_durable_retired_fd(srv->core.durable));
     rpd_server_flush_watchers(srv); /* a group the end synced may have been undone */
-    rpd_server_conn_closed(srv); /* a shutdown may have waited for it */
+    rpd_server_conn_closed(srv);    /* a shutdown may have waited for it */
 }
 
 void rpd_server_snapshot_maybe(rpd_server *srv)
@@ -650,7 +645,9 @@ static void begin_shutdown(rpd_server *srv, int signum)
         return;
     }
     rpd_log(RPD_LOG_INFO, "received %s; shutting down",
-            signum == SIGTERM ? "SIGTERM" : signum == SIGINT ? "SIGINT" : "SIGQUIT");
+            signum == SIGTERM  ? "SIGTERM"
+            : signum == SIGINT ? "SIGINT"
+                               : "SIGQUIT");
     notify("STOPPING=1\nSTATUS=Shutting down");
     srv->stopping = true;
     srv->core.shutting_down = true;
@@ -687,7 +684,9 @@ static void on_ignored_signal(uv_signal_t *s, int signum)
 {
     (void)s;
     rpd_log(RPD_LOG_INFO, "received %s; ignored (nothing to reload; SIGTERM stops reposed)",
-            signum == SIGHUP ? "SIGHUP" : signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+            signum == SIGHUP    ? "SIGHUP"
+            : signum == SIGUSR1 ? "SIGUSR1"
+                                : "SIGUSR2");
 }
 
 /* ---- fairness ------------------------------------------------------------------ */
@@ -727,7 +726,6 @@ static void watch_later(rpd_server *srv)
     srv->watch_more = true;
     rpd_server_start_resume(srv);
 }
-
 
 /* ---- run ------------------------------------------------------------------------ */
 
@@ -778,12 +776,9 @@ int rpd_server_run(const rpd_config *cfg)
         uv_signal_cb cb;
         int signum;
     } signals[] = {
-        {&srv.sigterm, on_signal, SIGTERM},
-        {&srv.sigint, on_signal, SIGINT},
-        {&srv.sigquit, on_signal, SIGQUIT},
-        {&srv.sighup, on_ignored_signal, SIGHUP},
-        {&srv.sigusr1, on_ignored_signal, SIGUSR1},
-        {&srv.sigusr2, on_ignored_signal, SIGUSR2},
+        {&srv.sigterm, on_signal, SIGTERM},         {&srv.sigint, on_signal, SIGINT},
+        {&srv.sigquit, on_signal, SIGQUIT},         {&srv.sighup, on_ignored_signal, SIGHUP},
+        {&srv.sigusr1, on_ignored_signal, SIGUSR1}, {&srv.sigusr2, on_ignored_signal, SIGUSR2},
     };
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
         uv_signal_init(srv.loop, signals[i].h);
@@ -831,8 +826,7 @@ int rpd_server_run(const rpd_config *cfg)
          * the next start loads it instead of replaying the journal. */
         char why[400];
         if (rpd_durable_save(srv.core.durable, srv.core.store, why, sizeof why) != 0)
-            rpd_log(RPD_LOG_ERROR, "snapshot at stop failed: %s (the journal has everything)",
-                    why);
+            rpd_log(RPD_LOG_ERROR, "snapshot at stop failed: %s (the journal has everything)", why);
     }
     rpd_durable_close(srv.core.durable); /* the final fsync */
     srv.core.durable = NULL;

@@ -21,18 +21,18 @@
 #define RPD_MAX_THREADS 256
 
 typedef struct rpd_config {
-    const char *unix_path; /* NULL: no Unix socket */
-    const char *tcp;       /* "HOST:PORT"; NULL: no TCP */
+    const char *unix_path;  /* NULL: no Unix socket */
+    const char *tcp;        /* "HOST:PORT"; NULL: no TCP */
     const char *token_file; /* NULL: no auth */
-    bool insecure_tcp;     /* allow a non-loopback TCP address without a token */
+    bool insecure_tcp;      /* allow a non-loopback TCP address without a token */
     /* Sockets passed by systemd; when non-NULL with n > 0 they replace
      * unix_path and tcp.  Borrowed: must outlive rpd_server_run. */
     const rpd_sd_fds *activation;
     rpd_limits limits;
-    int threads; /* worker threads; 0: queries run on the loop; -1: one per CPU */
-    const char *data_dir; /* NULL: memory only */
-    int fsync;            /* rpd_fsync (durable.h) */
-    bool repair;          /* cut a corrupt journal at the damage instead of refusing */
+    int threads;             /* worker threads; 0: queries run on the loop; -1: one per CPU */
+    const char *data_dir;    /* NULL: memory only */
+    int fsync;               /* rpd_fsync (durable.h) */
+    bool repair;             /* cut a corrupt journal at the damage instead of refusing */
     uint64_t snapshot_after; /* journal bytes before a background snapshot */
 } rpd_config;
 

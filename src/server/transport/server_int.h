@@ -56,7 +56,6 @@ typedef struct rpd_listener {
     } h;
 } rpd_listener;
 
-
 struct rpd_server {
     uv_loop_t *loop;
     rpd_core core;
@@ -65,32 +64,32 @@ struct rpd_server {
     int n_listeners;         /* initialised handles in listeners[] */
     char *unix_path_created; /* unlinked at exit: only sockets we created */
     uv_signal_t sigterm, sigint, sigquit, sighup, sigusr1, sigusr2;
-    uv_work_t warm; /* a no-op that starts libuv's pool threads (server.c) */
+    uv_work_t warm;   /* a no-op that starts libuv's pool threads (server.c) */
     uv_idle_t resume; /* runs connections that yielded their time slice */
     bool resume_active;
-    bool watch_more; /* a watch flush left notifications for a later turn */
+    bool watch_more;    /* a watch flush left notifications for a later turn */
     size_t input_bytes; /* input buffer capacity of every connection */
     uv_timer_t grace;
     bool grace_started;
-    uv_timer_t sweep; /* closes connections that lingered too long */
+    uv_timer_t sweep;    /* closes connections that lingered too long */
     uv_timer_t watchdog; /* sends WATCHDOG=1 to systemd (sd.h) */
     bool watchdog_started;
     bool stopping;
-    rpd_conn *conns; /* doubly linked list */
-    int threads;                /* worker threads (0: queries on the loop) */
-    uint64_t jobs;              /* queries running on workers */
-    bool rebuilding;            /* a tree rebuild runs on a worker (conn.c) */
-    uv_timer_t watch_timer;     /* writes batched notifications (RPD_WATCH_BATCH_MS) */
-    uint64_t watch_now_ns;      /* the clock before the current watch flush (conn.c) */
-    rpd_conn *watch_pending;    /* connections it will write to */
-    uv_timer_t sync_timer;      /* --fsync everysec: starts the journal's fsync */
+    rpd_conn *conns;         /* doubly linked list */
+    int threads;             /* worker threads (0: queries on the loop) */
+    uint64_t jobs;           /* queries running on workers */
+    bool rebuilding;         /* a tree rebuild runs on a worker (conn.c) */
+    uv_timer_t watch_timer;  /* writes batched notifications (RPD_WATCH_BATCH_MS) */
+    uint64_t watch_now_ns;   /* the clock before the current watch flush (conn.c) */
+    rpd_conn *watch_pending; /* connections it will write to */
+    uv_timer_t sync_timer;   /* --fsync everysec: starts the journal's fsync */
     bool sync_timer_started;
-    uv_work_t sync_work;        /* that fsync, on the pool */
+    uv_work_t sync_work; /* that fsync, on the pool */
     int sync_err;
     uint64_t sync_ns;
-    uv_prepare_t group;         /* --fsync always: the group's fsync, once per loop iteration */
+    uv_prepare_t group; /* --fsync always: the group's fsync, once per loop iteration */
     bool group_started;
-    uv_work_t snap_work;        /* a background snapshot (durable.h) */
+    uv_work_t snap_work; /* a background snapshot (durable.h) */
     struct rpd_snap_job *snap_job;
 };
 
