@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "daemon_util.h"
+#include "server/protocol/methods.h" /* the method table, for every_mutating_method_... */
 
 /* ---- helpers ----------------------------------------------------------------------- */
 
@@ -709,7 +710,7 @@ static int unmount_teardown(void **state)
 
 static long file_size(const char *dir, const char *name)
 {
-    char path[600];
+    char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct stat sb;
     return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
@@ -1610,6 +1611,185 @@ static void a_deleted_lock_file_keeps_a_second_daemon_out(void **state)
     stop_ok(d);
 }
 
+/* ---- every mutating method reaches every subscriber ----------------------------- */
+
+/* One sample of each mutating method (docs/ARCHITECTURE.md, The way of a
+ * mutation): what it needs first, its params, and the scene a watcher
+ * follows (NULL: none can, the scene is new or it is a model) with the
+ * notification it gets. */
+typedef struct mutation_sample {
+    const char *method;
+    const char *setup; /* one request line run first, or NULL */
+    const char *params;
+    const char *watched;
+    const char *notification;
+} mutation_sample;
+
+#define SPHERE(x) "{\"sphere\":{\"center\":[" #x ",0,0],\"radius\":0.25}}"
+#define MODEL_PARAMS(name)                                                                         \
+    "{\"model\":\"" name "\",\"links\":[{\"id\":\"l0\",\"frame\":0,\"shape\":" SPHERE(1) "}]}"
+
+static const mutation_sample samples[] = {
+    {"scene.create", NULL, "{\"scene\":\"made\",\"shapes\":{\"a\":" SPHERE(1) "}}", NULL, NULL},
+    {"scene.put",
+     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+     "\"scene\":\"p\",\"shapes\":{\"a\":" SPHERE(1) "}}}",
+     "{\"scene\":\"p\",\"shapes\":{\"a\":" SPHERE(2) ",\"b\":" SPHERE(3) "}}", "p",
+     "scene.changed"},
+    {"scene.replace",
+     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+     "\"scene\":\"r\",\"shapes\":{\"a\":" SPHERE(1) ",\"b\":" SPHERE(2) "}}}",
+     "{\"scene\":\"r\",\"shapes\":{\"c\":" SPHERE(4) "}}", "r", "scene.changed"},
+    {"scene.remove",
+     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+     "\"scene\":\"x\",\"shapes\":{\"a\":" SPHERE(1) ",\"b\":" SPHERE(2) "}}}",
+     "{\"scene\":\"x\",\"ids\":[\"b\",\"nope\"]}", "x", "scene.changed"},
+    {"scene.delete",
+     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+     "\"scene\":\"gone\",\"shapes\":{\"a\":" SPHERE(1) "}}}",
+     "{\"scene\":\"gone\"}", "gone", "scene.deleted"},
+    {"model.put", NULL, MODEL_PARAMS("m"), NULL, NULL},
+    {"model.delete",
+     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":" MODEL_PARAMS("md") "}",
+     "{\"model\":\"md\"}", NULL, NULL},
+};
+
+static const mutation_sample *sample_of(const char *method)
+{
+    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++)
+        if (strcmp(samples[i].method, method) == 0)
+            return &samples[i];
+    return NULL;
+}
+
+/* Reads c's lines until a notification of `method` (skipping others);
+ * returns it. */
+static cJSON *next_notification(rh_conn *c, const char *method)
+{
+    for (;;) {
+        cJSON *j = read_json(c);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "method");
+        if (cJSON_IsString(m) && !cJSON_GetObjectItemCaseSensitive(j, "id") &&
+            strcmp(m->valuestring, method) == 0)
+            return j;
+        cJSON_Delete(j);
+    }
+}
+
+/* A new connection watching `scene`. */
+static rh_conn *watch_scene(const rh_daemon *d, const char *scene)
+{
+    char req[256];
+    rh_conn *w = connect_ok(d, false);
+    snprintf(req, sizeof req,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.watch\",\"params\":{"
+             "\"scene\":\"%s\"}}",
+             scene);
+    cJSON *rep = call_json(w, req);
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    return w;
+}
+
+static uint64_t journal_records(rh_conn *c)
+{
+    cJSON *st = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"stats\"}");
+    uint64_t n = (uint64_t)num_at(st, "result.durability.journal_records");
+    cJSON_Delete(st);
+    return n;
+}
+
+/* Every method the method table marks as mutating, run on a daemon with a
+ * journal (--fsync always) and a watcher: the journal records it, its
+ * watcher is told, a failed fsync undoes it (-32007, the state as before,
+ * the watcher resynced), and a snapshot holds what it did (a restart from
+ * the snapshot alone gives the same state).  A mutating method added to
+ * the table without a sample here fails the test: no method can skip the
+ * journal, the watchers, the undo or the snapshot unnoticed. */
+static void every_mutating_method_reaches_journal_watchers_undo_and_snapshot(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", dir);
+    rh_daemon *d = start_faulty(data, "always", dir);
+    rh_conn *c = connect_ok(d, false);
+    size_t tried = 0;
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        const rpd_method *m = &rpd_methods[i];
+        if (!(m->flags & RPD_METHOD_MUTATES))
+            continue;
+        const mutation_sample *smp = sample_of(m->name);
+        if (!smp)
+            fail_msg("mutating method %s has no sample: add one to samples[] so that the test "
+                     "proves the journal, the watchers, the undo and the snapshot see it",
+                     m->name);
+        tried++;
+        if (smp->setup) {
+            cJSON *rep = call_json(c, smp->setup);
+            if (!at(rep, "result"))
+                fail_msg("%s: setup failed: %s", m->name, show(rep));
+            cJSON_Delete(rep);
+        }
+        rh_conn *w = smp->watched ? watch_scene(d, smp->watched) : NULL;
+        char line[1024];
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":%s}", m->name,
+                 smp->params);
+
+        /* The undo: its fsync fails, it is answered -32007 and undone. */
+        cJSON *before = dump(c);
+        fault(dir, "fsync", "1");
+        cJSON *rep = call_json(c, line);
+        expect_storage_error(rep, "fsync failed");
+        cJSON_Delete(rep);
+        fault(dir, "fsync", NULL);
+        expect_state(c, before);
+        cJSON_Delete(before);
+        if (w && strcmp(smp->notification, "scene.deleted") == 0) {
+            /* Watchers hear of a change at its commit point, before the
+             * group's fsync: an undone deletion has already ended their
+             * watches (scene.deleted); they watch again. */
+            cJSON_Delete(next_notification(w, "scene.deleted"));
+            rh_close(w);
+            w = watch_scene(d, smp->watched);
+        } else if (w) {
+            cJSON_Delete(next_notification(w, "scene.resync"));
+        }
+
+        /* The journal and the watchers: it goes in once, at its revision. */
+        uint64_t records = journal_records(c);
+        rep = call_json(c, line);
+        if (!at(rep, "result"))
+            fail_msg("%s: %s", m->name, show(rep));
+        uint64_t rev = (uint64_t)num_at(rep, "result.revision");
+        cJSON_Delete(rep);
+        assert_int_equal(journal_records(c), records + 1);
+        if (w) {
+            cJSON *n = next_notification(w, smp->notification);
+            assert_int_equal((uint64_t)num_at(n, "params.revision"), rev);
+            cJSON_Delete(n);
+            rh_close(w);
+        }
+    }
+    assert_true(tried >= 7);
+    /* The snapshot: saved, then a kill; the journal after it is a bare
+     * header, so the restart has only the snapshot to go by. */
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"save\"}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    cJSON *all = dump(c);
+    rh_close(c);
+    kill_now(d);
+    assert_int_equal(file_size(data, "journal"), 64);
+    d = start_on(data, "always", NULL);
+    c = connect_ok(d, false);
+    expect_state(c, all);
+    cJSON_Delete(all);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1624,6 +1804,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(a_kill_during_save_loses_nothing),
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
         DAEMON_TEST(a_failed_fsync_undoes_the_group),
+        DAEMON_TEST(every_mutating_method_reaches_journal_watchers_undo_and_snapshot),
         DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),
         DAEMON_TEST(a_partial_record_blocks_appends_until_it_is_cut),
         DAEMON_TEST(save_behind_a_waiting_mutation_is_refused),
