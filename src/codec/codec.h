@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "repose/geometry.h"
+#include "repose/scene.h" /* rp_joint_def, rp_model_def */
 
 #ifdef __cplusplus
 extern "C" {
@@ -280,6 +281,13 @@ void rp_jw_null(rp_jw *w);
 void rp_jw_value_raw(rp_jw *w, const char *json, size_t n);
 void rp_jw_vec3(rp_jw *w, rp_vec3 v);          /* [x,y,z] */
 void rp_jw_shape(rp_jw *w, const rp_shape *s); /* the protocol's shape object */
+/* One joint as model.put takes it and model.get gives it. */
+void rp_jw_joint_def(rp_jw *w, const rp_joint_def *j);
+/* The params of the model.put that defines model `name` as d does, in the
+ * JSON form (proto/PROTOCOL.md, model.put): frame-indexed links, or a
+ * kinematic tree with its links in order (tree_links), shapes, joints and
+ * default positions; the journal's record of a model (persistence). */
+void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d);
 /* Writes a cJSON value (used to echo request ids). */
 void rp_jw_cjson(rp_jw *w, const cJSON *j);
 

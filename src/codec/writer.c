@@ -737,3 +737,133 @@ void rp_jw_cjson(rp_jw *w, const cJSON *j)
         break;
     }
 }
+
+void rp_jw_joint_def(rp_jw *w, const rp_joint_def *j)
+{
+    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic"};
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "name");
+    rp_jw_string(w, j->name);
+    RP_JW_KEY(w, "type");
+    rp_jw_string(w, types[j->type]);
+    RP_JW_KEY(w, "parent");
+    rp_jw_string(w, j->parent);
+    RP_JW_KEY(w, "child");
+    rp_jw_string(w, j->child);
+    RP_JW_KEY(w, "origin");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "xyz");
+    rp_jw_vec3(w, j->xyz);
+    RP_JW_KEY(w, "rpy");
+    rp_jw_vec3(w, j->rpy);
+    rp_jw_object_end(w);
+    if (j->type != RP_JOINT_FIXED) {
+        RP_JW_KEY(w, "axis");
+        rp_jw_vec3(w, j->axis);
+    }
+    if (j->has_limits) {
+        RP_JW_KEY(w, "limits");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "lower");
+        rp_jw_double(w, j->lower);
+        RP_JW_KEY(w, "upper");
+        rp_jw_double(w, j->upper);
+        rp_jw_object_end(w);
+    }
+    if (j->mimic) {
+        RP_JW_KEY(w, "mimic");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "joint");
+        rp_jw_string(w, j->mimic);
+        RP_JW_KEY(w, "multiplier");
+        rp_jw_double(w, j->multiplier);
+        RP_JW_KEY(w, "offset");
+        rp_jw_double(w, j->offset);
+        rp_jw_object_end(w);
+    }
+    rp_jw_object_end(w);
+}
+
+/* Default positions as an object: a name given twice keeps its last
+ * value (an object must not repeat a key). */
+static void write_defaults(rp_jw *w, const rp_model_def *d)
+{
+    rp_jw_object_begin(w);
+    for (size_t i = 0; i < d->n_defaults; i++) {
+        bool later = false;
+        for (size_t k = i + 1; k < d->n_defaults && !later; k++)
+            later = strcmp(d->default_names[k], d->default_names[i]) == 0;
+        if (later)
+            continue;
+        rp_jw_key(w, d->default_names[i]);
+        rp_jw_double(w, d->default_values[i]);
+    }
+    rp_jw_object_end(w);
+}
+
+static void write_pairs(rp_jw *w, const char *const *names, size_t n)
+{
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        rp_jw_array_begin(w);
+        rp_jw_string(w, names[2 * i]);
+        rp_jw_string(w, names[2 * i + 1]);
+        rp_jw_array_end(w);
+    }
+    rp_jw_array_end(w);
+}
+
+void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
+{
+    bool kin = d->shape_links != NULL || d->n_joints > 0;
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "model");
+    rp_jw_string(w, name);
+    if (kin && d->link_names) {
+        RP_JW_KEY(w, "tree_links");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < d->n_link_names; i++)
+            rp_jw_string(w, d->link_names[i]);
+        rp_jw_array_end(w);
+    }
+    RP_JW_KEY(w, "links");
+    rp_jw_array_begin(w);
+    for (size_t i = 0; i < d->n_links; i++) {
+        const rp_link *l = &d->links[i];
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "id");
+        rp_jw_string(w, l->id);
+        if (kin) {
+            RP_JW_KEY(w, "link");
+            rp_jw_string(w, d->shape_links[i]);
+        } else {
+            RP_JW_KEY(w, "frame");
+            if (l->frame < 0)
+                rp_jw_null(w);
+            else
+                rp_jw_int(w, l->frame);
+        }
+        RP_JW_KEY(w, "shape");
+        rp_jw_shape(w, &l->shape);
+        rp_jw_object_end(w);
+    }
+    rp_jw_array_end(w);
+    if (kin) {
+        RP_JW_KEY(w, "joints");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < d->n_joints; i++)
+            rp_jw_joint_def(w, &d->joints[i]);
+        rp_jw_array_end(w);
+        RP_JW_KEY(w, "default_positions");
+        write_defaults(w, d);
+    }
+    RP_JW_KEY(w, "allowed_pairs");
+    write_pairs(w, d->allowed_pairs, d->n_allowed);
+    RP_JW_KEY(w, "allowed_scene");
+    write_pairs(w, d->allowed_scene, d->n_allowed_scene);
+    RP_JW_KEY(w, "safety_margin");
+    rp_jw_double(w, d->safety_margin);
+    RP_JW_KEY(w, "self_collision");
+    rp_jw_bool(w, d->self_collision);
+    rp_jw_object_end(w);
+}

@@ -247,6 +247,7 @@ static char *read_file(const char *path, size_t *n)
     assert_non_null(buf);
     assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
     fclose(f);
+    buf[len] = '\0'; /* text files are read as strings too */
     *n = (size_t)len;
     return buf;
 }
@@ -1790,6 +1791,93 @@ static void every_mutating_method_reaches_journal_watchers_undo_and_snapshot(voi
     stop_ok(d);
 }
 
+/* ---- models as they were --------------------------------------------------------- */
+
+/* A file's text as a JSON string value, quoted and escaped. */
+static char *json_string_of_file(const char *path)
+{
+    size_t n;
+    char *text = read_file(path, &n);
+    assert_non_null(text);
+    cJSON *str = cJSON_CreateString(text);
+    char *out = cJSON_PrintUnformatted(str);
+    cJSON_Delete(str);
+    free(text);
+    return out;
+}
+
+/* The journal and the snapshot keep a model as its definition in
+ * model.put's JSON form, written from what the store built, not from the
+ * request: a model sent as URDF + SRDF, and a JSON tree whose links are
+ * named in an order of their own (tree_links) with a mimic joint, limits,
+ * default positions and allowed pairs, come back with model.get giving
+ * the same answers, after a replay of the journal and after a restart
+ * from the snapshot alone. */
+static void models_come_back_as_they_were(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    char *urdf = json_string_of_file(REPOSE_TEST_DATA "/arm7.urdf");
+    char *srdf = json_string_of_file(REPOSE_TEST_DATA "/arm7.srdf");
+    textbuf t = {0};
+    tb_printf(&t,
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"model.put\",\"params\":{\"model\":"
+              "\"arm\",\"urdf\":%s,\"srdf\":%s,\"allowed_scene\":[[\"arm7_link1\",\"post\"]]}}",
+              urdf, srdf);
+    free(urdf);
+    free(srdf);
+    cJSON *rep = call_json(c, t.p);
+    free(t.p);
+    if (!at(rep, "result"))
+        fail_msg("urdf model: %s", show(rep));
+    cJSON_Delete(rep);
+    rep = call_json(
+        c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"model.put\",\"params\":{\"model\":\"tree\","
+           "\"tree_links\":[\"tip\",\"base\",\"mid\",\"side\",\"nub\"],"
+           "\"links\":[{\"id\":\"m0\",\"link\":\"mid\",\"shape\":{\"capsule\":{\"a\":[0,0,0],"
+           "\"b\":[0.3,0,0],\"radius\":0.05}}},{\"id\":\"t0\",\"link\":\"tip\",\"shape\":{"
+           "\"sphere\":{\"center\":[0.1,0,0],\"radius\":0.04}}},{\"id\":\"b0\",\"link\":\"base\","
+           "\"shape\":{\"sphere\":{\"center\":[0,0,0.1],\"radius\":0.1}}}],"
+           "\"joints\":[{\"name\":\"j1\",\"type\":\"revolute\",\"parent\":\"base\",\"child\":"
+           "\"mid\",\"origin\":{\"xyz\":[0,0,0.2],\"rpy\":[0.1,0,0]},\"axis\":[0,0,2],\"limits\":"
+           "{\"lower\":-1.5,\"upper\":1.25}},{\"name\":\"j2\",\"type\":\"prismatic\",\"parent\":"
+           "\"mid\",\"child\":\"tip\",\"origin\":{\"xyz\":[0.3,0,0],\"rpy\":[0,0,0]},\"axis\":"
+           "[1,0,0],\"limits\":{\"lower\":0,\"upper\":0.2}},{\"name\":\"j3\",\"type\":"
+           "\"revolute\",\"parent\":\"base\",\"child\":\"side\",\"axis\":[0,1,0],\"mimic\":{"
+           "\"joint\":\"j1\",\"multiplier\":-0.5,\"offset\":0.125}},{\"name\":\"fx\",\"type\":"
+           "\"fixed\",\"parent\":\"tip\",\"child\":\"nub\"}],"
+           "\"default_positions\":{\"j1\":0.75,\"j2\":0.05},"
+           "\"allowed_pairs\":[[\"base\",\"mid\"],[\"mid\",\"tip\"]],\"safety_margin\":0.01}}");
+    if (!at(rep, "result"))
+        fail_msg("json tree: %s", show(rep));
+    cJSON_Delete(rep);
+    /* The tree as the client named it: its links in the order given. */
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"model.get\",\"params\":{"
+                       "\"model\":\"tree\"}}");
+    assert_string_equal(str_at(cJSON_GetArrayItem(at(rep, "result.links"), 0), ""), "tip");
+    cJSON_Delete(rep);
+    cJSON *want = dump(c);
+    rh_close(c);
+    kill_now(d); /* the journal alone */
+    d = start_on(dir, "always", NULL);
+    c = connect_ok(d, false);
+    expect_state(c, want);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"save\"}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    rh_close(c);
+    kill_now(d); /* the snapshot alone */
+    assert_int_equal(file_size(dir, "journal"), 64);
+    d = start_on(dir, "always", NULL);
+    c = connect_ok(d, false);
+    expect_state(c, want);
+    cJSON_Delete(want);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1805,6 +1893,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
         DAEMON_TEST(a_failed_fsync_undoes_the_group),
         DAEMON_TEST(every_mutating_method_reaches_journal_watchers_undo_and_snapshot),
+        DAEMON_TEST(models_come_back_as_they_were),
         DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),
         DAEMON_TEST(a_partial_record_blocks_appends_until_it_is_cut),
         DAEMON_TEST(save_behind_a_waiting_mutation_is_refused),

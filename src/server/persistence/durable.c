@@ -380,21 +380,16 @@ static void def_del(rpd_durable *d, const char *name)
     d->n_defs--;
 }
 
-/* After a committed model.put or model.delete (text: its params as JSON). */
-static void def_track(rpd_durable *d, const char *method, const cJSON *params, const char *text,
-                      size_t len)
+/* After a committed model.put (text: its record, the definition as JSON)
+ * or model.delete of model `name`. */
+static void def_track(rpd_durable *d, bool put, const char *name, const char *text, size_t len)
 {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "model");
-    if (!cJSON_IsString(name))
-        return;
-    if (strcmp(method, "model.put") == 0) {
-        if (!def_set(d, name->valuestring, text, len))
-            rpd_log(RPD_LOG_ERROR,
-                    "out of memory keeping model '%s' for snapshots; the next "
-                    "snapshot will fail",
-                    name->valuestring);
-    } else if (strcmp(method, "model.delete") == 0) {
-        def_del(d, name->valuestring);
+    if (!put) {
+        def_del(d, name);
+    } else if (!def_set(d, name, text, len)) {
+        rpd_log(RPD_LOG_ERROR,
+                "out of memory keeping model '%s' for snapshots; the next snapshot will fail",
+                name);
     }
 }
 
@@ -513,17 +508,15 @@ static bool write_shapes(rp_jw *w, const rp_change *c)
  * put with "create"), written from the change record, not from the
  * request that made it, so every mutation is journaled the same way
  * whatever method made it.  Numbers go through the codec's writer, which
- * reads back to the same doubles.  A model's record is still the params
- * of its model.put (the definition as sent). */
+ * reads back to the same doubles.  A model's record is its definition in
+ * model.put's JSON form (rp_jw_model_def), also for a model sent as
+ * URDF: the replay needs no URDF parser and gives the same model. */
 static const char *encode_change(rpd_durable *d, const rp_change *c)
 {
     rp_jw *w = &d->text;
     rp_jw_reset(w);
     if (c->kind == RP_CHANGE_MODEL_PUT) {
-        if (d->params)
-            rp_jw_cjson(w, d->params);
-        else
-            rp_jw_raw(w, "{}", 2);
+        rp_jw_model_def(w, c->name, c->model);
         return "model.put";
     }
     rp_jw_object_begin(w);
@@ -601,7 +594,8 @@ static int on_commit(void *ctx, const rp_change *change)
         d->group_seq++;
         group_note(d, change);
     }
-    def_track(d, d->method, d->params, d->text.buf, d->text.len);
+    if (change->kind == RP_CHANGE_MODEL_PUT || change->kind == RP_CHANGE_MODEL_DELETE)
+        def_track(d, change->kind == RP_CHANGE_MODEL_PUT, change->name, d->text.buf, d->text.len);
     return 0;
 }
 
@@ -1217,7 +1211,11 @@ static bool apply(replay *r, const char *method, const char *json, size_t len, u
     bool ok = params && cJSON_IsObject(params) && m->handler(&req, params, &w);
     rp_jw_free(&w);
     if (ok)
-        def_track(r->d, method, params, json, len);
+        if (strncmp(method, "model.", 6) == 0) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "model");
+            if (cJSON_IsString(name))
+                def_track(r->d, strcmp(method, "model.put") == 0, name->valuestring, json, len);
+        }
     bool parsed = params != NULL;
     cJSON_Delete(params);
     if (ok && rp_store_revision(r->core->store) == revision)

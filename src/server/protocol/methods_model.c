@@ -320,6 +320,7 @@ typedef struct put_scratch {
     const char **scene_pairs;
     const char **default_names;
     double *default_values;
+    const char **tree_links;
     rp_urdf *urdf;
 } put_scratch;
 
@@ -379,7 +380,38 @@ static void put_scratch_free(put_scratch *s)
     free(s->scene_pairs);
     free(s->default_names);
     free(s->default_values);
+    free(s->tree_links);
     rp_urdf_free(s->urdf);
+}
+
+/* params.tree_links: the links of the tree, in order (a definition
+ * without it takes every name its joints and shapes mention, first
+ * mention first).  The journal writes it, so that a model read back
+ * has its links in the order it had (codec: rp_jw_model_def). */
+static bool decode_tree_links(rpd_req *req, const cJSON *params, put_scratch *s)
+{
+    char path[RP_CODEC_PATH_MAX];
+    const cJSON *j = rpd_param(params, "tree_links", path);
+    if (!j)
+        return true;
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, "must be an array of link names");
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
+    s->tree_links = malloc((n ? n : 1) * sizeof *s->tree_links);
+    if (!s->tree_links)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    size_t k = 0;
+    rp_codec_err ce;
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char sub[RP_CODEC_PATH_MAX];
+        if (!rp_codec_id(c, rp_codec_path_index(sub, path, k), &s->tree_links[k], &ce))
+            return rpd_fail_params(req, &ce);
+    }
+    s->def.link_names = s->tree_links;
+    s->def.n_link_names = n;
+    return true;
 }
 
 /* Link names of a JSON definition are derived (kin.c): every joint's
@@ -448,7 +480,21 @@ static bool fail_model_json(rpd_req *req, const rp_model_def *def, const rp_mode
     case RP_MODEL_NO_ROOT:
         return rpd_fail_path(req, "params.joints", "every link is a child: there is no root");
     case RP_MODEL_TWO_ROOTS:
+        if (def->link_names) {
+            rp_codec_path_index(p1, "params.tree_links", me->index);
+            return rpd_fail_path(req, p1, "is a second root: no joint has it as its child");
+        }
         return fail_second_root(req, def, me->index);
+    case RP_MODEL_DUPLICATE_LINK_NAME:
+        rp_codec_path_index(p1, "params.tree_links", me->index);
+        return rpd_fail_path(req, p1, "names a link twice");
+    case RP_MODEL_UNKNOWN_SHAPE_LINK:
+        rp_codec_path_index(p1, "params.links", me->index);
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, "link"),
+                             "names no link of params.tree_links");
+    case RP_MODEL_UNKNOWN_JOINT_LINK:
+        return rpd_fail_path(req, rp_codec_path_key(p2, p1, me->element ? "child" : "parent"),
+                             "names no link of params.tree_links");
     case RP_MODEL_BAD_ORIGIN:
         return rpd_fail_path(req, rp_codec_path_key(p2, p1, "origin"), "must be finite");
     case RP_MODEL_BAD_AXIS:
@@ -636,6 +682,7 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     static const char *const keys[] = {"model",
                                        "links",
                                        "joints",
+                                       "tree_links",
                                        "urdf",
                                        "srdf",
                                        "allow_adjacent",
@@ -668,11 +715,11 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     const cJSON *links = rpd_param(params, "links", path);
     const cJSON *joints = rpd_param(params, "joints", path);
     bool urdf = rpd_param(params, "urdf", path) != NULL;
-    bool kinematic = urdf || joints;
+    bool kinematic = urdf || joints || rpd_param(params, "tree_links", path);
     for (const cJSON *c = cJSON_IsArray(links) ? links->child : NULL; c && !kinematic; c = c->next)
         kinematic = cJSON_GetObjectItemCaseSensitive(c, "link") != NULL;
     static const char *const only_kin[] = {"srdf", "allow_adjacent", "default_positions", NULL};
-    static const char *const not_urdf[] = {"links", "joints", NULL};
+    static const char *const not_urdf[] = {"links", "joints", "tree_links", NULL};
     for (const char *const *k = only_kin; *k; k++)
         if (!kinematic && rpd_param(params, *k, path))
             return rpd_fail_path(req, path, "only for kinematic models (with joints or a urdf)");
@@ -695,7 +742,7 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
         s.def.shape_links = s.shape_links;
         s.def.joints = s.joints;
         s.def.allowed_pairs = s.pairs;
-        ok = ok && add_adjacent(req, params, &s);
+        ok = ok && add_adjacent(req, params, &s) && decode_tree_links(req, params, &s);
         /* A tree without joints or shapes is still kinematic. */
         static const char *const no_links[1] = {NULL};
         if (ok && !s.def.shape_links)
@@ -755,52 +802,6 @@ static void write_allowed_scene(rp_jw *w, const rp_model *m)
     rp_jw_array_end(w);
 }
 
-static void write_joint_def(rp_jw *w, const rp_joint_def *j)
-{
-    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic"};
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "name");
-    rp_jw_string(w, j->name);
-    RP_JW_KEY(w, "type");
-    rp_jw_string(w, types[j->type]);
-    RP_JW_KEY(w, "parent");
-    rp_jw_string(w, j->parent);
-    RP_JW_KEY(w, "child");
-    rp_jw_string(w, j->child);
-    RP_JW_KEY(w, "origin");
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "xyz");
-    rp_jw_vec3(w, j->xyz);
-    RP_JW_KEY(w, "rpy");
-    rp_jw_vec3(w, j->rpy);
-    rp_jw_object_end(w);
-    if (j->type != RP_JOINT_FIXED) {
-        RP_JW_KEY(w, "axis");
-        rp_jw_vec3(w, j->axis);
-    }
-    if (j->has_limits) {
-        RP_JW_KEY(w, "limits");
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "lower");
-        rp_jw_double(w, j->lower);
-        RP_JW_KEY(w, "upper");
-        rp_jw_double(w, j->upper);
-        rp_jw_object_end(w);
-    }
-    if (j->mimic) {
-        RP_JW_KEY(w, "mimic");
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "joint");
-        rp_jw_string(w, j->mimic);
-        RP_JW_KEY(w, "multiplier");
-        rp_jw_double(w, j->multiplier);
-        RP_JW_KEY(w, "offset");
-        rp_jw_double(w, j->offset);
-        rp_jw_object_end(w);
-    }
-    rp_jw_object_end(w);
-}
-
 /* The kinematic members of model.get (see proto/PROTOCOL.md). */
 static void write_kinematic(rp_jw *w, const rp_model *m)
 {
@@ -846,7 +847,7 @@ static void write_kinematic(rp_jw *w, const rp_model *m)
     RP_JW_KEY(w, "joint_definitions");
     rp_jw_array_begin(w);
     for (size_t i = 0; i < rp_model_joint_count(m); i++)
-        write_joint_def(w, rp_model_joint_at(m, i));
+        rp_jw_joint_def(w, rp_model_joint_at(m, i));
     rp_jw_array_end(w);
     RP_JW_KEY(w, "shapes");
     rp_jw_array_begin(w);
