@@ -7,6 +7,7 @@
  * that is added cannot forget either (docs/ARCHITECTURE.md, The way of a
  * mutation).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
@@ -48,4 +49,41 @@ void rpd_unsubscribe(rpd_core *core, rpd_change_fn fn, void *ctx)
             return;
         }
     }
+}
+
+/* An id of a record and where it stands in it, for sorting. */
+typedef struct id_at {
+    const char *id;
+    size_t at;
+} id_at;
+
+static int cmp_id_at(const void *a, const void *b)
+{
+    const id_at *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+const rp_shape_put **rpd_change_written(const rp_change *c, size_t *n_out)
+{
+    size_t n = c->n_shapes;
+    id_at *ids = malloc((n ? n : 1) * sizeof *ids);
+    const rp_shape_put **out = malloc((n ? n : 1) * sizeof *out);
+    if (!ids || !out) {
+        free(ids);
+        free(out);
+        return NULL;
+    }
+    for (size_t k = 0; k < n; k++)
+        ids[k] = (id_at){c->shapes[k].id, k};
+    qsort(ids, n, sizeof *ids, cmp_id_at);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (k + 1 < n && strcmp(ids[k].id, ids[k + 1].id) == 0)
+            continue; /* a later one of the same id wins */
+        out[m++] = &c->shapes[ids[k].at];
+    }
+    free(ids);
+    *n_out = m;
+    return out;
 }

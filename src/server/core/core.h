@@ -92,5 +92,9 @@ static inline bool rpd_session_locked(const rpd_core *core, const rpd_session *s
 void rpd_changes_init(rpd_core *core);
 bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, void *ctx, bool first);
 void rpd_unsubscribe(rpd_core *core, rpd_change_fn fn, void *ctx);
+/* The shapes a put or replace record writes, sorted by id, each id once
+ * with the shape given last (as the store applies them), in a malloc'ed
+ * array of *n pointers into change->shapes; NULL when out of memory. */
+const rp_shape_put **rpd_change_written(const rp_change *change, size_t *n);
 
 #endif /* REPOSE_SERVER_CORE_H */

@@ -235,43 +235,9 @@ static void record(rpd_watch_hub *hub, const char *name, uint64_t revision,
 
 /* ---- the store's change records (docs/ARCHITECTURE.md, The way of a mutation) ---- */
 
-/* An id of a change and where it stands in the record, for sorting. */
-typedef struct id_at {
-    const char *id;
-    size_t at;
-} id_at;
-
-static int cmp_id_at(const void *a, const void *b)
+static int cmp_str(const void *a, const void *b)
 {
-    const id_at *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
-    return c ? c : (x->at > y->at) - (x->at < y->at);
-}
-
-/* The shapes a put or replace writes, sorted by id, each id once with the
- * shape given last (as the store applies them); NULL when out of memory. */
-static const rp_shape_put **written(const rp_change *c, size_t *n_out)
-{
-    size_t n = c->n_shapes;
-    id_at *ids = malloc((n ? n : 1) * sizeof *ids);
-    const rp_shape_put **out = malloc((n ? n : 1) * sizeof *out);
-    if (!ids || !out) {
-        free(ids);
-        free(out);
-        return NULL;
-    }
-    for (size_t k = 0; k < n; k++)
-        ids[k] = (id_at){c->shapes[k].id, k};
-    qsort(ids, n, sizeof *ids, cmp_id_at);
-    size_t m = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (k + 1 < n && strcmp(ids[k].id, ids[k + 1].id) == 0)
-            continue; /* a later one of the same id wins */
-        out[m++] = &c->shapes[ids[k].at];
-    }
-    free(ids);
-    *n_out = m;
-    return out;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The ids a change removes from c->before, sorted, each once: for a
@@ -285,23 +251,18 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
     size_t count = before ? rp_scene_shape_count(before) : 0;
     *n_out = 0;
     if (c->kind == RP_CHANGE_SCENE_REMOVE) {
-        id_at *ids = malloc((c->n_ids ? c->n_ids : 1) * sizeof *ids);
         const char **out = malloc((c->n_ids ? c->n_ids : 1) * sizeof *out);
-        if (!ids || !out) {
-            free(ids);
-            free(out);
+        if (!out)
             return NULL;
-        }
         size_t n = 0;
         for (size_t k = 0; k < c->n_ids; k++)
             if (before && rp_scene_find(before, c->ids[k]) != SIZE_MAX)
-                ids[n++] = (id_at){c->ids[k], k};
-        qsort(ids, n, sizeof *ids, cmp_id_at);
+                out[n++] = c->ids[k];
+        qsort(out, n, sizeof *out, cmp_str);
         size_t m = 0;
         for (size_t k = 0; k < n; k++)
-            if (m == 0 || strcmp(out[m - 1], ids[k].id) != 0)
-                out[m++] = ids[k].id;
-        free(ids);
+            if (m == 0 || strcmp(out[m - 1], out[k]) != 0)
+                out[m++] = out[k];
         *n_out = m;
         return out;
     }
@@ -340,7 +301,7 @@ int rpd_watch_on_change(void *ctx, const rp_change *c)
     const char **removed = NULL;
     bool ok = true;
     if (c->kind != RP_CHANGE_SCENE_REMOVE)
-        ok = (put = written(c, &n_put)) != NULL;
+        ok = (put = rpd_change_written(c, &n_put)) != NULL;
     if (ok &&
         (c->kind == RP_CHANGE_SCENE_REMOVE || (c->kind == RP_CHANGE_SCENE_REPLACE && c->before)))
         ok = (removed = dropped(c, put, n_put, &n_removed)) != NULL;

@@ -465,40 +465,22 @@ static bool fail_storage(rpd_req *req, const char *what, int err)
     return rpd_fail_storage(req, "%s: %s", what, strerror(err));
 }
 
-/* An id given twice in a change: the later one wins, as in the store. */
-typedef struct id_at {
-    const char *id;
-    size_t at;
-} id_at;
-
-static int cmp_id_at(const void *a, const void *b)
-{
-    const id_at *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
-    return c ? c : (x->at > y->at) - (x->at < y->at);
-}
-
 /* Writes {id: shape, ...} of a put or replace, each id once with the shape
  * given last, in id order (a JSON object must not repeat a key); false
  * when out of memory. */
 static bool write_shapes(rp_jw *w, const rp_change *c)
 {
-    size_t n = c->n_shapes;
-    id_at *ids = malloc((n ? n : 1) * sizeof *ids);
-    if (!ids)
+    size_t n;
+    const rp_shape_put **put = rpd_change_written(c, &n);
+    if (!put)
         return false;
-    for (size_t k = 0; k < n; k++)
-        ids[k] = (id_at){c->shapes[k].id, k};
-    qsort(ids, n, sizeof *ids, cmp_id_at);
     rp_jw_object_begin(w);
     for (size_t k = 0; k < n; k++) {
-        if (k + 1 < n && strcmp(ids[k].id, ids[k + 1].id) == 0)
-            continue;
-        rp_jw_key(w, ids[k].id);
-        rp_jw_shape(w, &c->shapes[ids[k].at].shape);
+        rp_jw_key(w, put[k]->id);
+        rp_jw_shape(w, &put[k]->shape);
     }
     rp_jw_object_end(w);
-    free(ids);
+    free(put);
     return true;
 }
 
