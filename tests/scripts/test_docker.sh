@@ -22,6 +22,9 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # The daemon writes its snapshot into $tmp/data as it stops: wait for it,
+  # or the removal races with the write ("Directory not empty").
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
