@@ -71,6 +71,8 @@ RUN apt-get update \
 COPY --from=build /stage/bin/ /usr/local/bin/
 COPY --from=build /stage/lib/ /usr/local/lib/
 COPY scripts/docker-entrypoint.sh /usr/local/bin/docker-entrypoint
+# The licence travels with the programs (MIT asks for the notice).
+COPY LICENSE /usr/share/doc/repose/LICENSE
 # Fail the build, not the first start, when a library is missing.
 RUN ldconfig \
  && if ldd /usr/local/bin/reposed /usr/local/bin/repose-cli | grep 'not found'; then exit 1; fi
