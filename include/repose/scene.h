@@ -150,7 +150,8 @@ typedef struct rp_change {
     size_t n_ids;
     const rp_scene *before;           ///< SCENE_*: the scene as it still is (NULL when
                                       ///< created); e.g. the ids a replace drops.
-    const struct rp_model_def *model; ///< MODEL_PUT: the definition as given.
+    const struct rp_model_def *model; ///< MODEL_PUT: the definition, as the model
+                                      ///< will keep it (rp_model_definition).
 } rp_change;
 
 /// A commit hook: every mutation (scene create, put, replace, remove and
@@ -458,6 +459,11 @@ RP_API rp_status rp_store_model_delete(rp_store *st, const char *name);
 RP_API size_t rp_store_model_count(const rp_store *st);
 RP_API const rp_model *rp_store_model_at(const rp_store *st, size_t i);
 
+/// The definition the model was put with, as the store keeps it (a deep
+/// copy owned by the model: valid as long as the model).  Writing it back
+/// to rp_store_model_put gives the same model; the daemon's journal and
+/// snapshots save models this way.
+RP_API const rp_model_def *rp_model_definition(const rp_model *m);
 RP_API const char *rp_model_name(const rp_model *m);
 RP_API uint64_t rp_model_revision(const rp_model *m);
 RP_API size_t rp_model_link_count(const rp_model *m);

@@ -115,6 +115,7 @@ static void model_destroy(rp_model *m)
     if (!m)
         return;
     free(m->name);
+    free(m->def);
     free(m->links);
     free(m->id_chars);
     free(m->allowed);
@@ -836,6 +837,12 @@ static rp_status model_build(rp_store *st, const char *name, const rp_model_def 
     }
     m->allowed = allowed;
     m->bytes += 2 * def->n_allowed * sizeof *allowed;
+    size_t def_bytes = 0;
+    if (!(m->def = rp_model_def_copy_(def, &def_bytes))) {
+        model_destroy(m);
+        return RP_ERR_NOMEM;
+    }
+    m->bytes += def_bytes;
     m->safety_margin = def->safety_margin;
     m->self_collision = def->self_collision;
     rp_status s = RP_OK;
@@ -950,7 +957,7 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
         model_destroy(m);
         return RP_ERR_NOMEM;
     }
-    rp_change ch = {.kind = RP_CHANGE_MODEL_PUT, .name = name, .model = def};
+    rp_change ch = {.kind = RP_CHANGE_MODEL_PUT, .name = name, .model = m->def};
     if (!rp_store_may_commit_(st, &ch)) {
         model_destroy(m);
         return RP_ERR_ABORTED;

@@ -133,10 +133,12 @@ struct rp_model {
     rp_shape *shape_local;  /* kinematic: per shape, in its link's frame, as given */
     char **strs;            /* strings other than link ids (names, scene ids), each a heap block */
     size_t n_strs, cap_strs;
-    rp_kin *kin;     /* shared by a model and its extensions (refs) */
-    rp_store *store; /* owner, for memory accounting; NULL outside a store */
-    size_t refs;     /* in a store: the store's list and snapshots (version.c) */
-    size_t bytes;    /* heap bytes of this model, as added to store->bytes */
+    rp_kin *kin;       /* shared by a model and its extensions (refs) */
+    rp_store *store;   /* owner, for memory accounting; NULL outside a store */
+    size_t refs;       /* in a store: the store's list and snapshots (version.c) */
+    size_t bytes;      /* heap bytes of this model, as added to store->bytes */
+    rp_model_def *def; /* the definition as put, one block (model_def.c); NULL for
+                        * a model rp_model_extend made */
 };
 
 /* The builders' steps, counted in sixteenths of a work unit (a bit of a
@@ -167,6 +169,9 @@ void rp_kin_frames_(const rp_model *m, const rp_transform *base, const double *q
 
 /* model.c: malloc counted in m->bytes; never asks for 0 bytes. */
 void *rp_model_alloc_(rp_model *m, size_t size);
+/* A deep copy of src in one malloc'ed block of *bytes bytes (free() frees
+ * it all); NULL when out of memory. */
+rp_model_def *rp_model_def_copy_(const rp_model_def *src, size_t *bytes);
 /* model.c: copies a string into m (counted); NULL when out of memory. */
 char *rp_model_strdup_(rp_model *m, const char *s);
 

@@ -236,6 +236,136 @@ static void put_copies_the_definition_and_accessors_return_it(void **state)
     rp_store_free(st);
 }
 
+/* The store keeps the definition a model was put with (rp_model_definition):
+ * every field, in its own memory (the caller's strings may change after
+ * the put), and putting it again gives the same model. */
+static void assert_same_def(const rp_model_def *a, const rp_model_def *b)
+{
+    assert_int_equal(a->n_links, b->n_links);
+    for (size_t i = 0; i < a->n_links; i++) {
+        assert_string_equal(a->links[i].id, b->links[i].id);
+        assert_int_equal(a->links[i].frame, b->links[i].frame);
+        assert_memory_equal(&a->links[i].shape, &b->links[i].shape, sizeof(rp_shape));
+    }
+    assert_true(a->safety_margin == b->safety_margin);
+    assert_int_equal(a->self_collision, b->self_collision);
+    assert_int_equal(a->n_allowed, b->n_allowed);
+    for (size_t i = 0; i < 2 * a->n_allowed; i++)
+        assert_string_equal(a->allowed_pairs[i], b->allowed_pairs[i]);
+    assert_int_equal(a->shape_links == NULL, b->shape_links == NULL);
+    for (size_t i = 0; a->shape_links && i < a->n_links; i++)
+        assert_string_equal(a->shape_links[i], b->shape_links[i]);
+    assert_int_equal(a->n_link_names, b->n_link_names);
+    assert_int_equal(a->link_names == NULL, b->link_names == NULL);
+    for (size_t i = 0; a->link_names && i < a->n_link_names; i++)
+        assert_string_equal(a->link_names[i], b->link_names[i]);
+    assert_int_equal(a->n_joints, b->n_joints);
+    for (size_t i = 0; i < a->n_joints; i++) {
+        const rp_joint_def *x = &a->joints[i], *y = &b->joints[i];
+        assert_string_equal(x->name, y->name);
+        assert_string_equal(x->parent, y->parent);
+        assert_string_equal(x->child, y->child);
+        assert_int_equal(x->type, y->type);
+        assert_memory_equal(&x->xyz, &y->xyz, sizeof x->xyz);
+        assert_memory_equal(&x->rpy, &y->rpy, sizeof x->rpy);
+        assert_memory_equal(&x->axis, &y->axis, sizeof x->axis);
+        assert_int_equal(x->has_limits, y->has_limits);
+        assert_true(x->lower == y->lower && x->upper == y->upper);
+        assert_int_equal(x->mimic == NULL, y->mimic == NULL);
+        if (x->mimic)
+            assert_string_equal(x->mimic, y->mimic);
+        assert_true(x->multiplier == y->multiplier && x->offset == y->offset);
+    }
+    assert_int_equal(a->n_defaults, b->n_defaults);
+    for (size_t i = 0; i < a->n_defaults; i++) {
+        assert_string_equal(a->default_names[i], b->default_names[i]);
+        assert_true(a->default_values[i] == b->default_values[i]);
+    }
+    assert_int_equal(a->n_allowed_scene, b->n_allowed_scene);
+    for (size_t i = 0; i < 2 * a->n_allowed_scene; i++)
+        assert_string_equal(a->allowed_scene[i], b->allowed_scene[i]);
+}
+
+static void the_store_keeps_every_field_of_the_definition(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    char base[] = "base", upper[] = "upper", j1[] = "j1", j2[] = "j2", s0[] = "s0";
+    rp_link links[] = {L(s0, 0, sphere(0, 0, 0.1, 0.1)),
+                       L("s1", 0, capsule(0, 0, 0, 0, 0, 1, 0.05)),
+                       L("s2", 0, sphere(0, 0, 1, 0.08))};
+    const char *shape_links[] = {base, upper, "tip"};
+    const char *names[] = {base, upper, "tip"};
+    rp_joint_def joints[] = {{.name = j1,
+                              .type = RP_JOINT_REVOLUTE,
+                              .parent = base,
+                              .child = upper,
+                              .xyz = {0, 0, 0.2},
+                              .rpy = {0.1, -0.2, 0.3},
+                              .axis = {0, 0, 2},
+                              .has_limits = true,
+                              .lower = -1.5,
+                              .upper = 2.5},
+                             {.name = j2,
+                              .type = RP_JOINT_REVOLUTE,
+                              .parent = upper,
+                              .child = "tip",
+                              .xyz = {0, 0, 1},
+                              .axis = {0, 1, 0},
+                              .mimic = j1,
+                              .multiplier = -2,
+                              .offset = 0.25}};
+    const char *pairs[] = {base, upper};
+    const char *dnames[] = {j1};
+    double dvalues[] = {0.75};
+    const char *scene[] = {"tip", "table"};
+    rp_model_def def = {.links = links,
+                        .n_links = 3,
+                        .safety_margin = 0.02,
+                        .allowed_pairs = pairs,
+                        .n_allowed = 1,
+                        .self_collision = true,
+                        .shape_links = shape_links,
+                        .link_names = names,
+                        .n_link_names = 3,
+                        .joints = joints,
+                        .n_joints = 2,
+                        .default_names = dnames,
+                        .default_values = dvalues,
+                        .n_defaults = 1,
+                        .allowed_scene = scene,
+                        .n_allowed_scene = 1};
+    rp_model *m = NULL;
+    assert_int_equal(rp_store_model_put(st, "arm", &def, &m, NULL), RP_OK);
+    const rp_model_def *kept = rp_model_definition(m);
+    assert_non_null(kept);
+    assert_ptr_not_equal(kept, &def);
+    assert_same_def(kept, &def);
+    size_t bytes = rp_store_memory(st);
+    /* The caller's memory changes; the kept definition does not. */
+    base[0] = upper[0] = j1[0] = j2[0] = s0[0] = 'X';
+    dvalues[0] = 9;
+    assert_string_equal(kept->links[0].id, "s0");
+    assert_string_equal(kept->joints[0].name, "j1");
+    assert_string_equal(kept->joints[1].mimic, "j1");
+    assert_string_equal(kept->allowed_pairs[0], "base");
+    assert_true(kept->default_values[0] == 0.75);
+    /* Put again from the kept definition: the same model. */
+    rp_model *again = NULL;
+    assert_int_equal(rp_store_model_put(st, "again", kept, &again, NULL), RP_OK);
+    assert_same_def(rp_model_definition(again), rp_model_definition(m));
+    assert_int_equal(rp_model_link_count(again), rp_model_link_count(m));
+    assert_int_equal(rp_model_frame_count(again), rp_model_frame_count(m));
+    assert_true(rp_store_memory(st) > bytes);
+    /* A frame-form model too. */
+    rp_model *f = put_model(st, "frames", links, 3, 0.5, NULL, 0, false);
+    def = def_of(links, 3, 0.5, NULL, 0, false);
+    assert_same_def(rp_model_definition(f), &def);
+    assert_null(rp_model_definition(f)->shape_links);
+    assert_null(rp_model_definition(NULL));
+    rp_store_free(st);
+}
+
 static void frame_count_is_highest_frame_plus_one_and_zero_on_the_base(void **state)
 {
     (void)state;
@@ -1010,6 +1140,7 @@ int main(void)
         cmocka_unit_test(links_are_checked_before_the_margin_and_the_margin_before_pairs),
         cmocka_unit_test(null_arguments_are_invalid_without_a_problem),
         cmocka_unit_test(put_copies_the_definition_and_accessors_return_it),
+        cmocka_unit_test(the_store_keeps_every_field_of_the_definition),
         cmocka_unit_test(frame_count_is_highest_frame_plus_one_and_zero_on_the_base),
         cmocka_unit_test(replacing_keeps_the_name_and_takes_the_next_store_revision),
         cmocka_unit_test(models_list_in_name_order_and_delete_removes_them),

@@ -607,6 +607,8 @@ typedef struct hook_log {
     bool had_before; /* last.before was a scene, of this revision and count */
     uint64_t before_revision;
     size_t before_count;
+    size_t model_links; /* last.model: its links, and the first one's id */
+    char model_link0[16];
 } hook_log;
 
 static int hook(void *ctx, const rp_change *change)
@@ -617,6 +619,9 @@ static int hook(void *ctx, const rp_change *change)
     h->last = *change;
     snprintf(h->name, sizeof h->name, "%s", change->name);
     h->had_before = change->before != NULL;
+    h->model_links = change->model ? change->model->n_links : 0;
+    snprintf(h->model_link0, sizeof h->model_link0, "%s",
+             h->model_links ? change->model->links[0].id : "");
     if (change->before) {
         h->before_revision = rp_scene_revision(change->before);
         h->before_count = rp_scene_shape_count(change->before);
@@ -658,7 +663,16 @@ static void assert_record(const hook_log *h, int kind, uint64_t rev_s, size_t co
     } else {
         assert_string_equal(h->name, "m");
         assert_false(h->had_before);
-        assert_ptr_equal(c->model, kind == 7 ? def : NULL);
+        /* A model.put's record holds the definition as the store keeps it
+         * (its own copy, rp_model_definition), not the caller's. */
+        if (kind == 7) {
+            assert_non_null(c->model);
+            assert_ptr_not_equal(c->model, def);
+            assert_int_equal(h->model_links, def->n_links);
+            assert_string_equal(h->model_link0, def->links[0].id);
+        } else {
+            assert_null(c->model);
+        }
     }
 }
 

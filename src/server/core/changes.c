@@ -2,7 +2,9 @@
 /*
  * The store's change records and their subscribers (core.h): one commit
  * hook for the store, which hands each record to the journal (it may
- * refuse: nothing changes then), then to the others (the watch hub).  A
+ * refuse: nothing changes then), then to the others (the watch hub); and
+ * tells them when changes they heard of were undone, and whether changes
+ * are held (made, but not yet durable).  A
  * mutation method never tells the journal or the watchers itself, so one
  * that is added cannot forget either (docs/ARCHITECTURE.md, The way of a
  * mutation).
@@ -26,7 +28,7 @@ void rpd_changes_init(rpd_core *core)
     rp_store_set_commit_hook(core->store, dispatch, core);
 }
 
-bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, void *ctx, bool first)
+bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, rpd_undo_fn undone, void *ctx, bool first)
 {
     if (core->n_subscribers == RPD_MAX_SUBSCRIBERS)
         return false;
@@ -34,6 +36,7 @@ bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, void *ctx, bool first)
     memmove(&core->subscribers[at + 1], &core->subscribers[at],
             (core->n_subscribers - at) * sizeof core->subscribers[0]);
     core->subscribers[at].fn = fn;
+    core->subscribers[at].undone = undone;
     core->subscribers[at].ctx = ctx;
     core->n_subscribers++;
     return true;
@@ -49,6 +52,24 @@ void rpd_unsubscribe(rpd_core *core, rpd_change_fn fn, void *ctx)
             return;
         }
     }
+}
+
+void rpd_changes_hold(rpd_core *core)
+{
+    core->changes_held = true;
+}
+
+void rpd_changes_settle(rpd_core *core)
+{
+    core->changes_held = false;
+}
+
+void rpd_changes_undo(rpd_core *core, uint64_t revision)
+{
+    core->changes_held = false;
+    for (size_t i = 0; i < core->n_subscribers; i++)
+        if (core->subscribers[i].undone)
+            core->subscribers[i].undone(core->subscribers[i].ctx, revision);
 }
 
 /* An id of a record and where it stands in it, for sorting. */

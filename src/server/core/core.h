@@ -32,6 +32,11 @@
  * first subscriber (the journal, which subscribes first) may refuse, the
  * others see only changes that will be made. */
 typedef int (*rpd_change_fn)(void *ctx, const rp_change *change);
+/* How a subscriber hears that changes it was given were undone (a failed
+ * group fsync, --fsync always): the store is back at `revision`, as it
+ * was before the first of them.  NULL for a subscriber that keeps nothing
+ * an undo must take back. */
+typedef void (*rpd_undo_fn)(void *ctx, uint64_t revision);
 #define RPD_MAX_SUBSCRIBERS 4
 
 /* State shared by every connection. */
@@ -59,15 +64,34 @@ typedef struct rpd_core {
     /* Who hears of every change the store commits (rpd_subscribe). */
     struct {
         rpd_change_fn fn;
+        rpd_undo_fn undone;
         void *ctx;
     } subscribers[RPD_MAX_SUBSCRIBERS];
     size_t n_subscribers;
+    /* Changes are committed but not yet durable (rpd_changes_hold). */
+    bool changes_held;
     /* --data-dir: the journal (durable.h); NULL keeps everything in memory. */
     struct rpd_durable *durable;
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
      * NULL, and only RPD_METHOD_WORKER methods may run. */
     bool worker;
 } rpd_core;
+
+/* --fsync always: the success replies a connection holds back for its
+ * group's fsync, as the protocol layer wrote them (rpc.c records one while
+ * the session's `outcomes` is set).  An undone group turns exactly these
+ * into -32007 (rpd_reply_undone) without reading its own replies back.
+ * Offsets are into the connection's output buffer. */
+typedef struct rpd_outcome {
+    size_t begin;            /* the reply object's '{' */
+    size_t id_begin, id_len; /* its id, as written */
+    size_t end;              /* one past its '}' */
+} rpd_outcome;
+typedef struct rpd_outcomes {
+    rpd_outcome *v;
+    size_t n, cap;
+    bool lost; /* one could not be recorded (out of memory) */
+} rpd_outcomes;
 
 /* Per-connection protocol state. */
 typedef struct rpd_session {
@@ -77,6 +101,7 @@ typedef struct rpd_session {
     struct rpd_watch *watches; /* this connection's watches (watch.c) */
     unsigned lagging;          /* how many of them wait for output to drain */
     uint64_t group_epoch1;     /* --fsync always: 1 + the group its last record joined */
+    rpd_outcomes *outcomes;    /* where success replies are recorded, or NULL */
 } rpd_session;
 
 /* Whether this session must auth before using other methods. */
@@ -90,11 +115,27 @@ static inline bool rpd_session_locked(const rpd_core *core, const rpd_session *s
  * before the others (the journal, which may refuse); false when the list
  * is full.  rpd_unsubscribe removes it. */
 void rpd_changes_init(rpd_core *core);
-bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, void *ctx, bool first);
+bool rpd_subscribe(rpd_core *core, rpd_change_fn fn, rpd_undo_fn undone, void *ctx, bool first);
 void rpd_unsubscribe(rpd_core *core, rpd_change_fn fn, void *ctx);
 /* The shapes a put or replace record writes, sorted by id, each id once
  * with the shape given last (as the store applies them), in a malloc'ed
  * array of *n pointers into change->shapes; NULL when out of memory. */
 const rp_shape_put **rpd_change_written(const rp_change *change, size_t *n);
+
+/* Changes that are made but may still be undone: with --fsync always, the
+ * journal holds the changes of a group from its first record until the
+ * group's fsync.  Meanwhile nothing a change causes may reach a client
+ * other than through a reply the group holds back too: the watch hub sends
+ * no notification while changes are held.  rpd_changes_settle: the held
+ * changes stand; rpd_changes_undo: they were undone, the store is back at
+ * `revision`, and every subscriber's undo callback hears it.  Either ends
+ * the hold. */
+void rpd_changes_hold(rpd_core *core);
+void rpd_changes_settle(rpd_core *core);
+void rpd_changes_undo(rpd_core *core, uint64_t revision);
+static inline bool rpd_changes_held(const rpd_core *core)
+{
+    return core->changes_held;
+}
 
 #endif /* REPOSE_SERVER_CORE_H */

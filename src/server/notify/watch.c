@@ -73,14 +73,18 @@ struct rpd_watch_hub {
     bool dirty;
     size_t sends; /* changes and notices the current flush sent */
     rpd_watch_io io;
+    const rpd_core *core; /* whether changes are held; the store after an undo */
 };
 
 static const char changed_head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"scene.changed\","
                                    "\"params\":{\"watch\":";
 
-rpd_watch_hub *rpd_watch_hub_new(void)
+rpd_watch_hub *rpd_watch_hub_new(const rpd_core *core)
 {
-    return calloc(1, sizeof(rpd_watch_hub));
+    rpd_watch_hub *hub = calloc(1, sizeof(rpd_watch_hub));
+    if (hub)
+        hub->core = core;
+    return hub;
 }
 
 void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io)
@@ -130,6 +134,16 @@ static void drop_history(rpd_watch_hub *hub, wscene *ws, uint64_t revision)
     for (rpd_watch *w = ws->watches; w; w = w->next)
         if (w->seen < revision)
             w->resync = true;
+}
+
+static void drop_newest(rpd_watch_hub *hub, wscene *ws)
+{
+    change *c = ring_at(ws, ws->count - 1);
+    ws->bytes -= c->len;
+    hub->history_bytes -= c->len;
+    free(c->tail);
+    c->tail = NULL;
+    ws->count--;
 }
 
 static void free_wscene(rpd_watch_hub *hub, wscene *ws)
@@ -286,11 +300,38 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
     return out;
 }
 
+static void record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision)
+{
+    wscene *ws = hub ? find_scene(hub, name) : NULL;
+    if (!ws)
+        return;
+    ws->current = revision;
+    mark_dirty(hub, ws);
+    drop_history(hub, ws, revision);
+}
+
+static void record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision)
+{
+    if (!hub)
+        return;
+    for (wscene **p = &hub->scenes; *p; p = &(*p)->next) {
+        wscene *ws = *p;
+        if (strcmp(ws->name, name) != 0)
+            continue;
+        *p = ws->next;
+        ws->deleted = revision;
+        ws->next = hub->dying;
+        hub->dying = ws;
+        mark_dirty(hub, ws);
+        return;
+    }
+}
+
 int rpd_watch_on_change(void *ctx, const rp_change *c)
 {
     rpd_watch_hub *hub = ctx;
     if (c->kind == RP_CHANGE_SCENE_DELETE) {
-        rpd_watch_record_deleted(hub, c->name, c->revision);
+        record_deleted(hub, c->name, c->revision);
         return 0;
     }
     if (c->kind == RP_CHANGE_MODEL_PUT || c->kind == RP_CHANGE_MODEL_DELETE ||
@@ -308,53 +349,85 @@ int rpd_watch_on_change(void *ctx, const rp_change *c)
     if (ok)
         record(hub, c->name, c->revision, put, n_put, removed, n_removed);
     else
-        rpd_watch_record_lost(hub, c->name, c->revision);
+        record_lost(hub, c->name, c->revision);
     free(put);
     free(removed);
     return 0; /* a watcher never stops a change */
 }
 
-void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision)
-{
-    wscene *ws = hub ? find_scene(hub, name) : NULL;
-    if (!ws)
-        return;
-    ws->current = revision;
-    mark_dirty(hub, ws);
-    drop_history(hub, ws, revision);
-}
+/* ---- undo (docs/ARCHITECTURE.md, Durability) ---------------------------------- */
 
-void rpd_watch_undone(rpd_watch_hub *hub, const char *name, uint64_t revision)
+/* A scene that stands again at `revision` (rp_scene_revision): the changes
+ * after it leave the history, and a watcher that began after it gets
+ * scene.resync. */
+static void undo_scene(rpd_watch_hub *hub, wscene *ws, uint64_t revision)
 {
-    wscene *ws = hub ? find_scene(hub, name) : NULL;
-    if (!ws)
-        return;
+    while (ws->count && ring_at(ws, ws->count - 1)->revision > revision)
+        drop_newest(hub, ws);
+    if (ws->base > revision) /* a change that could not be kept was undone */
+        drop_history(hub, ws, revision);
     ws->current = revision;
-    mark_dirty(hub, ws);
-    while (ws->count)
-        drop_oldest(hub, ws);
-    ws->base = revision;
-    for (rpd_watch *w = ws->watches; w; w = w->next) {
-        w->resync = true;
-        if (w->seen > revision)
+    for (rpd_watch *w = ws->watches; w; w = w->next)
+        if (w->seen > revision) {
             w->seen = revision;
-    }
+            w->resync = true;
+            mark_dirty(hub, ws);
+        }
 }
 
-void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision)
+/* Moves the watches of `from` (same scene name) to `to` and frees `from`. */
+static void merge_scene(rpd_watch_hub *hub, wscene *to, wscene *from)
 {
-    if (!hub)
-        return;
-    for (wscene **p = &hub->scenes; *p; p = &(*p)->next) {
+    while (from->watches) {
+        rpd_watch *w = from->watches;
+        from->watches = w->next;
+        w->ws = to;
+        w->prev = NULL;
+        w->next = to->watches;
+        if (to->watches)
+            to->watches->prev = w;
+        to->watches = w;
+    }
+    free_wscene(hub, from);
+}
+
+void rpd_watch_on_undo(void *ctx, uint64_t revision)
+{
+    rpd_watch_hub *hub = ctx;
+    const rp_store *st = hub->core->store;
+    /* A scene whose deletion was undone is back: its watches go on. */
+    for (wscene **p = &hub->dying; *p;) {
         wscene *ws = *p;
-        if (strcmp(ws->name, name) != 0)
+        const rp_scene *sc = ws->deleted > revision ? rp_store_find(st, ws->name) : NULL;
+        if (!sc) {
+            p = &ws->next;
             continue;
+        }
+        *p = ws->next;
+        ws->deleted = 0;
+        wscene *again = find_scene(hub, ws->name); /* watched since its undone deletion */
+        if (again) {
+            merge_scene(hub, again, ws);
+        } else {
+            ws->next = hub->scenes;
+            hub->scenes = ws;
+        }
+    }
+    /* Every scene: back to what stands; one whose creation was undone is
+     * gone, and its watches end as at a deletion. */
+    for (wscene **p = &hub->scenes; *p;) {
+        wscene *ws = *p;
+        const rp_scene *sc = rp_store_find(st, ws->name);
+        if (sc) {
+            undo_scene(hub, ws, rp_scene_revision(sc));
+            p = &ws->next;
+            continue;
+        }
         *p = ws->next;
         ws->deleted = revision;
         ws->next = hub->dying;
         hub->dying = ws;
         mark_dirty(hub, ws);
-        return;
     }
 }
 
@@ -491,7 +564,9 @@ static bool deliver(rpd_watch_hub *hub, rpd_watch *w, size_t buffer)
 
 bool rpd_watch_flush(rpd_watch_hub *hub, const rpd_limits *limits)
 {
-    if (!hub || (!hub->dirty && !hub->dying))
+    /* Held changes may yet be undone: they go out once they stand (the
+     * server flushes again after the group's fsync). */
+    if (!hub || (!hub->dirty && !hub->dying) || rpd_changes_held(hub->core))
         return false;
     hub->dirty = false;
     hub->sends = 0;
@@ -532,6 +607,17 @@ void rpd_watch_drained(rpd_watch_hub *hub, rpd_session *s, const rpd_limits *lim
 {
     if (!s->lagging || backlog(hub, s) > limits->watch_buffer_bytes / 2)
         return;
+    if (rpd_changes_held(hub->core)) {
+        /* The resync waits for the next flush, after the hold. */
+        for (rpd_watch *w = s->watches; w; w = w->session_next)
+            if (w->lagging) {
+                w->lagging = false;
+                s->lagging--;
+                w->resync = true;
+                mark_dirty(hub, w->ws);
+            }
+        return;
+    }
     bool sent = false;
     for (rpd_watch *w = s->watches; w; w = w->session_next) {
         if (!w->lagging)

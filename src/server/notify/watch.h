@@ -5,8 +5,11 @@
  *
  * The hub subscribes to the store's change records (rpd_watch_on_change),
  * so every committed change of a watched scene is recorded, whatever
- * method made it; nothing is sent while a request line is being handled, because a watcher may be the connection whose reply is being
- * written.  rpd_watch_flush, called by the connection code once it has
+ * method made it.  Nothing is sent while a request line is being handled,
+ * because a watcher may be the connection whose reply is being written,
+ * nor while changes are held (--fsync always, until the group's fsync):
+ * a watcher hears only of changes that stand, never of one a failed fsync
+ * undoes.  rpd_watch_flush, called by the connection code once it has
  * run the lines it had, sends what each watcher has not seen yet, in
  * revision order.
  *
@@ -54,7 +57,9 @@ typedef struct rpd_watch_io {
 
 typedef struct rpd_watch_hub rpd_watch_hub;
 
-rpd_watch_hub *rpd_watch_hub_new(void);
+/* A hub for core's store: it reads whether changes are held
+ * (rpd_changes_held) and, after an undo, the store as it is again. */
+rpd_watch_hub *rpd_watch_hub_new(const rpd_core *core);
 void rpd_watch_hub_free(rpd_watch_hub *hub);
 void rpd_watch_set_io(rpd_watch_hub *hub, const rpd_watch_io *io);
 
@@ -77,18 +82,14 @@ bool rpd_watch_tracked(const rpd_watch_hub *hub, const char *name);
  * sends the scene's watchers scene.resync instead. */
 int rpd_watch_on_change(void *ctx, const rp_change *change);
 
-/* Records that scene `name` changed at `revision` in a way that could not
- * be encoded (out of memory): its watchers get scene.resync. */
-void rpd_watch_record_lost(rpd_watch_hub *hub, const char *name, uint64_t revision);
-
-/* The changes of scene `name` after `revision` were undone (a failed
- * journal fsync): its history goes and every watcher gets scene.resync
- * at `revision`. */
-void rpd_watch_undone(rpd_watch_hub *hub, const char *name, uint64_t revision);
-
-/* Records the deletion of scene `name` at `revision`: its watchers get what
- * they have not seen, then scene.deleted, and their watches end. */
-void rpd_watch_record_deleted(rpd_watch_hub *hub, const char *name, uint64_t revision);
+/* The hub as an undo subscriber (core.h, rpd_changes_undo; ctx is the
+ * hub): the store is back at `revision`.  Nothing was sent of the undone
+ * changes (notifications wait while changes are held), so watchers do not
+ * hear of them at all: their history goes, a scene whose deletion was
+ * undone keeps its watches, and a scene whose creation was undone ends
+ * them (scene.deleted).  Only a watcher that began during the undone
+ * changes, at a revision that no longer stands, gets scene.resync. */
+void rpd_watch_on_undo(void *ctx, uint64_t revision);
 
 /* Changes one rpd_watch_flush sends at most (each a copy into a watcher's
  * output, a few microseconds with its write): a mutation of a scene with

@@ -30,7 +30,6 @@
 #include "server/core/log.h"
 #include "server/protocol/methods.h"
 #include "server/core/stats.h"
-#include "server/notify/watch.h"
 
 #define RPD_FSYNC_SAMPLES 1024
 /* Permission bits that let others than the owner change a file. */
@@ -38,12 +37,6 @@
 /* Group outcomes kept: more than the groups one loop iteration can end
  * (one per save a connection sends, plus the iteration's own). */
 #define RPD_GROUP_EPOCHS 4096
-
-typedef struct mdef {
-    char *name;
-    char *json;
-    size_t len;
-} mdef;
 
 struct rpd_durable {
     char *dir;
@@ -90,11 +83,6 @@ struct rpd_durable {
     int epoch_err[RPD_GROUP_EPOCHS]; /* how the last groups ended (0 or an errno) */
     rpd_core *core;
     rp_store *group_undo; /* the store before the group */
-    char **touched;       /* scenes the group changed */
-    size_t n_touched, cap_touched;
-    mdef *defs_saved; /* model definitions before the group's first model change
-                           * (NULL: none changed yet) */
-    size_t n_defs_saved;
 
     /* Fsync state.  unsynced: records written since the last fsync began;
      * syncing: an everysec fsync is running; sync_failed: the last fsync
@@ -105,10 +93,6 @@ struct rpd_durable {
     uint64_t fsyncs, write_errors;
     uint32_t samples[RPD_FSYNC_SAMPLES]; /* fsync durations, microseconds */
     size_t n_samples, next_sample;
-    /* The model.put params of every model in the store, sorted by name: a
-     * snapshot rebuilds models from them (the store keeps no params). */
-    mdef *defs;
-    size_t n_defs, cap_defs;
     /* The last snapshot: its store revision (0: none), size, when. */
     uint64_t snap_revision, snap_bytes, snap_unix_ms, snap_ms;
     uint64_t snapshot_after; /* journal bytes that make a background snapshot due */
@@ -167,8 +151,6 @@ rpd_fsync rpd_durable_policy(const rpd_durable *d)
 
 /* ---- fsync timing -------------------------------------------------------------------- */
 
-static void group_note(rpd_durable *d, const rp_change *change);
-
 static void publish(rpd_durable *d)
 {
     __atomic_store_n(&d->published, d->journal_bytes, __ATOMIC_RELEASE);
@@ -182,15 +164,6 @@ static uint64_t new_id(void)
     while (id == 0) /* 0 means none in the file headers */
         rpd_random_bytes(&id, sizeof id);
     return id;
-}
-
-static void free_defs(mdef *defs, size_t n)
-{
-    for (size_t i = 0; defs && i < n; i++) {
-        free(defs[i].name);
-        free(defs[i].json);
-    }
-    free(defs);
 }
 
 static void add_sample(rpd_durable *d, uint64_t ns)
@@ -308,89 +281,6 @@ void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns)
     if (d->journal_id == d->sync_journal_id && d->sync_target > d->synced_upto)
         d->synced_upto = d->sync_target;
     add_sample(d, ns);
-}
-
-/* ---- model definitions ---------------------------------------------------------------------- */
-
-/* Position of name in defs, or where it would go. */
-static size_t def_find(const rpd_durable *d, const char *name, bool *found)
-{
-    size_t lo = 0, hi = d->n_defs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(d->defs[mid].name, name);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
-}
-
-/* Keeps json (len bytes) as the params of model `name`; false when out of
- * memory (the old entry stays). */
-static bool def_set(rpd_durable *d, const char *name, const char *json, size_t len)
-{
-    char *copy = malloc(len ? len : 1);
-    if (!copy)
-        return false;
-    memcpy(copy, json, len);
-    bool found;
-    size_t i = def_find(d, name, &found);
-    if (found) {
-        free(d->defs[i].json);
-        d->defs[i].json = copy;
-        d->defs[i].len = len;
-        return true;
-    }
-    char *nm = strdup(name);
-    if (nm && d->n_defs == d->cap_defs) {
-        size_t cap = d->cap_defs ? 2 * d->cap_defs : 8;
-        mdef *grown = realloc(d->defs, cap * sizeof *grown);
-        if (grown) {
-            d->defs = grown;
-            d->cap_defs = cap;
-        }
-    }
-    if (!nm || d->n_defs == d->cap_defs) {
-        free(nm);
-        free(copy);
-        return false;
-    }
-    memmove(&d->defs[i + 1], &d->defs[i], (d->n_defs - i) * sizeof *d->defs);
-    d->defs[i] = (mdef){nm, copy, len};
-    d->n_defs++;
-    return true;
-}
-
-static void def_del(rpd_durable *d, const char *name)
-{
-    bool found;
-    size_t i = def_find(d, name, &found);
-    if (!found)
-        return;
-    free(d->defs[i].name);
-    free(d->defs[i].json);
-    memmove(&d->defs[i], &d->defs[i + 1], (d->n_defs - i - 1) * sizeof *d->defs);
-    d->n_defs--;
-}
-
-/* After a committed model.put (text: its record, the definition as JSON)
- * or model.delete of model `name`. */
-static void def_track(rpd_durable *d, bool put, const char *name, const char *text, size_t len)
-{
-    if (!put) {
-        def_del(d, name);
-    } else if (!def_set(d, name, text, len)) {
-        rpd_log(RPD_LOG_ERROR,
-                "out of memory keeping model '%s' for snapshots; the next snapshot will fail",
-                name);
-    }
 }
 
 /* ---- writing -------------------------------------------------------------------------- */
@@ -574,10 +464,8 @@ static int on_commit(void *ctx, const rp_change *change)
             d->group_from = at;
         d->group_records++;
         d->group_seq++;
-        group_note(d, change);
+        rpd_changes_hold(d->core); /* until the group's fsync */
     }
-    if (change->kind == RP_CHANGE_MODEL_PUT || change->kind == RP_CHANGE_MODEL_DELETE)
-        def_track(d, change->kind == RP_CHANGE_MODEL_PUT, change->name, d->text.buf, d->text.len);
     return 0;
 }
 
@@ -639,61 +527,11 @@ void rpd_durable_end(rpd_req *req)
 
 /* ---- group commit (--fsync always) ---------------------------------------------------- */
 
-/* Keeps what undoing the group needs besides the store: the scene a
- * mutation touched (its watchers are told) and, before the group's first
- * model change, the model definitions. */
-static void group_note(rpd_durable *d, const rp_change *change)
-{
-    bool model = change->kind == RP_CHANGE_MODEL_PUT || change->kind == RP_CHANGE_MODEL_DELETE;
-    if (!model) {
-        for (size_t i = 0; i < d->n_touched; i++)
-            if (strcmp(d->touched[i], change->name) == 0)
-                return;
-        if (d->n_touched == d->cap_touched) {
-            size_t cap = d->cap_touched ? 2 * d->cap_touched : 8;
-            char **grown = realloc(d->touched, cap * sizeof *grown);
-            if (!grown)
-                return; /* its watchers miss the resync; nothing else depends on it */
-            d->touched = grown;
-            d->cap_touched = cap;
-        }
-        char *copy = strdup(change->name);
-        if (copy)
-            d->touched[d->n_touched++] = copy;
-        return;
-    }
-    if (d->defs_saved)
-        return;
-    mdef *copy = calloc(d->n_defs ? d->n_defs : 1, sizeof *copy);
-    bool ok = copy != NULL;
-    for (size_t i = 0; ok && i < d->n_defs; i++) {
-        copy[i].name = strdup(d->defs[i].name);
-        copy[i].json = malloc(d->defs[i].len ? d->defs[i].len : 1);
-        copy[i].len = d->defs[i].len;
-        ok = copy[i].name && copy[i].json;
-        if (ok)
-            memcpy(copy[i].json, d->defs[i].json, d->defs[i].len);
-    }
-    if (!ok) {
-        rpd_log(RPD_LOG_ERROR, "out of memory saving model definitions for an undo");
-        free_defs(copy, d->n_defs);
-        return;
-    }
-    d->defs_saved = copy;
-    d->n_defs_saved = d->n_defs;
-}
-
 static void group_clear(rpd_durable *d)
 {
     d->group_records = 0;
     rp_store_free(d->group_undo);
     d->group_undo = NULL;
-    for (size_t i = 0; i < d->n_touched; i++)
-        free(d->touched[i]);
-    d->n_touched = 0;
-    free_defs(d->defs_saved, d->n_defs_saved);
-    d->defs_saved = NULL;
-    d->n_defs_saved = 0;
 }
 
 bool rpd_durable_group_open(const rpd_durable *d)
@@ -728,7 +566,6 @@ int rpd_durable_group_sync(rpd_durable *d)
     if (!d || d->group_records == 0)
         return 0;
     rp_store *st = d->core->store;
-    rpd_watch_hub *watch = d->core->watch;
     uint64_t ns;
     write_synced_len(d);
     int err = timed_sync(d->journal_fd, &ns);
@@ -746,6 +583,7 @@ int rpd_durable_group_sync(rpd_durable *d)
             rpd_log(RPD_LOG_WARN, "%s/journal: fsync works again", d->dir);
         d->failing = false;
         group_clear(d);
+        rpd_changes_settle(d->core);
         publish(d);
         return 0;
     }
@@ -767,19 +605,7 @@ int rpd_durable_group_sync(rpd_durable *d)
     if (d->group_undo)
         rp_store_restore(st, d->group_undo); /* frees it */
     d->group_undo = NULL;
-    if (d->defs_saved) {
-        free_defs(d->defs, d->n_defs);
-        d->defs = d->defs_saved;
-        d->n_defs = d->cap_defs = d->n_defs_saved;
-        d->defs_saved = NULL;
-    }
-    for (size_t i = 0; i < d->n_touched; i++) {
-        const rp_scene *sc = rp_store_find(st, d->touched[i]);
-        if (sc)
-            rpd_watch_undone(watch, d->touched[i], rp_scene_revision(sc));
-        else
-            rpd_watch_record_deleted(watch, d->touched[i], rp_store_revision(st));
-    }
+    rpd_changes_undo(d->core, rp_store_revision(st)); /* the watchers forget them */
     group_clear(d);
     return err;
 }
@@ -810,37 +636,19 @@ static void snap_job_free(rpd_snap_job *j)
     free(j);
 }
 
-/* A snapshot job for the store as it is now (NULL with why when a model
- * has no definition or memory is short). */
+/* A snapshot job for the store as it is now (NULL with why when memory
+ * is short).  The models' definitions are written out by the worker, from
+ * the store snapshot (rp_model_definition). */
 static rpd_snap_job *job_new(rpd_durable *d, rp_store *st, char *why, size_t cap)
 {
     uint64_t t0 = rpd_now_ns();
     rpd_snap_job *j = calloc(1, sizeof *j);
-    size_t nm = rp_store_model_count(st);
     if (j)
         j->jfd = -1;
-    if (!j || !(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
-        !(j->jsons = calloc(nm ? nm : 1, sizeof *j->jsons)) || !(j->snap = rp_store_snapshot(st))) {
+    if (!j || !(j->snap = rp_store_snapshot(st))) {
         snap_job_free(j);
         snprintf(why, cap, "out of memory");
         return NULL;
-    }
-    for (size_t i = 0; i < nm; i++) {
-        const rp_model *m = rp_store_model_at(st, i);
-        bool found;
-        size_t k = def_find(d, rp_model_name(m), &found);
-        char *json = found ? malloc(d->defs[k].len ? d->defs[k].len : 1) : NULL;
-        if (!json) {
-            snprintf(why, cap, found ? "out of memory" : "model '%s' has no definition to save",
-                     rp_model_name(m));
-            snap_job_free(j);
-            return NULL;
-        }
-        memcpy(json, d->defs[k].json, d->defs[k].len);
-        /* The name lives in the model, which the store snapshot holds. */
-        j->jsons[j->n_models] = json;
-        j->models[j->n_models++] =
-            (rps_model){rp_model_name(m), rp_model_revision(m), json, d->defs[k].len};
     }
     j->d = d;
     j->t0 = t0;
@@ -864,12 +672,39 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
     return j;
 }
 
+/* Every model of the snapshot as the model.put params that make it
+ * (the journal's record of a model.put); 0 or ENOMEM. */
+static int job_models(rpd_snap_job *j)
+{
+    size_t nm = rp_store_model_count(j->snap);
+    if (!(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
+        !(j->jsons = calloc(nm ? nm : 1, sizeof *j->jsons)))
+        return ENOMEM;
+    for (size_t i = 0; i < nm; i++) {
+        const rp_model *m = rp_store_model_at(j->snap, i);
+        rp_jw w;
+        rp_jw_init(&w);
+        rp_jw_model_def(&w, rp_model_name(m), rp_model_definition(m));
+        size_t len = 0;
+        char *json = rp_jw_failed(&w) ? NULL : rp_jw_detach(&w, &len);
+        rp_jw_free(&w);
+        if (!json)
+            return ENOMEM;
+        /* The name lives in the model, which the store snapshot holds. */
+        j->jsons[j->n_models] = json;
+        j->models[j->n_models++] = (rps_model){rp_model_name(m), rp_model_revision(m), json, len};
+    }
+    return 0;
+}
+
 void rpd_durable_snapshot_run(rpd_snap_job *j)
 {
     rpd_durable *d = j->d;
     int fd = openat(d->dir_fd, "snapshot.tmp",
                     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     int err = fd < 0 ? errno : 0;
+    if (!err)
+        err = job_models(j);
     if (!err)
         err = rps_write(fd, j->snap, j->revision, &j->ids, j->models, j->n_models, &j->bytes);
     if (!err && fdatasync(fd) != 0)
@@ -1192,12 +1027,6 @@ static bool apply(replay *r, const char *method, const char *json, size_t len, u
     rp_jw_init(&w);
     bool ok = params && cJSON_IsObject(params) && m->handler(&req, params, &w);
     rp_jw_free(&w);
-    if (ok)
-        if (strncmp(method, "model.", 6) == 0) {
-            const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "model");
-            if (cJSON_IsString(name))
-                def_track(r->d, strcmp(method, "model.put") == 0, name->valuestring, json, len);
-        }
     bool parsed = params != NULL;
     cJSON_Delete(params);
     if (ok && rp_store_revision(r->core->store) == revision)
@@ -1801,7 +1630,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     }
     d->core = core; /* we are its store's commit hook */
     publish(d);
-    rpd_subscribe(core, on_commit, d, true); /* before the watchers: it may refuse */
+    rpd_subscribe(core, on_commit, NULL, d, true); /* before the watchers: it may refuse */
     if (d->resave) {
         /* After a repair (the journal's header may promise more than it
          * now holds) or in files of the previous format: a snapshot and a
@@ -1850,9 +1679,7 @@ void rpd_durable_close(rpd_durable *d)
     if (d->core)
         rpd_unsubscribe(d->core, on_commit, d);
     group_clear(d);
-    free(d->touched);
     rp_jw_free(&d->text);
-    free_defs(d->defs, d->n_defs);
     free(d->dir);
     free(d);
 }

@@ -290,3 +290,15 @@ void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error 
     write_error_body(w, e);
     rp_jw_object_end(w);
 }
+
+void rpd_write_error_id_text(rpd_core *core, rp_jw *w, const char *id, size_t id_len,
+                             const rpd_error *e)
+{
+    rpd_count_error(core, e);
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "jsonrpc\":\"2.0\",\"id");
+    rp_jw_value_raw(w, id, id_len);
+    RP_JW_KEY(w, "error");
+    write_error_body(w, e);
+    rp_jw_object_end(w);
+}

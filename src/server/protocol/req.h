@@ -64,6 +64,9 @@ typedef struct rpd_req {
     rpd_session *session;
     rpd_line *line;
     rpd_error err;
+    /* Where the reply began and where its envelope (up to "result":)
+     * ended, in the line's output (rpc.c, for session->outcomes). */
+    size_t reply_at, reply_head_end;
 } rpd_req;
 
 /* A handler writes its result value into w and returns true, or fills
@@ -138,6 +141,9 @@ void rpd_count_error(rpd_core *core, const rpd_error *e);
 /* Writes a complete error response object with the given id (NULL: null)
  * and counts it: errors, errors by code, and the limit hit for -32004. */
 void rpd_write_error(rpd_core *core, rp_jw *w, const cJSON *id, const rpd_error *e);
+/* The same with the id as JSON text already written once (id_len bytes). */
+void rpd_write_error_id_text(rpd_core *core, rp_jw *w, const char *id, size_t id_len,
+                             const rpd_error *e);
 
 /* Formats into dst like snprintf, but when the text does not fit it is cut
  * at a UTF-8 character boundary, never inside a character.  Every message

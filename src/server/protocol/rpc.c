@@ -60,12 +60,12 @@ bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
     core->store = rp_store_new(&sl);
     core->start_ns = rpd_now_ns();
     strcpy(core->run_id, "00000000000000000000000000000000");
-    core->watch = rpd_watch_hub_new();
+    core->watch = rpd_watch_hub_new(core);
     if (!core->store || !core->watch)
         return false;
     /* Watchers hear of every change the store commits. */
     rpd_changes_init(core);
-    rpd_subscribe(core, rpd_watch_on_change, core->watch, false);
+    rpd_subscribe(core, rpd_watch_on_change, rpd_watch_on_undo, core->watch, false);
     return true;
 }
 
@@ -88,41 +88,61 @@ void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e)
     rp_jw_end_line(out);
 }
 
-/* One response of an undone line: a success becomes the -32007 error e. */
-static void undo_response(rpd_core *core, const cJSON *r, rp_jw *out, const rpd_error *e)
+void rpd_reply_undone(rpd_core *core, const char *held, size_t n, size_t base,
+                      const rpd_outcomes *o, rp_jw *out, const char *reason)
 {
-    if (cJSON_IsObject(r) && cJSON_GetObjectItemCaseSensitive(r, "result"))
-        rpd_write_error(core, out, cJSON_GetObjectItemCaseSensitive(r, "id"), e);
-    else
-        rp_jw_cjson(out, r);
-}
-
-void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out, const char *reason)
-{
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-        len--;
-    if (len == 0)
-        return; /* a notification: no reply to change */
     rpd_error e;
     memset(&e, 0, sizeof e);
     rpd_error_storage(&e, "%s", reason);
-    cJSON *root = cJSON_ParseWithLength(line, len);
-    if (!root) {
-        /* Our own reply always parses; short of memory, one error line
-         * stands for it. */
-        rpd_reply_error_line(core, out, &e);
+    size_t pos = 0; /* in held */
+    for (size_t i = 0; i < o->n; i++) {
+        const rpd_outcome *r = &o->v[i];
+        if (r->begin < base + pos || r->end > base + n)
+            continue; /* not in the held replies */
+        rp_jw_raw(out, held + pos, r->begin - base - pos);
+        rpd_write_error_id_text(core, out, held + (r->id_begin - base), r->id_len, &e);
+        pos = r->end - base;
+    }
+    rp_jw_raw(out, held + pos, n - pos);
+}
+
+/* The envelope of a success reply, up to its id and after it. */
+static const char reply_head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+static const char reply_result[] = ",\"result\":";
+
+/* Records the success reply r wrote, which ends at w->len, in o. */
+static void note_outcome(rpd_outcomes *o, const rp_jw *w, const rpd_req *r)
+{
+    size_t begin = r->reply_at;
+    if (begin < w->len && w->buf[begin] == ',')
+        begin++; /* the comma before a batch's later reply */
+    size_t hn = sizeof reply_head - 1, rn = sizeof reply_result - 1;
+    /* Our own writer wrote it; anything else is a bug, and the undo then
+     * answers for the whole connection (lost). */
+    if (r->reply_head_end < begin + hn + rn || memcmp(w->buf + begin, reply_head, hn) != 0 ||
+        memcmp(w->buf + r->reply_head_end - rn, reply_result, rn) != 0) {
+        o->lost = true;
         return;
     }
-    if (cJSON_IsArray(root)) {
-        rp_jw_array_begin(out);
-        for (const cJSON *r = root->child; r; r = r->next)
-            undo_response(core, r, out, &e);
-        rp_jw_array_end(out);
-    } else {
-        undo_response(core, root, out, &e);
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 16;
+        rpd_outcome *grown = realloc(o->v, cap * sizeof *grown);
+        if (!grown) {
+            o->lost = true;
+            return;
+        }
+        o->v = grown;
+        o->cap = cap;
     }
-    rp_jw_end_line(out);
-    cJSON_Delete(root);
+    o->v[o->n++] = (rpd_outcome){begin, begin + hn, r->reply_head_end - rn - (begin + hn), w->len};
+}
+
+/* Forgets the outcomes recorded at or after offset `at` (their replies
+ * were rewound). */
+static void forget_outcomes(rpd_outcomes *o, size_t at)
+{
+    while (o && o->n && o->v[o->n - 1].end > at)
+        o->n--;
 }
 
 void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, rpd_limit_id limit, size_t max)
@@ -248,7 +268,9 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     if (core->worker && !(m->flags & RPD_METHOD_WORKER))
         return rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: %s cannot run on a worker thread",
                         m->name);
+    r->reply_at = w->len;
     rpd_write_envelope(w, id, false);
+    r->reply_head_end = w->len;
     /* A mutation's result is a name and a few numbers: with room for it
      * reserved first, writing it after the store changed cannot fail, so
      * an out-of-memory error always means nothing changed. */
@@ -366,6 +388,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
     r.line = line;
     r.err.code = 0;
     r.err.data = RPD_DATA_NONE;
+    r.reply_at = r.reply_head_end = 0;
     core->stats.requests++;
 
     /* Before the envelope: its messages quote member names, which must not
@@ -422,6 +445,8 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
         rp_jw_rewind(w, &mark); /* executed; the reply is dropped */
         return false;
     }
+    if (s->outcomes)
+        note_outcome(s->outcomes, w, &r);
     return true;
 }
 
@@ -775,8 +800,10 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
     handle_root(core, s, &line, p->root, out, p->marked ? &marks : NULL);
-    if (out->oom)
+    if (out->oom) {
+        forget_outcomes(s->outcomes, mark.len);
         reply_line_oom(core, out, &mark, p->root);
+    }
     rp_jw_set_limit(out, limit);
     rpd_parsed_free(p);
     size_t store_after = rp_store_memory(core->store);

@@ -75,10 +75,14 @@ void rpd_reply_line_too_long(rpd_core *core, rp_jw *out, rpd_limit_id limit, siz
 
 /* Appends a standalone error line with id null (e.g. connection limit). */
 void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);
-/* Writes to out the reply line `line` (len bytes, our own) with every
- * success in it turned into a -32007 error with data.reason `reason`: the
- * line's mutations were undone (a failed group fsync, durable.h). */
-void rpd_reply_undone(rpd_core *core, const char *line, size_t len, rp_jw *out, const char *reason);
+/* Writes to out the held replies `held` (n bytes, which stood at offset
+ * `base` of the connection's output when `o` recorded them) with every
+ * success reply o recorded there turned into a -32007 error with
+ * data.reason `reason` and the same id: the group's mutations were undone
+ * (a failed group fsync, durable.h).  Everything else is copied as it is:
+ * error replies, batch brackets and commas, line ends. */
+void rpd_reply_undone(rpd_core *core, const char *held, size_t n, size_t base,
+                      const rpd_outcomes *o, rp_jw *out, const char *reason);
 
 /* Whether a request line is the start of an HTTP request (a request line
  * such as "POST / HTTP/1.1" of one of the nine HTTP/1.1 methods, or the

@@ -99,6 +99,7 @@ typedef struct rpd_conn {
     bool sync_wait;
     uint64_t sync_epoch, sync_last; /* the first and last group (rpd_durable_group_epoch) */
     size_t sync_mark, sync_end;     /* the replies from the first mutation on, in out */
+    rpd_outcomes outcomes;          /* the success replies among them (rpc.c records) */
     uint64_t watch_flushed_ns;      /* last write of notifications (rpd_now_ns) */
     bool watch_pending;             /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
@@ -460,10 +461,19 @@ static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed 
     rpd_core *core = &c->srv->core;
     uint64_t seq = rpd_durable_group_seq(core->durable);
     size_t mark = c->out.len;
+    /* --fsync always: the success replies are recorded, so that an undone
+     * group can answer them -32007 (answer_undone). */
+    if (!c->sync_wait) {
+        c->outcomes.n = 0;
+        c->outcomes.lost = false;
+    }
+    if (core->durable && rpd_durable_policy(core->durable) == RPD_FSYNC_ALWAYS)
+        c->session.outcomes = &c->outcomes;
     if (parsed)
         rpd_run_parsed(core, &c->session, parsed, &c->out);
     else
         rpd_process_line(core, &c->session, line, len, &c->out);
+    c->session.outcomes = NULL;
     rpd_arena_reset();
     if (rpd_durable_group_seq(core->durable) != seq) {
         /* --fsync always: the line wrote records that wait for the group's
@@ -580,13 +590,13 @@ static void process_lines(rpd_conn *c)
 
 /* The replies from the first mutation of the undone group on become
  * -32007 wherever they said success (the mutations were undone; the reads
- * among them may have shown them); the notifications the connection got
- * meanwhile stay after them. */
+ * among them may have shown them): the ones rpc.c recorded in
+ * c->outcomes.  Whatever the connection got after them stays after them. */
 static void answer_undone(rpd_conn *c, int err)
 {
     rpd_core *core = &c->srv->core;
     size_t tail = c->out.len - c->sync_end, n = c->sync_end - c->sync_mark;
-    char *copy = malloc(n + tail + 1);
+    char *copy = c->outcomes.lost ? NULL : malloc(n + tail + 1);
     if (!copy) {
         rpd_log(RPD_LOG_ERROR, "out of memory answering an undone mutation; closing a connection");
         conn_close(c);
@@ -599,14 +609,10 @@ static void answer_undone(rpd_conn *c, int err)
              "the journal's fsync failed: %s (the mutations waiting on "
              "it were undone)",
              strerror(err));
-    for (size_t at = 0; at < n;) { /* one reply line at a time */
-        const char *nl = memchr(copy + at, '\n', n - at);
-        size_t len = nl ? (size_t)(nl - (copy + at)) + 1 : n - at;
-        rpd_reply_undone(core, copy + at, len, &c->out, reason);
-        at += len;
-    }
+    rpd_reply_undone(core, copy, n, c->sync_mark, &c->outcomes, &c->out, reason);
     rp_jw_raw(&c->out, copy + n, tail);
     free(copy);
+    c->outcomes.n = 0;
 }
 
 static void conn_sync_done(rpd_conn *c, int err)
@@ -762,6 +768,7 @@ static void on_close(uv_handle_t *h)
     account_input(c);
     rpd_core_freed(&srv->core, c->out.cap); /* whatever its size: the connection is gone */
     rp_jw_free(&c->out);
+    free(c->outcomes.v);
     srv->core.stats.conn_current--;
     if (c->session.is_tcp)
         srv->core.stats.conn_tcp--;
