@@ -244,15 +244,9 @@ static void ping_and_scene_roundtrip_over_tcp(void **state)
 
 /* ---- scene.replace and store-wide revisions ------------------------------------------------ */
 
-/* scene.replace through rp_client_call, a conflict as an RPC error with its
- * data (the connection stays usable), deletions reporting their revision,
- * and pipelined mutations of two scenes taking consecutive store-wide
- * numbers. */
-static void scene_replace_and_store_wide_revisions(void **state)
+/* Scene s created (revision 1) and replaced by rp_client_call (2). */
+static void create_and_replace_s(rp_client *c)
 {
-    (void)state;
-    rh_daemon *d = start_daemon(NULL);
-    rp_client *c = connect_to(d, true);
     call_expect(
         c, "scene.create",
         "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}}}",
@@ -261,6 +255,29 @@ static void scene_replace_and_store_wide_revisions(void **state)
                 "{\"scene\":\"s\",\"if_revision\":1,\"shapes\":{\"b\":{\"sphere\":"
                 "{\"center\":[0,0,2],\"radius\":0.5}}}}",
                 "{\"scene\":\"s\",\"revision\":2}");
+}
+
+/* Then model m put (3) and deleted (4), and scene s deleted (5). */
+static void put_and_delete_everything(rp_client *c)
+{
+    call_expect(c, "model.put",
+                "{\"model\":\"m\",\"links\":[{\"id\":\"l\",\"frame\":0,\"shape\":"
+                "{\"sphere\":{\"center\":[0,0,0],\"radius\":0.1}}}]}",
+                "{\"model\":\"m\",\"revision\":3}");
+    call_expect(c, "model.delete", "{\"model\":\"m\"}",
+                "{\"model\":\"m\",\"deleted\":true,\"revision\":4}");
+    call_expect(c, "scene.delete", "{\"scene\":\"s\"}",
+                "{\"scene\":\"s\",\"deleted\":true,\"revision\":5}");
+}
+
+/* scene.replace through rp_client_call swaps the content; a conflict is an
+ * RPC error with its data, and the connection stays usable. */
+static void scene_replace_swaps_the_content_and_conflicts_are_rpc_errors_with_data(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, true);
+    create_and_replace_s(c);
     call_expect(c, "scene.get", "{\"scene\":\"s\"}",
                 "{\"scene\":\"s\",\"revision\":2,\"shapes\":{\"b\":{\"sphere\":{\"center\":"
                 "[0,0,2],\"radius\":0.5}}}}");
@@ -277,21 +294,39 @@ static void scene_replace_and_store_wide_revisions(void **state)
         rp_client_call(c, "scene.replace", "{\"scene\":\"t\",\"shapes\":{}}", &result, &err),
         RP_CLIENT_RPC);
     assert_int_equal(err.code, -32001);
-    /* Deletions take a number and say which. */
-    call_expect(c, "model.put",
-                "{\"model\":\"m\",\"links\":[{\"id\":\"l\",\"frame\":0,\"shape\":"
-                "{\"sphere\":{\"center\":[0,0,0],\"radius\":0.1}}}]}",
-                "{\"model\":\"m\",\"revision\":3}");
-    call_expect(c, "model.delete", "{\"model\":\"m\"}",
-                "{\"model\":\"m\",\"deleted\":true,\"revision\":4}");
-    call_expect(c, "scene.delete", "{\"scene\":\"s\"}",
-                "{\"scene\":\"s\",\"deleted\":true,\"revision\":5}");
+    rp_client_error_free(&err);
+    rp_client_close(c);
+    assert_int_equal(rh_stop(d, rh_ms(RH_TIMEOUT_MS)), 0);
+}
+
+/* Deletions of models and scenes take a store-wide number and say which. */
+static void deletions_report_the_revision_they_took(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, true);
+    create_and_replace_s(c);
+    put_and_delete_everything(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
     cJSON *stats = NULL;
     assert_int_equal(rp_client_call_cjson(c, "stats", NULL, &stats, &err), RP_CLIENT_OK);
     assert_true(cJSON_GetObjectItemCaseSensitive(stats, "revision")->valuedouble == 5);
     cJSON_Delete(stats);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+    assert_int_equal(rh_stop(d, rh_ms(RH_TIMEOUT_MS)), 0);
+}
 
-    /* Pipelined: two scenes created and replaced in turn, one number each. */
+/* Pipelined: two scenes created and replaced in turn, one number each. */
+static void pipelined_mutations_of_two_scenes_take_consecutive_revisions(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, true);
+    create_and_replace_s(c);
+    put_and_delete_everything(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *result = NULL;
     enum { N = 40 };
     uint64_t ids[N];
     for (int i = 0; i < N; i++) {
@@ -1050,21 +1085,27 @@ static void arm7_ball_at_hand(rp_client *c)
     ball_scene(c, "bench", hand, 0.05);
 }
 
-static void urdf_model_put_and_fk_through_the_helpers(void **state)
+/* FK at the ready pose: the flange of a Panda, 0.307 m out, 0.59 m up. */
+static void model_fk_puts_the_hand_where_the_ready_pose_has_it(void **state)
 {
     (void)state;
     rp_client *c = arm7_daemon();
-    rp_client_error err = RP_CLIENT_ERROR_INIT;
     double q[ARM7_DOF], p[3];
-
-    /* FK at the ready pose: the flange of a Panda, 0.307 m out, 0.59 m up. */
     arm7_ready(0, q);
     arm7_link_at(c, q, "arm7_hand", p);
     assert_true(fabs(p[0] - 0.30689) < 1e-4 && fabs(p[1]) < 1e-9 && fabs(p[2] - 0.59028) < 1e-4);
     arm7_link_at(c, q, "arm7_link0", p);
     assert_true(p[0] == 0 && p[1] == 0 && p[2] == 0);
+    rp_client_close(c);
+}
 
-    /* Without an SRDF, and a document the daemon refuses (path inside it). */
+/* Without an SRDF (and without a result wanted) the put works; a document
+ * the daemon refuses is an RPC error with the path inside it. */
+static void model_put_urdf_takes_no_srdf_and_refusals_name_the_path(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
     char *urdf = read_data("arm7.urdf");
     char *result = (char *)1;
     expect_kind(rp_client_model_put_urdf(c, "arm7_bare", urdf, NULL, &result, &err), RP_CLIENT_OK,
@@ -1083,8 +1124,18 @@ static void urdf_model_put_and_fk_through_the_helpers(void **state)
     expect_kind(rp_client_model_put_urdf(c, "bad", urdf, "not xml", NULL, &err), RP_CLIENT_RPC,
                 &err);
     assert_non_null(strstr(err.data, "\"path\":\"params.srdf"));
+    free(urdf);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* Text that is not UTF-8, and NULL: argument errors, nothing sent. */
+/* Text that is not UTF-8, and NULL: argument errors, nothing sent. */
+static void model_put_urdf_refuses_bad_arguments_without_sending(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *urdf = read_data("arm7.urdf");
     expect_kind(rp_client_model_put_urdf(c, "bad", "<robot name=\"caf\xe9\"/>", NULL, NULL, &err),
                 RP_CLIENT_ARG, &err);
     assert_non_null(strstr(err.message, "urdf is not valid UTF-8 (byte 0xe9 at byte 16)"));
@@ -1095,9 +1146,17 @@ static void urdf_model_put_and_fk_through_the_helpers(void **state)
     expect_kind(rp_client_model_put_urdf(NULL, "bad", urdf, NULL, NULL, &err), RP_CLIENT_ARG, &err);
     assert_int_equal(rp_client_pending(c), 0);
     free(urdf);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* model.get agrees with the helper's model. */
-    result = NULL;
+/* model.get agrees with the helper's model: its joints in order. */
+static void model_get_lists_the_joints_of_the_model_the_helper_put(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    char *result = NULL;
     expect_kind(rp_client_call(c, "model.get", "{\"model\":\"arm7\"}", &result, &err), RP_CLIENT_OK,
                 &err);
     assert_non_null(strstr(result, "\"joints\":[\"arm7_joint1\",\"arm7_joint2\",\"arm7_joint3\","
@@ -1108,7 +1167,9 @@ static void urdf_model_put_and_fk_through_the_helpers(void **state)
     rp_client_close(c);
 }
 
-static void check_joints_known_answers(void **state)
+/* Alone, the ready pose is clear of itself (by 3.7 cm, link3 to link5);
+ * with the ball in its hand 6.5 cm deep; turned away, clear again. */
+static void check_joints_gives_known_answers_against_a_ball_in_the_hand(void **state)
 {
     (void)state;
     rp_client *c = arm7_daemon();
@@ -1117,7 +1178,6 @@ static void check_joints_known_answers(void **state)
     double q[ARM7_DOF], dist = 0;
     bool valid = false;
 
-    /* Alone, the ready pose is clear of itself (by 3.7 cm, link3 to link5). */
     arm7_ready(0, q);
     expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, &dist, &err),
                 RP_CLIENT_OK, &err);
@@ -1138,10 +1198,20 @@ static void check_joints_known_answers(void **state)
                 RP_CLIENT_OK, &err);
     assert_true(valid);
     assert_true(dist > 0);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* Every digit reaches the daemon: joint4's upper limit is -0.0698;
-     * the next double above it is out of limits (with "%.15g" both would
-     * print as -0.0698). */
+/* Every digit reaches the daemon: joint4's upper limit is -0.0698; the
+ * next double above it is out of limits (with "%.15g" both would print as
+ * -0.0698). */
+static void check_joints_sends_every_digit_so_limits_hold_to_the_last_bit(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[ARM7_DOF];
+    bool valid = false;
     arm7_ready(0, q);
     q[3] = -0.0698;
     expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
@@ -1157,8 +1227,18 @@ static void check_joints_known_answers(void **state)
     expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
                 RP_CLIENT_OK, &err);
     assert_false(valid);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* A model with nothing to measure: min_distance null is +infinity. */
+/* A model with nothing to measure: min_distance null is +infinity. */
+static void check_joints_with_nothing_to_measure_gives_infinite_distance(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double dist = 0;
+    bool valid = false;
     expect_kind(rp_client_model_put_urdf(c, "one",
                                          "<robot name=\"one\"><link name=\"base\"><collision>"
                                          "<geometry><sphere radius=\"0.1\"/></geometry>"
@@ -1173,7 +1253,9 @@ static void check_joints_known_answers(void **state)
     rp_client_close(c);
 }
 
-static void check_batch_joints_known_answers(void **state)
+/* Each configuration's validity: in the ball, clear, past a limit; without
+ * the scene only the limit fails; none at all; rows of nothing. */
+static void check_batch_joints_gives_each_configurations_validity(void **state)
 {
     (void)state;
     rp_client *c = arm7_daemon();
@@ -1212,9 +1294,10 @@ static void check_batch_joints_known_answers(void **state)
     rp_client_close(c);
 }
 
-/* check.motion in both modes on a blocked and a free edge, and a path of
- * two segments blocked in its second. */
-static void check_motion_discrete_and_certified(void **state)
+/* check.motion in both modes (and the daemon's default, discrete) on a
+ * blocked and a free edge, a path of two segments blocked in its second,
+ * and an edge that ends out of joint4's limits. */
+static void check_motion_finds_where_a_path_is_blocked_in_both_modes(void **state)
 {
     (void)state;
     rp_client *c = arm7_daemon();
@@ -1267,12 +1350,28 @@ static void check_motion_discrete_and_certified(void **state)
         assert_false(r.valid);
         assert_string_equal(r.kind, "limits");
     }
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* The resolution bounds the discrete steps: 0.7 rad at 0.1 takes fewer
-     * states than at the default 0.01. */
-    rp_client_motion_result fine, coarse;
+/* The free edge beside the ball: joint1 from 0.8 to 1.5. */
+static void arm7_free_edge(double path[2 * ARM7_DOF])
+{
     arm7_ready(0.8, path);
     arm7_ready(1.5, path + ARM7_DOF);
+}
+
+/* The resolution bounds the discrete steps: 0.7 rad at 0.1 takes fewer
+ * states than at the default 0.01. */
+static void check_motion_resolution_bounds_the_discrete_steps(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double path[2 * ARM7_DOF];
+    rp_client_motion_result fine, coarse;
+    arm7_free_edge(path);
     expect_kind(
         rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, "discrete", 0, &fine, &err),
         RP_CLIENT_OK, &err);
@@ -1282,7 +1381,20 @@ static void check_motion_discrete_and_certified(void **state)
     assert_true(fine.valid && coarse.valid);
     assert_true(coarse.states_checked >= 8);
     assert_true(coarse.states_checked < fine.states_checked);
-    /* Not with certified (the daemon says so), nor negative (nothing sent). */
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+/* A resolution with certified (the daemon says so), a negative or NaN one
+ * (nothing sent), an unknown mode and a path of one point are refused. */
+static void check_motion_refuses_bad_resolutions_modes_and_paths(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double path[2 * ARM7_DOF];
+    arm7_free_edge(path);
     rp_client_motion_result r;
     expect_kind(
         rp_client_check_motion(c, "arm7", "bench", path, 2, ARM7_DOF, "certified", 0.1, &r, &err),
@@ -1305,19 +1417,36 @@ static void check_motion_discrete_and_certified(void **state)
     rp_client_close(c);
 }
 
-static void helper_errors_name_the_problem(void **state)
+/* The helpers' start: arm7's ready pose and joint1 turned by 1 rad. */
+static void two_ready_poses(double q[2 * ARM7_DOF])
+{
+    arm7_ready(0, q);
+    arm7_ready(1, q + ARM7_DOF);
+}
+
+/* Still in step after the refusals: a good check works. */
+static void helpers_still_in_step(rp_client *c, const double q[ARM7_DOF])
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    bool valid = false;
+    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(valid);
+    assert_int_equal(err.kind, RP_CLIENT_OK);
+    rp_client_error_free(&err);
+}
+
+/* Unknown model or scene: not found, with the kind. */
+static void helpers_report_unknown_models_and_scenes_as_not_found(void **state)
 {
     (void)state;
     rp_client *c = arm7_daemon();
     rp_client_error err = RP_CLIENT_ERROR_INIT;
     double q[2 * ARM7_DOF];
-    arm7_ready(0, q);
-    arm7_ready(1, q + ARM7_DOF);
+    two_ready_poses(q);
     bool valid = true, vb[2];
     rp_client_motion_result r;
     char *result = NULL;
-
-    /* Unknown model or scene: not found, with the kind. */
     expect_kind(rp_client_check_joints(c, "nope", NULL, q, ARM7_DOF, &valid, NULL, &err),
                 RP_CLIENT_RPC, &err);
     assert_int_equal(err.code, -32001);
@@ -1336,8 +1465,22 @@ static void helper_errors_name_the_problem(void **state)
     expect_kind(rp_client_model_fk(c, "nope", q, ARM7_DOF, &result, &err), RP_CLIENT_RPC, &err);
     assert_int_equal(err.code, -32001);
     assert_null(result);
+    helpers_still_in_step(c, q);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* A wrong joint count: invalid params with the path. */
+/* A wrong joint count: invalid params with the path; a frame-indexed model
+ * takes no joint vector. */
+static void helpers_report_wrong_joint_counts_with_the_path(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[2 * ARM7_DOF];
+    two_ready_poses(q);
+    bool valid = true, vb[2];
+    rp_client_motion_result r;
     expect_kind(rp_client_check_joints(c, "arm7", NULL, q, 7, &valid, NULL, &err), RP_CLIENT_RPC,
                 &err);
     assert_int_equal(err.code, -32602);
@@ -1362,9 +1505,22 @@ static void helper_errors_name_the_problem(void **state)
     expect_kind(rp_client_check_joints(c, "framed", NULL, q, 1, &valid, NULL, &err), RP_CLIENT_RPC,
                 &err);
     assert_non_null(strstr(err.data, "\"path\":\"params.joints\""));
+    helpers_still_in_step(c, q);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
 
-    /* NaN and infinities cannot be sent: argument errors naming the
-     * element, and nothing goes out. */
+/* NaN and infinities cannot be sent: argument errors naming the element,
+ * and nothing goes out. */
+static void helpers_refuse_nan_and_infinite_values_naming_the_element(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[2 * ARM7_DOF];
+    two_ready_poses(q);
+    bool valid = true, vb[2];
+    rp_client_motion_result r;
     q[2] = NAN;
     expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
                 RP_CLIENT_ARG, &err);
@@ -1379,7 +1535,23 @@ static void helper_errors_name_the_problem(void **state)
                 RP_CLIENT_ARG, &err);
     assert_non_null(strstr(err.message, "path[1][5] is infinite"));
     q[ARM7_DOF + 5] = 1.570796327;
-    /* NULL where something is needed, names that are not UTF-8. */
+    assert_int_equal(rp_client_pending(c), 0);
+    helpers_still_in_step(c, q);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+/* NULL where something is needed, names that are not UTF-8, a count that
+ * overflows: argument errors, and nothing goes out. */
+static void helpers_refuse_null_and_non_utf8_arguments_without_sending(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[2 * ARM7_DOF];
+    two_ready_poses(q);
+    bool valid = true, vb[2];
+    rp_client_motion_result r;
     expect_kind(rp_client_check_joints(c, "arm7", NULL, NULL, ARM7_DOF, &valid, NULL, &err),
                 RP_CLIENT_ARG, &err);
     expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, NULL, NULL, &err),
@@ -1400,12 +1572,7 @@ static void helper_errors_name_the_problem(void **state)
     expect_kind(rp_client_check_joints(NULL, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
                 RP_CLIENT_ARG, &err);
     assert_int_equal(rp_client_pending(c), 0);
-
-    /* Still in step after all of it. */
-    expect_kind(rp_client_check_joints(c, "arm7", NULL, q, ARM7_DOF, &valid, NULL, &err),
-                RP_CLIENT_OK, &err);
-    assert_true(valid);
-    assert_int_equal(err.kind, RP_CLIENT_OK);
+    helpers_still_in_step(c, q);
     rp_client_error_free(&err);
     rp_client_close(c);
 }
@@ -1637,7 +1804,7 @@ static void notifications_are_queued_between_replies(void **state)
 /* With pipelined replies outstanding, rp_client_recv queues the
  * notifications that come first; rp_client_next_notification hands out what
  * is queued and refuses to read past replies not yet received. */
-static void notifications_and_pipelined_replies(void **state)
+static void notifications_before_pipelined_replies_are_queued_by_recv(void **state)
 {
     (void)state;
     rh_daemon *d = start_daemon(NULL);
@@ -1676,9 +1843,8 @@ static void notifications_and_pipelined_replies(void **state)
 }
 
 /* Notification lines from a fake server: one of a method the client does
- * not know is handed out as it is; a scene.* one without its members, or a
- * reply nobody asked for, is a protocol error. */
-static void odd_notification_lines(void **state)
+ * not know is handed out as it is, and a scene.* one with its members. */
+static void notifications_of_unknown_methods_are_handed_out_as_they_are(void **state)
 {
     (void)state;
     static const char unknown[] =
@@ -1711,32 +1877,49 @@ static void odd_notification_lines(void **state)
     assert_int_equal(n.revision, 7);
     assert_string_equal(n.scene, "x");
     rp_client_notification_free(&n);
+    rp_client_error_free(&err);
     rp_client_close(c);
     fake_stop(&f);
+}
 
-    /* A scene.changed without its revision, before the reply. */
+/* A scene.changed without its revision, before the reply: a protocol
+ * error, and the connection is closed. */
+static void scene_notification_without_its_members_is_protocol_error(void **state)
+{
+    (void)state;
     static const char bad[] =
         "{\"jsonrpc\":\"2.0\",\"method\":\"scene.changed\",\"params\":{\"watch\":1,\"scene\":"
         "\"s\",\"put\":{},\"removed\":[]}}\n"
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n";
     fake_fixed_reply = bad;
     fake_fixed_len = sizeof bad - 1;
+    fake_server f;
     fake_start(&f, FAKE_FIXED);
-    c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
     assert_non_null(c);
     assert_int_equal(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_PROTOCOL);
     assert_non_null(strstr(err.message, "scene.changed"));
     assert_int_equal(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_CLOSED);
+    rp_client_error_free(&err);
     rp_client_close(c);
     fake_stop(&f);
+}
 
-    /* Replies to one ping, twice: the second is a reply nobody waits for. */
+/* Replies to one ping, twice: the second is a reply nobody waits for, a
+ * protocol error where a notification was wanted. */
+static void reply_nobody_asked_for_is_protocol_error(void **state)
+{
+    (void)state;
     static const char twice[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n"
                                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pong\":true}}\n";
     fake_fixed_reply = twice;
     fake_fixed_len = sizeof twice - 1;
+    fake_server f;
     fake_start(&f, FAKE_FIXED);
-    c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client_notification n = RP_CLIENT_NOTIFICATION_INIT;
+    rp_client *c = rp_client_connect_unix(f.path, rh_ms(RH_TIMEOUT_MS), &err);
     assert_non_null(c);
     assert_int_equal(rp_client_call(c, "ping", NULL, NULL, &err), RP_CLIENT_OK);
     assert_int_equal(rp_client_next_notification(c, rh_ms(RH_TIMEOUT_MS), &n, &err),
@@ -1753,39 +1936,82 @@ int main(int argc, char **argv)
     if (!rh_init(argc, argv))
         return 2;
     const struct CMUnitTest tests[] = {
+        /* calls that work */
         cmocka_unit_test_teardown(ping_and_scene_roundtrip_over_unix, rh_teardown),
         cmocka_unit_test_teardown(ping_and_scene_roundtrip_over_tcp, rh_teardown),
-        cmocka_unit_test_teardown(scene_replace_and_store_wide_revisions, rh_teardown),
+        /* store-wide revisions */
+        cmocka_unit_test_teardown(
+            scene_replace_swaps_the_content_and_conflicts_are_rpc_errors_with_data, rh_teardown),
+        cmocka_unit_test_teardown(deletions_report_the_revision_they_took, rh_teardown),
+        cmocka_unit_test_teardown(pipelined_mutations_of_two_scenes_take_consecutive_revisions,
+                                  rh_teardown),
+        /* connection errors */
         cmocka_unit_test_teardown(missing_socket_path_is_connect_error, rh_teardown),
         cmocka_unit_test_teardown(closed_tcp_port_is_connect_error, rh_teardown),
+        /* errors of a call */
         cmocka_unit_test_teardown(rpc_error_has_code_message_and_data_and_keeps_the_connection,
                                   rh_teardown),
         cmocka_unit_test_teardown(bad_arguments_are_arg_errors_and_send_nothing, rh_teardown),
         cmocka_unit_test_teardown(overlong_request_is_rpc_error_then_closed, rh_teardown),
+        /* servers that misbehave */
         cmocka_unit_test_teardown(server_that_closes_gives_closed, rh_teardown),
         cmocka_unit_test_teardown(garbage_reply_gives_protocol_error, rh_teardown),
         cmocka_unit_test_teardown(mismatched_reply_id_gives_protocol_error, rh_teardown),
         cmocka_unit_test_teardown(replies_are_read_the_way_cjson_reads_them, rh_teardown),
         cmocka_unit_test_teardown(long_messages_are_cut_between_characters, rh_teardown),
         cmocka_unit_test_teardown(silent_server_gives_timeout, rh_teardown),
+        /* pipelining */
         cmocka_unit_test_teardown(pipelining_1000_requests_replies_in_order_unix, rh_teardown),
         cmocka_unit_test_teardown(pipelining_1000_requests_replies_in_order_tcp, rh_teardown),
         cmocka_unit_test_teardown(pipelining_large_replies_does_not_deadlock, rh_teardown),
+        /* the daemon going away */
         cmocka_unit_test_teardown(daemon_gone_next_call_fails_cleanly_unix, rh_teardown),
         cmocka_unit_test_teardown(daemon_gone_next_call_fails_cleanly_tcp, rh_teardown),
         cmocka_unit_test_teardown(raw_lines_pass_through_until_the_server_closes, rh_teardown),
+        /* auth and the environment */
         cmocka_unit_test_teardown(auth_over_tcp_with_the_right_token, rh_teardown),
         cmocka_unit_test_teardown(default_unix_path_follows_repose_socket, rh_teardown),
         cmocka_unit_test_teardown(auth_file_reads_the_token_and_repose_token_file, rh_teardown),
-        cmocka_unit_test_teardown(urdf_model_put_and_fk_through_the_helpers, rh_teardown),
-        cmocka_unit_test_teardown(check_joints_known_answers, rh_teardown),
-        cmocka_unit_test_teardown(check_batch_joints_known_answers, rh_teardown),
-        cmocka_unit_test_teardown(check_motion_discrete_and_certified, rh_teardown),
-        cmocka_unit_test_teardown(helper_errors_name_the_problem, rh_teardown),
+        /* kinematic helpers: model.put from URDF, model.fk, model.get */
+        cmocka_unit_test_teardown(model_fk_puts_the_hand_where_the_ready_pose_has_it, rh_teardown),
+        cmocka_unit_test_teardown(model_put_urdf_takes_no_srdf_and_refusals_name_the_path,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(model_put_urdf_refuses_bad_arguments_without_sending,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(model_get_lists_the_joints_of_the_model_the_helper_put,
+                                  rh_teardown),
+        /* kinematic helpers: check, check.batch, check.motion */
+        cmocka_unit_test_teardown(check_joints_gives_known_answers_against_a_ball_in_the_hand,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(check_joints_sends_every_digit_so_limits_hold_to_the_last_bit,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(check_joints_with_nothing_to_measure_gives_infinite_distance,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(check_batch_joints_gives_each_configurations_validity,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(check_motion_finds_where_a_path_is_blocked_in_both_modes,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(check_motion_resolution_bounds_the_discrete_steps, rh_teardown),
+        cmocka_unit_test_teardown(check_motion_refuses_bad_resolutions_modes_and_paths,
+                                  rh_teardown),
+        /* kinematic helpers: errors */
+        cmocka_unit_test_teardown(helpers_report_unknown_models_and_scenes_as_not_found,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(helpers_report_wrong_joint_counts_with_the_path, rh_teardown),
+        cmocka_unit_test_teardown(helpers_refuse_nan_and_infinite_values_naming_the_element,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(helpers_refuse_null_and_non_utf8_arguments_without_sending,
+                                  rh_teardown),
         cmocka_unit_test_teardown(helper_result_without_its_members_is_protocol_error, rh_teardown),
+        /* watch notifications */
         cmocka_unit_test_teardown(notifications_are_queued_between_replies, rh_teardown),
-        cmocka_unit_test_teardown(notifications_and_pipelined_replies, rh_teardown),
-        cmocka_unit_test_teardown(odd_notification_lines, rh_teardown),
+        cmocka_unit_test_teardown(notifications_before_pipelined_replies_are_queued_by_recv,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(notifications_of_unknown_methods_are_handed_out_as_they_are,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(scene_notification_without_its_members_is_protocol_error,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(reply_nobody_asked_for_is_protocol_error, rh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,11 @@
  * included) unchanged, a success the clean result, a retry must work, and
  * nothing may leak.  AF_TRACE=1 in the environment prints every reply that
  * is not the clean one, and the clean results of the in-process calls.
+ *
+ * One test per sweep and kind: the requests by family (scene mutations,
+ * model puts and deletes, queries, the reply writer, batches), once with
+ * one allocation failing and once with every allocation failing from the
+ * N-th on; the in-process calls by function.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1329,11 +1334,34 @@ static void run_failing(req_case *c, size_t fill, unsigned long n, bool persiste
         fail_msg("%s, failing allocation %lu: %ld blocks leaked", c->kind, n, af_live() - live0);
 }
 
-static void sweep(bool persistent)
+/* The requests by what they do, one sweep of each kind per test. */
+typedef enum family { F_SCENE, F_MODEL, F_QUERY, F_WRITER, F_BATCH } family;
+
+static family family_of(const char *kind)
+{
+    if (strncmp(kind, "scene.", 6) == 0)
+        return F_SCENE; /* scene.create, put, remove, replace, delete */
+    if (strncmp(kind, "model.put", 9) == 0 || strcmp(kind, "model.delete") == 0)
+        return F_MODEL;
+    if (strncmp(kind, "check", 5) == 0 || strcmp(kind, "model.fk") == 0)
+        return F_QUERY; /* check, check.batch, check.motion, model.fk */
+    if (strncmp(kind, "writer:", 7) == 0)
+        return F_WRITER; /* large replies, full and empty output buffers */
+    if (strncmp(kind, "batch", 5) == 0)
+        return F_BATCH;
+    fail_msg("request case \"%s\" is in no family: no sweep would run it", kind);
+    abort(); /* not reached */
+}
+
+/* Every case of family f, with each allocation failing in turn (once, or
+ * from then on when persistent). */
+static void sweep(bool persistent, family f)
 {
     unsigned long points = 0;
     for (size_t i = 0; i < n_cases; i++) {
         req_case *c = &cases[i];
+        if (family_of(c->kind) != f)
+            continue;
         size_t fill = c->prefill;
         if (c->prefill == PREFILL_TIGHT) {
             /* Fill the writer's first 256-byte buffer so that the envelope
@@ -1351,20 +1379,77 @@ static void sweep(bool persistent)
                       clean.allocations, errors, survived, persistent ? " (persistent)" : "");
         points += clean.allocations;
     }
+    if (points == 0)
+        fail_msg("no request case in this family");
     print_message("%lu allocation-failure points%s\n", points, persistent ? " (persistent)" : "");
     total_points += points;
 }
 
-static void every_allocation_failing_once_gives_an_error_and_no_change(void **state)
+/* -- one allocation failing: the out-of-memory error (or the clean reply)
+ *    and the store unchanged (or as the clean run left it) -- */
+
+static void scene_mutations_fail_cleanly_when_any_one_allocation_fails(void **state)
 {
     (void)state;
-    sweep(false);
+    sweep(false, F_SCENE);
 }
 
-static void every_allocation_failing_from_n_on_changes_nothing(void **state)
+static void model_puts_and_deletes_fail_cleanly_when_any_one_allocation_fails(void **state)
 {
     (void)state;
-    sweep(true);
+    sweep(false, F_MODEL);
+}
+
+static void queries_fail_cleanly_when_any_one_allocation_fails(void **state)
+{
+    (void)state;
+    sweep(false, F_QUERY);
+}
+
+static void the_reply_writer_fails_cleanly_when_any_one_allocation_fails(void **state)
+{
+    (void)state;
+    sweep(false, F_WRITER);
+}
+
+static void batches_fail_cleanly_when_any_one_allocation_fails(void **state)
+{
+    (void)state;
+    sweep(false, F_BATCH);
+}
+
+/* -- every allocation failing from the N-th on: the error reply may not
+ *    fit, but the store is unchanged and nothing leaks -- */
+
+static void scene_mutations_change_nothing_when_allocation_fails_from_any_point_on(void **state)
+{
+    (void)state;
+    sweep(true, F_SCENE);
+}
+
+static void
+model_puts_and_deletes_change_nothing_when_allocation_fails_from_any_point_on(void **state)
+{
+    (void)state;
+    sweep(true, F_MODEL);
+}
+
+static void queries_change_nothing_when_allocation_fails_from_any_point_on(void **state)
+{
+    (void)state;
+    sweep(true, F_QUERY);
+}
+
+static void the_reply_writer_changes_nothing_when_allocation_fails_from_any_point_on(void **state)
+{
+    (void)state;
+    sweep(true, F_WRITER);
+}
+
+static void batches_change_nothing_when_allocation_fails_from_any_point_on(void **state)
+{
+    (void)state;
+    sweep(true, F_BATCH);
 }
 
 /* ---- URDF import ------------------------------------------------------------ */
@@ -1772,12 +1857,15 @@ static void api_run(const api_case *c, unsigned long n, bool persistent, unsigne
                  persistent ? " (persistent)" : "", af_live() - live0);
 }
 
-static void kinematic_calls_fail_cleanly_at_every_allocation(void **state)
+/* The api cases whose kind starts with `call`, each allocation failing
+ * once and then from it on. */
+static void api_sweep(const char *call)
 {
-    (void)state;
     unsigned long points = 0;
     for (size_t i = 0; i < sizeof api_cases / sizeof api_cases[0]; i++) {
         const api_case *c = &api_cases[i];
+        if (strncmp(c->kind, call, strlen(call)) != 0)
+            continue;
         unsigned long k = 0;
         size_t clean_memory = 0;
         api_run(c, 0, false, &k, &clean_memory);
@@ -1792,8 +1880,40 @@ static void kinematic_calls_fail_cleanly_at_every_allocation(void **state)
             points += k;
         }
     }
-    print_message("%lu allocation-failure points (kinematic calls in process)\n", points);
+    if (points == 0)
+        fail_msg("no in-process case for %s", call);
+    print_message("%lu allocation-failure points (%s in process)\n", points, call);
     total_points += points;
+}
+
+static void store_model_put_of_kinematic_models_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_store_model_put");
+}
+
+static void model_extend_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_model_extend");
+}
+
+static void model_fk_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_model_fk");
+}
+
+static void model_check_joints_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_model_check_joints");
+}
+
+static void model_check_motion_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_model_check_motion");
 }
 
 /* The wrappers themselves: a test that the harness can fail. */
@@ -1840,11 +1960,29 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* the harness */
         cmocka_unit_test(the_nth_allocation_fails_and_only_that_one),
+        /* URDF import */
         cmocka_unit_test(urdf_parse_fails_cleanly_at_every_allocation),
-        cmocka_unit_test(kinematic_calls_fail_cleanly_at_every_allocation),
-        cmocka_unit_test(every_allocation_failing_once_gives_an_error_and_no_change),
-        cmocka_unit_test(every_allocation_failing_from_n_on_changes_nothing),
+        /* kinematic calls in process */
+        cmocka_unit_test(store_model_put_of_kinematic_models_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(model_extend_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(model_fk_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(model_check_joints_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(model_check_motion_fails_cleanly_at_every_allocation),
+        /* requests, one allocation failing */
+        cmocka_unit_test(scene_mutations_fail_cleanly_when_any_one_allocation_fails),
+        cmocka_unit_test(model_puts_and_deletes_fail_cleanly_when_any_one_allocation_fails),
+        cmocka_unit_test(queries_fail_cleanly_when_any_one_allocation_fails),
+        cmocka_unit_test(the_reply_writer_fails_cleanly_when_any_one_allocation_fails),
+        cmocka_unit_test(batches_fail_cleanly_when_any_one_allocation_fails),
+        /* requests, every allocation failing from the N-th on */
+        cmocka_unit_test(scene_mutations_change_nothing_when_allocation_fails_from_any_point_on),
+        cmocka_unit_test(
+            model_puts_and_deletes_change_nothing_when_allocation_fails_from_any_point_on),
+        cmocka_unit_test(queries_change_nothing_when_allocation_fails_from_any_point_on),
+        cmocka_unit_test(the_reply_writer_changes_nothing_when_allocation_fails_from_any_point_on),
+        cmocka_unit_test(batches_change_nothing_when_allocation_fails_from_any_point_on),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -431,15 +431,25 @@ static void base_pose_moves_every_link(void **state)
     rp_store_free(st);
 }
 
-static void fk_refuses_frame_models_null_arrays_and_nonfinite_values(void **state)
+/* The planar arm, and "frames": a frame-indexed model with no joints. */
+static rp_model *planar_and_frame_model(rp_store *st, rp_model **frame_model)
 {
-    (void)state;
-    rp_store *st = rp_store_new(NULL);
     rp_model *m = planar_arm(st, "arm");
     rp_link fl[] = {{"x", 0, sphere(0, 0, 0, 1)}};
     rp_model_def fd = {.links = fl, .n_links = 1};
-    rp_model *frame_model = NULL;
-    assert_int_equal(rp_store_model_put(st, "frames", &fd, &frame_model, NULL), RP_OK);
+    *frame_model = NULL;
+    assert_int_equal(rp_store_model_put(st, "frames", &fd, frame_model, NULL), RP_OK);
+    return m;
+}
+
+/* A frame-indexed model has no joints: no dof, no joint or shape link, and
+ * fk and joint checks refuse it. */
+static void fk_and_joint_checks_refuse_frame_models(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_model *frame_model;
+    planar_and_frame_model(st, &frame_model);
     assert_false(rp_model_is_kinematic(frame_model));
     assert_int_equal(rp_model_dof(frame_model), 0);
     assert_int_equal(rp_model_dof_find(frame_model, "j1"), SIZE_MAX);
@@ -447,8 +457,36 @@ static void fk_refuses_frame_models_null_arrays_and_nonfinite_values(void **stat
     rp_transform poses[4];
     double q[2] = {0, 0};
     assert_int_equal(rp_model_fk(frame_model, NULL, q, poses), RP_ERR_INVALID_ARG);
+    rp_check_result r;
+    assert_int_equal(rp_model_check_joints(frame_model, NULL, NULL, q, NULL, &r),
+                     RP_ERR_INVALID_ARG);
+    rp_check_result_free(&r);
+    rp_store_free(st);
+}
+
+static void fk_refuses_null_joint_and_pose_arrays(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_model *frame_model;
+    rp_model *m = planar_and_frame_model(st, &frame_model);
+    rp_transform poses[4];
+    double q[2] = {0, 0};
     assert_int_equal(rp_model_fk(m, NULL, NULL, poses), RP_ERR_INVALID_ARG);
     assert_int_equal(rp_model_fk(m, NULL, q, NULL), RP_ERR_INVALID_ARG);
+    rp_store_free(st);
+}
+
+/* NaN and infinite joint values: RP_ERR_NONFINITE from fk and from joint
+ * checks, whose result then names no pair. */
+static void fk_and_joint_checks_refuse_nonfinite_values(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_model *frame_model;
+    rp_model *m = planar_and_frame_model(st, &frame_model);
+    rp_transform poses[4];
+    double q[2] = {0, 0};
     const double bad[] = {NAN, INFINITY, -INFINITY};
     for (int b = 0; b < 3; b++) {
         q[1] = bad[b];
@@ -460,11 +498,6 @@ static void fk_refuses_frame_models_null_arrays_and_nonfinite_values(void **stat
         assert_false(r.collision);
         rp_check_result_free(&r);
     }
-    rp_check_result r;
-    q[1] = 0;
-    assert_int_equal(rp_model_check_joints(frame_model, NULL, NULL, q, NULL, &r),
-                     RP_ERR_INVALID_ARG);
-    rp_check_result_free(&r);
     rp_store_free(st);
 }
 
@@ -2127,6 +2160,7 @@ static void extensions_leave_store_memory_alone_and_outlive_their_model(void **s
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* forward kinematics by hand */
         cmocka_unit_test(planar_arm_poses_match_hand_computation),
         cmocka_unit_test(prismatic_joint_translates_along_its_normalised_axis),
         cmocka_unit_test(mimic_joints_follow_their_source_through_chains),
@@ -2134,9 +2168,14 @@ int main(void)
         cmocka_unit_test(rpy_origins_compose_yaw_pitch_roll_including_gimbal_lock),
         cmocka_unit_test(arbitrary_axes_are_normalised_and_rotate_by_rodrigues),
         cmocka_unit_test(base_pose_moves_every_link),
-        cmocka_unit_test(fk_refuses_frame_models_null_arrays_and_nonfinite_values),
+        /* what fk and joint checks refuse */
+        cmocka_unit_test(fk_and_joint_checks_refuse_frame_models),
+        cmocka_unit_test(fk_refuses_null_joint_and_pose_arrays),
+        cmocka_unit_test(fk_and_joint_checks_refuse_nonfinite_values),
+        /* joint order, defaults, limits */
         cmocka_unit_test(active_joints_are_moving_non_mimic_joints_in_definition_order),
         cmocka_unit_test(limit_violations_are_strict_and_skip_unbounded_joints),
+        /* definitions refused, with the problem named */
         cmocka_unit_test(joints_naming_unknown_links_are_refused_with_the_end),
         cmocka_unit_test(two_parents_self_joints_and_duplicates_are_refused),
         cmocka_unit_test(cycles_roots_and_unreachable_links_are_refused),
@@ -2144,13 +2183,17 @@ int main(void)
         cmocka_unit_test(bad_mimics_and_defaults_are_refused),
         cmocka_unit_test(unknown_shape_pair_and_scene_links_are_refused),
         cmocka_unit_test(null_names_are_invalid_arguments_without_a_problem),
+        /* memory accounting */
         cmocka_unit_test(kinematic_models_return_memory_to_baseline),
+        /* checks of joint vectors */
         cmocka_unit_test(joint_checks_equal_checks_of_hand_computed_frames),
         cmocka_unit_test(allowed_link_pairs_disable_every_shape_pair_of_the_two_links),
         cmocka_unit_test(allowed_scene_pairs_remove_exactly_that_pair_in_every_mode),
+        /* against the independent reference on random trees */
         cmocka_unit_test(fk_matches_long_double_reference_on_random_trees),
         cmocka_unit_test(kinematic_and_frame_indexed_twins_check_alike),
         cmocka_unit_test(batch_checks_equal_lone_checks),
+        /* rp_model_extend: attached shapes and allowed scene pairs */
         cmocka_unit_test(attached_shape_moves_with_its_link),
         cmocka_unit_test(attached_shapes_skip_own_frame_allowed_and_touch_links),
         cmocka_unit_test(extension_allowed_scene_pairs_add_to_the_models),

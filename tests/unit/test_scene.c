@@ -2137,7 +2137,7 @@ static void replace_and_delete_return_memory_and_shape_count_to_baseline(void **
 #define EMPTY_SCENE_BUDGET 320
 #define ONE_SHAPE_SCENE_BUDGET 640
 
-static void small_scenes_cost_little(void **state)
+static void empty_and_one_shape_scenes_stay_within_their_memory_budget(void **state)
 {
     (void)state;
     enum { N = 1000 };
@@ -2211,6 +2211,7 @@ static void small_scene_grows_while_snapshots_hold_it(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* the store: create, delete, list, find */
         cmocka_unit_test(new_store_is_empty_and_fills_in_default_limits),
         cmocka_unit_test(create_without_shapes_starts_empty_at_the_next_store_revision),
         cmocka_unit_test(create_with_shapes_holds_them_at_revision_one),
@@ -2221,6 +2222,7 @@ int main(void)
         cmocka_unit_test(deleted_scene_is_gone_and_recreating_it_starts_empty_at_a_fresh_revision),
         cmocka_unit_test(store_list_stays_sorted_by_name_under_random_creates_and_deletes),
         cmocka_unit_test(store_find_matches_whole_names_only),
+        /* put */
         cmocka_unit_test(put_inserts_new_ids_and_bumps_revision_once),
         cmocka_unit_test(put_of_existing_id_replaces_shape_and_bumps_revision_once),
         cmocka_unit_test(empty_put_bumps_revision_and_changes_nothing_else),
@@ -2232,19 +2234,24 @@ int main(void)
             store_put_with_nonzero_if_revision_on_missing_scene_conflicts_with_actual_zero),
         cmocka_unit_test(store_put_without_create_on_missing_scene_is_not_found),
         cmocka_unit_test(store_put_on_existing_scene_puts_into_it_with_compare_and_set),
+        /* the per-scene shape limit */
         cmocka_unit_test(put_beyond_shape_limit_fails_and_leaves_scene_unchanged),
         cmocka_unit_test(put_replacing_existing_ids_at_the_limit_succeeds),
         cmocka_unit_test(duplicates_of_a_new_id_count_once_against_the_limit),
         cmocka_unit_test(create_beyond_shape_limit_fails_and_creates_nothing),
+        /* remove */
         cmocka_unit_test(remove_counts_removed_ids_ignoring_unknown_and_duplicates),
         cmocka_unit_test(remove_bumps_revision_even_when_nothing_matches),
         cmocka_unit_test(remove_with_stale_if_revision_fails_and_removes_nothing),
         cmocka_unit_test(removing_every_shape_empties_the_scene_and_it_refills),
+        /* consistency under random mutations */
         cmocka_unit_test(find_id_at_and_shape_at_agree_with_a_model_under_random_puts_and_removes),
         cmocka_unit_test(ids_sharing_hash_buckets_stay_findable_under_random_puts_and_removes),
         cmocka_unit_test(sorted_view_lists_ids_in_strcmp_order),
+        /* accounting */
         cmocka_unit_test(memory_and_shape_count_return_to_baseline_after_everything_is_deleted),
         cmocka_unit_test(repeated_put_and_remove_cycles_do_not_drift_memory),
+        /* queries */
         cmocka_unit_test(query_on_empty_scene_or_subset_has_no_minimum),
         cmocka_unit_test(query_with_single_shape_reports_that_pair),
         cmocka_unit_test(nearest_ties_go_to_lowest_query_then_smallest_id),
@@ -2256,13 +2263,16 @@ int main(void)
         cmocka_unit_test(subset_restricts_the_scan_to_the_listed_shapes),
         cmocka_unit_test(shapes_all_at_one_point_tie_by_id),
         cmocka_unit_test(query_result_free_is_safe_on_zeroed_and_freed_results),
+        /* store-wide revisions */
         cmocka_unit_test(store_revision_counts_committed_mutations_of_every_scene_and_nothing_else),
+        /* replace */
         cmocka_unit_test(replace_swaps_the_whole_content_at_the_next_revision),
         cmocka_unit_test(replace_with_if_revision_applies_on_match_and_changes_nothing_on_mismatch),
         cmocka_unit_test(replace_of_a_missing_scene_needs_create_and_counts_it_as_revision_zero),
         cmocka_unit_test(replace_beyond_the_shape_limit_keeps_the_old_content),
         cmocka_unit_test(replace_and_delete_return_memory_and_shape_count_to_baseline),
-        cmocka_unit_test(small_scenes_cost_little),
+        /* per-scene overhead */
+        cmocka_unit_test(empty_and_one_shape_scenes_stay_within_their_memory_budget),
         cmocka_unit_test(small_scene_grows_while_snapshots_hold_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
