@@ -281,6 +281,10 @@ void rp_jw_null(rp_jw *w);
 void rp_jw_value_raw(rp_jw *w, const char *json, size_t n);
 void rp_jw_vec3(rp_jw *w, rp_vec3 v);          /* [x,y,z] */
 void rp_jw_shape(rp_jw *w, const rp_shape *s); /* the protocol's shape object */
+/* One link shape as model.put takes it and model.get gives it: its id,
+ * then its tree link (`link`, a kinematic model) or its frame (link NULL:
+ * the frame index, null for the base), then its shape. */
+void rp_jw_link(rp_jw *w, const rp_link *l, const char *link);
 /* One joint as model.put takes it and model.get gives it. */
 void rp_jw_joint_def(rp_jw *w, const rp_joint_def *j);
 /* The params of the model.put that defines model `name` as d does, in the

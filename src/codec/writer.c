@@ -813,6 +813,26 @@ static void write_pairs(rp_jw *w, const char *const *names, size_t n)
     rp_jw_array_end(w);
 }
 
+void rp_jw_link(rp_jw *w, const rp_link *l, const char *link)
+{
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "id");
+    rp_jw_string(w, l->id);
+    if (link) {
+        RP_JW_KEY(w, "link");
+        rp_jw_string(w, link);
+    } else {
+        RP_JW_KEY(w, "frame");
+        if (l->frame < 0)
+            rp_jw_null(w);
+        else
+            rp_jw_int(w, l->frame);
+    }
+    RP_JW_KEY(w, "shape");
+    rp_jw_shape(w, &l->shape);
+    rp_jw_object_end(w);
+}
+
 void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
 {
     bool kin = d->shape_links != NULL || d->n_joints > 0;
@@ -828,25 +848,8 @@ void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
     }
     RP_JW_KEY(w, "links");
     rp_jw_array_begin(w);
-    for (size_t i = 0; i < d->n_links; i++) {
-        const rp_link *l = &d->links[i];
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "id");
-        rp_jw_string(w, l->id);
-        if (kin) {
-            RP_JW_KEY(w, "link");
-            rp_jw_string(w, d->shape_links[i]);
-        } else {
-            RP_JW_KEY(w, "frame");
-            if (l->frame < 0)
-                rp_jw_null(w);
-            else
-                rp_jw_int(w, l->frame);
-        }
-        RP_JW_KEY(w, "shape");
-        rp_jw_shape(w, &l->shape);
-        rp_jw_object_end(w);
-    }
+    for (size_t i = 0; i < d->n_links; i++)
+        rp_jw_link(w, &d->links[i], kin ? d->shape_links[i] : NULL);
     rp_jw_array_end(w);
     if (kin) {
         RP_JW_KEY(w, "joints");

@@ -964,6 +964,61 @@ static cJSON *next_any_notification(rh_conn *c)
     }
 }
 
+/* --fsync always, the fsync fails: the held replies are rewritten from what
+ * the protocol layer recorded of them, not read back: every success keeps
+ * its id as it was written (a string with escapes, a number as cJSON wrote
+ * it, null) and becomes -32007; an error stays as it was, and the batch's
+ * brackets and commas and the line ends are untouched. */
+static void undone_replies_keep_their_ids_and_their_errors(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    char data[600];
+    rh_conn *c;
+    rh_daemon *d = faulty_with_scene(dir, "always", "g", data, sizeof data, &c);
+    fault(dir, "fsync", "1");
+    assert_true(rh_send_line(
+        c, "[{\"jsonrpc\":\"2.0\",\"id\":\"a\\\"b\\u00e9\",\"method\":\"scene.put\",\"params\":"
+           "{\"scene\":\"g\",\"shapes\":{\"s\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}}}},"
+           "{\"jsonrpc\":\"2.0\",\"id\":1.5e3,\"method\":\"no.such\"},"
+           "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"},"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"},"
+           "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}]\n"
+           "{\"jsonrpc\":\"2.0\",\"id\":-7,\"method\":\"ping\"}"));
+    const char *line;
+    size_t len;
+    assert_int_equal(rh_read_line(c, rh_ms(10000), &line, &len), RH_LINE);
+    cJSON *rep = cJSON_ParseWithLength(line, len);
+    assert_true(cJSON_IsArray(rep));
+    assert_int_equal(cJSON_GetArraySize(rep), 4); /* the notification has no reply */
+    const cJSON *r0 = cJSON_GetArrayItem(rep, 0), *r1 = cJSON_GetArrayItem(rep, 1);
+    const cJSON *r2 = cJSON_GetArrayItem(rep, 2), *r3 = cJSON_GetArrayItem(rep, 3);
+    expect_storage_error(r0, "fsync failed");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(r0, "id")->valuestring, "a\"b\xc3\xa9");
+    assert_int_equal((int)num_at(r1, "error.code"), -32601);
+    assert_int_equal((int)num_at(r1, "id"), 1500);
+    expect_storage_error(r2, "fsync failed");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r2, "id")));
+    assert_int_equal((int)num_at(r3, "error.code"), -32600); /* an array id */
+    cJSON_Delete(rep);
+    /* The line after it: run in the same group (then its success is
+     * answered -32007 too) or after the group ended. */
+    rep = read_json(c);
+    assert_int_equal((int)num_at(rep, "id"), -7);
+    if (at(rep, "error"))
+        expect_storage_error(rep, "fsync failed");
+    else
+        assert_true(cJSON_IsTrue(at(rep, "result.pong")));
+    cJSON_Delete(rep);
+    fault(dir, "fsync", NULL);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.get\",\"params\":{"
+                       "\"scene\":\"g\"}}");
+    assert_null(at(rep, "result.shapes.s"));
+    cJSON_Delete(rep);
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* --fsync always, the fsync fails: every mutation of the group (several
  * connections, a batch, a model) is undone and answered -32007, memory is
  * as before, reads go on, watchers hear nothing of it; once fsync works,
@@ -1879,6 +1934,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(a_kill_during_save_loses_nothing),
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
         DAEMON_TEST(a_failed_fsync_undoes_the_group),
+        DAEMON_TEST(undone_replies_keep_their_ids_and_their_errors),
         DAEMON_TEST(every_mutating_method_reaches_journal_watchers_undo_and_snapshot),
         DAEMON_TEST(models_come_back_as_they_were),
         DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),

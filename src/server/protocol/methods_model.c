@@ -852,16 +852,9 @@ static void write_kinematic(rp_jw *w, const rp_model *m)
     RP_JW_KEY(w, "shapes");
     rp_jw_array_begin(w);
     for (size_t i = 0; i < rp_model_link_count(m); i++) {
-        rp_jw_object_begin(w);
-        RP_JW_KEY(w, "id");
-        rp_jw_string(w, rp_model_link_at(m, i)->id);
-        RP_JW_KEY(w, "link");
-        rp_jw_string(w, rp_model_tree_link_name(m, rp_model_shape_link(m, i)));
-        RP_JW_KEY(w, "shape");
-        rp_shape local;
-        rp_model_shape_local(m, i, &local);
-        rp_jw_shape(w, &local);
-        rp_jw_object_end(w);
+        rp_link l = *rp_model_link_at(m, i);
+        rp_model_shape_local(m, i, &l.shape); /* as given, in its link's frame */
+        rp_jw_link(w, &l, rp_model_tree_link_name(m, rp_model_shape_link(m, i)));
     }
     rp_jw_array_end(w);
     RP_JW_KEY(w, "allowed_pairs");
@@ -894,20 +887,8 @@ bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w)
     } else {
         RP_JW_KEY(w, "links");
         rp_jw_array_begin(w);
-        for (size_t i = 0; i < rp_model_link_count(m); i++) {
-            const rp_link *l = rp_model_link_at(m, i);
-            rp_jw_object_begin(w);
-            RP_JW_KEY(w, "id");
-            rp_jw_string(w, l->id);
-            RP_JW_KEY(w, "frame");
-            if (l->frame < 0)
-                rp_jw_null(w);
-            else
-                rp_jw_int(w, l->frame);
-            RP_JW_KEY(w, "shape");
-            rp_jw_shape(w, &l->shape);
-            rp_jw_object_end(w);
-        }
+        for (size_t i = 0; i < rp_model_link_count(m); i++)
+            rp_jw_link(w, rp_model_link_at(m, i), NULL);
         rp_jw_array_end(w);
         RP_JW_KEY(w, "allowed_pairs");
         rp_jw_array_begin(w);
