@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 
+#include "server/core/core.h"
 #include "server/protocol/methods.h"
 #include "server/protocol/req.h"
 #include "server/protocol/rpc.h"
@@ -721,6 +722,43 @@ static void every_status_maps_to_a_protocol_code(void **state)
     assert_int_equal(rpd_status_code((rp_status)9999), -32603);
 }
 
+/* The shapes a put's change record writes (rpd_change_written): sorted by
+ * id, each id once with the shape given last; ids that come sorted take
+ * the path without a sort and give the same answer. */
+static void a_change_writes_each_id_once_sorted_with_the_last_shape(void **state)
+{
+    (void)state;
+    rp_shape s[5];
+    for (int i = 0; i < 5; i++)
+        s[i] = (rp_shape){.kind = RP_SHAPE_SPHERE, .sphere = {{i, 0, 0}, 1}};
+    rp_shape_put given[] = {{"b", s[0]}, {"a", s[1]}, {"c", s[2]}, {"a", s[3]}, {"b", s[4]}};
+    rp_change c = {.kind = RP_CHANGE_SCENE_PUT, .name = "x", .shapes = given, .n_shapes = 5};
+    size_t n = 0;
+    const rp_shape_put **w = rpd_change_written(&c, &n);
+    assert_non_null(w);
+    assert_int_equal(n, 3);
+    assert_string_equal(w[0]->id, "a");
+    assert_ptr_equal(w[0], &given[3]);
+    assert_string_equal(w[1]->id, "b");
+    assert_ptr_equal(w[1], &given[4]);
+    assert_ptr_equal(w[2], &given[2]);
+    free(w);
+    rp_shape_put sorted[] = {{"a", s[0]}, {"aa", s[1]}, {"b", s[2]}};
+    c.shapes = sorted;
+    c.n_shapes = 3;
+    w = rpd_change_written(&c, &n);
+    assert_non_null(w);
+    assert_int_equal(n, 3);
+    for (size_t k = 0; k < 3; k++)
+        assert_ptr_equal(w[k], &sorted[k]);
+    free(w);
+    c.n_shapes = 0;
+    w = rpd_change_written(&c, &n);
+    assert_non_null(w);
+    assert_int_equal(n, 0);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -757,6 +795,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(quoted_input_is_cut_between_characters, setup, teardown),
         cmocka_unit_test(work_budget_is_per_line),
         cmocka_unit_test(every_status_maps_to_a_protocol_code),
+        cmocka_unit_test(a_change_writes_each_id_once_sorted_with_the_last_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
