@@ -59,6 +59,7 @@ SEMANTIC_REASONS = (
     "duplicate key",                # object keys given twice (json.loads keeps one)
     "duplicate link id",            # uniqueness across array elements
     "names no link of this model",  # reference to another field
+    "names no link of params.tree_links",  # a joint's parent or child, a shape's link
     "must hold",                    # frames count = the model's frame count
     "quaternion norm",              # |q| within 1e-6 of 1
     "orthonormal",                  # rotation matrix check

@@ -26,7 +26,6 @@
 #include <string.h>
 
 #include "watch.h"
-#include "server/protocol/methods.h"
 
 typedef struct change {
     uint64_t revision;
@@ -651,7 +650,7 @@ void rpd_watch_hub_free(rpd_watch_hub *hub)
     free(hub);
 }
 
-/* ---- handlers ----------------------------------------------------------------- */
+/* ---- watches: start and end ------------------------------------------------------- */
 
 /* The scene's recorder, created on its first watch. */
 static wscene *track(rpd_watch_hub *hub, const rp_scene *sc)
@@ -678,7 +677,7 @@ static wscene *track(rpd_watch_hub *hub, const rp_scene *sc)
     return ws;
 }
 
-static size_t session_watches(const rpd_session *s)
+size_t rpd_watch_session_count(const rpd_session *s)
 {
     size_t n = 0;
     for (const rpd_watch *w = s->watches; w; w = w->session_next)
@@ -686,44 +685,26 @@ static size_t session_watches(const rpd_session *s)
     return n;
 }
 
-bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w)
+rp_status rpd_watch_add(rpd_watch_hub *hub, rpd_session *s, const rp_scene *sc,
+                        const uint64_t *since, uint64_t *id, uint64_t *revision)
 {
-    static const char *const keys[] = {"scene", "since", NULL};
-    char path[RP_CODEC_PATH_MAX];
-    rp_codec_err ce;
-    rpd_core *core = req->core;
-    if (!rpd_check_keys(req, params, keys))
-        return false;
-    const char *name;
-    if (!rp_codec_name(rpd_param(params, "scene", path), path, &name, &ce))
-        return rpd_fail_params(req, &ce);
-    uint64_t since = 0;
-    const cJSON *since_j = rpd_param(params, "since", path);
-    if (since_j && !rp_codec_uint(since_j, path, &since, &ce))
-        return rpd_fail_params(req, &ce);
-    const rp_scene *sc = rp_store_find(core->store, name);
-    if (!sc)
-        return rpd_fail_not_found(req, "scene", name);
-    if (session_watches(req->session) >= core->limits.max_watches)
-        return rpd_fail_limit(req, RPD_LIMIT_max_watches, core->limits.max_watches);
     rpd_watch *wt = calloc(1, sizeof *wt);
-    wscene *ws = wt ? track(core->watch, sc) : NULL;
+    wscene *ws = wt ? track(hub, sc) : NULL;
     if (!ws) {
         free(wt);
-        return rpd_fail_status(req, RP_ERR_NOMEM);
+        return RP_ERR_NOMEM;
     }
-    rpd_watch_hub *hub = core->watch;
     wt->id = ++hub->next_id;
     wt->head_len = (unsigned)snprintf(wt->head, sizeof wt->head, "%s%llu,", changed_head,
                                       (unsigned long long)wt->id);
     wt->ws = ws;
-    wt->session = req->session;
+    wt->session = s;
     wt->seen = ws->current;
-    if (since_j) {
+    if (since) {
         /* Replay from `since` when the history reaches back to it; a
          * revision outside (base, current] cannot be caught up. */
-        if (since >= ws->base && since <= ws->current)
-            wt->seen = since;
+        if (*since >= ws->base && *since <= ws->current)
+            wt->seen = *since;
         else
             wt->resync = true;
         if (wt->seen < ws->current || wt->resync)
@@ -733,48 +714,21 @@ bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w)
     if (ws->watches)
         ws->watches->prev = wt;
     ws->watches = wt;
-    wt->session_next = req->session->watches;
-    req->session->watches = wt;
+    wt->session_next = s->watches;
+    s->watches = wt;
     hub->watches++;
-
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "scene");
-    rp_jw_string(w, name);
-    RP_JW_KEY(w, "revision");
-    rp_jw_uint(w, ws->current);
-    RP_JW_KEY(w, "watch");
-    rp_jw_uint(w, wt->id);
-    rp_jw_object_end(w);
-    return true;
+    *id = wt->id;
+    *revision = ws->current;
+    return RP_OK;
 }
 
-bool rpd_m_scene_unwatch(rpd_req *req, const cJSON *params, rp_jw *w)
+bool rpd_watch_remove(rpd_watch_hub *hub, rpd_session *s, uint64_t id)
 {
-    static const char *const keys[] = {"watch", NULL};
-    char path[RP_CODEC_PATH_MAX];
-    rp_codec_err ce;
-    if (!rpd_check_keys(req, params, keys))
-        return false;
-    const cJSON *id_j = rpd_param(params, "watch", path);
-    uint64_t id;
-    if (!id_j)
-        return rpd_fail_path(req, path, "is required");
-    if (!rp_codec_uint(id_j, path, &id, &ce))
-        return rpd_fail_params(req, &ce);
-    rpd_watch *wt = req->session->watches;
+    rpd_watch *wt = s->watches;
     while (wt && wt->id != id)
         wt = wt->session_next;
-    if (!wt) {
-        char text[24];
-        snprintf(text, sizeof text, "%llu", (unsigned long long)id);
-        return rpd_fail_not_found(req, "watch", text);
-    }
-    unlink_watch(req->core->watch, wt);
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "watch");
-    rp_jw_uint(w, id);
-    RP_JW_KEY(w, "unwatched");
-    rp_jw_bool(w, true);
-    rp_jw_object_end(w);
+    if (!wt)
+        return false;
+    unlink_watch(hub, wt);
     return true;
 }

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/protocol/req.h"
+#include "server/core/core.h"
 
 #define RPD_WATCH_HISTORY_CHANGES 4096
 #define RPD_WATCH_HISTORY_BYTES (4u << 20)
@@ -110,8 +110,15 @@ void rpd_watch_drained(rpd_watch_hub *hub, rpd_session *s, const rpd_limits *lim
 /* Ends every watch of a session (its connection is closing). */
 void rpd_watch_session_end(rpd_watch_hub *hub, rpd_session *s);
 
-/* Handlers (methods table). */
-bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w);
-bool rpd_m_scene_unwatch(rpd_req *req, const cJSON *params, rp_jw *w);
+/* scene.watch and scene.unwatch (protocol/methods_watch.c checks their
+ * params).  add starts a watch of scene sc for session s, replaying from
+ * *since when given (a revision the history cannot reach brings
+ * scene.resync): its id and the revision it starts at; RP_ERR_NOMEM.
+ * remove ends watch `id` of session s; false when s has none by that id.
+ * session_count: the watches s has open. */
+rp_status rpd_watch_add(rpd_watch_hub *hub, rpd_session *s, const rp_scene *sc,
+                        const uint64_t *since, uint64_t *id, uint64_t *revision);
+bool rpd_watch_remove(rpd_watch_hub *hub, rpd_session *s, uint64_t id);
+size_t rpd_watch_session_count(const rpd_session *s);
 
 #endif /* REPOSE_SERVER_WATCH_H */

@@ -28,7 +28,6 @@
 #include "server/core/limits.h"
 #include "snapshot.h"
 #include "server/core/log.h"
-#include "server/protocol/methods.h"
 #include "server/core/stats.h"
 
 #define RPD_FSYNC_SAMPLES 1024
@@ -70,11 +69,11 @@ struct rpd_durable {
     uint64_t sync_target, sync_journal_id;
     bool resave; /* the start repaired or upgraded the directory: save at once */
     bool replaying;
-    /* The mutation in progress (begin .. end). */
-    const char *method;
-    const cJSON *params;
-    int refused_err; /* why the commit hook refused it */
-    rp_jw text;      /* the record's params, written out */
+    /* A mutation is in progress (begin .. end). */
+    bool in_mutation;
+    rpd_apply_fn apply; /* replays a record (rpd_durable_open) */
+    int refused_err;    /* why the commit hook refused it */
+    rp_jw text;         /* the record's params, written out */
     /* --fsync always: the group, records written since the last fsync
      * whose replies wait for the next one (rpd_durable_group_sync). */
     uint64_t group_records, group_from, group_seq;
@@ -349,12 +348,6 @@ static int append(rpd_durable *d, uint64_t revision, const char *method, const c
     return 0;
 }
 
-static bool fail_storage(rpd_req *req, const char *what, int err)
-{
-    req->core->durable->write_errors++;
-    return rpd_fail_storage(req, "%s: %s", what, strerror(err));
-}
-
 /* Writes {id: shape, ...} of a put or replace, each id once with the shape
  * given last, in id order (a JSON object must not repeat a key); false
  * when out of memory. */
@@ -439,7 +432,7 @@ static int on_commit(void *ctx, const rp_change *change)
     uint64_t revision = change->revision;
     if (d->replaying)
         return 0;
-    if (!d->method) {
+    if (!d->in_mutation) {
         /* Every mutation comes through dispatch (begin .. end); one that
          * did not would change what the journal cannot bring back. */
         rpd_log(RPD_LOG_ERROR, "journal: a store mutation outside a request; refused");
@@ -469,60 +462,56 @@ static int on_commit(void *ctx, const rp_change *change)
     return 0;
 }
 
-bool rpd_durable_refused(rpd_req *req)
+void rpd_durable_refusal(rpd_durable *d, char *why, size_t cap)
 {
-    rpd_durable *d = req->core->durable;
-    int err = d && d->refused_err ? d->refused_err : EIO;
-    if (d)
-        d->refused_err = 0;
-    return d ? fail_storage(req, "could not write the journal", err)
-             : rpd_fail_storage(req, "the store refused the change");
+    int err = d->refused_err ? d->refused_err : EIO;
+    d->refused_err = 0;
+    d->write_errors++;
+    snprintf(why, cap, "could not write the journal: %s", strerror(err));
 }
 
-bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params)
+int rpd_durable_begin(rpd_durable *d, char *why, size_t cap)
 {
-    rpd_durable *d = req->core->durable;
     if (!d || d->replaying)
-        return true;
+        return 0;
     if (d->sync_failed) {
         d->write_errors++;
-        return rpd_fail_storage(req, "the journal's last fsync failed; mutations are refused "
-                                     "until it succeeds");
+        snprintf(why, cap,
+                 "the journal's last fsync failed; mutations are refused until it "
+                 "succeeds");
+        return EIO;
     }
     /* A record after a partial one would be lost behind it at the next
      * start: the partial one goes first. */
     if (d->ragged && !cut_back(d)) {
+        int err = errno;
         d->write_errors++;
-        return rpd_fail_storage(req,
-                                "the journal ends in a partial record that cannot be cut "
-                                "off: %s",
-                                strerror(errno));
+        snprintf(why, cap, "the journal ends in a partial record that cannot be cut off: %s",
+                 strerror(err));
+        return err ? err : EIO;
     }
     /* --fsync always: the store as it was before the group's first
      * mutation, to put back if the group's fsync fails. */
     if (d->policy == RPD_FSYNC_ALWAYS && d->group_records == 0 && !d->group_undo &&
-        !(d->group_undo = rp_store_snapshot(req->core->store)))
-        return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
-    d->method = method;
-    d->params = params;
+        !(d->group_undo = rp_store_snapshot(d->core->store)))
+        return ENOMEM;
+    d->in_mutation = true;
     d->refused_err = 0;
     d->seq0 = d->group_seq;
-    return true;
+    return 0;
 }
 
-void rpd_durable_end(rpd_req *req)
+void rpd_durable_end(rpd_durable *d, rpd_session *s)
 {
-    rpd_durable *d = req->core->durable;
     if (!d || d->replaying)
         return;
     if (d->group_records == 0 && d->group_undo) {
         rp_store_free(d->group_undo); /* nothing committed: no group to undo */
         d->group_undo = NULL;
     }
-    if (d->group_seq != d->seq0 && req->session)
-        req->session->group_epoch1 = d->group_epoch + 1;
-    d->method = NULL;
-    d->params = NULL;
+    if (d->group_seq != d->seq0 && s)
+        s->group_epoch1 = d->group_epoch + 1;
+    d->in_mutation = false;
 }
 
 /* ---- group commit (--fsync always) ---------------------------------------------------- */
@@ -1002,43 +991,20 @@ typedef struct replay {
  * false (with r->why) when it does not apply. */
 static bool apply(replay *r, const char *method, const char *json, size_t len, uint64_t revision)
 {
-    size_t index;
-    const rpd_method *m = rpd_method_find(method, &index);
-    if (!m || !(m->flags & RPD_METHOD_MUTATES)) {
-        snprintf(r->why, sizeof r->why, "not a mutation");
-        return false;
-    }
     if (rp_store_revision(r->core->store) + 1 != revision) {
         snprintf(r->why, sizeof r->why, "revision %llu follows %llu", (unsigned long long)revision,
                  (unsigned long long)rp_store_revision(r->core->store));
         return false;
     }
-    cJSON *params = cJSON_ParseWithLength(json, len);
-    rpd_session session;
-    memset(&session, 0, sizeof session);
-    rpd_req req;
-    memset(&req, 0, sizeof req);
-    /* A mutation that was acknowledged applies whatever the limits now. */
-    rpd_line line = {UINT64_MAX, RPD_LIMIT_max_request_work, NULL};
-    req.core = r->core;
-    req.session = &session;
-    req.line = &line;
-    rp_jw w;
-    rp_jw_init(&w);
-    bool ok = params && cJSON_IsObject(params) && m->handler(&req, params, &w);
-    rp_jw_free(&w);
-    bool parsed = params != NULL;
-    cJSON_Delete(params);
-    if (ok && rp_store_revision(r->core->store) == revision)
+    char why[400];
+    if (!r->d->apply(r->core, method, json, len, why, sizeof why)) {
+        snprintf(r->why, sizeof r->why, "%s", why);
+        return false;
+    }
+    if (rp_store_revision(r->core->store) == revision)
         return true;
-    if (!parsed)
-        snprintf(r->why, sizeof r->why, "%s: params are not JSON", method);
-    else if (!ok)
-        snprintf(r->why, sizeof r->why, "%s does not apply: %s", method, req.err.message);
-    else
-        snprintf(r->why, sizeof r->why, "%s took revision %llu, not %llu", method,
-                 (unsigned long long)rp_store_revision(r->core->store),
-                 (unsigned long long)revision);
+    snprintf(r->why, sizeof r->why, "%s took revision %llu, not %llu", method,
+             (unsigned long long)rp_store_revision(r->core->store), (unsigned long long)revision);
     return false;
 }
 
@@ -1609,7 +1575,8 @@ static bool open_dir(rpd_durable *d)
     return true;
 }
 
-rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core)
+rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core,
+                              rpd_apply_fn apply_record)
 {
     rpd_durable *d = calloc(1, sizeof *d);
     if (!d || !(d->dir = strdup(dir))) {
@@ -1620,6 +1587,7 @@ rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rp
     d->dir_fd = d->lock_fd = d->journal_fd = d->sync_fd = d->retired_fd = d->header_fd = -1;
     rp_jw_init(&d->text);
     d->policy = policy;
+    d->apply = apply_record;
     d->snapshot_after = RPD_SNAPSHOT_AFTER_DEFAULT;
     if (!open_dir(d))
         goto fail;

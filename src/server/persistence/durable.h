@@ -9,7 +9,12 @@
  * store's commit hook (rp_store_set_commit_hook): once the mutation has
  * checked everything and just before it changes anything.  A record that
  * cannot be written aborts the mutation, which then changed nothing, and
- * the handler answers -32007 (rpd_durable_refused).
+ * the handler answers -32007 with the reason rpd_durable_refusal gives.
+ *
+ * This layer knows no request and no method handler (docs/ARCHITECTURE.md,
+ * Layers): the protocol layer turns its outcomes into JSON-RPC errors, and
+ * the journal is replayed through the function the daemon passes to
+ * rpd_durable_open.
  *
  * --fsync always: group commit.  Records written while the loop runs its
  * lines wait for one fsync at the end of the loop iteration
@@ -39,9 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
-#include "server/protocol/req.h"
+#include "server/core/core.h"
 
 typedef enum rpd_fsync {
     RPD_FSYNC_EVERYSEC, /* the default, as Redis's appendfsync */
@@ -70,7 +73,13 @@ typedef struct rpd_durable rpd_durable;
  * its synced length (repair keeps its whole records).  After a repair that
  * cut the journal, or in files of the previous format, a snapshot and a
  * new journal are written before it returns. */
-rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core);
+/* Applies one journal record to core->store: the mutation `method` with
+ * its params (JSON text of len bytes), as the protocol layer runs it; false
+ * with why when it does not apply. */
+typedef bool (*rpd_apply_fn)(rpd_core *core, const char *method, const char *json, size_t len,
+                             char *why, size_t cap);
+rpd_durable *rpd_durable_open(const char *dir, rpd_fsync policy, bool repair, rpd_core *core,
+                              rpd_apply_fn apply);
 
 /* Fsyncs what is unsynced (at shutdown, whatever the policy) and closes
  * everything.  NULL is a no-op. */
@@ -85,14 +94,16 @@ bool rpd_durable_sync_due(rpd_durable *d);
 int rpd_durable_sync_run(rpd_durable *d, uint64_t *ns);
 void rpd_durable_sync_done(rpd_durable *d, int err, uint64_t ns);
 
-/* Around a mutation's handler (see above).  begin returns false (and
- * fills req->err) when the journal is failed and cannot be repaired yet,
- * or memory is short; the handler must then not run. */
-bool rpd_durable_begin(rpd_req *req, const char *method, const cJSON *params);
-void rpd_durable_end(rpd_req *req);
-/* The -32007 answer for a mutation the commit hook refused (the store
- * returned RP_ERR_ABORTED); always false. */
-bool rpd_durable_refused(rpd_req *req);
+/* Around a mutation's handler (see above; d may be NULL).  begin returns 0,
+ * or ENOMEM (memory is short), or another errno with why filled when the
+ * journal is failed and cannot be repaired yet: the handler must then not
+ * run, and the mutation is answered -32603 or -32007.  end says which
+ * group the mutation's record joined in session s. */
+int rpd_durable_begin(rpd_durable *d, char *why, size_t cap);
+void rpd_durable_end(rpd_durable *d, rpd_session *s);
+/* Why the commit hook refused the last mutation (the store returned
+ * RP_ERR_ABORTED), for its -32007 answer; counted as a write error. */
+void rpd_durable_refusal(rpd_durable *d, char *why, size_t cap);
 
 /* Group commit (--fsync always).  group_seq rises with every record that
  * waits for the group's fsync, so the connection code can tell whether a

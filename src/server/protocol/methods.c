@@ -533,6 +533,39 @@ const rpd_method *rpd_method_find(const char *name, size_t *index)
     return NULL;
 }
 
+bool rpd_apply_record(rpd_core *core, const char *method, const char *json, size_t len, char *why,
+                      size_t cap)
+{
+    size_t index;
+    const rpd_method *m = rpd_method_find(method, &index);
+    if (!m || !(m->flags & RPD_METHOD_MUTATES)) {
+        snprintf(why, cap, "not a mutation");
+        return false;
+    }
+    cJSON *params = cJSON_ParseWithLength(json, len);
+    if (!params || !cJSON_IsObject(params)) {
+        cJSON_Delete(params);
+        snprintf(why, cap, "%s: params are not a JSON object", method);
+        return false;
+    }
+    rpd_session session;
+    memset(&session, 0, sizeof session);
+    rpd_req req;
+    memset(&req, 0, sizeof req);
+    rpd_line line = {UINT64_MAX, RPD_LIMIT_max_request_work, NULL};
+    req.core = core;
+    req.session = &session;
+    req.line = &line;
+    rp_jw w;
+    rp_jw_init(&w);
+    bool ok = m->handler(&req, params, &w);
+    rp_jw_free(&w);
+    cJSON_Delete(params);
+    if (!ok)
+        snprintf(why, cap, "%s does not apply: %s", method, req.err.message);
+    return ok;
+}
+
 const char *rpd_method_suggest(const char *name)
 {
     size_t best = SIZE_MAX, at = 0;

@@ -15,6 +15,14 @@ const rpd_method *rpd_method_find(const char *name, size_t *index);
  * distance (src/util/names.h), when it is near; NULL otherwise. */
 const char *rpd_method_suggest(const char *name);
 
+/* Runs one journal record through its method's handler, as a request
+ * that was acknowledged once (every limit lifted; the durability layer
+ * calls it through rpd_durable_open's apply argument): false with why
+ * when `method` is no mutation, the params are no JSON object, or the
+ * handler refuses them. */
+bool rpd_apply_record(rpd_core *core, const char *method, const char *json, size_t len, char *why,
+                      size_t cap);
+
 /* Fails with -32602 unless params (may be NULL = omitted) is an object whose
  * keys are all in `allowed` (NULL-terminated), each once. */
 bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowed);
@@ -109,5 +117,7 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_unwatch(rpd_req *req, const cJSON *params, rp_jw *w);
 
 #endif /* REPOSE_SERVER_METHODS_H */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "methods.h"
-#include "server/transport/pool.h"
+#include "server/core/pool.h"
 
 /* What the checks share: the model (extended by the request's attached
  * shapes when there are any), the optional scene, options. */

@@ -159,8 +159,13 @@ bool rpd_fail_status(rpd_req *req, rp_status st)
 {
     if (st == RP_ERR_NOMEM)
         return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
-    if (st == RP_ERR_ABORTED) /* the journal refused the record */
-        return rpd_durable_refused(req);
+    if (st == RP_ERR_ABORTED) { /* the journal refused the record */
+        char why[RP_CODEC_REASON_MAX];
+        if (!req->core->durable)
+            return rpd_fail_storage(req, "the store refused the change");
+        rpd_durable_refusal(req->core->durable, why, sizeof why);
+        return rpd_fail_storage(req, "%s", why);
+    }
     return rpd_fail(req, rpd_status_code(st), "%s", rp_status_str(st));
 }
 

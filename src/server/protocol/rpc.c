@@ -6,6 +6,7 @@
  * also counts it.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,11 +281,17 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     /* With a journal, the store writes a mutation's record through its
      * commit hook, just before it changes anything (durable.h). */
     bool mutates = (m->flags & RPD_METHOD_MUTATES) && core->durable;
-    if (mutates && !rpd_durable_begin(r, m->name, params))
-        return false;
+    if (mutates) {
+        char why[RP_CODEC_REASON_MAX];
+        int err = rpd_durable_begin(core->durable, why, sizeof why);
+        if (err == ENOMEM)
+            return rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+        if (err)
+            return rpd_fail_storage(r, "%s", why);
+    }
     bool ok = m->handler(r, params, w);
     if (mutates)
-        rpd_durable_end(r);
+        rpd_durable_end(core->durable, r->session);
     if (!ok)
         return false;
     rp_jw_object_end(w);

@@ -26,10 +26,11 @@
 #include <unistd.h>
 
 #include "server/protocol/arena.h"
+#include "server/protocol/methods.h"
 #include "server/persistence/durable.h"
 #include "server/core/log.h"
 #include "sd.h"
-#include "pool.h"
+#include "server/core/pool.h"
 #include "server_int.h"
 #include "server/notify/watch.h"
 
@@ -758,7 +759,8 @@ int rpd_server_run(const rpd_config *cfg)
     /* The journal is replayed before anything listens (and before the
      * arena: the replay's parse trees are freed one by one). */
     if (cfg->data_dir) {
-        if (!rpd_durable_open(cfg->data_dir, (rpd_fsync)cfg->fsync, cfg->repair, &srv.core)) {
+        if (!rpd_durable_open(cfg->data_dir, (rpd_fsync)cfg->fsync, cfg->repair, &srv.core,
+                              rpd_apply_record)) {
             rpd_core_free(&srv.core);
             uv_loop_close(srv.loop);
             return 1;
