@@ -67,8 +67,10 @@ static rp_model_def *lay_out(layout *l, const rp_model_def *src)
         d->links = links;
         d->joints = joints;
         d->default_values = values;
-        memcpy(links, src->links, src->n_links * sizeof *links);
-        memcpy(joints, src->joints, src->n_joints * sizeof *joints);
+        if (src->n_links)
+            memcpy(links, src->links, src->n_links * sizeof *links);
+        if (src->n_joints)
+            memcpy(joints, src->joints, src->n_joints * sizeof *joints);
         if (values)
             memcpy(values, src->default_values, src->n_defaults * sizeof *values);
     }
