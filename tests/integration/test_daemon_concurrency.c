@@ -74,7 +74,7 @@ enum {
     MAX_Q = 3,          /* query shapes per scene.distance / scene.check */
     MAX_CONFIGS = 6,    /* configurations per check.batch, mostly */
     BIG_BATCH = 64,     /* one batch in 64 has 64 .. 95: the daemon splits those
-                         * across its threads (src/server/transport/pool.c) */
+                         * across its threads (src/server/core/pool.c) */
     SCENE_HALF = 16,    /* shapes lie in [-16, 16]^3 (multiples of 1/8) */
     SMALL_REPLACE = 16, /* shapes of a small scene.replace */
 };

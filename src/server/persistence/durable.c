@@ -425,7 +425,7 @@ static const char *encode_change(rpd_durable *d, const rp_change *c)
 /* The store's commit hook: a mutation has checked everything and is about
  * to change the store, taking `revision`.  Its record goes into the journal
  * now; when that fails the mutation is aborted (RP_ERR_ABORTED, nothing
- * changed) and rpd_durable_refused answers for it. */
+ * changed) and the mutation is answered -32007 with rpd_durable_refusal's reason. */
 static int on_commit(void *ctx, const rp_change *change)
 {
     rpd_durable *d = ctx;
