@@ -260,67 +260,11 @@ static void write_file(const char *path, const char *buf, size_t n)
     fclose(f);
 }
 
-/* ---- tests ------------------------------------------------------------------------------ */
+/* ---- a damaged journal -------------------------------------------------------------------- */
 
-static void mutations_survive_restarts(void **state)
-{
-    (void)state;
-    const char *dir = temp_dir_ok();
-    rng r = {20261202};
-    int rounds = rh_wrapped() ? 2 : 4, per = rh_wrapped() ? 40 : 250;
-    const char *modes[] = {"everysec", "always", "no", "everysec"};
-    cJSON *before = NULL;
-    for (int round = 0; round < rounds; round++) {
-        rh_daemon *d = start_on(dir, modes[round], NULL);
-        rh_conn *c = connect_ok(d, false);
-        cJSON *hello = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}");
-        assert_string_equal(str_at(hello, "result.durability.data_dir"), dir);
-        assert_string_equal(str_at(hello, "result.durability.fsync"), modes[round]);
-        cJSON_Delete(hello);
-        if (before) { /* what the last daemon held, exactly */
-            expect_state(c, before);
-            cJSON_Delete(before);
-        }
-        uint64_t rev0 = (uint64_t)num_at(before = dump(c), "revision");
-        cJSON_Delete(before);
-        int ok = run_mutations(c, &r, per);
-        assert_true(ok > per / 3);
-        /* A scene past the brute-force size, so that the probes in dump
-         * walk its tree: 60 shapes put one request at a time, 5 removed. */
-        for (int k = 0; k < 60; k++) {
-            char req[512];
-            snprintf(req, sizeof req,
-                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
-                     "\"scene\":\"big\",\"create\":true,\"shapes\":{\"g%d_%d\":{\"sphere\":{"
-                     "\"center\":[%.17g,%.17g,%.17g],\"radius\":%.17g}}}}}",
-                     k, round, k, odd(&r), odd(&r), odd(&r), fabs(odd(&r)) / 10);
-            cJSON *rep = call_json(c, req);
-            assert_non_null(at(rep, "result"));
-            cJSON_Delete(rep);
-            ok++;
-        }
-        cJSON *rm = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.remove\","
-                                 "\"params\":{\"scene\":\"big\",\"ids\":[\"g0_1\",\"g0_2\","
-                                 "\"g1_3\",\"g2_4\",\"g3_5\"]}}");
-        assert_non_null(at(rm, "result"));
-        cJSON_Delete(rm);
-        ok++;
-        before = dump(c);
-        /* Revisions went on from where the last daemon stopped, one per
-         * successful mutation. */
-        assert_int_equal((uint64_t)num_at(before, "revision"), rev0 + (uint64_t)ok);
-        rh_close(c);
-        if (round % 2)
-            stop_ok(d);
-        else {
-            rh_signal(d, SIGKILL); /* the kernel keeps what was written */
-            rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS));
-            rh_destroy(d);
-        }
-    }
-    cJSON_Delete(before);
-}
-
+/* The journal's last record cut at every byte is a torn tail: the daemon
+ * warns, starts without it and cuts the file back to the last whole
+ * record; the whole file keeps it. */
 static void a_torn_last_record_is_cut_at_every_offset(void **state)
 {
     (void)state;
@@ -375,6 +319,9 @@ static void a_torn_last_record_is_cut_at_every_offset(void **state)
     cJSON_Delete(before);
 }
 
+/* A flipped byte inside a record refuses the start naming the file and
+ * offset (the file unchanged); --repair cuts there, keeping the records
+ * before it, and writes go on after the repaired end. */
 static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
 {
     (void)state;
@@ -425,62 +372,24 @@ static void corruption_refuses_to_start_and_repair_cuts_there(void **state)
     stop_ok(d);
     free(buf);
     cJSON_Delete(before);
+}
 
-    /* Not a journal at all: refused, even with --repair. */
+/* A journal that is not a journal at all: refused, even with --repair. */
+static void a_file_that_is_not_a_journal_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    rh_daemon *d = start_on(dir, "always", NULL);
+    stop_ok(d);
+    char path[512], out[8192];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
     write_file(path, "{\"not\": \"a journal\"}\n", 21);
     assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
     assert_non_null(strstr(out, "not a repose journal"));
 }
 
-static void one_daemon_per_directory(void **state)
-{
-    (void)state;
-    const char *dir = temp_dir_ok();
-    rh_daemon *d = start_on(dir, "no", NULL);
-    char out[8192];
-    const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
-    assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
-    assert_non_null(strstr(out, "another reposed is using this data directory"));
-    rh_conn *c = connect_ok(d, false); /* the first one is unharmed */
-    expect_pong(c);
-    rh_close(c);
-    stop_ok(d);
-    /* Free again once it stopped. */
-    d = start_on(dir, "no", NULL);
-    stop_ok(d);
-}
-
-static void the_replay_ignores_limits_lowered_since(void **state)
-{
-    (void)state;
-    const char *dir = temp_dir_ok();
-    rh_daemon *d = start_on(dir, "everysec", NULL);
-    rh_conn *c = connect_ok(d, false);
-    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
-                              "\"params\":{\"scene\":\"big\",\"shapes\":{"
-                              "\"a\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},"
-                              "\"b\":{\"sphere\":{\"center\":[1,0,0],\"radius\":1}},"
-                              "\"c\":{\"sphere\":{\"center\":[2,0,0],\"radius\":1}},"
-                              "\"d\":{\"sphere\":{\"center\":[3,0,0],\"radius\":1}}}}}");
-    assert_non_null(at(rep, "result"));
-    cJSON_Delete(rep);
-    rh_close(c);
-    stop_ok(d);
-    const char *extra[] = {"--data-dir", dir, "--max-shapes", "2", NULL};
-    d = start(extra);
-    c = connect_ok(d, false);
-    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}");
-    assert_int_equal((int)num_at(cJSON_GetArrayItem(at(rep, "result.scenes"), 0), "shapes"), 4);
-    cJSON_Delete(rep);
-    /* New mutations obey the new limit. */
-    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.put\",\"params\":{"
-                       "\"scene\":\"big\",\"shapes\":{\"e\":{\"sphere\":{\"center\":[0,0,0],"
-                       "\"radius\":1}}}}}");
-    assert_int_equal((int)num_at(rep, "error.code"), -32004);
-    cJSON_Delete(rep);
-    rh_close(c);
-    stop_ok(d);
-}
+/* ---- kills keep every acknowledged mutation ------------------------------------------------ */
 
 /* Mutations streamed with --fsync `policy` (and `more`, see start_on), the
  * daemon SIGKILLed at a random moment, `runs` times: every acknowledged
@@ -579,6 +488,7 @@ static int stream_and_kill(const char *policy, const char *more, uint64_t seed)
     return snapshots;
 }
 
+/* --fsync always, SIGKILL at random moments of a stream of puts. */
 static void sigkill_keeps_every_acknowledged_mutation(void **state)
 {
     (void)state;
@@ -599,6 +509,8 @@ static void background_snapshots_keep_every_acknowledged_mutation(void **state)
     if (!rh_wrapped())
         assert_true(runs_with > 1);
 }
+
+/* ---- a full disk --------------------------------------------------------------------------- */
 
 /* Where the full-disk case mounted its tmpfs ("" when nothing is). */
 static char g_mounted[600];
@@ -709,6 +621,8 @@ static int unmount_teardown(void **state)
     return rh_teardown(state);
 }
 
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
 static long file_size(const char *dir, const char *name)
 {
     char path[1024];
@@ -718,9 +632,9 @@ static long file_size(const char *dir, const char *name)
 }
 
 /* save writes a snapshot and empties the journal; a restart loads the
- * snapshot and replays what came after; SIGTERM writes one too; a damaged
- * snapshot, or a journal that continues a missing one, stops the start. */
-static void snapshots_hold_the_store(void **state)
+ * snapshot and replays what came after; SIGTERM writes one too; leftovers
+ * of an interrupted snapshot are ignored and removed. */
+static void the_store_comes_back_from_its_snapshot_and_the_journal_after_it(void **state)
 {
     (void)state;
     const char *dir = temp_dir_ok();
@@ -766,15 +680,37 @@ static void snapshots_hold_the_store(void **state)
     expect_state(c, before);
     assert_int_equal(file_size(dir, "snapshot.tmp"), -1);
     assert_int_equal(file_size(dir, "journal.tmp"), -1);
+    cJSON_Delete(before);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* A damaged snapshot, or a journal that continues a missing one, stops the
+ * start; with the snapshot put back everything is there again. */
+static void a_damaged_or_missing_snapshot_stops_the_start(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    rh_daemon *d = start_on(dir, "always", NULL);
+    rh_conn *c = connect_ok(d, false);
+    rng r = {4243};
+    run_mutations(c, &r, 40);
+    cJSON *before = dump(c);
+    rh_close(c);
+    stop_ok(d); /* SIGTERM writes the snapshot */
+    d = start_on(dir, "everysec", NULL);
+    c = connect_ok(d, false);
     /* One more mutation, so that the journal holds something. */
-    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\",\"params\":{"
-                       "\"scene\":\"z\"}}");
+    cJSON *rep =
+        call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\",\"params\":{"
+                     "\"scene\":\"z\"}}");
     assert_non_null(at(rep, "result"));
     cJSON_Delete(rep);
     rh_close(c);
     kill_now(d);
 
     /* A flipped byte in the snapshot. */
+    char path[600];
     snprintf(path, sizeof path, "%s/snapshot", dir);
     size_t n;
     char *img = read_file(path, &n);
@@ -807,11 +743,15 @@ static void snapshots_hold_the_store(void **state)
     cJSON_Delete(before);
     rh_close(c);
     stop_ok(d);
+}
 
-    /* save without --data-dir. */
-    d = start(NULL);
-    c = connect_ok(d, false);
-    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"save\"}");
+/* save without --data-dir: -32007, the store is in memory only. */
+static void save_without_a_data_directory_is_refused(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"save\"}");
     assert_int_equal((int)num_at(rep, "error.code"), -32007);
     assert_non_null(strstr(str_at(rep, "error.data.reason"), "memory only"));
     cJSON_Delete(rep);
@@ -864,7 +804,7 @@ static void a_kill_during_save_loses_nothing(void **state)
     stop_ok(d);
 }
 
-/* ---- injected faults (faultfs.c, preloaded) -------------------------------------------- */
+/* ---- storage failures (faultfs.c, preloaded) and held replies ------------------------------ */
 
 /* A daemon on `data` whose fsync, writev and ftruncate fail while the
  * files `fsync`, `write`, `truncate` exist in fdir (faultfs.c). */
@@ -1570,6 +1510,28 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     restart_holds(dir, last);
 }
 
+/* ---- one daemon per directory, none through links or others' hands ------------------------ */
+
+/* A second daemon on a directory in use is refused, the first one
+ * unharmed; the directory is free again once it stopped. */
+static void a_second_daemon_on_a_directory_in_use_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    rh_daemon *d = start_on(dir, "no", NULL);
+    char out[8192];
+    const char *args[] = {"--unix", "none", "--tcp", "127.0.0.1:0", "--data-dir", dir, NULL};
+    assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
+    assert_non_null(strstr(out, "another reposed is using this data directory"));
+    rh_conn *c = connect_ok(d, false); /* the first one is unharmed */
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+    /* Free again once it stopped. */
+    d = start_on(dir, "no", NULL);
+    stop_ok(d);
+}
+
 /* DIR/lock, DIR/journal or DIR itself as a symbolic link: refused, and
  * the lock's target is left as it was (it used to be truncated and get
  * the pid). */
@@ -1615,8 +1577,7 @@ static void symbolic_links_in_the_data_directory_are_refused(void **state)
 }
 
 /* A data directory (or a file in it) others could write, or owned by
- * another user: refused with the command that fixes it.  A directory the
- * daemon creates gets mode 0700. */
+ * another user: refused with the command that fixes it. */
 static void a_data_directory_others_can_change_is_refused(void **state)
 {
     (void)state;
@@ -1642,12 +1603,17 @@ static void a_data_directory_others_can_change_is_refused(void **state)
     snprintf(want, sizeof want, "chmod go-w '%s'", path);
     refuses(dir, "/journal is writable by its group or others", want);
     assert_int_equal(chmod(path, 0600), 0);
+}
 
+/* A data directory the daemon creates gets mode 0700. */
+static void a_data_directory_the_daemon_creates_gets_mode_0700(void **state)
+{
+    (void)state;
     const char *parent = rh_temp_dir();
     assert_non_null(parent);
     char fresh[600];
     snprintf(fresh, sizeof fresh, "%s/new", parent);
-    d = start_on(fresh, "no", NULL);
+    rh_daemon *d = start_on(fresh, "no", NULL);
     struct stat sb;
     assert_int_equal(stat(fresh, &sb), 0);
     assert_int_equal(sb.st_mode & 07777, 0700);
@@ -1833,7 +1799,104 @@ static void every_mutating_method_reaches_journal_watchers_undo_and_snapshot(voi
     stop_ok(d);
 }
 
-/* ---- models as they were --------------------------------------------------------- */
+/* ---- restarts keep the store ------------------------------------------------------------ */
+
+/* Random mutations of every kind survive restarts (SIGTERM or SIGKILL,
+ * each --fsync mode, which hello reports with the directory): every scene
+ * and model exactly as it was, and the revisions going on from where the
+ * last daemon stopped, one per successful mutation. */
+static void mutations_survive_restarts(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    rng r = {20261202};
+    int rounds = rh_wrapped() ? 2 : 4, per = rh_wrapped() ? 40 : 250;
+    const char *modes[] = {"everysec", "always", "no", "everysec"};
+    cJSON *before = NULL;
+    for (int round = 0; round < rounds; round++) {
+        rh_daemon *d = start_on(dir, modes[round], NULL);
+        rh_conn *c = connect_ok(d, false);
+        cJSON *hello = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}");
+        assert_string_equal(str_at(hello, "result.durability.data_dir"), dir);
+        assert_string_equal(str_at(hello, "result.durability.fsync"), modes[round]);
+        cJSON_Delete(hello);
+        if (before) { /* what the last daemon held, exactly */
+            expect_state(c, before);
+            cJSON_Delete(before);
+        }
+        uint64_t rev0 = (uint64_t)num_at(before = dump(c), "revision");
+        cJSON_Delete(before);
+        int ok = run_mutations(c, &r, per);
+        assert_true(ok > per / 3);
+        /* A scene past the brute-force size, so that the probes in dump
+         * walk its tree: 60 shapes put one request at a time, 5 removed. */
+        for (int k = 0; k < 60; k++) {
+            char req[512];
+            snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{"
+                     "\"scene\":\"big\",\"create\":true,\"shapes\":{\"g%d_%d\":{\"sphere\":{"
+                     "\"center\":[%.17g,%.17g,%.17g],\"radius\":%.17g}}}}}",
+                     k, round, k, odd(&r), odd(&r), odd(&r), fabs(odd(&r)) / 10);
+            cJSON *rep = call_json(c, req);
+            assert_non_null(at(rep, "result"));
+            cJSON_Delete(rep);
+            ok++;
+        }
+        cJSON *rm = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.remove\","
+                                 "\"params\":{\"scene\":\"big\",\"ids\":[\"g0_1\",\"g0_2\","
+                                 "\"g1_3\",\"g2_4\",\"g3_5\"]}}");
+        assert_non_null(at(rm, "result"));
+        cJSON_Delete(rm);
+        ok++;
+        before = dump(c);
+        /* Revisions went on from where the last daemon stopped, one per
+         * successful mutation. */
+        assert_int_equal((uint64_t)num_at(before, "revision"), rev0 + (uint64_t)ok);
+        rh_close(c);
+        if (round % 2)
+            stop_ok(d);
+        else {
+            rh_signal(d, SIGKILL); /* the kernel keeps what was written */
+            rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS));
+            rh_destroy(d);
+        }
+    }
+    cJSON_Delete(before);
+}
+
+/* The replay ignores limits lowered since the journal was written (a
+ * scene past --max-shapes comes back whole); new mutations obey them. */
+static void the_replay_ignores_limits_lowered_since(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    rh_daemon *d = start_on(dir, "everysec", NULL);
+    rh_conn *c = connect_ok(d, false);
+    cJSON *rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\","
+                              "\"params\":{\"scene\":\"big\",\"shapes\":{"
+                              "\"a\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},"
+                              "\"b\":{\"sphere\":{\"center\":[1,0,0],\"radius\":1}},"
+                              "\"c\":{\"sphere\":{\"center\":[2,0,0],\"radius\":1}},"
+                              "\"d\":{\"sphere\":{\"center\":[3,0,0],\"radius\":1}}}}}");
+    assert_non_null(at(rep, "result"));
+    cJSON_Delete(rep);
+    rh_close(c);
+    stop_ok(d);
+    const char *extra[] = {"--data-dir", dir, "--max-shapes", "2", NULL};
+    d = start(extra);
+    c = connect_ok(d, false);
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}");
+    assert_int_equal((int)num_at(cJSON_GetArrayItem(at(rep, "result.scenes"), 0), "shapes"), 4);
+    cJSON_Delete(rep);
+    /* New mutations obey the new limit. */
+    rep = call_json(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.put\",\"params\":{"
+                       "\"scene\":\"big\",\"shapes\":{\"e\":{\"sphere\":{\"center\":[0,0,0],"
+                       "\"radius\":1}}}}}");
+    assert_int_equal((int)num_at(rep, "error.code"), -32004);
+    cJSON_Delete(rep);
+    rh_close(c);
+    stop_ok(d);
+}
 
 /* A file's text as a JSON string value, quoted and escaped. */
 static char *json_string_of_file(const char *path)
@@ -1923,31 +1986,44 @@ static void models_come_back_as_they_were(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        DAEMON_TEST(mutations_survive_restarts),
+        /* a damaged journal */
         DAEMON_TEST(a_torn_last_record_is_cut_at_every_offset),
         DAEMON_TEST(corruption_refuses_to_start_and_repair_cuts_there),
-        DAEMON_TEST(one_daemon_per_directory),
-        DAEMON_TEST(the_replay_ignores_limits_lowered_since),
+        DAEMON_TEST(a_file_that_is_not_a_journal_is_refused),
+        /* kills keep every acknowledged mutation */
         DAEMON_TEST(sigkill_keeps_every_acknowledged_mutation),
         DAEMON_TEST(background_snapshots_keep_every_acknowledged_mutation),
-        DAEMON_TEST(snapshots_hold_the_store),
-        DAEMON_TEST(a_kill_during_save_loses_nothing),
+        /* a full disk */
         cmocka_unit_test_teardown(a_full_disk_refuses_mutations_and_recovers, unmount_teardown),
-        DAEMON_TEST(a_failed_fsync_undoes_the_group),
+        /* snapshots */
+        DAEMON_TEST(the_store_comes_back_from_its_snapshot_and_the_journal_after_it),
+        DAEMON_TEST(a_damaged_or_missing_snapshot_stops_the_start),
+        DAEMON_TEST(save_without_a_data_directory_is_refused),
+        DAEMON_TEST(a_kill_during_save_loses_nothing),
+        /* storage failures (injected faults) and held replies */
         DAEMON_TEST(undone_replies_keep_their_ids_and_their_errors),
-        DAEMON_TEST(every_mutating_method_reaches_journal_watchers_undo_and_snapshot),
-        DAEMON_TEST(models_come_back_as_they_were),
+        DAEMON_TEST(a_failed_fsync_undoes_the_group),
         DAEMON_TEST(a_failed_background_fsync_refuses_mutations_until_one_works),
         DAEMON_TEST(a_partial_record_blocks_appends_until_it_is_cut),
         DAEMON_TEST(save_behind_a_waiting_mutation_is_refused),
+        /* a data directory that refuses to guess */
         DAEMON_TEST(a_missing_journal_refuses_to_start),
         DAEMON_TEST(a_journal_cut_inside_its_header_refuses_to_start),
         DAEMON_TEST(a_journal_cut_below_what_was_synced_refuses_to_start),
         DAEMON_TEST(a_journal_of_another_snapshot_refuses_to_start),
         DAEMON_TEST(files_of_the_previous_format_are_upgraded),
+        /* one daemon per directory, none through links or others' hands */
+        DAEMON_TEST(a_second_daemon_on_a_directory_in_use_is_refused),
         DAEMON_TEST(symbolic_links_in_the_data_directory_are_refused),
         DAEMON_TEST(a_data_directory_others_can_change_is_refused),
+        DAEMON_TEST(a_data_directory_the_daemon_creates_gets_mode_0700),
         DAEMON_TEST(a_deleted_lock_file_keeps_a_second_daemon_out),
+        /* every mutating method reaches the journal, the watchers, the undo and the snapshot */
+        DAEMON_TEST(every_mutating_method_reaches_journal_watchers_undo_and_snapshot),
+        /* restarts keep the store */
+        DAEMON_TEST(mutations_survive_restarts),
+        DAEMON_TEST(the_replay_ignores_limits_lowered_since),
+        DAEMON_TEST(models_come_back_as_they_were),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -562,31 +562,65 @@ static void await_watches(rh_conn *c, uint64_t want)
 
 /* Two clients pipeline random puts, removes and replaces of one scene at
  * once (the daemon decides their order), a third mutates other things;
- * two watchers, one per transport, must each get exactly one scene.changed
- * per committed mutation of the scene, in revision order, with what the
- * mutation did, then scene.deleted.  Every mutation reply of every client
- * takes the next store-wide number: together they are one run of
- * consecutive revisions, each client's rising. */
-static void every_change_reaches_every_watcher_once_in_revision_order(void **state)
+ * two watchers, one per transport, follow the scene, which is deleted at
+ * the end.  The run is recorded once (by the first test that reads it),
+ * then checked by the tests below: every mutation reply of every client
+ * takes the next store-wide number (together one run of consecutive
+ * revisions, each client's rising); each watcher gets exactly one
+ * scene.changed per committed mutation of the scene, in revision order,
+ * with what the mutation did; then scene.deleted, and the watch is over. */
+typedef struct run {
+    enum { RUN_NONE, RUN_STARTED, RUN_RECORDED } state;
+    cJSON *initial;         /* the scene as created */
+    muts all;               /* the two clients' mutations of the scene, by revision */
+    revs every;             /* every revision a mutation took, in no order */
+    revs client[3];         /* the revisions each client's replies named, in order */
+    uint64_t wid[2];        /* the watches, one per transport */
+    notes got[2];           /* what each watcher heard, up to scene.deleted */
+    uint64_t deleted;       /* the deletion's revision */
+    cJSON *unwatched[2];    /* each watcher's scene.unwatch reply after it */
+    uint64_t watches_after; /* stats.watches then */
+} run;
+
+static run the_run;
+
+static void run_free(void)
 {
-    (void)state;
+    run *rn = &the_run;
+    cJSON_Delete(rn->initial);
+    muts_free(&rn->all);
+    free(rn->every.v);
+    for (int k = 0; k < 3; k++)
+        free(rn->client[k].v);
+    for (int k = 0; k < 2; k++) {
+        notes_free(&rn->got[k]);
+        cJSON_Delete(rn->unwatched[k]);
+    }
+    memset(rn, 0, sizeof *rn);
+}
+
+static void record_run(void)
+{
+    run *rn = &the_run;
+    run_free();
+    rn->state = RUN_STARTED;
     const int rounds = rh_wrapped() ? 30 : 300;
     rng r = {20240611};
     rh_daemon *d = start(NULL);
     rh_conn *mc[2] = {connect_ok(d, false), connect_ok(d, true)};
     rh_conn *other = connect_ok(d, false);
     rh_conn *wc[2] = {connect_ok(d, false), connect_ok(d, true)};
-    notes got[2] = {{0}, {0}};
-    muts all = {0};
-    revs every = {0};
+    notes *got = rn->got;
+    muts *all = &rn->all;
+    revs *every = &rn->every;
 
-    cJSON *initial = random_shapes(&r, 5);
-    char *text = cJSON_PrintUnformatted(initial);
+    rn->initial = random_shapes(&r, 5);
+    char *text = cJSON_PrintUnformatted(rn->initial);
     uint64_t created =
         ok_revision(rpcn(mc[0], NULL, "scene.create", "{\"scene\":\"s\",\"shapes\":%s}", text));
     free(text);
-    revs_push(&every, created);
-    uint64_t wid[2];
+    revs_push(every, created);
+    uint64_t *wid = rn->wid;
     for (int k = 0; k < 2; k++) {
         uint64_t rev;
         wid[k] = watch(wc[k], &got[k], "s", NULL, &rev);
@@ -594,15 +628,14 @@ static void every_change_reaches_every_watcher_once_in_revision_order(void **sta
     }
     assert_true(wid[1] > wid[0]);
 
-    uint64_t last_rev[3] = {0, 0, 0};
     for (int round = 0; round < rounds; round++) {
         textbuf out[2] = {{0}, {0}};
         size_t first[2], count[2];
         for (int k = 0; k < 2; k++) {
-            first[k] = all.n;
+            first[k] = all->n;
             count[k] = 1 + rng_below(&r, 4);
             for (size_t i = 0; i < count[k]; i++)
-                muts_push(&all, random_mut(&r, "s", &out[k]));
+                muts_push(all, random_mut(&r, "s", &out[k]));
         }
         /* The third client: another scene, a model, a scene that comes and
          * goes, and a put that fails (no number taken). */
@@ -643,12 +676,9 @@ static void every_change_reaches_every_watcher_once_in_revision_order(void **sta
         for (int k = 0; k < 2; k++) {
             for (size_t i = 0; i < count[k]; i++) {
                 uint64_t rev = ok_revision(read_reply(mc[k], NULL));
-                if (rev <= last_rev[k])
-                    fail_msg("client %d: revision %llu after %llu", k, (unsigned long long)rev,
-                             (unsigned long long)last_rev[k]);
-                last_rev[k] = rev;
-                all.v[first[k] + i].rev = rev;
-                revs_push(&every, rev);
+                revs_push(&rn->client[k], rev);
+                all->v[first[k] + i].rev = rev;
+                revs_push(every, rev);
             }
             free(out[k].p);
         }
@@ -658,52 +688,133 @@ static void every_change_reaches_every_watcher_once_in_revision_order(void **sta
             cJSON_Delete(reply);
         } else {
             uint64_t rev = ok_revision(reply);
-            assert_true(rev > last_rev[2]);
-            last_rev[2] = rev;
-            revs_push(&every, rev);
+            revs_push(&rn->client[2], rev);
+            revs_push(every, rev);
         }
         for (int k = 0; k < 2; k++)
             poll_notes(wc[k], &got[k]);
     }
     cJSON *del = rpcn(mc[0], NULL, "scene.delete", "{\"scene\":\"s\"}");
     assert_true(cJSON_IsTrue(at(del, "result.deleted")));
-    uint64_t deleted = (uint64_t)num_at(del, "result.revision");
+    rn->deleted = (uint64_t)num_at(del, "result.revision");
     cJSON_Delete(del);
-    revs_push(&every, deleted);
+    revs_push(every, rn->deleted);
 
-    /* Store-wide numbers: one run, no gaps, no repeats. */
-    qsort(every.v, every.n, sizeof *every.v, cmp_u64);
-    for (size_t k = 1; k < every.n; k++)
-        if (every.v[k] != every.v[0] + k)
-            fail_msg("revisions %llu then %llu", (unsigned long long)every.v[k - 1],
-                     (unsigned long long)every.v[k]);
-
-    qsort(all.v, all.n, sizeof *all.v, cmp_mut);
+    qsort(all->v, all->n, sizeof *all->v, cmp_mut);
     for (int k = 0; k < 2; k++) {
         await_note(wc[k], &got[k], "scene.deleted");
-        if (got[k].n != all.n + 1)
-            fail_msg("watcher %d: %zu notifications for %zu mutations and a deletion", k, got[k].n,
-                     all.n);
-        cJSON *model = cJSON_Duplicate(initial, true);
-        expect_changes(&got[k], 0, model, all.v, all.n, wid[k], "s");
-        expect_plain(got[k].v[all.n], "scene.deleted", wid[k], "s", deleted);
-        cJSON_Delete(model);
-        /* The watch is over, and nothing more comes. */
-        expect_no_watch(
-            rpcn(wc[k], NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)wid[k]),
-            wid[k]);
-        notes_free(&got[k]);
+        rn->unwatched[k] =
+            rpcn(wc[k], NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)wid[k]);
     }
-    assert_int_equal(stats_watches(other), 0);
-    cJSON_Delete(initial);
-    muts_free(&all);
-    free(every.v);
+    rn->watches_after = stats_watches(other);
     for (int k = 0; k < 2; k++) {
         rh_close(mc[k]);
         rh_close(wc[k]);
     }
     rh_close(other);
     stop_ok(d);
+    rn->state = RUN_RECORDED;
+}
+
+/* The recorded run, recorded now unless an earlier test did. */
+static run *the_recorded_run(void)
+{
+    if (the_run.state == RUN_STARTED)
+        fail_msg("the run failed in an earlier test");
+    if (the_run.state == RUN_NONE)
+        record_run();
+    return &the_run;
+}
+
+/* What watcher k heard: one notification per mutation and the deletion. */
+static notes *heard_by(run *rn, int k)
+{
+    if (rn->got[k].n != rn->all.n + 1)
+        fail_msg("watcher %d: %zu notifications for %zu mutations and a deletion", k, rn->got[k].n,
+                 rn->all.n);
+    return &rn->got[k];
+}
+
+/* -- the revisions -- */
+
+/* Every mutation reply of every client takes the next store-wide number:
+ * together they are one run of consecutive revisions (no gaps, no repeats;
+ * a put that fails takes none), each client's rising. */
+static void mutation_replies_take_consecutive_store_wide_revisions(void **state)
+{
+    (void)state;
+    run *rn = the_recorded_run();
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < rn->client[k].n; i++) {
+            uint64_t last = i ? rn->client[k].v[i - 1] : 0;
+            if (rn->client[k].v[i] <= last)
+                fail_msg("client %d: revision %llu after %llu", k,
+                         (unsigned long long)rn->client[k].v[i], (unsigned long long)last);
+        }
+    for (size_t i = 0; i < rn->client[2].n; i++)
+        assert_true(rn->client[2].v[i] > (i ? rn->client[2].v[i - 1] : 0));
+    /* Store-wide numbers: one run, no gaps, no repeats. */
+    revs *every = &rn->every;
+    qsort(every->v, every->n, sizeof *every->v, cmp_u64);
+    for (size_t k = 1; k < every->n; k++)
+        if (every->v[k] != every->v[0] + k)
+            fail_msg("revisions %llu then %llu", (unsigned long long)every->v[k - 1],
+                     (unsigned long long)every->v[k]);
+}
+
+/* -- what the watchers heard -- */
+
+/* Each watcher, one per transport, gets exactly one scene.changed per
+ * committed mutation of the scene, in revision order, with what the
+ * mutation did (against the model). */
+static void every_change_reaches_every_watcher_once_in_revision_order(void **state)
+{
+    (void)state;
+    run *rn = the_recorded_run();
+    for (int k = 0; k < 2; k++) {
+        notes *got = heard_by(rn, k);
+        cJSON *model = cJSON_Duplicate(rn->initial, true);
+        expect_changes(got, 0, model, rn->all.v, rn->all.n, rn->wid[k], "s");
+        cJSON_Delete(model);
+    }
+}
+
+/* Then scene.deleted with the deletion's revision; the watch is over (its
+ * scene.unwatch is -32001 kind watch), and no watch is left. */
+static void scene_deleted_comes_last_and_ends_the_watch(void **state)
+{
+    (void)state;
+    run *rn = the_recorded_run();
+    for (int k = 0; k < 2; k++) {
+        notes *got = heard_by(rn, k);
+        expect_plain(got->v[rn->all.n], "scene.deleted", rn->wid[k], "s", rn->deleted);
+        /* The watch is over, and nothing more comes. */
+        cJSON *unwatched = rn->unwatched[k];
+        rn->unwatched[k] = NULL;
+        expect_no_watch(unwatched, rn->wid[k]);
+    }
+    assert_int_equal(rn->watches_after, 0);
+}
+
+/* ---- a watcher's own mutations ------------------------------------------------------------ */
+
+/* Scene s created and watched on c, then a put from c: its reply first,
+ * then the notification.  Returns the watch. */
+static uint64_t watch_and_put(rh_conn *c, notes *got)
+{
+    ok_revision(rpcn(c, NULL, "scene.create", "{\"scene\":\"s\"}"));
+    uint64_t w = watch(c, NULL, "s", NULL, NULL);
+
+    /* read_reply(…, NULL) fails on a notification before the reply. */
+    uint64_t rev = ok_revision(rpcn(c, NULL, "scene.put",
+                                    "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":"
+                                    "[0,0,0],\"radius\":1}}}}"));
+    await_revision(c, got, rev);
+    assert_int_equal(got->n, 1);
+    assert_string_equal(note_method(got->v[0]), "scene.changed");
+    assert_int_equal(note_revision(got->v[0]), rev);
+    notes_clear(got);
+    return w;
 }
 
 /* A watcher's own mutation: its reply first, then the notification.  A
@@ -714,18 +825,7 @@ static void own_mutations_notify_after_the_reply(void **state)
     rh_daemon *d = start(NULL);
     rh_conn *c = connect_ok(d, false);
     notes got = {0};
-    ok_revision(rpcn(c, NULL, "scene.create", "{\"scene\":\"s\"}"));
-    uint64_t w = watch(c, NULL, "s", NULL, NULL);
-
-    /* read_reply(…, NULL) fails on a notification before the reply. */
-    uint64_t rev = ok_revision(rpcn(c, NULL, "scene.put",
-                                    "{\"scene\":\"s\",\"shapes\":{\"a\":{\"sphere\":{\"center\":"
-                                    "[0,0,0],\"radius\":1}}}}"));
-    await_revision(c, &got, rev);
-    assert_int_equal(got.n, 1);
-    assert_string_equal(note_method(got.v[0]), "scene.changed");
-    assert_int_equal(note_revision(got.v[0]), rev);
-    notes_clear(&got);
+    uint64_t w = watch_and_put(c, &got);
 
     assert_true(rh_send_line(
         c, "[{\"jsonrpc\":\"2.0\",\"id\":\"b1\",\"method\":\"scene.put\",\"params\":{\"scene\":"
@@ -752,10 +852,20 @@ static void own_mutations_notify_after_the_reply(void **state)
     cJSON_SetNumberValue(cJSON_GetObjectItem(p, "revision"), (double)r2);
     expect_note(got.v[1], "scene.changed", p);
     cJSON_Delete(p);
-    notes_clear(&got);
+    notes_free(&got);
+    rh_close(c);
+    stop_ok(d);
+}
 
-    /* A mutation that fails or changes nothing that exists still: a failed
-     * one brings nothing. */
+/* A mutation of a watched scene that fails (here a put whose if_revision is
+ * not the scene's) brings nothing, to its own connection's watch too. */
+static void a_failed_mutation_notifies_nothing(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    notes got = {0};
+    watch_and_put(c, &got);
     expect_error(rpcn(c, NULL, "scene.put",
                       "{\"scene\":\"s\",\"if_revision\":1,\"shapes\":{\"c\":{\"sphere\":"
                       "{\"center\":[0,0,0],\"radius\":1}}}}"),
@@ -1227,12 +1337,12 @@ static void a_burst_larger_than_the_buffer_resyncs_a_reading_watcher(void **stat
 
 /* ---- the end of a watch ------------------------------------------------------------------ */
 
-/* Closing a connection ends its watches (stats.watches), also with
- * notifications still unsent; other connections' watches go on. */
-static void watches_end_with_their_connection(void **state)
+/* Scenes a and b, watched three times from one connection and once from
+ * another; closing the first (with a notification unread) ends its
+ * watches (stats.watches) and the other goes on; then the other closes
+ * too.  Returns the connection that created the scenes. */
+static rh_conn *watch_and_close(rh_daemon *d)
 {
-    (void)state;
-    rh_daemon *d = start(NULL);
     rh_conn *m = connect_ok(d, false);
     rh_conn *w1 = connect_ok(d, false), *w2 = connect_ok(d, true);
     notes got = {0};
@@ -1258,7 +1368,26 @@ static void watches_end_with_their_connection(void **state)
     notes_free(&got);
     rh_close(w2);
     await_watches(m, 0);
-    /* The history outlives the watches; it goes with the scenes. */
+    return m;
+}
+
+/* Closing a connection ends its watches (stats.watches), also with
+ * notifications still unsent; other connections' watches go on. */
+static void watches_end_with_their_connection(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *m = watch_and_close(d);
+    rh_close(m);
+    stop_ok(d);
+}
+
+/* The history outlives the watches; it goes with the scenes. */
+static void the_history_outlives_the_watches_and_goes_with_the_scenes(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *m = watch_and_close(d);
     cJSON *st = rpcn(m, NULL, "stats", NULL);
     assert_true(num_at(st, "result.memory.watch_history_bytes") > 0);
     cJSON_Delete(st);
@@ -1271,14 +1400,18 @@ static void watches_end_with_their_connection(void **state)
     stop_ok(d);
 }
 
+/* Scenes s and keep, s watched twice and keep once from connection w;
+ * a put of s and its deletion in one write from connection m. */
+typedef struct deletion {
+    rh_conn *m, *w;
+    uint64_t put, wk; /* the put's revision; the watch of keep */
+} deletion;
+
 /* scene.delete brings each watch of the scene what it had not seen, then
  * scene.deleted with the deletion's revision, and ends it (unwatch: -32001
- * kind watch).  A scene created again under the name is new: old watches
- * hear nothing of it, and a since from before resyncs. */
-static void a_deleted_scene_ends_its_watches(void **state)
+ * kind watch). */
+static deletion delete_a_watched_scene(rh_daemon *d)
 {
-    (void)state;
-    rh_daemon *d = start(NULL);
     rh_conn *m = connect_ok(d, false), *w = connect_ok(d, false);
     notes got = {0};
     ok_revision(rpcn(m, NULL, "scene.create", "{\"scene\":\"s\"}"));
@@ -1321,9 +1454,34 @@ static void a_deleted_scene_ends_its_watches(void **state)
         }
         assert_int_equal(seen, 2);
     }
-    notes_clear(&got);
+    notes_free(&got);
     assert_int_equal(stats_watches(m), 1);
     expect_no_watch(rpcn(w, NULL, "scene.unwatch", "{\"watch\":%llu}", (unsigned long long)w1), w1);
+    return (deletion){m, w, put, wk};
+}
+
+static void a_deleted_scene_ends_its_watches(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    deletion del = delete_a_watched_scene(d);
+    rh_close(del.w);
+    rh_close(del.m);
+    stop_ok(d);
+}
+
+/* A scene created again under a deleted one's name is new: old watches
+ * hear nothing of it, and a since from before resyncs.  A batch that
+ * deletes and recreates a watched scene brings scene.deleted, and nothing
+ * of the new scene. */
+static void a_scene_created_again_under_the_name_is_new_to_old_watches(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    deletion del = delete_a_watched_scene(d);
+    rh_conn *m = del.m, *w = del.w;
+    uint64_t put = del.put, wk = del.wk;
+    notes got = {0};
 
     /* The name again: a new scene, and old watches are over. */
     uint64_t created = ok_revision(rpcn(m, NULL, "scene.create", "{\"scene\":\"s\"}"));
@@ -1364,12 +1522,13 @@ static void a_deleted_scene_ends_its_watches(void **state)
     stop_ok(d);
 }
 
-/* ---- limits and bad requests --------------------------------------------------------------- */
+/* ---- limits, bad requests and whose watch it is --------------------------------------------- */
 
-/* --max-watches per connection: the next one is -32004 {limit, max} and
- * counted in stats; unwatching frees a slot; other connections have their
- * own.  hello reports both watch limits. */
-static void max_watches_is_per_connection(void **state)
+static const char *const three_watches[] = {"--max-watches", "3", "--watch-buffer-bytes", "100000",
+                                            NULL};
+
+/* hello reports both watch limits: the defaults, and what the flags set. */
+static void hello_reports_the_watch_limits(void **state)
 {
     (void)state;
     rh_daemon *d = start(NULL);
@@ -1381,14 +1540,25 @@ static void max_watches_is_per_connection(void **state)
     rh_close(c);
     stop_ok(d);
 
-    const char *const flags[] = {"--max-watches", "3", "--watch-buffer-bytes", "100000", NULL};
-    d = start(flags);
+    d = start(three_watches);
     c = connect_ok(d, false);
-    rh_conn *c2 = connect_ok(d, true);
     h = rpcn(c, NULL, "hello", NULL);
     assert_int_equal((int)num_at(h, "result.limits.max_watches"), 3);
     assert_int_equal((int)num_at(h, "result.limits.watch_buffer_bytes"), 100000);
     cJSON_Delete(h);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* --max-watches per connection: the next one is -32004 {limit, max} and
+ * counted in stats; unwatching frees a slot; other connections have their
+ * own. */
+static void max_watches_is_per_connection(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(three_watches);
+    rh_conn *c = connect_ok(d, false);
+    rh_conn *c2 = connect_ok(d, true);
     ok_revision(rpcn(c, NULL, "scene.create", "{\"scene\":\"s\"}"));
     uint64_t ids[3];
     for (int k = 0; k < 3; k++)
@@ -1413,13 +1583,12 @@ static void max_watches_is_per_connection(void **state)
 }
 
 /* Bad params of scene.watch / scene.unwatch name the offending path; a
- * missing scene or a watch that is not this connection's is -32001. */
+ * missing scene or watch is -32001; none of it watches anything. */
 static void bad_params_name_their_path(void **state)
 {
     (void)state;
     rh_daemon *d = start(NULL);
-    rh_conn *c = connect_ok(d, false), *c2 = connect_ok(d, true);
-    notes got = {0};
+    rh_conn *c = connect_ok(d, false);
     ok_revision(rpcn(c, NULL, "scene.create", "{\"scene\":\"s\"}"));
     static const char *const watch_cases[][2] = {
         {"{}", "params.scene"},
@@ -1456,6 +1625,19 @@ static void bad_params_name_their_path(void **state)
     expect_no_watch(rpcn(c, NULL, "scene.unwatch", "{\"watch\":999}"), 999);
     /* Nothing was watched by any of that. */
     assert_int_equal(stats_watches(c), 0);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* Another connection's watch is not yours to end (-32001 kind watch), and
+ * after its own unwatch nothing more comes for it. */
+static void only_its_own_connection_ends_a_watch(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false), *c2 = connect_ok(d, true);
+    notes got = {0};
+    ok_revision(rpcn(c, NULL, "scene.create", "{\"scene\":\"s\"}"));
 
     /* Another connection's watch is not yours to end. */
     uint64_t theirs = watch(c2, NULL, "s", NULL, NULL);
@@ -1486,17 +1668,32 @@ static void bad_params_name_their_path(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        /* every change, once, in order: one recorded run */
+        DAEMON_TEST(mutation_replies_take_consecutive_store_wide_revisions),
         DAEMON_TEST(every_change_reaches_every_watcher_once_in_revision_order),
+        DAEMON_TEST(scene_deleted_comes_last_and_ends_the_watch),
+        /* a watcher's own mutations */
         DAEMON_TEST(own_mutations_notify_after_the_reply),
+        DAEMON_TEST(a_failed_mutation_notifies_nothing),
+        /* since */
         DAEMON_TEST(since_replays_what_was_missed),
         DAEMON_TEST(since_older_than_the_history_resyncs),
+        /* slow and overrun watchers */
         DAEMON_TEST(a_stalled_unix_watcher_costs_its_buffer_then_resyncs),
         DAEMON_TEST(a_stalled_tcp_watcher_costs_its_buffer_then_resyncs),
         DAEMON_TEST(a_burst_larger_than_the_buffer_resyncs_a_reading_watcher),
+        /* the end of a watch */
         DAEMON_TEST(watches_end_with_their_connection),
+        DAEMON_TEST(the_history_outlives_the_watches_and_goes_with_the_scenes),
         DAEMON_TEST(a_deleted_scene_ends_its_watches),
+        DAEMON_TEST(a_scene_created_again_under_the_name_is_new_to_old_watches),
+        /* limits, bad requests and whose watch it is */
+        DAEMON_TEST(hello_reports_the_watch_limits),
         DAEMON_TEST(max_watches_is_per_connection),
         DAEMON_TEST(bad_params_name_their_path),
+        DAEMON_TEST(only_its_own_connection_ends_a_watch),
     };
-    return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
+    int status = run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
+    run_free();
+    return status;
 }

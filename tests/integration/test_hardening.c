@@ -360,7 +360,7 @@ static void http_line_mid_connection_closes_it(void **state)
     stop_ok(d);
 }
 
-/* ---- bounded work and replies ----------------------------------------------------------- */
+/* ---- bounded work: sizes, pair tests and replies ---------------------------------------- */
 
 /* 240,000 ids used to be insertion-sorted (36 s on the event loop); now the
  * request is answered like any other (the guard is the reply timeout). */
@@ -574,6 +574,8 @@ static void batch_of_large_replies_is_bounded(void **state)
     stop_ok(d);
 }
 
+/* ---- numbers past the double range --------------------------------------------------------- */
+
 /* A pose that moves a link past the largest double is refused with the
  * path of that pose (it used to give NaN distances), in check and in
  * check.batch (where nothing is returned for the other configurations). */
@@ -609,7 +611,7 @@ static void poses_beyond_the_double_range_are_refused_with_their_path(void **sta
     stop_ok(d);
 }
 
-/* ---- connections: timeouts and buffered input ----------------------------------------- */
+/* ---- connections: idle and authentication timeouts -------------------------------------- */
 
 /* A TCP client that sends nothing, or trickles bytes without finishing a
  * line (slowloris), is closed after the idle timeout with a -32004 line;
@@ -657,21 +659,30 @@ static void idle_and_trickling_tcp_clients_are_closed(void **state)
     stop_ok(d);
 }
 
-/* With a token, a TCP client that does not authenticate in time is
- * closed; one that did is not; a later wrong auth ends its authorisation. */
-static void auth_timeout_and_wrong_reauth(void **state)
+/* A daemon with a token and a 1 s auth timeout, and a TCP client that
+ * authenticated. */
+static rh_daemon *start_with_token(rh_conn **good)
 {
-    (void)state;
     const char *path = token_file("s3cret-token", 0600);
     const char *flags[] = {"--token-file", path, "--auth-timeout", "1", NULL};
     rh_daemon *d = start(flags);
-    rh_conn *lazy = connect_ok(d, true);
-    rh_conn *good = connect_ok(d, true);
-    cJSON *r = call_json(good, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"auth\",\"params\":{"
-                               "\"token\":\"s3cret-token\"}}");
+    *good = connect_ok(d, true);
+    cJSON *r = call_json(*good, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"auth\",\"params\":{"
+                                "\"token\":\"s3cret-token\"}}");
     assert_true(cJSON_IsTrue(at(r, "result.ok")));
     cJSON_Delete(r);
-    r = read_json(lazy);
+    return d;
+}
+
+/* With a token, a TCP client that does not authenticate in time is
+ * closed; one that did is not. */
+static void a_tcp_client_that_does_not_authenticate_in_time_is_closed(void **state)
+{
+    (void)state;
+    rh_conn *good;
+    rh_daemon *d = start_with_token(&good);
+    rh_conn *lazy = connect_ok(d, true);
+    cJSON *r = read_json(lazy);
     expect_limit(r, "auth_timeout_s");
     cJSON_Delete(r);
     rh_read_status st = rh_wait_close(lazy, rh_ms(RH_TIMEOUT_MS), 0);
@@ -679,17 +690,29 @@ static void auth_timeout_and_wrong_reauth(void **state)
     r = call_json(good, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.list\"}");
     assert_non_null(at(r, "result"));
     cJSON_Delete(r);
-    r = call_json(good, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"auth\",\"params\":{"
-                        "\"token\":\"wrong\"}}");
+    rh_close(lazy);
+    rh_close(good);
+    stop_ok(d);
+}
+
+/* A later wrong auth ends an authenticated client's authorisation. */
+static void a_wrong_reauth_ends_the_authorisation(void **state)
+{
+    (void)state;
+    rh_conn *good;
+    rh_daemon *d = start_with_token(&good);
+    cJSON *r = call_json(good, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"auth\",\"params\":{"
+                               "\"token\":\"wrong\"}}");
     assert_int_equal((int)num_at(r, "error.code"), -32005);
     cJSON_Delete(r);
     r = call_json(good, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"scene.list\"}");
     assert_int_equal((int)num_at(r, "error.code"), -32005);
     cJSON_Delete(r);
-    rh_close(lazy);
     rh_close(good);
     stop_ok(d);
 }
+
+/* ---- buffered input and long pipelines -------------------------------------------------- */
 
 /* Many clients each holding a large incomplete line: once their buffers
  * together pass max_input_bytes, the one that grows is refused and closed;
@@ -872,7 +895,7 @@ static void watchdog_is_fed_during_a_heavy_pipeline(void **state)
     stop_ok(d);
 }
 
-/* ---- signals and start-up ----------------------------------------------------------------- */
+/* ---- signals ------------------------------------------------------------------------------ */
 
 /* Whether the daemon's log comes to contain `text` within the test timeout
  * (a signal is handled on the loop in its own turn: a request sent after
@@ -888,9 +911,9 @@ static bool log_shows(const rh_daemon *d, const char *text)
     return true;
 }
 
-/* SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored; SIGQUIT stops the
- * daemon cleanly, removing its socket file. */
-static void signals_are_handled_cleanly(void **state)
+/* SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored: the daemon goes on
+ * answering. */
+static void sighup_sigusr1_and_sigusr2_are_logged_and_ignored(void **state)
 {
     (void)state;
     rh_daemon *d = start(NULL);
@@ -901,6 +924,17 @@ static void signals_are_handled_cleanly(void **state)
         expect_pong(c);
     }
     assert_true(log_shows(d, "received SIGHUP; ignored"));
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* SIGQUIT stops the daemon cleanly (exit 0, a client still connected),
+ * removing its socket file. */
+static void sigquit_stops_the_daemon_cleanly_and_removes_its_socket(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
     char sock[256];
     snprintf(sock, sizeof sock, "%s", d->unix_path);
     rh_signal(d, SIGQUIT);
@@ -981,6 +1015,8 @@ static void sigterm_during_a_long_drain_ends_at_the_grace_period(void **state)
     rh_destroy(d);
 }
 
+/* ---- start-up ----------------------------------------------------------------------------- */
+
 /* Limit flags take integers in a documented range: 2^64-1 used to wrap
  * the line limit to 0. */
 static void out_of_range_limits_are_refused_at_start(void **state)
@@ -1057,27 +1093,38 @@ static void memory_is_returned_after_a_large_delete(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        /* UTF-8 in error messages */
         DAEMON_TEST(unknown_member_names_are_cut_between_characters),
         DAEMON_TEST(error_paths_and_names_stay_valid_utf8),
         DAEMON_TEST(nan_and_infinity_tokens_are_named),
+        /* cross-protocol defence */
         DAEMON_TEST(http_request_is_answered_400_and_nothing_runs),
         DAEMON_TEST(http_line_mid_connection_closes_it),
+        /* bounded work: sizes, pair tests and replies */
         DAEMON_TEST(scene_get_with_a_huge_ids_list_is_answered),
         DAEMON_TEST(model_size_limits_are_enforced),
         DAEMON_TEST(thirty_thousand_links_are_refused_by_default),
         DAEMON_TEST(check_work_is_bounded_per_line),
         DAEMON_TEST(scene_distance_pairs_stop_at_the_reply_limit),
         DAEMON_TEST(batch_of_large_replies_is_bounded),
+        /* numbers past the double range */
         DAEMON_TEST(poses_beyond_the_double_range_are_refused_with_their_path),
+        /* connections: idle and authentication timeouts */
         DAEMON_TEST(idle_and_trickling_tcp_clients_are_closed),
-        DAEMON_TEST(auth_timeout_and_wrong_reauth),
+        DAEMON_TEST(a_tcp_client_that_does_not_authenticate_in_time_is_closed),
+        DAEMON_TEST(a_wrong_reauth_ends_the_authorisation),
+        /* buffered input and long pipelines */
         DAEMON_TEST(incomplete_lines_are_capped_across_connections),
         DAEMON_TEST(heavy_pipeline_does_not_starve_other_clients),
         DAEMON_TEST(watchdog_is_fed_during_a_heavy_pipeline),
-        DAEMON_TEST(signals_are_handled_cleanly),
+        /* signals */
+        DAEMON_TEST(sighup_sigusr1_and_sigusr2_are_logged_and_ignored),
+        DAEMON_TEST(sigquit_stops_the_daemon_cleanly_and_removes_its_socket),
         DAEMON_TEST(sigterm_with_idle_connections_exits_zero),
         DAEMON_TEST(sigterm_during_a_long_drain_ends_at_the_grace_period),
+        /* start-up */
         DAEMON_TEST(out_of_range_limits_are_refused_at_start),
+        /* memory */
         DAEMON_TEST(memory_is_returned_after_a_large_delete),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
