@@ -387,6 +387,16 @@ static void a_file_that_is_not_a_journal_is_refused(void **state)
     write_file(path, "{\"not\": \"a journal\"}\n", 21);
     assert_int_equal(rh_run(args, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
     assert_non_null(strstr(out, "not a repose journal"));
+    /* --repair cuts a damaged journal of ours; it never takes another file. */
+    const char *repair[] = {"--unix",     "none", "--tcp",    "127.0.0.1:0",
+                            "--data-dir", dir,    "--repair", NULL};
+    assert_int_equal(rh_run(repair, out, sizeof out, rh_ms(RH_TIMEOUT_MS)), 1);
+    assert_non_null(strstr(out, "not a repose journal"));
+    size_t n = 0;
+    char *kept = read_file(path, &n);
+    assert_int_equal(n, 21);
+    assert_memory_equal(kept, "{\"not\": \"a journal\"}\n", 21);
+    free(kept);
 }
 
 /* ---- kills keep every acknowledged mutation ------------------------------------------------ */
