@@ -62,6 +62,27 @@ typedef struct rp_capsule {
     double radius; ///< Radius, metres, finite and >= 0.
 } rp_capsule;
 
+/// A rotation as a Hamilton quaternion (w, x, y, z).
+typedef struct rp_quat {
+    double w, x, y, z;
+} rp_quat;
+
+/// An oriented box: the points center + sum_i u_i * axis_i with |u_i| <=
+/// half_extents_i, where axis_i are the columns of the rotation matrix
+/// rp_box_axes computes from `rotation`.  A zero extent is a rectangle, all
+/// three zero a point.
+typedef struct rp_box {
+    rp_vec3 center;       ///< Centre, metres.
+    rp_vec3 half_extents; ///< Half the side lengths, metres, finite and >= 0.
+    rp_quat rotation;     ///< Unit quaternion (rp_box_new normalises it).
+} rp_box;
+
+/// The solid half-space {p : normal . p <= offset}: the floor, a wall.
+typedef struct rp_halfspace {
+    rp_vec3 normal; ///< Unit outward normal (rp_halfspace_new normalises it).
+    double offset;  ///< Metres along the normal.
+} rp_halfspace;
+
 /// Which member of rp_shape is live.
 typedef enum rp_shape_kind {
     RP_SHAPE_SPHERE, ///< rp_shape.sphere is live.
@@ -150,6 +171,45 @@ RP_API bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, doubl
 /// axis (or +z when there is no axis).  Swapping a and b swaps the points
 /// and negates the normal, bit for bit.
 RP_API rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b);
+
+/* ---- boxes and half-spaces -------------------------------------------- */
+
+/// Builds a box from its centre, half extents and a rotation quaternion
+/// (w, x, y, z; normalised here).  RP_ERR_NONFINITE for a non-finite centre
+/// or extent, RP_ERR_RADIUS_NEGATIVE for a negative extent,
+/// RP_ERR_QUATERNION for a zero or non-finite quaternion, RP_ERR_INVALID_ARG
+/// when out is NULL; *out is written only on RP_OK.
+RP_API rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, double y,
+                            double z, rp_box *out);
+
+/// Builds the half-space {p : normal . p <= offset}, stored with a unit
+/// normal (the offset divided by the normal's length: the same solid).
+/// RP_ERR_NONFINITE for a non-finite normal or offset, RP_ERR_INVALID_ARG
+/// for a zero normal or a NULL out.
+RP_API rp_status rp_halfspace_new(rp_vec3 normal, double offset, rp_halfspace *out);
+
+/// The box's axes: the columns of its rotation matrix, as every box kernel
+/// uses them (the box the kernels measure is exactly this one).
+RP_API void rp_box_axes(const rp_box *b, rp_vec3 axes[3]);
+
+/// Signed distance between a sphere or capsule and a box: the gap, or minus
+/// the penetration depth (the shortest translation that separates them).
+/// Same accuracy contract as the other kernels, with S also covering the
+/// box's centre and half extents.
+RP_API double rp_sphere_box_signed_distance(const rp_sphere *a, const rp_box *b);
+RP_API double rp_capsule_box_signed_distance(const rp_capsule *a, const rp_box *b);
+
+/// Signed distance between a sphere or capsule and a half-space: the height
+/// of its lowest point above the boundary plane (negative below).
+RP_API double rp_sphere_halfspace_signed_distance(const rp_sphere *a, const rp_halfspace *b);
+RP_API double rp_capsule_halfspace_signed_distance(const rp_capsule *a, const rp_halfspace *b);
+
+/// Witness points and the unit normal from a towards b, as rp_shape_contact
+/// gives them: point_b - point_a = distance * normal.
+RP_API rp_contact rp_sphere_box_contact(const rp_sphere *a, const rp_box *b);
+RP_API rp_contact rp_capsule_box_contact(const rp_capsule *a, const rp_box *b);
+RP_API rp_contact rp_sphere_halfspace_contact(const rp_sphere *a, const rp_halfspace *b);
+RP_API rp_contact rp_capsule_halfspace_contact(const rp_capsule *a, const rp_halfspace *b);
 
 /* ---- transforms ------------------------------------------------------- */
 

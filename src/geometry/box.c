@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Boxes and half-spaces against spheres and capsules: exact signed
+ * distance with witness points and normals (include/repose/geometry.h).
+ *
+ * Every pair reduces to a core (a sphere's centre: a point; a capsule's
+ * axis: a segment) against the solid, minus the sphere's or capsule's
+ * radius.
+ *
+ * Half-space {x : n.x <= d}.  The signed distance of a core is the height
+ * of its lowest point, min(n.p0, n.p1) - d: a gap above, minus the depth
+ * below, and the depth is the shortest separating translation (along n).
+ *
+ * Box, separated.  In the box's frame (u = R^T (p - c)) the squared
+ * distance of the segment point x(t) = x0 + t*e to the box [-h, h] is
+ * f(t) = sum_i max(|x_i(t)| - h_i, 0)^2: convex and piecewise quadratic,
+ * with its pieces joined where some x_i(t) crosses +-h_i (at most six
+ * breakpoints).  On each piece f is one quadratic, whose stationary point
+ * clamped to the piece is that piece's minimum.  Every candidate (the ends,
+ * the breakpoints, the pieces' minima) is evaluated as an actual point of
+ * the segment against its clamp into the box, and the closest wins; so a
+ * candidate placed a little off by rounding can only lose, never report a
+ * distance below the true one, and where f is flat (a segment parallel to a
+ * face) any candidate is as good.
+ *
+ * Box, intersecting (f = 0 at some t).  The depth is the shortest
+ * translation that separates the segment from the box: the smallest
+ * overlap over the separating-axis candidates, which for a segment and a
+ * box are the three face normals and the three products e x axis_i (the
+ * faces of their Minkowski difference).  The products are exact: e x axis_i
+ * only permutes and negates components of e.  Along a face normal the
+ * overlap is min(h_i - lo, hi + h_i) for the segment's extent [lo, hi];
+ * along a product axis (perpendicular to e, so the segment projects to one
+ * value s) it is r - |s| with r the box's half width along that axis.
+ *
+ * The box's rotation is the matrix rp_box_axes computes from its unit
+ * quaternion; the kernels work with exactly that matrix, so the box they
+ * measure is the one every other function of this library sees.
+ *
+ * Range: inputs whose largest magnitude lies outside [2^-400, 2^400] are
+ * scaled by a power of two (exact) before the solve and the result scaled
+ * back, saturating to +-DBL_MAX as the sphere and capsule kernels do.
+ */
+#include <float.h>
+#include <stdbool.h>
+
+#include "repose/geometry.h"
+#include "vec.h"
+
+#define BOX_SAFE_MAX 0x1p400
+#define BOX_SAFE_MIN 0x1p-400
+
+static inline double max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+static inline double saturate(double x)
+{
+    return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
+}
+
+void rp_box_axes(const rp_box *b, rp_vec3 axes[3])
+{
+    double w = b->rotation.w, x = b->rotation.x, y = b->rotation.y, z = b->rotation.z;
+    double xx = x * x, yy = y * y, zz = z * z;
+    double xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y, wz = w * z;
+    /* The columns of R(q): world = center + sum_i u_i * axes[i]. */
+    axes[0] = v3(1.0 - 2.0 * (yy + zz), 2.0 * (xy + wz), 2.0 * (xz - wy));
+    axes[1] = v3(2.0 * (xy - wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz + wx));
+    axes[2] = v3(2.0 * (xz + wy), 2.0 * (yz - wx), 1.0 - 2.0 * (xx + yy));
+}
+
+static inline double comp(rp_vec3 v, int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : v.z;
+}
+
+static inline void set_comp(rp_vec3 *v, int i, double x)
+{
+    if (i == 0)
+        v->x = x;
+    else if (i == 1)
+        v->y = x;
+    else
+        v->z = x;
+}
+
+/* The point of the segment x0 + t*e at t, from the nearer end (so t = 1 is
+ * x1 exactly). */
+static inline rp_vec3 seg_at(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, double t)
+{
+    return t <= 0.5 ? v3_madd(x0, e, t) : v3_madd(x1, e, -(1.0 - t));
+}
+
+/* The box point nearest x, and |x - q|^2. */
+static inline double clamp_box(rp_vec3 x, rp_vec3 h, rp_vec3 *q)
+{
+    double f = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double xi = comp(x, i), hi = comp(h, i);
+        double qi = xi > hi ? hi : xi < -hi ? -hi : xi;
+        set_comp(q, i, qi);
+        f += (xi - qi) * (xi - qi);
+    }
+    return f;
+}
+
+/* What the segment-box solve found, in the box's frame. */
+typedef struct seg_box {
+    double f;     /* squared distance (0: they meet) */
+    double t;     /* the segment's closest parameter */
+    rp_vec3 x, q; /* the segment's and the box's closest points */
+    double depth; /* f == 0: the shortest separating translation */
+    rp_vec3 axis; /* f == 0: unit direction in which the segment leaves */
+} seg_box;
+
+static void try_t(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, rp_vec3 h, double t, seg_box *best)
+{
+    rp_vec3 x = seg_at(x0, x1, e, t), q;
+    double f = clamp_box(x, h, &q);
+    if (f < best->f) {
+        best->f = f;
+        best->t = t;
+        best->x = x;
+        best->q = q;
+    }
+}
+
+static void sort_small(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double s = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = s;
+        }
+}
+
+/* The separating translation of a segment meeting the box (see the top). */
+static void penetration(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, rp_vec3 h, seg_box *r)
+{
+    r->depth = DBL_MAX;
+    for (int i = 0; i < 3; i++) {
+        double a = comp(x0, i), b = comp(x1, i), hi = comp(h, i);
+        double lo = a < b ? a : b, up = a < b ? b : a;
+        double plus = hi - lo, minus = up + hi;
+        double d = plus <= minus ? plus : minus;
+        if (d < r->depth) {
+            r->depth = d;
+            r->axis = v3(0, 0, 0);
+            set_comp(&r->axis, i, plus <= minus ? 1.0 : -1.0);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        /* e x axis_i, exact. */
+        rp_vec3 u = i == 0 ? v3(0.0, e.z, -e.y) : i == 1 ? v3(-e.z, 0.0, e.x) : v3(e.y, -e.x, 0.0);
+        double len = sqrt(v3_dot(u, u));
+        if (!(len > 0.0))
+            continue;
+        u = v3_scale(u, 1.0 / len);
+        double s = 0.5 * (v3_dot(x0, u) + v3_dot(x1, u));
+        double rr = h.x * fabs(u.x) + h.y * fabs(u.y) + h.z * fabs(u.z);
+        double d = rr - fabs(s);
+        if (d < r->depth) {
+            r->depth = d;
+            r->axis = s >= 0.0 ? u : v3_neg(u);
+        }
+    }
+    if (r->depth < 0.0)
+        r->depth = 0.0; /* touching within rounding */
+}
+
+/* Closest points of segment x0-x1 and the box [-h, h] (its frame). */
+static seg_box solve_seg_box(rp_vec3 x0, rp_vec3 x1, rp_vec3 h)
+{
+    seg_box best = {.f = DBL_MAX * 2.0};
+    rp_vec3 e = v3_sub(x1, x0);
+    /* Whether they meet decides the branch, by clipping the segment to the
+     * three slabs: the search below only ever approaches the box's
+     * surface, where rounding may leave its points a hair outside (a
+     * segment through a thin box would then look separated by 1e-16). */
+    double lo = 0.0, up = 1.0;
+    bool meets = true;
+    for (int i = 0; i < 3 && meets; i++) {
+        double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i);
+        if (ei == 0.0) {
+            meets = fabs(xi) <= hi;
+            continue;
+        }
+        double ta = (-hi - xi) / ei, tb = (hi - xi) / ei;
+        if (ta > tb) {
+            double sw = ta;
+            ta = tb;
+            tb = sw;
+        }
+        lo = ta > lo ? ta : lo;
+        up = tb < up ? tb : up;
+        meets = lo <= up;
+    }
+    if (meets) {
+        best.f = 0.0;
+        best.t = 0.5 * (lo + up);
+        best.x = seg_at(x0, x1, e, best.t);
+        clamp_box(best.x, h, &best.q);
+        penetration(x0, x1, e, h, &best);
+        return best;
+    }
+    double ts[8];
+    int n = 0;
+    ts[n++] = 0.0;
+    ts[n++] = 1.0;
+    for (int i = 0; i < 3; i++) {
+        double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i);
+        if (ei == 0.0)
+            continue;
+        double ta = (hi - xi) / ei, tb = (-hi - xi) / ei;
+        if (ta > 0.0 && ta < 1.0)
+            ts[n++] = ta;
+        if (tb > 0.0 && tb < 1.0)
+            ts[n++] = tb;
+    }
+    sort_small(ts, n);
+    for (int k = 0; k < n; k++)
+        try_t(x0, x1, e, h, ts[k], &best);
+    for (int k = 0; k + 1 < n && best.f > 0.0; k++) {
+        if (!(ts[k + 1] > ts[k]))
+            continue;
+        rp_vec3 xm = seg_at(x0, x1, e, 0.5 * (ts[k] + ts[k + 1]));
+        double a = 0.0, b = 0.0;
+        for (int i = 0; i < 3; i++) {
+            double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i), mi = comp(xm, i);
+            if (mi > hi) {
+                a += ei * ei;
+                b += ei * (xi - hi);
+            } else if (mi < -hi) {
+                a += ei * ei;
+                b += ei * (xi + hi);
+            }
+        }
+        if (!(a > 0.0))
+            continue;
+        double t = -b / a;
+        t = t < ts[k] ? ts[k] : t > ts[k + 1] ? ts[k + 1] : t;
+        try_t(x0, x1, e, h, t, &best);
+    }
+    if (best.f == 0.0)
+        penetration(x0, x1, e, h, &best);
+    return best;
+}
+
+/* p - c in the frame of axes. */
+static rp_vec3 to_frame(const rp_vec3 axes[3], rp_vec3 p, rp_vec3 c)
+{
+    rp_vec3 d = v3_sub(p, c);
+    return v3(v3_dot(axes[0], d), v3_dot(axes[1], d), v3_dot(axes[2], d));
+}
+
+/* The power of two the pair is solved at (0 inside the safe range). */
+static int pair_scale(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
+{
+    double m = max2(max2(v3_maxabs(p0), v3_maxabs(p1)),
+                    max2(max2(v3_maxabs(b->center), v3_maxabs(b->half_extents)), r));
+    if (m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0))
+        return 0;
+    return ilogb(m);
+}
+
+/* Solves core p0-p1 (radius r) against box b: the result in the box frame
+ * at 2^scale metres, and the signed distance in metres. */
+static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_box *out,
+                       rp_vec3 axes[3], int *scale_out)
+{
+    rp_box_axes(b, axes);
+    int scale = pair_scale(b, p0, p1, r);
+    double k = ldexp(1.0, -scale);
+    rp_vec3 h = b->half_extents, c = b->center;
+    if (scale) {
+        h = v3_scale(h, k), c = v3_scale(c, k), p0 = v3_scale(p0, k), p1 = v3_scale(p1, k);
+    }
+    rp_vec3 x0 = to_frame(axes, p0, c), x1 = to_frame(axes, p1, c);
+    seg_box s = solve_seg_box(x0, x1, h);
+    double rs = scale ? r * k : r;
+    double d = s.f > 0.0 ? sqrt(s.f) - rs : -s.depth - rs;
+    *out = s;
+    *scale_out = scale;
+    return saturate(scale ? ldexp(d, scale) : d);
+}
+
+double rp_sphere_box_signed_distance(const rp_sphere *a, const rp_box *b)
+{
+    seg_box s;
+    rp_vec3 axes[3];
+    int scale;
+    return core_box(b, a->center, a->center, a->radius, &s, axes, &scale);
+}
+
+double rp_capsule_box_signed_distance(const rp_capsule *a, const rp_box *b)
+{
+    seg_box s;
+    rp_vec3 axes[3];
+    int scale;
+    return core_box(b, a->a, a->b, a->radius, &s, axes, &scale);
+}
+
+/* A box-frame vector in world coordinates. */
+static rp_vec3 to_world(const rp_vec3 axes[3], rp_vec3 u)
+{
+    return v3(axes[0].x * u.x + axes[1].x * u.y + axes[2].x * u.z,
+              axes[0].y * u.x + axes[1].y * u.y + axes[2].y * u.z,
+              axes[0].z * u.x + axes[1].z * u.y + axes[2].z * u.z);
+}
+
+static rp_vec3 unit_or(rp_vec3 v, rp_vec3 fallback)
+{
+    double m = v3_maxabs(v);
+    if (!(m > 0.0))
+        return fallback;
+    v = v3_scale(v, 1.0 / m);
+    return v3_scale(v, 1.0 / sqrt(v3_dot(v, v)));
+}
+
+static rp_contact core_box_contact(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
+{
+    seg_box s;
+    rp_vec3 axes[3];
+    int scale;
+    rp_contact c;
+    c.distance = core_box(b, p0, p1, r, &s, axes, &scale);
+    /* From the core (a) towards the box (b). */
+    rp_vec3 n_local = s.f > 0.0 ? v3_sub(s.q, s.x) : v3_neg(s.axis);
+    c.normal = unit_or(to_world(axes, n_local), v3(0, 0, 1));
+    rp_vec3 core;
+    if (s.f > 0.0) {
+        core = seg_at(p0, p1, v3_sub(p1, p0), s.t);
+    } else {
+        /* The core's deepest point along the normal. */
+        core = v3_dot(c.normal, p0) >= v3_dot(c.normal, p1) ? p0 : p1;
+    }
+    c.point_a = v3_madd(core, c.normal, r);
+    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    return c;
+}
+
+rp_contact rp_sphere_box_contact(const rp_sphere *a, const rp_box *b)
+{
+    return core_box_contact(b, a->center, a->center, a->radius);
+}
+
+rp_contact rp_capsule_box_contact(const rp_capsule *a, const rp_box *b)
+{
+    return core_box_contact(b, a->a, a->b, a->radius);
+}
+
+/* ---- half-spaces ----------------------------------------------------------------- */
+
+/* The height above the plane of core p0-p1, minus r. */
+static double core_halfspace(const rp_halfspace *h, rp_vec3 p0, rp_vec3 p1, double r, rp_vec3 *low)
+{
+    double m = max2(max2(v3_maxabs(p0), v3_maxabs(p1)), max2(fabs(h->offset), r));
+    int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
+    double k = ldexp(1.0, -scale);
+    rp_vec3 q0 = scale ? v3_scale(p0, k) : p0, q1 = scale ? v3_scale(p1, k) : p1;
+    double h0 = v3_dot(h->normal, q0), h1 = v3_dot(h->normal, q1);
+    *low = h0 <= h1 ? p0 : p1;
+    double d = (h0 <= h1 ? h0 : h1) - (scale ? h->offset * k : h->offset) - (scale ? r * k : r);
+    return saturate(scale ? ldexp(d, scale) : d);
+}
+
+double rp_sphere_halfspace_signed_distance(const rp_sphere *a, const rp_halfspace *b)
+{
+    rp_vec3 low;
+    return core_halfspace(b, a->center, a->center, a->radius, &low);
+}
+
+double rp_capsule_halfspace_signed_distance(const rp_capsule *a, const rp_halfspace *b)
+{
+    rp_vec3 low;
+    return core_halfspace(b, a->a, a->b, a->radius, &low);
+}
+
+static rp_contact core_halfspace_contact(const rp_halfspace *h, rp_vec3 p0, rp_vec3 p1, double r)
+{
+    rp_contact c;
+    rp_vec3 low;
+    c.distance = core_halfspace(h, p0, p1, r, &low);
+    c.normal = v3_neg(h->normal); /* from the shape down into the solid */
+    c.point_a = v3_madd(low, c.normal, r);
+    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    return c;
+}
+
+rp_contact rp_sphere_halfspace_contact(const rp_sphere *a, const rp_halfspace *b)
+{
+    return core_halfspace_contact(b, a->center, a->center, a->radius);
+}
+
+rp_contact rp_capsule_halfspace_contact(const rp_capsule *a, const rp_halfspace *b)
+{
+    return core_halfspace_contact(b, a->a, a->b, a->radius);
+}
+
+/* ---- construction -------------------------------------------------------------- */
+
+rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, double y, double z,
+                     rp_box *out)
+{
+    if (!out)
+        return RP_ERR_INVALID_ARG;
+    if (!v3_isfinite(center) || !v3_isfinite(half_extents))
+        return RP_ERR_NONFINITE;
+    if (half_extents.x < 0.0 || half_extents.y < 0.0 || half_extents.z < 0.0)
+        return RP_ERR_RADIUS_NEGATIVE;
+    double m = fmax(fmax(fabs(w), fabs(x)), fmax(fabs(y), fabs(z)));
+    if (!isfinite(m) || m == 0.0)
+        return RP_ERR_QUATERNION;
+    w /= m, x /= m, y /= m, z /= m;
+    double n = sqrt(w * w + x * x + y * y + z * z);
+    out->center = center;
+    out->half_extents = half_extents;
+    out->rotation = (rp_quat){w / n, x / n, y / n, z / n};
+    return RP_OK;
+}
+
+rp_status rp_halfspace_new(rp_vec3 normal, double offset, rp_halfspace *out)
+{
+    if (!out)
+        return RP_ERR_INVALID_ARG;
+    if (!v3_isfinite(normal) || !isfinite(offset))
+        return RP_ERR_NONFINITE;
+    double m = v3_maxabs(normal);
+    if (m == 0.0)
+        return RP_ERR_INVALID_ARG;
+    /* The same solid with a unit normal: n.p <= d is (n/|n|).p <= d/|n|. */
+    rp_vec3 n = v3(normal.x / m, normal.y / m, normal.z / m); /* the largest becomes +-1 */
+    double len = sqrt(v3_dot(n, n));
+    out->normal = v3(n.x / len, n.y / len, n.z / len);
+    out->offset = (offset / m) / len;
+    return RP_OK;
+}
