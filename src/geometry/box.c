@@ -171,6 +171,25 @@ static void penetration(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, rp_vec3 h, seg_box *r
         r->depth = 0.0; /* touching within rounding */
 }
 
+/* A point: its clamp, or inside, the nearest face. */
+static seg_box solve_point_box(rp_vec3 x, rp_vec3 h)
+{
+    seg_box r = {.t = 0.0, .x = x};
+    r.f = clamp_box(x, h, &r.q);
+    if (r.f > 0.0)
+        return r;
+    r.depth = DBL_MAX;
+    for (int i = 0; i < 3; i++) {
+        double xi = comp(x, i), d = comp(h, i) - fabs(xi);
+        if (d < r.depth) {
+            r.depth = d;
+            r.axis = v3(0, 0, 0);
+            set_comp(&r.axis, i, xi >= 0.0 ? 1.0 : -1.0);
+        }
+    }
+    return r;
+}
+
 /* Closest points of segment x0-x1 and the box [-h, h] (its frame). */
 static seg_box solve_seg_box(rp_vec3 x0, rp_vec3 x1, rp_vec3 h)
 {
@@ -256,11 +275,16 @@ static rp_vec3 to_frame(const rp_vec3 axes[3], rp_vec3 p, rp_vec3 c)
     return v3(v3_dot(axes[0], d), v3_dot(axes[1], d), v3_dot(axes[2], d));
 }
 
+static inline double maxabs3(rp_vec3 a)
+{
+    return max2(fabs(a.x), max2(fabs(a.y), fabs(a.z)));
+}
+
 /* The power of two the pair is solved at (0 inside the safe range). */
 static int pair_scale(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
 {
-    double m = max2(max2(v3_maxabs(p0), v3_maxabs(p1)),
-                    max2(max2(v3_maxabs(b->center), v3_maxabs(b->half_extents)), r));
+    double m = max2(max2(maxabs3(p0), maxabs3(p1)),
+                    max2(max2(maxabs3(b->center), maxabs3(b->half_extents)), r));
     if (m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0))
         return 0;
     return ilogb(m);
@@ -273,14 +297,17 @@ static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_bo
 {
     rp_box_axes(b, axes);
     int scale = pair_scale(b, p0, p1, r);
-    double k = ldexp(1.0, -scale);
     rp_vec3 h = b->half_extents, c = b->center;
+    double rs = r;
     if (scale) {
+        double k = ldexp(1.0, -scale);
         h = v3_scale(h, k), c = v3_scale(c, k), p0 = v3_scale(p0, k), p1 = v3_scale(p1, k);
+        rs = r * k;
     }
-    rp_vec3 x0 = to_frame(axes, p0, c), x1 = to_frame(axes, p1, c);
-    seg_box s = solve_seg_box(x0, x1, h);
-    double rs = scale ? r * k : r;
+    rp_vec3 x0 = to_frame(axes, p0, c);
+    seg_box s = p0.x == p1.x && p0.y == p1.y && p0.z == p1.z
+                    ? solve_point_box(x0, h)
+                    : solve_seg_box(x0, to_frame(axes, p1, c), h);
     double d = s.f > 0.0 ? sqrt(s.f) - rs : -s.depth - rs;
     *out = s;
     *scale_out = scale;
