@@ -28,7 +28,7 @@ case $secs in
 esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
-         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates)
+         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates fuzz_geometry)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -104,6 +104,8 @@ for t in "${targets[@]}"; do
   fuzz_urdf) args+=(-max_len=20480 -dict=tests/fuzz/xml.dict); inputs+=("$seeds/urdf") ;;
   # Bytes read as a model, an extension and a motion: no dictionary.
   fuzz_estimates) args+=(-max_len=2048); inputs+=("$seeds/lines") ;;
+  # Bytes read as doubles for four shapes: short inputs, its own seeds.
+  fuzz_geometry) args+=(-max_len=256) ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do

@@ -275,6 +275,11 @@ static rp_vec3 to_frame(const rp_vec3 axes[3], rp_vec3 p, rp_vec3 c)
     return v3(v3_dot(axes[0], d), v3_dot(axes[1], d), v3_dot(axes[2], d));
 }
 
+static rp_vec3 scale3(rp_vec3 v, int e)
+{
+    return v3(ldexp(v.x, e), ldexp(v.y, e), ldexp(v.z, e));
+}
+
 static inline double maxabs3(rp_vec3 a)
 {
     return max2(fabs(a.x), max2(fabs(a.y), fabs(a.z)));
@@ -299,10 +304,10 @@ static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_bo
     int scale = pair_scale(b, p0, p1, r);
     rp_vec3 h = b->half_extents, c = b->center;
     double rs = r;
-    if (scale) {
-        double k = ldexp(1.0, -scale);
-        h = v3_scale(h, k), c = v3_scale(c, k), p0 = v3_scale(p0, k), p1 = v3_scale(p1, k);
-        rs = r * k;
+    if (scale) { /* ldexp per value: 2^-scale itself may overflow (denormal inputs) */
+        h = scale3(h, -scale), c = scale3(c, -scale), p0 = scale3(p0, -scale);
+        p1 = scale3(p1, -scale);
+        rs = ldexp(r, -scale);
     }
     rp_vec3 x0 = to_frame(axes, p0, c);
     seg_box s = p0.x == p1.x && p0.y == p1.y && p0.z == p1.z
@@ -386,11 +391,11 @@ static double core_halfspace(const rp_halfspace *h, rp_vec3 p0, rp_vec3 p1, doub
 {
     double m = max2(max2(v3_maxabs(p0), v3_maxabs(p1)), max2(fabs(h->offset), r));
     int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
-    double k = ldexp(1.0, -scale);
-    rp_vec3 q0 = scale ? v3_scale(p0, k) : p0, q1 = scale ? v3_scale(p1, k) : p1;
+    rp_vec3 q0 = scale ? scale3(p0, -scale) : p0, q1 = scale ? scale3(p1, -scale) : p1;
     double h0 = v3_dot(h->normal, q0), h1 = v3_dot(h->normal, q1);
     *low = h0 <= h1 ? p0 : p1;
-    double d = (h0 <= h1 ? h0 : h1) - (scale ? h->offset * k : h->offset) - (scale ? r * k : r);
+    double d = (h0 <= h1 ? h0 : h1) - (scale ? ldexp(h->offset, -scale) : h->offset) -
+               (scale ? ldexp(r, -scale) : r);
     return saturate(scale ? ldexp(d, scale) : d);
 }
 
@@ -438,8 +443,10 @@ rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, d
         return RP_ERR_NONFINITE;
     if (half_extents.x < 0.0 || half_extents.y < 0.0 || half_extents.z < 0.0)
         return RP_ERR_RADIUS_NEGATIVE;
-    double m = fmax(fmax(fabs(w), fabs(x)), fmax(fabs(y), fabs(z)));
-    if (!isfinite(m) || m == 0.0)
+    if (!isfinite(w) || !isfinite(x) || !isfinite(y) || !isfinite(z))
+        return RP_ERR_QUATERNION; /* (a NaN would slip past the max below) */
+    double m = max2(max2(fabs(w), fabs(x)), max2(fabs(y), fabs(z)));
+    if (m == 0.0)
         return RP_ERR_QUATERNION;
     w /= m, x /= m, y /= m, z /= m;
     double n = sqrt(w * w + x * x + y * y + z * z);

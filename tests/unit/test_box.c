@@ -533,6 +533,8 @@ static void bad_boxes_and_halfspaces_are_refused(void **state)
     assert_int_equal(rp_box_new(o, (rp_vec3){INFINITY, 0, 0}, 1, 0, 0, 0, &b), RP_ERR_NONFINITE);
     assert_int_equal(rp_box_new(o, one, 0, 0, 0, 0, &b), RP_ERR_QUATERNION);
     assert_int_equal(rp_box_new(o, one, NAN, 0, 0, 0, &b), RP_ERR_QUATERNION);
+    assert_int_equal(rp_box_new(o, one, NAN, 0, 0, 1e-310, &b), RP_ERR_QUATERNION);
+    assert_int_equal(rp_box_new(o, one, 1, INFINITY, 0, 0, &b), RP_ERR_QUATERNION);
     assert_int_equal(rp_box_new(o, one, 1, 0, 0, 0, NULL), RP_ERR_INVALID_ARG);
     assert_int_equal(rp_box_new(o, one, 2, 0, 0, 0, &b), RP_OK);
     assert_true(b.rotation.w == 1.0);
