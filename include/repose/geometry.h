@@ -204,12 +204,17 @@ RP_API double rp_capsule_box_signed_distance(const rp_capsule *a, const rp_box *
 RP_API double rp_sphere_halfspace_signed_distance(const rp_sphere *a, const rp_halfspace *b);
 RP_API double rp_capsule_halfspace_signed_distance(const rp_capsule *a, const rp_halfspace *b);
 
+/// Signed distance between a box and a half-space: the height of the box's
+/// lowest vertex above the boundary plane (negative below).
+RP_API double rp_box_halfspace_signed_distance(const rp_box *a, const rp_halfspace *b);
+
 /// Witness points and the unit normal from a towards b, as rp_shape_contact
 /// gives them: point_b - point_a = distance * normal.
 RP_API rp_contact rp_sphere_box_contact(const rp_sphere *a, const rp_box *b);
 RP_API rp_contact rp_capsule_box_contact(const rp_capsule *a, const rp_box *b);
 RP_API rp_contact rp_sphere_halfspace_contact(const rp_sphere *a, const rp_halfspace *b);
 RP_API rp_contact rp_capsule_halfspace_contact(const rp_capsule *a, const rp_halfspace *b);
+RP_API rp_contact rp_box_halfspace_contact(const rp_box *a, const rp_halfspace *b);
 
 /* ---- transforms ------------------------------------------------------- */
 

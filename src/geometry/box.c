@@ -432,6 +432,45 @@ rp_contact rp_capsule_halfspace_contact(const rp_capsule *a, const rp_halfspace 
     return core_halfspace_contact(b, a->a, a->b, a->radius);
 }
 
+/* A box's lowest point above the plane: n.c - sum_i h_i |n.axis_i| - d,
+ * and the vertex that has it. */
+static double box_halfspace(const rp_box *b, const rp_halfspace *h, rp_vec3 *vertex)
+{
+    rp_vec3 axes[3];
+    rp_box_axes(b, axes);
+    rp_vec3 c = b->center, e = b->half_extents;
+    double off = h->offset;
+    double m = max2(max2(maxabs3(c), maxabs3(e)), fabs(off));
+    int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
+    if (scale)
+        c = scale3(c, -scale), e = scale3(e, -scale), off = ldexp(off, -scale);
+    double height = v3_dot(h->normal, c) - off;
+    rp_vec3 v = b->center;
+    for (int i = 0; i < 3; i++) {
+        double ni = v3_dot(h->normal, axes[i]), hi = comp(e, i);
+        height -= hi * fabs(ni);
+        /* The vertex, in metres (as the kernel's other witnesses). */
+        v = v3_madd(v, axes[i], ni > 0.0 ? -comp(b->half_extents, i) : comp(b->half_extents, i));
+    }
+    *vertex = v;
+    return saturate(scale ? ldexp(height, scale) : height);
+}
+
+double rp_box_halfspace_signed_distance(const rp_box *a, const rp_halfspace *b)
+{
+    rp_vec3 v;
+    return box_halfspace(a, b, &v);
+}
+
+rp_contact rp_box_halfspace_contact(const rp_box *a, const rp_halfspace *b)
+{
+    rp_contact c;
+    c.distance = box_halfspace(a, b, &c.point_a);
+    c.normal = v3_neg(b->normal);
+    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    return c;
+}
+
 /* ---- construction -------------------------------------------------------------- */
 
 rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, double y, double z,

@@ -135,6 +135,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double d = rp_capsule_halfspace_signed_distance(&k, &h);
         check_contact(rp_capsule_halfspace_contact(&k, &h), d, "capsule-halfspace");
     }
+    if (have_b && have_h) {
+        double d = rp_box_halfspace_signed_distance(&b, &h);
+        check_contact(rp_box_halfspace_contact(&b, &h), d, "box-halfspace");
+    }
     if (have_s && have_k) {
         rp_shape x = rp_shape_from_sphere(s), y = rp_shape_from_capsule(k);
         double d1 = rp_shape_signed_distance(&x, &y), d2 = rp_shape_signed_distance(&y, &x);

@@ -521,6 +521,50 @@ static void halfspace_distances_are_the_lowest_points_height(void **state)
     printf("family halfspace: n=20000 worst=%.3g eps*S\n", worst);
 }
 
+/* A box above, on or through a half-space: its lowest vertex's height,
+ * against the lowest of its eight vertices in ref_real. */
+static void box_halfspace_distance_is_the_lowest_vertex_height(void **state)
+{
+    (void)state;
+    test_rng g = {14};
+    double worst = 0;
+    for (int n = 0; n < 20000; n++) {
+        double big = ldexp(1.0, (int)(rng_next(&g) % 80) - 40);
+        rp_box b = random_box(&g, 2 * big, 2 * big);
+        if (n % 4 == 0) /* a face parallel to the plane */
+            b.rotation = (rp_quat){1, 0, 0, 0};
+        rp_halfspace h;
+        rp_vec3 nrm = n % 4 == 0 ? (rp_vec3){0, 0, 1} : rnd3(&g, -1, 1);
+        assert_int_equal(rp_halfspace_new(nrm, rng_uniform(&g, -3, 3) * big, &h), RP_OK);
+        rp_vec3 axes[3];
+        rp_box_axes(&b, axes);
+        R low = 0;
+        for (int k = 0; k < 8; k++) {
+            R v[3] = {b.center.x, b.center.y, b.center.z};
+            for (int i = 0; i < 3; i++) {
+                R s = (k >> i & 1) ? (R)comp(b.half_extents, i) : -(R)comp(b.half_extents, i);
+                v[0] += s * axes[i].x, v[1] += s * axes[i].y, v[2] += s * axes[i].z;
+            }
+            R height =
+                (R)h.normal.x * v[0] + (R)h.normal.y * v[1] + (R)h.normal.z * v[2] - (R)h.offset;
+            if (k == 0 || height < low)
+                low = height;
+        }
+        double S = fmax(fmax(maxabs(b.center), maxabs(b.half_extents)), fabs(h.offset));
+        double d = rp_box_halfspace_signed_distance(&b, &h);
+        double err = ref_error_in_eps_S(d, low, S);
+        worst = fmax(worst, err);
+        if (err > BOUND)
+            fail_msg("pair %d: %.17g, error %g eps*S", n, d, err);
+        rp_contact c = rp_box_halfspace_contact(&b, &h);
+        assert_true(c.distance == d);
+        double on = h.normal.x * c.point_b.x + h.normal.y * c.point_b.y + h.normal.z * c.point_b.z -
+                    h.offset;
+        assert_true(fabs(on) <= 4 * BOUND * EPS * S);
+    }
+    printf("family box_halfspace: n=20000 worst=%.3g eps*S\n", worst);
+}
+
 static void bad_boxes_and_halfspaces_are_refused(void **state)
 {
     (void)state;
@@ -582,6 +626,7 @@ int main(void)
         cmocka_unit_test(penetration_depth_is_the_shortest_separating_translation),
         cmocka_unit_test(box_distances_are_invariant_under_translation),
         cmocka_unit_test(halfspace_distances_are_the_lowest_points_height),
+        cmocka_unit_test(box_halfspace_distance_is_the_lowest_vertex_height),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
