@@ -208,6 +208,11 @@ RP_API double rp_capsule_halfspace_signed_distance(const rp_capsule *a, const rp
 /// lowest vertex above the boundary plane (negative below).
 RP_API double rp_box_halfspace_signed_distance(const rp_box *a, const rp_halfspace *b);
 
+/// Signed distance between two boxes: the gap (the closest of every vertex
+/// against the other box and every pair of edges), or minus the depth (the
+/// smallest overlap over the fifteen separating-axis candidates).
+RP_API double rp_box_box_signed_distance(const rp_box *a, const rp_box *b);
+
 /// Witness points and the unit normal from a towards b, as rp_shape_contact
 /// gives them: point_b - point_a = distance * normal.
 RP_API rp_contact rp_sphere_box_contact(const rp_sphere *a, const rp_box *b);
@@ -215,6 +220,7 @@ RP_API rp_contact rp_capsule_box_contact(const rp_capsule *a, const rp_box *b);
 RP_API rp_contact rp_sphere_halfspace_contact(const rp_sphere *a, const rp_halfspace *b);
 RP_API rp_contact rp_capsule_halfspace_contact(const rp_capsule *a, const rp_halfspace *b);
 RP_API rp_contact rp_box_halfspace_contact(const rp_box *a, const rp_halfspace *b);
+RP_API rp_contact rp_box_box_contact(const rp_box *a, const rp_box *b);
 
 /* ---- transforms ------------------------------------------------------- */
 

@@ -55,6 +55,11 @@ static inline double max2(double a, double b)
     return a > b ? a : b;
 }
 
+static inline double maxabs3(rp_vec3 a)
+{
+    return max2(fabs(a.x), max2(fabs(a.y), fabs(a.z)));
+}
+
 static inline double saturate(double x)
 {
     return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
@@ -155,10 +160,12 @@ static void penetration(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, rp_vec3 h, seg_box *r
     for (int i = 0; i < 3; i++) {
         /* e x axis_i, exact. */
         rp_vec3 u = i == 0 ? v3(0.0, e.z, -e.y) : i == 1 ? v3(-e.z, 0.0, e.x) : v3(e.y, -e.x, 0.0);
-        double len = sqrt(v3_dot(u, u));
-        if (!(len > 0.0))
+        double m = maxabs3(u);
+        if (!(m > 0.0))
             continue;
-        u = v3_scale(u, 1.0 / len);
+        u = v3(u.x / m, u.y / m, u.z / m);
+        double len = sqrt(v3_dot(u, u));
+        u = v3(u.x / len, u.y / len, u.z / len);
         double s = 0.5 * (v3_dot(x0, u) + v3_dot(x1, u));
         double rr = h.x * fabs(u.x) + h.y * fabs(u.y) + h.z * fabs(u.z);
         double d = rr - fabs(s);
@@ -280,11 +287,6 @@ static rp_vec3 scale3(rp_vec3 v, int e)
     return v3(ldexp(v.x, e), ldexp(v.y, e), ldexp(v.z, e));
 }
 
-static inline double maxabs3(rp_vec3 a)
-{
-    return max2(fabs(a.x), max2(fabs(a.y), fabs(a.z)));
-}
-
 /* The power of two the pair is solved at (0 inside the safe range). */
 static int pair_scale(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
 {
@@ -345,11 +347,12 @@ static rp_vec3 to_world(const rp_vec3 axes[3], rp_vec3 u)
 
 static rp_vec3 unit_or(rp_vec3 v, rp_vec3 fallback)
 {
-    double m = v3_maxabs(v);
-    if (!(m > 0.0))
+    double m = maxabs3(v);
+    if (!(m > 0.0) || !(m <= DBL_MAX))
         return fallback;
-    v = v3_scale(v, 1.0 / m);
-    return v3_scale(v, 1.0 / sqrt(v3_dot(v, v)));
+    v = v3(v.x / m, v.y / m, v.z / m);
+    double len = sqrt(v3_dot(v, v));
+    return v3(v.x / len, v.y / len, v.z / len);
 }
 
 static rp_contact core_box_contact(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
@@ -467,6 +470,186 @@ rp_contact rp_box_halfspace_contact(const rp_box *a, const rp_halfspace *b)
     rp_contact c;
     c.distance = box_halfspace(a, b, &c.point_a);
     c.normal = v3_neg(b->normal);
+    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    return c;
+}
+
+/* ---- box against box ------------------------------------------------------------ */
+
+/* Box b in the frame of box a (a's centre at the origin, a's axes the
+ * coordinate axes): its centre and axes. */
+typedef struct box_in_a {
+    rp_vec3 c, ax[3], h;
+} box_in_a;
+
+/* The 8 vertices of a box given by centre, axes and half extents. */
+static void vertices(rp_vec3 c, const rp_vec3 ax[3], rp_vec3 h, rp_vec3 v[8])
+{
+    for (int k = 0; k < 8; k++) {
+        rp_vec3 p = c;
+        p = v3_madd(p, ax[0], (k & 1) ? h.x : -h.x);
+        p = v3_madd(p, ax[1], (k & 2) ? h.y : -h.y);
+        p = v3_madd(p, ax[2], (k & 4) ? h.z : -h.z);
+        v[k] = p;
+    }
+}
+
+/* Edge e (0..11) of the box with vertices v: four per axis. */
+static void edge(const rp_vec3 v[8], int e, rp_vec3 *p, rp_vec3 *q)
+{
+    static const int ends[12][2] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3},
+                                    {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    *p = v[ends[e][0]];
+    *q = v[ends[e][1]];
+}
+
+/* What the box-box solve found, in a's frame (at the solve's scale). */
+typedef struct box_box {
+    double dist;    /* separated: the gap; else minus the depth */
+    rp_vec3 pa, pb; /* witnesses on a and on b */
+    rp_vec3 normal; /* from a towards b (unit, a's frame) */
+} box_box;
+
+/* The smallest overlap over the 15 separating-axis candidates; negative
+ * when one of them separates.  axis gets the unit direction from a to b. */
+static double sat(const box_in_a *b, rp_vec3 ha, rp_vec3 *axis)
+{
+    double best = DBL_MAX;
+    for (int n = 0; n < 15; n++) {
+        rp_vec3 l;
+        if (n < 3)
+            l = v3(n == 0, n == 1, n == 2);
+        else if (n < 6)
+            l = b->ax[n - 3];
+        else {
+            int i = (n - 6) / 3, j = (n - 6) % 3;
+            rp_vec3 e = v3(i == 0, i == 1, i == 2);
+            l = v3_cross(e, b->ax[j]);
+        }
+        double m = maxabs3(l);
+        if (!(m > 0.0))
+            continue;
+        l = v3(l.x / m, l.y / m, l.z / m); /* (1/m overflows for a denormal m) */
+        double len = sqrt(v3_dot(l, l));
+        l = v3(l.x / len, l.y / len, l.z / len);
+        double ra = ha.x * fabs(l.x) + ha.y * fabs(l.y) + ha.z * fabs(l.z);
+        double rb = b->h.x * fabs(v3_dot(l, b->ax[0])) + b->h.y * fabs(v3_dot(l, b->ax[1])) +
+                    b->h.z * fabs(v3_dot(l, b->ax[2]));
+        double s = v3_dot(l, b->c);
+        double overlap = ra + rb - fabs(s);
+        if (overlap < best) {
+            best = overlap;
+            *axis = s >= 0.0 ? l : v3_neg(l);
+        }
+    }
+    return best;
+}
+
+static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
+{
+    rp_vec3 axis = v3(0, 0, 1);
+    double overlap = sat(b, ha, &axis);
+    rp_vec3 va[8], vb[8], e3[3] = {v3(1, 0, 0), v3(0, 1, 0), v3(0, 0, 1)};
+    vertices(v3(0, 0, 0), e3, ha, va);
+    vertices(b->c, b->ax, b->h, vb);
+    if (overlap >= 0.0) {
+        /* They meet: the depth, with witnesses on the deepest vertex of b
+         * along the axis and its translate. */
+        r->dist = -overlap;
+        r->normal = axis;
+        int k = 0;
+        for (int i = 1; i < 8; i++)
+            if (v3_dot(vb[i], axis) < v3_dot(vb[k], axis))
+                k = i;
+        r->pb = vb[k];
+        r->pa = v3_madd(vb[k], axis, overlap);
+        return;
+    }
+    /* Separated: every vertex against the other box, every edge pair. */
+    double best2 = DBL_MAX * 2.0;
+    for (int k = 0; k < 8; k++) {
+        rp_vec3 q;
+        double f = clamp_box(vb[k], ha, &q);
+        if (f < best2) {
+            best2 = f;
+            r->pa = q;
+            r->pb = vb[k];
+        }
+        rp_vec3 u = v3(v3_dot(b->ax[0], v3_sub(va[k], b->c)), v3_dot(b->ax[1], v3_sub(va[k], b->c)),
+                       v3_dot(b->ax[2], v3_sub(va[k], b->c)));
+        rp_vec3 ql;
+        f = clamp_box(u, b->h, &ql);
+        if (f < best2) {
+            best2 = f;
+            r->pa = va[k];
+            r->pb = v3_madd(v3_madd(v3_madd(b->c, b->ax[0], ql.x), b->ax[1], ql.y), b->ax[2], ql.z);
+        }
+    }
+    double best = sqrt(best2);
+    for (int i = 0; i < 12; i++) {
+        rp_capsule ea = {v3(0, 0, 0), v3(0, 0, 0), 0.0};
+        edge(va, i, &ea.a, &ea.b);
+        for (int j = 0; j < 12; j++) {
+            rp_capsule eb = {v3(0, 0, 0), v3(0, 0, 0), 0.0};
+            edge(vb, j, &eb.a, &eb.b);
+            double d = rp_capsule_capsule_signed_distance(&ea, &eb);
+            if (d < best) {
+                rp_shape sa = rp_shape_from_capsule(ea), sb = rp_shape_from_capsule(eb);
+                rp_contact c = rp_shape_contact(&sa, &sb);
+                best = d;
+                r->pa = c.point_a;
+                r->pb = c.point_b;
+            }
+        }
+    }
+    r->dist = best;
+    r->normal = v3_sub(r->pb, r->pa);
+}
+
+/* Solves a against b in a's frame, at 2^scale metres; the signed distance
+ * in metres. */
+static double box_box_solve(const rp_box *a, const rp_box *b, box_box *r, rp_vec3 axa[3],
+                            int *scale_out)
+{
+    rp_vec3 axb[3];
+    rp_box_axes(a, axa);
+    rp_box_axes(b, axb);
+    rp_vec3 ca = a->center, cb = b->center, ha = a->half_extents, hb = b->half_extents;
+    double m = max2(max2(maxabs3(ca), maxabs3(cb)), max2(maxabs3(ha), maxabs3(hb)));
+    int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
+    if (scale)
+        ca = scale3(ca, -scale), cb = scale3(cb, -scale), ha = scale3(ha, -scale),
+        hb = scale3(hb, -scale);
+    box_in_a bi;
+    bi.c = to_frame(axa, cb, ca);
+    for (int j = 0; j < 3; j++)
+        bi.ax[j] = v3(v3_dot(axa[0], axb[j]), v3_dot(axa[1], axb[j]), v3_dot(axa[2], axb[j]));
+    bi.h = hb;
+    solve_box_box(&bi, ha, r);
+    *scale_out = scale;
+    return saturate(scale ? ldexp(r->dist, scale) : r->dist);
+}
+
+double rp_box_box_signed_distance(const rp_box *a, const rp_box *b)
+{
+    box_box r;
+    rp_vec3 axa[3];
+    int scale;
+    return box_box_solve(a, b, &r, axa, &scale);
+}
+
+rp_contact rp_box_box_contact(const rp_box *a, const rp_box *b)
+{
+    box_box r;
+    rp_vec3 axa[3];
+    int scale;
+    rp_contact c;
+    c.distance = box_box_solve(a, b, &r, axa, &scale);
+    rp_vec3 pa = to_world(axa, r.pa);
+    if (scale)
+        pa = scale3(pa, scale);
+    c.point_a = v3(a->center.x + pa.x, a->center.y + pa.y, a->center.z + pa.z);
+    c.normal = unit_or(to_world(axa, r.normal), v3(0, 0, 1));
     c.point_b = v3_madd(c.point_a, c.normal, c.distance);
     return c;
 }

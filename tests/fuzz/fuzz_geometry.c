@@ -13,6 +13,7 @@
  *     normal is finite and of unit length within 1e-12;
  *   - a capsule whose ends coincide gives the sphere's bits exactly;
  *   - sphere and capsule pairs are symmetric bit for bit (the dispatcher);
+ *   - box-box too gives finite distances and unit normals;
  *   - a sphere's distance to a box lies between its distance to the box's
  *     bounding ball and to its centre (both within rounding).
  */
@@ -138,6 +139,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (have_b && have_h) {
         double d = rp_box_halfspace_signed_distance(&b, &h);
         check_contact(rp_box_halfspace_contact(&b, &h), d, "box-halfspace");
+    }
+    if (have_b) {
+        /* b against itself moved: a second box from the sphere's numbers. */
+        rp_box b2;
+        if (rp_box_new(c, a2, qx, qy, qz, qw, &b2) == RP_OK) {
+            double d = rp_box_box_signed_distance(&b, &b2);
+            check_contact(rp_box_box_contact(&b, &b2), d, "box-box");
+        }
     }
     if (have_s && have_k) {
         rp_shape x = rp_shape_from_sphere(s), y = rp_shape_from_capsule(k);

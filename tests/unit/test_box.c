@@ -565,6 +565,199 @@ static void box_halfspace_distance_is_the_lowest_vertex_height(void **state)
     printf("family box_halfspace: n=20000 worst=%.3g eps*S\n", worst);
 }
 
+/* ---- box against box: the reference --------------------------------------------- */
+
+typedef struct rv3 {
+    R x, y, z;
+} rv3;
+
+static rv3 r3(R x, R y, R z)
+{
+    rv3 v = {x, y, z};
+    return v;
+}
+static rv3 rsub(rv3 a, rv3 b)
+{
+    return r3(a.x - b.x, a.y - b.y, a.z - b.z);
+}
+static R rdot(rv3 a, rv3 b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+static rv3 rcross(rv3 a, rv3 b)
+{
+    return r3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+static rv3 raxpy(rv3 a, R t, rv3 u)
+{
+    return r3(a.x + t * u.x, a.y + t * u.y, a.z + t * u.z);
+}
+static R rnorm(rv3 a)
+{
+    return ref_sqrt(rdot(a, a));
+}
+
+static R r_point_segment(rv3 p, rv3 a, rv3 b)
+{
+    rv3 u = rsub(b, a);
+    R uu = rdot(u, u), t = 0;
+    if (uu > 0) {
+        t = rdot(rsub(p, a), u) / uu;
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+    }
+    return rnorm(rsub(p, raxpy(a, t, u)));
+}
+
+/* Segment-segment in ref_real: the four end distances and the interior
+ * stationary point (Cramer's rule through the Lagrange identity). */
+static R r_seg_seg(rv3 p0, rv3 p1, rv3 q0, rv3 q1)
+{
+    R best = r_point_segment(p0, q0, q1), d;
+    if ((d = r_point_segment(p1, q0, q1)) < best)
+        best = d;
+    if ((d = r_point_segment(q0, p0, p1)) < best)
+        best = d;
+    if ((d = r_point_segment(q1, p0, p1)) < best)
+        best = d;
+    rv3 u = rsub(p1, p0), v = rsub(q1, q0), w = rsub(p0, q0), n = rcross(u, v);
+    R det = rdot(n, n);
+    if (det > 0) {
+        R s = rdot(n, rcross(v, w)) / det, t = rdot(n, rcross(u, w)) / det;
+        if (s >= 0 && s <= 1 && t >= 0 && t <= 1 &&
+            (d = rnorm(rsub(raxpy(p0, s, u), raxpy(q0, t, v)))) < best)
+            best = d;
+    }
+    return best;
+}
+
+/* A box's axes (the kernel's doubles, exactly) and vertices in ref_real. */
+static void r_box(const rp_box *b, rv3 ax[3], rv3 v[8])
+{
+    rp_vec3 a[3];
+    rp_box_axes(b, a);
+    for (int i = 0; i < 3; i++)
+        ax[i] = r3(a[i].x, a[i].y, a[i].z);
+    for (int k = 0; k < 8; k++) {
+        rv3 p = r3(b->center.x, b->center.y, b->center.z);
+        for (int i = 0; i < 3; i++)
+            p = raxpy(p, (k >> i & 1) ? (R)comp(b->half_extents, i) : -(R)comp(b->half_extents, i),
+                      ax[i]);
+        v[k] = p;
+    }
+}
+
+/* Squared distance of p to the box (centre c, axes ax, half extents h). */
+static R r_point_box2(rv3 p, rv3 c, const rv3 ax[3], rp_vec3 h)
+{
+    R x[3], hh[3] = {h.x, h.y, h.z};
+    for (int i = 0; i < 3; i++)
+        x[i] = rdot(ax[i], rsub(p, c));
+    return point_box2(x, hh);
+}
+
+static R ref_box_box(const rp_box *a, const rp_box *b)
+{
+    rv3 axa[3], axb[3], va[8], vb[8];
+    r_box(a, axa, va);
+    r_box(b, axb, vb);
+    rv3 ca = r3(a->center.x, a->center.y, a->center.z),
+        cb = r3(b->center.x, b->center.y, b->center.z);
+    /* Separating axes: 3 + 3 faces, 9 edge products. */
+    R depth = -1;
+    int separated = 0;
+    for (int n = 0; n < 15; n++) {
+        rv3 l = n < 3 ? axa[n] : n < 6 ? axb[n - 3] : rcross(axa[(n - 6) / 3], axb[(n - 6) % 3]);
+        R len = rnorm(l);
+        if (!(len > 0))
+            continue;
+        l = r3(l.x / len, l.y / len, l.z / len);
+        R ra = 0, rb = 0;
+        for (int i = 0; i < 3; i++) {
+            R x = rdot(l, axa[i]), y = rdot(l, axb[i]);
+            ra += (R)comp(a->half_extents, i) * (x < 0 ? -x : x);
+            rb += (R)comp(b->half_extents, i) * (y < 0 ? -y : y);
+        }
+        R s = rdot(l, rsub(cb, ca));
+        R o = ra + rb - (s < 0 ? -s : s);
+        if (o < 0)
+            separated = 1;
+        if (depth < 0 || o < depth)
+            depth = o;
+    }
+    if (!separated)
+        return -depth;
+    R best2 = -1;
+    for (int k = 0; k < 8; k++) {
+        R f = r_point_box2(vb[k], ca, axa, a->half_extents);
+        if (best2 < 0 || f < best2)
+            best2 = f;
+        f = r_point_box2(va[k], cb, axb, b->half_extents);
+        if (f < best2)
+            best2 = f;
+    }
+    R best = ref_sqrt(best2);
+    static const int ends[12][2] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3},
+                                    {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 12; j++) {
+            R d = r_seg_seg(va[ends[i][0]], va[ends[i][1]], vb[ends[j][0]], vb[ends[j][1]]);
+            if (d < best)
+                best = d;
+        }
+    return best;
+}
+
+static void gen_box_box(test_rng *g, rp_box *a, rp_box *b, int family)
+{
+    *a = random_box(g, 1.5, 1);
+    *b = random_box(g, 1.5, 2);
+    if (family == 1) { /* nearly aligned: parallel faces and edges */
+        double e = rng_uniform(g, -1e-9, 1e-9);
+        b->rotation = (rp_quat){a->rotation.w, a->rotation.x + e, a->rotation.y, a->rotation.z};
+        *b = mk_box(b->center, b->half_extents, b->rotation.w, b->rotation.x, b->rotation.y,
+                    b->rotation.z);
+    } else if (family == 2) { /* thin plates and zero extents */
+        a->half_extents.z = 0.0;
+        b->half_extents.x = rng_uniform(g, 0, 1) < 0.5 ? 0.0 : 1e-9;
+    } else if (family == 3) { /* far from the origin */
+        double off = ldexp(1.0, 20 + (int)(rng_next(g) % 20));
+        a->center.x += off, b->center.x += off;
+        a->center.y -= off, b->center.y -= off;
+    }
+}
+
+static void box_box_pairs_are_within_16_eps_S_of_the_reference(void **state)
+{
+    (void)state;
+    static const char *names[] = {"box_box_general", "box_box_nearly_aligned", "box_box_thin",
+                                  "box_box_far"};
+    for (int family = 0; family < 4; family++) {
+        test_rng g = {(uint64_t)(21 + family)};
+        double worst = 0;
+        int separated = 0;
+        for (int n = 0; n < 600; n++) {
+            rp_box a, b;
+            gen_box_box(&g, &a, &b, family);
+            double d = rp_box_box_signed_distance(&a, &b);
+            double S = fmax(fmax(maxabs(a.center), maxabs(b.center)),
+                            fmax(maxabs(a.half_extents), maxabs(b.half_extents)));
+            double err = ref_error_in_eps_S(d, ref_box_box(&a, &b), S);
+            worst = fmax(worst, err);
+            separated += d > 0;
+            if (err > BOUND)
+                fail_msg("%s pair %d: d=%.17g, error %g eps*S", names[family], n, d, err);
+            rp_contact c = rp_box_box_contact(&a, &b);
+            assert_true(c.distance == d);
+            double nn =
+                sqrt(c.normal.x * c.normal.x + c.normal.y * c.normal.y + c.normal.z * c.normal.z);
+            assert_true(fabs(nn - 1) <= 1e-12);
+        }
+        printf("family %s: n=600 (separated %d) worst=%.3g eps*S\n", names[family], separated,
+               worst);
+        assert_true(separated > 50 && separated < 550);
+    }
+}
+
 static void bad_boxes_and_halfspaces_are_refused(void **state)
 {
     (void)state;
@@ -627,6 +820,7 @@ int main(void)
         cmocka_unit_test(box_distances_are_invariant_under_translation),
         cmocka_unit_test(halfspace_distances_are_the_lowest_points_height),
         cmocka_unit_test(box_halfspace_distance_is_the_lowest_vertex_height),
+        cmocka_unit_test(box_box_pairs_are_within_16_eps_S_of_the_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
