@@ -98,16 +98,19 @@ static inline rp_vec3 seg_at(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, double t)
     return t <= 0.5 ? v3_madd(x0, e, t) : v3_madd(x1, e, -(1.0 - t));
 }
 
+/* x clamped to [-h, h], and the squared distance it moved. */
+static inline double clamp1(double x, double h, double *q)
+{
+    *q = x > h ? h : x < -h ? -h : x;
+    return (x - *q) * (x - *q);
+}
+
 /* The box point nearest x, and |x - q|^2. */
 static inline double clamp_box(rp_vec3 x, rp_vec3 h, rp_vec3 *q)
 {
-    double f = 0.0;
-    for (int i = 0; i < 3; i++) {
-        double xi = comp(x, i), hi = comp(h, i);
-        double qi = xi > hi ? hi : xi < -hi ? -hi : xi;
-        set_comp(q, i, qi);
-        f += (xi - qi) * (xi - qi);
-    }
+    double f = clamp1(x.x, h.x, &q->x);
+    f += clamp1(x.y, h.y, &q->y);
+    f += clamp1(x.z, h.z, &q->z);
     return f;
 }
 
