@@ -50,19 +50,11 @@
 #define BOX_SAFE_MAX 0x1p400
 #define BOX_SAFE_MIN 0x1p-400
 
-static inline double max2(double a, double b)
+/* The power of two a pair whose largest magnitude is m is solved at: 0
+ * inside the safe range, else m's exponent. */
+static inline int solve_scale(double m)
 {
-    return a > b ? a : b;
-}
-
-static inline double maxabs3(rp_vec3 a)
-{
-    return max2(fabs(a.x), max2(fabs(a.y), fabs(a.z)));
-}
-
-static inline double saturate(double x)
-{
-    return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
+    return m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
 }
 
 void rp_box_axes(const rp_box *b, rp_vec3 axes[3])
@@ -163,12 +155,9 @@ static void penetration(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, rp_vec3 h, seg_box *r
     for (int i = 0; i < 3; i++) {
         /* e x axis_i, exact. */
         rp_vec3 u = i == 0 ? v3(0.0, e.z, -e.y) : i == 1 ? v3(-e.z, 0.0, e.x) : v3(e.y, -e.x, 0.0);
-        double m = maxabs3(u);
-        if (!(m > 0.0))
+        if (!(maxabs3(u) > 0.0))
             continue;
-        u = v3(u.x / m, u.y / m, u.z / m);
-        double len = sqrt(v3_dot(u, u));
-        u = v3(u.x / len, u.y / len, u.z / len);
+        u = v3_unit(u);
         double s = 0.5 * (v3_dot(x0, u) + v3_dot(x1, u));
         double rr = h.x * fabs(u.x) + h.y * fabs(u.y) + h.z * fabs(u.z);
         double d = rr - fabs(s);
@@ -285,19 +274,12 @@ static rp_vec3 to_frame(const rp_vec3 axes[3], rp_vec3 p, rp_vec3 c)
     return v3(v3_dot(axes[0], d), v3_dot(axes[1], d), v3_dot(axes[2], d));
 }
 
-static rp_vec3 scale3(rp_vec3 v, int e)
-{
-    return v3(ldexp(v.x, e), ldexp(v.y, e), ldexp(v.z, e));
-}
-
 /* The power of two the pair is solved at (0 inside the safe range). */
 static int pair_scale(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
 {
     double m = max2(max2(maxabs3(p0), maxabs3(p1)),
                     max2(max2(maxabs3(b->center), maxabs3(b->half_extents)), r));
-    if (m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0))
-        return 0;
-    return ilogb(m);
+    return solve_scale(m);
 }
 
 /* Solves core p0-p1 (radius r) against box b: the result in the box frame
@@ -310,8 +292,8 @@ static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_bo
     rp_vec3 h = b->half_extents, c = b->center;
     double rs = r;
     if (scale) { /* ldexp per value: 2^-scale itself may overflow (denormal inputs) */
-        h = scale3(h, -scale), c = scale3(c, -scale), p0 = scale3(p0, -scale);
-        p1 = scale3(p1, -scale);
+        h = scale_vec(h, -scale), c = scale_vec(c, -scale), p0 = scale_vec(p0, -scale);
+        p1 = scale_vec(p1, -scale);
         rs = ldexp(r, -scale);
     }
     rp_vec3 x0 = to_frame(axes, p0, c);
@@ -351,11 +333,7 @@ static rp_vec3 to_world(const rp_vec3 axes[3], rp_vec3 u)
 static rp_vec3 unit_or(rp_vec3 v, rp_vec3 fallback)
 {
     double m = maxabs3(v);
-    if (!(m > 0.0) || !(m <= DBL_MAX))
-        return fallback;
-    v = v3(v.x / m, v.y / m, v.z / m);
-    double len = sqrt(v3_dot(v, v));
-    return v3(v.x / len, v.y / len, v.z / len);
+    return m > 0.0 && m <= DBL_MAX ? v3_unit(v) : fallback;
 }
 
 static rp_contact core_box_contact(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
@@ -395,9 +373,9 @@ rp_contact rp_capsule_box_contact(const rp_capsule *a, const rp_box *b)
 /* The height above the plane of core p0-p1, minus r. */
 static double core_halfspace(const rp_halfspace *h, rp_vec3 p0, rp_vec3 p1, double r, rp_vec3 *low)
 {
-    double m = max2(max2(v3_maxabs(p0), v3_maxabs(p1)), max2(fabs(h->offset), r));
-    int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
-    rp_vec3 q0 = scale ? scale3(p0, -scale) : p0, q1 = scale ? scale3(p1, -scale) : p1;
+    double m = max2(max2(maxabs3(p0), maxabs3(p1)), max2(fabs(h->offset), r));
+    int scale = solve_scale(m);
+    rp_vec3 q0 = scale ? scale_vec(p0, -scale) : p0, q1 = scale ? scale_vec(p1, -scale) : p1;
     double h0 = v3_dot(h->normal, q0), h1 = v3_dot(h->normal, q1);
     *low = h0 <= h1 ? p0 : p1;
     double d = (h0 <= h1 ? h0 : h1) - (scale ? ldexp(h->offset, -scale) : h->offset) -
@@ -447,9 +425,9 @@ static double box_halfspace(const rp_box *b, const rp_halfspace *h, rp_vec3 *ver
     rp_vec3 c = b->center, e = b->half_extents;
     double off = h->offset;
     double m = max2(max2(maxabs3(c), maxabs3(e)), fabs(off));
-    int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
+    int scale = solve_scale(m);
     if (scale)
-        c = scale3(c, -scale), e = scale3(e, -scale), off = ldexp(off, -scale);
+        c = scale_vec(c, -scale), e = scale_vec(e, -scale), off = ldexp(off, -scale);
     double height = v3_dot(h->normal, c) - off;
     rp_vec3 v = b->center;
     for (int i = 0; i < 3; i++) {
@@ -529,12 +507,9 @@ static double sat(const box_in_a *b, rp_vec3 ha, rp_vec3 *axis)
             rp_vec3 e = v3(i == 0, i == 1, i == 2);
             l = v3_cross(e, b->ax[j]);
         }
-        double m = maxabs3(l);
-        if (!(m > 0.0))
+        if (!(maxabs3(l) > 0.0))
             continue;
-        l = v3(l.x / m, l.y / m, l.z / m); /* (1/m overflows for a denormal m) */
-        double len = sqrt(v3_dot(l, l));
-        l = v3(l.x / len, l.y / len, l.z / len);
+        l = v3_unit(l);
         double ra = ha.x * fabs(l.x) + ha.y * fabs(l.y) + ha.z * fabs(l.z);
         double rb = b->h.x * fabs(v3_dot(l, b->ax[0])) + b->h.y * fabs(v3_dot(l, b->ax[1])) +
                     b->h.z * fabs(v3_dot(l, b->ax[2]));
@@ -589,6 +564,7 @@ static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
         }
     }
     double best = sqrt(best2);
+    int bi = -1, bj = -1; /* the closest edge pair, when one beats the vertices */
     for (int i = 0; i < 12; i++) {
         rp_capsule ea = {v3(0, 0, 0), v3(0, 0, 0), 0.0};
         edge(va, i, &ea.a, &ea.b);
@@ -597,13 +573,19 @@ static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
             edge(vb, j, &eb.a, &eb.b);
             double d = rp_capsule_capsule_signed_distance(&ea, &eb);
             if (d < best) {
-                rp_shape sa = rp_shape_from_capsule(ea), sb = rp_shape_from_capsule(eb);
-                rp_contact c = rp_shape_contact(&sa, &sb);
                 best = d;
-                r->pa = c.point_a;
-                r->pb = c.point_b;
+                bi = i, bj = j;
             }
         }
+    }
+    if (bi >= 0) { /* its witnesses, once */
+        rp_capsule ea = {v3(0, 0, 0), v3(0, 0, 0), 0.0}, eb = ea;
+        edge(va, bi, &ea.a, &ea.b);
+        edge(vb, bj, &eb.a, &eb.b);
+        rp_shape sa = rp_shape_from_capsule(ea), sb = rp_shape_from_capsule(eb);
+        rp_contact c = rp_shape_contact(&sa, &sb);
+        r->pa = c.point_a;
+        r->pb = c.point_b;
     }
     r->dist = best;
     r->normal = v3_sub(r->pb, r->pa);
@@ -619,10 +601,10 @@ static double box_box_solve(const rp_box *a, const rp_box *b, box_box *r, rp_vec
     rp_box_axes(b, axb);
     rp_vec3 ca = a->center, cb = b->center, ha = a->half_extents, hb = b->half_extents;
     double m = max2(max2(maxabs3(ca), maxabs3(cb)), max2(maxabs3(ha), maxabs3(hb)));
-    int scale = m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
+    int scale = solve_scale(m);
     if (scale)
-        ca = scale3(ca, -scale), cb = scale3(cb, -scale), ha = scale3(ha, -scale),
-        hb = scale3(hb, -scale);
+        ca = scale_vec(ca, -scale), cb = scale_vec(cb, -scale), ha = scale_vec(ha, -scale),
+        hb = scale_vec(hb, -scale);
     box_in_a bi;
     bi.c = to_frame(axa, cb, ca);
     for (int j = 0; j < 3; j++)
@@ -650,7 +632,7 @@ rp_contact rp_box_box_contact(const rp_box *a, const rp_box *b)
     c.distance = box_box_solve(a, b, &r, axa, &scale);
     rp_vec3 pa = to_world(axa, r.pa);
     if (scale)
-        pa = scale3(pa, scale);
+        pa = scale_vec(pa, scale);
     c.point_a = v3(a->center.x + pa.x, a->center.y + pa.y, a->center.z + pa.z);
     c.normal = unit_or(to_world(axa, r.normal), v3(0, 0, 1));
     c.point_b = v3_madd(c.point_a, c.normal, c.distance);

@@ -142,27 +142,6 @@ static ALWAYS_INLINE void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v,
     r->d2 = v3_dot(r->d, r->d);
 }
 
-static inline double max2(double a, double b)
-{
-    /* Not fmax: that is a libm call here, and the inputs are never NaN. */
-    return a > b ? a : b;
-}
-
-static inline double max3(double a, double b, double c)
-{
-    return max2(a, max2(b, c));
-}
-
-static inline double maxabs3(rp_vec3 a)
-{
-    return max3(fabs(a.x), fabs(a.y), fabs(a.z));
-}
-
-static rp_vec3 scale_vec(rp_vec3 p, int e)
-{
-    return v3(ldexp(p.x, e), ldexp(p.y, e), ldexp(p.z, e));
-}
-
 /* The rescaling path of closest_cores for pairs whose coordinate
  * differences m lie outside [SAFE_MIN, SAFE_MAX].  Kept out of line: it is
  * rare and would only bloat the inlined fast path. */
@@ -216,12 +195,6 @@ static inline double core_length(const core_result *r)
 {
     double len = sqrt(r->d2);
     return r->scale ? ldexp(len, r->scale) : len;
-}
-
-/* ±DBL_MAX for ±infinity (see "Range" at the top); x is never NaN here. */
-static inline double saturate(double x)
-{
-    return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
 }
 
 /* Core distance minus both radii in units of 2^e metres, scaled back: for
@@ -372,15 +345,6 @@ bool rp_shapes_violate_margin(const rp_shape *a, const rp_shape *b, double margi
 
 /* ---- contacts ----------------------------------------------------------- */
 
-/* Unit vector along x, computed without overflow or underflow; x != 0. */
-static rp_vec3 unit(rp_vec3 x)
-{
-    double m = v3_maxabs(x);
-    /* Divide rather than multiply by 1/m, which overflows for subnormal m. */
-    rp_vec3 y = v3(x.x / m, x.y / m, x.z / m);
-    return v3_scale(y, 1.0 / sqrt(v3_dot(y, y)));
-}
-
 /* A fixed unit perpendicular to a non-zero direction: the cross product with
  * the coordinate axis along which the direction has its smallest component
  * (the first such axis on ties). */
@@ -394,7 +358,7 @@ static rp_vec3 perpendicular(rp_vec3 dir)
         e = v3(0, 1, 0);
     else
         e = v3(0, 0, 1);
-    return unit(v3_cross(dir, e));
+    return v3_unit(v3_cross(dir, e));
 }
 
 /* Normal from a to b for a solved pair.  When the core points coincide the
@@ -404,7 +368,7 @@ static rp_vec3 perpendicular(rp_vec3 dir)
 static rp_vec3 contact_normal(const core_result *r, rp_vec3 u, rp_vec3 v)
 {
     if (v3_maxabs(r->d) > 0.0)
-        return unit(r->d);
+        return v3_unit(r->d);
     /* Bring the axes to unit scale before crossing them, so the product
      * neither overflows nor underflows. */
     double m = fmax(v3_maxabs(u), v3_maxabs(v));
@@ -414,7 +378,7 @@ static rp_vec3 contact_normal(const core_result *r, rp_vec3 u, rp_vec3 v)
     v = v3(v.x / m, v.y / m, v.z / m);
     rp_vec3 n = v3_cross(u, v);
     if (v3_maxabs(n) > 0.0)
-        return unit(n);
+        return v3_unit(n);
     return perpendicular(v3_maxabs(u) > 0.0 ? u : v);
 }
 

@@ -6,6 +6,7 @@
 #ifndef REPOSE_GEOMETRY_VEC_H
 #define REPOSE_GEOMETRY_VEC_H
 
+#include <float.h>
 #include <math.h>
 
 #include "repose/geometry.h"
@@ -52,6 +53,43 @@ static inline double v3_maxabs(rp_vec3 a)
 static inline int v3_isfinite(rp_vec3 a)
 {
     return isfinite(a.x) && isfinite(a.y) && isfinite(a.z);
+}
+
+static inline double max2(double a, double b)
+{
+    /* Not fmax: that is a libm call here, and the inputs are never NaN. */
+    return a > b ? a : b;
+}
+
+static inline double max3(double a, double b, double c)
+{
+    return max2(a, max2(b, c));
+}
+
+static inline double maxabs3(rp_vec3 a)
+{
+    return max3(fabs(a.x), fabs(a.y), fabs(a.z));
+}
+
+/* p * 2^e, exactly (ldexp per coordinate: 2^e itself may not be finite). */
+static inline rp_vec3 scale_vec(rp_vec3 p, int e)
+{
+    return v3(ldexp(p.x, e), ldexp(p.y, e), ldexp(p.z, e));
+}
+
+/* +-DBL_MAX for +-infinity (geometry.h, "Range"); x is never NaN here. */
+static inline double saturate(double x)
+{
+    return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
+}
+
+/* Unit vector along x, computed without overflow or underflow; x != 0. */
+static inline rp_vec3 v3_unit(rp_vec3 x)
+{
+    double m = v3_maxabs(x);
+    /* Divide rather than multiply by 1/m, which overflows for subnormal m. */
+    rp_vec3 y = v3(x.x / m, x.y / m, x.z / m);
+    return v3_scale(y, 1.0 / sqrt(v3_dot(y, y)));
 }
 
 #endif /* REPOSE_GEOMETRY_VEC_H */
