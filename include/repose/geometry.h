@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * repose — collision geometry core: spheres and capsules, exact signed
- * distance, witness points, rigid transforms.
+ * repose — collision geometry core: spheres, capsules, oriented boxes and
+ * half-spaces, exact signed distance, witness points, rigid transforms.
  *
  * Units are metres throughout.  A signed distance is positive for a gap of
  * that size, zero when the surfaces touch and negative for a penetration of
@@ -85,16 +85,20 @@ typedef struct rp_halfspace {
 
 /// Which member of rp_shape is live.
 typedef enum rp_shape_kind {
-    RP_SHAPE_SPHERE, ///< rp_shape.sphere is live.
-    RP_SHAPE_CAPSULE ///< rp_shape.capsule is live.
+    RP_SHAPE_SPHERE,   ///< rp_shape.sphere is live.
+    RP_SHAPE_CAPSULE,  ///< rp_shape.capsule is live.
+    RP_SHAPE_BOX,      ///< rp_shape.box is live.
+    RP_SHAPE_HALFSPACE ///< rp_shape.halfspace is live (unbounded: scenes keep it out of their tree).
 } rp_shape_kind;
 
-/// A tagged shape, passed and stored by value.
+/// A tagged shape, passed and stored by value (88 bytes on LP64).
 typedef struct rp_shape {
     rp_shape_kind kind; ///< Selects the union member.
     union {
-        rp_sphere sphere;   ///< Valid when kind == RP_SHAPE_SPHERE.
-        rp_capsule capsule; ///< Valid when kind == RP_SHAPE_CAPSULE.
+        rp_sphere sphere;       ///< Valid when kind == RP_SHAPE_SPHERE.
+        rp_capsule capsule;     ///< Valid when kind == RP_SHAPE_CAPSULE.
+        rp_box box;             ///< Valid when kind == RP_SHAPE_BOX.
+        rp_halfspace halfspace; ///< Valid when kind == RP_SHAPE_HALFSPACE.
     };
 } rp_shape;
 
@@ -136,10 +140,21 @@ RP_API rp_shape rp_shape_from_sphere(rp_sphere s);
 /// Wraps a capsule in a tagged shape.  Does not validate.
 RP_API rp_shape rp_shape_from_capsule(rp_capsule c);
 
+/// Wraps a box in a tagged shape.  Does not validate.
+RP_API rp_shape rp_shape_from_box(rp_box b);
+
+/// Wraps a half-space in a tagged shape.  Does not validate.
+RP_API rp_shape rp_shape_from_halfspace(rp_halfspace h);
+
 /// Checks a shape built as a literal or decoded from outside: known kind,
-/// finite coordinates, finite radius >= 0.  Checks the kind first, then the
-/// coordinates in declaration order, then the radius; returns the first
-/// failure.  NULL gives RP_ERR_INVALID_ARG.
+/// finite coordinates, finite radius >= 0; for a box finite half extents
+/// >= 0 (RP_ERR_EXTENT_NEGATIVE) and a unit quaternion, for a half-space a
+/// unit normal (RP_ERR_NORMAL) and a finite offset.  "Unit" means as
+/// rp_box_new and rp_halfspace_new leave them: a squared length within
+/// 16 eps of 1 (build boxes and half-spaces with those constructors; the
+/// kernels' accuracy assumes it).  Checks the kind first, then the fields
+/// in declaration order; returns the first failure.  NULL gives
+/// RP_ERR_INVALID_ARG.
 RP_API rp_status rp_shape_validate(const rp_shape *s);
 
 /* ---- signed distance -------------------------------------------------- */
@@ -157,7 +172,10 @@ RP_API double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_c
 
 /// Signed distance between any two shapes; dispatches on the kinds.  Like
 /// every signed distance here: finite, saturated to ±DBL_MAX when the exact
-/// value is beyond the double range (see "Range" above).
+/// value is beyond the double range (see "Range" above).  Two half-spaces
+/// overlap without end unless their normals are exactly opposite: -DBL_MAX;
+/// with opposite normals the result is -(offset_a + offset_b), the gap
+/// between the planes or minus the thickness of their common slab.
 RP_API double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b);
 
 /// True when rp_shape_signed_distance(a, b) < margin, strictly: a pair at
@@ -249,7 +267,10 @@ RP_API rp_status rp_transform_validate(const rp_transform *tf);
 RP_API rp_vec3 rp_transform_point(const rp_transform *tf, rp_vec3 p);
 
 /// Moves a shape given in a frame's local coordinates into world
-/// coordinates.  Radii are unchanged (the transform must be rigid).
+/// coordinates.  Radii and half extents are unchanged (the transform must
+/// be rigid); a box's rotation becomes the frame's rotation times its own
+/// (as a unit quaternion), a half-space's normal is rotated and
+/// renormalised and its offset moved with the translation.
 RP_API rp_shape rp_transform_shape(const rp_transform *frame, const rp_shape *local);
 
 /// Moves a link shape into the world.  `frame` is the world pose of the

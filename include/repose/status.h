@@ -33,7 +33,9 @@ extern "C" {
     X(RP_ERR_REVISION, "revision conflict")                                                        \
     X(RP_ERR_LIMIT, "limit exceeded")                                                              \
     X(RP_ERR_ABORTED, "refused by the store's commit hook")                                        \
-    X(RP_ERR_WORK, "work budget spent")
+    X(RP_ERR_WORK, "work budget spent")                                                            \
+    X(RP_ERR_EXTENT_NEGATIVE, "half extents must be >= 0")                                         \
+    X(RP_ERR_NORMAL, "normal must be non-zero")
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.

@@ -615,16 +615,34 @@ static double box_box_solve(const rp_box *a, const rp_box *b, box_box *r, rp_vec
     return saturate(scale ? ldexp(r->dist, scale) : r->dist);
 }
 
+/* Canonical order of two boxes (vec.h, fields_after): box-box is solved in
+ * a's frame, so the order matters to the rounding, and d(a, b) == d(b, a)
+ * bit for bit only because both are solved the same way round. */
+static bool box_after(const rp_box *a, const rp_box *b)
+{
+    const double fa[10] = {a->center.x,       a->center.y,       a->center.z,   a->half_extents.x,
+                           a->half_extents.y, a->half_extents.z, a->rotation.w, a->rotation.x,
+                           a->rotation.y,     a->rotation.z};
+    const double fb[10] = {b->center.x,       b->center.y,       b->center.z,   b->half_extents.x,
+                           b->half_extents.y, b->half_extents.z, b->rotation.w, b->rotation.x,
+                           b->rotation.y,     b->rotation.z};
+    return fields_after(fa, fb, 10);
+}
+
 double rp_box_box_signed_distance(const rp_box *a, const rp_box *b)
 {
     box_box r;
     rp_vec3 axa[3];
     int scale;
+    if (box_after(a, b))
+        return box_box_solve(b, a, &r, axa, &scale);
     return box_box_solve(a, b, &r, axa, &scale);
 }
 
 rp_contact rp_box_box_contact(const rp_box *a, const rp_box *b)
 {
+    if (box_after(a, b))
+        return mirror(rp_box_box_contact(b, a));
     box_box r;
     rp_vec3 axa[3];
     int scale;
@@ -649,7 +667,7 @@ rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, d
     if (!v3_isfinite(center) || !v3_isfinite(half_extents))
         return RP_ERR_NONFINITE;
     if (half_extents.x < 0.0 || half_extents.y < 0.0 || half_extents.z < 0.0)
-        return RP_ERR_RADIUS_NEGATIVE;
+        return RP_ERR_EXTENT_NEGATIVE;
     if (!isfinite(w) || !isfinite(x) || !isfinite(y) || !isfinite(z))
         return RP_ERR_QUATERNION; /* (a NaN would slip past the max below) */
     double m = max2(max2(fabs(w), fabs(x)), max2(fabs(y), fabs(z)));
@@ -671,7 +689,7 @@ rp_status rp_halfspace_new(rp_vec3 normal, double offset, rp_halfspace *out)
         return RP_ERR_NONFINITE;
     double m = v3_maxabs(normal);
     if (m == 0.0)
-        return RP_ERR_INVALID_ARG;
+        return RP_ERR_NORMAL;
     /* The same solid with a unit normal: n.p <= d is (n/|n|).p <= d/|n|. */
     rp_vec3 n = v3(normal.x / m, normal.y / m, normal.z / m); /* the largest becomes +-1 */
     double len = sqrt(v3_dot(n, n));

@@ -254,30 +254,6 @@ static ALWAYS_INLINE double signed_distance(core_kind kind, const rp_vec3 *p0, c
 
 /* ---- canonical order for bitwise symmetry ------------------------------ */
 
-static inline uint64_t bits_of(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static int cmp_bits(double a, double b)
-{
-    uint64_t ua = bits_of(a), ub = bits_of(b);
-    return (ua > ub) - (ua < ub);
-}
-
-/* Lexicographic order on bit patterns: true when fa sorts after fb. */
-static bool fields_after(const double *fa, const double *fb, int n)
-{
-    for (int i = 0; i < n; i++) {
-        int c = cmp_bits(fa[i], fb[i]);
-        if (c)
-            return c > 0;
-    }
-    return false;
-}
-
 /* Total order on capsules; true when a must be swapped with b to put the
  * pair in canonical order.  The first field almost always decides, so it is
  * compared inline and the rest out of line. */
@@ -328,6 +304,10 @@ double rp_capsule_capsule_signed_distance(const rp_capsule *a, const rp_capsule 
 
 double rp_shape_signed_distance(const rp_shape *a, const rp_shape *b)
 {
+    /* Spheres and capsules (robot links against most obstacles) inline;
+     * boxes and half-spaces in dispatch.c. */
+    if (a->kind > RP_SHAPE_CAPSULE || b->kind > RP_SHAPE_CAPSULE)
+        return rp_solid_signed_distance_(a, b);
     if (a->kind == RP_SHAPE_CAPSULE) {
         if (b->kind == RP_SHAPE_CAPSULE)
             return rp_capsule_capsule_signed_distance(&a->capsule, &b->capsule);
@@ -424,17 +404,10 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
     return c;
 }
 
-static rp_contact mirror(rp_contact c)
-{
-    rp_vec3 p = c.point_a;
-    c.point_a = c.point_b;
-    c.point_b = p;
-    c.normal = v3_neg(c.normal);
-    return c;
-}
-
 rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b)
 {
+    if (a->kind > RP_SHAPE_CAPSULE || b->kind > RP_SHAPE_CAPSULE)
+        return rp_solid_contact_(a, b);
     if (a->kind == RP_SHAPE_CAPSULE && b->kind == RP_SHAPE_CAPSULE) {
         const rp_capsule *x = &a->capsule, *y = &b->capsule;
         bool swap = capsule_after(x, y);

@@ -106,14 +106,77 @@ rp_vec3 rp_transform_point(const rp_transform *tf, rp_vec3 p)
               tf->r[2][0] * p.x + tf->r[2][1] * p.y + tf->r[2][2] * p.z + tf->t.z);
 }
 
+/* The unit quaternion of a rotation matrix (w >= 0 up to the branch
+ * taken): the largest of the four squared components is taken from the
+ * trace or a diagonal entry, where it is at least 1/4, and the others from
+ * sums and differences of off-diagonal entries divided by it, so nothing
+ * cancels badly.  Normalised at the end, as rp_box_new does. */
+static rp_quat matrix_quat(const double r[3][3])
+{
+    double t = r[0][0] + r[1][1] + r[2][2];
+    double w, x, y, z;
+    if (t >= r[0][0] && t >= r[1][1] && t >= r[2][2]) {
+        w = 0.5 * sqrt(fmax(1.0 + t, 0.0));
+        double f = 0.25 / w;
+        x = (r[2][1] - r[1][2]) * f, y = (r[0][2] - r[2][0]) * f, z = (r[1][0] - r[0][1]) * f;
+    } else if (r[0][0] >= r[1][1] && r[0][0] >= r[2][2]) {
+        x = 0.5 * sqrt(fmax(1.0 + r[0][0] - r[1][1] - r[2][2], 0.0));
+        double f = 0.25 / x;
+        w = (r[2][1] - r[1][2]) * f, y = (r[0][1] + r[1][0]) * f, z = (r[0][2] + r[2][0]) * f;
+    } else if (r[1][1] >= r[2][2]) {
+        y = 0.5 * sqrt(fmax(1.0 + r[1][1] - r[0][0] - r[2][2], 0.0));
+        double f = 0.25 / y;
+        w = (r[0][2] - r[2][0]) * f, x = (r[0][1] + r[1][0]) * f, z = (r[1][2] + r[2][1]) * f;
+    } else {
+        z = 0.5 * sqrt(fmax(1.0 + r[2][2] - r[0][0] - r[1][1], 0.0));
+        double f = 0.25 / z;
+        w = (r[1][0] - r[0][1]) * f, x = (r[0][2] + r[2][0]) * f, y = (r[1][2] + r[2][1]) * f;
+    }
+    double n = sqrt(w * w + x * x + y * y + z * z);
+    return (rp_quat){w / n, x / n, y / n, z / n};
+}
+
+/* The Hamilton product p*q, normalised: the rotation q, then p. */
+static rp_quat quat_mul(rp_quat p, rp_quat q)
+{
+    rp_quat m = {p.w * q.w - p.x * q.x - p.y * q.y - p.z * q.z,
+                 p.w * q.x + p.x * q.w + p.y * q.z - p.z * q.y,
+                 p.w * q.y - p.x * q.z + p.y * q.w + p.z * q.x,
+                 p.w * q.z + p.x * q.y - p.y * q.x + p.z * q.w};
+    double n = sqrt(m.w * m.w + m.x * m.x + m.y * m.y + m.z * m.z);
+    return (rp_quat){m.w / n, m.x / n, m.y / n, m.z / n};
+}
+
+/* r*v, without the translation. */
+static rp_vec3 rotate(const rp_transform *tf, rp_vec3 v)
+{
+    return v3(tf->r[0][0] * v.x + tf->r[0][1] * v.y + tf->r[0][2] * v.z,
+              tf->r[1][0] * v.x + tf->r[1][1] * v.y + tf->r[1][2] * v.z,
+              tf->r[2][0] * v.x + tf->r[2][1] * v.y + tf->r[2][2] * v.z);
+}
+
 rp_shape rp_transform_shape(const rp_transform *frame, const rp_shape *local)
 {
     rp_shape out = *local;
-    if (local->kind == RP_SHAPE_CAPSULE) {
+    switch (local->kind) {
+    case RP_SHAPE_CAPSULE:
         out.capsule.a = rp_transform_point(frame, local->capsule.a);
         out.capsule.b = rp_transform_point(frame, local->capsule.b);
-    } else {
+        break;
+    case RP_SHAPE_SPHERE:
         out.sphere.center = rp_transform_point(frame, local->sphere.center);
+        break;
+    case RP_SHAPE_BOX:
+        out.box.center = rp_transform_point(frame, local->box.center);
+        out.box.rotation = quat_mul(matrix_quat(frame->r), local->box.rotation);
+        break;
+    case RP_SHAPE_HALFSPACE: {
+        /* n.p <= d for local p = R^T (world - t): (R n).world <= d + (R n).t */
+        rp_vec3 n = v3_unit(rotate(frame, local->halfspace.normal));
+        out.halfspace.normal = n;
+        out.halfspace.offset = saturate(local->halfspace.offset + v3_dot(n, frame->t));
+        break;
+    }
     }
     return out;
 }

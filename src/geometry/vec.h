@@ -8,6 +8,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "repose/geometry.h"
 
@@ -91,5 +94,41 @@ static inline rp_vec3 v3_unit(rp_vec3 x)
     rp_vec3 y = v3(x.x / m, x.y / m, x.z / m);
     return v3_scale(y, 1.0 / sqrt(v3_dot(y, y)));
 }
+
+/* ---- canonical order for bitwise symmetry ------------------------------ */
+
+static inline uint64_t bits_of(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* Lexicographic order on bit patterns: true when fa sorts after fb.  Pairs
+ * of one kind are solved in this order (and the result mirrored), so that
+ * d(a, b) and d(b, a) are the same computation. */
+static inline bool fields_after(const double *fa, const double *fb, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t ua = bits_of(fa[i]), ub = bits_of(fb[i]);
+        if (ua != ub)
+            return ua > ub;
+    }
+    return false;
+}
+
+/* The contact seen from the other shape: points swapped, normal negated. */
+static inline rp_contact mirror(rp_contact c)
+{
+    rp_vec3 p = c.point_a;
+    c.point_a = c.point_b;
+    c.point_b = p;
+    c.normal = v3_neg(c.normal);
+    return c;
+}
+
+/* dispatch.c: the dispatcher for pairs with a box or a half-space. */
+double rp_solid_signed_distance_(const rp_shape *a, const rp_shape *b);
+rp_contact rp_solid_contact_(const rp_shape *a, const rp_shape *b);
 
 #endif /* REPOSE_GEOMETRY_VEC_H */

@@ -765,7 +765,7 @@ static void bad_boxes_and_halfspaces_are_refused(void **state)
     rp_halfspace h;
     rp_vec3 o = {0, 0, 0}, one = {1, 1, 1};
     assert_int_equal(rp_box_new(o, (rp_vec3){1, -1e-300, 1}, 1, 0, 0, 0, &b),
-                     RP_ERR_RADIUS_NEGATIVE);
+                     RP_ERR_EXTENT_NEGATIVE);
     assert_int_equal(rp_box_new((rp_vec3){NAN, 0, 0}, one, 1, 0, 0, 0, &b), RP_ERR_NONFINITE);
     assert_int_equal(rp_box_new(o, (rp_vec3){INFINITY, 0, 0}, 1, 0, 0, 0, &b), RP_ERR_NONFINITE);
     assert_int_equal(rp_box_new(o, one, 0, 0, 0, 0, &b), RP_ERR_QUATERNION);
@@ -775,7 +775,7 @@ static void bad_boxes_and_halfspaces_are_refused(void **state)
     assert_int_equal(rp_box_new(o, one, 1, 0, 0, 0, NULL), RP_ERR_INVALID_ARG);
     assert_int_equal(rp_box_new(o, one, 2, 0, 0, 0, &b), RP_OK);
     assert_true(b.rotation.w == 1.0);
-    assert_int_equal(rp_halfspace_new(o, 1, &h), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_halfspace_new(o, 1, &h), RP_ERR_NORMAL);
     assert_int_equal(rp_halfspace_new((rp_vec3){0, 0, NAN}, 1, &h), RP_ERR_NONFINITE);
     assert_int_equal(rp_halfspace_new((rp_vec3){0, 0, 1}, INFINITY, &h), RP_ERR_NONFINITE);
     /* Normalised with its offset: the same solid. */
@@ -783,6 +783,31 @@ static void bad_boxes_and_halfspaces_are_refused(void **state)
     assert_true(h.normal.z == 1.0 && h.offset == 0.5);
     assert_int_equal(rp_halfspace_new((rp_vec3){0, 0, 1e-300}, 1e-300, &h), RP_OK);
     assert_true(h.normal.z == 1.0 && h.offset == 1.0);
+
+    /* validate: what the constructors make passes, literals that skip them
+     * are held to the same rules. */
+    rp_shape s = rp_shape_from_box(b);
+    assert_int_equal(rp_shape_validate(&s), RP_OK);
+    s.box.rotation.w = 1.0 + 1e-12;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_QUATERNION);
+    s.box.rotation.w = NAN;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_QUATERNION);
+    s = rp_shape_from_box(b);
+    s.box.half_extents.y = -0.0; /* a zero extent, signed or not */
+    assert_int_equal(rp_shape_validate(&s), RP_OK);
+    s.box.half_extents.y = -1e-300;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_EXTENT_NEGATIVE);
+    s.box.half_extents.y = NAN;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_NONFINITE);
+    s = rp_shape_from_halfspace(h);
+    assert_int_equal(rp_shape_validate(&s), RP_OK);
+    s.halfspace.normal.z = 2.0;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_NORMAL);
+    s.halfspace.normal.z = 0.0;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_NORMAL);
+    s = rp_shape_from_halfspace(h);
+    s.halfspace.offset = INFINITY;
+    assert_int_equal(rp_shape_validate(&s), RP_ERR_NONFINITE);
 }
 
 /* Hand-computed cases. */

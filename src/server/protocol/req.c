@@ -135,6 +135,8 @@ int rpd_status_code(rp_status st)
     case RP_ERR_TRANSFORM:
     case RP_ERR_QUATERNION:
     case RP_ERR_INVALID_ARG:
+    case RP_ERR_EXTENT_NEGATIVE:
+    case RP_ERR_NORMAL:
         return RPD_INVALID_PARAMS;
     case RP_ERR_NOMEM:
         return RPD_INTERNAL_ERROR;
