@@ -320,7 +320,7 @@ static void scene_build(bench_scene *s, size_t n)
     s->shapes = xmalloc(n, sizeof *s->shapes);
     s->ids = xmalloc(n, sizeof *s->ids);
     for (size_t i = 0; i < n; i++) {
-        s->shapes[i] = *rp_scene_shape_at(s->scene, i);
+        s->shapes[i] = rp_scene_shape_at(s->scene, i);
         s->ids[i] = rp_scene_id_at(s->scene, i);
     }
 }
@@ -627,7 +627,7 @@ static double move_median(bench_scene *s, const rp_model *m, const rp_transform 
         double t0 = now_s();
         for (int k = 0; k < MOVES; k++) {
             size_t e = (size_t)(rng_next(state) % s->n);
-            rp_shape_put put = {s->ids[e], *rp_scene_shape_at(s->scene, e)};
+            rp_shape_put put = {s->ids[e], rp_scene_shape_at(s->scene, e)};
             if (large) {
                 put.shape = random_shape(state, e);
             } else {

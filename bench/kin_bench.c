@@ -308,7 +308,7 @@ static bool stop_visit(void *ctx, size_t index, double distance)
 #define SK_CANDIDATES 64
 typedef struct candidates {
     const rp_scene *sc;
-    const rp_shape *shape[SK_CANDIDATES];
+    rp_shape shape[SK_CANDIDATES];
     size_t n;
 } candidates;
 
@@ -385,7 +385,7 @@ static bool sketch_first(const sketch *s, const rp_scene *sc, const double *q, b
                     continue;
                 }
                 for (size_t e = 0; e < c.n; e++)
-                    if (rp_shape_signed_distance(&world[k], c.shape[e]) < margin)
+                    if (rp_shape_signed_distance(&world[k], &c.shape[e]) < margin)
                         return true;
             }
         }

@@ -242,7 +242,9 @@ RP_API size_t rp_scene_shape_count(const rp_scene *sc);
 /// Storage indices are dense (0..count-1) and change on every mutation.
 RP_API size_t rp_scene_find(const rp_scene *sc, const char *id);
 RP_API const char *rp_scene_id_at(const rp_scene *sc, size_t index);
-RP_API const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t index);
+/// The shape at a storage index, by value (boxes and half-spaces are stored
+/// apart from spheres and capsules, so there is no rp_shape to point at).
+RP_API rp_shape rp_scene_shape_at(const rp_scene *sc, size_t index);
 
 /// Fills order[0..count-1] with the storage indices sorted by id (strcmp).
 /// Returns RP_ERR_NOMEM on allocation failure (order is caller-owned).

@@ -116,6 +116,10 @@ static inline rp_bvh_node *node_mut(rp_bvh *t, uint32_t i)
  * this version's own first). */
 #define EN_AT(en, i) ((const scene_entry *)rp_chunks_at((en), sizeof(scene_entry), (i)))
 #define EN_MUT(en, i) rp_entry_mut_((en), (i))
+/* Entry i's shape (rp_entry_shape_), through a buffer `sbuf` the caller
+ * declares. */
+#define EN_SHAPE(en, i) rp_entry_shape_(EN_AT((en), (i)), &sbuf)
+#define SC_SHAPE(sc, i) rp_entry_shape_(RP_ENTRY((sc), (i)), &sbuf)
 
 static inline bool is_shape(uint32_t ref)
 {
@@ -153,38 +157,105 @@ static double maxabs3(rp_vec3 v)
     return x > y ? (x > z ? x : z) : (y > z ? y : z);
 }
 
-/* The shape's box in doubles, inflated by the slack (see the top). */
+/* A box's extent along the world axes: sum_i |axis_i| h_i per coordinate. */
+static rp_vec3 box_reach(const rp_box *b)
+{
+    rp_vec3 ax[3];
+    rp_box_axes(b, ax);
+    rp_vec3 h = b->half_extents;
+    return (rp_vec3){fabs(ax[0].x) * h.x + fabs(ax[1].x) * h.y + fabs(ax[2].x) * h.z,
+                     fabs(ax[0].y) * h.x + fabs(ax[1].y) * h.y + fabs(ax[2].y) * h.z,
+                     fabs(ax[0].z) * h.x + fabs(ax[1].z) * h.y + fabs(ax[2].z) * h.z};
+}
+
+/* A half-space's box: the whole space, but for a normal along a coordinate
+ * axis (a floor, a wall), bounded on that axis by the plane (padded like
+ * the others).  Its radius bound is infinite: nothing bounds how deep a
+ * shape can sink into it, so its key never prunes (node_key).  No side is
+ * NaN: lower sides are -inf or finite, upper sides finite or +inf. */
+static dbox halfspace_box(const rp_halfspace *h)
+{
+    dbox box = {{-INFINITY, -INFINITY, -INFINITY}, {INFINITY, INFINITY, INFINITY}, INFINITY};
+    const double n[3] = {h->normal.x, h->normal.y, h->normal.z};
+    for (int k = 0; k < 3; k++) {
+        if (n[(k + 1) % 3] != 0.0 || n[(k + 2) % 3] != 0.0)
+            continue;
+        double pad = BOX_SLACK * DBL_EPSILON * fabs(h->offset) + DBL_MIN;
+        if (n[k] > 0.0) /* {p : p_k <= offset} */
+            box.hi[k] = h->offset + pad;
+        else /* n_k = -1: {p : p_k >= -offset} */
+            box.lo[k] = -h->offset - pad;
+    }
+    return box;
+}
+
+/* The shape's box in doubles, inflated by the slack (see the top), and its
+ * radius bound r: no signed distance to the shape is below -(r + the
+ * other's r).  For a sphere or capsule r is the radius.  For a box it is
+ * 2 (hx + hy + hz): a segment meeting the box separates from it by a move
+ * perpendicular to itself of at most twice the box's circumradius |h|
+ * (the segment projects to one point of the box's shadow on that plane),
+ * and two boxes by one along any axis of at most 2|h_a| + 2|h_b|. */
 static dbox shape_box(const rp_shape *s)
 {
-    rp_vec3 a, b;
+    rp_vec3 a, b, reach = {0, 0, 0};
     double r;
-    if (s->kind == RP_SHAPE_SPHERE) {
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
         a = b = s->sphere.center;
         r = s->sphere.radius;
-    } else {
+        break;
+    case RP_SHAPE_CAPSULE:
         a = s->capsule.a;
         b = s->capsule.b;
         r = s->capsule.radius;
+        break;
+    case RP_SHAPE_BOX:
+        a = b = s->box.center;
+        reach = box_reach(&s->box);
+        r = 2.0 * (s->box.half_extents.x + s->box.half_extents.y + s->box.half_extents.z);
+        break;
+    default:
+        return halfspace_box(&s->halfspace);
     }
     double S = maxabs3(a);
     double Sb = maxabs3(b);
     S = S > Sb ? S : Sb;
     S = S > r ? S : r;
-    double pad = r + BOX_SLACK * DBL_EPSILON * S + DBL_MIN;
-    dbox box = {{MIN2(a.x, b.x) - pad, MIN2(a.y, b.y) - pad, MIN2(a.z, b.z) - pad},
-                {MAX2(a.x, b.x) + pad, MAX2(a.y, b.y) + pad, MAX2(a.z, b.z) + pad},
+    double slack = BOX_SLACK * DBL_EPSILON * S + DBL_MIN;
+    double pad = r + slack;
+    /* (A box's sides take the slack only: its reach is its extent.) */
+    double side = s->kind == RP_SHAPE_BOX ? slack : pad;
+    dbox box = {{MIN2(a.x, b.x) - reach.x - side, MIN2(a.y, b.y) - reach.y - side,
+                 MIN2(a.z, b.z) - reach.z - side},
+                {MAX2(a.x, b.x) + reach.x + side, MAX2(a.y, b.y) + reach.y + side,
+                 MAX2(a.z, b.z) + reach.z + side},
                 pad};
     return box;
 }
 
-/* The centre of the shape's core (the midpoint of a capsule's axis), the
- * key of the median splits.  Taken from the core, not the box: a box may
- * reach to -inf and +inf on the same axis (coordinates and radii near
- * DBL_MAX), and its midpoint would be NaN, which no ordering can sort. */
+/* The centre of the shape's core (the midpoint of a capsule's axis, a box's
+ * centre), the key of the median splits.  Taken from the core, not the box:
+ * a box may reach to -inf and +inf on the same axis (coordinates and radii
+ * near DBL_MAX), and its midpoint would be NaN, which no ordering can sort.
+ * (Half-spaces are never split: they stay out of the tree.) */
 static void shape_centre(const rp_shape *s, double c[3])
 {
-    rp_vec3 a = s->kind == RP_SHAPE_SPHERE ? s->sphere.center : s->capsule.a;
-    rp_vec3 b = s->kind == RP_SHAPE_SPHERE ? s->sphere.center : s->capsule.b;
+    rp_vec3 a, b;
+    switch (s->kind) {
+    case RP_SHAPE_CAPSULE:
+        a = s->capsule.a, b = s->capsule.b;
+        break;
+    case RP_SHAPE_BOX:
+        a = b = s->box.center;
+        break;
+    case RP_SHAPE_SPHERE:
+        a = b = s->sphere.center;
+        break;
+    default:
+        a = b = (rp_vec3){0, 0, 0};
+        break;
+    }
     /* Halves first, so the sum cannot overflow. */
     c[0] = 0.5 * a.x + 0.5 * b.x;
     c[1] = 0.5 * a.y + 0.5 * b.y;
@@ -266,9 +337,10 @@ static fbox node_fbox(const rp_bvh_node *n)
 /* The box and height of a child reference. */
 static fbox ref_box(const rp_bvh *t, const rp_chunks *en, uint32_t ref, uint32_t *height)
 {
+    rp_shape sbuf;
     if (is_shape(ref)) {
         *height = 0;
-        return shape_fbox(&EN_AT(en, shape_of(ref))->shape);
+        return shape_fbox(EN_SHAPE(en, shape_of(ref)));
     }
     const rp_bvh_node *n = node_at(t, ref);
     *height = n->height;
@@ -561,17 +633,19 @@ bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st)
 
 void rp_bvh_insert_(rp_scene *sc, uint32_t e)
 {
-    fbox L = shape_fbox(&RP_ENTRY(sc, e)->shape);
+    rp_shape sbuf;
+    fbox L = shape_fbox(SC_SHAPE(sc, e));
     insert_leaf(&sc->tree, &sc->entries, e, &L);
 }
 
 void rp_bvh_update_(rp_scene *sc, uint32_t e)
 {
+    rp_shape sbuf;
     rp_bvh *t = &sc->tree;
     uint32_t p = RP_ENTRY(sc, e)->leaf;
     if (p == RP_BVH_NIL)
         return; /* the root: no box to keep */
-    fbox L = shape_fbox(&RP_ENTRY(sc, e)->shape);
+    fbox L = shape_fbox(SC_SHAPE(sc, e));
     fbox parent = node_fbox(node_at(t, p));
     if (fbox_contains(&parent, &L)) {
         /* Still inside: ancestors' boxes hold; their radius bounds may have
@@ -725,19 +799,23 @@ static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *it
  * items[i].index's parent (rp_bvh_install_). */
 uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *items, double *area)
 {
+    rp_shape sbuf;
     *area = 0.0;
+    uint32_t m = 0; /* the shapes of the tree: every entry but the half-spaces */
     for (uint32_t i = 0; i < n; i++) {
-        items[i].box = shape_fbox(&EN_AT(en, i)->shape);
-        shape_centre(&EN_AT(en, i)->shape, items[i].centre);
-        items[i].index = i;
-        items[i].leaf = RP_BVH_NIL;
+        if (rp_entry_is_plane_(EN_AT(en, i)))
+            continue;
+        items[m].box = shape_fbox(EN_SHAPE(en, i));
+        shape_centre(EN_SHAPE(en, i), items[m].centre);
+        items[m].index = i;
+        items[m++].leaf = RP_BVH_NIL;
     }
-    if (n == 0)
+    if (m == 0)
         return RP_BVH_NIL;
-    if (n == 1)
-        return shape_ref(0);
+    if (m == 1)
+        return shape_ref(items[0].index);
     builder b = {t, 1, 0.0};
-    build_node(&b, 0, RP_BVH_NIL, items, n);
+    build_node(&b, 0, RP_BVH_NIL, items, m);
     *area = b.area;
     return 0;
 }
@@ -745,14 +823,16 @@ uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *
 void rp_bvh_install_(rp_scene *sc, uint32_t root, const rp_bvh_item *items, double area)
 {
     rp_bvh *t = &sc->tree;
-    uint32_t n = (uint32_t)sc->count;
+    /* (The scene is the one the tree was built over: its half-spaces are
+     * the entries the build left out.) */
+    uint32_t m = (uint32_t)sc->count - sc->n_planes;
     t->root = root;
-    t->n_nodes = n ? n - 1 : 0;
+    t->n_nodes = m ? m - 1 : 0;
     t->churn = 0;
     t->built_area = area;
     t->want_rebuild = false;
     t->rebuild_misses = 0;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < m; i++)
         EN_MUT(&sc->entries, items[i].index)->leaf = items[i].leaf;
 }
 
@@ -846,12 +926,32 @@ int rp_bvh_check_(const rp_scene *sc)
 {
     const rp_bvh *t = &sc->tree;
     size_t n = sc->count;
-    if (t->n_nodes != (n ? n - 1 : 0) || t->n_nodes > rp_chunks_cap(&t->nodes)) {
+    /* Half-spaces stay out: listed once each in planes, parentless. */
+    size_t planes = 0;
+    for (size_t e = 0; e < n; e++) {
+        if (!rp_entry_is_plane_(RP_ENTRY(sc, e)))
+            continue;
+        planes++;
+        size_t listed = 0;
+        for (uint32_t i = 0; i < sc->n_planes; i++)
+            listed += sc->planes[i] == e;
+        if (listed != 1 || RP_ENTRY(sc, e)->leaf != RP_BVH_NIL) {
+            fprintf(stderr, "rp_bvh_check_: half-space %zu listed %zu times, leaf %#x\n", e, listed,
+                    (unsigned)RP_ENTRY(sc, e)->leaf);
+            return -1;
+        }
+    }
+    if (planes != sc->n_planes) {
+        fprintf(stderr, "rp_bvh_check_: %zu half-spaces, %u listed\n", planes, sc->n_planes);
+        return -1;
+    }
+    size_t m = n - planes; /* the tree's shapes */
+    if (t->n_nodes != (m ? m - 1 : 0) || t->n_nodes > rp_chunks_cap(&t->nodes)) {
         fprintf(stderr, "rp_bvh_check_: %u nodes (cap %zu) for %zu shapes\n", t->n_nodes,
                 rp_chunks_cap(&t->nodes), n);
         return -1;
     }
-    if (n == 0)
+    if (m == 0)
         return t->root == RP_BVH_NIL ? 0 : -1;
     checker c = {sc, calloc(n, 1), calloc(n, 1), true};
     if (!c.node_seen || !c.entry_seen) {
@@ -862,8 +962,9 @@ int rp_bvh_check_(const rp_scene *sc)
     }
     uint32_t height = t->root == RP_BVH_NIL ? 0 : check_ref(&c, t->root, RP_BVH_NIL);
     for (size_t e = 0; e < n; e++)
-        if (!c.entry_seen[e])
-            check_fail(&c, "shape not reachable", shape_ref((uint32_t)e));
+        if (!c.entry_seen[e] != rp_entry_is_plane_(RP_ENTRY(sc, e)))
+            check_fail(&c, c.entry_seen[e] ? "half-space in the tree" : "shape not reachable",
+                       shape_ref((uint32_t)e));
     free(c.node_seen);
     free(c.entry_seen);
     return c.ok ? (int)height : -1;
@@ -913,10 +1014,11 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
                          size_t *best_idx, bool *found, size_t *evaluated, const size_t *excl,
                          size_t n_excl)
 {
+    rp_shape sbuf;
     if (n_excl && excluded(excl, n_excl, e))
         return;
     ++*evaluated;
-    double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
+    double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
     if (d < *best_d ||
         (*found && d == *best_d && strcmp(RP_ENTRY(sc, e)->id, RP_ENTRY(sc, *best_idx)->id) < 0)) {
         *best_d = d;
@@ -951,6 +1053,7 @@ void rp_scene_nearest_counted_(const rp_scene *sc, const rp_shape *q, double *be
 static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, size_t n_excl,
                     double *best_d, size_t *best_idx, bool *found, size_t *evaluated)
 {
+    rp_shape sbuf;
     *found = false;
     *evaluated = 0;
     const rp_bvh *t = &sc->tree;
@@ -970,6 +1073,10 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         rp_meter_.left = rp_meter_spend_(budget, *evaluated);
         return;
     }
+    /* The half-spaces, outside the tree: first, as they may well be the
+     * nearest (a floor). */
+    for (uint32_t i = 0; i < sc->n_planes; i++)
+        offer(sc, q, sc->planes[i], best_d, best_idx, found, evaluated, excl, n_excl);
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, nearer child first.  A node is skipped when its bound
@@ -1006,7 +1113,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         }
         if ((a | b) & RP_BVH_SHAPE) {
             uint32_t e = shape_of(a & RP_BVH_SHAPE ? a : b);
-            if (!key_excludes(shape_key(lo, hi, qr, &RP_ENTRY(sc, e)->shape), *best_d, *found))
+            if (!key_excludes(shape_key(lo, hi, qr, SC_SHAPE(sc, e)), *best_d, *found))
                 offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
             a = a & RP_BVH_SHAPE ? b : a;
             double ga = node_key(lo, hi, qr, node_at(t, a));
@@ -1039,6 +1146,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
 static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_scene_visit_fn fn,
                   void *ctx, int64_t *left)
 {
+    rp_shape sbuf;
     const rp_bvh *t = &sc->tree;
     if (*left <= 0) {
         rp_meter_.out = true;
@@ -1051,11 +1159,23 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
                 return true;
             }
             *left -= 1;
-            double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
+            double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
             if (d < threshold && !fn(ctx, e, d))
                 return false;
         }
         return true;
+    }
+    /* The half-spaces, outside the tree, first. */
+    for (uint32_t i = 0; i < sc->n_planes; i++) {
+        if (*left <= 0) {
+            rp_meter_.out = true;
+            return true;
+        }
+        *left -= 1;
+        size_t e = sc->planes[i];
+        double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+        if (d < threshold && !fn(ctx, e, d))
+            return false;
     }
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
@@ -1079,7 +1199,7 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
             *left -= 1;
             size_t e = shape_of(ref);
-            double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
+            double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             continue;
@@ -1089,11 +1209,11 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         if (a & b & RP_BVH_SHAPE) {
             *left -= 2;
             size_t e = shape_of(a);
-            double d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
+            double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             e = shape_of(b);
-            d = rp_shape_signed_distance(q, &RP_ENTRY(sc, e)->shape);
+            d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             continue;
@@ -1266,7 +1386,8 @@ static inline __attribute__((always_inline)) void
 multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, double threshold,
            int simd, rp_multi_visit_fn fn, void *ctx, uint64_t *active, int64_t *left)
 {
-    const rp_shape *s = &RP_ENTRY(sc, e)->shape;
+    rp_shape sbuf;
+    const rp_shape *s = SC_SHAPE(sc, e);
     mask &= *active;
     if (mask & (mask - 1)) {
         /* Two queries or more: the shape's own box first (for one, as in
@@ -1293,6 +1414,7 @@ multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, doubl
 void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, double threshold,
                            const rp_multi_gate *gate, rp_multi_visit_fn fn, void *ctx)
 {
+    rp_shape sbuf;
     const rp_bvh *t = &sc->tree;
     int simd = rp_simd_enabled_();
     /* With a gate, the walk first looks for a scene shape within the
@@ -1308,22 +1430,26 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
         rp_meter_.out = true;
         return;
     }
-    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count && (active || gated); e++) {
-            if (left <= 0) {
-                rp_meter_.out = true;
-                break;
-            }
-            if (gated) {
-                left = rp_meter_spend_(left, 1);
-                if (!(rp_shape_signed_distance(gate->shape, &RP_ENTRY(sc, e)->shape) <
-                      gate->threshold))
-                    continue;
-                gated = false;
-                active = gate->fill(ctx, q);
-            }
-            multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
+    bool scan = sc->count <= SMALL_SCENE || is_shape(t->root);
+    /* A scan takes every entry; a walk takes the half-spaces (outside the
+     * tree) first. */
+    size_t n_scan = scan ? sc->count : sc->n_planes;
+    for (size_t i = 0; i < n_scan && (active || gated); i++) {
+        size_t e = scan ? i : sc->planes[i];
+        if (left <= 0) {
+            rp_meter_.out = true;
+            break;
         }
+        if (gated) {
+            left = rp_meter_spend_(left, 1);
+            if (!(rp_shape_signed_distance(gate->shape, SC_SHAPE(sc, e)) < gate->threshold))
+                continue;
+            gated = false;
+            active = gate->fill(ctx, q);
+        }
+        multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
+    }
+    if (scan || left <= 0 || !(active || gated)) {
         rp_meter_.left = left;
         return;
     }
@@ -1336,13 +1462,17 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
     size_t top = 0;
     const rp_bvh_node *root = node_at(t, t->root);
     if (gated) {
-        if (key_excludes(node_key(glo, ghi, gr, root), gate->threshold, false))
+        if (key_excludes(node_key(glo, ghi, gr, root), gate->threshold, false)) {
+            rp_meter_.left = left; /* (the half-spaces' spending) */
             return;
+        }
         stack[top].mask = ALL_QUERIES;
     } else {
         test_box rb = node_test_box(root);
-        if (!(stack[top].mask = pass(q, active, &rb, threshold, false, simd)))
+        if (!(stack[top].mask = pass(q, active, &rb, threshold, false, simd))) {
+            rp_meter_.left = left;
             return;
+        }
     }
     stack[top++].ref = t->root;
     while (top > 0 && (active || gated)) {
@@ -1359,8 +1489,7 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
             if (ref & RP_BVH_SHAPE) {
                 left = rp_meter_spend_(left, 1);
                 size_t e = shape_of(ref);
-                if (!(rp_shape_signed_distance(gate->shape, &RP_ENTRY(sc, e)->shape) <
-                      gate->threshold))
+                if (!(rp_shape_signed_distance(gate->shape, SC_SHAPE(sc, e)) < gate->threshold))
                     continue;
                 gated = false;
                 active = gate->fill(ctx, q);
@@ -1447,7 +1576,8 @@ static inline __attribute__((always_inline)) bool
 robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates, size_t e, double gate_threshold,
             double threshold, const int simd, int64_t *left)
 {
-    dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
+    rp_shape sbuf;
+    dbox d = shape_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, gate_threshold, false, simd);
     uint64_t want[RP_ROBOTS_MAX] = {0};
@@ -1484,15 +1614,18 @@ static inline __attribute__((always_inline)) void below_robots(const rp_scene *s
         rp_meter_.out = true;
         return;
     }
-    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count && gates; e++) {
-            if (left <= 0) {
-                rp_meter_.out = true;
-                break;
-            }
-            if (robots_leaf(sc, w, gates, e, gate_threshold, threshold, simd, &left))
-                gates = robots_live(w, gates);
+    bool scan = sc->count <= SMALL_SCENE || is_shape(t->root);
+    size_t n_scan = scan ? sc->count : sc->n_planes; /* (as in rp_scene_below_multi_) */
+    for (size_t i = 0; i < n_scan && gates; i++) {
+        if (left <= 0) {
+            rp_meter_.out = true;
+            break;
         }
+        if (robots_leaf(sc, w, gates, scan ? i : sc->planes[i], gate_threshold, threshold, simd,
+                        &left))
+            gates = robots_live(w, gates);
+    }
+    if (scan || left <= 0 || !gates) {
         rp_meter_.left = left;
         return;
     }
@@ -1505,8 +1638,10 @@ static inline __attribute__((always_inline)) void below_robots(const rp_scene *s
     size_t top = 0;
     test_box rb = node_test_box(node_at(t, t->root));
     uint64_t m = pass_ball(&w->gates, gates, &rb, gate_threshold, false, simd);
-    if (!m)
+    if (!m) {
+        rp_meter_.left = left; /* (the half-spaces' spending) */
         return;
+    }
     stack[top].ref = t->root;
     stack[top++].mask = m;
     while (top > 0 && gates) {
@@ -1587,7 +1722,8 @@ robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, 
                 double gate_slack, int simd, rp_multi_visit_fn fn, void *ctx, uint64_t active,
                 int64_t *left)
 {
-    dbox d = shape_box(&RP_ENTRY(sc, e)->shape);
+    rp_shape sbuf;
+    dbox d = shape_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, *bound + gate_slack, true, simd);
     uint64_t want = 0;
@@ -1598,7 +1734,7 @@ robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, 
         return;
     robot_fill(w, want, ctx);
     want = pass(&w->shapes, want, &b, *bound, true, simd);
-    const rp_shape *s = &RP_ENTRY(sc, e)->shape;
+    const rp_shape *s = SC_SHAPE(sc, e);
     for (; want; want &= want - 1) {
         unsigned k = (unsigned)__builtin_ctzll(want);
         *left = rp_meter_spend_(*left, 1);
@@ -1622,14 +1758,17 @@ nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active, const doubl
         rp_meter_.out = true;
         return;
     }
-    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count; e++) {
-            if (left <= 0) {
-                rp_meter_.out = true;
-                break;
-            }
-            robot_leaf_near(sc, w, gates, e, bound, gate_slack, simd, fn, ctx, active, &left);
+    bool scan = sc->count <= SMALL_SCENE || is_shape(t->root);
+    size_t n_scan = scan ? sc->count : sc->n_planes; /* (as in rp_scene_below_multi_) */
+    for (size_t i = 0; i < n_scan; i++) {
+        if (left <= 0) {
+            rp_meter_.out = true;
+            break;
         }
+        robot_leaf_near(sc, w, gates, scan ? i : sc->planes[i], bound, gate_slack, simd, fn, ctx,
+                        active, &left);
+    }
+    if (scan || left <= 0) {
         rp_meter_.left = left;
         return;
     }
@@ -1644,8 +1783,10 @@ nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active, const doubl
     size_t top = 0;
     test_box rb = node_test_box(node_at(t, t->root));
     uint64_t m = pass_ball(&w->gates, gates, &rb, *bound + gate_slack, true, simd);
-    if (!m)
+    if (!m) {
+        rp_meter_.left = left; /* (the half-spaces' spending) */
         return;
+    }
     stack[top].ref = t->root;
     stack[top].mask = m;
     stack[top++].bound = *bound;

@@ -66,21 +66,108 @@ static void id_unref(char *id, size_t *bytes)
     }
 }
 
+/* ---- solids: boxes and half-spaces, kept out of line (scene_int.h) -------- */
+
+static rp_solid *solid_new(const rp_shape *s, size_t *bytes)
+{
+    rp_solid *so = malloc(sizeof *so);
+    if (!so)
+        return NULL;
+    so->refs = 1;
+    so->shape = *s;
+    *bytes += sizeof *so;
+    return so;
+}
+
+static void solid_unref(rp_solid *so, size_t *bytes)
+{
+    if (so && --so->refs == 0) {
+        *bytes -= sizeof *so;
+        free(so);
+    }
+}
+
+/* The entry's solid, when it holds one. */
+static rp_solid *entry_solid(const scene_entry *en)
+{
+    return en->shape.kind >= RP_SHAPE_BOX ? en->shape.solid : NULL;
+}
+
+/* Writes shape s into the entry, with `so` (a new solid holding s) when s
+ * is a box or a half-space.  The entry's old solid must be let go first. */
+static void entry_set_shape(scene_entry *en, const rp_shape *s, rp_solid *so)
+{
+    en->shape.kind = s->kind;
+    if (s->kind == RP_SHAPE_SPHERE)
+        en->shape.sphere = s->sphere;
+    else if (s->kind == RP_SHAPE_CAPSULE)
+        en->shape.capsule = s->capsule;
+    else
+        en->shape.solid = so;
+}
+
+/* Lets go of the entry's solid: the slot then holds a sphere's bytes. */
+static void entry_drop_solid(scene_entry *en, size_t *bytes)
+{
+    solid_unref(entry_solid(en), bytes);
+    en->shape.kind = RP_SHAPE_SPHERE;
+}
+
 void rp_entry_ids_ref_(void *ctx, void *entries, size_t n)
 {
     (void)ctx;
     scene_entry *en = entries;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (en[i].id)
             id_block_of(en[i].id)->refs++;
+        rp_solid *so = entry_solid(&en[i]);
+        if (so)
+            so->refs++;
+    }
 }
 
-/* A freed chunk's slots let go of their ids (ctx: the store's byte count). */
+/* A freed chunk's slots let go of their ids and solids (ctx: the store's
+ * byte count). */
 static void entry_ids_drop(void *ctx, void *entries, size_t n)
 {
     scene_entry *en = entries;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         id_unref(en[i].id, ctx);
+        solid_unref(entry_solid(&en[i]), ctx);
+    }
+}
+
+/* ---- half-spaces: the entries the tree leaves out ------------------------- */
+
+static void planes_add(rp_scene *sc, uint32_t e)
+{
+    sc->planes[sc->n_planes++] = e; /* room checked before the commit */
+}
+
+static void planes_drop(rp_scene *sc, uint32_t e)
+{
+    for (uint32_t i = 0; i < sc->n_planes; i++)
+        if (sc->planes[i] == e) {
+            sc->planes[i] = sc->planes[--sc->n_planes];
+            return;
+        }
+}
+
+/* Frees the room for half-spaces when none is left. */
+static void planes_trim(rp_scene *sc)
+{
+    if (sc->planes && sc->n_planes == 0) {
+        free(sc->planes);
+        sc->planes = NULL;
+        sc->store->bytes -= RP_SCENE_PLANES_BYTES;
+    }
+}
+
+static void planes_renumber(rp_scene *sc, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = 0; i < sc->n_planes; i++)
+        if (sc->planes[i] == from)
+            sc->planes[i] = to;
 }
 
 static char *dup_string(const char *s, size_t *bytes)
@@ -121,6 +208,10 @@ void rp_scene_free_(rp_scene *sc)
     rp_chunks_free(&sc->entries, sizeof(scene_entry), entry_ids_drop, &st->bytes, &st->bytes);
     rp_bvh_free_(&sc->tree, st);
     rp_chunks_free(&sc->index, IDX_GROUP_BYTES, NULL, NULL, &st->bytes);
+    if (sc->planes) {
+        st->bytes -= RP_SCENE_PLANES_BYTES;
+        free(sc->planes);
+    }
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->name);
     free(sc);
@@ -142,9 +233,11 @@ const char *rp_scene_id_at(const rp_scene *sc, size_t i)
 {
     return RP_ENTRY(sc, i)->id;
 }
-const rp_shape *rp_scene_shape_at(const rp_scene *sc, size_t i)
+rp_shape rp_scene_shape_at(const rp_scene *sc, size_t i)
 {
-    return &RP_ENTRY(sc, i)->shape;
+    rp_shape buf;
+    memset(&buf, 0, sizeof buf); /* (no stray bytes: callers may compare them) */
+    return *rp_entry_shape_(RP_ENTRY(sc, i), &buf);
 }
 
 /* ---- id index ----------------------------------------------------------- */
@@ -415,9 +508,10 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
     uint32_t *last = malloc((n ? n : 1) * sizeof *last);
     char **ids = calloc(n ? n : 1, sizeof *ids); /* copies for new ids */
     size_t *found = malloc((n ? n : 1) * sizeof *found);
+    rp_solid **solids = calloc(n ? n : 1, sizeof *solids); /* for boxes, half-spaces */
     rp_bvh_item *build = NULL; /* a full build's scratch, when it is one */
     size_t id_bytes = 0, fresh = 0;
-    if (!hashes || !last || !ids || !found) {
+    if (!hashes || !last || !ids || !found || !solids) {
         st = RP_ERR_NOMEM;
         goto out;
     }
@@ -444,6 +538,31 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
     if (sc->count + fresh > sc->store->limits.max_shapes_per_scene) {
         st = RP_ERR_LIMIT;
         goto out;
+    }
+    /* Solids for the boxes and half-spaces that land, and the half-spaces
+     * the scene will hold (RP_SCENE_MAX_PLANES at most). */
+    size_t planes = sc->n_planes;
+    for (size_t k = 0; k < n; k++) {
+        if (last[k] < k)
+            continue;
+        const rp_shape *shape = &shapes[last[k]].shape;
+        bool was = found[k] != SIZE_MAX && rp_entry_is_plane_(RP_ENTRY(sc, found[k]));
+        planes += (shape->kind == RP_SHAPE_HALFSPACE) - was;
+        if (shape->kind >= RP_SHAPE_BOX && !(solids[k] = solid_new(shape, &id_bytes))) {
+            st = RP_ERR_NOMEM;
+            goto out;
+        }
+    }
+    if (planes > RP_SCENE_MAX_PLANES) {
+        st = RP_ERR_LIMIT;
+        goto out;
+    }
+    if (planes > 0 && !sc->planes) {
+        if (!(sc->planes = malloc(RP_SCENE_PLANES_BYTES))) {
+            st = RP_ERR_NOMEM;
+            goto out;
+        }
+        sc->store->bytes += RP_SCENE_PLANES_BYTES;
     }
     /* A bulk load leaves the tree to one rebuild at its end. */
     bool stale = sc->store->bulk_loading;
@@ -472,23 +591,43 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         if (last[k] < k)
             continue; /* a later duplicate: applied through its first occurrence */
         const rp_shape *shape = &shapes[last[k]].shape;
+        rp_solid *so = solids[k];
+        solids[k] = NULL;
+        bool plane = shape->kind == RP_SHAPE_HALFSPACE, tree = !bulk && !stale;
         if (found[k] != SIZE_MAX) {
-            rp_entry_mut_(&sc->entries, found[k])->shape = *shape;
-            if (!bulk && !stale)
-                rp_bvh_update_(sc, (uint32_t)found[k]);
+            uint32_t e = (uint32_t)found[k];
+            bool was = rp_entry_is_plane_(RP_ENTRY(sc, e));
+            if (!was && plane && tree)
+                rp_bvh_remove_(sc, e); /* it leaves the tree */
+            scene_entry *en = rp_entry_mut_(&sc->entries, e);
+            entry_drop_solid(en, &sc->store->bytes);
+            entry_set_shape(en, shape, so);
+            if (plane && !was) {
+                en->leaf = RP_BVH_NIL;
+                planes_add(sc, e);
+            } else if (was && !plane) {
+                planes_drop(sc, e);
+                if (tree)
+                    rp_bvh_insert_(sc, e);
+            } else if (!plane && tree) {
+                rp_bvh_update_(sc, e);
+            }
             continue;
         }
-        size_t e = sc->count++;
+        uint32_t e = (uint32_t)sc->count++;
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
-        en->shape = *shape;
-        en->id = ids[k]; /* the slot held none (see scene_int.h) */
+        entry_set_shape(en, shape, so); /* the slot held no solid (see scene_int.h) */
+        en->id = ids[k];                /* nor an id */
         en->hash = hashes[k];
+        en->leaf = RP_BVH_NIL;
         ids[k] = NULL;
         size_t slot;
         index_find(sc, en->id, hashes[k], &slot);
-        index_insert(sc, slot, (uint32_t)e);
-        if (!bulk && !stale)
-            rp_bvh_insert_(sc, (uint32_t)e);
+        index_insert(sc, slot, e);
+        if (plane)
+            planes_add(sc, e);
+        else if (tree)
+            rp_bvh_insert_(sc, e);
     }
     if (bulk) {
         rp_bvh_rebuild_(sc, build); /* frees the scratch */
@@ -505,11 +644,16 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         sc->revision = rp_store_take_revision_(sc->store);
 
 out:
+    planes_trim(sc); /* a failed put's room, or the last half-space went */
     trim_spares(sc);
     rp_bvh_items_free_(build);
     if (ids)
         for (size_t k = 0; k < n; k++)
             id_unref(ids[k], &id_bytes);
+    if (solids)
+        for (size_t k = 0; k < n; k++)
+            solid_unref(solids[k], &id_bytes);
+    free(solids);
     free(ids);
     free(hashes);
     free(last);
@@ -543,21 +687,27 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
             continue;
         uint32_t e = idx_get(sc, slot) - 2;
         index_delete(sc, slot);
-        if (!stale)
+        if (rp_entry_is_plane_(RP_ENTRY(sc, e)))
+            planes_drop(sc, e);
+        else if (!stale)
             rp_bvh_remove_(sc, e);
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
         id_unref(en->id, &sc->store->bytes);
         en->id = NULL;
+        entry_drop_solid(en, &sc->store->bytes);
         uint32_t last = (uint32_t)(sc->count - 1);
         if (e != last) {
-            /* The last entry moves into the hole, its id with it (the last
-             * slot then holds none: no count changes). */
+            /* The last entry moves into the hole, its id and solid with it
+             * (the last slot then holds neither: no count changes). */
             scene_entry *le = rp_entry_mut_(&sc->entries, last);
             en = rp_entry_mut_(&sc->entries, e);
             *en = *le;
             le->id = NULL;
+            le->shape.kind = RP_SHAPE_SPHERE;
             index_renumber(sc, en->hash, last, e);
-            if (!stale)
+            if (rp_entry_is_plane_(en))
+                planes_renumber(sc, last, e);
+            else if (!stale)
                 rp_bvh_renumber_(sc, last, e);
         }
         sc->count--;
@@ -568,6 +718,7 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         sc->tree_stale = true;
     else
         rp_bvh_maintain_(sc);
+    planes_trim(sc);
     trim_spares(sc);
     sc->revision = rp_store_take_revision_(sc->store);
     if (removed)

@@ -13,21 +13,70 @@
 #include "repose/scene.h"
 #include "util/strtab.h" /* rp_strhash_ */
 
+/* A box or a half-space kept out of line (entry_shape), with its count of
+ * the chunk slots holding it, like an id's (scene.c). */
+typedef struct rp_solid {
+    uint32_t refs;
+    rp_shape shape;
+} rp_solid;
+
+/* A stored shape in 64 bytes: spheres and capsules in place, boxes and
+ * half-spaces (88 bytes as an rp_shape) through a pointer, so that scenes
+ * of spheres and capsules keep their 80-byte entries (the store's budget
+ * is 150 bytes per shape, tree included).  Read it with rp_entry_shape_. */
+typedef struct entry_shape {
+    rp_shape_kind kind;
+    union {
+        rp_sphere sphere;
+        rp_capsule capsule;
+        rp_solid *solid; /* kind >= RP_SHAPE_BOX */
+    };
+} entry_shape;
+
 /* One stored shape.  The id is a reference-counted heap string (scene.c:
  * each chunk slot holding it counts once, so versions sharing chunks share
- * ids; a slot no entry uses holds NULL); hash caches its rp_strhash_ for the id index; leaf is the tree node whose
- * child the shape is (RP_BVH_NIL when the shape is the tree's root or the
- * scene is empty), kept by bvh.c.  104 bytes on LP64 (the shape is 88 since
- * boxes, whose rotation takes four doubles); leaf sits in what was padding,
- * so the tree costs the entries nothing. */
+ * ids; a slot no entry uses holds NULL, and no solid); hash caches its
+ * rp_strhash_ for the id index; leaf is the tree node whose child the shape
+ * is (RP_BVH_NIL when the shape is the tree's root, the scene is empty or
+ * the shape is a half-space, which stays out of the tree), kept by bvh.c.
+ * 80 bytes on LP64: leaf sits in what was padding, so the tree costs the
+ * entries nothing. */
 typedef struct scene_entry {
-    rp_shape shape;
+    entry_shape shape;
     char *id;
     uint32_t hash;
     uint32_t leaf;
 } scene_entry;
 
-_Static_assert(sizeof(scene_entry) <= 104, "scene entries are budgeted at 104 bytes");
+_Static_assert(sizeof(scene_entry) <= 80, "scene entries are budgeted at 80 bytes");
+
+/* The entry's shape: a pointer to the stored solid, or to *buf filled with
+ * the sphere or capsule. */
+static inline const rp_shape *rp_entry_shape_(const scene_entry *en, rp_shape *buf)
+{
+    switch (en->shape.kind) {
+    case RP_SHAPE_SPHERE:
+        buf->kind = RP_SHAPE_SPHERE;
+        buf->sphere = en->shape.sphere;
+        return buf;
+    case RP_SHAPE_CAPSULE:
+        buf->kind = RP_SHAPE_CAPSULE;
+        buf->capsule = en->shape.capsule;
+        return buf;
+    default:
+        return &en->shape.solid->shape;
+    }
+}
+
+static inline bool rp_entry_is_plane_(const scene_entry *en)
+{
+    return en->shape.kind == RP_SHAPE_HALFSPACE;
+}
+
+/* Half-spaces a scene holds at most: every query tests each of them (they
+ * stay out of the tree), so they are few by design (a floor, walls). */
+#define RP_SCENE_MAX_PLANES 64
+#define RP_SCENE_PLANES_BYTES (RP_SCENE_MAX_PLANES * sizeof(uint32_t))
 
 /* Entry e, for reading. */
 #define RP_ENTRY(sc, e)                                                                            \
@@ -103,6 +152,12 @@ struct rp_scene {
     size_t index_slots, index_live, index_dead;
     rp_store *store; /* owner, for limits and memory accounting */
     rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
+    /* The entries holding half-spaces, in no order: the tree leaves them
+     * out, and every query tests them besides its walk.  Room for
+     * RP_SCENE_MAX_PLANES, allocated with the first (NULL until then:
+     * most scenes have none); each version has its own copy. */
+    uint32_t *planes;
+    uint32_t n_planes;
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
     bool tree_stale; /* changed during a bulk load: the tree waits for its rebuild */
 };

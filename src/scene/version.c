@@ -72,6 +72,15 @@ static rp_scene *clone_scene(rp_scene *sc)
     c->index_slots = sc->index_slots;
     c->index_live = sc->index_live;
     c->index_dead = sc->index_dead;
+    if (sc->planes) {
+        if (!(c->planes = malloc(RP_SCENE_PLANES_BYTES))) {
+            rp_scene_free_(c);
+            return NULL;
+        }
+        st->bytes += RP_SCENE_PLANES_BYTES;
+        memcpy(c->planes, sc->planes, sc->n_planes * sizeof *sc->planes);
+        c->n_planes = sc->n_planes;
+    }
     rp_chunks_pass_spares(&c->entries, &sc->entries);
     rp_chunks_pass_spares(&c->index, &sc->index);
     rp_chunks_pass_spares(&c->tree.nodes, &sc->tree.nodes);

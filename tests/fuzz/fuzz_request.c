@@ -39,6 +39,10 @@
 
 #include "server/protocol/rpc.h"
 
+/* A scene's shape as a pointer to a temporary (rp_scene_shape_at returns it
+ * by value): valid to the end of the enclosing block. */
+#define SCENE_SHAPE(sc, i) (&(rp_shape[1]){rp_scene_shape_at((sc), (i))}[0])
+
 #define TOKEN "fuzz-token"
 
 static const char *const setup_lines[] = {
@@ -105,7 +109,7 @@ static void dump_store(const rp_store *st, rp_jw *d)
         dump_u64(d, n);
         for (size_t k = 0; k < n; k++) {
             dump_str(d, rp_scene_id_at(sc, k));
-            dump_shape(d, rp_scene_shape_at(sc, k));
+            dump_shape(d, SCENE_SHAPE(sc, k));
         }
     }
     size_t nm = rp_store_model_count(st);

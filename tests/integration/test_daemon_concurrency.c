@@ -67,6 +67,10 @@
 #include "repose/geometry.h"
 #include "repose/scene.h"
 
+/* A scene's shape as a pointer to a temporary (rp_scene_shape_at returns it
+ * by value): valid to the end of the enclosing block. */
+#define SCENE_SHAPE(sc, i) (&(rp_shape[1]){rp_scene_shape_at((sc), (i))}[0])
+
 enum {
     N_CLIENTS = 8,
     N_FRAMES = 3,
@@ -781,7 +785,7 @@ static const bsphere *bounds_of_scene(const rp_scene *sc)
     }
     if (scene_bounds_stale) {
         for (size_t s = 0; s < n; s++)
-            scene_bounds[s] = bound_of(rp_scene_shape_at(sc, s));
+            scene_bounds[s] = bound_of(SCENE_SHAPE(sc, s));
         scene_bounds_stale = false;
     }
     return scene_bounds;
@@ -842,7 +846,7 @@ static void brute_pairs(const op *o, const rp_scene *sc, bool collect, double be
                 if (gap(&qb, &bounds[s]) > limit + PRUNE_SLACK)
                     continue;
             }
-            qpair p = {qi, s, rp_shape_signed_distance(&o->q[qi], rp_scene_shape_at(sc, s))};
+            qpair p = {qi, s, rp_shape_signed_distance(&o->q[qi], SCENE_SHAPE(sc, s))};
             if (!*has || qpair_cmp(&p, best) < 0) {
                 *best = p;
                 *has = true;
@@ -1061,7 +1065,7 @@ static void verify_config(const op *o, int k, const cJSON *r, const rp_scene *sc
         for (size_t s = 0; s < n; s++) {
             if (has && gap(&lb, &bounds[s]) > (margin > best.d ? margin : best.d) + PRUNE_SLACK)
                 continue;
-            cpair p = {i, false, s, rp_shape_signed_distance(&w[i], rp_scene_shape_at(sc, s))};
+            cpair p = {i, false, s, rp_shape_signed_distance(&w[i], SCENE_SHAPE(sc, s))};
             if (!has || cpair_cmp(&p, &best) < 0) {
                 best = p;
                 has = true;

@@ -706,7 +706,7 @@ static void dump_store(const rp_store *st, dump *d)
         for (size_t k = 0; k < rp_scene_shape_count(sc); k++) {
             const char *id = rp_scene_id_at(sc, k);
             dump_add(d, "  %s found %d ", id, rp_scene_find(sc, id) == k);
-            dump_shape(d, rp_scene_shape_at(sc, k));
+            dump_shape(d, SCENE_SHAPE(sc, k));
             dump_add(d, "\n");
         }
     }

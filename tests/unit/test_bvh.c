@@ -272,7 +272,7 @@ static size_t brute_below(const rp_scene *sc, const rp_shape *q, size_t nq, doub
     *min_d = INFINITY;
     for (size_t i = 0; i < nq; i++)
         for (size_t e = 0; e < rp_scene_shape_count(sc); e++) {
-            double d = rp_shape_signed_distance(&q[i], rp_scene_shape_at(sc, e));
+            double d = rp_shape_signed_distance(&q[i], SCENE_SHAPE(sc, e));
             if (!isfinite(d))
                 fail_msg("query %zu, shape %zu: distance %a", i, e, d);
             count += d < threshold;
@@ -349,7 +349,7 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
             assert_true(res.pairs[i].distance < threshold);
             assert_same_bits(res.pairs[i].distance,
                              rp_shape_signed_distance(&qs[res.pairs[i].query],
-                                                      rp_scene_shape_at(sc, res.pairs[i].shape)));
+                                                      SCENE_SHAPE(sc, res.pairs[i].shape)));
         }
         assert_true(res.has_min);
         assert_same_bits(res.nearest.distance, min_d);

@@ -21,7 +21,7 @@ static inline bool brute_nearest(const rp_scene *sc, const rp_shape *q, double *
 {
     bool found = false;
     for (size_t i = 0; i < rp_scene_shape_count(sc); i++) {
-        double d = rp_shape_signed_distance(q, rp_scene_shape_at(sc, i));
+        double d = rp_shape_signed_distance(q, SCENE_SHAPE(sc, i));
         if (!found || d < *d_out ||
             (d == *d_out && strcmp(rp_scene_id_at(sc, i), rp_scene_id_at(sc, *idx)) < 0)) {
             *d_out = d;
@@ -75,7 +75,7 @@ static inline void check_shape_query(const rp_scene *sc, const rp_shape *q, doub
     assert_true(rp_scene_below_(sc, q, threshold, record, &h));
     size_t want = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = rp_shape_signed_distance(q, rp_scene_shape_at(sc, i));
+        double d = rp_shape_signed_distance(q, SCENE_SHAPE(sc, i));
         if (d < threshold) {
             want++;
             assert_true(h.seen[i]);

@@ -28,11 +28,57 @@ static rp_vec3 V(double x, double y, double z)
     return v;
 }
 
-/* A random sphere or capsule in a cube of half-size `half`, radii and
- * lengths up to `size`; with `grid`, coordinates on a coarse grid so that
- * exact ties between pairs occur. */
+/* Whether random_shape also makes boxes (a quarter of its shapes), for the
+ * runs with solids; half-spaces come from random_plane. */
+static bool mix_boxes;
+
+/* A random box: centre in the cube of half-size `half`, half extents up to
+ * size/2 (one of them zero now and then: a rectangle), any rotation or,
+ * on the grid, none. */
+static rp_shape random_box(test_rng *r, double half, double size, bool grid)
+{
+    rp_vec3 c =
+        V(rng_uniform(r, -half, half), rng_uniform(r, -half, half), rng_uniform(r, -half, half));
+    rp_vec3 h = V(rng_uniform(r, 0, size / 2), rng_uniform(r, 0, size / 2),
+                  rng_next(r) % 8 ? rng_uniform(r, 0, size / 2) : 0.0);
+    double q[4] = {1, 0, 0, 0};
+    if (grid) {
+        c = V(round(c.x), round(c.y), round(c.z));
+        h = V(round(h.x * 4) / 4, round(h.y * 4) / 4, round(h.z * 4) / 4);
+    } else {
+        for (int i = 0; i < 4; i++)
+            q[i] = rng_uniform(r, -1, 1);
+    }
+    rp_box b;
+    if (rp_box_new(c, h, q[0], q[1], q[2], q[3], &b) != RP_OK)
+        rp_box_new(c, h, 1, 0, 0, 0, &b); /* (a zero quaternion drawn) */
+    return rp_shape_from_box(b);
+}
+
+/* A random half-space: a floor or wall (axis normal) or an oblique plane,
+ * its boundary inside the cube of half-size `half`. */
+static rp_shape random_plane(test_rng *r, double half)
+{
+    rp_vec3 n;
+    if (rng_next(r) & 1) {
+        int axis = (int)(rng_next(r) % 3);
+        double sign = rng_next(r) & 1 ? 1.0 : -1.0;
+        n = V(axis == 0 ? sign : 0, axis == 1 ? sign : 0, axis == 2 ? sign : 0);
+    } else {
+        n = V(rng_uniform(r, -1, 1), rng_uniform(r, -1, 1), rng_uniform(r, -1, 1) + 0.01);
+    }
+    rp_halfspace h;
+    assert_int_equal(rp_halfspace_new(n, rng_uniform(r, -half, -half / 2), &h), RP_OK);
+    return rp_shape_from_halfspace(h);
+}
+
+/* A random sphere or capsule (or box, with mix_boxes) in a cube of
+ * half-size `half`, radii and lengths up to `size`; with `grid`,
+ * coordinates on a coarse grid so that exact ties between pairs occur. */
 static rp_shape random_shape(test_rng *r, double half, double size, bool grid)
 {
+    if (mix_boxes && rng_next(r) % 4 == 0)
+        return random_box(r, half, size, grid);
     rp_vec3 c =
         V(rng_uniform(r, -half, half), rng_uniform(r, -half, half), rng_uniform(r, -half, half));
     double rad = rng_uniform(r, 0, size);
@@ -67,7 +113,13 @@ static rp_shape moved_shape(test_rng *r, const rp_shape *s, double step)
         V(rng_uniform(r, -step, step), rng_uniform(r, -step, step), rng_uniform(r, -step, step));
     double f = rng_uniform(r, 0.5, 1.5);
     rp_shape m = *s;
-    if (m.kind == RP_SHAPE_SPHERE) {
+    if (m.kind == RP_SHAPE_BOX) {
+        m.box.center = V(m.box.center.x + d.x, m.box.center.y + d.y, m.box.center.z + d.z);
+        m.box.half_extents =
+            V(m.box.half_extents.x * f, m.box.half_extents.y * f, m.box.half_extents.z * f);
+    } else if (m.kind == RP_SHAPE_HALFSPACE) {
+        m.halfspace.offset += d.x;
+    } else if (m.kind == RP_SHAPE_SPHERE) {
         m.sphere.center =
             V(m.sphere.center.x + d.x, m.sphere.center.y + d.y, m.sphere.center.z + d.z);
         m.sphere.radius *= f;
@@ -123,7 +175,7 @@ static void check_scene_query(const rp_scene *sc, const rp_shape *qs, size_t nq,
     size_t want = 0;
     for (size_t qi = 0; qi < nq; qi++)
         for (size_t e = 0; e < n; e++) {
-            rp_pair p = {qi, e, rp_shape_signed_distance(&qs[qi], rp_scene_shape_at(sc, e))};
+            rp_pair p = {qi, e, rp_shape_signed_distance(&qs[qi], SCENE_SHAPE(sc, e))};
             if (!has || pair_order(sc, &p, &best) < 0) {
                 best = p;
                 has = true;
@@ -141,7 +193,7 @@ static void check_scene_query(const rp_scene *sc, const rp_shape *qs, size_t nq,
         const rp_pair *p = &res.pairs[i];
         assert_true(p->query < nq && p->shape < n);
         assert_same_bits(p->distance,
-                         rp_shape_signed_distance(&qs[p->query], rp_scene_shape_at(sc, p->shape)));
+                         rp_shape_signed_distance(&qs[p->query], SCENE_SHAPE(sc, p->shape)));
         assert_true(p->distance < threshold);
         if (i > 0)
             assert_true(pair_order(sc, &res.pairs[i - 1], p) < 0); /* sorted, no duplicates */
@@ -178,7 +230,10 @@ static void id_of(char *buf, size_t n)
 static void interleaving_run(uint64_t seed, size_t space, int steps)
 {
     test_rng r = {seed};
-    double half = 2.0 + (double)space / 400.0; /* density roughly constant */
+    /* With solids, the ids k<n> for n a multiple of plane_every hold
+     * half-spaces (at most 32 of them: the scene's limit is 64). */
+    size_t plane_every = mix_boxes ? space / 32 + 1 : 0; /* 0: none */
+    double half = 2.0 + (double)space / 400.0;           /* density roughly constant */
     rp_store *st = rp_store_new(NULL);
     rp_scene *sc;
     assert_int_equal(rp_store_create(st, "s", NULL, 0, &sc), RP_OK);
@@ -196,9 +251,12 @@ static void interleaving_run(uint64_t seed, size_t space, int steps)
             /* Put new ids (and existing ones: moves by a new shape). */
             size_t k = 1 + (size_t)(rng_next(&r) % max_batch);
             for (size_t i = 0; i < k; i++) {
-                id_of(ids[i], (size_t)(rng_next(&r) % space));
+                size_t n_id = (size_t)(rng_next(&r) % space);
+                id_of(ids[i], n_id);
                 p[i].id = ids[i];
-                p[i].shape = random_shape(&r, half, 0.3, step % 7 == 0);
+                p[i].shape = plane_every && n_id % plane_every == 0
+                                 ? random_plane(&r, half)
+                                 : random_shape(&r, half, 0.3, step % 7 == 0);
             }
             assert_int_equal(rp_scene_put(sc, p, k, NULL, NULL), RP_OK);
         } else if (op < 70) {
@@ -211,7 +269,7 @@ static void interleaving_run(uint64_t seed, size_t space, int steps)
                 size_t e = (size_t)(rng_next(&r) % n);
                 snprintf(ids[i], ID_LEN, "%s", rp_scene_id_at(sc, e));
                 p[i].id = ids[i];
-                p[i].shape = moved_shape(&r, rp_scene_shape_at(sc, e), step_size);
+                p[i].shape = moved_shape(&r, SCENE_SHAPE(sc, e), step_size);
             }
             assert_int_equal(rp_scene_put(sc, p, k, NULL, NULL), RP_OK);
         } else if (op < (growing ? 90u : 97u)) {
@@ -228,18 +286,24 @@ static void interleaving_run(uint64_t seed, size_t space, int steps)
             if (k > 2 * max_batch)
                 k = 2 * max_batch;
             for (size_t i = 0; i < k; i++) {
-                id_of(ids[i], (size_t)(rng_next(&r) % (space * 2)));
+                size_t n_id = (size_t)(rng_next(&r) % (space * 2));
+                id_of(ids[i], n_id);
                 p[i].id = ids[i];
-                p[i].shape = random_shape(&r, half, 0.3, false);
+                p[i].shape = plane_every && n_id % plane_every == 0 && n_id < space
+                                 ? random_plane(&r, half)
+                                 : random_shape(&r, half, 0.3, false);
             }
             assert_int_equal(rp_scene_put(sc, p, k, NULL, NULL), RP_OK);
         } else {
             /* Replace the whole content (the scene object changes). */
             size_t k = (size_t)(rng_next(&r) % max_batch);
             for (size_t i = 0; i < k; i++) {
-                id_of(ids[i], (size_t)(rng_next(&r) % space));
+                size_t n_id = (size_t)(rng_next(&r) % space);
+                id_of(ids[i], n_id);
                 p[i].id = ids[i];
-                p[i].shape = random_shape(&r, half, 0.3, step % 3 == 0);
+                p[i].shape = plane_every && n_id % plane_every == 0
+                                 ? random_plane(&r, half)
+                                 : random_shape(&r, half, 0.3, step % 3 == 0);
             }
             assert_int_equal(rp_store_replace(st, "s", p, k, NULL, false, &sc, NULL), RP_OK);
         }
@@ -278,6 +342,21 @@ static void random_interleavings_equal_brute_force_large(void **state)
     (void)state;
     for (uint64_t seed = 1; seed <= 2; seed++)
         interleaving_run(0x5eed2000 + seed, 4000, 240);
+}
+
+/* The same with boxes among the shapes (and the queries) and half-spaces,
+ * which stay out of the tree: a shape that turns into a half-space leaves
+ * it, one that turns back joins it, removals renumber the list. */
+static void random_interleavings_with_boxes_and_half_spaces_equal_brute_force(void **state)
+{
+    (void)state;
+    mix_boxes = true;
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        interleaving_run(0x5eed3000 + seed, 40, 300);
+    for (uint64_t seed = 1; seed <= 2; seed++)
+        interleaving_run(0x5eed4000 + seed, 400, 300);
+    interleaving_run(0x5eed5000, 3000, 200);
+    mix_boxes = false;
 }
 
 /* Shapes near the largest double (boxes overflow to infinity) moved,
@@ -587,6 +666,7 @@ int main(void)
         cmocka_unit_test(random_interleavings_equal_brute_force_small),
         cmocka_unit_test(random_interleavings_equal_brute_force_medium),
         cmocka_unit_test(random_interleavings_equal_brute_force_large),
+        cmocka_unit_test(random_interleavings_with_boxes_and_half_spaces_equal_brute_force),
         cmocka_unit_test(huge_shapes_maintained_one_at_a_time_stay_exact),
         cmocka_unit_test(radius_growth_inside_the_box_raises_the_bounds),
         cmocka_unit_test(sorted_insertion_along_x_keeps_height_logarithmic),

@@ -949,7 +949,7 @@ static rp_check_pair *brute_force(const rp_model *m, const rp_scene *sc, const r
     for (size_t i = 0; i < nl; i++) {
         for (size_t e = 0; e < ns; e++) {
             rp_check_pair p = {i, RP_PAIR_SCENE, e,
-                               rp_shape_signed_distance(&w[i], rp_scene_shape_at(sc, e))};
+                               rp_shape_signed_distance(&w[i], SCENE_SHAPE(sc, e))};
             pairs[k++] = p;
         }
         for (size_t j = i + 1; j < nl && rp_model_self_collision(m); j++) {

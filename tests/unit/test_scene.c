@@ -72,7 +72,7 @@ static void assert_holds(const rp_scene *sc, const char *id, rp_shape want)
         fail_msg("id \"%s\" missing from scene \"%s\"", id, rp_scene_name(sc));
     assert_true(i < rp_scene_shape_count(sc));
     assert_string_equal(rp_scene_id_at(sc, i), id);
-    assert_true(shapes_equal(rp_scene_shape_at(sc, i), &want));
+    assert_true(shapes_equal(SCENE_SHAPE(sc, i), &want));
 }
 
 static void assert_absent(const rp_scene *sc, const char *id)
@@ -102,7 +102,7 @@ static snapshot take_snapshot(const rp_scene *sc)
         s.ids[i] = malloc(strlen(id) + 1);
         assert_non_null(s.ids[i]);
         strcpy(s.ids[i], id);
-        s.shapes[i] = *rp_scene_shape_at(sc, i);
+        s.shapes[i] = rp_scene_shape_at(sc, i);
     }
     return s;
 }
@@ -114,7 +114,7 @@ static void assert_unchanged(const rp_scene *sc, snapshot *s)
     assert_int_equal(rp_scene_shape_count(sc), s->count);
     for (size_t i = 0; i < s->count; i++) {
         assert_string_equal(rp_scene_id_at(sc, i), s->ids[i]);
-        assert_true(shapes_equal(rp_scene_shape_at(sc, i), &s->shapes[i]));
+        assert_true(shapes_equal(SCENE_SHAPE(sc, i), &s->shapes[i]));
         assert_int_equal(rp_scene_find(sc, s->ids[i]), i);
         free(s->ids[i]);
     }
@@ -1282,7 +1282,7 @@ static size_t brute_force(const rp_scene *sc, const rp_query *q, bf_pair **out)
             v[k].query = qi;
             v[k].shape = e;
             v[k].id = rp_scene_id_at(sc, e);
-            v[k].distance = rp_shape_signed_distance(&q->shapes[qi], rp_scene_shape_at(sc, e));
+            v[k].distance = rp_shape_signed_distance(&q->shapes[qi], SCENE_SHAPE(sc, e));
             k++;
         }
     qsort(v, total, sizeof *v, bf_cmp);
@@ -1571,8 +1571,7 @@ static void nearest_and_collected_pairs_equal_brute_force_on_random_scenes(void 
         for (int t = 0; t < 4; t++) {
             if (t == 0 && rp_scene_shape_count(sc) > 0) {
                 size_t e = (size_t)(rng_next(&r) % rp_scene_shape_count(sc));
-                q.threshold =
-                    rp_shape_signed_distance(&qs[rng_next(&r) % nq], rp_scene_shape_at(sc, e));
+                q.threshold = rp_shape_signed_distance(&qs[rng_next(&r) % nq], SCENE_SHAPE(sc, e));
             } else {
                 q.threshold = rng_uniform(&r, -1, 6);
             }
@@ -1614,8 +1613,8 @@ static void first_only_returns_exactly_one_qualifying_pair(void **state)
             assert_true(pr->query < 3);
             assert_true(pr->shape < 40);
             assert_true(pr->distance < q.threshold);
-            assert_same_bits(pr->distance, rp_shape_signed_distance(
-                                               &qs[pr->query], rp_scene_shape_at(sc, pr->shape)));
+            assert_same_bits(pr->distance,
+                             rp_shape_signed_distance(&qs[pr->query], SCENE_SHAPE(sc, pr->shape)));
             /* nearest covers what was scanned, which includes that pair. */
             assert_true(res.nearest.distance <= pr->distance);
             assert_true(res.nearest.distance >= v[0].distance);
@@ -2189,7 +2188,7 @@ static void small_scene_grows_while_snapshots_hold_it(void **state)
         for (int k = 0; k <= i; k++) {
             size_t e = rp_scene_find(sc, ids[k]);
             assert_true(e != SIZE_MAX);
-            assert_true(rp_scene_shape_at(sc, e)->sphere.center.x == k);
+            assert_true(rp_scene_shape_at(sc, e).sphere.center.x == k);
         }
         assert_true(rp_scene_find(sc, "nope") == SIZE_MAX);
     }

@@ -141,7 +141,7 @@ static void images_load_back_bit_for_bit(void **state)
         assert_int_equal(rp_scene_shape_count(a), rp_scene_shape_count(b));
         for (size_t k = 0; k < rp_scene_shape_count(a); k++) {
             assert_string_equal(rp_scene_id_at(a, k), rp_scene_id_at(b, k));
-            assert_memory_equal(rp_scene_shape_at(a, k), rp_scene_shape_at(b, k), sizeof(rp_shape));
+            assert_memory_equal(SCENE_SHAPE(a, k), SCENE_SHAPE(b, k), sizeof(rp_shape));
             /* And the loaded scene finds it by id. */
             assert_int_equal(rp_scene_find(b, rp_scene_id_at(a, k)), k);
         }

@@ -25,6 +25,10 @@
     } while (0)
 
 /* Bitwise equality of two doubles (distinguishes -0.0 from 0.0). */
+/* A scene's shape as a pointer to a temporary (rp_scene_shape_at returns it
+ * by value): valid to the end of the enclosing block. */
+#define SCENE_SHAPE(sc, i) (&(rp_shape[1]){rp_scene_shape_at((sc), (i))}[0])
+
 static inline int same_bits(double a, double b)
 {
     uint64_t ua, ub;

@@ -49,7 +49,7 @@ static void ref_take(ref_scene *ref, const rp_scene *sc)
     ref->shapes = malloc((ref->n ? ref->n : 1) * sizeof *ref->shapes);
     for (size_t i = 0; i < ref->n; i++) {
         snprintf(ref->ids[i], ID_LEN, "%s", rp_scene_id_at(sc, i));
-        ref->shapes[i] = *rp_scene_shape_at(sc, i);
+        ref->shapes[i] = rp_scene_shape_at(sc, i);
     }
 }
 
@@ -67,7 +67,7 @@ static void assert_scene_is(const rp_scene *sc, const ref_scene *ref, test_rng *
     for (size_t i = 0; i < ref->n; i++) {
         size_t at = rp_scene_find(sc, ref->ids[i]);
         assert_true(at != SIZE_MAX);
-        assert_memory_equal(rp_scene_shape_at(sc, at), &ref->shapes[i], sizeof(rp_shape));
+        assert_memory_equal(SCENE_SHAPE(sc, at), &ref->shapes[i], sizeof(rp_shape));
     }
     assert_true(rp_bvh_check_(sc) >= 0);
     for (int k = 0; k < 20; k++) {

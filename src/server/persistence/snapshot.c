@@ -144,14 +144,16 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         size_t count = rp_scene_shape_count(sc);
         uint64_t len = 4 + strlen(name) + 8 + 8;
         for (size_t k = 0; k < count; k++)
-            len += 4 + strlen(rp_scene_id_at(sc, k)) + shape_bytes(rp_scene_shape_at(sc, k));
+            len += 4 + strlen(rp_scene_id_at(sc, k)) +
+                   shape_bytes(&(rp_shape[1]){rp_scene_shape_at(sc, k)}[0]);
         section_begin(o, SECTION_SCENE, len);
         emit_str(o, name, strlen(name));
         emit64(o, rp_scene_revision(sc));
         emit64(o, count);
         for (size_t k = 0; k < count && !o->err; k++) {
             const char *id = rp_scene_id_at(sc, k);
-            const rp_shape *s = rp_scene_shape_at(sc, k);
+            rp_shape shape = rp_scene_shape_at(sc, k);
+            const rp_shape *s = &shape;
             emit_str(o, id, strlen(id));
             uint8_t kind = s->kind == RP_SHAPE_SPHERE ? 0 : 1;
             emit(o, &kind, 1);

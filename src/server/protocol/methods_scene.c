@@ -361,7 +361,8 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
         if (k > 0 && idx[k] == idx[k - 1])
             continue; /* an id asked for twice */
         rp_jw_key(w, rp_scene_id_at(sc, idx[k]));
-        rp_jw_shape(w, rp_scene_shape_at(sc, idx[k]));
+        rp_shape shape = rp_scene_shape_at(sc, idx[k]);
+        rp_jw_shape(w, &shape);
     }
     rp_jw_object_end(w);
     rp_jw_object_end(w);
