@@ -58,14 +58,7 @@ rp_status rp_place_links_(const rp_model *m, const rp_transform *base, const rp_
     for (size_t k = 0; k < m->n_links; k++) {
         rp_link_shape ls = {m->links[k].shape, m->links[k].frame};
         world[k] = rp_link_shape_transform_shape(&ls, ls.frame < 0 ? base : &frames[ls.frame]);
-        const rp_capsule *c = &world[k].capsule;
-        const rp_sphere *sp = &world[k].sphere;
-        probe += world[k].kind == RP_SHAPE_CAPSULE
-                     ? nonfinite_probe(c->a.x) + nonfinite_probe(c->a.y) + nonfinite_probe(c->a.z) +
-                           nonfinite_probe(c->b.x) + nonfinite_probe(c->b.y) +
-                           nonfinite_probe(c->b.z)
-                     : nonfinite_probe(sp->center.x) + nonfinite_probe(sp->center.y) +
-                           nonfinite_probe(sp->center.z);
+        probe += rp_link_probe_(&world[k]);
         if (probe != 0.0) {
             *bad_link = k;
             return RP_ERR_NONFINITE;
@@ -232,8 +225,10 @@ static inline const rp_shape *placed_shape(const bp_check *b, size_t k)
         if (l->shape.kind == RP_SHAPE_CAPSULE) {
             out->capsule.a = xf_point(tf, l->shape.capsule.a);
             out->capsule.b = xf_point(tf, l->shape.capsule.b);
-        } else {
+        } else if (l->shape.kind == RP_SHAPE_SPHERE) {
             out->sphere.center = xf_point(tf, l->shape.sphere.center);
+        } else {
+            *out = rp_transform_shape(tf, &l->shape);
         }
         b->state[k] |= PLACED;
     }

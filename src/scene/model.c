@@ -217,8 +217,8 @@ static bool validate_links(const rp_model_def *def, rp_strtab *t, rp_model_error
             p = RP_MODEL_DUPLICATE_LINK;
         else if (!kinematic && l->frame < -1)
             p = RP_MODEL_BAD_FRAME;
-        else if (rp_shape_validate(&l->shape) != RP_OK)
-            p = RP_MODEL_BAD_SHAPE;
+        else if (rp_shape_validate(&l->shape) != RP_OK || l->shape.kind == RP_SHAPE_HALFSPACE)
+            p = RP_MODEL_BAD_SHAPE; /* (a half-space is the world's, never a link) */
         if (p != RP_MODEL_OK) {
             err->problem = p;
             err->index = k;
@@ -362,36 +362,28 @@ static bool build_skip(rp_model *m, const size_t *inherit)
 /* Largest distance from c of a shape's core points, plus its radius. */
 static double reach_from(rp_vec3 c, const rp_shape *s)
 {
-    rp_vec3 p[2];
-    int n = 1;
-    if (s->kind == RP_SHAPE_CAPSULE) {
-        p[0] = s->capsule.a;
-        p[1] = s->capsule.b;
-        n = 2;
-    } else {
-        p[0] = s->sphere.center;
-    }
+    rp_vec3 p[8];
+    double r;
+    int n = rp_link_points_(s, p, &r);
     double best = 0.0;
     for (int k = 0; k < n; k++) {
         double x = p[k].x - c.x, y = p[k].y - c.y, z = p[k].z - c.z;
         best = fmax(best, sqrt(x * x + y * y + z * z));
     }
-    return best + (s->kind == RP_SHAPE_CAPSULE ? s->capsule.radius : s->sphere.radius);
+    return best + r;
 }
 
-/* Whether some shape's coordinates or radius reach 1e100 (or are NaN):
+/* Whether some shape's core points or radius reach 1e100 (or are NaN):
  * sums of them could overflow, and the broadphase is not built. */
 static bool too_large_for_bounds(const rp_model *m)
 {
     for (size_t k = 0; k < m->n_links; k++) {
-        const rp_shape *s = &m->links[k].shape;
-        double big =
-            s->kind == RP_SHAPE_CAPSULE
-                ? fmax(fmax(fmax(fabs(s->capsule.a.x), fabs(s->capsule.a.y)),
-                            fmax(fabs(s->capsule.a.z), fabs(s->capsule.b.x))),
-                       fmax(fmax(fabs(s->capsule.b.y), fabs(s->capsule.b.z)), s->capsule.radius))
-                : fmax(fmax(fabs(s->sphere.center.x), fabs(s->sphere.center.y)),
-                       fmax(fabs(s->sphere.center.z), s->sphere.radius));
+        rp_vec3 p[8];
+        double r;
+        int n = rp_link_points_(&m->links[k].shape, p, &r);
+        double big = r;
+        for (int i = 0; i < n; i++)
+            big = fmax(big, fmax(fmax(fabs(p[i].x), fabs(p[i].y)), fabs(p[i].z)));
         if (!(big < 1e100))
             return true;
     }
@@ -420,12 +412,15 @@ static bool build_slot_bounds(rp_model *m, size_t slots)
         f->any = true;
         if (m->as_first && m->as_first[k] != m->as_first[k + 1])
             f->excl = true;
-        rp_vec3 p0 = s->kind == RP_SHAPE_CAPSULE ? s->capsule.a : s->sphere.center;
-        rp_vec3 p1 = s->kind == RP_SHAPE_CAPSULE ? s->capsule.b : s->sphere.center;
-        f->c.x += p0.x + p1.x;
-        f->c.y += p0.y + p1.y;
-        f->c.z += p0.z + p1.z;
-        count[m->links[k].frame + 1] += 2;
+        rp_vec3 p[8];
+        double r;
+        int np = rp_link_points_(s, p, &r);
+        for (int i = 0; i < np; i++) {
+            f->c.x += p[i].x;
+            f->c.y += p[i].y;
+            f->c.z += p[i].z;
+        }
+        count[m->links[k].frame + 1] += np;
     }
     for (size_t f = 0; f < slots; f++)
         if (count[f] > 0) {
@@ -463,6 +458,8 @@ static bool build_shape_balls(rp_model *m, size_t slots)
             ball->c = (rp_vec3){0.5 * (s->capsule.a.x + s->capsule.b.x),
                                 0.5 * (s->capsule.a.y + s->capsule.b.y),
                                 0.5 * (s->capsule.a.z + s->capsule.b.z)};
+        } else if (s->kind == RP_SHAPE_BOX) {
+            ball->c = s->box.center;
         } else {
             ball->c = s->sphere.center;
         }
@@ -1105,7 +1102,7 @@ rp_status rp_model_extend(const rp_model *m, const rp_attached *attached, size_t
         bool nomem;
         if (!name_index_add(&ni, &nomem))
             st = nomem ? RP_ERR_NOMEM : extend_fail(err, RP_EXTEND_DUPLICATE_ID, i, 0);
-        else if (rp_shape_validate(&a->shape) != RP_OK)
+        else if (rp_shape_validate(&a->shape) != RP_OK || a->shape.kind == RP_SHAPE_HALFSPACE)
             st = extend_fail(err, RP_EXTEND_BAD_SHAPE, i, 0);
         else if (!place_attached(&ni, a, &links[m->n_links + i], &inherit[i]))
             st = extend_fail(err, RP_EXTEND_UNKNOWN_LINK, i, 0);

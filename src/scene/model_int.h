@@ -13,6 +13,58 @@
 
 #include "scene_int.h"
 
+/* A link shape's core points and radius: a sphere's centre, a capsule's two
+ * ends, a box's eight vertices (radius 0); the shape is the convex hull of
+ * the points grown by the radius, so bounds over the points bound the
+ * shape, and under a rigid motion no point of it moves farther than the
+ * farthest of them.  Half-spaces are never links (model validation). */
+static inline int rp_link_points_(const rp_shape *s, rp_vec3 p[8], double *radius)
+{
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
+        p[0] = s->sphere.center;
+        *radius = s->sphere.radius;
+        return 1;
+    case RP_SHAPE_CAPSULE:
+        p[0] = s->capsule.a;
+        p[1] = s->capsule.b;
+        *radius = s->capsule.radius;
+        return 2;
+    default: {
+        rp_vec3 ax[3];
+        rp_box_axes(&s->box, ax);
+        rp_vec3 h = s->box.half_extents;
+        for (int k = 0; k < 8; k++) {
+            double u = (k & 1) ? h.x : -h.x, v = (k & 2) ? h.y : -h.y, w = (k & 4) ? h.z : -h.z;
+            p[k] = (rp_vec3){s->box.center.x + u * ax[0].x + v * ax[1].x + w * ax[2].x,
+                             s->box.center.y + u * ax[0].y + v * ax[1].y + w * ax[2].y,
+                             s->box.center.z + u * ax[0].z + v * ax[1].z + w * ax[2].z};
+        }
+        *radius = 0.0;
+        return 8;
+    }
+    }
+}
+
+/* A world link shape's finiteness probe: x - x summed over the coordinates
+ * that moved (NaN when one is infinite); 0 when all are finite. */
+static inline double rp_link_probe_(const rp_shape *w)
+{
+    switch (w->kind) {
+    case RP_SHAPE_SPHERE:
+        return (w->sphere.center.x - w->sphere.center.x) +
+               (w->sphere.center.y - w->sphere.center.y) +
+               (w->sphere.center.z - w->sphere.center.z);
+    case RP_SHAPE_CAPSULE:
+        return (w->capsule.a.x - w->capsule.a.x) + (w->capsule.a.y - w->capsule.a.y) +
+               (w->capsule.a.z - w->capsule.a.z) + (w->capsule.b.x - w->capsule.b.x) +
+               (w->capsule.b.y - w->capsule.b.y) + (w->capsule.b.z - w->capsule.b.z);
+    default:
+        return (w->box.center.x - w->box.center.x) + (w->box.center.y - w->box.center.y) +
+               (w->box.center.z - w->box.center.z);
+    }
+}
+
 /* Frames a check keeps on the stack before it allocates. */
 #define RP_STACK_FRAMES 64
 

@@ -382,12 +382,13 @@ static ca_item heap_pop(certifier *c)
 /* Largest |p| over the core points of a shape (its own frame). */
 static double core_reach(const rp_shape *s)
 {
-    if (s->kind == RP_SHAPE_SPHERE) {
-        rp_vec3 p = s->sphere.center;
-        return sqrt(p.x * p.x + p.y * p.y + p.z * p.z);
-    }
-    rp_vec3 a = s->capsule.a, b = s->capsule.b;
-    return fmax(sqrt(a.x * a.x + a.y * a.y + a.z * a.z), sqrt(b.x * b.x + b.y * b.y + b.z * b.z));
+    rp_vec3 p[8];
+    double r;
+    int n = rp_link_points_(s, p, &r);
+    double best = 0.0;
+    for (int k = 0; k < n; k++)
+        best = fmax(best, sqrt(p[k].x * p[k].x + p[k].y * p[k].y + p[k].z * p[k].z));
+    return best;
 }
 
 /* |pre.t + pre.r * axis * v| for the frame's joint: where its origin sits in
@@ -493,12 +494,7 @@ static const rp_shape *shape_now(certifier *c, size_t i)
                                                : &identity;
         rp_shape *w = &c->mo->world[i];
         *w = rp_link_shape_transform_shape(&ls, fr);
-        double p =
-            w->kind == RP_SHAPE_CAPSULE
-                ? probe(w->capsule.a.x) + probe(w->capsule.a.y) + probe(w->capsule.a.z) +
-                      probe(w->capsule.b.x) + probe(w->capsule.b.y) + probe(w->capsule.b.z)
-                : probe(w->sphere.center.x) + probe(w->sphere.center.y) + probe(w->sphere.center.z);
-        if (p != 0.0)
+        if (rp_link_probe_(w) != 0.0)
             return NULL;
         c->stamp[i] = c->state;
     }

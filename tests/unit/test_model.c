@@ -882,6 +882,31 @@ static rp_shape grid_shape(test_rng *r, int half_steps)
     return capsule(x, y, z, x + grid(r, 4), y + grid(r, 4), z + grid(r, 4), rad);
 }
 
+/* Whether compare_on_random_model's scenes also hold boxes and half-spaces. */
+static bool scene_solids;
+
+/* A grid box (axis-aligned or turned a quarter about z, so that ties
+ * survive) or a half-space with an axis normal and a grid offset; one in
+ * eight shapes is a half-space. */
+static rp_shape grid_solid(test_rng *r, int half_steps, bool planes)
+{
+    rp_vec3 c = {grid(r, half_steps), grid(r, half_steps), grid(r, half_steps)};
+    if (planes && rng_next(r) % 8 == 0) {
+        int axis = (int)(rng_next(r) % 3);
+        double sign = rng_next(r) % 2 ? 1.0 : -1.0;
+        rp_vec3 n = {axis == 0 ? sign : 0, axis == 1 ? sign : 0, axis == 2 ? sign : 0};
+        rp_halfspace h;
+        assert_int_equal(rp_halfspace_new(n, grid(r, half_steps) - 2.0, &h), RP_OK);
+        return rp_shape_from_halfspace(h);
+    }
+    rp_vec3 e = {0.25 * (double)(rng_next(r) % 4), 0.25 * (double)(rng_next(r) % 4),
+                 0.25 * (double)(rng_next(r) % 4)};
+    rp_box b;
+    bool turned = rng_next(r) % 2;
+    assert_int_equal(rp_box_new(c, e, 1, 0, 0, turned ? 1 : 0, &b), RP_OK);
+    return rp_shape_from_box(b);
+}
+
 /* Quarter turns keep grid shapes on the grid (ties survive the move). */
 static rp_transform random_pose(test_rng *r)
 {
@@ -988,7 +1013,9 @@ static size_t compare_on_random_model(test_rng *r, size_t n_links, size_t config
     for (size_t i = 0; i < n_links; i++) {
         snprintf(ids[i], sizeof ids[i], "link%zu", i);
         int frame = (int)(rng_next(r) % (uint64_t)(n_frames + 1)) - 1;
-        rp_shape s = (i > 0 && rng_next(r) % 3 == 0) ? links[i - 1].shape : grid_shape(r, 4);
+        rp_shape s = (i > 0 && rng_next(r) % 3 == 0)        ? links[i - 1].shape
+                     : scene_solids && rng_next(r) % 3 == 0 ? grid_solid(r, 4, false)
+                                                            : grid_shape(r, 4);
         links[i] = L(ids[i], frame, s);
     }
     size_t n_allowed = n_links > 1 ? rng_next(r) % (n_links + 1) : 0;
@@ -1009,8 +1036,9 @@ static size_t compare_on_random_model(test_rng *r, size_t n_links, size_t config
     assert_non_null(sids);
     for (size_t e = 0; e < ns; e++) {
         snprintf(sids[e], sizeof sids[e], "%c%zu", (char)('a' + rng_next(r) % 26), e);
-        rp_shape s =
-            (e > 0 && rng_next(r) % 4 == 0) ? puts[rng_next(r) % e].shape : grid_shape(r, 8);
+        rp_shape s = (e > 0 && rng_next(r) % 4 == 0)   ? puts[rng_next(r) % e].shape
+                     : scene_solids && rng_next(r) % 2 ? grid_solid(r, 8, true)
+                                                       : grid_shape(r, 8);
         puts[e] = P(sids[e], s);
     }
     rp_scene *sc = NULL;
@@ -1089,6 +1117,24 @@ static void reports_agree_with_brute_force_on_random_configurations(void **state
     assert_true(ties > 100); /* the tie rule was exercised, not just present */
 }
 
+/* The same with boxes and half-spaces among the scene's shapes and boxes
+ * among the links (URDF boxes): the whole-robot walks meet scene boxes in
+ * the tree and half-spaces beside it (tested for every robot), and box
+ * links meet everything, each other included. */
+static void reports_agree_with_brute_force_with_boxes_and_half_spaces(void **state)
+{
+    (void)state;
+    test_rng r = {20261205};
+    scene_solids = true;
+    size_t ties = 0;
+    for (int k = 0; k < 60; k++)
+        ties += compare_on_random_model(&r, 1 + rng_next(&r) % 10, 100);
+    for (int k = 0; k < 3; k++)
+        compare_on_random_model(&r, 65 + rng_next(&r) % 40, 15);
+    scene_solids = false;
+    assert_true(ties > 50);
+}
+
 static void reports_agree_with_brute_force_beyond_the_stack_buffer(void **state)
 {
     (void)state;
@@ -1158,6 +1204,7 @@ int main(void)
         cmocka_unit_test(first_report_allocates_nothing_without_a_collision),
         cmocka_unit_test(reports_agree_with_brute_force_on_random_configurations),
         cmocka_unit_test(reports_agree_with_brute_force_beyond_the_stack_buffer),
+        cmocka_unit_test(reports_agree_with_brute_force_with_boxes_and_half_spaces),
         cmocka_unit_test(poses_that_move_links_past_dbl_max_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -740,14 +740,28 @@ static void max_states_bounds_the_work(void **state)
 
 /* base -(j0: z)-> l1 -(j1: y)-> l2 -(j2: prismatic x, [0, 0.25])-> l3
  *   -(j3: axis (0,1,1))-> l4 -(jm: x, mimic of j3)-> fing; cam fixed to l2. */
+/* Whether small_arm's l4#0 is a box (a URDF <box>) instead of a sphere,
+ * and the random scenes hold boxes and a floor. */
+static bool with_solids;
+
+static rp_shape box_shape(double x, double y, double z, double hx, double hy, double hz, double qw,
+                          double qx, double qy, double qz)
+{
+    rp_box b;
+    assert_int_equal(rp_box_new(V(x, y, z), V(hx, hy, hz), qw, qx, qy, qz, &b), RP_OK);
+    return rp_shape_from_box(b);
+}
+
 static rp_model *small_arm(rp_store *st)
 {
     static const char *const sl[] = {"base", "l1", "l2", "l3", "l4", "l4", "fing", "cam"};
+    rp_shape l4 = with_solids ? box_shape(0.1, 0, 0, 0.05, 0.03, 0.04, 1, 0.2, 0.1, 0)
+                              : sphere(0.1, 0, 0, 0.05);
     rp_link shapes[] = {S("base#0", sphere(0, 0, 0.1, 0.12)),
                         S("l1#0", capsule(0, 0, 0, 0, 0, 0.3, 0.05)),
                         S("l2#0", capsule(0, 0, 0, 0.4, 0, 0, 0.04)),
                         S("l3#0", capsule(0, 0, 0, 0.2, 0, 0, 0.03)),
-                        S("l4#0", sphere(0.1, 0, 0, 0.05)),
+                        S("l4#0", l4),
                         S("l4#1", capsule(0, 0, 0, 0.15, 0, 0, 0.02)),
                         S("fing#0", capsule(0, 0, 0, 0.12, 0.05, 0, 0.02)),
                         S("cam#0", sphere(0, 0, 0, 0.03))};
@@ -808,15 +822,15 @@ static void assert_segment_clear(const rp_model *m, const rp_scene *sc, const rp
     }
 }
 
-static void certified_is_never_fooled_by_random_motions(void **state)
+static void fooled_run(uint64_t seed)
 {
-    (void)state;
-    test_rng rng = {31337};
+    test_rng rng = {seed};
     rp_store *st = rp_store_new(NULL);
     rp_model *m = small_arm(st);
     enum { NOB = 90, SCENES = 10, MOTIONS = 120 };
     rp_transform base_pose = pose(0.1, -0.2, 0.05, 1, 0.05, -0.03, 0.4);
     long valid = 0, invalid_later = 0, invalid_at_start = 0, self_hits = 0, total = 0;
+    long floor_hits = 0, box_link_hits = 0;
     for (int scene = 0; scene < SCENES; scene++) {
         rp_shape_put ob[NOB];
         char ids[NOB][16];
@@ -829,10 +843,20 @@ static void certified_is_never_fooled_by_random_motions(void **state)
             do {
                 double x = rng_uniform(&rng, -0.9, 0.9), y = rng_uniform(&rng, -0.9, 0.9),
                        z = rng_uniform(&rng, 0, 1.0), rad = rng_uniform(&rng, 0.02, 0.07);
-                ob[i] = P(ids[i], i % 2 ? sphere(x, y, z, rad)
-                                        : capsule(x, y, z, x + rng_uniform(&rng, -0.2, 0.2),
-                                                  y + rng_uniform(&rng, -0.2, 0.2),
-                                                  z + rng_uniform(&rng, -0.2, 0.2), rad));
+                if (with_solids && i == 0) { /* a floor the arm can reach */
+                    rp_halfspace h;
+                    assert_int_equal(rp_halfspace_new(V(0, 0.05, 1), -0.25, &h), RP_OK);
+                    ob[i] = P(ids[i], rp_shape_from_halfspace(h));
+                } else if (with_solids && i % 3 == 0) {
+                    ob[i] = P(ids[i], box_shape(x, y, z, rad, 1.5 * rad, 0.5 * rad,
+                                                rng_uniform(&rng, -1, 1), rng_uniform(&rng, -1, 1),
+                                                rng_uniform(&rng, -1, 1), 0.5));
+                } else {
+                    ob[i] = P(ids[i], i % 2 ? sphere(x, y, z, rad)
+                                            : capsule(x, y, z, x + rng_uniform(&rng, -0.2, 0.2),
+                                                      y + rng_uniform(&rng, -0.2, 0.2),
+                                                      z + rng_uniform(&rng, -0.2, 0.2), rad));
+                }
             } while (rp_shape_signed_distance(&ob[i].shape, &column) < 0.05 ||
                      rp_shape_signed_distance(&ob[i].shape, &column_moved) < 0.05);
         }
@@ -925,6 +949,9 @@ static void certified_is_never_fooled_by_random_motions(void **state)
                 invalid_at_start++;
             }
             self_hits += c.pair.kind == RP_PAIR_SELF;
+            floor_hits += with_solids && c.pair.kind == RP_PAIR_SCENE &&
+                          c.pair.other == rp_scene_find(sc, "o0");
+            box_link_hits += with_solids && c.pair.link == 4; /* l4#0 */
             /* The reported pair is a real pair at that state. */
             rp_check_opts all = {RP_REPORT_ALL, true, margin + tol, NULL};
             rp_check_result ar;
@@ -940,13 +967,31 @@ static void certified_is_never_fooled_by_random_motions(void **state)
             rp_check_result_free(&ar);
         }
     }
-    printf("certified: %ld motions, %ld valid, %ld invalid later, %ld at the start, %ld self\n",
-           total, valid, invalid_later, invalid_at_start, self_hits);
+    printf("certified: %ld motions, %ld valid, %ld invalid later, %ld at the start, %ld self, "
+           "%ld floor, %ld box link\n",
+           total, valid, invalid_later, invalid_at_start, self_hits, floor_hits, box_link_hits);
+    if (with_solids) /* the floor and the box link were met, not just present */
+        assert_true(floor_hits > 5 && box_link_hits > 5);
     /* Meaningful only when both outcomes are common. */
     assert_true(valid > total / 5);
     assert_true(invalid_later > total / 5);
     assert_true(self_hits > 10);
     rp_store_free(st);
+}
+
+static void certified_is_never_fooled_by_random_motions(void **state)
+{
+    (void)state;
+    fooled_run(31337);
+}
+
+/* The same with a box link and scenes of boxes above a floor. */
+static void certified_is_never_fooled_among_boxes_above_a_floor(void **state)
+{
+    (void)state;
+    with_solids = true;
+    fooled_run(4242);
+    with_solids = false;
 }
 
 /* ---- discrete checks in lanes against one state at a time ------------------------------ */
@@ -1178,6 +1223,7 @@ int main(void)
         cmocka_unit_test(multi_segment_paths_report_the_segment),
         cmocka_unit_test(max_states_bounds_the_work),
         cmocka_unit_test(certified_is_never_fooled_by_random_motions),
+        cmocka_unit_test(certified_is_never_fooled_among_boxes_above_a_floor),
         cmocka_unit_test(discrete_checks_in_lanes_equal_one_state_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
