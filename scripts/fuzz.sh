@@ -89,10 +89,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$dir/logs"
 declare -A execs
 failed=()
-for t in "${targets[@]}"; do
-  args=(-max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1
-        -artifact_prefix="$dir/artifacts/$t/")
-  inputs=("$dir/corpus/$t")
+# One target: its arguments, inputs and run; its exit status goes to
+# $dir/logs/<target>.rc.
+run_target() {
+  local t=$1
+  local args=(-max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1
+              -artifact_prefix="$dir/artifacts/$t/")
+  local inputs=("$dir/corpus/$t")
   case $t in
   fuzz_framer) args+=(-max_len=4096); inputs+=("$seeds/framer") ;;
   fuzz_request) args+=(-max_len=8192 -dict=tests/fuzz/json.dict)
@@ -112,10 +115,28 @@ for t in "${targets[@]}"; do
     [ -d "$extra" ] && inputs+=("$extra")
   done
   mkdir -p "$dir/corpus/$t" "$dir/artifacts/$t"
+  local rc=0
+  "$dir/tests/fuzz/$t" "${args[@]}" "${inputs[@]}" >"$dir/logs/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$dir/logs/$t.rc"
+}
+
+# As many targets at once as there are cores (each libFuzzer process is
+# single-threaded): on CI's two cores the thirteen take seven rounds.
+running=0
+for t in "${targets[@]}"; do
+  echo "==> $t for ${secs}s (log: $dir/logs/$t.log)"
+  rm -f "$dir/logs/$t.rc"
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+for t in "${targets[@]}"; do
   log=$dir/logs/$t.log
-  echo "==> $t for ${secs}s (log: $log)"
-  rc=0
-  "$dir/tests/fuzz/$t" "${args[@]}" "${inputs[@]}" >"$log" 2>&1 || rc=$?
+  rc=$(cat "$dir/logs/$t.rc" 2>/dev/null || echo 1)
   execs[$t]=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -n 1)
   if [ "$rc" -ne 0 ]; then
     failed+=("$t")

@@ -484,6 +484,20 @@ static void edge(const rp_vec3 v[8], int e, rp_vec3 *p, rp_vec3 *q)
     *q = v[ends[e][1]];
 }
 
+/* A lower bound on the distance from segment p-q to the box [-h, h]: the
+ * gap between the segment's bounding box and the box. */
+static double edge_gap(rp_vec3 p, rp_vec3 q, rp_vec3 h)
+{
+    double g2 = 0.0;
+    for (int k = 0; k < 3; k++) {
+        double a = comp(p, k), b = comp(q, k), hk = comp(h, k);
+        double lo = a < b ? a : b, up = a < b ? b : a;
+        double g = max3(lo - hk, -hk - up, 0.0);
+        g2 += g * g;
+    }
+    return sqrt(g2);
+}
+
 /* What the box-box solve found, in a's frame (at the solve's scale). */
 typedef struct box_box {
     double dist;    /* separated: the gap; else minus the depth */
@@ -564,11 +578,54 @@ static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
         }
     }
     double best = sqrt(best2);
+    /* Edge pairs, each skipped when the balls around the two edges (centre
+     * the midpoint, radius half the length) are already farther apart than
+     * the best so far: no point of the pair can then beat it.  The bound is
+     * computed with a slack above its rounding (a few eps of the largest
+     * coordinate), so a pair is skipped only when it truly cannot win; the
+     * vertices' distance usually leaves a handful of the 144 pairs. */
+    rp_vec3 ma[12], mb[12];
+    double ra[12], rb[12], big = 0.0;
+    for (int k = 0; k < 8; k++)
+        big = max3(big, maxabs3(va[k]), maxabs3(vb[k]));
+    for (int i = 0; i < 12; i++) {
+        rp_vec3 p, q;
+        edge(va, i, &p, &q);
+        ma[i] = v3(0.5 * p.x + 0.5 * q.x, 0.5 * p.y + 0.5 * q.y, 0.5 * p.z + 0.5 * q.z);
+        ra[i] = sqrt(v3_dot(v3_sub(q, p), v3_sub(q, p))) * 0.5;
+        edge(vb, i, &p, &q);
+        mb[i] = v3(0.5 * p.x + 0.5 * q.x, 0.5 * p.y + 0.5 * q.y, 0.5 * p.z + 0.5 * q.z);
+        rb[i] = sqrt(v3_dot(v3_sub(q, p), v3_sub(q, p))) * 0.5;
+    }
+    double slack = 64.0 * DBL_EPSILON * big;
+    /* And each edge's own bound: the gap between the box around it (in the
+     * other box's frame) and the other box.  An edge on the far side of
+     * its box leaves every pair it is in. */
+    rp_vec3 ua[8]; /* a's vertices in b's frame */
+    for (int k = 0; k < 8; k++)
+        ua[k] = v3(v3_dot(b->ax[0], v3_sub(va[k], b->c)), v3_dot(b->ax[1], v3_sub(va[k], b->c)),
+                   v3_dot(b->ax[2], v3_sub(va[k], b->c)));
+    double ga[12], gb[12];
+    for (int i = 0; i < 12; i++) {
+        rp_vec3 p, q;
+        edge(ua, i, &p, &q);
+        ga[i] = edge_gap(p, q, b->h);
+        edge(vb, i, &p, &q);
+        gb[i] = edge_gap(p, q, ha);
+    }
     int bi = -1, bj = -1; /* the closest edge pair, when one beats the vertices */
     for (int i = 0; i < 12; i++) {
+        if (ga[i] > best + slack)
+            continue;
         rp_capsule ea = {v3(0, 0, 0), v3(0, 0, 0), 0.0};
         edge(va, i, &ea.a, &ea.b);
         for (int j = 0; j < 12; j++) {
+            if (gb[j] > best + slack)
+                continue;
+            rp_vec3 dm = v3_sub(ma[i], mb[j]);
+            double reach = ra[i] + rb[j] + best + slack;
+            if (v3_dot(dm, dm) > reach * reach)
+                continue;
             rp_capsule eb = {v3(0, 0, 0), v3(0, 0, 0), 0.0};
             edge(vb, j, &eb.a, &eb.b);
             double d = rp_capsule_capsule_signed_distance(&ea, &eb);
