@@ -1305,6 +1305,31 @@ static void transform_shape_keeps_a_representable_halfspace_offset(void **state)
 }
 #endif
 
+#if 0 /* BUG: rp_capsule_box_contact gives NaN witnesses when p1 - p0 overflows (fuzz_geometry) */
+/* core_box_contact (src/geometry/box.c) takes the separated core point as
+ * seg_at(p0, p1, p1 - p0, t) in metres: for a valid capsule whose axis
+ * spans more than DBL_MAX along a coordinate, p1 - p0 is infinite and the
+ * witness is NaN at t = 0 (inf * 0) and infinite elsewhere, although the
+ * distance is right.  geometry.h: results are never NaN for valid input.
+ * Found by fuzz_geometry. */
+static void capsule_box_contact_is_never_nan_for_long_capsules(void **state)
+{
+    (void)state;
+    rp_shape k = mk_capsule(V(0, -1e308, 0), V(0, 1e308, 0), 0.0);
+    /* A box beyond the capsule's first end: the closest core point is p0. */
+    rp_shape b = mk_box(V(0, -1.5e308, 0), V(1, 1, 1), (rp_quat){1, 0, 0, 0});
+    double d = check_bits(&k, &b); /* the distance and its bits are fine */
+    assert_true(fabs(d - 0.5e308) <= 16 * EPS * 1.5e308);
+    rp_contact c = rp_shape_contact(&k, &b);
+    if (nan3(c.point_a) || nan3(c.point_b) || !finite3(c.point_a) || !finite3(c.point_b)) {
+        print_contact("contact", c);
+        pair_fail(&k, &b, "capsule-box witness not finite");
+    }
+    /* The witness on the capsule is its end p0, the box's its face. */
+    assert_true(c.point_a.y == -1e308 && fabs(c.point_b.y + 1.5e308) <= 16 * EPS * 1.5e308);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1324,6 +1349,9 @@ int main(void)
 #endif
 #if 0 /* BUG: rp_transform_shape saturates a representable half-space offset */
         cmocka_unit_test(transform_shape_keeps_a_representable_halfspace_offset),
+#endif
+#if 0 /* BUG: rp_capsule_box_contact gives NaN witnesses when p1 - p0 overflows */
+        cmocka_unit_test(capsule_box_contact_is_never_nan_for_long_capsules),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
