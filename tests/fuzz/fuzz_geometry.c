@@ -16,12 +16,48 @@
  *   - box-box too gives finite distances and unit normals;
  *   - a sphere's distance to a box lies between its distance to the box's
  *     bounding ball and to its centre (both within rounding).
+ *
+ * The dispatcher (rp_shape_signed_distance, rp_shape_contact,
+ * rp_shapes_violate_margin) on every ordered pair, each shape with itself
+ * included, of up to six shapes: the four above, a second box (from the
+ * sphere's and capsule's numbers) and the half-space exactly opposite the
+ * first (the next value its offset: a slab or a gap):
+ *   - every shape a constructor builds passes rp_shape_validate;
+ *   - d(a, b) is finite and equals d(b, a) bit for bit;
+ *   - the contact carries d's bits and a unit normal, its witness points
+ *     are never NaN (and finite: see FUZZ_SKIP_KNOWN_BUGS), and contact(b,
+ *     a) is its exact mirror (points swapped, normal negated) unless a and
+ *     b are the same shape;
+ *   - rp_shapes_violate_margin is false at d and true one ulp above it.
+ * Then a rigid transform read from the input (translation, quaternion) is
+ * applied with rp_transform_shape: every moved shape whose coordinates
+ * stayed finite passes rp_shape_validate, every pair of moved shapes meets
+ * the invariants above, and where nothing is saturated and the pair's
+ * magnitudes (with the translation's) lie in [1e-280, 1e100] the distance
+ * is the unmoved pair's within 1024 eps*S (test_dispatch.c observes 4).
+ *
+ * Inputs are at most 240 bytes: 8 mode bytes and 29 doubles.
  */
 #include <float.h>
 #include <string.h>
 
 #include "fuzz_util.h"
 #include "repose/geometry.h"
+
+/* Known bugs, reported (test_dispatch.c holds a disabled unit test for
+ * each), that the invariants below would find at once:
+ *   - rp_halfspace_new returns RP_OK with an infinite offset (a tiny
+ *     normal, an ordinary offset), which rp_shape_validate refuses;
+ *   - box.c's contacts leave infinite witness points near DBL_MAX;
+ *   - rp_capsule_box_contact gives NaN (or infinite) witness points for a
+ *     capsule whose p1 - p0 overflows (found here).
+ * With 1 (the default until they are fixed) such half-spaces are left out
+ * of the dispatcher's checks, witness points of pairs with a box or a
+ * half-space are only checked for NaN, and not at all for a box with such
+ * a capsule; build with -DFUZZ_SKIP_KNOWN_BUGS=0 to see them. */
+#ifndef FUZZ_SKIP_KNOWN_BUGS
+#define FUZZ_SKIP_KNOWN_BUGS 1
+#endif
 
 typedef struct reader {
     const uint8_t *p;
@@ -76,6 +112,111 @@ static void check_contact(rp_contact c, double d, const char *what)
 static double maxabs(rp_vec3 v)
 {
     return fmax(fabs(v.x), fmax(fabs(v.y), fabs(v.z)));
+}
+
+static const char *const kind_names[] = {"sphere", "capsule", "box", "halfspace"};
+
+static bool finite3(rp_vec3 v)
+{
+    return isfinite(v.x) && isfinite(v.y) && isfinite(v.z);
+}
+
+static bool nan3(rp_vec3 v)
+{
+    return isnan(v.x) || isnan(v.y) || isnan(v.z);
+}
+
+static bool same3(rp_vec3 a, rp_vec3 b)
+{
+    return fuzz_same_bits(a.x, b.x) && fuzz_same_bits(a.y, b.y) && fuzz_same_bits(a.z, b.z);
+}
+
+/* Every field of the live member bit for bit. */
+static bool same_shape(const rp_shape *a, const rp_shape *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case RP_SHAPE_SPHERE:
+        return same3(a->sphere.center, b->sphere.center) &&
+               fuzz_same_bits(a->sphere.radius, b->sphere.radius);
+    case RP_SHAPE_CAPSULE:
+        return same3(a->capsule.a, b->capsule.a) && same3(a->capsule.b, b->capsule.b) &&
+               fuzz_same_bits(a->capsule.radius, b->capsule.radius);
+    case RP_SHAPE_BOX: {
+        rp_quat p = a->box.rotation, q = b->box.rotation;
+        return same3(a->box.center, b->box.center) &&
+               same3(a->box.half_extents, b->box.half_extents) && fuzz_same_bits(p.w, q.w) &&
+               fuzz_same_bits(p.x, q.x) && fuzz_same_bits(p.y, q.y) && fuzz_same_bits(p.z, q.z);
+    }
+    default:
+        return same3(a->halfspace.normal, b->halfspace.normal) &&
+               fuzz_same_bits(a->halfspace.offset, b->halfspace.offset);
+    }
+}
+
+/* The largest magnitude among a shape's coordinates, radii, extents and
+ * offsets (S of geometry.h's contract). */
+static double shape_S(const rp_shape *s)
+{
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
+        return fmax(maxabs(s->sphere.center), s->sphere.radius);
+    case RP_SHAPE_CAPSULE:
+        return fmax(fmax(maxabs(s->capsule.a), maxabs(s->capsule.b)), s->capsule.radius);
+    case RP_SHAPE_BOX:
+        return fmax(maxabs(s->box.center), maxabs(s->box.half_extents));
+    default:
+        return fabs(s->halfspace.offset);
+    }
+}
+
+/* Whether a moved shape's coordinates stayed finite (r*p + t may
+ * overflow; a half-space's offset saturates instead). */
+static bool shape_finite(const rp_shape *s)
+{
+    return isfinite(shape_S(s));
+}
+
+/* A capsule whose axis spans more than DBL_MAX along a coordinate. */
+static bool long_capsule(const rp_shape *s)
+{
+    if (s->kind != RP_SHAPE_CAPSULE)
+        return false;
+    rp_vec3 a = s->capsule.a, b = s->capsule.b;
+    rp_vec3 e = {b.x - a.x, b.y - a.y, b.z - a.z};
+    return !finite3(e);
+}
+
+/* The dispatcher's invariants for one ordered pair (see the top). */
+static void check_dispatch(const rp_shape *a, const rp_shape *b, const char *when)
+{
+    const char *ka = kind_names[a->kind], *kb = kind_names[b->kind];
+    double d = rp_shape_signed_distance(a, b), e = rp_shape_signed_distance(b, a);
+    FUZZ_CHECK(fabs(d) <= DBL_MAX, "%s %s-%s: distance %a", when, ka, kb, d);
+    FUZZ_CHECK(fuzz_same_bits(d, e), "%s %s-%s: d(a,b) %a, d(b,a) %a", when, ka, kb, d, e);
+    rp_contact c = rp_shape_contact(a, b);
+    FUZZ_CHECK(fuzz_same_bits(c.distance, d), "%s %s-%s: contact %a, distance %a", when, ka, kb,
+               c.distance, d);
+    double n = sqrt(c.normal.x * c.normal.x + c.normal.y * c.normal.y + c.normal.z * c.normal.z);
+    FUZZ_CHECK(fabs(n - 1.0) <= 1e-12, "%s %s-%s: |normal| = %.17g", when, ka, kb, n);
+    bool box = a->kind == RP_SHAPE_BOX || b->kind == RP_SHAPE_BOX;
+    if (!FUZZ_SKIP_KNOWN_BUGS || !box || !(long_capsule(a) || long_capsule(b)))
+        FUZZ_CHECK(!nan3(c.point_a) && !nan3(c.point_b), "%s %s-%s: NaN witness", when, ka, kb);
+    if (!FUZZ_SKIP_KNOWN_BUGS || (a->kind <= RP_SHAPE_CAPSULE && b->kind <= RP_SHAPE_CAPSULE))
+        FUZZ_CHECK(finite3(c.point_a) && finite3(c.point_b), "%s %s-%s: witness %g %g %g, %g %g %g",
+                   when, ka, kb, c.point_a.x, c.point_a.y, c.point_a.z, c.point_b.x, c.point_b.y,
+                   c.point_b.z);
+    if (!same_shape(a, b)) {
+        rp_contact m = rp_shape_contact(b, a);
+        rp_vec3 neg = {-c.normal.x, -c.normal.y, -c.normal.z};
+        FUZZ_CHECK(fuzz_same_bits(m.distance, d) && same3(m.point_a, c.point_b) &&
+                       same3(m.point_b, c.point_a) && same3(m.normal, neg),
+                   "%s %s-%s: contact(b, a) is not the mirror of contact(a, b)", when, ka, kb);
+    }
+    FUZZ_CHECK(!rp_shapes_violate_margin(a, b, d) &&
+                   rp_shapes_violate_margin(b, a, nextafter(d, INFINITY)),
+               "%s %s-%s: margin predicate at %a", when, ka, kb, d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -140,13 +281,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double d = rp_box_halfspace_signed_distance(&b, &h);
         check_contact(rp_box_halfspace_contact(&b, &h), d, "box-halfspace");
     }
-    if (have_b) {
-        /* b against itself moved: a second box from the sphere's numbers. */
-        rp_box b2;
-        if (rp_box_new(c, a2, qx, qy, qz, qw, &b2) == RP_OK) {
-            double d = rp_box_box_signed_distance(&b, &b2);
-            check_contact(rp_box_box_contact(&b, &b2), d, "box-box");
-        }
+    /* A second box from the sphere's and capsule's numbers. */
+    rp_box b2;
+    bool have_b2 = rp_box_new(c, a2, qx, qy, qz, qw, &b2) == RP_OK;
+    if (have_b && have_b2) {
+        double d = rp_box_box_signed_distance(&b, &b2);
+        check_contact(rp_box_box_contact(&b, &b2), d, "box-box");
     }
     if (have_s && have_k) {
         rp_shape x = rp_shape_from_sphere(s), y = rp_shape_from_capsule(k);
@@ -154,6 +294,70 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(memcmp(&d1, &d2, sizeof d1) == 0, "sphere-capsule %a, capsule-sphere %a", d1,
                    d2);
         check_contact(rp_shape_contact(&x, &y), d1, "sphere-capsule");
+    }
+
+    /* ---- the dispatcher on every pair --------------------------------------------- */
+    /* The half-space exactly opposite h (the same normal negated, so the
+     * constructor negates the unit one exactly), its offset the next value. */
+    rp_halfspace h2;
+    rp_vec3 hn2 = {-hn.x, -hn.y, -hn.z};
+    bool have_h2 = rp_halfspace_new(hn2, next(&r), &h2) == RP_OK;
+    if (FUZZ_SKIP_KNOWN_BUGS) { /* see the top: rp_halfspace_new's infinite offsets */
+        have_h = have_h && isfinite(h.offset);
+        have_h2 = have_h2 && isfinite(h2.offset);
+    }
+    rp_shape shapes[6];
+    int n = 0;
+    if (have_s)
+        shapes[n++] = rp_shape_from_sphere(s);
+    if (have_k)
+        shapes[n++] = rp_shape_from_capsule(k);
+    if (have_b)
+        shapes[n++] = rp_shape_from_box(b);
+    if (have_b2)
+        shapes[n++] = rp_shape_from_box(b2);
+    if (have_h)
+        shapes[n++] = rp_shape_from_halfspace(h);
+    if (have_h2)
+        shapes[n++] = rp_shape_from_halfspace(h2);
+    for (int i = 0; i < n; i++)
+        FUZZ_CHECK(rp_shape_validate(&shapes[i]) == RP_OK, "%s %d from its constructor: %d",
+                   kind_names[shapes[i].kind], i, (int)rp_shape_validate(&shapes[i]));
+    for (int i = 0; i < n; i++)
+        for (int j = i; j < n; j++)
+            check_dispatch(&shapes[i], &shapes[j], "built");
+
+    /* ---- moved by a rigid transform ------------------------------------------------ */
+    rp_vec3 tt = next3(&r);
+    double tw = next(&r), tx = next(&r), ty = next(&r), tz = next(&r);
+    rp_transform tf;
+    if (rp_transform_from_quaternion(tt, tw, tx, ty, tz, &tf) != RP_OK)
+        return 0;
+    rp_shape moved[6];
+    bool finite[6];
+    for (int i = 0; i < n; i++) {
+        moved[i] = rp_transform_shape(&tf, &shapes[i]);
+        FUZZ_CHECK(moved[i].kind == shapes[i].kind, "moved shape changed kind");
+        finite[i] = shape_finite(&moved[i]);
+        if (finite[i])
+            FUZZ_CHECK(rp_shape_validate(&moved[i]) == RP_OK, "moved %s %d: %d",
+                       kind_names[shapes[i].kind], i, (int)rp_shape_validate(&moved[i]));
+    }
+    for (int i = 0; i < n; i++) {
+        for (int j = i; j < n; j++) {
+            if (!finite[i] || !finite[j])
+                continue;
+            check_dispatch(&moved[i], &moved[j], "moved");
+            double d0 = rp_shape_signed_distance(&shapes[i], &shapes[j]);
+            double d1 = rp_shape_signed_distance(&moved[i], &moved[j]);
+            double S = fmax(fmax(shape_S(&shapes[i]), shape_S(&shapes[j])),
+                            fmax(fmax(shape_S(&moved[i]), shape_S(&moved[j])), maxabs(tf.t)));
+            if (fabs(d0) == DBL_MAX || fabs(d1) == DBL_MAX || !(S >= 1e-280 && S <= 1e100))
+                continue;
+            FUZZ_CHECK(fabs(d1 - d0) <= 1024 * DBL_EPSILON * S,
+                       "%s-%s: %.17g moved gives %.17g (off %g eps*S)", kind_names[shapes[i].kind],
+                       kind_names[shapes[j].kind], d0, d1, fabs(d1 - d0) / (DBL_EPSILON * S));
+        }
     }
     return 0;
 }
