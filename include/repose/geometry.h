@@ -202,8 +202,10 @@ RP_API rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, doub
 
 /// Builds the half-space {p : normal . p <= offset}, stored with a unit
 /// normal (the offset divided by the normal's length: the same solid).
-/// RP_ERR_NONFINITE for a non-finite normal or offset, RP_ERR_INVALID_ARG
-/// for a zero normal or a NULL out.
+/// RP_ERR_NONFINITE for a non-finite normal or offset, or when the offset
+/// divided by a tiny normal's length leaves the double range (the plane
+/// lies beyond it); RP_ERR_NORMAL for a zero normal; RP_ERR_INVALID_ARG
+/// for a NULL out.
 RP_API rp_status rp_halfspace_new(rp_vec3 normal, double offset, rp_halfspace *out);
 
 /// The box's axes: the columns of its rotation matrix, as every box kernel

@@ -348,13 +348,21 @@ static rp_contact core_box_contact(const rp_box *b, rp_vec3 p0, rp_vec3 p1, doub
     c.normal = unit_or(to_world(axes, n_local), v3(0, 0, 1));
     rp_vec3 core;
     if (s.f > 0.0) {
-        core = seg_at(p0, p1, v3_sub(p1, p0), s.t);
+        rp_vec3 e = v3_sub(p1, p0);
+        if (v3_isfinite(e))
+            core = seg_at(p0, p1, e, s.t);
+        else /* an axis longer than DBL_MAX: blend the ends instead */
+            core = s.t <= 0.0 ? p0
+                   : s.t >= 1.0
+                       ? p1
+                       : v3((1.0 - s.t) * p0.x + s.t * p1.x, (1.0 - s.t) * p0.y + s.t * p1.y,
+                            (1.0 - s.t) * p0.z + s.t * p1.z);
     } else {
         /* The core's deepest point along the normal. */
         core = v3_dot(c.normal, p0) >= v3_dot(c.normal, p1) ? p0 : p1;
     }
-    c.point_a = v3_madd(core, c.normal, r);
-    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    c.point_a = saturate3(v3_madd(core, c.normal, r));
+    c.point_b = saturate3(v3_madd(c.point_a, c.normal, c.distance));
     return c;
 }
 
@@ -401,8 +409,8 @@ static rp_contact core_halfspace_contact(const rp_halfspace *h, rp_vec3 p0, rp_v
     rp_vec3 low;
     c.distance = core_halfspace(h, p0, p1, r, &low);
     c.normal = v3_neg(h->normal); /* from the shape down into the solid */
-    c.point_a = v3_madd(low, c.normal, r);
-    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    c.point_a = saturate3(v3_madd(low, c.normal, r));
+    c.point_b = saturate3(v3_madd(c.point_a, c.normal, c.distance));
     return c;
 }
 
@@ -451,7 +459,8 @@ rp_contact rp_box_halfspace_contact(const rp_box *a, const rp_halfspace *b)
     rp_contact c;
     c.distance = box_halfspace(a, b, &c.point_a);
     c.normal = v3_neg(b->normal);
-    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    c.point_a = saturate3(c.point_a);
+    c.point_b = saturate3(v3_madd(c.point_a, c.normal, c.distance));
     return c;
 }
 
@@ -708,9 +717,9 @@ rp_contact rp_box_box_contact(const rp_box *a, const rp_box *b)
     rp_vec3 pa = to_world(axa, r.pa);
     if (scale)
         pa = scale_vec(pa, scale);
-    c.point_a = v3(a->center.x + pa.x, a->center.y + pa.y, a->center.z + pa.z);
+    c.point_a = saturate3(v3(a->center.x + pa.x, a->center.y + pa.y, a->center.z + pa.z));
     c.normal = unit_or(to_world(axa, r.normal), v3(0, 0, 1));
-    c.point_b = v3_madd(c.point_a, c.normal, c.distance);
+    c.point_b = saturate3(v3_madd(c.point_a, c.normal, c.distance));
     return c;
 }
 
@@ -750,7 +759,10 @@ rp_status rp_halfspace_new(rp_vec3 normal, double offset, rp_halfspace *out)
     /* The same solid with a unit normal: n.p <= d is (n/|n|).p <= d/|n|. */
     rp_vec3 n = v3(normal.x / m, normal.y / m, normal.z / m); /* the largest becomes +-1 */
     double len = sqrt(v3_dot(n, n));
+    double off = (offset / m) / len;
+    if (!isfinite(off))
+        return RP_ERR_NONFINITE; /* the plane lies beyond the double range */
     out->normal = v3(n.x / len, n.y / len, n.z / len);
-    out->offset = (offset / m) / len;
+    out->offset = off;
     return RP_OK;
 }

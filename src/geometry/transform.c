@@ -174,7 +174,11 @@ rp_shape rp_transform_shape(const rp_transform *frame, const rp_shape *local)
         /* n.p <= d for local p = R^T (world - t): (R n).world <= d + (R n).t */
         rp_vec3 n = v3_unit(rotate(frame, local->halfspace.normal));
         out.halfspace.normal = n;
-        out.halfspace.offset = saturate(local->halfspace.offset + v3_dot(n, frame->t));
+        double d = local->halfspace.offset + v3_dot(n, frame->t);
+        if (!isfinite(d)) /* n.t may overflow where the sum does not: quarter everything */
+            d = saturate(4.0 *
+                         (0.25 * local->halfspace.offset + v3_dot(n, v3_scale(frame->t, 0.25))));
+        out.halfspace.offset = d;
         break;
     }
     }

@@ -86,6 +86,13 @@ static inline double saturate(double x)
     return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
 }
 
+/* A point with every coordinate saturated (a witness beyond the double
+ * range, geometry.h "Range"); never NaN in, never infinite out. */
+static inline rp_vec3 saturate3(rp_vec3 p)
+{
+    return v3(saturate(p.x), saturate(p.y), saturate(p.z));
+}
+
 /* Unit vector along x, computed without overflow or underflow; x != 0. */
 static inline rp_vec3 v3_unit(rp_vec3 x)
 {

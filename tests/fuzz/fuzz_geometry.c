@@ -25,7 +25,7 @@
  *   - every shape a constructor builds passes rp_shape_validate;
  *   - d(a, b) is finite and equals d(b, a) bit for bit;
  *   - the contact carries d's bits and a unit normal, its witness points
- *     are never NaN (and finite: see FUZZ_SKIP_KNOWN_BUGS), and contact(b,
+ *     are finite (saturated, never NaN or infinite), and contact(b,
  *     a) is its exact mirror (points swapped, normal negated) unless a and
  *     b are the same shape;
  *   - rp_shapes_violate_margin is false at d and true one ulp above it.
@@ -43,21 +43,6 @@
 
 #include "fuzz_util.h"
 #include "repose/geometry.h"
-
-/* Known bugs, reported (test_dispatch.c holds a disabled unit test for
- * each), that the invariants below would find at once:
- *   - rp_halfspace_new returns RP_OK with an infinite offset (a tiny
- *     normal, an ordinary offset), which rp_shape_validate refuses;
- *   - box.c's contacts leave infinite witness points near DBL_MAX;
- *   - rp_capsule_box_contact gives NaN (or infinite) witness points for a
- *     capsule whose p1 - p0 overflows (found here).
- * With 1 (the default until they are fixed) such half-spaces are left out
- * of the dispatcher's checks, witness points of pairs with a box or a
- * half-space are only checked for NaN, and not at all for a box with such
- * a capsule; build with -DFUZZ_SKIP_KNOWN_BUGS=0 to see them. */
-#ifndef FUZZ_SKIP_KNOWN_BUGS
-#define FUZZ_SKIP_KNOWN_BUGS 1
-#endif
 
 typedef struct reader {
     const uint8_t *p;
@@ -178,16 +163,6 @@ static bool shape_finite(const rp_shape *s)
     return isfinite(shape_S(s));
 }
 
-/* A capsule whose axis spans more than DBL_MAX along a coordinate. */
-static bool long_capsule(const rp_shape *s)
-{
-    if (s->kind != RP_SHAPE_CAPSULE)
-        return false;
-    rp_vec3 a = s->capsule.a, b = s->capsule.b;
-    rp_vec3 e = {b.x - a.x, b.y - a.y, b.z - a.z};
-    return !finite3(e);
-}
-
 /* The dispatcher's invariants for one ordered pair (see the top). */
 static void check_dispatch(const rp_shape *a, const rp_shape *b, const char *when)
 {
@@ -200,13 +175,10 @@ static void check_dispatch(const rp_shape *a, const rp_shape *b, const char *whe
                c.distance, d);
     double n = sqrt(c.normal.x * c.normal.x + c.normal.y * c.normal.y + c.normal.z * c.normal.z);
     FUZZ_CHECK(fabs(n - 1.0) <= 1e-12, "%s %s-%s: |normal| = %.17g", when, ka, kb, n);
-    bool box = a->kind == RP_SHAPE_BOX || b->kind == RP_SHAPE_BOX;
-    if (!FUZZ_SKIP_KNOWN_BUGS || !box || !(long_capsule(a) || long_capsule(b)))
-        FUZZ_CHECK(!nan3(c.point_a) && !nan3(c.point_b), "%s %s-%s: NaN witness", when, ka, kb);
-    if (!FUZZ_SKIP_KNOWN_BUGS || (a->kind <= RP_SHAPE_CAPSULE && b->kind <= RP_SHAPE_CAPSULE))
-        FUZZ_CHECK(finite3(c.point_a) && finite3(c.point_b), "%s %s-%s: witness %g %g %g, %g %g %g",
-                   when, ka, kb, c.point_a.x, c.point_a.y, c.point_a.z, c.point_b.x, c.point_b.y,
-                   c.point_b.z);
+    FUZZ_CHECK(!nan3(c.point_a) && !nan3(c.point_b), "%s %s-%s: NaN witness", when, ka, kb);
+    FUZZ_CHECK(finite3(c.point_a) && finite3(c.point_b), "%s %s-%s: witness %g %g %g, %g %g %g",
+               when, ka, kb, c.point_a.x, c.point_a.y, c.point_a.z, c.point_b.x, c.point_b.y,
+               c.point_b.z);
     if (!same_shape(a, b)) {
         rp_contact m = rp_shape_contact(b, a);
         rp_vec3 neg = {-c.normal.x, -c.normal.y, -c.normal.z};
@@ -302,10 +274,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rp_halfspace h2;
     rp_vec3 hn2 = {-hn.x, -hn.y, -hn.z};
     bool have_h2 = rp_halfspace_new(hn2, next(&r), &h2) == RP_OK;
-    if (FUZZ_SKIP_KNOWN_BUGS) { /* see the top: rp_halfspace_new's infinite offsets */
-        have_h = have_h && isfinite(h.offset);
-        have_h2 = have_h2 && isfinite(h2.offset);
-    }
     rp_shape shapes[6];
     int n = 0;
     if (have_s)

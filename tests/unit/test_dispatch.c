@@ -1213,7 +1213,6 @@ static void every_kind_pair_near_the_largest_double_is_finite_and_consistent(voi
     assert_true(saturated > 100);
 }
 
-#if 0 /* BUG: box.c's contacts do not saturate their witness points (geometry.h, "Range") */
 /* geometry.h: "Witness point coordinates saturate the same way" (as the
  * distances: +-DBL_MAX, never an infinity), and the sphere and capsule
  * kernels do (test_geometry.c checks them near DBL_MAX).  The box and
@@ -1254,9 +1253,7 @@ static void box_and_halfspace_contacts_saturate_their_witness_points(void **stat
         }
     }
 }
-#endif
 
-#if 0 /* BUG: rp_halfspace_new accepts offsets whose unit-normal form overflows to +-inf */
 /* rp_halfspace_new divides the offset by the normal's largest component
  * and length: a tiny normal with an ordinary offset gives an infinite
  * offset, returned with RP_OK although rp_shape_validate refuses it; two
@@ -1281,9 +1278,7 @@ static void halfspace_new_never_builds_what_validate_refuses(void **state)
             fail_msg("opposite half-spaces from rp_halfspace_new: distance %a", d);
     }
 }
-#endif
 
-#if 0 /* BUG: rp_transform_shape saturates a half-space's offset that is representable */
 /* The moved offset d + n'.t is summed in doubles: n'.t overflows for
  * translations near DBL_MAX although d + n'.t may be representable, and
  * the offset saturates to DBL_MAX instead (here 1.65e308 becomes
@@ -1303,9 +1298,7 @@ static void transform_shape_keeps_a_representable_halfspace_offset(void **state)
     if (!(fabsl((long double)t.halfspace.offset - want) <= 16 * EPS * (long double)DBL_MAX))
         fail_msg("moved offset %.17g, want %.17Lg", t.halfspace.offset, want);
 }
-#endif
 
-#if 0 /* BUG: rp_capsule_box_contact gives NaN witnesses when p1 - p0 overflows (fuzz_geometry) */
 /* core_box_contact (src/geometry/box.c) takes the separated core point as
  * seg_at(p0, p1, p1 - p0, t) in metres: for a valid capsule whose axis
  * spans more than DBL_MAX along a coordinate, p1 - p0 is infinite and the
@@ -1328,7 +1321,6 @@ static void capsule_box_contact_is_never_nan_for_long_capsules(void **state)
     /* The witness on the capsule is its end p0, the box's its face. */
     assert_true(c.point_a.y == -1e308 && fabs(c.point_b.y + 1.5e308) <= 16 * EPS * 1.5e308);
 }
-#endif
 
 int main(void)
 {
@@ -1341,18 +1333,10 @@ int main(void)
         cmocka_unit_test(box_box_is_the_same_both_ways_round_for_nearly_equal_boxes),
         cmocka_unit_test(zero_extent_boxes_are_points_segments_and_rectangles),
         cmocka_unit_test(every_kind_pair_near_the_largest_double_is_finite_and_consistent),
-#if 0 /* BUG: box.c's contacts do not saturate their witness points */
         cmocka_unit_test(box_and_halfspace_contacts_saturate_their_witness_points),
-#endif
-#if 0 /* BUG: rp_halfspace_new accepts offsets whose unit-normal form overflows */
         cmocka_unit_test(halfspace_new_never_builds_what_validate_refuses),
-#endif
-#if 0 /* BUG: rp_transform_shape saturates a representable half-space offset */
         cmocka_unit_test(transform_shape_keeps_a_representable_halfspace_offset),
-#endif
-#if 0 /* BUG: rp_capsule_box_contact gives NaN witnesses when p1 - p0 overflows */
         cmocka_unit_test(capsule_box_contact_is_never_nan_for_long_capsules),
-#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
