@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Scenes as glTF 2.0 binary (.glb), so that any glTF viewer shows what the
 daemon holds: each shape tessellated (spheres as UV spheres, capsules as a
-cylinder with two hemispheres), one node and one mesh per shape, named by
-its id; scene shapes in one colour and robot links (posed with model.fk) in
-another.  Positions are world coordinates in metres (glTF's unit), normals
-unit length, indices 32-bit.  Standard library only.
+cylinder with two hemispheres, boxes as six flat faces, a rectangle drawn
+from both sides when an extent is zero; a half-space, which has no end, as a
+two-sided square in its boundary plane, centred where the plane is nearest
+the centre of the other shapes' bounding box and max(10 m, 4 x that box's
+diagonal) across), one node and one mesh per shape, named by its id; scene
+shapes in one colour and robot links (posed with model.fk) in another.
+Positions are world coordinates in metres (glTF's unit), normals unit
+length, triangles counter-clockwise seen from the side their normals face,
+indices 32-bit.  Standard library only.
 """
 
 from __future__ import annotations
@@ -12,10 +17,15 @@ from __future__ import annotations
 import json
 import math
 import struct
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 Vec = Tuple[float, float, float]
 Mesh = Tuple[List[Vec], List[Vec], List[int]]  # positions, normals, triangle indices
+Quat = Dict[str, float]  # a Hamilton quaternion as the protocol writes it: w, x, y, z
+
+IDENTITY: Quat = {"w": 1.0, "x": 0.0, "y": 0.0, "z": 0.0}
+HALFSPACE_MIN_SIZE = 10.0  # metres: the least side of a half-space's square
+HALFSPACE_SCALE = 4.0  # ... and at least this many diagonals of the other shapes' bounds
 
 SCENE_COLOUR = [0.62, 0.64, 0.68, 1.0]
 ROBOT_COLOUR = [0.95, 0.55, 0.10, 1.0]
@@ -35,6 +45,71 @@ def _norm(a: Vec) -> float:
 
 def _cross(a: Vec, b: Vec) -> Vec:
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def _add(a: Vec, b: Vec) -> Vec:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def _scale(k: float, a: Vec) -> Vec:
+    return (k * a[0], k * a[1], k * a[2])
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _vec(p: Sequence[Any]) -> Vec:
+    """Three floats from a protocol array."""
+    if len(p) != 3:
+        raise ValueError(f"not a 3-vector: {p!r}")
+    return (float(p[0]), float(p[1]), float(p[2]))
+
+
+def _unit(a: Vec, what: str) -> Tuple[Vec, float]:
+    """a / |a| and |a|, scaled first so that no square overflows;
+    ValueError for a zero or non-finite vector."""
+    m = max(abs(a[0]), abs(a[1]), abs(a[2]))
+    if not math.isfinite(m) or m == 0:
+        raise ValueError(f"{what} must be finite and non-zero: {a!r}")
+    s = (a[0] / m, a[1] / m, a[2] / m)
+    n = _norm(s)
+    return (s[0] / n, s[1] / n, s[2] / n), n * m
+
+
+def _quat(q: Optional[Mapping[str, Any]]) -> Quat:
+    """A protocol rotation ({"w", "x", "y", "z"}; None is the identity)
+    scaled to unit length, as the daemon stores it; ValueError for a zero
+    or non-finite quaternion."""
+    if q is None:
+        return dict(IDENTITY)
+    c = [float(q[k]) for k in ("w", "x", "y", "z")]
+    m = max(abs(x) for x in c)
+    if not math.isfinite(m) or m == 0:
+        raise ValueError(f"a rotation must be a finite non-zero quaternion: {dict(q)!r}")
+    c = [x / m for x in c]
+    n = math.sqrt(sum(x * x for x in c))
+    return {"w": c[0] / n, "x": c[1] / n, "y": c[2] / n, "z": c[3] / n}
+
+
+def _qmul(a: Mapping[str, float], b: Mapping[str, float]) -> Quat:
+    """The Hamilton product a b: the rotation b, then a."""
+    return {"w": a["w"] * b["w"] - a["x"] * b["x"] - a["y"] * b["y"] - a["z"] * b["z"],
+            "x": a["w"] * b["x"] + a["x"] * b["w"] + a["y"] * b["z"] - a["z"] * b["y"],
+            "y": a["w"] * b["y"] - a["x"] * b["z"] + a["y"] * b["w"] + a["z"] * b["x"],
+            "z": a["w"] * b["z"] + a["x"] * b["y"] - a["y"] * b["x"] + a["z"] * b["w"]}
+
+
+def _rotate(q: Mapping[str, float], p: Sequence[float]) -> Vec:
+    """p rotated by the unit quaternion q (active: R(q) p)."""
+    w, x, y, z = q["w"], q["x"], q["y"], q["z"]
+    # p + 2w (q x p) + 2 q x (q x p), with q the vector part
+    cx = y * p[2] - z * p[1]
+    cy = z * p[0] - x * p[2]
+    cz = x * p[1] - y * p[0]
+    return (p[0] + 2 * (w * cx + y * cz - z * cy),
+            p[1] + 2 * (w * cy + z * cx - x * cz),
+            p[2] + 2 * (w * cz + x * cy - y * cx))
 
 
 def _frame(axis: Vec) -> Tuple[Vec, Vec, Vec]:
@@ -81,33 +156,140 @@ def capsule_mesh(a: Vec, b: Vec, r: float, segments: int = 24, rings: int = 8) -
     return pos, nrm, idx
 
 
-def shape_mesh(shape: Mapping[str, Any]) -> Mesh:
-    """The mesh of a protocol shape ({"sphere": ...} or {"capsule": ...})."""
+def box_mesh(center: Sequence[float], half_extents: Sequence[float],
+             rotation: Optional[Mapping[str, Any]] = None) -> Mesh:
+    """The box center + R(rotation) u, |u_i| <= half_extents_i (rotation
+    scaled to a unit quaternion as rp_box_new does; None: the identity):
+    24 vertices, four per face with the face's unit outward normal, and 12
+    triangles counter-clockwise seen from outside.  A zero extent keeps
+    every face: the two across it are the rectangle's two sides, the four
+    around it have no area."""
+    c = _vec(center)
+    h = _vec(half_extents)
+    if not all(math.isfinite(x) and x >= 0 for x in h):
+        raise ValueError(f"half extents must be finite and >= 0: {list(half_extents)!r}")
+    q = _quat(rotation)
+    axes = [_rotate(q, e) for e in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))]
+    units = [_unit(e, "a box axis")[0] for e in axes]  # unit to the last bit, for the normals
+    pos: List[Vec] = []
+    nrm: List[Vec] = []
+    idx: List[int] = []
+    for i in range(3):
+        for s in (1.0, -1.0):
+            # In-face axes a, b with e_a x e_b = s e_i: corners in this order
+            # turn counter-clockwise about the outward normal.
+            a, b = ((i + 1) % 3, (i + 2) % 3) if s > 0 else ((i + 2) % 3, (i + 1) % 3)
+            n = (s * units[i][0], s * units[i][1], s * units[i][2])
+            base = len(pos)
+            for sa, sb in ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)):
+                u = [0.0, 0.0, 0.0]
+                u[i], u[a], u[b] = s * h[i], sa * h[a], sb * h[b]
+                pos.append(_add(c, _add(_scale(u[0], axes[0]),
+                                        _add(_scale(u[1], axes[1]), _scale(u[2], axes[2])))))
+                nrm.append(n)
+            idx += [base, base + 1, base + 2, base, base + 2, base + 3]
+    return pos, nrm, idx
+
+
+def halfspace_mesh(normal: Sequence[float], offset: float, size: float,
+                   centre: Optional[Sequence[float]] = None) -> Mesh:
+    """The half-space {p : normal . p <= offset} as a square of side `size`
+    in its boundary plane, centred at the plane's point nearest `centre`
+    (None: the origin), drawn from both sides: vertices 0-3 with normal +n
+    and two triangles facing +n (out of the solid), vertices 4-7 at the same
+    places with normal -n and two triangles facing -n.  A normal of any
+    non-zero length is normalised and the offset divided by that length (the
+    same solid, as rp_halfspace_new does)."""
+    n, length = _unit(_vec(normal), "a half-space's normal")
+    d = float(offset) / length
+    size = float(size)
+    if not math.isfinite(d) or not math.isfinite(size) or size <= 0:
+        raise ValueError(f"offset and size must be finite, size > 0: {offset!r}, {size!r}")
+    c = (0.0, 0.0, 0.0) if centre is None else _vec(centre)
+    above = _dot(n, c) - d
+    c0 = _sub(c, _scale(above, n))
+    u, v, _ = _frame(n)  # u x v = n
+    half = size / 2
+    corners = [_add(c0, _add(_scale(su * half, u), _scale(sv * half, v)))
+               for su, sv in ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0))]
+    pos = corners + corners
+    nrm = [n] * 4 + [_scale(-1.0, n)] * 4
+    return pos, nrm, [0, 1, 2, 0, 2, 3, 4, 6, 5, 4, 7, 6]
+
+
+def shape_mesh(shape: Mapping[str, Any], centre: Optional[Sequence[float]] = None,
+               size: float = HALFSPACE_MIN_SIZE) -> Mesh:
+    """The mesh of a protocol shape ({"sphere": ...}, {"capsule": ...},
+    {"box": ...} or {"halfspace": ...}); a half-space becomes the square of
+    side `size` nearest `centre` (halfspace_mesh)."""
     if "sphere" in shape:
         s = shape["sphere"]
-        c = tuple(float(x) for x in s["center"])
-        return capsule_mesh(c, c, float(s["radius"]))  # type: ignore[arg-type]
+        c = _vec(s["center"])
+        return capsule_mesh(c, c, float(s["radius"]))
     if "capsule" in shape:
         s = shape["capsule"]
-        return capsule_mesh(tuple(float(x) for x in s["a"]),  # type: ignore[arg-type]
-                            tuple(float(x) for x in s["b"]), float(s["radius"]))
+        return capsule_mesh(_vec(s["a"]), _vec(s["b"]), float(s["radius"]))
+    if "box" in shape:
+        s = shape["box"]
+        return box_mesh(s["center"], s["half_extents"], s.get("rotation"))
+    if "halfspace" in shape:
+        s = shape["halfspace"]
+        return halfspace_mesh(s["normal"], s["offset"], size, centre)
     raise ValueError(f"not a shape: {shape!r}")
 
 
-def _rotate(q: Mapping[str, float], p: Sequence[float]) -> Vec:
-    w, x, y, z = q["w"], q["x"], q["y"], q["z"]
-    # p + 2w (q x p) + 2 q x (q x p), with q the vector part
-    cx = y * p[2] - z * p[1]
-    cy = z * p[0] - x * p[2]
-    cz = x * p[1] - y * p[0]
-    return (p[0] + 2 * (w * cx + y * cz - z * cy),
-            p[1] + 2 * (w * cy + z * cx - x * cz),
-            p[2] + 2 * (w * cz + x * cy - y * cx))
+def shape_bounds(shape: Mapping[str, Any]) -> Optional[Tuple[Vec, Vec]]:
+    """The axis-aligned bounds (lo, hi) of a bounded shape; None for a
+    half-space."""
+    if "halfspace" in shape:
+        return None
+    if "sphere" in shape:
+        s = shape["sphere"]
+        ends = [_vec(s["center"])]
+    elif "capsule" in shape:
+        s = shape["capsule"]
+        ends = [_vec(s["a"]), _vec(s["b"])]
+    elif "box" in shape:
+        s = shape["box"]
+        c, h, q = _vec(s["center"]), _vec(s["half_extents"]), _quat(s.get("rotation"))
+        axes = [_rotate(q, e) for e in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))]
+        ext = (sum(abs(axes[i][0]) * h[i] for i in range(3)),
+               sum(abs(axes[i][1]) * h[i] for i in range(3)),
+               sum(abs(axes[i][2]) * h[i] for i in range(3)))
+        return _sub(c, ext), _add(c, ext)
+    else:
+        raise ValueError(f"not a shape: {shape!r}")
+    r = float(s["radius"])
+    lo = (min(e[0] for e in ends) - r, min(e[1] for e in ends) - r, min(e[2] for e in ends) - r)
+    hi = (max(e[0] for e in ends) + r, max(e[1] for e in ends) + r, max(e[2] for e in ends) + r)
+    return lo, hi
+
+
+def halfspace_square(shapes: Iterable[Mapping[str, Any]]) -> Tuple[Vec, float]:
+    """Where to_glb draws half-spaces: the centre of the bounded shapes'
+    bounding box (the origin when there are none) and the square's side,
+    max(HALFSPACE_MIN_SIZE, HALFSPACE_SCALE x that box's diagonal)."""
+    lo = [math.inf] * 3
+    hi = [-math.inf] * 3
+    for shape in shapes:
+        b = shape_bounds(shape)
+        if b is not None:
+            lo = [min(lo[j], b[0][j]) for j in range(3)]
+            hi = [max(hi[j], b[1][j]) for j in range(3)]
+    if lo[0] > hi[0]:
+        return (0.0, 0.0, 0.0), HALFSPACE_MIN_SIZE
+    centre = ((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2)
+    diagonal = _norm((hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]))
+    return centre, max(HALFSPACE_MIN_SIZE, HALFSPACE_SCALE * diagonal)
 
 
 def place(shape: Mapping[str, Any], pose: Mapping[str, Any]) -> Dict[str, Any]:
-    """A link-frame shape moved to world coordinates by a model.fk pose."""
-    t = pose["translation"]
+    """A link-frame shape moved to world coordinates by a model.fk pose
+    ({"translation": [x, y, z], "rotation": {"w", "x", "y", "z"}}): points
+    and a box's centre go to R p + t, a box's rotation becomes the pose's
+    rotation times the box's (Hamilton product), a half-space's normal turns
+    with R and its offset follows the translation."""
+    t = _vec(pose["translation"])
     q = pose["rotation"]
 
     def tf(p: Sequence[float]) -> List[float]:
@@ -117,15 +299,29 @@ def place(shape: Mapping[str, Any], pose: Mapping[str, Any]) -> Dict[str, Any]:
     if "sphere" in shape:
         s = shape["sphere"]
         return {"sphere": {"center": tf(s["center"]), "radius": s["radius"]}}
-    s = shape["capsule"]
-    return {"capsule": {"a": tf(s["a"]), "b": tf(s["b"]), "radius": s["radius"]}}
+    if "capsule" in shape:
+        s = shape["capsule"]
+        return {"capsule": {"a": tf(s["a"]), "b": tf(s["b"]), "radius": s["radius"]}}
+    if "box" in shape:
+        s = shape["box"]
+        return {"box": {"center": tf(s["center"]), "half_extents": list(s["half_extents"]),
+                        "rotation": _qmul(q, s.get("rotation") or IDENTITY)}}
+    if "halfspace" in shape:
+        # n . p <= d for the link-frame p = R^T (p' - t): (R n) . p' <= d + (R n) . t
+        s = shape["halfspace"]
+        n = _rotate(q, s["normal"])
+        return {"halfspace": {"normal": list(n), "offset": float(s["offset"]) + _dot(n, t)}}
+    raise ValueError(f"not a shape: {shape!r}")
 
 
 def to_glb(shapes: Mapping[str, Mapping[str, Any]],
            robot: Optional[Mapping[str, Mapping[str, Any]]] = None,
            generator: str = "repose") -> bytes:
     """A .glb file: `shapes` ({id: shape}, world coordinates) in the scene
-    colour, `robot` ({name: shape}, world coordinates) in the robot colour."""
+    colour, `robot` ({name: shape}, world coordinates) in the robot colour.
+    Each half-space is a square in its plane nearest the centre of the other
+    shapes' bounds, scene and robot together, sized to them
+    (halfspace_square)."""
     doc: Dict[str, Any] = {
         "asset": {"version": "2.0", "generator": generator},
         "scene": 0,
@@ -140,6 +336,8 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
         "buffers": [],
     }
     blob = bytearray()
+    everything = list(shapes.values()) + list((robot or {}).values())
+    square_centre, square_size = halfspace_square(everything)
 
     def view(data: bytes, target: int) -> int:
         while len(blob) % 4:
@@ -157,7 +355,7 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
         return len(doc["accessors"]) - 1
 
     def add(name: str, shape: Mapping[str, Any], material: int) -> None:
-        pos, nrm, idx = shape_mesh(shape)
+        pos, nrm, idx = shape_mesh(shape, square_centre, square_size)
         # Bounds of the float32 values actually stored (glTF requires them).
         fpos = [struct.unpack("<3f", struct.pack("<3f", *p)) for p in pos]
         lo = [min(p[j] for p in fpos) for j in range(3)]

@@ -2,13 +2,18 @@
 """glTF export (repose.gltf, python -m repose export): the .glb structure
 (header, chunk lengths and padding, accessor and buffer-view bounds, index
 ranges, POSITION min/max) and the geometry (every vertex on its shape's
-surface), against the real daemon for the scene and the robot."""
+surface), against the real daemon for the scene and the robot.  Boxes and
+half-spaces are checked on hand-made shapes (their meshes, place and
+to_glb): every box vertex on the box's surface, its corners, outward unit
+normals, counter-clockwise winding, flat boxes; a half-space's square in its
+plane, its size and centre, both sides."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import random
 import struct
 import subprocess
 import sys
@@ -190,6 +195,300 @@ class GltfTest(unittest.TestCase):
             parse_glb(bad_len)
         with self.assertRaises(AssertionError):
             parse_glb(good[:-4])
+
+
+def quat(axis, angle):
+    """The unit quaternion of a rotation by angle about axis."""
+    n = math.sqrt(sum(a * a for a in axis))
+    s = math.sin(angle / 2) / n
+    return {"w": math.cos(angle / 2), "x": axis[0] * s, "y": axis[1] * s, "z": axis[2] * s}
+
+
+def matrix(q):
+    """R(q) for a unit Hamilton quaternion (active rotation), rows."""
+    w, x, y, z = q["w"], q["x"], q["y"], q["z"]
+    return [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+
+
+def apply(m, p):
+    return [sum(m[i][j] * p[j] for j in range(3)) for i in range(3)]
+
+
+def conj(q):
+    return {"w": q["w"], "x": -q["x"], "y": -q["y"], "z": -q["z"]}
+
+
+def sub(a, b):
+    return [a[j] - b[j] for j in range(3)]
+
+
+def dot(a, b):
+    return sum(a[j] * b[j] for j in range(3))
+
+
+def cross(a, b):
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def length(a):
+    return math.sqrt(dot(a, a))
+
+
+def corners(center, h, q):
+    """center + R(q) (+-h0, +-h1, +-h2): the box's eight corners."""
+    m = matrix(q)
+    return [[center[j] + apply(m, [sx * h[0], sy * h[1], sz * h[2]])[j] for j in range(3)]
+            for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+
+
+def distinct(points, tol=1e-12):
+    out = []
+    for p in points:
+        if all(max(abs(p[j] - o[j]) for j in range(3)) > tol for o in out):
+            out.append(p)
+    return out
+
+
+IDENTITY = {"w": 1.0, "x": 0.0, "y": 0.0, "z": 0.0}
+
+
+def boxes():
+    """(center, half_extents, rotation) of solid, flat, thin and point boxes,
+    rotated and not, and 30 random ones."""
+    out = [([0.3, -1.2, 2.0], [0.5, 0.2, 0.1], quat([1, 2, 3], 0.7)),
+           ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], IDENTITY),
+           ([5.0, 5.0, -3.0], [0.4, 0.0, 0.25], quat([0, 1, 1], 2.5)),
+           ([1.0, 2.0, 3.0], [0.0, 0.3, 0.0], quat([1, 0, 0], -1.1)),
+           ([-2.0, 0.5, 0.0], [0.0, 0.0, 0.0], quat([0, 0, 1], 0.3)),
+           ([0.0, 0.0, 1.0], [2.0, 0.5, 0.05], quat([0.3, -0.2, 1], math.pi))]
+    rng = random.Random(20240611)
+    for _ in range(30):
+        h = [rng.choice([0.0, rng.uniform(0.001, 2.0)]) for _ in range(3)]
+        out.append(([rng.uniform(-10, 10) for _ in range(3)], h,
+                    quat([rng.gauss(0, 1) for _ in range(3)], rng.uniform(-math.pi, math.pi))))
+    return out
+
+
+class BoxAndHalfspaceTest(unittest.TestCase):
+    """The new kinds on hand-made shapes: the daemon need not store them."""
+
+    def check_winding(self, pos, nrm, idx):
+        """Every triangle's three normals agree and its edges' cross product,
+        when it has an area, points along them; returns the unit cross
+        products of the triangles with an area."""
+        faces = []
+        for t in range(0, len(idx), 3):
+            a, b, c = (idx[t + k] for k in range(3))
+            self.assertEqual(nrm[a], nrm[b])
+            self.assertEqual(nrm[a], nrm[c])
+            n = cross(sub(pos[b], pos[a]), sub(pos[c], pos[a]))
+            if length(n) > 1e-12:
+                n = [x / length(n) for x in n]
+                for j in range(3):
+                    self.assertAlmostEqual(n[j], nrm[a][j], delta=1e-9)
+                faces.append(n)
+        return faces
+
+    def test_box_vertices_lie_on_the_box_surface(self) -> None:
+        for center, h, q in boxes():
+            pos, nrm, idx = gltf.box_mesh(center, h, q)
+            self.assertEqual((len(pos), len(nrm), len(idx)), (24, 24, 36))
+            self.assertEqual(sorted(set(idx)), list(range(24)))
+            back = matrix(conj(q))  # R(q)^-1
+            for p in pos:
+                u = apply(back, sub(p, center))
+                for i in range(3):
+                    if h[i] == 0:
+                        self.assertLessEqual(abs(u[i]), 1e-12, (center, h, q))
+                        continue
+                    self.assertLessEqual(abs(u[i]) / h[i], 1 + 1e-9, (center, h, q))
+                if any(h):
+                    top = max(abs(u[i]) / h[i] for i in range(3) if h[i] > 0)
+                    self.assertAlmostEqual(top, 1.0, delta=1e-9, msg=(center, h, q))
+
+    def test_box_corners_are_center_plus_or_minus_rotated_extents(self) -> None:
+        for center, h, q in boxes():
+            pos, _, _ = gltf.box_mesh(center, h, q)
+            want = distinct(corners(center, h, q))
+            got = distinct(pos)
+            self.assertEqual(len(got), len(want), (center, h, q))
+            self.assertEqual(len(got), 2 ** sum(1 for x in h if x > 0))
+            for p in got:
+                self.assertTrue(any(max(abs(p[j] - c[j]) for j in range(3)) <= 1e-12
+                                    for c in want), (p, center, h, q))
+
+    def test_box_normals_are_unit_outward_and_the_faces_counter_clockwise(self) -> None:
+        for center, h, q in boxes():
+            pos, nrm, idx = gltf.box_mesh(center, h, q)
+            cols = [[row[i] for row in matrix(q)] for i in range(3)]
+            for p, n in zip(pos, nrm):
+                self.assertTrue(all(math.isfinite(x) for x in n))
+                self.assertAlmostEqual(length(n), 1.0, delta=1e-12)
+                self.assertGreaterEqual(dot(n, sub(p, center)), -1e-12)
+                # a face normal is +-axis i, and the face lies at u_i = +-h_i
+                i = max(range(3), key=lambda k: abs(dot(n, cols[k])))
+                self.assertAlmostEqual(abs(dot(n, cols[i])), 1.0, delta=1e-12)
+                self.assertAlmostEqual(dot(n, sub(p, center)), h[i], delta=1e-12)
+            faces = self.check_winding(pos, nrm, idx)
+            # six faces with an area for a solid box, the two sides of a
+            # rectangle, none for a segment or a point
+            zero = sum(1 for x in h if x == 0)
+            self.assertEqual(len(faces), {0: 12, 1: 4, 2: 0, 3: 0}[zero], (center, h, q))
+            if zero == 1:  # a flat box: both sides drawn, facing opposite ways
+                j = h.index(0.0)
+                sides = sorted(round(dot(f, cols[j])) for f in faces)
+                self.assertEqual(sides, [-1, -1, 1, 1])
+
+    def test_a_box_without_rotation_is_axis_aligned(self) -> None:
+        shape = {"box": {"center": [1, 2, 3], "half_extents": [0.5, 0.25, 0.125]}}
+        pos, nrm, idx = gltf.shape_mesh(shape)
+        self.assertEqual(sorted(list(p) for p in distinct(pos)),
+                         sorted(corners([1, 2, 3], [0.5, 0.25, 0.125], IDENTITY)))
+        self.assertEqual((pos, nrm, idx), gltf.box_mesh([1, 2, 3], [0.5, 0.25, 0.125], IDENTITY))
+        self.assertEqual(sorted(set(nrm)), sorted({(s * (i == 0), s * (i == 1), s * (i == 2))
+                                                    for i in range(3) for s in (-1.0, 1.0)}))
+        # and the capsules' winding is the same: counter-clockwise from outside
+        pos, nrm, idx = gltf.capsule_mesh((0.1, 0.2, 0.3), (0.5, -0.2, 0.9), 0.2)
+        for t in range(0, len(idx), 3):
+            a, b, c = (idx[t + k] for k in range(3))
+            n = cross(sub(pos[b], pos[a]), sub(pos[c], pos[a]))
+            self.assertGreaterEqual(dot(n, nrm[a]), 0.0)
+
+    def test_bad_shapes_are_refused(self) -> None:
+        with self.assertRaises(ValueError):
+            gltf.box_mesh([0, 0, 0], [1, -0.1, 1])
+        with self.assertRaises(ValueError):
+            gltf.box_mesh([0, 0, 0], [1, 1, 1], {"w": 0, "x": 0, "y": 0, "z": 0})
+        with self.assertRaises(ValueError):
+            gltf.halfspace_mesh([0, 0, 0], 1.0, 10.0)
+        with self.assertRaises(ValueError):
+            gltf.halfspace_mesh([0, 0, 1], 1.0, 0.0)
+        with self.assertRaises(ValueError):
+            gltf.shape_mesh({"cone": {}})
+        with self.assertRaises(ValueError):
+            gltf.place({"cone": {}}, {"translation": [0, 0, 0], "rotation": IDENTITY})
+
+    def test_a_halfspace_is_a_two_sided_square_in_its_plane(self) -> None:
+        cases = [([0, 0, 1], 0.0, 10.0, None),
+                 ([0, 0, 2], 1.0, 10.0, [3, 4, 5]),  # normalised: z <= 0.5
+                 ([1, -2, 0.5], -0.7, 3.5, [0.2, -0.1, 4.0]),
+                 ([-1, 0, 0], 0.25, 40.0, [10, -20, 30]),
+                 ([0.3, 0.3, -0.9], 2.0, 12.5, [-1, -1, -1])]
+        for normal, offset, size, centre in cases:
+            ln = length(normal)
+            n, d = [x / ln for x in normal], offset / ln
+            pos, nrm, idx = gltf.halfspace_mesh(normal, offset, size, centre)
+            self.assertEqual((len(pos), len(nrm), len(idx)), (8, 8, 12))
+            for p in pos:
+                self.assertAlmostEqual(dot(n, p), d, delta=1e-9)
+            c = centre or [0.0, 0.0, 0.0]
+            foot = [c[j] - (dot(n, c) - d) * n[j] for j in range(3)]
+            square = pos[:4]
+            self.assertEqual(pos[4:], square)  # the same square from below
+            mid = [sum(p[j] for p in square) / 4 for j in range(3)]
+            for j in range(3):
+                self.assertAlmostEqual(mid[j], foot[j], delta=1e-9)
+            for k in range(4):  # sides `size`, diagonals size * sqrt(2): a square
+                self.assertAlmostEqual(length(sub(square[(k + 1) % 4], square[k])), size,
+                                       delta=1e-9 * size)
+            for k in range(2):
+                self.assertAlmostEqual(length(sub(square[k + 2], square[k])),
+                                       size * math.sqrt(2), delta=1e-9 * size)
+            for k, m in enumerate(nrm):
+                for j in range(3):
+                    self.assertAlmostEqual(m[j], n[j] if k < 4 else -n[j], delta=1e-15)
+            faces = self.check_winding(pos, nrm, idx)
+            self.assertEqual(sorted(round(dot(f, n)) for f in faces), [-1, -1, 1, 1])
+        # shape_mesh passes the centre and size along
+        self.assertEqual(gltf.shape_mesh({"halfspace": {"normal": [0, 1, 0], "offset": 2}},
+                                         [1, 1, 1], 7.0),
+                         gltf.halfspace_mesh([0, 1, 0], 2, 7.0, [1, 1, 1]))
+
+    def test_place_moves_a_rotated_box_like_its_corners(self) -> None:
+        box = {"box": {"center": [0.1, -0.3, 0.45], "half_extents": [0.2, 0.05, 0.3],
+                       "rotation": quat([1, -1, 2], 0.9)}}
+        pose = {"translation": [1.5, -0.5, 0.8], "rotation": quat([0.2, 1, -0.4], -2.2)}
+        placed = gltf.place(box, pose)
+        r = placed["box"]["rotation"]
+        self.assertAlmostEqual(sum(r[k] ** 2 for k in "wxyz"), 1.0, delta=1e-14)
+        self.assertEqual(placed["box"]["half_extents"], box["box"]["half_extents"])
+        m = matrix(pose["rotation"])
+        t = pose["translation"]
+        want = [[apply(m, c)[j] + t[j] for j in range(3)]
+                for c in corners(box["box"]["center"], box["box"]["half_extents"],
+                                 box["box"]["rotation"])]
+        got = distinct(gltf.shape_mesh(placed)[0])
+        self.assertEqual(len(got), 8)
+        for p in got:
+            self.assertTrue(any(max(abs(p[j] - c[j]) for j in range(3)) <= 1e-12 for c in want))
+        # a box link without a rotation turns with the pose
+        bare = gltf.place({"box": {"center": [0, 0, 0], "half_extents": [1, 1, 1]}}, pose)
+        self.assertEqual(bare["box"]["rotation"], pose["rotation"])
+        # a half-space (never a link, but place takes it): its plane's points
+        # go to the placed plane, inside stays inside
+        hs = {"halfspace": {"normal": [0, 0.6, 0.8], "offset": 0.5}}
+        moved = gltf.place(hs, pose)["halfspace"]
+        for p, side in (([0, 0.3, 0.4], 0.0), ([0, 0, -1], -1.3), ([1, 1, 1], 0.9)):
+            q = [apply(m, p)[j] + t[j] for j in range(3)]
+            self.assertAlmostEqual(dot(moved["normal"], q) - moved["offset"], side, delta=1e-12)
+
+    def test_a_glb_with_boxes_and_halfspaces_is_valid(self) -> None:
+        crate = {"box": {"center": [-1.0, 1.0, 0.5], "half_extents": [0.5, 0.25, 0.5],
+                         "rotation": quat([0, 0, 1], 0.4)}}
+        sheet = {"box": {"center": [0.5, 0.5, 1.0], "half_extents": [0.3, 0.0, 0.2],
+                         "rotation": IDENTITY}}
+        ball = {"sphere": {"center": [3.0, 0.0, 1.0], "radius": 0.5}}
+        floor = {"halfspace": {"normal": [0, 0, 1], "offset": 0.0}}
+        wall = {"halfspace": {"normal": [-2, 0, 0], "offset": -8.0}}  # x >= 4
+        link = {"box": {"center": [0.0, 0.0, 2.0], "half_extents": [0.1, 0.1, 0.2],
+                        "rotation": quat([1, 0, 0], 0.3)}}
+        shapes = {"crate": crate, "sheet": sheet, "ball": ball, "floor": floor, "wall": wall}
+        doc, read = parse_glb(gltf.to_glb(shapes, {"arm/hand": link}))
+        self.assertEqual([n["name"] for n in doc["nodes"]], sorted(shapes) + ["arm/hand"])
+        # the bounded shapes' bounds, by hand
+        pts = [c for s in (crate, sheet, link) for c in corners(
+            s["box"]["center"], s["box"]["half_extents"], s["box"]["rotation"])]
+        pts += [[3.0 + dx, dy, 1.0 + dz] for dx, dy, dz in
+                ((0.5, 0.5, 0.5), (-0.5, -0.5, -0.5))]
+        lo = [min(p[j] for p in pts) for j in range(3)]
+        hi = [max(p[j] for p in pts) for j in range(3)]
+        centre = [(lo[j] + hi[j]) / 2 for j in range(3)]
+        size = max(10.0, 4 * length(sub(hi, lo)))
+        self.assertGreater(size, 10.0)
+        meshes = {n["name"]: doc["meshes"][n["mesh"]]["primitives"][0] for n in doc["nodes"]}
+        for name, n, d in (("floor", [0, 0, 1], 0.0), ("wall", [-1, 0, 0], -4.0)):
+            prim = meshes[name]
+            self.assertEqual(prim["material"], 0)
+            pos = read(prim["attributes"]["POSITION"])
+            nrm = read(prim["attributes"]["NORMAL"])
+            scale = size + max(abs(x) for x in centre)
+            for p in pos:
+                self.assertAlmostEqual(dot(n, p), d, delta=1e-6 * scale)
+            foot = [centre[j] - (dot(n, centre) - d) * n[j] for j in range(3)]
+            mid = [sum(p[j] for p in pos[:4]) / 4 for j in range(3)]
+            for j in range(3):
+                self.assertAlmostEqual(mid[j], foot[j], delta=1e-6 * scale)
+            self.assertAlmostEqual(length(sub(pos[1], pos[0])), size, delta=1e-6 * scale)
+            self.assertEqual(sorted(round(dot(m, n)) for m in nrm), [-1] * 4 + [1] * 4)
+        for name, shape, material in (("crate", crate, 0), ("sheet", sheet, 0),
+                                      ("arm/hand", link, 1)):
+            prim = meshes[name]
+            self.assertEqual(prim["material"], material)
+            want = gltf.shape_mesh(shape)
+            got = read(prim["attributes"]["POSITION"])
+            self.assertEqual(len(got), 24)
+            for p, w in zip(got, want[0]):
+                for j in range(3):
+                    self.assertAlmostEqual(p[j], w[j], delta=1e-6)
+            self.assertEqual(read(prim["indices"]), want[2])
+        # a half-space alone: 10 m, under the origin
+        doc, read = parse_glb(gltf.to_glb({"floor": {"halfspace": {"normal": [0, 0, 1],
+                                                                   "offset": -1.0}}}))
+        pos = read(doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"])
+        self.assertEqual(sorted({tuple(p) for p in pos}),
+                         sorted({(x, y, -1.0) for x in (-5.0, 5.0) for y in (-5.0, 5.0)}))
 
 
 if __name__ == "__main__":
