@@ -193,7 +193,9 @@ RP_API rp_contact rp_shape_contact(const rp_shape *a, const rp_shape *b);
 /* ---- boxes and half-spaces -------------------------------------------- */
 
 /// Builds a box from its centre, half extents and a rotation quaternion
-/// (w, x, y, z; normalised here).  RP_ERR_NONFINITE for a non-finite centre
+/// (w, x, y, z; normalised here, unless its squared length is already
+/// within 4 eps of 1: then kept bit for bit, so a box read back from its
+/// printed form is the same box).  RP_ERR_NONFINITE for a non-finite centre
 /// or extent, RP_ERR_RADIUS_NEGATIVE for a negative extent,
 /// RP_ERR_QUATERNION for a zero or non-finite quaternion, RP_ERR_INVALID_ARG
 /// when out is NULL; *out is written only on RP_OK.
@@ -201,7 +203,8 @@ RP_API rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, doub
                             double z, rp_box *out);
 
 /// Builds the half-space {p : normal . p <= offset}, stored with a unit
-/// normal (the offset divided by the normal's length: the same solid).
+/// normal (the offset divided by the normal's length: the same solid; a
+/// normal whose squared length is within 4 eps of 1 is kept as it is).
 /// RP_ERR_NONFINITE for a non-finite normal or offset, or when the offset
 /// divided by a tiny normal's length leaves the double range (the plane
 /// lies beyond it); RP_ERR_NORMAL for a zero normal; RP_ERR_INVALID_ARG

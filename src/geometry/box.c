@@ -736,13 +736,21 @@ rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, d
         return RP_ERR_EXTENT_NEGATIVE;
     if (!isfinite(w) || !isfinite(x) || !isfinite(y) || !isfinite(z))
         return RP_ERR_QUATERNION; /* (a NaN would slip past the max below) */
+    out->center = center;
+    out->half_extents = half_extents;
+    /* A quaternion already unit to rounding (one this function made, read
+     * back from JSON) is kept as it is, so that storing a box again gives
+     * the same bits. */
+    double n2 = w * w + x * x + y * y + z * z;
+    if (fabs(n2 - 1.0) <= 4.0 * DBL_EPSILON) {
+        out->rotation = (rp_quat){w, x, y, z};
+        return RP_OK;
+    }
     double m = max2(max2(fabs(w), fabs(x)), max2(fabs(y), fabs(z)));
     if (m == 0.0)
         return RP_ERR_QUATERNION;
     w /= m, x /= m, y /= m, z /= m;
     double n = sqrt(w * w + x * x + y * y + z * z);
-    out->center = center;
-    out->half_extents = half_extents;
     out->rotation = (rp_quat){w / n, x / n, y / n, z / n};
     return RP_OK;
 }
@@ -753,6 +761,10 @@ rp_status rp_halfspace_new(rp_vec3 normal, double offset, rp_halfspace *out)
         return RP_ERR_INVALID_ARG;
     if (!v3_isfinite(normal) || !isfinite(offset))
         return RP_ERR_NONFINITE;
+    if (fabs(v3_dot(normal, normal) - 1.0) <= 4.0 * DBL_EPSILON) {
+        *out = (rp_halfspace){normal, offset}; /* unit already: kept (see rp_box_new) */
+        return RP_OK;
+    }
     double m = v3_maxabs(normal);
     if (m == 0.0)
         return RP_ERR_NORMAL;

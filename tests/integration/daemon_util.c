@@ -2,6 +2,7 @@
 /* Helpers shared by the daemon test programs; see daemon_util.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -213,11 +214,46 @@ cJSON *vec_json(rp_vec3 v)
     return cJSON_CreateDoubleArray(xyz, 3);
 }
 
+rp_shape rng_solid(rng *r)
+{
+    if (rng_below(r, 4) == 0) {
+        rp_halfspace h;
+        rp_vec3 n = rng_vec(r);
+        if (n.x == 0 && n.y == 0 && n.z == 0)
+            n.z = 1;
+        assert_int_equal(rp_halfspace_new(n, rng_coord(r), &h), RP_OK);
+        return rp_shape_from_halfspace(h);
+    }
+    rp_vec3 e = rng_vec(r);
+    e = (rp_vec3){fabs(e.x) / 2, fabs(e.y) / 2, fabs(e.z) / 2};
+    double q[4] = {1, 0, 0, 0};
+    if (rng_below(r, 2))
+        for (int i = 0; i < 4; i++)
+            q[i] = rng_coord(r);
+    rp_box b;
+    if (rp_box_new(rng_vec(r), e, q[0], q[1], q[2], q[3], &b) != RP_OK)
+        assert_int_equal(rp_box_new(rng_vec(r), e, 1, 0, 0, 0, &b), RP_OK);
+    return rp_shape_from_box(b);
+}
+
 /* The protocol's shape object, members in the order the server prints. */
 cJSON *shape_json(const rp_shape *s)
 {
     cJSON *outer = cJSON_CreateObject(), *in = cJSON_CreateObject();
-    if (s->kind == RP_SHAPE_SPHERE) {
+    if (s->kind == RP_SHAPE_BOX) {
+        cJSON_AddItemToObject(in, "center", vec_json(s->box.center));
+        cJSON_AddItemToObject(in, "half_extents", vec_json(s->box.half_extents));
+        cJSON *q = cJSON_AddObjectToObject(in, "rotation");
+        cJSON_AddNumberToObject(q, "w", s->box.rotation.w);
+        cJSON_AddNumberToObject(q, "x", s->box.rotation.x);
+        cJSON_AddNumberToObject(q, "y", s->box.rotation.y);
+        cJSON_AddNumberToObject(q, "z", s->box.rotation.z);
+        cJSON_AddItemToObject(outer, "box", in);
+    } else if (s->kind == RP_SHAPE_HALFSPACE) {
+        cJSON_AddItemToObject(in, "normal", vec_json(s->halfspace.normal));
+        cJSON_AddNumberToObject(in, "offset", s->halfspace.offset);
+        cJSON_AddItemToObject(outer, "halfspace", in);
+    } else if (s->kind == RP_SHAPE_SPHERE) {
         cJSON_AddItemToObject(in, "center", vec_json(s->sphere.center));
         cJSON_AddNumberToObject(in, "radius", s->sphere.radius);
         cJSON_AddItemToObject(outer, "sphere", in);

@@ -73,6 +73,11 @@ rp_vec3 rng_vec(rng *r);
 /* A sphere or a capsule with coordinates from rng_coord and a radius in
  * [0, 2] (multiples of 1/8). */
 rp_shape rng_shape(rng *r);
+/* A box (half extents from rng_coord halved, rotated half the time by a
+ * quaternion of rng_coord components, normalised) or, one time in four, a
+ * half-space (normal rng_vec, offset rng_coord; normalised by
+ * rp_halfspace_new, as the server does). */
+rp_shape rng_solid(rng *r);
 /* [x, y, z] as a JSON array (the caller owns the tree). */
 cJSON *vec_json(rp_vec3 v);
 /* The protocol's shape object, members in the order the server prints

@@ -193,6 +193,18 @@ static void random_mutation(rng *r, char *req, size_t cap, int i)
                  "\"m%u\"}}",
                  i, rng_below(r, 3));
         break;
+    case 7: { /* a box or a half-space (their journal records and snapshot entries) */
+        rp_shape solid = rng_solid(r);
+        cJSON *j = shape_json(&solid);
+        char *text = cJSON_PrintUnformatted(j);
+        snprintf(req, cap,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{\"scene\":"
+                 "\"%s\",\"create\":true,\"shapes\":{\"b%u\":%s}}}",
+                 i, sc, rng_below(r, 20), text);
+        free(text);
+        cJSON_Delete(j);
+        break;
+    }
     case 6: /* an invalid shape: refused, nothing written */
         snprintf(req, cap,
                  "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"scene.put\",\"params\":{\"scene\":"

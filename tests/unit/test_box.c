@@ -810,6 +810,34 @@ static void bad_boxes_and_halfspaces_are_refused(void **state)
     assert_int_equal(rp_shape_validate(&s), RP_ERR_NONFINITE);
 }
 
+/* What the constructors made, built again, is the same bits: a box or
+ * half-space printed and read back (the daemon's journal, a client putting
+ * what scene.get returned) does not drift by an ulp per round trip. */
+static void constructors_give_back_what_they_made(void **state)
+{
+    (void)state;
+    test_rng g = {0xb0c5};
+    for (int i = 0; i < 20000; i++) {
+        double q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = rng_uniform(&g, -1, 1) * ldexp(1.0, (int)(rng_next(&g) % 40) - 20);
+        rp_vec3 c = {rng_uniform(&g, -5, 5), 0, 1}, h = {1, 2, 0};
+        rp_box a, b;
+        if (rp_box_new(c, h, q[0], q[1], q[2], q[3], &a) != RP_OK)
+            continue;
+        rp_quat r = a.rotation;
+        assert_true(fabs(r.w * r.w + r.x * r.x + r.y * r.y + r.z * r.z - 1.0) <= 4 * DBL_EPSILON);
+        assert_int_equal(rp_box_new(c, h, r.w, r.x, r.y, r.z, &b), RP_OK);
+        assert_memory_equal(&a, &b, sizeof a);
+        rp_vec3 n = {q[0], q[1], q[2]};
+        rp_halfspace u, v;
+        if (rp_halfspace_new(n, q[3], &u) != RP_OK)
+            continue;
+        assert_int_equal(rp_halfspace_new(u.normal, u.offset, &v), RP_OK);
+        assert_memory_equal(&u, &v, sizeof u);
+    }
+}
+
 /* Hand-computed cases. */
 static void known_box_distances(void **state)
 {
@@ -839,6 +867,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(known_box_distances),
+        cmocka_unit_test(constructors_give_back_what_they_made),
         cmocka_unit_test(bad_boxes_and_halfspaces_are_refused),
         cmocka_unit_test(box_pairs_are_within_16_eps_S_of_the_reference),
         cmocka_unit_test(penetration_depth_is_the_shortest_separating_translation),
