@@ -33,14 +33,6 @@
  * 64 shapes are 4 KiB. */
 #define STACK_LINKS 64
 
-/* 0 for a finite x, NaN for an infinity or a NaN: summed over coordinates,
- * one test tells whether all of them are finite (a plain sum could overflow
- * for finite values). */
-static inline double nonfinite_probe(double x)
-{
-    return x - x;
-}
-
 /* Moves every link shape into the world: joint frame f's pose for links on
  * frame f, the base pose (identity when NULL) for links on the base.
  * Valid shapes moved by valid poses can still land beyond the largest

@@ -475,12 +475,6 @@ static bool goto_time(certifier *c, double t)
     return true;
 }
 
-/* 0 for finite x, NaN otherwise (summed: one test for many values). */
-static inline double probe(double x)
-{
-    return x - x;
-}
-
 /* World shape i at the current state (placed on first use); NULL when a
  * coordinate left the range of doubles. */
 static const rp_shape *shape_now(certifier *c, size_t i)
