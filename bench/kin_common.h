@@ -17,8 +17,8 @@
  * Scene "tabletop" (about 100 shapes).  The robot stands at the origin on a
  * pedestal at the edge of a table whose top surface is z = 0:
  *   - table top 0.9 m (x 0.15..1.05) x 1.6 m (y -0.8..0.8) x 0.04 m, a box
- *     turned into capsules by the URDF importer's rule (rp_urdf_box_capsules_,
- *     src/codec/urdf_geom.c): 16 capsules;
+ *     turned into enclosing capsules by the rule in kin_common.c (add_box;
+ *     the URDF importer's rule before it made exact boxes): 16 capsules;
  *   - 4 legs (capsules r 0.03), the robot's pedestal (capsule r 0.1 ending
  *     12 cm below the base): 5;
  *   - 5 boxes on the table (crates, a tray, a carton, a block), as capsules

@@ -22,11 +22,13 @@
  *      cylinder radius length -> capsule from z = -length/2 to +length/2 with
  *                                that radius (it encloses the cylinder);
  *      capsule radius length  -> the same capsule, exactly (an extension);
- *      box size="x y z"       -> 1..16 capsules whose union encloses the box
- *                                (rule and proof in urdf_geom.c);
+ *      box size="x y z"       -> the box, exactly: half extents size/2,
+ *                                centred at the origin, axes along the
+ *                                collision frame's;
  *      mesh                   -> refused: meshes are not supported.
- *    Dimensions must be finite and > 0.  Ids: "LINK#k" for the k-th
- *    collision of link LINK (from 0); a box's capsules are "LINK#k.j".
+ *    Radii and lengths must be finite and > 0, box edges finite and >= 0
+ *    (a zero edge is a rectangle).  Ids: "LINK#k" for the k-th collision of
+ *    link LINK (from 0), one shape each.
  *  - <joint name type>: revolute, continuous, prismatic or fixed (floating,
  *    planar and others are refused).  <parent link> and <child link> are
  *    required; <origin xyz rpy> defaults to zeros, <axis xyz> to 1 0 0;

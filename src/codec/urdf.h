@@ -2,9 +2,9 @@
 /*
  * URDF (and SRDF) import: a robot description as XML text into the
  * kinematic form of rp_model_def (include/repose/scene.h), read with
- * libexpat.  The mapping (which elements count, how cylinders and boxes
- * become capsules, what is refused) is documented at the top of urdf.c and,
- * for users, in proto/URDF.md.
+ * libexpat.  The mapping (which elements count, how cylinders become
+ * capsules and boxes boxes, what is refused) is documented at the top of
+ * urdf.c and, for users, in proto/URDF.md.
  *
  * What this checks: the XML, the elements and attributes it reads, names,
  * numbers, duplicate link and joint names, the SRDF's link names, and the
@@ -41,8 +41,7 @@ typedef enum rp_urdf_status {
 /* Limits are checked while parsing, so an oversized document stops early.
  * Zero means no limit. */
 typedef struct rp_urdf_opts {
-    size_t max_shapes;   /* shapes of the model (def.n_links): one per <collision>,
-                            a box counts as the capsules it becomes */
+    size_t max_shapes;   /* shapes of the model (def.n_links): one per <collision> */
     size_t max_links;    /* <link> elements, and <joint> elements, each */
     size_t max_pairs;    /* allowed pairs: SRDF <disable_collisions> plus adjacency */
     bool allow_adjacent; /* add (parent, child) of every joint as an allowed pair */
@@ -73,10 +72,10 @@ typedef struct rp_urdf_error {
 rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
                              const rp_urdf_opts *opts, rp_urdf **out, rp_urdf_error *err);
 
-/* The model definition (kinematic form): shapes with ids "LINK#k" (a box:
- * "LINK#k.j"), shape_links, link_names in document order, joints in document
- * order, SRDF pairs then adjacency pairs; safety_margin 0, self_collision
- * true, no defaults, no allowed_scene.  Owned by `u`; to change a field,
+/* The model definition (kinematic form): shapes with ids "LINK#k" (one per
+ * <collision>), shape_links, link_names in document order, joints in
+ * document order, SRDF pairs then adjacency pairs; safety_margin 0,
+ * self_collision true, no defaults, no allowed_scene.  Owned by `u`; to change a field,
  * copy the struct (the arrays stay u's). */
 const rp_model_def *rp_urdf_def(const rp_urdf *u);
 

@@ -274,12 +274,13 @@ static void open_shape(ctx *c, elem e, const XML_Char **atts)
             dim_attr(c, atts, "length", &d[1]);
         break;
     case E_BOX: {
+        /* Edges may be 0 (a rectangle, a segment, a point), not negative. */
         char q[RP_URDF_QUOTE_BUF];
         rp_vec3 s = {0, 0, 0};
         if (!vec3_attr(c, atts, "size", true, s, &s))
             break;
-        if (!(s.x > 0 && s.y > 0 && s.z > 0))
-            rp_urdf_fail_(c, "size=\"%s\": each edge must be greater than 0",
+        if (!(s.x >= 0 && s.y >= 0 && s.z >= 0))
+            rp_urdf_fail_(c, "size=\"%s\": each edge must be 0 or greater",
                           rp_urdf_quote_(q, attr(atts, "size")));
         d[0] = s.x, d[1] = s.y, d[2] = s.z;
         break;
@@ -290,26 +291,25 @@ static void open_shape(ctx *c, elem e, const XML_Char **atts)
     }
 }
 
-/* The shapes of the finished <collision>, in the link frame; their count. */
-static size_t collision_shapes(const ctx *c, rp_shape out[RP_URDF_BOX_MAX])
+/* The shape of the finished <collision>, in the link frame. */
+static rp_shape collision_shape(const ctx *c)
 {
     const double *d = c->coll.dims;
-    rp_capsule caps[RP_URDF_BOX_MAX];
-    size_t n = 1;
-    if (c->coll.kind == E_SPHERE) {
-        rp_shape s = rp_shape_from_sphere((rp_sphere){{0, 0, 0}, d[0]});
-        out[0] = rp_transform_shape(&c->coll.origin, &s);
-        return 1;
+    rp_shape s;
+    switch (c->coll.kind) {
+    case E_SPHERE:
+        s = rp_shape_from_sphere((rp_sphere){{0, 0, 0}, d[0]});
+        break;
+    case E_BOX:
+        /* fabs: an edge of -0 gives a half extent of +0. */
+        s = rp_shape_from_box(
+            (rp_box){{0, 0, 0}, {fabs(d[0]) / 2, fabs(d[1]) / 2, fabs(d[2]) / 2}, {1, 0, 0, 0}});
+        break;
+    default: /* E_CYLINDER, E_CAPSULE */
+        s = rp_shape_from_capsule((rp_capsule){{0, 0, -d[1] / 2}, {0, 0, d[1] / 2}, d[0]});
+        break;
     }
-    if (c->coll.kind == E_BOX)
-        n = rp_urdf_box_capsules_(d, caps);
-    else
-        caps[0] = (rp_capsule){{0, 0, -d[1] / 2}, {0, 0, d[1] / 2}, d[0]};
-    for (size_t j = 0; j < n; j++) {
-        rp_shape s = rp_shape_from_capsule(caps[j]);
-        out[j] = rp_transform_shape(&c->coll.origin, &s);
-    }
-    return n;
+    return rp_transform_shape(&c->coll.origin, &s);
 }
 
 static void close_collision(ctx *c)
@@ -321,36 +321,29 @@ static void close_collision(ctx *c)
                                               : "<geometry> is required");
         return;
     }
-    rp_shape shapes[RP_URDF_BOX_MAX];
-    size_t n = collision_shapes(c, shapes);
+    rp_shape shape = collision_shape(c);
     size_t max = c->opts->max_shapes;
-    if (max && (u->n_shapes > max || n > max - u->n_shapes)) {
+    if (max && u->n_shapes >= max) {
         rp_urdf_fail_limit_(c, max, "max_model_links", "more than %zu shapes", max);
         return;
     }
-    for (size_t j = 0; j < n; j++)
-        if (rp_shape_validate(&shapes[j]) != RP_OK) {
-            rp_urdf_fail_at_(c, c->coll.line,
-                             "the shape's coordinates are beyond the range of doubles "
-                             "once its origin is applied");
-            return;
-        }
-    const link_rec *l = &u->links[c->link];
-    for (size_t j = 0; j < n; j++) {
-        char id[RP_NAME_MAX + 48];
-        if (c->coll.kind == E_BOX)
-            snprintf(id, sizeof id, "%s#%zu.%zu", l->name, l->n_collisions - 1, j);
-        else
-            snprintf(id, sizeof id, "%s#%zu", l->name, l->n_collisions - 1);
-        shape_rec *p = room(c, u->shapes, &u->cap_shapes, u->n_shapes, sizeof *p);
-        if (!p)
-            return;
-        u->shapes = p;
-        const char *kept = keep(c, id);
-        if (!kept)
-            return;
-        u->shapes[u->n_shapes++] = (shape_rec){{kept, -1, shapes[j]}, l->name, c->coll.line};
+    if (rp_shape_validate(&shape) != RP_OK) {
+        rp_urdf_fail_at_(c, c->coll.line,
+                         "the shape's coordinates are beyond the range of doubles "
+                         "once its origin is applied");
+        return;
     }
+    const link_rec *l = &u->links[c->link];
+    char id[RP_NAME_MAX + 48];
+    snprintf(id, sizeof id, "%s#%zu", l->name, l->n_collisions - 1);
+    shape_rec *p = room(c, u->shapes, &u->cap_shapes, u->n_shapes, sizeof *p);
+    if (!p)
+        return;
+    u->shapes = p;
+    const char *kept = keep(c, id);
+    if (!kept)
+        return;
+    u->shapes[u->n_shapes++] = (shape_rec){{kept, -1, shape}, l->name, c->coll.line};
 }
 
 /* ---- URDF: joints ------------------------------------------------------------ */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internals of the URDF import shared by urdf.c (the XML side) and
- * urdf_geom.c (numbers, origins and the capsules that stand in for URDF
- * geometry), and used directly by tests/unit/test_urdf.c.
+ * Internals of the URDF import shared by urdf_elems.c (the XML side) and
+ * urdf_geom.c (numbers and origins), and used directly by
+ * tests/unit/test_urdf.c.
  */
 #ifndef REPOSE_CODEC_URDF_INT_H
 #define REPOSE_CODEC_URDF_INT_H
@@ -11,9 +11,6 @@
 #include <stddef.h>
 
 #include "repose/geometry.h"
-
-/* Most capsules one <box> becomes (the slab count's cap, see urdf_geom.c). */
-#define RP_URDF_BOX_MAX 16
 
 /* Longest number token read, in bytes; longer ones are refused.  Enough for
  * the 17 significant digits a double needs plus sign, point and exponent,
@@ -33,11 +30,5 @@ bool rp_urdf_vec3_(const char *s, rp_vec3 *out);
 /* The transform of a URDF <origin xyz rpy>: rotation Rz(yaw)*Ry(pitch)*
  * Rx(roll) (fixed axes: roll about x first), then translation xyz. */
 rp_transform rp_urdf_origin_(rp_vec3 xyz, rp_vec3 rpy);
-
-/* Capsules (in the box's frame, centred at the origin) whose union encloses
- * the box with edge lengths size[0..2] (x, y, z), each finite and > 0.
- * Writes 1..RP_URDF_BOX_MAX capsules to out and returns their number.  The
- * rule and the proof are in urdf_geom.c. */
-size_t rp_urdf_box_capsules_(const double size[3], rp_capsule *out);
 
 #endif /* REPOSE_CODEC_URDF_INT_H */

@@ -13,11 +13,13 @@
  *    RP_URDF_LIMIT;
  *  - an accepted document gives at least one link; names (links, joints,
  *    parents, children, mimic targets, the allowed pairs) with the id
- *    syntax and no '#' (which shape ids use); allowed pairs and shape links among the link names; shape ids
- *    unique and of the form LINK#k or LINK#k.j for their link; shapes that
- *    pass rp_shape_validate; joints with finite values and limits exactly
- *    on revolute and prismatic joints, lower <= upper; a line for every
- *    link, joint and shape; an adjacency pair per joint whose links exist;
+ *    syntax and no '#' (which shape ids use); allowed pairs and shape links
+ *    among the link names; shape ids unique and of the form LINK#k for
+ *    their link; shapes that pass rp_shape_validate, each a sphere, a
+ *    capsule or a box (never a half-space); joints with finite values and
+ *    limits exactly on revolute and prismatic joints, lower <= upper; a
+ *    line for every link, joint and shape; an adjacency pair per joint
+ *    whose links exist;
  *  - the limits are exact: max_shapes/max_links/max_pairs equal to the
  *    counts accept the document, one less refuses it with RP_URDF_LIMIT
  *    (and the other limits off).
@@ -74,7 +76,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The id of shape i is "LINK#k" or "LINK#k.j" (k, j decimal) for its link. */
+/* The id of shape i is "LINK#k" (k decimal) for its link. */
 static bool id_of_link(const char *id, const char *link)
 {
     size_t n = strlen(link);
@@ -82,12 +84,7 @@ static bool id_of_link(const char *id, const char *link)
         return false;
     const char *p = id + n + 1;
     size_t digits = strspn(p, "0123456789");
-    if (digits == 0)
-        return false;
-    p += digits;
-    if (*p == '.')
-        p++, digits = strspn(p, "0123456789"), p += digits;
-    return *p == '\0' && digits > 0;
+    return digits > 0 && p[digits] == '\0';
 }
 
 static void check_joints(const rp_urdf *u, const rp_model_def *d)
@@ -128,6 +125,9 @@ static void check_def(const rp_urdf *u)
     FUZZ_CHECK(ids, "out of memory");
     for (size_t i = 0; i < d->n_links; i++) {
         FUZZ_CHECK(rp_shape_validate(&d->links[i].shape) == RP_OK, "shape %zu invalid", i);
+        rp_shape_kind kind = d->links[i].shape.kind;
+        FUZZ_CHECK(kind == RP_SHAPE_SPHERE || kind == RP_SHAPE_CAPSULE || kind == RP_SHAPE_BOX,
+                   "shape %zu of kind %d", i, (int)kind);
         FUZZ_CHECK(is_link(d, d->shape_links[i]), "shape %zu on no link", i);
         FUZZ_CHECK(id_of_link(d->links[i].id, d->shape_links[i]), "shape id %s for link %s",
                    d->links[i].id, d->shape_links[i]);
