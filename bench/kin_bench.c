@@ -607,11 +607,15 @@ int main(int argc, char **argv)
     const rp_model *m = robot.model, *m0 = noself.model;
     size_t dof = robot.dof;
 
-    kb_scene table, rnd;
+    kb_scene table, rnd, cell_boxes, cell_caps;
     kb_scene_tabletop(&table);
     kb_scene_random(&rnd, m, KB_RANDOM_SHAPES, radius, bubble);
+    kb_scene_cell(&cell_boxes, true);
+    kb_scene_cell(&cell_caps, false);
     rp_scene *sc_table = kb_scene_create(st, "tabletop", &table);
     rp_scene *sc_rnd = kb_scene_create(st, "random", &rnd);
+    rp_scene *sc_cell_boxes = kb_scene_create(st, "cell-boxes", &cell_boxes);
+    rp_scene *sc_cell_caps = kb_scene_create(st, "cell-capsules", &cell_caps);
     size_t tb_caps = 0;
     for (size_t i = 0; i < table.n; i++)
         tb_caps += table.puts[i].shape.kind == RP_SHAPE_CAPSULE;
@@ -628,6 +632,9 @@ int main(int argc, char **argv)
            table.n, tb_caps, table.n - tb_caps, rnd.n, radius);
 
     double *q = kb_configs(&robot, n_configs, KB_SEED_CONFIGS);
+    printf("cell: 20 boxes (table, 6 boxes, bookshelf) as boxes, or as %zu capsules covering "
+           "them\n",
+           cell_caps.n);
     printf("%zu random in-limit configurations, %d passes (median; after one warm-up pass)\n\n",
            n_configs, passes);
 
@@ -645,8 +652,11 @@ int main(int argc, char **argv)
     struct {
         const char *name;
         const rp_scene *sc;
-    } scenes[2] = {{"tabletop", sc_table}, {"random", sc_rnd}};
-    for (int s = 0; s < 2; s++) {
+    } scenes[4] = {{"tabletop", sc_table},
+                   {"random", sc_rnd},
+                   {"cell-boxes", sc_cell_boxes},
+                   {"cell-capsules", sc_cell_caps}};
+    for (int s = 0; s < 4; s++) {
         char name[64];
         snprintf(name, sizeof name, "%s first", scenes[s].name);
         ROW(name, K_CHECK, m, scenes[s].sc, RP_REPORT_FIRST, true);
@@ -746,6 +756,8 @@ int main(int argc, char **argv)
     free(q);
     kb_scene_free(&table);
     kb_scene_free(&rnd);
+    kb_scene_free(&cell_boxes);
+    kb_scene_free(&cell_caps);
     rp_store_free(st);
     kb_robot_free(&robot);
     kb_robot_free(&noself);

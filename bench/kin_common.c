@@ -203,6 +203,44 @@ static void add_box(kb_scene *s, double cx, double cy, double cz, double sx, dou
     }
 }
 
+/* The same box exact (rp_box, turned about z by yaw). */
+static void add_exact_box(kb_scene *s, double cx, double cy, double cz, double sx, double sy,
+                          double sz, double yaw)
+{
+    rp_box b;
+    if (rp_box_new((rp_vec3){cx, cy, cz}, (rp_vec3){sx / 2, sy / 2, sz / 2}, cos(yaw / 2), 0, 0,
+                   sin(yaw / 2), &b) != RP_OK)
+        kb_die("scene: bad box");
+    scene_add(s, 'c', rp_shape_from_box(b));
+}
+
+void kb_scene_cell(kb_scene *s, bool exact)
+{
+    void (*box)(kb_scene *, double, double, double, double, double, double, double) =
+        exact ? add_exact_box : add_box;
+    scene_reserve(s, 512);
+    /* A table: top (surface at z = 0) and four legs. */
+    box(s, 0.6, 0.0, -0.02, 0.9, 1.6, 0.04, 0.0);
+    for (int k = 0; k < 4; k++)
+        box(s, k & 1 ? 1.0 : 0.2, k & 2 ? 0.75 : -0.75, -0.42, 0.05, 0.05, 0.76, 0.0);
+    /* Six boxes on it (crates, a tray, cartons), turned a little. */
+    static const double on[6][5] = {
+        {0.30, 0.20, 0.15, 0.55, -0.45}, {0.40, 0.30, 0.05, 0.75, 0.35},
+        {0.20, 0.15, 0.10, 0.45, 0.25},  {0.10, 0.10, 0.25, 0.85, -0.10},
+        {0.25, 0.25, 0.20, 0.95, -0.55}, {0.15, 0.30, 0.12, 0.40, -0.10},
+    };
+    for (int k = 0; k < 6; k++)
+        box(s, on[k][3], on[k][4], on[k][2] / 2, on[k][0], on[k][1], on[k][2], 0.1 * (k - 2.5));
+    /* A bookshelf beside the robot: two sides, back, top, bottom and four
+     * shelves (0.8 m wide, 0.3 m deep, 1.5 m tall), its front at y = 0.45. */
+    double x0 = -0.2, y0 = 0.6, w = 0.8, d = 0.3, h = 1.5, t = 0.02;
+    box(s, x0 - w / 2, y0, h / 2 - 0.5, t, d, h, 0.0);
+    box(s, x0 + w / 2, y0, h / 2 - 0.5, t, d, h, 0.0);
+    box(s, x0, y0 + d / 2, h / 2 - 0.5, w, t, h, 0.0);
+    for (int k = 0; k < 6; k++)
+        box(s, x0, y0, -0.5 + h * k / 5.0, w, d, t, 0.0);
+}
+
 void kb_scene_tabletop(kb_scene *s)
 {
     kb_rng rng = {KB_SEED_TABLE};

@@ -117,6 +117,11 @@ typedef struct kb_scene {
     size_t n, cap;
 } kb_scene;
 void kb_scene_tabletop(kb_scene *s);
+/* A cell of 20 boxes: a table (top and four legs), six boxes on it and a
+ * bookshelf (sides, back, six boards) beside the robot; with `exact` as
+ * boxes, else each box as the capsule cover kb_scene_tabletop uses (the
+ * tiling the README recommended before boxes). */
+void kb_scene_cell(kb_scene *s, bool exact);
 /* The robot is needed to keep shapes off its base. */
 void kb_scene_random(kb_scene *s, const rp_model *m, size_t n, double radius, double bubble);
 void kb_scene_free(kb_scene *s);

@@ -57,7 +57,15 @@ static inline int solve_scale(double m)
     return m <= BOX_SAFE_MAX && (m >= BOX_SAFE_MIN || m == 0.0) ? 0 : ilogb(m);
 }
 
+/* rp_box_axes, inline for the kernels. */
+static inline void box_axes(const rp_box *b, rp_vec3 axes[3]);
+
 void rp_box_axes(const rp_box *b, rp_vec3 axes[3])
+{
+    box_axes(b, axes);
+}
+
+static inline void box_axes(const rp_box *b, rp_vec3 axes[3])
 {
     double w = b->rotation.w, x = b->rotation.x, y = b->rotation.y, z = b->rotation.z;
     double xx = x * x, yy = y * y, zz = z * z;
@@ -287,7 +295,7 @@ static int pair_scale(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
 static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_box *out,
                        rp_vec3 axes[3], int *scale_out)
 {
-    rp_box_axes(b, axes);
+    box_axes(b, axes);
     int scale = pair_scale(b, p0, p1, r);
     rp_vec3 h = b->half_extents, c = b->center;
     double rs = r;
@@ -308,6 +316,15 @@ static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_bo
 
 double rp_sphere_box_signed_distance(const rp_sphere *a, const rp_box *b)
 {
+    /* The common case first, as core_box computes it (the same operations,
+     * so the same bits): in range, and the centre outside the box. */
+    if (pair_scale(b, a->center, a->center, a->radius) == 0) {
+        rp_vec3 ax[3], q;
+        box_axes(b, ax);
+        double f = clamp_box(to_frame(ax, a->center, b->center), b->half_extents, &q);
+        if (f > 0.0)
+            return saturate(sqrt(f) - a->radius);
+    }
     seg_box s;
     rp_vec3 axes[3];
     int scale;
