@@ -687,7 +687,8 @@ RP_API uint64_t rp_model_extend_work(const rp_model *m, const rp_attached *attac
 /// Estimate of the pair tests and lookups one check of one configuration
 /// of `m` against a scene of `scene_shapes` shapes needs: each shape
 /// against the scene tree (links x ceil(log2(shapes + 1))), self pairs
-/// when checked, and the allowed scene exclusions it loads.  An upper
+/// when checked (a capsule-box pair 8 units, box-box 256), and the allowed
+/// scene exclusions it loads.  An upper
 /// bound for everything but the tree walks, whose cost depends on where
 /// the shapes are: those are metered while they run (rp_work).
 RP_API uint64_t rp_model_check_work(const rp_model *m, size_t scene_shapes);

@@ -1009,16 +1009,27 @@ static inline bool excluded(const size_t *excl, size_t n, size_t e)
     return false;
 }
 
-/* Applies the nearest-shape rule of rp_scene_nearest_ to shape e. */
+/* The distance of q to scene shape s; charges *left what it costs beyond
+ * the one unit the caller counted (rp_pair_units_). */
+static inline double dist_units(const rp_shape *q, const rp_shape *s, int64_t *left)
+{
+    *left -= (int64_t)rp_pair_units_(q, s) - 1;
+    return rp_shape_signed_distance(q, s);
+}
+
+/* Applies the nearest-shape rule of rp_scene_nearest_ to shape e; *extra
+ * gets the units its distance costs beyond one. */
 static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double *best_d,
-                         size_t *best_idx, bool *found, size_t *evaluated, const size_t *excl,
-                         size_t n_excl)
+                         size_t *best_idx, bool *found, size_t *evaluated, int64_t *extra,
+                         const size_t *excl, size_t n_excl)
 {
     rp_shape sbuf;
     if (n_excl && excluded(excl, n_excl, e))
         return;
     ++*evaluated;
-    double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+    int64_t minus = 0;
+    double d = dist_units(q, SC_SHAPE(sc, e), &minus);
+    *extra -= minus;
     if (d < *best_d ||
         (*found && d == *best_d && strcmp(RP_ENTRY(sc, e)->id, RP_ENTRY(sc, *best_idx)->id) < 0)) {
         *best_d = d;
@@ -1056,6 +1067,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
     rp_shape sbuf;
     *found = false;
     *evaluated = 0;
+    int64_t extra = 0; /* units beyond one per distance (dist_units) */
     const rp_bvh *t = &sc->tree;
     int64_t budget = rp_meter_.left; /* the meter: node visits + *evaluated */
     if (budget <= 0) {
@@ -1064,19 +1076,19 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
     }
     if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
         for (size_t e = 0; e < sc->count; e++) {
-            if ((int64_t)*evaluated >= budget) {
+            if ((int64_t)*evaluated + extra >= budget) {
                 rp_meter_.out = true;
                 break;
             }
-            offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
+            offer(sc, q, e, best_d, best_idx, found, evaluated, &extra, excl, n_excl);
         }
-        rp_meter_.left = rp_meter_spend_(budget, *evaluated);
+        rp_meter_.left = rp_meter_spend_(budget, *evaluated + (uint64_t)extra);
         return;
     }
     /* The half-spaces, outside the tree: first, as they may well be the
      * nearest (a floor). */
     for (uint32_t i = 0; i < sc->n_planes; i++)
-        offer(sc, q, sc->planes[i], best_d, best_idx, found, evaluated, excl, n_excl);
+        offer(sc, q, sc->planes[i], best_d, best_idx, found, evaluated, &extra, excl, n_excl);
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, nearer child first.  A node is skipped when its bound
@@ -1094,7 +1106,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
     stack[top].node = t->root;
     stack[top++].gap = node_key(lo, hi, qr, node_at(t, t->root));
     while (top > 0) {
-        if ((int64_t)(visits + *evaluated) >= budget) {
+        if ((int64_t)(visits + *evaluated) + extra >= budget) {
             rp_meter_.out = true;
             break;
         }
@@ -1107,14 +1119,14 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
          * tells a shape. */
         uint32_t a = n->child[0], b = n->child[1];
         if (a & b & RP_BVH_SHAPE) {
-            offer(sc, q, shape_of(a), best_d, best_idx, found, evaluated, excl, n_excl);
-            offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, excl, n_excl);
+            offer(sc, q, shape_of(a), best_d, best_idx, found, evaluated, &extra, excl, n_excl);
+            offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, &extra, excl, n_excl);
             continue;
         }
         if ((a | b) & RP_BVH_SHAPE) {
             uint32_t e = shape_of(a & RP_BVH_SHAPE ? a : b);
             if (!key_excludes(shape_key(lo, hi, qr, SC_SHAPE(sc, e)), *best_d, *found))
-                offer(sc, q, e, best_d, best_idx, found, evaluated, excl, n_excl);
+                offer(sc, q, e, best_d, best_idx, found, evaluated, &extra, excl, n_excl);
             a = a & RP_BVH_SHAPE ? b : a;
             double ga = node_key(lo, hi, qr, node_at(t, a));
             if (!key_excludes(ga, *best_d, *found)) {
@@ -1139,7 +1151,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
             stack[top++].gap = gb;
         }
     }
-    rp_meter_.left = rp_meter_spend_(budget, visits + *evaluated);
+    rp_meter_.left = rp_meter_spend_(budget, visits + *evaluated + (uint64_t)extra);
 }
 
 /* rp_scene_below_'s walk; spends from *left (the meter). */
@@ -1159,7 +1171,7 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
                 return true;
             }
             *left -= 1;
-            double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+            double d = dist_units(q, SC_SHAPE(sc, e), left);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
         }
@@ -1173,7 +1185,7 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         }
         *left -= 1;
         size_t e = sc->planes[i];
-        double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+        double d = dist_units(q, SC_SHAPE(sc, e), left);
         if (d < threshold && !fn(ctx, e, d))
             return false;
     }
@@ -1199,7 +1211,7 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
             *left -= 1;
             size_t e = shape_of(ref);
-            double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+            double d = dist_units(q, SC_SHAPE(sc, e), left);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             continue;
@@ -1209,11 +1221,11 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         if (a & b & RP_BVH_SHAPE) {
             *left -= 2;
             size_t e = shape_of(a);
-            double d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+            double d = dist_units(q, SC_SHAPE(sc, e), left);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             e = shape_of(b);
-            d = rp_shape_signed_distance(q, SC_SHAPE(sc, e));
+            d = dist_units(q, SC_SHAPE(sc, e), left);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
             continue;
@@ -1402,7 +1414,7 @@ multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, doubl
         if (!((*active >> k) & 1))
             continue; /* dropped by an earlier call for this shape */
         *left = rp_meter_spend_(*left, 1);
-        double dist = rp_shape_signed_distance(q->shape[k], s);
+        double dist = dist_units(q->shape[k], s, left);
         if (dist < threshold)
             *active &= ~fn(ctx, k, e, dist);
     }
@@ -1738,7 +1750,7 @@ robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, 
     for (; want; want &= want - 1) {
         unsigned k = (unsigned)__builtin_ctzll(want);
         *left = rp_meter_spend_(*left, 1);
-        double dist = rp_shape_signed_distance(w->shapes.shape[k], s);
+        double dist = dist_units(w->shapes.shape[k], s, left);
         if (dist <= *bound)
             (void)fn(ctx, k, e, dist);
     }

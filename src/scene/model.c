@@ -1305,8 +1305,18 @@ uint64_t rp_model_check_work(const rp_model *m, size_t scene_shapes)
         return 0;
     uint64_t links = m->n_links;
     uint64_t w = mul_sat(links, log2_up(scene_shapes));
-    if (m->self_collision)
+    if (m->self_collision) {
+        /* Every pair, priced by its kernel (rp_pair_units_): box pairs cost
+         * more than sphere and capsule pairs. */
+        uint64_t boxes = 0, capsules = 0;
+        for (size_t k = 0; k < m->n_links; k++) {
+            boxes += m->links[k].shape.kind == RP_SHAPE_BOX;
+            capsules += m->links[k].shape.kind == RP_SHAPE_CAPSULE;
+        }
         w = add_sat(w, links * (links - (links > 0)) / 2);
+        w = add_sat(w, mul_sat(RP_UNITS_CAPSULE_BOX - 1, mul_sat(boxes, capsules)));
+        w = add_sat(w, mul_sat(RP_UNITS_BOX_BOX - 1, boxes * (boxes - (boxes > 0)) / 2));
+    }
     /* Every exclusion of an allowed scene pair is looked up in the scene. */
     w = add_sat(w, m->n_as_ids);
     return w ? w : 1;

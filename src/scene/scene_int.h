@@ -73,6 +73,23 @@ static inline bool rp_entry_is_plane_(const scene_entry *en)
     return en->shape.kind == RP_SHAPE_HALFSPACE;
 }
 
+/* Work units of one distance between a and b (proto/PROTOCOL.md, the cost
+ * model: a unit is about one sphere or capsule pair, some 20 ns): the box
+ * kernels cost more, measured on this project's machine (bench/kb, see
+ * docs/ARCHITECTURE.md): a sphere or half-space against a box about one
+ * unit, a capsule against a box eight (160 ns), two boxes up to 256 (the
+ * vertices and the edge pairs the pruning leaves: a few microseconds). */
+#define RP_UNITS_CAPSULE_BOX 8
+#define RP_UNITS_BOX_BOX 256
+static inline uint64_t rp_pair_units_(const rp_shape *a, const rp_shape *b)
+{
+    if (a->kind != RP_SHAPE_BOX && b->kind != RP_SHAPE_BOX)
+        return 1;
+    if (a->kind == b->kind)
+        return RP_UNITS_BOX_BOX;
+    return (a->kind == RP_SHAPE_CAPSULE || b->kind == RP_SHAPE_CAPSULE) ? RP_UNITS_CAPSULE_BOX : 1;
+}
+
 /* Half-spaces a scene holds at most: every query tests each of them (they
  * stay out of the tree), so they are few by design (a floor, walls). */
 #define RP_SCENE_MAX_PLANES 64

@@ -152,6 +152,41 @@ static void a_query_stops_within_a_slice_of_its_budget(void **state)
     rp_store_free(st);
 }
 
+/* A distance against a box costs what its kernel costs: a scan over 12
+ * boxes (below the tree's scan size) charges 12 units for a sphere, 12 x 8
+ * for a capsule; over 12 spheres, 12 for either. */
+static void box_distances_are_charged_by_their_kernel(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_shape_put boxes[12], balls[12];
+    char ids[12][8];
+    for (int k = 0; k < 12; k++) {
+        snprintf(ids[k], sizeof ids[k], "b%d", k);
+        rp_box b;
+        assert_int_equal(rp_box_new((rp_vec3){k, 0, 0}, (rp_vec3){0.2, 0.3, 0.4}, 1, 0.1, 0, 0, &b),
+                         RP_OK);
+        boxes[k] = (rp_shape_put){ids[k], rp_shape_from_box(b)};
+        balls[k] = (rp_shape_put){ids[k], sphere(k, 0, 0, 0.3)};
+    }
+    rp_scene *sb, *ss;
+    assert_int_equal(rp_store_create(st, "boxes", boxes, 12, &sb), RP_OK);
+    assert_int_equal(rp_store_create(st, "balls", balls, 12, &ss), RP_OK);
+    rp_shape qs[2] = {sphere(3, 2, 0, 0.1), capsule(0, 2, 0, 5, 2, 0, 0.1)};
+    uint64_t want[2][2] = {{12, 12 * 8}, {12, 12}};
+    const rp_scene *scenes[2] = {sb, ss};
+    for (int s = 0; s < 2; s++)
+        for (int k = 0; k < 2; k++) {
+            rp_work w = {0, 0};
+            rp_query q = {.shapes = &qs[k], .n_shapes = 1, .work = &w};
+            rp_query_result res;
+            assert_int_equal(rp_scene_query(scenes[s], &q, &res), RP_OK);
+            assert_int_equal(w.spent, want[s][k]);
+            rp_query_result_free(&res);
+        }
+    rp_store_free(st);
+}
+
 static void a_meter_shared_by_calls_counts_them_together(void **state)
 {
     (void)state;
@@ -345,6 +380,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_query_stops_within_a_slice_of_its_budget),
         cmocka_unit_test(a_meter_shared_by_calls_counts_them_together),
+        cmocka_unit_test(box_distances_are_charged_by_their_kernel),
         cmocka_unit_test(checks_in_every_report_mode_stop_within_a_slice),
         cmocka_unit_test(a_batch_out_of_work_keeps_no_result),
         cmocka_unit_test(motions_stop_on_their_budget),
