@@ -75,10 +75,10 @@ static inline bool rp_entry_is_plane_(const scene_entry *en)
 
 /* Work units of one distance between a and b (proto/PROTOCOL.md, the cost
  * model: a unit is about one sphere or capsule pair, some 20 ns): the box
- * kernels cost more, measured on this project's machine (bench/kb, see
- * docs/ARCHITECTURE.md): a sphere or half-space against a box about one
- * unit, a capsule against a box eight (160 ns), two boxes up to 256 (the
- * vertices and the edge pairs the pruning leaves: a few microseconds). */
+ * kernels cost more (bench/fcl_box_bench on a 2-core x86-64): a sphere
+ * or half-space against a box about one unit (15 ns), a capsule against a
+ * box eight (160 ns), two boxes up to 256 (the vertices and the edge pairs
+ * the pruning leaves: a few microseconds). */
 #define RP_UNITS_CAPSULE_BOX 8
 #define RP_UNITS_BOX_BOX 256
 static inline uint64_t rp_pair_units_(const rp_shape *a, const rp_shape *b)
