@@ -214,6 +214,17 @@ cJSON *vec_json(rp_vec3 v)
     return cJSON_CreateDoubleArray(xyz, 3);
 }
 
+void expect_error(cJSON *r, int code, const char *path)
+{
+    if (!at(r, "error") || num_at(r, "error.code") != code ||
+        (path && (!cJSON_IsString(at(r, "error.data.path")) ||
+                  strcmp(str_at(r, "error.data.path"), path) != 0))) {
+        char *s = show(r);
+        fail_msg("want error %d%s%s, got %s", code, path ? " at " : "", path ? path : "", s);
+    }
+    cJSON_Delete(r);
+}
+
 rp_shape rng_solid(rng *r)
 {
     if (rng_below(r, 4) == 0) {

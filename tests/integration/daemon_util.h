@@ -49,6 +49,9 @@ void expect_pong(rh_conn *c);
 const cJSON *at(const cJSON *j, const char *path);
 double num_at(const cJSON *j, const char *path);
 const char *str_at(const cJSON *j, const char *path);
+/* The reply must be an error with this code and, unless NULL, this
+ * data.path; fails the test otherwise.  Deletes the reply. */
+void expect_error(cJSON *r, int code, const char *path);
 /* Exact structural equality: same types, numbers equal as doubles, strings
  * equal, array elements and object members equal and in the same order. */
 bool json_same(const cJSON *a, const cJSON *b);

@@ -185,8 +185,8 @@ static const cJSON *result_of(const cJSON *reply, const char *what)
 
 /* Asserts an error reply with `code`, `path` (exact, or NULL for no
  * check) and a reason containing `word` (or NULL); deletes the reply. */
-static void expect_error(cJSON *reply, int code, const char *path, const char *word,
-                         const char *what)
+static void expect_error_word(cJSON *reply, int code, const char *path, const char *word,
+                              const char *what)
 {
     char *s = show(reply);
     const cJSON *e = at(reply, "error");
@@ -901,7 +901,7 @@ static void urdf_refusals(void **state)
         /* under the name of an existing model too: a refused put changes nothing */
         for (int existing = 0; existing < 2; existing++) {
             cJSON *r = put_urdf(c, existing ? "mini" : "newbie", u->urdf, u->srdf, "");
-            expect_error(r, u->code, u->path, u->word, u->name);
+            expect_error_word(r, u->code, u->path, u->word, u->name);
             still_same(c, before, u->name);
         }
     }
@@ -986,7 +986,7 @@ static void urdf_large_and_over_limit(void **state)
     free(over);
     assert_true(strcmp(str_at(r, "error.data.limit"), "max_model_links") == 0);
     assert_true(num_at(r, "error.data.max") == 4096);
-    expect_error(r, -32004, NULL, "max_model_links", "urdf over max_model_links");
+    expect_error_word(r, -32004, NULL, "max_model_links", "urdf over max_model_links");
     still_same(c, before, "over max_model_links");
     /* Exactly at the limit is fine. */
     char *at_limit = chain_urdf(4096, 0);
@@ -1020,7 +1020,7 @@ static void run_param_cases(rh_conn *c, const param_case *cases, size_t n)
             free(before);
             before = model_list(c);
         } else {
-            expect_error(r, p->code, p->path, p->word, what);
+            expect_error_word(r, p->code, p->path, p->word, what);
             still_same(c, before, what);
         }
     }
@@ -1385,10 +1385,10 @@ static void allowed_scene_pairs(void **state)
                    "{\"model\":\"plain\",\"scene\":\"cell\",\"joints\":[0,0],"
                    "\"allowed_scene\":[[\"base\",\"nothing\"]]}"),
               "unknown scene id");
-    expect_error(rpct(c, "check",
-                      "{\"model\":\"plain\",\"scene\":\"cell\",\"joints\":[0,0],"
-                      "\"allowed_scene\":[[\"bb\",\"table\"]]}"),
-                 -32602, "params.allowed_scene[0][0]", "names no link", "shape id as link");
+    expect_error_word(rpct(c, "check",
+                           "{\"model\":\"plain\",\"scene\":\"cell\",\"joints\":[0,0],"
+                           "\"allowed_scene\":[[\"bb\",\"table\"]]}"),
+                      -32602, "params.allowed_scene[0][0]", "names no link", "shape id as link");
     cJSON_Delete(with_model);
     rh_close(c);
     stop_ok(d);
@@ -2021,7 +2021,7 @@ static void batch_table_fast_path_equals_general_path(void **state)
             const cJSON *results = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "result"), "results");
             assert_int_equal(cJSON_GetArraySize(results), cases[k].rows);
         } else {
-            expect_error(j, -32602, "params.joints[0]", "must hold 2 values", "wrong width");
+            expect_error_word(j, -32602, "params.joints[0]", "must hold 2 values", "wrong width");
             j = NULL; /* expect_error took it */
         }
         cJSON_Delete(j);
@@ -2299,22 +2299,22 @@ static void deep_and_many_attached_shapes_refused(void **state)
     rh_conn *c = connect_ok(d, false);
     put_outsider_models(c);
     char *deep = deep_attached(40);
-    expect_error(rpct(c, "check", deep), -32602, "params.attached[0].shape.sphere.center", NULL,
-                 "deep attached");
+    expect_error_word(rpct(c, "check", deep), -32602, "params.attached[0].shape.sphere.center",
+                      NULL, "deep attached");
     free(deep);
     deep = deep_attached(80);
     cJSON *rd = rpct(c, "check", deep);
     free(deep);
     assert_string_equal(str_at(rd, "error.data.limit"), "max_json_depth");
-    expect_error(rd, -32004, NULL, NULL, "too deep attached");
+    expect_error_word(rd, -32004, NULL, NULL, "too deep attached");
     /* many attached shapes, each a bad one at the end */
     textbuf t = {0};
     tb_printf(&t, "{\"model\":\"planar\",\"joints\":[0,0],\"attached\":[");
     for (int i = 0; i < 500; i++)
         tb_printf(&t, "{\"id\":\"a%d\",\"link\":\"l%d\",\"shape\":" S01 "},", i, 1 + i % 2);
     tb_printf(&t, "{\"id\":\"a0\",\"link\":\"l1\",\"shape\":" S01 "}]}");
-    expect_error(rpct(c, "check", t.p), -32602, "params.attached[500].id", "already",
-                 "500 attached");
+    expect_error_word(rpct(c, "check", t.p), -32602, "params.attached[500].id", "already",
+                      "500 attached");
     free(t.p);
     expect_pong(c);
     rh_close(c);
@@ -2357,7 +2357,7 @@ static void motion_through_nonfinite_states(void **state)
             snprintf(params, sizeof params, "%s%s}", motions[m], modes[k]);
             cJSON *r = rpct(c, "check.motion", params);
             if (at(r, "error")) {
-                expect_error(r, -32602, NULL, "largest double", params);
+                expect_error_word(r, -32602, NULL, "largest double", params);
             } else {
                 const cJSON *fi = at(at(r, "result"), "first_invalid");
                 if (!cJSON_IsNull(fi)) {

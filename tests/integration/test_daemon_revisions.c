@@ -81,20 +81,6 @@ static uint64_t ok_revision(cJSON *r)
     return rev;
 }
 
-/* The reply must be an error with this code (and, unless NULL, this
- * data.path); frees the reply. */
-static void expect_error(cJSON *r, int code, const char *path)
-{
-    const cJSON *e = at(r, "error");
-    if (!e || num_at(r, "error.code") != code ||
-        (path && (!cJSON_IsString(at(r, "error.data.path")) ||
-                  strcmp(str_at(r, "error.data.path"), path) != 0))) {
-        char *s = show(r);
-        fail_msg("want error %d%s%s, got %s", code, path ? " at " : "", path ? path : "", s);
-    }
-    cJSON_Delete(r);
-}
-
 /* The store's last revision, from stats. */
 static uint64_t store_revision(rh_conn *c)
 {

@@ -168,19 +168,6 @@ static uint64_t ok_revision(cJSON *r)
     return rev;
 }
 
-/* The reply must be an error with this code and, unless NULL, this
- * data.path; frees it. */
-static void expect_error(cJSON *r, int code, const char *path)
-{
-    if (!at(r, "error") || num_at(r, "error.code") != code ||
-        (path && (!cJSON_IsString(at(r, "error.data.path")) ||
-                  strcmp(str_at(r, "error.data.path"), path) != 0))) {
-        char *s = show(r);
-        fail_msg("want error %d%s%s, got %s", code, path ? " at " : "", path ? path : "", s);
-    }
-    cJSON_Delete(r);
-}
-
 /* A -32001 for a watch: data {kind: "watch", name: the id}. */
 static void expect_no_watch(cJSON *r, uint64_t watch)
 {
