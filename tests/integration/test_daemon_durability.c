@@ -1481,7 +1481,7 @@ static void journal_header_v1(uint8_t *h)
     put32(h + 28, crc32c(h, 28));
 }
 
-/* Format 1 snapshot header (snapshot.h): format 2's first 40 bytes with
+/* Format 1 snapshot header (snapshot.h): format 3's first 40 bytes with
  * version 1, zero, CRC. */
 static void snapshot_header_v1(uint8_t *h)
 {
@@ -1492,7 +1492,8 @@ static void snapshot_header_v1(uint8_t *h)
 
 /* A directory of the previous version (journal and snapshot of format 1,
  * without ids; made here from a new one by rewriting the headers) is
- * upgraded: everything comes back, and both files are format 2 after. */
+ * upgraded: everything comes back, and the files are the current formats
+ * after (journal 2, snapshot 3). */
 static void files_of_the_previous_format_are_upgraded(void **state)
 {
     (void)state;
@@ -1508,13 +1509,14 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     rh_close(c);
     kill_now(d);
     static const char *const files[] = {"journal", "snapshot"};
+    static const char formats[] = {2, 3};
     for (int i = 0; i < 2; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         size_t n;
         char *buf = read_file(path, &n);
         assert_true(n > 12);
-        assert_int_equal(buf[8], 2); /* the format version */
+        assert_int_equal(buf[8], formats[i]); /* the format version */
         free(buf);
     }
     restart_holds(dir, last);
