@@ -65,10 +65,30 @@ char *rp_codec_path_index(char *dst, const char *path, size_t index);
 /* [x, y, z], each a finite number. */
 bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err *err);
 
-/* {"sphere": {"center": vec3, "radius": r}} or
- * {"capsule": {"a": vec3, "b": vec3, "radius": r}}: exactly one key at the
- * outer level, no unknown or duplicate keys anywhere, r finite and >= 0. */
+/* {"sphere": {"center": vec3, "radius": r}},
+ * {"capsule": {"a": vec3, "b": vec3, "radius": r}},
+ * {"box": {"center": vec3, "half_extents": vec3, "rotation"?: quaternion}}
+ * or {"halfspace": {"normal": vec3, "offset": d}}: exactly one key at the
+ * outer level, no unknown or duplicate keys anywhere, r and the half
+ * extents finite and >= 0.  The rotation is {"w","x","y","z"} with norm
+ * within 1e-6 of 1 (identity when absent), the normal non-zero; both are
+ * normalised by rp_box_new / rp_halfspace_new (the offset divided by the
+ * normal's length), which keep one already unit bit for bit, so that what
+ * rp_jw_shape writes decodes to the same shape. */
 bool rp_codec_shape(const cJSON *j, const char *path, rp_shape *out, rp_codec_err *err);
+
+/* A shape as rp_codec_shape decodes it that must be a sphere or a capsule:
+ * the query shapes of scene.distance and scene.check ("query",
+ * proto/PROTOCOL.md).  A box or a half-space is refused at `path`: "must be
+ * a sphere or a capsule: boxes and half-spaces are not <role> shapes". */
+bool rp_codec_sphere_or_capsule(const cJSON *j, const char *path, const char *role, rp_shape *out,
+                                rp_codec_err *err);
+
+/* A shape that may be part of a robot: model links ("model") and attached
+ * shapes ("attached") are spheres, capsules or boxes; a half-space is
+ * refused at `path`. */
+bool rp_codec_link_shape(const cJSON *j, const char *path, const char *role, rp_shape *out,
+                         rp_codec_err *err);
 
 /* {"translation": vec3?, "rotation": {"w","x","y","z"}?} (quaternion must
  * have norm within 1e-6 of 1; it is then normalised) or

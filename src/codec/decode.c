@@ -31,7 +31,11 @@
 #define R_VEC3 "must be an array of 3 numbers"
 #define R_UNKNOWN "unknown key"
 #define R_DUPLICATE "duplicate key"
-#define R_SHAPE_ONE "must have exactly one of sphere, capsule"
+#define R_SHAPE_ONE "must have exactly one of sphere, capsule, box, halfspace"
+#define R_NORMAL_ZERO "must not be zero (the outward normal of the half-space)"
+#define R_OFFSET_RANGE "is too large for this normal: offset / |normal| passes the double range"
+#define R_ROUND_ONLY "must be a sphere or a capsule: boxes and half-spaces are not %s shapes"
+#define R_NOT_HALFSPACE "must be a sphere, a capsule or a box: %s shapes cannot be half-spaces"
 #define R_POSE_MIX "must have either matrix or translation/rotation, not both"
 /* Printed with the norm the client sent, "%.9g": nine digits show a norm
  * just outside the 1e-6 tolerance as different from 1. */
@@ -374,7 +378,11 @@ rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err 
 
 /* ---- geometry values ------------------------------------------------- */
 
-bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err *err)
+/* [x, y, z]: three finite numbers, or with `nonneg` three finite numbers
+ * >= 0 (half extents; -0 is stored as +0, as rp_codec_nonneg does).  A bad
+ * element is reported at its index by the scalar decoder, so that its
+ * reason is the same as for a lone number of that kind. */
+static bool vec3_of(const cJSON *j, const char *path, bool nonneg, rp_vec3 *out, rp_codec_err *err)
 {
     if (!j)
         return rp_codec_fail(err, path, R_REQUIRED);
@@ -388,11 +396,14 @@ bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err 
         return rp_codec_fail(err, path, R_VEC3);
     double v[3];
     for (int i = 0; i < 3; i++) {
-        if (!cJSON_IsNumber(e[i]) || !isfinite(e[i]->valuedouble)) {
+        double x = cJSON_IsNumber(e[i]) ? e[i]->valuedouble : NAN;
+        if (!isfinite(x) || (nonneg && !(x >= 0))) {
             char p[RP_CODEC_PATH_MAX];
-            return rp_codec_number(e[i], rp_codec_path_index(p, path, (size_t)i), &v[i], err);
+            rp_codec_path_index(p, path, (size_t)i);
+            return nonneg ? rp_codec_nonneg(e[i], p, &v[i], err)
+                          : rp_codec_number(e[i], p, &v[i], err);
         }
-        v[i] = e[i]->valuedouble;
+        v[i] = nonneg && x == 0 ? 0.0 : x;
     }
     out->x = v[0];
     out->y = v[1];
@@ -400,65 +411,17 @@ bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err 
     return true;
 }
 
-static const char *const sphere_keys[] = {"center", "radius", NULL};
-static const char *const capsule_keys[] = {"a", "b", "radius", NULL};
-static const char *const shape_keys[] = {"sphere", "capsule", NULL};
-
-/* Reports a geometry-core rejection that the checks above should have
- * caught first; kept so that a stricter core never lets a shape through. */
-static bool status_fail(rp_status st, const char *path, rp_codec_err *err)
+bool rp_codec_vec3(const cJSON *j, const char *path, rp_vec3 *out, rp_codec_err *err)
 {
-    return rp_codec_fail(err, path, "%s", rp_status_str(st));
+    return vec3_of(j, path, false, out, err);
 }
 
-bool rp_codec_shape(const cJSON *j, const char *path, rp_shape *out, rp_codec_err *err)
-{
-    const cJSON *kind[2];
-    if (!collect(j, path, shape_keys, kind, err))
-        return false;
-    if ((kind[0] == NULL) == (kind[1] == NULL))
-        return rp_codec_fail(err, path, R_SHAPE_ONE);
-
-    char base[RP_CODEC_PATH_MAX], p[RP_CODEC_PATH_MAX];
-    if (kind[0]) {
-        const cJSON *m[2];
-        rp_vec3 center = {0, 0, 0};
-        double r = 0;
-        rp_codec_path_key(base, path, "sphere");
-        if (!collect(kind[0], base, sphere_keys, m, err) ||
-            !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "center"), &center, err) ||
-            !rp_codec_nonneg(m[1], rp_codec_path_key(p, base, "radius"), &r, err))
-            return false;
-        rp_sphere s;
-        rp_status st = rp_sphere_new(center, r, &s);
-        if (st)
-            return status_fail(st, base, err);
-        *out = rp_shape_from_sphere(s);
-    } else {
-        const cJSON *m[3];
-        rp_vec3 a = {0, 0, 0}, b = {0, 0, 0};
-        double r = 0;
-        rp_codec_path_key(base, path, "capsule");
-        if (!collect(kind[1], base, capsule_keys, m, err) ||
-            !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "a"), &a, err) ||
-            !rp_codec_vec3(m[1], rp_codec_path_key(p, base, "b"), &b, err) ||
-            !rp_codec_nonneg(m[2], rp_codec_path_key(p, base, "radius"), &r, err))
-            return false;
-        rp_capsule c;
-        rp_status st = rp_capsule_new(a, b, r, &c);
-        if (st)
-            return status_fail(st, base, err);
-        *out = rp_shape_from_capsule(c);
-    }
-    return true;
-}
-
-static const char *const pose_keys[] = {"translation", "rotation", "matrix", NULL};
 static const char *const quat_keys[] = {"w", "x", "y", "z", NULL};
 
 /* {"w","x","y","z"} at `path`: each a finite number, norm within 1e-6 of 1
  * (absolute, on the norm itself, not its square).  Returns the components
- * unnormalised; rp_transform_from_quaternion normalises. */
+ * unnormalised; the caller's constructor (rp_transform_from_quaternion,
+ * rp_box_new) normalises. */
 static bool decode_quaternion(const cJSON *j, const char *path, double q[4], rp_codec_err *err)
 {
     /* A list [w,x,y,z] (or [x,y,z,w], as some libraries write it) is a
@@ -490,6 +453,156 @@ static bool decode_quaternion(const cJSON *j, const char *path, double q[4], rp_
     }
     return true;
 }
+
+static const char *const sphere_keys[] = {"center", "radius", NULL};
+static const char *const capsule_keys[] = {"a", "b", "radius", NULL};
+static const char *const box_keys[] = {"center", "half_extents", "rotation", NULL};
+static const char *const halfspace_keys[] = {"normal", "offset", NULL};
+static const char *const shape_keys[] = {"sphere", "capsule", "box", "halfspace", NULL};
+
+/* Reports a geometry-core rejection that the decoders' own checks should
+ * have caught first; kept so that a stricter core never lets a shape
+ * through. */
+static bool status_fail(rp_status st, const char *path, rp_codec_err *err)
+{
+    return rp_codec_fail(err, path, "%s", rp_status_str(st));
+}
+
+/* Each decodes the body of one kind at `base` (path.sphere, ...) into
+ * *out, which is zero: they set its kind and its member. */
+static bool decode_sphere(const cJSON *j, const char *base, rp_shape *out, rp_codec_err *err)
+{
+    const cJSON *m[2];
+    rp_vec3 center = {0, 0, 0};
+    double r = 0;
+    char p[RP_CODEC_PATH_MAX];
+    if (!collect(j, base, sphere_keys, m, err) ||
+        !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "center"), &center, err) ||
+        !rp_codec_nonneg(m[1], rp_codec_path_key(p, base, "radius"), &r, err))
+        return false;
+    rp_status st = rp_sphere_new(center, r, &out->sphere);
+    if (st)
+        return status_fail(st, base, err);
+    out->kind = RP_SHAPE_SPHERE;
+    return true;
+}
+
+static bool decode_capsule(const cJSON *j, const char *base, rp_shape *out, rp_codec_err *err)
+{
+    const cJSON *m[3];
+    rp_vec3 a = {0, 0, 0}, b = {0, 0, 0};
+    double r = 0;
+    char p[RP_CODEC_PATH_MAX];
+    if (!collect(j, base, capsule_keys, m, err) ||
+        !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "a"), &a, err) ||
+        !rp_codec_vec3(m[1], rp_codec_path_key(p, base, "b"), &b, err) ||
+        !rp_codec_nonneg(m[2], rp_codec_path_key(p, base, "radius"), &r, err))
+        return false;
+    rp_status st = rp_capsule_new(a, b, r, &out->capsule);
+    if (st)
+        return status_fail(st, base, err);
+    out->kind = RP_SHAPE_CAPSULE;
+    return true;
+}
+
+/* Boxes and half-spaces go through their constructors, which normalise the
+ * rotation and the normal but keep one already unit bit for bit: a shape
+ * the daemon wrote (scene.get, the journal, watch notifications) decodes to
+ * the same bits. */
+static bool decode_box(const cJSON *j, const char *base, rp_shape *out, rp_codec_err *err)
+{
+    const cJSON *m[3];
+    rp_vec3 center = {0, 0, 0}, half = {0, 0, 0};
+    double q[4] = {1, 0, 0, 0}; /* identity when the rotation is left out */
+    char p[RP_CODEC_PATH_MAX];
+    if (!collect(j, base, box_keys, m, err) ||
+        !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "center"), &center, err) ||
+        !vec3_of(m[1], rp_codec_path_key(p, base, "half_extents"), true, &half, err) ||
+        (m[2] && !decode_quaternion(m[2], rp_codec_path_key(p, base, "rotation"), q, err)))
+        return false;
+    out->kind = RP_SHAPE_BOX;
+    rp_status st = rp_box_new(center, half, q[0], q[1], q[2], q[3], &out->box);
+    if (st)
+        return status_fail(st, base, err);
+    return true;
+}
+
+static bool decode_halfspace(const cJSON *j, const char *base, rp_shape *out, rp_codec_err *err)
+{
+    const cJSON *m[2];
+    rp_vec3 normal = {0, 0, 0};
+    double offset = 0;
+    char p[RP_CODEC_PATH_MAX];
+    if (!collect(j, base, halfspace_keys, m, err) ||
+        !rp_codec_vec3(m[0], rp_codec_path_key(p, base, "normal"), &normal, err))
+        return false;
+    if (normal.x == 0 && normal.y == 0 && normal.z == 0)
+        return rp_codec_fail(err, p, R_NORMAL_ZERO);
+    if (!rp_codec_number(m[1], rp_codec_path_key(p, base, "offset"), &offset, err))
+        return false;
+    out->kind = RP_SHAPE_HALFSPACE;
+    rp_status st = rp_halfspace_new(normal, offset, &out->halfspace);
+    /* Both are finite here: a failure is the offset divided by a short
+     * normal's length passing the double range. */
+    if (st == RP_ERR_NONFINITE)
+        return rp_codec_fail(err, p, R_OFFSET_RANGE);
+    if (st)
+        return status_fail(st, base, err);
+    return true;
+}
+
+typedef bool (*shape_decoder)(const cJSON *j, const char *base, rp_shape *out, rp_codec_err *err);
+/* In the order of shape_keys. */
+static const shape_decoder decoders[] = {decode_sphere, decode_capsule, decode_box,
+                                         decode_halfspace};
+
+bool rp_codec_shape(const cJSON *j, const char *path, rp_shape *out, rp_codec_err *err)
+{
+    const cJSON *kind[4];
+    if (!collect(j, path, shape_keys, kind, err))
+        return false;
+    int which = -1, given = 0;
+    for (int i = 0; i < 4; i++)
+        if (kind[i]) {
+            which = i;
+            given++;
+        }
+    if (given != 1)
+        return rp_codec_fail(err, path, R_SHAPE_ONE);
+    char base[RP_CODEC_PATH_MAX];
+    rp_codec_path_key(base, path, shape_keys[which]);
+    /* Zero first: the union's bytes past a smaller kind and the padding
+     * after `kind` are then defined, and decoded shapes can be copied and
+     * compared whole (the snapshot loader does the same). */
+    rp_shape s;
+    memset(&s, 0, sizeof s);
+    if (!decoders[which](kind[which], base, &s, err))
+        return false;
+    *out = s;
+    return true;
+}
+
+bool rp_codec_sphere_or_capsule(const cJSON *j, const char *path, const char *role, rp_shape *out,
+                                rp_codec_err *err)
+{
+    if (!rp_codec_shape(j, path, out, err))
+        return false;
+    if (out->kind != RP_SHAPE_SPHERE && out->kind != RP_SHAPE_CAPSULE)
+        return rp_codec_fail(err, path, R_ROUND_ONLY, role);
+    return true;
+}
+
+bool rp_codec_link_shape(const cJSON *j, const char *path, const char *role, rp_shape *out,
+                         rp_codec_err *err)
+{
+    if (!rp_codec_shape(j, path, out, err))
+        return false;
+    if (out->kind == RP_SHAPE_HALFSPACE)
+        return rp_codec_fail(err, path, R_NOT_HALFSPACE, role);
+    return true;
+}
+
+static const char *const pose_keys[] = {"translation", "rotation", "matrix", NULL};
 
 /* [[r00,r01,r02,tx],[r10,r11,r12,ty],[r20,r21,r22,tz]] with an optional
  * exact [0,0,0,1] row; the rotation is checked by rp_transform_validate

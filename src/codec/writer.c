@@ -667,24 +667,57 @@ void rp_jw_vec3(rp_jw *w, rp_vec3 v)
     put_vec3(w, v);
 }
 
+/* Appends a double; room already reserved. */
+static void put_double(rp_jw *w, double x)
+{
+    w->len += rp_format_double(w->buf + w->len, x);
+}
+
 void rp_jw_shape(rp_jw *w, const rp_shape *s)
 {
-    /* Longest: {"capsule":{"a":V,"b":V,"radius":D}} with V = [D,D,D]. */
-    if (!room(w, 1 + 40 + 2 * (3 * JW_DOUBLE_MAX + 4) + JW_DOUBLE_MAX))
+    /* Longest: {"box":{"center":V,"half_extents":V,"rotation":{"w":D,"x":D,
+     * "y":D,"z":D}}} with V = [D,D,D]: 68 bytes besides its numbers. */
+    if (!room(w, 1 + 68 + 2 * (3 * JW_DOUBLE_MAX + 4) + 4 * JW_DOUBLE_MAX))
         return;
     value_prefix(w);
-    if (s->kind == RP_SHAPE_SPHERE) {
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
         put_raw(w, "{\"sphere\":{\"center\":", 20);
         put_vec3(w, s->sphere.center);
         put_raw(w, ",\"radius\":", 10);
-        w->len += rp_format_double(w->buf + w->len, s->sphere.radius);
-    } else {
+        put_double(w, s->sphere.radius);
+        break;
+    case RP_SHAPE_CAPSULE:
         put_raw(w, "{\"capsule\":{\"a\":", 16);
         put_vec3(w, s->capsule.a);
         put_raw(w, ",\"b\":", 5);
         put_vec3(w, s->capsule.b);
         put_raw(w, ",\"radius\":", 10);
-        w->len += rp_format_double(w->buf + w->len, s->capsule.radius);
+        put_double(w, s->capsule.radius);
+        break;
+    case RP_SHAPE_BOX:
+        /* The rotation is always written, identity or not: readers then
+         * need no default. */
+        put_raw(w, "{\"box\":{\"center\":", 17);
+        put_vec3(w, s->box.center);
+        put_raw(w, ",\"half_extents\":", 16);
+        put_vec3(w, s->box.half_extents);
+        put_raw(w, ",\"rotation\":{\"w\":", 17);
+        put_double(w, s->box.rotation.w);
+        put_raw(w, ",\"x\":", 5);
+        put_double(w, s->box.rotation.x);
+        put_raw(w, ",\"y\":", 5);
+        put_double(w, s->box.rotation.y);
+        put_raw(w, ",\"z\":", 5);
+        put_double(w, s->box.rotation.z);
+        put_raw(w, "}", 1);
+        break;
+    case RP_SHAPE_HALFSPACE:
+        put_raw(w, "{\"halfspace\":{\"normal\":", 23);
+        put_vec3(w, s->halfspace.normal);
+        put_raw(w, ",\"offset\":", 10);
+        put_double(w, s->halfspace.offset);
+        break;
     }
     put_raw(w, "}}", 2);
 }

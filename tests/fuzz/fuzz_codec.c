@@ -6,15 +6,16 @@
  * The input is one JSON text.  It goes through the pre-scan and cJSON, as a
  * request line does in the server, and then every decoder is run on every
  * value in the tree (and on a missing value).  A decoder that succeeds must
- * have produced a valid value (finite coordinates, radius >= 0 and never
- * -0, orthonormal rotation with det +1, names and ids in their alphabet, the
- * number it was given); one that fails must leave a NUL-terminated, valid
- * UTF-8 path that extends the path it was given (or is that path cut
- * short) and a non-empty reason.  Decoders are run with a short path and
- * with one long enough, and full of multi-byte characters, to be
- * truncated.  Decoded shapes and numbers are written back with the writer,
- * parsed again and compared bit for bit; the whole tree is echoed with
- * rp_jw_cjson (as request ids are) and must parse back to an equal tree.
+ * have produced a valid value (finite coordinates, radius and half extents
+ * >= 0 and never -0, unit quaternions and normals, orthonormal rotation
+ * with det +1, names and ids in their alphabet, the number it was given);
+ * one that fails must leave a NUL-terminated, valid UTF-8 path that
+ * extends the path it was given (or is that path cut short) and a
+ * non-empty reason.  Decoders are run with a short path and with one long
+ * enough, and full of multi-byte characters, to be truncated.  Decoded
+ * shapes and numbers are written back with the writer, parsed again and
+ * compared bit for bit; the whole tree is echoed with rp_jw_cjson (as
+ * request ids are) and must parse back to an equal tree.
  */
 #include "fuzz_util.h"
 
@@ -120,18 +121,39 @@ static void check_vec3_bits(rp_vec3 a, rp_vec3 b, const char *what)
                "%s: (%a,%a,%a) != (%a,%a,%a)", what, a.x, a.y, a.z, b.x, b.y, b.z);
 }
 
-/* A decoded shape is valid, and survives writer -> cJSON -> decoder bit
- * for bit. */
+static bool same_quat_bits(rp_quat a, rp_quat b)
+{
+    return fuzz_same_bits(a.w, b.w) && fuzz_same_bits(a.x, b.x) && fuzz_same_bits(a.y, b.y) &&
+           fuzz_same_bits(a.z, b.z);
+}
+
+/* A decoded shape is valid (radii and half extents never -0), and
+ * survives writer -> cJSON -> decoder bit for bit: a box's rotation and a
+ * half-space's normal, unit already, are not normalised again. */
 static void check_shape(const rp_shape *s)
 {
     FUZZ_CHECK(rp_shape_validate(s) == RP_OK, "decoded shape fails rp_shape_validate");
-    if (s->kind == RP_SHAPE_SPHERE) {
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
         FUZZ_CHECK(finite3(s->sphere.center) && good_radius(s->sphere.radius),
                    "bad sphere (r = %a)", s->sphere.radius);
-    } else {
-        FUZZ_CHECK(s->kind == RP_SHAPE_CAPSULE, "shape kind %d", (int)s->kind);
+        break;
+    case RP_SHAPE_CAPSULE:
         FUZZ_CHECK(finite3(s->capsule.a) && finite3(s->capsule.b) && good_radius(s->capsule.radius),
                    "bad capsule (r = %a)", s->capsule.radius);
+        break;
+    case RP_SHAPE_BOX:
+        FUZZ_CHECK(finite3(s->box.center) && good_radius(s->box.half_extents.x) &&
+                       good_radius(s->box.half_extents.y) && good_radius(s->box.half_extents.z),
+                   "bad box (half extents %a %a %a)", s->box.half_extents.x, s->box.half_extents.y,
+                   s->box.half_extents.z);
+        break;
+    case RP_SHAPE_HALFSPACE:
+        FUZZ_CHECK(finite3(s->halfspace.normal) && isfinite(s->halfspace.offset),
+                   "bad half-space (offset %a)", s->halfspace.offset);
+        break;
+    default:
+        FUZZ_CHECK(false, "shape kind %d", (int)s->kind);
     }
     rp_jw w;
     rp_jw_init(&w);
@@ -143,15 +165,28 @@ static void check_shape(const rp_shape *s)
     FUZZ_CHECK(rp_codec_shape(j, "s", &back, &err), "written shape %s does not decode: %s %s",
                w.buf, err.path, err.reason);
     FUZZ_CHECK(back.kind == s->kind, "shape kind changed in a round trip");
-    if (s->kind == RP_SHAPE_SPHERE) {
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
         check_vec3_bits(back.sphere.center, s->sphere.center, "sphere centre round trip");
         FUZZ_CHECK(fuzz_same_bits(back.sphere.radius, s->sphere.radius),
                    "sphere radius round trip");
-    } else {
+        break;
+    case RP_SHAPE_CAPSULE:
         check_vec3_bits(back.capsule.a, s->capsule.a, "capsule a round trip");
         check_vec3_bits(back.capsule.b, s->capsule.b, "capsule b round trip");
         FUZZ_CHECK(fuzz_same_bits(back.capsule.radius, s->capsule.radius),
                    "capsule radius round trip");
+        break;
+    case RP_SHAPE_BOX:
+        check_vec3_bits(back.box.center, s->box.center, "box centre round trip");
+        check_vec3_bits(back.box.half_extents, s->box.half_extents, "box half extents round trip");
+        FUZZ_CHECK(same_quat_bits(back.box.rotation, s->box.rotation), "box rotation round trip");
+        break;
+    case RP_SHAPE_HALFSPACE:
+        check_vec3_bits(back.halfspace.normal, s->halfspace.normal, "half-space normal round trip");
+        FUZZ_CHECK(fuzz_same_bits(back.halfspace.offset, s->halfspace.offset),
+                   "half-space offset round trip");
+        break;
     }
     cJSON_Delete(j);
     rp_jw_free(&w);
@@ -229,8 +264,9 @@ static bool same_tree(const cJSON *a, const cJSON *b)
 
 /* ---- every decoder on one value ----------------------------------------- */
 
-static const char *const small_allowed[] = {"center", "radius",  "a", "b",
-                                            "sphere", "capsule", NULL};
+static const char *const small_allowed[] = {
+    "center",       "radius",   "a",         "b",      "sphere", "capsule", "box",
+    "half_extents", "rotation", "halfspace", "normal", "offset", NULL};
 /* More than 64 names, with the likely ones past the 64-bit "seen" mask, so
  * the fallback duplicate search runs too. */
 static const char *const big_allowed[] = {

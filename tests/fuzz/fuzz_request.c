@@ -78,19 +78,39 @@ static void dump_str(rp_jw *d, const char *s)
     rp_jw_raw(d, s, n);
 }
 
+static void dump_vec3(rp_jw *d, rp_vec3 v)
+{
+    dump_double(d, v.x);
+    dump_double(d, v.y);
+    dump_double(d, v.z);
+}
+
 static void dump_shape(rp_jw *d, const rp_shape *s)
 {
     dump_u64(d, (uint64_t)s->kind);
-    const rp_vec3 *v = s->kind == RP_SHAPE_SPHERE ? &s->sphere.center : &s->capsule.a;
-    dump_double(d, v->x);
-    dump_double(d, v->y);
-    dump_double(d, v->z);
-    if (s->kind == RP_SHAPE_CAPSULE) {
-        dump_double(d, s->capsule.b.x);
-        dump_double(d, s->capsule.b.y);
-        dump_double(d, s->capsule.b.z);
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
+        dump_vec3(d, s->sphere.center);
+        dump_double(d, s->sphere.radius);
+        break;
+    case RP_SHAPE_CAPSULE:
+        dump_vec3(d, s->capsule.a);
+        dump_vec3(d, s->capsule.b);
+        dump_double(d, s->capsule.radius);
+        break;
+    case RP_SHAPE_BOX:
+        dump_vec3(d, s->box.center);
+        dump_vec3(d, s->box.half_extents);
+        dump_double(d, s->box.rotation.w);
+        dump_double(d, s->box.rotation.x);
+        dump_double(d, s->box.rotation.y);
+        dump_double(d, s->box.rotation.z);
+        break;
+    case RP_SHAPE_HALFSPACE:
+        dump_vec3(d, s->halfspace.normal);
+        dump_double(d, s->halfspace.offset);
+        break;
     }
-    dump_double(d, s->kind == RP_SHAPE_SPHERE ? s->sphere.radius : s->capsule.radius);
 }
 
 /* Everything a client can observe about the store's contents, in store

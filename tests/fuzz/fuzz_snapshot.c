@@ -3,14 +3,15 @@
  * Fuzz target: the snapshot loader (src/server/persistence/snapshot.c).
  *
  * Byte 0 even: the rest is loaded as an image as it is.  Byte 0 odd: an
- * image is written from a store built from the input (scenes of shapes
- * whose coordinates and ids come from the bytes), then cut at and flipped
- * at places the last four bytes choose.  Either way:
+ * image is written from a store built from the input (scenes of shapes of
+ * every kind whose coordinates and ids come from the bytes), then cut at
+ * and flipped at places the last four bytes choose.  Either way:
  *  - an image that loads re-encodes to exactly its own bytes (the loaded
  *    store, with the models the loader handed out and the ids it read,
- *    written again; an image of format 1, whose header is shorter and has
- *    no ids, to the same bytes after the header and the same header
- *    fields);
+ *    written again; an image of format 2 to the same bytes but for its
+ *    version and header checksum; an image of format 1, whose header is
+ *    shorter and has no ids, to the same bytes after the header and the
+ *    same header fields);
  *  - an image the writer made loads, and gives back the same store;
  *  - a cut one or a flipped one does not load.
  */
@@ -52,7 +53,7 @@ static void free_models(models *ms)
     ms->n = 0;
 }
 
-/* Header sizes of format 2 and format 1 (snapshot.h). */
+/* Header sizes of formats 2 and 3, and of format 1 (snapshot.h). */
 #define HEADER_V2 80u
 #define HEADER_V1 48u
 
@@ -89,6 +90,11 @@ static bool check_load(const uint8_t *buf, size_t n)
         if (res.format == RPS_FORMAT) {
             FUZZ_CHECK(n2 == n && memcmp(again, buf, n) == 0,
                        "a loaded image re-encodes to itself");
+        } else if (res.format == RPS_FORMAT_V2) {
+            FUZZ_CHECK(n2 == n && memcmp(again, buf, 8) == 0 &&
+                           memcmp(again + 12, buf + 12, HEADER_V2 - 16) == 0 &&
+                           memcmp(again + HEADER_V2, buf + HEADER_V2, n - HEADER_V2) == 0,
+                       "a loaded format-2 image re-encodes to itself but for its version");
         } else {
             FUZZ_CHECK(res.format == RPS_FORMAT_V1 && res.ids.snapshot_id == 0 &&
                            res.ids.journal_id == 0 && res.ids.prev_journal_id == 0,
@@ -132,9 +138,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!isfinite(v))
                 v = 1.0;
             snprintf(id, sizeof id, "i%u", p[0]);
-            rp_shape_put put = {id, {.kind = RP_SHAPE_SPHERE}};
-            put.shape.sphere.center = (rp_vec3){v, -v, 0.5};
-            put.shape.sphere.radius = fabs(v) < 1e300 ? fabs(v) : 1.0;
+            /* The id's byte also picks the kind. */
+            rp_shape_put put;
+            memset(&put, 0, sizeof put);
+            put.id = id;
+            switch (p[0] % 4) {
+            case 0:
+                put.shape.kind = RP_SHAPE_SPHERE;
+                put.shape.sphere.center = (rp_vec3){v, -v, 0.5};
+                put.shape.sphere.radius = fabs(v) < 1e300 ? fabs(v) : 1.0;
+                break;
+            case 1:
+                put.shape.kind = RP_SHAPE_CAPSULE;
+                put.shape.capsule.a = (rp_vec3){v, -v, 0.5};
+                put.shape.capsule.b = (rp_vec3){0.5, v, -v};
+                put.shape.capsule.radius = 0.25;
+                break;
+            case 2:
+                put.shape.kind = RP_SHAPE_BOX;
+                FUZZ_CHECK(rp_box_new((rp_vec3){v, -v, 0.5}, (rp_vec3){fabs(v), 0.5, 0}, v, 1, -v,
+                                      0.5, &put.shape.box) == RP_OK,
+                           "rp_box_new");
+                break;
+            default:
+                put.shape.kind = RP_SHAPE_HALFSPACE;
+                FUZZ_CHECK(rp_halfspace_new((rp_vec3){v, 1, -v}, v, &put.shape.halfspace) == RP_OK,
+                           "rp_halfspace_new");
+                break;
+            }
             rp_store_put(st, name, &put, 1, NULL, false, NULL, NULL);
             p += 9;
             left -= 9;

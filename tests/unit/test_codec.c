@@ -409,11 +409,11 @@ static void shape_rejections_name_the_offending_value(void **state)
     static const reject_case cases[] = {
         {"[]", "params.a", "must be an object"},
         {"\"sphere\"", "params.a", "must be an object"},
-        {"{}", "params.a", "must have exactly one of sphere, capsule"},
+        {"{}", "params.a", "must have exactly one of sphere, capsule, box, halfspace"},
         {"{\"sphere\":{\"center\":[0,0,0],\"radius\":1},"
          "\"capsule\":{\"a\":[0,0,0],\"b\":[0,0,1],\"radius\":1}}",
-         "params.a", "must have exactly one of sphere, capsule"},
-        {"{\"box\":{}}", "params.a.box", "unknown key"},
+         "params.a", "must have exactly one of sphere, capsule, box, halfspace"},
+        {"{\"cylinder\":{}}", "params.a.cylinder", "unknown key"},
         {"{\"sphere\":{\"center\":[0,0,0],\"radius\":1},\"color\":\"red\"}", "params.a.color",
          "unknown key"},
         {"{\"sphere\":{\"center\":[0,0,0],\"radius\":1},\"sphere\":{\"center\":[0,0,0],"
@@ -493,6 +493,294 @@ static void shape_accepts_spheres_and_capsules(void **state)
     assert_true(s.capsule.b.z == 1 && s.capsule.radius == 0.1);
     s = decode_shape_ok("{\"capsule\":{\"radius\":2,\"b\":[5,5,5],\"a\":[5,5,5]}}");
     assert_true(s.capsule.a.x == 5 && s.capsule.b.x == 5 && s.capsule.radius == 2);
+}
+
+#define ONE_KIND "must have exactly one of sphere, capsule, box, halfspace"
+#define BOX_AT(body) "{\"box\":{" body "}}"
+#define UNIT_BOX "\"center\":[0,0,0],\"half_extents\":[1,1,1]"
+#define HALFSPACE_AT(body) "{\"halfspace\":{" body "}}"
+
+static void box_and_halfspace_rejections_name_the_offending_value(void **state)
+{
+    (void)state;
+    static const reject_case cases[] = {
+        /* One kind per shape. */
+        {"{\"box\":{" UNIT_BOX "},\"sphere\":{\"center\":[0,0,0],\"radius\":1}}", "params.a",
+         ONE_KIND},
+        {"{\"box\":{" UNIT_BOX "},\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}", "params.a",
+         ONE_KIND},
+        {"{\"box\":[]}", "params.a.box", "must be an object"},
+        {"{\"halfspace\":null}", "params.a.halfspace", "must be an object"},
+        /* Box fields, in declaration order. */
+        {BOX_AT("\"half_extents\":[1,1,1]"), "params.a.box.center", "is required"},
+        {BOX_AT("\"center\":[0,0,0]"), "params.a.box.half_extents", "is required"},
+        {BOX_AT(UNIT_BOX ",\"color\":\"red\""), "params.a.box.color", "unknown key"},
+        {BOX_AT(UNIT_BOX ",\"size\":[1,1,1]"), "params.a.box.size", "unknown key"},
+        {BOX_AT(UNIT_BOX ",\"center\":[0,0,0]"), "params.a.box.center", "duplicate key"},
+        {BOX_AT("\"center\":[0,\"NaN\",0],\"half_extents\":[1,1,1]"), "params.a.box.center[1]",
+         "must be a number"},
+        {BOX_AT("\"center\":[0,1e999,0],\"half_extents\":[1,1,1]"), "params.a.box.center[1]",
+         "must be finite"},
+        {BOX_AT("\"center\":[0,0],\"half_extents\":[1,1,1]"), "params.a.box.center",
+         "must be an array of 3 numbers"},
+        {BOX_AT("\"center\":[0,0,0],\"half_extents\":[1,-1,1]"), "params.a.box.half_extents[1]",
+         "must be finite and >= 0"},
+        {BOX_AT("\"center\":[0,0,0],\"half_extents\":[1,1,-1e-300]"),
+         "params.a.box.half_extents[2]", "must be finite and >= 0"},
+        {BOX_AT("\"center\":[0,0,0],\"half_extents\":[1e400,1,1]"), "params.a.box.half_extents[0]",
+         "must be finite and >= 0"},
+        {BOX_AT("\"center\":[0,0,0],\"half_extents\":[1,\"1e400\",1]"),
+         "params.a.box.half_extents[1]", "must be a number"},
+        {BOX_AT("\"center\":[0,0,0],\"half_extents\":[1,1]"), "params.a.box.half_extents",
+         "must be an array of 3 numbers"},
+        {BOX_AT("\"center\":[0,0,0],\"half_extents\":{\"x\":1,\"y\":1,\"z\":1}"),
+         "params.a.box.half_extents", "must be an array of 3 numbers"},
+        /* The rotation, as a pose's. */
+        {BOX_AT(UNIT_BOX ",\"rotation\":[1,0,0,0]"), "params.a.box.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}, not a list"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":\"identity\""), "params.a.box.rotation",
+         "must be an object {\"w\":..,\"x\":..,\"y\":..,\"z\":..}"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":{\"w\":1,\"x\":0,\"y\":0}"), "params.a.box.rotation.z",
+         "is required"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":{\"w\":\"1\",\"x\":0,\"y\":0,\"z\":0}"),
+         "params.a.box.rotation.w", "must be a number"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0,\"angle\":0}"),
+         "params.a.box.rotation.angle", "unknown key"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":{\"w\":2,\"x\":0,\"y\":0,\"z\":0}"),
+         "params.a.box.rotation",
+         "quaternion norm must be within 1e-6 of 1 (a unit quaternion), has norm 2"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":{\"w\":0,\"x\":0,\"y\":0,\"z\":0}"),
+         "params.a.box.rotation",
+         "quaternion norm must be within 1e-6 of 1 (a unit quaternion), has norm 0"},
+        {BOX_AT(UNIT_BOX ",\"rotation\":{\"w\":1,\"x\":0,\"y\":1e999,\"z\":0}"),
+         "params.a.box.rotation.y", "must be finite"},
+        /* Half-space fields. */
+        {HALFSPACE_AT("\"offset\":0"), "params.a.halfspace.normal", "is required"},
+        {HALFSPACE_AT("\"normal\":[0,0,1]"), "params.a.halfspace.offset", "is required"},
+        {HALFSPACE_AT("\"normal\":[0,0,0],\"offset\":1"), "params.a.halfspace.normal",
+         "must not be zero (the outward normal of the half-space)"},
+        {HALFSPACE_AT("\"normal\":[-0,0,-0],\"offset\":1"), "params.a.halfspace.normal",
+         "must not be zero (the outward normal of the half-space)"},
+        /* The normal is checked before the offset. */
+        {HALFSPACE_AT("\"normal\":[0,0,0]"), "params.a.halfspace.normal",
+         "must not be zero (the outward normal of the half-space)"},
+        {HALFSPACE_AT("\"normal\":[0,0,\"1\"],\"offset\":0"), "params.a.halfspace.normal[2]",
+         "must be a number"},
+        {HALFSPACE_AT("\"normal\":[0,0,1e400],\"offset\":0"), "params.a.halfspace.normal[2]",
+         "must be finite"},
+        {HALFSPACE_AT("\"normal\":[0,0,1,0],\"offset\":0"), "params.a.halfspace.normal",
+         "must be an array of 3 numbers"},
+        {HALFSPACE_AT("\"normal\":[0,0,1],\"offset\":\"NaN\""), "params.a.halfspace.offset",
+         "must be a number"},
+        {HALFSPACE_AT("\"normal\":[0,0,1],\"offset\":-1e400"), "params.a.halfspace.offset",
+         "must be finite"},
+        {HALFSPACE_AT("\"normal\":[0,0,1],\"offset\":0,\"point\":[0,0,0]"),
+         "params.a.halfspace.point", "unknown key"},
+        {HALFSPACE_AT("\"normal\":[0,0,1],\"normal\":[0,0,1],\"offset\":0"),
+         "params.a.halfspace.normal", "duplicate key"},
+        /* Divided by the normal's length, the offset passes DBL_MAX. */
+        {HALFSPACE_AT("\"normal\":[1e-300,0,0],\"offset\":1e10"), "params.a.halfspace.offset",
+         "is too large for this normal: offset / |normal| passes the double range"},
+    };
+    run_rejects(cases, sizeof cases / sizeof *cases, shape_fn);
+}
+
+/* The paths as a scene.put reports them. */
+static void box_and_halfspace_paths_nest_under_map_ids(void **state)
+{
+    (void)state;
+    cJSON *j = parse("{\"table\":{\"box\":{\"center\":[0,0,0.7],\"half_extents\":[0.6,-0.4,0.05]}},"
+                     "\"floor\":{\"halfspace\":{\"normal\":[0,0,0],\"offset\":0}}}");
+    char p[RP_CODEC_PATH_MAX];
+    rp_codec_err err;
+    rp_shape s;
+    const cJSON *table = cJSON_GetObjectItem(j, "table"), *floor = cJSON_GetObjectItem(j, "floor");
+    assert_false(rp_codec_shape(table, rp_codec_path_key(p, "params.shapes", "table"), &s, &err));
+    assert_err(err, "params.shapes.table.box.half_extents[1]", "must be finite and >= 0");
+    assert_false(rp_codec_shape(floor, rp_codec_path_key(p, "params.shapes", "floor"), &s, &err));
+    assert_err(err, "params.shapes.floor.halfspace.normal",
+               "must not be zero (the outward normal of the half-space)");
+    cJSON_Delete(j);
+}
+
+static double quat_norm2(rp_quat q)
+{
+    return q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z;
+}
+
+static void assert_quat_bits(rp_quat a, rp_quat b)
+{
+    assert_same_bits(a.w, b.w);
+    assert_same_bits(a.x, b.x);
+    assert_same_bits(a.y, b.y);
+    assert_same_bits(a.z, b.z);
+}
+
+static void shape_accepts_boxes(void **state)
+{
+    (void)state;
+    /* Without a rotation: the identity. */
+    rp_shape s =
+        decode_shape_ok("{\"box\":{\"center\":[1,-2,3.5],\"half_extents\":[0.5,0.25,0.125]}}");
+    assert_int_equal(s.kind, RP_SHAPE_BOX);
+    assert_true(s.box.center.x == 1 && s.box.center.y == -2 && s.box.center.z == 3.5);
+    assert_true(s.box.half_extents.x == 0.5 && s.box.half_extents.y == 0.25 &&
+                s.box.half_extents.z == 0.125);
+    assert_quat_bits(s.box.rotation, (rp_quat){1, 0, 0, 0});
+    assert_int_equal(rp_shape_validate(&s), RP_OK);
+
+    /* Any key order; zero extents (a rectangle, a point) are boxes; -0 is
+     * stored as +0, as a radius is. */
+    s = decode_shape_ok("{\"box\":{\"rotation\":{\"z\":0,\"y\":0,\"x\":0,\"w\":1},"
+                        "\"half_extents\":[0,-0,2],\"center\":[0,0,0]}}");
+    assert_same_bits(s.box.half_extents.x, 0.0);
+    assert_same_bits(s.box.half_extents.y, 0.0);
+    assert_true(s.box.half_extents.z == 2);
+
+    /* A rotation inside the 1e-6 tolerance is normalised as rp_box_new
+     * normalises it. */
+    static const double q[][4] = {{1 + 5e-7, 0, 0, 0},
+                                  {0.6 * (1 - 9e-7), 0.8 * (1 - 9e-7), 0, 0},
+                                  {0.5, 0.5, 0.5, 0.5000009}};
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"box\":{\"center\":[0,0,0],\"half_extents\":[1,2,3],"
+                 "\"rotation\":{\"w\":%.17g,\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}}",
+                 q[i][0], q[i][1], q[i][2], q[i][3]);
+        s = decode_shape_ok(json);
+        rp_box want;
+        assert_int_equal(rp_box_new((rp_vec3){0, 0, 0}, (rp_vec3){1, 2, 3}, q[i][0], q[i][1],
+                                    q[i][2], q[i][3], &want),
+                         RP_OK);
+        assert_quat_bits(s.box.rotation, want.rotation);
+        assert_true(fabs(quat_norm2(s.box.rotation) - 1) <= 4 * DBL_EPSILON);
+    }
+
+    /* A quarter turn about z, and a unit quaternion as rp_box_new leaves
+     * it, are kept bit for bit (see shape_round_trips_bit_for_bit). */
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"box\":{\"center\":[0,0,0],\"half_extents\":[1,1,1],"
+             "\"rotation\":{\"w\":%.17g,\"x\":0,\"y\":0,\"z\":%.17g}}}",
+             sqrt(0.5), sqrt(0.5));
+    s = decode_shape_ok(json);
+    assert_quat_bits(s.box.rotation, (rp_quat){sqrt(0.5), 0, 0, sqrt(0.5)});
+    rp_vec3 axes[3];
+    rp_box_axes(&s.box, axes);
+    assert_near(axes[0].y, 1, 1e-15); /* x turns into y */
+    s = decode_shape_ok("{\"box\":{\"center\":[0,0,0],\"half_extents\":[1,1,1],"
+                        "\"rotation\":{\"w\":-1,\"x\":0,\"y\":-0,\"z\":0}}}");
+    assert_quat_bits(s.box.rotation, (rp_quat){-1, 0, -0.0, 0});
+}
+
+static void shape_accepts_halfspaces(void **state)
+{
+    (void)state;
+    rp_shape s = decode_shape_ok("{\"halfspace\":{\"normal\":[0,0,1],\"offset\":-0.5}}");
+    assert_int_equal(s.kind, RP_SHAPE_HALFSPACE);
+    assert_true(s.halfspace.normal.x == 0 && s.halfspace.normal.y == 0 &&
+                s.halfspace.normal.z == 1 && s.halfspace.offset == -0.5);
+    assert_int_equal(rp_shape_validate(&s), RP_OK);
+
+    /* The server normalises the normal and divides the offset by its
+     * length: the same solid. */
+    s = decode_shape_ok("{\"halfspace\":{\"offset\":3,\"normal\":[0,0,2]}}");
+    assert_true(s.halfspace.normal.x == 0 && s.halfspace.normal.y == 0 &&
+                s.halfspace.normal.z == 1);
+    assert_true(s.halfspace.offset == 1.5);
+    s = decode_shape_ok("{\"halfspace\":{\"normal\":[3,0,-4],\"offset\":10}}");
+    assert_near(s.halfspace.normal.x, 0.6, 1e-16);
+    assert_true(s.halfspace.normal.y == 0);
+    assert_near(s.halfspace.normal.z, -0.8, 1e-16);
+    assert_near(s.halfspace.offset, 2, 4e-16);
+    assert_int_equal(rp_shape_validate(&s), RP_OK);
+    /* Huge and tiny normals, without overflow or underflow. */
+    s = decode_shape_ok("{\"halfspace\":{\"normal\":[1e300,1e300,0],\"offset\":1e300}}");
+    assert_near(s.halfspace.normal.x, sqrt(0.5), 2e-16);
+    assert_near(s.halfspace.offset, sqrt(0.5), 2e-16);
+    s = decode_shape_ok("{\"halfspace\":{\"normal\":[0,-5e-324,0],\"offset\":-0}}");
+    assert_true(s.halfspace.normal.y == -1);
+    assert_true(s.halfspace.offset == 0);
+    /* Exactly rp_halfspace_new's result, for a normal that is not unit. */
+    s = decode_shape_ok("{\"halfspace\":{\"normal\":[0.1,0.2,0.3],\"offset\":0.7}}");
+    rp_halfspace want;
+    assert_int_equal(rp_halfspace_new((rp_vec3){0.1, 0.2, 0.3}, 0.7, &want), RP_OK);
+    assert_same_bits(s.halfspace.normal.x, want.normal.x);
+    assert_same_bits(s.halfspace.normal.y, want.normal.y);
+    assert_same_bits(s.halfspace.normal.z, want.normal.z);
+    assert_same_bits(s.halfspace.offset, want.offset);
+}
+
+/* What rp_box_new and rp_halfspace_new build decodes back to the same bits
+ * from its shortest round-trip text, although renormalising it would move
+ * about a third of them by an ulp (the decoder keeps a unit quaternion or
+ * normal as it is). */
+static void shape_round_trips_bit_for_bit(void **state)
+{
+    (void)state;
+    test_rng r = {0xb0c5};
+    for (int i = 0; i < 20000; i++) {
+        double q[4], n[3];
+        for (int k = 0; k < 4; k++)
+            q[k] = rng_uniform(&r, -1, 1);
+        for (int k = 0; k < 3; k++)
+            n[k] = rng_uniform(&r, -1, 1);
+        rp_box b;
+        rp_halfspace h;
+        assert_int_equal(rp_box_new((rp_vec3){rng_uniform(&r, -9, 9), 0, 1},
+                                    (rp_vec3){rng_uniform(&r, 0, 2), 0, 3}, q[0], q[1], q[2], q[3],
+                                    &b),
+                         RP_OK);
+        assert_int_equal(rp_halfspace_new((rp_vec3){n[0], n[1], n[2]}, rng_uniform(&r, -9, 9), &h),
+                         RP_OK);
+
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"box\":{\"center\":[%.17g,0,1],\"half_extents\":[%.17g,0,3],"
+                 "\"rotation\":{\"w\":%.17g,\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}}",
+                 b.center.x, b.half_extents.x, b.rotation.w, b.rotation.x, b.rotation.y,
+                 b.rotation.z);
+        rp_shape s = decode_shape_ok(json);
+        assert_same_bits(s.box.center.x, b.center.x);
+        assert_same_bits(s.box.half_extents.x, b.half_extents.x);
+        assert_quat_bits(s.box.rotation, b.rotation);
+        snprintf(json, sizeof json,
+                 "{\"halfspace\":{\"normal\":[%.17g,%.17g,%.17g],\"offset\":%.17g}}", h.normal.x,
+                 h.normal.y, h.normal.z, h.offset);
+        s = decode_shape_ok(json);
+        assert_same_bits(s.halfspace.normal.x, h.normal.x);
+        assert_same_bits(s.halfspace.normal.y, h.normal.y);
+        assert_same_bits(s.halfspace.normal.z, h.normal.z);
+        assert_same_bits(s.halfspace.offset, h.offset);
+    }
+}
+
+static void query_shapes_are_spheres_and_capsules(void **state)
+{
+    (void)state;
+    static const char *const refused[] = {
+        "{\"box\":{\"center\":[0,0,0],\"half_extents\":[1,1,1]}}",
+        "{\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}",
+    };
+    rp_codec_err err;
+    rp_shape s;
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *j = parse(refused[i]);
+        assert_false(rp_codec_sphere_or_capsule(j, "params.shape", "query", &s, &err));
+        assert_err(err, "params.shape",
+                   "must be a sphere or a capsule: boxes and half-spaces are not query shapes");
+        cJSON_Delete(j);
+    }
+    cJSON *j = parse("{\"capsule\":{\"a\":[0,0,0],\"b\":[0,0,1],\"radius\":0.5}}");
+    assert_true(rp_codec_sphere_or_capsule(j, "params.shape", "query", &s, &err));
+    assert_int_equal(s.kind, RP_SHAPE_CAPSULE);
+    cJSON_Delete(j);
+    /* A bad shape is reported as rp_codec_shape reports it. */
+    j = parse("{\"box\":{\"center\":[0,0,0],\"half_extents\":[1,1,-1]}}");
+    assert_false(rp_codec_sphere_or_capsule(j, "params.links[0].shape", "model", &s, &err));
+    assert_err(err, "params.links[0].shape.box.half_extents[2]", "must be finite and >= 0");
+    cJSON_Delete(j);
 }
 
 /* ---- poses ----------------------------------------------------------- */
@@ -702,6 +990,12 @@ int main(void)
         cmocka_unit_test(shape_rejections_name_the_offending_value),
         cmocka_unit_test(shape_paths_nest_under_map_ids),
         cmocka_unit_test(shape_accepts_spheres_and_capsules),
+        cmocka_unit_test(box_and_halfspace_rejections_name_the_offending_value),
+        cmocka_unit_test(box_and_halfspace_paths_nest_under_map_ids),
+        cmocka_unit_test(shape_accepts_boxes),
+        cmocka_unit_test(shape_accepts_halfspaces),
+        cmocka_unit_test(shape_round_trips_bit_for_bit),
+        cmocka_unit_test(query_shapes_are_spheres_and_capsules),
         cmocka_unit_test(pose_defaults_to_identity),
         cmocka_unit_test(pose_quarter_turn_about_z),
         cmocka_unit_test(pose_quaternion_norm_tolerance_is_1e6),

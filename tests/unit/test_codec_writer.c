@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for src/codec/writer.c: comma placement, string
- * escaping, cJSON echo, buffer growth, and shortest round-trip doubles
- * (known values, random bit patterns, powers of two and ten).
+ * escaping, cJSON echo, buffer growth, shortest round-trip doubles (known
+ * values, random bit patterns, powers of two and ten), and shapes of every
+ * kind decoding back to the same bits.
  */
 #include "test_util.h"
 
@@ -329,6 +330,100 @@ static void writer_prints_doubles_vec3_and_shapes_without_spaces(void **state)
     rp_jw_free(&w);
 }
 
+static void writer_prints_boxes_and_halfspaces(void **state)
+{
+    (void)state;
+    rp_jw w;
+    rp_jw_init(&w);
+    rp_shape b = rp_shape_from_box((rp_box){{1, -2, 0.5}, {0.25, 0, 3}, {1, 0, 0, 0}});
+    rp_shape h = rp_shape_from_halfspace((rp_halfspace){{0, 0, 1}, -0.75});
+    rp_jw_array_begin(&w);
+    rp_jw_shape(&w, &b);
+    rp_jw_shape(&w, &h);
+    rp_jw_array_end(&w);
+    /* The rotation is written also when it is the identity. */
+    assert_string_equal(w.buf, "[{\"box\":{\"center\":[1,-2,0.5],\"half_extents\":[0.25,0,3],"
+                               "\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0}}},"
+                               "{\"halfspace\":{\"normal\":[0,0,1],\"offset\":-0.75}}]");
+    rp_jw_free(&w);
+}
+
+/* A finite double from random bits: every exponent, the longest texts. */
+static double any_finite(test_rng *r)
+{
+    double x;
+    do
+        x = bits_to_double(rng_next(r));
+    while (!isfinite(x));
+    return x;
+}
+
+static void writer_shapes_decode_back_bit_for_bit(void **state)
+{
+    (void)state;
+    test_rng r = {0x5eed0002};
+    for (int i = 0; i < 20000; i++) {
+        /* Boxes and half-spaces as their constructors leave them, from
+         * quaternions and normals at every scale, centres and offsets of
+         * any bits. */
+        double scale = ldexp(1, (int)(rng_next(&r) % 2000) - 1000);
+        rp_box box;
+        rp_halfspace hs;
+        assert_int_equal(rp_box_new((rp_vec3){any_finite(&r), any_finite(&r), any_finite(&r)},
+                                    (rp_vec3){fabs(any_finite(&r)), rng_uniform(&r, 0, 1), 0},
+                                    scale * rng_uniform(&r, -1, 1), scale * rng_uniform(&r, -1, 1),
+                                    scale * rng_uniform(&r, -1, 1), scale * rng_uniform(&r, -1, 1),
+                                    &box),
+                         RP_OK);
+        assert_int_equal(rp_halfspace_new((rp_vec3){scale * rng_uniform(&r, -1, 1),
+                                                    scale * rng_uniform(&r, -1, 1),
+                                                    scale * rng_uniform(&r, -1, 1)},
+                                          rng_uniform(&r, -1, 1), &hs),
+                         RP_OK);
+        if (!isfinite(hs.offset)) /* a tiny normal's offset past DBL_MAX */
+            hs.offset = any_finite(&r);
+        const rp_shape shapes[] = {
+            rp_shape_from_box(box),
+            rp_shape_from_halfspace(hs),
+            rp_shape_from_halfspace((rp_halfspace){hs.normal, any_finite(&r)}),
+            rp_shape_from_sphere((rp_sphere){box.center, fabs(any_finite(&r))}),
+            rp_shape_from_capsule((rp_capsule){box.center, box.half_extents, box.half_extents.x}),
+        };
+        rp_jw w;
+        rp_jw_init(&w);
+        rp_jw_array_begin(&w);
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+            rp_jw_shape(&w, &shapes[k]);
+        rp_jw_array_end(&w);
+        cJSON *j = parse(w.buf);
+        const cJSON *c = j->child;
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++, c = c->next) {
+            const rp_shape *s = &shapes[k];
+            rp_codec_err err;
+            rp_shape back;
+            if (!rp_codec_shape(c, "s", &back, &err))
+                fail_msg("%s: %s %s", w.buf, err.path, err.reason);
+            assert_int_equal(back.kind, s->kind);
+            switch (s->kind) {
+            case RP_SHAPE_SPHERE:
+                assert_memory_equal(&back.sphere, &s->sphere, sizeof s->sphere);
+                break;
+            case RP_SHAPE_CAPSULE:
+                assert_memory_equal(&back.capsule, &s->capsule, sizeof s->capsule);
+                break;
+            case RP_SHAPE_BOX:
+                assert_memory_equal(&back.box, &s->box, sizeof s->box);
+                break;
+            case RP_SHAPE_HALFSPACE:
+                assert_memory_equal(&back.halfspace, &s->halfspace, sizeof s->halfspace);
+                break;
+            }
+        }
+        cJSON_Delete(j);
+        rp_jw_free(&w);
+    }
+}
+
 static void writer_echoes_cjson_values(void **state)
 {
     (void)state;
@@ -461,6 +556,8 @@ int main(void)
         cmocka_unit_test(writer_inserts_commas_in_nested_containers),
         cmocka_unit_test(writer_escapes_strings),
         cmocka_unit_test(writer_prints_doubles_vec3_and_shapes_without_spaces),
+        cmocka_unit_test(writer_prints_boxes_and_halfspaces),
+        cmocka_unit_test(writer_shapes_decode_back_bit_for_bit),
         cmocka_unit_test(writer_echoes_cjson_values),
         cmocka_unit_test(writer_grows_geometrically_and_fails_on_overdeep_nesting),
     };

@@ -421,6 +421,91 @@ static void failed_put_leaves_the_scene_unchanged(void **state)
         "\"shapes\":{\"a\":{\"sphere\":{\"center\":[1,2,3],\"radius\":0.5}}}}}");
 }
 
+/* Boxes and half-spaces: scene shapes (written back as the server keeps
+ * them: the rotation always, the normal unit with the offset divided by its
+ * length) and free shapes of distance; not query, model or attached
+ * shapes. */
+static void boxes_and_halfspaces_are_scene_and_distance_shapes(void **state)
+{
+    fixture *f = *state;
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":"
+                 "\"cell\",\"shapes\":{\"table\":{\"box\":{\"center\":[0,0,0.7],\"half_extents\":"
+                 "[0.6,0.4,0.05]}},\"floor\":{\"halfspace\":{\"normal\":[0,0,2],\"offset\":-1}}}}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"scene\":\"cell\",\"revision\":1}}");
+    assert_reply(
+        f,
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.get\",\"params\":{\"scene\":\"cell\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"scene\":\"cell\",\"revision\":1,\"shapes\":{"
+        "\"floor\":{\"halfspace\":{\"normal\":[0,0,1],\"offset\":-0.5}},"
+        "\"table\":{\"box\":{\"center\":[0,0,0.7],\"half_extents\":[0.6,0.4,0.05],"
+        "\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0}}}}}}");
+    /* A box's lowest corner above the plane z = 0; two half-spaces. */
+    assert_reply(f,
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"distance\",\"params\":{\"a\":{\"box\":"
+                 "{\"center\":[0,0,1],\"half_extents\":[0.5,0.5,0.25]}},\"b\":{\"halfspace\":{"
+                 "\"normal\":[0,0,1],\"offset\":0}}}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"distance\":0.75}}");
+    assert_reply(
+        f,
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"violates_margin\",\"params\":{\"a\":{"
+        "\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}},\"b\":{\"halfspace\":{\"normal\":"
+        "[0,0,-1],\"offset\":-1}},\"margin\":0}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"violates\":false,\"distance\":1}}");
+    assert_reply(
+        f,
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"distance\",\"params\":{\"a\":{"
+        "\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}},\"b\":{\"halfspace\":{\"normal\":"
+        "[0,1,0],\"offset\":0}}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"distance\":-1.7976931348623157e+308}}");
+
+    static const struct {
+        const char *line, *path, *role;
+    } refused[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"scene.distance\",\"params\":{\"scene\":"
+         "\"cell\",\"shape\":{\"box\":{\"center\":[0,0,0],\"half_extents\":[1,1,1]}}}}",
+         "params.shape", "query"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"scene.check\",\"params\":{\"scene\":\"cell\","
+         "\"shapes\":{\"p\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}},\"q\":{\"halfspace\":"
+         "{\"normal\":[0,0,1],\"offset\":0}}},\"margin\":0}}",
+         "params.shapes.q", "query"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char want[400];
+        snprintf(want, sizeof want,
+                 "\"error\":{\"code\":-32602,\"message\":\"Invalid params: %s must be a sphere or "
+                 "a capsule: boxes and half-spaces are not %s shapes\",\"data\":{\"path\":\"%s\"",
+                 refused[i].path, refused[i].role, refused[i].path);
+        const char *r = call(f, refused[i].line);
+        if (!strstr(r, want))
+            fail_msg("got %s, want ...%s", r, want);
+    }
+    /* Links and attached shapes may be boxes (a URDF <box>), never
+     * half-spaces. */
+    const char *r =
+        call(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"model.put\",\"params\":{\"model\":"
+                "\"arm\",\"links\":[{\"id\":\"base\",\"frame\":null,\"shape\":{\"halfspace\":{"
+                "\"normal\":[0,0,1],\"offset\":0}}}]}}");
+    assert_non_null(strstr(r, "\"path\":\"params.links[0].shape\",\"reason\":\"must be a sphere, a "
+                              "capsule or a box: model shapes cannot be half-spaces\""));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"model.put\",\"params\":{\"model\":"
+                "\"arm\",\"links\":[{\"id\":\"base\",\"frame\":null,\"shape\":{\"box\":{\"center\":"
+                "[0,0,0],\"half_extents\":[0.5,0.5,0.5]}}}]}}");
+    assert_non_null(strstr(r, "\"result\":{\"model\":\"arm\""));
+    r = call(f,
+             "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"check\",\"params\":{"
+             "\"model\":\"arm\",\"frames\":[],\"attached\":[{\"id\":\"part\","
+             "\"link\":\"base\",\"shape\":{\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}}]}}");
+    assert_non_null(strstr(r,
+                           "\"path\":\"params.attached[0].shape\",\"reason\":\"must be a sphere, "
+                           "a capsule or a box: attached shapes cannot be half-spaces\""));
+    r = call(f, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"check\",\"params\":{"
+                "\"model\":\"arm\",\"frames\":[],\"attached\":[{\"id\":\"part\","
+                "\"link\":\"base\",\"shape\":{\"box\":{\"center\":[1,0,0],"
+                "\"half_extents\":[0.25,0.25,0.25]}}}]}}");
+    assert_non_null(strstr(r, "\"result\":{\"collision\":false"));
+}
+
 static void scene_errors_have_kind_and_name(void **state)
 {
     fixture *f = *state;
@@ -782,6 +867,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(invalid_params_name_the_path, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_put_leaves_the_scene_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(boxes_and_halfspaces_are_scene_and_distance_shapes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(scene_errors_have_kind_and_name, setup, teardown),
         cmocka_unit_test_setup_teardown(scene_distance_on_empty_scene_is_null, setup, teardown),
         cmocka_unit_test_setup_teardown(stats_count_requests_by_method_and_errors, setup, teardown),

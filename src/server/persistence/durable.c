@@ -1369,7 +1369,9 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     d->journal_snap_id = head.snapshot_id;
     d->synced_upto = d->header_synced = head.synced_len;
     if (head.format == RPJ_FORMAT_V1 || si.format == RPS_FORMAT_V1) {
-        /* The previous format: read as it is, then written anew. */
+        /* The previous format: read as it is, then written anew.  (A
+         * format-2 snapshot needs no upgrade: format 3 only added shape
+         * kinds.) */
         rpd_log(RPD_LOG_INFO,
                 "%s: files of the previous format; upgrading (a snapshot and a "
                 "new journal are written after the replay)",

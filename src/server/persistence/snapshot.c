@@ -109,9 +109,53 @@ static void section_end(sink *o)
     emit32(o, c);
 }
 
+/* A shape in a scene payload: its kind byte, then its doubles (snapshot.h).
+ * The kind byte is rp_shape_kind's value. */
+_Static_assert(RP_SHAPE_SPHERE == 0 && RP_SHAPE_CAPSULE == 1 && RP_SHAPE_BOX == 2 &&
+                   RP_SHAPE_HALFSPACE == 3,
+               "a snapshot's shape kind bytes are rp_shape_kind's values");
+/* The doubles of each kind, by kind byte. */
+static const size_t KIND_DOUBLES[] = {4, 7, 10, 4};
+
 static size_t shape_bytes(const rp_shape *s)
 {
-    return 1 + 8 * (s->kind == RP_SHAPE_SPHERE ? 4u : 7u);
+    return 1 + 8 * KIND_DOUBLES[s->kind];
+}
+
+static void emit_vec3(sink *o, rp_vec3 v)
+{
+    emit_double(o, v.x);
+    emit_double(o, v.y);
+    emit_double(o, v.z);
+}
+
+static void emit_shape(sink *o, const rp_shape *s)
+{
+    uint8_t kind = (uint8_t)s->kind;
+    emit(o, &kind, 1);
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
+        emit_vec3(o, s->sphere.center);
+        emit_double(o, s->sphere.radius);
+        break;
+    case RP_SHAPE_CAPSULE:
+        emit_vec3(o, s->capsule.a);
+        emit_vec3(o, s->capsule.b);
+        emit_double(o, s->capsule.radius);
+        break;
+    case RP_SHAPE_BOX:
+        emit_vec3(o, s->box.center);
+        emit_vec3(o, s->box.half_extents);
+        emit_double(o, s->box.rotation.w);
+        emit_double(o, s->box.rotation.x);
+        emit_double(o, s->box.rotation.y);
+        emit_double(o, s->box.rotation.z);
+        break;
+    case RP_SHAPE_HALFSPACE:
+        emit_vec3(o, s->halfspace.normal);
+        emit_double(o, s->halfspace.offset);
+        break;
+    }
 }
 
 int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
@@ -153,24 +197,8 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         for (size_t k = 0; k < count && !o->err; k++) {
             const char *id = rp_scene_id_at(sc, k);
             rp_shape shape = rp_scene_shape_at(sc, k);
-            const rp_shape *s = &shape;
             emit_str(o, id, strlen(id));
-            uint8_t kind = s->kind == RP_SHAPE_SPHERE ? 0 : 1;
-            emit(o, &kind, 1);
-            if (s->kind == RP_SHAPE_SPHERE) {
-                emit_double(o, s->sphere.center.x);
-                emit_double(o, s->sphere.center.y);
-                emit_double(o, s->sphere.center.z);
-                emit_double(o, s->sphere.radius);
-            } else {
-                emit_double(o, s->capsule.a.x);
-                emit_double(o, s->capsule.a.y);
-                emit_double(o, s->capsule.a.z);
-                emit_double(o, s->capsule.b.x);
-                emit_double(o, s->capsule.b.y);
-                emit_double(o, s->capsule.b.z);
-                emit_double(o, s->capsule.radius);
-            }
+            emit_shape(o, &shape);
         }
         section_end(o);
     }
@@ -253,6 +281,51 @@ static bool take_str(in *r, char *dst, size_t max)
     return true;
 }
 
+static rp_vec3 take_vec3(in *r)
+{
+    rp_vec3 v;
+    v.x = take_double(r);
+    v.y = take_double(r);
+    v.z = take_double(r);
+    return v;
+}
+
+/* One shape (a kind byte, then its doubles); false when the payload ends
+ * first, the kind is not one the image's format has (`kinds` of them), or
+ * the shape is not valid. */
+static bool take_shape(in *r, uint8_t kinds, rp_shape *s)
+{
+    const uint8_t *kind = take(r, 1);
+    if (!kind || *kind >= kinds)
+        return false;
+    memset(s, 0, sizeof *s);
+    s->kind = (rp_shape_kind)*kind;
+    switch (s->kind) {
+    case RP_SHAPE_SPHERE:
+        s->sphere.center = take_vec3(r);
+        s->sphere.radius = take_double(r);
+        break;
+    case RP_SHAPE_CAPSULE:
+        s->capsule.a = take_vec3(r);
+        s->capsule.b = take_vec3(r);
+        s->capsule.radius = take_double(r);
+        break;
+    case RP_SHAPE_BOX:
+        s->box.center = take_vec3(r);
+        s->box.half_extents = take_vec3(r);
+        s->box.rotation.w = take_double(r);
+        s->box.rotation.x = take_double(r);
+        s->box.rotation.y = take_double(r);
+        s->box.rotation.z = take_double(r);
+        break;
+    case RP_SHAPE_HALFSPACE:
+        s->halfspace.normal = take_vec3(r);
+        s->halfspace.offset = take_double(r);
+        break;
+    }
+    return !r->bad && rp_shape_validate(s) == RP_OK;
+}
+
 static bool fail(rps_load_result *res, size_t at, const char *why)
 {
     res->ok = false;
@@ -261,10 +334,12 @@ static bool fail(rps_load_result *res, size_t at, const char *why)
     return false;
 }
 
-/* One scene section's payload into the store.  Names rise (last: the
- * previous one's), as the writer puts them: the store keeps scenes sorted,
- * and anything else is not an image it wrote. */
-static bool load_scene(const uint8_t *p, size_t n, rp_store *st, char *last, const char **why)
+/* One scene section's payload into the store, its shapes of the first
+ * `kinds` kinds.  Names rise (last: the previous one's), as the writer puts
+ * them: the store keeps scenes sorted, and anything else is not an image it
+ * wrote. */
+static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, rp_store *st, char *last,
+                       const char **why)
 {
     in r = {p, p + n, false};
     char name[RP_NAME_MAX + 1];
@@ -294,36 +369,12 @@ static bool load_scene(const uint8_t *p, size_t n, rp_store *st, char *last, con
     }
     size_t used = 0;
     bool ok = true;
-    for (uint64_t k = 0; k < count && ok; k++) {
+    for (uint64_t k = 0; k < count; k++) {
         char id[RP_NAME_MAX + 1];
-        ok = take_str(&r, id, RP_NAME_MAX) && rp_codec_valid_id(id);
-        const uint8_t *kind = ok ? take(&r, 1) : NULL;
-        if (!kind) {
-            ok = false;
-            break;
-        }
         rp_shape s;
-        memset(&s, 0, sizeof s);
-        if (*kind == 0) {
-            s.kind = RP_SHAPE_SPHERE;
-            s.sphere.center.x = take_double(&r);
-            s.sphere.center.y = take_double(&r);
-            s.sphere.center.z = take_double(&r);
-            s.sphere.radius = take_double(&r);
-        } else if (*kind == 1) {
-            s.kind = RP_SHAPE_CAPSULE;
-            s.capsule.a.x = take_double(&r);
-            s.capsule.a.y = take_double(&r);
-            s.capsule.a.z = take_double(&r);
-            s.capsule.b.x = take_double(&r);
-            s.capsule.b.y = take_double(&r);
-            s.capsule.b.z = take_double(&r);
-            s.capsule.radius = take_double(&r);
-        } else {
-            ok = false;
+        ok = take_str(&r, id, RP_NAME_MAX) && rp_codec_valid_id(id) && take_shape(&r, kinds, &s);
+        if (!ok)
             break;
-        }
-        ok = !r.bad && rp_shape_validate(&s) == RP_OK;
         size_t len = strlen(id) + 1;
         memcpy(ids + used, id, len);
         puts[k].id = ids + used;
@@ -359,7 +410,11 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
     }
     /* The version comes before the checksum, whose place it decides. */
     uint32_t format = rpj_get32(buf + 8);
-    size_t hlen = format == RPS_FORMAT ? FILE_HEADER : format == RPS_FORMAT_V1 ? FILE_HEADER_V1 : 0;
+    size_t hlen = format == RPS_FORMAT || format == RPS_FORMAT_V2 ? FILE_HEADER
+                  : format == RPS_FORMAT_V1                       ? FILE_HEADER_V1
+                                                                  : 0;
+    /* Boxes and half-spaces came with format 3. */
+    uint8_t kinds = format == RPS_FORMAT ? 4 : 2;
     if (!hlen) {
         out->bad_format = true;
         return fail(out, 8, "snapshot of another format version");
@@ -369,14 +424,14 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
         return fail(out, 0, "file shorter than its header");
     if (rpj_crc32c(0, buf, hlen - 4) != rpj_get32(buf + hlen - 4))
         return fail(out, 0, "file header checksum mismatch");
-    bool reserved_set = format == RPS_FORMAT
+    bool reserved_set = hlen == FILE_HEADER
                             ? rpj_get32(buf + 12) || rpj_get64(buf + 64) || rpj_get32(buf + 72)
                             : rpj_get32(buf + 12) || rpj_get32(buf + 40);
     if (reserved_set) {
         out->bad_format = true;
         return fail(out, 12, "file header with unknown fields set");
     }
-    if (format == RPS_FORMAT)
+    if (hlen == FILE_HEADER)
         out->ids = (rps_ids){rpj_get64(buf + 40), rpj_get64(buf + 48), rpj_get64(buf + 56)};
     if (rp_store_scene_count(st) != 0)
         return fail(out, 0, "the store is not empty");
@@ -401,7 +456,7 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
             return fail(out, at, "section checksum mismatch");
         const char *why = NULL;
         if (kind == SECTION_SCENE) {
-            if (!load_scene(p, (size_t)len, st, last_scene, &why))
+            if (!load_scene(p, (size_t)len, kinds, st, last_scene, &why))
                 return fail(out, at, why);
             out->scenes++;
             out->shapes +=

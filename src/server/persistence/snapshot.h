@@ -8,7 +8,7 @@
  *
  * Layout (little-endian):
  *
- *   file header, 80 bytes (format 2):
+ *   file header, 80 bytes (format 3, and format 2 before it):
  *        0   8  magic "REPOSES\n"
  *        8   4  format version (RPS_FORMAT)
  *       12   4  reserved, zero
@@ -23,8 +23,8 @@
  *                journal that could not start again) leaves in place
  *       64  12  reserved, zero
  *       76   4  CRC-32C of bytes 0..76
- *     (format 1, the previous version: 48 bytes, no ids, reserved at 40,
- *     CRC-32C of 0..44 at 44; still read, with ids 0);
+ *     (format 1: 48 bytes, no ids, reserved at 40, CRC-32C of 0..44 at
+ *     44; still read, with ids 0);
  *   sections, scenes first, then models, each:
  *        0   4  kind (1 scene, 2 model)
  *        4   4  reserved, zero
@@ -34,13 +34,22 @@
  *     20+n   4  CRC-32C of the payload
  *   scene payload: name (u32 length, bytes), revision (u64), shape count
  *     (u64), then per shape its id (u32 length, bytes), kind (u8: 0 sphere,
- *     1 capsule) and doubles as IEEE bit patterns (sphere: centre, radius;
- *     capsule: a, b, radius), in the scene's storage order;
+ *     1 capsule, 2 box, 3 half-space) and doubles as IEEE bit patterns
+ *     (sphere: centre, radius; capsule: a, b, radius; box: centre, half
+ *     extents, rotation w, x, y, z; half-space: normal, offset), in the
+ *     scene's storage order;
  *   model payload: name (u32 length, bytes), revision (u64), then the
  *     model.put params that made it, as JSON (u32 length, bytes): models
  *     are rebuilt by the same code path that built them;
  *   trailer, 16 bytes: magic "REPOSEZ\n", u32 zero, u32 CRC-32C of the
  *     magic and zero, so a file cut at a section boundary is caught too.
+ *
+ * Format 3 added the box and half-space kinds and changed nothing else:
+ * format 2 is format 3 with kinds 0 and 1 only, and is still read as it is
+ * (no upgrade is needed; the next snapshot is written as format 3).  The
+ * number changed so that a reposed that predates the new kinds refuses an
+ * image holding them as "another format version" instead of calling it
+ * corrupt (a bad shape) and pointing at a byte that is not damaged.
  */
 #ifndef REPOSED_SNAPSHOT_H
 #define REPOSED_SNAPSHOT_H
@@ -51,7 +60,8 @@
 
 #include "repose/scene.h"
 
-#define RPS_FORMAT 2u
+#define RPS_FORMAT 3u
+#define RPS_FORMAT_V2 2u
 #define RPS_FORMAT_V1 1u
 
 /* The identities a snapshot carries (see above). */
@@ -85,7 +95,7 @@ typedef struct rps_load_result {
     bool ok;
     uint64_t revision; /* the image's store revision */
     uint32_t format;   /* the image's format version (when it got that far) */
-    rps_ids ids;       /* format 2's (format 1: zeros) */
+    rps_ids ids;       /* formats 2 and 3 (format 1: zeros) */
     size_t scenes, models, shapes;
     size_t bad_offset;  /* !ok: where the image stops making sense */
     const char *reason; /* !ok: a short phrase for the log */

@@ -75,8 +75,9 @@ static bool decode_attached(rpd_req *req, const cJSON *j, const char *path, rp_a
                          rp_codec_path_key(sub, ap, "id"), &a[k].id, &ce) ||
             !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "link"),
                          rp_codec_path_key(sub, ap, "link"), &a[k].link, &ce) ||
-            !rp_codec_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
-                            rp_codec_path_key(sub, ap, "shape"), &a[k].shape, &ce)) {
+            !rp_codec_link_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
+                                 rp_codec_path_key(sub, ap, "shape"), "attached", &a[k].shape,
+                                 &ce)) {
             free(a);
             free(touch);
             return rpd_fail_params(req, &ce);

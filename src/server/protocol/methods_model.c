@@ -70,8 +70,9 @@ static bool decode_links(rpd_req *req, const cJSON *j, const char *path, rp_link
         if (!rp_codec_object_keys(c, lp, keys, &ce) ||
             !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "id"),
                          rp_codec_path_key(sub, lp, "id"), &links[k].id, &ce) ||
-            !rp_codec_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
-                            rp_codec_path_key(sub, lp, "shape"), &links[k].shape, &ce)) {
+            !rp_codec_link_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
+                                 rp_codec_path_key(sub, lp, "shape"), "model", &links[k].shape,
+                                 &ce)) {
             free(links);
             return rpd_fail_params(req, &ce);
         }
@@ -189,8 +190,9 @@ static bool decode_kin_links(rpd_req *req, const cJSON *j, const char *path, rp_
                          rp_codec_path_key(sub, lp, "id"), &links[k].id, &ce) ||
             !rp_codec_id(cJSON_GetObjectItemCaseSensitive(c, "link"),
                          rp_codec_path_key(sub, lp, "link"), &names[k], &ce) ||
-            !rp_codec_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
-                            rp_codec_path_key(sub, lp, "shape"), &links[k].shape, &ce)) {
+            !rp_codec_link_shape(cJSON_GetObjectItemCaseSensitive(c, "shape"),
+                                 rp_codec_path_key(sub, lp, "shape"), "model", &links[k].shape,
+                                 &ce)) {
             free(links);
             free(names);
             return rpd_fail_params(req, &ce);

@@ -37,8 +37,10 @@ static rp_scene *existing_scene(rpd_req *req, const cJSON *params)
 
 /* Decodes {id: shape, ...} at `path` into a malloc'ed array (caller frees;
  * NULL with *n == 0 for an empty object).  Ids point into the cJSON tree.
- * An id given twice is rejected: JSON parsers disagree on which one wins. */
-static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_put **out, size_t *n)
+ * An id given twice is rejected: JSON parsers disagree on which one wins.
+ * Query shapes (`query`) are spheres and capsules only. */
+static bool shape_map(rpd_req *req, const cJSON *j, const char *path, bool query,
+                      rp_shape_put **out, size_t *n)
 {
     rp_codec_err ce;
     *out = NULL;
@@ -67,7 +69,8 @@ static bool shape_map(rpd_req *req, const cJSON *j, const char *path, rp_shape_p
             return rpd_fail_path(req, sub,
                                  "shape id must be 1-128 characters of [A-Za-z0-9_.:/#-]");
         }
-        if (!rp_codec_shape(c, sub, &items[k].shape, &ce)) {
+        if (!(query ? rp_codec_sphere_or_capsule(c, sub, "query", &items[k].shape, &ce)
+                    : rp_codec_shape(c, sub, &items[k].shape, &ce))) {
             free(items);
             return rpd_fail_params(req, &ce);
         }
@@ -236,7 +239,8 @@ bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
         return false;
     const cJSON *shapes = rpd_param(params, "shapes", path);
     size_t count = members(shapes);
-    if (!charge_shapes(req, count, count) || (shapes && !shape_map(req, shapes, path, &items, &n)))
+    if (!charge_shapes(req, count, count) ||
+        (shapes && !shape_map(req, shapes, path, false, &items, &n)))
         return false;
     rp_scene *sc;
     rp_status st = rp_store_create(req->core->store, name, items, n, &sc);
@@ -303,7 +307,8 @@ static bool sort_indices(size_t *idx, size_t n, const rp_scene *sc)
 
 /* The fewest bytes the shapes of scene.get can take: an entry
  * "ID":{"sphere":{"center":[x,y,z],"radius":r}} is at least 43 bytes plus
- * the id (every number takes a digit or more).  idx NULL: every shape
+ * the id (every number takes a digit or more), and no other kind is
+ * shorter (a half-space takes 46, a box 89).  idx NULL: every shape
  * (storage indices are dense); else idx[0..n), sorted, an index repeated
  * counting once. */
 static uint64_t shapes_reply_bound(const rp_scene *sc, const size_t *idx, size_t n)
@@ -394,7 +399,7 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     if (!charge_shapes(req, count, replace ? count : now + count) ||
         (replace && !rpd_charge_work(req, now)))
         return false;
-    if (!shape_map(req, shapes, path, &items, &n))
+    if (!shape_map(req, shapes, path, false, &items, &n))
         return false;
     rp_scene *sc;
     const uint64_t *expect = has_rev ? &expected : NULL;
@@ -481,13 +486,13 @@ static bool query_shapes(rpd_req *req, const cJSON *params, query_set *qs)
     if (one) {
         rp_codec_err ce;
         qs->n = 1;
-        if (!rp_codec_shape(one, p1, &qs->shapes[0], &ce))
+        if (!rp_codec_sphere_or_capsule(one, p1, "query", &qs->shapes[0], &ce))
             return rpd_fail_params(req, &ce);
         return true;
     }
     rp_shape_put *items;
     size_t n;
-    if (!shape_map(req, many, p2, &items, &n))
+    if (!shape_map(req, many, p2, true, &items, &n))
         return false;
     if (n == 0)
         return rpd_fail_path(req, p2, "must hold at least one shape");

@@ -15,8 +15,9 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: reposed [options]\n"
             "\n"
-            "Keeps named scenes of spheres and capsules in memory and answers distance\n"
-            "and margin queries over JSON-RPC 2.0 (one JSON object per line).\n"
+            "Keeps named scenes of spheres, capsules, boxes and half-spaces in memory and\n"
+            "answers distance and margin queries over JSON-RPC 2.0 (one JSON object per\n"
+            "line).\n"
             "\n"
             "  --unix PATH|none                Unix socket (default %s, mode 0660)\n"
             "  --tcp HOST:PORT|none            TCP listener (default %s; port 0 = any\n"
