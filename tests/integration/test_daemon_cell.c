@@ -108,24 +108,24 @@ static void boxes_and_half_spaces_come_back_normalised(void **state)
     (void)state;
     rh_daemon *d = start(NULL);
     rh_conn *c = connect_ok(d, false);
-    cJSON *r = rpc(c, "scene.create",
-                   "{\"scene\":\"cell\",\"shapes\":{"
-                   "\"table\":{\"box\":{\"center\":[1,0,0.4],\"half_extents\":[0.5,0.25,0.02],"
-                   "\"rotation\":{\"w\":1.0000001,\"x\":0,\"y\":0,\"z\":0}}},"
-                   "\"sheet\":{\"box\":{\"center\":[0,0,0],\"half_extents\":[0.5,0,0.25]}},"
-                   "\"turned\":{\"box\":{\"center\":[0,2,0],\"half_extents\":[1,1,1],"
-                   "\"rotation\":{\"w\":0.70710678118654757,\"x\":0,\"y\":0,\"z\":0.70710678118654757}}},"
-                   "\"floor\":{\"halfspace\":{\"normal\":[0,0,-2],\"offset\":1}}}}");
+    cJSON *r =
+        rpc(c, "scene.create",
+            "{\"scene\":\"cell\",\"shapes\":{"
+            "\"table\":{\"box\":{\"center\":[1,0,0.4],\"half_extents\":[0.5,0.25,0.02],"
+            "\"rotation\":{\"w\":1.0000001,\"x\":0,\"y\":0,\"z\":0}}},"
+            "\"sheet\":{\"box\":{\"center\":[0,0,0],\"half_extents\":[0.5,0,0.25]}},"
+            "\"turned\":{\"box\":{\"center\":[0,2,0],\"half_extents\":[1,1,1],"
+            "\"rotation\":{\"w\":0.70710678118654757,\"x\":0,\"y\":0,\"z\":0.70710678118654757}}},"
+            "\"floor\":{\"halfspace\":{\"normal\":[0,0,-2],\"offset\":1}}}}");
     result_of(r);
     cJSON_Delete(r);
     r = rpc(c, "scene.get", "{\"scene\":\"cell\",\"ids\":[\"table\",\"sheet\",\"floor\"]}");
     char *got = cJSON_PrintUnformatted(at(result_of(r), "shapes"));
-    const char *want =
-        "{\"floor\":{\"halfspace\":{\"normal\":[0,0,-1],\"offset\":0.5}},"
-        "\"sheet\":{\"box\":{\"center\":[0,0,0],\"half_extents\":[0.5,0,0.25],"
-        "\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0}}},"
-        "\"table\":{\"box\":{\"center\":[1,0,0.4],\"half_extents\":[0.5,0.25,0.02],"
-        "\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0}}}}";
+    const char *want = "{\"floor\":{\"halfspace\":{\"normal\":[0,0,-1],\"offset\":0.5}},"
+                       "\"sheet\":{\"box\":{\"center\":[0,0,0],\"half_extents\":[0.5,0,0.25],"
+                       "\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0}}},"
+                       "\"table\":{\"box\":{\"center\":[1,0,0.4],\"half_extents\":[0.5,0.25,0.02],"
+                       "\"rotation\":{\"w\":1,\"x\":0,\"y\":0,\"z\":0}}}}";
     if (strcmp(got, want) != 0)
         fail_msg("scene.get: %s\n want %s", got, want);
     free(got);
@@ -246,11 +246,12 @@ static void checks_see_the_table_and_the_floor(void **state)
                    "\"b\":[0,0,-0.1],\"radius\":0.01}}}],\"safety_margin\":0}");
     result_of(r);
     cJSON_Delete(r);
-    r = rpc(c, "scene.create",
-            "{\"scene\":\"cell\",\"shapes\":{\"table\":{\"box\":{\"center\":[1,0,0.35],"
-            "\"half_extents\":[0.4,0.6,0.35],\"rotation\":{\"w\":0.99500416527802582,\"x\":0,\"y\":0,"
-            "\"z\":0.099833416646828155}}},"
-            "\"floor\":{\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}}}");
+    r = rpc(
+        c, "scene.create",
+        "{\"scene\":\"cell\",\"shapes\":{\"table\":{\"box\":{\"center\":[1,0,0.35],"
+        "\"half_extents\":[0.4,0.6,0.35],\"rotation\":{\"w\":0.99500416527802582,\"x\":0,\"y\":0,"
+        "\"z\":0.099833416646828155}}},"
+        "\"floor\":{\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}}}");
     result_of(r);
     cJSON_Delete(r);
     char **ids;
@@ -286,8 +287,7 @@ static void checks_see_the_table_and_the_floor(void **state)
             strcmp(str_at(res, "closest.link"), best_link) != 0 ||
             strcmp(str_at(res, "closest.other"), best_other) != 0) {
             char *s = show(r);
-            fail_msg("frame %d: daemon %s, library %.17g %s-%s", i, s, best, best_link,
-                     best_other);
+            fail_msg("frame %d: daemon %s, library %.17g %s-%s", i, s, best, best_link, best_other);
         }
         assert_int_equal(cJSON_IsTrue(at(res, "collision")), best < 0);
         hits_table += best < 0 && strcmp(best_other, "table") == 0;
@@ -330,18 +330,21 @@ static void bad_boxes_and_half_spaces_are_refused_with_a_path(void **state)
          "params.shapes.x.box.size"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        r = rpc(c, "scene.put", "{\"scene\":\"cell\",\"shapes\":{\"ok\":{\"sphere\":{\"center\":"
-                                "[0,0,0],\"radius\":1}},\"x\":%s}}",
+        r = rpc(c, "scene.put",
+                "{\"scene\":\"cell\",\"shapes\":{\"ok\":{\"sphere\":{\"center\":"
+                "[0,0,0],\"radius\":1}},\"x\":%s}}",
                 bad[i].shape);
         expect_error(r, -32602, bad[i].path);
     }
     /* A half-space is no link, and no query shape. */
-    r = rpc(c, "model.put", "{\"model\":\"m\",\"links\":[{\"id\":\"l\",\"frame\":0,\"shape\":"
-                            "{\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}}]}");
+    r = rpc(c, "model.put",
+            "{\"model\":\"m\",\"links\":[{\"id\":\"l\",\"frame\":0,\"shape\":"
+            "{\"halfspace\":{\"normal\":[0,0,1],\"offset\":0}}}]}");
     assert_int_equal(num_at(r, "error.code"), -32602);
     cJSON_Delete(r);
-    r = rpc(c, "scene.distance", "{\"scene\":\"cell\",\"shape\":{\"box\":{\"center\":[0,0,0],"
-                                 "\"half_extents\":[1,1,1]}}}");
+    r = rpc(c, "scene.distance",
+            "{\"scene\":\"cell\",\"shape\":{\"box\":{\"center\":[0,0,0],"
+            "\"half_extents\":[1,1,1]}}}");
     assert_int_equal(num_at(r, "error.code"), -32602);
     cJSON_Delete(r);
     /* 65 half-spaces: over the scene's limit, refused whole. */
