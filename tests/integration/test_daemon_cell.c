@@ -304,6 +304,60 @@ static void checks_see_the_table_and_the_floor(void **state)
     stop_ok(d);
 }
 
+/* check.motion of a box link swinging down onto the floor: both modes find
+ * the floor, the certified one just where the box's lowest corner reaches
+ * it; a swing that stays above is proven clear. */
+static void motions_of_a_box_link_meet_the_floor(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    /* The arm turns about y at height 1: R_y(q) takes its x axis to
+     * (cos q, 0, -sin q), so its far lower corner (1, 0, -0.05) is at
+     * height 1 - sin q - 0.05 cos q. */
+    cJSON *r =
+        rpc(c, "model.put",
+            "{\"model\":\"swing\",\"joints\":[{\"name\":\"j\",\"type\":\"revolute\","
+            "\"parent\":\"base\",\"child\":\"arm\",\"origin\":{\"xyz\":[0,0,1]},\"axis\":[0,1,0],"
+            "\"limits\":{\"lower\":-2,\"upper\":2}}],\"links\":[{\"id\":\"arm#0\",\"link\":"
+            "\"arm\",\"shape\":{\"box\":{\"center\":[0.5,0,0],\"half_extents\":[0.5,0.05,"
+            "0.05]}}}],\"safety_margin\":0}");
+    result_of(r);
+    cJSON_Delete(r);
+    r = rpc(c, "scene.create",
+            "{\"scene\":\"cell\",\"shapes\":{\"floor\":{\"halfspace\":"
+            "{\"normal\":[0,0,1],\"offset\":0}}}}");
+    result_of(r);
+    cJSON_Delete(r);
+    const char *modes[] = {"discrete", "certified"};
+    for (int m = 0; m < 2; m++) {
+        r = rpc(c, "check.motion",
+                "{\"model\":\"swing\",\"scene\":\"cell\",\"path\":[[0],[1.5]],\"mode\":\"%s\"}",
+                modes[m]);
+        const cJSON *res = result_of(r);
+        if (cJSON_IsTrue(at(res, "valid")) ||
+            strcmp(str_at(res, "first_invalid.other"), "floor") != 0 ||
+            strcmp(str_at(res, "first_invalid.link"), "arm#0") != 0) {
+            char *s = show(r);
+            fail_msg("%s: %s", modes[m], s);
+        }
+        double q = num_at(res, "first_invalid.t") * 1.5;
+        double low = 1 - sin(q) - 0.05 * cos(q);
+        if (m == 1) /* certified: at the floor within its tolerance, never deep */
+            assert_true(low < 2e-3 && low > -1e-9);
+        else
+            assert_true(low < 0); /* discrete: a state in the floor */
+        cJSON_Delete(r);
+        r = rpc(c, "check.motion",
+                "{\"model\":\"swing\",\"scene\":\"cell\",\"path\":[[0],[0.6]],\"mode\":\"%s\"}",
+                modes[m]);
+        assert_true(cJSON_IsTrue(at(result_of(r), "valid")));
+        cJSON_Delete(r);
+    }
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* Bad boxes and half-spaces: -32602 with the path of the bad field, the
  * connection stays up and the scene is unchanged. */
 static void bad_boxes_and_half_spaces_are_refused_with_a_path(void **state)
@@ -405,6 +459,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(boxes_and_half_spaces_come_back_normalised),
         DAEMON_TEST(distances_equal_brute_force_over_the_stored_shapes),
         DAEMON_TEST(checks_see_the_table_and_the_floor),
+        DAEMON_TEST(motions_of_a_box_link_meet_the_floor),
         DAEMON_TEST(bad_boxes_and_half_spaces_are_refused_with_a_path),
         DAEMON_TEST(watchers_receive_boxes_and_half_spaces),
     };
