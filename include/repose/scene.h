@@ -34,9 +34,18 @@ extern "C" {
 typedef struct rp_store rp_store;
 typedef struct rp_scene rp_scene;
 
+/// Default for rp_store_limits.max_halfspaces_per_scene, and the most it
+/// may be: every query tests each half-space of a scene (they are
+/// unbounded, so the scene's tree cannot hold them).
+#define RP_DEFAULT_MAX_HALFSPACES_PER_SCENE 64u
+#define RP_MAX_HALFSPACES_PER_SCENE 1024u
+
 /// Limits a store enforces.  Zero means "use the default".
 typedef struct rp_store_limits {
     size_t max_shapes_per_scene; ///< A put that would exceed it fails with RP_ERR_LIMIT.
+    /// Half-spaces in one scene; a put that would exceed it fails with
+    /// RP_ERR_HALFSPACES.  Above RP_MAX_HALFSPACES_PER_SCENE counts as that.
+    size_t max_halfspaces_per_scene;
 } rp_store_limits;
 
 /// One shape to store under an id.

@@ -35,7 +35,8 @@ extern "C" {
     X(RP_ERR_ABORTED, "refused by the store's commit hook")                                        \
     X(RP_ERR_WORK, "work budget spent")                                                            \
     X(RP_ERR_EXTENT_NEGATIVE, "half extents must be >= 0")                                         \
-    X(RP_ERR_NORMAL, "normal must be non-zero")
+    X(RP_ERR_NORMAL, "normal must be non-zero")                                                    \
+    X(RP_ERR_HALFSPACES, "too many half-spaces in one scene")
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.

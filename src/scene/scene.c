@@ -159,7 +159,8 @@ static void planes_trim(rp_scene *sc)
     if (sc->planes && sc->n_planes == 0) {
         free(sc->planes);
         sc->planes = NULL;
-        sc->store->bytes -= RP_SCENE_PLANES_BYTES;
+        sc->store->bytes -= sc->planes_cap * sizeof *sc->planes;
+        sc->planes_cap = 0;
     }
 }
 
@@ -209,7 +210,7 @@ void rp_scene_free_(rp_scene *sc)
     rp_bvh_free_(&sc->tree, st);
     rp_chunks_free(&sc->index, IDX_GROUP_BYTES, NULL, NULL, &st->bytes);
     if (sc->planes) {
-        st->bytes -= RP_SCENE_PLANES_BYTES;
+        st->bytes -= sc->planes_cap * sizeof *sc->planes;
         free(sc->planes);
     }
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
@@ -540,7 +541,7 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         goto out;
     }
     /* Solids for the boxes and half-spaces that land, and the half-spaces
-     * the scene will hold (RP_SCENE_MAX_PLANES at most). */
+     * the scene will hold (the store's max_halfspaces_per_scene at most). */
     size_t planes = sc->n_planes;
     for (size_t k = 0; k < n; k++) {
         if (last[k] < k)
@@ -553,16 +554,20 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
             goto out;
         }
     }
-    if (planes > RP_SCENE_MAX_PLANES) {
-        st = RP_ERR_LIMIT;
+    if (planes > sc->store->limits.max_halfspaces_per_scene) {
+        st = RP_ERR_HALFSPACES;
         goto out;
     }
-    if (planes > 0 && !sc->planes) {
-        if (!(sc->planes = malloc(RP_SCENE_PLANES_BYTES))) {
+    if (planes > sc->planes_cap) { /* room for them all (kept if the put fails) */
+        size_t cap = planes < 8 ? 8 : planes;
+        uint32_t *more = realloc(sc->planes, cap * sizeof *more);
+        if (!more) {
             st = RP_ERR_NOMEM;
             goto out;
         }
-        sc->store->bytes += RP_SCENE_PLANES_BYTES;
+        sc->store->bytes += (cap - sc->planes_cap) * sizeof *more;
+        sc->planes = more;
+        sc->planes_cap = (uint32_t)cap;
     }
     /* A bulk load leaves the tree to one rebuild at its end. */
     bool stale = sc->store->bulk_loading;

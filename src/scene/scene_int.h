@@ -90,11 +90,6 @@ static inline uint64_t rp_pair_units_(const rp_shape *a, const rp_shape *b)
     return (a->kind == RP_SHAPE_CAPSULE || b->kind == RP_SHAPE_CAPSULE) ? RP_UNITS_CAPSULE_BOX : 1;
 }
 
-/* Half-spaces a scene holds at most: every query tests each of them (they
- * stay out of the tree), so they are few by design (a floor, walls). */
-#define RP_SCENE_MAX_PLANES 64
-#define RP_SCENE_PLANES_BYTES (RP_SCENE_MAX_PLANES * sizeof(uint32_t))
-
 /* Entry e, for reading. */
 #define RP_ENTRY(sc, e)                                                                            \
     ((const scene_entry *)rp_chunks_at(&(sc)->entries, sizeof(scene_entry), (e)))
@@ -171,10 +166,11 @@ struct rp_scene {
     rp_bvh tree;     /* kept up to date by every mutation; queries only read it */
     /* The entries holding half-spaces, in no order: the tree leaves them
      * out, and every query tests them besides its walk.  Room for
-     * RP_SCENE_MAX_PLANES, allocated with the first (NULL until then:
-     * most scenes have none); each version has its own copy. */
+     * planes_cap, allocated with the first (NULL until then: most scenes
+     * have none; at most the store's max_halfspaces_per_scene); each
+     * version has its own copy. */
     uint32_t *planes;
-    uint32_t n_planes;
+    uint32_t n_planes, planes_cap;
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
     bool tree_stale; /* changed during a bulk load: the tree waits for its rebuild */
 };

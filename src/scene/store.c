@@ -9,6 +9,17 @@
 #include "scene_int.h"
 #include "util/grow.h"
 
+/* Defaults for the zero fields, and the half-spaces' ceiling. */
+static void fill_limits(rp_store_limits *l)
+{
+    if (l->max_shapes_per_scene == 0)
+        l->max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE;
+    if (l->max_halfspaces_per_scene == 0)
+        l->max_halfspaces_per_scene = RP_DEFAULT_MAX_HALFSPACES_PER_SCENE;
+    if (l->max_halfspaces_per_scene > RP_MAX_HALFSPACES_PER_SCENE)
+        l->max_halfspaces_per_scene = RP_MAX_HALFSPACES_PER_SCENE;
+}
+
 rp_store *rp_store_new(const rp_store_limits *limits)
 {
     rp_store *st = calloc(1, sizeof *st);
@@ -16,8 +27,7 @@ rp_store *rp_store_new(const rp_store_limits *limits)
         return NULL;
     if (limits)
         st->limits = *limits;
-    if (st->limits.max_shapes_per_scene == 0)
-        st->limits.max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE;
+    fill_limits(&st->limits);
     st->bytes = sizeof *st;
     return st;
 }
@@ -56,8 +66,7 @@ void rp_store_set_revision(rp_store *st, uint64_t revision)
 void rp_store_set_limits(rp_store *st, const rp_store_limits *limits)
 {
     st->limits = *limits;
-    if (st->limits.max_shapes_per_scene == 0)
-        st->limits.max_shapes_per_scene = RP_DEFAULT_MAX_SHAPES_PER_SCENE;
+    fill_limits(&st->limits);
 }
 size_t rp_store_scene_count(const rp_store *st)
 {

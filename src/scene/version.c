@@ -73,13 +73,14 @@ static rp_scene *clone_scene(rp_scene *sc)
     c->index_live = sc->index_live;
     c->index_dead = sc->index_dead;
     if (sc->planes) {
-        if (!(c->planes = malloc(RP_SCENE_PLANES_BYTES))) {
+        if (!(c->planes = malloc(sc->planes_cap * sizeof *sc->planes))) {
             rp_scene_free_(c);
             return NULL;
         }
-        st->bytes += RP_SCENE_PLANES_BYTES;
+        st->bytes += sc->planes_cap * sizeof *sc->planes;
         memcpy(c->planes, sc->planes, sc->n_planes * sizeof *sc->planes);
         c->n_planes = sc->n_planes;
+        c->planes_cap = sc->planes_cap;
     }
     rp_chunks_pass_spares(&c->entries, &sc->entries);
     rp_chunks_pass_spares(&c->index, &sc->index);

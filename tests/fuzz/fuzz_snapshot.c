@@ -77,7 +77,7 @@ static uint8_t *image(const rp_store *st, uint64_t rev, const rps_ids *ids, cons
 static bool check_load(const uint8_t *buf, size_t n)
 {
     rp_store *st = rp_store_new(NULL);
-    rp_store_limits none = {SIZE_MAX};
+    rp_store_limits none = {SIZE_MAX, RP_MAX_HALFSPACES_PER_SCENE};
     rp_store_set_limits(st, &none);
     models ms;
     ms.n = 0;

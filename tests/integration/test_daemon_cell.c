@@ -409,14 +409,26 @@ static void bad_boxes_and_half_spaces_are_refused_with_a_path(void **state)
                   k, -k);
     tb_printf(&t, "}}");
     r = rpc(c, "scene.put", "%s", t.p);
-    free(t.p);
     assert_int_equal(num_at(r, "error.code"), -32004);
+    assert_string_equal(str_at(r, "error.data.limit"), "max_halfspaces_per_scene");
+    assert_int_equal(num_at(r, "error.data.max"), 64);
     cJSON_Delete(r);
     expect_pong(c);
     r = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
     assert_int_equal((uint64_t)num_at(result_of(r), "revision"), rev);
     assert_int_equal(cJSON_GetArraySize(at(result_of(r), "shapes")), 1);
     cJSON_Delete(r);
+    rh_close(c);
+    stop_ok(d);
+
+    /* --max-halfspaces raises it. */
+    const char *more[] = {"--max-halfspaces", "100", NULL};
+    d = start(more);
+    c = connect_ok(d, false);
+    r = rpc(c, "scene.create", "%s", t.p);
+    result_of(r);
+    cJSON_Delete(r);
+    free(t.p);
     rh_close(c);
     stop_ok(d);
 }

@@ -288,12 +288,12 @@ static void new_store_is_empty_and_fills_in_default_limits(void **state)
     assert_true(rp_store_memory(st) > 0);
     rp_store_free(st);
 
-    rp_store_limits zero = {0};
+    rp_store_limits zero = {0, 0};
     st = rp_store_new(&zero);
     assert_int_equal(rp_store_get_limits(st).max_shapes_per_scene, RP_DEFAULT_MAX_SHAPES_PER_SCENE);
     rp_store_free(st);
 
-    rp_store_limits ten = {10};
+    rp_store_limits ten = {10, 0};
     st = rp_store_new(&ten);
     assert_int_equal(rp_store_get_limits(st).max_shapes_per_scene, 10);
     rp_store_free(st);
@@ -794,7 +794,7 @@ static void store_put_on_existing_scene_puts_into_it_with_compare_and_set(void *
 
 static rp_store *store_with_limit_ten(void)
 {
-    rp_store_limits lim = {10};
+    rp_store_limits lim = {10, 0};
     rp_store *st = rp_store_new(&lim);
     assert_non_null(st);
     return st;
@@ -2207,9 +2207,45 @@ static void small_scene_grows_while_snapshots_hold_it(void **state)
     rp_store_free(st);
 }
 
+/* The half-space limit: a put that would pass it is refused whole
+ * (RP_ERR_HALFSPACES), the store as it was; the limit is the store's. */
+static void half_spaces_are_limited_per_scene(void **state)
+{
+    (void)state;
+    rp_store_limits lim = {0, 3};
+    rp_store *st = rp_store_new(&lim);
+    assert_int_equal(rp_store_get_limits(st).max_halfspaces_per_scene, 3);
+    rp_shape_put p[4];
+    char ids[4][8];
+    for (int k = 0; k < 4; k++) {
+        snprintf(ids[k], sizeof ids[k], "h%d", k);
+        rp_halfspace h;
+        assert_int_equal(rp_halfspace_new((rp_vec3){0, 0, 1}, -k, &h), RP_OK);
+        p[k] = (rp_shape_put){ids[k], rp_shape_from_halfspace(h)};
+    }
+    rp_scene *sc;
+    assert_int_equal(rp_store_create(st, "s", p, 3, &sc), RP_OK);
+    size_t bytes = rp_store_memory(st);
+    uint64_t rev = rp_scene_revision(sc);
+    assert_int_equal(rp_store_put(st, "s", &p[3], 1, NULL, false, &sc, NULL), RP_ERR_HALFSPACES);
+    assert_int_equal(rp_scene_revision(sc), rev);
+    assert_int_equal(rp_scene_shape_count(sc), 3);
+    assert_int_equal(rp_store_memory(st), bytes);
+    /* A half-space that becomes a sphere makes room. */
+    rp_shape_put ball = {"h0", rp_shape_from_sphere((rp_sphere){{0, 0, 0}, 1})};
+    assert_int_equal(rp_store_put(st, "s", &ball, 1, NULL, false, &sc, NULL), RP_OK);
+    assert_int_equal(rp_store_put(st, "s", &p[3], 1, NULL, false, &sc, NULL), RP_OK);
+    /* Above the ceiling counts as the ceiling. */
+    rp_store_limits huge = {0, 1u << 20};
+    rp_store_set_limits(st, &huge);
+    assert_int_equal(rp_store_get_limits(st).max_halfspaces_per_scene, RP_MAX_HALFSPACES_PER_SCENE);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(half_spaces_are_limited_per_scene),
         /* the store: create, delete, list, find */
         cmocka_unit_test(new_store_is_empty_and_fills_in_default_limits),
         cmocka_unit_test(create_without_shapes_starts_empty_at_the_next_store_revision),

@@ -479,7 +479,7 @@ static void failed_mutations_on_a_shared_scene_change_nothing(void **state)
 {
     (void)state;
     test_rng r = {5};
-    rp_store_limits lim = {310};
+    rp_store_limits lim = {310, 0};
     rp_store *st = rp_store_new(&lim);
     rp_shape_put *p = malloc(300 * sizeof *p);
     char(*ids)[ID_LEN] = malloc(300 * ID_LEN);

@@ -44,6 +44,8 @@
       "holders are disconnected")                                                                  \
     X(max_watches, 256, 1, 1u << 20, "--max-watches", "watches one connection may hold")           \
     X(max_shapes_per_scene, 1000000, 1, 100000000, "--max-shapes", "shapes in one scene")          \
+    X(max_halfspaces_per_scene, 64, 1, 1024, "--max-halfspaces",                                   \
+      "half-spaces in one scene (every query tests each of them)")                                 \
     X(max_scenes, 100000, 1, 100000000, "--max-scenes", "scenes in the store")                     \
     X(max_models, 10000, 1, 100000000, "--max-models", "models in the store")                      \
     X(max_batch_configurations, 100000, 1, 10000000, "--max-batch-configurations",                 \

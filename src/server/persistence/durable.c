@@ -1348,7 +1348,8 @@ static bool load_journal(rpd_durable *d, rpd_core *core, bool repair)
     /* Load with every limit lifted: what was acknowledged is restored
      * whatever the limits are now. */
     rpd_core saved = *core;
-    rp_store_limits store_limits = rp_store_get_limits(core->store), none = {SIZE_MAX};
+    rp_store_limits store_limits = rp_store_get_limits(core->store),
+                    none = {SIZE_MAX, RP_MAX_HALFSPACES_PER_SCENE};
     rp_store_set_limits(core->store, &none);
     core->limits = lifted_limits();
     core->watch = NULL;

@@ -164,6 +164,9 @@ static bool store_error(rpd_req *req, rp_status st, const char *name, uint64_t e
     case RP_ERR_LIMIT:
         return rpd_fail_limit(req, RPD_LIMIT_max_shapes_per_scene,
                               rp_store_get_limits(req->core->store).max_shapes_per_scene);
+    case RP_ERR_HALFSPACES:
+        return rpd_fail_limit(req, RPD_LIMIT_max_halfspaces_per_scene,
+                              rp_store_get_limits(req->core->store).max_halfspaces_per_scene);
     default:
         return rpd_fail_status(req, st);
     }

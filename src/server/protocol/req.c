@@ -148,6 +148,7 @@ int rpd_status_code(rp_status st)
         return RPD_REVISION_CONFLICT;
     case RP_ERR_LIMIT:
     case RP_ERR_WORK:
+    case RP_ERR_HALFSPACES:
         return RPD_LIMIT_EXCEEDED;
     case RP_ERR_ABORTED:
         return RPD_STORAGE;

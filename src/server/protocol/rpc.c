@@ -57,7 +57,7 @@ bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
 {
     memset(core, 0, sizeof *core);
     core->limits = limits ? *limits : rpd_default_limits();
-    rp_store_limits sl = {core->limits.max_shapes_per_scene};
+    rp_store_limits sl = {core->limits.max_shapes_per_scene, core->limits.max_halfspaces_per_scene};
     core->store = rp_store_new(&sl);
     core->start_ns = rpd_now_ns();
     strcpy(core->run_id, "00000000000000000000000000000000");
