@@ -366,14 +366,8 @@ static rp_contact core_box_contact(const rp_box *b, rp_vec3 p0, rp_vec3 p1, doub
     rp_vec3 core;
     if (s.f > 0.0) {
         rp_vec3 e = v3_sub(p1, p0);
-        if (v3_isfinite(e))
-            core = seg_at(p0, p1, e, s.t);
-        else /* an axis longer than DBL_MAX: blend the ends instead */
-            core = s.t <= 0.0 ? p0
-                   : s.t >= 1.0
-                       ? p1
-                       : v3((1.0 - s.t) * p0.x + s.t * p1.x, (1.0 - s.t) * p0.y + s.t * p1.y,
-                            (1.0 - s.t) * p0.z + s.t * p1.z);
+        /* (an axis longer than DBL_MAX: blend the ends instead) */
+        core = v3_isfinite(e) ? seg_at(p0, p1, e, s.t) : v3_lerp(p0, p1, s.t);
     } else {
         /* The core's deepest point along the normal. */
         core = v3_dot(c.normal, p0) >= v3_dot(c.normal, p1) ? p0 : p1;
@@ -446,7 +440,7 @@ rp_contact rp_capsule_halfspace_contact(const rp_capsule *a, const rp_halfspace 
 static double box_halfspace(const rp_box *b, const rp_halfspace *h, rp_vec3 *vertex)
 {
     rp_vec3 axes[3];
-    rp_box_axes(b, axes);
+    box_axes(b, axes);
     rp_vec3 c = b->center, e = b->half_extents;
     double off = h->offset;
     double m = max2(max2(maxabs3(c), maxabs3(e)), fabs(off));
@@ -508,6 +502,16 @@ static void edge(const rp_vec3 v[8], int e, rp_vec3 *p, rp_vec3 *q)
                                     {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
     *p = v[ends[e][0]];
     *q = v[ends[e][1]];
+}
+
+/* The ball around edge e of the box with vertices v: its midpoint m and
+ * half its length r. */
+static void edge_ball(const rp_vec3 v[8], int e, rp_vec3 *m, double *r)
+{
+    rp_vec3 p, q;
+    edge(v, e, &p, &q);
+    *m = v3(0.5 * p.x + 0.5 * q.x, 0.5 * p.y + 0.5 * q.y, 0.5 * p.z + 0.5 * q.z);
+    *r = sqrt(v3_dot(v3_sub(q, p), v3_sub(q, p))) * 0.5;
 }
 
 /* A lower bound on the distance from segment p-q to the box [-h, h]: the
@@ -584,6 +588,9 @@ static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
         return;
     }
     /* Separated: every vertex against the other box, every edge pair. */
+    rp_vec3 ua[8]; /* a's vertices in b's frame */
+    for (int k = 0; k < 8; k++)
+        ua[k] = to_frame(b->ax, va[k], b->c);
     double best2 = DBL_MAX * 2.0;
     for (int k = 0; k < 8; k++) {
         rp_vec3 q;
@@ -593,10 +600,8 @@ static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
             r->pa = q;
             r->pb = vb[k];
         }
-        rp_vec3 u = v3(v3_dot(b->ax[0], v3_sub(va[k], b->c)), v3_dot(b->ax[1], v3_sub(va[k], b->c)),
-                       v3_dot(b->ax[2], v3_sub(va[k], b->c)));
         rp_vec3 ql;
-        f = clamp_box(u, b->h, &ql);
+        f = clamp_box(ua[k], b->h, &ql);
         if (f < best2) {
             best2 = f;
             r->pa = va[k];
@@ -610,35 +615,23 @@ static void solve_box_box(const box_in_a *b, rp_vec3 ha, box_box *r)
      * computed with a slack above its rounding (a few eps of the largest
      * coordinate), so a pair is skipped only when it truly cannot win; the
      * vertices' distance usually leaves a handful of the 144 pairs. */
-    rp_vec3 ma[12], mb[12];
-    double ra[12], rb[12], big = 0.0;
-    for (int k = 0; k < 8; k++)
-        big = max3(big, maxabs3(va[k]), maxabs3(vb[k]));
-    for (int i = 0; i < 12; i++) {
-        rp_vec3 p, q;
-        edge(va, i, &p, &q);
-        ma[i] = v3(0.5 * p.x + 0.5 * q.x, 0.5 * p.y + 0.5 * q.y, 0.5 * p.z + 0.5 * q.z);
-        ra[i] = sqrt(v3_dot(v3_sub(q, p), v3_sub(q, p))) * 0.5;
-        edge(vb, i, &p, &q);
-        mb[i] = v3(0.5 * p.x + 0.5 * q.x, 0.5 * p.y + 0.5 * q.y, 0.5 * p.z + 0.5 * q.z);
-        rb[i] = sqrt(v3_dot(v3_sub(q, p), v3_sub(q, p))) * 0.5;
-    }
-    double slack = 64.0 * DBL_EPSILON * big;
     /* And each edge's own bound: the gap between the box around it (in the
      * other box's frame) and the other box.  An edge on the far side of
      * its box leaves every pair it is in. */
-    rp_vec3 ua[8]; /* a's vertices in b's frame */
+    rp_vec3 ma[12], mb[12];
+    double ra[12], rb[12], ga[12], gb[12], big = 0.0;
     for (int k = 0; k < 8; k++)
-        ua[k] = v3(v3_dot(b->ax[0], v3_sub(va[k], b->c)), v3_dot(b->ax[1], v3_sub(va[k], b->c)),
-                   v3_dot(b->ax[2], v3_sub(va[k], b->c)));
-    double ga[12], gb[12];
+        big = max3(big, maxabs3(va[k]), maxabs3(vb[k]));
     for (int i = 0; i < 12; i++) {
+        edge_ball(va, i, &ma[i], &ra[i]);
+        edge_ball(vb, i, &mb[i], &rb[i]);
         rp_vec3 p, q;
         edge(ua, i, &p, &q);
         ga[i] = edge_gap(p, q, b->h);
         edge(vb, i, &p, &q);
         gb[i] = edge_gap(p, q, ha);
     }
+    double slack = 64.0 * DBL_EPSILON * big;
     int bi = -1, bj = -1; /* the closest edge pair, when one beats the vertices */
     for (int i = 0; i < 12; i++) {
         if (ga[i] > best + slack)
@@ -680,8 +673,8 @@ static double box_box_solve(const rp_box *a, const rp_box *b, box_box *r, rp_vec
                             int *scale_out)
 {
     rp_vec3 axb[3];
-    rp_box_axes(a, axa);
-    rp_box_axes(b, axb);
+    box_axes(a, axa);
+    box_axes(b, axb);
     rp_vec3 ca = a->center, cb = b->center, ha = a->half_extents, hb = b->half_extents;
     double m = max2(max2(maxabs3(ca), maxabs3(cb)), max2(maxabs3(ha), maxabs3(hb)));
     int scale = solve_scale(m);
@@ -763,12 +756,10 @@ rp_status rp_box_new(rp_vec3 center, rp_vec3 half_extents, double w, double x, d
         out->rotation = (rp_quat){w, x, y, z};
         return RP_OK;
     }
-    double m = max2(max2(fabs(w), fabs(x)), max2(fabs(y), fabs(z)));
-    if (m == 0.0)
+    double q[4] = {w, x, y, z};
+    if (!quat_unit(q))
         return RP_ERR_QUATERNION;
-    w /= m, x /= m, y /= m, z /= m;
-    double n = sqrt(w * w + x * x + y * y + z * z);
-    out->rotation = (rp_quat){w / n, x / n, y / n, z / n};
+    out->rotation = (rp_quat){q[0], q[1], q[2], q[3]};
     return RP_OK;
 }
 

@@ -362,18 +362,6 @@ static rp_vec3 contact_normal(const core_result *r, rp_vec3 u, rp_vec3 v)
     return perpendicular(v3_maxabs(u) > 0.0 ? u : v);
 }
 
-static rp_vec3 lerp(rp_vec3 p0, rp_vec3 p1, double s)
-{
-    if (s == 0.0)
-        return p0;
-    if (s == 1.0)
-        return p1;
-    /* (1-s)*p0 + s*p1 cannot overflow for finite endpoints, except by a
-     * rounding step at ±DBL_MAX, which make_contact saturates. */
-    return v3((1.0 - s) * p0.x + s * p1.x, (1.0 - s) * p0.y + s * p1.y,
-              (1.0 - s) * p0.z + s * p1.z);
-}
-
 /* Builds the contact for cores p0-p1 (radius ra) and q0-q1 (radius rb). */
 static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra, rp_vec3 q0,
                                rp_vec3 q1, double rb)
@@ -388,7 +376,7 @@ static rp_contact make_contact(core_kind kind, rp_vec3 p0, rp_vec3 p1, double ra
         v = v3_sub(v3_scale(q1, 0.5), v3_scale(q0, 0.5));
     }
     c.normal = contact_normal(&r, u, v);
-    rp_vec3 ca = lerp(p0, p1, r.s), cb = lerp(q0, q1, r.t);
+    rp_vec3 ca = v3_lerp(p0, p1, r.s), cb = v3_lerp(q0, q1, r.t);
     c.point_a = v3_madd(ca, c.normal, ra);
     c.point_b = v3_madd(cb, c.normal, -rb);
     /* A finite point plus a radius times a unit vector overflows only when

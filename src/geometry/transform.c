@@ -23,14 +23,10 @@ rp_status rp_transform_from_quaternion(rp_vec3 translation, double w, double x, 
         return RP_ERR_QUATERNION;
     if (!v3_isfinite(translation))
         return RP_ERR_NONFINITE;
-    /* Normalise with a scale first so that tiny or huge quaternions neither
-     * underflow nor overflow when squared. */
-    double m = fmax(fmax(fabs(w), fabs(x)), fmax(fabs(y), fabs(z)));
-    if (m == 0.0)
+    double q[4] = {w, x, y, z};
+    if (!quat_unit(q))
         return RP_ERR_QUATERNION;
-    w /= m, x /= m, y /= m, z /= m;
-    double n = sqrt(w * w + x * x + y * y + z * z);
-    w /= n, x /= n, y /= n, z /= n;
+    w = q[0], x = q[1], y = q[2], z = q[3];
 
     out->r[0][0] = 1 - 2 * (y * y + z * z);
     out->r[0][1] = 2 * (x * y - w * z);

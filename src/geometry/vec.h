@@ -86,6 +86,36 @@ static inline double saturate(double x)
     return x > DBL_MAX ? DBL_MAX : x < -DBL_MAX ? -DBL_MAX : x;
 }
 
+/* The point at s in [0, 1] of the segment p0-p1: the ends exactly, else
+ * (1-s)*p0 + s*p1, which cannot overflow for finite ends (except by a
+ * rounding step at +-DBL_MAX, which the contacts saturate), even when
+ * p1 - p0 does. */
+static inline rp_vec3 v3_lerp(rp_vec3 p0, rp_vec3 p1, double s)
+{
+    if (s == 0.0)
+        return p0;
+    if (s == 1.0)
+        return p1;
+    return v3((1.0 - s) * p0.x + s * p1.x, (1.0 - s) * p0.y + s * p1.y,
+              (1.0 - s) * p0.z + s * p1.z);
+}
+
+/* Normalises the quaternion q[0..3] (finite) in place: divided by its
+ * largest component first, so that squaring neither overflows nor
+ * underflows, then by its length.  False for a zero quaternion. */
+static inline bool quat_unit(double q[4])
+{
+    double m = max2(max2(fabs(q[0]), fabs(q[1])), max2(fabs(q[2]), fabs(q[3])));
+    if (m == 0.0)
+        return false;
+    for (int i = 0; i < 4; i++)
+        q[i] /= m;
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int i = 0; i < 4; i++)
+        q[i] /= n;
+    return true;
+}
+
 /* A point with every coordinate saturated (a witness beyond the double
  * range, geometry.h "Range"); never NaN in, never infinite out. */
 static inline rp_vec3 saturate3(rp_vec3 p)

@@ -1027,9 +1027,9 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
     if (n_excl && excluded(excl, n_excl, e))
         return;
     ++*evaluated;
-    int64_t minus = 0;
-    double d = dist_units(q, SC_SHAPE(sc, e), &minus);
-    *extra -= minus;
+    const rp_shape *s = SC_SHAPE(sc, e);
+    *extra += (int64_t)rp_pair_units_(q, s) - 1;
+    double d = rp_shape_signed_distance(q, s);
     if (d < *best_d ||
         (*found && d == *best_d && strcmp(RP_ENTRY(sc, e)->id, RP_ENTRY(sc, *best_idx)->id) < 0)) {
         *best_d = d;
@@ -1074,21 +1074,22 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         rp_meter_.out = true;
         return;
     }
-    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count; e++) {
-            if ((int64_t)*evaluated + extra >= budget) {
-                rp_meter_.out = true;
-                break;
-            }
-            offer(sc, q, e, best_d, best_idx, found, evaluated, &extra, excl, n_excl);
+    /* A scan takes every entry; a walk takes the half-spaces (outside the
+     * tree) first, as they may well be the nearest (a floor). */
+    bool scan = sc->count <= SMALL_SCENE || is_shape(t->root);
+    size_t n_scan = scan ? sc->count : sc->n_planes;
+    for (size_t i = 0; i < n_scan; i++) {
+        if ((int64_t)*evaluated + extra >= budget) {
+            rp_meter_.out = true;
+            break;
         }
+        offer(sc, q, scan ? i : sc->planes[i], best_d, best_idx, found, evaluated, &extra, excl,
+              n_excl);
+    }
+    if (scan || rp_meter_.out) {
         rp_meter_.left = rp_meter_spend_(budget, *evaluated + (uint64_t)extra);
         return;
     }
-    /* The half-spaces, outside the tree: first, as they may well be the
-     * nearest (a floor). */
-    for (uint32_t i = 0; i < sc->n_planes; i++)
-        offer(sc, q, sc->planes[i], best_d, best_idx, found, evaluated, &extra, excl, n_excl);
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, nearer child first.  A node is skipped when its bound
@@ -1164,31 +1165,23 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         rp_meter_.out = true;
         return true;
     }
-    if (sc->count <= SMALL_SCENE || is_shape(t->root)) {
-        for (size_t e = 0; e < sc->count; e++) {
-            if (*left <= 0) {
-                rp_meter_.out = true;
-                return true;
-            }
-            *left -= 1;
-            double d = dist_units(q, SC_SHAPE(sc, e), left);
-            if (d < threshold && !fn(ctx, e, d))
-                return false;
-        }
-        return true;
-    }
-    /* The half-spaces, outside the tree, first. */
-    for (uint32_t i = 0; i < sc->n_planes; i++) {
+    /* A scan takes every entry; a walk the half-spaces (outside the tree)
+     * first. */
+    bool scan = sc->count <= SMALL_SCENE || is_shape(t->root);
+    size_t n_scan = scan ? sc->count : sc->n_planes;
+    for (size_t i = 0; i < n_scan; i++) {
         if (*left <= 0) {
             rp_meter_.out = true;
             return true;
         }
         *left -= 1;
-        size_t e = sc->planes[i];
+        size_t e = scan ? i : sc->planes[i];
         double d = dist_units(q, SC_SHAPE(sc, e), left);
         if (d < threshold && !fn(ctx, e, d))
             return false;
     }
+    if (scan)
+        return true;
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, first child first (the order a FIRST check reports

@@ -117,9 +117,9 @@ _Static_assert(RP_SHAPE_SPHERE == 0 && RP_SHAPE_CAPSULE == 1 && RP_SHAPE_BOX == 
 /* The doubles of each kind, by kind byte. */
 static const size_t KIND_DOUBLES[] = {4, 7, 10, 4};
 
-static size_t shape_bytes(const rp_shape *s)
+static size_t shape_bytes(rp_shape_kind kind)
 {
-    return 1 + 8 * KIND_DOUBLES[s->kind];
+    return 1 + 8 * KIND_DOUBLES[kind];
 }
 
 static void emit_vec3(sink *o, rp_vec3 v)
@@ -188,8 +188,7 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         size_t count = rp_scene_shape_count(sc);
         uint64_t len = 4 + strlen(name) + 8 + 8;
         for (size_t k = 0; k < count; k++)
-            len += 4 + strlen(rp_scene_id_at(sc, k)) +
-                   shape_bytes(&(rp_shape[1]){rp_scene_shape_at(sc, k)}[0]);
+            len += 4 + strlen(rp_scene_id_at(sc, k)) + shape_bytes(rp_scene_shape_at(sc, k).kind);
         section_begin(o, SECTION_SCENE, len);
         emit_str(o, name, strlen(name));
         emit64(o, rp_scene_revision(sc));
