@@ -35,16 +35,21 @@ static int next_id = 1;
 /* Sends method(params) and returns the parsed reply (the caller deletes). */
 static cJSON *rpc(rh_conn *c, const char *method, const char *params_fmt, ...)
 {
-    char params[65536];
     va_list ap;
     va_start(ap, params_fmt);
-    vsnprintf(params, sizeof params, params_fmt, ap);
+    int n = vsnprintf(NULL, 0, params_fmt, ap);
+    va_end(ap);
+    char *params = malloc((size_t)n + 1);
+    assert_non_null(params);
+    va_start(ap, params_fmt);
+    vsnprintf(params, (size_t)n + 1, params_fmt, ap);
     va_end(ap);
     textbuf t = {0};
     tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}", next_id++,
               method, params);
     cJSON *r = call_json(c, t.p);
     free(t.p);
+    free(params);
     return r;
 }
 
@@ -358,6 +363,56 @@ static void motions_of_a_box_link_meet_the_floor(void **state)
     stop_ok(d);
 }
 
+/* A check of a model of boxes is priced at the box kernels' cost: the
+ * largest that fits the budget runs while a second client is answered, and
+ * one past it is refused before any work. */
+static void box_models_are_priced_and_others_are_served_meanwhile(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false), *p = connect_ok(d, false);
+    rng g = {0xb0b};
+    /* n box links with self collision: about n^2 / 2 * 256 units, 400 of
+     * them about 20 million (under the 50 million of a request line), 700
+     * about 63 million. */
+    const int sizes[2] = {400, 700};
+    for (int s = 0; s < 2; s++) {
+        textbuf t = {0};
+        tb_printf(&t, "{\"model\":\"b%d\",\"links\":[", s);
+        for (int k = 0; k < sizes[s]; k++)
+            tb_printf(&t,
+                      "%s{\"id\":\"l%d\",\"frame\":%d,\"shape\":{\"box\":{\"center\":[%g,%g,%g],"
+                      "\"half_extents\":[0.05,0.05,0.05]}}}",
+                      k ? "," : "", k, k % 8, rng_coord(&g) / 4, rng_coord(&g) / 4,
+                      rng_coord(&g) / 4);
+        tb_printf(&t, "],\"safety_margin\":0}");
+        cJSON *r = rpc(c, "model.put", "%s", t.p);
+        result_of(r);
+        cJSON_Delete(r);
+        free(t.p);
+    }
+    textbuf t = {0};
+    tb_printf(&t, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"check\",\"params\":{\"model\":"
+                  "\"b0\",\"report\":\"all\",\"frames\":[");
+    for (int f = 0; f < 8; f++)
+        tb_printf(&t, "%s{\"translation\":[0,0,%d]}", f ? "," : "", f);
+    tb_printf(&t, "]}}");
+    assert_true(rh_send_line(c, t.p));
+    expect_pong(p); /* the other client is answered meanwhile */
+    cJSON *r = read_json(c);
+    assert_non_null(at(result_of(r), "collision"));
+    cJSON_Delete(r);
+    free(t.p);
+    r = rpc(c, "check", "{\"model\":\"b1\",\"frames\":[]}");
+    assert_int_equal(num_at(r, "error.code"), -32004);
+    assert_string_equal(str_at(r, "error.data.limit"), "max_request_work");
+    cJSON_Delete(r);
+    expect_pong(p);
+    rh_close(p);
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* Bad boxes and half-spaces: -32602 with the path of the bad field, the
  * connection stays up and the scene is unchanged. */
 static void bad_boxes_and_half_spaces_are_refused_with_a_path(void **state)
@@ -472,6 +527,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(distances_equal_brute_force_over_the_stored_shapes),
         DAEMON_TEST(checks_see_the_table_and_the_floor),
         DAEMON_TEST(motions_of_a_box_link_meet_the_floor),
+        DAEMON_TEST(box_models_are_priced_and_others_are_served_meanwhile),
         DAEMON_TEST(bad_boxes_and_half_spaces_are_refused_with_a_path),
         DAEMON_TEST(watchers_receive_boxes_and_half_spaces),
     };
