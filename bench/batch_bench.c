@@ -217,7 +217,7 @@ int main(int argc, char **argv)
     cJSON_Delete(tree);
     int collide = 0;
     for (int r = 0; r < reps; r++) {
-        rp_check_opts opts = {RP_REPORT_FIRST, false, 0, NULL};
+        rp_check_opts opts = {RP_REPORT_FIRST, false, 0, NULL, NULL, 0};
         collide = 0;
         double t0 = now_ms();
         for (k = 0; k < configs; k++) {

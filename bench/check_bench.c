@@ -423,7 +423,7 @@ static void verify(const bench_scene *s, const rp_model *m, const rp_transform *
         if (bfirst[c] != bcoll)
             mismatch(s->n, self, "brute", c, "brute first and brute closest disagree");
 
-        rp_check_opts oc = {RP_REPORT_CLOSEST, false, 0.0, NULL};
+        rp_check_opts oc = {RP_REPORT_CLOSEST, false, 0.0, NULL, NULL, 0};
         rp_check_result r;
         if (rp_model_check(m, s->scene, NULL, frames, N_FRAMES, &oc, &r) != RP_OK)
             die("rp_model_check (closest) failed");
@@ -443,7 +443,7 @@ static void verify(const bench_scene *s, const rp_model *m, const rp_transform *
         }
         rp_check_result_free(&r);
 
-        rp_check_opts of = {RP_REPORT_FIRST, false, 0.0, NULL};
+        rp_check_opts of = {RP_REPORT_FIRST, false, 0.0, NULL, NULL, 0};
         if (rp_model_check(m, s->scene, NULL, frames, N_FRAMES, &of, &r) != RP_OK)
             die("rp_model_check (first) failed");
         if (r.collision != bcoll) {
@@ -481,7 +481,7 @@ static void verify(const bench_scene *s, const rp_model *m, const rp_transform *
 static double repose_pass(const bench_scene *s, const rp_model *m, const rp_transform *cfgs,
                           size_t n_cfg, rp_report report, size_t *collisions)
 {
-    rp_check_opts opts = {report, false, 0.0, NULL};
+    rp_check_opts opts = {report, false, 0.0, NULL, NULL, 0};
     size_t hits = 0;
     double acc = 0.0;
     double t0 = now_s();
@@ -619,7 +619,7 @@ static void bench_one(const bench_scene *s, const rp_model *m, bool self, double
 static double move_median(bench_scene *s, const rp_model *m, const rp_transform *cfgs, size_t n_cfg,
                           bool large, uint64_t *state)
 {
-    rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL};
+    rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL, NULL, 0};
     double per[MOVE_PASSES];
     double acc = 0.0;
     size_t c = 0;

@@ -118,7 +118,7 @@ __attribute__((noinline)) static double run_pass(kcase kc, const rp_model *m, co
                                                  size_t dof, size_t *collisions)
 {
     rp_transform frames[RP_STACK_FRAMES], poses[RP_STACK_FRAMES];
-    rp_check_opts opts = {rep, false, 0.0, NULL};
+    rp_check_opts opts = {rep, false, 0.0, NULL, NULL, 0};
     size_t coll = 0;
     double sink = 0.0;
     double t0 = kb_now_ns();
@@ -433,7 +433,7 @@ static timing time_sketch(const sketch *s, const rp_scene *sc, bool self, const 
                           size_t dof, int passes)
 {
     const rp_model *ref = s->m;
-    rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL};
+    rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL, NULL, 0};
     for (size_t k = 0; k < n; k++) {
         rp_check_result r;
         if (rp_model_check_joints(ref, sc, NULL, &q[k * dof], &opts, &r) != RP_OK)
@@ -678,7 +678,7 @@ int main(int argc, char **argv)
     size_t n_free = 0;
     double *qf = kb_alloc(n_configs * dof, sizeof *qf);
     for (size_t k = 0; k < n_configs; k++) {
-        rp_check_opts fo = {RP_REPORT_FIRST, false, 0.0, NULL};
+        rp_check_opts fo = {RP_REPORT_FIRST, false, 0.0, NULL, NULL, 0};
         rp_check_result r;
         if (rp_model_check_joints(m, sc_rnd, NULL, &q[k * dof], &fo, &r) != RP_OK)
             kb_die("check failed");

@@ -371,7 +371,7 @@ double *kb_edges(const kb_robot *r, const rp_scene *scene, size_t n, uint64_t se
     kb_rng rng = {seed};
     size_t dof = r->dof;
     double *e = kb_alloc(2 * n * dof, sizeof *e);
-    rp_check_opts first = {RP_REPORT_FIRST, false, 0.0, NULL};
+    rp_check_opts first = {RP_REPORT_FIRST, false, 0.0, NULL, NULL, 0};
     for (size_t k = 0; k < n; k++) {
         double *a = &e[2 * k * dof], *b = a + dof;
         for (int tries = 0;; tries++) {

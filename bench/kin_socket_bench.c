@@ -496,7 +496,7 @@ int main(int argc, char **argv)
             }
             double parse_ms = kb_median(t, (size_t)reps) / 1e6;
             size_t valid_local = 0;
-            rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL};
+            rp_check_opts opts = {RP_REPORT_FIRST, false, 0.0, NULL, NULL, 0};
             for (int r = 0; r < reps; r++) {
                 valid_local = 0;
                 double t0 = kb_now_ns();

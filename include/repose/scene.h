@@ -115,11 +115,98 @@ RP_API rp_status rp_store_replace(rp_store *st, const char *name, const rp_shape
                                   rp_scene **out, uint64_t *actual_revision);
 
 /// Removes the shapes with the given ids from scene `name` (see
-/// rp_scene_remove); RP_ERR_NOT_FOUND when the scene is missing.  *out (may
-/// be NULL) receives the scene as it is now.
+/// rp_scene_remove); an id that names an object removes the object and its
+/// shapes; *removed counts both (an object once).  RP_ERR_NOT_FOUND when
+/// the scene is missing.  *out (may be NULL) receives the scene as it is
+/// now.
 RP_API rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids, size_t n,
                                  const uint64_t *if_revision, rp_scene **out, size_t *removed,
                                  uint64_t *actual_revision);
+
+/* ---- objects: rigid groups of shapes with a pose --------------------------- */
+
+/// An object of a scene: shapes in the object's own frame and the pose of
+/// that frame in the world.  Its shapes are scene shapes like the others,
+/// with ids "name/id" and world shapes rp_transform_shape(pose, local);
+/// queries see them, and may leave a whole object out (`ignore`).  Names
+/// share one namespace with the scene's own shape ids: an object's name is
+/// no shape id of the scene, and a shape id of the scene's own never starts
+/// with an object's name and '/'.
+typedef struct rp_object rp_object;
+
+/// An object to store (replacing a stored one of that name whole).
+typedef struct rp_object_put {
+    const char *name;           ///< 1 or more characters, no '/'.
+    rp_transform pose;          ///< Must pass rp_transform_validate.
+    const rp_shape_put *shapes; ///< In the object's frame, each id once.
+    size_t n_shapes;
+} rp_object_put;
+
+/// A new pose for an object.
+typedef struct rp_object_move {
+    const char *name;
+    rp_transform pose;
+} rp_object_move;
+
+/// Which argument an object mutation refused, for RP_ERR_EXISTS (a name
+/// clash), RP_ERR_NOT_FOUND (no such object), RP_ERR_INVALID_ARG (a bad
+/// name, a duplicate) and the shape statuses (a world shape out of range).
+typedef enum rp_edit_what {
+    RP_EDIT_NONE,
+    RP_EDIT_SHAPE,  ///< shapes[index] (of the scene's own)
+    RP_EDIT_OBJECT, ///< objects[index]; `shape` is its shape, or SIZE_MAX
+    RP_EDIT_MOVE    ///< moves[index]
+} rp_edit_what;
+typedef struct rp_edit_error {
+    rp_edit_what what;
+    size_t index;
+    size_t shape;
+} rp_edit_error;
+
+/// rp_store_put with objects: writes `shapes` (the scene's own) and
+/// `objects` (each replacing the object of its name whole: shapes it no
+/// longer has go) in one mutation, one revision, all or nothing.  Besides
+/// rp_store_put's errors: RP_ERR_EXISTS for a name clash (an object named
+/// like a shape id of the scene's own, or one of whose "name/id" ids is
+/// one; a shape id of the scene's own that an object owns), RP_ERR_INVALID_ARG
+/// for a bad or repeated name or a repeated shape id within an object,
+/// RP_ERR_TRANSFORM for a bad pose, the shape statuses for a world shape
+/// the pose moves out of range; *err (may be NULL) says which argument.
+RP_API rp_status rp_store_put_objects(rp_store *st, const char *name, const rp_shape_put *shapes,
+                                      size_t n, const rp_object_put *objects, size_t n_objects,
+                                      const uint64_t *if_revision, bool create, rp_scene **out,
+                                      uint64_t *actual_revision, rp_edit_error *err);
+
+/// rp_store_replace with objects: the scene's whole content becomes
+/// `shapes` and `objects` (objects not listed go).
+RP_API rp_status rp_store_replace_objects(rp_store *st, const char *name,
+                                          const rp_shape_put *shapes, size_t n,
+                                          const rp_object_put *objects, size_t n_objects,
+                                          const uint64_t *if_revision, bool create, rp_scene **out,
+                                          uint64_t *actual_revision, rp_edit_error *err);
+
+/// Moves objects to new poses in one mutation (one revision): each
+/// object's shapes are written at their new world places, so its cost
+/// grows with the shapes moved, not with the scene.  RP_ERR_NOT_FOUND for
+/// a missing scene or object (*err names it), RP_ERR_INVALID_ARG for an
+/// object named twice, RP_ERR_TRANSFORM, the shape statuses, RP_ERR_REVISION,
+/// RP_ERR_NOMEM.
+RP_API rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *moves,
+                               size_t n, const uint64_t *if_revision, rp_scene **out,
+                               uint64_t *actual_revision, rp_edit_error *err);
+
+/// The scene's objects, sorted by name.
+RP_API size_t rp_scene_object_count(const rp_scene *sc);
+RP_API const rp_object *rp_scene_object_at(const rp_scene *sc, size_t i);
+/// The object of that name, or NULL.
+RP_API const rp_object *rp_scene_object_find(const rp_scene *sc, const char *name);
+/// The object a scene shape belongs to (NULL: one of the scene's own).
+RP_API const rp_object *rp_scene_shape_object(const rp_scene *sc, size_t index);
+RP_API const char *rp_object_name(const rp_object *o);
+RP_API rp_transform rp_object_pose(const rp_object *o);
+/// Its shapes in its own frame, sorted by (local) id.
+RP_API size_t rp_object_shape_count(const rp_object *o);
+RP_API const rp_shape_put *rp_object_shape_at(const rp_object *o, size_t i);
 
 /// A read-only snapshot of the store: every scene and model as they are now.
 /// It shares them with the store, so it costs O(scenes + models); a later
@@ -140,10 +227,12 @@ typedef enum rp_change_kind {
                              ///< with create)
     RP_CHANGE_SCENE_REPLACE, ///< the whole content of `name` becomes `shapes`
                              ///< (created when `created`)
-    RP_CHANGE_SCENE_REMOVE,  ///< the ids `ids` leave `name` (ids it lacks: ignored)
+    RP_CHANGE_SCENE_REMOVE,  ///< the ids `ids` leave `name` (ids it lacks: ignored;
+                             ///< an object's name: the object goes)
     RP_CHANGE_SCENE_DELETE,  ///< scene `name` and everything in it go
     RP_CHANGE_MODEL_PUT,     ///< model `name` is created or replaced by `model`
-    RP_CHANGE_MODEL_DELETE   ///< model `name` goes
+    RP_CHANGE_MODEL_DELETE,  ///< model `name` goes
+    RP_CHANGE_SCENE_MOVE     ///< the objects `moves` of scene `name` take new poses
 } rp_change_kind;
 
 /// A typed change record.  Everything it points at is valid only during
@@ -157,6 +246,10 @@ typedef struct rp_change {
     size_t n_shapes;            ///< id given twice: the later one wins).
     const char *const *ids;     ///< SCENE_REMOVE: as given.
     size_t n_ids;
+    const rp_object_put *objects; ///< SCENE_PUT/REPLACE: objects written (each
+    size_t n_objects;             ///< replacing its namesake whole).
+    const rp_object_move *moves;  ///< SCENE_MOVE: the new poses.
+    size_t n_moves;
     const rp_scene *before;           ///< SCENE_*: the scene as it still is (NULL when
                                       ///< created); e.g. the ids a replace drops.
     const struct rp_model_def *model; ///< MODEL_PUT: the definition, as the model
@@ -315,14 +408,17 @@ typedef struct rp_query {
     size_t n_shapes;
     const size_t *subset; ///< Storage indices to consider, or NULL for every shape.
     size_t n_subset;
-    bool collect;     ///< Collect pairs whose distance < threshold (strictly).
-    double threshold; ///< Used when collect is true.
-    bool first_only;  ///< Stop at the first collected pair.
-    bool no_nearest;  ///< Skip the nearest-pair search (only pairs are wanted).
-    size_t max_pairs; ///< With collect: most pairs to collect (0: no limit); when
-                      ///< more qualify the query stops and fails with RP_ERR_LIMIT,
-                      ///< so that its memory and time stay bounded.
-    rp_work *work;    ///< Budget of the tree walks (NULL: none); see rp_work.
+    bool collect;              ///< Collect pairs whose distance < threshold (strictly).
+    double threshold;          ///< Used when collect is true.
+    bool first_only;           ///< Stop at the first collected pair.
+    bool no_nearest;           ///< Skip the nearest-pair search (only pairs are wanted).
+    size_t max_pairs;          ///< With collect: most pairs to collect (0: no limit); when
+                               ///< more qualify the query stops and fails with RP_ERR_LIMIT,
+                               ///< so that its memory and time stay bounded.
+    rp_work *work;             ///< Budget of the tree walks (NULL: none); see rp_work.
+    const char *const *ignore; ///< Objects of the scene whose shapes the query
+    size_t n_ignore;           ///< leaves out (at most 64; RP_ERR_NOT_FOUND for a
+                               ///< name that is no object of the scene).
 } rp_query;
 
 /// Result of rp_scene_query.  Release with rp_query_result_free.
@@ -566,9 +662,11 @@ typedef struct rp_check_pair {
 /// Options of a check.
 typedef struct rp_check_opts {
     rp_report report;
-    bool has_margin; ///< Use `margin` instead of the model's safety margin.
-    double margin;   ///< Metres; pairs closer than this (strictly) violate it.
-    rp_work *work;   ///< Budget of the scene walks (NULL: none); see rp_work.
+    bool has_margin;           ///< Use `margin` instead of the model's safety margin.
+    double margin;             ///< Metres; pairs closer than this (strictly) violate it.
+    rp_work *work;             ///< Budget of the scene walks (NULL: none); see rp_work.
+    const char *const *ignore; ///< Objects of the scene left out, as for rp_query.
+    size_t n_ignore;
 } rp_check_opts;
 
 /// Result of rp_model_check; release with rp_check_result_free.
@@ -716,15 +814,17 @@ typedef struct rp_motion_opts {
     double tolerance;  ///< CERTIFIED: see rp_model_check_motion; 0 means 1e-5 m.
     bool has_margin;   ///< Use `margin` instead of the model's safety margin.
     double margin;
-    bool ignore_limits;  ///< Do not refuse waypoints outside the joint limits.
-    bool earliest;       ///< DISCRETE: report the earliest invalid state along the
-                         ///< path, not the first one the coarse-to-fine order finds.
-    bool fast_reject;    ///< CERTIFIED: sample the waypoints and segment midpoints
-                         ///< first and report a state found there in collision (the
-                         ///< same verdict, found sooner) instead of the first contact.
-    uint64_t max_states; ///< Most configurations to evaluate (0: no limit); beyond
-                         ///< it the check stops with RP_ERR_LIMIT.
-    rp_work *work;       ///< Budget of the scene walks (NULL: none); see rp_work.
+    bool ignore_limits;        ///< Do not refuse waypoints outside the joint limits.
+    bool earliest;             ///< DISCRETE: report the earliest invalid state along the
+                               ///< path, not the first one the coarse-to-fine order finds.
+    bool fast_reject;          ///< CERTIFIED: sample the waypoints and segment midpoints
+                               ///< first and report a state found there in collision (the
+                               ///< same verdict, found sooner) instead of the first contact.
+    uint64_t max_states;       ///< Most configurations to evaluate (0: no limit); beyond
+                               ///< it the check stops with RP_ERR_LIMIT.
+    rp_work *work;             ///< Budget of the scene walks (NULL: none); see rp_work.
+    const char *const *ignore; ///< Objects of the scene left out, as for rp_query.
+    size_t n_ignore;
 } rp_motion_opts;
 
 typedef struct rp_motion_result {

@@ -1024,7 +1024,7 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
                          const size_t *excl, size_t n_excl)
 {
     rp_shape sbuf;
-    if (n_excl && excluded(excl, n_excl, e))
+    if ((n_excl && excluded(excl, n_excl, e)) || rp_ignored_(RP_ENTRY(sc, e)))
         return;
     ++*evaluated;
     const rp_shape *s = SC_SHAPE(sc, e);
@@ -1176,6 +1176,8 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         }
         *left -= 1;
         size_t e = scan ? i : sc->planes[i];
+        if (rp_ignored_(RP_ENTRY(sc, e)))
+            continue;
         double d = dist_units(q, SC_SHAPE(sc, e), left);
         if (d < threshold && !fn(ctx, e, d))
             return false;
@@ -1204,6 +1206,8 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
             *left -= 1;
             size_t e = shape_of(ref);
+            if (rp_ignored_(RP_ENTRY(sc, e)))
+                continue;
             double d = dist_units(q, SC_SHAPE(sc, e), left);
             if (d < threshold && !fn(ctx, e, d))
                 return false;
@@ -1213,14 +1217,14 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         uint32_t a = n->child[0], b = n->child[1];
         if (a & b & RP_BVH_SHAPE) {
             *left -= 2;
-            size_t e = shape_of(a);
-            double d = dist_units(q, SC_SHAPE(sc, e), left);
-            if (d < threshold && !fn(ctx, e, d))
-                return false;
-            e = shape_of(b);
-            d = dist_units(q, SC_SHAPE(sc, e), left);
-            if (d < threshold && !fn(ctx, e, d))
-                return false;
+            for (int k = 0; k < 2; k++) {
+                size_t e = shape_of(k ? b : a);
+                if (rp_ignored_(RP_ENTRY(sc, e)))
+                    continue;
+                double d = dist_units(q, SC_SHAPE(sc, e), left);
+                if (d < threshold && !fn(ctx, e, d))
+                    return false;
+            }
             continue;
         }
         uint32_t c[2] = {b, a}; /* b pushed first, so that a pops first */
@@ -1392,6 +1396,8 @@ multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, doubl
            int simd, rp_multi_visit_fn fn, void *ctx, uint64_t *active, int64_t *left)
 {
     rp_shape sbuf;
+    if (rp_ignored_(RP_ENTRY(sc, e)))
+        return;
     const rp_shape *s = SC_SHAPE(sc, e);
     mask &= *active;
     if (mask & (mask - 1)) {
@@ -1582,6 +1588,8 @@ robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates, size_t e, dou
             double threshold, const int simd, int64_t *left)
 {
     rp_shape sbuf;
+    if (rp_ignored_(RP_ENTRY(sc, e)))
+        return false;
     dbox d = shape_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, gate_threshold, false, simd);
@@ -1728,6 +1736,8 @@ robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, 
                 int64_t *left)
 {
     rp_shape sbuf;
+    if (rp_ignored_(RP_ENTRY(sc, e)))
+        return;
     dbox d = shape_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, *bound + gate_slack, true, simd);

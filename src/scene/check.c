@@ -1081,8 +1081,16 @@ rp_status rp_model_check(const rp_model *m, const rp_scene *scene, const rp_tran
                          rp_check_result *out)
 {
     rp_work *work = opts ? opts->work : NULL;
+    rp_status st =
+        rp_ignore_open_(scene, opts ? opts->ignore : NULL, opts ? opts->n_ignore : 0, NULL);
+    if (st) {
+        if (out)
+            memset(out, 0, sizeof *out);
+        return st;
+    }
     rp_meter_open_(work);
-    rp_status st = rp_meter_close_(work, check_run(m, scene, base, frames, n_frames, opts, out));
+    st = rp_meter_close_(work, check_run(m, scene, base, frames, n_frames, opts, out));
+    rp_ignore_close_();
     if (st == RP_ERR_WORK)
         rp_check_result_free(out); /* found by cut walks: nothing to report */
     return st;

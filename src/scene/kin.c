@@ -819,9 +819,18 @@ rp_status rp_model_check_joints_batch(const rp_model *m, const rp_scene *scene,
     if (!failed)
         failed = &fail_dummy;
     rp_work *work = opts ? opts->work : NULL;
+    rp_status run =
+        rp_ignore_open_(scene, opts ? opts->ignore : NULL, opts ? opts->n_ignore : 0, NULL);
+    if (run) {
+        *failed = 0;
+        if (n && out)
+            memset(out, 0, sizeof *out);
+        return run;
+    }
     rp_meter_open_(work);
-    rp_status run = batch_run(m, scene, base, q, n, opts, out, failed);
+    run = batch_run(m, scene, base, q, n, opts, out, failed);
     rp_status st = rp_meter_close_(work, run);
+    rp_ignore_close_();
     if (st == RP_ERR_WORK) {
         /* The walks that ran out may have served any vector: keep no
          * result.  A run that went on to the end filled every out[]; one

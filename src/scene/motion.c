@@ -684,9 +684,16 @@ rp_status rp_model_check_motion(const rp_model *m, const rp_scene *scene, const 
                                 rp_motion_result *out, double *first_joints)
 {
     rp_work *work = opts ? opts->work : NULL;
-    rp_meter_open_(work);
     rp_status st =
-        rp_meter_close_(work, motion_run(m, scene, base, path, n_points, opts, out, first_joints));
+        rp_ignore_open_(scene, opts ? opts->ignore : NULL, opts ? opts->n_ignore : 0, NULL);
+    if (st) {
+        if (out)
+            memset(out, 0, sizeof *out);
+        return st;
+    }
+    rp_meter_open_(work);
+    st = rp_meter_close_(work, motion_run(m, scene, base, path, n_points, opts, out, first_joints));
+    rp_ignore_close_();
     if (st == RP_ERR_WORK && out) {
         /* A verdict from cut walks means nothing: keep only the count. */
         uint64_t states = out->states_checked;

@@ -71,6 +71,8 @@ static rp_status query_subset(const rp_scene *sc, const rp_query *q, rp_query_re
         const rp_shape *qs = &q->shapes[qi];
         for (size_t k = 0; k < q->n_subset; k++) {
             size_t e = q->subset[k];
+            if (rp_ignored_(RP_ENTRY(sc, e)))
+                continue;
             rp_shape buf;
             rp_pair p = {qi, e,
                          rp_shape_signed_distance(qs, rp_entry_shape_(RP_ENTRY(sc, e), &buf))};
@@ -133,9 +135,13 @@ static rp_status query_all(const rp_scene *sc, const rp_query *q, rp_query_resul
 rp_status rp_scene_query(const rp_scene *sc, const rp_query *q, rp_query_result *out)
 {
     memset(out, 0, sizeof *out);
+    rp_status st = rp_ignore_open_(sc, q->ignore, q->n_ignore, NULL);
+    if (st)
+        return st;
     rp_meter_open_(q->work);
-    rp_status st = q->subset ? query_subset(sc, q, out) : query_all(sc, q, out);
+    st = q->subset ? query_subset(sc, q, out) : query_all(sc, q, out);
     st = rp_meter_close_(q->work, st);
+    rp_ignore_close_();
     if (st) {
         rp_query_result_free(out);
         return st;

@@ -213,6 +213,7 @@ void rp_scene_free_(rp_scene *sc)
         st->bytes -= sc->planes_cap * sizeof *sc->planes;
         free(sc->planes);
     }
+    rp_objtab_release_(sc->objects, st);
     st->bytes -= strlen(sc->name) + 1 + sizeof *sc;
     free(sc->name);
     free(sc);
@@ -482,9 +483,17 @@ rp_status rp_scene_remove(rp_scene *sc, const char *const *ids, size_t n,
     return rp_scene_remove_(sc, ids, n, if_revision, removed, actual_revision);
 }
 
-/* A put: rp_scene_put_ when `commit` (the scene then takes the next
- * revision), rp_scene_fill_ when not. */
-static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, bool commit);
+/* A plain put: rp_scene_put_ when `commit` (the scene then takes the next
+ * revision), rp_scene_fill_ when not.  Ids an object owns are refused. */
+static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, bool commit)
+{
+    if (sc->objects)
+        for (size_t k = 0; k < n; k++)
+            if (rp_scene_id_owned_(sc, shapes[k].id))
+                return RP_ERR_EXISTS;
+    rp_edit_ ed = {.shapes = shapes, .n = n};
+    return rp_scene_edit_(sc, &ed, commit);
+}
 
 rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
                         const uint64_t *if_revision, uint64_t *actual_revision)
@@ -499,9 +508,16 @@ rp_status rp_scene_fill_(rp_scene *sc, const rp_shape_put *shapes, size_t n)
     return put_shapes(sc, shapes, n, false);
 }
 
-static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, bool commit)
+/* Removes the entries with the given ids (ids the scene lacks are
+ * skipped), keeping the tree when `tree`.  The reservations are made;
+ * cannot fail.  Returns how many went. */
+static size_t drop_ids(rp_scene *sc, const char *const *ids, size_t n, bool tree);
+
+rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
 {
-    if (n > UINT32_MAX - 1)
+    const rp_shape_put *shapes = ed->shapes;
+    size_t n = ed->n;
+    if (n > UINT32_MAX - 1 || ed->n_drop > UINT32_MAX - 1)
         return RP_ERR_LIMIT;
 
     rp_status st = RP_OK;
@@ -536,13 +552,21 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
             }
         }
     }
-    if (sc->count + fresh > sc->store->limits.max_shapes_per_scene) {
+    /* The entries that go after the writes (each present, see rp_edit_). */
+    size_t gone = 0, planes = sc->n_planes;
+    for (size_t k = 0; k < ed->n_drop; k++) {
+        size_t e = rp_scene_find(sc, ed->drop[k]);
+        if (e != SIZE_MAX) {
+            gone++;
+            planes -= rp_entry_is_plane_(RP_ENTRY(sc, e));
+        }
+    }
+    if (sc->count + fresh - gone > sc->store->limits.max_shapes_per_scene) {
         st = RP_ERR_LIMIT;
         goto out;
     }
     /* Solids for the boxes and half-spaces that land, and the half-spaces
      * the scene will hold (the store's max_halfspaces_per_scene at most). */
-    size_t planes = sc->n_planes;
     for (size_t k = 0; k < n; k++) {
         if (last[k] < k)
             continue;
@@ -573,7 +597,7 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
     bool stale = sc->store->bulk_loading;
     bool bulk = !stale && rp_bvh_bulk_(sc->count, fresh);
     /* Each shape put is at most two tree changes (a move: out and in). */
-    if (!reserve(sc, sc->count + fresh, bulk ? SIZE_MAX : 2 * n, fresh > 0)) {
+    if (!reserve(sc, sc->count + fresh, bulk ? SIZE_MAX : 2 * n + gone, fresh + gone > 0)) {
         st = RP_ERR_NOMEM;
         goto out;
     }
@@ -581,12 +605,11 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         st = RP_ERR_NOMEM;
         goto out;
     }
-    rp_change ch = {.kind = RP_CHANGE_SCENE_PUT,
-                    .name = sc->name,
-                    .shapes = shapes,
-                    .n_shapes = n,
-                    .before = sc};
-    if (commit && !rp_store_may_commit_(sc->store, &ch)) {
+    rp_change plain = {
+        .kind = RP_CHANGE_SCENE_PUT, .name = sc->name, .shapes = shapes, .n_shapes = n};
+    rp_change *ch = ed->change ? ed->change : &plain;
+    ch->before = sc;
+    if (commit && !rp_store_may_commit_(sc->store, ch)) {
         st = RP_ERR_ABORTED;
         goto out;
     }
@@ -622,7 +645,8 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
         uint32_t e = (uint32_t)sc->count++;
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
         entry_set_shape(en, shape, so); /* the slot held no solid (see scene_int.h) */
-        en->id = ids[k];                /* nor an id */
+        en->shape.tag = ed->tags ? ed->tags[last[k]] : 0;
+        en->id = ids[k]; /* nor an id */
         en->hash = hashes[k];
         en->leaf = RP_BVH_NIL;
         ids[k] = NULL;
@@ -633,6 +657,12 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
             planes_add(sc, e);
         else if (tree)
             rp_bvh_insert_(sc, e);
+    }
+    drop_ids(sc, ed->drop, ed->n_drop, !bulk && !stale);
+    if (ed->set_objects) {
+        rp_objtab_release_(sc->objects, sc->store);
+        sc->objects = ed->objects;
+        sc->next_tag = ed->next_tag;
     }
     if (bulk) {
         rp_bvh_rebuild_(sc, build); /* frees the scratch */
@@ -645,6 +675,7 @@ static rp_status put_shapes(rp_scene *sc, const rp_shape_put *shapes, size_t n, 
     sc->store->bytes += id_bytes;
     id_bytes = 0;
     sc->store->shapes += fresh;
+    sc->store->shapes -= gone;
     if (commit)
         sc->revision = rp_store_take_revision_(sc->store);
 
@@ -682,7 +713,23 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         trim_spares(sc);
         return RP_ERR_ABORTED;
     }
-    bool stale = sc->store->bulk_loading; /* see put_shapes */
+    bool stale = sc->store->bulk_loading; /* see rp_scene_edit_ */
+    size_t count = drop_ids(sc, ids, n, !stale);
+    sc->store->shapes -= count;
+    if (stale)
+        sc->tree_stale = true;
+    else
+        rp_bvh_maintain_(sc);
+    planes_trim(sc);
+    trim_spares(sc);
+    sc->revision = rp_store_take_revision_(sc->store);
+    if (removed)
+        *removed = count;
+    return RP_OK;
+}
+
+static size_t drop_ids(rp_scene *sc, const char *const *ids, size_t n, bool tree)
+{
     size_t count = 0;
     for (size_t k = 0; k < n; k++) {
         if (sc->count == 0)
@@ -694,7 +741,7 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
         index_delete(sc, slot);
         if (rp_entry_is_plane_(RP_ENTRY(sc, e)))
             planes_drop(sc, e);
-        else if (!stale)
+        else if (tree)
             rp_bvh_remove_(sc, e);
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
         id_unref(en->id, &sc->store->bytes);
@@ -712,23 +759,13 @@ rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
             index_renumber(sc, en->hash, last, e);
             if (rp_entry_is_plane_(en))
                 planes_renumber(sc, last, e);
-            else if (!stale)
+            else if (tree)
                 rp_bvh_renumber_(sc, last, e);
         }
         sc->count--;
         count++;
     }
-    sc->store->shapes -= count;
-    if (stale)
-        sc->tree_stale = true;
-    else
-        rp_bvh_maintain_(sc);
-    planes_trim(sc);
-    trim_spares(sc);
-    sc->revision = rp_store_take_revision_(sc->store);
-    if (removed)
-        *removed = count;
-    return RP_OK;
+    return count;
 }
 
 /* ---- sorted view --------------------------------------------------------- */

@@ -26,6 +26,9 @@ typedef struct rp_solid {
  * is 150 bytes per shape, tree included).  Read it with rp_entry_shape_. */
 typedef struct entry_shape {
     rp_shape_kind kind;
+    /* The object owning the shape (its rp_object.tag), 0 for a shape of
+     * the scene's own: in what was padding. */
+    uint32_t tag;
     union {
         rp_sphere sphere;
         rp_capsule capsule;
@@ -104,6 +107,67 @@ static inline scene_entry *rp_entry_mut_(rp_chunks *entries, size_t e)
     return (scene_entry *)rp_chunks_own(entries, sizeof(scene_entry), e, rp_entry_ids_ref_, NULL);
 }
 
+/* ---- objects (objects.c) ------------------------------------------------------ */
+
+/* An object of a scene: a rigid group of shapes with a pose
+ * (docs/ARCHITECTURE.md, Objects).  Immutable once made, reference-counted
+ * by the object tables holding it, so versions share it.  Its shapes are
+ * scene entries with ids "name/id" and the object's tag; `shapes` keeps
+ * them in the object's frame (ids local), sorted by id. */
+struct rp_object {
+    uint32_t refs;
+    uint32_t tag; /* unique in its scene's life, never 0 */
+    char *name;
+    rp_transform pose;
+    size_t n_shapes;
+    rp_shape_put *shapes;
+    size_t bytes; /* what it holds, for the store's accounting */
+};
+
+/* A scene's objects, sorted by name: immutable and reference-counted like
+ * the objects, so that a version shares its table with the one it was
+ * made from and a mutation swaps in a new table. */
+typedef struct rp_objtab {
+    uint32_t refs;
+    size_t n;
+    rp_object *obj[];
+} rp_objtab;
+
+void rp_objtab_retain_(rp_objtab *t);
+void rp_objtab_release_(rp_objtab *t, rp_store *st);
+
+/* Ignored owners: the tags of the objects a query leaves out, for the
+ * calling thread while a public query, check or motion runs (set and
+ * cleared by rp_ignore_open_ / rp_ignore_close_, nesting like the meter).
+ * Tree walks skip an entry whose tag is listed. */
+#define RP_IGNORE_MAX 64
+typedef struct rp_ignore {
+    uint32_t n;
+    uint32_t depth;
+    uint32_t tags[RP_IGNORE_MAX];
+} rp_ignore;
+
+extern _Thread_local rp_ignore rp_ignore_ __attribute__((tls_model("initial-exec")));
+
+static inline bool rp_ignored_(const scene_entry *en)
+{
+    uint32_t tag = en->shape.tag;
+    if (!tag || !rp_ignore_.n)
+        return false;
+    for (uint32_t i = 0; i < rp_ignore_.n; i++)
+        if (rp_ignore_.tags[i] == tag)
+            return true;
+    return false;
+}
+
+/* Opens the ignore list of a call on scene sc (NULL: none): the objects
+ * named by names[0..n).  RP_ERR_NOT_FOUND for a name that is no object of
+ * the scene (*bad its position), RP_ERR_LIMIT beyond RP_IGNORE_MAX; the
+ * list stays closed then (no rp_ignore_close_).  Only the outermost call
+ * sets it; nested calls see the same. */
+rp_status rp_ignore_open_(const rp_scene *sc, const char *const *names, size_t n, size_t *bad);
+void rp_ignore_close_(void);
+
 /* ---- bounding-volume hierarchy (bvh.c) ---------------------------------- */
 
 /* No node / no parent. */
@@ -171,6 +235,10 @@ struct rp_scene {
      * version has its own copy. */
     uint32_t *planes;
     uint32_t n_planes, planes_cap;
+    /* The scene's objects (objects.c): NULL when it has none; the tag the
+     * next new object takes. */
+    rp_objtab *objects;
+    uint32_t next_tag;
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
     bool tree_stale; /* changed during a bulk load: the tree waits for its rebuild */
 };
@@ -456,6 +524,49 @@ rp_status rp_scene_put_(rp_scene *sc, const rp_shape_put *shapes, size_t n,
  * changes, but no revision is taken (the store gives the scene one when it
  * links it in). */
 rp_status rp_scene_fill_(rp_scene *sc, const rp_shape_put *shapes, size_t n);
+
+/* One mutation of a scene's shapes and objects, as objects.c builds it:
+ * the shapes to write (world coordinates; later duplicates win), the tag
+ * each new entry takes (tags[k] for shapes[k]; NULL: 0 for all), the ids
+ * of entries to remove after the writes (each present once, none of them
+ * written), and, when set_objects, the object table the scene holds
+ * afterwards (NULL: none) with the next tag.  `change` is the record for
+ * the commit hook (its `before` is filled in; NULL: a plain put's).  All
+ * or nothing; on success the scene owns `objects`, on failure the caller
+ * still does.  With commit false (a scene being built) no hook is asked
+ * and no revision taken. */
+typedef struct rp_edit_ {
+    const rp_shape_put *shapes;
+    size_t n;
+    const uint32_t *tags;
+    const char *const *drop;
+    size_t n_drop;
+    bool set_objects;
+    rp_objtab *objects;
+    uint32_t next_tag;
+    rp_change *change;
+} rp_edit_;
+rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit);
+
+/* store.c: applies an edit to scene `name` (if_revision and such already
+ * checked): in place, or, when `rebuild` or the scene is missing, into a
+ * new scene built beside the old one (created or replacing it; the
+ * change record's `created` and `before` are filled in).  All or nothing. */
+rp_status rp_store_apply_edit_(rp_store *st, const char *name, rp_edit_ *ed, bool rebuild,
+                               rp_scene **out);
+
+/* objects.c: rp_store_remove for a scene with objects (ids may name them). */
+rp_status rp_store_remove_objects_(rp_store *st, const char *name, const char *const *ids, size_t n,
+                                   rp_scene **out, size_t *removed);
+
+/* The object named `name` in sc (NULL when none); *at (may be NULL) gets
+ * its position in the table, or where it would go. */
+rp_object *rp_scene_object_lookup_(const rp_scene *sc, const char *name, size_t *at);
+
+/* Whether a shape id of the scene's own may not be used because it names
+ * an object, or the part before its first '/' does (those ids belong to
+ * the object). */
+bool rp_scene_id_owned_(const rp_scene *sc, const char *id);
 rp_status rp_scene_remove_(rp_scene *sc, const char *const *ids, size_t n,
                            const uint64_t *if_revision, size_t *removed, uint64_t *actual_revision);
 

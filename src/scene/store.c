@@ -272,10 +272,67 @@ rp_status rp_store_remove(rp_store *st, const char *name, const char *const *ids
             *actual_revision = st->scenes[i]->revision;
         return RP_ERR_REVISION;
     }
+    if (st->scenes[i]->objects)
+        return rp_store_remove_objects_(st, name, ids, n, out, removed);
     rp_scene *sc = rp_store_writable_(st, i);
     if (!sc)
         return RP_ERR_NOMEM;
     if (out)
         *out = sc;
     return rp_scene_remove_(sc, ids, n, if_revision, removed, actual_revision);
+}
+
+rp_status rp_store_apply_edit_(rp_store *st, const char *name, rp_edit_ *ed, bool rebuild,
+                               rp_scene **out)
+{
+    bool found;
+    size_t i = lower_bound(st, name, &found);
+    if (found && !rebuild) {
+        rp_scene *sc = rp_store_writable_(st, i);
+        if (!sc)
+            return RP_ERR_NOMEM;
+        if (out)
+            *out = sc;
+        return rp_scene_edit_(sc, ed, true);
+    }
+    /* Built beside the old content, as rp_store_replace does. */
+    rp_scene *sc = rp_scene_new_(st, name);
+    if (!sc)
+        return RP_ERR_NOMEM;
+    rp_status status = rp_scene_edit_(sc, ed, false);
+    if (status) {
+        rp_scene_free_(sc);
+        return status;
+    }
+    if (!found && st->count == st->cap) {
+        rp_scene **grown = rp_grow_(st->scenes, &st->cap, st->count + 1, sizeof *grown, 8);
+        if (!grown) {
+            st->shapes -= sc->count;
+            sc->objects = NULL; /* the caller's still */
+            rp_scene_free_(sc);
+            return RP_ERR_NOMEM;
+        }
+        st->scenes = grown;
+    }
+    rp_change *ch = ed->change;
+    ch->created = !found;
+    ch->before = found ? st->scenes[i] : NULL;
+    if (!rp_store_may_commit_(st, ch)) {
+        st->shapes -= sc->count;
+        sc->objects = NULL;
+        rp_scene_free_(sc);
+        return RP_ERR_ABORTED;
+    }
+    sc->revision = rp_store_take_revision_(st);
+    if (found) {
+        st->shapes -= st->scenes[i]->count;
+        rp_scene_release_(st->scenes[i]);
+    } else {
+        memmove(&st->scenes[i + 1], &st->scenes[i], (st->count - i) * sizeof *st->scenes);
+        st->count++;
+    }
+    st->scenes[i] = sc;
+    if (out)
+        *out = sc;
+    return RP_OK;
 }

@@ -82,6 +82,9 @@ static rp_scene *clone_scene(rp_scene *sc)
         c->n_planes = sc->n_planes;
         c->planes_cap = sc->planes_cap;
     }
+    rp_objtab_retain_(sc->objects);
+    c->objects = sc->objects;
+    c->next_tag = sc->next_tag;
     rp_chunks_pass_spares(&c->entries, &sc->entries);
     rp_chunks_pass_spares(&c->index, &sc->index);
     rp_chunks_pass_spares(&c->tree.nodes, &sc->tree.nodes);

@@ -1089,7 +1089,7 @@ static void verify_config(const op *o, int k, const cJSON *r, const rp_scene *sc
         qsort(viol.v, viol.n, sizeof *viol.v, cpair_cmp);
 
     /* The in-process API on the content at this revision. */
-    rp_check_opts opts = {o->report, o->has_margin, o->margin, NULL};
+    rp_check_opts opts = {o->report, o->has_margin, o->margin, NULL, NULL, 0};
     rp_check_result lib;
     memset(&lib, 0, sizeof lib);
     assert_int_equal(

@@ -175,7 +175,7 @@ static void check_batch_of_ten_thousand_matches_in_process(void **state)
                                              cJSON_GetObjectItem(ro, "z")->valuedouble, &frames[f]),
                 RP_OK);
         }
-        rp_check_opts opts = {RP_REPORT_CLOSEST, false, 0, NULL};
+        rp_check_opts opts = {RP_REPORT_CLOSEST, false, 0, NULL, NULL, 0};
         rp_check_result want;
         assert_int_equal(rp_model_check(m, sc, NULL, frames, 7, &opts, &want), RP_OK);
         assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(res, "collision")), want.collision);

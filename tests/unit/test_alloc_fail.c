@@ -1674,7 +1674,7 @@ static void check_chain(fixture *f, rp_report report)
 {
     double q[CHAIN_JOINTS];
     chain_q(q);
-    rp_check_opts o = {report, true, report == RP_REPORT_FIRST ? -0.012 : 0.06, NULL};
+    rp_check_opts o = {report, true, report == RP_REPORT_FIRST ? -0.012 : 0.06, NULL, NULL, 0};
     f->st_call = rp_model_check_joints(f->chain_ext, f->cell, NULL, q, &o, &f->check);
 }
 

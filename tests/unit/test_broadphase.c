@@ -112,7 +112,7 @@ static void same_first(const rp_check_result *a, const rp_check_result *b, const
     assert_int_equal(a->n_violations, a->collision ? 1 : 0);
     if (!a->collision)
         return;
-    rp_check_opts all = {RP_REPORT_ALL, true, margin, NULL};
+    rp_check_opts all = {RP_REPORT_ALL, true, margin, NULL, NULL, 0};
     rp_check_result r;
     assert_int_equal(rp_model_check(plain, sc, base, frames, 41, &all, &r), RP_OK);
     const rp_check_pair *v = &a->violations[0];
@@ -138,7 +138,7 @@ static bool compare_modes(const rp_model *fast, const rp_model *plain, const rp_
     bool collision = false;
     *closest = NAN;
     for (int mode = 0; mode < 3; mode++) {
-        rp_check_opts o = {(rp_report)mode, true, margin, NULL};
+        rp_check_opts o = {(rp_report)mode, true, margin, NULL, NULL, 0};
         rp_check_result a, b;
         assert_int_equal(
             rp_model_check(fast, use, base, frames, rp_model_frame_count(fast), &o, &a), RP_OK);
@@ -298,7 +298,7 @@ static void closest_ties_follow_the_canonical_order(void **state)
         for (int mode = 0; mode < 3; mode++) {
             /* FIRST: every pair here violates the margin; the reported one
              * must be the plain path's. */
-            rp_check_opts o = {(rp_report)mode, true, 2.0, NULL};
+            rp_check_opts o = {(rp_report)mode, true, 2.0, NULL, NULL, 0};
             rp_check_result a, b;
             assert_int_equal(rp_model_check(fast, sc, NULL, frames, 3, &o, &a), RP_OK);
             assert_int_equal(rp_model_check(plain, sc, NULL, frames, 41, &o, &b), RP_OK);

@@ -373,7 +373,7 @@ static void shapes_near_the_largest_double_agree_with_brute_force(void **state)
     for (size_t t = 0; t < nt; t++) {
         if (!isfinite(thresholds[t]))
             continue; /* margins are finite */
-        rp_check_opts o = {RP_REPORT_ALL, true, thresholds[t], NULL};
+        rp_check_opts o = {RP_REPORT_ALL, true, thresholds[t], NULL, NULL, 0};
         rp_check_result res;
         assert_int_equal(rp_model_check(m, sc, NULL, NULL, 0, &o, &res), RP_OK);
         double min_d;

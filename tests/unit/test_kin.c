@@ -93,7 +93,7 @@ static const rp_transform *link_pose(const rp_model *m, const rp_transform *pose
 static rp_check_result check_q(const rp_model *m, const rp_scene *sc, const rp_transform *base,
                                const double *q, rp_report report, bool has_margin, double margin)
 {
-    rp_check_opts o = {report, has_margin, margin, NULL};
+    rp_check_opts o = {report, has_margin, margin, NULL, NULL, 0};
     rp_check_result r;
     assert_int_equal(rp_model_check_joints(m, sc, base, q, &o, &r), RP_OK);
     return r;
@@ -492,7 +492,7 @@ static void fk_and_joint_checks_refuse_nonfinite_values(void **state)
         q[1] = bad[b];
         assert_int_equal(rp_model_fk(m, NULL, q, poses), RP_ERR_NONFINITE);
         rp_check_result r;
-        rp_check_opts o = {RP_REPORT_CLOSEST, false, 0, NULL};
+        rp_check_opts o = {RP_REPORT_CLOSEST, false, 0, NULL, NULL, 0};
         assert_int_equal(rp_model_check_joints(m, NULL, NULL, q, &o, &r), RP_ERR_NONFINITE);
         assert_int_equal(r.closest.link, SIZE_MAX);
         assert_false(r.collision);
@@ -1005,7 +1005,7 @@ static void joint_checks_equal_checks_of_hand_computed_frames(void **state)
             f[1] = rp_transform_compose(b, &f[1]);
         }
         for (int rep = RP_REPORT_FIRST; rep <= RP_REPORT_ALL; rep++) {
-            rp_check_opts o = {(rp_report)rep, true, 0.05, NULL};
+            rp_check_opts o = {(rp_report)rep, true, 0.05, NULL, NULL, 0};
             rp_check_result want, got;
             assert_int_equal(rp_model_check(m, sc, b, f, 2, &o, &want), RP_OK);
             assert_int_equal(rp_model_check_joints(m, sc, b, q, &o, &got), RP_OK);
@@ -1615,7 +1615,7 @@ static void batch_checks_equal_lone_checks(void **state)
                 const rp_transform *b = tree % 2 ? &base : NULL;
                 double margin = tree % 7 == 3 ? -0.02 : rng_uniform(&rng, 0, 0.1);
                 for (int rep = RP_REPORT_FIRST; rep <= RP_REPORT_ALL; rep++) {
-                    rp_check_opts o = {(rp_report)rep, true, margin, NULL};
+                    rp_check_opts o = {(rp_report)rep, true, margin, NULL, NULL, 0};
                     rp_check_result *got = calloc(n, sizeof *got);
                     size_t failed = 12345;
                     rp_status st_b = rp_model_check_joints_batch(m, sc, b, q, n, &o, got, &failed);
@@ -1781,7 +1781,7 @@ static void kinematic_and_frame_indexed_twins_check_alike(void **state)
                 frames[i] = m4_to(&ref[i + 1]);
             double margin = rng_uniform(&rng, 0, 0.1);
             for (int rep = RP_REPORT_FIRST; rep <= RP_REPORT_ALL; rep++) {
-                rp_check_opts o = {(rp_report)rep, true, margin, NULL};
+                rp_check_opts o = {(rp_report)rep, true, margin, NULL, NULL, 0};
                 rp_check_result a, bres;
                 assert_int_equal(rp_model_check_joints(m, sc, b, q, &o, &a), RP_OK);
                 assert_int_equal(rp_model_check(f, sc, b, frames, (size_t)w.n_frames, &o, &bres),

@@ -73,7 +73,7 @@ static rp_check_result run(const rp_model *m, const rp_scene *sc, const rp_trans
                            const rp_transform *frames, size_t nf, rp_report report, bool has_margin,
                            double margin)
 {
-    rp_check_opts o = {report, has_margin, margin, NULL};
+    rp_check_opts o = {report, has_margin, margin, NULL, NULL, 0};
     rp_check_result r;
     assert_int_equal(rp_model_check(m, sc, base, frames, nf, &o, &r), RP_OK);
     return r;
@@ -753,7 +753,7 @@ static void wrong_frame_count_and_bad_arguments_are_invalid(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_model *m = arm_model(st, 0);
     rp_transform f[3] = {rp_transform_identity(), rp_transform_identity(), rp_transform_identity()};
-    rp_check_opts o = {RP_REPORT_ALL, false, 0, NULL};
+    rp_check_opts o = {RP_REPORT_ALL, false, 0, NULL, NULL, 0};
     rp_check_result r;
     size_t counts[] = {0, 1, 3};
     for (size_t c = 0; c < 3; c++) {
@@ -766,9 +766,9 @@ static void wrong_frame_count_and_bad_arguments_are_invalid(void **state)
     assert_int_equal(rp_model_check(m, NULL, NULL, NULL, 2, &o, &r), RP_ERR_INVALID_ARG);
     assert_int_equal(rp_model_check(NULL, NULL, NULL, f, 2, &o, &r), RP_ERR_INVALID_ARG);
     assert_int_equal(rp_model_check(m, NULL, NULL, f, 2, &o, NULL), RP_ERR_INVALID_ARG);
-    rp_check_opts nan_margin = {RP_REPORT_FIRST, true, NAN, NULL};
+    rp_check_opts nan_margin = {RP_REPORT_FIRST, true, NAN, NULL, NULL, 0};
     assert_int_equal(rp_model_check(m, NULL, NULL, f, 2, &nan_margin, &r), RP_ERR_INVALID_ARG);
-    rp_check_opts bad_report = {(rp_report)9, false, 0, NULL};
+    rp_check_opts bad_report = {(rp_report)9, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_model_check(m, NULL, NULL, f, 2, &bad_report, &r), RP_ERR_INVALID_ARG);
     /* NULL options mean closest with the model's margin. */
     assert_int_equal(rp_model_check(m, NULL, NULL, f, 2, NULL, &r), RP_OK);
@@ -1162,7 +1162,7 @@ static void poses_that_move_links_past_dbl_max_are_refused(void **state)
     rp_transform low = shift(0, -1e308, 0);
     rp_report reports[] = {RP_REPORT_FIRST, RP_REPORT_CLOSEST, RP_REPORT_ALL};
     for (int i = 0; i < 3; i++) {
-        rp_check_opts o = {reports[i], false, 0, NULL};
+        rp_check_opts o = {reports[i], false, 0, NULL, NULL, 0};
         rp_check_result r;
         assert_int_equal(rp_model_check(m, NULL, NULL, ok, 2, &o, &r), RP_OK);
         rp_check_result_free(&r);

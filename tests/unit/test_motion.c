@@ -75,7 +75,7 @@ static void state_at(const double *path, size_t dof, size_t seg, double t, doubl
 static bool collides(const rp_model *m, const rp_scene *sc, const rp_transform *base,
                      const double *q, double margin)
 {
-    rp_check_opts o = {RP_REPORT_FIRST, true, margin, NULL};
+    rp_check_opts o = {RP_REPORT_FIRST, true, margin, NULL, NULL, 0};
     rp_check_result r;
     assert_int_equal(rp_model_check_joints(m, sc, base, q, &o, &r), RP_OK);
     bool c = r.collision;
@@ -86,7 +86,7 @@ static bool collides(const rp_model *m, const rp_scene *sc, const rp_transform *
 static double closest(const rp_model *m, const rp_scene *sc, const rp_transform *base,
                       const double *q, rp_check_pair *pair)
 {
-    rp_check_opts o = {RP_REPORT_CLOSEST, true, 0, NULL};
+    rp_check_opts o = {RP_REPORT_CLOSEST, true, 0, NULL, NULL, 0};
     rp_check_result r;
     assert_int_equal(rp_model_check_joints(m, sc, base, q, &o, &r), RP_OK);
     assert_true(r.has_min);
@@ -953,7 +953,7 @@ static void fooled_run(uint64_t seed)
                           c.pair.other == rp_scene_find(sc, "o0");
             box_link_hits += with_solids && c.pair.link == 4; /* l4#0 */
             /* The reported pair is a real pair at that state. */
-            rp_check_opts all = {RP_REPORT_ALL, true, margin + tol, NULL};
+            rp_check_opts all = {RP_REPORT_ALL, true, margin + tol, NULL, NULL, 0};
             rp_check_result ar;
             assert_int_equal(rp_model_check_joints(m, sc, base, first, &all, &ar), RP_OK);
             bool seen = false;
@@ -1023,7 +1023,7 @@ static int ref_state(ref_motion *c, size_t seg, uint64_t idx, uint64_t n)
     const double *a = c->path + seg * c->dof, *b = a + c->dof;
     for (size_t i = 0; i < c->dof; i++)
         q[i] = t == 1.0 ? b[i] : a[i] + t * (b[i] - a[i]);
-    rp_check_opts o = {RP_REPORT_FIRST, true, c->margin, NULL};
+    rp_check_opts o = {RP_REPORT_FIRST, true, c->margin, NULL, NULL, 0};
     rp_check_result r;
     assert_int_equal(rp_model_check_joints(c->m, c->sc, c->base, q, &o, &r), RP_OK);
     int bad = r.collision;

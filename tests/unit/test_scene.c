@@ -1330,7 +1330,7 @@ static void query_on_empty_scene_or_subset_has_no_minimum(void **state)
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "empty", NULL, 0, &sc), RP_OK);
     rp_shape qs[] = {sphere(0, 0, 0, 1), capsule(0, 0, 0, 1, 0, 0, 1)};
-    rp_query q = {qs, 2, NULL, 0, true, INFINITY, false, false, 0, NULL};
+    rp_query q = {qs, 2, NULL, 0, true, INFINITY, false, false, 0, NULL, NULL, 0};
     rp_query_result res;
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     assert_false(res.has_min);
@@ -1341,12 +1341,12 @@ static void query_on_empty_scene_or_subset_has_no_minimum(void **state)
     rp_shape_put p = P("a", sphere(0, 0, 0, 1));
     assert_int_equal(rp_scene_put(sc, &p, 1, NULL, NULL), RP_OK);
     size_t none[1] = {0};
-    rp_query qsub = {qs, 2, none, 0, true, INFINITY, false, false, 0, NULL};
+    rp_query qsub = {qs, 2, none, 0, true, INFINITY, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &qsub, &res), RP_OK);
     assert_false(res.has_min);
     assert_int_equal(res.n_pairs, 0);
     rp_query_result_free(&res);
-    rp_query qnone = {qs, 0, NULL, 0, true, INFINITY, false, false, 0, NULL};
+    rp_query qnone = {qs, 0, NULL, 0, true, INFINITY, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &qnone, &res), RP_OK);
     assert_false(res.has_min);
     assert_int_equal(res.n_pairs, 0);
@@ -1362,7 +1362,7 @@ static void query_with_single_shape_reports_that_pair(void **state)
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "s", &p, 1, &sc), RP_OK);
     rp_shape qs = sphere(0, 0, 0, 0.5);
-    rp_query q = {&qs, 1, NULL, 0, false, 0, false, false, 0, NULL};
+    rp_query q = {&qs, 1, NULL, 0, false, 0, false, false, 0, NULL, NULL, 0};
     rp_query_result res;
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     assert_true(res.has_min);
@@ -1383,7 +1383,7 @@ static void query_with_single_shape_reports_that_pair(void **state)
 
     /* Penetration is a negative distance. */
     rp_shape deep = sphere(3, 0, 0, 0.5);
-    rp_query qd = {&deep, 1, NULL, 0, true, 0.0, false, false, 0, NULL};
+    rp_query qd = {&deep, 1, NULL, 0, true, 0.0, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &qd, &res), RP_OK);
     assert_true(res.nearest.distance == -1.5);
     assert_int_equal(res.n_pairs, 1);
@@ -1415,7 +1415,7 @@ static void nearest_ties_go_to_lowest_query_then_smallest_id(void **state)
 
     /* Two identical queries: query 0 and id "a10" (strcmp: "a10" < "a2"). */
     rp_shape twin[] = {sphere(0, 0, 0, 0), sphere(0, 0, 0, 0)};
-    rp_query q = {twin, 2, NULL, 0, false, 0, false, false, 0, NULL};
+    rp_query q = {twin, 2, NULL, 0, false, 0, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     assert_true(res.has_min);
     assert_int_equal(res.nearest.query, 0);
@@ -1455,7 +1455,7 @@ static void collect_orders_equal_distances_by_query_then_id(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_scene *sc = tie_scene(st);
     rp_shape qs[] = {sphere(0, 0, 0, 0), sphere(0, 0, 0, 0)};
-    rp_query q = {qs, 2, NULL, 0, true, 5.0, false, false, 0, NULL};
+    rp_query q = {qs, 2, NULL, 0, true, 5.0, false, false, 0, NULL, NULL, 0};
     rp_query_result res;
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     static const char *const want[] = {"a10", "a2", "b", "c", "m", "x"};
@@ -1484,8 +1484,8 @@ static void collect_stops_with_limit_past_max_pairs(void **state)
     for (size_t i = 0; i < 7; i++)
         all[i] = i;
     for (int sub = 0; sub < 2; sub++) {
-        rp_query q = {&origin, 1,   sub ? all : NULL, sub ? 7 : 0, true, 100.0, false, false,
-                      7,       NULL};
+        rp_query q = {&origin, 1, sub ? all : NULL, sub ? 7 : 0, true, 100.0, false, false, 7, NULL,
+                      NULL,    0};
         rp_query_result res;
         assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
         assert_int_equal(res.n_pairs, 7);
@@ -1508,7 +1508,7 @@ static void collect_excludes_a_pair_at_exactly_the_threshold(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_scene *sc = tie_scene(st);
     rp_shape origin = sphere(0, 0, 0, 0);
-    rp_query q = {&origin, 1, NULL, 0, true, 1.0, false, false, 0, NULL};
+    rp_query q = {&origin, 1, NULL, 0, true, 1.0, false, false, 0, NULL, NULL, 0};
     rp_query_result res;
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     assert_int_equal(res.n_pairs, 0);
@@ -1564,7 +1564,7 @@ static void nearest_and_collected_pairs_equal_brute_force_on_random_scenes(void 
         size_t nq = 1 + (size_t)(rng_next(&r) % 5);
         for (size_t i = 0; i < nq; i++)
             qs[i] = grid ? grid_shape(&r) : random_shape(&r);
-        rp_query q = {qs, nq, NULL, 0, false, 0, false, false, 0, NULL};
+        rp_query q = {qs, nq, NULL, 0, false, 0, false, false, 0, NULL, NULL, 0};
         assert_query_matches_brute_force(sc, &q);
 
         q.collect = true;
@@ -1597,7 +1597,7 @@ static void first_only_returns_exactly_one_qualifying_pair(void **state)
         }
         assert_int_equal(rp_scene_put(sc, p, 40, NULL, NULL), RP_OK);
         rp_shape qs[3] = {random_shape(&r), random_shape(&r), random_shape(&r)};
-        rp_query q = {qs, 3, NULL, 0, true, rng_uniform(&r, 0, 4), true, false, 0, NULL};
+        rp_query q = {qs, 3, NULL, 0, true, rng_uniform(&r, 0, 4), true, false, 0, NULL, NULL, 0};
 
         bf_pair *v = NULL;
         size_t n = brute_force(sc, &q, &v);
@@ -1657,7 +1657,7 @@ static void subset_restricts_the_scan_to_the_listed_shapes(void **state)
             idx[j] = t;
         }
         size_t k = 1 + (size_t)(rng_next(&r) % N);
-        rp_query q = {qs, 2, idx, k, true, rng_uniform(&r, 0, 5), false, false, 0, NULL};
+        rp_query q = {qs, 2, idx, k, true, rng_uniform(&r, 0, 5), false, false, 0, NULL, NULL, 0};
         assert_query_matches_brute_force(sc, &q);
         q.collect = false;
         assert_query_matches_brute_force(sc, &q);
@@ -1677,7 +1677,7 @@ static void subset_restricts_the_scan_to_the_listed_shapes(void **state)
     }
 
     /* The global nearest shape is not reported when left out. */
-    rp_query all = {qs, 1, NULL, 0, false, 0, false, false, 0, NULL};
+    rp_query all = {qs, 1, NULL, 0, false, 0, false, false, 0, NULL, NULL, 0};
     rp_query_result res;
     assert_int_equal(rp_scene_query(sc, &all, &res), RP_OK);
     size_t best = res.nearest.shape;
@@ -1686,7 +1686,7 @@ static void subset_restricts_the_scan_to_the_listed_shapes(void **state)
     for (size_t i = 0; i < N; i++)
         if (i != best)
             rest[k++] = i;
-    rp_query sub = {qs, 1, rest, k, false, 0, false, false, 0, NULL};
+    rp_query sub = {qs, 1, rest, k, false, 0, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &sub, &res), RP_OK);
     assert_true(res.has_min);
     assert_true(res.nearest.shape != best);
@@ -1707,7 +1707,7 @@ static void shapes_all_at_one_point_tie_by_id(void **state)
     rp_scene *sc = NULL;
     assert_int_equal(rp_store_create(st, "pile", p, N, &sc), RP_OK);
     rp_shape qs[] = {sphere(1, 1, 1, 0.25), capsule(1, 1, 1, 1, 1, 1, 0.25)};
-    rp_query q = {qs, 2, NULL, 0, true, 0.0, false, false, 0, NULL};
+    rp_query q = {qs, 2, NULL, 0, true, 0.0, false, false, 0, NULL, NULL, 0};
     rp_query_result res;
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     assert_true(res.has_min);
@@ -1730,7 +1730,7 @@ static void shapes_all_at_one_point_tie_by_id(void **state)
         pts[i] = P(ids[i], sphere(-3, 2, 0.5, 0));
     assert_int_equal(rp_scene_put(sc, pts, N, NULL, NULL), RP_OK);
     rp_shape pt = sphere(-3, 2, 0.5, 0);
-    rp_query qp = {&pt, 1, NULL, 0, true, 0.0, false, false, 0, NULL};
+    rp_query qp = {&pt, 1, NULL, 0, true, 0.0, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &qp, &res), RP_OK);
     assert_true(res.nearest.distance == 0.0);
     assert_string_equal(rp_scene_id_at(sc, res.nearest.shape), "a");
@@ -1750,7 +1750,7 @@ static void query_result_free_is_safe_on_zeroed_and_freed_results(void **state)
     rp_store *st = rp_store_new(NULL);
     rp_scene *sc = tie_scene(st);
     rp_shape origin = sphere(0, 0, 0, 0);
-    rp_query q = {&origin, 1, NULL, 0, true, INFINITY, false, false, 0, NULL};
+    rp_query q = {&origin, 1, NULL, 0, true, INFINITY, false, false, 0, NULL, NULL, 0};
     assert_int_equal(rp_scene_query(sc, &q, &res), RP_OK);
     assert_int_equal(res.n_pairs, 7);
     rp_query_result_free(&res);
@@ -1892,7 +1892,7 @@ static void replace_swaps_the_whole_content_at_the_next_revision(void **state)
     assert_int_equal(rp_store_scene_count(st), 2);
     /* Queries see the new content only. */
     rp_shape q[] = {sphere(0, 0, 0, 0), sphere(1, 0, 0, 0.25)};
-    rp_query all = {q, 2, NULL, 0, true, INFINITY, false, false, 0, NULL};
+    rp_query all = {q, 2, NULL, 0, true, INFINITY, false, false, 0, NULL, NULL, 0};
     assert_query_matches_brute_force(sc, &all);
     /* The scene takes puts and removes as before. */
     rp_shape_put more = P("a", sphere(9, 9, 9, 1));
@@ -2112,12 +2112,12 @@ static void replace_and_delete_return_memory_and_shape_count_to_baseline(void **
         /* A query builds whatever the scene keeps for queries; a replacement
          * frees it with the old content. */
         rp_shape q = sphere(0, 0, 0, 1);
-        rp_query one = {&q, 1, NULL, 0, false, 0, false, false, 0, NULL};
+        rp_query one = {&q, 1, NULL, 0, false, 0, false, false, 0, NULL, NULL, 0};
         assert_query_matches_brute_force(sc, &one);
     }
     assert_int_equal(rp_store_replace(st, "s", big, N, NULL, false, &sc, NULL), RP_OK);
     rp_shape q = sphere(0, 0, 0, 1);
-    rp_query one = {&q, 1, NULL, 0, false, 0, false, false, 0, NULL};
+    rp_query one = {&q, 1, NULL, 0, false, 0, false, false, 0, NULL, NULL, 0};
     assert_query_matches_brute_force(sc, &one);
     assert_int_equal(rp_store_delete(st, "s"), RP_OK);
     assert_int_equal(rp_store_memory(st), base);

@@ -252,7 +252,7 @@ static void checks_in_every_report_mode_stop_within_a_slice(void **state)
         rp_transform base = rp_transform_identity();
         base.t = V(rng_uniform(&r, -0.5, 0.5), rng_uniform(&r, -0.5, 0.5), 0);
         rp_work unlimited = {0, 0};
-        rp_check_opts o = {(rp_report)(round % 3), round % 2 == 0, 0.1, &unlimited};
+        rp_check_opts o = {(rp_report)(round % 3), round % 2 == 0, 0.1, &unlimited, NULL, 0};
         rp_check_result full, again;
         assert_int_equal(rp_model_check_joints(m, sc, &base, q, &o, &full), RP_OK);
 
@@ -291,7 +291,7 @@ static void a_batch_out_of_work_keeps_no_result(void **state)
         q[i] = rng_uniform(&r, -3, 3);
     for (int rep = 0; rep < 3; rep++) {
         rp_work unlimited = {0, 0};
-        rp_check_opts o = {(rp_report)rep, false, 0, &unlimited};
+        rp_check_opts o = {(rp_report)rep, false, 0, &unlimited, NULL, 0};
         rp_check_result full[N], again[N];
         size_t failed = 7;
         assert_int_equal(rp_model_check_joints_batch(m, sc, NULL, q, N, &o, full, &failed), RP_OK);

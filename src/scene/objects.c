@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Objects: rigid groups of scene shapes with a pose (docs/ARCHITECTURE.md,
+ * Objects).
+ *
+ * An object's shapes are ordinary scene entries, ids "name/id", in world
+ * coordinates, marked with the object's tag; the object itself (name,
+ * pose, shapes in its own frame) sits in the scene's object table.  Every
+ * object mutation is turned here into one rp_edit_ (scene.c): the world
+ * shapes to write, the ids to drop and the table afterwards, applied all
+ * or nothing under one revision.  A move writes only the moved objects'
+ * shapes, each an in-place update of its entry and its tree leaf, so it
+ * costs O(k log n) for k shapes in a scene of n.
+ *
+ * Objects and tables are immutable and reference-counted: a version made
+ * for readers shares them, and a mutation builds a new table (a copy of
+ * the pointers, O(objects)) and new objects for what it changes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scene_int.h"
+
+_Thread_local rp_ignore rp_ignore_ __attribute__((tls_model("initial-exec")));
+
+/* ---- objects and tables ----------------------------------------------------- */
+
+static void object_release(rp_object *o, rp_store *st)
+{
+    if (o && --o->refs == 0) {
+        st->bytes -= o->bytes;
+        free(o);
+    }
+}
+
+void rp_objtab_retain_(rp_objtab *t)
+{
+    if (t)
+        t->refs++;
+}
+
+static size_t objtab_bytes(size_t n)
+{
+    return sizeof(rp_objtab) + n * sizeof(rp_object *);
+}
+
+void rp_objtab_release_(rp_objtab *t, rp_store *st)
+{
+    if (!t || --t->refs)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        object_release(t->obj[i], st);
+    st->bytes -= objtab_bytes(t->n);
+    free(t);
+}
+
+/* A table for n objects (pointers unset), or NULL. */
+static rp_objtab *objtab_new(size_t n, rp_store *st)
+{
+    rp_objtab *t = malloc(objtab_bytes(n));
+    if (!t)
+        return NULL;
+    t->refs = 1;
+    t->n = n;
+    st->bytes += objtab_bytes(n);
+    return t;
+}
+
+/* Compares name (len bytes, no NUL needed) with s as strcmp would the
+ * string of those bytes. */
+static int cmp_prefix(const char *name, size_t len, const char *s)
+{
+    int c = strncmp(name, s, len);
+    if (c)
+        return c;
+    return s[len] ? -1 : 0;
+}
+
+/* Position of the object named by name[0..len) in t, or where it goes. */
+static size_t objtab_find(const rp_objtab *t, const char *name, size_t len, bool *found)
+{
+    size_t lo = 0, hi = t ? t->n : 0;
+    *found = false;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_prefix(name, len, t->obj[mid]->name);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+rp_object *rp_scene_object_lookup_(const rp_scene *sc, const char *name, size_t *at)
+{
+    bool found;
+    size_t i = objtab_find(sc->objects, name, strlen(name), &found);
+    if (at)
+        *at = i;
+    return found ? sc->objects->obj[i] : NULL;
+}
+
+bool rp_scene_id_owned_(const rp_scene *sc, const char *id)
+{
+    if (!sc->objects)
+        return false;
+    const char *slash = strchr(id, '/');
+    bool found;
+    objtab_find(sc->objects, id, slash ? (size_t)(slash - id) : strlen(id), &found);
+    return found;
+}
+
+static int cmp_put_id(const void *a, const void *b)
+{
+    return strcmp(((const rp_shape_put *)a)->id, ((const rp_shape_put *)b)->id);
+}
+
+/* A new object: p's name and shapes (copied, sorted by id) at `pose`, one
+ * block.  NULL when out of memory. */
+static rp_object *object_new(const char *name, const rp_transform *pose, const rp_shape_put *shapes,
+                             size_t n, uint32_t tag, rp_store *st)
+{
+    size_t strings = strlen(name) + 1;
+    for (size_t k = 0; k < n; k++)
+        strings += strlen(shapes[k].id) + 1;
+    size_t bytes = sizeof(rp_object) + n * sizeof(rp_shape_put) + strings;
+    rp_object *o = malloc(bytes);
+    if (!o)
+        return NULL;
+    o->refs = 1;
+    o->tag = tag;
+    o->pose = *pose;
+    o->n_shapes = n;
+    o->shapes = (rp_shape_put *)(void *)(o + 1);
+    o->bytes = bytes;
+    char *pool = (char *)(o->shapes + n);
+    size_t len = strlen(name) + 1;
+    memcpy(pool, name, len);
+    o->name = pool;
+    pool += len;
+    for (size_t k = 0; k < n; k++) {
+        len = strlen(shapes[k].id) + 1;
+        memcpy(pool, shapes[k].id, len);
+        o->shapes[k].id = pool;
+        o->shapes[k].shape = shapes[k].shape;
+        pool += len;
+    }
+    if (n > 1)
+        qsort(o->shapes, n, sizeof *o->shapes, cmp_put_id);
+    st->bytes += bytes;
+    return o;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+size_t rp_scene_object_count(const rp_scene *sc)
+{
+    return sc->objects ? sc->objects->n : 0;
+}
+
+const rp_object *rp_scene_object_at(const rp_scene *sc, size_t i)
+{
+    return sc->objects->obj[i];
+}
+
+const rp_object *rp_scene_object_find(const rp_scene *sc, const char *name)
+{
+    return rp_scene_object_lookup_(sc, name, NULL);
+}
+
+const rp_object *rp_scene_shape_object(const rp_scene *sc, size_t index)
+{
+    uint32_t tag = RP_ENTRY(sc, index)->shape.tag;
+    if (!tag)
+        return NULL;
+    const char *id = RP_ENTRY(sc, index)->id;
+    const char *slash = strchr(id, '/');
+    bool found;
+    size_t i = objtab_find(sc->objects, id, (size_t)(slash - id), &found);
+    return found ? sc->objects->obj[i] : NULL;
+}
+
+const char *rp_object_name(const rp_object *o)
+{
+    return o->name;
+}
+
+rp_transform rp_object_pose(const rp_object *o)
+{
+    return o->pose;
+}
+
+size_t rp_object_shape_count(const rp_object *o)
+{
+    return o->n_shapes;
+}
+
+const rp_shape_put *rp_object_shape_at(const rp_object *o, size_t i)
+{
+    return &o->shapes[i];
+}
+
+/* ---- ignore lists -------------------------------------------------------------- */
+
+rp_status rp_ignore_open_(const rp_scene *sc, const char *const *names, size_t n, size_t *bad)
+{
+    if (rp_ignore_.depth) {
+        rp_ignore_.depth++;
+        return RP_OK;
+    }
+    if (n > RP_IGNORE_MAX)
+        return RP_ERR_LIMIT;
+    uint32_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        const rp_object *o = sc ? rp_scene_object_lookup_(sc, names[k], NULL) : NULL;
+        if (!o) {
+            if (bad)
+                *bad = k;
+            return RP_ERR_NOT_FOUND;
+        }
+        rp_ignore_.tags[m++] = o->tag;
+    }
+    rp_ignore_.n = m;
+    rp_ignore_.depth = 1;
+    return RP_OK;
+}
+
+void rp_ignore_close_(void)
+{
+    if (--rp_ignore_.depth == 0)
+        rp_ignore_.n = 0;
+}
+
+/* ---- building an edit ------------------------------------------------------------ */
+
+/* What an object mutation is turned into: the world shapes to write (ids
+ * in `pool`) with their tags, the ids to drop, the new objects and the
+ * table.  Freed by plan_free (what the scene took is NULL by then). */
+typedef struct plan {
+    rp_shape_put *world;
+    uint32_t *tags;
+    char **wid; /* the ids of world[] this plan made (NULL: the caller's) */
+    size_t n_world, cap_world;
+    char **drop;
+    size_t n_drop, cap_drop;
+    rp_object **fresh; /* new objects, not yet in a table */
+    size_t n_fresh;
+    rp_objtab *table;
+    rp_store *st;
+    rp_edit_error *err;
+} plan;
+
+static void plan_free(plan *p)
+{
+    for (size_t k = 0; k < p->n_world; k++)
+        free(p->wid[k]);
+    for (size_t k = 0; k < p->n_drop; k++)
+        free(p->drop[k]);
+    for (size_t k = 0; k < p->n_fresh; k++)
+        object_release(p->fresh[k], p->st);
+    rp_objtab_release_(p->table, p->st);
+    free(p->world);
+    free(p->tags);
+    free(p->wid);
+    free(p->drop);
+    free(p->fresh);
+}
+
+static void fail_at(plan *p, rp_edit_what what, size_t index, size_t shape)
+{
+    if (p->err)
+        *p->err = (rp_edit_error){what, index, shape};
+}
+
+/* "name/id", or NULL. */
+static char *member_id(const char *name, const char *id)
+{
+    size_t a = strlen(name), b = strlen(id);
+    char *s = malloc(a + b + 2);
+    if (s) {
+        memcpy(s, name, a);
+        s[a] = '/';
+        memcpy(s + a + 1, id, b + 1);
+    }
+    return s;
+}
+
+/* Appends the world shapes of object o (tag o->tag). */
+static rp_status add_members(plan *p, const rp_object *o)
+{
+    for (size_t k = 0; k < o->n_shapes; k++) {
+        char *id = member_id(o->name, o->shapes[k].id);
+        if (!id)
+            return RP_ERR_NOMEM;
+        p->world[p->n_world] =
+            (rp_shape_put){id, rp_transform_shape(&o->pose, &o->shapes[k].shape)};
+        p->wid[p->n_world] = id;
+        p->tags[p->n_world++] = o->tag;
+    }
+    return RP_OK;
+}
+
+/* Whether every world shape of an object at `pose` is in range; else the
+ * shape status, *which the local shape. */
+static rp_status world_ok(const rp_transform *pose, const rp_shape_put *shapes, size_t n,
+                          size_t *which)
+{
+    for (size_t k = 0; k < n; k++) {
+        rp_shape w = rp_transform_shape(pose, &shapes[k].shape);
+        rp_status s = rp_shape_validate(&w);
+        if (s) {
+            *which = k;
+            return s;
+        }
+    }
+    return RP_OK;
+}
+
+static bool valid_name(const char *name)
+{
+    return name && name[0] && !strchr(name, '/');
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether sorted names[0..n) holds s. */
+static bool in_sorted(const char *const *names, size_t n, const char *s, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_prefix(s, len, names[mid]);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return false;
+}
+
+/* The edit of a put (replace: onto an empty scene) of `shapes` and
+ * `objects` into base (NULL: an empty scene).  Fills p and *ed. */
+static rp_status plan_put(plan *p, const rp_scene *base, const rp_shape_put *shapes, size_t n,
+                          const rp_object_put *objects, size_t n_obj)
+{
+    /* Each object: a good name, once, a good pose and shapes. */
+    const char **names = malloc((n_obj ? n_obj : 1) * sizeof *names);
+    if (!names)
+        return RP_ERR_NOMEM;
+    rp_status s = RP_OK;
+    size_t total = n;
+    for (size_t j = 0; j < n_obj && !s; j++) {
+        const rp_object_put *op = &objects[j];
+        size_t which = SIZE_MAX;
+        if (!valid_name(op->name))
+            s = RP_ERR_INVALID_ARG;
+        else if ((s = rp_transform_validate(&op->pose)) != RP_OK)
+            s = RP_ERR_TRANSFORM;
+        else
+            for (size_t k = 0; k < op->n_shapes && !s; k++)
+                if (!op->shapes[k].id || !op->shapes[k].id[0])
+                    s = RP_ERR_INVALID_ARG, which = k;
+                else if ((s = rp_shape_validate(&op->shapes[k].shape)) != RP_OK)
+                    which = k;
+        if (!s)
+            s = world_ok(&op->pose, op->shapes, op->n_shapes, &which);
+        if (s)
+            fail_at(p, RP_EDIT_OBJECT, j, which);
+        names[j] = op->name;
+        total += op->n_shapes;
+    }
+    if (!s && n_obj > 1) {
+        qsort(names, n_obj, sizeof *names, cmp_str_ptr);
+        for (size_t j = 1; j < n_obj && !s; j++)
+            if (strcmp(names[j - 1], names[j]) == 0) {
+                s = RP_ERR_INVALID_ARG;
+                for (size_t q = 0; q < n_obj; q++) /* report the second of the two */
+                    if (strcmp(objects[q].name, names[j]) == 0 && q != 0)
+                        fail_at(p, RP_EDIT_OBJECT, q, SIZE_MAX);
+            }
+    }
+    /* The scene's own shapes: not named like an object, nor owned by one
+     * (one that stays, or one of this put). */
+    for (size_t k = 0; k < n && !s; k++) {
+        const char *id = shapes[k].id;
+        const char *slash = strchr(id, '/');
+        size_t len = slash ? (size_t)(slash - id) : strlen(id);
+        bool clash = in_sorted(names, n_obj, id, len);
+        if (!clash && base && base->objects) {
+            bool found;
+            objtab_find(base->objects, id, len, &found);
+            clash = found;
+        }
+        if (clash) {
+            s = RP_ERR_EXISTS;
+            fail_at(p, RP_EDIT_SHAPE, k, SIZE_MAX);
+        }
+    }
+    /* An object's name is no shape id of the scene's own, nor are its
+     * shapes' ids. */
+    for (size_t j = 0; j < n_obj && !s && base; j++) {
+        const rp_object_put *op = &objects[j];
+        size_t e = rp_scene_find(base, op->name);
+        bool clash = e != SIZE_MAX && RP_ENTRY(base, e)->shape.tag == 0;
+        size_t which = SIZE_MAX;
+        for (size_t k = 0; k < op->n_shapes && !clash; k++) {
+            char *id = member_id(op->name, op->shapes[k].id);
+            if (!id) {
+                s = RP_ERR_NOMEM;
+                break;
+            }
+            e = rp_scene_find(base, id);
+            free(id);
+            if (e != SIZE_MAX && RP_ENTRY(base, e)->shape.tag == 0)
+                clash = true, which = k;
+        }
+        if (clash) {
+            s = RP_ERR_EXISTS;
+            fail_at(p, RP_EDIT_OBJECT, j, which);
+        }
+    }
+    /* A name of the scene's own shapes among this put's objects' names. */
+    for (size_t k = 0; k < n && !s; k++)
+        if (in_sorted(names, n_obj, shapes[k].id, strlen(shapes[k].id))) {
+            s = RP_ERR_EXISTS;
+            fail_at(p, RP_EDIT_SHAPE, k, SIZE_MAX);
+        }
+    free(names);
+    if (s)
+        return s;
+
+    /* The new objects, keeping the tag of the one each replaces. */
+    uint32_t next = base ? base->next_tag : 0;
+    p->fresh = calloc(n_obj ? n_obj : 1, sizeof *p->fresh);
+    p->world = malloc((total ? total : 1) * sizeof *p->world);
+    p->tags = malloc((total ? total : 1) * sizeof *p->tags);
+    p->wid = malloc((total ? total : 1) * sizeof *p->wid);
+    if (!p->fresh || !p->world || !p->tags || !p->wid)
+        return RP_ERR_NOMEM;
+    for (size_t k = 0; k < n; k++) {
+        p->world[p->n_world] = shapes[k];
+        p->wid[p->n_world] = NULL;
+        p->tags[p->n_world++] = 0;
+    }
+    size_t dropping = 0;
+    for (size_t j = 0; j < n_obj; j++) {
+        const rp_object_put *op = &objects[j];
+        rp_object *old = base ? rp_scene_object_lookup_(base, op->name, NULL) : NULL;
+        uint32_t tag = old ? old->tag : 0;
+        if (!tag) {
+            if (next == UINT32_MAX)
+                return RP_ERR_LIMIT;
+            tag = ++next;
+        }
+        rp_object *o = object_new(op->name, &op->pose, op->shapes, op->n_shapes, tag, p->st);
+        if (!o)
+            return RP_ERR_NOMEM;
+        p->fresh[p->n_fresh++] = o;
+        for (size_t k = 1; k < o->n_shapes; k++)
+            if (strcmp(o->shapes[k - 1].id, o->shapes[k].id) == 0) {
+                fail_at(p, RP_EDIT_OBJECT, j, SIZE_MAX);
+                return RP_ERR_INVALID_ARG;
+            }
+        if (add_members(p, o))
+            return RP_ERR_NOMEM;
+        dropping += old ? old->n_shapes : 0;
+    }
+    /* Shapes a replaced object no longer has go. */
+    p->drop = malloc((dropping ? dropping : 1) * sizeof *p->drop);
+    if (!p->drop)
+        return RP_ERR_NOMEM;
+    for (size_t j = 0; j < p->n_fresh; j++) {
+        const rp_object *o = p->fresh[j];
+        rp_object *old = base ? rp_scene_object_lookup_(base, o->name, NULL) : NULL;
+        for (size_t k = 0, q = 0; old && k < old->n_shapes; k++) {
+            while (q < o->n_shapes && strcmp(o->shapes[q].id, old->shapes[k].id) < 0)
+                q++;
+            if (q < o->n_shapes && strcmp(o->shapes[q].id, old->shapes[k].id) == 0)
+                continue;
+            if (!(p->drop[p->n_drop] = member_id(o->name, old->shapes[k].id)))
+                return RP_ERR_NOMEM;
+            p->n_drop++;
+        }
+    }
+    return RP_OK;
+}
+
+static int cmp_object(const void *a, const void *b)
+{
+    return strcmp((*(rp_object *const *)a)->name, (*(rp_object *const *)b)->name);
+}
+
+/* The table after the edit: base's objects (none for a replace), less
+ * those named in gone[0..n_gone) (sorted), the fresh ones replacing their
+ * namesakes or joining.  The fresh objects move into it.  NULL in
+ * p->table for an empty one. */
+static rp_status plan_table(plan *p, const rp_objtab *base, const char *const *gone, size_t n_gone)
+{
+    if (p->n_fresh > 1)
+        qsort(p->fresh, p->n_fresh, sizeof *p->fresh, cmp_object);
+    size_t nb = base ? base->n : 0, n = 0;
+    /* Count: a merge of two sorted lists, dropping gone and replaced ones. */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t i = 0, j = 0;
+        n = 0;
+        while (i < nb || j < p->n_fresh) {
+            int c = i == nb           ? 1
+                    : j == p->n_fresh ? -1
+                                      : strcmp(base->obj[i]->name, p->fresh[j]->name);
+            rp_object *o;
+            if (c < 0) {
+                o = base->obj[i++];
+                if (in_sorted(gone, n_gone, o->name, strlen(o->name)))
+                    continue;
+                if (pass)
+                    o->refs++;
+            } else {
+                o = p->fresh[j++];
+                i += c == 0;
+            }
+            if (pass)
+                p->table->obj[n] = o;
+            n++;
+        }
+        if (pass == 0) {
+            if (n == 0)
+                break;
+            if (!(p->table = objtab_new(n, p->st)))
+                return RP_ERR_NOMEM;
+        }
+    }
+    p->n_fresh = 0; /* the table holds them now */
+    return RP_OK;
+}
+
+/* The edit of moving objects of base. */
+static rp_status plan_move(plan *p, const rp_scene *base, const rp_object_move *moves, size_t n)
+{
+    size_t total = 0;
+    for (size_t j = 0; j < n; j++) {
+        rp_object *old = rp_scene_object_lookup_(base, moves[j].name, NULL);
+        size_t which = SIZE_MAX;
+        rp_status s = RP_OK;
+        if (!old)
+            s = RP_ERR_NOT_FOUND;
+        else if (rp_transform_validate(&moves[j].pose) != RP_OK)
+            s = RP_ERR_TRANSFORM;
+        else
+            s = world_ok(&moves[j].pose, old->shapes, old->n_shapes, &which);
+        if (s) {
+            fail_at(p, RP_EDIT_MOVE, j, which);
+            return s;
+        }
+        total += old->n_shapes;
+    }
+    p->fresh = calloc(n ? n : 1, sizeof *p->fresh);
+    p->world = malloc((total ? total : 1) * sizeof *p->world);
+    p->tags = malloc((total ? total : 1) * sizeof *p->tags);
+    p->wid = malloc((total ? total : 1) * sizeof *p->wid);
+    if (!p->fresh || !p->world || !p->tags || !p->wid)
+        return RP_ERR_NOMEM;
+    for (size_t j = 0; j < n; j++) {
+        rp_object *old = rp_scene_object_lookup_(base, moves[j].name, NULL);
+        rp_object *o =
+            object_new(old->name, &moves[j].pose, old->shapes, old->n_shapes, old->tag, p->st);
+        if (!o)
+            return RP_ERR_NOMEM;
+        p->fresh[p->n_fresh++] = o;
+    }
+    if (n > 1) {
+        qsort(p->fresh, p->n_fresh, sizeof *p->fresh, cmp_object);
+        for (size_t j = 1; j < n; j++)
+            if (strcmp(p->fresh[j - 1]->name, p->fresh[j]->name) == 0) {
+                for (size_t q = n; q-- > 0;) /* report the later of the two */
+                    if (strcmp(moves[q].name, p->fresh[j]->name) == 0) {
+                        fail_at(p, RP_EDIT_MOVE, q, SIZE_MAX);
+                        break;
+                    }
+                return RP_ERR_INVALID_ARG;
+            }
+    }
+    for (size_t j = 0; j < p->n_fresh; j++)
+        if (add_members(p, p->fresh[j]))
+            return RP_ERR_NOMEM;
+    return plan_table(p, base->objects, NULL, 0);
+}
+
+/* The edit of removing ids (shape ids of the scene's own, or object
+ * names) from base; *removed how many of them were there. */
+static rp_status plan_remove(plan *p, const rp_scene *base, const char *const *ids, size_t n,
+                             size_t *removed)
+{
+    const char **gone = malloc((n ? n : 1) * sizeof *gone);
+    if (!gone)
+        return RP_ERR_NOMEM;
+    size_t n_gone = 0, total = 0;
+    for (size_t k = 0; k < n; k++) {
+        rp_object *o = rp_scene_object_lookup_(base, ids[k], NULL);
+        if (o) {
+            gone[n_gone++] = o->name;
+            total += o->n_shapes;
+        } else if (rp_scene_id_owned_(base, ids[k])) {
+            free(gone);
+            fail_at(p, RP_EDIT_SHAPE, k, SIZE_MAX);
+            return RP_ERR_EXISTS;
+        } else {
+            total++;
+        }
+    }
+    qsort(gone, n_gone, sizeof *gone, cmp_str_ptr);
+    size_t m = 0;
+    for (size_t k = 0; k < n_gone; k++)
+        if (m == 0 || strcmp(gone[m - 1], gone[k]) != 0)
+            gone[m++] = gone[k];
+    n_gone = m;
+    p->drop = malloc((total ? total : 1) * sizeof *p->drop);
+    if (!p->drop) {
+        free(gone);
+        return RP_ERR_NOMEM;
+    }
+    rp_status s = RP_OK;
+    for (size_t k = 0; k < n && !s; k++) {
+        if (rp_scene_object_lookup_(base, ids[k], NULL) || rp_scene_find(base, ids[k]) == SIZE_MAX)
+            continue;
+        size_t len = strlen(ids[k]) + 1;
+        if (!(p->drop[p->n_drop] = malloc(len)))
+            s = RP_ERR_NOMEM;
+        else
+            memcpy(p->drop[p->n_drop++], ids[k], len);
+    }
+    for (size_t j = 0; j < n_gone && !s; j++) {
+        rp_object *o = rp_scene_object_lookup_(base, gone[j], NULL);
+        for (size_t k = 0; k < o->n_shapes && !s; k++)
+            if (!(p->drop[p->n_drop] = member_id(o->name, o->shapes[k].id)))
+                s = RP_ERR_NOMEM;
+            else
+                p->n_drop++;
+    }
+    /* Each id once (the edit counts the entries that go). */
+    if (!s && p->n_drop > 1) {
+        qsort(p->drop, p->n_drop, sizeof *p->drop, cmp_str_ptr);
+        m = 0;
+        for (size_t k = 0; k < p->n_drop; k++) {
+            if (m && strcmp(p->drop[m - 1], p->drop[k]) == 0)
+                free(p->drop[k]);
+            else
+                p->drop[m++] = p->drop[k];
+        }
+        p->n_drop = m;
+    }
+    *removed = n_gone;
+    for (size_t k = 0; k < p->n_drop; k++) {
+        size_t e = rp_scene_find(base, p->drop[k]);
+        *removed += e != SIZE_MAX && RP_ENTRY(base, e)->shape.tag == 0;
+    }
+    if (!s)
+        s = plan_table(p, base->objects, gone, n_gone);
+    free(gone);
+    return s;
+}
+
+/* ---- the mutations ------------------------------------------------------------------ */
+
+static rp_edit_ plan_edit(plan *p, rp_change *ch, bool set_objects, uint32_t next_tag)
+{
+    rp_edit_ ed = {.shapes = p->world,
+                   .n = p->n_world,
+                   .tags = p->tags,
+                   .drop = (const char *const *)p->drop,
+                   .n_drop = p->n_drop,
+                   .set_objects = set_objects,
+                   .objects = p->table,
+                   .next_tag = next_tag,
+                   .change = ch};
+    return ed;
+}
+
+/* The tag after the plan's objects. */
+static uint32_t plan_next_tag(const plan *p, const rp_scene *base)
+{
+    uint32_t next = base ? base->next_tag : 0;
+    for (size_t i = 0; p->table && i < p->table->n; i++)
+        if (p->table->obj[i]->tag > next)
+            next = p->table->obj[i]->tag;
+    return next;
+}
+
+static rp_status write_objects(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                               const rp_object_put *objects, size_t n_objects,
+                               const uint64_t *if_revision, bool create, rp_scene **out,
+                               uint64_t *actual_revision, rp_edit_error *err, bool replace)
+{
+    if (err)
+        *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
+    rp_scene *cur = rp_store_find(st, name);
+    if (!cur && !create)
+        return RP_ERR_NOT_FOUND;
+    uint64_t current = cur ? cur->revision : 0;
+    if (if_revision && *if_revision != current) {
+        if (actual_revision)
+            *actual_revision = current;
+        return RP_ERR_REVISION;
+    }
+    const rp_scene *base = replace ? NULL : cur;
+    plan p = {.st = st, .err = err};
+    rp_status s = plan_put(&p, base, shapes, n, objects, n_objects);
+    if (!s)
+        s = plan_table(&p, base ? base->objects : NULL, NULL, 0);
+    if (!s) {
+        rp_change ch = {.kind = replace ? RP_CHANGE_SCENE_REPLACE : RP_CHANGE_SCENE_PUT,
+                        .name = name,
+                        .shapes = shapes,
+                        .n_shapes = n,
+                        .objects = objects,
+                        .n_objects = n_objects};
+        rp_edit_ ed = plan_edit(&p, &ch, true, plan_next_tag(&p, base));
+        s = rp_store_apply_edit_(st, name, &ed, replace || !cur, out);
+        if (!s)
+            p.table = NULL; /* the scene holds it */
+    }
+    plan_free(&p);
+    return s;
+}
+
+rp_status rp_store_put_objects(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
+                               const rp_object_put *objects, size_t n_objects,
+                               const uint64_t *if_revision, bool create, rp_scene **out,
+                               uint64_t *actual_revision, rp_edit_error *err)
+{
+    return write_objects(st, name, shapes, n, objects, n_objects, if_revision, create, out,
+                         actual_revision, err, false);
+}
+
+rp_status rp_store_replace_objects(rp_store *st, const char *name, const rp_shape_put *shapes,
+                                   size_t n, const rp_object_put *objects, size_t n_objects,
+                                   const uint64_t *if_revision, bool create, rp_scene **out,
+                                   uint64_t *actual_revision, rp_edit_error *err)
+{
+    return write_objects(st, name, shapes, n, objects, n_objects, if_revision, create, out,
+                         actual_revision, err, true);
+}
+
+rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *moves, size_t n,
+                        const uint64_t *if_revision, rp_scene **out, uint64_t *actual_revision,
+                        rp_edit_error *err)
+{
+    if (err)
+        *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
+    rp_scene *cur = rp_store_find(st, name);
+    if (!cur)
+        return RP_ERR_NOT_FOUND;
+    if (if_revision && *if_revision != cur->revision) {
+        if (actual_revision)
+            *actual_revision = cur->revision;
+        return RP_ERR_REVISION;
+    }
+    plan p = {.st = st, .err = err};
+    rp_status s = plan_move(&p, cur, moves, n);
+    if (!s) {
+        rp_change ch = {.kind = RP_CHANGE_SCENE_MOVE, .name = name, .moves = moves, .n_moves = n};
+        rp_edit_ ed = plan_edit(&p, &ch, true, cur->next_tag);
+        s = rp_store_apply_edit_(st, name, &ed, false, out);
+        if (!s)
+            p.table = NULL;
+    }
+    plan_free(&p);
+    return s;
+}
+
+rp_status rp_store_remove_objects_(rp_store *st, const char *name, const char *const *ids, size_t n,
+                                   rp_scene **out, size_t *removed)
+{
+    rp_scene *cur = rp_store_find(st, name);
+    plan p = {.st = st};
+    size_t count = 0;
+    rp_status s = plan_remove(&p, cur, ids, n, &count);
+    if (!s) {
+        rp_change ch = {.kind = RP_CHANGE_SCENE_REMOVE, .name = name, .ids = ids, .n_ids = n};
+        rp_edit_ ed = plan_edit(&p, &ch, true, cur->next_tag);
+        s = rp_store_apply_edit_(st, name, &ed, false, out);
+        if (!s) {
+            p.table = NULL;
+            if (removed)
+                *removed = count;
+        }
+    }
+    plan_free(&p);
+    return s;
+}
