@@ -301,6 +301,12 @@ void rp_jw_null(rp_jw *w);
 void rp_jw_value_raw(rp_jw *w, const char *json, size_t n);
 void rp_jw_vec3(rp_jw *w, rp_vec3 v);          /* [x,y,z] */
 void rp_jw_shape(rp_jw *w, const rp_shape *s); /* the protocol's shape object */
+/* A pose as {"matrix":[[r00,r01,r02,tx],[r10,r11,r12,ty],[r20,r21,r22,tz]]}:
+ * rp_codec_pose reads it back to the same bits. */
+void rp_jw_pose(rp_jw *w, const rp_transform *tf);
+/* An object as scene.put takes it and scene.get gives it:
+ * {"pose": pose, "shapes": {id: shape}} (its shapes in its own frame). */
+void rp_jw_object(rp_jw *w, const rp_object *o);
 /* One link shape as model.put takes it and model.get gives it: its id,
  * then its tree link (`link`, a kinematic model) or its frame (link NULL:
  * the frame index, null for the base), then its shape. */

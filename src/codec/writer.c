@@ -673,6 +673,40 @@ static void put_double(rp_jw *w, double x)
     w->len += rp_format_double(w->buf + w->len, x);
 }
 
+void rp_jw_pose(rp_jw *w, const rp_transform *tf)
+{
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "matrix");
+    rp_jw_array_begin(w);
+    const double t[3] = {tf->t.x, tf->t.y, tf->t.z};
+    for (int i = 0; i < 3; i++) {
+        rp_jw_array_begin(w);
+        for (int k = 0; k < 3; k++)
+            rp_jw_double(w, tf->r[i][k]);
+        rp_jw_double(w, t[i]);
+        rp_jw_array_end(w);
+    }
+    rp_jw_array_end(w);
+    rp_jw_object_end(w);
+}
+
+void rp_jw_object(rp_jw *w, const rp_object *o)
+{
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "pose");
+    rp_transform pose = rp_object_pose(o);
+    rp_jw_pose(w, &pose);
+    RP_JW_KEY(w, "shapes");
+    rp_jw_object_begin(w);
+    for (size_t k = 0; k < rp_object_shape_count(o); k++) {
+        const rp_shape_put *p = rp_object_shape_at(o, k);
+        rp_jw_key(w, p->id);
+        rp_jw_shape(w, &p->shape);
+    }
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+}
+
 void rp_jw_shape(rp_jw *w, const rp_shape *s)
 {
     /* Longest: {"box":{"center":V,"half_extents":V,"rotation":{"w":D,"x":D,

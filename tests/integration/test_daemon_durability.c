@@ -1572,6 +1572,43 @@ static void snapshot_header_v1(uint8_t *h)
  * without ids; made here from a new one by rewriting the headers) is
  * upgraded: everything comes back, and the files are the current formats
  * after (journal 2, snapshot 3). */
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* A snapshot's sections as formats before 4 wrote them (snapshot.h): each
+ * scene section loses its trailing object count (zero here), with its
+ * length and checksums fixed.  Sections start after `header` bytes. */
+static void strip_object_counts(const char *dir, size_t header)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/snapshot", dir);
+    size_t n;
+    uint8_t *buf = (uint8_t *)read_file(path, &n);
+    size_t at = header;
+    while (n - at > 16) {
+        uint8_t *h = buf + at;
+        uint64_t len = get64(h + 8);
+        if (h[0] == 1) {
+            assert_int_equal(get64(h + 20 + len - 8), 0);
+            len -= 8;
+            memmove(h + 20 + len, h + 20 + len + 8, n - (at + 20 + len + 8));
+            n -= 8;
+            for (int i = 0; i < 8; i++)
+                h[8 + i] = (uint8_t)(len >> (8 * i));
+            put32(h + 16, crc32c(h, 16));
+            put32(h + 20 + len, crc32c(h + 20, (size_t)len));
+        }
+        at += 20 + (size_t)len + 4;
+    }
+    write_file(path, (const char *)buf, n);
+    free(buf);
+}
+
 static void files_of_the_previous_format_are_upgraded(void **state)
 {
     (void)state;
@@ -1580,6 +1617,7 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     cJSON_Delete(save_then_more(dir, 10, 5, &last));
     shrink_header(dir, "journal", 64, 32, journal_header_v1);
     shrink_header(dir, "snapshot", 80, 48, snapshot_header_v1);
+    strip_object_counts(dir, 48);
     rh_daemon *d = start_on(dir, "always", NULL);
     assert_true(rh_log_contains(d, "files of the previous format; upgrading"));
     rh_conn *c = connect_ok(d, false);
@@ -1587,7 +1625,7 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     rh_close(c);
     kill_now(d);
     static const char *const files[] = {"journal", "snapshot"};
-    static const char formats[] = {2, 3};
+    static const char formats[] = {2, 4};
     for (int i = 0; i < 2; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -1753,8 +1791,18 @@ static const mutation_sample samples[] = {
     {"scene.put",
      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
      "\"scene\":\"p\",\"shapes\":{\"a\":" SPHERE(1) "}}}",
-     "{\"scene\":\"p\",\"shapes\":{\"a\":" SPHERE(2) ",\"b\":" SPHERE(3) "}}", "p",
-     "scene.changed"},
+     "{\"scene\":\"p\",\"shapes\":{\"a\":" SPHERE(2) ",\"b\":" SPHERE(
+         3) "},"
+            "\"objects\":{\"o\":{\"pose\":{\"translation\":[0,1,0]},\"shapes\":{\"s\":" SPHERE(
+                1) "}}}}",
+     "p", "scene.changed"},
+    {"scene.move",
+     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
+     "\"scene\":\"mv\",\"objects\":{\"box\":{\"pose\":{\"translation\":[1,0,0]},"
+     "\"shapes\":{\"a\":" SPHERE(1) ",\"b\":" SPHERE(2) "}}}}}",
+     "{\"scene\":\"mv\",\"objects\":{\"box\":{\"translation\":[2,0.5,0],"
+     "\"rotation\":{\"w\":0.6,\"x\":0,\"y\":0.8,\"z\":0}}}}",
+     "mv", "scene.changed"},
     {"scene.replace",
      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
      "\"scene\":\"r\",\"shapes\":{\"a\":" SPHERE(1) ",\"b\":" SPHERE(2) "}}}",

@@ -78,9 +78,9 @@ static void ping_answers_pong_with_the_same_id(void **state)
 static void unknown_method_is_32601_with_method_in_data(void **state)
 {
     fixture *f = *state;
-    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.nope\"}",
+    assert_reply(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"no.such.method\"}",
                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":"
-                 "\"Method not found: scene.nope\",\"data\":{\"method\":\"scene.nope\"}}}");
+                 "\"Method not found: no.such.method\",\"data\":{\"method\":\"no.such.method\"}}}");
 }
 
 /* data.suggestion (proto/PROTOCOL.md, Errors): the nearest method when one
@@ -621,9 +621,9 @@ static void only_mutations_are_refused_while_shutting_down(void **state)
     assert_int_equal(rp_store_revision(f->core.store), 0);
     /* Exactly the methods that change the store are flagged (the list in
      * PROTOCOL.md, "Stopping"); everything else, watches included, runs. */
-    static const char *const mutating[] = {"model.delete", "model.put", "scene.create",
-                                           "scene.delete", "scene.put", "scene.remove",
-                                           "scene.replace"};
+    static const char *const mutating[] = {"model.delete", "model.put",    "scene.create",
+                                           "scene.delete", "scene.move",   "scene.put",
+                                           "scene.remove", "scene.replace"};
     size_t n_mutating = sizeof mutating / sizeof *mutating, flagged = 0;
     for (size_t i = 0; i < rpd_method_count; i++) {
         const char *n = rpd_methods[i].name;

@@ -141,6 +141,85 @@ static uint8_t *image_of(const rp_store *st, uint64_t revision, size_t *n)
     return buf;
 }
 
+/* The image as format 3 wrote it (n shrinks): every scene section loses
+ * its trailing object count, which must be zero, with its length and
+ * checksums fixed.  Sections start after the 80-byte header. */
+static void to_format_3(uint8_t *img, size_t *n)
+{
+    size_t at = 80;
+    while (*n - at > 16) {
+        uint8_t *h = img + at;
+        uint64_t len = rpj_get64(h + 8);
+        if (rpj_get32(h) == 1) {
+            assert_int_equal(rpj_get64(h + 20 + len - 8), 0);
+            len -= 8;
+            memmove(h + 20 + len, h + 20 + len + 8, *n - (at + 20 + len + 8));
+            *n -= 8;
+            rpj_put64(h + 8, len);
+            rpj_put32(h + 16, rpj_crc32c(0, h, 16));
+            rpj_put32(h + 20 + len, rpj_crc32c(0, h + 20, (size_t)len));
+        }
+        at += 20 + (size_t)len + 4;
+    }
+    rpj_put32(img + 8, RPS_FORMAT_V3);
+    rpj_put32(img + 76, rpj_crc32c(0, img, 76));
+}
+
+/* Objects come back with their poses and local shapes, and their world
+ * shapes, bit for bit; format 3 images (no objects) still load. */
+static void objects_load_back_and_format_3_loads(void **state)
+{
+    (void)state;
+    test_rng r = {555};
+    rp_store *st = make_store(&r, 50, 1);
+    rp_shape_put loc[3];
+    const char *lid[3] = {"a", "b", "c"};
+    for (int k = 0; k < 3; k++)
+        loc[k] = (rp_shape_put){lid[k], rp_scene_shape_at(rp_store_scene_at(st, 2), (size_t)k)};
+    rp_transform pose;
+    assert_int_equal(
+        rp_transform_from_quaternion((rp_vec3){1, -2, 3.5}, 0.3, -0.2, 0.9, 0.1, &pose), RP_OK);
+    rp_object_put objs[2] = {{"crate", pose, loc, 3}, {"tray", rp_transform_identity(), loc, 1}};
+    const char *scene = rp_scene_name(rp_store_scene_at(st, 2)); /* the big one */
+    assert_int_equal(
+        rp_store_put_objects(st, scene, NULL, 0, objs, 2, NULL, false, NULL, NULL, NULL), RP_OK);
+    size_t n;
+    uint8_t *img = image_of(st, rp_store_revision(st), &n);
+    rp_store *back = rp_store_new(NULL);
+    seen s = {0, back, NULL};
+    rps_load_result res;
+    assert_true(rps_load(img, n, back, take_model, &s, &res));
+    const rp_scene *a = rp_store_find(st, scene), *b = rp_store_find(back, scene);
+    assert_int_equal(rp_scene_revision(a), rp_scene_revision(b));
+    assert_int_equal(rp_scene_shape_count(a), rp_scene_shape_count(b));
+    assert_int_equal(rp_scene_object_count(b), 2);
+    for (size_t e = 0; e < rp_scene_shape_count(a); e++) {
+        size_t f = rp_scene_find(b, rp_scene_id_at(a, e));
+        assert_true(f != SIZE_MAX);
+        assert_memory_equal(SCENE_SHAPE(a, e), SCENE_SHAPE(b, f), sizeof(rp_shape));
+        assert_int_equal(rp_scene_shape_object(a, e) != NULL, rp_scene_shape_object(b, f) != NULL);
+    }
+    rp_transform back_pose = rp_object_pose(rp_scene_object_find(b, "crate"));
+    assert_memory_equal(&back_pose, &pose, sizeof pose);
+    rp_store_free(back);
+    free(img);
+
+    /* Without objects, the same store as format 3 wrote it. */
+    const char *gone[2] = {"crate", "tray"};
+    assert_int_equal(rp_store_remove(st, scene, gone, 2, NULL, NULL, NULL, NULL), RP_OK);
+    img = image_of(st, rp_store_revision(st), &n);
+    to_format_3(img, &n);
+    back = rp_store_new(NULL);
+    s = (seen){0, back, NULL};
+    assert_true(rps_load(img, n, back, take_model, &s, &res));
+    assert_int_equal(res.format, RPS_FORMAT_V3);
+    assert_int_equal(rp_scene_shape_count(rp_store_find(back, scene)),
+                     rp_scene_shape_count(rp_store_find(st, scene)));
+    rp_store_free(back);
+    free(img);
+    rp_store_free(st);
+}
+
 static void images_load_back_bit_for_bit(void **state)
 {
     (void)state;
@@ -263,6 +342,7 @@ static void format_1_loads(void **state)
     rp_store *st = make_store(&r, 40, 2);
     size_t n;
     uint8_t *img = image_of(st, rp_store_revision(st), &n);
+    to_format_3(img, &n); /* format 1 has no objects */
     enum { V2 = 80, V1 = 48 };
     uint8_t *old = malloc(n - V2 + V1);
     assert_non_null(old);
@@ -367,11 +447,14 @@ static void format_2_loads(void **state)
     unlink(path);
     uint64_t bytes = 0;
     assert_int_equal(rps_write(fd, st, res.revision, &res.ids, arm, 1, &bytes), 0);
-    assert_int_equal(bytes, n);
-    uint8_t *again = malloc(n);
-    assert_int_equal(pread(fd, again, n, 0), (ssize_t)n);
+    assert_int_equal(bytes, n + 8); /* the scene's object count */
+    uint8_t *again = malloc(n + 8);
+    assert_int_equal(pread(fd, again, n + 8, 0), (ssize_t)(n + 8));
     close(fd);
     assert_int_equal(again[8], RPS_FORMAT);
+    size_t m = n + 8;
+    to_format_3(again, &m);
+    assert_int_equal(m, n);
     assert_memory_equal(again, FORMAT_2_IMAGE, 8);
     assert_memory_equal(again + 9, FORMAT_2_IMAGE + 9, 76 - 9);
     assert_memory_equal(again + 80, FORMAT_2_IMAGE + 80, n - 80);
@@ -410,6 +493,7 @@ static void boxes_and_halfspaces_need_format_3(void **state)
         assert_memory_equal(SCENE_SHAPE(rp_store_find(back, "s"), 0), &shapes[k], sizeof(rp_shape));
         rp_store_free(back);
 
+        to_format_3(img, &n);
         set_format(img, RPS_FORMAT_V2);
         back = rp_store_new(NULL);
         s = (seen){0, back, NULL};
@@ -446,6 +530,7 @@ int main(void)
         cmocka_unit_test(format_1_loads),
         cmocka_unit_test(format_2_loads),
         cmocka_unit_test(boxes_and_halfspaces_need_format_3),
+        cmocka_unit_test(objects_load_back_and_format_3_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,8 +175,85 @@ static void mark_dirty(rpd_watch_hub *hub, wscene *ws)
 
 /* The tail of a change notification (see the top), NULL when it would pass
  * the history's byte bound or memory ran out. */
-static char *encode_tail(const char *name, uint64_t revision, const rp_shape_put *const *put,
-                         size_t n_put, const char *const *removed, size_t n_removed, size_t *len)
+static int cmp_put_ptr(const void *a, const void *b)
+{
+    return strcmp((*(const rp_shape_put *const *)a)->id, (*(const rp_shape_put *const *)b)->id);
+}
+
+static int cmp_object_put(const void *a, const void *b)
+{
+    return strcmp((*(const rp_object_put *const *)a)->name,
+                  (*(const rp_object_put *const *)b)->name);
+}
+
+static int cmp_move(const void *a, const void *b)
+{
+    return strcmp((*(const rp_object_move *const *)a)->name,
+                  (*(const rp_object_move *const *)b)->name);
+}
+
+/* "objects" (the objects a put or replace writes, whole) and "moved" (the
+ * poses a move gives), each sorted by name; false when out of memory. */
+static bool encode_objects(rp_jw *w, const rp_change *c)
+{
+    if (c->n_objects || (c->kind == RP_CHANGE_SCENE_REPLACE && c->objects)) {
+        const rp_object_put **o = malloc((c->n_objects ? c->n_objects : 1) * sizeof *o);
+        if (!o)
+            return false;
+        for (size_t j = 0; j < c->n_objects; j++)
+            o[j] = &c->objects[j];
+        qsort(o, c->n_objects, sizeof *o, cmp_object_put);
+        RP_JW_KEY(w, "objects");
+        rp_jw_object_begin(w);
+        for (size_t j = 0; j < c->n_objects && !rp_jw_failed(w); j++) {
+            rp_jw_key(w, o[j]->name);
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "pose");
+            rp_jw_pose(w, &o[j]->pose);
+            RP_JW_KEY(w, "shapes");
+            /* In id order, as scene.get gives them. */
+            rp_jw_object_begin(w);
+            const rp_shape_put **sh = malloc((o[j]->n_shapes ? o[j]->n_shapes : 1) * sizeof *sh);
+            if (!sh) {
+                free(o);
+                return false;
+            }
+            for (size_t k = 0; k < o[j]->n_shapes; k++)
+                sh[k] = &o[j]->shapes[k];
+            qsort(sh, o[j]->n_shapes, sizeof *sh, cmp_put_ptr);
+            for (size_t k = 0; k < o[j]->n_shapes; k++) {
+                rp_jw_key(w, sh[k]->id);
+                rp_jw_shape(w, &sh[k]->shape);
+            }
+            free(sh);
+            rp_jw_object_end(w);
+            rp_jw_object_end(w);
+        }
+        rp_jw_object_end(w);
+        free(o);
+    }
+    if (c->kind == RP_CHANGE_SCENE_MOVE) {
+        const rp_object_move **m = malloc((c->n_moves ? c->n_moves : 1) * sizeof *m);
+        if (!m)
+            return false;
+        for (size_t j = 0; j < c->n_moves; j++)
+            m[j] = &c->moves[j];
+        qsort(m, c->n_moves, sizeof *m, cmp_move);
+        RP_JW_KEY(w, "moved");
+        rp_jw_object_begin(w);
+        for (size_t j = 0; j < c->n_moves && !rp_jw_failed(w); j++) {
+            rp_jw_key(w, m[j]->name);
+            rp_jw_pose(w, &m[j]->pose);
+        }
+        rp_jw_object_end(w);
+        free(m);
+    }
+    return true;
+}
+
+static char *encode_tail(const rp_change *c, const char *name, uint64_t revision,
+                         const rp_shape_put *const *put, size_t n_put, const char *const *removed,
+                         size_t n_removed, size_t *len)
 {
     rp_jw w;
     rp_jw_init(&w);
@@ -198,6 +275,10 @@ static char *encode_tail(const char *name, uint64_t revision, const rp_shape_put
     for (size_t k = 0; k < n_removed && !rp_jw_failed(&w); k++)
         rp_jw_string(&w, removed[k]);
     rp_jw_array_end(&w);
+    if (c && !encode_objects(&w, c)) {
+        rp_jw_free(&w);
+        return NULL;
+    }
     rp_jw_object_end(&w);
     rp_jw_raw(&w, "}\n", 2);
     if (rp_jw_failed(&w)) {
@@ -219,7 +300,7 @@ static char *encode_tail(const char *name, uint64_t revision, const rp_shape_put
  * once).  A change that cannot be kept (too large, out of memory) drops
  * the history and sends every watcher of the scene a scene.resync
  * instead. */
-static void record(rpd_watch_hub *hub, const char *name, uint64_t revision,
+static void record(rpd_watch_hub *hub, const rp_change *ch, const char *name, uint64_t revision,
                    const rp_shape_put *const *put, size_t n_put, const char *const *removed,
                    size_t n_removed)
 {
@@ -229,7 +310,7 @@ static void record(rpd_watch_hub *hub, const char *name, uint64_t revision,
     ws->current = revision;
     mark_dirty(hub, ws);
     size_t len;
-    char *tail = encode_tail(name, revision, put, n_put, removed, n_removed, &len);
+    char *tail = encode_tail(ch, name, revision, put, n_put, removed, n_removed, &len);
     if (!tail) {
         drop_history(hub, ws, revision);
         return;
@@ -268,9 +349,13 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
         if (!out)
             return NULL;
         size_t n = 0;
-        for (size_t k = 0; k < c->n_ids; k++)
-            if (before && rp_scene_find(before, c->ids[k]) != SIZE_MAX)
+        /* Shapes of the scene's own, and objects, by name. */
+        for (size_t k = 0; k < c->n_ids; k++) {
+            size_t e = before ? rp_scene_find(before, c->ids[k]) : SIZE_MAX;
+            if ((e != SIZE_MAX && !rp_scene_shape_object(before, e)) ||
+                (before && rp_scene_object_find(before, c->ids[k])))
                 out[n++] = c->ids[k];
+        }
         qsort(out, n, sizeof *out, cmp_str);
         size_t m = 0;
         for (size_t k = 0; k < n; k++)
@@ -279,8 +364,11 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
         *n_out = m;
         return out;
     }
+    /* A replace: the old shapes of the scene's own the new content lacks,
+     * and the old objects it lacks, by name. */
+    size_t n_obj = before ? rp_scene_object_count(before) : 0;
     size_t *order = malloc((count ? count : 1) * sizeof *order);
-    const char **out = malloc((count ? count : 1) * sizeof *out);
+    const char **out = malloc((count + n_obj ? count + n_obj : 1) * sizeof *out);
     if (!order || !out || (count && rp_scene_sorted(before, order))) {
         free(order);
         free(out);
@@ -288,6 +376,8 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
     }
     size_t m = 0, j = 0;
     for (size_t k = 0; k < count; k++) {
+        if (rp_scene_shape_object(before, order[k]))
+            continue;
         const char *id = rp_scene_id_at(before, order[k]);
         while (j < n_put && strcmp(put[j]->id, id) < 0)
             j++;
@@ -295,6 +385,16 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
             out[m++] = id;
     }
     free(order);
+    for (size_t i = 0; i < n_obj; i++) {
+        const char *name = rp_object_name(rp_scene_object_at(before, i));
+        bool kept = false;
+        for (size_t q = 0; q < c->n_objects && !kept; q++)
+            kept = strcmp(c->objects[q].name, name) == 0;
+        if (!kept)
+            out[m++] = name;
+    }
+    if (n_obj)
+        qsort(out, m, sizeof *out, cmp_str);
     *n_out = m;
     return out;
 }
@@ -340,13 +440,13 @@ int rpd_watch_on_change(void *ctx, const rp_change *c)
     const rp_shape_put **put = NULL;
     const char **removed = NULL;
     bool ok = true;
-    if (c->kind != RP_CHANGE_SCENE_REMOVE)
+    if (c->kind != RP_CHANGE_SCENE_REMOVE && c->kind != RP_CHANGE_SCENE_MOVE)
         ok = (put = rpd_change_written(c, &n_put)) != NULL;
     if (ok &&
         (c->kind == RP_CHANGE_SCENE_REMOVE || (c->kind == RP_CHANGE_SCENE_REPLACE && c->before)))
         ok = (removed = dropped(c, put, n_put, &n_removed)) != NULL;
     if (ok)
-        record(hub, c->name, c->revision, put, n_put, removed, n_removed);
+        record(hub, c, c->name, c->revision, put, n_put, removed, n_removed);
     else
         record_lost(hub, c->name, c->revision);
     free(put);

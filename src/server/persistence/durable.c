@@ -367,6 +367,29 @@ static bool write_shapes(rp_jw *w, const rp_change *c)
     return true;
 }
 
+/* Writes {name: {"pose": pose, "shapes": {id: shape}}} of the objects a
+ * put or replace writes (names once each: the store refuses repeats). */
+static void write_objects(rp_jw *w, const rp_change *c)
+{
+    rp_jw_object_begin(w);
+    for (size_t j = 0; j < c->n_objects; j++) {
+        const rp_object_put *o = &c->objects[j];
+        rp_jw_key(w, o->name);
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "pose");
+        rp_jw_pose(w, &o->pose);
+        RP_JW_KEY(w, "shapes");
+        rp_jw_object_begin(w);
+        for (size_t k = 0; k < o->n_shapes; k++) {
+            rp_jw_key(w, o->shapes[k].id);
+            rp_jw_shape(w, &o->shapes[k].shape);
+        }
+        rp_jw_object_end(w);
+        rp_jw_object_end(w);
+    }
+    rp_jw_object_end(w);
+}
+
 /* The journal's record of a change, into d->text: the method and params of
  * the request that makes exactly this change again when the journal is
  * replayed (no if_revision: it was checked; a scene the change created is
@@ -403,6 +426,20 @@ static const char *encode_change(rpd_durable *d, const rp_change *c)
         RP_JW_KEY(w, "shapes");
         if (!write_shapes(w, c))
             w->oom = true;
+        if (c->n_objects || (c->kind == RP_CHANGE_SCENE_REPLACE && c->objects)) {
+            RP_JW_KEY(w, "objects");
+            write_objects(w, c);
+        }
+        break;
+    case RP_CHANGE_SCENE_MOVE:
+        method = "scene.move";
+        RP_JW_KEY(w, "objects");
+        rp_jw_object_begin(w);
+        for (size_t k = 0; k < c->n_moves; k++) {
+            rp_jw_key(w, c->moves[k].name);
+            rp_jw_pose(w, &c->moves[k].pose);
+        }
+        rp_jw_object_end(w);
         break;
     case RP_CHANGE_SCENE_REMOVE:
         method = "scene.remove";

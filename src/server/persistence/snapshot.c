@@ -185,19 +185,49 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
     for (size_t i = 0; i < n_scenes && !o->err; i++) {
         const rp_scene *sc = rp_store_scene_at(st, i);
         const char *name = rp_scene_name(sc);
-        size_t count = rp_scene_shape_count(sc);
-        uint64_t len = 4 + strlen(name) + 8 + 8;
-        for (size_t k = 0; k < count; k++)
+        size_t count = rp_scene_shape_count(sc), own = 0, n_obj = rp_scene_object_count(sc);
+        uint64_t len = 4 + strlen(name) + 8 + 8 + 8;
+        for (size_t k = 0; k < count; k++) {
+            if (rp_scene_shape_object(sc, k))
+                continue; /* written with its object */
+            own++;
             len += 4 + strlen(rp_scene_id_at(sc, k)) + shape_bytes(rp_scene_shape_at(sc, k).kind);
+        }
+        for (size_t j = 0; j < n_obj; j++) {
+            const rp_object *ob = rp_scene_object_at(sc, j);
+            len += 4 + strlen(rp_object_name(ob)) + 12 * 8 + 8;
+            for (size_t k = 0; k < rp_object_shape_count(ob); k++) {
+                const rp_shape_put *p = rp_object_shape_at(ob, k);
+                len += 4 + strlen(p->id) + shape_bytes(p->shape.kind);
+            }
+        }
         section_begin(o, SECTION_SCENE, len);
         emit_str(o, name, strlen(name));
         emit64(o, rp_scene_revision(sc));
-        emit64(o, count);
+        emit64(o, own);
         for (size_t k = 0; k < count && !o->err; k++) {
+            if (rp_scene_shape_object(sc, k))
+                continue;
             const char *id = rp_scene_id_at(sc, k);
             rp_shape shape = rp_scene_shape_at(sc, k);
             emit_str(o, id, strlen(id));
             emit_shape(o, &shape);
+        }
+        emit64(o, n_obj);
+        for (size_t j = 0; j < n_obj && !o->err; j++) {
+            const rp_object *ob = rp_scene_object_at(sc, j);
+            emit_str(o, rp_object_name(ob), strlen(rp_object_name(ob)));
+            rp_transform pose = rp_object_pose(ob);
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 3; c++)
+                    emit_double(o, pose.r[r][c]);
+            emit_vec3(o, pose.t);
+            emit64(o, rp_object_shape_count(ob));
+            for (size_t k = 0; k < rp_object_shape_count(ob); k++) {
+                const rp_shape_put *p = rp_object_shape_at(ob, k);
+                emit_str(o, p->id, strlen(p->id));
+                emit_shape(o, &p->shape);
+            }
         }
         section_end(o);
     }
@@ -337,8 +367,8 @@ static bool fail(rps_load_result *res, size_t at, const char *why)
  * `kinds` kinds.  Names rise (last: the previous one's), as the writer puts
  * them: the store keeps scenes sorted, and anything else is not an image it
  * wrote. */
-static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, rp_store *st, char *last,
-                       const char **why)
+static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, rp_store *st,
+                       char *last, const char **why)
 {
     in r = {p, p + n, false};
     char name[RP_NAME_MAX + 1];
@@ -380,16 +410,72 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, rp_store *st, 
         puts[k].shape = s;
         used += len;
     }
+    /* The objects (format 4): their shapes are read after the scene's
+     * own, into the same id space (a valid image fits it). */
+    uint64_t n_obj = objects && ok ? take64(&r) : 0;
+    rp_object_put *objs = NULL;
+    rp_shape_put *local = NULL;
+    char *lids = NULL;
+    if (ok && (r.bad || n_obj > n / 109)) /* an object takes 109 bytes or more */
+        ok = false;
+    if (ok && n_obj) {
+        objs = malloc(n_obj * sizeof *objs);
+        local = malloc((n / 38 + 1) * sizeof *local);
+        lids = malloc(n);
+        if (!objs || !local || !lids)
+            ok = false;
+    }
+    size_t n_local = 0, lused = 0;
+    for (uint64_t j = 0; ok && j < n_obj; j++) {
+        char oname[RP_NAME_MAX + 1];
+        ok = take_str(&r, oname, RP_NAME_MAX) && rp_codec_valid_id(oname);
+        if (!ok)
+            break;
+        size_t ol = strlen(oname) + 1;
+        memcpy(lids + lused, oname, ol);
+        objs[j].name = lids + lused;
+        lused += ol;
+        for (int a = 0; a < 3; a++)
+            for (int c = 0; c < 3; c++)
+                objs[j].pose.r[a][c] = take_double(&r);
+        objs[j].pose.t = take_vec3(&r);
+        uint64_t ns = take64(&r);
+        if (r.bad || ns > n / 38 - n_local) {
+            ok = false;
+            break;
+        }
+        objs[j].shapes = &local[n_local];
+        objs[j].n_shapes = ns;
+        for (uint64_t k = 0; ok && k < ns; k++) {
+            char id[RP_NAME_MAX + 1];
+            ok = take_str(&r, id, RP_NAME_MAX) && rp_codec_valid_id(id) &&
+                 take_shape(&r, kinds, &local[n_local].shape);
+            if (!ok)
+                break;
+            size_t len = strlen(id) + 1;
+            memcpy(lids + lused, id, len);
+            local[n_local++].id = lids + lused;
+            lused += len;
+        }
+    }
     if (!ok || r.p != r.end) {
         free(puts);
         free(ids);
+        free(objs);
+        free(local);
+        free(lids);
         *why = "bad shape";
         return false;
     }
     rp_store_set_revision(st, rev - 1);
-    rp_status status = rp_store_create(st, name, puts, count, NULL);
+    rp_status status = n_obj ? rp_store_put_objects(st, name, puts, count, objs, n_obj, NULL, true,
+                                                    NULL, NULL, NULL)
+                             : rp_store_create(st, name, puts, count, NULL);
     free(puts);
     free(ids);
+    free(objs);
+    free(local);
+    free(lids);
     if (status != RP_OK) {
         *why = status == RP_ERR_EXISTS ? "a scene twice, or a shape id twice" : "scene refused";
         return false;
@@ -409,11 +495,12 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
     }
     /* The version comes before the checksum, whose place it decides. */
     uint32_t format = rpj_get32(buf + 8);
-    size_t hlen = format == RPS_FORMAT || format == RPS_FORMAT_V2 ? FILE_HEADER
-                  : format == RPS_FORMAT_V1                       ? FILE_HEADER_V1
-                                                                  : 0;
+    size_t hlen = format == RPS_FORMAT || format == RPS_FORMAT_V3 || format == RPS_FORMAT_V2
+                      ? FILE_HEADER
+                  : format == RPS_FORMAT_V1 ? FILE_HEADER_V1
+                                            : 0;
     /* Boxes and half-spaces came with format 3. */
-    uint8_t kinds = format == RPS_FORMAT ? 4 : 2;
+    uint8_t kinds = format == RPS_FORMAT || format == RPS_FORMAT_V3 ? 4 : 2;
     if (!hlen) {
         out->bad_format = true;
         return fail(out, 8, "snapshot of another format version");
@@ -455,7 +542,7 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
             return fail(out, at, "section checksum mismatch");
         const char *why = NULL;
         if (kind == SECTION_SCENE) {
-            if (!load_scene(p, (size_t)len, kinds, st, last_scene, &why))
+            if (!load_scene(p, (size_t)len, kinds, format == RPS_FORMAT, st, last_scene, &why))
                 return fail(out, at, why);
             out->scenes++;
             out->shapes +=

@@ -8,7 +8,7 @@
  *
  * Layout (little-endian):
  *
- *   file header, 80 bytes (format 3, and format 2 before it):
+ *   file header, 80 bytes (format 4, and formats 3 and 2 before it):
  *        0   8  magic "REPOSES\n"
  *        8   4  format version (RPS_FORMAT)
  *       12   4  reserved, zero
@@ -37,13 +37,19 @@
  *     1 capsule, 2 box, 3 half-space) and doubles as IEEE bit patterns
  *     (sphere: centre, radius; capsule: a, b, radius; box: centre, half
  *     extents, rotation w, x, y, z; half-space: normal, offset), in the
- *     scene's storage order;
+ *     scene's storage order, the shapes of its own only; then (format 4)
+ *     its objects: a count (u64), and per object its name (u32 length,
+ *     bytes), its pose (12 doubles: the rotation row by row, then the
+ *     translation), a shape count (u64) and its shapes in its own frame
+ *     (id and shape as above), objects and shapes sorted by name and id;
  *   model payload: name (u32 length, bytes), revision (u64), then the
  *     model.put params that made it, as JSON (u32 length, bytes): models
  *     are rebuilt by the same code path that built them;
  *   trailer, 16 bytes: magic "REPOSEZ\n", u32 zero, u32 CRC-32C of the
  *     magic and zero, so a file cut at a section boundary is caught too.
  *
+ * Format 4 added the objects after each scene's shapes; formats 2 and 3
+ * hold none and are still read.
  * Format 3 added the box and half-space kinds and changed nothing else:
  * format 2 is format 3 with kinds 0 and 1 only, and is still read as it is
  * (no upgrade is needed; the next snapshot is written as format 3).  The
@@ -60,7 +66,8 @@
 
 #include "repose/scene.h"
 
-#define RPS_FORMAT 3u
+#define RPS_FORMAT 4u
+#define RPS_FORMAT_V3 3u
 #define RPS_FORMAT_V2 2u
 #define RPS_FORMAT_V1 1u
 

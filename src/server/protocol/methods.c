@@ -505,6 +505,7 @@ const rpd_method rpd_methods[] = {
     {"scene.distance", rpd_m_scene_distance, RPD_METHOD_WORKER},
     {"scene.get", rpd_m_scene_get, RPD_METHOD_WORKER},
     {"scene.list", rpd_m_scene_list, RPD_METHOD_WORKER},
+    {"scene.move", rpd_m_scene_move, RPD_METHOD_MUTATES},
     {"scene.put", rpd_m_scene_put, RPD_METHOD_MUTATES},
     {"scene.remove", rpd_m_scene_remove, RPD_METHOD_MUTATES},
     {"scene.replace", rpd_m_scene_replace, RPD_METHOD_MUTATES},

@@ -100,6 +100,38 @@ rp_model *rpd_existing_model(rpd_req *req, const cJSON *params);
 bool rpd_decode_scene_pairs(rpd_req *req, const cJSON *j, const char *path, const char ***out,
                             size_t *n_out);
 
+/* ---- objects (methods_objects.c) ---------------------------------------- */
+
+/* params.objects of scene.put/create/replace, decoded: the objects and
+ * their shapes (ids and names pointing into the cJSON tree). */
+typedef struct rpd_objects {
+    rp_object_put *objects;
+    size_t n;
+    rp_shape_put *shapes; /* every object's, in one array */
+} rpd_objects;
+
+/* Decodes {name: {"pose"?: pose, "shapes": {id: shape}}} at `path`. */
+bool rpd_decode_objects(rpd_req *req, const cJSON *j, const char *path, rpd_objects *out);
+void rpd_objects_free(rpd_objects *o);
+/* The shapes of all objects of params.objects, counted without decoding. */
+size_t rpd_objects_shape_count(const cJSON *j);
+
+/* Sets the error for a store object mutation that refused an argument
+ * (err names it), with its path; false (nothing set) for other errors. */
+bool rpd_edit_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const cJSON *shapes_j,
+                     const char *shapes_path, const cJSON *objects_j, const char *objects_path);
+
+/* params.ignore: up to RPD_MAX_IGNORE object names of scene sc (malloc'ed
+ * array of pointers into the tree, NULL when absent; caller frees). */
+#define RPD_MAX_IGNORE 64
+bool rpd_decode_ignore(rpd_req *req, const cJSON *params, const rp_scene *sc, const char ***out,
+                       size_t *n_out);
+
+/* Charges the work of writing n shapes into a scene that will hold up to
+ * `after` (methods_scene.c). */
+bool rpd_charge_shapes(rpd_req *req, size_t n, size_t after);
+
+bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w);

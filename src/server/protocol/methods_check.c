@@ -23,6 +23,7 @@ typedef struct check_setup {
     size_t n_base; /* shapes of the model itself; the rest are attached */
     const rp_scene *scene;
     rp_check_opts opts;
+    const char **ignore; /* params.ignore (opts.ignore), owned */
     size_t n_frames;
     bool ignore_limits;
 } check_setup;
@@ -31,6 +32,10 @@ static void free_setup(check_setup *cs)
 {
     rp_model_free(cs->ext);
     cs->ext = NULL;
+    free(cs->ignore);
+    cs->ignore = NULL;
+    cs->opts.ignore = NULL;
+    cs->opts.n_ignore = 0;
 }
 
 /* params.attached: [{id, link, shape, touch_links?}] into a (malloc'ed)
@@ -216,6 +221,9 @@ static bool decode_setup(rpd_req *req, const cJSON *params, const char *joints, 
     }
     if (!rpd_optional_bool(req, params, "ignore_limits", false, &cs->ignore_limits))
         return false;
+    if (!rpd_decode_ignore(req, params, cs->scene, &cs->ignore, &cs->opts.n_ignore))
+        return false;
+    cs->opts.ignore = cs->ignore;
     return decode_extension(req, params, cs);
 }
 
@@ -498,7 +506,7 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"model",    "scene",         "base",   "frames",
                                        "joints",   "margin",        "report", "ignore_limits",
-                                       "attached", "allowed_scene", NULL};
+                                       "attached", "allowed_scene", "ignore", NULL};
     check_setup cs;
     char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys))
@@ -852,8 +860,8 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {
-        "model",  "scene",         "configurations", "joints",        "base", "margin",
-        "report", "ignore_limits", "attached",       "allowed_scene", NULL};
+        "model",  "scene",         "configurations", "joints",        "base",   "margin",
+        "report", "ignore_limits", "attached",       "allowed_scene", "ignore", NULL};
     check_setup cs;
     char path[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys))
@@ -996,7 +1004,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {
         "model",    "scene",         "path", "mode",          "resolution", "tolerance", "margin",
-        "attached", "allowed_scene", "base", "ignore_limits", "earliest",   NULL};
+        "attached", "allowed_scene", "base", "ignore_limits", "earliest",   "ignore",    NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;
@@ -1036,6 +1044,8 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     mo.has_margin = cs.opts.has_margin;
     mo.margin = cs.opts.margin;
     mo.ignore_limits = cs.ignore_limits;
+    mo.ignore = cs.opts.ignore;
+    mo.n_ignore = cs.opts.n_ignore;
     const rp_model *m = cs.model;
     size_t dof = rp_model_dof(m), d1 = dof ? dof : 1;
     const cJSON *pj = rpd_param(params, "path", path);

@@ -197,7 +197,7 @@ static bool scene_fits(rpd_req *req, const char *name)
 #define SHAPE_WRITE_PER_LEVEL 4
 #define SHAPE_WRITE_SCENE_DIV 16384
 
-static bool charge_shapes(rpd_req *req, size_t n, size_t after)
+bool rpd_charge_shapes(rpd_req *req, size_t n, size_t after)
 {
     uint64_t per = SHAPE_WRITE_BASE + SHAPE_WRITE_PER_LEVEL * rpd_tree_depth(after) +
                    after / SHAPE_WRITE_SCENE_DIV;
@@ -232,22 +232,38 @@ static int cmp_id_index(const void *a, const void *b)
 
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"scene", "shapes", NULL};
+    static const char *const keys[] = {"scene", "shapes", "objects", NULL};
     const char *name;
     rp_shape_put *items = NULL;
     size_t n = 0;
-    char path[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
         !scene_fits(req, name))
         return false;
     const cJSON *shapes = rpd_param(params, "shapes", path);
-    size_t count = members(shapes);
-    if (!charge_shapes(req, count, count) ||
+    const cJSON *objects = rpd_param(params, "objects", opath);
+    size_t count = members(shapes) + rpd_objects_shape_count(objects);
+    if (!rpd_charge_shapes(req, count, count) ||
         (shapes && !shape_map(req, shapes, path, false, &items, &n)))
         return false;
+    rpd_objects objs = {0};
+    if (objects && !rpd_decode_objects(req, objects, opath, &objs)) {
+        free(items);
+        return false;
+    }
+    if (rp_store_find(req->core->store, name)) {
+        free(items);
+        rpd_objects_free(&objs);
+        return store_error(req, RP_ERR_EXISTS, name, 0, 0);
+    }
     rp_scene *sc;
-    rp_status st = rp_store_create(req->core->store, name, items, n, &sc);
+    rp_edit_error err;
+    rp_status st = rp_store_put_objects(req->core->store, name, items, n, objs.objects, objs.n,
+                                        NULL, true, &sc, NULL, &err);
     free(items);
+    rpd_objects_free(&objs);
+    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath))
+        return false;
     if (st)
         return store_error(req, st, name, 0, 0);
     rp_jw_object_begin(w);
@@ -368,11 +384,24 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
     for (size_t k = 0; k < n && !rp_jw_failed(w); k++) {
         if (k > 0 && idx[k] == idx[k - 1])
             continue; /* an id asked for twice */
+        /* The whole scene: its own shapes here, its objects' below. */
+        if (!ids_j && rp_scene_shape_object(sc, idx[k]))
+            continue;
         rp_jw_key(w, rp_scene_id_at(sc, idx[k]));
         rp_shape shape = rp_scene_shape_at(sc, idx[k]);
         rp_jw_shape(w, &shape);
     }
     rp_jw_object_end(w);
+    if (!ids_j && rp_scene_object_count(sc)) {
+        RP_JW_KEY(w, "objects");
+        rp_jw_object_begin(w);
+        for (size_t k = 0; k < rp_scene_object_count(sc) && !rp_jw_failed(w); k++) {
+            const rp_object *o = rp_scene_object_at(sc, k);
+            rp_jw_key(w, rp_object_name(o));
+            rp_jw_object(w, o);
+        }
+        rp_jw_object_end(w);
+    }
     rp_jw_object_end(w);
     free(ids);
     free(idx);
@@ -382,11 +411,11 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
 /* scene.put and scene.replace: the same params, content merged or swapped. */
 static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replace)
 {
-    static const char *const keys[] = {"scene", "shapes", "if_revision", "create", NULL};
+    static const char *const keys[] = {"scene", "shapes", "objects", "if_revision", "create", NULL};
     const char *name;
     uint64_t expected = 0, actual = 0;
     bool has_rev, create;
-    char path[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX];
     rp_shape_put *items;
     size_t n;
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
@@ -397,21 +426,45 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     /* Priced before decoding: a put inserts into the scene as it is, a
      * replace builds the new content and frees the old. */
     const cJSON *shapes = rpd_param(params, "shapes", path);
+    const cJSON *objects = rpd_param(params, "objects", opath);
     const rp_scene *cur = rp_store_find(req->core->store, name);
-    size_t count = members(shapes), now = cur ? rp_scene_shape_count(cur) : 0;
-    if (!charge_shapes(req, count, replace ? count : now + count) ||
+    size_t count = members(shapes) + rpd_objects_shape_count(objects);
+    size_t now = cur ? rp_scene_shape_count(cur) : 0;
+    if (!rpd_charge_shapes(req, count, replace ? count : now + count) ||
         (replace && !rpd_charge_work(req, now)))
         return false;
-    if (!shape_map(req, shapes, path, false, &items, &n))
+    /* `shapes` may be left out when `objects` is given. */
+    if (objects && !shapes) {
+        items = NULL;
+        n = 0;
+    } else if (!shape_map(req, shapes, path, false, &items, &n)) {
         return false;
+    }
+    rpd_objects objs = {0};
+    if (objects && !rpd_decode_objects(req, objects, opath, &objs)) {
+        free(items);
+        return false;
+    }
     rp_scene *sc;
     const uint64_t *expect = has_rev ? &expected : NULL;
+    rp_edit_error err = {RP_EDIT_NONE, 0, 0};
     /* Watchers hear of it through the store's change record
-     * (rpd_watch_on_change), as the journal does. */
-    rp_status st =
-        replace ? rp_store_replace(req->core->store, name, items, n, expect, create, &sc, &actual)
-                : rp_store_put(req->core->store, name, items, n, expect, create, &sc, &actual);
+     * (rpd_watch_on_change), as the journal does.  A scene with objects
+     * takes the object-aware calls, which also refuse ids its objects own. */
+    rp_store *store = req->core->store;
+    rp_status st;
+    if (objects || (cur && rp_scene_object_count(cur)))
+        st = replace ? rp_store_replace_objects(store, name, items, n, objs.objects, objs.n, expect,
+                                                create, &sc, &actual, &err)
+                     : rp_store_put_objects(store, name, items, n, objs.objects, objs.n, expect,
+                                            create, &sc, &actual, &err);
+    else
+        st = replace ? rp_store_replace(store, name, items, n, expect, create, &sc, &actual)
+                     : rp_store_put(store, name, items, n, expect, create, &sc, &actual);
     free(items);
+    rpd_objects_free(&objs);
+    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath))
+        return false;
     if (st)
         return store_error(req, st, name, expected, actual);
     rp_jw_object_begin(w);
@@ -444,9 +497,27 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
     const char **ids;
     size_t n, removed = 0;
     const cJSON *ids_j = rpd_param(params, "ids", path);
-    if (!charge_shapes(req, members(ids_j), rp_scene_shape_count(sc)) ||
+    if (!rpd_charge_shapes(req, members(ids_j), rp_scene_shape_count(sc)) ||
         !id_list(req, ids_j, path, sc, false, &ids, NULL, &n))
         return false;
+    /* An object's shape goes with its object, not alone (an id names an
+     * object or a shape of the scene's own). */
+    for (size_t k = 0; k < n && rp_scene_object_count(sc); k++) {
+        const char *slash = strchr(ids[k], '/');
+        char owner[RP_CODEC_PATH_MAX];
+        size_t len = slash ? (size_t)(slash - ids[k]) : 0;
+        if (!slash || len >= sizeof owner)
+            continue;
+        memcpy(owner, ids[k], len);
+        owner[len] = 0;
+        if (rp_scene_object_find(sc, owner)) {
+            char sub[RP_CODEC_PATH_MAX];
+            free(ids);
+            return rpd_fail_path(req, rp_codec_path_index(sub, path, k),
+                                 "is a shape of an object: remove the object by its name, or put "
+                                 "the object without that shape");
+        }
+    }
     rp_status st = rp_store_remove(req->core->store, rp_scene_name(sc), ids, n,
                                    has_rev ? &expected : NULL, &sc, &removed, &actual);
     free(ids);
@@ -572,6 +643,14 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, r
         free(idx);
         return false;
     }
+    const char **ignore = NULL;
+    size_t n_ignore = 0;
+    if (!rpd_decode_ignore(req, params, sc, &ignore, &n_ignore)) {
+        free(idx);
+        return false;
+    }
+    q->ignore = ignore;
+    q->n_ignore = n_ignore;
     q->shapes = qs->shapes;
     q->n_shapes = qs->n;
     q->subset = idx;
@@ -583,6 +662,7 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, r
     uint64_t charged = (uint64_t)qs->n * (per_query ? per_query : 1);
     if (!rpd_charge_work(req, charged)) {
         free(idx);
+        free(ignore);
         return false;
     }
     rp_work meter = rpd_walk_meter(req, charged, 1.0);
@@ -590,6 +670,8 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, r
     rp_status st = rp_scene_query(sc, q, res);
     q->work = NULL;
     free(idx);
+    free(ignore);
+    q->ignore = NULL;
     if (st == RP_ERR_LIMIT)
         return rpd_fail_limit(req, RPD_LIMIT_max_reply_bytes, req->core->limits.max_reply_bytes);
     if (!rpd_walk_settle(req, &meter, charged, st))
@@ -611,7 +693,8 @@ static bool run_query(rpd_req *req, const cJSON *params, const rp_jw *w, rp_scen
 
 bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"scene", "shape", "shapes", "ids", "max_distance", NULL};
+    static const char *const keys[] = {"scene",  "shape",        "shapes", "ids",
+                                       "ignore", "max_distance", NULL};
     char path[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     rp_query q;
@@ -659,7 +742,7 @@ bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
 bool rpd_m_scene_check(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"scene",  "shape",      "shapes", "ids",
-                                       "margin", "first_only", NULL};
+                                       "margin", "first_only", "ignore", NULL};
     rp_query q;
     memset(&q, 0, sizeof q);
     if (!rpd_check_keys(req, params, keys) ||
