@@ -28,7 +28,9 @@
  *
  * The replies come from rpd_process_line, in process, with the cJSON hooks
  * pointed at the counting allocator (not the daemon's arena).  The cases
- * cover scene.create/put/remove/replace/delete, model.put/delete, check,
+ * cover scene.create/put/remove/replace/delete, with objects too (a put
+ * replacing an object's shape set, scene.move, removal by name, replace
+ * and create with objects), model.put/delete, check,
  * check.batch, the reply writer (a reply of several KB; a mutation's reply
  * into an output buffer that is full or not yet allocated) and a batch.  Kinematic cases run on a
  * store that also holds a kinematic model (a tree with fixed, revolute,
@@ -520,7 +522,7 @@ typedef struct server {
     rp_jw out;
 } server;
 
-static text setup_lines[4];
+static text setup_lines[5];
 static size_t n_setup_lines;
 /* More for the kinematic cases: model kin (the tree, from JSON). */
 static text kin_setup_line;
@@ -540,6 +542,18 @@ static void build_setup(void)
     t = &setup_lines[n_setup_lines++];
     add(t, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"scene.create\","
            "\"params\":{\"scene\":\"zeta\"}}");
+    /* A scene with objects: a crate of three shapes, a tray of two, and a
+     * shape of its own. */
+    t = &setup_lines[n_setup_lines++];
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"scene.create\","
+           "\"params\":{\"scene\":\"yard\",\"shapes\":");
+    add_shapes(t, "p", 0, 2, 0.0);
+    add(t, ",\"objects\":{\"crate\":{\"pose\":{\"translation\":[1,0,0]},\"shapes\":");
+    add_shapes(t, "c", 0, 3, 0.0);
+    add(t, "},\"tray\":{\"pose\":{\"rotation\":{\"w\":0.6,\"x\":0,\"y\":0.8,\"z\":0}},"
+           "\"shapes\":");
+    add_shapes(t, "t", 0, 2, 0.0);
+    add(t, "}}}}");
     t = &setup_lines[n_setup_lines++];
     add(t, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"model.put\",\"params\":{");
     add_model(t, "arm", 8, 3);
@@ -705,9 +719,25 @@ static void dump_store(const rp_store *st, dump *d)
                  (unsigned long long)rp_scene_revision(sc), rp_scene_shape_count(sc));
         for (size_t k = 0; k < rp_scene_shape_count(sc); k++) {
             const char *id = rp_scene_id_at(sc, k);
-            dump_add(d, "  %s found %d ", id, rp_scene_find(sc, id) == k);
+            const rp_object *o = rp_scene_shape_object(sc, k);
+            dump_add(d, "  %s found %d of %s ", id, rp_scene_find(sc, id) == k,
+                     o ? rp_object_name(o) : "-");
             dump_shape(d, SCENE_SHAPE(sc, k));
             dump_add(d, "\n");
+        }
+        for (size_t j = 0; j < rp_scene_object_count(sc); j++) {
+            const rp_object *o = rp_scene_object_at(sc, j);
+            rp_transform pose = rp_object_pose(o);
+            dump_add(d, "  object %s pose", rp_object_name(o));
+            for (int r = 0; r < 3; r++)
+                dump_add(d, " %a %a %a", pose.r[r][0], pose.r[r][1], pose.r[r][2]);
+            dump_vec(d, " t", pose.t);
+            dump_add(d, "\n");
+            for (size_t k = 0; k < rp_object_shape_count(o); k++) {
+                dump_add(d, "    %s ", rp_object_shape_at(o, k)->id);
+                dump_shape(d, &rp_object_shape_at(o, k)->shape);
+                dump_add(d, "\n");
+            }
         }
     }
     dump_add(d, "models %zu\n", rp_store_model_count(st));
@@ -749,7 +779,7 @@ typedef struct req_case {
 #define PREFILL_NONE ((size_t)-1)
 #define PREFILL_TIGHT ((size_t)-2)
 
-enum { N_CASES = 32 };
+enum { N_CASES = 40 };
 static req_case cases[N_CASES];
 static size_t n_cases;
 
@@ -970,6 +1000,44 @@ static void build_cases(void)
                   "\"shapes\":");
     add_shapes(&c->line, "b", 0, 20, -0.1);
     add(&c->line, "}}");
+
+    /* Objects: a put that replaces the crate with another shape set (one
+     * kept, one new, two dropped), adds an object and a shape of the
+     * scene's own; a move of both; a removal by name; a replace and a
+     * create with objects. */
+    c = new_case("scene.put objects");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.put\","
+                  "\"params\":{\"scene\":\"yard\",\"shapes\":");
+    add_shapes(&c->line, "p", 1, 4, 0.2);
+    add(&c->line, ",\"objects\":{\"crate\":{\"pose\":{\"translation\":[0,2,0]},\"shapes\":");
+    add_shapes(&c->line, "c", 2, 4, 0.1);
+    add(&c->line, "},\"lamp\":{\"shapes\":");
+    add_shapes(&c->line, "l", 0, 3, 0.3);
+    add(&c->line, "}}}}");
+
+    c = new_case("scene.move");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.move\","
+                  "\"params\":{\"scene\":\"yard\",\"objects\":{\"crate\":{\"translation\":"
+                  "[0.5,0.5,0]},\"tray\":{\"matrix\":[[0,-1,0,1],[1,0,0,2],[0,0,1,3]]}}}}");
+
+    c = new_case("scene.remove objects");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.remove\","
+                  "\"params\":{\"scene\":\"yard\",\"ids\":[\"tray\",\"p00\",\"missing\","
+                  "\"tray\"]}}");
+
+    c = new_case("scene.replace objects");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.replace\","
+                  "\"params\":{\"scene\":\"yard\",\"shapes\":");
+    add_shapes(&c->line, "p", 0, 1, 0.0);
+    add(&c->line, ",\"objects\":{\"tray\":{\"shapes\":");
+    add_shapes(&c->line, "t", 0, 4, 0.5);
+    add(&c->line, "}}}}");
+
+    c = new_case("scene.create objects");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.create\","
+                  "\"params\":{\"scene\":\"dock\",\"objects\":{\"crate\":{\"shapes\":");
+    add_shapes(&c->line, "c", 0, 5, 0.0);
+    add(&c->line, "}}}}");
 
     c = new_case("scene.delete");
     add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.delete\","
