@@ -153,6 +153,23 @@ static void put_line(lb_text *t, unsigned id, const char *scene, const char *sha
     lb_add(t, "}}}\n");
 }
 
+/* A scene.move of object "part" to a random pose in the scene's cube. */
+static void move_line(lb_text *t, unsigned id, const char *scene, kb_rng *rng)
+{
+    double q[4], n = 0;
+    for (int i = 0; i < 4; i++) {
+        q[i] = kb_uniform(rng, -1, 1);
+        n += q[i] * q[i];
+    }
+    n = sqrt(n);
+    lb_add(t,
+           "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"scene.move\",\"params\":{\"scene\":\"%s\","
+           "\"objects\":{\"part\":{\"translation\":[%.17g,%.17g,%.17g],\"rotation\":{\"w\":%.17g,"
+           "\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}}}}\n",
+           id, scene, kb_uniform(rng, -1, 1), kb_uniform(rng, -1, 1), kb_uniform(rng, -0.5, 1.5),
+           q[0] / n, q[1] / n, q[2] / n, q[3] / n);
+}
+
 /* A random query shape in the scene's cube, a sphere or a capsule as the
  * scene's shapes are (kin_common.h). */
 static rp_shape query_shape(kb_rng *rng, size_t k)
@@ -306,12 +323,53 @@ static void run_move(bench *b)
         printf("  %8zu | %9.1f %9.1f | %9.1f %9.1f %9.1f | %9.1f %9.1f | %6zu %5zu\n", n, q_med,
                q_p99, m_med, m_p99, p_med, m_med / q_med, m_p99 / q_p99, reps_q, n_m);
         fflush(stdout);
+        /* The same with an object of 10 shapes (proto/PROTOCOL.md, Objects)
+         * moved by scene.move to a random pose, then a query. */
+        put.len = 0;
+        lb_add(&put,
+               "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"scene.put\",\"params\":{"
+               "\"scene\":\"%s\",\"objects\":{\"part\":{\"shapes\":{",
+               id++, name);
+        for (size_t k = 0; k < 10; k++) {
+            lb_add(&put, "%s\"s%zu\":", k ? "," : "", k);
+            lb_add_shape(&put, &s.puts[k].shape);
+        }
+        lb_add(&put, "}}}}}\n");
+        line = lb_conn_call(&c, &put, NULL, &len);
+        lb_must_ok(line, len, "scene.put objects");
+        n_m = 0;
+        t_start = kb_now_ns();
+        while (n_m < max_m && (n_m < min_m || kb_now_ns() - t_start < budget_ns)) {
+            put.len = 0;
+            move_line(&put, id++, name, &mr);
+            rp_shape qs = query_shape(&qr, n_m);
+            distance_line(&q, id++, name, &qs);
+            double t1, t2;
+            line = lb_conn_call(&c, &put, &t1, &len);
+            lb_must_ok(line, len, "scene.move");
+            unsigned long long rev = lb_reply_revision(line);
+            line = lb_conn_call(&c, &q, &t2, &len);
+            lb_must_ok(line, len, "scene.distance");
+            if (lb_reply_revision(line) != rev)
+                lb_die("scene.distance answered at revision %llu after a move that made %llu",
+                       lb_reply_revision(line), rev);
+            tm[n_m] = t1 + t2;
+            tp[n_m] = t1;
+            n_m++;
+        }
+        m_med = lb_pct(tm, n_m, 50) / 1e3, m_p99 = lb_pct(tm, n_m, 99) / 1e3;
+        p_med = lb_pct(tp, n_m, 50) / 1e3;
+        printf("  %8s | %9s %9s | %9.1f %9.1f %9.1f | %9.1f %9.1f | %6s %5zu\n", "+object", "", "",
+               m_med, m_p99, p_med, m_med / q_med, m_p99 / q_p99, "", n_m);
+        fflush(stdout);
         free(tq);
         free(tm);
         free(tp);
     }
     printf("  (mq: move+query, the put's and the query's round trips added; ratio: mq / query, "
-           "of the medians and of the p99s; n_mq: as many as fit in %.1f s, at least %zu)\n",
+           "of the medians and of the p99s; +object: the move is a scene.move of a 10-shape "
+           "object to a random pose, put_med its round trip; n_mq: as many as fit in %.1f s, at "
+           "least %zu)\n",
            budget_ns / 1e9, min_m);
     lb_text_free(&q);
     lb_text_free(&put);

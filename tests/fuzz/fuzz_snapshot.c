@@ -8,10 +8,11 @@
  * and flipped at places the last four bytes choose.  Either way:
  *  - an image that loads re-encodes to exactly its own bytes (the loaded
  *    store, with the models the loader handed out and the ids it read,
- *    written again; an image of format 2 to the same bytes but for its
- *    version and header checksum; an image of format 1, whose header is
- *    shorter and has no ids, to the same bytes after the header and the
- *    same header fields);
+ *    written again; an image of formats 2 and 3, which hold no objects and
+ *    put scenes before models, to the same bytes once the new image is
+ *    laid out that way, but for its version and header checksum; an image
+ *    of format 1, whose header is shorter and has no ids, to the same
+ *    bytes after the header and the same header fields);
  *  - an image the writer made loads, and gives back the same store;
  *  - a cut one or a flipped one does not load.
  */
@@ -22,6 +23,7 @@
 
 #include "fuzz_util.h"
 
+#include "server/persistence/journal.h" /* rpj_get64, rpj_crc32c */
 #include "server/persistence/snapshot.h"
 
 typedef struct models {
@@ -72,6 +74,46 @@ static uint8_t *image(const rp_store *st, uint64_t rev, const rps_ids *ids, cons
     return buf;
 }
 
+/* A format-4 image (80-byte header) laid out as the formats before it:
+ * scene sections before model sections, each scene section without its
+ * object count (zero: the store came from an older image).  In place; *n
+ * shrinks. */
+static void old_layout(uint8_t *img, size_t *n)
+{
+    uint8_t *out = malloc(*n);
+    FUZZ_CHECK(out != NULL, "memory");
+    memcpy(out, img, HEADER_V2);
+    size_t len_out = HEADER_V2, at = HEADER_V2;
+    for (int pass = 0; pass < 2; pass++) {
+        at = HEADER_V2;
+        while (*n - at > 16) {
+            const uint8_t *h = img + at;
+            uint64_t len = rpj_get64(h + 8);
+            size_t whole = 20 + (size_t)len + 4;
+            bool scene = rpj_get32(h) == 1;
+            if (scene && pass == 0) {
+                FUZZ_CHECK(rpj_get64(h + 20 + len - 8) == 0,
+                           "an older image's scene has no objects");
+                uint8_t *o = out + len_out;
+                memcpy(o, h, 20 + (size_t)len - 8);
+                rpj_put64(o + 8, len - 8);
+                rpj_put32(o + 16, rpj_crc32c(0, o, 16));
+                rpj_put32(o + 20 + len - 8, rpj_crc32c(0, o + 20, (size_t)len - 8));
+                len_out += whole - 8;
+            } else if (!scene && pass == 1) {
+                memcpy(out + len_out, h, whole);
+                len_out += whole;
+            }
+            at += whole;
+        }
+    }
+    memcpy(out + len_out, img + at, *n - at);
+    len_out += *n - at;
+    memcpy(img, out, len_out);
+    *n = len_out;
+    free(out);
+}
+
 /* Loads buf; when it loads, it must re-encode to itself.  Returns whether
  * it loaded. */
 static bool check_load(const uint8_t *buf, size_t n)
@@ -87,14 +129,16 @@ static bool check_load(const uint8_t *buf, size_t n)
     if (ok) {
         size_t n2;
         uint8_t *again = image(st, res.revision, &res.ids, &ms, &n2);
+        if (res.format != RPS_FORMAT)
+            old_layout(again, &n2);
         if (res.format == RPS_FORMAT) {
             FUZZ_CHECK(n2 == n && memcmp(again, buf, n) == 0,
                        "a loaded image re-encodes to itself");
-        } else if (res.format == RPS_FORMAT_V2) {
+        } else if (res.format == RPS_FORMAT_V2 || res.format == RPS_FORMAT_V3) {
             FUZZ_CHECK(n2 == n && memcmp(again, buf, 8) == 0 &&
                            memcmp(again + 12, buf + 12, HEADER_V2 - 16) == 0 &&
                            memcmp(again + HEADER_V2, buf + HEADER_V2, n - HEADER_V2) == 0,
-                       "a loaded format-2 image re-encodes to itself but for its version");
+                       "a loaded format-2 or -3 image re-encodes to itself but for its version");
         } else {
             FUZZ_CHECK(res.format == RPS_FORMAT_V1 && res.ids.snapshot_id == 0 &&
                            res.ids.journal_id == 0 && res.ids.prev_journal_id == 0,
@@ -166,7 +210,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            "rp_halfspace_new");
                 break;
             }
-            rp_store_put(st, name, &put, 1, NULL, false, NULL, NULL);
+            if (p[0] & 0x80) {
+                /* As an object's shape (format 4), at a pose from v (a
+                 * world shape out of range is refused: no object then). */
+                char oname[8];
+                snprintf(oname, sizeof oname, "o%u", p[0] % 3u);
+                rp_transform pose = rp_transform_identity();
+                pose.t = (rp_vec3){fabs(v) < 1e300 ? v : 0.0, 0.25, -1.0};
+                rp_object_put op = {oname, pose, &put, 1};
+                rp_store_put_objects(st, name, NULL, 0, &op, 1, NULL, false, NULL, NULL, NULL);
+            } else {
+                rp_store_put(st, name, &put, 1, NULL, false, NULL, NULL);
+            }
             p += 9;
             left -= 9;
         }

@@ -1580,32 +1580,46 @@ static uint64_t get64(const uint8_t *p)
     return v;
 }
 
-/* A snapshot's sections as formats before 4 wrote them (snapshot.h): each
- * scene section loses its trailing object count (zero here), with its
- * length and checksums fixed.  Sections start after `header` bytes. */
+/* A snapshot's sections as formats before 4 wrote them (snapshot.h):
+ * scenes before models, and each scene section without its trailing
+ * object count (zero here), with its length and checksums fixed.
+ * Sections start after `header` bytes. */
 static void strip_object_counts(const char *dir, size_t header)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/snapshot", dir);
     size_t n;
     uint8_t *buf = (uint8_t *)read_file(path, &n);
-    size_t at = header;
-    while (n - at > 16) {
-        uint8_t *h = buf + at;
-        uint64_t len = get64(h + 8);
-        if (h[0] == 1) {
-            assert_int_equal(get64(h + 20 + len - 8), 0);
-            len -= 8;
-            memmove(h + 20 + len, h + 20 + len + 8, n - (at + 20 + len + 8));
-            n -= 8;
-            for (int i = 0; i < 8; i++)
-                h[8 + i] = (uint8_t)(len >> (8 * i));
-            put32(h + 16, crc32c(h, 16));
-            put32(h + 20 + len, crc32c(h + 20, (size_t)len));
+    uint8_t *out = malloc(n);
+    assert_non_null(out);
+    memcpy(out, buf, header);
+    size_t len_out = header, at = header;
+    for (int pass = 0; pass < 2; pass++) { /* scenes, then models */
+        at = header;
+        while (n - at > 16) {
+            const uint8_t *h = buf + at;
+            uint64_t len = get64(h + 8);
+            size_t whole = 20 + (size_t)len + 4;
+            if (h[0] == 1 && pass == 0) {
+                assert_int_equal(get64(h + 20 + len - 8), 0);
+                uint8_t *o = out + len_out;
+                memcpy(o, h, 20 + (size_t)len - 8);
+                for (int i = 0; i < 8; i++)
+                    o[8 + i] = (uint8_t)((len - 8) >> (8 * i));
+                put32(o + 16, crc32c(o, 16));
+                put32(o + 20 + len - 8, crc32c(o + 20, (size_t)len - 8));
+                len_out += whole - 8;
+            } else if (h[0] != 1 && pass == 1) {
+                memcpy(out + len_out, h, whole);
+                len_out += whole;
+            }
+            at += whole;
         }
-        at += 20 + (size_t)len + 4;
     }
-    write_file(path, (const char *)buf, n);
+    memcpy(out + len_out, buf + at, n - at); /* the trailer */
+    len_out += n - at;
+    write_file(path, (const char *)out, len_out);
+    free(out);
     free(buf);
 }
 

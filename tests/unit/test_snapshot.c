@@ -141,26 +141,45 @@ static uint8_t *image_of(const rp_store *st, uint64_t revision, size_t *n)
     return buf;
 }
 
-/* The image as format 3 wrote it (n shrinks): every scene section loses
- * its trailing object count, which must be zero, with its length and
- * checksums fixed.  Sections start after the 80-byte header. */
+/* The image as format 3 wrote it (n shrinks): scene sections before
+ * model sections, and every scene section without its trailing object
+ * count, which must be zero (its length and checksums fixed).  Sections
+ * start after the 80-byte header. */
 static void to_format_3(uint8_t *img, size_t *n)
 {
-    size_t at = 80;
-    while (*n - at > 16) {
-        uint8_t *h = img + at;
-        uint64_t len = rpj_get64(h + 8);
-        if (rpj_get32(h) == 1) {
-            assert_int_equal(rpj_get64(h + 20 + len - 8), 0);
-            len -= 8;
-            memmove(h + 20 + len, h + 20 + len + 8, *n - (at + 20 + len + 8));
-            *n -= 8;
-            rpj_put64(h + 8, len);
-            rpj_put32(h + 16, rpj_crc32c(0, h, 16));
-            rpj_put32(h + 20 + len, rpj_crc32c(0, h + 20, (size_t)len));
+    uint8_t *out = malloc(*n);
+    assert_non_null(out);
+    size_t len_out = 80;
+    memcpy(out, img, 80);
+    for (int pass = 0; pass < 2; pass++) { /* scenes, then models */
+        size_t at = 80;
+        while (*n - at > 16) {
+            const uint8_t *h = img + at;
+            uint64_t len = rpj_get64(h + 8);
+            size_t whole = 20 + (size_t)len + 4;
+            bool scene = rpj_get32(h) == 1;
+            if (scene && pass == 0) {
+                assert_int_equal(rpj_get64(h + 20 + len - 8), 0);
+                uint8_t *o = out + len_out;
+                memcpy(o, h, 20 + (size_t)len - 8);
+                rpj_put64(o + 8, len - 8);
+                rpj_put32(o + 16, rpj_crc32c(0, o, 16));
+                rpj_put32(o + 20 + len - 8, rpj_crc32c(0, o + 20, (size_t)len - 8));
+                len_out += whole - 8;
+            } else if (!scene && pass == 1) {
+                memcpy(out + len_out, h, whole);
+                len_out += whole;
+            }
+            at += whole;
         }
-        at += 20 + (size_t)len + 4;
+        if (pass == 1) {
+            memcpy(out + len_out, img + at, *n - at); /* the trailer */
+            len_out += *n - at;
+        }
     }
+    memcpy(img, out, len_out);
+    *n = len_out;
+    free(out);
     rpj_put32(img + 8, RPS_FORMAT_V3);
     rpj_put32(img + 76, rpj_crc32c(0, img, 76));
 }
@@ -506,7 +525,7 @@ static void boxes_and_halfspaces_need_format_3(void **state)
         /* Kind byte 4, with the section's checksum made to match: after
          * the 80-byte header and the 20-byte section header, the name
          * "s" (4 + 1 bytes), revision and count (16), the id "x" (5). */
-        set_format(img, RPS_FORMAT);
+        set_format(img, RPS_FORMAT_V3); /* (the image is in format 3's layout now) */
         const size_t payload = 100, kind = payload + 5 + 16 + 5;
         uint64_t len = rpj_get64(img + 80 + 8);
         img[kind] = 4;

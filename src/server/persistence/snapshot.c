@@ -182,6 +182,16 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
     rpj_put64(h + 56, ids->prev_journal_id);
     rpj_put32(h + 76, rpj_crc32c(0, h, 76));
     emit(o, h, sizeof h);
+    /* Models first (format 4): a scene's robot instances will name them. */
+    for (size_t i = 0; i < n_models && !o->err; i++) {
+        const rps_model *m = &models[i];
+        size_t nl = strlen(m->name);
+        section_begin(o, SECTION_MODEL, 4 + nl + 8 + 4 + m->json_len);
+        emit_str(o, m->name, nl);
+        emit64(o, m->revision);
+        emit_str(o, m->json, m->json_len);
+        section_end(o);
+    }
     for (size_t i = 0; i < n_scenes && !o->err; i++) {
         const rp_scene *sc = rp_store_scene_at(st, i);
         const char *name = rp_scene_name(sc);
@@ -229,15 +239,6 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
                 emit_shape(o, &p->shape);
             }
         }
-        section_end(o);
-    }
-    for (size_t i = 0; i < n_models && !o->err; i++) {
-        const rps_model *m = &models[i];
-        size_t nl = strlen(m->name);
-        section_begin(o, SECTION_MODEL, 4 + nl + 8 + 4 + m->json_len);
-        emit_str(o, m->name, nl);
-        emit64(o, m->revision);
-        emit_str(o, m->json, m->json_len);
         section_end(o);
     }
     uint8_t t[TRAILER];
@@ -533,7 +534,9 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
             return fail(out, at, "section header checksum mismatch");
         uint32_t kind = rpj_get32(h);
         uint64_t len = rpj_get64(h + 8);
-        if (kind != (i < n_scenes ? SECTION_SCENE : SECTION_MODEL) || rpj_get32(h + 4))
+        /* Format 4 puts the models first, the formats before it the scenes. */
+        bool model_now = format == RPS_FORMAT ? i < n_models : i >= n_scenes;
+        if (kind != (model_now ? SECTION_MODEL : SECTION_SCENE) || rpj_get32(h + 4))
             return fail(out, at, "unexpected section");
         if (n - at - SECTION_HEADER < 4 || len > n - at - SECTION_HEADER - 4)
             return fail(out, at, "file ends inside a section");

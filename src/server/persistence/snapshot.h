@@ -25,7 +25,8 @@
  *       76   4  CRC-32C of bytes 0..76
  *     (format 1: 48 bytes, no ids, reserved at 40, CRC-32C of 0..44 at
  *     44; still read, with ids 0);
- *   sections, scenes first, then models, each:
+ *   sections, models first, then scenes (before format 4: scenes first),
+ *   each:
  *        0   4  kind (1 scene, 2 model)
  *        4   4  reserved, zero
  *        8   8  payload length n
@@ -48,8 +49,9 @@
  *   trailer, 16 bytes: magic "REPOSEZ\n", u32 zero, u32 CRC-32C of the
  *     magic and zero, so a file cut at a section boundary is caught too.
  *
- * Format 4 added the objects after each scene's shapes; formats 2 and 3
- * hold none and are still read.
+ * Format 4 added the objects after each scene's shapes and put the models
+ * before the scenes (robot instances in scenes will name models); formats
+ * 2 and 3 hold no objects and are still read.
  * Format 3 added the box and half-space kinds and changed nothing else:
  * format 2 is format 3 with kinds 0 and 1 only, and is still read as it is
  * (no upgrade is needed; the next snapshot is written as format 3).  The
