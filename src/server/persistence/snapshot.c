@@ -205,7 +205,7 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         }
         for (size_t j = 0; j < n_obj; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
-            len += 4 + strlen(rp_object_name(ob)) + 12 * 8 + 8;
+            len += 4 + strlen(rp_object_name(ob)) + 1 + 12 * 8 + 8;
             for (size_t k = 0; k < rp_object_shape_count(ob); k++) {
                 const rp_shape_put *p = rp_object_shape_at(ob, k);
                 len += 4 + strlen(p->id) + shape_bytes(p->shape.kind);
@@ -227,6 +227,7 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         for (size_t j = 0; j < n_obj && !o->err; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
             emit_str(o, rp_object_name(ob), strlen(rp_object_name(ob)));
+            emit(o, "", 1); /* kind 0: an object of shapes (robots will be 1) */
             rp_transform pose = rp_object_pose(ob);
             for (int r = 0; r < 3; r++)
                 for (int c = 0; c < 3; c++)
@@ -417,7 +418,7 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
     rp_object_put *objs = NULL;
     rp_shape_put *local = NULL;
     char *lids = NULL;
-    if (ok && (r.bad || n_obj > n / 109)) /* an object takes 109 bytes or more */
+    if (ok && (r.bad || n_obj > n / 110)) /* an object takes 110 bytes or more */
         ok = false;
     if (ok && n_obj) {
         objs = malloc(n_obj * sizeof *objs);
@@ -429,7 +430,9 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
     size_t n_local = 0, lused = 0;
     for (uint64_t j = 0; ok && j < n_obj; j++) {
         char oname[RP_NAME_MAX + 1];
-        ok = take_str(&r, oname, RP_NAME_MAX) && rp_codec_valid_id(oname);
+        const uint8_t *kind = NULL;
+        ok = take_str(&r, oname, RP_NAME_MAX) && rp_codec_valid_id(oname) &&
+             (kind = take(&r, 1)) != NULL && *kind == 0;
         if (!ok)
             break;
         size_t ol = strlen(oname) + 1;
