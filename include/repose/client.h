@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "repose/export.h"
+#include "repose/geometry.h" /* rp_transform (a plain struct: no need to link librepose) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -182,7 +183,12 @@ RP_API rp_client_error_kind rp_client_call_cjson(rp_client *c, const char *metho
  *    the connection stays usable (the reply itself was in step).
  * Outputs are reset on entry (false, 0, NaN) and are only meaningful when
  * the helper returns RP_CLIENT_OK.  `scene` may be NULL for no scene (self
- * collisions and joint limits only). */
+ * collisions and joint limits only).
+ *
+ * The helpers send no `ignore` (object names whose shapes a check leaves
+ * out) nor the other optional params (margin, base, attached, ...): make
+ * such a request with rp_client_call, e.g. method "check" with params
+ * {"model":"arm","scene":"cell","joints":[...],"ignore":["table"]}. */
 
 /// model.put with a URDF document: params {"model", "urdf", "srdf"?}.
 /// `srdf` (an SRDF document: its <disable_collisions> pairs) may be NULL;
@@ -247,6 +253,34 @@ RP_API rp_client_error_kind rp_client_check_motion(rp_client *c, const char *mod
                                                    size_t n_points, size_t dof, const char *mode,
                                                    double resolution, rp_client_motion_result *out,
                                                    rp_client_error *err);
+
+/* ---- typed helpers: objects ---------------------------------------------------
+ *
+ * Objects are rigid groups of shapes with a pose (proto/PROTOCOL.md,
+ * Objects).  They are put with scene.put / scene.create / scene.replace
+ * ("objects" beside "shapes"), read with scene.get and removed by name with
+ * scene.remove, all through rp_client_call; this helper moves them. */
+
+/// scene.move {scene, objects: {names[i]: poses[i]}, if_revision?}: gives
+/// the n named objects of `scene` their new poses (world = r*local + t), all
+/// in one revision.  Each pose is sent in matrix form with every double in
+/// "%.17g" (and a '.' whatever LC_NUMERIC says), so the server holds exactly
+/// these numbers and scene.get reads them back bit for bit.  if_revision
+/// (NULL: none) makes it a compare-and-set: RP_CLIENT_RPC -32003 with
+/// data.expected and data.actual when the scene is at another revision.  On
+/// success *revision (when not NULL; reset to 0 on entry) receives the
+/// scene's new revision.  names and poses may be NULL when n is 0.  Refused
+/// with RP_CLIENT_ARG before anything is sent: a NULL scene, names or poses
+/// (n > 0), a NULL name, a string that is not valid UTF-8, or a pose number
+/// that is NaN or infinite (the error names it, e.g. "poses[1].r[0][2]").
+/// The server's answers: an unknown object or scene is RP_CLIENT_RPC -32001
+/// (data.kind "object" or "scene"); a name given twice, or a rotation that
+/// is not orthonormal with determinant +1, -32602 with data.path.
+RP_API rp_client_error_kind rp_client_scene_move(rp_client *c, const char *scene,
+                                                 const char *const *names,
+                                                 const rp_transform *poses, size_t n,
+                                                 const uint64_t *if_revision, uint64_t *revision,
+                                                 rp_client_error *err);
 
 /// Pipelining: sends one request without waiting for its reply and stores
 /// its id in *id_out (when not NULL).  Ids are 1, 2, 3, ... per client.

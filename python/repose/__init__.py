@@ -8,11 +8,13 @@
         print(c.scene_distance("bench", {"sphere": {"center": [0, 0, 0.5], "radius": 0.1}}))
 
 Every protocol method is a method of :class:`Client` (``.`` becomes ``_``);
-errors are :class:`ReposeError` subclasses.  Standard library only; numpy
-arrays are accepted wherever the protocol takes numbers.
+errors are :class:`ReposeError` subclasses; :func:`pose` builds a pose
+(translation and quaternion) for objects and checks.  Standard library
+only; numpy arrays are accepted wherever the protocol takes numbers.
 """
 
 from .client import Client, Notification, Pending, Pipeline, Watch
+from .methods import pose
 from .wire import RawJSON, encode_request, number_rows
 from .errors import (AlreadyExists, ConnectionLost, InternalError, InvalidParams, InvalidRequest,
                      LimitExceeded, MethodNotFound, NotFound, ParseError, ProtocolError,
@@ -22,7 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Notification", "Pending", "Pipeline", "Watch", "encode_request", "RawJSON",
-    "number_rows",
+    "number_rows", "pose",
     "ReposeError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
     "InternalError", "NotFound", "AlreadyExists", "RevisionConflict", "LimitExceeded",
     "Unauthorized", "ShuttingDown", "StorageError", "ConnectionLost", "ProtocolError",

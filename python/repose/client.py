@@ -22,7 +22,9 @@ DEFAULT_PORT = 7411
 class Notification(dict):
     """A server notification: ``method`` (``"scene.changed"``,
     ``"scene.deleted"``, ``"scene.resync"``) and ``params`` (``watch``,
-    ``scene``, ``revision``, and for scene.changed ``put`` and ``removed``)."""
+    ``scene``, ``revision``, and for scene.changed ``put`` and ``removed``,
+    and when objects changed ``objects`` ({name: {"pose", "shapes"}} a put
+    or replace wrote) or ``moved`` ({name: pose} of a scene.move))."""
 
     @property
     def method(self) -> str:

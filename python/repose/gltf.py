@@ -19,6 +19,8 @@ import math
 import struct
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .errors import NotFound
+
 Vec = Tuple[float, float, float]
 Mesh = Tuple[List[Vec], List[Vec], List[int]]  # positions, normals, triangle indices
 Quat = Dict[str, float]  # a Hamilton quaternion as the protocol writes it: w, x, y, z
@@ -394,11 +396,40 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
     return out
 
 
+def scene_shapes(client: Any, scene: str, attempts: int = 5) -> Dict[str, Any]:
+    """Every shape of a scene in world coordinates ({id: shape}): its own
+    shapes and its objects' as ``"name/id"``, all at one revision.  A
+    scene.get without ids lists objects in their own frames, so a scene
+    with objects is read again by ids (the daemon places them); when it
+    changed in between, the read is repeated (ValueError after `attempts`)."""
+    got = client.scene_get(scene)
+    objects = got.get("objects")
+    if not objects:
+        return got["shapes"]
+    for _ in range(attempts):
+        ids = list(got["shapes"]) + [f"{name}/{sid}" for name, o in objects.items()
+                                     for sid in o["shapes"]]
+        try:
+            world = client.scene_get(scene, ids=ids)
+        except NotFound as e:
+            if e.data.get("kind") == "scene":
+                raise
+            world = None  # an id went in between
+        if world is not None and world["revision"] == got["revision"]:
+            return world["shapes"]
+        got = client.scene_get(scene)
+        objects = got.get("objects")
+        if not objects:
+            return got["shapes"]
+    raise ValueError(f"scene {scene!r} kept changing while it was read")
+
+
 def export(client: Any, scene: str, model: Optional[str] = None,
            joints: Any = None) -> bytes:
     """The .glb of a scene as the daemon holds it, with a kinematic model's
-    shapes posed at `joints` (model.fk) when a model is given."""
-    shapes = client.scene_get(scene)["shapes"]
+    shapes posed at `joints` (model.fk) when a model is given.  An object's
+    shapes are exported in world coordinates, as ``"name/id"``."""
+    shapes = scene_shapes(client, scene)
     robot = None
     if model is not None:
         info = client.model_get(model)

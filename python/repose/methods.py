@@ -9,17 +9,56 @@ and an argument left at ``None`` is not sent (the daemon's default
 applies).  Shapes are dicts as the protocol writes them, e.g.
 ``{"sphere": {"center": [0, 0, 1], "radius": 0.5}}``; joint vectors, paths
 and batches may be lists or numpy arrays.
+
+Objects (rigid groups of shapes with a pose) go as ``objects={name:
+{"pose": pose, "shapes": {id: shape}}}`` in scene_create, scene_put and
+scene_replace, and move with :meth:`Methods.scene_move`; a pose is
+``{"translation": [x, y, z], "rotation": {"w", "x", "y", "z"}}`` (see
+:func:`pose`) or ``{"matrix": [[r00, r01, r02, tx], [r10, ...], [r20, ...]]}``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from .wire import number_rows
 
 Shape = Mapping[str, Any]
 Pose = Mapping[str, Any]
 JointVector = Union[Sequence[float], Mapping[str, float], Any]  # list, dict or numpy array
+Object = Mapping[str, Any]  # {"pose": Pose (optional), "shapes": {id: Shape}}
+
+
+def pose(translation: Optional[Sequence[float]] = None,
+         rotation: Optional[Sequence[float]] = None) -> Dict[str, Any]:
+    """A pose as the protocol reads it: ``translation`` [x, y, z] (none: at
+    the origin) and ``rotation`` a Hamilton quaternion given as (w, x, y, z)
+    (none: the identity; the daemon wants it of norm within 1e-6 of 1), e.g.
+    ``pose([1, 0, 0], (0, 0, 0, 1))`` turns half a turn about z and moves
+    1 m along x.  Numpy arrays are accepted for both."""
+    out: Dict[str, Any] = {}
+    if translation is not None:
+        t = [float(v) for v in (translation.tolist() if hasattr(translation, "tolist")
+                                else translation)]
+        if len(t) != 3:
+            raise ValueError(f"translation must have 3 numbers, not {len(t)}")
+        out["translation"] = t
+    if rotation is not None:
+        q = [float(v) for v in (rotation.tolist() if hasattr(rotation, "tolist") else rotation)]
+        if len(q) != 4:
+            raise ValueError(f"rotation must be a quaternion (w, x, y, z), not {len(q)} numbers")
+        out["rotation"] = dict(zip("wxyz", q))
+    return out
+
+
+def _names(names: Optional[Iterable[str]]) -> Optional[List[str]]:
+    """A list of object names (ignore=) from any iterable; None stays None.
+    A lone string is one name, not its characters."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        return [names]
+    return list(names)
 
 
 def _params(**kw: Any) -> Dict[str, Any]:
@@ -80,9 +119,11 @@ class Methods:
 
     # ---- scenes ------------------------------------------------------------------
 
-    def scene_create(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None) -> Any:
-        """Creates a scene ({id: shape}); returns ``scene`` and ``revision``."""
-        return self._call("scene.create", _params(scene=scene, shapes=shapes))
+    def scene_create(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
+                     objects: Optional[Mapping[str, Object]] = None) -> Any:
+        """Creates a scene ({id: shape}, and ``objects`` {name: {"pose", "shapes"}});
+        returns ``scene`` and ``revision``."""
+        return self._call("scene.create", _params(scene=scene, shapes=shapes, objects=objects))
 
     def scene_delete(self, scene: str) -> Any:
         """Deletes a scene; returns ``scene``, ``deleted`` and the ``revision`` it took."""
@@ -93,46 +134,72 @@ class Methods:
         return self._call("scene.list", None)
 
     def scene_get(self, scene: str, ids: Optional[Iterable[str]] = None) -> Any:
-        """``scene``, ``revision`` and ``shapes`` ({id: shape}, sorted by id)."""
+        """``scene``, ``revision`` and ``shapes`` ({id: shape}, sorted by id).
+        Without ``ids``: the scene's own shapes, and ``objects`` ({name:
+        {"pose": {"matrix": ...}, "shapes": {local id: shape}}}) when it has
+        any; with ``ids``, any shape, an object's in world coordinates as
+        ``"name/id"``."""
         return self._call("scene.get", _params(scene=scene, ids=None if ids is None else list(ids)))
 
-    def scene_put(self, scene: str, shapes: Mapping[str, Shape], *,
+    def scene_put(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
+                  objects: Optional[Mapping[str, Object]] = None,
                   if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
-        """Inserts or replaces shapes, all or nothing; returns the new ``revision``.
-        ``if_revision`` makes it a compare-and-set (:class:`RevisionConflict`)."""
-        return self._call("scene.put", _params(scene=scene, shapes=shapes,
+        """Inserts or replaces shapes and ``objects`` ({name: {"pose", "shapes"}}:
+        each replaces the object of that name whole), all or nothing; returns
+        the new ``revision``.  ``if_revision`` makes it a compare-and-set
+        (:class:`RevisionConflict`)."""
+        return self._call("scene.put", _params(scene=scene, shapes=shapes, objects=objects,
                                                if_revision=if_revision, create=create))
 
     def scene_remove(self, scene: str, ids: Iterable[str], *,
                      if_revision: Optional[int] = None) -> Any:
-        """Removes shapes by id; returns ``revision`` and ``removed`` (how many were there)."""
+        """Removes shapes by id, and objects by name (with their shapes);
+        returns ``revision`` and ``removed`` (how many were there).  An
+        object's own shape ``"name/id"`` is refused (:class:`InvalidParams`):
+        remove or put the object instead."""
         return self._call("scene.remove", _params(scene=scene, ids=list(ids),
                                                   if_revision=if_revision))
 
-    def scene_replace(self, scene: str, shapes: Mapping[str, Shape], *,
+    def scene_replace(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
+                      objects: Optional[Mapping[str, Object]] = None,
                       if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
-        """Swaps the whole content of a scene atomically; returns the new ``revision``."""
-        return self._call("scene.replace", _params(scene=scene, shapes=shapes,
+        """Swaps the whole content of a scene (its shapes and ``objects``)
+        atomically; returns the new ``revision``."""
+        return self._call("scene.replace", _params(scene=scene, shapes=shapes, objects=objects,
                                                    if_revision=if_revision, create=create))
+
+    def scene_move(self, scene: str, objects: Mapping[str, Pose], *,
+                   if_revision: Optional[int] = None) -> Any:
+        """Gives objects new poses ({name: pose}, see :func:`pose`), all in one
+        revision; returns ``scene`` and ``revision``.  An unknown object is
+        :class:`NotFound` (``data["kind"] == "object"``)."""
+        return self._call("scene.move", _params(scene=scene, objects=objects,
+                                                if_revision=if_revision))
 
     def scene_distance(self, scene: str, shape: Optional[Shape] = None, *,
                        shapes: Optional[Mapping[str, Shape]] = None,
                        ids: Optional[Iterable[str]] = None,
-                       max_distance: Optional[float] = None) -> Any:
+                       max_distance: Optional[float] = None,
+                       ignore: Optional[Iterable[str]] = None) -> Any:
         """Nearest scene shape to ``shape`` (or to any of ``shapes``): ``distance``,
-        ``nearest``, ``revision``; with ``max_distance`` also every closer ``pairs``."""
+        ``nearest``, ``revision``; with ``max_distance`` also every closer ``pairs``.
+        ``ignore``: names of objects whose shapes are left out."""
         return self._call("scene.distance", _params(
             scene=scene, shape=shape, shapes=shapes,
-            ids=None if ids is None else list(ids), max_distance=max_distance))
+            ids=None if ids is None else list(ids), max_distance=max_distance,
+            ignore=_names(ignore)))
 
     def scene_check(self, scene: str, margin: float, shape: Optional[Shape] = None, *,
                     shapes: Optional[Mapping[str, Shape]] = None,
                     ids: Optional[Iterable[str]] = None,
-                    first_only: Optional[bool] = None) -> Any:
-        """``violates`` and the violating ``pairs`` closer than ``margin``."""
+                    first_only: Optional[bool] = None,
+                    ignore: Optional[Iterable[str]] = None) -> Any:
+        """``violates`` and the violating ``pairs`` closer than ``margin``;
+        ``ignore``: names of objects whose shapes are left out."""
         return self._call("scene.check", _params(
             scene=scene, shape=shape, shapes=shapes, margin=margin,
-            ids=None if ids is None else list(ids), first_only=first_only))
+            ids=None if ids is None else list(ids), first_only=first_only,
+            ignore=_names(ignore)))
 
     def scene_watch(self, scene: str, since: Optional[int] = None) -> Any:
         """Low level: starts a watch on this connection (``watch`` id).  Prefer
@@ -179,34 +246,42 @@ class Methods:
     def check(self, model: str, *, scene: Optional[str] = None, joints: Optional[JointVector] = None,
               frames: Optional[Sequence[Pose]] = None, base: Optional[Pose] = None,
               margin: Optional[float] = None, report: Optional[str] = None,
-              **options: Any) -> Any:
+              ignore: Optional[Iterable[str]] = None, **options: Any) -> Any:
         """Checks one configuration (``joints`` for a kinematic model, else
         ``frames``) against ``scene`` and itself: ``valid``, ``revision``, and
-        what ``report`` asks for (``"first"``, ``"closest"``, ``"all"``)."""
+        what ``report`` asks for (``"first"``, ``"closest"``, ``"all"``).
+        ``ignore``: names of the scene's objects to leave out (needs ``scene``)."""
         return self._call("check", _params(model=model, scene=scene, joints=joints, frames=frames,
-                                           base=base, margin=margin, report=report, **options))
+                                           base=base, margin=margin, report=report,
+                                           ignore=_names(ignore), **options))
 
     def check_batch(self, model: str, *, scene: Optional[str] = None,
                     joints: Optional[Any] = None,
                     configurations: Optional[Sequence[Mapping[str, Any]]] = None,
                     base: Optional[Pose] = None, margin: Optional[float] = None,
-                    report: Optional[str] = None, **options: Any) -> Any:
+                    report: Optional[str] = None, ignore: Optional[Iterable[str]] = None,
+                    **options: Any) -> Any:
         """Checks many configurations: ``joints`` (a list of joint vectors, or an
-        n x dof numpy array) or ``configurations``; ``results`` in order."""
+        n x dof numpy array) or ``configurations``; ``results`` in order.
+        ``ignore``: names of the scene's objects to leave out (needs ``scene``)."""
         if joints is not None:
             joints = number_rows(joints, "check.batch: params.joints")
         return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
                                                  configurations=configurations, base=base,
-                                                 margin=margin, report=report, **options))
+                                                 margin=margin, report=report,
+                                                 ignore=_names(ignore), **options))
 
     def check_motion(self, model: str, path: Any, *, scene: Optional[str] = None,
                      mode: Optional[str] = None, resolution: Optional[float] = None,
                      tolerance: Optional[float] = None, earliest: Optional[bool] = None,
-                     margin: Optional[float] = None, **options: Any) -> Any:
+                     margin: Optional[float] = None, ignore: Optional[Iterable[str]] = None,
+                     **options: Any) -> Any:
         """Checks the motion through the waypoints ``path`` (two or more joint
         vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
-        ``"certified"``: ``valid`` and, when not, where it first fails."""
+        ``"certified"``: ``valid`` and, when not, where it first fails.
+        ``ignore``: names of the scene's objects to leave out (needs ``scene``)."""
         path = number_rows(path, "check.motion: params.path")
         return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
                                                   resolution=resolution, tolerance=tolerance,
-                                                  earliest=earliest, margin=margin, **options))
+                                                  earliest=earliest, margin=margin,
+                                                  ignore=_names(ignore), **options))

@@ -162,6 +162,126 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(r5["deleted"])
         self.assertGreater(r5["revision"], r4["revision"])
 
+    def test_objects_put_move_get_ignore_and_remove(self) -> None:
+        c = self.client()
+        top = {"box": {"center": [0, 0, 0.75], "half_extents": [0.5, 0.25, 0.03125]}}
+        leg = {"capsule": {"a": [0, 0, 0], "b": [0, 0, 0.75], "radius": 0.0625}}
+        post = {"capsule": {"a": [2, 0, 0], "b": [2, 0, 1], "radius": 0.25}}
+        rev = c.scene_create("py-obj", {"post": post})["revision"]
+        with c.watch("py-obj", timeout=10) as w:
+            r = c.scene_put("py-obj", objects={"table": {"pose": repose.pose([1, 0, 0]),
+                                                         "shapes": {"top": top, "leg": leg}}},
+                            if_revision=rev)
+            self.assertEqual(r["scene"], "py-obj")
+            # Half a turn about z, and 1 m along y, in one revision.
+            moved = c.scene_move("py-obj", {"table": repose.pose([0, 1, 0], (0, 0, 0, 1))},
+                                 if_revision=r["revision"])
+            self.assertEqual(moved, {"scene": "py-obj", "revision": r["revision"] + 1})
+            n1, n2 = next(w), next(w)
+            self.assertEqual(n1.params["objects"]["table"]["pose"],
+                             {"matrix": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]]})
+            self.assertEqual(sorted(n1.params["objects"]["table"]["shapes"]), ["leg", "top"])
+            self.assertEqual(n2.params["revision"], moved["revision"])
+            self.assertEqual(n2.params["moved"],
+                             {"table": {"matrix": [[-1, 0, 0, 0], [0, -1, 0, 1], [0, 0, 1, 0]]}})
+        got = c.scene_get("py-obj")
+        self.assertEqual(got["revision"], moved["revision"])
+        self.assertEqual(got["shapes"], {"post": post})  # the scene's own shapes only
+        table = got["objects"]["table"]
+        self.assertEqual(table["pose"], {"matrix": [[-1, 0, 0, 0], [0, -1, 0, 1], [0, 0, 1, 0]]})
+        self.assertEqual(table["shapes"]["leg"], leg)  # in the object's frame
+        world = c.scene_get("py-obj", ids=["table/leg", "table/top"])["shapes"]
+        self.assertEqual(world["table/leg"],
+                         {"capsule": {"a": [0, 1, 0], "b": [0, 1, 0.75], "radius": 0.0625}})
+        self.assertEqual(world["table/top"]["box"]["center"], [0, 1, 0.75])
+        # The matrix the server wrote moves the object to the same place.
+        r2 = c.scene_move("py-obj", {"table": table["pose"]})
+        again = c.scene_get("py-obj")
+        self.assertEqual(again["objects"], got["objects"])
+        self.assertEqual(again["revision"], r2["revision"])
+        q = sphere(0, 0, 0.5, 0.125)
+        d = c.scene_distance("py-obj", q)
+        self.assertEqual((d["distance"], d["nearest"]["shape"]), (0.65625, "table/top"))
+        d = c.scene_distance("py-obj", q, ignore=["table"])
+        self.assertEqual((d["distance"], d["nearest"]["shape"]), (1.625, "post"))
+        d = c.scene_distance("py-obj", q, ignore="table")  # one name
+        self.assertEqual(d["nearest"]["shape"], "post")
+        q = sphere(0, 1, 0.5, 0.125)
+        self.assertTrue(c.scene_check("py-obj", 0.0, q)["violates"])
+        self.assertEqual(c.scene_check("py-obj", 0.0, q, ignore=("table",)),
+                         {"revision": r2["revision"], "violates": False, "pairs": []})
+        # Checks: a one-sphere robot standing in the table's leg.
+        c.model_put("py-obj-m", links=[{"id": "s", "frame": 0, "shape": sphere(0, 0, 0, 0.125)}])
+        at = [repose.pose([0, 1, 0.5])]
+        self.assertTrue(c.check("py-obj-m", scene="py-obj", frames=at)["collision"])
+        self.assertFalse(c.check("py-obj-m", scene="py-obj", frames=at,
+                                 ignore=["table"])["collision"])
+        b = c.check_batch("py-obj-m", scene="py-obj", configurations=[{"frames": at}] * 2,
+                          ignore=["table"])
+        self.assertEqual([x["collision"] for x in b["results"]], [False, False])
+        # Errors: an unknown object, a member id removed directly.
+        with self.assertRaises(repose.NotFound) as e:
+            c.scene_move("py-obj", {"chair": repose.pose([0, 0, 0])})
+        self.assertEqual(e.exception.data, {"kind": "object", "name": "chair"})
+        with self.assertRaises(repose.NotFound) as e:
+            c.scene_distance("py-obj", q, ignore=["chair"])
+        self.assertEqual(e.exception.data["kind"], "object")
+        with self.assertRaises(repose.RevisionConflict):
+            c.scene_move("py-obj", {"table": {}}, if_revision=rev)
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_remove("py-obj", ["table/leg"])
+        self.assertEqual(e.exception.path, "params.ids[0]")
+        # Removal by name takes the object and its shapes.
+        self.assertEqual(c.scene_remove("py-obj", ["table"])["removed"], 1)
+        got = c.scene_get("py-obj")
+        self.assertNotIn("objects", got)
+        self.assertEqual(got["shapes"], {"post": post})
+        with self.assertRaises(repose.NotFound):
+            c.scene_get("py-obj", ids=["table/leg"])
+        # scene.replace and scene.create take objects too.
+        c.scene_replace("py-obj", objects={"o": {"shapes": {"s": sphere(0, 0, 0, 1)}}})
+        self.assertEqual(c.scene_get("py-obj")["shapes"], {})
+        c.scene_create("py-obj2", objects={"o": {"pose": repose.pose(rotation=[1, 0, 0, 0]),
+                                                 "shapes": {"s": sphere(0, 0, 0, 1)}}})
+        self.assertEqual(sorted(c.scene_get("py-obj2")["objects"]), ["o"])
+
+    def test_pose_helper(self) -> None:
+        self.assertEqual(repose.pose(), {})
+        self.assertEqual(repose.pose([1, 2, 3], (1, 0, 0, 0)),
+                         {"translation": [1.0, 2.0, 3.0],
+                          "rotation": {"w": 1.0, "x": 0.0, "y": 0.0, "z": 0.0}})
+        self.assertEqual(repose.pose(rotation=[0, 0, 0, 1]),
+                         {"rotation": {"w": 0.0, "x": 0.0, "y": 0.0, "z": 1.0}})
+        with self.assertRaisesRegex(ValueError, "3 numbers"):
+            repose.pose([1, 2])
+        with self.assertRaisesRegex(ValueError, "quaternion"):
+            repose.pose(rotation=[1, 0, 0])
+        if numpy is not None:
+            self.assertEqual(repose.pose(numpy.array([1.0, 2, 3]), numpy.array([1.0, 0, 0, 0])),
+                             repose.pose([1, 2, 3], [1, 0, 0, 0]))
+
+    def test_check_motion_ignores_an_object(self) -> None:
+        c = self.client()
+        c.load_urdf("py-arm-obj", ARM_URDF, ARM_SRDF)
+        dof = len(c.model_get("py-arm-obj")["joints"])
+        # A ball object around the arm's base: every state collides with it.
+        c.scene_create("py-obj-motion", objects={"ball": {"pose": repose.pose([0, 0, 0.2]),
+                                                          "shapes": {"b": sphere(0, 0, 0, 0.3)}}})
+        ready = [0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.7, 0.02]
+        self.assertEqual(len(ready), dof)
+        path = [ready, [0.2] + ready[1:]]
+        blocked = c.check_motion("py-arm-obj", path, scene="py-obj-motion")
+        self.assertFalse(blocked["valid"])
+        self.assertEqual(blocked["first_invalid"]["kind"], "scene")
+        free = c.check_motion("py-arm-obj", path, scene="py-obj-motion", ignore=["ball"])
+        alone = c.check_motion("py-arm-obj", path)  # no scene at all
+        self.assertTrue(alone["valid"])
+        self.assertEqual((free["valid"], free["states_checked"]),
+                         (True, alone["states_checked"]))
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.check_motion("py-arm-obj", path, ignore=["ball"])  # no scene
+        self.assertEqual(e.exception.path, "params.ignore")
+
     def test_models_urdf_and_checks(self) -> None:
         c = self.client()
         r = c.model_put("py-frames", links=[{"id": "l", "frame": 0, "shape": sphere(0, 0, 0, 0.1)}])

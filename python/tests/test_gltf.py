@@ -164,6 +164,21 @@ class GltfTest(unittest.TestCase):
         self.assertAlmostEqual(c[1], 1, places=12)
         self.assertAlmostEqual(c[2], 1, places=12)
 
+    def test_objects_are_exported_in_world_coordinates(self) -> None:
+        leg = {"capsule": {"a": [0, 0, 0], "b": [0, 0, 0.75], "radius": 0.0625}}
+        self.c.scene_create("objs", {"own": {"sphere": {"center": [3, 0, 0], "radius": 0.5}}},
+                            objects={"table": {"pose": repose.pose([1, 2, 0], (0, 0, 0, 1)),
+                                               "shapes": {"leg": leg}}})
+        world = gltf.scene_shapes(self.c, "objs")
+        self.assertEqual(sorted(world), ["own", "table/leg"])
+        self.assertEqual(world["table/leg"]["capsule"]["a"], [1, 2, 0])
+        doc, read = parse_glb(gltf.export(self.c, "objs"))
+        nodes = {n["name"]: n for n in doc["nodes"]}
+        self.assertEqual(sorted(nodes), ["own", "table/leg"])
+        prim = doc["meshes"][nodes["table/leg"]["mesh"]]["primitives"][0]
+        for p in read(prim["attributes"]["POSITION"]):
+            self.assertAlmostEqual(seg_dist(p, [1, 2, 0], [1, 2, 0.75]), 0.0625, delta=1e-6)
+
     def test_an_empty_scene_is_a_valid_file_with_no_nodes(self) -> None:
         self.c.scene_create("empty")
         doc, _ = parse_glb(gltf.export(self.c, "empty"))

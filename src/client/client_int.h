@@ -61,6 +61,10 @@ void rp_client_sb_puts_(rp_client_sb *b, const char *s);
  * than '"' and '\\' are copied as they are (check UTF-8 first). */
 void rp_client_sb_json_string_(rp_client_sb *b, const char *s);
 
+/* Appends v (finite) as a JSON number that reads back as exactly v
+ * ("%.17g", with JSON's '.' whatever LC_NUMERIC's decimal point is). */
+void rp_client_sb_double_(rp_client_sb *b, double v);
+
 /* Length of s[0..n) without a UTF-8 sequence that a cut at n would split,
  * so that a message cut there stays valid UTF-8. */
 size_t rp_client_utf8_cut_(const char *s, size_t n);

@@ -38,8 +38,9 @@ static rp_client_error_kind put_string(rp_client_sb *b, const char *key, const c
  * enough digits for every double; its decimal point is LC_NUMERIC's, which
  * a program that called setlocale may have made ',' (or longer): whatever
  * %g writes that is not a digit, a sign or an exponent is that point, and
- * becomes JSON's '.'.  v must be finite. */
-static void put_double(rp_client_sb *b, double v)
+ * becomes JSON's '.'.  v must be finite.  (Shared with client_objects.c as
+ * rp_client_sb_double_.) */
+void rp_client_sb_double_(rp_client_sb *b, double v)
 {
     char buf[64], out[64];
     int n = snprintf(buf, sizeof buf, "%.17g", v);
@@ -78,7 +79,7 @@ static rp_client_error_kind put_vector(rp_client_sb *b, const double *q, size_t 
     for (size_t i = 0; i < n; i++) {
         if (i)
             rp_client_sb_add_(b, ",", 1);
-        put_double(b, q[i]);
+        rp_client_sb_double_(b, q[i]);
     }
     rp_client_sb_add_(b, "]", 1);
     return RP_CLIENT_OK;
@@ -305,7 +306,7 @@ rp_client_error_kind rp_client_check_motion(rp_client *c, const char *model, con
         k = put_string(&b, "mode", mode, err);
     if (k == RP_CLIENT_OK && resolution > 0) {
         rp_client_sb_puts_(&b, ",\"resolution\":");
-        put_double(&b, resolution);
+        rp_client_sb_double_(&b, resolution);
     }
     cJSON *r = NULL;
     k = finish_call(c, "check.motion", &b, k, NULL, &r, err);

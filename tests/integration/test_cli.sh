@@ -186,7 +186,7 @@ expect_code 2 "bad params win over no daemon" -- "$CLI" --unix "$tmp/none.sock" 
 # ---- help: the daemon's methods ---------------------------------------------------------
 expect_code 0 "help" -- "$CLI" "${S[@]}" help
 expect_grep "$tmp/out" "^methods of reposed $daemon_version:\$" "help heading"
-for m in ping scene.create scene.list scene.replace check.batch violates_margin; do
+for m in ping scene.create scene.list scene.replace scene.move check.batch violates_margin; do
   expect_grep "$tmp/out" "^  $m\$" "help lists $m"
 done
 expect_code 3 "help without a daemon" -- "$CLI" --unix "$tmp/none.sock" help
@@ -583,6 +583,72 @@ expect_code 0 "--port wins over REPOSE_SOCKET" -- \
   env REPOSE_SOCKET="$tmp/nope.sock" "$CLI" --port "$port" ping
 expect_code 0 "REPOSE_SOCKET empty: the default" -- env REPOSE_SOCKET= "$CLI" --help
 expect_grep "$tmp/out" 'default $REPOSE_SOCKET, else /tmp/reposed.sock' "--help names REPOSE_SOCKET"
+
+# ---- objects: put, move (KEY=VALUE JSON), get, ignore, remove by name --------------------------
+start_daemon objects
+S=(--unix "$sock")
+expect_code 0 "objects: scene.create with an object" -- "$CLI" "${S[@]}" scene.create scene=lab \
+  shapes='{"post": {"capsule": {"a": [2, 0, 0], "b": [2, 0, 1], "radius": 0.25}}}' \
+  objects='{"table": {"pose": {"translation": [1, 0, 0]}, "shapes": {"leg": {"capsule": {"a": [0, 0, 0], "b": [0, 0, 0.75], "radius": 0.0625}}}}}'
+expect_file "$tmp/out" $'{\n  "scene": "lab",\n  "revision": 1\n}' "objects: created"
+expect_code 0 "objects: scene.move" -- "$CLI" "${S[@]}" scene.move scene=lab \
+  objects='{"table": {"translation": [0, 1, 0], "rotation": {"w": 0, "x": 0, "y": 0, "z": 1}}}' \
+  if_revision=1
+expect_file "$tmp/out" $'{\n  "scene": "lab",\n  "revision": 2\n}' "objects: moved"
+expect_code 0 "objects: scene.get" -- "$CLI" "${S[@]}" scene.get scene=lab
+expect_file "$tmp/out" '{
+  "scene": "lab",
+  "revision": 2,
+  "shapes": {
+    "post": {
+      "capsule": {
+        "a": [2, 0, 0],
+        "b": [2, 0, 1],
+        "radius": 0.25
+      }
+    }
+  },
+  "objects": {
+    "table": {
+      "pose": {
+        "matrix": [
+          [-1, 0, 0, 0],
+          [0, -1, 0, 1],
+          [0, 0, 1, 0]
+        ]
+      },
+      "shapes": {
+        "leg": {
+          "capsule": {
+            "a": [0, 0, 0],
+            "b": [0, 0, 0.75],
+            "radius": 0.0625
+          }
+        }
+      }
+    }
+  }
+}' "objects: scene.get shows the pose as a matrix"
+expect_code 0 "objects: the world shape by id" -- "$CLI" "${S[@]}" scene.get scene=lab \
+  ids='["table/leg"]'
+tr -d ' \n' <"$tmp/out" >"$tmp/out.flat"
+expect_grep "$tmp/out.flat" '"table/leg":{"capsule":{"a":\[0,1,0\],"b":\[0,1,0.75\]' \
+  "objects: the leg in world coordinates"
+expect_code 0 "objects: scene.distance with ignore" -- "$CLI" "${S[@]}" scene.distance scene=lab \
+  shape='{"sphere": {"center": [0, 1, 0.5], "radius": 0.125}}' ignore='["table"]'
+expect_grep "$tmp/out" '"shape": "post"' "objects: ignore leaves the table out"
+# A move in a piped line (KEY=VALUE with blanks), then an unknown object.
+expect_code 1 "objects: scene.move in lines" -- bash -c "printf '%s\n' \
+  'scene.move scene=lab objects={\"table\": {\"matrix\": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]}}' \
+  'scene.move scene=lab objects={\"chair\": {}}' | '$CLI' --unix '$sock'"
+expect_grep "$tmp/out" '"revision": 3' "objects: moved from a line"
+expect_grep "$tmp/err" "line 2: error -32001: Not found: object 'chair'" "objects: unknown object"
+expect_grep "$tmp/err" '"kind": "object"' "objects: unknown object's kind"
+expect_code 0 "objects: scene.remove by name" -- "$CLI" "${S[@]}" scene.remove scene=lab \
+  ids='["table"]'
+expect_grep "$tmp/out" '"removed": 1' "objects: removed by name"
+expect_code 0 "objects: gone" -- "$CLI" "${S[@]}" scene.get scene=lab
+if grep -q '"objects"' "$tmp/out"; then fail "objects: scene.get still lists objects"; else ok; fi
 
 # ---- every example of --help runs, in order, against a fresh daemon -----------------------------
 # (the files they name are made in a scratch directory: the test arm as

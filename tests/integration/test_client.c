@@ -1638,6 +1638,158 @@ static void helper_result_without_its_members_is_protocol_error(void **state)
     }
 }
 
+/* ---- objects: scene.move ----------------------------------------------------------------- */
+
+/* A rotation by `angle` about axis 0 (x) or 2 (z), and translation t. */
+static rp_transform turned(int axis, double angle, double tx, double ty, double tz)
+{
+    double c = cos(angle), s = sin(angle);
+    rp_transform tf = {{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {tx, ty, tz}};
+    int a = axis == 0 ? 1 : 0, b = axis == 0 ? 2 : 1;
+    tf.r[a][a] = c;
+    tf.r[a][b] = -s;
+    tf.r[b][a] = s;
+    tf.r[b][b] = c;
+    return tf;
+}
+
+/* The pose scene.get gives the object `name` equals tf to the last bit. */
+static void expect_pose(rp_client *c, const char *name, const rp_transform *tf)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    cJSON *params = cJSON_CreateObject(), *res = NULL;
+    cJSON_AddStringToObject(params, "scene", "lab");
+    expect_kind(rp_client_call_cjson(c, "scene.get", params, &res, &err), RP_CLIENT_OK, &err);
+    const cJSON *objects = cJSON_GetObjectItemCaseSensitive(res, "objects");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(objects, name);
+    const cJSON *m =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "pose"), "matrix");
+    assert_int_equal(cJSON_GetArraySize(m), 3);
+    const double t[3] = {tf->t.x, tf->t.y, tf->t.z};
+    for (int r = 0; r < 3; r++) {
+        const cJSON *row = cJSON_GetArrayItem(m, r);
+        assert_int_equal(cJSON_GetArraySize(row), 4);
+        for (int k = 0; k < 4; k++) {
+            double want = k < 3 ? tf->r[r][k] : t[r], got = cJSON_GetArrayItem(row, k)->valuedouble;
+            if (memcmp(&got, &want, sizeof got) != 0)
+                fprintf(stderr, "%s matrix[%d][%d]: %.17g, want %.17g\n", name, r, k, got, want);
+            assert_memory_equal(&got, &want, sizeof got);
+        }
+    }
+    cJSON_Delete(params);
+    cJSON_Delete(res);
+    rp_client_error_free(&err);
+}
+
+static void scene_move_sends_every_digit_and_one_revision_for_all(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, false);
+    call_expect(
+        c, "scene.create",
+        "{\"scene\":\"lab\",\"shapes\":{\"post\":{\"capsule\":{\"a\":[0,0,0],\"b\":[0,0,1],"
+        "\"radius\":0.25}}},\"objects\":{\"table\":{\"shapes\":{\"leg\":{\"capsule\":{\"a\":"
+        "[0,0,0],\"b\":[0,0,0.75],\"radius\":0.0625}}}},\"cart\":{\"pose\":{\"translation\":"
+        "[5,0,0]},\"shapes\":{\"s\":{\"sphere\":{\"center\":[0,0,0],\"radius\":0.25}}}}}}",
+        "{\"scene\":\"lab\",\"revision\":1}");
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    const char *const names[] = {"table", "cart"};
+    /* Numbers that need all 17 digits. */
+    rp_transform poses[2] = {turned(2, 0.3, 0.1, 1.0 / 3, -2.5e-7), turned(0, 1.0, 2, 1, 0.5)};
+    uint64_t rev = 99;
+    expect_kind(rp_client_scene_move(c, "lab", names, poses, 2, NULL, &rev, &err), RP_CLIENT_OK,
+                &err);
+    assert_int_equal(rev, 2); /* one revision for both */
+    expect_pose(c, "table", &poses[0]);
+    expect_pose(c, "cart", &poses[1]);
+    /* The world shape is the leg moved by the pose. */
+    cJSON *params = cJSON_Parse("{\"scene\":\"lab\",\"ids\":[\"table/leg\"]}"), *res = NULL;
+    expect_kind(rp_client_call_cjson(c, "scene.get", params, &res, &err), RP_CLIENT_OK, &err);
+    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "shapes"),
+                                         "table/leg"),
+        "capsule");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(cap, "b");
+    assert_true(fabs(cJSON_GetArrayItem(b, 0)->valuedouble - 0.1) < 1e-12);
+    assert_true(fabs(cJSON_GetArrayItem(b, 1)->valuedouble - 1.0 / 3) < 1e-12);
+    assert_true(fabs(cJSON_GetArrayItem(b, 2)->valuedouble - (0.75 - 2.5e-7)) < 1e-12);
+    cJSON_Delete(params);
+    cJSON_Delete(res);
+
+    /* if_revision: a stale one conflicts, the current one moves. */
+    uint64_t stale = 1, now = 2;
+    expect_kind(rp_client_scene_move(c, "lab", names, poses, 1, &stale, &rev, &err), RP_CLIENT_RPC,
+                &err);
+    assert_int_equal(err.code, -32003);
+    assert_string_equal(err.data, "{\"expected\":1,\"actual\":2}");
+    assert_int_equal(rev, 0);
+    poses[0] = turned(2, -2.0, -0.5, 0.25, 0);
+    expect_kind(rp_client_scene_move(c, "lab", names, poses, 1, &now, &rev, &err), RP_CLIENT_OK,
+                &err);
+    assert_int_equal(rev, 3);
+    expect_pose(c, "table", &poses[0]);
+
+    /* The server's refusals: an unknown object or scene, a bad rotation. */
+    const char *const chair[] = {"chair"};
+    expect_kind(rp_client_scene_move(c, "lab", chair, poses, 1, NULL, &rev, &err), RP_CLIENT_RPC,
+                &err);
+    assert_int_equal(err.code, -32001);
+    assert_string_equal(err.data, "{\"kind\":\"object\",\"name\":\"chair\"}");
+    expect_kind(rp_client_scene_move(c, "nope", names, poses, 1, NULL, &rev, &err), RP_CLIENT_RPC,
+                &err);
+    assert_int_equal(err.code, -32001);
+    assert_string_equal(err.data, "{\"kind\":\"scene\",\"name\":\"nope\"}");
+    rp_transform squashed = poses[0];
+    squashed.r[0][0] *= 2;
+    expect_kind(rp_client_scene_move(c, "lab", names, &squashed, 1, NULL, &rev, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.objects.table"));
+
+    /* Refused here, before anything is sent. */
+    rp_transform bad[2] = {poses[0], poses[1]};
+    bad[1].r[0][2] = NAN;
+    expect_kind(rp_client_scene_move(c, "lab", names, bad, 2, NULL, &rev, &err), RP_CLIENT_ARG,
+                &err);
+    assert_string_equal(err.message, "poses[1].r[0][2] is NaN; JSON has no such number");
+    bad[1] = poses[1];
+    bad[0].t.y = -INFINITY;
+    expect_kind(rp_client_scene_move(c, "lab", names, bad, 2, NULL, &rev, &err), RP_CLIENT_ARG,
+                &err);
+    assert_string_equal(err.message, "poses[0].t.y is infinite; JSON has no such number");
+    expect_kind(rp_client_scene_move(c, "lab", NULL, poses, 1, NULL, &rev, &err), RP_CLIENT_ARG,
+                &err);
+    expect_kind(rp_client_scene_move(c, "lab", names, NULL, 1, NULL, &rev, &err), RP_CLIENT_ARG,
+                &err);
+    expect_kind(rp_client_scene_move(c, NULL, names, poses, 1, NULL, &rev, &err), RP_CLIENT_ARG,
+                &err);
+    const char *const bad_name[] = {"table", "\xff"};
+    expect_kind(rp_client_scene_move(c, "lab", bad_name, poses, 2, NULL, &rev, &err), RP_CLIENT_ARG,
+                &err);
+    assert_non_null(strstr(err.message, "names[1] is not valid UTF-8"));
+    assert_int_equal(rev, 0);
+    /* Nothing was sent: the scene is where the last move left it. */
+    call_expect(c, "scene.list", NULL,
+                "{\"scenes\":[{\"scene\":\"lab\",\"revision\":3,\"shapes\":3}]}");
+
+    /* ignore goes through rp_client_call: the objects' shapes left out. */
+    const char *q =
+        "{\"scene\":\"lab\",\"shape\":{\"sphere\":{\"center\":[2,0,0.5],\"radius\":0.25}}";
+    char with[256];
+    snprintf(with, sizeof with, "%s,\"ignore\":[\"table\",\"cart\"]}", q);
+    call_expect(
+        c, "scene.distance", with,
+        "{\"revision\":3,\"distance\":1.5,\"nearest\":{\"query\":null,\"shape\":\"post\"}}");
+    snprintf(with, sizeof with, "%s}", q);
+    char *result = NULL;
+    expect_kind(rp_client_call(c, "scene.distance", with, &result, &err), RP_CLIENT_OK, &err);
+    assert_non_null(strstr(result, "\"shape\":\"cart/s\""));
+    free(result);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
 /* ---- watch notifications ------------------------------------------------------------------ */
 
 /* The next notification within the guard; fails otherwise. */
@@ -2003,6 +2155,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(helpers_refuse_null_and_non_utf8_arguments_without_sending,
                                   rh_teardown),
         cmocka_unit_test_teardown(helper_result_without_its_members_is_protocol_error, rh_teardown),
+        /* objects */
+        cmocka_unit_test_teardown(scene_move_sends_every_digit_and_one_revision_for_all,
+                                  rh_teardown),
         /* watch notifications */
         cmocka_unit_test_teardown(notifications_are_queued_between_replies, rh_teardown),
         cmocka_unit_test_teardown(notifications_before_pipelined_replies_are_queued_by_recv,
