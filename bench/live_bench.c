@@ -153,12 +153,17 @@ static void put_line(lb_text *t, unsigned id, const char *scene, const char *sha
     lb_add(t, "}}}\n");
 }
 
-/* A scene.move of object "part" to a random pose in the scene's cube. */
-static void move_line(lb_text *t, unsigned id, const char *scene, kb_rng *rng)
+/* A scene.move of object "part": with `far`, to a random pose in the
+ * scene's cube (a teleport: every shape changes its place in the tree);
+ * else by up to LB_MOVE_MM per axis and a small turn from the identity (a
+ * part nudged, as a shape is in the plain move). */
+static void move_line(lb_text *t, unsigned id, const char *scene, kb_rng *rng, bool far)
 {
-    double q[4], n = 0;
+    double q[4], n = 0, k = far ? 1.0 : LB_MOVE_MM * 1e-3;
     for (int i = 0; i < 4; i++) {
-        q[i] = kb_uniform(rng, -1, 1);
+        q[i] = far || i == 0 ? kb_uniform(rng, -1, 1) : kb_uniform(rng, -k, k);
+        if (!far && i == 0)
+            q[i] = 1.0;
         n += q[i] * q[i];
     }
     n = sqrt(n);
@@ -166,8 +171,9 @@ static void move_line(lb_text *t, unsigned id, const char *scene, kb_rng *rng)
            "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"scene.move\",\"params\":{\"scene\":\"%s\","
            "\"objects\":{\"part\":{\"translation\":[%.17g,%.17g,%.17g],\"rotation\":{\"w\":%.17g,"
            "\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}}}}\n",
-           id, scene, kb_uniform(rng, -1, 1), kb_uniform(rng, -1, 1), kb_uniform(rng, -0.5, 1.5),
-           q[0] / n, q[1] / n, q[2] / n, q[3] / n);
+           id, scene, kb_uniform(rng, -k, k), kb_uniform(rng, -k, k),
+           far ? kb_uniform(rng, -0.5, 1.5) : kb_uniform(rng, -k, k), q[0] / n, q[1] / n, q[2] / n,
+           q[3] / n);
 }
 
 /* A random query shape in the scene's cube, a sphere or a capsule as the
@@ -337,40 +343,44 @@ static void run_move(bench *b)
         lb_add(&put, "}}}}}\n");
         line = lb_conn_call(&c, &put, NULL, &len);
         lb_must_ok(line, len, "scene.put objects");
-        n_m = 0;
-        t_start = kb_now_ns();
-        while (n_m < max_m && (n_m < min_m || kb_now_ns() - t_start < budget_ns)) {
-            put.len = 0;
-            move_line(&put, id++, name, &mr);
-            rp_shape qs = query_shape(&qr, n_m);
-            distance_line(&q, id++, name, &qs);
-            double t1, t2;
-            line = lb_conn_call(&c, &put, &t1, &len);
-            lb_must_ok(line, len, "scene.move");
-            unsigned long long rev = lb_reply_revision(line);
-            line = lb_conn_call(&c, &q, &t2, &len);
-            lb_must_ok(line, len, "scene.distance");
-            if (lb_reply_revision(line) != rev)
-                lb_die("scene.distance answered at revision %llu after a move that made %llu",
-                       lb_reply_revision(line), rev);
-            tm[n_m] = t1 + t2;
-            tp[n_m] = t1;
-            n_m++;
+        for (int far = 0; far < 2; far++) {
+            n_m = 0;
+            t_start = kb_now_ns();
+            while (n_m < max_m && (n_m < min_m || kb_now_ns() - t_start < budget_ns)) {
+                put.len = 0;
+                move_line(&put, id++, name, &mr, far);
+                rp_shape qs = query_shape(&qr, n_m);
+                distance_line(&q, id++, name, &qs);
+                double t1, t2;
+                line = lb_conn_call(&c, &put, &t1, &len);
+                lb_must_ok(line, len, "scene.move");
+                unsigned long long rev = lb_reply_revision(line);
+                line = lb_conn_call(&c, &q, &t2, &len);
+                lb_must_ok(line, len, "scene.distance");
+                if (lb_reply_revision(line) != rev)
+                    lb_die("scene.distance answered at revision %llu after a move that made %llu",
+                           lb_reply_revision(line), rev);
+                tm[n_m] = t1 + t2;
+                tp[n_m] = t1;
+                n_m++;
+            }
+            m_med = lb_pct(tm, n_m, 50) / 1e3, m_p99 = lb_pct(tm, n_m, 99) / 1e3;
+            p_med = lb_pct(tp, n_m, 50) / 1e3;
+            printf("  %8s | %9s %9s | %9.1f %9.1f %9.1f | %9.1f %9.1f | %6s %5zu\n",
+                   far ? "+teleport" : "+object", "", "", m_med, m_p99, p_med, m_med / q_med,
+                   m_p99 / q_p99, "", n_m);
+            fflush(stdout);
         }
-        m_med = lb_pct(tm, n_m, 50) / 1e3, m_p99 = lb_pct(tm, n_m, 99) / 1e3;
-        p_med = lb_pct(tp, n_m, 50) / 1e3;
-        printf("  %8s | %9s %9s | %9.1f %9.1f %9.1f | %9.1f %9.1f | %6s %5zu\n", "+object", "", "",
-               m_med, m_p99, p_med, m_med / q_med, m_p99 / q_p99, "", n_m);
-        fflush(stdout);
         free(tq);
         free(tm);
         free(tp);
     }
     printf("  (mq: move+query, the put's and the query's round trips added; ratio: mq / query, "
            "of the medians and of the p99s; +object: the move is a scene.move of a 10-shape "
-           "object to a random pose, put_med its round trip; n_mq: as many as fit in %.1f s, at "
-           "least %zu)\n",
-           budget_ns / 1e9, min_m);
+           "object nudged by <= %.0f mm per axis and a small turn, +teleport one to a random pose "
+           "in the cube (every shape changes its place in the tree); put_med: the move's round "
+           "trip; n_mq: as many as fit in %.1f s, at least %zu)\n",
+           LB_MOVE_MM, budget_ns / 1e9, min_m);
     lb_text_free(&q);
     lb_text_free(&put);
     lb_conn_close(&c);

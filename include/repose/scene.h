@@ -153,9 +153,11 @@ typedef struct rp_object_move {
 /// name, a duplicate) and the shape statuses (a world shape out of range).
 typedef enum rp_edit_what {
     RP_EDIT_NONE,
-    RP_EDIT_SHAPE,  ///< shapes[index] (of the scene's own)
-    RP_EDIT_OBJECT, ///< objects[index]; `shape` is its shape, or SIZE_MAX
-    RP_EDIT_MOVE    ///< moves[index]
+    RP_EDIT_SHAPE,     ///< shapes[index] (of the scene's own)
+    RP_EDIT_OBJECT,    ///< objects[index]; `shape` is its shape, or SIZE_MAX
+    RP_EDIT_MOVE,      ///< moves[index] (objects)
+    RP_EDIT_ROBOT,     ///< robots[index]; `shape` is its model's shape, or SIZE_MAX
+    RP_EDIT_ROBOT_MOVE ///< robot moves[index]; `shape` as for RP_EDIT_ROBOT
 } rp_edit_what;
 typedef struct rp_edit_error {
     rp_edit_what what;
@@ -194,6 +196,83 @@ RP_API rp_status rp_store_replace_objects(rp_store *st, const char *name,
 RP_API rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *moves,
                                size_t n, const uint64_t *if_revision, rp_scene **out,
                                uint64_t *actual_revision, rp_edit_error *err);
+
+/* ---- robots in scenes --------------------------------------------------------- */
+
+typedef struct rp_model rp_model;
+
+/// A robot instance: a kinematic model placed in a scene at a joint
+/// vector and a base pose.  It is an object (rp_object_is_robot) whose
+/// shapes are the model's link shapes where forward kinematics puts them
+/// (ids "name/" + the model's shape id), updated by rp_store_move_cell.
+/// Queries see them like other shapes, and `ignore` leaves a robot out (a
+/// robot process checks its own motions that way).  A model used by an
+/// instance can be neither replaced nor deleted (RP_ERR_IN_USE) until the
+/// instance is removed.
+typedef struct rp_robot_put {
+    const char *name;     ///< As an object's name.
+    const char *model;    ///< A kinematic model of the store.
+    const double *joints; ///< rp_model_dof values (NULL: the model's defaults).
+    rp_transform base;    ///< The model's base in the world.
+} rp_robot_put;
+
+/// New joints and/or base for a robot instance.
+typedef struct rp_robot_move {
+    const char *name;
+    const double *joints;     ///< rp_model_dof values, or NULL: as they are.
+    const rp_transform *base; ///< Or NULL: as it is.
+} rp_robot_move;
+
+/// What a put or replace writes: shapes of the scene's own, objects and
+/// robot instances, in one mutation.
+typedef struct rp_cell {
+    const rp_shape_put *shapes;
+    size_t n_shapes;
+    const rp_object_put *objects;
+    size_t n_objects;
+    const rp_robot_put *robots;
+    size_t n_robots;
+} rp_cell;
+
+/// What a move changes: object poses and robot states, in one mutation.
+typedef struct rp_cell_moves {
+    const rp_object_move *objects;
+    size_t n_objects;
+    const rp_robot_move *robots;
+    size_t n_robots;
+} rp_cell_moves;
+
+/// rp_store_put_objects with robot instances too.  Besides its errors:
+/// RP_ERR_NOT_FOUND for a model the store lacks, RP_ERR_INVALID_ARG for a
+/// model that is not kinematic (it has no joints to place it by) or a name
+/// given twice among objects and robots, RP_ERR_NONFINITE for a joint value
+/// or a link shape out of range; *err says which (RP_EDIT_ROBOT).
+RP_API rp_status rp_store_put_cell(rp_store *st, const char *name, const rp_cell *c,
+                                   const uint64_t *if_revision, bool create, rp_scene **out,
+                                   uint64_t *actual_revision, rp_edit_error *err);
+/// rp_store_replace_objects with robot instances too.
+RP_API rp_status rp_store_replace_cell(rp_store *st, const char *name, const rp_cell *c,
+                                       const uint64_t *if_revision, bool create, rp_scene **out,
+                                       uint64_t *actual_revision, rp_edit_error *err);
+/// rp_store_move with robot instances too: one mutation, one revision.  A
+/// robot named among the objects' moves, or an object among the robots',
+/// is RP_ERR_INVALID_ARG.
+RP_API rp_status rp_store_move_cell(rp_store *st, const char *name, const rp_cell_moves *m,
+                                    const uint64_t *if_revision, rp_scene **out,
+                                    uint64_t *actual_revision, rp_edit_error *err);
+
+/// Whether the object is a robot instance; its model (NULL for an object
+/// of shapes) and joint vector (rp_model_dof values).  Its base is
+/// rp_object_pose, its shapes (rp_object_shape_at) the model's in their
+/// links' frames.
+RP_API bool rp_object_is_robot(const rp_object *o);
+RP_API const rp_model *rp_object_model(const rp_object *o);
+RP_API const double *rp_object_joints(const rp_object *o);
+
+/// Whether a robot instance uses model `model`; *scene and *robot (may be
+/// NULL) name the first one found.
+RP_API bool rp_store_model_user(const rp_store *st, const char *model, const char **scene,
+                                const char **robot);
 
 /// The scene's objects, sorted by name.
 RP_API size_t rp_scene_object_count(const rp_scene *sc);
@@ -250,6 +329,10 @@ typedef struct rp_change {
     size_t n_objects;             ///< replacing its namesake whole).
     const rp_object_move *moves;  ///< SCENE_MOVE: the new poses.
     size_t n_moves;
+    const rp_robot_put *robots; ///< SCENE_PUT/REPLACE: robot instances written.
+    size_t n_robots;
+    const rp_robot_move *robot_moves; ///< SCENE_MOVE: robot instances moved.
+    size_t n_robot_moves;
     const rp_scene *before;           ///< SCENE_*: the scene as it still is (NULL when
                                       ///< created); e.g. the ids a replace drops.
     const struct rp_model_def *model; ///< MODEL_PUT: the definition, as the model

@@ -36,7 +36,8 @@ extern "C" {
     X(RP_ERR_WORK, "work budget spent")                                                            \
     X(RP_ERR_EXTENT_NEGATIVE, "half extents must be >= 0")                                         \
     X(RP_ERR_NORMAL, "normal must be non-zero")                                                    \
-    X(RP_ERR_HALFSPACES, "too many half-spaces in one scene")
+    X(RP_ERR_HALFSPACES, "too many half-spaces in one scene")                                      \
+    X(RP_ERR_IN_USE, "in use by a robot instance")
 
 /// Result of every fallible repose call.  RP_OK is zero; errors are positive
 /// so that `if (st) …` reads naturally.
