@@ -637,13 +637,16 @@ typedef struct rp_model_error {
 } rp_model_error;
 
 /// Creates or replaces model `name`; it takes the next store-wide revision.
-/// RP_ERR_INVALID_ARG with *err filled for a bad definition; RP_ERR_NOMEM.
-/// On error nothing changes.  *out (may be NULL) receives the model.
+/// RP_ERR_INVALID_ARG with *err filled for a bad definition; RP_ERR_NOMEM;
+/// RP_ERR_IN_USE when a robot instance uses the model it would replace
+/// (rp_store_model_user).  On error nothing changes.  *out (may be NULL)
+/// receives the model.
 RP_API rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def *def,
                                     rp_model **out, rp_model_error *err);
 /// Finds a model; NULL when missing.  Valid until deleted or replaced.
 RP_API rp_model *rp_store_model_find(const rp_store *st, const char *name);
-/// Deletes a model.  RP_ERR_NOT_FOUND when missing.
+/// Deletes a model.  RP_ERR_NOT_FOUND when missing, RP_ERR_IN_USE while a
+/// robot instance uses it.
 RP_API rp_status rp_store_model_delete(rp_store *st, const char *name);
 /// Number of models, and model i in name order.
 RP_API size_t rp_store_model_count(const rp_store *st);

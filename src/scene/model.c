@@ -946,6 +946,10 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
 
     bool found;
     size_t i = lower_bound(st, name, &found);
+    if (found && rp_store_model_user(st, name, NULL, NULL)) {
+        free(allowed);
+        return RP_ERR_IN_USE; /* a robot instance holds it (objects.c) */
+    }
     rp_model *m;
     rp_status s = model_build(st, name, def, allowed, &m, err);
     if (s)
@@ -980,6 +984,8 @@ rp_status rp_store_model_delete(rp_store *st, const char *name)
     size_t i = lower_bound(st, name, &found);
     if (!found)
         return RP_ERR_NOT_FOUND;
+    if (rp_store_model_user(st, name, NULL, NULL))
+        return RP_ERR_IN_USE;
     rp_change ch = {.kind = RP_CHANGE_MODEL_DELETE, .name = name};
     if (!rp_store_may_commit_(st, &ch))
         return RP_ERR_ABORTED;

@@ -16,6 +16,7 @@
  * for readers shares them, and a mutation builds a new table (a copy of
  * the pointers, O(objects)) and new objects for what it changes.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@ static void object_release(rp_object *o, rp_store *st)
 {
     if (o && --o->refs == 0) {
         st->bytes -= o->bytes;
+        if (o->model)
+            rp_model_release_(o->model);
         free(o);
     }
 }
@@ -132,6 +135,7 @@ static rp_object *object_new(const char *name, const rp_transform *pose, const r
     rp_object *o = malloc(bytes);
     if (!o)
         return NULL;
+    memset(o, 0, sizeof *o);
     o->refs = 1;
     o->tag = tag;
     o->pose = *pose;
@@ -153,6 +157,105 @@ static rp_object *object_new(const char *name, const rp_transform *pose, const r
     if (n > 1)
         qsort(o->shapes, n, sizeof *o->shapes, cmp_put_id);
     st->bytes += bytes;
+    return o;
+}
+
+/* Model shape k's id, for sorting. */
+typedef struct link_shape {
+    const char *id;
+    size_t k;
+} link_shape;
+
+static int cmp_link_shape(const void *a, const void *b)
+{
+    return strcmp(((const link_shape *)a)->id, ((const link_shape *)b)->id);
+}
+
+/* A robot instance: model m (a reference taken) at joint vector q (NULL:
+ * its defaults) on `base`: its shapes are the model's, sorted by id, and
+ * their world shapes those forward kinematics gives.  NULL with *status
+ * RP_ERR_NOMEM, or a shape status with *which the model shape a joint
+ * vector or base moves out of range (RP_ERR_NONFINITE for a joint value
+ * that is not finite, *which SIZE_MAX). */
+static rp_object *robot_new(const char *name, rp_model *m, const double *q,
+                            const rp_transform *base, uint32_t tag, rp_store *st, rp_status *status,
+                            size_t *which)
+{
+    size_t n = rp_model_link_count(m), dof = rp_model_dof(m), nl = rp_model_tree_link_count(m);
+    *which = SIZE_MAX;
+    *status = RP_ERR_NOMEM;
+    rp_transform *poses = malloc((nl ? nl : 1) * sizeof *poses);
+    link_shape *order = malloc((n ? n : 1) * sizeof *order);
+    double *qd = malloc((dof ? dof : 1) * sizeof *qd);
+    rp_object *o = NULL;
+    if (!poses || !order || !qd)
+        goto out;
+    if (q)
+        memcpy(qd, q, dof * sizeof *qd);
+    else
+        rp_model_default_joints(m, qd);
+    for (size_t j = 0; j < dof; j++)
+        if (!isfinite(qd[j])) {
+            *status = RP_ERR_NONFINITE;
+            goto out;
+        }
+    rp_status fk = rp_model_fk(m, base, qd, poses);
+    if (fk) {
+        *status = fk;
+        goto out;
+    }
+    size_t strings = strlen(name) + 1;
+    for (size_t k = 0; k < n; k++) {
+        order[k] = (link_shape){rp_model_link_at(m, k)->id, k};
+        strings += strlen(order[k].id) + 1;
+    }
+    qsort(order, n, sizeof *order, cmp_link_shape);
+    size_t bytes = sizeof(rp_object) + n * (sizeof(rp_shape_put) + sizeof(rp_shape)) +
+                   dof * sizeof(double) + strings;
+    o = malloc(bytes);
+    if (!o)
+        goto out;
+    memset(o, 0, sizeof *o);
+    o->refs = 1;
+    o->tag = tag;
+    o->pose = *base;
+    o->n_shapes = n;
+    o->shapes = (rp_shape_put *)(void *)(o + 1);
+    o->world = (rp_shape *)(void *)(o->shapes + n);
+    o->joints = (double *)(void *)(o->world + n);
+    o->dof = dof;
+    o->bytes = bytes;
+    memcpy(o->joints, qd, dof * sizeof *qd);
+    char *pool = (char *)(o->joints + dof);
+    size_t len = strlen(name) + 1;
+    memcpy(pool, name, len);
+    o->name = pool;
+    pool += len;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = order[i].k;
+        len = strlen(order[i].id) + 1;
+        memcpy(pool, order[i].id, len);
+        o->shapes[i].id = pool;
+        pool += len;
+        rp_model_shape_local(m, k, &o->shapes[i].shape);
+        o->world[i] = rp_transform_shape(&poses[rp_model_shape_link(m, k)], &o->shapes[i].shape);
+        rp_status v = rp_shape_validate(&o->world[i]);
+        if (v) {
+            *status = v;
+            *which = k;
+            free(o);
+            o = NULL;
+            goto out;
+        }
+    }
+    rp_model_retain_(m);
+    o->model = m;
+    st->bytes += bytes;
+    *status = RP_OK;
+out:
+    free(poses);
+    free(order);
+    free(qd);
     return o;
 }
 
@@ -203,6 +306,38 @@ size_t rp_object_shape_count(const rp_object *o)
 const rp_shape_put *rp_object_shape_at(const rp_object *o, size_t i)
 {
     return &o->shapes[i];
+}
+
+bool rp_object_is_robot(const rp_object *o)
+{
+    return o->model != NULL;
+}
+
+const rp_model *rp_object_model(const rp_object *o)
+{
+    return o->model;
+}
+
+const double *rp_object_joints(const rp_object *o)
+{
+    return o->joints;
+}
+
+bool rp_store_model_user(const rp_store *st, const char *model, const char **scene,
+                         const char **robot)
+{
+    for (size_t i = 0; i < st->count; i++) {
+        const rp_objtab *t = st->scenes[i]->objects;
+        for (size_t j = 0; t && j < t->n; j++)
+            if (t->obj[j]->model && strcmp(rp_model_name(t->obj[j]->model), model) == 0) {
+                if (scene)
+                    *scene = st->scenes[i]->name;
+                if (robot)
+                    *robot = t->obj[j]->name;
+                return true;
+            }
+    }
+    return false;
 }
 
 /* ---- ignore lists -------------------------------------------------------------- */
@@ -297,8 +432,8 @@ static rp_status add_members(plan *p, const rp_object *o)
         char *id = member_id(o->name, o->shapes[k].id);
         if (!id)
             return RP_ERR_NOMEM;
-        p->world[p->n_world] =
-            (rp_shape_put){id, rp_transform_shape(&o->pose, &o->shapes[k].shape)};
+        rp_shape w = o->world ? o->world[k] : rp_transform_shape(&o->pose, &o->shapes[k].shape);
+        p->world[p->n_world] = (rp_shape_put){id, w};
         p->wid[p->n_world] = id;
         p->tags[p->n_world++] = o->tag;
     }
@@ -348,23 +483,38 @@ static bool in_sorted(const char *const *names, size_t n, const char *s, size_t 
     return false;
 }
 
-/* The edit of a put (replace: onto an empty scene) of `shapes` and
- * `objects` into base (NULL: an empty scene).  Fills p and *ed. */
-static rp_status plan_put(plan *p, const rp_scene *base, const rp_shape_put *shapes, size_t n,
-                          const rp_object_put *objects, size_t n_obj)
+/* Which argument of a put fresh object i came from (objects first, then
+ * robots), and the request index of its local shape `id` (objects; for a
+ * robot the model's shape). */
+static void fail_fresh(plan *p, const rp_cell *c, size_t i, const char *id)
 {
-    /* Each object: a good name, once, a good pose and shapes. */
-    const char **names = malloc((n_obj ? n_obj : 1) * sizeof *names);
-    if (!names)
-        return RP_ERR_NOMEM;
-    rp_status s = RP_OK;
-    size_t total = n;
-    for (size_t j = 0; j < n_obj && !s; j++) {
-        const rp_object_put *op = &objects[j];
+    if (i < c->n_objects) {
         size_t which = SIZE_MAX;
+        for (size_t k = 0; id && k < c->objects[i].n_shapes; k++)
+            if (strcmp(c->objects[i].shapes[k].id, id) == 0)
+                which = k;
+        fail_at(p, RP_EDIT_OBJECT, i, which);
+        return;
+    }
+    size_t which = SIZE_MAX;
+    const rp_model *m = rp_store_model_find(p->st, c->robots[i - c->n_objects].model);
+    for (size_t k = 0; id && m && k < rp_model_link_count(m); k++)
+        if (strcmp(rp_model_link_at(m, k)->id, id) == 0)
+            which = k;
+    fail_at(p, RP_EDIT_ROBOT, i - c->n_objects, which);
+}
+
+/* The new object for objects[j] or robot instance robots[j] (fresh[i],
+ * tag 0 for now), after checking its arguments. */
+static rp_status plan_fresh(plan *p, const rp_cell *c, size_t i)
+{
+    if (i < c->n_objects) {
+        const rp_object_put *op = &c->objects[i];
+        size_t which = SIZE_MAX;
+        rp_status s = RP_OK;
         if (!valid_name(op->name))
             s = RP_ERR_INVALID_ARG;
-        else if ((s = rp_transform_validate(&op->pose)) != RP_OK)
+        else if (rp_transform_validate(&op->pose) != RP_OK)
             s = RP_ERR_TRANSFORM;
         else
             for (size_t k = 0; k < op->n_shapes && !s; k++)
@@ -374,28 +524,80 @@ static rp_status plan_put(plan *p, const rp_scene *base, const rp_shape_put *sha
                     which = k;
         if (!s)
             s = world_ok(&op->pose, op->shapes, op->n_shapes, &which);
-        if (s)
-            fail_at(p, RP_EDIT_OBJECT, j, which);
-        names[j] = op->name;
-        total += op->n_shapes;
+        if (s) {
+            fail_at(p, RP_EDIT_OBJECT, i, which);
+            return s;
+        }
+        rp_object *o = object_new(op->name, &op->pose, op->shapes, op->n_shapes, 0, p->st);
+        if (!o)
+            return RP_ERR_NOMEM;
+        p->fresh[p->n_fresh++] = o;
+        for (size_t k = 1; k < o->n_shapes; k++)
+            if (strcmp(o->shapes[k - 1].id, o->shapes[k].id) == 0) {
+                fail_at(p, RP_EDIT_OBJECT, i, SIZE_MAX);
+                return RP_ERR_INVALID_ARG;
+            }
+        return RP_OK;
     }
-    if (!s && n_obj > 1) {
-        qsort(names, n_obj, sizeof *names, cmp_str_ptr);
-        for (size_t j = 1; j < n_obj && !s; j++)
-            if (strcmp(names[j - 1], names[j]) == 0) {
+    size_t j = i - c->n_objects;
+    const rp_robot_put *rp = &c->robots[j];
+    rp_model *m = rp->model ? rp_store_model_find(p->st, rp->model) : NULL;
+    rp_status s = RP_OK;
+    if (!valid_name(rp->name))
+        s = RP_ERR_INVALID_ARG;
+    else if (!m)
+        s = RP_ERR_NOT_FOUND;
+    else if (!rp_model_is_kinematic(m))
+        s = RP_ERR_INVALID_ARG;
+    else if (rp_transform_validate(&rp->base) != RP_OK)
+        s = RP_ERR_TRANSFORM;
+    size_t which = SIZE_MAX;
+    rp_object *o = NULL;
+    if (!s && !(o = robot_new(rp->name, m, rp->joints, &rp->base, 0, p->st, &s, &which)) &&
+        s == RP_ERR_NOMEM)
+        return s;
+    if (s) {
+        fail_at(p, RP_EDIT_ROBOT, j, which);
+        return s;
+    }
+    p->fresh[p->n_fresh++] = o;
+    return RP_OK;
+}
+
+/* The edit of a put (replace: onto an empty scene) of cell c into base
+ * (NULL: an empty scene): the new objects and robot instances
+ * (p->fresh, in argument order, objects first), the world shapes to
+ * write and the shapes their namesakes no longer have. */
+static rp_status plan_put(plan *p, const rp_scene *base, const rp_cell *c)
+{
+    size_t n_new = c->n_objects + c->n_robots;
+    p->fresh = calloc(n_new ? n_new : 1, sizeof *p->fresh);
+    const char **names = malloc((n_new ? n_new : 1) * sizeof *names);
+    rp_status s = p->fresh && names ? RP_OK : RP_ERR_NOMEM;
+    for (size_t i = 0; i < n_new && !s; i++)
+        s = plan_fresh(p, c, i);
+    /* Names once among objects and robots. */
+    for (size_t i = 0; i < n_new && !s; i++)
+        names[i] = p->fresh[i]->name;
+    if (!s && n_new > 1) {
+        qsort(names, n_new, sizeof *names, cmp_str_ptr);
+        for (size_t i = 1; i < n_new && !s; i++)
+            if (strcmp(names[i - 1], names[i]) == 0) {
                 s = RP_ERR_INVALID_ARG;
-                for (size_t q = 0; q < n_obj; q++) /* report the second of the two */
-                    if (strcmp(objects[q].name, names[j]) == 0 && q != 0)
-                        fail_at(p, RP_EDIT_OBJECT, q, SIZE_MAX);
+                for (size_t q = n_new; q-- > 0;) /* report the later of the two */
+                    if (strcmp(p->fresh[q]->name, names[i]) == 0) {
+                        fail_fresh(p, c, q, NULL);
+                        break;
+                    }
             }
     }
     /* The scene's own shapes: not named like an object, nor owned by one
      * (one that stays, or one of this put). */
-    for (size_t k = 0; k < n && !s; k++) {
-        const char *id = shapes[k].id;
+    for (size_t k = 0; k < c->n_shapes && !s; k++) {
+        const char *id = c->shapes[k].id;
         const char *slash = strchr(id, '/');
         size_t len = slash ? (size_t)(slash - id) : strlen(id);
-        bool clash = in_sorted(names, n_obj, id, len);
+        bool clash = in_sorted(names, n_new, id, len) || in_sorted(names, n_new, id, strlen(id));
         if (!clash && base && base->objects) {
             bool found;
             objtab_find(base->objects, id, len, &found);
@@ -406,15 +608,15 @@ static rp_status plan_put(plan *p, const rp_scene *base, const rp_shape_put *sha
             fail_at(p, RP_EDIT_SHAPE, k, SIZE_MAX);
         }
     }
-    /* An object's name is no shape id of the scene's own, nor are its
+    /* A new object's name is no shape id of the scene's own, nor are its
      * shapes' ids. */
-    for (size_t j = 0; j < n_obj && !s && base; j++) {
-        const rp_object_put *op = &objects[j];
-        size_t e = rp_scene_find(base, op->name);
+    for (size_t i = 0; i < n_new && !s && base; i++) {
+        const rp_object *o = p->fresh[i];
+        size_t e = rp_scene_find(base, o->name);
         bool clash = e != SIZE_MAX && RP_ENTRY(base, e)->shape.tag == 0;
-        size_t which = SIZE_MAX;
-        for (size_t k = 0; k < op->n_shapes && !clash; k++) {
-            char *id = member_id(op->name, op->shapes[k].id);
+        const char *bad = NULL;
+        for (size_t k = 0; k < o->n_shapes && !clash; k++) {
+            char *id = member_id(o->name, o->shapes[k].id);
             if (!id) {
                 s = RP_ERR_NOMEM;
                 break;
@@ -422,65 +624,50 @@ static rp_status plan_put(plan *p, const rp_scene *base, const rp_shape_put *sha
             e = rp_scene_find(base, id);
             free(id);
             if (e != SIZE_MAX && RP_ENTRY(base, e)->shape.tag == 0)
-                clash = true, which = k;
+                clash = true, bad = o->shapes[k].id;
         }
         if (clash) {
             s = RP_ERR_EXISTS;
-            fail_at(p, RP_EDIT_OBJECT, j, which);
+            fail_fresh(p, c, i, bad);
         }
     }
-    /* A name of the scene's own shapes among this put's objects' names. */
-    for (size_t k = 0; k < n && !s; k++)
-        if (in_sorted(names, n_obj, shapes[k].id, strlen(shapes[k].id))) {
-            s = RP_ERR_EXISTS;
-            fail_at(p, RP_EDIT_SHAPE, k, SIZE_MAX);
-        }
     free(names);
     if (s)
         return s;
 
-    /* The new objects, keeping the tag of the one each replaces. */
+    /* Tags: a replaced object's, else new ones. */
     uint32_t next = base ? base->next_tag : 0;
-    p->fresh = calloc(n_obj ? n_obj : 1, sizeof *p->fresh);
+    size_t total = c->n_shapes, dropping = 0;
+    for (size_t i = 0; i < n_new; i++) {
+        rp_object *o = p->fresh[i];
+        rp_object *old = base ? rp_scene_object_lookup_(base, o->name, NULL) : NULL;
+        if (old) {
+            o->tag = old->tag;
+        } else {
+            if (next == UINT32_MAX)
+                return RP_ERR_LIMIT;
+            o->tag = ++next;
+        }
+        total += o->n_shapes;
+        dropping += old ? old->n_shapes : 0;
+    }
     p->world = malloc((total ? total : 1) * sizeof *p->world);
     p->tags = malloc((total ? total : 1) * sizeof *p->tags);
     p->wid = malloc((total ? total : 1) * sizeof *p->wid);
-    if (!p->fresh || !p->world || !p->tags || !p->wid)
+    p->drop = malloc((dropping ? dropping : 1) * sizeof *p->drop);
+    if (!p->world || !p->tags || !p->wid || !p->drop)
         return RP_ERR_NOMEM;
-    for (size_t k = 0; k < n; k++) {
-        p->world[p->n_world] = shapes[k];
+    for (size_t k = 0; k < c->n_shapes; k++) {
+        p->world[p->n_world] = c->shapes[k];
         p->wid[p->n_world] = NULL;
         p->tags[p->n_world++] = 0;
     }
-    size_t dropping = 0;
-    for (size_t j = 0; j < n_obj; j++) {
-        const rp_object_put *op = &objects[j];
-        rp_object *old = base ? rp_scene_object_lookup_(base, op->name, NULL) : NULL;
-        uint32_t tag = old ? old->tag : 0;
-        if (!tag) {
-            if (next == UINT32_MAX)
-                return RP_ERR_LIMIT;
-            tag = ++next;
-        }
-        rp_object *o = object_new(op->name, &op->pose, op->shapes, op->n_shapes, tag, p->st);
-        if (!o)
+    for (size_t i = 0; i < n_new; i++)
+        if (add_members(p, p->fresh[i]))
             return RP_ERR_NOMEM;
-        p->fresh[p->n_fresh++] = o;
-        for (size_t k = 1; k < o->n_shapes; k++)
-            if (strcmp(o->shapes[k - 1].id, o->shapes[k].id) == 0) {
-                fail_at(p, RP_EDIT_OBJECT, j, SIZE_MAX);
-                return RP_ERR_INVALID_ARG;
-            }
-        if (add_members(p, o))
-            return RP_ERR_NOMEM;
-        dropping += old ? old->n_shapes : 0;
-    }
     /* Shapes a replaced object no longer has go. */
-    p->drop = malloc((dropping ? dropping : 1) * sizeof *p->drop);
-    if (!p->drop)
-        return RP_ERR_NOMEM;
-    for (size_t j = 0; j < p->n_fresh; j++) {
-        const rp_object *o = p->fresh[j];
+    for (size_t i = 0; i < n_new; i++) {
+        const rp_object *o = p->fresh[i];
         rp_object *old = base ? rp_scene_object_lookup_(base, o->name, NULL) : NULL;
         for (size_t k = 0, q = 0; old && k < old->n_shapes; k++) {
             while (q < o->n_shapes && strcmp(o->shapes[q].id, old->shapes[k].id) < 0)
@@ -543,52 +730,66 @@ static rp_status plan_table(plan *p, const rp_objtab *base, const char *const *g
     return RP_OK;
 }
 
-/* The edit of moving objects of base. */
-static rp_status plan_move(plan *p, const rp_scene *base, const rp_object_move *moves, size_t n)
+/* The edit of moving objects and robot instances of base. */
+static rp_status plan_move(plan *p, const rp_scene *base, const rp_cell_moves *m)
 {
+    size_t n = m->n_objects + m->n_robots;
+    p->fresh = calloc(n ? n : 1, sizeof *p->fresh);
+    if (!p->fresh)
+        return RP_ERR_NOMEM;
     size_t total = 0;
     for (size_t j = 0; j < n; j++) {
-        rp_object *old = rp_scene_object_lookup_(base, moves[j].name, NULL);
+        bool robot = j >= m->n_objects;
+        size_t at = robot ? j - m->n_objects : j;
+        rp_edit_what what = robot ? RP_EDIT_ROBOT_MOVE : RP_EDIT_MOVE;
+        const char *name = robot ? m->robots[at].name : m->objects[at].name;
+        rp_object *old = name ? rp_scene_object_lookup_(base, name, NULL) : NULL;
         size_t which = SIZE_MAX;
         rp_status s = RP_OK;
+        rp_object *o = NULL;
         if (!old)
             s = RP_ERR_NOT_FOUND;
-        else if (rp_transform_validate(&moves[j].pose) != RP_OK)
-            s = RP_ERR_TRANSFORM;
-        else
-            s = world_ok(&moves[j].pose, old->shapes, old->n_shapes, &which);
+        else if ((old->model != NULL) != robot)
+            s = RP_ERR_INVALID_ARG; /* a robot among the objects, or the other way round */
+        else if (!robot) {
+            const rp_transform *pose = &m->objects[at].pose;
+            if (rp_transform_validate(pose) != RP_OK)
+                s = RP_ERR_TRANSFORM;
+            else if (!(s = world_ok(pose, old->shapes, old->n_shapes, &which)) &&
+                     !(o = object_new(old->name, pose, old->shapes, old->n_shapes, old->tag,
+                                      p->st)))
+                return RP_ERR_NOMEM;
+        } else {
+            const rp_robot_move *rm = &m->robots[at];
+            const rp_transform *b = rm->base ? rm->base : &old->pose;
+            if (rp_transform_validate(b) != RP_OK)
+                s = RP_ERR_TRANSFORM;
+            else if (!(o = robot_new(old->name, old->model, rm->joints ? rm->joints : old->joints,
+                                     b, old->tag, p->st, &s, &which)) &&
+                     s == RP_ERR_NOMEM)
+                return s;
+        }
         if (s) {
-            fail_at(p, RP_EDIT_MOVE, j, which);
+            fail_at(p, what, at, which);
             return s;
         }
-        total += old->n_shapes;
+        p->fresh[p->n_fresh++] = o;
+        total += o->n_shapes;
     }
-    p->fresh = calloc(n ? n : 1, sizeof *p->fresh);
+    /* Each name once. */
+    for (size_t j = 1; j < n; j++)
+        for (size_t q = 0; q < j; q++)
+            if (strcmp(p->fresh[q]->name, p->fresh[j]->name) == 0) {
+                bool robot = j >= m->n_objects;
+                fail_at(p, robot ? RP_EDIT_ROBOT_MOVE : RP_EDIT_MOVE, robot ? j - m->n_objects : j,
+                        SIZE_MAX);
+                return RP_ERR_INVALID_ARG;
+            }
     p->world = malloc((total ? total : 1) * sizeof *p->world);
     p->tags = malloc((total ? total : 1) * sizeof *p->tags);
     p->wid = malloc((total ? total : 1) * sizeof *p->wid);
-    if (!p->fresh || !p->world || !p->tags || !p->wid)
+    if (!p->world || !p->tags || !p->wid)
         return RP_ERR_NOMEM;
-    for (size_t j = 0; j < n; j++) {
-        rp_object *old = rp_scene_object_lookup_(base, moves[j].name, NULL);
-        rp_object *o =
-            object_new(old->name, &moves[j].pose, old->shapes, old->n_shapes, old->tag, p->st);
-        if (!o)
-            return RP_ERR_NOMEM;
-        p->fresh[p->n_fresh++] = o;
-    }
-    if (n > 1) {
-        qsort(p->fresh, p->n_fresh, sizeof *p->fresh, cmp_object);
-        for (size_t j = 1; j < n; j++)
-            if (strcmp(p->fresh[j - 1]->name, p->fresh[j]->name) == 0) {
-                for (size_t q = n; q-- > 0;) /* report the later of the two */
-                    if (strcmp(moves[q].name, p->fresh[j]->name) == 0) {
-                        fail_at(p, RP_EDIT_MOVE, q, SIZE_MAX);
-                        break;
-                    }
-                return RP_ERR_INVALID_ARG;
-            }
-    }
     for (size_t j = 0; j < p->n_fresh; j++)
         if (add_members(p, p->fresh[j]))
             return RP_ERR_NOMEM;
@@ -695,10 +896,9 @@ static uint32_t plan_next_tag(const plan *p, const rp_scene *base)
     return next;
 }
 
-static rp_status write_objects(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
-                               const rp_object_put *objects, size_t n_objects,
-                               const uint64_t *if_revision, bool create, rp_scene **out,
-                               uint64_t *actual_revision, rp_edit_error *err, bool replace)
+static rp_status write_cell(rp_store *st, const char *name, const rp_cell *c,
+                            const uint64_t *if_revision, bool create, rp_scene **out,
+                            uint64_t *actual_revision, rp_edit_error *err, bool replace)
 {
     if (err)
         *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
@@ -713,16 +913,18 @@ static rp_status write_objects(rp_store *st, const char *name, const rp_shape_pu
     }
     const rp_scene *base = replace ? NULL : cur;
     plan p = {.st = st, .err = err};
-    rp_status s = plan_put(&p, base, shapes, n, objects, n_objects);
+    rp_status s = plan_put(&p, base, c);
     if (!s)
         s = plan_table(&p, base ? base->objects : NULL, NULL, 0);
     if (!s) {
         rp_change ch = {.kind = replace ? RP_CHANGE_SCENE_REPLACE : RP_CHANGE_SCENE_PUT,
                         .name = name,
-                        .shapes = shapes,
-                        .n_shapes = n,
-                        .objects = objects,
-                        .n_objects = n_objects};
+                        .shapes = c->shapes,
+                        .n_shapes = c->n_shapes,
+                        .objects = c->objects,
+                        .n_objects = c->n_objects,
+                        .robots = c->robots,
+                        .n_robots = c->n_robots};
         rp_edit_ ed = plan_edit(&p, &ch, true, plan_next_tag(&p, base));
         s = rp_store_apply_edit_(st, name, &ed, replace || !cur, out);
         if (!s)
@@ -732,13 +934,27 @@ static rp_status write_objects(rp_store *st, const char *name, const rp_shape_pu
     return s;
 }
 
+rp_status rp_store_put_cell(rp_store *st, const char *name, const rp_cell *c,
+                            const uint64_t *if_revision, bool create, rp_scene **out,
+                            uint64_t *actual_revision, rp_edit_error *err)
+{
+    return write_cell(st, name, c, if_revision, create, out, actual_revision, err, false);
+}
+
+rp_status rp_store_replace_cell(rp_store *st, const char *name, const rp_cell *c,
+                                const uint64_t *if_revision, bool create, rp_scene **out,
+                                uint64_t *actual_revision, rp_edit_error *err)
+{
+    return write_cell(st, name, c, if_revision, create, out, actual_revision, err, true);
+}
+
 rp_status rp_store_put_objects(rp_store *st, const char *name, const rp_shape_put *shapes, size_t n,
                                const rp_object_put *objects, size_t n_objects,
                                const uint64_t *if_revision, bool create, rp_scene **out,
                                uint64_t *actual_revision, rp_edit_error *err)
 {
-    return write_objects(st, name, shapes, n, objects, n_objects, if_revision, create, out,
-                         actual_revision, err, false);
+    rp_cell c = {.shapes = shapes, .n_shapes = n, .objects = objects, .n_objects = n_objects};
+    return write_cell(st, name, &c, if_revision, create, out, actual_revision, err, false);
 }
 
 rp_status rp_store_replace_objects(rp_store *st, const char *name, const rp_shape_put *shapes,
@@ -746,13 +962,13 @@ rp_status rp_store_replace_objects(rp_store *st, const char *name, const rp_shap
                                    const uint64_t *if_revision, bool create, rp_scene **out,
                                    uint64_t *actual_revision, rp_edit_error *err)
 {
-    return write_objects(st, name, shapes, n, objects, n_objects, if_revision, create, out,
-                         actual_revision, err, true);
+    rp_cell c = {.shapes = shapes, .n_shapes = n, .objects = objects, .n_objects = n_objects};
+    return write_cell(st, name, &c, if_revision, create, out, actual_revision, err, true);
 }
 
-rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *moves, size_t n,
-                        const uint64_t *if_revision, rp_scene **out, uint64_t *actual_revision,
-                        rp_edit_error *err)
+rp_status rp_store_move_cell(rp_store *st, const char *name, const rp_cell_moves *m,
+                             const uint64_t *if_revision, rp_scene **out, uint64_t *actual_revision,
+                             rp_edit_error *err)
 {
     if (err)
         *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
@@ -765,9 +981,14 @@ rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *mo
         return RP_ERR_REVISION;
     }
     plan p = {.st = st, .err = err};
-    rp_status s = plan_move(&p, cur, moves, n);
+    rp_status s = plan_move(&p, cur, m);
     if (!s) {
-        rp_change ch = {.kind = RP_CHANGE_SCENE_MOVE, .name = name, .moves = moves, .n_moves = n};
+        rp_change ch = {.kind = RP_CHANGE_SCENE_MOVE,
+                        .name = name,
+                        .moves = m->objects,
+                        .n_moves = m->n_objects,
+                        .robot_moves = m->robots,
+                        .n_robot_moves = m->n_robots};
         rp_edit_ ed = plan_edit(&p, &ch, true, cur->next_tag);
         s = rp_store_apply_edit_(st, name, &ed, false, out);
         if (!s)
@@ -775,6 +996,14 @@ rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *mo
     }
     plan_free(&p);
     return s;
+}
+
+rp_status rp_store_move(rp_store *st, const char *name, const rp_object_move *moves, size_t n,
+                        const uint64_t *if_revision, rp_scene **out, uint64_t *actual_revision,
+                        rp_edit_error *err)
+{
+    rp_cell_moves m = {.objects = moves, .n_objects = n};
+    return rp_store_move_cell(st, name, &m, if_revision, out, actual_revision, err);
 }
 
 rp_status rp_store_remove_objects_(rp_store *st, const char *name, const char *const *ids, size_t n,

@@ -118,10 +118,18 @@ struct rp_object {
     uint32_t refs;
     uint32_t tag; /* unique in its scene's life, never 0 */
     char *name;
-    rp_transform pose;
+    rp_transform pose; /* a robot's: its base */
     size_t n_shapes;
     rp_shape_put *shapes;
     size_t bytes; /* what it holds, for the store's accounting */
+    /* A robot instance: its model (a reference held), joint vector (dof
+     * values) and its shapes' world shapes (world[k] for shapes[k], the
+     * model's shapes in their links' frames); all NULL for an object of
+     * shapes, whose world shapes are pose applied to its shapes. */
+    rp_model *model;
+    double *joints;
+    size_t dof;
+    rp_shape *world;
 };
 
 /* A scene's objects, sorted by name: immutable and reference-counted like

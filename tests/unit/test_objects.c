@@ -681,6 +681,212 @@ static void checks_with_ignore_equal_checks_without_the_object(void **state)
     }
 }
 
+/* ---- robot instances ------------------------------------------------------------ */
+
+/* A planar arm: base -(j1: z at 0.2)-> l1 -(j2: z at (0.7,0,0))-> l2, a
+ * sphere on the base, a capsule on each link, a box on l2's end. */
+static rp_model *arm_model_want(rp_store *st, const char *name, rp_status want)
+{
+    static const char *const shape_links[] = {"base", "l1", "l2", "l2"};
+    static const char *const links[] = {"base", "l1", "l2"};
+    rp_box tool;
+    assert_int_equal(rp_box_new(V(0.45, 0, 0), V(0.05, 0.05, 0.02), 1, 0, 0, 0, &tool), RP_OK);
+    rp_link shapes[4] = {{"base#0", -1, sphere_at(0, 0, 0, 0.1)},
+                         {"l1#0", -1, sphere_at(0, 0, 0, 0.03)},
+                         {"l2#0", -1, sphere_at(0.2, 0, 0, 0.03)},
+                         {"l2#1", -1, rp_shape_from_box(tool)}};
+    assert_int_equal(rp_capsule_new(V(0, 0, 0), V(0.7, 0, 0), 0.03, &shapes[1].shape.capsule),
+                     RP_OK);
+    shapes[1].shape.kind = RP_SHAPE_CAPSULE;
+    rp_joint_def j[2];
+    memset(j, 0, sizeof j);
+    j[0] = (rp_joint_def){.name = "j1",
+                          .type = RP_JOINT_REVOLUTE,
+                          .parent = "base",
+                          .child = "l1",
+                          .xyz = V(0, 0, 0.2),
+                          .axis = V(0, 0, 1)};
+    j[1] = (rp_joint_def){.name = "j2",
+                          .type = RP_JOINT_REVOLUTE,
+                          .parent = "l1",
+                          .child = "l2",
+                          .xyz = V(0.7, 0, 0),
+                          .axis = V(0, 0, 1)};
+    rp_model_def d = {.links = shapes,
+                      .n_links = 4,
+                      .shape_links = shape_links,
+                      .link_names = links,
+                      .n_link_names = 3,
+                      .joints = j,
+                      .n_joints = 2};
+    rp_model *m = NULL;
+    rp_model_error err;
+    assert_int_equal(rp_store_model_put(st, name, &d, &m, &err), want);
+    return m;
+}
+
+static rp_model *arm_model(rp_store *st, const char *name)
+{
+    return arm_model_want(st, name, RP_OK);
+}
+
+/* The robot's world shapes in the scene are forward kinematics applied
+ * to the model's shapes, bit for bit. */
+static void assert_robot_shapes(const rp_scene *sc, const char *robot, const rp_model *m,
+                                const double *q, const rp_transform *base)
+{
+    rp_transform poses[8];
+    assert_int_equal(rp_model_fk(m, base, q, poses), RP_OK);
+    const rp_object *o = rp_scene_object_find(sc, robot);
+    assert_non_null(o);
+    assert_true(rp_object_is_robot(o));
+    assert_ptr_equal(rp_object_model(o), m);
+    assert_memory_equal(rp_object_joints(o), q, rp_model_dof(m) * sizeof *q);
+    for (size_t k = 0; k < rp_model_link_count(m); k++) {
+        char id[64];
+        snprintf(id, sizeof id, "%s/%s", robot, rp_model_link_at(m, k)->id);
+        size_t e = rp_scene_find(sc, id);
+        assert_true(e != SIZE_MAX);
+        rp_shape local;
+        rp_model_shape_local(m, k, &local);
+        rp_shape want = rp_transform_shape(&poses[rp_model_shape_link(m, k)], &local);
+        assert_true(same_shape(SCENE_SHAPE(sc, e), &want));
+        assert_ptr_equal(rp_scene_shape_object(sc, e), o);
+    }
+    assert_true(rp_bvh_check_(sc) >= 0);
+}
+
+static void robots_are_placed_moved_and_ignored(void **state)
+{
+    (void)state;
+    rp_store *st = small_store();
+    rp_model *m = arm_model(st, "arm");
+    double q0[2] = {0.3, -0.4}, q1[2] = {1.2, 0.5};
+    rp_transform base = shift(0, -1, 0);
+    rp_robot_put rp[2] = {{"r1", "arm", q0, base}, {"r2", "arm", NULL, shift(3, 3, 0)}};
+    rp_cell c = {.robots = rp, .n_robots = 2};
+    uint64_t rev = rp_store_revision(st);
+    assert_int_equal(rp_store_put_cell(st, "s", &c, NULL, false, NULL, NULL, NULL), RP_OK);
+    assert_int_equal(rp_store_revision(st), rev + 1);
+    const rp_scene *sc = rp_store_find(st, "s");
+    assert_robot_shapes(sc, "r1", m, q0, &base);
+    double dflt[2];
+    rp_model_default_joints(m, dflt);
+    rp_transform b2 = shift(3, 3, 0);
+    assert_robot_shapes(sc, "r2", m, dflt, &b2);
+    assert_int_equal(rp_scene_shape_count(sc), 1 + 2 + 4 + 4);
+
+    /* One move: a robot's joints, another's base, an object's pose. */
+    rp_transform b3 = shift(2, 2, 0);
+    rp_robot_move rm[2] = {{"r1", q1, NULL}, {"r2", NULL, &b3}};
+    rp_object_move om = {"box", shift(-2, 0, 0)};
+    rp_cell_moves mv = {&om, 1, rm, 2};
+    assert_int_equal(rp_store_move_cell(st, "s", &mv, NULL, NULL, NULL, NULL), RP_OK);
+    assert_int_equal(rp_store_revision(st), rev + 2);
+    sc = rp_store_find(st, "s");
+    assert_robot_shapes(sc, "r1", m, q1, &base);
+    assert_robot_shapes(sc, "r2", m, dflt, &b3);
+    assert_true(rp_object_pose(rp_scene_object_find(sc, "box")).t.x == -2);
+
+    /* A check of the model at r1's state, ignoring r1, sees r2 and the
+     * rest but never r1's own shapes. */
+    rp_check_opts all = {.report = RP_REPORT_ALL, .has_margin = true, .margin = 10};
+    const char *self[1] = {"r1"};
+    rp_check_opts ign = all;
+    ign.ignore = self;
+    ign.n_ignore = 1;
+    rp_check_result a, b;
+    assert_int_equal(rp_model_check_joints(m, sc, &base, q1, &all, &a), RP_OK);
+    assert_int_equal(rp_model_check_joints(m, sc, &base, q1, &ign, &b), RP_OK);
+    size_t own = 0;
+    for (size_t k = 0; k < a.n_violations; k++)
+        if (a.violations[k].kind == RP_PAIR_SCENE) {
+            const rp_object *o = rp_scene_shape_object(sc, a.violations[k].other);
+            own += o && strcmp(rp_object_name(o), "r1") == 0;
+        }
+    assert_true(own > 0); /* r1 overlaps itself without ignore */
+    assert_int_equal(b.n_violations, a.n_violations - own);
+    for (size_t k = 0; k < b.n_violations; k++)
+        if (b.violations[k].kind == RP_PAIR_SCENE) {
+            const rp_object *o = rp_scene_shape_object(sc, b.violations[k].other);
+            assert_false(o && strcmp(rp_object_name(o), "r1") == 0);
+        }
+    rp_check_result_free(&a);
+    rp_check_result_free(&b);
+
+    /* The model is in use: neither replaced nor deleted until the robots
+     * go; then it is. */
+    assert_int_equal(rp_store_model_delete(st, "arm"), RP_ERR_IN_USE);
+    const char *scene = NULL, *robot = NULL;
+    assert_true(rp_store_model_user(st, "arm", &scene, &robot));
+    assert_string_equal(scene, "s");
+    assert_string_equal(robot, "r1");
+    uint64_t before = rp_store_revision(st);
+    arm_model_want(st, "arm", RP_ERR_IN_USE);
+    assert_int_equal(rp_store_revision(st), before);
+    assert_ptr_equal(rp_store_model_find(st, "arm"), m);
+    const char *gone[2] = {"r1", "r2"};
+    size_t removed = 0;
+    assert_int_equal(rp_store_remove(st, "s", gone, 2, NULL, NULL, &removed, NULL), RP_OK);
+    assert_int_equal(removed, 2);
+    assert_false(rp_store_model_user(st, "arm", NULL, NULL));
+    assert_int_equal(rp_store_model_delete(st, "arm"), RP_OK);
+    rp_store_free(st);
+}
+
+static void bad_robots_change_nothing(void **state)
+{
+    (void)state;
+    rp_store *st = small_store();
+    arm_model(st, "arm");
+    rp_link fl = {"f", 0, sphere_at(0, 0, 0, 1)};
+    rp_model_def fd = {.links = &fl, .n_links = 1};
+    assert_int_equal(rp_store_model_put(st, "frames", &fd, NULL, NULL), RP_OK);
+    double nan_q[2] = {NAN, 0}, q[2] = {0, 0};
+    rp_robot_put r = {"r", "arm", q, shift(0, 0, 0)};
+    rp_cell c = {.robots = &r, .n_robots = 1};
+    assert_int_equal(rp_store_put_cell(st, "s", &c, NULL, false, NULL, NULL, NULL), RP_OK);
+    struct {
+        rp_robot_put r;
+        rp_status want;
+    } bad[] = {
+        {{"q", "nope", q, shift(0, 0, 0)}, RP_ERR_NOT_FOUND},
+        {{"q", "frames", q, shift(0, 0, 0)}, RP_ERR_INVALID_ARG},
+        {{"q", "arm", nan_q, shift(0, 0, 0)}, RP_ERR_NONFINITE},
+        {{"q/x", "arm", q, shift(0, 0, 0)}, RP_ERR_INVALID_ARG},
+        {{"wall", "arm", q, shift(0, 0, 0)}, RP_ERR_EXISTS},
+        {{"q", "arm", q, shift(0, 0, 0)}, RP_ERR_TRANSFORM},
+    };
+    bad[5].r.base.r[1][1] = 2; /* not a rotation */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rp_cell bc = {.robots = &bad[i].r, .n_robots = 1};
+        ASSERT_REFUSED(st, rp_store_put_cell(st, "s", &bc, NULL, false, NULL, NULL, &err),
+                       bad[i].want, RP_EDIT_ROBOT, 0);
+    }
+    /* A robot and an object of one name in one put. */
+    rp_shape_put loc = {"a", sphere_at(0, 0, 0, 1)};
+    rp_object_put o = {"q", shift(0, 0, 0), &loc, 1};
+    rp_robot_put rq = {"q", "arm", q, shift(0, 0, 0)};
+    rp_cell both = {.objects = &o, .n_objects = 1, .robots = &rq, .n_robots = 1};
+    ASSERT_REFUSED(st, rp_store_put_cell(st, "s", &both, NULL, false, NULL, NULL, &err),
+                   RP_ERR_INVALID_ARG, RP_EDIT_ROBOT, 0);
+    /* Moves: a robot among the objects, an object among the robots, a
+     * joint value that is not finite. */
+    rp_object_move om = {"r", shift(0, 0, 0)};
+    rp_cell_moves m1 = {&om, 1, NULL, 0};
+    ASSERT_REFUSED(st, rp_store_move_cell(st, "s", &m1, NULL, NULL, NULL, &err), RP_ERR_INVALID_ARG,
+                   RP_EDIT_MOVE, 0);
+    rp_robot_move rm = {"box", q, NULL};
+    rp_cell_moves m2 = {NULL, 0, &rm, 1};
+    ASSERT_REFUSED(st, rp_store_move_cell(st, "s", &m2, NULL, NULL, NULL, &err), RP_ERR_INVALID_ARG,
+                   RP_EDIT_ROBOT_MOVE, 0);
+    rp_robot_move rn = {"r", nan_q, NULL};
+    rp_cell_moves m3 = {NULL, 0, &rn, 1};
+    ASSERT_REFUSED(st, rp_store_move_cell(st, "s", &m3, NULL, NULL, NULL, &err), RP_ERR_NONFINITE,
+                   RP_EDIT_ROBOT_MOVE, 0);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -689,6 +895,8 @@ int main(void)
         cmocka_unit_test(hook_hears_each_mutation_once_and_may_refuse),
         cmocka_unit_test(snapshots_keep_the_old_poses),
         cmocka_unit_test(checks_with_ignore_equal_checks_without_the_object),
+        cmocka_unit_test(robots_are_placed_moved_and_ignored),
+        cmocka_unit_test(bad_robots_change_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,7 @@ int rpd_status_code(rp_status st)
     case RP_ERR_NOT_FOUND:
         return RPD_NOT_FOUND;
     case RP_ERR_EXISTS:
+    case RP_ERR_IN_USE:
         return RPD_ALREADY_EXISTS;
     case RP_ERR_REVISION:
         return RPD_REVISION_CONFLICT;
