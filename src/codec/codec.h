@@ -307,6 +307,9 @@ void rp_jw_pose(rp_jw *w, const rp_transform *tf);
 /* An object as scene.put takes it and scene.get gives it:
  * {"pose": pose, "shapes": {id: shape}} (its shapes in its own frame). */
 void rp_jw_object(rp_jw *w, const rp_object *o);
+/* A robot instance as scene.get gives it: {"model": name, "joints":
+ * [values], "base": pose}. */
+void rp_jw_robot(rp_jw *w, const rp_object *o);
 /* One link shape as model.put takes it and model.get gives it: its id,
  * then its tree link (`link`, a kinematic model) or its frame (link NULL:
  * the frame index, null for the base), then its shape. */

@@ -338,7 +338,7 @@ static void bad_objects_are_refused_with_a_path(void **state)
          "\"z\":0}}}}",
          "params.objects.crate.rotation", -32602},
         {"scene.move", "{\"scene\":\"cell\",\"objects\":[]}", "params.objects", -32602},
-        {"scene.move", "{\"scene\":\"cell\"}", "params.objects", -32602},
+        {"scene.move", "{\"scene\":\"cell\"}", "params", -32602},
         {"scene.move", "{\"scene\":\"cell\",\"objects\":{},\"if_revision\":999}", NULL, -32003},
         {"scene.put", "{\"scene\":\"cell\",\"objects\":{\"a/b\":{\"shapes\":{}}}}",
          "params.objects.a/b", -32602},

@@ -194,7 +194,39 @@ static int cmp_move(const void *a, const void *b)
 
 /* "objects" (the objects a put or replace writes, whole) and "moved" (the
  * poses a move gives), each sorted by name; false when out of memory. */
-static bool encode_objects(rp_jw *w, const rp_change *c)
+/* {"model"?: name, "joints": [values of m], "base": pose} (q NULL: m's
+ * defaults); false when out of memory. */
+static bool robot_state(rp_jw *w, const char *model, const rp_model *m, const double *q,
+                        const rp_transform *base)
+{
+    rp_jw_object_begin(w);
+    if (model) {
+        RP_JW_KEY(w, "model");
+        rp_jw_string(w, model);
+    }
+    if (m) {
+        size_t dof = rp_model_dof(m);
+        double *dflt = NULL;
+        if (!q) {
+            if (!(dflt = malloc((dof ? dof : 1) * sizeof *dflt)))
+                return false;
+            rp_model_default_joints(m, dflt);
+            q = dflt;
+        }
+        RP_JW_KEY(w, "joints");
+        rp_jw_array_begin(w);
+        for (size_t k = 0; k < dof; k++)
+            rp_jw_double(w, q[k]);
+        rp_jw_array_end(w);
+        free(dflt);
+    }
+    RP_JW_KEY(w, "base");
+    rp_jw_pose(w, base);
+    rp_jw_object_end(w);
+    return true;
+}
+
+static bool encode_objects(rp_jw *w, const rp_change *c, const rp_store *st)
 {
     if (c->n_objects || (c->kind == RP_CHANGE_SCENE_REPLACE && c->objects)) {
         const rp_object_put **o = malloc((c->n_objects ? c->n_objects : 1) * sizeof *o);
@@ -232,6 +264,22 @@ static bool encode_objects(rp_jw *w, const rp_change *c)
         rp_jw_object_end(w);
         free(o);
     }
+    /* Robot instances: those written ("robots", beside "objects") and
+     * those moved (in "moved", beside the objects' poses), each with its
+     * whole state (a move that left joints or base as they were repeats
+     * them from the scene as it was).  Object poses sorted by name, then
+     * the robots in the change's order. */
+    if (c->n_robots) {
+        RP_JW_KEY(w, "robots");
+        rp_jw_object_begin(w);
+        for (size_t j = 0; j < c->n_robots && !rp_jw_failed(w); j++) {
+            const rp_robot_put *r = &c->robots[j];
+            rp_jw_key(w, r->name);
+            if (!robot_state(w, r->model, rp_store_model_find(st, r->model), r->joints, &r->base))
+                return false;
+        }
+        rp_jw_object_end(w);
+    }
     if (c->kind == RP_CHANGE_SCENE_MOVE) {
         const rp_object_move **m = malloc((c->n_moves ? c->n_moves : 1) * sizeof *m);
         if (!m)
@@ -245,15 +293,26 @@ static bool encode_objects(rp_jw *w, const rp_change *c)
             rp_jw_key(w, m[j]->name);
             rp_jw_pose(w, &m[j]->pose);
         }
-        rp_jw_object_end(w);
         free(m);
+        for (size_t j = 0; j < c->n_robot_moves && !rp_jw_failed(w); j++) {
+            const rp_robot_move *r = &c->robot_moves[j];
+            const rp_object *old = c->before ? rp_scene_object_find(c->before, r->name) : NULL;
+            if (!old)
+                continue; /* (the move was refused: no notification) */
+            rp_transform base = r->base ? *r->base : rp_object_pose(old);
+            rp_jw_key(w, r->name);
+            if (!robot_state(w, NULL, rp_object_model(old),
+                             r->joints ? r->joints : rp_object_joints(old), &base))
+                return false;
+        }
+        rp_jw_object_end(w);
     }
     return true;
 }
 
-static char *encode_tail(const rp_change *c, const char *name, uint64_t revision,
-                         const rp_shape_put *const *put, size_t n_put, const char *const *removed,
-                         size_t n_removed, size_t *len)
+static char *encode_tail(const rp_change *c, const rp_store *st, const char *name,
+                         uint64_t revision, const rp_shape_put *const *put, size_t n_put,
+                         const char *const *removed, size_t n_removed, size_t *len)
 {
     rp_jw w;
     rp_jw_init(&w);
@@ -275,7 +334,7 @@ static char *encode_tail(const rp_change *c, const char *name, uint64_t revision
     for (size_t k = 0; k < n_removed && !rp_jw_failed(&w); k++)
         rp_jw_string(&w, removed[k]);
     rp_jw_array_end(&w);
-    if (c && !encode_objects(&w, c)) {
+    if (c && !encode_objects(&w, c, st)) {
         rp_jw_free(&w);
         return NULL;
     }
@@ -310,7 +369,8 @@ static void record(rpd_watch_hub *hub, const rp_change *ch, const char *name, ui
     ws->current = revision;
     mark_dirty(hub, ws);
     size_t len;
-    char *tail = encode_tail(ch, name, revision, put, n_put, removed, n_removed, &len);
+    char *tail =
+        encode_tail(ch, hub->core->store, name, revision, put, n_put, removed, n_removed, &len);
     if (!tail) {
         drop_history(hub, ws, revision);
         return;
@@ -390,6 +450,8 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
         bool kept = false;
         for (size_t q = 0; q < c->n_objects && !kept; q++)
             kept = strcmp(c->objects[q].name, name) == 0;
+        for (size_t q = 0; q < c->n_robots && !kept; q++)
+            kept = strcmp(c->robots[q].name, name) == 0;
         if (!kept)
             out[m++] = name;
     }

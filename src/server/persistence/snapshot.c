@@ -205,7 +205,13 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         }
         for (size_t j = 0; j < n_obj; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
-            len += 4 + strlen(rp_object_name(ob)) + 1 + 12 * 8 + 8;
+            len += 4 + strlen(rp_object_name(ob)) + 1 + 12 * 8;
+            if (rp_object_is_robot(ob)) {
+                const rp_model *m = rp_object_model(ob);
+                len += 4 + strlen(rp_model_name(m)) + 4 + 8 * rp_model_dof(m);
+                continue;
+            }
+            len += 8;
             for (size_t k = 0; k < rp_object_shape_count(ob); k++) {
                 const rp_shape_put *p = rp_object_shape_at(ob, k);
                 len += 4 + strlen(p->id) + shape_bytes(p->shape.kind);
@@ -227,12 +233,21 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         for (size_t j = 0; j < n_obj && !o->err; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
             emit_str(o, rp_object_name(ob), strlen(rp_object_name(ob)));
-            emit(o, "", 1); /* kind 0: an object of shapes (robots will be 1) */
+            uint8_t kind = rp_object_is_robot(ob);
+            emit(o, &kind, 1);
             rp_transform pose = rp_object_pose(ob);
             for (int r = 0; r < 3; r++)
                 for (int c = 0; c < 3; c++)
                     emit_double(o, pose.r[r][c]);
             emit_vec3(o, pose.t);
+            if (kind) { /* a robot: its model and joints; its shapes are the model's */
+                const rp_model *m = rp_object_model(ob);
+                emit_str(o, rp_model_name(m), strlen(rp_model_name(m)));
+                emit32(o, (uint32_t)rp_model_dof(m));
+                for (size_t k = 0; k < rp_model_dof(m); k++)
+                    emit_double(o, rp_object_joints(ob)[k]);
+                continue;
+            }
             emit64(o, rp_object_shape_count(ob));
             for (size_t k = 0; k < rp_object_shape_count(ob); k++) {
                 const rp_shape_put *p = rp_object_shape_at(ob, k);
@@ -416,40 +431,70 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
      * own, into the same id space (a valid image fits it). */
     uint64_t n_obj = objects && ok ? take64(&r) : 0;
     rp_object_put *objs = NULL;
+    rp_robot_put *robots = NULL;
+    size_t n_objs = 0, n_robots = 0;
+    double *joints = NULL;
     rp_shape_put *local = NULL;
     char *lids = NULL;
     if (ok && (r.bad || n_obj > n / 110)) /* an object takes 110 bytes or more */
         ok = false;
     if (ok && n_obj) {
         objs = malloc(n_obj * sizeof *objs);
+        robots = malloc(n_obj * sizeof *robots);
+        joints = malloc(n); /* every joint value fits in the payload's size */
         local = malloc((n / 38 + 1) * sizeof *local);
         lids = malloc(n);
-        if (!objs || !local || !lids)
+        if (!objs || !robots || !joints || !local || !lids)
             ok = false;
     }
     size_t n_local = 0, lused = 0;
+    size_t n_joints = 0;
     for (uint64_t j = 0; ok && j < n_obj; j++) {
         char oname[RP_NAME_MAX + 1];
         const uint8_t *kind = NULL;
         ok = take_str(&r, oname, RP_NAME_MAX) && rp_codec_valid_id(oname) &&
-             (kind = take(&r, 1)) != NULL && *kind == 0;
+             (kind = take(&r, 1)) != NULL && *kind <= 1;
         if (!ok)
             break;
         size_t ol = strlen(oname) + 1;
         memcpy(lids + lused, oname, ol);
-        objs[j].name = lids + lused;
+        const char *saved = lids + lused;
         lused += ol;
+        rp_transform pose;
         for (int a = 0; a < 3; a++)
             for (int c = 0; c < 3; c++)
-                objs[j].pose.r[a][c] = take_double(&r);
-        objs[j].pose.t = take_vec3(&r);
+                pose.r[a][c] = take_double(&r);
+        pose.t = take_vec3(&r);
+        if (*kind == 1) {
+            /* A robot instance: its model (loaded before the scenes) and
+             * joint vector. */
+            char model[RP_NAME_MAX + 1];
+            ok = take_str(&r, model, RP_NAME_MAX) && rp_codec_valid_name(model);
+            uint32_t dof = ok ? take32(&r) : 0;
+            const rp_model *m = ok ? rp_store_model_find(st, model) : NULL;
+            if (!ok || r.bad || !m || dof != rp_model_dof(m) || n_joints + dof > n / 8) {
+                ok = false;
+                break;
+            }
+            size_t ml = strlen(model) + 1;
+            memcpy(lids + lused, model, ml);
+            robots[n_robots] = (rp_robot_put){saved, lids + lused, &joints[n_joints], pose};
+            lused += ml;
+            for (uint32_t k = 0; k < dof; k++)
+                joints[n_joints++] = take_double(&r);
+            n_robots++;
+            continue;
+        }
+        objs[n_objs].name = saved;
+        objs[n_objs].pose = pose;
         uint64_t ns = take64(&r);
         if (r.bad || ns > n / 38 - n_local) {
             ok = false;
             break;
         }
-        objs[j].shapes = &local[n_local];
-        objs[j].n_shapes = ns;
+        objs[n_objs].shapes = &local[n_local];
+        objs[n_objs].n_shapes = ns;
+        n_objs++;
         for (uint64_t k = 0; ok && k < ns; k++) {
             char id[RP_NAME_MAX + 1];
             ok = take_str(&r, id, RP_NAME_MAX) && rp_codec_valid_id(id) &&
@@ -466,18 +511,22 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         free(puts);
         free(ids);
         free(objs);
+        free(robots);
+        free(joints);
         free(local);
         free(lids);
         *why = "bad shape";
         return false;
     }
     rp_store_set_revision(st, rev - 1);
-    rp_status status = n_obj ? rp_store_put_objects(st, name, puts, count, objs, n_obj, NULL, true,
-                                                    NULL, NULL, NULL)
+    rp_cell cell = {puts, count, objs, n_objs, robots, n_robots};
+    rp_status status = n_obj ? rp_store_put_cell(st, name, &cell, NULL, true, NULL, NULL, NULL)
                              : rp_store_create(st, name, puts, count, NULL);
     free(puts);
     free(ids);
     free(objs);
+    free(robots);
+    free(joints);
     free(local);
     free(lids);
     if (status != RP_OK) {

@@ -40,10 +40,12 @@
  *     extents, rotation w, x, y, z; half-space: normal, offset), in the
  *     scene's storage order, the shapes of its own only; then (format 4)
  *     its objects: a count (u64), and per object its name (u32 length,
- *     bytes), its kind (u8: 0, a group of shapes), its pose (12 doubles:
- *     the rotation row by row, then the
- *     translation), a shape count (u64) and its shapes in its own frame
- *     (id and shape as above), objects and shapes sorted by name and id;
+ *     bytes), its kind (u8: 0 a group of shapes, 1 a robot instance),
+ *     its pose (a robot's base; 12 doubles: the rotation row by row, then the
+ *     translation), then for a group a shape count (u64) and its shapes in
+ *     its own frame (id and shape as above), for a robot its model's name
+ *     (u32 length, bytes), a joint count (u32) and the joint values
+ *     (doubles); objects and shapes sorted by name and id;
  *   model payload: name (u32 length, bytes), revision (u64), then the
  *     model.put params that made it, as JSON (u32 length, bytes): models
  *     are rebuilt by the same code path that built them;

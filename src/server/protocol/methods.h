@@ -119,13 +119,34 @@ size_t rpd_objects_shape_count(const cJSON *j);
 /* Sets the error for a store object mutation that refused an argument
  * (err names it), with its path; false (nothing set) for other errors. */
 bool rpd_edit_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const cJSON *shapes_j,
-                     const char *shapes_path, const cJSON *objects_j, const char *objects_path);
+                     const char *shapes_path, const cJSON *objects_j, const char *objects_path,
+                     const cJSON *robots_j, const char *robots_path);
 
 /* params.ignore: up to RPD_MAX_IGNORE object names of scene sc (malloc'ed
  * array of pointers into the tree, NULL when absent; caller frees). */
 #define RPD_MAX_IGNORE 64
 bool rpd_decode_ignore(rpd_req *req, const cJSON *params, const rp_scene *sc, const char ***out,
                        size_t *n_out);
+
+/* A joint vector of kinematic model m at `path`: an array of the active
+ * joints' values in the model's order, or an object {joint: value}
+ * (others: the defaults) (methods_check.c). */
+bool rpd_decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, const char *path,
+                             double *q);
+
+/* params.robots of scene.put/create/replace, decoded: the instances and
+ * their joint vectors (one array). */
+typedef struct rpd_robots {
+    rp_robot_put *robots;
+    size_t n;
+    double *joints;
+} rpd_robots;
+/* Decodes {name: {"model": name, "joints"?: joint vector, "base"?: pose}}
+ * at `path`; -32001 (kind model) for a model the store lacks. */
+bool rpd_decode_robots(rpd_req *req, const cJSON *j, const char *path, rpd_robots *out);
+void rpd_robots_free(rpd_robots *r);
+/* The shapes of the robots of params.robots (their models' shapes). */
+size_t rpd_robots_shape_count(const rpd_req *req, const cJSON *j);
 
 /* Charges the work of writing n shapes into a scene that will hold up to
  * `after` (methods_scene.c). */

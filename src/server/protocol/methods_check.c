@@ -229,8 +229,8 @@ static bool decode_setup(rpd_req *req, const cJSON *params, const char *joints, 
 
 /* A joint vector at `path`: an array of the active joints' values in the
  * model's order, or an object {joint: value} (others: defaults). */
-static bool decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, const char *path,
-                                double *q)
+bool rpd_decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, const char *path,
+                             double *q)
 {
     size_t dof = rp_model_dof(m);
     rp_codec_err ce;
@@ -478,7 +478,7 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     rp_check_opts opts = cs->opts;
     opts.work = &meter;
     rp_transform base;
-    bool ok = decode_joint_vector(req, cs->model, jj, jpath, q);
+    bool ok = rpd_decode_joint_vector(req, cs->model, jj, jpath, q);
     if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
         ok = rpd_fail_params(req, &ce);
     rp_check_result res;
@@ -774,7 +774,8 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     size_t k = 0;
     for (const cJSON *c = table ? NULL : jj->child; c && ok; c = c->next, k++) {
         char cp[RP_CODEC_PATH_MAX];
-        ok = decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
+        ok = rpd_decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k),
+                                     &q[k * d1]);
     }
     if (ok) {
         batch_run b = {.cs = cs,
@@ -962,7 +963,7 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
     bool ok = q && poses;
     if (!ok)
         ok = rpd_fail_status(req, RP_ERR_NOMEM);
-    ok = ok && decode_joint_vector(req, m, jj, jpath, q);
+    ok = ok && rpd_decode_joint_vector(req, m, jj, jpath, q);
     if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
         ok = rpd_fail_params(req, &ce);
     if (ok) {
@@ -1065,7 +1066,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     size_t k = 0;
     for (const cJSON *c = ok ? pj->child : NULL; c && ok; c = c->next, k++) {
         char cp[RP_CODEC_PATH_MAX];
-        ok = decode_joint_vector(req, m, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
+        ok = rpd_decode_joint_vector(req, m, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
     }
     rp_transform base;
     if (ok && bj && !rp_codec_pose(bj, p2, &base, &ce))

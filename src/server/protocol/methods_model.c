@@ -776,8 +776,11 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_model *m;
     rp_model_error me;
     rp_status st = rp_store_model_put(req->core->store, name, &s.def, &m, &me);
+    const char *scene = NULL, *robot = NULL;
     if (st == RP_ERR_INVALID_ARG)
         ok = urdf ? fail_model_urdf(req, &s, &me) : fail_model_json(req, &s.def, &me);
+    else if (st == RP_ERR_IN_USE && rp_store_model_user(req->core->store, name, &scene, &robot))
+        ok = rpd_fail_in_use(req, name, scene, robot);
     else if (st)
         ok = rpd_fail_status(req, st);
     put_scratch_free(&s);
@@ -922,8 +925,11 @@ bool rpd_m_model_delete(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rpd_check_keys(req, params, keys) || !model_name(req, params, &name))
         return false;
     rp_status st = rp_store_model_delete(req->core->store, name);
+    const char *scene = NULL, *robot = NULL;
     if (st == RP_ERR_NOT_FOUND)
         return rpd_fail_not_found(req, "model", name);
+    if (st == RP_ERR_IN_USE && rp_store_model_user(req->core->store, name, &scene, &robot))
+        return rpd_fail_in_use(req, name, scene, robot);
     if (st)
         return rpd_fail_status(req, st);
     rpd_write_deleted(w, "model", name, rp_store_revision(req->core->store));

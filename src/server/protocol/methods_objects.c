@@ -130,12 +130,126 @@ fail:
     return false;
 }
 
+/* ---- robot instances ------------------------------------------------------------ */
+
+void rpd_robots_free(rpd_robots *r)
+{
+    free(r->robots);
+    free(r->joints);
+    memset(r, 0, sizeof *r);
+}
+
+/* The model named by a robot's "model" member, or NULL. */
+static const rp_model *robot_model(const rpd_req *req, const cJSON *c)
+{
+    const cJSON *m = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "model") : NULL;
+    return cJSON_IsString(m) ? rp_store_model_find(req->core->store, m->valuestring) : NULL;
+}
+
+size_t rpd_robots_shape_count(const rpd_req *req, const cJSON *j)
+{
+    size_t n = 0;
+    if (!cJSON_IsObject(j))
+        return 0;
+    for (const cJSON *c = j->child; c; c = c->next) {
+        const rp_model *m = robot_model(req, c);
+        n += m ? rp_model_link_count(m) : 0;
+    }
+    return n;
+}
+
+bool rpd_decode_robots(rpd_req *req, const cJSON *j, const char *path, rpd_robots *out)
+{
+    static const char *const keys[] = {"model", "joints", "base", NULL};
+    rp_codec_err ce;
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsObject(j))
+        return rpd_fail_path(req, path, "must be an object of name: {model, joints, base}");
+    rp_status dup = rp_codec_object_unique(j, path, &ce);
+    if (dup)
+        return dup == RP_ERR_NOMEM ? rpd_fail_status(req, dup) : rpd_fail_params(req, &ce);
+    size_t n = 0, dofs = 0;
+    for (const cJSON *c = j->child; c; c = c->next, n++) {
+        const rp_model *m = robot_model(req, c);
+        dofs += m ? rp_model_dof(m) : 0;
+    }
+    out->robots = calloc(n ? n : 1, sizeof *out->robots);
+    out->joints = malloc((dofs ? dofs : 1) * sizeof *out->joints);
+    if (!out->robots || !out->joints) {
+        rpd_robots_free(out);
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    }
+    size_t used = 0;
+    for (const cJSON *c = j->child; c; c = c->next) {
+        char rp[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX];
+        rp_codec_path_key(rp, path, c->string);
+        if (!object_name(req, c, rp))
+            goto fail;
+        if (!cJSON_IsObject(c)) {
+            rpd_fail_path(req, rp, "must be an object {model, joints, base}");
+            goto fail;
+        }
+        for (const cJSON *k = c->child; k; k = k->next) {
+            bool known = false;
+            for (size_t q = 0; keys[q]; q++)
+                known |= strcmp(k->string, keys[q]) == 0;
+            if (!known) {
+                rpd_fail_path(req, rp_codec_path_key(sub, rp, k->string),
+                              "is not a member of a robot (model, joints, base)");
+                goto fail;
+            }
+        }
+        const cJSON *mj = cJSON_GetObjectItemCaseSensitive(c, "model");
+        const char *model;
+        if (!rp_codec_name(mj, rp_codec_path_key(sub, rp, "model"), &model, &ce)) {
+            rpd_fail_params(req, &ce);
+            goto fail;
+        }
+        const rp_model *m = rp_store_model_find(req->core->store, model);
+        if (!m) {
+            rpd_fail_not_found(req, "model", model);
+            goto fail;
+        }
+        if (!rp_model_is_kinematic(m)) {
+            rpd_fail_path(req, sub,
+                          "must name a kinematic model (one defined by joints or a URDF): a "
+                          "robot instance is placed by its joints");
+            goto fail;
+        }
+        rp_robot_put *r = &out->robots[out->n];
+        r->name = c->string;
+        r->model = model;
+        r->base = rp_transform_identity();
+        const cJSON *bj = cJSON_GetObjectItemCaseSensitive(c, "base");
+        if (bj && !rp_codec_pose(bj, rp_codec_path_key(sub, rp, "base"), &r->base, &ce)) {
+            rpd_fail_params(req, &ce);
+            goto fail;
+        }
+        const cJSON *jj = cJSON_GetObjectItemCaseSensitive(c, "joints");
+        r->joints = NULL; /* the model's defaults */
+        if (jj) {
+            if (!rpd_decode_joint_vector(req, m, jj, rp_codec_path_key(sub, rp, "joints"),
+                                         &out->joints[used]))
+                goto fail;
+            r->joints = &out->joints[used];
+            used += rp_model_dof(m);
+        }
+        out->n++;
+    }
+    return true;
+fail:
+    rpd_robots_free(out);
+    return false;
+}
+
 /* The path of an argument an object mutation refused. */
 static void edit_path(char *path, const rp_edit_error *e, const cJSON *shapes_j,
-                      const char *shapes_path, const cJSON *objects_j, const char *objects_path)
+                      const char *shapes_path, const cJSON *objects_j, const char *objects_path,
+                      const cJSON *robots_j, const char *robots_path)
 {
-    const cJSON *base = e->what == RP_EDIT_SHAPE ? shapes_j : objects_j;
-    const char *bp = e->what == RP_EDIT_SHAPE ? shapes_path : objects_path;
+    bool robot = e->what == RP_EDIT_ROBOT || e->what == RP_EDIT_ROBOT_MOVE;
+    const cJSON *base = e->what == RP_EDIT_SHAPE ? shapes_j : robot ? robots_j : objects_j;
+    const char *bp = e->what == RP_EDIT_SHAPE ? shapes_path : robot ? robots_path : objects_path;
     const cJSON *c = base ? base->child : NULL;
     for (size_t k = 0; c && k < e->index; k++)
         c = c->next;
@@ -160,12 +274,26 @@ static void edit_path(char *path, const rp_edit_error *e, const cJSON *shapes_j,
 }
 
 bool rpd_edit_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const cJSON *shapes_j,
-                     const char *shapes_path, const cJSON *objects_j, const char *objects_path)
+                     const char *shapes_path, const cJSON *objects_j, const char *objects_path,
+                     const cJSON *robots_j, const char *robots_path)
 {
     if (e->what == RP_EDIT_NONE)
         return false;
     char path[RP_CODEC_PATH_MAX];
-    edit_path(path, e, shapes_j, shapes_path, objects_j, objects_path);
+    edit_path(path, e, shapes_j, shapes_path, objects_j, objects_path, robots_j, robots_path);
+    bool robot = e->what == RP_EDIT_ROBOT || e->what == RP_EDIT_ROBOT_MOVE;
+    if (robot && st == RP_ERR_INVALID_ARG)
+        return !rpd_fail_path(req, path,
+                              e->what == RP_EDIT_ROBOT
+                                  ? "names an object or robot given twice"
+                                  : "names no robot instance (an object moves by params.objects), "
+                                    "or one given twice");
+    if (e->what == RP_EDIT_MOVE && st == RP_ERR_INVALID_ARG)
+        return !rpd_fail_path(req, path,
+                              "names a robot instance (robots move by params.robots), or an "
+                              "object given twice");
+    if (robot && st == RP_ERR_NONFINITE && e->shape == SIZE_MAX)
+        return !rpd_fail_path(req, path, "joint values must be finite");
     switch (st) {
     case RP_ERR_EXISTS:
         if (e->what == RP_EDIT_SHAPE)
@@ -234,8 +362,9 @@ bool rpd_decode_ignore(rpd_req *req, const cJSON *params, const rp_scene *sc, co
 
 bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"scene", "objects", "if_revision", NULL};
-    char path[RP_CODEC_PATH_MAX], op[RP_CODEC_PATH_MAX];
+    static const char *const keys[] = {"scene", "objects", "robots", "if_revision", NULL};
+    static const char *const robot_keys[] = {"joints", "base", NULL};
+    char path[RP_CODEC_PATH_MAX], op[RP_CODEC_PATH_MAX], rp[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     if (!rpd_check_keys(req, params, keys))
         return false;
@@ -246,53 +375,113 @@ bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!sc)
         return rpd_fail_not_found(req, "scene", name);
     uint64_t expected = 0, actual = 0;
-    const cJSON *rj = rpd_param(params, "if_revision", path);
-    if (rj && !rp_codec_uint(rj, path, &expected, &ce))
+    const cJSON *vj = rpd_param(params, "if_revision", path);
+    if (vj && !rp_codec_uint(vj, path, &expected, &ce))
         return rpd_fail_params(req, &ce);
-    const cJSON *oj = rpd_param(params, "objects", op);
-    if (!cJSON_IsObject(oj))
-        return rpd_fail_path(req, op, oj ? "must be an object of name: pose" : "is required");
-    rp_status dup = rp_codec_object_unique(oj, op, &ce);
-    if (dup)
+    const cJSON *oj = rpd_param(params, "objects", op), *rj = rpd_param(params, "robots", rp);
+    if (!oj && !rj)
+        return rpd_fail_path(req, "params", "must have objects or robots (or both) to move");
+    if (oj && !cJSON_IsObject(oj))
+        return rpd_fail_path(req, op, "must be an object of name: pose");
+    if (rj && !cJSON_IsObject(rj))
+        return rpd_fail_path(req, rp, "must be an object of name: {joints, base}");
+    rp_status dup = RP_OK;
+    if ((oj && (dup = rp_codec_object_unique(oj, op, &ce))) ||
+        (rj && (dup = rp_codec_object_unique(rj, rp, &ce))))
         return dup == RP_ERR_NOMEM ? rpd_fail_status(req, dup) : rpd_fail_params(req, &ce);
     /* Priced by the shapes it moves (each an update of its entry and its
-     * tree leaf), known before any pose is decoded. */
-    size_t n = 0, moved = 0;
-    for (const cJSON *c = oj->child; c; c = c->next, n++) {
-        const rp_object *o = rp_scene_object_find(sc, c->string);
-        moved += o ? rp_object_shape_count(o) : 0;
-    }
-    if (!rpd_charge_shapes(req, moved + n, rp_scene_shape_count(sc)))
+     * tree leaf; a robot's also its forward kinematics), known before any
+     * pose is decoded. */
+    size_t n_obj = 0, n_rob = 0, moved = 0, dofs = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (const cJSON *c = (pass ? rj : oj) ? (pass ? rj : oj)->child : NULL; c; c = c->next) {
+            const rp_object *o = rp_scene_object_find(sc, c->string);
+            moved += o ? rp_object_shape_count(o) + 1 : 1;
+            if (o && rp_object_is_robot(o))
+                dofs += rp_model_dof(rp_object_model(o));
+            pass ? n_rob++ : n_obj++;
+        }
+    if (!rpd_charge_shapes(req, moved + dofs, rp_scene_shape_count(sc)))
         return false;
-    rp_object_move *mv = malloc((n ? n : 1) * sizeof *mv);
-    if (!mv)
-        return rpd_fail_status(req, RP_ERR_NOMEM);
+    rp_object_move *mv = malloc((n_obj ? n_obj : 1) * sizeof *mv);
+    rp_robot_move *rm = malloc((n_rob ? n_rob : 1) * sizeof *rm);
+    rp_transform *bases = malloc((n_rob ? n_rob : 1) * sizeof *bases);
+    double *q = malloc((dofs ? dofs : 1) * sizeof *q);
+    bool ok = mv && rm && bases && q;
+    if (!ok)
+        rpd_fail_status(req, RP_ERR_NOMEM);
     size_t k = 0;
-    for (const cJSON *c = oj->child; c; c = c->next, k++) {
+    for (const cJSON *c = oj && ok ? oj->child : NULL; c && ok; c = c->next, k++) {
         char sub[RP_CODEC_PATH_MAX];
         rp_codec_path_key(sub, op, c->string);
-        if (!object_name(req, c, sub) ||
-            (!rp_codec_pose(c, sub, &mv[k].pose, &ce) && !rpd_fail_params(req, &ce))) {
-            free(mv);
-            return false;
-        }
+        ok = object_name(req, c, sub) &&
+             (rp_codec_pose(c, sub, &mv[k].pose, &ce) || rpd_fail_params(req, &ce));
         mv[k].name = c->string;
     }
-    rp_edit_error err;
-    rp_status st =
-        rp_store_move(req->core->store, name, mv, n, rj ? &expected : NULL, &sc, &actual, &err);
+    size_t used = 0;
+    k = 0;
+    for (const cJSON *c = rj && ok ? rj->child : NULL; c && ok; c = c->next, k++) {
+        char sub[RP_CODEC_PATH_MAX], mem[RP_CODEC_PATH_MAX];
+        rp_codec_path_key(sub, rp, c->string);
+        rm[k] = (rp_robot_move){c->string, NULL, NULL};
+        ok = object_name(req, c, sub);
+        const rp_object *o = ok ? rp_scene_object_find(sc, c->string) : NULL;
+        if (ok && !o)
+            ok = rpd_fail_not_found(req, "robot", c->string);
+        else if (ok && !rp_object_is_robot(o))
+            ok = rpd_fail_path(req, sub,
+                               "is an object, not a robot instance: move it by "
+                               "params.objects");
+        else if (ok && !cJSON_IsObject(c))
+            ok = rpd_fail_path(req, sub, "must be an object {joints, base}");
+        for (const cJSON *m = ok ? c->child : NULL; m && ok; m = m->next) {
+            bool known = false;
+            for (size_t i = 0; robot_keys[i]; i++)
+                known |= strcmp(m->string, robot_keys[i]) == 0;
+            if (!known)
+                ok = rpd_fail_path(req, rp_codec_path_key(mem, sub, m->string),
+                                   "is not a member of a robot move (joints, base)");
+        }
+        const cJSON *jj = ok ? cJSON_GetObjectItemCaseSensitive(c, "joints") : NULL;
+        const cJSON *bj = ok ? cJSON_GetObjectItemCaseSensitive(c, "base") : NULL;
+        if (jj) {
+            const rp_model *m = rp_object_model(o);
+            ok = rpd_decode_joint_vector(req, m, jj, rp_codec_path_key(mem, sub, "joints"),
+                                         &q[used]);
+            rm[k].joints = &q[used];
+            used += rp_model_dof(m);
+        }
+        if (bj && ok) {
+            ok = rp_codec_pose(bj, rp_codec_path_key(mem, sub, "base"), &bases[k], &ce) ||
+                 rpd_fail_params(req, &ce);
+            rm[k].base = &bases[k];
+        }
+    }
+    rp_status st = RP_OK;
+    rp_edit_error err = {RP_EDIT_NONE, 0, 0};
+    if (ok) {
+        rp_cell_moves m = {mv, n_obj, rm, n_rob};
+        st = rp_store_move_cell(req->core->store, name, &m, vj ? &expected : NULL, &sc, &actual,
+                                &err);
+    }
     free(mv);
+    free(rm);
+    free(bases);
+    free(q);
+    if (!ok)
+        return false;
     if (st == RP_ERR_NOT_FOUND && err.what == RP_EDIT_NONE)
         return rpd_fail_not_found(req, "scene", name);
     if (st == RP_ERR_NOT_FOUND) {
-        const cJSON *c = oj->child;
-        for (size_t q = 0; c && q < err.index; q++)
+        const cJSON *c = err.what == RP_EDIT_MOVE ? oj->child : rj->child;
+        for (size_t i = 0; c && i < err.index; i++)
             c = c->next;
-        return rpd_fail_not_found(req, "object", c ? c->string : "?");
+        return rpd_fail_not_found(req, err.what == RP_EDIT_MOVE ? "object" : "robot",
+                                  c ? c->string : "?");
     }
     if (st == RP_ERR_REVISION)
         return rpd_fail_revision(req, expected, actual);
-    if (st && rpd_edit_failed(req, st, &err, NULL, "params.shapes", oj, op))
+    if (st && rpd_edit_failed(req, st, &err, NULL, "params.shapes", oj, op, rj, rp))
         return false;
     if (st)
         return rpd_fail_status(req, st);

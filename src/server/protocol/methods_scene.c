@@ -232,37 +232,44 @@ static int cmp_id_index(const void *a, const void *b)
 
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"scene", "shapes", "objects", NULL};
+    static const char *const keys[] = {"scene", "shapes", "objects", "robots", NULL};
     const char *name;
     rp_shape_put *items = NULL;
     size_t n = 0;
-    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX], rpath[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
         !scene_fits(req, name))
         return false;
     const cJSON *shapes = rpd_param(params, "shapes", path);
     const cJSON *objects = rpd_param(params, "objects", opath);
-    size_t count = members(shapes) + rpd_objects_shape_count(objects);
+    const cJSON *robots = rpd_param(params, "robots", rpath);
+    size_t count =
+        members(shapes) + rpd_objects_shape_count(objects) + rpd_robots_shape_count(req, robots);
     if (!rpd_charge_shapes(req, count, count) ||
         (shapes && !shape_map(req, shapes, path, false, &items, &n)))
         return false;
     rpd_objects objs = {0};
-    if (objects && !rpd_decode_objects(req, objects, opath, &objs)) {
+    rpd_robots robs = {0};
+    if ((objects && !rpd_decode_objects(req, objects, opath, &objs)) ||
+        (robots && !rpd_decode_robots(req, robots, rpath, &robs))) {
         free(items);
+        rpd_objects_free(&objs);
         return false;
     }
     if (rp_store_find(req->core->store, name)) {
         free(items);
         rpd_objects_free(&objs);
+        rpd_robots_free(&robs);
         return store_error(req, RP_ERR_EXISTS, name, 0, 0);
     }
     rp_scene *sc;
     rp_edit_error err;
-    rp_status st = rp_store_put_objects(req->core->store, name, items, n, objs.objects, objs.n,
-                                        NULL, true, &sc, NULL, &err);
+    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n};
+    rp_status st = rp_store_put_cell(req->core->store, name, &cell, NULL, true, &sc, NULL, &err);
     free(items);
     rpd_objects_free(&objs);
-    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath))
+    rpd_robots_free(&robs);
+    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath, robots, rpath))
         return false;
     if (st)
         return store_error(req, st, name, 0, 0);
@@ -392,13 +399,26 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_jw_shape(w, &shape);
     }
     rp_jw_object_end(w);
-    if (!ids_j && rp_scene_object_count(sc)) {
-        RP_JW_KEY(w, "objects");
+    size_t n_robots = 0, n_obj = rp_scene_object_count(sc);
+    for (size_t k = 0; k < n_obj; k++)
+        n_robots += rp_object_is_robot(rp_scene_object_at(sc, k));
+    for (int robots = 0; robots < 2 && !ids_j; robots++) {
+        if (robots ? n_robots == 0 : n_robots == n_obj)
+            continue;
+        if (robots)
+            RP_JW_KEY(w, "robots");
+        else
+            RP_JW_KEY(w, "objects");
         rp_jw_object_begin(w);
-        for (size_t k = 0; k < rp_scene_object_count(sc) && !rp_jw_failed(w); k++) {
+        for (size_t k = 0; k < n_obj && !rp_jw_failed(w); k++) {
             const rp_object *o = rp_scene_object_at(sc, k);
+            if (rp_object_is_robot(o) != (robots != 0))
+                continue;
             rp_jw_key(w, rp_object_name(o));
-            rp_jw_object(w, o);
+            if (robots)
+                rp_jw_robot(w, o);
+            else
+                rp_jw_object(w, o);
         }
         rp_jw_object_end(w);
     }
@@ -411,11 +431,12 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
 /* scene.put and scene.replace: the same params, content merged or swapped. */
 static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replace)
 {
-    static const char *const keys[] = {"scene", "shapes", "objects", "if_revision", "create", NULL};
+    static const char *const keys[] = {"scene",       "shapes", "objects", "robots",
+                                       "if_revision", "create", NULL};
     const char *name;
     uint64_t expected = 0, actual = 0;
     bool has_rev, create;
-    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX], rpath[RP_CODEC_PATH_MAX];
     rp_shape_put *items;
     size_t n;
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
@@ -427,22 +448,27 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
      * replace builds the new content and frees the old. */
     const cJSON *shapes = rpd_param(params, "shapes", path);
     const cJSON *objects = rpd_param(params, "objects", opath);
+    const cJSON *robots = rpd_param(params, "robots", rpath);
     const rp_scene *cur = rp_store_find(req->core->store, name);
-    size_t count = members(shapes) + rpd_objects_shape_count(objects);
+    size_t count =
+        members(shapes) + rpd_objects_shape_count(objects) + rpd_robots_shape_count(req, robots);
     size_t now = cur ? rp_scene_shape_count(cur) : 0;
     if (!rpd_charge_shapes(req, count, replace ? count : now + count) ||
         (replace && !rpd_charge_work(req, now)))
         return false;
-    /* `shapes` may be left out when `objects` is given. */
-    if (objects && !shapes) {
+    /* `shapes` may be left out when `objects` or `robots` is given. */
+    if ((objects || robots) && !shapes) {
         items = NULL;
         n = 0;
     } else if (!shape_map(req, shapes, path, false, &items, &n)) {
         return false;
     }
     rpd_objects objs = {0};
-    if (objects && !rpd_decode_objects(req, objects, opath, &objs)) {
+    rpd_robots robs = {0};
+    if ((objects && !rpd_decode_objects(req, objects, opath, &objs)) ||
+        (robots && !rpd_decode_robots(req, robots, rpath, &robs))) {
         free(items);
+        rpd_objects_free(&objs);
         return false;
     }
     rp_scene *sc;
@@ -453,17 +479,17 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
      * takes the object-aware calls, which also refuse ids its objects own. */
     rp_store *store = req->core->store;
     rp_status st;
-    if (objects || (cur && rp_scene_object_count(cur)))
-        st = replace ? rp_store_replace_objects(store, name, items, n, objs.objects, objs.n, expect,
-                                                create, &sc, &actual, &err)
-                     : rp_store_put_objects(store, name, items, n, objs.objects, objs.n, expect,
-                                            create, &sc, &actual, &err);
+    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n};
+    if (objects || robots || (cur && rp_scene_object_count(cur)))
+        st = replace ? rp_store_replace_cell(store, name, &cell, expect, create, &sc, &actual, &err)
+                     : rp_store_put_cell(store, name, &cell, expect, create, &sc, &actual, &err);
     else
         st = replace ? rp_store_replace(store, name, items, n, expect, create, &sc, &actual)
                      : rp_store_put(store, name, items, n, expect, create, &sc, &actual);
     free(items);
     rpd_objects_free(&objs);
-    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath))
+    rpd_robots_free(&robs);
+    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath, robots, rpath))
         return false;
     if (st)
         return store_error(req, st, name, expected, actual);

@@ -102,6 +102,19 @@ bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name)
     return fail_entity(req, RPD_ALREADY_EXISTS, "Already exists", kind, name);
 }
 
+bool rpd_fail_in_use(rpd_req *req, const char *name, const char *scene, const char *robot)
+{
+    set_error(&req->err, RPD_ALREADY_EXISTS, RPD_DATA_IN_USE);
+    req->err.kind = "model";
+    rp_utf8_copy(req->err.text, sizeof req->err.text, name);
+    rp_utf8_copy(req->err.reason, sizeof req->err.reason, scene);
+    rp_utf8_copy(req->err.robot, sizeof req->err.robot, robot);
+    rpd_format(req->err.message, sizeof req->err.message,
+               "In use: model '%s' is used by robot '%s' of scene '%s'", req->err.text,
+               req->err.robot, req->err.reason);
+    return false;
+}
+
 bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual)
 {
     set_error(&req->err, RPD_REVISION_CONFLICT, RPD_DATA_REVISION);
@@ -244,6 +257,16 @@ static void write_error_body(rp_jw *w, const rpd_error *e)
         rp_jw_string(w, e->kind);
         RP_JW_KEY(w, "name");
         rp_jw_string(w, e->text);
+        break;
+    case RPD_DATA_IN_USE:
+        RP_JW_KEY(w, "kind");
+        rp_jw_string(w, e->kind);
+        RP_JW_KEY(w, "name");
+        rp_jw_string(w, e->text);
+        RP_JW_KEY(w, "scene");
+        rp_jw_string(w, e->reason);
+        RP_JW_KEY(w, "robot");
+        rp_jw_string(w, e->robot);
         break;
     case RPD_DATA_REVISION:
         RP_JW_KEY(w, "expected");

@@ -26,6 +26,7 @@ typedef enum rpd_data_kind {
     RPD_DATA_METHOD,   /* method */
     RPD_DATA_PATH,     /* path, reason */
     RPD_DATA_ENTITY,   /* kind, name (not found / already exists) */
+    RPD_DATA_IN_USE,   /* kind, name, scene, robot (a model a robot instance uses) */
     RPD_DATA_REVISION, /* expected, actual */
     RPD_DATA_LIMIT,    /* limit, max */
     RPD_DATA_REASON    /* reason */
@@ -36,9 +37,10 @@ typedef struct rpd_error {
     char message[512]; /* valid UTF-8, never cut inside a character */
     rpd_data_kind data;
     size_t offset;
-    char text[RP_CODEC_PATH_MAX]; /* method, path or entity name */
-    char reason[RP_CODEC_REASON_MAX];
-    const char *kind; /* static: "scene", "model", "shape" */
+    char text[RP_CODEC_PATH_MAX];     /* method, path or entity name */
+    char reason[RP_CODEC_REASON_MAX]; /* RPD_DATA_IN_USE: the scene */
+    char robot[RP_CODEC_PATH_MAX];    /* RPD_DATA_IN_USE: the robot instance */
+    const char *kind;                 /* static: "scene", "model", "shape" */
     uint64_t expected, actual;
     rpd_limit_id limit;
     uint64_t max;
@@ -98,6 +100,9 @@ bool rpd_fail_params(rpd_req *req, const rp_codec_err *ce);
 bool rpd_fail_path(rpd_req *req, const char *path, const char *reason);
 bool rpd_fail_not_found(rpd_req *req, const char *kind, const char *name);
 bool rpd_fail_exists(rpd_req *req, const char *kind, const char *name);
+/* -32002 "in use": model `name` is used by robot instance `robot` of
+ * scene `scene` (proto/PROTOCOL.md, Robots in scenes). */
+bool rpd_fail_in_use(rpd_req *req, const char *name, const char *scene, const char *robot);
 bool rpd_fail_revision(rpd_req *req, uint64_t expected, uint64_t actual);
 bool rpd_fail_limit(rpd_req *req, rpd_limit_id limit, uint64_t max);
 bool rpd_fail_status(rpd_req *req, rp_status st);
