@@ -525,6 +525,218 @@ static void objects_survive_kill_9(void **state)
     stop_ok(d);
 }
 
+/* ---- robot instances ------------------------------------------------------------ */
+
+/* A planar arm (the same model over the wire and in this process): base
+ * -(j1: z at 0.2)-> l1 -(j2: z at (0.7,0,0))-> l2. */
+#define ARM_JSON                                                                                   \
+    "{\"model\":\"arm\",\"self_collision\":false,\"joints\":[{\"name\":\"j1\",\"type\":"           \
+    "\"revolute\",\"parent\":\"base\","                                                            \
+    "\"child\":\"l1\",\"origin\":{\"xyz\":[0,0,0.2]},\"axis\":[0,0,1]},{\"name\":\"j2\","          \
+    "\"type\":\"revolute\",\"parent\":\"l1\",\"child\":\"l2\",\"origin\":{\"xyz\":[0.7,0,0]},"     \
+    "\"axis\":[0,0,1]}],\"links\":[{\"id\":\"base#0\",\"link\":\"base\",\"shape\":{\"sphere\":"    \
+    "{\"center\":[0,0,0],\"radius\":0.1}}},{\"id\":\"l1#0\",\"link\":\"l1\",\"shape\":{"           \
+    "\"capsule\":{\"a\":[0,0,0],\"b\":[0.7,0,0],\"radius\":0.03}}},{\"id\":\"l2#0\",\"link\":"     \
+    "\"l2\",\"shape\":{\"capsule\":{\"a\":[0.05,0,0],\"b\":[0.4,0,0],\"radius\":0.03}}}]}"
+
+static rp_model *arm_in_process(rp_store *st)
+{
+    static const char *const shape_links[] = {"base", "l1", "l2"};
+    rp_link shapes[3] = {{"base#0", -1, {.kind = RP_SHAPE_SPHERE}},
+                         {"l1#0", -1, {.kind = RP_SHAPE_CAPSULE}},
+                         {"l2#0", -1, {.kind = RP_SHAPE_CAPSULE}}};
+    shapes[0].shape.sphere = (rp_sphere){{0, 0, 0}, 0.1};
+    shapes[1].shape.capsule = (rp_capsule){{0, 0, 0}, {0.7, 0, 0}, 0.03};
+    shapes[2].shape.capsule = (rp_capsule){{0.05, 0, 0}, {0.4, 0, 0}, 0.03};
+    rp_joint_def j[2];
+    memset(j, 0, sizeof j);
+    j[0] = (rp_joint_def){.name = "j1",
+                          .type = RP_JOINT_REVOLUTE,
+                          .parent = "base",
+                          .child = "l1",
+                          .xyz = {0, 0, 0.2},
+                          .axis = {0, 0, 1}};
+    j[1] = (rp_joint_def){.name = "j2",
+                          .type = RP_JOINT_REVOLUTE,
+                          .parent = "l1",
+                          .child = "l2",
+                          .xyz = {0.7, 0, 0},
+                          .axis = {0, 0, 1}};
+    rp_model_def d = {
+        .links = shapes, .n_links = 3, .shape_links = shape_links, .joints = j, .n_joints = 2};
+    rp_model *m = NULL;
+    assert_int_equal(rp_store_model_put(st, "arm", &d, &m, NULL), RP_OK);
+    return m;
+}
+
+/* Two robot processes share a cell: each moves its own instance and
+ * checks its model at its new joints with `ignore` of itself, requests
+ * pipelined so that they interleave.  Every check equals the library's
+ * check, in this process, against the cell as it was at the revision the
+ * reply reports (rebuilt from a watcher's log of the moves): same
+ * distance bits, same verdict, never a pair with its own instance.  The
+ * model cannot be deleted meanwhile. */
+static void two_robot_processes_share_a_cell(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false), *w = connect_ok(d, false);
+    rh_conn *a = connect_ok(d, false), *b = connect_ok(d, true);
+    ok(c, "model.put", ARM_JSON);
+    ok(c, "scene.create",
+       "{\"scene\":\"cell\",\"shapes\":{\"post\":{\"capsule\":{\"a\":[0.6,0,0],\"b\":[0.6,0,1],"
+       "\"radius\":0.05}}},\"robots\":{\"r1\":{\"model\":\"arm\",\"joints\":[0,0],\"base\":{"
+       "\"translation\":[0,-0.6,0]}},\"r2\":{\"model\":\"arm\",\"base\":{\"translation\":[0,0.6,"
+       "0]}}}}");
+    cJSON *r = rpc(c, "model.delete", "{\"model\":\"arm\"}");
+    expect_error(r, -32002, NULL);
+    r = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    assert_string_equal(str_at(result_of(r), "robots.r2.model"), "arm");
+    assert_non_null(at(result_of(r), "robots.r1.base.matrix"));
+    assert_int_equal(cJSON_GetArraySize(at(result_of(r), "robots.r1.joints")), 2);
+    cJSON_Delete(r);
+    ok(w, "scene.watch", "{\"scene\":\"cell\"}");
+
+    rp_store *mirror = rp_store_new(NULL);
+    rp_model *m = arm_in_process(mirror);
+    rp_transform base[2] = {rp_transform_identity(), rp_transform_identity()};
+    base[0].t.y = -0.6;
+    base[1].t.y = 0.6;
+
+    enum { ROUNDS = 15 };
+    uint64_t rev0 = revision_of(c, "cell");
+    double qs[2][ROUNDS][2];
+    for (int k = 0; k < ROUNDS; k++)
+        for (int i = 0; i < 2; i++) {
+            qs[i][k][0] = 0.4 * k - 2.5 + i;
+            qs[i][k][1] = 1.5 - 0.2 * k - i;
+        }
+    rh_conn *who[2] = {a, b};
+    for (int k = 0; k < ROUNDS; k++)
+        for (int i = 0; i < 2; i++) {
+            post(who[i], "scene.move",
+                 "{\"scene\":\"cell\",\"robots\":{\"r%d\":{\"joints\":[%.17g,%.17g]}}}", i + 1,
+                 qs[i][k][0], qs[i][k][1]);
+            post(who[i], "check",
+                 "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":[%.17g,%.17g],\"base\":{"
+                 "\"translation\":[0,%g,0]},\"ignore\":[\"r%d\"],\"margin\":0.05}",
+                 qs[i][k][0], qs[i][k][1], i ? 0.6 : -0.6, i + 1);
+        }
+    /* The joints of each robot after each revision, from the watcher. */
+    static double at_rev[2 * ROUNDS + 1][2][2];
+    memset(at_rev[0], 0, sizeof at_rev[0]); /* both start at 0 (r2: its defaults, 0) */
+    for (int k = 1; k <= 2 * ROUNDS; k++) {
+        cJSON *n = read_json(w);
+        assert_int_equal((uint64_t)num_at(n, "params.revision"), rev0 + (uint64_t)k);
+        memcpy(at_rev[k], at_rev[k - 1], sizeof at_rev[k]);
+        for (int i = 0; i < 2; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "params.moved.r%d.joints", i + 1);
+            const cJSON *jj = at(n, key);
+            if (jj) {
+                at_rev[k][i][0] = cJSON_GetArrayItem(jj, 0)->valuedouble;
+                at_rev[k][i][1] = cJSON_GetArrayItem(jj, 1)->valuedouble;
+            }
+        }
+        cJSON_Delete(n);
+    }
+    int checked = 0;
+    for (int i = 0; i < 2; i++) {
+        int k = 0;
+        for (int reply = 0; reply < 2 * ROUNDS; reply++) {
+            cJSON *rep = read_json(who[i]);
+            const cJSON *res = result_of(rep);
+            if (!at(res, "collision")) {
+                cJSON_Delete(rep);
+                continue; /* the move's reply */
+            }
+            uint64_t rv = (uint64_t)num_at(res, "scene_revision");
+            assert_true(rv >= rev0 && rv <= rev0 + 2 * ROUNDS);
+            /* The cell at rv, in this process. */
+            rp_robot_put rob[2] = {{"r1", "arm", at_rev[rv - rev0][0], base[0]},
+                                   {"r2", "arm", at_rev[rv - rev0][1], base[1]}};
+            rp_shape post_shape = {.kind = RP_SHAPE_CAPSULE};
+            post_shape.capsule = (rp_capsule){{0.6, 0, 0}, {0.6, 0, 1}, 0.05};
+            rp_shape_put own = {"post", post_shape};
+            rp_cell cell = {&own, 1, NULL, 0, rob, 2};
+            assert_int_equal(
+                rp_store_replace_cell(mirror, "cell", &cell, NULL, true, NULL, NULL, NULL), RP_OK);
+            const char *self[1] = {i ? "r2" : "r1"};
+            rp_check_opts o = {.report = RP_REPORT_CLOSEST,
+                               .has_margin = true,
+                               .margin = 0.05,
+                               .ignore = self,
+                               .n_ignore = 1};
+            rp_check_result want;
+            assert_int_equal(rp_model_check_joints(m, rp_store_find(mirror, "cell"), &base[i],
+                                                   qs[i][k], &o, &want),
+                             RP_OK);
+            assert_int_equal(cJSON_IsTrue(at(res, "collision")), want.collision);
+            double got = num_at(res, "min_distance");
+            if (got != want.closest.distance)
+                fail_msg("robot %d check %d at revision %llu: distance %.17g, library %.17g", i + 1,
+                         k, (unsigned long long)rv, got, want.closest.distance);
+            const cJSON *other = at(res, "closest.other");
+            if (cJSON_IsString(other))
+                assert_true(strncmp(other->valuestring, self[0], 2) != 0);
+            rp_check_result_free(&want);
+            k++;
+            checked++;
+            cJSON_Delete(rep);
+        }
+    }
+    assert_int_equal(checked, 2 * ROUNDS);
+    /* Removed, the model can go. */
+    ok(c, "scene.remove", "{\"scene\":\"cell\",\"ids\":[\"r1\",\"r2\"]}");
+    ok(c, "model.delete", "{\"model\":\"arm\"}");
+    rp_store_free(mirror);
+    rh_close(a);
+    rh_close(b);
+    rh_close(w);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* Robot instances survive kill -9 and a snapshot, bit for bit. */
+static void robots_survive_kill_9(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    const char *extra[] = {"--data-dir", dir, "--fsync", "always", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false);
+    ok(c, "model.put", ARM_JSON);
+    ok(c, "scene.create",
+       "{\"scene\":\"cell\",\"objects\":{\"crate\":" CRATE "},\"robots\":{\"r1\":{\"model\":"
+       "\"arm\",\"joints\":[0.1,0.2]}}}");
+    ok(c, "scene.move",
+       "{\"scene\":\"cell\",\"robots\":{\"r1\":{\"joints\":[0.30000000000000004,-1e-300],"
+       "\"base\":{\"translation\":[0.1,0.2,0.3]}}},\"objects\":{\"crate\":{\"translation\":[1,1,"
+       "1]}}}");
+    cJSON *before = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    rh_close(c);
+    rh_signal(d, SIGKILL);
+    rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS));
+    rh_destroy(d);
+    for (int round = 0; round < 2; round++) {
+        d = start(extra);
+        c = connect_ok(d, false);
+        cJSON *after = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+        if (!json_same(at(before, "result"), at(after, "result"))) {
+            char *x = show(before), *y = show(after);
+            fail_msg("before %s\nafter %s", x, y);
+        }
+        cJSON_Delete(after);
+        cJSON *r = rpc(c, "model.put", ARM_JSON);
+        expect_error(r, -32002, NULL);
+        if (round == 0)
+            ok(c, "save", "{}");
+        rh_close(c);
+        stop_ok(d);
+    }
+    cJSON_Delete(before);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -533,6 +745,8 @@ int main(int argc, char **argv)
         DAEMON_TEST(bad_objects_are_refused_with_a_path),
         DAEMON_TEST(two_clients_moving_their_objects_get_consistent_replies),
         DAEMON_TEST(objects_survive_kill_9),
+        DAEMON_TEST(two_robot_processes_share_a_cell),
+        DAEMON_TEST(robots_survive_kill_9),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
