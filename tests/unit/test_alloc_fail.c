@@ -30,7 +30,8 @@
  * pointed at the counting allocator (not the daemon's arena).  The cases
  * cover scene.create/put/remove/replace/delete, with objects too (a put
  * replacing an object's shape set, scene.move, removal by name, replace
- * and create with objects), model.put/delete, check,
+ * and create with objects; robot instances put, moved, removed and
+ * replaced), model.put/delete, check,
  * check.batch, the reply writer (a reply of several KB; a mutation's reply
  * into an output buffer that is full or not yet allocated) and a batch.  Kinematic cases run on a
  * store that also holds a kinematic model (a tree with fixed, revolute,
@@ -525,7 +526,8 @@ typedef struct server {
 static text setup_lines[5];
 static size_t n_setup_lines;
 /* More for the kinematic cases: model kin (the tree, from JSON). */
-static text kin_setup_line;
+static text kin_setup_lines[3];
+static size_t n_kin_setup_lines;
 
 static void build_setup(void)
 {
@@ -558,12 +560,25 @@ static void build_setup(void)
     add(t, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"model.put\",\"params\":{");
     add_model(t, "arm", 8, 3);
     add(t, "}}");
-    t = &kin_setup_line;
+    t = &kin_setup_lines[n_kin_setup_lines++];
     rp_model_def d = tree_def(0.02);
     add(t, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"model.put\",\"params\":"
            "{\"model\":\"kin\",");
     add_kin_members(t, &d);
     add(t, "}}");
+    /* A second kinematic model, used by robot instances of scene "bots"
+     * (kin itself is replaced by some cases: a model in use is not). */
+    t = &kin_setup_lines[n_kin_setup_lines++];
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"model.put\",\"params\":"
+           "{\"model\":\"kbot\",");
+    add_kin_members(t, &d);
+    add(t, "}}");
+    t = &kin_setup_lines[n_kin_setup_lines++];
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"scene.create\",\"params\":"
+           "{\"scene\":\"bots\",\"shapes\":");
+    add_shapes(t, "w", 0, 3, 0.0);
+    add(t, ",\"robots\":{\"r1\":{\"model\":\"kbot\",\"joints\":{\"j1\":0.5,\"j2\":-0.3}},"
+           "\"r2\":{\"model\":\"kbot\",\"base\":{\"translation\":[1,0,0]}}}}}");
 }
 
 /* Sends one line, appending its reply to s->out. */
@@ -587,11 +602,13 @@ static void state_open(server *s, bool kin)
         assert_non_null(strstr(s->out.buf, "\"result\""));
     }
     if (kin) {
-        rp_jw_reset(&s->out);
-        send_line(s, kin_setup_line.buf, kin_setup_line.len);
-        assert_false(s->out.oom);
-        if (!strstr(s->out.buf, "\"result\""))
-            fail_msg("kinematic setup: %s", s->out.buf);
+        for (size_t i = 0; i < n_kin_setup_lines; i++) {
+            rp_jw_reset(&s->out);
+            send_line(s, kin_setup_lines[i].buf, kin_setup_lines[i].len);
+            assert_false(s->out.oom);
+            if (!strstr(s->out.buf, "\"result\""))
+                fail_msg("kinematic setup: %s", s->out.buf);
+        }
     }
     rp_jw_reset(&s->out);
 }
@@ -732,6 +749,12 @@ static void dump_store(const rp_store *st, dump *d)
             for (int r = 0; r < 3; r++)
                 dump_add(d, " %a %a %a", pose.r[r][0], pose.r[r][1], pose.r[r][2]);
             dump_vec(d, " t", pose.t);
+            if (rp_object_is_robot(o)) {
+                const rp_model *m = rp_object_model(o);
+                dump_add(d, " robot of %s joints", rp_model_name(m));
+                for (size_t k = 0; k < rp_model_dof(m); k++)
+                    dump_add(d, " %a", rp_object_joints(o)[k]);
+            }
             dump_add(d, "\n");
             for (size_t k = 0; k < rp_object_shape_count(o); k++) {
                 dump_add(d, "    %s ", rp_object_shape_at(o, k)->id);
@@ -873,6 +896,35 @@ static void build_kin_cases(void)
         "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"model.put\",\"params\":"
         "{\"model\":\"ur\",\"urdf\":\"%s\",\"allow_adjacent\":true}}",
         kin_urdf);
+
+    /* Robot instances: placed (with an object), moved by joints and base
+     * beside nothing else, removed by name, and a replace that keeps one. */
+    c = new_case("scene.put robots");
+    c->kin = true;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.put\",\"params\":"
+                  "{\"scene\":\"bots\",\"robots\":{\"r3\":{\"model\":\"kbot\",\"joints\":"
+                  "{\"j3\":0.1}},\"r2\":{\"model\":\"kbot\"}},\"objects\":{\"crate\":{"
+                  "\"shapes\":");
+    add_shapes(&c->line, "c", 0, 3, 0.1);
+    add(&c->line, "}}}}");
+
+    c = new_case("scene.move robots");
+    c->kin = true;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.move\",\"params\":"
+                  "{\"scene\":\"bots\",\"robots\":{\"r1\":{\"joints\":{\"j1\":-0.2}},"
+                  "\"r2\":{\"base\":{\"translation\":[0,1,0]}}}}}");
+
+    c = new_case("scene.remove robots");
+    c->kin = true;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.remove\",\"params\":"
+                  "{\"scene\":\"bots\",\"ids\":[\"r1\",\"w00\"]}}");
+
+    c = new_case("scene.replace robots");
+    c->kin = true;
+    c->memory = 1;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.replace\","
+                  "\"params\":{\"scene\":\"bots\",\"robots\":{\"r2\":{\"model\":\"kbot\","
+                  "\"joints\":{\"j2\":0.4}}}}}");
 
     c = new_case("model.fk");
     c->kin = true;
