@@ -598,7 +598,8 @@ typedef struct rp_model_def {
     size_t n_defaults;
     /* Both forms. */
     const char *const *allowed_scene; ///< 2*n_allowed_scene: (link id or name, scene
-    size_t n_allowed_scene;           ///< shape id) pairs that may touch.
+    size_t n_allowed_scene;           ///< shape id, or the name of an object or robot
+                                      ///< instance: all its shapes) pairs that may touch.
 } rp_model_def;
 
 /// Why rp_store_model_put refused a definition (with RP_ERR_INVALID_ARG).

@@ -17,6 +17,7 @@
  * depends on the order in which the tree visits shapes.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,18 @@ static bool push_violation(rp_check_result *r, size_t link, rp_pair_kind kind, s
 
 /* ---- allowed scene pairs -------------------------------------------------------- */
 
+size_t rp_allowed_scene_want_(const rp_model *m, const rp_scene *sc, size_t k)
+{
+    size_t n = 0;
+    if (!m->as_first)
+        return 0;
+    for (size_t e = m->as_first[k]; e < m->as_first[k + 1]; e++) {
+        const rp_object *o = sc && sc->objects ? rp_scene_object_find(sc, m->as_ids[e]) : NULL;
+        n += o ? rp_object_shape_count(o) : 1;
+    }
+    return n;
+}
+
 size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k, size_t *out,
                                  size_t cap)
 {
@@ -84,6 +97,17 @@ size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k
     if (!m->as_first)
         return 0;
     for (size_t e = m->as_first[k]; e < m->as_first[k + 1] && n < cap; e++) {
+        /* An object's or robot instance's name stands for all its shapes. */
+        const rp_object *o = sc->objects ? rp_scene_object_find(sc, m->as_ids[e]) : NULL;
+        for (size_t j = 0; o && j < rp_object_shape_count(o) && n < cap; j++) {
+            char id[2 * 130 + 2];
+            snprintf(id, sizeof id, "%s/%s", rp_object_name(o), rp_object_shape_at(o, j)->id);
+            size_t idx = rp_scene_find(sc, id);
+            if (idx != SIZE_MAX)
+                out[n++] = idx;
+        }
+        if (o)
+            continue;
         size_t idx = rp_scene_find(sc, m->as_ids[e]);
         if (idx != SIZE_MAX)
             out[n++] = idx;
@@ -107,7 +131,7 @@ static bool excl_load(excl_set *x, const rp_model *m, const rp_scene *sc, size_t
     x->heap = NULL;
     if (!m->as_first || m->as_first[k] == m->as_first[k + 1])
         return true;
-    size_t want = m->as_first[k + 1] - m->as_first[k];
+    size_t want = rp_allowed_scene_want_(m, sc, k);
     if (want > EXCL_STACK) {
         x->heap = malloc(want * sizeof *x->heap);
         if (!x->heap)
@@ -448,15 +472,25 @@ static uint64_t first_multi_fill(void *ctx, rp_multi *q)
     return active;
 }
 
-/* True when link i may touch scene shape e (an allowed scene pair). */
+/* True when link i may touch scene shape e (an allowed scene pair): the
+ * pair names the shape's id, or the object or robot instance it belongs
+ * to (the part of its id before '/', proto/PROTOCOL.md, Objects). */
 static bool allowed_scene(const rp_model *m, const rp_scene *sc, size_t i, size_t e)
 {
     if (!m->as_first)
         return false;
-    const char *id = RP_ENTRY(sc, e)->id;
-    for (size_t a = m->as_first[i]; a < m->as_first[i + 1]; a++)
-        if (strcmp(m->as_ids[a], id) == 0)
+    const scene_entry *en = RP_ENTRY(sc, e);
+    const char *id = en->id;
+    size_t owner = 0;
+    if (en->shape.tag) {
+        const char *slash = strchr(id, '/');
+        owner = slash ? (size_t)(slash - id) : 0;
+    }
+    for (size_t a = m->as_first[i]; a < m->as_first[i + 1]; a++) {
+        const char *name = m->as_ids[a];
+        if (strcmp(name, id) == 0 || (owner && strncmp(name, id, owner) == 0 && !name[owner]))
             return true;
+    }
     return false;
 }
 

@@ -241,8 +241,11 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
                                      const rp_transform *base, const rp_transform *frames, size_t n,
                                      double margin, rp_check_result *out, size_t *failed);
 
-/* check.c: scene storage indices shape k may touch (allowed scene pairs),
- * resolved against sc: writes up to cap indices, returns the count. */
+/* check.c: scene storage indices shape k may touch (allowed scene pairs;
+ * a pair naming an object or robot instance stands for all its shapes),
+ * resolved against sc: writes up to cap indices, returns the count;
+ * rp_allowed_scene_want_ is the most it can write. */
+size_t rp_allowed_scene_want_(const rp_model *m, const rp_scene *sc, size_t k);
 size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k, size_t *out,
                                  size_t cap);
 

@@ -514,7 +514,7 @@ static rp_status evaluate(certifier *c, ca_item *it, bool *hit)
         size_t e = 0;
         bool found;
         size_t buf[32], *ex = buf;
-        size_t want = m->as_first ? m->as_first[i + 1] - m->as_first[i] : 0;
+        size_t want = rp_allowed_scene_want_(m, mo->sc, i);
         if (want > 32 && !(ex = malloc(want * sizeof *ex)))
             return RP_ERR_NOMEM;
         size_t nx = rp_allowed_scene_resolve_(m, mo->sc, i, ex, want);

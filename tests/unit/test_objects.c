@@ -814,6 +814,47 @@ static void robots_are_placed_moved_and_ignored(void **state)
     rp_check_result_free(&a);
     rp_check_result_free(&b);
 
+    /* An allowed scene pair may name an object or a robot instance: all
+     * its shapes.  The model arm2 lets every link touch r2 and the box. */
+    rp_link l2[4];
+    const char *as[8] = {"base", "r2", "l1", "r2", "l2", "r2", "l2", "box"};
+    for (size_t k = 0; k < 4; k++)
+        l2[k] = *rp_model_link_at(m, k);
+    static const char *const shape_links[] = {"base", "l1", "l2", "l2"};
+    static const char *const links[] = {"base", "l1", "l2"};
+    rp_joint_def j2[2];
+    for (size_t k = 0; k < 2; k++)
+        j2[k] = *rp_model_joint_at(m, k);
+    rp_model_def d2 = {.links = l2,
+                       .n_links = 4,
+                       .shape_links = shape_links,
+                       .link_names = links,
+                       .n_link_names = 3,
+                       .joints = j2,
+                       .n_joints = 2,
+                       .allowed_scene = as,
+                       .n_allowed_scene = 4};
+    for (size_t k = 0; k < 4; k++) /* the links' shapes in their own frames */
+        rp_model_shape_local(m, k, &l2[k].shape);
+    rp_model *m2 = NULL;
+    assert_int_equal(rp_store_model_put(st, "arm2", &d2, &m2, NULL), RP_OK);
+    size_t with_r2[2] = {0, 0};
+    for (int allowed = 0; allowed < 2; allowed++) {
+        assert_int_equal(rp_model_check_joints(allowed ? m2 : m, sc, &base, q1, &ign, &b), RP_OK);
+        for (size_t k = 0; k < b.n_violations; k++) {
+            const rp_check_pair *v = &b.violations[k];
+            const rp_object *o =
+                v->kind == RP_PAIR_SCENE ? rp_scene_shape_object(sc, v->other) : NULL;
+            with_r2[allowed] += o && strcmp(rp_object_name(o), "r2") == 0;
+            if (allowed && o && strcmp(rp_object_name(o), "box") == 0)
+                assert_true(v->link < 2); /* l2's shapes (2, 3) may touch the box */
+        }
+        rp_check_result_free(&b);
+    }
+    assert_true(with_r2[0] > 0);
+    assert_int_equal(with_r2[1], 0);
+    assert_int_equal(rp_store_model_delete(st, "arm2"), RP_OK);
+
     /* The model is in use: neither replaced nor deleted until the robots
      * go; then it is. */
     assert_int_equal(rp_store_model_delete(st, "arm"), RP_ERR_IN_USE);
