@@ -262,18 +262,37 @@ static void shape_centre(const rp_shape *s, double c[3])
     c[2] = 0.5 * a.z + 0.5 * b.z;
 }
 
+/* The float one step from f towards -infinity (dir < 0) or +infinity, as
+ * nextafterf does for the finite and infinite values a rounding can give
+ * here (never NaN): the bits of a float's magnitude are ordered like its
+ * values, so a step is one unit on them.  Inline: boxes are rounded for
+ * every leaf a tree insertion looks at (a libm call cost a tenth of a
+ * robot instance's move). */
+static inline float float_step(float f, int dir)
+{
+    if (f == 0.0f)
+        return dir < 0 ? -0x1p-149f : 0x1p-149f; /* the smallest subnormals */
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    bool away = (dir > 0) == (f > 0.0f); /* magnitude grows */
+    if (!away || (b & 0x7fffffffu) != 0x7f800000u)
+        b = away ? b + 1 : b - 1; /* from an infinity towards 0: FLT_MAX */
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
 /* Largest float <= x, and smallest float >= x (infinite beyond float range,
  * which keeps boxes conservative). */
 static float float_down(double x)
 {
     float f = (float)x;
-    return (double)f > x ? nextafterf(f, -INFINITY) : f;
+    return (double)f > x ? float_step(f, -1) : f;
 }
 
 static float float_up(double x)
 {
     float f = (float)x;
-    return (double)f < x ? nextafterf(f, INFINITY) : f;
+    return (double)f < x ? float_step(f, 1) : f;
 }
 
 /* The shape's padded box in floats: what its parent's box must contain. */
