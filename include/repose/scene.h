@@ -261,6 +261,34 @@ RP_API rp_status rp_store_move_cell(rp_store *st, const char *name, const rp_cel
                                     const uint64_t *if_revision, rp_scene **out,
                                     uint64_t *actual_revision, rp_edit_error *err);
 
+/* ---- attached objects --------------------------------------------------------- */
+
+/// Fixes object `object` to link `link` (a link name of its model) of robot
+/// instance `robot`: from then on it moves with that link (rp_store_move_cell
+/// of the robot moves it too), keeping `rel`, its pose in the link's frame
+/// (NULL: where it is now).  Its pose becomes link pose ∘ rel exactly
+/// (within rounding of where it was, for rel NULL).  One mutation.  An
+/// object moved while attached stays attached at its new place; an object
+/// whose robot is removed or put again is detached where it is.
+/// RP_ERR_NOT_FOUND (scene, object, robot or link; *err says which:
+/// RP_EDIT_OBJECT for the object, RP_EDIT_ROBOT for the robot or link),
+/// RP_ERR_INVALID_ARG for a robot given as the object or an object as the
+/// robot, RP_ERR_TRANSFORM for a bad rel, the shape statuses, RP_ERR_REVISION.
+RP_API rp_status rp_store_attach(rp_store *st, const char *scene, const char *object,
+                                 const char *robot, const char *link, const rp_transform *rel,
+                                 const uint64_t *if_revision, rp_scene **out,
+                                 uint64_t *actual_revision, rp_edit_error *err);
+/// Frees an attached object where it is (one mutation).  RP_ERR_NOT_FOUND
+/// for a missing scene or object, RP_ERR_INVALID_ARG for one not attached.
+RP_API rp_status rp_store_detach(rp_store *st, const char *scene, const char *object,
+                                 const uint64_t *if_revision, rp_scene **out,
+                                 uint64_t *actual_revision);
+/// The robot instance an object is attached to (NULL: none), the link's
+/// name and the object's pose in the link's frame.
+RP_API const char *rp_object_attached_robot(const rp_object *o);
+RP_API const char *rp_object_attached_link(const rp_scene *sc, const rp_object *o);
+RP_API rp_transform rp_object_attached_rel(const rp_object *o);
+
 /// Whether the object is a robot instance; its model (NULL for an object
 /// of shapes) and joint vector (rp_model_dof values).  Its base is
 /// rp_object_pose, its shapes (rp_object_shape_at) the model's in their
@@ -311,7 +339,10 @@ typedef enum rp_change_kind {
     RP_CHANGE_SCENE_DELETE,  ///< scene `name` and everything in it go
     RP_CHANGE_MODEL_PUT,     ///< model `name` is created or replaced by `model`
     RP_CHANGE_MODEL_DELETE,  ///< model `name` goes
-    RP_CHANGE_SCENE_MOVE     ///< the objects `moves` of scene `name` take new poses
+    RP_CHANGE_SCENE_MOVE,    ///< the objects `moves` of scene `name` take new poses
+    RP_CHANGE_SCENE_ATTACH,  ///< `object` is fixed to `link` of `robot` at `rel`
+                             ///< (moves[0]: its pose then)
+    RP_CHANGE_SCENE_DETACH   ///< `object` is freed where it is
 } rp_change_kind;
 
 /// A typed change record.  Everything it points at is valid only during
@@ -333,6 +364,11 @@ typedef struct rp_change {
     size_t n_robots;
     const rp_robot_move *robot_moves; ///< SCENE_MOVE: robot instances moved.
     size_t n_robot_moves;
+    const rp_object_move *follow;     ///< SCENE_MOVE: the attached objects that moved
+    size_t n_follow;                  ///< with their robots (their new poses).
+    const char *object;               ///< SCENE_ATTACH/DETACH: the object;
+    const char *robot, *link;         ///< ATTACH: the robot instance and link,
+    const rp_transform *rel;          ///< and the object's pose in the link's frame.
     const rp_scene *before;           ///< SCENE_*: the scene as it still is (NULL when
                                       ///< created); e.g. the ids a replace drops.
     const struct rp_model_def *model; ///< MODEL_PUT: the definition, as the model

@@ -32,6 +32,7 @@ static void object_release(rp_object *o, rp_store *st)
         st->bytes -= o->bytes;
         if (o->model)
             rp_model_release_(o->model);
+        free(o->att_robot);
         free(o);
     }
 }
@@ -386,6 +387,8 @@ typedef struct plan {
     rp_object **fresh; /* new objects, not yet in a table */
     size_t n_fresh;
     rp_objtab *table;
+    rp_object_move *follow; /* a move's attached objects that follow their robots */
+    size_t n_follow;
     rp_store *st;
     rp_edit_error *err;
 } plan;
@@ -402,6 +405,7 @@ static void plan_free(plan *p)
     free(p->world);
     free(p->tags);
     free(p->wid);
+    free(p->follow);
     free(p->drop);
     free(p->fresh);
 }
@@ -730,17 +734,107 @@ static rp_status plan_table(plan *p, const rp_objtab *base, const char *const *g
     return RP_OK;
 }
 
-/* The edit of moving objects and robot instances of base. */
+/* ---- attachments ---------------------------------------------------------------- */
+
+/* The world pose of tree link `link` of robot instance r. */
+static rp_status robot_link_pose(const rp_object *r, size_t link, rp_transform *out)
+{
+    size_t nl = rp_model_tree_link_count(r->model);
+    rp_transform *poses = malloc((nl ? nl : 1) * sizeof *poses);
+    if (!poses)
+        return RP_ERR_NOMEM;
+    rp_status s = rp_model_fk(r->model, &r->pose, r->joints, poses);
+    if (!s)
+        *out = poses[link];
+    free(poses);
+    return s;
+}
+
+/* A copy of object o at `pose`, attached to link `link` of robot `robot`
+ * at `rel` (robot NULL: free).  NULL when out of memory. */
+static rp_object *object_placed(const rp_object *o, const rp_transform *pose, const char *robot,
+                                size_t link, const rp_transform *rel, rp_store *st)
+{
+    rp_object *c = object_new(o->name, pose, o->shapes, o->n_shapes, o->tag, st);
+    if (!c || !robot)
+        return c;
+    size_t len = strlen(robot) + 1;
+    if (!(c->att_robot = malloc(len))) {
+        object_release(c, st);
+        return NULL;
+    }
+    memcpy(c->att_robot, robot, len);
+    c->bytes += len; /* (object_release gives back what it holds) */
+    st->bytes += len;
+    c->att_link = link;
+    c->rel = *rel;
+    return c;
+}
+
+/* An attached object following its robot r (its new state): at link pose
+ * ∘ rel.  The shape status when that moves a shape out of range. */
+static rp_status follow(plan *p, const rp_object *o, const rp_object *r, rp_object **out)
+{
+    rp_transform link;
+    rp_status s = robot_link_pose(r, o->att_link, &link);
+    if (s)
+        return s;
+    rp_transform pose = rp_transform_compose(&link, &o->rel);
+    size_t which;
+    if ((s = world_ok(&pose, o->shapes, o->n_shapes, &which)) != RP_OK)
+        return s;
+    *out = object_placed(o, &pose, o->att_robot, o->att_link, &o->rel, p->st);
+    return *out ? RP_OK : RP_ERR_NOMEM;
+}
+
+/* Objects attached to a robot in robots[0..n) (sorted) that are not in
+ * skip[0..n_skip) (sorted) are freed where they are: fresh copies,
+ * detached. */
+static rp_status detach_from(plan *p, const rp_scene *base, const char *const *robots, size_t n,
+                             const char *const *skip, size_t n_skip)
+{
+    size_t n_base = base && base->objects ? base->objects->n : 0;
+    for (size_t i = 0; i < n_base; i++) {
+        const rp_object *o = base->objects->obj[i];
+        if (!o->att_robot || !in_sorted(robots, n, o->att_robot, strlen(o->att_robot)) ||
+            in_sorted(skip, n_skip, o->name, strlen(o->name)))
+            continue;
+        rp_object **grown = realloc(p->fresh, (p->n_fresh + 1) * sizeof *grown);
+        if (!grown)
+            return RP_ERR_NOMEM;
+        p->fresh = grown;
+        rp_object *c = object_placed(o, &o->pose, NULL, 0, NULL, p->st);
+        if (!c)
+            return RP_ERR_NOMEM;
+        p->fresh[p->n_fresh++] = c;
+    }
+    return RP_OK;
+}
+
+/* The robot instance named `name` as it is after this plan (a fresh one
+ * when it moves here, else base's), or NULL. */
+static const rp_object *robot_now(const plan *p, const rp_scene *base, const char *name)
+{
+    for (size_t i = 0; i < p->n_fresh; i++)
+        if (p->fresh[i]->model && strcmp(p->fresh[i]->name, name) == 0)
+            return p->fresh[i];
+    return rp_scene_object_lookup_(base, name, NULL);
+}
+
+/* The edit of moving objects and robot instances of base: the robots
+ * first, then the objects (one attached stays attached at its new place),
+ * then the objects attached to a robot that moved and were not moved
+ * themselves, which follow their links (p->follow: their new poses). */
 static rp_status plan_move(plan *p, const rp_scene *base, const rp_cell_moves *m)
 {
-    size_t n = m->n_objects + m->n_robots;
-    p->fresh = calloc(n ? n : 1, sizeof *p->fresh);
-    if (!p->fresh)
+    size_t n = m->n_objects + m->n_robots, n_base = base->objects ? base->objects->n : 0;
+    p->fresh = calloc(n + n_base + 1, sizeof *p->fresh);
+    p->follow = calloc(n_base + 1, sizeof *p->follow);
+    if (!p->fresh || !p->follow)
         return RP_ERR_NOMEM;
-    size_t total = 0;
-    for (size_t j = 0; j < n; j++) {
-        bool robot = j >= m->n_objects;
-        size_t at = robot ? j - m->n_objects : j;
+    for (size_t step = 0; step < n; step++) {
+        bool robot = step < m->n_robots;
+        size_t at = robot ? step : step - m->n_robots;
         rp_edit_what what = robot ? RP_EDIT_ROBOT_MOVE : RP_EDIT_MOVE;
         const char *name = robot ? m->robots[at].name : m->objects[at].name;
         rp_object *old = name ? rp_scene_object_lookup_(base, name, NULL) : NULL;
@@ -752,12 +846,22 @@ static rp_status plan_move(plan *p, const rp_scene *base, const rp_cell_moves *m
         else if ((old->model != NULL) != robot)
             s = RP_ERR_INVALID_ARG; /* a robot among the objects, or the other way round */
         else if (!robot) {
-            const rp_transform *pose = &m->objects[at].pose;
-            if (rp_transform_validate(pose) != RP_OK)
+            rp_transform pose = m->objects[at].pose, rel, link;
+            if (rp_transform_validate(&pose) != RP_OK) {
                 s = RP_ERR_TRANSFORM;
-            else if (!(s = world_ok(pose, old->shapes, old->n_shapes, &which)) &&
-                     !(o = object_new(old->name, pose, old->shapes, old->n_shapes, old->tag,
-                                      p->st)))
+            } else if (old->att_robot) {
+                /* Attached: it stays so, at its new place in the link's frame. */
+                const rp_object *r = robot_now(p, base, old->att_robot);
+                if (!r || (s = robot_link_pose(r, old->att_link, &link)) != RP_OK) {
+                    s = s ? s : RP_ERR_NOT_FOUND;
+                } else {
+                    rp_transform inv = rp_transform_inverse(&link);
+                    rel = rp_transform_compose(&inv, &pose);
+                    pose = rp_transform_compose(&link, &rel);
+                }
+            }
+            if (!s && !(s = world_ok(&pose, old->shapes, old->n_shapes, &which)) &&
+                !(o = object_placed(old, &pose, old->att_robot, old->att_link, &rel, p->st)))
                 return RP_ERR_NOMEM;
         } else {
             const rp_robot_move *rm = &m->robots[at];
@@ -773,18 +877,47 @@ static rp_status plan_move(plan *p, const rp_scene *base, const rp_cell_moves *m
             fail_at(p, what, at, which);
             return s;
         }
-        p->fresh[p->n_fresh++] = o;
-        total += o->n_shapes;
-    }
-    /* Each name once. */
-    for (size_t j = 1; j < n; j++)
-        for (size_t q = 0; q < j; q++)
-            if (strcmp(p->fresh[q]->name, p->fresh[j]->name) == 0) {
-                bool robot = j >= m->n_objects;
-                fail_at(p, robot ? RP_EDIT_ROBOT_MOVE : RP_EDIT_MOVE, robot ? j - m->n_objects : j,
-                        SIZE_MAX);
+        /* Each name once. */
+        for (size_t q = 0; q < p->n_fresh; q++)
+            if (strcmp(p->fresh[q]->name, o->name) == 0) {
+                object_release(o, p->st);
+                fail_at(p, what, at, SIZE_MAX);
                 return RP_ERR_INVALID_ARG;
             }
+        p->fresh[p->n_fresh++] = o;
+    }
+    /* The objects attached to a robot that moved follow it. */
+    size_t moved_here = p->n_fresh;
+    for (size_t i = 0; i < n_base; i++) {
+        const rp_object *o = base->objects->obj[i];
+        if (!o->att_robot)
+            continue;
+        const rp_object *r = NULL;
+        bool moved = false;
+        for (size_t q = 0; q < moved_here; q++) {
+            if (strcmp(p->fresh[q]->name, o->name) == 0)
+                moved = true; /* moved itself */
+            else if (p->fresh[q]->model && strcmp(p->fresh[q]->name, o->att_robot) == 0)
+                r = p->fresh[q];
+        }
+        if (moved || !r)
+            continue;
+        rp_object *f;
+        rp_status s = follow(p, o, r, &f);
+        if (s) {
+            /* (a robot's move that takes its part out of range is the
+             * robot's fault) */
+            for (size_t q = 0; q < m->n_robots; q++)
+                if (strcmp(m->robots[q].name, r->name) == 0)
+                    fail_at(p, RP_EDIT_ROBOT_MOVE, q, SIZE_MAX);
+            return s;
+        }
+        p->follow[p->n_follow++] = (rp_object_move){f->name, f->pose};
+        p->fresh[p->n_fresh++] = f;
+    }
+    size_t total = 0;
+    for (size_t j = 0; j < p->n_fresh; j++)
+        total += p->fresh[j]->n_shapes;
     p->world = malloc((total ? total : 1) * sizeof *p->world);
     p->tags = malloc((total ? total : 1) * sizeof *p->tags);
     p->wid = malloc((total ? total : 1) * sizeof *p->wid);
@@ -864,6 +997,9 @@ static rp_status plan_remove(plan *p, const rp_scene *base, const char *const *i
         size_t e = rp_scene_find(base, p->drop[k]);
         *removed += e != SIZE_MAX && RP_ENTRY(base, e)->shape.tag == 0;
     }
+    /* Objects attached to a robot that goes stay, free. */
+    if (!s)
+        s = detach_from(p, base, gone, n_gone, gone, n_gone);
     if (!s)
         s = plan_table(p, base->objects, gone, n_gone);
     free(gone);
@@ -914,6 +1050,27 @@ static rp_status write_cell(rp_store *st, const char *name, const rp_cell *c,
     const rp_scene *base = replace ? NULL : cur;
     plan p = {.st = st, .err = err};
     rp_status s = plan_put(&p, base, c);
+    /* Objects attached to a robot put again are freed where they are. */
+    const char **names = NULL, **robots = NULL;
+    size_t n_names = p.n_fresh, n_robots = 0;
+    if (!s && base && base->objects) {
+        names = malloc((n_names ? n_names : 1) * sizeof *names);
+        robots = malloc((n_names ? n_names : 1) * sizeof *robots);
+        if (!names || !robots)
+            s = RP_ERR_NOMEM;
+        for (size_t i = 0; !s && i < n_names; i++) {
+            names[i] = p.fresh[i]->name;
+            if (p.fresh[i]->model)
+                robots[n_robots++] = p.fresh[i]->name;
+        }
+        if (!s) {
+            qsort(names, n_names, sizeof *names, cmp_str_ptr);
+            qsort(robots, n_robots, sizeof *robots, cmp_str_ptr);
+            s = detach_from(&p, base, robots, n_robots, names, n_names);
+        }
+    }
+    free(names);
+    free(robots);
     if (!s)
         s = plan_table(&p, base ? base->objects : NULL, NULL, 0);
     if (!s) {
@@ -988,7 +1145,9 @@ rp_status rp_store_move_cell(rp_store *st, const char *name, const rp_cell_moves
                         .moves = m->objects,
                         .n_moves = m->n_objects,
                         .robot_moves = m->robots,
-                        .n_robot_moves = m->n_robots};
+                        .n_robot_moves = m->n_robots,
+                        .follow = p.follow,
+                        .n_follow = p.n_follow};
         rp_edit_ ed = plan_edit(&p, &ch, true, cur->next_tag);
         s = rp_store_apply_edit_(st, name, &ed, false, out);
         if (!s)

@@ -130,6 +130,13 @@ struct rp_object {
     double *joints;
     size_t dof;
     rp_shape *world;
+    /* An object fixed to a link of a robot instance (scene.attach): the
+     * instance's name (its own allocation; NULL when free), the link (a
+     * tree link of its model) and the object's pose in that link's frame.
+     * Its pose is then always link pose ∘ rel, bit for bit. */
+    char *att_robot;
+    size_t att_link;
+    rp_transform rel;
 };
 
 /* A scene's objects, sorted by name: immutable and reference-counted like
