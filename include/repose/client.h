@@ -282,6 +282,48 @@ RP_API rp_client_error_kind rp_client_scene_move(rp_client *c, const char *scene
                                                  const uint64_t *if_revision, uint64_t *revision,
                                                  rp_client_error *err);
 
+/* ---- typed helpers: robot instances -------------------------------------------
+ *
+ * A robot instance places a kinematic model in a scene at a joint vector
+ * and a base pose; its link shapes become scene shapes "name/<model shape
+ * id>" (proto/PROTOCOL.md).  Instances are put with scene.put /
+ * scene.create / scene.replace ("robots": {name: {"model", "joints"?,
+ * "base"?}}), read with scene.get and removed by name with scene.remove,
+ * all through rp_client_call; this helper moves them (and objects with
+ * them, in the same revision).  A model an instance uses can be neither
+ * replaced nor deleted: model.put and model.delete answer RP_CLIENT_RPC
+ * -32002 with data {"kind":"model","name","scene","robot"}. */
+
+/// One robot instance's move: its new joint values (joints: dof values in
+/// model.get's joint order; NULL: the joints stay as they are) and/or its
+/// new base pose (base NULL: it stays).
+typedef struct rp_client_robot_move {
+    const char *name;
+    const double *joints;
+    size_t dof;
+    const rp_transform *base;
+} rp_client_robot_move;
+
+/// scene.move {scene, robots: {robots[i].name: {joints?, base?}},
+/// objects?: {object_names[j]: object_poses[j]}, if_revision?}: moves the n
+/// robot instances, and the n_objects objects (sent only when n_objects >
+/// 0), all in one revision.  Joint values are sent with every digit
+/// ("%.17g"), bases in matrix form as rp_client_scene_move sends poses, so
+/// scene.get reads them back bit for bit.  if_revision and *revision as for
+/// rp_client_scene_move.  robots may be NULL when n is 0, object_names and
+/// object_poses when n_objects is 0.  Refused with RP_CLIENT_ARG before
+/// anything is sent: a NULL scene or robots (n > 0), a NULL or non-UTF-8
+/// name, a joint value or base number that is NaN or infinite (the error
+/// names it, e.g. "robots[0].joints[1]", "robots[1].base.t.x"), and what
+/// rp_client_scene_move refuses of the objects.  The server's answers: an
+/// unknown robot is RP_CLIENT_RPC -32001 (data.kind "robot"); a wrong joint
+/// count, an object named as a robot (or a robot as an object), a bad
+/// rotation, -32602 with data.path (e.g. "params.robots.r1.joints").
+RP_API rp_client_error_kind rp_client_scene_move_robots(
+    rp_client *c, const char *scene, const rp_client_robot_move *robots, size_t n,
+    const char *const *object_names, const rp_transform *object_poses, size_t n_objects,
+    const uint64_t *if_revision, uint64_t *revision, rp_client_error *err);
+
 /// Pipelining: sends one request without waiting for its reply and stores
 /// its id in *id_out (when not NULL).  Ids are 1, 2, 3, ... per client.
 /// While the socket cannot take more bytes the client reads (and keeps)

@@ -63,11 +63,14 @@ class InternalError(ReposeError):
 
 
 class NotFound(ReposeError):
-    """-32001: no such scene, shape, model or watch (``data["kind"]``)."""
+    """-32001: no such scene, shape, model, watch, object or robot
+    (``data["kind"]``)."""
 
 
 class AlreadyExists(ReposeError):
-    """-32002: the scene exists already."""
+    """-32002: the scene exists already (``data``: ``kind``, ``name``), or
+    the model is in use by a robot instance, which model.put and model.delete
+    refuse (``data``: ``kind`` ``"model"``, ``name``, ``scene``, ``robot``)."""
 
 
 class RevisionConflict(ReposeError):

@@ -398,29 +398,42 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
 
 def scene_shapes(client: Any, scene: str, attempts: int = 5) -> Dict[str, Any]:
     """Every shape of a scene in world coordinates ({id: shape}): its own
-    shapes and its objects' as ``"name/id"``, all at one revision.  A
-    scene.get without ids lists objects in their own frames, so a scene
-    with objects is read again by ids (the daemon places them); when it
-    changed in between, the read is repeated (ValueError after `attempts`)."""
+    shapes, its objects' as ``"name/id"`` and its robot instances' as
+    ``"name/<model shape id>"``, all at one revision.  A scene.get without
+    ids lists objects in their own frames and robots by model, joints and
+    base, so a scene with either is read again by ids (the daemon places
+    them; a robot's shape ids are its model's, from model.get, which cannot
+    change while the robot uses the model); when the scene changed in
+    between, the read is repeated (ValueError after `attempts`)."""
+    models: Dict[str, List[str]] = {}  # model name: its shape ids
+
+    def placed_ids(got: Mapping[str, Any]) -> List[str]:
+        ids = list(got["shapes"])
+        for name, o in got.get("objects", {}).items():
+            ids += [f"{name}/{sid}" for sid in o["shapes"]]
+        for name, r in got.get("robots", {}).items():
+            if r["model"] not in models:
+                models[r["model"]] = [s["id"] for s in client.model_get(r["model"])["shapes"]]
+            ids += [f"{name}/{sid}" for sid in models[r["model"]]]
+        return ids
+
     got = client.scene_get(scene)
-    objects = got.get("objects")
-    if not objects:
-        return got["shapes"]
     for _ in range(attempts):
-        ids = list(got["shapes"]) + [f"{name}/{sid}" for name, o in objects.items()
-                                     for sid in o["shapes"]]
+        if not got.get("objects") and not got.get("robots"):
+            return got["shapes"]
         try:
-            world = client.scene_get(scene, ids=ids)
+            world = client.scene_get(scene, ids=placed_ids(got))
         except NotFound as e:
             if e.data.get("kind") == "scene":
                 raise
-            world = None  # an id went in between
+            world = None  # an id (or a robot's model) went in between
+            models.clear()
         if world is not None and world["revision"] == got["revision"]:
             return world["shapes"]
+        models.clear()  # a model may have been replaced once no robot used it
         got = client.scene_get(scene)
-        objects = got.get("objects")
-        if not objects:
-            return got["shapes"]
+    if not got.get("objects") and not got.get("robots"):
+        return got["shapes"]
     raise ValueError(f"scene {scene!r} kept changing while it was read")
 
 
@@ -428,7 +441,9 @@ def export(client: Any, scene: str, model: Optional[str] = None,
            joints: Any = None) -> bytes:
     """The .glb of a scene as the daemon holds it, with a kinematic model's
     shapes posed at `joints` (model.fk) when a model is given.  An object's
-    shapes are exported in world coordinates, as ``"name/id"``."""
+    shapes are exported in world coordinates, as ``"name/id"``, and a robot
+    instance's where its joints and base put them, as ``"name/<model shape
+    id>"``."""
     shapes = scene_shapes(client, scene)
     robot = None
     if model is not None:

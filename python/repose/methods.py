@@ -15,6 +15,15 @@ Objects (rigid groups of shapes with a pose) go as ``objects={name:
 scene_replace, and move with :meth:`Methods.scene_move`; a pose is
 ``{"translation": [x, y, z], "rotation": {"w", "x", "y", "z"}}`` (see
 :func:`pose`) or ``{"matrix": [[r00, r01, r02, tx], [r10, ...], [r20, ...]]}``.
+
+Robot instances (a kinematic model placed at a joint vector and a base
+pose; its link shapes become scene shapes ``"name/<model shape id>"``) go as
+``robots={name: {"model": model, "joints": joint vector, "base": pose}}``
+(joints and base optional: the model's default positions, the identity) in
+the same three methods, and move with ``scene_move(scene, robots={name:
+{"joints": ..., "base": ...}})``, beside objects or alone.  Robot and object
+names share one namespace: ``ignore=`` and :meth:`Methods.scene_remove` take
+either.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ Shape = Mapping[str, Any]
 Pose = Mapping[str, Any]
 JointVector = Union[Sequence[float], Mapping[str, float], Any]  # list, dict or numpy array
 Object = Mapping[str, Any]  # {"pose": Pose (optional), "shapes": {id: Shape}}
+Robot = Mapping[str, Any]  # {"model": name, "joints": JointVector (opt.), "base": Pose (opt.)}
+RobotMove = Mapping[str, Any]  # {"joints": JointVector (optional), "base": Pose (optional)}
 
 
 def pose(translation: Optional[Sequence[float]] = None,
@@ -120,10 +131,13 @@ class Methods:
     # ---- scenes ------------------------------------------------------------------
 
     def scene_create(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
-                     objects: Optional[Mapping[str, Object]] = None) -> Any:
-        """Creates a scene ({id: shape}, and ``objects`` {name: {"pose", "shapes"}});
-        returns ``scene`` and ``revision``."""
-        return self._call("scene.create", _params(scene=scene, shapes=shapes, objects=objects))
+                     objects: Optional[Mapping[str, Object]] = None,
+                     robots: Optional[Mapping[str, Robot]] = None) -> Any:
+        """Creates a scene ({id: shape}, ``objects`` {name: {"pose", "shapes"}}
+        and ``robots`` {name: {"model", "joints", "base"}}); returns ``scene``
+        and ``revision``."""
+        return self._call("scene.create", _params(scene=scene, shapes=shapes, objects=objects,
+                                                  robots=robots))
 
     def scene_delete(self, scene: str) -> Any:
         """Deletes a scene; returns ``scene``, ``deleted`` and the ``revision`` it took."""
@@ -135,45 +149,61 @@ class Methods:
 
     def scene_get(self, scene: str, ids: Optional[Iterable[str]] = None) -> Any:
         """``scene``, ``revision`` and ``shapes`` ({id: shape}, sorted by id).
-        Without ``ids``: the scene's own shapes, and ``objects`` ({name:
+        Without ``ids``: the scene's own shapes, ``objects`` ({name:
         {"pose": {"matrix": ...}, "shapes": {local id: shape}}}) when it has
-        any; with ``ids``, any shape, an object's in world coordinates as
-        ``"name/id"``."""
+        any, and ``robots`` ({name: {"model", "joints": [values in the
+        model's joint order], "base": {"matrix": ...}}}) when it has any;
+        with ``ids``, any shape, an object's or a robot's in world
+        coordinates as ``"name/id"``."""
         return self._call("scene.get", _params(scene=scene, ids=None if ids is None else list(ids)))
 
     def scene_put(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
                   objects: Optional[Mapping[str, Object]] = None,
+                  robots: Optional[Mapping[str, Robot]] = None,
                   if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
-        """Inserts or replaces shapes and ``objects`` ({name: {"pose", "shapes"}}:
-        each replaces the object of that name whole), all or nothing; returns
-        the new ``revision``.  ``if_revision`` makes it a compare-and-set
-        (:class:`RevisionConflict`)."""
+        """Inserts or replaces shapes, ``objects`` ({name: {"pose", "shapes"}})
+        and ``robots`` ({name: {"model", "joints", "base"}}; joints a list, a
+        numpy array or {joint name: value}), each object or robot replacing
+        the one of that name whole, all or nothing; returns the new
+        ``revision``.  ``if_revision`` makes it a compare-and-set
+        (:class:`RevisionConflict`).  An unknown model is :class:`NotFound`
+        (``data["kind"] == "model"``); a frame-indexed model or a wrong joint
+        count :class:`InvalidParams` at its path."""
         return self._call("scene.put", _params(scene=scene, shapes=shapes, objects=objects,
-                                               if_revision=if_revision, create=create))
+                                               robots=robots, if_revision=if_revision,
+                                               create=create))
 
     def scene_remove(self, scene: str, ids: Iterable[str], *,
                      if_revision: Optional[int] = None) -> Any:
-        """Removes shapes by id, and objects by name (with their shapes);
-        returns ``revision`` and ``removed`` (how many were there).  An
-        object's own shape ``"name/id"`` is refused (:class:`InvalidParams`):
-        remove or put the object instead."""
+        """Removes shapes by id, and objects and robot instances by name
+        (with their shapes); returns ``revision`` and ``removed`` (how many
+        were there).  An object's or a robot's own shape ``"name/id"`` is
+        refused (:class:`InvalidParams`): remove or put it instead."""
         return self._call("scene.remove", _params(scene=scene, ids=list(ids),
                                                   if_revision=if_revision))
 
     def scene_replace(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
                       objects: Optional[Mapping[str, Object]] = None,
+                      robots: Optional[Mapping[str, Robot]] = None,
                       if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
-        """Swaps the whole content of a scene (its shapes and ``objects``)
-        atomically; returns the new ``revision``."""
+        """Swaps the whole content of a scene (its shapes, ``objects`` and
+        ``robots``) atomically; returns the new ``revision``."""
         return self._call("scene.replace", _params(scene=scene, shapes=shapes, objects=objects,
-                                                   if_revision=if_revision, create=create))
+                                                   robots=robots, if_revision=if_revision,
+                                                   create=create))
 
-    def scene_move(self, scene: str, objects: Mapping[str, Pose], *,
+    def scene_move(self, scene: str, objects: Optional[Mapping[str, Pose]] = None, *,
+                   robots: Optional[Mapping[str, RobotMove]] = None,
                    if_revision: Optional[int] = None) -> Any:
-        """Gives objects new poses ({name: pose}, see :func:`pose`), all in one
-        revision; returns ``scene`` and ``revision``.  An unknown object is
-        :class:`NotFound` (``data["kind"] == "object"``)."""
-        return self._call("scene.move", _params(scene=scene, objects=objects,
+        """Gives objects new poses ({name: pose}, see :func:`pose`) and robot
+        instances new joints and/or bases ({name: {"joints": joint vector,
+        "base": pose}}; what is left out stays), all in one revision; returns
+        ``scene`` and ``revision``.  Give ``objects``, ``robots`` or both
+        (neither is :class:`InvalidParams`).  An unknown object or robot is
+        :class:`NotFound` (``data["kind"]`` ``"object"`` or ``"robot"``); an
+        object named under ``robots``, or a robot under ``objects``,
+        :class:`InvalidParams` at its path."""
+        return self._call("scene.move", _params(scene=scene, objects=objects, robots=robots,
                                                 if_revision=if_revision))
 
     def scene_distance(self, scene: str, shape: Optional[Shape] = None, *,
@@ -183,7 +213,8 @@ class Methods:
                        ignore: Optional[Iterable[str]] = None) -> Any:
         """Nearest scene shape to ``shape`` (or to any of ``shapes``): ``distance``,
         ``nearest``, ``revision``; with ``max_distance`` also every closer ``pairs``.
-        ``ignore``: names of objects whose shapes are left out."""
+        ``ignore``: names of objects or robot instances whose shapes are left
+        out."""
         return self._call("scene.distance", _params(
             scene=scene, shape=shape, shapes=shapes,
             ids=None if ids is None else list(ids), max_distance=max_distance,
@@ -195,7 +226,8 @@ class Methods:
                     first_only: Optional[bool] = None,
                     ignore: Optional[Iterable[str]] = None) -> Any:
         """``violates`` and the violating ``pairs`` closer than ``margin``;
-        ``ignore``: names of objects whose shapes are left out."""
+        ``ignore``: names of objects or robot instances whose shapes are left
+        out."""
         return self._call("scene.check", _params(
             scene=scene, shape=shape, shapes=shapes, margin=margin,
             ids=None if ids is None else list(ids), first_only=first_only,
@@ -228,7 +260,10 @@ class Methods:
         return self._call("model.get", _params(model=model))
 
     def model_delete(self, model: str) -> Any:
-        """Deletes a model; returns the ``revision`` it took."""
+        """Deletes a model; returns the ``revision`` it took.  A model a
+        robot instance uses is :class:`AlreadyExists` (-32002, ``data``:
+        ``kind``, ``name``, ``scene``, ``robot``) until the robot is removed
+        (model_put refuses to replace it likewise)."""
         return self._call("model.delete", _params(model=model))
 
     def model_list(self) -> Any:
@@ -250,7 +285,9 @@ class Methods:
         """Checks one configuration (``joints`` for a kinematic model, else
         ``frames``) against ``scene`` and itself: ``valid``, ``revision``, and
         what ``report`` asks for (``"first"``, ``"closest"``, ``"all"``).
-        ``ignore``: names of the scene's objects to leave out (needs ``scene``)."""
+        ``ignore``: names of the scene's objects or robot instances to leave
+        out (needs ``scene``; a robot checking its own model ignores its own
+        instance)."""
         return self._call("check", _params(model=model, scene=scene, joints=joints, frames=frames,
                                            base=base, margin=margin, report=report,
                                            ignore=_names(ignore), **options))
@@ -263,7 +300,9 @@ class Methods:
                     **options: Any) -> Any:
         """Checks many configurations: ``joints`` (a list of joint vectors, or an
         n x dof numpy array) or ``configurations``; ``results`` in order.
-        ``ignore``: names of the scene's objects to leave out (needs ``scene``)."""
+        ``ignore``: names of the scene's objects or robot instances to leave
+        out (needs ``scene``; a robot checking its own model ignores its own
+        instance)."""
         if joints is not None:
             joints = number_rows(joints, "check.batch: params.joints")
         return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
@@ -279,7 +318,9 @@ class Methods:
         """Checks the motion through the waypoints ``path`` (two or more joint
         vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
         ``"certified"``: ``valid`` and, when not, where it first fails.
-        ``ignore``: names of the scene's objects to leave out (needs ``scene``)."""
+        ``ignore``: names of the scene's objects or robot instances to leave
+        out (needs ``scene``; a robot checking its own model ignores its own
+        instance)."""
         path = number_rows(path, "check.motion: params.path")
         return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
                                                   resolution=resolution, tolerance=tolerance,

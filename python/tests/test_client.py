@@ -245,6 +245,149 @@ class ClientTest(unittest.TestCase):
                                                  "shapes": {"s": sphere(0, 0, 0, 1)}}})
         self.assertEqual(sorted(c.scene_get("py-obj2")["objects"]), ["o"])
 
+    # A two-joint arm in the kinematic JSON form (proto/examples/robots.jsonl).
+    ARM_JOINTS = [
+        {"name": "j1", "type": "revolute", "parent": "base", "child": "l1",
+         "origin": {"xyz": [0, 0, 0.25]}, "axis": [0, 0, 1], "limits": {"lower": -3, "upper": 3}},
+        {"name": "j2", "type": "revolute", "parent": "l1", "child": "l2",
+         "origin": {"xyz": [0.5, 0, 0]}, "axis": [0, 0, 1], "limits": {"lower": -2, "upper": 2}}]
+    ARM_LINKS = [
+        {"id": "base#0", "link": "base", "shape": sphere(0, 0, 0, 0.125)},
+        {"id": "l1#0", "link": "l1",
+         "shape": {"capsule": {"a": [0, 0, 0], "b": [0.5, 0, 0], "radius": 0.0625}}},
+        {"id": "l2#0", "link": "l2",
+         "shape": {"capsule": {"a": [0.0625, 0, 0], "b": [0.375, 0, 0], "radius": 0.0625}}}]
+
+    def test_robots_put_move_get_ignore_and_remove(self) -> None:
+        c = self.client()
+        m = "py-rob-arm"
+        c.model_put(m, joints=self.ARM_JOINTS, links=self.ARM_LINKS, allow_adjacent=True)
+        top = {"box": {"center": [0, 0, 0.5], "half_extents": [0.25, 0.5, 0.03125]}}
+        r1_base = repose.pose([0, -0.75, 0])
+        rev = c.scene_create(
+            "py-rob", objects={"table": {"pose": repose.pose([1, 0, 0]), "shapes": {"top": top}}},
+            robots={"r1": {"model": m, "joints": [0, 0], "base": r1_base},
+                    "r2": {"model": m, "base": repose.pose([0, 0.75, 0], (0, 0, 0, 1))}})["revision"]
+        with c.watch("py-rob", timeout=10) as w:
+            # A robot's joints and the table in one revision.
+            moved = c.scene_move("py-rob", {"table": repose.pose([1.25, 0, 0])},
+                                 robots={"r1": {"joints": [0.5, -0.25]}}, if_revision=rev)
+            self.assertEqual(moved, {"scene": "py-rob", "revision": rev + 1})
+            n = next(w)
+            self.assertEqual(n.params["revision"], moved["revision"])
+            self.assertEqual(n.params["moved"], {
+                "table": {"matrix": [[1, 0, 0, 1.25], [0, 1, 0, 0], [0, 0, 1, 0]]},
+                "r1": {"joints": [0.5, -0.25],
+                       "base": {"matrix": [[1, 0, 0, 0], [0, 1, 0, -0.75], [0, 0, 1, 0]]}}})
+            # A robot put: scene.changed carries it whole (joints by name here).
+            r = c.scene_put("py-rob", robots={"r3": {"model": m, "joints": {"j2": 0.5},
+                                                     "base": repose.pose([3, 0, 0])}})
+            n = next(w)
+            self.assertEqual(n.params["revision"], r["revision"])
+            self.assertEqual(n.params["robots"], {"r3": {
+                "model": m, "joints": [0, 0.5],
+                "base": {"matrix": [[1, 0, 0, 3], [0, 1, 0, 0], [0, 0, 1, 0]]}}})
+        got = c.scene_get("py-rob")
+        self.assertEqual(got["shapes"], {})
+        self.assertEqual(sorted(got["objects"]), ["table"])  # robots are not listed as objects
+        self.assertEqual(got["robots"], {
+            "r1": {"model": m, "joints": [0.5, -0.25],
+                   "base": {"matrix": [[1, 0, 0, 0], [0, 1, 0, -0.75], [0, 0, 1, 0]]}},
+            "r2": {"model": m, "joints": [0, 0],
+                   "base": {"matrix": [[-1, 0, 0, 0], [0, -1, 0, 0.75], [0, 0, 1, 0]]}},
+            "r3": {"model": m, "joints": [0, 0.5],
+                   "base": {"matrix": [[1, 0, 0, 3], [0, 1, 0, 0], [0, 0, 1, 0]]}}})
+        # World shapes by id: "name/<model shape id>" where FK puts them.
+        world = c.scene_get("py-rob", ids=["r1/l1#0", "r2/l1#0"])["shapes"]
+        self.assertEqual(world["r2/l1#0"], {"capsule": {"a": [0, 0.75, 0.25],
+                                                        "b": [-0.5, 0.75, 0.25],
+                                                        "radius": 0.0625}})
+        cap = world["r1/l1#0"]["capsule"]
+        self.assertEqual(cap["a"], [0, -0.75, 0.25])
+        for got_v, want in zip(cap["b"], [0.5 * math.cos(0.5), -0.75 + 0.5 * math.sin(0.5), 0.25]):
+            self.assertAlmostEqual(got_v, want, places=12)
+        # Moved by base alone, then by joints alone: what is left out stays.
+        c.scene_move("py-rob", robots={"r3": {"base": repose.pose([3, 1, 0])}})
+        c.scene_move("py-rob", robots={"r3": {"joints": {"j1": 0.25}}})
+        self.assertEqual(c.scene_get("py-rob")["robots"]["r3"], {
+            "model": m, "joints": [0.25, 0],
+            "base": {"matrix": [[1, 0, 0, 3], [0, 1, 0, 1], [0, 0, 1, 0]]}})
+        # A check of the arm where r1 stands hits r1 itself; ignoring r1 it is free.
+        hit = c.check(m, scene="py-rob", joints=[0.5, -0.25], base=r1_base)
+        self.assertTrue(hit["collision"])
+        self.assertEqual(hit["closest"]["other"].split("/")[0], "r1")
+        free = c.check(m, scene="py-rob", joints=[0.5, -0.25], base=r1_base, ignore=["r1"])
+        self.assertEqual((free["collision"], free["valid"]), (False, True))
+        self.assertEqual(free["scene_revision"], c.scene_get("py-rob")["revision"])
+        probe = sphere(0, -0.75, 0, 0.0625)
+        self.assertEqual(c.scene_distance("py-rob", probe)["nearest"]["shape"], "r1/base#0")
+        nearest = c.scene_distance("py-rob", probe, ignore="r1")["nearest"]["shape"]
+        self.assertFalse(nearest.startswith("r1/"), nearest)
+        # The model cannot go, nor be replaced, while robots use it.
+        with self.assertRaises(repose.AlreadyExists) as e:
+            c.model_delete(m)
+        data = e.exception.data
+        self.assertEqual((data["kind"], data["name"], data["scene"]), ("model", m, "py-rob"))
+        self.assertIn(data["robot"], ("r1", "r2", "r3"))
+        self.assertIn(f"used by robot '{data['robot']}' of scene 'py-rob'", str(e.exception))
+        with self.assertRaises(repose.AlreadyExists) as e:
+            c.model_put(m, joints=self.ARM_JOINTS, links=self.ARM_LINKS)
+        self.assertEqual(e.exception.data["scene"], "py-rob")
+        # Errors.
+        with self.assertRaises(repose.NotFound) as e:
+            c.scene_move("py-rob", robots={"r9": {"joints": [0, 0]}})
+        self.assertEqual(e.exception.data, {"kind": "robot", "name": "r9"})
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_move("py-rob", robots={"table": {"joints": [0, 0]}})
+        self.assertEqual(e.exception.path, "params.robots.table")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_move("py-rob", {"r1": repose.pose([0, 0, 0])})
+        self.assertEqual(e.exception.path, "params.objects.r1")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_move("py-rob")
+        self.assertEqual(e.exception.path, "params")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_put("py-rob", robots={"r4": {"model": m, "joints": [0, 0, 0]}})
+        self.assertEqual(e.exception.path, "params.robots.r4.joints")
+        with self.assertRaises(repose.NotFound) as e:
+            c.scene_put("py-rob", robots={"r4": {"model": "py-no-model"}})
+        self.assertEqual(e.exception.data, {"kind": "model", "name": "py-no-model"})
+        c.model_put("py-rob-frames", links=[{"id": "s", "frame": 0, "shape": sphere(0, 0, 0, 1)}])
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_put("py-rob", robots={"r4": {"model": "py-rob-frames"}})
+        self.assertEqual(e.exception.path, "params.robots.r4.model")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_remove("py-rob", ["r1/l1#0"])  # a robot's own shape
+        self.assertEqual(e.exception.path, "params.ids[0]")
+        # Removal by name takes the instance and its shapes.
+        self.assertEqual(c.scene_remove("py-rob", ["r1"])["removed"], 1)
+        self.assertEqual(sorted(c.scene_get("py-rob")["robots"]), ["r2", "r3"])
+        with self.assertRaises(repose.NotFound):
+            c.scene_get("py-rob", ids=["r1/l1#0"])
+        self.assertEqual(c.scene_remove("py-rob", ["r2", "r3"])["removed"], 2)
+        self.assertNotIn("robots", c.scene_get("py-rob"))
+        self.assertTrue(c.model_delete(m)["deleted"])
+        # scene.replace takes robots too.
+        c.model_put(m, joints=self.ARM_JOINTS, links=self.ARM_LINKS, allow_adjacent=True)
+        c.scene_replace("py-rob", robots={"only": {"model": m}})
+        got = c.scene_get("py-rob")
+        self.assertEqual((sorted(got["robots"]), "objects" in got), (["only"], False))
+
+    @unittest.skipUnless(numpy is not None, "numpy is not installed")
+    def test_robot_joints_from_numpy(self) -> None:
+        c = self.client()
+        m = "py-rob-np"
+        c.model_put(m, joints=self.ARM_JOINTS, links=self.ARM_LINKS, allow_adjacent=True)
+        q = numpy.array([0.1, -0.3])
+        c.scene_create("py-rob-np", robots={"r": {"model": m, "joints": q,
+                                                  "base": repose.pose(numpy.array([1.0, 0, 0]))}})
+        self.assertEqual(c.scene_get("py-rob-np")["robots"]["r"]["joints"], [0.1, -0.3])
+        q2 = numpy.linspace(-0.7, 0.9, 2)
+        c.scene_move("py-rob-np", robots={"r": {"joints": q2}})
+        self.assertEqual(c.scene_get("py-rob-np")["robots"]["r"]["joints"], q2.tolist())
+        with self.assertRaisesRegex(ValueError, r"params\.robots\.r\.joints\[1\]"):
+            c.scene_move("py-rob-np", robots={"r": {"joints": numpy.array([0.0, numpy.nan])}})
+
     def test_pose_helper(self) -> None:
         self.assertEqual(repose.pose(), {})
         self.assertEqual(repose.pose([1, 2, 3], (1, 0, 0, 0)),

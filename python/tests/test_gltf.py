@@ -179,6 +179,42 @@ class GltfTest(unittest.TestCase):
         for p in read(prim["attributes"]["POSITION"]):
             self.assertAlmostEqual(seg_dist(p, [1, 2, 0], [1, 2, 0.75]), 0.0625, delta=1e-6)
 
+    def test_robot_instances_are_exported_where_their_joints_put_them(self) -> None:
+        q = [0.3, -0.5, 0.1, -2.0, 0.2, 1.6, 0.7, 0.02]
+        base = repose.pose([0.5, -1, 0], (0, 0, 0, 1))
+        leg = {"capsule": {"a": [0, 0, 0], "b": [0, 0, 0.75], "radius": 0.0625}}
+        self.c.scene_create("robs", {"own": {"sphere": {"center": [3, 0, 0], "radius": 0.5}}},
+                            objects={"table": {"pose": repose.pose([1, 2, 0]),
+                                               "shapes": {"leg": leg}}},
+                            robots={"r": {"model": "arm", "joints": q, "base": base}})
+        info = self.c.model_get("arm")
+        poses = self.c.model_fk("arm", q, base=base)["links"]
+        want = {f"r/{s['id']}": gltf.place(s["shape"], poses[s["link"]]) for s in info["shapes"]}
+        world = gltf.scene_shapes(self.c, "robs")
+        self.assertEqual(sorted(world), sorted(["own", "table/leg", *want]))
+        for sid, shape in want.items():
+            kind = next(iter(shape))
+            for key, v in shape[kind].items():
+                if isinstance(v, list):
+                    for x, y in zip(world[sid][kind][key], v):
+                        self.assertAlmostEqual(x, y, places=9, msg=sid)
+        doc, read = parse_glb(gltf.export(self.c, "robs"))
+        nodes = {n["name"]: n for n in doc["nodes"]}
+        self.assertEqual(sorted(nodes), sorted(world))
+        for sid, shape in want.items():
+            body = shape.get("sphere") or shape["capsule"]
+            a = body.get("center") or body["a"]
+            b = body.get("center") or body["b"]
+            prim = doc["meshes"][nodes[sid]["mesh"]]["primitives"][0]
+            self.assertEqual(prim["material"], 0)  # a scene shape like any other
+            for p in read(prim["attributes"]["POSITION"]):
+                self.assertAlmostEqual(seg_dist(p, a, b), body["radius"], delta=1e-5, msg=sid)
+        # Robots alone (no objects) are placed too.
+        self.c.scene_create("robs-only", robots={"r": {"model": "arm"}})
+        self.assertEqual(len(gltf.scene_shapes(self.c, "robs-only")), len(info["shapes"]))
+        self.c.scene_delete("robs")
+        self.c.scene_delete("robs-only")
+
     def test_an_empty_scene_is_a_valid_file_with_no_nodes(self) -> None:
         self.c.scene_create("empty")
         doc, _ = parse_glb(gltf.export(self.c, "empty"))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The client's typed helper for objects (include/repose/client.h):
- * scene.move, its poses in matrix form with every digit of every double.
+ * The client's typed helpers for objects and robot instances
+ * (include/repose/client.h): scene.move, poses in matrix form and joint
+ * values with every digit of every double.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "client_int.h"
@@ -10,14 +11,15 @@
 #include <inttypes.h>
 #include <math.h>
 
-/* RP_CLIENT_ARG unless s is a string in UTF-8; `what` and `index`
- * (SIZE_MAX: none) name it in the error. */
+/* RP_CLIENT_ARG unless s is a string in UTF-8; `what`, `index` (SIZE_MAX:
+ * none) and `suffix` name it in the error ("robots", 1, ".name":
+ * "robots[1].name"). */
 static rp_client_error_kind check_string(const char *s, const char *what, size_t index,
-                                         rp_client_error *err)
+                                         const char *suffix, rp_client_error *err)
 {
-    char at[32] = "";
+    char at[48] = "";
     if (index != SIZE_MAX)
-        snprintf(at, sizeof at, "[%zu]", index);
+        snprintf(at, sizeof at, "[%zu]%s", index, suffix);
     if (!s)
         return rp_client_fail_(err, RP_CLIENT_ARG, 0, "%s%s is NULL", what, at);
     size_t n = strlen(s), bad = rp_utf8_invalid_at_((const unsigned char *)s, n);
@@ -28,21 +30,24 @@ static rp_client_error_kind check_string(const char *s, const char *what, size_t
     return RP_CLIENT_OK;
 }
 
-/* RP_CLIENT_ARG naming the first number of poses[i] that is not finite. */
-static rp_client_error_kind check_pose(const rp_transform *tf, size_t i, rp_client_error *err)
+/* RP_CLIENT_ARG naming the first number of the pose that is not finite;
+ * `what` and `index` name the pose ("poses", i: "poses[i]"; "robots", i,
+ * suffix ".base": "robots[i].base"). */
+static rp_client_error_kind check_pose(const rp_transform *tf, const char *what, size_t i,
+                                       const char *suffix, rp_client_error *err)
 {
     for (int r = 0; r < 3; r++)
         for (int k = 0; k < 3; k++)
             if (!isfinite(tf->r[r][k]))
                 return rp_client_fail_(err, RP_CLIENT_ARG, 0,
-                                       "poses[%zu].r[%d][%d] is %s; JSON has no such number", i, r,
-                                       k, isnan(tf->r[r][k]) ? "NaN" : "infinite");
+                                       "%s[%zu]%s.r[%d][%d] is %s; JSON has no such number", what,
+                                       i, suffix, r, k, isnan(tf->r[r][k]) ? "NaN" : "infinite");
     const double t[3] = {tf->t.x, tf->t.y, tf->t.z};
     for (int k = 0; k < 3; k++)
         if (!isfinite(t[k]))
             return rp_client_fail_(err, RP_CLIENT_ARG, 0,
-                                   "poses[%zu].t.%c is %s; JSON has no such number", i, "xyz"[k],
-                                   isnan(t[k]) ? "NaN" : "infinite");
+                                   "%s[%zu]%s.t.%c is %s; JSON has no such number", what, i, suffix,
+                                   "xyz"[k], isnan(t[k]) ? "NaN" : "infinite");
     return RP_CLIENT_OK;
 }
 
@@ -63,40 +68,84 @@ static void put_matrix(rp_client_sb *b, const rp_transform *tf)
     rp_client_sb_puts_(b, "]}");
 }
 
-rp_client_error_kind rp_client_scene_move(rp_client *c, const char *scene, const char *const *names,
-                                          const rp_transform *poses, size_t n,
-                                          const uint64_t *if_revision, uint64_t *revision,
-                                          rp_client_error *err)
+/* scene.move with n_objects object poses and n_robots robot moves (robots
+ * NULL: no "robots" member, the objects always; else "objects" only when
+ * there are some). */
+static rp_client_error_kind move(rp_client *c, const char *scene, const char *const *names,
+                                 const rp_transform *poses, size_t n_objects,
+                                 const rp_client_robot_move *robots, size_t n_robots,
+                                 const uint64_t *if_revision, uint64_t *revision,
+                                 rp_client_error *err)
 {
     rp_client_error_free(err);
     if (revision)
         *revision = 0;
-    rp_client_error_kind k = check_string(scene, "scene", SIZE_MAX, err);
+    rp_client_error_kind k = check_string(scene, "scene", SIZE_MAX, "", err);
     if (k != RP_CLIENT_OK)
         return k;
-    if (n > 0 && !names)
+    if (n_objects > 0 && !names)
         return rp_client_fail_(err, RP_CLIENT_ARG, 0, "names is NULL");
-    if (n > 0 && !poses)
+    if (n_objects > 0 && !poses)
         return rp_client_fail_(err, RP_CLIENT_ARG, 0, "poses is NULL");
-    for (size_t i = 0; i < n; i++) {
-        k = check_string(names[i], "names", i, err);
+    for (size_t i = 0; i < n_objects; i++) {
+        k = check_string(names[i], "names", i, "", err);
         if (k == RP_CLIENT_OK)
-            k = check_pose(&poses[i], i, err);
+            k = check_pose(&poses[i], "poses", i, "", err);
         if (k != RP_CLIENT_OK)
+            return k;
+    }
+    for (size_t i = 0; i < n_robots; i++) {
+        const rp_client_robot_move *r = &robots[i];
+        k = check_string(r->name, "robots", i, ".name", err);
+        if (k != RP_CLIENT_OK)
+            return k;
+        for (size_t j = 0; r->joints && j < r->dof; j++)
+            if (!isfinite(r->joints[j]))
+                return rp_client_fail_(err, RP_CLIENT_ARG, 0,
+                                       "robots[%zu].joints[%zu] is %s; JSON has no such number", i,
+                                       j, isnan(r->joints[j]) ? "NaN" : "infinite");
+        if (r->base && (k = check_pose(r->base, "robots", i, ".base", err)) != RP_CLIENT_OK)
             return k;
     }
     rp_client_sb b = {NULL, 0, 0, false};
     rp_client_sb_puts_(&b, "{\"scene\":");
     rp_client_sb_json_string_(&b, scene);
-    rp_client_sb_puts_(&b, ",\"objects\":{");
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            rp_client_sb_add_(&b, ",", 1);
-        rp_client_sb_json_string_(&b, names[i]);
-        rp_client_sb_add_(&b, ":", 1);
-        put_matrix(&b, &poses[i]);
+    if (!robots || n_objects > 0) {
+        rp_client_sb_puts_(&b, ",\"objects\":{");
+        for (size_t i = 0; i < n_objects; i++) {
+            if (i)
+                rp_client_sb_add_(&b, ",", 1);
+            rp_client_sb_json_string_(&b, names[i]);
+            rp_client_sb_add_(&b, ":", 1);
+            put_matrix(&b, &poses[i]);
+        }
+        rp_client_sb_add_(&b, "}", 1);
     }
-    rp_client_sb_add_(&b, "}", 1);
+    if (robots) {
+        rp_client_sb_puts_(&b, ",\"robots\":{");
+        for (size_t i = 0; i < n_robots; i++) {
+            const rp_client_robot_move *r = &robots[i];
+            if (i)
+                rp_client_sb_add_(&b, ",", 1);
+            rp_client_sb_json_string_(&b, r->name);
+            rp_client_sb_add_(&b, ":{", 2);
+            if (r->joints) {
+                rp_client_sb_puts_(&b, "\"joints\":[");
+                for (size_t j = 0; j < r->dof; j++) {
+                    if (j)
+                        rp_client_sb_add_(&b, ",", 1);
+                    rp_client_sb_double_(&b, r->joints[j]);
+                }
+                rp_client_sb_add_(&b, "]", 1);
+            }
+            if (r->base) {
+                rp_client_sb_puts_(&b, r->joints ? ",\"base\":" : "\"base\":");
+                put_matrix(&b, r->base);
+            }
+            rp_client_sb_add_(&b, "}", 1);
+        }
+        rp_client_sb_add_(&b, "}", 1);
+    }
     if (if_revision) {
         char num[32];
         snprintf(num, sizeof num, ",\"if_revision\":%" PRIu64, *if_revision);
@@ -125,4 +174,30 @@ rp_client_error_kind rp_client_scene_move(rp_client *c, const char *scene, const
         *revision = (uint64_t)d;
     cJSON_Delete(r);
     return k;
+}
+
+rp_client_error_kind rp_client_scene_move(rp_client *c, const char *scene, const char *const *names,
+                                          const rp_transform *poses, size_t n,
+                                          const uint64_t *if_revision, uint64_t *revision,
+                                          rp_client_error *err)
+{
+    return move(c, scene, names, poses, n, NULL, 0, if_revision, revision, err);
+}
+
+rp_client_error_kind rp_client_scene_move_robots(rp_client *c, const char *scene,
+                                                 const rp_client_robot_move *robots, size_t n,
+                                                 const char *const *object_names,
+                                                 const rp_transform *object_poses, size_t n_objects,
+                                                 const uint64_t *if_revision, uint64_t *revision,
+                                                 rp_client_error *err)
+{
+    static const rp_client_robot_move none = {NULL, NULL, 0, NULL};
+    if (n > 0 && !robots) {
+        rp_client_error_free(err);
+        if (revision)
+            *revision = 0;
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "robots is NULL");
+    }
+    return move(c, scene, object_names, object_poses, n_objects, robots ? robots : &none, n,
+                if_revision, revision, err);
 }

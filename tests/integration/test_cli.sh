@@ -650,6 +650,68 @@ expect_grep "$tmp/out" '"removed": 1' "objects: removed by name"
 expect_code 0 "objects: gone" -- "$CLI" "${S[@]}" scene.get scene=lab
 if grep -q '"objects"' "$tmp/out"; then fail "objects: scene.get still lists objects"; else ok; fi
 
+# ---- robot instances: a kinematic model put, two robots, moved by joints, read back ----------------
+start_daemon robots
+S=(--unix "$sock")
+expect_code 0 "robots: model.put (kinematic JSON)" -- "$CLI" "${S[@]}" model.put model=arm2 \
+  allow_adjacent=true \
+  joints='[{"name": "j1", "type": "revolute", "parent": "base", "child": "l1", "origin": {"xyz": [0, 0, 0.25]}, "axis": [0, 0, 1], "limits": {"lower": -3, "upper": 3}},
+           {"name": "j2", "type": "revolute", "parent": "l1", "child": "l2", "origin": {"xyz": [0.5, 0, 0]}, "axis": [0, 0, 1], "limits": {"lower": -2, "upper": 2}}]' \
+  links='[{"id": "base#0", "link": "base", "shape": {"sphere": {"center": [0, 0, 0], "radius": 0.125}}},
+          {"id": "l1#0", "link": "l1", "shape": {"capsule": {"a": [0, 0, 0], "b": [0.5, 0, 0], "radius": 0.0625}}}]'
+expect_code 0 "robots: scene.create with two robots" -- "$CLI" "${S[@]}" scene.create scene=cell \
+  robots='{"r1": {"model": "arm2", "base": {"translation": [0, -0.75, 0]}},
+           "r2": {"model": "arm2", "joints": [0, 0], "base": {"translation": [0, 0.75, 0], "rotation": {"w": 0, "x": 0, "y": 0, "z": 1}}}}'
+expect_file "$tmp/out" $'{\n  "scene": "cell",\n  "revision": 2\n}' "robots: created"
+expect_code 0 "robots: scene.move by joints" -- "$CLI" "${S[@]}" scene.move scene=cell \
+  robots='{"r1": {"joints": {"j2": -0.25}}}' if_revision=2
+expect_file "$tmp/out" $'{\n  "scene": "cell",\n  "revision": 3\n}' "robots: moved"
+expect_code 0 "robots: scene.get" -- "$CLI" "${S[@]}" scene.get scene=cell
+expect_file "$tmp/out" '{
+  "scene": "cell",
+  "revision": 3,
+  "shapes": {},
+  "robots": {
+    "r1": {
+      "model": "arm2",
+      "joints": [0, -0.25],
+      "base": {
+        "matrix": [
+          [1, 0, 0, 0],
+          [0, 1, 0, -0.75],
+          [0, 0, 1, 0]
+        ]
+      }
+    },
+    "r2": {
+      "model": "arm2",
+      "joints": [0, 0],
+      "base": {
+        "matrix": [
+          [-1, 0, 0, 0],
+          [0, -1, 0, 0.75],
+          [0, 0, 1, 0]
+        ]
+      }
+    }
+  }
+}' "robots: scene.get shows joints and base"
+expect_code 0 "robots: a world shape by id" -- "$CLI" "${S[@]}" scene.get scene=cell \
+  ids='["r2/l1#0"]'
+tr -d ' \n' <"$tmp/out" >"$tmp/out.flat"
+expect_grep "$tmp/out.flat" '"r2/l1#0":{"capsule":{"a":\[0,0.75,0.25\],"b":\[-0.5,0.75,0.25\]' \
+  "robots: r2's link in world coordinates"
+expect_code 1 "robots: model.delete in use" -- "$CLI" "${S[@]}" model.delete model=arm2
+expect_grep "$tmp/err" "error -32002: In use: model 'arm2' is used by robot 'r[12]' of scene 'cell'" \
+  "robots: the model is in use"
+expect_code 1 "robots: an unknown robot" -- "$CLI" "${S[@]}" scene.move scene=cell \
+  robots='{"r9": {"joints": [0, 0]}}'
+expect_grep "$tmp/err" "error -32001: Not found: robot 'r9'" "robots: unknown robot"
+expect_code 0 "robots: scene.remove by name" -- "$CLI" "${S[@]}" scene.remove scene=cell \
+  ids='["r1", "r2"]'
+expect_grep "$tmp/out" '"removed": 2' "robots: removed by name"
+expect_code 0 "robots: the model can go" -- "$CLI" "${S[@]}" model.delete model=arm2
+
 # ---- every example of --help runs, in order, against a fresh daemon -----------------------------
 # (the files they name are made in a scratch directory: the test arm as
 # arm.urdf/arm.srdf, one shape in shapes.json)

@@ -1790,6 +1790,190 @@ static void scene_move_sends_every_digit_and_one_revision_for_all(void **state)
     rp_client_close(c);
 }
 
+/* ---- robot instances: scene.move of joints and bases ---------------------------------------- */
+
+#define ARM2_JSON                                                                                  \
+    "{\"model\":\"arm2\",\"allow_adjacent\":true,\"joints\":[{\"name\":\"j1\",\"type\":"           \
+    "\"revolute\",\"parent\":\"base\",\"child\":\"l1\",\"origin\":{\"xyz\":[0,0,0.25]},"           \
+    "\"axis\":[0,0,1],\"limits\":{\"lower\":-3,\"upper\":3}},{\"name\":\"j2\",\"type\":"           \
+    "\"revolute\",\"parent\":\"l1\",\"child\":\"l2\",\"origin\":{\"xyz\":[0.5,0,0]},\"axis\":"     \
+    "[0,0,1],\"limits\":{\"lower\":-2,\"upper\":2}}],\"links\":[{\"id\":\"base#0\",\"link\":"      \
+    "\"base\",\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":0.125}}},{\"id\":\"l1#0\","     \
+    "\"link\":\"l1\",\"shape\":{\"capsule\":{\"a\":[0,0,0],\"b\":[0.5,0,0],\"radius\":0.0625}}},"  \
+    "{\"id\":\"l2#0\",\"link\":\"l2\",\"shape\":{\"capsule\":{\"a\":[0.0625,0,0],\"b\":[0.375,0,"  \
+    "0],\"radius\":0.0625}}}]}"
+
+/* robots.<name> of scene.get "cell" (a new reference the caller deletes
+ * with *res). */
+static const cJSON *robot_of(rp_client *c, const char *name, cJSON **res)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    cJSON *params = cJSON_Parse("{\"scene\":\"cell\"}");
+    *res = NULL;
+    expect_kind(rp_client_call_cjson(c, "scene.get", params, res, &err), RP_CLIENT_OK, &err);
+    cJSON_Delete(params);
+    rp_client_error_free(&err);
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*res, "robots"), name);
+}
+
+/* The joints and base scene.get gives robot `name` equal q and tf to the
+ * last bit. */
+static void expect_robot(rp_client *c, const char *name, const double *q, size_t dof,
+                         const rp_transform *tf)
+{
+    cJSON *res;
+    const cJSON *r = robot_of(c, name, &res);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "model")), "arm2");
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(r, "joints");
+    assert_int_equal(cJSON_GetArraySize(j), (int)dof);
+    for (size_t k = 0; k < dof; k++) {
+        double got = cJSON_GetArrayItem(j, (int)k)->valuedouble;
+        if (memcmp(&got, &q[k], sizeof got) != 0)
+            fprintf(stderr, "%s joints[%zu]: %.17g, want %.17g\n", name, k, got, q[k]);
+        assert_memory_equal(&got, &q[k], sizeof got);
+    }
+    const cJSON *m =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "base"), "matrix");
+    const double t[3] = {tf->t.x, tf->t.y, tf->t.z};
+    for (int row = 0; row < 3; row++)
+        for (int k = 0; k < 4; k++) {
+            double want = k < 3 ? tf->r[row][k] : t[row];
+            double got = cJSON_GetArrayItem(cJSON_GetArrayItem(m, row), k)->valuedouble;
+            assert_memory_equal(&got, &want, sizeof got);
+        }
+    cJSON_Delete(res);
+}
+
+static void scene_move_robots_sends_every_digit_with_objects_in_one_revision(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, false);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    call_expect(c, "model.put", ARM2_JSON, "{\"model\":\"arm2\",\"revision\":1}");
+    call_expect(c, "scene.create",
+                "{\"scene\":\"cell\",\"objects\":{\"table\":{\"pose\":{\"translation\":[1,0,0]},"
+                "\"shapes\":{\"top\":{\"box\":{\"center\":[0,0,0.5],\"half_extents\":[0.25,0.5,"
+                "0.03125]}}}}},\"robots\":{\"r1\":{\"model\":\"arm2\",\"base\":{\"translation\":"
+                "[0,-0.75,0]}},\"r2\":{\"model\":\"arm2\",\"base\":{\"translation\":[0,0.75,0]}}}}",
+                "{\"scene\":\"cell\",\"revision\":2}");
+    /* Joints of r1, a base of r2 and the table's pose: one revision. */
+    const double q1[2] = {1.0 / 3, -0.1};
+    rp_transform b2 = turned(2, 0.7, 0.1, 0.75, 1.0 / 7);
+    rp_client_robot_move moves[2] = {{"r1", q1, 2, NULL}, {"r2", NULL, 0, &b2}};
+    const char *const table[] = {"table"};
+    rp_transform tp = turned(2, -0.3, 1.25, 1.0 / 9, 0);
+    uint64_t rev = 99;
+    expect_kind(rp_client_scene_move_robots(c, "cell", moves, 2, table, &tp, 1, NULL, &rev, &err),
+                RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 3);
+    const rp_transform b1 = {{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0, -0.75, 0}};
+    const double zero[2] = {0, 0};
+    expect_robot(c, "r1", q1, 2, &b1);   /* the base as it was */
+    expect_robot(c, "r2", zero, 2, &b2); /* the joints as they were */
+    cJSON *res;
+    robot_of(c, "r1", &res);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "objects"),
+                                             "table"),
+            "pose"),
+        "matrix");
+    double got = cJSON_GetArrayItem(cJSON_GetArrayItem(m, 1), 3)->valuedouble;
+    assert_memory_equal(&got, &tp.t.y, sizeof got);
+    cJSON_Delete(res);
+    /* r1's world shape where FK puts it: l1 from (0,-0.75,0.25) along j1. */
+    cJSON *params = cJSON_Parse("{\"scene\":\"cell\",\"ids\":[\"r1/l1#0\"]}");
+    expect_kind(rp_client_call_cjson(c, "scene.get", params, &res, &err), RP_CLIENT_OK, &err);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "shapes"),
+                                             "r1/l1#0"),
+            "capsule"),
+        "b");
+    assert_true(fabs(cJSON_GetArrayItem(b, 0)->valuedouble - 0.5 * cos(q1[0])) < 1e-12);
+    assert_true(fabs(cJSON_GetArrayItem(b, 1)->valuedouble - (-0.75 + 0.5 * sin(q1[0]))) < 1e-12);
+    assert_true(fabs(cJSON_GetArrayItem(b, 2)->valuedouble - 0.25) < 1e-12);
+    cJSON_Delete(params);
+    cJSON_Delete(res);
+
+    /* Robots alone, if_revision: a stale one conflicts, the current one moves. */
+    const double q2[2] = {-2.5, 1.75};
+    rp_client_robot_move both = {"r1", q2, 2, &b2};
+    uint64_t stale = 2, now = 3;
+    expect_kind(rp_client_scene_move_robots(c, "cell", &both, 1, NULL, NULL, 0, &stale, &rev, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32003);
+    assert_int_equal(rev, 0);
+    expect_kind(rp_client_scene_move_robots(c, "cell", &both, 1, NULL, NULL, 0, &now, &rev, &err),
+                RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 4);
+    expect_robot(c, "r1", q2, 2, &b2);
+
+    /* The model cannot go while the robots use it. */
+    char *text = NULL;
+    expect_kind(rp_client_call(c, "model.delete", "{\"model\":\"arm2\"}", &text, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32002);
+    assert_non_null(strstr(err.data, "\"kind\":\"model\",\"name\":\"arm2\",\"scene\":\"cell\""));
+    assert_non_null(strstr(err.data, "\"robot\":\"r"));
+
+    /* The server's refusals: an unknown robot, an object as a robot, a
+     * wrong joint count. */
+    rp_client_robot_move r9 = {"r9", q2, 2, NULL};
+    expect_kind(rp_client_scene_move_robots(c, "cell", &r9, 1, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    assert_string_equal(err.data, "{\"kind\":\"robot\",\"name\":\"r9\"}");
+    rp_client_robot_move tbl = {"table", q2, 2, NULL};
+    expect_kind(rp_client_scene_move_robots(c, "cell", &tbl, 1, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.robots.table\""));
+    rp_client_robot_move three = {"r1", q2, 1, NULL};
+    expect_kind(rp_client_scene_move_robots(c, "cell", &three, 1, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.robots.r1.joints\""));
+
+    /* Refused here, before anything is sent. */
+    const double nan_q[2] = {0, NAN};
+    rp_client_robot_move bad[2] = {{"r1", q1, 2, NULL}, {"r2", nan_q, 2, NULL}};
+    expect_kind(rp_client_scene_move_robots(c, "cell", bad, 2, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "robots[1].joints[1] is NaN; JSON has no such number");
+    rp_transform inf_base = b2;
+    inf_base.t.x = INFINITY;
+    bad[1] = (rp_client_robot_move){"r2", NULL, 0, &inf_base};
+    expect_kind(rp_client_scene_move_robots(c, "cell", bad, 2, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "robots[1].base.t.x is infinite; JSON has no such number");
+    bad[1] = (rp_client_robot_move){"\xc3", q1, 2, NULL};
+    expect_kind(rp_client_scene_move_robots(c, "cell", bad, 2, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "robots[1].name is not valid UTF-8"));
+    bad[1] = (rp_client_robot_move){NULL, q1, 2, NULL};
+    expect_kind(rp_client_scene_move_robots(c, "cell", bad, 2, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "robots[1].name is NULL");
+    expect_kind(rp_client_scene_move_robots(c, "cell", NULL, 1, NULL, NULL, 0, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_scene_move_robots(c, "cell", moves, 1, NULL, &tp, 1, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "names is NULL");
+    assert_int_equal(rev, 0);
+    /* Nothing was sent: r1 is where the last move left it. */
+    expect_robot(c, "r1", q2, 2, &b2);
+
+    /* Removed by name, the model can go. */
+    call_expect(c, "scene.remove", "{\"scene\":\"cell\",\"ids\":[\"r1\",\"r2\"]}",
+                "{\"scene\":\"cell\",\"revision\":5,\"removed\":2}");
+    call_expect(c, "model.delete", "{\"model\":\"arm2\"}",
+                "{\"model\":\"arm2\",\"deleted\":true,\"revision\":6}");
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
 /* ---- watch notifications ------------------------------------------------------------------ */
 
 /* The next notification within the guard; fails otherwise. */
@@ -2157,6 +2341,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(helper_result_without_its_members_is_protocol_error, rh_teardown),
         /* objects */
         cmocka_unit_test_teardown(scene_move_sends_every_digit_and_one_revision_for_all,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(scene_move_robots_sends_every_digit_with_objects_in_one_revision,
                                   rh_teardown),
         /* watch notifications */
         cmocka_unit_test_teardown(notifications_are_queued_between_replies, rh_teardown),

@@ -311,6 +311,24 @@ static void moves_take_one_revision_and_queries_follow(void **state)
     free(removed);
     cJSON_Delete(n);
     assert_int_equal(check_world_shapes(c, "cell"), 3);
+    /* A replace with objects, the old objects gone first (a scene without
+     * objects before it: the watcher's record once dereferenced NULL). */
+    r = rpc(c, "scene.remove", "{\"scene\":\"cell\",\"ids\":[\"crate\"]}");
+    cJSON_Delete(r);
+    cJSON_Delete(read_json(w));
+    ok(c, "scene.replace",
+       "{\"scene\":\"cell\",\"shapes\":{\"b\":{\"sphere\":{\"center\":[0,0,0],\"radius\":1}}},"
+       "\"objects\":{\"lamp\":" CRATE "}}");
+    n = read_json(w);
+    assert_non_null(at(n, "params.objects.lamp.pose.matrix"));
+    assert_non_null(at(n, "params.put.b"));
+    cJSON_Delete(n);
+    ok(c, "scene.replace", "{\"scene\":\"cell\",\"shapes\":{}}");
+    n = read_json(w);
+    removed = cJSON_PrintUnformatted(at(n, "params.removed"));
+    assert_string_equal(removed, "[\"b\",\"lamp\"]");
+    free(removed);
+    cJSON_Delete(n);
     rh_close(w);
     rh_close(c);
     stop_ok(d);

@@ -447,8 +447,12 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
     free(order);
     /* The old objects the new content lacks: a search in its sorted names. */
     size_t n_new = c->n_objects + c->n_robots;
-    const char **names = n_obj ? malloc((n_new ? n_new : 1) * sizeof *names) : NULL;
-    if (n_obj && !names) {
+    if (n_obj == 0) {
+        *n_out = m;
+        return out;
+    }
+    const char **names = malloc((n_new ? n_new : 1) * sizeof *names);
+    if (!names) {
         free(out);
         return NULL;
     }
@@ -456,16 +460,14 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
         names[q] = c->objects[q].name;
     for (size_t q = 0; q < c->n_robots; q++)
         names[c->n_objects + q] = c->robots[q].name;
-    if (n_obj)
-        qsort(names, n_new, sizeof *names, cmp_str);
+    qsort(names, n_new, sizeof *names, cmp_str);
     for (size_t i = 0; i < n_obj; i++) {
         const char *name = rp_object_name(rp_scene_object_at(before, i));
         if (!bsearch(&name, names, n_new, sizeof *names, cmp_str))
             out[m++] = name;
     }
     free(names);
-    if (n_obj)
-        qsort(out, m, sizeof *out, cmp_str);
+    qsort(out, m, sizeof *out, cmp_str);
     *n_out = m;
     return out;
 }
