@@ -1185,3 +1185,143 @@ rp_status rp_store_remove_objects_(rp_store *st, const char *name, const char *c
     plan_free(&p);
     return s;
 }
+
+/* ---- scene.attach, scene.detach ------------------------------------------------------ */
+
+const char *rp_object_attached_robot(const rp_object *o)
+{
+    return o->att_robot;
+}
+
+const char *rp_object_attached_link(const rp_scene *sc, const rp_object *o)
+{
+    const rp_object *r = o->att_robot ? rp_scene_object_find(sc, o->att_robot) : NULL;
+    return r ? rp_model_tree_link_name(r->model, o->att_link) : NULL;
+}
+
+rp_transform rp_object_attached_rel(const rp_object *o)
+{
+    return o->att_robot ? o->rel : rp_transform_identity();
+}
+
+/* The edit that swaps object `old` for `fresh` (same shapes, its new
+ * pose): its shapes written where they now are. */
+static rp_status plan_swap(plan *p, const rp_scene *base, rp_object *fresh)
+{
+    p->fresh = calloc(1, sizeof *p->fresh);
+    p->world = malloc((fresh->n_shapes ? fresh->n_shapes : 1) * sizeof *p->world);
+    p->tags = malloc((fresh->n_shapes ? fresh->n_shapes : 1) * sizeof *p->tags);
+    p->wid = malloc((fresh->n_shapes ? fresh->n_shapes : 1) * sizeof *p->wid);
+    if (!p->fresh || !p->world || !p->tags || !p->wid) {
+        object_release(fresh, p->st);
+        return RP_ERR_NOMEM;
+    }
+    p->fresh[p->n_fresh++] = fresh;
+    if (add_members(p, fresh))
+        return RP_ERR_NOMEM;
+    return plan_table(p, base->objects, NULL, 0);
+}
+
+static rp_status apply_swap(rp_store *st, const char *scene, plan *p, rp_change *ch,
+                            uint32_t next_tag, rp_scene **out)
+{
+    rp_edit_ ed = plan_edit(p, ch, true, next_tag);
+    rp_status s = rp_store_apply_edit_(st, scene, &ed, false, out);
+    if (!s)
+        p->table = NULL;
+    return s;
+}
+
+rp_status rp_store_attach(rp_store *st, const char *scene, const char *object, const char *robot,
+                          const char *link, const rp_transform *rel, const uint64_t *if_revision,
+                          rp_scene **out, uint64_t *actual_revision, rp_edit_error *err)
+{
+    if (err)
+        *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
+    rp_scene *cur = rp_store_find(st, scene);
+    if (!cur)
+        return RP_ERR_NOT_FOUND;
+    if (if_revision && *if_revision != cur->revision) {
+        if (actual_revision)
+            *actual_revision = cur->revision;
+        return RP_ERR_REVISION;
+    }
+    plan p = {.st = st, .err = err};
+    rp_object *o = object ? rp_scene_object_lookup_(cur, object, NULL) : NULL;
+    rp_object *r = robot ? rp_scene_object_lookup_(cur, robot, NULL) : NULL;
+    size_t li = r && r->model && link ? rp_model_tree_link_find(r->model, link) : SIZE_MAX;
+    rp_status s = RP_OK;
+    rp_edit_what what = RP_EDIT_OBJECT;
+    if (!o)
+        s = RP_ERR_NOT_FOUND;
+    else if (o->model)
+        s = RP_ERR_INVALID_ARG; /* a robot cannot be attached */
+    else if ((what = RP_EDIT_ROBOT, !r))
+        s = RP_ERR_NOT_FOUND;
+    else if (!r->model)
+        s = RP_ERR_INVALID_ARG; /* an object is no robot */
+    else if (li == SIZE_MAX)
+        s = RP_ERR_NOT_FOUND;
+    else if (rel && rp_transform_validate(rel) != RP_OK)
+        s = RP_ERR_TRANSFORM;
+    rp_transform lp, r2, pose;
+    if (!s && !(s = robot_link_pose(r, li, &lp))) {
+        if (rel) {
+            r2 = *rel;
+        } else {
+            rp_transform inv = rp_transform_inverse(&lp);
+            r2 = rp_transform_compose(&inv, &o->pose);
+        }
+        pose = rp_transform_compose(&lp, &r2);
+        size_t which;
+        s = world_ok(&pose, o->shapes, o->n_shapes, &which);
+    }
+    if (s) {
+        if (s != RP_ERR_NOMEM)
+            fail_at(&p, what, 0, SIZE_MAX);
+        return s;
+    }
+    rp_object *fresh = object_placed(o, &pose, r->name, li, &r2, st);
+    s = fresh ? plan_swap(&p, cur, fresh) : RP_ERR_NOMEM;
+    if (!s) {
+        rp_object_move now = {o->name, pose};
+        rp_change ch = {.kind = RP_CHANGE_SCENE_ATTACH,
+                        .name = scene,
+                        .moves = &now,
+                        .n_moves = 1,
+                        .object = o->name,
+                        .robot = r->name,
+                        .link = link,
+                        .rel = &r2};
+        s = apply_swap(st, scene, &p, &ch, cur->next_tag, out);
+    }
+    plan_free(&p);
+    return s;
+}
+
+rp_status rp_store_detach(rp_store *st, const char *scene, const char *object,
+                          const uint64_t *if_revision, rp_scene **out, uint64_t *actual_revision)
+{
+    rp_scene *cur = rp_store_find(st, scene);
+    if (!cur)
+        return RP_ERR_NOT_FOUND;
+    if (if_revision && *if_revision != cur->revision) {
+        if (actual_revision)
+            *actual_revision = cur->revision;
+        return RP_ERR_REVISION;
+    }
+    rp_object *o = object ? rp_scene_object_lookup_(cur, object, NULL) : NULL;
+    if (!o)
+        return RP_ERR_NOT_FOUND;
+    if (!o->att_robot)
+        return RP_ERR_INVALID_ARG;
+    plan p = {.st = st};
+    rp_object *fresh = object_placed(o, &o->pose, NULL, 0, NULL, st);
+    rp_status s = fresh ? plan_swap(&p, cur, fresh) : RP_ERR_NOMEM;
+    if (!s) {
+        rp_change ch = {.kind = RP_CHANGE_SCENE_DETACH, .name = scene, .object = o->name};
+        s = apply_swap(st, scene, &p, &ch, cur->next_tag, out);
+    }
+    plan_free(&p);
+    return s;
+}

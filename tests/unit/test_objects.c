@@ -928,6 +928,124 @@ static void bad_robots_change_nothing(void **state)
     rp_store_free(st);
 }
 
+/* ---- attached objects ------------------------------------------------------------ */
+
+static void assert_pose_equal(rp_transform a, rp_transform b)
+{
+    assert_memory_equal(&a, &b, sizeof a);
+}
+
+/* An attached object's pose is its link's pose ∘ rel, bit for bit, and
+ * its shapes are there. */
+static void assert_follows(const rp_scene *sc, const char *object, const rp_model *m)
+{
+    const rp_object *o = rp_scene_object_find(sc, object);
+    const rp_object *r = rp_scene_object_find(sc, rp_object_attached_robot(o));
+    rp_transform poses[8];
+    rp_transform base = rp_object_pose(r);
+    assert_int_equal(rp_model_fk(m, &base, rp_object_joints(r), poses), RP_OK);
+    size_t li = rp_model_tree_link_find(m, rp_object_attached_link(sc, o));
+    rp_transform rel = rp_object_attached_rel(o);
+    assert_pose_equal(rp_object_pose(o), rp_transform_compose(&poses[li], &rel));
+    for (size_t k = 0; k < rp_object_shape_count(o); k++) {
+        char id[64];
+        snprintf(id, sizeof id, "%s/%s", object, rp_object_shape_at(o, k)->id);
+        rp_transform pose = rp_object_pose(o);
+        rp_shape want = rp_transform_shape(&pose, &rp_object_shape_at(o, k)->shape);
+        assert_true(same_shape(SCENE_SHAPE(sc, rp_scene_find(sc, id)), &want));
+    }
+}
+
+static void attached_objects_follow_their_links(void **state)
+{
+    (void)state;
+    rp_store *st = small_store();
+    rp_model *m = arm_model(st, "arm");
+    double q0[2] = {0.3, -0.4};
+    rp_robot_put rp = {"r1", "arm", q0, shift(0, -1, 0)};
+    rp_cell c = {.robots = &rp, .n_robots = 1};
+    assert_int_equal(rp_store_put_cell(st, "s", &c, NULL, false, NULL, NULL, NULL), RP_OK);
+    const rp_scene *sc = rp_store_find(st, "s");
+    rp_transform before = rp_object_pose(rp_scene_object_find(sc, "box"));
+    uint64_t rev = rp_store_revision(st);
+    assert_int_equal(rp_store_attach(st, "s", "box", "r1", "l2", NULL, NULL, NULL, NULL, NULL),
+                     RP_OK);
+    assert_int_equal(rp_store_revision(st), rev + 1);
+    sc = rp_store_find(st, "s");
+    const rp_object *o = rp_scene_object_find(sc, "box");
+    assert_string_equal(rp_object_attached_robot(o), "r1");
+    assert_string_equal(rp_object_attached_link(sc, o), "l2");
+    assert_near(rp_object_pose(o).t.x, before.t.x, 1e-12); /* where it was, within rounding */
+    assert_follows(sc, "box", m);
+    assert_true(rp_bvh_check_(sc) >= 0);
+
+    /* The robot moves: the box follows, in the same revision. */
+    double q1[2] = {1.1, 0.7};
+    rp_robot_move rm = {"r1", q1, NULL};
+    rp_cell_moves mv = {NULL, 0, &rm, 1};
+    assert_int_equal(rp_store_move_cell(st, "s", &mv, NULL, NULL, NULL, NULL), RP_OK);
+    assert_int_equal(rp_store_revision(st), rev + 2);
+    sc = rp_store_find(st, "s");
+    assert_follows(sc, "box", m);
+    assert_true(rp_object_pose(rp_scene_object_find(sc, "box")).t.x != before.t.x);
+
+    /* Moved itself, it stays attached at its new place. */
+    rp_object_move om = {"box", shift(2, 2, 2)};
+    rp_cell_moves mv2 = {&om, 1, &rm, 1};
+    assert_int_equal(rp_store_move_cell(st, "s", &mv2, NULL, NULL, NULL, NULL), RP_OK);
+    sc = rp_store_find(st, "s");
+    assert_follows(sc, "box", m);
+    assert_near(rp_object_pose(rp_scene_object_find(sc, "box")).t.x, 2, 1e-12);
+
+    /* With a rel given: there in the link's frame. */
+    rp_transform rel = shift(0.1, 0, 0);
+    assert_int_equal(rp_store_attach(st, "s", "box", "r1", "l1", &rel, NULL, NULL, NULL, NULL),
+                     RP_OK);
+    sc = rp_store_find(st, "s");
+    assert_pose_equal(rp_object_attached_rel(rp_scene_object_find(sc, "box")), rel);
+    assert_follows(sc, "box", m);
+
+    /* Refusals change nothing. */
+    ASSERT_REFUSED(st, rp_store_attach(st, "s", "r1", "r1", "l1", NULL, NULL, NULL, NULL, &err),
+                   RP_ERR_INVALID_ARG, RP_EDIT_OBJECT, 0);
+    ASSERT_REFUSED(st, rp_store_attach(st, "s", "box", "box", "l1", NULL, NULL, NULL, NULL, &err),
+                   RP_ERR_INVALID_ARG, RP_EDIT_ROBOT, 0);
+    ASSERT_REFUSED(st, rp_store_attach(st, "s", "box", "r1", "nope", NULL, NULL, NULL, NULL, &err),
+                   RP_ERR_NOT_FOUND, RP_EDIT_ROBOT, 0);
+    ASSERT_REFUSED(st, rp_store_attach(st, "s", "nope", "r1", "l1", NULL, NULL, NULL, NULL, &err),
+                   RP_ERR_NOT_FOUND, RP_EDIT_OBJECT, 0);
+    ASSERT_REFUSED(st, rp_store_detach(st, "s", "wall", NULL, NULL, NULL), RP_ERR_NOT_FOUND,
+                   RP_EDIT_NONE, 0);
+
+    /* Detached, it stays where it is, and no longer follows. */
+    rp_transform at = rp_object_pose(rp_scene_object_find(sc, "box"));
+    assert_int_equal(rp_store_detach(st, "s", "box", NULL, NULL, NULL), RP_OK);
+    ASSERT_REFUSED(st, rp_store_detach(st, "s", "box", NULL, NULL, NULL), RP_ERR_INVALID_ARG,
+                   RP_EDIT_NONE, 0);
+    double q2[2] = {-1, -1};
+    rp_robot_move rm2 = {"r1", q2, NULL};
+    rp_cell_moves mv3 = {NULL, 0, &rm2, 1};
+    assert_int_equal(rp_store_move_cell(st, "s", &mv3, NULL, NULL, NULL, NULL), RP_OK);
+    sc = rp_store_find(st, "s");
+    assert_null(rp_object_attached_robot(rp_scene_object_find(sc, "box")));
+    assert_pose_equal(rp_object_pose(rp_scene_object_find(sc, "box")), at);
+
+    /* A robot that goes, or is put again, leaves its objects free. */
+    assert_int_equal(rp_store_attach(st, "s", "box", "r1", "l2", NULL, NULL, NULL, NULL, NULL),
+                     RP_OK);
+    assert_int_equal(rp_store_put_cell(st, "s", &c, NULL, false, NULL, NULL, NULL), RP_OK);
+    sc = rp_store_find(st, "s");
+    assert_null(rp_object_attached_robot(rp_scene_object_find(sc, "box")));
+    assert_int_equal(rp_store_attach(st, "s", "box", "r1", "l2", NULL, NULL, NULL, NULL, NULL),
+                     RP_OK);
+    const char *gone[1] = {"r1"};
+    assert_int_equal(rp_store_remove(st, "s", gone, 1, NULL, NULL, NULL, NULL), RP_OK);
+    sc = rp_store_find(st, "s");
+    assert_null(rp_object_attached_robot(rp_scene_object_find(sc, "box")));
+    assert_true(rp_bvh_check_(sc) >= 0);
+    rp_store_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -938,6 +1056,7 @@ int main(void)
         cmocka_unit_test(checks_with_ignore_equal_checks_without_the_object),
         cmocka_unit_test(robots_are_placed_moved_and_ignored),
         cmocka_unit_test(bad_robots_change_nothing),
+        cmocka_unit_test(attached_objects_follow_their_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
