@@ -366,6 +366,8 @@ typedef struct rp_change {
     size_t n_robot_moves;
     const rp_object_move *follow;     ///< SCENE_MOVE: the attached objects that moved
     size_t n_follow;                  ///< with their robots (their new poses).
+    const char *const *detached;      ///< SCENE_PUT/REMOVE: objects freed because their
+    size_t n_detached;                ///< robot went or was put again.
     const char *object;               ///< SCENE_ATTACH/DETACH: the object;
     const char *robot, *link;         ///< ATTACH: the robot instance and link,
     const rp_transform *rel;          ///< and the object's pose in the link's frame.

@@ -206,6 +206,20 @@ class Methods:
         return self._call("scene.move", _params(scene=scene, objects=objects, robots=robots,
                                                 if_revision=if_revision))
 
+    def scene_attach(self, scene: str, object: str, robot: str, link: str, *,
+                     rel: Optional[Pose] = None, if_revision: Optional[int] = None) -> Any:
+        """Fixes object ``object`` to link ``link`` of robot instance ``robot``:
+        it then moves with the link, at ``rel`` (its pose in the link's frame;
+        left out: where it is now); returns ``scene`` and ``revision``."""
+        return self._call("scene.attach", _params(scene=scene, object=object, robot=robot,
+                                                  link=link, rel=rel, if_revision=if_revision))
+
+    def scene_detach(self, scene: str, object: str, *,
+                     if_revision: Optional[int] = None) -> Any:
+        """Frees an attached object where it is; returns ``scene`` and ``revision``."""
+        return self._call("scene.detach", _params(scene=scene, object=object,
+                                                  if_revision=if_revision))
+
     def scene_distance(self, scene: str, shape: Optional[Shape] = None, *,
                        shapes: Optional[Mapping[str, Shape]] = None,
                        ids: Optional[Iterable[str]] = None,

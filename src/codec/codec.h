@@ -304,9 +304,10 @@ void rp_jw_shape(rp_jw *w, const rp_shape *s); /* the protocol's shape object */
 /* A pose as {"matrix":[[r00,r01,r02,tx],[r10,r11,r12,ty],[r20,r21,r22,tz]]}:
  * rp_codec_pose reads it back to the same bits. */
 void rp_jw_pose(rp_jw *w, const rp_transform *tf);
-/* An object as scene.put takes it and scene.get gives it:
- * {"pose": pose, "shapes": {id: shape}} (its shapes in its own frame). */
-void rp_jw_object(rp_jw *w, const rp_object *o);
+/* An object of scene sc as scene.put takes it and scene.get gives it:
+ * {"pose": pose, "shapes": {id: shape}} (its shapes in its own frame),
+ * and "attached": {"robot", "link", "rel": pose} when it is attached. */
+void rp_jw_object(rp_jw *w, const rp_scene *sc, const rp_object *o);
 /* A robot instance as scene.get gives it: {"model": name, "joints":
  * [values], "base": pose}. */
 void rp_jw_robot(rp_jw *w, const rp_object *o);

@@ -690,7 +690,7 @@ void rp_jw_pose(rp_jw *w, const rp_transform *tf)
     rp_jw_object_end(w);
 }
 
-void rp_jw_object(rp_jw *w, const rp_object *o)
+void rp_jw_object(rp_jw *w, const rp_scene *sc, const rp_object *o)
 {
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "pose");
@@ -704,6 +704,18 @@ void rp_jw_object(rp_jw *w, const rp_object *o)
         rp_jw_shape(w, &p->shape);
     }
     rp_jw_object_end(w);
+    if (rp_object_attached_robot(o)) {
+        RP_JW_KEY(w, "attached");
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "robot");
+        rp_jw_string(w, rp_object_attached_robot(o));
+        RP_JW_KEY(w, "link");
+        rp_jw_string(w, rp_object_attached_link(sc, o));
+        RP_JW_KEY(w, "rel");
+        rp_transform rel = rp_object_attached_rel(o);
+        rp_jw_pose(w, &rel);
+        rp_jw_object_end(w);
+    }
     rp_jw_object_end(w);
 }
 

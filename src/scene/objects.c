@@ -389,6 +389,8 @@ typedef struct plan {
     rp_objtab *table;
     rp_object_move *follow; /* a move's attached objects that follow their robots */
     size_t n_follow;
+    const char **detached; /* objects freed (their robot goes or is put again) */
+    size_t n_detached;
     rp_store *st;
     rp_edit_error *err;
 } plan;
@@ -406,6 +408,7 @@ static void plan_free(plan *p)
     free(p->tags);
     free(p->wid);
     free(p->follow);
+    free(p->detached);
     free(p->drop);
     free(p->fresh);
 }
@@ -803,10 +806,15 @@ static rp_status detach_from(plan *p, const rp_scene *base, const char *const *r
         if (!grown)
             return RP_ERR_NOMEM;
         p->fresh = grown;
+        const char **d = realloc(p->detached, (p->n_detached + 1) * sizeof *d);
+        if (!d)
+            return RP_ERR_NOMEM;
+        p->detached = d;
         rp_object *c = object_placed(o, &o->pose, NULL, 0, NULL, p->st);
         if (!c)
             return RP_ERR_NOMEM;
         p->fresh[p->n_fresh++] = c;
+        p->detached[p->n_detached++] = c->name;
     }
     return RP_OK;
 }
@@ -1081,7 +1089,9 @@ static rp_status write_cell(rp_store *st, const char *name, const rp_cell *c,
                         .objects = c->objects,
                         .n_objects = c->n_objects,
                         .robots = c->robots,
-                        .n_robots = c->n_robots};
+                        .n_robots = c->n_robots,
+                        .detached = p.detached,
+                        .n_detached = p.n_detached};
         rp_edit_ ed = plan_edit(&p, &ch, true, plan_next_tag(&p, base));
         s = rp_store_apply_edit_(st, name, &ed, replace || !cur, out);
         if (!s)
@@ -1173,7 +1183,12 @@ rp_status rp_store_remove_objects_(rp_store *st, const char *name, const char *c
     size_t count = 0;
     rp_status s = plan_remove(&p, cur, ids, n, &count);
     if (!s) {
-        rp_change ch = {.kind = RP_CHANGE_SCENE_REMOVE, .name = name, .ids = ids, .n_ids = n};
+        rp_change ch = {.kind = RP_CHANGE_SCENE_REMOVE,
+                        .name = name,
+                        .ids = ids,
+                        .n_ids = n,
+                        .detached = p.detached,
+                        .n_detached = p.n_detached};
         rp_edit_ ed = plan_edit(&p, &ch, true, cur->next_tag);
         s = rp_store_apply_edit_(st, name, &ed, false, out);
         if (!s) {

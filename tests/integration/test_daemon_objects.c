@@ -755,6 +755,146 @@ static void robots_survive_kill_9(void **state)
     cJSON_Delete(before);
 }
 
+/* ---- attached objects ------------------------------------------------------------ */
+
+/* A part attached to a robot's link follows the robot's moves (watchers
+ * hear its new pose), survives kill -9 and a snapshot with its pose in the
+ * link's frame bit for bit, and a check of the robot's model with `ignore`
+ * of the instance sees it held on the link being checked: the same reply
+ * as the request's own `attached` with that shape there and the part
+ * ignored. */
+static void attached_parts_follow_and_are_held_in_checks(void **state)
+{
+    (void)state;
+    const char *dir = temp_dir_ok();
+    const char *extra[] = {"--data-dir", dir, "--fsync", "always", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false), *w = connect_ok(d, false);
+    ok(c, "model.put", ARM_JSON);
+    ok(c, "scene.create",
+       "{\"scene\":\"cell\",\"shapes\":{\"post\":{\"capsule\":{\"a\":[0.9,0.5,0],\"b\":[0.9,0.5,"
+       "1],\"radius\":0.05}}},\"robots\":{\"r1\":{\"model\":\"arm\",\"joints\":[0,0]}},"
+       "\"objects\":{\"part\":{\"pose\":{\"translation\":[1.0,0,0.2]},\"shapes\":{\"p\":{"
+       "\"sphere\":{\"center\":[0,0,0],\"radius\":0.08}}}}}}");
+    ok(w, "scene.watch", "{\"scene\":\"cell\"}");
+    ok(c, "scene.attach",
+       "{\"scene\":\"cell\",\"object\":\"part\",\"robot\":\"r1\",\"link\":\"l2\"}");
+    cJSON *n = read_json(w);
+    assert_string_equal(str_at(n, "params.attached.part.robot"), "r1");
+    assert_string_equal(str_at(n, "params.attached.part.link"), "l2");
+    assert_non_null(at(n, "params.moved.part.matrix"));
+    cJSON_Delete(n);
+    cJSON *g = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    assert_string_equal(str_at(result_of(g), "objects.part.attached.link"), "l2");
+    cJSON_Delete(g);
+    check_world_shapes(c, "cell");
+
+    /* The robot turns: the part follows, in the move's revision. */
+    ok(c, "scene.move", "{\"scene\":\"cell\",\"robots\":{\"r1\":{\"joints\":[0.5,0.3]}}}");
+    n = read_json(w);
+    assert_non_null(at(n, "params.moved.r1.joints"));
+    rp_transform moved = pose_of(at(n, "params.moved.part"));
+    cJSON_Delete(n);
+    g = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    rp_transform now = pose_of(at(result_of(g), "objects.part.pose"));
+    assert_memory_equal(&moved, &now, sizeof now);
+    assert_true(fabs(now.t.y) > 0.1); /* it went round with the arm */
+    cJSON_Delete(g);
+    check_world_shapes(c, "cell");
+
+    /* A check ignoring r1 holds the part on l2: as if the request had
+     * attached it there itself, with the part left out of the scene. */
+    g = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    rp_transform rel = pose_of(at(result_of(g), "objects.part.attached.rel"));
+    cJSON_Delete(g);
+    rp_shape local = {.kind = RP_SHAPE_SPHERE};
+    local.sphere = (rp_sphere){{0, 0, 0}, 0.08};
+    rp_shape held = rp_transform_shape(&rel, &local);
+    /* Written by the daemon's own writer: cJSON prints some doubles short. */
+    rp_jw jw;
+    rp_jw_init(&jw);
+    rp_jw_shape(&jw, &held);
+    size_t held_len;
+    char *held_json = rp_jw_detach(&jw, &held_len);
+    assert_non_null(held_json);
+    char *held_text = strndup(held_json, held_len);
+    free(held_json);
+    for (int k = 0; k < 6; k++) {
+        double q0 = 0.2 * k, q1 = 0.5 - 0.15 * k;
+        cJSON *a = rpc(c, "check",
+                       "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":[%.17g,%.17g],"
+                       "\"ignore\":[\"r1\"],\"report\":\"all\",\"margin\":0.3}",
+                       q0, q1);
+        cJSON *b = rpc(c, "check",
+                       "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":[%.17g,%.17g],"
+                       "\"ignore\":[\"r1\",\"part\"],\"report\":\"all\",\"margin\":0.3,"
+                       "\"attached\":[{\"id\":\"part/p\",\"link\":\"l2\",\"shape\":%s}]}",
+                       q0, q1, held_text);
+        if (!json_same(result_of(a), result_of(b))) {
+            char *x = show(a), *y = show(b);
+            fail_msg("held part: %s\nexplicit attached: %s", x, y);
+        }
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    free(held_text);
+
+    /* Kept across kill -9 and a snapshot. */
+    cJSON *before = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    rh_close(w);
+    rh_close(c);
+    rh_signal(d, SIGKILL);
+    rh_wait_exit(d, rh_ms(RH_TIMEOUT_MS));
+    rh_destroy(d);
+    for (int round = 0; round < 2; round++) {
+        d = start(extra);
+        c = connect_ok(d, false);
+        cJSON *after = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+        if (!json_same(at(before, "result"), at(after, "result"))) {
+            char *x = show(before), *y = show(after);
+            fail_msg("before %s\nafter %s", x, y);
+        }
+        cJSON_Delete(after);
+        if (round == 0)
+            ok(c, "save", "{}");
+        rh_close(c);
+        stop_ok(d);
+    }
+    cJSON_Delete(before);
+
+    /* Detached, it stays; the robot's next move leaves it. */
+    d = start(extra);
+    c = connect_ok(d, false);
+    cJSON *r = rpc(c, "scene.detach", "{\"scene\":\"cell\",\"object\":\"r1\"}");
+    expect_error(r, -32602, "params.object");
+    ok(c, "scene.detach", "{\"scene\":\"cell\",\"object\":\"part\"}");
+    g = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    assert_null(at(result_of(g), "objects.part.attached"));
+    rp_transform free_pose = pose_of(at(result_of(g), "objects.part.pose"));
+    cJSON_Delete(g);
+    ok(c, "scene.move", "{\"scene\":\"cell\",\"robots\":{\"r1\":{\"joints\":[-1,0]}}}");
+    g = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+    rp_transform still = pose_of(at(result_of(g), "objects.part.pose"));
+    assert_memory_equal(&still, &free_pose, sizeof still);
+    cJSON_Delete(g);
+    /* Bad attaches. */
+    r = rpc(c, "scene.attach",
+            "{\"scene\":\"cell\",\"object\":\"part\",\"robot\":\"r1\",\"link\":\"nope\"}");
+    expect_error(r, -32602, "params.link");
+    r = rpc(c, "scene.attach",
+            "{\"scene\":\"cell\",\"object\":\"part\",\"robot\":\"zz\",\"link\":\"l1\"}");
+    expect_error(r, -32001, NULL);
+    r = rpc(c, "scene.attach",
+            "{\"scene\":\"cell\",\"object\":\"part\",\"robot\":\"part\",\"link\":\"l1\"}");
+    expect_error(r, -32602, "params.robot");
+    r = rpc(c, "scene.attach",
+            "{\"scene\":\"cell\",\"object\":\"part\",\"robot\":\"r1\",\"link\":\"l1\",\"rel\":{"
+            "\"rotation\":{\"w\":3,\"x\":0,\"y\":0,\"z\":0}}}");
+    expect_error(r, -32602, "params.rel.rotation");
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -765,6 +905,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(objects_survive_kill_9),
         DAEMON_TEST(two_robot_processes_share_a_cell),
         DAEMON_TEST(robots_survive_kill_9),
+        DAEMON_TEST(attached_parts_follow_and_are_held_in_checks),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

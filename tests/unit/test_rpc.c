@@ -621,9 +621,9 @@ static void only_mutations_are_refused_while_shutting_down(void **state)
     assert_int_equal(rp_store_revision(f->core.store), 0);
     /* Exactly the methods that change the store are flagged (the list in
      * PROTOCOL.md, "Stopping"); everything else, watches included, runs. */
-    static const char *const mutating[] = {"model.delete", "model.put",    "scene.create",
-                                           "scene.delete", "scene.move",   "scene.put",
-                                           "scene.remove", "scene.replace"};
+    static const char *const mutating[] = {
+        "model.delete", "model.put",  "scene.attach", "scene.create", "scene.delete",
+        "scene.detach", "scene.move", "scene.put",    "scene.remove", "scene.replace"};
     size_t n_mutating = sizeof mutating / sizeof *mutating, flagged = 0;
     for (size_t i = 0; i < rpd_method_count; i++) {
         const char *n = rpd_methods[i].name;

@@ -294,6 +294,11 @@ static bool encode_objects(rp_jw *w, const rp_change *c, const rp_store *st)
             rp_jw_pose(w, &m[j]->pose);
         }
         free(m);
+        /* Attached objects that followed their robots. */
+        for (size_t j = 0; j < c->n_follow && !rp_jw_failed(w); j++) {
+            rp_jw_key(w, c->follow[j].name);
+            rp_jw_pose(w, &c->follow[j].pose);
+        }
         for (size_t j = 0; j < c->n_robot_moves && !rp_jw_failed(w); j++) {
             const rp_robot_move *r = &c->robot_moves[j];
             const rp_object *old = c->before ? rp_scene_object_find(c->before, r->name) : NULL;
@@ -306,6 +311,34 @@ static bool encode_objects(rp_jw *w, const rp_change *c, const rp_store *st)
                 return false;
         }
         rp_jw_object_end(w);
+    }
+    if (c->kind == RP_CHANGE_SCENE_ATTACH) {
+        RP_JW_KEY(w, "moved");
+        rp_jw_object_begin(w);
+        rp_jw_key(w, c->object);
+        rp_jw_pose(w, &c->moves[0].pose);
+        rp_jw_object_end(w);
+        RP_JW_KEY(w, "attached");
+        rp_jw_object_begin(w);
+        rp_jw_key(w, c->object);
+        rp_jw_object_begin(w);
+        RP_JW_KEY(w, "robot");
+        rp_jw_string(w, c->robot);
+        RP_JW_KEY(w, "link");
+        rp_jw_string(w, c->link);
+        RP_JW_KEY(w, "rel");
+        rp_jw_pose(w, c->rel);
+        rp_jw_object_end(w);
+        rp_jw_object_end(w);
+    }
+    if (c->kind == RP_CHANGE_SCENE_DETACH || c->n_detached) {
+        RP_JW_KEY(w, "detached");
+        rp_jw_array_begin(w);
+        if (c->kind == RP_CHANGE_SCENE_DETACH)
+            rp_jw_string(w, c->object);
+        for (size_t j = 0; j < c->n_detached; j++)
+            rp_jw_string(w, c->detached[j]);
+        rp_jw_array_end(w);
     }
     return true;
 }

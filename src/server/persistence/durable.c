@@ -508,6 +508,24 @@ static const char *encode_change(rpd_durable *d, const rp_change *c)
             rp_jw_string(w, c->ids[k]);
         rp_jw_array_end(w);
         break;
+    case RP_CHANGE_SCENE_ATTACH:
+        /* With the pose in the link's frame the attach computed: the
+         * replay gets the same bits without recomputing it. */
+        method = "scene.attach";
+        RP_JW_KEY(w, "object");
+        rp_jw_string(w, c->object);
+        RP_JW_KEY(w, "robot");
+        rp_jw_string(w, c->robot);
+        RP_JW_KEY(w, "link");
+        rp_jw_string(w, c->link);
+        RP_JW_KEY(w, "rel");
+        rp_jw_pose(w, c->rel);
+        break;
+    case RP_CHANGE_SCENE_DETACH:
+        method = "scene.detach";
+        RP_JW_KEY(w, "object");
+        rp_jw_string(w, c->object);
+        break;
     case RP_CHANGE_MODEL_DELETE:
         method = "model.delete";
         break;

@@ -212,6 +212,9 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
                 continue;
             }
             len += 8;
+            if (rp_object_attached_robot(ob))
+                len += 4 + strlen(rp_object_attached_robot(ob)) + 4 +
+                       strlen(rp_object_attached_link(sc, ob)) + 12 * 8;
             for (size_t k = 0; k < rp_object_shape_count(ob); k++) {
                 const rp_shape_put *p = rp_object_shape_at(ob, k);
                 len += 4 + strlen(p->id) + shape_bytes(p->shape.kind);
@@ -233,14 +236,14 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         for (size_t j = 0; j < n_obj && !o->err; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
             emit_str(o, rp_object_name(ob), strlen(rp_object_name(ob)));
-            uint8_t kind = rp_object_is_robot(ob);
+            uint8_t kind = rp_object_is_robot(ob) ? 1 : rp_object_attached_robot(ob) ? 2 : 0;
             emit(o, &kind, 1);
             rp_transform pose = rp_object_pose(ob);
             for (int r = 0; r < 3; r++)
                 for (int c = 0; c < 3; c++)
                     emit_double(o, pose.r[r][c]);
             emit_vec3(o, pose.t);
-            if (kind) { /* a robot: its model and joints; its shapes are the model's */
+            if (kind == 1) { /* a robot: its model and joints; its shapes are the model's */
                 const rp_model *m = rp_object_model(ob);
                 emit_str(o, rp_model_name(m), strlen(rp_model_name(m)));
                 emit32(o, (uint32_t)rp_model_dof(m));
@@ -253,6 +256,17 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
                 const rp_shape_put *p = rp_object_shape_at(ob, k);
                 emit_str(o, p->id, strlen(p->id));
                 emit_shape(o, &p->shape);
+            }
+            if (kind == 2) { /* attached: the robot, the link, the pose in its frame */
+                const char *robot = rp_object_attached_robot(ob);
+                const char *link = rp_object_attached_link(sc, ob);
+                emit_str(o, robot, strlen(robot));
+                emit_str(o, link, strlen(link));
+                rp_transform rel = rp_object_attached_rel(ob);
+                for (int r = 0; r < 3; r++)
+                    for (int c = 0; c < 3; c++)
+                        emit_double(o, rel.r[r][c]);
+                emit_vec3(o, rel.t);
             }
         }
         section_end(o);
@@ -380,6 +394,12 @@ static bool fail(rps_load_result *res, size_t at, const char *why)
     return false;
 }
 
+/* An attached object of an image, fixed again after its scene's put. */
+typedef struct attach_at {
+    const char *object, *robot, *link;
+    rp_transform rel;
+} attach_at;
+
 /* One scene section's payload into the store, its shapes of the first
  * `kinds` kinds.  Names rise (last: the previous one's), as the writer puts
  * them: the store keeps scenes sorted, and anything else is not an image it
@@ -431,6 +451,8 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
      * own, into the same id space (a valid image fits it). */
     uint64_t n_obj = objects && ok ? take64(&r) : 0;
     rp_object_put *objs = NULL;
+    attach_at *att = NULL;
+    size_t n_att = 0;
     rp_robot_put *robots = NULL;
     size_t n_objs = 0, n_robots = 0;
     double *joints = NULL;
@@ -441,6 +463,8 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
     if (ok && n_obj) {
         objs = malloc(n_obj * sizeof *objs);
         robots = malloc(n_obj * sizeof *robots);
+        att = malloc(n_obj * sizeof *att);
+        ok = att != NULL;
         joints = malloc(n); /* every joint value fits in the payload's size */
         local = malloc((n / 38 + 1) * sizeof *local);
         lids = malloc(n);
@@ -453,7 +477,7 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         char oname[RP_NAME_MAX + 1];
         const uint8_t *kind = NULL;
         ok = take_str(&r, oname, RP_NAME_MAX) && rp_codec_valid_id(oname) &&
-             (kind = take(&r, 1)) != NULL && *kind <= 1;
+             (kind = take(&r, 1)) != NULL && *kind <= 2;
         if (!ok)
             break;
         size_t ol = strlen(oname) + 1;
@@ -506,8 +530,32 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
             local[n_local++].id = lids + lused;
             lused += len;
         }
+        if (ok && *kind == 2) {
+            /* Attached: fixed again once the robots stand (below). */
+            char robot[RP_NAME_MAX + 1], link[RP_NAME_MAX + 1];
+            ok = take_str(&r, robot, RP_NAME_MAX) && take_str(&r, link, RP_NAME_MAX);
+            if (!ok)
+                break;
+            attach_at *a = &att[n_att++];
+            a->object = saved;
+            size_t rl = strlen(robot) + 1, ll = strlen(link) + 1;
+            memcpy(lids + lused, robot, rl);
+            a->robot = lids + lused;
+            lused += rl;
+            memcpy(lids + lused, link, ll);
+            a->link = lids + lused;
+            lused += ll;
+            for (int x = 0; x < 3; x++)
+                for (int c = 0; c < 3; c++)
+                    a->rel.r[x][c] = take_double(&r);
+            a->rel.t = take_vec3(&r);
+        }
     }
+    /* The put and each attach take a revision: the last is the scene's. */
+    if (ok && rev <= n_att)
+        ok = false;
     if (!ok || r.p != r.end) {
+        free(att);
         free(puts);
         free(ids);
         free(objs);
@@ -518,10 +566,14 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         *why = "bad shape";
         return false;
     }
-    rp_store_set_revision(st, rev - 1);
+    rp_store_set_revision(st, rev - 1 - n_att);
     rp_cell cell = {puts, count, objs, n_objs, robots, n_robots};
     rp_status status = n_obj ? rp_store_put_cell(st, name, &cell, NULL, true, NULL, NULL, NULL)
                              : rp_store_create(st, name, puts, count, NULL);
+    for (size_t a = 0; a < n_att && status == RP_OK; a++)
+        status = rp_store_attach(st, name, att[a].object, att[a].robot, att[a].link, &att[a].rel,
+                                 NULL, NULL, NULL, NULL);
+    free(att);
     free(puts);
     free(ids);
     free(objs);

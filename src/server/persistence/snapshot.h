@@ -40,10 +40,13 @@
  *     extents, rotation w, x, y, z; half-space: normal, offset), in the
  *     scene's storage order, the shapes of its own only; then (format 4)
  *     its objects: a count (u64), and per object its name (u32 length,
- *     bytes), its kind (u8: 0 a group of shapes, 1 a robot instance),
+ *     bytes), its kind (u8: 0 a group of shapes, 1 a robot instance, 2 a
+ *     group attached to a robot's link),
  *     its pose (a robot's base; 12 doubles: the rotation row by row, then the
  *     translation), then for a group a shape count (u64) and its shapes in
- *     its own frame (id and shape as above), for a robot its model's name
+ *     its own frame (id and shape as above) and, attached, the robot's and
+ *     the link's names (u32 length, bytes) and its pose in the link's frame
+ *     (12 doubles), for a robot its model's name
  *     (u32 length, bytes), a joint count (u32) and the joint values
  *     (doubles); objects and shapes sorted by name and id;
  *   model payload: name (u32 length, bytes), revision (u64), then the

@@ -153,6 +153,8 @@ size_t rpd_robots_shape_count(const rpd_req *req, const cJSON *j);
 bool rpd_charge_shapes(rpd_req *req, size_t n, size_t after);
 
 bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_attach(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_scene_detach(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_delete(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_list(rpd_req *req, const cJSON *params, rp_jw *w);

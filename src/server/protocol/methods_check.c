@@ -24,6 +24,8 @@ typedef struct check_setup {
     const rp_scene *scene;
     rp_check_opts opts;
     const char **ignore; /* params.ignore (opts.ignore), owned */
+    char **held;         /* strings the extension's attached shapes point at */
+    size_t n_held;
     size_t n_frames;
     bool ignore_limits;
 } check_setup;
@@ -34,6 +36,11 @@ static void free_setup(check_setup *cs)
     cs->ext = NULL;
     free(cs->ignore);
     cs->ignore = NULL;
+    for (size_t k = 0; k < cs->n_held; k++)
+        free(cs->held[k]);
+    free(cs->held);
+    cs->held = NULL;
+    cs->n_held = 0;
     cs->opts.ignore = NULL;
     cs->opts.n_ignore = 0;
 }
@@ -114,19 +121,84 @@ static bool decode_attached(rpd_req *req, const cJSON *j, const char *path, rp_a
     return true;
 }
 
-/* Builds the extension for params.attached and params.allowed_scene. */
+/* The objects attached (scene.attach) to a robot instance of this model
+ * that the check ignores (unless it ignores them too): a robot process
+ * checking its own motions sees what it holds attached to the link being
+ * checked, not where the shared scene has it (proto/PROTOCOL.md, Attached
+ * objects).  Appends their
+ * shapes, in their links' frames, to *att (grown), and their names to the
+ * ignore list; false with the request failed. */
+static bool scene_attached(rpd_req *req, check_setup *cs, rp_attached **att, size_t *n_att)
+{
+    const rp_scene *sc = cs->scene;
+    size_t n_ign = cs->opts.n_ignore, n_obj = sc ? rp_scene_object_count(sc) : 0;
+    for (size_t i = 0; i < n_ign; i++) {
+        const rp_object *r = rp_scene_object_find(sc, cs->ignore[i]);
+        if (!r || !rp_object_is_robot(r) || rp_object_model(r) != cs->model)
+            continue;
+        for (size_t j = 0; j < n_obj; j++) {
+            const rp_object *o = rp_scene_object_at(sc, j);
+            const char *to = rp_object_attached_robot(o);
+            if (!to || strcmp(to, cs->ignore[i]) != 0)
+                continue;
+            /* An object the request ignores itself is left out whole. */
+            bool listed = false;
+            for (size_t q = 0; q < n_ign && !listed; q++)
+                listed = strcmp(cs->ignore[q], rp_object_name(o)) == 0;
+            if (listed)
+                continue;
+            size_t ns = rp_object_shape_count(o);
+            rp_attached *grown = realloc(*att, (*n_att + ns + 1) * sizeof *grown);
+            char **held = realloc(cs->held, (cs->n_held + ns + 1) * sizeof *held);
+            const char **ign = realloc(cs->ignore, (cs->opts.n_ignore + 1) * sizeof *ign);
+            if (grown)
+                *att = grown;
+            if (held)
+                cs->held = held;
+            if (ign)
+                cs->ignore = ign;
+            if (!grown || !held || !ign)
+                return rpd_fail_status(req, RP_ERR_NOMEM);
+            cs->ignore[cs->opts.n_ignore++] = rp_object_name(o);
+            cs->opts.ignore = cs->ignore;
+            rp_transform rel = rp_object_attached_rel(o);
+            for (size_t k = 0; k < ns; k++) {
+                const rp_shape_put *p = rp_object_shape_at(o, k);
+                size_t len = strlen(rp_object_name(o)) + strlen(p->id) + 2;
+                char *id = malloc(len);
+                if (!id)
+                    return rpd_fail_status(req, RP_ERR_NOMEM);
+                snprintf(id, len, "%s/%s", rp_object_name(o), p->id);
+                cs->held[cs->n_held++] = id;
+                (*att)[(*n_att)++] = (rp_attached){.id = id,
+                                                   .link = rp_object_attached_link(sc, o),
+                                                   .shape = rp_transform_shape(&rel, &p->shape)};
+            }
+        }
+    }
+    return true;
+}
+
+/* Builds the extension for params.attached and params.allowed_scene, and
+ * for the objects attached to the ignored instance of the model. */
 static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
 {
     char apath[RP_CODEC_PATH_MAX], spath[RP_CODEC_PATH_MAX];
     const cJSON *aj = rpd_param(params, "attached", apath);
     const cJSON *sj = rpd_param(params, "allowed_scene", spath);
-    if (!aj && !sj)
-        return true;
     rp_attached *att = NULL;
     size_t n_att = 0, n_as = 0;
     const char **as = NULL, **touch = NULL;
     if (!decode_attached(req, aj, apath, &att, &n_att, &touch))
         return false;
+    size_t n_request = n_att;
+    if (!scene_attached(req, cs, &att, &n_att)) {
+        free(att);
+        free(touch);
+        return false;
+    }
+    if (!aj && !sj && n_att == 0)
+        return true;
     if (!rpd_decode_scene_pairs(req, sj, spath, &as, &n_as)) {
         free(att);
         free(touch);
@@ -137,7 +209,12 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
     rp_extend_error ee;
     bool ok = rpd_charge_work(req, rp_model_extend_work(cs->model, att, n_att, n_as));
     rp_status st = ok ? rp_model_extend(cs->model, att, n_att, as, n_as, &cs->ext, &ee) : RP_OK;
-    if (st == RP_ERR_INVALID_ARG) {
+    if (st == RP_ERR_INVALID_ARG && ee.problem != RP_EXTEND_UNKNOWN_SCENE_LINK &&
+        ee.index >= n_request) {
+        ok = rpd_fail_path(req, "params.ignore",
+                           "names a robot instance holding an attached object whose shape ids "
+                           "clash with the model's");
+    } else if (st == RP_ERR_INVALID_ARG) {
         char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
         rp_codec_path_index(p1, ee.problem == RP_EXTEND_UNKNOWN_SCENE_LINK ? spath : apath,
                             ee.index);

@@ -493,3 +493,125 @@ bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_object_end(w);
     return true;
 }
+
+/* ---- scene.attach, scene.detach ---------------------------------------------------- */
+
+/* params.scene, the scene and an optional if_revision; false with the
+ * error set. */
+static bool mutation_target(rpd_req *req, const cJSON *params, const char **name,
+                            uint64_t *expected, bool *has_rev)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    if (!rp_codec_name(rpd_param(params, "scene", path), path, name, &ce))
+        return rpd_fail_params(req, &ce);
+    if (!rp_store_find(req->core->store, *name))
+        return rpd_fail_not_found(req, "scene", *name);
+    const cJSON *vj = rpd_param(params, "if_revision", path);
+    *has_rev = vj != NULL;
+    if (vj && !rp_codec_uint(vj, path, expected, &ce))
+        return rpd_fail_params(req, &ce);
+    return true;
+}
+
+static void write_scene_revision_of(rp_jw *w, const rp_scene *sc)
+{
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "scene");
+    rp_jw_string(w, rp_scene_name(sc));
+    RP_JW_KEY(w, "revision");
+    rp_jw_uint(w, rp_scene_revision(sc));
+    rp_jw_object_end(w);
+}
+
+/* A name parameter: a string (its syntax is checked by the store's
+ * lookups: a name that is no object is not found). */
+static bool name_param(rpd_req *req, const cJSON *params, const char *key, const char **out)
+{
+    char path[RP_CODEC_PATH_MAX];
+    const cJSON *j = rpd_param(params, key, path);
+    if (!cJSON_IsString(j))
+        return rpd_fail_path(req, path, j ? "must be a string" : "is required");
+    *out = j->valuestring;
+    return true;
+}
+
+bool rpd_m_scene_attach(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "object",      "robot", "link",
+                                       "rel",   "if_revision", NULL};
+    const char *name, *object, *robot, *link;
+    uint64_t expected = 0, actual = 0;
+    bool has_rev;
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    if (!rpd_check_keys(req, params, keys) ||
+        !mutation_target(req, params, &name, &expected, &has_rev) ||
+        !name_param(req, params, "object", &object) || !name_param(req, params, "robot", &robot) ||
+        !name_param(req, params, "link", &link))
+        return false;
+    rp_transform rel;
+    const cJSON *rj = rpd_param(params, "rel", path);
+    if (rj && !rp_codec_pose(rj, path, &rel, &ce))
+        return rpd_fail_params(req, &ce);
+    const rp_scene *cur = rp_store_find(req->core->store, name);
+    const rp_object *o = rp_scene_object_find(cur, object);
+    if (!rpd_charge_shapes(req, (o ? rp_object_shape_count(o) : 0) + 1, rp_scene_shape_count(cur)))
+        return false;
+    rp_scene *sc;
+    rp_edit_error err;
+    rp_status st = rp_store_attach(req->core->store, name, object, robot, link, rj ? &rel : NULL,
+                                   has_rev ? &expected : NULL, &sc, &actual, &err);
+    if (st == RP_ERR_REVISION)
+        return rpd_fail_revision(req, expected, actual);
+    const rp_object *r = rp_scene_object_find(cur, robot);
+    if (st == RP_ERR_NOT_FOUND && err.what == RP_EDIT_OBJECT)
+        return rpd_fail_not_found(req, "object", object);
+    if (st == RP_ERR_NOT_FOUND && !r)
+        return rpd_fail_not_found(req, "robot", robot);
+    if (st == RP_ERR_NOT_FOUND)
+        return rpd_fail_path(req, "params.link", "is no link of the robot's model (see model.get)");
+    if (st == RP_ERR_INVALID_ARG)
+        return rpd_fail_path(req, err.what == RP_EDIT_OBJECT ? "params.object" : "params.robot",
+                             err.what == RP_EDIT_OBJECT
+                                 ? "is a robot instance: only objects are attached"
+                                 : "is an object, not a robot instance");
+    if (st == RP_ERR_TRANSFORM)
+        return rpd_fail_path(req, "params.rel", "rotation must be orthonormal with det +1");
+    if (st >= RP_ERR_NONFINITE && st <= RP_ERR_RADIUS_NEGATIVE)
+        return rpd_fail_path(req, rj ? "params.rel" : "params.object",
+                             "moves a shape of the object out of range");
+    if (st)
+        return rpd_fail_status(req, st);
+    write_scene_revision_of(w, sc);
+    return true;
+}
+
+bool rpd_m_scene_detach(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"scene", "object", "if_revision", NULL};
+    const char *name, *object;
+    uint64_t expected = 0, actual = 0;
+    bool has_rev;
+    if (!rpd_check_keys(req, params, keys) ||
+        !mutation_target(req, params, &name, &expected, &has_rev) ||
+        !name_param(req, params, "object", &object))
+        return false;
+    const rp_scene *cur = rp_store_find(req->core->store, name);
+    const rp_object *o = rp_scene_object_find(cur, object);
+    if (!rpd_charge_shapes(req, (o ? rp_object_shape_count(o) : 0) + 1, rp_scene_shape_count(cur)))
+        return false;
+    rp_scene *sc;
+    rp_status st =
+        rp_store_detach(req->core->store, name, object, has_rev ? &expected : NULL, &sc, &actual);
+    if (st == RP_ERR_REVISION)
+        return rpd_fail_revision(req, expected, actual);
+    if (st == RP_ERR_NOT_FOUND)
+        return rpd_fail_not_found(req, "object", object);
+    if (st == RP_ERR_INVALID_ARG)
+        return rpd_fail_path(req, "params.object", "is not attached");
+    if (st)
+        return rpd_fail_status(req, st);
+    write_scene_revision_of(w, sc);
+    return true;
+}

@@ -418,7 +418,7 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
             if (robots)
                 rp_jw_robot(w, o);
             else
-                rp_jw_object(w, o);
+                rp_jw_object(w, sc, o);
         }
         rp_jw_object_end(w);
     }
