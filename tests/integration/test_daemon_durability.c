@@ -1790,7 +1790,7 @@ static void a_deleted_lock_file_keeps_a_second_daemon_out(void **state)
  * notification it gets. */
 typedef struct mutation_sample {
     const char *method;
-    const char *setup; /* one request line run first, or NULL */
+    const char *setup; /* one request line (or batch) run first, or NULL */
     const char *params;
     const char *watched;
     const char *notification;
@@ -1800,7 +1800,29 @@ typedef struct mutation_sample {
 #define MODEL_PARAMS(name)                                                                         \
     "{\"model\":\"" name "\",\"links\":[{\"id\":\"l0\",\"frame\":0,\"shape\":" SPHERE(1) "}]}"
 
+/* A kinematic arm (two revolute joints), a scene with an instance of it and
+ * a part, for the attachment samples. */
+#define KARM_PUT(id)                                                                               \
+    "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"model.put\",\"params\":{\"model\":\"karm\"," \
+    "\"joints\":[{\"name\":\"j1\",\"type\":\"revolute\",\"parent\":\"base\",\"child\":\"l1\","     \
+    "\"axis\":[0,0,1]}],\"links\":[{\"id\":\"b\",\"link\":\"base\",\"shape\":" SPHERE(             \
+        0) "},{\"id\":"                                                                            \
+           "\"l\",\"link\":\"l1\",\"shape\":" SPHERE(1) "}]}}"
+#define HOLD_SCENE(id, name)                                                                       \
+    "{\"jsonrpc\":\"2.0\",\"id\":" #id                                                             \
+    ",\"method\":\"scene.create\",\"params\":{\"scene\":\"" name                                   \
+    "\",\"robots\":{\"r\":{\"model\":\"karm\"}},\"objects\":{\"part\":{\"pose\":{\"translation\":" \
+    "[2,0,0]},\"shapes\":{\"p\":" SPHERE(0) "}}}}}"
+
 static const mutation_sample samples[] = {
+    {"scene.attach", "[" KARM_PUT(1) "," HOLD_SCENE(2, "hold") "]",
+     "{\"scene\":\"hold\",\"object\":\"part\",\"robot\":\"r\",\"link\":\"l1\"}", "hold",
+     "scene.changed"},
+    {"scene.detach",
+     "[" HOLD_SCENE(1, "free") ",{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"scene.attach\","
+                               "\"params\":{\"scene\":\"free\",\"object\":\"part\",\"robot\":\"r\","
+                               "\"link\":\"l1\"}}]",
+     "{\"scene\":\"free\",\"object\":\"part\"}", "free", "scene.changed"},
     {"scene.create", NULL, "{\"scene\":\"made\",\"shapes\":{\"a\":" SPHERE(1) "}}", NULL, NULL},
     {"scene.put",
      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{"
@@ -1894,7 +1916,11 @@ static void every_mutating_method_reaches_journal_watchers_undo_and_snapshot(voi
         tried++;
         if (smp->setup) {
             cJSON *rep = call_json(c, smp->setup);
-            if (!at(rep, "result"))
+            bool ok = cJSON_IsArray(rep) ? true : at(rep, "result") != NULL;
+            const cJSON *one;
+            if (cJSON_IsArray(rep))
+                cJSON_ArrayForEach(one, rep) ok = ok && at(one, "result") != NULL;
+            if (!ok)
                 fail_msg("%s: setup failed: %s", m->name, show(rep));
             cJSON_Delete(rep);
         }

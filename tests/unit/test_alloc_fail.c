@@ -30,8 +30,9 @@
  * pointed at the counting allocator (not the daemon's arena).  The cases
  * cover scene.create/put/remove/replace/delete, with objects too (a put
  * replacing an object's shape set, scene.move, removal by name, replace
- * and create with objects; robot instances put, moved, removed and
- * replaced), model.put/delete, check,
+ * and create with objects; robot instances put, moved (an attached object
+ * following), removed and replaced; scene.attach and scene.detach; a
+ * check holding an instance's attached object), model.put/delete, check,
  * check.batch, the reply writer (a reply of several KB; a mutation's reply
  * into an output buffer that is full or not yet allocated) and a batch.  Kinematic cases run on a
  * store that also holds a kinematic model (a tree with fixed, revolute,
@@ -526,7 +527,7 @@ typedef struct server {
 static text setup_lines[5];
 static size_t n_setup_lines;
 /* More for the kinematic cases: model kin (the tree, from JSON). */
-static text kin_setup_lines[3];
+static text kin_setup_lines[4];
 static size_t n_kin_setup_lines;
 
 static void build_setup(void)
@@ -578,7 +579,16 @@ static void build_setup(void)
            "{\"scene\":\"bots\",\"shapes\":");
     add_shapes(t, "w", 0, 3, 0.0);
     add(t, ",\"robots\":{\"r1\":{\"model\":\"kbot\",\"joints\":{\"j1\":0.5,\"j2\":-0.3}},"
-           "\"r2\":{\"model\":\"kbot\",\"base\":{\"translation\":[1,0,0]}}}}}");
+           "\"r2\":{\"model\":\"kbot\",\"base\":{\"translation\":[1,0,0]}}},\"objects\":{"
+           "\"crate\":{\"shapes\":");
+    add_shapes(t, "k", 0, 2, 0.0);
+    add(t, "},\"box2\":{\"shapes\":");
+    add_shapes(t, "k", 0, 2, 0.3);
+    add(t, "}}}}");
+    /* The crate held by r1's upper link. */
+    t = &kin_setup_lines[n_kin_setup_lines++];
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"scene.attach\",\"params\":{"
+           "\"scene\":\"bots\",\"object\":\"crate\",\"robot\":\"r1\",\"link\":\"upper\"}}");
 }
 
 /* Sends one line, appending its reply to s->out. */
@@ -749,6 +759,14 @@ static void dump_store(const rp_store *st, dump *d)
             for (int r = 0; r < 3; r++)
                 dump_add(d, " %a %a %a", pose.r[r][0], pose.r[r][1], pose.r[r][2]);
             dump_vec(d, " t", pose.t);
+            if (rp_object_attached_robot(o)) {
+                rp_transform rel = rp_object_attached_rel(o);
+                dump_add(d, " attached to %s %s", rp_object_attached_robot(o),
+                         rp_object_attached_link(sc, o));
+                for (int r = 0; r < 3; r++)
+                    dump_add(d, " %a %a %a", rel.r[r][0], rel.r[r][1], rel.r[r][2]);
+                dump_vec(d, " rel t", rel.t);
+            }
             if (rp_object_is_robot(o)) {
                 const rp_model *m = rp_object_model(o);
                 dump_add(d, " robot of %s joints", rp_model_name(m));
@@ -802,7 +820,7 @@ typedef struct req_case {
 #define PREFILL_NONE ((size_t)-1)
 #define PREFILL_TIGHT ((size_t)-2)
 
-enum { N_CASES = 40 };
+enum { N_CASES = 48 };
 static req_case cases[N_CASES];
 static size_t n_cases;
 
@@ -903,7 +921,7 @@ static void build_kin_cases(void)
     c->kin = true;
     add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.put\",\"params\":"
                   "{\"scene\":\"bots\",\"robots\":{\"r3\":{\"model\":\"kbot\",\"joints\":"
-                  "{\"j3\":0.1}},\"r2\":{\"model\":\"kbot\"}},\"objects\":{\"crate\":{"
+                  "{\"j3\":0.1}},\"r1\":{\"model\":\"kbot\"}},\"objects\":{\"lamp\":{"
                   "\"shapes\":");
     add_shapes(&c->line, "c", 0, 3, 0.1);
     add(&c->line, "}}}}");
@@ -913,6 +931,24 @@ static void build_kin_cases(void)
     add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.move\",\"params\":"
                   "{\"scene\":\"bots\",\"robots\":{\"r1\":{\"joints\":{\"j1\":-0.2}},"
                   "\"r2\":{\"base\":{\"translation\":[0,1,0]}}}}}");
+
+    c = new_case("scene.attach");
+    c->kin = true;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.attach\",\"params\":"
+                  "{\"scene\":\"bots\",\"object\":\"box2\",\"robot\":\"r2\",\"link\":\"fore\"}}");
+
+    c = new_case("scene.detach");
+    c->kin = true;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.detach\",\"params\":"
+                  "{\"scene\":\"bots\",\"object\":\"crate\"}}");
+
+    /* A check ignoring r1, which holds the crate: the crate's shapes are
+     * held on r1's link for the check (an extension of the model). */
+    c = new_case("check, ignoring an instance that holds an object");
+    c->kin = true;
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"check\",\"params\":"
+                  "{\"model\":\"kbot\",\"scene\":\"bots\",\"joints\":{\"j1\":0.2},"
+                  "\"ignore\":[\"r1\"],\"report\":\"all\",\"margin\":0.5}}");
 
     c = new_case("scene.remove robots");
     c->kin = true;

@@ -397,7 +397,7 @@ static bool fail(rps_load_result *res, size_t at, const char *why)
 /* An attached object of an image, fixed again after its scene's put. */
 typedef struct attach_at {
     const char *object, *robot, *link;
-    rp_transform rel;
+    rp_transform rel, pose;
 } attach_at;
 
 /* One scene section's payload into the store, its shapes of the first
@@ -538,6 +538,7 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
                 break;
             attach_at *a = &att[n_att++];
             a->object = saved;
+            a->pose = pose;
             size_t rl = strlen(robot) + 1, ll = strlen(link) + 1;
             memcpy(lids + lused, robot, rl);
             a->robot = lids + lused;
@@ -570,9 +571,17 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
     rp_cell cell = {puts, count, objs, n_objs, robots, n_robots};
     rp_status status = n_obj ? rp_store_put_cell(st, name, &cell, NULL, true, NULL, NULL, NULL)
                              : rp_store_create(st, name, puts, count, NULL);
-    for (size_t a = 0; a < n_att && status == RP_OK; a++)
+    for (size_t a = 0; a < n_att && status == RP_OK; a++) {
         status = rp_store_attach(st, name, att[a].object, att[a].robot, att[a].link, &att[a].rel,
                                  NULL, NULL, NULL, NULL);
+        /* Attached, its pose is its link's ∘ rel: an image whose pose is
+         * not was not written by a daemon. */
+        const rp_object *ob =
+            status ? NULL : rp_scene_object_find(rp_store_find(st, name), att[a].object);
+        rp_transform now = ob ? rp_object_pose(ob) : att[a].pose;
+        if (!status && memcmp(&now, &att[a].pose, sizeof now) != 0)
+            status = RP_ERR_INVALID_ARG;
+    }
     free(att);
     free(puts);
     free(ids);
