@@ -540,7 +540,7 @@ bool rpd_m_scene_attach(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"scene", "object",      "robot", "link",
                                        "rel",   "if_revision", NULL};
-    const char *name, *object, *robot, *link;
+    const char *name = NULL, *object = NULL, *robot = NULL, *link = NULL;
     uint64_t expected = 0, actual = 0;
     bool has_rev;
     char path[RP_CODEC_PATH_MAX];
@@ -590,7 +590,7 @@ bool rpd_m_scene_attach(rpd_req *req, const cJSON *params, rp_jw *w)
 bool rpd_m_scene_detach(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"scene", "object", "if_revision", NULL};
-    const char *name, *object;
+    const char *name = NULL, *object = NULL;
     uint64_t expected = 0, actual = 0;
     bool has_rev;
     if (!rpd_check_keys(req, params, keys) ||
