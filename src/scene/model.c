@@ -950,7 +950,7 @@ rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def 
         free(allowed);
         return RP_ERR_IN_USE; /* a robot instance holds it (objects.c) */
     }
-    rp_model *m;
+    rp_model *m = NULL;
     rp_status s = model_build(st, name, def, allowed, &m, err);
     if (s)
         return s;
