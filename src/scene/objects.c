@@ -1040,21 +1040,34 @@ static uint32_t plan_next_tag(const plan *p, const rp_scene *base)
     return next;
 }
 
+/* The scene a mutation changes: RP_ERR_NOT_FOUND when missing (and not
+ * `create`), RP_ERR_REVISION (with *actual) when if_revision is not its
+ * revision (0 for a missing one); *cur NULL for a missing scene. */
+static rp_status target_scene(rp_store *st, const char *name, bool create,
+                              const uint64_t *if_revision, uint64_t *actual, rp_scene **cur)
+{
+    *cur = rp_store_find(st, name);
+    if (!*cur && !create)
+        return RP_ERR_NOT_FOUND;
+    uint64_t current = *cur ? (*cur)->revision : 0;
+    if (if_revision && *if_revision != current) {
+        if (actual)
+            *actual = current;
+        return RP_ERR_REVISION;
+    }
+    return RP_OK;
+}
+
 static rp_status write_cell(rp_store *st, const char *name, const rp_cell *c,
                             const uint64_t *if_revision, bool create, rp_scene **out,
                             uint64_t *actual_revision, rp_edit_error *err, bool replace)
 {
     if (err)
         *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
-    rp_scene *cur = rp_store_find(st, name);
-    if (!cur && !create)
-        return RP_ERR_NOT_FOUND;
-    uint64_t current = cur ? cur->revision : 0;
-    if (if_revision && *if_revision != current) {
-        if (actual_revision)
-            *actual_revision = current;
-        return RP_ERR_REVISION;
-    }
+    rp_scene *cur;
+    rp_status t = target_scene(st, name, create, if_revision, actual_revision, &cur);
+    if (t)
+        return t;
     const rp_scene *base = replace ? NULL : cur;
     plan p = {.st = st, .err = err};
     rp_status s = plan_put(&p, base, c);
@@ -1139,14 +1152,10 @@ rp_status rp_store_move_cell(rp_store *st, const char *name, const rp_cell_moves
 {
     if (err)
         *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
-    rp_scene *cur = rp_store_find(st, name);
-    if (!cur)
-        return RP_ERR_NOT_FOUND;
-    if (if_revision && *if_revision != cur->revision) {
-        if (actual_revision)
-            *actual_revision = cur->revision;
-        return RP_ERR_REVISION;
-    }
+    rp_scene *cur;
+    rp_status t = target_scene(st, name, false, if_revision, actual_revision, &cur);
+    if (t)
+        return t;
     plan p = {.st = st, .err = err};
     rp_status s = plan_move(&p, cur, m);
     if (!s) {
@@ -1253,14 +1262,10 @@ rp_status rp_store_attach(rp_store *st, const char *scene, const char *object, c
 {
     if (err)
         *err = (rp_edit_error){RP_EDIT_NONE, 0, 0};
-    rp_scene *cur = rp_store_find(st, scene);
-    if (!cur)
-        return RP_ERR_NOT_FOUND;
-    if (if_revision && *if_revision != cur->revision) {
-        if (actual_revision)
-            *actual_revision = cur->revision;
-        return RP_ERR_REVISION;
-    }
+    rp_scene *cur;
+    rp_status t = target_scene(st, scene, false, if_revision, actual_revision, &cur);
+    if (t)
+        return t;
     plan p = {.st = st, .err = err};
     rp_object *o = object ? rp_scene_object_lookup_(cur, object, NULL) : NULL;
     rp_object *r = robot ? rp_scene_object_lookup_(cur, robot, NULL) : NULL;
@@ -1317,14 +1322,10 @@ rp_status rp_store_attach(rp_store *st, const char *scene, const char *object, c
 rp_status rp_store_detach(rp_store *st, const char *scene, const char *object,
                           const uint64_t *if_revision, rp_scene **out, uint64_t *actual_revision)
 {
-    rp_scene *cur = rp_store_find(st, scene);
-    if (!cur)
-        return RP_ERR_NOT_FOUND;
-    if (if_revision && *if_revision != cur->revision) {
-        if (actual_revision)
-            *actual_revision = cur->revision;
-        return RP_ERR_REVISION;
-    }
+    rp_scene *cur;
+    rp_status t = target_scene(st, scene, false, if_revision, actual_revision, &cur);
+    if (t)
+        return t;
     rp_object *o = object ? rp_scene_object_lookup_(cur, object, NULL) : NULL;
     if (!o)
         return RP_ERR_NOT_FOUND;

@@ -74,15 +74,9 @@ bool rpd_decode_objects(rpd_req *req, const cJSON *j, const char *path, rpd_obje
             rpd_fail_path(req, op, "must be an object {pose, shapes}");
             goto fail;
         }
-        for (const cJSON *k = c->child; k; k = k->next) {
-            bool known = false;
-            for (size_t q = 0; keys[q]; q++)
-                known |= strcmp(k->string, keys[q]) == 0;
-            if (!known) {
-                rpd_fail_path(req, rp_codec_path_key(sub, op, k->string),
-                              "is not a member of an object (pose, shapes)");
-                goto fail;
-            }
+        if (!rp_codec_object_keys(c, op, keys, &ce)) {
+            rpd_fail_params(req, &ce);
+            goto fail;
         }
         rp_object_put *o = &out->objects[out->n];
         o->name = c->string;
@@ -189,15 +183,9 @@ bool rpd_decode_robots(rpd_req *req, const cJSON *j, const char *path, rpd_robot
             rpd_fail_path(req, rp, "must be an object {model, joints, base}");
             goto fail;
         }
-        for (const cJSON *k = c->child; k; k = k->next) {
-            bool known = false;
-            for (size_t q = 0; keys[q]; q++)
-                known |= strcmp(k->string, keys[q]) == 0;
-            if (!known) {
-                rpd_fail_path(req, rp_codec_path_key(sub, rp, k->string),
-                              "is not a member of a robot (model, joints, base)");
-                goto fail;
-            }
+        if (!rp_codec_object_keys(c, rp, keys, &ce)) {
+            rpd_fail_params(req, &ce);
+            goto fail;
         }
         const cJSON *mj = cJSON_GetObjectItemCaseSensitive(c, "model");
         const char *model;
@@ -434,14 +422,8 @@ bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
                                "params.objects");
         else if (ok && !cJSON_IsObject(c))
             ok = rpd_fail_path(req, sub, "must be an object {joints, base}");
-        for (const cJSON *m = ok ? c->child : NULL; m && ok; m = m->next) {
-            bool known = false;
-            for (size_t i = 0; robot_keys[i]; i++)
-                known |= strcmp(m->string, robot_keys[i]) == 0;
-            if (!known)
-                ok = rpd_fail_path(req, rp_codec_path_key(mem, sub, m->string),
-                                   "is not a member of a robot move (joints, base)");
-        }
+        if (ok && !rp_codec_object_keys(c, sub, robot_keys, &ce))
+            ok = rpd_fail_params(req, &ce);
         const cJSON *jj = ok ? cJSON_GetObjectItemCaseSensitive(c, "joints") : NULL;
         const cJSON *bj = ok ? cJSON_GetObjectItemCaseSensitive(c, "base") : NULL;
         if (jj) {
