@@ -895,6 +895,52 @@ static void attached_parts_follow_and_are_held_in_checks(void **state)
     stop_ok(d);
 }
 
+/* allowed_scene pairs (the model's and the request's) may name an object
+ * or a robot instance: the link may touch every shape of it. */
+static void allowed_scene_pairs_name_objects_and_robots(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    ok(c, "model.put", ARM_JSON);
+    /* A part on the arm's first link, and another arm's base on it too. */
+    ok(c, "scene.create",
+       "{\"scene\":\"cell\",\"objects\":{\"part\":{\"pose\":{\"translation\":[0.4,0,0.2]},"
+       "\"shapes\":{\"a\":{\"sphere\":{\"center\":[0,0,0],\"radius\":0.05}},\"b\":{\"sphere\":"
+       "{\"center\":[0.1,0,0],\"radius\":0.05}}}}},\"robots\":{\"other\":{\"model\":\"arm\","
+       "\"base\":{\"translation\":[0.6,0,0]}}}}");
+    char params[512];
+    int seen[3] = {0, 0, 0}; /* part, other, total */
+    for (int allowed = 0; allowed < 2; allowed++) {
+        snprintf(params, sizeof params,
+                 "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":[0,0],\"report\":\"all\"%s}",
+                 allowed ? ",\"allowed_scene\":[[\"l1\",\"part\"],[\"l1\",\"other\"],[\"base\","
+                           "\"other\"],[\"l2\",\"other\"],[\"l2\",\"part\"],[\"base\",\"part\"]]"
+                         : "");
+        cJSON *r = rpc(c, "check", "%s", params);
+        const cJSON *v;
+        int part = 0, other = 0, total = 0;
+        cJSON_ArrayForEach(v, at(result_of(r), "violations"))
+        {
+            const char *o = str_at(v, "other");
+            part += strncmp(o, "part/", 5) == 0;
+            other += strncmp(o, "other/", 6) == 0;
+            total++;
+        }
+        if (!allowed) {
+            assert_true(part > 0 && other > 0);
+            seen[0] = part, seen[1] = other, seen[2] = total;
+        } else {
+            assert_int_equal(part, 0);
+            assert_int_equal(other, 0);
+            assert_int_equal(total, seen[2] - seen[0] - seen[1]);
+        }
+        cJSON_Delete(r);
+    }
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -906,6 +952,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(two_robot_processes_share_a_cell),
         DAEMON_TEST(robots_survive_kill_9),
         DAEMON_TEST(attached_parts_follow_and_are_held_in_checks),
+        DAEMON_TEST(allowed_scene_pairs_name_objects_and_robots),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
