@@ -657,6 +657,10 @@ void rp_bvh_insert_(rp_scene *sc, uint32_t e)
     insert_leaf(&sc->tree, &sc->entries, e, &L);
 }
 
+/* How many levels above a moved shape's parent an update looks for a box
+ * that still holds it before it reinserts the shape. */
+#define UPDATE_REFIT_LEVELS 3
+
 void rp_bvh_update_(rp_scene *sc, uint32_t e)
 {
     rp_shape sbuf;
@@ -674,6 +678,22 @@ void rp_bvh_update_(rp_scene *sc, uint32_t e)
             i = node_at(t, i)->parent;
         }
         return;
+    }
+    /* Nudged out of its parent's box but still inside an ancestor a few
+     * levels up (a robot's link a step further, a part slid along): the
+     * boxes on the way are refitted (they grow within that ancestor's)
+     * instead of a removal and an insertion from the root, which cost a
+     * robot instance's move most of its time.  Counted as churn, so that
+     * the rebuild policy (rebuild.c) still sees the tree's quality. */
+    uint32_t a = node_at(t, p)->parent;
+    for (int k = 0; k < UPDATE_REFIT_LEVELS && a != RP_BVH_NIL; k++) {
+        fbox A = node_fbox(node_at(t, a));
+        if (fbox_contains(&A, &L)) {
+            t->churn++;
+            walk_up(t, &sc->entries, p);
+            return;
+        }
+        a = node_at(t, a)->parent;
     }
     remove_leaf(t, &sc->entries, e);
     insert_leaf(t, &sc->entries, e, &L);
