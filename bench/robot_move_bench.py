@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""What moving a robot instance costs (issue 23, robots in scenes): the
+test arm (tests/data/arm7.urdf, 57 shapes, 8 joints) placed in a scene of
+10,000 small random spheres, then `scene.move` of its joints, one request
+in flight, over the Unix socket of a reposed this script starts.
+
+    python3 bench/robot_move_bench.py [--reposed build/release/reposed] [--seconds 2]
+
+Prints the medians of the round trips of: `ping` (the transport's share),
+moves by small joint steps (each joint +-0.01 rad, then +-0.05 rad, a
+robot process following its trajectory), and moves to random joint
+vectors (every link jumps).  A move's server time is about its round trip
+less the ping's.  Figures only: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reposed", default=os.path.join(ROOT, "build", "release", "reposed"))
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--shapes", type=int, default=10000)
+    args = ap.parse_args()
+    d = tempfile.mkdtemp(prefix="robot-move-bench-")
+    sock = os.path.join(d, "reposed.sock")
+    proc = subprocess.Popen([args.reposed, "--unix", sock, "--tcp", "none"],
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sock)
+        f = s.makefile("rwb")
+        ids = iter(range(1, 1 << 62))
+
+        def call(method: str, params: dict) -> dict:
+            f.write((json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method,
+                                 "params": params}) + "\n").encode())
+            f.flush()
+            reply = json.loads(f.readline())
+            if "error" in reply:
+                raise SystemExit(f"{method}: {reply['error']}")
+            return reply["result"]
+
+        rng = random.Random(2)
+        data = os.path.join(ROOT, "tests", "data")
+        with open(os.path.join(data, "arm7.urdf")) as u, open(os.path.join(data, "arm7.srdf")) as r:
+            call("model.put", {"model": "arm7", "urdf": u.read(), "srdf": r.read()})
+        dof = len(call("model.get", {"model": "arm7"})["joints"])
+        call("scene.create", {"scene": "big"})
+        shapes = {f"s{i}": {"sphere": {"center": [rng.uniform(-2, 2), rng.uniform(-2, 2),
+                                                  rng.uniform(-0.5, 2)], "radius": 0.01}}
+                  for i in range(args.shapes)}
+        call("scene.put", {"scene": "big", "shapes": shapes})
+        call("scene.put", {"scene": "big", "robots": {"other": {
+            "model": "arm7", "base": {"translation": [1, 0, 0]}}}})
+
+        def median(run) -> float:
+            lat = []
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < args.seconds:
+                params = run()
+                t = time.perf_counter()
+                call(*params)
+                lat.append(time.perf_counter() - t)
+            lat.sort()
+            return lat[len(lat) // 2] * 1e6
+
+        q = [0.0] * dof
+
+        def step(size: float):
+            def run():
+                for k in range(dof):
+                    q[k] += rng.uniform(-size, size)
+                return "scene.move", {"scene": "big", "robots": {"other": {"joints": list(q)}}}
+            return run
+
+        ping = median(lambda: ("ping", {}))
+        small = median(step(0.01))
+        larger = median(step(0.05))
+        jumps = median(lambda: ("scene.move", {"scene": "big", "robots": {"other": {
+            "joints": [rng.uniform(-1, 1) for _ in range(dof)]}}}))
+        print(f"robot_move_bench: arm7 ({dof} joints) in {args.shapes} spheres; medians of "
+              f"round trips, us")
+        print(f"  ping {ping:.1f} | move, steps of 0.01 rad {small:.1f} | steps of 0.05 rad "
+              f"{larger:.1f} | random joint vectors {jumps:.1f}")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
