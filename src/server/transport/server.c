@@ -417,17 +417,29 @@ static void maybe_finish(rpd_server *srv)
     close_if_open((uv_handle_t *)&srv->sweep);
     rpd_conn_watch_close(srv);
     close_if_open((uv_handle_t *)&srv->resume);
+    /* Closing the last handle of a signal restores its default action; a
+     * SIGTERM, SIGINT or SIGQUIT then (a second stop request while workers
+     * finish) would kill the process instead of letting it end cleanly.
+     * They are ignored from then on, and held back (blocked: every other
+     * thread blocks them too) from before the handles close until they
+     * are, so that one arriving in between waits and is ignored: a client
+     * that stops the daemon right after its last reply lands there. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &stop, &old);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
     close_if_open((uv_handle_t *)&srv->sigquit);
     close_if_open((uv_handle_t *)&srv->sighup);
     close_if_open((uv_handle_t *)&srv->sigusr1);
     close_if_open((uv_handle_t *)&srv->sigusr2);
-    /* Closing the last handle of a signal restores its default action; a
-     * SIGTERM or SIGINT now (a second stop request while workers finish)
-     * would kill the process instead of letting it end cleanly. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void rpd_server_conn_closed(rpd_server *srv)
