@@ -311,6 +311,11 @@ void rp_jw_object(rp_jw *w, const rp_scene *sc, const rp_object *o);
 /* A robot instance as scene.get gives it: {"model": name, "joints":
  * [values], "base": pose}. */
 void rp_jw_robot(rp_jw *w, const rp_object *o);
+/* A robot instance's state as the journal and scene.changed carry it:
+ * {"model"?: model, "joints"?: [the rp_model_dof(m) values of q],
+ * "base"?: pose}, each part left out when NULL (joints also when m is). */
+void rp_jw_robot_state(rp_jw *w, const char *model, const rp_model *m, const double *q,
+                       const rp_transform *base);
 /* One link shape as model.put takes it and model.get gives it: its id,
  * then its tree link (`link`, a kinematic model) or its frame (link NULL:
  * the frame index, null for the base), then its shape. */

@@ -719,21 +719,33 @@ void rp_jw_object(rp_jw *w, const rp_scene *sc, const rp_object *o)
     rp_jw_object_end(w);
 }
 
+void rp_jw_robot_state(rp_jw *w, const char *model, const rp_model *m, const double *q,
+                       const rp_transform *base)
+{
+    rp_jw_object_begin(w);
+    if (model) {
+        RP_JW_KEY(w, "model");
+        rp_jw_string(w, model);
+    }
+    if (m && q) {
+        RP_JW_KEY(w, "joints");
+        rp_jw_array_begin(w);
+        for (size_t k = 0; k < rp_model_dof(m); k++)
+            rp_jw_double(w, q[k]);
+        rp_jw_array_end(w);
+    }
+    if (base) {
+        RP_JW_KEY(w, "base");
+        rp_jw_pose(w, base);
+    }
+    rp_jw_object_end(w);
+}
+
 void rp_jw_robot(rp_jw *w, const rp_object *o)
 {
     const rp_model *m = rp_object_model(o);
-    rp_jw_object_begin(w);
-    RP_JW_KEY(w, "model");
-    rp_jw_string(w, rp_model_name(m));
-    RP_JW_KEY(w, "joints");
-    rp_jw_array_begin(w);
-    for (size_t k = 0; k < rp_model_dof(m); k++)
-        rp_jw_double(w, rp_object_joints(o)[k]);
-    rp_jw_array_end(w);
-    RP_JW_KEY(w, "base");
     rp_transform base = rp_object_pose(o);
-    rp_jw_pose(w, &base);
-    rp_jw_object_end(w);
+    rp_jw_robot_state(w, rp_model_name(m), m, rp_object_joints(o), &base);
 }
 
 void rp_jw_shape(rp_jw *w, const rp_shape *s)

@@ -199,30 +199,16 @@ static int cmp_move(const void *a, const void *b)
 static bool robot_state(rp_jw *w, const char *model, const rp_model *m, const double *q,
                         const rp_transform *base)
 {
-    rp_jw_object_begin(w);
-    if (model) {
-        RP_JW_KEY(w, "model");
-        rp_jw_string(w, model);
-    }
-    if (m) {
+    double *dflt = NULL;
+    if (m && !q) {
         size_t dof = rp_model_dof(m);
-        double *dflt = NULL;
-        if (!q) {
-            if (!(dflt = malloc((dof ? dof : 1) * sizeof *dflt)))
-                return false;
-            rp_model_default_joints(m, dflt);
-            q = dflt;
-        }
-        RP_JW_KEY(w, "joints");
-        rp_jw_array_begin(w);
-        for (size_t k = 0; k < dof; k++)
-            rp_jw_double(w, q[k]);
-        rp_jw_array_end(w);
-        free(dflt);
+        if (!(dflt = malloc((dof ? dof : 1) * sizeof *dflt)))
+            return false;
+        rp_model_default_joints(m, dflt);
+        q = dflt;
     }
-    RP_JW_KEY(w, "base");
-    rp_jw_pose(w, base);
-    rp_jw_object_end(w);
+    rp_jw_robot_state(w, model, m, q, base);
+    free(dflt);
     return true;
 }
 

@@ -391,29 +391,6 @@ static void write_objects(rp_jw *w, const rp_change *c)
 }
 
 /* A robot instance's joints (NULL: none written) and base. */
-static void write_robot_state(rp_jw *w, const char *model, const double *joints,
-                              const rp_transform *base, const rp_store *st)
-{
-    rp_jw_object_begin(w);
-    const rp_model *m = model ? rp_store_model_find(st, model) : NULL;
-    if (model) {
-        RP_JW_KEY(w, "model");
-        rp_jw_string(w, model);
-    }
-    if (joints && m) {
-        RP_JW_KEY(w, "joints");
-        rp_jw_array_begin(w);
-        for (size_t k = 0; k < rp_model_dof(m); k++)
-            rp_jw_double(w, joints[k]);
-        rp_jw_array_end(w);
-    }
-    if (base) {
-        RP_JW_KEY(w, "base");
-        rp_jw_pose(w, base);
-    }
-    rp_jw_object_end(w);
-}
-
 /* The journal's record of a change, into d->text: the method and params of
  * the request that makes exactly this change again when the journal is
  * replayed (no if_revision: it was checked; a scene the change created is
@@ -459,8 +436,9 @@ static const char *encode_change(rpd_durable *d, const rp_change *c)
             rp_jw_object_begin(w);
             for (size_t k = 0; k < c->n_robots; k++) {
                 rp_jw_key(w, c->robots[k].name);
-                write_robot_state(w, c->robots[k].model, c->robots[k].joints, &c->robots[k].base,
-                                  d->core->store);
+                const char *mn = c->robots[k].model;
+                rp_jw_robot_state(w, mn, rp_store_model_find(d->core->store, mn),
+                                  c->robots[k].joints, &c->robots[k].base);
             }
             rp_jw_object_end(w);
         }
@@ -482,20 +460,7 @@ static const char *encode_change(rpd_durable *d, const rp_change *c)
                 const rp_robot_move *m = &c->robot_moves[k];
                 const rp_object *o = sc ? rp_scene_object_find(sc, m->name) : NULL;
                 rp_jw_key(w, m->name);
-                rp_jw_object_begin(w);
-                if (m->joints && o) {
-                    const rp_model *md = rp_object_model(o);
-                    RP_JW_KEY(w, "joints");
-                    rp_jw_array_begin(w);
-                    for (size_t j = 0; j < rp_model_dof(md); j++)
-                        rp_jw_double(w, m->joints[j]);
-                    rp_jw_array_end(w);
-                }
-                if (m->base) {
-                    RP_JW_KEY(w, "base");
-                    rp_jw_pose(w, m->base);
-                }
-                rp_jw_object_end(w);
+                rp_jw_robot_state(w, NULL, o ? rp_object_model(o) : NULL, m->joints, m->base);
             }
             rp_jw_object_end(w);
         }

@@ -43,18 +43,45 @@ static bool object_name(rpd_req *req, const cJSON *c, const char *path)
     return true;
 }
 
+/* A map of names (objects, robots, moves) at `path`: a JSON object, each
+ * name once; `what` says what its members are, for the error. */
+static bool name_map(rpd_req *req, const cJSON *j, const char *path, const char *what)
+{
+    rp_codec_err ce;
+    if (!cJSON_IsObject(j)) {
+        char reason[RP_CODEC_REASON_MAX];
+        rpd_format(reason, sizeof reason, "must be an object of name: %s", what);
+        return rpd_fail_path(req, path, reason);
+    }
+    rp_status dup = rp_codec_object_unique(j, path, &ce);
+    if (dup)
+        return dup == RP_ERR_NOMEM ? rpd_fail_status(req, dup) : rpd_fail_params(req, &ce);
+    return true;
+}
+
+/* One member c of such a map, at `path`: a good name, and an object with
+ * only the members `keys` (`what` lists them). */
+static bool name_member(rpd_req *req, const cJSON *c, const char *path, const char *const *keys,
+                        const char *what)
+{
+    rp_codec_err ce;
+    if (!object_name(req, c, path))
+        return false;
+    if (!cJSON_IsObject(c)) {
+        char reason[RP_CODEC_REASON_MAX];
+        rpd_format(reason, sizeof reason, "must be an object %s", what);
+        return rpd_fail_path(req, path, reason);
+    }
+    return rp_codec_object_keys(c, path, keys, &ce) || rpd_fail_params(req, &ce);
+}
+
 bool rpd_decode_objects(rpd_req *req, const cJSON *j, const char *path, rpd_objects *out)
 {
     static const char *const keys[] = {"pose", "shapes", NULL};
     rp_codec_err ce;
     memset(out, 0, sizeof *out);
-    if (!cJSON_IsObject(j))
-        return rpd_fail_path(req, path, "must be an object of name: {pose, shapes}");
-    rp_status dup = rp_codec_object_unique(j, path, &ce);
-    if (dup == RP_ERR_NOMEM)
-        return rpd_fail_status(req, dup);
-    if (dup)
-        return rpd_fail_params(req, &ce);
+    if (!name_map(req, j, path, "{pose, shapes}"))
+        return false;
     size_t n = 0, total = rpd_objects_shape_count(j);
     for (const cJSON *c = j->child; c; c = c->next)
         n++;
@@ -68,16 +95,8 @@ bool rpd_decode_objects(rpd_req *req, const cJSON *j, const char *path, rpd_obje
     for (const cJSON *c = j->child; c; c = c->next) {
         char op[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX], sp[RP_CODEC_PATH_MAX];
         rp_codec_path_key(op, path, c->string);
-        if (!object_name(req, c, op))
+        if (!name_member(req, c, op, keys, "{pose, shapes}"))
             goto fail;
-        if (!cJSON_IsObject(c)) {
-            rpd_fail_path(req, op, "must be an object {pose, shapes}");
-            goto fail;
-        }
-        if (!rp_codec_object_keys(c, op, keys, &ce)) {
-            rpd_fail_params(req, &ce);
-            goto fail;
-        }
         rp_object_put *o = &out->objects[out->n];
         o->name = c->string;
         o->pose = rp_transform_identity();
@@ -92,7 +111,7 @@ bool rpd_decode_objects(rpd_req *req, const cJSON *j, const char *path, rpd_obje
             rpd_fail_path(req, sp, sj ? "must be an object of id: shape" : "is required");
             goto fail;
         }
-        dup = rp_codec_object_unique(sj, sp, &ce);
+        rp_status dup = rp_codec_object_unique(sj, sp, &ce);
         if (dup) {
             dup == RP_ERR_NOMEM ? rpd_fail_status(req, dup) : rpd_fail_params(req, &ce);
             goto fail;
@@ -157,11 +176,8 @@ bool rpd_decode_robots(rpd_req *req, const cJSON *j, const char *path, rpd_robot
     static const char *const keys[] = {"model", "joints", "base", NULL};
     rp_codec_err ce;
     memset(out, 0, sizeof *out);
-    if (!cJSON_IsObject(j))
-        return rpd_fail_path(req, path, "must be an object of name: {model, joints, base}");
-    rp_status dup = rp_codec_object_unique(j, path, &ce);
-    if (dup)
-        return dup == RP_ERR_NOMEM ? rpd_fail_status(req, dup) : rpd_fail_params(req, &ce);
+    if (!name_map(req, j, path, "{model, joints, base}"))
+        return false;
     size_t n = 0, dofs = 0;
     for (const cJSON *c = j->child; c; c = c->next, n++) {
         const rp_model *m = robot_model(req, c);
@@ -177,16 +193,8 @@ bool rpd_decode_robots(rpd_req *req, const cJSON *j, const char *path, rpd_robot
     for (const cJSON *c = j->child; c; c = c->next) {
         char rp[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX];
         rp_codec_path_key(rp, path, c->string);
-        if (!object_name(req, c, rp))
+        if (!name_member(req, c, rp, keys, "{model, joints, base}"))
             goto fail;
-        if (!cJSON_IsObject(c)) {
-            rpd_fail_path(req, rp, "must be an object {model, joints, base}");
-            goto fail;
-        }
-        if (!rp_codec_object_keys(c, rp, keys, &ce)) {
-            rpd_fail_params(req, &ce);
-            goto fail;
-        }
         const cJSON *mj = cJSON_GetObjectItemCaseSensitive(c, "model");
         const char *model;
         if (!rp_codec_name(mj, rp_codec_path_key(sub, rp, "model"), &model, &ce)) {
@@ -369,14 +377,8 @@ bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
     const cJSON *oj = rpd_param(params, "objects", op), *rj = rpd_param(params, "robots", rp);
     if (!oj && !rj)
         return rpd_fail_path(req, "params", "must have objects or robots (or both) to move");
-    if (oj && !cJSON_IsObject(oj))
-        return rpd_fail_path(req, op, "must be an object of name: pose");
-    if (rj && !cJSON_IsObject(rj))
-        return rpd_fail_path(req, rp, "must be an object of name: {joints, base}");
-    rp_status dup = RP_OK;
-    if ((oj && (dup = rp_codec_object_unique(oj, op, &ce))) ||
-        (rj && (dup = rp_codec_object_unique(rj, rp, &ce))))
-        return dup == RP_ERR_NOMEM ? rpd_fail_status(req, dup) : rpd_fail_params(req, &ce);
+    if ((oj && !name_map(req, oj, op, "pose")) || (rj && !name_map(req, rj, rp, "{joints, base}")))
+        return false;
     /* Priced by the shapes it moves (each an update of its entry and its
      * tree leaf; a robot's also its forward kinematics), known before any
      * pose is decoded. */
@@ -420,10 +422,8 @@ bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
             ok = rpd_fail_path(req, sub,
                                "is an object, not a robot instance: move it by "
                                "params.objects");
-        else if (ok && !cJSON_IsObject(c))
-            ok = rpd_fail_path(req, sub, "must be an object {joints, base}");
-        if (ok && !rp_codec_object_keys(c, sub, robot_keys, &ce))
-            ok = rpd_fail_params(req, &ce);
+        else if (ok)
+            ok = name_member(req, c, sub, robot_keys, "{joints, base}");
         const cJSON *jj = ok ? cJSON_GetObjectItemCaseSensitive(c, "joints") : NULL;
         const cJSON *bj = ok ? cJSON_GetObjectItemCaseSensitive(c, "base") : NULL;
         if (jj) {
