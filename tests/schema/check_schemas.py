@@ -79,6 +79,9 @@ SEMANTIC_REASONS = (
     "must name another moving joint",  # mimic target
     "lower <= upper",               # limits relation
     "non-zero vector",              # axis
+    # objects and robots in scenes: names that refer to what the scene holds
+    "is no link of the robot's model",  # scene.attach link of the instance's model
+    "is not attached",              # scene.detach of a free object
 )
 
 
