@@ -153,11 +153,12 @@ typedef struct rp_object_move {
 /// name, a duplicate) and the shape statuses (a world shape out of range).
 typedef enum rp_edit_what {
     RP_EDIT_NONE,
-    RP_EDIT_SHAPE,     ///< shapes[index] (of the scene's own)
-    RP_EDIT_OBJECT,    ///< objects[index]; `shape` is its shape, or SIZE_MAX
-    RP_EDIT_MOVE,      ///< moves[index] (objects)
-    RP_EDIT_ROBOT,     ///< robots[index]; `shape` is its model's shape, or SIZE_MAX
-    RP_EDIT_ROBOT_MOVE ///< robot moves[index]; `shape` as for RP_EDIT_ROBOT
+    RP_EDIT_SHAPE,      ///< shapes[index] (of the scene's own)
+    RP_EDIT_OBJECT,     ///< objects[index]; `shape` is its shape, or SIZE_MAX
+    RP_EDIT_MOVE,       ///< moves[index] (objects)
+    RP_EDIT_ROBOT,      ///< robots[index]; `shape` is its model's shape, or SIZE_MAX
+    RP_EDIT_ROBOT_MOVE, ///< robot moves[index]; `shape` as for RP_EDIT_ROBOT
+    RP_EDIT_CLOUD       ///< clouds[index]
 } rp_edit_what;
 typedef struct rp_edit_error {
     rp_edit_what what;
@@ -223,8 +224,59 @@ typedef struct rp_robot_move {
     const rp_transform *base; ///< Or NULL: as it is.
 } rp_robot_move;
 
-/// What a put or replace writes: shapes of the scene's own, objects and
-/// robot instances, in one mutation.
+/* ---- point clouds --------------------------------------------------------------- */
+
+/// A point cloud: spheres of one radius, one per point or per occupied
+/// voxel, stored compactly (single-precision centres and a tree of their
+/// own, about 57 bytes a sphere) and queried like every other scene shape.
+/// Immutable and reference-counted: build it (on any thread) with
+/// rp_cloud_new, put it into a scene with rp_store_put_cell (the scene
+/// takes a reference), release yours with rp_cloud_release.
+typedef struct rp_cloud rp_cloud;
+
+/// Most points one cloud may be built from (2^28).
+#define RP_CLOUD_MAX_POINTS (1u << 28)
+/// Most voxels a voxelised cloud may span along one axis (2^21): its voxel
+/// coordinates make one 63-bit Morton key.
+#define RP_CLOUD_MAX_VOXELS (1u << 21)
+
+/// Builds a cloud of n points (xyz[3k..3k+2], finite) with spheres of
+/// `radius` (finite, >= 0).  voxel 0 keeps one sphere per point; voxel > 0
+/// (finite) keeps one per occupied cell of the grid of that size anchored
+/// at the origin (cell floor(p / voxel)), at the centroid of the cell's
+/// points (summed in doubles in input order, rounded to float).  Sphere k
+/// of the result is the k-th in a spatial (Morton) order of the cells or
+/// points, ties kept in input order: deterministic for the same input.
+/// RP_ERR_NONFINITE (*bad: the point), RP_ERR_RADIUS_NONFINITE,
+/// RP_ERR_RADIUS_NEGATIVE, RP_ERR_INVALID_ARG (a voxel that is negative or
+/// not finite; *bad SIZE_MAX), RP_ERR_LIMIT (more than RP_CLOUD_MAX_POINTS
+/// points, or a voxelised cloud spanning more than RP_CLOUD_MAX_VOXELS
+/// voxels along an axis), RP_ERR_NOMEM.  bad may be NULL.
+RP_API rp_status rp_cloud_new(const float *xyz, size_t n, double radius, double voxel,
+                              rp_cloud **out, size_t *bad);
+/// Drops a reference (NULL: no-op).
+RP_API void rp_cloud_release(rp_cloud *c);
+/// Spheres, their radius, the voxel it was built with (0: none), the points
+/// it was built from, and the centres (3 floats a sphere, in sphere order).
+RP_API size_t rp_cloud_size(const rp_cloud *c);
+RP_API double rp_cloud_radius(const rp_cloud *c);
+RP_API double rp_cloud_voxel(const rp_cloud *c);
+RP_API size_t rp_cloud_input_points(const rp_cloud *c);
+RP_API const float *rp_cloud_centres(const rp_cloud *c);
+/// Heap bytes the cloud holds (centres and tree).
+RP_API size_t rp_cloud_bytes(const rp_cloud *c);
+
+/// A cloud to store under a name (replacing any cloud of that name whole).
+/// Clouds are objects of their scene (rp_object_cloud): names share the
+/// objects' namespace, `ignore` and rp_store_remove take them by name;
+/// they cannot be moved or attached.
+typedef struct rp_cloud_put {
+    const char *name;
+    rp_cloud *cloud;
+} rp_cloud_put;
+
+/// What a put or replace writes: shapes of the scene's own, objects,
+/// robot instances and clouds, in one mutation.
 typedef struct rp_cell {
     const rp_shape_put *shapes;
     size_t n_shapes;
@@ -232,6 +284,8 @@ typedef struct rp_cell {
     size_t n_objects;
     const rp_robot_put *robots;
     size_t n_robots;
+    const rp_cloud_put *clouds;
+    size_t n_clouds;
 } rp_cell;
 
 /// What a move changes: object poses and robot states, in one mutation.
@@ -294,6 +348,18 @@ RP_API rp_transform rp_object_attached_rel(const rp_object *o);
 /// rp_object_pose, its shapes (rp_object_shape_at) the model's in their
 /// links' frames.
 RP_API bool rp_object_is_robot(const rp_object *o);
+/// The cloud of an object that is a point cloud (it has no shapes of its
+/// own then), else NULL.
+RP_API const rp_cloud *rp_object_cloud(const rp_object *o);
+
+/// Scene storage indices go on past the scene's own shapes
+/// (rp_scene_shape_count) to the spheres of its clouds: results may name
+/// them, and rp_scene_shape_at gives their shapes.  For such an index this
+/// returns the sphere's position in its cloud and sets *cloud (may be
+/// NULL) to the cloud's object; rp_scene_id_at gives the cloud's name (the
+/// protocol names the sphere "cloud/k").  SIZE_MAX for an index of the
+/// scene's own shapes.
+RP_API size_t rp_scene_cloud_member(const rp_scene *sc, size_t index, const rp_object **cloud);
 RP_API const rp_model *rp_object_model(const rp_object *o);
 RP_API const double *rp_object_joints(const rp_object *o);
 
@@ -362,6 +428,8 @@ typedef struct rp_change {
     size_t n_moves;
     const rp_robot_put *robots; ///< SCENE_PUT/REPLACE: robot instances written.
     size_t n_robots;
+    const rp_cloud_put *clouds;       ///< SCENE_PUT/REPLACE: clouds written (each replacing
+    size_t n_clouds;                  ///< its namesake whole).
     const rp_robot_move *robot_moves; ///< SCENE_MOVE: robot instances moved.
     size_t n_robot_moves;
     const rp_object_move *follow;     ///< SCENE_MOVE: the attached objects that moved

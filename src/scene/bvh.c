@@ -119,7 +119,7 @@ static inline rp_bvh_node *node_mut(rp_bvh *t, uint32_t i)
 /* Entry i's shape (rp_entry_shape_), through a buffer `sbuf` the caller
  * declares. */
 #define EN_SHAPE(en, i) rp_entry_shape_(EN_AT((en), (i)), &sbuf)
-#define SC_SHAPE(sc, i) rp_entry_shape_(RP_ENTRY((sc), (i)), &sbuf)
+#define SC_SHAPE(sc, i) rp_scene_shape_((sc), (i), &sbuf)
 
 static inline bool is_shape(uint32_t ref)
 {
@@ -732,6 +732,7 @@ typedef struct builder {
     rp_bvh *t;
     uint32_t n_nodes;
     double area; /* summed half areas of the nodes built */
+    bool sorted; /* the items are in a spatial order already: halve the run */
 } builder;
 
 /* Orders items by centre[axis], ties by entry index, so that the tree does
@@ -782,7 +783,7 @@ static void select_kth(rp_bvh_item *items, size_t n, size_t k, int axis)
 static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *items, size_t n)
 {
     size_t half = n / 2;
-    if (n > 2) {
+    if (n > 2 && !b->sorted) {
         double lo[3], hi[3];
         for (int k = 0; k < 3; k++)
             lo[k] = hi[k] = items[0].centre[k];
@@ -853,7 +854,7 @@ uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *
         return RP_BVH_NIL;
     if (m == 1)
         return shape_ref(items[0].index);
-    builder b = {t, 1, 0.0};
+    builder b = {t, 1, 0.0, false};
     build_node(&b, 0, RP_BVH_NIL, items, m);
     *area = b.area;
     return 0;
@@ -873,6 +874,48 @@ void rp_bvh_install_(rp_scene *sc, uint32_t root, const rp_bvh_item *items, doub
     t->rebuild_misses = 0;
     for (uint32_t i = 0; i < m; i++)
         EN_MUT(&sc->entries, items[i].index)->leaf = items[i].leaf;
+}
+
+bool rp_cloud_tree_build_(rp_cloud *c)
+{
+    rp_bvh *t = &c->tree;
+    rp_bvh_init_(t);
+    if (c->n == 0)
+        return true;
+    if (c->n == 1) {
+        t->root = shape_ref(0);
+        return true;
+    }
+    if (c->n > RP_BVH_MAX_SHAPES)
+        return false;
+    size_t bytes = 0;
+    rp_bvh_item *items = malloc(c->n * sizeof *items);
+    if (!items || !rp_chunks_grow(&t->nodes, sizeof(rp_bvh_node), c->n - 1, NULL, NULL, &bytes)) {
+        free(items);
+        rp_chunks_free(&t->nodes, sizeof(rp_bvh_node), NULL, NULL, &bytes);
+        rp_bvh_init_(t);
+        return false;
+    }
+    for (size_t k = 0; k < c->n; k++) {
+        rp_shape s = rp_cloud_sphere_(c, k);
+        items[k].box = shape_fbox(&s);
+        items[k].index = (uint32_t)k;
+        items[k].leaf = RP_BVH_NIL;
+    }
+    builder b = {t, 1, 0.0, true};
+    build_node(&b, 0, RP_BVH_NIL, items, c->n);
+    free(items);
+    t->root = 0;
+    t->n_nodes = (uint32_t)(c->n - 1);
+    t->built_area = b.area;
+    c->bytes += bytes;
+    return true;
+}
+
+void rp_bvh_free_nodes_(rp_bvh *t, size_t *bytes)
+{
+    rp_chunks_free(&t->nodes, sizeof(rp_bvh_node), NULL, NULL, bytes);
+    rp_bvh_init_(t);
 }
 
 void rp_bvh_rebuild_(rp_scene *sc, rp_bvh_item *items)
@@ -1030,6 +1073,43 @@ _Thread_local rp_meter rp_meter_
     __attribute__((tls_model("initial-exec"))) = {INT64_MAX, INT64_MAX, 0, false};
 
 /* The query's box and (padded) radius. */
+/* What a walk visits after its scan: the scene's tree (unless the scan
+ * took the scene's shapes), then the tree of each cloud the ignore list
+ * does not name, in name order; base is the storage index of the tree's
+ * leaf 0 (the scene's: 0; a cloud's: after the entries and the clouds
+ * before it). */
+typedef struct src_iter {
+    size_t next; /* 0: the scene's tree; 1 + j: cloud j */
+    size_t base; /* storage index of cloud next - 1's first sphere */
+} src_iter;
+
+static inline bool next_src(const rp_scene *sc, src_iter *it, bool scanned, const rp_bvh **t,
+                            size_t *base)
+{
+    if (it->next == 0) {
+        it->next = 1;
+        it->base = sc->count;
+        if (!scanned && sc->tree.root != RP_BVH_NIL) {
+            *t = &sc->tree;
+            *base = 0;
+            return true;
+        }
+    }
+    const rp_objtab *ot = sc->objects;
+    while (ot && it->next - 1 < ot->n_clouds) {
+        const rp_object *o = ot->clouds[it->next - 1];
+        size_t b = it->base;
+        it->next++;
+        it->base += o->cloud->n;
+        if (o->cloud->tree.root == RP_BVH_NIL || rp_tag_ignored_(o->tag))
+            continue;
+        *t = &o->cloud->tree;
+        *base = b;
+        return true;
+    }
+    return false;
+}
+
 static double query_box(const rp_shape *q, double lo[3], double hi[3])
 {
     dbox b = shape_box(q);
@@ -1042,10 +1122,7 @@ static double query_box(const rp_shape *q, double lo[3], double hi[3])
  * scene shapes one link may touch). */
 static inline bool excluded(const size_t *excl, size_t n, size_t e)
 {
-    for (size_t i = 0; i < n; i++)
-        if (excl[i] == e)
-            return true;
-    return false;
+    return rp_excl_has_(excl, n, e);
 }
 
 /* The distance of q to scene shape s; charges *left what it costs beyond
@@ -1063,14 +1140,13 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
                          const size_t *excl, size_t n_excl)
 {
     rp_shape sbuf;
-    if ((n_excl && excluded(excl, n_excl, e)) || rp_ignored_(RP_ENTRY(sc, e)))
+    if ((n_excl && excluded(excl, n_excl, e)) || rp_ignored_at_(sc, e))
         return;
     ++*evaluated;
     const rp_shape *s = SC_SHAPE(sc, e);
     *extra += (int64_t)rp_pair_units_(q, s) - 1;
     double d = rp_shape_signed_distance(q, s);
-    if (d < *best_d ||
-        (*found && d == *best_d && strcmp(RP_ENTRY(sc, e)->id, RP_ENTRY(sc, *best_idx)->id) < 0)) {
+    if (d < *best_d || (*found && d == *best_d && rp_scene_index_cmp_(sc, e, *best_idx) < 0)) {
         *best_d = d;
         *best_idx = e;
         *found = true;
@@ -1125,7 +1201,7 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         offer(sc, q, scan ? i : sc->planes[i], best_d, best_idx, found, evaluated, &extra, excl,
               n_excl);
     }
-    if (scan || rp_meter_.out) {
+    if (rp_meter_.out) {
         rp_meter_.left = rp_meter_spend_(budget, *evaluated + (uint64_t)extra);
         return;
     }
@@ -1141,54 +1217,69 @@ static void nearest(const rp_scene *sc, const rp_shape *q, const size_t *excl, s
         uint32_t node;
         double gap;
     } stack[STACK_MAX];
-    size_t top = 0;
     uint64_t visits = 0;
-    stack[top].node = t->root;
-    stack[top++].gap = node_key(lo, hi, qr, node_at(t, t->root));
-    while (top > 0) {
-        if ((int64_t)(visits + *evaluated) + extra >= budget) {
-            rp_meter_.out = true;
-            break;
-        }
-        visits++;
-        top--;
-        if (key_excludes(stack[top].gap, *best_d, *found))
+    src_iter it = {0, 0};
+    size_t base;
+    while (!rp_meter_.out && next_src(sc, &it, scan, &t, &base)) {
+        if (is_shape(t->root)) { /* a cloud of one sphere */
+            if ((int64_t)(visits + *evaluated) + extra >= budget) {
+                rp_meter_.out = true;
+                break;
+            }
+            offer(sc, q, base + shape_of(t->root), best_d, best_idx, found, evaluated, &extra, excl,
+                  n_excl);
             continue;
-        const rp_bvh_node *n = node_at(t, stack[top].node);
-        /* Inside the tree no reference is RP_BVH_NIL: the tag bit alone
+        }
+        size_t top = 0;
+        stack[top].node = t->root;
+        stack[top++].gap = node_key(lo, hi, qr, node_at(t, t->root));
+        while (top > 0) {
+            if ((int64_t)(visits + *evaluated) + extra >= budget) {
+                rp_meter_.out = true;
+                break;
+            }
+            visits++;
+            top--;
+            if (key_excludes(stack[top].gap, *best_d, *found))
+                continue;
+            const rp_bvh_node *n = node_at(t, stack[top].node);
+            /* Inside the tree no reference is RP_BVH_NIL: the tag bit alone
          * tells a shape. */
-        uint32_t a = n->child[0], b = n->child[1];
-        if (a & b & RP_BVH_SHAPE) {
-            offer(sc, q, shape_of(a), best_d, best_idx, found, evaluated, &extra, excl, n_excl);
-            offer(sc, q, shape_of(b), best_d, best_idx, found, evaluated, &extra, excl, n_excl);
-            continue;
-        }
-        if ((a | b) & RP_BVH_SHAPE) {
-            uint32_t e = shape_of(a & RP_BVH_SHAPE ? a : b);
-            if (!key_excludes(shape_key(lo, hi, qr, SC_SHAPE(sc, e)), *best_d, *found))
-                offer(sc, q, e, best_d, best_idx, found, evaluated, &extra, excl, n_excl);
-            a = a & RP_BVH_SHAPE ? b : a;
+            uint32_t a = n->child[0], b = n->child[1];
+            if (a & b & RP_BVH_SHAPE) {
+                offer(sc, q, base + shape_of(a), best_d, best_idx, found, evaluated, &extra, excl,
+                      n_excl);
+                offer(sc, q, base + shape_of(b), best_d, best_idx, found, evaluated, &extra, excl,
+                      n_excl);
+                continue;
+            }
+            if ((a | b) & RP_BVH_SHAPE) {
+                size_t e = base + shape_of(a & RP_BVH_SHAPE ? a : b);
+                if (!key_excludes(shape_key(lo, hi, qr, SC_SHAPE(sc, e)), *best_d, *found))
+                    offer(sc, q, e, best_d, best_idx, found, evaluated, &extra, excl, n_excl);
+                a = a & RP_BVH_SHAPE ? b : a;
+                double ga = node_key(lo, hi, qr, node_at(t, a));
+                if (!key_excludes(ga, *best_d, *found)) {
+                    stack[top].node = a;
+                    stack[top++].gap = ga;
+                }
+                continue;
+            }
             double ga = node_key(lo, hi, qr, node_at(t, a));
+            double gb = node_key(lo, hi, qr, node_at(t, b));
+            if (ga < gb) { /* push the farther one first, so the nearer pops first */
+                uint32_t tn = a;
+                double tg = ga;
+                a = b, ga = gb, b = tn, gb = tg;
+            }
             if (!key_excludes(ga, *best_d, *found)) {
                 stack[top].node = a;
                 stack[top++].gap = ga;
             }
-            continue;
-        }
-        double ga = node_key(lo, hi, qr, node_at(t, a));
-        double gb = node_key(lo, hi, qr, node_at(t, b));
-        if (ga < gb) { /* push the farther one first, so the nearer pops first */
-            uint32_t tn = a;
-            double tg = ga;
-            a = b, ga = gb, b = tn, gb = tg;
-        }
-        if (!key_excludes(ga, *best_d, *found)) {
-            stack[top].node = a;
-            stack[top++].gap = ga;
-        }
-        if (!key_excludes(gb, *best_d, *found)) {
-            stack[top].node = b;
-            stack[top++].gap = gb;
+            if (!key_excludes(gb, *best_d, *found)) {
+                stack[top].node = b;
+                stack[top++].gap = gb;
+            }
         }
     }
     rp_meter_.left = rp_meter_spend_(budget, visits + *evaluated + (uint64_t)extra);
@@ -1215,14 +1306,12 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
         }
         *left -= 1;
         size_t e = scan ? i : sc->planes[i];
-        if (rp_ignored_(RP_ENTRY(sc, e)))
+        if (rp_ignored_at_(sc, e))
             continue;
         double d = dist_units(q, SC_SHAPE(sc, e), left);
         if (d < threshold && !fn(ctx, e, d))
             return false;
     }
-    if (scan)
-        return true;
     double lo[3], hi[3];
     double qr = query_box(q, lo, hi);
     /* Depth first, first child first (the order a FIRST check reports
@@ -1231,46 +1320,51 @@ static bool below(const rp_scene *sc, const rp_shape *q, double threshold, rp_sc
      * threshold.  A shape is evaluated when its parent's box passes (a
      * test of its own box spared few distances and cost more). */
     uint32_t stack[STACK_MAX];
-    size_t top = 0;
-    if (key_excludes(node_key(lo, hi, qr, node_at(t, t->root)), threshold, false))
-        return true;
-    stack[top++] = t->root;
-    while (top > 0) {
-        if (*left <= 0) {
-            rp_meter_.out = true;
-            return true;
-        }
-        *left -= 1;
-        uint32_t ref = stack[--top];
-        if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
-            *left -= 1;
-            size_t e = shape_of(ref);
-            if (rp_ignored_(RP_ENTRY(sc, e)))
-                continue;
-            double d = dist_units(q, SC_SHAPE(sc, e), left);
-            if (d < threshold && !fn(ctx, e, d))
-                return false;
+    src_iter it = {0, 0};
+    size_t base;
+    while (next_src(sc, &it, scan, &t, &base)) {
+        size_t top = 0;
+        if (!is_shape(t->root) &&
+            key_excludes(node_key(lo, hi, qr, node_at(t, t->root)), threshold, false))
             continue;
-        }
-        const rp_bvh_node *n = node_at(t, ref);
-        uint32_t a = n->child[0], b = n->child[1];
-        if (a & b & RP_BVH_SHAPE) {
-            *left -= 2;
-            for (int k = 0; k < 2; k++) {
-                size_t e = shape_of(k ? b : a);
-                if (rp_ignored_(RP_ENTRY(sc, e)))
+        stack[top++] = t->root;
+        while (top > 0) {
+            if (*left <= 0) {
+                rp_meter_.out = true;
+                return true;
+            }
+            *left -= 1;
+            uint32_t ref = stack[--top];
+            if (ref & RP_BVH_SHAPE) { /* never RP_BVH_NIL inside the tree */
+                *left -= 1;
+                size_t e = base + shape_of(ref);
+                if (rp_ignored_at_(sc, e))
                     continue;
                 double d = dist_units(q, SC_SHAPE(sc, e), left);
                 if (d < threshold && !fn(ctx, e, d))
                     return false;
+                continue;
             }
-            continue;
+            const rp_bvh_node *n = node_at(t, ref);
+            uint32_t a = n->child[0], b = n->child[1];
+            if (a & b & RP_BVH_SHAPE) {
+                *left -= 2;
+                for (int k = 0; k < 2; k++) {
+                    size_t e = base + shape_of(k ? b : a);
+                    if (rp_ignored_at_(sc, e))
+                        continue;
+                    double d = dist_units(q, SC_SHAPE(sc, e), left);
+                    if (d < threshold && !fn(ctx, e, d))
+                        return false;
+                }
+                continue;
+            }
+            uint32_t c[2] = {b, a}; /* b pushed first, so that a pops first */
+            for (int k = 0; k < 2; k++)
+                if ((c[k] & RP_BVH_SHAPE) ||
+                    !key_excludes(node_key(lo, hi, qr, node_at(t, c[k])), threshold, false))
+                    stack[top++] = c[k];
         }
-        uint32_t c[2] = {b, a}; /* b pushed first, so that a pops first */
-        for (int k = 0; k < 2; k++)
-            if ((c[k] & RP_BVH_SHAPE) ||
-                !key_excludes(node_key(lo, hi, qr, node_at(t, c[k])), threshold, false))
-                stack[top++] = c[k];
     }
     return true;
 }
@@ -1435,7 +1529,7 @@ multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, doubl
            int simd, rp_multi_visit_fn fn, void *ctx, uint64_t *active, int64_t *left)
 {
     rp_shape sbuf;
-    if (rp_ignored_(RP_ENTRY(sc, e)))
+    if (rp_ignored_at_(sc, e))
         return;
     const rp_shape *s = SC_SHAPE(sc, e);
     mask &= *active;
@@ -1499,83 +1593,84 @@ void rp_scene_below_multi_(const rp_scene *sc, rp_multi *q, uint64_t active, dou
         }
         multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
     }
-    if (scan || left <= 0 || !(active || gated)) {
-        rp_meter_.left = left;
-        return;
-    }
     /* Depth first, first child first, as rp_scene_below_; each stack entry
      * carries the queries its node's box passed. */
     struct {
         uint32_t ref;
         uint64_t mask;
     } stack[STACK_MAX];
-    size_t top = 0;
-    const rp_bvh_node *root = node_at(t, t->root);
-    if (gated) {
-        if (key_excludes(node_key(glo, ghi, gr, root), gate->threshold, false)) {
-            rp_meter_.left = left; /* (the half-spaces' spending) */
-            return;
+    src_iter it = {0, 0};
+    size_t base;
+    while (left > 0 && (active || gated) && next_src(sc, &it, scan, &t, &base)) {
+        size_t top = 0;
+        if (is_shape(t->root)) {
+            stack[top].mask = gated ? ALL_QUERIES : active;
+        } else if (gated) {
+            if (key_excludes(node_key(glo, ghi, gr, node_at(t, t->root)), gate->threshold, false))
+                continue;
+            stack[top].mask = ALL_QUERIES;
+        } else {
+            test_box rb = node_test_box(node_at(t, t->root));
+            if (!(stack[top].mask = pass(q, active, &rb, threshold, false, simd)))
+                continue;
         }
-        stack[top].mask = ALL_QUERIES;
-    } else {
-        test_box rb = node_test_box(root);
-        if (!(stack[top].mask = pass(q, active, &rb, threshold, false, simd))) {
-            rp_meter_.left = left;
-            return;
-        }
-    }
-    stack[top++].ref = t->root;
-    while (top > 0 && (active || gated)) {
-        if (left <= 0) {
-            rp_meter_.out = true;
-            break;
-        }
-        left--;
-        top--;
-        uint32_t ref = stack[top].ref;
-        uint64_t mask = stack[top].mask;
-        if (gated) {
-            /* rp_scene_below_'s walk for the gate's shape. */
-            if (ref & RP_BVH_SHAPE) {
-                left = rp_meter_spend_(left, 1);
-                size_t e = shape_of(ref);
-                if (!(rp_shape_signed_distance(gate->shape, SC_SHAPE(sc, e)) < gate->threshold))
+        stack[top++].ref = t->root;
+        while (top > 0 && (active || gated)) {
+            if (left <= 0) {
+                rp_meter_.out = true;
+                break;
+            }
+            left--;
+            top--;
+            uint32_t ref = stack[top].ref;
+            uint64_t mask = stack[top].mask;
+            if (gated) {
+                /* rp_scene_below_'s walk for the gate's shape. */
+                if (ref & RP_BVH_SHAPE) {
+                    left = rp_meter_spend_(left, 1);
+                    size_t e = base + shape_of(ref);
+                    if (rp_ignored_at_(sc, e))
+                        continue;
+                    if (!(rp_shape_signed_distance(gate->shape, SC_SHAPE(sc, e)) < gate->threshold))
+                        continue;
+                    gated = false;
+                    active = gate->fill(ctx, q);
+                    multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
                     continue;
-                gated = false;
-                active = gate->fill(ctx, q);
-                multi_leaf(sc, q, active, e, threshold, simd, fn, ctx, &active, &left);
+                }
+                const rp_bvh_node *n = node_at(t, ref);
+                uint32_t c[2] = {n->child[1], n->child[0]};
+                for (int k = 0; k < 2; k++)
+                    if ((c[k] & RP_BVH_SHAPE) ||
+                        !key_excludes(node_key(glo, ghi, gr, node_at(t, c[k])), gate->threshold,
+                                      false)) {
+                        stack[top].ref = c[k];
+                        stack[top++].mask = ALL_QUERIES;
+                    }
+                continue;
+            }
+            mask &= active;
+            if (!mask)
+                continue;
+            if (ref & RP_BVH_SHAPE) {
+                multi_leaf(sc, q, mask, base + shape_of(ref), threshold, simd, fn, ctx, &active,
+                           &left);
                 continue;
             }
             const rp_bvh_node *n = node_at(t, ref);
-            uint32_t c[2] = {n->child[1], n->child[0]};
-            for (int k = 0; k < 2; k++)
-                if ((c[k] & RP_BVH_SHAPE) || !key_excludes(node_key(glo, ghi, gr, node_at(t, c[k])),
-                                                           gate->threshold, false)) {
+            uint32_t c[2] = {n->child[1], n->child[0]}; /* child[1] pushed first */
+            for (int k = 0; k < 2; k++) {
+                if (c[k] & RP_BVH_SHAPE) {
                     stack[top].ref = c[k];
-                    stack[top++].mask = ALL_QUERIES;
+                    stack[top++].mask = mask;
+                    continue;
                 }
-            continue;
-        }
-        mask &= active;
-        if (!mask)
-            continue;
-        if (ref & RP_BVH_SHAPE) {
-            multi_leaf(sc, q, mask, shape_of(ref), threshold, simd, fn, ctx, &active, &left);
-            continue;
-        }
-        const rp_bvh_node *n = node_at(t, ref);
-        uint32_t c[2] = {n->child[1], n->child[0]}; /* child[1] pushed first */
-        for (int k = 0; k < 2; k++) {
-            if (c[k] & RP_BVH_SHAPE) {
-                stack[top].ref = c[k];
-                stack[top++].mask = mask;
-                continue;
-            }
-            test_box cb = node_test_box(node_at(t, c[k]));
-            uint64_t cm = pass(q, mask, &cb, threshold, false, simd);
-            if (cm) {
-                stack[top].ref = c[k];
-                stack[top++].mask = cm;
+                test_box cb = node_test_box(node_at(t, c[k]));
+                uint64_t cm = pass(q, mask, &cb, threshold, false, simd);
+                if (cm) {
+                    stack[top].ref = c[k];
+                    stack[top++].mask = cm;
+                }
             }
         }
     }
@@ -1627,7 +1722,7 @@ robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates, size_t e, dou
             double threshold, const int simd, int64_t *left)
 {
     rp_shape sbuf;
-    if (rp_ignored_(RP_ENTRY(sc, e)))
+    if (rp_ignored_at_(sc, e))
         return false;
     dbox d = shape_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
@@ -1677,54 +1772,56 @@ static inline __attribute__((always_inline)) void below_robots(const rp_scene *s
                         &left))
             gates = robots_live(w, gates);
     }
-    if (scan || left <= 0 || !gates) {
-        rp_meter_.left = left;
-        return;
-    }
     /* Depth first, first child first, as rp_scene_below_; each stack entry
      * carries the gates its node's box passed. */
     struct {
         uint32_t ref;
         uint64_t mask;
     } stack[STACK_MAX];
-    size_t top = 0;
-    test_box rb = node_test_box(node_at(t, t->root));
-    uint64_t m = pass_ball(&w->gates, gates, &rb, gate_threshold, false, simd);
-    if (!m) {
-        rp_meter_.left = left; /* (the half-spaces' spending) */
-        return;
-    }
-    stack[top].ref = t->root;
-    stack[top++].mask = m;
-    while (top > 0 && gates) {
-        if (left <= 0) {
-            rp_meter_.out = true;
-            break;
+    src_iter it = {0, 0};
+    size_t base;
+    while (left > 0 && gates && next_src(sc, &it, scan, &t, &base)) {
+        size_t top = 0;
+        uint64_t m = gates;
+        if (!is_shape(t->root)) {
+            test_box rb = node_test_box(node_at(t, t->root));
+            m = pass_ball(&w->gates, gates, &rb, gate_threshold, false, simd);
+            if (!m)
+                continue;
         }
-        left--;
-        top--;
-        uint32_t ref = stack[top].ref;
-        uint64_t mask = stack[top].mask & gates;
-        if (!mask)
-            continue;
-        if (ref & RP_BVH_SHAPE) {
-            if (robots_leaf(sc, w, mask, shape_of(ref), gate_threshold, threshold, simd, &left))
-                gates = robots_live(w, gates);
-            continue;
-        }
-        const rp_bvh_node *n = node_at(t, ref);
-        uint32_t c[2] = {n->child[1], n->child[0]}; /* child[1] pushed first */
-        for (int k = 0; k < 2; k++) {
-            if (c[k] & RP_BVH_SHAPE) {
-                stack[top].ref = c[k];
-                stack[top++].mask = mask;
+        stack[top].ref = t->root;
+        stack[top++].mask = m;
+        while (top > 0 && gates) {
+            if (left <= 0) {
+                rp_meter_.out = true;
+                break;
+            }
+            left--;
+            top--;
+            uint32_t ref = stack[top].ref;
+            uint64_t mask = stack[top].mask & gates;
+            if (!mask)
+                continue;
+            if (ref & RP_BVH_SHAPE) {
+                if (robots_leaf(sc, w, mask, base + shape_of(ref), gate_threshold, threshold, simd,
+                                &left))
+                    gates = robots_live(w, gates);
                 continue;
             }
-            test_box cb = node_test_box(node_at(t, c[k]));
-            uint64_t cm = pass_ball(&w->gates, mask, &cb, gate_threshold, false, simd);
-            if (cm) {
-                stack[top].ref = c[k];
-                stack[top++].mask = cm;
+            const rp_bvh_node *n = node_at(t, ref);
+            uint32_t c[2] = {n->child[1], n->child[0]}; /* child[1] pushed first */
+            for (int k = 0; k < 2; k++) {
+                if (c[k] & RP_BVH_SHAPE) {
+                    stack[top].ref = c[k];
+                    stack[top++].mask = mask;
+                    continue;
+                }
+                test_box cb = node_test_box(node_at(t, c[k]));
+                uint64_t cm = pass_ball(&w->gates, mask, &cb, gate_threshold, false, simd);
+                if (cm) {
+                    stack[top].ref = c[k];
+                    stack[top++].mask = cm;
+                }
             }
         }
     }
@@ -1775,7 +1872,7 @@ robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, 
                 int64_t *left)
 {
     rp_shape sbuf;
-    if (rp_ignored_(RP_ENTRY(sc, e)))
+    if (rp_ignored_at_(sc, e))
         return;
     dbox d = shape_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
@@ -1822,10 +1919,6 @@ nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active, const doubl
         robot_leaf_near(sc, w, gates, scan ? i : sc->planes[i], bound, gate_slack, simd, fn, ctx,
                         active, &left);
     }
-    if (scan || left <= 0) {
-        rp_meter_.left = left;
-        return;
-    }
     /* Depth first, nearer child first (by the nearest ball's distance to
      * its box); an entry is tested again when it pops if the bound has
      * come down since it was pushed. */
@@ -1834,57 +1927,62 @@ nearest_robot(const rp_scene *sc, rp_robot_walk *w, uint64_t active, const doubl
         uint64_t mask;
         double bound; /* *bound when pushed */
     } stack[STACK_MAX];
-    size_t top = 0;
-    test_box rb = node_test_box(node_at(t, t->root));
-    uint64_t m = pass_ball(&w->gates, gates, &rb, *bound + gate_slack, true, simd);
-    if (!m) {
-        rp_meter_.left = left; /* (the half-spaces' spending) */
-        return;
-    }
-    stack[top].ref = t->root;
-    stack[top].mask = m;
-    stack[top++].bound = *bound;
-    while (top > 0) {
-        if (left <= 0) {
-            rp_meter_.out = true;
-            break;
-        }
-        left--;
-        top--;
-        uint32_t ref = stack[top].ref;
-        uint64_t mask = stack[top].mask;
-        if (ref & RP_BVH_SHAPE) {
-            robot_leaf_near(sc, w, mask, shape_of(ref), bound, gate_slack, simd, fn, ctx, active,
-                            &left);
-            continue;
-        }
-        const rp_bvh_node *n = node_at(t, ref);
-        if (*bound < stack[top].bound) {
-            test_box nb = node_test_box(n);
-            mask = pass_ball(&w->gates, mask, &nb, *bound + gate_slack, true, simd);
-            if (!mask)
+    src_iter it = {0, 0};
+    size_t base;
+    while (left > 0 && next_src(sc, &it, scan, &t, &base)) {
+        size_t top = 0;
+        uint64_t m = gates;
+        if (!is_shape(t->root)) {
+            test_box rb = node_test_box(node_at(t, t->root));
+            m = pass_ball(&w->gates, gates, &rb, *bound + gate_slack, true, simd);
+            if (!m)
                 continue;
         }
-        uint32_t c[2] = {n->child[0], n->child[1]};
-        uint64_t cm[2];
-        double key[2];
-        for (int k = 0; k < 2; k++) {
-            if (c[k] & RP_BVH_SHAPE) {
-                cm[k] = mask;
-                key[k] = -INFINITY; /* shapes first: they may bring the bound down */
+        stack[top].ref = t->root;
+        stack[top].mask = m;
+        stack[top++].bound = *bound;
+        while (top > 0) {
+            if (left <= 0) {
+                rp_meter_.out = true;
+                break;
+            }
+            left--;
+            top--;
+            uint32_t ref = stack[top].ref;
+            uint64_t mask = stack[top].mask;
+            if (ref & RP_BVH_SHAPE) {
+                robot_leaf_near(sc, w, mask, base + shape_of(ref), bound, gate_slack, simd, fn, ctx,
+                                active, &left);
                 continue;
             }
-            test_box cb = node_test_box(node_at(t, c[k]));
-            cm[k] = pass_ball(&w->gates, mask, &cb, *bound + gate_slack, true, simd);
-            key[k] = cm[k] ? balls_order_key(&w->gates, cm[k], &cb) : INFINITY;
-        }
-        int first = key[1] < key[0]; /* the nearer one pops first: pushed last */
-        for (int k = 0; k < 2; k++) {
-            int i = k == 0 ? 1 - first : first;
-            if (cm[i]) {
-                stack[top].ref = c[i];
-                stack[top].mask = cm[i];
-                stack[top++].bound = *bound;
+            const rp_bvh_node *n = node_at(t, ref);
+            if (*bound < stack[top].bound) {
+                test_box nb = node_test_box(n);
+                mask = pass_ball(&w->gates, mask, &nb, *bound + gate_slack, true, simd);
+                if (!mask)
+                    continue;
+            }
+            uint32_t c[2] = {n->child[0], n->child[1]};
+            uint64_t cm[2];
+            double key[2];
+            for (int k = 0; k < 2; k++) {
+                if (c[k] & RP_BVH_SHAPE) {
+                    cm[k] = mask;
+                    key[k] = -INFINITY; /* shapes first: they may bring the bound down */
+                    continue;
+                }
+                test_box cb = node_test_box(node_at(t, c[k]));
+                cm[k] = pass_ball(&w->gates, mask, &cb, *bound + gate_slack, true, simd);
+                key[k] = cm[k] ? balls_order_key(&w->gates, cm[k], &cb) : INFINITY;
+            }
+            int first = key[1] < key[0]; /* the nearer one pops first: pushed last */
+            for (int k = 0; k < 2; k++) {
+                int i = k == 0 ? 1 - first : first;
+                if (cm[i]) {
+                    stack[top].ref = c[i];
+                    stack[top].mask = cm[i];
+                    stack[top++].bound = *bound;
+                }
             }
         }
     }

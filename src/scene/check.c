@@ -85,7 +85,7 @@ size_t rp_allowed_scene_want_(const rp_model *m, const rp_scene *sc, size_t k)
         return 0;
     for (size_t e = m->as_first[k]; e < m->as_first[k + 1]; e++) {
         const rp_object *o = sc && sc->objects ? rp_scene_object_find(sc, m->as_ids[e]) : NULL;
-        n += o ? rp_object_shape_count(o) : 1;
+        n += o ? (o->cloud ? 2 : rp_object_shape_count(o)) : 1; /* a cloud: a range */
     }
     return n;
 }
@@ -99,6 +99,16 @@ size_t rp_allowed_scene_resolve_(const rp_model *m, const rp_scene *sc, size_t k
     for (size_t e = m->as_first[k]; e < m->as_first[k + 1] && n < cap; e++) {
         /* An object's or robot instance's name stands for all its shapes. */
         const rp_object *o = sc->objects ? rp_scene_object_find(sc, m->as_ids[e]) : NULL;
+        if (o && o->cloud) { /* its spheres' storage indices, as a range */
+            size_t first = sc->count;
+            for (size_t j = 0; sc->objects->clouds[j] != o; j++)
+                first += sc->objects->clouds[j]->cloud->n;
+            if (n + 2 <= cap && o->cloud->n) {
+                out[n++] = first | RP_EXCL_RANGE;
+                out[n++] = first + o->cloud->n;
+            }
+            continue;
+        }
         for (size_t j = 0; o && j < rp_object_shape_count(o) && n < cap; j++) {
             char id[2 * 130 + 2];
             snprintf(id, sizeof id, "%s/%s", rp_object_name(o), rp_object_shape_at(o, j)->id);
@@ -144,12 +154,7 @@ static bool excl_load(excl_set *x, const rp_model *m, const rp_scene *sc, size_t
 
 static bool excl_has(const excl_set *x, size_t e)
 {
-    if (!x)
-        return false;
-    for (size_t i = 0; i < x->n; i++)
-        if (x->v[i] == e)
-            return true;
-    return false;
+    return x && rp_excl_has_(x->v, x->n, e);
 }
 
 /* ---- broadphase ------------------------------------------------------------------ */
@@ -479,6 +484,14 @@ static bool allowed_scene(const rp_model *m, const rp_scene *sc, size_t i, size_
 {
     if (!m->as_first)
         return false;
+    if (e >= sc->count) { /* a cloud's sphere: the pair names the cloud */
+        const rp_object *o = NULL;
+        rp_scene_cloud_member(sc, e, &o);
+        for (size_t a = m->as_first[i]; o && a < m->as_first[i + 1]; a++)
+            if (strcmp(m->as_ids[a], o->name) == 0)
+                return true;
+        return false;
+    }
     const scene_entry *en = RP_ENTRY(sc, e);
     const char *id = en->id;
     size_t owner = 0;
@@ -859,7 +872,7 @@ static int pair_cmp(const rp_scene *sc, const rp_check_pair *a, const rp_check_p
     if (a->kind != b->kind)
         return a->kind == RP_PAIR_SCENE ? -1 : 1;
     if (a->kind == RP_PAIR_SCENE)
-        return strcmp(rp_scene_id_at(sc, a->other), rp_scene_id_at(sc, b->other));
+        return rp_scene_index_cmp_(sc, a->other, b->other);
     return a->other < b->other ? -1 : a->other > b->other;
 }
 

@@ -32,6 +32,7 @@ static void object_release(rp_object *o, rp_store *st)
         st->bytes -= o->bytes;
         if (o->model)
             rp_model_release_(o->model);
+        rp_cloud_release(o->cloud);
         free(o->att_robot);
         free(o);
     }
@@ -45,7 +46,7 @@ void rp_objtab_retain_(rp_objtab *t)
 
 static size_t objtab_bytes(size_t n)
 {
-    return sizeof(rp_objtab) + n * sizeof(rp_object *);
+    return sizeof(rp_objtab) + 2 * n * sizeof(rp_object *); /* objects, then clouds */
 }
 
 void rp_objtab_release_(rp_objtab *t, rp_store *st)
@@ -66,8 +67,20 @@ static rp_objtab *objtab_new(size_t n, rp_store *st)
         return NULL;
     t->refs = 1;
     t->n = n;
+    t->n_clouds = t->cloud_spheres = 0;
+    t->clouds = t->obj + n;
     st->bytes += objtab_bytes(n);
     return t;
+}
+
+/* Lists the table's clouds (once its objects are in). */
+static void objtab_clouds(rp_objtab *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->obj[i]->cloud) {
+            t->clouds[t->n_clouds++] = t->obj[i];
+            t->cloud_spheres += t->obj[i]->cloud->n;
+        }
 }
 
 /* Compares name (len bytes, no NUL needed) with s as strcmp would the
@@ -279,6 +292,11 @@ const rp_object *rp_scene_object_find(const rp_scene *sc, const char *name)
 
 const rp_object *rp_scene_shape_object(const rp_scene *sc, size_t index)
 {
+    if (index >= sc->count) {
+        const rp_object *o = NULL;
+        rp_scene_cloud_member(sc, index, &o);
+        return o;
+    }
     uint32_t tag = RP_ENTRY(sc, index)->shape.tag;
     if (!tag)
         return NULL;
@@ -495,6 +513,10 @@ static bool in_sorted(const char *const *names, size_t n, const char *s, size_t 
  * robot the model's shape). */
 static void fail_fresh(plan *p, const rp_cell *c, size_t i, const char *id)
 {
+    if (i >= c->n_objects + c->n_robots) {
+        fail_at(p, RP_EDIT_CLOUD, i - c->n_objects - c->n_robots, SIZE_MAX);
+        return;
+    }
     if (i < c->n_objects) {
         size_t which = SIZE_MAX;
         for (size_t k = 0; id && k < c->objects[i].n_shapes; k++)
@@ -515,6 +537,24 @@ static void fail_fresh(plan *p, const rp_cell *c, size_t i, const char *id)
  * tag 0 for now), after checking its arguments. */
 static rp_status plan_fresh(plan *p, const rp_cell *c, size_t i)
 {
+    if (i >= c->n_objects + c->n_robots) {
+        size_t j = i - c->n_objects - c->n_robots;
+        const rp_cloud_put *cp = &c->clouds[j];
+        if (!valid_name(cp->name) || !cp->cloud) {
+            fail_at(p, RP_EDIT_CLOUD, j, SIZE_MAX);
+            return RP_ERR_INVALID_ARG;
+        }
+        rp_transform id = rp_transform_identity();
+        rp_object *o = object_new(cp->name, &id, NULL, 0, 0, p->st);
+        if (!o)
+            return RP_ERR_NOMEM;
+        rp_cloud_retain_(cp->cloud);
+        o->cloud = cp->cloud;
+        o->bytes += cp->cloud->bytes;
+        p->st->bytes += cp->cloud->bytes;
+        p->fresh[p->n_fresh++] = o;
+        return RP_OK;
+    }
     if (i < c->n_objects) {
         const rp_object_put *op = &c->objects[i];
         size_t which = SIZE_MAX;
@@ -577,7 +617,7 @@ static rp_status plan_fresh(plan *p, const rp_cell *c, size_t i)
  * write and the shapes their namesakes no longer have. */
 static rp_status plan_put(plan *p, const rp_scene *base, const rp_cell *c)
 {
-    size_t n_new = c->n_objects + c->n_robots;
+    size_t n_new = c->n_objects + c->n_robots + c->n_clouds;
     p->fresh = calloc(n_new ? n_new : 1, sizeof *p->fresh);
     const char **names = malloc((n_new ? n_new : 1) * sizeof *names);
     rp_status s = p->fresh && names ? RP_OK : RP_ERR_NOMEM;
@@ -734,6 +774,8 @@ static rp_status plan_table(plan *p, const rp_objtab *base, const char *const *g
         }
     }
     p->n_fresh = 0; /* the table holds them now */
+    if (p->table)
+        objtab_clouds(p->table);
     return RP_OK;
 }
 
@@ -851,6 +893,8 @@ static rp_status plan_move(plan *p, const rp_scene *base, const rp_cell_moves *m
         rp_object *o = NULL;
         if (!old)
             s = RP_ERR_NOT_FOUND;
+        else if (old->cloud)
+            s = RP_ERR_INVALID_ARG; /* clouds stay where they are (put them again) */
         else if ((old->model != NULL) != robot)
             s = RP_ERR_INVALID_ARG; /* a robot among the objects, or the other way round */
         else if (!robot) {
@@ -1103,6 +1147,8 @@ static rp_status write_cell(rp_store *st, const char *name, const rp_cell *c,
                         .n_objects = c->n_objects,
                         .robots = c->robots,
                         .n_robots = c->n_robots,
+                        .clouds = c->clouds,
+                        .n_clouds = c->n_clouds,
                         .detached = p.detached,
                         .n_detached = p.n_detached};
         rp_edit_ ed = plan_edit(&p, &ch, true, plan_next_tag(&p, base));
@@ -1274,8 +1320,8 @@ rp_status rp_store_attach(rp_store *st, const char *scene, const char *object, c
     rp_edit_what what = RP_EDIT_OBJECT;
     if (!o)
         s = RP_ERR_NOT_FOUND;
-    else if (o->model)
-        s = RP_ERR_INVALID_ARG; /* a robot cannot be attached */
+    else if (o->model || o->cloud)
+        s = RP_ERR_INVALID_ARG; /* a robot or a cloud cannot be attached */
     else if ((what = RP_EDIT_ROBOT, !r))
         s = RP_ERR_NOT_FOUND;
     else if (!r->model)

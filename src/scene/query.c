@@ -20,7 +20,7 @@ static int pair_cmp(const rp_scene *sc, const rp_pair *a, const rp_pair *b)
         return 1;
     if (a->query != b->query)
         return a->query < b->query ? -1 : 1;
-    return strcmp(RP_ENTRY(sc, a->shape)->id, RP_ENTRY(sc, b->shape)->id);
+    return rp_scene_index_cmp_(sc, a->shape, b->shape);
 }
 
 /* Appends a pair; RP_ERR_LIMIT when max_pairs (0: none) are already

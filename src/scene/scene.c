@@ -233,13 +233,18 @@ size_t rp_scene_shape_count(const rp_scene *sc)
 }
 const char *rp_scene_id_at(const rp_scene *sc, size_t i)
 {
+    if (i >= sc->count) { /* a cloud's sphere: the cloud's name */
+        const rp_object *o = NULL;
+        rp_scene_cloud_member(sc, i, &o);
+        return o->name;
+    }
     return RP_ENTRY(sc, i)->id;
 }
 rp_shape rp_scene_shape_at(const rp_scene *sc, size_t i)
 {
     rp_shape buf;
     memset(&buf, 0, sizeof buf); /* (no stray bytes: callers may compare them) */
-    return *rp_entry_shape_(RP_ENTRY(sc, i), &buf);
+    return *rp_scene_shape_(sc, i, &buf);
 }
 
 /* ---- id index ----------------------------------------------------------- */

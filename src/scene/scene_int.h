@@ -137,6 +137,9 @@ struct rp_object {
     char *att_robot;
     size_t att_link;
     rp_transform rel;
+    /* A point cloud (clouds.c; a reference held): no shapes of its own
+     * then; its spheres follow the scene's entries in storage order. */
+    rp_cloud *cloud;
 };
 
 /* A scene's objects, sorted by name: immutable and reference-counted like
@@ -145,8 +148,39 @@ struct rp_object {
 typedef struct rp_objtab {
     uint32_t refs;
     size_t n;
+    /* The clouds among them, in name order (pointers into obj's storage,
+     * after the n objects), and their spheres in all. */
+    size_t n_clouds, cloud_spheres;
+    rp_object **clouds;
     rp_object *obj[];
 } rp_objtab;
+
+/* The shape at storage index e of sc: an entry's (e < sc->count), or a
+ * sphere of a cloud (clouds.c), through *buf. */
+const rp_shape *rp_scene_cloud_shape_(const rp_scene *sc, size_t e, rp_shape *buf);
+static inline const rp_shape *rp_scene_shape_(const rp_scene *sc, size_t e, rp_shape *buf);
+
+/* Lists of excluded storage indices (a link's allowed scene shapes): an
+ * entry with RP_EXCL_RANGE set starts a range (a cloud's spheres) whose
+ * end (exclusive) is the next entry. */
+#define RP_EXCL_RANGE ((size_t)1 << (sizeof(size_t) * 8 - 1))
+static inline bool rp_excl_has_(const size_t *v, size_t n, size_t e)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] & RP_EXCL_RANGE) {
+            if (e >= (v[i] & ~RP_EXCL_RANGE) && i + 1 < n && e < v[i + 1])
+                return true;
+            i++;
+        } else if (v[i] == e) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Compares the ids of storage indices a and b as strcmp would (a cloud's
+ * sphere k is "name/k"). */
+int rp_scene_index_cmp_(const rp_scene *sc, size_t a, size_t b);
 
 void rp_objtab_retain_(rp_objtab *t);
 void rp_objtab_release_(rp_objtab *t, rp_store *st);
@@ -164,15 +198,19 @@ typedef struct rp_ignore {
 
 extern _Thread_local rp_ignore rp_ignore_ __attribute__((tls_model("initial-exec")));
 
-static inline bool rp_ignored_(const scene_entry *en)
+static inline bool rp_tag_ignored_(uint32_t tag)
 {
-    uint32_t tag = en->shape.tag;
     if (!tag || !rp_ignore_.n)
         return false;
     for (uint32_t i = 0; i < rp_ignore_.n; i++)
         if (rp_ignore_.tags[i] == tag)
             return true;
     return false;
+}
+
+static inline bool rp_ignored_(const scene_entry *en)
+{
+    return rp_tag_ignored_(en->shape.tag);
 }
 
 /* Opens the ignore list of a call on scene sc (NULL: none): the objects
@@ -225,6 +263,39 @@ typedef struct rp_bvh {
     uint8_t rebuild_misses;
 } rp_bvh;
 
+/* A point cloud (clouds.c): n spheres of one radius, centres in floats
+ * (xyz[3k..3k+2], in a spatial order), and a tree of its own over them
+ * whose leaves are sphere positions (never shared, never changed: the
+ * cloud is immutable once built).  About 56 bytes a sphere: 12 of centre,
+ * 44 of tree node. */
+struct rp_cloud {
+    uint32_t refs;
+    size_t n, n_input;
+    double radius, voxel;
+    float *xyz;
+    rp_bvh tree;
+    size_t bytes; /* xyz and tree */
+};
+
+/* Sphere k of cloud c. */
+static inline rp_shape rp_cloud_sphere_(const rp_cloud *c, size_t k)
+{
+    rp_shape s;
+    s.kind = RP_SHAPE_SPHERE;
+    s.sphere.center = (rp_vec3){c->xyz[3 * k], c->xyz[3 * k + 1], c->xyz[3 * k + 2]};
+    s.sphere.radius = c->radius;
+    return s;
+}
+
+/* bvh.c: builds cloud c's tree over its centres (in the order they are:
+ * the halves of a spatial order make the splits).  False when out of
+ * memory; c->bytes counts the nodes. */
+bool rp_cloud_tree_build_(rp_cloud *c);
+/* bvh.c: frees a tree's nodes (*bytes follows). */
+void rp_bvh_free_nodes_(rp_bvh *t, size_t *bytes);
+/* clouds.c: takes a reference. */
+void rp_cloud_retain_(rp_cloud *c);
+
 /* Scratch for a full build (one per shape), opaque outside bvh.c. */
 typedef struct rp_bvh_item rp_bvh_item;
 
@@ -257,6 +328,20 @@ struct rp_scene {
     unsigned refs;   /* the store's list and the snapshots holding it (version.c) */
     bool tree_stale; /* changed during a bulk load: the tree waits for its rebuild */
 };
+
+static inline const rp_shape *rp_scene_shape_(const rp_scene *sc, size_t e, rp_shape *buf)
+{
+    if (__builtin_expect(e < sc->count, 1))
+        return rp_entry_shape_(RP_ENTRY(sc, e), buf);
+    return rp_scene_cloud_shape_(sc, e, buf);
+}
+
+/* Whether storage index e is an entry an ignore list leaves out (a cloud's
+ * spheres are left out whole, before their tree is walked). */
+static inline bool rp_ignored_at_(const rp_scene *sc, size_t e)
+{
+    return e < sc->count && rp_ignored_(RP_ENTRY(sc, e));
+}
 
 struct rp_store {
     bool snapshot;     /* a read-only copy (version.c): holds references only */

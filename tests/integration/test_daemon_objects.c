@@ -676,7 +676,7 @@ static void two_robot_processes_share_a_cell(void **state)
             rp_shape post_shape = {.kind = RP_SHAPE_CAPSULE};
             post_shape.capsule = (rp_capsule){{0.6, 0, 0}, {0.6, 0, 1}, 0.05};
             rp_shape_put own = {"post", post_shape};
-            rp_cell cell = {&own, 1, NULL, 0, rob, 2};
+            rp_cell cell = {.shapes = &own, .n_shapes = 1, .robots = rob, .n_robots = 2};
             assert_int_equal(
                 rp_store_replace_cell(mirror, "cell", &cell, NULL, true, NULL, NULL, NULL), RP_OK);
             const char *self[1] = {i ? "r2" : "r1"};

@@ -568,7 +568,7 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         return false;
     }
     rp_store_set_revision(st, rev - 1 - n_att);
-    rp_cell cell = {puts, count, objs, n_objs, robots, n_robots};
+    rp_cell cell = {puts, count, objs, n_objs, robots, n_robots, NULL, 0};
     rp_status status = n_obj ? rp_store_put_cell(st, name, &cell, NULL, true, NULL, NULL, NULL)
                              : rp_store_create(st, name, puts, count, NULL);
     for (size_t a = 0; a < n_att && status == RP_OK; a++) {

@@ -264,7 +264,7 @@ bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
     }
     rp_scene *sc;
     rp_edit_error err;
-    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n};
+    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n, NULL, 0};
     rp_status st = rp_store_put_cell(req->core->store, name, &cell, NULL, true, &sc, NULL, &err);
     free(items);
     rpd_objects_free(&objs);
@@ -479,7 +479,7 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
      * takes the object-aware calls, which also refuse ids its objects own. */
     rp_store *store = req->core->store;
     rp_status st;
-    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n};
+    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n, NULL, 0};
     if (objects || robots || (cur && rp_scene_object_count(cur)))
         st = replace ? rp_store_replace_cell(store, name, &cell, expect, create, &sc, &actual, &err)
                      : rp_store_put_cell(store, name, &cell, expect, create, &sc, &actual, &err);

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Point clouds (docs/ARCHITECTURE.md, Point clouds): spheres of one radius
+ * built from a depth camera's points, one per point or per occupied voxel.
+ *
+ * A cloud is stored apart from the scene's entries, compactly: centres in
+ * floats and a tree of its own (bvh.c builds it), about 56 bytes a sphere
+ * against some 150 for a scene shape with its id.  Building one sorts the
+ * points along a Morton curve (a radix sort of 63-bit keys: the voxel's
+ * cell, or the point quantised over the cloud's box), merges a voxel's
+ * points into their centroid, and splits the sorted run in halves for the
+ * tree: O(n), deterministic, and independent of the store, so the daemon
+ * builds it before the mutation that puts it in.  A cloud is immutable and
+ * reference-counted; the scene holds it through an object (objects.c) of
+ * no shapes, so names, `ignore`, removal and versions work as for objects.
+ * Its spheres take the storage indices after the scene's entries, clouds
+ * in name order; the tree walks (bvh.c) visit each cloud's tree after the
+ * scene's own.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scene_int.h"
+
+/* ---- Morton keys and the radix sort --------------------------------------------- */
+
+/* The low 21 bits of x spread to every third bit. */
+static uint64_t spread21(uint64_t x)
+{
+    x &= 0x1fffffu;
+    x = (x | x << 32) & 0x1f00000000ffffull;
+    x = (x | x << 16) & 0x1f0000ff0000ffull;
+    x = (x | x << 8) & 0x100f00f00f00f00full;
+    x = (x | x << 4) & 0x10c30c30c30c30c3ull;
+    x = (x | x << 2) & 0x1249249249249249ull;
+    return x;
+}
+
+static uint64_t morton(uint64_t x, uint64_t y, uint64_t z)
+{
+    return spread21(x) | spread21(y) << 1 | spread21(z) << 2;
+}
+
+typedef struct keyed {
+    uint64_t key;
+    uint32_t index;
+} keyed;
+
+/* Sorts a[0..n) by key, stably (least significant byte first), with b as
+ * scratch; the result ends in *out (a or b). */
+static void radix_sort(keyed *a, keyed *b, size_t n, keyed **out)
+{
+    for (int shift = 0; shift < 64; shift += 8) {
+        size_t count[256] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[(a[i].key >> shift) & 0xff]++;
+        bool trivial = false;
+        for (int d = 0; d < 256; d++)
+            if (count[d] == n)
+                trivial = true; /* every key has this byte: nothing moves */
+        if (trivial)
+            continue;
+        size_t pos = 0;
+        for (int d = 0; d < 256; d++) {
+            size_t c = count[d];
+            count[d] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            b[count[(a[i].key >> shift) & 0xff]++] = a[i];
+        keyed *t = a;
+        a = b;
+        b = t;
+    }
+    *out = a;
+}
+
+/* ---- building ----------------------------------------------------------------- */
+
+static rp_cloud *cloud_alloc(size_t n)
+{
+    rp_cloud *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->refs = 1;
+    rp_bvh_init_(&c->tree);
+    if (n && !(c->xyz = malloc(n * 3 * sizeof *c->xyz))) {
+        free(c);
+        return NULL;
+    }
+    c->n = n;
+    c->bytes = sizeof *c + n * 3 * sizeof *c->xyz;
+    return c;
+}
+
+/* Keys for the points: their voxel cells' Morton codes (relative to the
+ * lowest cell), or with voxel 0 the points quantised to 2^21 steps over
+ * the cloud's box.  RP_ERR_LIMIT when the cells span too far. */
+static rp_status make_keys(const float *xyz, size_t n, double voxel, keyed *k)
+{
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; a++)
+        lo[a] = INFINITY, hi[a] = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            double v = xyz[3 * i + a];
+            if (voxel > 0.0)
+                v = floor(v / voxel);
+            lo[a] = v < lo[a] ? v : lo[a];
+            hi[a] = v > hi[a] ? v : hi[a];
+        }
+    double scale[3];
+    for (int a = 0; a < 3; a++) {
+        if (voxel > 0.0) {
+            /* (v / voxel overflows only to an infinity, which fails here) */
+            if (!(hi[a] - lo[a] < (double)RP_CLOUD_MAX_VOXELS))
+                return RP_ERR_LIMIT;
+            scale[a] = 1.0;
+        } else {
+            double span = hi[a] - lo[a];
+            scale[a] = span > 0.0 ? (double)(RP_CLOUD_MAX_VOXELS - 1) / span : 0.0;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t c[3];
+        for (int a = 0; a < 3; a++) {
+            double v = xyz[3 * i + a];
+            if (voxel > 0.0)
+                v = floor(v / voxel) - lo[a];
+            else
+                v = (v - lo[a]) * scale[a];
+            if (!(v > 0.0))
+                v = 0.0;
+            if (v > (double)(RP_CLOUD_MAX_VOXELS - 1))
+                v = (double)(RP_CLOUD_MAX_VOXELS - 1);
+            c[a] = (uint64_t)v;
+        }
+        k[i].key = morton(c[0], c[1], c[2]);
+        k[i].index = (uint32_t)i;
+    }
+    return RP_OK;
+}
+
+rp_status rp_cloud_new(const float *xyz, size_t n, double radius, double voxel, rp_cloud **out,
+                       size_t *bad)
+{
+    *out = NULL;
+    if (bad)
+        *bad = SIZE_MAX;
+    if (!isfinite(radius))
+        return RP_ERR_RADIUS_NONFINITE;
+    if (radius < 0.0)
+        return RP_ERR_RADIUS_NEGATIVE;
+    if (!isfinite(voxel) || voxel < 0.0)
+        return RP_ERR_INVALID_ARG;
+    if (n > RP_CLOUD_MAX_POINTS)
+        return RP_ERR_LIMIT;
+    for (size_t i = 0; i < 3 * n; i++)
+        if (!isfinite(xyz[i])) {
+            if (bad)
+                *bad = i / 3;
+            return RP_ERR_NONFINITE;
+        }
+    keyed *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b), *sorted;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return RP_ERR_NOMEM;
+    }
+    rp_status st = make_keys(xyz, n, voxel, a);
+    if (st) {
+        free(a);
+        free(b);
+        return st;
+    }
+    radix_sort(a, b, n, &sorted);
+    /* Spheres: each point, or each run of one key (a voxel). */
+    size_t m = n;
+    if (voxel > 0.0) {
+        m = 0;
+        for (size_t i = 0; i < n; i++)
+            m += i == 0 || sorted[i].key != sorted[i - 1].key;
+    }
+    rp_cloud *c = cloud_alloc(m);
+    if (!c) {
+        free(a);
+        free(b);
+        return RP_ERR_NOMEM;
+    }
+    c->n_input = n;
+    c->radius = radius;
+    c->voxel = voxel;
+    if (voxel > 0.0) {
+        size_t out_k = 0;
+        for (size_t i = 0; i < n;) {
+            size_t j = i;
+            double sum[3] = {0, 0, 0};
+            while (j < n && sorted[j].key == sorted[i].key) {
+                const float *p = xyz + 3 * (size_t)sorted[j].index;
+                for (int d = 0; d < 3; d++)
+                    sum[d] += p[d];
+                j++;
+            }
+            for (int d = 0; d < 3; d++) {
+                /* The centroid lies within the points' range: it rounds
+                 * to a finite float. */
+                c->xyz[3 * out_k + d] = (float)(sum[d] / (double)(j - i));
+            }
+            out_k++;
+            i = j;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            memcpy(c->xyz + 3 * i, xyz + 3 * (size_t)sorted[i].index, 3 * sizeof(float));
+    }
+    free(a);
+    free(b);
+    if (!rp_cloud_tree_build_(c)) {
+        rp_cloud_release(c);
+        return RP_ERR_NOMEM;
+    }
+    *out = c;
+    return RP_OK;
+}
+
+void rp_cloud_release(rp_cloud *c)
+{
+    if (!c || --c->refs)
+        return;
+    size_t bytes = 0;
+    rp_bvh_free_nodes_(&c->tree, &bytes);
+    free(c->xyz);
+    free(c);
+}
+
+void rp_cloud_retain_(rp_cloud *c)
+{
+    c->refs++;
+}
+
+size_t rp_cloud_size(const rp_cloud *c)
+{
+    return c->n;
+}
+
+double rp_cloud_radius(const rp_cloud *c)
+{
+    return c->radius;
+}
+
+double rp_cloud_voxel(const rp_cloud *c)
+{
+    return c->voxel;
+}
+
+size_t rp_cloud_input_points(const rp_cloud *c)
+{
+    return c->n_input;
+}
+
+const float *rp_cloud_centres(const rp_cloud *c)
+{
+    return c->xyz;
+}
+
+size_t rp_cloud_bytes(const rp_cloud *c)
+{
+    return c->bytes;
+}
+
+/* ---- clouds in scenes ---------------------------------------------------------- */
+
+const rp_cloud *rp_object_cloud(const rp_object *o)
+{
+    return o->cloud;
+}
+
+size_t rp_scene_cloud_member(const rp_scene *sc, size_t index, const rp_object **cloud)
+{
+    if (index < sc->count || !sc->objects)
+        return SIZE_MAX;
+    size_t k = index - sc->count;
+    for (size_t j = 0; j < sc->objects->n_clouds; j++) {
+        const rp_object *o = sc->objects->clouds[j];
+        if (k < o->cloud->n) {
+            if (cloud)
+                *cloud = o;
+            return k;
+        }
+        k -= o->cloud->n;
+    }
+    return SIZE_MAX;
+}
+
+const rp_shape *rp_scene_cloud_shape_(const rp_scene *sc, size_t e, rp_shape *buf)
+{
+    const rp_object *o = NULL;
+    size_t k = rp_scene_cloud_member(sc, e, &o);
+    *buf = rp_cloud_sphere_(o->cloud, k);
+    return buf;
+}
+
+int rp_scene_index_cmp_(const rp_scene *sc, size_t a, size_t b)
+{
+    if (a < sc->count && b < sc->count)
+        return strcmp(RP_ENTRY(sc, a)->id, RP_ENTRY(sc, b)->id);
+    /* A cloud's sphere k is "name/k": compare the strings. */
+    char sa[160], sb[160];
+    const char *ia = sa, *ib = sb;
+    const rp_object *o;
+    size_t k;
+    if ((k = rp_scene_cloud_member(sc, a, &o)) != SIZE_MAX)
+        snprintf(sa, sizeof sa, "%s/%zu", o->name, k);
+    else
+        ia = RP_ENTRY(sc, a)->id;
+    if ((k = rp_scene_cloud_member(sc, b, &o)) != SIZE_MAX)
+        snprintf(sb, sizeof sb, "%s/%zu", o->name, k);
+    else
+        ib = RP_ENTRY(sc, b)->id;
+    return strcmp(ia, ib);
+}
