@@ -301,6 +301,14 @@ void rp_jw_null(rp_jw *w);
 void rp_jw_value_raw(rp_jw *w, const char *json, size_t n);
 void rp_jw_vec3(rp_jw *w, rp_vec3 v);          /* [x,y,z] */
 void rp_jw_shape(rp_jw *w, const rp_shape *s); /* the protocol's shape object */
+/* A point cloud as scene.get and the journal write it: {"radius", "points_f32"
+ * (base64 of its centres, little-endian float32 triples), "count"}. */
+void rp_jw_cloud(rp_jw *w, const rp_cloud *c);
+/* The id of scene storage index `index`: a shape's id, or "cloud/k" for
+ * sphere k of a cloud. */
+void rp_jw_scene_id(rp_jw *w, const rp_scene *sc, size_t index);
+/* A base64 string of n bytes. */
+void rp_jw_base64(rp_jw *w, const unsigned char *bytes, size_t n);
 /* A pose as {"matrix":[[r00,r01,r02,tx],[r10,r11,r12,ty],[r20,r21,r22,tz]]}:
  * rp_codec_pose reads it back to the same bits. */
 void rp_jw_pose(rp_jw *w, const rp_transform *tf);
@@ -333,6 +341,15 @@ void rp_jw_cjson(rp_jw *w, const cJSON *j);
 /* Formats the shortest round-trip representation of a finite double into
  * buf (at least 32 bytes); returns the length. */
 size_t rp_format_double(char *buf, double x);
+
+/* Base64 (base64.c): strict RFC 4648 with '=' padding.  decode writes at
+ * most rp_base64_decoded_max(len) bytes to out; false with *why a reason
+ * for malformed text. */
+size_t rp_base64_decoded_max(size_t len);
+bool rp_base64_decode(const char *s, size_t len, unsigned char *out, size_t *n_out,
+                      const char **why);
+size_t rp_base64_encoded_len(size_t n);
+void rp_base64_encode(const unsigned char *in, size_t n, char *out); /* no NUL */
 
 #ifdef __cplusplus
 }

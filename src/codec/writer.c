@@ -13,6 +13,7 @@
  */
 #include "codec/codec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -977,4 +978,57 @@ void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
     RP_JW_KEY(w, "self_collision");
     rp_jw_bool(w, d->self_collision);
     rp_jw_object_end(w);
+}
+
+void rp_jw_base64(rp_jw *w, const unsigned char *bytes, size_t n)
+{
+    size_t len = rp_base64_encoded_len(n);
+    if (!room(w, len + 3))
+        return;
+    value_prefix(w);
+    w->buf[w->len++] = '"';
+    rp_base64_encode(bytes, n, w->buf + w->len);
+    w->len += len;
+    w->buf[w->len++] = '"';
+    w->buf[w->len] = '\0';
+}
+
+void rp_jw_cloud(rp_jw *w, const rp_cloud *c)
+{
+    size_t n = rp_cloud_size(c);
+    const float *xyz = rp_cloud_centres(c);
+    /* Little-endian float32 triples, whatever the host's order. */
+    unsigned char *bytes = malloc(n ? 12 * n : 1);
+    if (!bytes) {
+        w->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < 3 * n; i++) {
+        uint32_t u;
+        memcpy(&u, &xyz[i], sizeof u);
+        for (int b = 0; b < 4; b++)
+            bytes[4 * i + (size_t)b] = (unsigned char)(u >> (8 * b));
+    }
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "radius");
+    rp_jw_double(w, rp_cloud_radius(c));
+    RP_JW_KEY(w, "count");
+    rp_jw_uint(w, n);
+    RP_JW_KEY(w, "points_f32");
+    rp_jw_base64(w, bytes, 12 * n);
+    rp_jw_object_end(w);
+    free(bytes);
+}
+
+void rp_jw_scene_id(rp_jw *w, const rp_scene *sc, size_t index)
+{
+    const rp_object *o;
+    size_t k = rp_scene_cloud_member(sc, index, &o);
+    if (k == SIZE_MAX) {
+        rp_jw_string(w, rp_scene_id_at(sc, index));
+        return;
+    }
+    char id[RP_NAME_MAX + 32];
+    int len = snprintf(id, sizeof id, "%s/%zu", rp_object_name(o), k);
+    rp_jw_string_n(w, id, len > 0 && (size_t)len < sizeof id ? (size_t)len : strlen(id));
 }

@@ -164,59 +164,61 @@ rp_status rp_cloud_new(const float *xyz, size_t n, double radius, double voxel, 
             return RP_ERR_NONFINITE;
         }
     keyed *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b), *sorted;
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return RP_ERR_NOMEM;
-    }
-    rp_status st = make_keys(xyz, n, voxel, a);
-    if (st) {
-        free(a);
-        free(b);
-        return st;
-    }
-    radix_sort(a, b, n, &sorted);
-    /* Spheres: each point, or each run of one key (a voxel). */
+    float *merged = NULL;
+    rp_cloud *c = NULL;
+    rp_status st = RP_ERR_NOMEM;
+    if (!a || !b)
+        goto out;
+    /* With a voxel: the points sorted by cell, each cell's run merged into
+     * its centroid. */
+    const float *pts = xyz;
     size_t m = n;
     if (voxel > 0.0) {
+        if ((st = make_keys(xyz, n, voxel, a)) != RP_OK)
+            goto out;
+        radix_sort(a, b, n, &sorted);
         m = 0;
         for (size_t i = 0; i < n; i++)
             m += i == 0 || sorted[i].key != sorted[i - 1].key;
+        st = RP_ERR_NOMEM;
+        if (!(merged = malloc((m ? m : 1) * 3 * sizeof *merged)))
+            goto out;
+        size_t k = 0;
+        for (size_t i = 0; i < n; k++) {
+            size_t j = i;
+            double sum[3] = {0, 0, 0};
+            for (; j < n && sorted[j].key == sorted[i].key; j++)
+                for (int d = 0; d < 3; d++)
+                    sum[d] += xyz[3 * (size_t)sorted[j].index + (size_t)d];
+            /* (The centroid lies within its points' range: a finite float.) */
+            for (int d = 0; d < 3; d++)
+                merged[3 * k + (size_t)d] = (float)(sum[d] / (double)(j - i));
+            i = j;
+        }
+        pts = merged;
     }
-    rp_cloud *c = cloud_alloc(m);
-    if (!c) {
-        free(a);
-        free(b);
-        return RP_ERR_NOMEM;
-    }
+    /* The spheres in the order of their centres quantised over their own
+     * box, ties in the order they came: the same order whether they came
+     * from a voxel grid or as points, so a cloud put again from its own
+     * centres (a journal's replay) keeps every sphere's position. */
+    make_keys(pts, m, 0.0, a); /* (cannot fail without a voxel) */
+    radix_sort(a, b, m, &sorted);
+    if (!(c = cloud_alloc(m)))
+        goto out;
     c->n_input = n;
     c->radius = radius;
     c->voxel = voxel;
-    if (voxel > 0.0) {
-        size_t out_k = 0;
-        for (size_t i = 0; i < n;) {
-            size_t j = i;
-            double sum[3] = {0, 0, 0};
-            while (j < n && sorted[j].key == sorted[i].key) {
-                const float *p = xyz + 3 * (size_t)sorted[j].index;
-                for (int d = 0; d < 3; d++)
-                    sum[d] += p[d];
-                j++;
-            }
-            for (int d = 0; d < 3; d++) {
-                /* The centroid lies within the points' range: it rounds
-                 * to a finite float. */
-                c->xyz[3 * out_k + d] = (float)(sum[d] / (double)(j - i));
-            }
-            out_k++;
-            i = j;
-        }
-    } else {
-        for (size_t i = 0; i < n; i++)
-            memcpy(c->xyz + 3 * i, xyz + 3 * (size_t)sorted[i].index, 3 * sizeof(float));
-    }
+    for (size_t i = 0; i < m; i++)
+        memcpy(c->xyz + 3 * i, pts + 3 * (size_t)sorted[i].index, 3 * sizeof(float));
+    st = RP_OK;
+out:
     free(a);
     free(b);
+    free(merged);
+    if (st) {
+        rp_cloud_release(c);
+        return st;
+    }
     if (!rp_cloud_tree_build_(c)) {
         rp_cloud_release(c);
         return RP_ERR_NOMEM;

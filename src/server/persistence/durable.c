@@ -442,6 +442,15 @@ static const char *encode_change(rpd_durable *d, const rp_change *c)
             }
             rp_jw_object_end(w);
         }
+        if (c->n_clouds) { /* the spheres as built: replayed as they are */
+            RP_JW_KEY(w, "clouds");
+            rp_jw_object_begin(w);
+            for (size_t k = 0; k < c->n_clouds; k++) {
+                rp_jw_key(w, c->clouds[k].name);
+                rp_jw_cloud(w, c->clouds[k].cloud);
+            }
+            rp_jw_object_end(w);
+        }
         break;
     case RP_CHANGE_SCENE_MOVE:
         method = "scene.move";

@@ -148,6 +148,23 @@ void rpd_robots_free(rpd_robots *r);
 /* The shapes of the robots of params.robots (their models' shapes). */
 size_t rpd_robots_shape_count(const rpd_req *req, const cJSON *j);
 
+/* params.clouds of scene.put/create/replace, decoded and built (the
+ * clouds are references this holds; names point into the tree). */
+typedef struct rpd_clouds {
+    rp_cloud_put *clouds;
+    size_t n;
+} rpd_clouds;
+/* Decodes {name: {"points" [[x,y,z]...] | "points_f32" base64, "radius",
+ * "voxel"?}} at `path` and builds each cloud (proto/PROTOCOL.md, Point
+ * clouds). */
+bool rpd_decode_clouds(rpd_req *req, const cJSON *j, const char *path, rpd_clouds *out);
+void rpd_clouds_free(rpd_clouds *c);
+/* The points of all clouds of params.clouds, counted without decoding. */
+size_t rpd_clouds_point_count(const cJSON *j);
+/* rpd_edit_failed for a refused cloud (RP_EDIT_CLOUD). */
+bool rpd_cloud_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const cJSON *clouds_j,
+                      const char *clouds_path);
+
 /* Charges the work of writing n shapes into a scene that will hold up to
  * `after` (methods_scene.c). */
 bool rpd_charge_shapes(rpd_req *req, size_t n, size_t after);

@@ -425,7 +425,10 @@ static void write_pair_members(rp_jw *w, const check_setup *cs, const rp_check_p
     RP_JW_KEY(w, "link");
     rp_jw_string(w, rp_model_link_at(m, link)->id);
     RP_JW_KEY(w, "other");
-    rp_jw_string(w, self ? rp_model_link_at(m, other)->id : rp_scene_id_at(cs->scene, other));
+    if (self)
+        rp_jw_string(w, rp_model_link_at(m, other)->id);
+    else
+        rp_jw_scene_id(w, cs->scene, other);
     RP_JW_KEY(w, "kind");
     rp_jw_string(w, attached ? "attached" : self ? "self" : "scene");
     if (attached) {

@@ -5,6 +5,9 @@
  * the queries, and the errors of the store's object mutations with the
  * path of the argument they concern.
  */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,8 +276,8 @@ bool rpd_edit_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const c
                      const char *shapes_path, const cJSON *objects_j, const char *objects_path,
                      const cJSON *robots_j, const char *robots_path)
 {
-    if (e->what == RP_EDIT_NONE)
-        return false;
+    if (e->what == RP_EDIT_NONE || e->what == RP_EDIT_CLOUD)
+        return false; /* (a cloud's: rpd_cloud_failed) */
     char path[RP_CODEC_PATH_MAX];
     edit_path(path, e, shapes_j, shapes_path, objects_j, objects_path, robots_j, robots_path);
     bool robot = e->what == RP_EDIT_ROBOT || e->what == RP_EDIT_ROBOT_MOVE;
@@ -596,4 +599,217 @@ bool rpd_m_scene_detach(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_status(req, st);
     write_scene_revision_of(w, sc);
     return true;
+}
+
+/* ---- point clouds ------------------------------------------------------------------ */
+
+void rpd_clouds_free(rpd_clouds *c)
+{
+    for (size_t k = 0; k < c->n; k++)
+        rp_cloud_release(c->clouds[k].cloud);
+    free(c->clouds);
+    memset(c, 0, sizeof *c);
+}
+
+/* The points of one cloud member, counted without decoding. */
+static size_t cloud_points(const cJSON *c)
+{
+    const cJSON *p = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "points") : NULL;
+    if (cJSON_IsArray(p))
+        return (size_t)cJSON_GetArraySize(p);
+    p = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "points_f32") : NULL;
+    if (cJSON_IsString(p) && p->valuestring)
+        return rp_base64_decoded_max(strlen(p->valuestring)) / 12;
+    return 0;
+}
+
+size_t rpd_clouds_point_count(const cJSON *j)
+{
+    size_t n = 0;
+    if (!cJSON_IsObject(j))
+        return 0;
+    for (const cJSON *c = j->child; c; c = c->next)
+        n += cloud_points(c);
+    return n;
+}
+
+/* points: [[x, y, z], ...] into xyz (room for the array's length). */
+static bool cloud_points_array(rpd_req *req, const cJSON *pj, const char *path, float *xyz,
+                               size_t *n)
+{
+    char sub[RP_CODEC_PATH_MAX], el[RP_CODEC_PATH_MAX];
+    size_t k = 0;
+    for (const cJSON *p = pj->child; p; p = p->next, k++) {
+        rp_codec_path_index(sub, path, k);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 3)
+            return rpd_fail_path(req, sub, "must be a point [x, y, z]");
+        int a = 0;
+        for (const cJSON *v = p->child; v; v = v->next, a++) {
+            rp_codec_path_index(el, sub, (size_t)a);
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > FLT_MAX)
+                return rpd_fail_path(req, el,
+                                     "must be a finite number within single precision range");
+            xyz[3 * k + (size_t)a] = (float)v->valuedouble;
+        }
+    }
+    *n = k;
+    return true;
+}
+
+/* points_f32: base64 of little-endian float32 triples into xyz. */
+static bool cloud_points_f32(rpd_req *req, const cJSON *pj, const char *path, float *xyz, size_t *n)
+{
+    if (!cJSON_IsString(pj) || !pj->valuestring)
+        return rpd_fail_path(req, path, "must be a base64 string of little-endian float32 x,y,z");
+    size_t len = strlen(pj->valuestring), bytes;
+    const char *why;
+    unsigned char *raw = malloc(rp_base64_decoded_max(len) + 1);
+    if (!raw)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    if (!rp_base64_decode(pj->valuestring, len, raw, &bytes, &why)) {
+        free(raw);
+        return rpd_fail_path(req, path, why);
+    }
+    if (bytes % 12) {
+        free(raw);
+        return rpd_fail_path(req, path,
+                             "must decode to whole points: 12 bytes (three float32) each");
+    }
+    for (size_t i = 0; i < bytes / 4; i++) {
+        uint32_t u = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+                     (uint32_t)raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24;
+        memcpy(&xyz[i], &u, sizeof u);
+        if (!isfinite(xyz[i])) {
+            free(raw);
+            char reason[RP_CODEC_REASON_MAX];
+            rpd_format(reason, sizeof reason, "point %zu has a coordinate that is not finite",
+                       i / 3);
+            return rpd_fail_path(req, path, reason);
+        }
+    }
+    free(raw);
+    *n = bytes / 12;
+    return true;
+}
+
+bool rpd_decode_clouds(rpd_req *req, const cJSON *j, const char *path, rpd_clouds *out)
+{
+    static const char *const keys[] = {"points", "points_f32", "radius", "voxel", "count", NULL};
+    static const char what[] = "{points or points_f32, radius, voxel?, count?}";
+    rp_codec_err ce;
+    memset(out, 0, sizeof *out);
+    if (!name_map(req, j, path, what))
+        return false;
+    size_t n = 0;
+    for (const cJSON *c = j->child; c; c = c->next)
+        n++;
+    out->clouds = calloc(n ? n : 1, sizeof *out->clouds);
+    if (!out->clouds)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    for (const cJSON *c = j->child; c; c = c->next) {
+        char cp[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX];
+        rp_codec_path_key(cp, path, c->string);
+        if (!name_member(req, c, cp, keys, what))
+            goto fail;
+        const cJSON *pa = cJSON_GetObjectItemCaseSensitive(c, "points");
+        const cJSON *pf = cJSON_GetObjectItemCaseSensitive(c, "points_f32");
+        if (!pa == !pf) {
+            rpd_fail_path(req, cp,
+                          pa ? "takes points or points_f32, not both"
+                             : "needs points or points_f32");
+            goto fail;
+        }
+        if (pa && !cJSON_IsArray(pa)) {
+            rpd_fail_path(req, rp_codec_path_key(sub, cp, "points"),
+                          "must be an array of points [x, y, z]");
+            goto fail;
+        }
+        double radius, voxel = 0.0;
+        const cJSON *rj = cJSON_GetObjectItemCaseSensitive(c, "radius");
+        rp_codec_path_key(sub, cp, "radius");
+        if (!rj) {
+            rpd_fail_path(req, sub, "is required");
+            goto fail;
+        }
+        if (!rp_codec_nonneg(rj, sub, &radius, &ce)) {
+            rpd_fail_params(req, &ce);
+            goto fail;
+        }
+        const cJSON *vj = cJSON_GetObjectItemCaseSensitive(c, "voxel");
+        if (vj && !rp_codec_nonneg(vj, rp_codec_path_key(sub, cp, "voxel"), &voxel, &ce)) {
+            rpd_fail_params(req, &ce);
+            goto fail;
+        }
+        size_t cap = cloud_points(c), got = 0;
+        float *xyz = malloc((cap ? cap : 1) * 3 * sizeof *xyz);
+        if (!xyz) {
+            rpd_fail_status(req, RP_ERR_NOMEM);
+            goto fail;
+        }
+        bool ok =
+            pa ? cloud_points_array(req, pa, rp_codec_path_key(sub, cp, "points"), xyz, &got)
+               : cloud_points_f32(req, pf, rp_codec_path_key(sub, cp, "points_f32"), xyz, &got);
+        if (!ok) {
+            free(xyz);
+            goto fail;
+        }
+        /* count (as scene.get writes it): the points, when given. */
+        const cJSON *nj = cJSON_GetObjectItemCaseSensitive(c, "count");
+        uint64_t count;
+        if (nj && !rp_codec_uint(nj, rp_codec_path_key(sub, cp, "count"), &count, &ce)) {
+            free(xyz);
+            rpd_fail_params(req, &ce);
+            goto fail;
+        }
+        if (nj && count != got) {
+            free(xyz);
+            rpd_fail_path(req, sub, "must be the number of points given");
+            goto fail;
+        }
+        rp_cloud *cloud;
+        rp_status st = rp_cloud_new(xyz, got, radius, voxel, &cloud, NULL);
+        free(xyz);
+        if (st == RP_ERR_LIMIT) {
+            char reason[RP_CODEC_REASON_MAX];
+            rpd_format(reason, sizeof reason,
+                       "spans more than %u voxels along an axis: use a larger voxel or split "
+                       "the cloud",
+                       RP_CLOUD_MAX_VOXELS);
+            char vp[RP_CODEC_PATH_MAX];
+            rpd_fail_path(req, vj ? rp_codec_path_key(vp, cp, "voxel") : cp, reason);
+            goto fail;
+        }
+        if (st) {
+            rpd_fail_status(req, st);
+            goto fail;
+        }
+        out->clouds[out->n].name = c->string;
+        out->clouds[out->n++].cloud = cloud;
+    }
+    return true;
+fail:
+    rpd_clouds_free(out);
+    return false;
+}
+
+bool rpd_cloud_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const cJSON *clouds_j,
+                      const char *clouds_path)
+{
+    if (e->what != RP_EDIT_CLOUD)
+        return false;
+    char path[RP_CODEC_PATH_MAX];
+    const cJSON *c = clouds_j ? clouds_j->child : NULL;
+    for (size_t k = 0; c && k < e->index; k++)
+        c = c->next;
+    if (c)
+        rp_codec_path_key(path, clouds_path, c->string);
+    else
+        snprintf(path, sizeof path, "%s", clouds_path);
+    if (st == RP_ERR_EXISTS)
+        return !rpd_fail_path(req, path,
+                              "is taken by a shape of the scene's own (object, robot and cloud "
+                              "names share the scene's ids)");
+    if (st == RP_ERR_INVALID_ARG)
+        return !rpd_fail_path(req, path, "names an object, robot or cloud given twice");
+    return false;
 }

@@ -204,6 +204,22 @@ bool rpd_charge_shapes(rpd_req *req, size_t n, size_t after)
     return rpd_charge_work(req, (uint64_t)n * per);
 }
 
+/* Work of building a cloud, per point given: its key, the radix sort's
+ * passes, the centroid and the tree over the spheres (about 0.1 us a point
+ * on the event loop of a 2-core machine, bench/cloud_bench), and the
+ * decoding before.  A request's points together are also held to
+ * max_shapes_per_scene. */
+#define CLOUD_POINT_UNITS 5
+
+static bool charge_clouds(rpd_req *req, const cJSON *clouds)
+{
+    size_t points = rpd_clouds_point_count(clouds);
+    size_t max = rp_store_get_limits(req->core->store).max_shapes_per_scene;
+    if (points > max)
+        return rpd_fail_limit(req, RPD_LIMIT_max_shapes_per_scene, max);
+    return rpd_charge_work(req, (uint64_t)points * CLOUD_POINT_UNITS);
+}
+
 /* Members of a JSON object or elements of an array (0 for anything else),
  * counted without decoding them. */
 static size_t members(const cJSON *j)
@@ -232,44 +248,49 @@ static int cmp_id_index(const void *a, const void *b)
 
 bool rpd_m_scene_create(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"scene", "shapes", "objects", "robots", NULL};
+    static const char *const keys[] = {"scene", "shapes", "objects", "robots", "clouds", NULL};
     const char *name;
     rp_shape_put *items = NULL;
     size_t n = 0;
-    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX], rpath[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX], rpath[RP_CODEC_PATH_MAX],
+        cpath[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
         !scene_fits(req, name))
         return false;
     const cJSON *shapes = rpd_param(params, "shapes", path);
     const cJSON *objects = rpd_param(params, "objects", opath);
     const cJSON *robots = rpd_param(params, "robots", rpath);
+    const cJSON *clouds = rpd_param(params, "clouds", cpath);
     size_t count =
         members(shapes) + rpd_objects_shape_count(objects) + rpd_robots_shape_count(req, robots);
-    if (!rpd_charge_shapes(req, count, count) ||
+    if (!rpd_charge_shapes(req, count, count) || !charge_clouds(req, clouds) ||
         (shapes && !shape_map(req, shapes, path, false, &items, &n)))
         return false;
     rpd_objects objs = {0};
     rpd_robots robs = {0};
-    if ((objects && !rpd_decode_objects(req, objects, opath, &objs)) ||
-        (robots && !rpd_decode_robots(req, robots, rpath, &robs))) {
-        free(items);
-        rpd_objects_free(&objs);
-        return false;
-    }
+    rpd_clouds cls = {0};
     if (rp_store_find(req->core->store, name)) {
+        free(items);
+        return store_error(req, RP_ERR_EXISTS, name, 0, 0);
+    }
+    if ((objects && !rpd_decode_objects(req, objects, opath, &objs)) ||
+        (robots && !rpd_decode_robots(req, robots, rpath, &robs)) ||
+        (clouds && !rpd_decode_clouds(req, clouds, cpath, &cls))) {
         free(items);
         rpd_objects_free(&objs);
         rpd_robots_free(&robs);
-        return store_error(req, RP_ERR_EXISTS, name, 0, 0);
+        return false;
     }
     rp_scene *sc;
     rp_edit_error err;
-    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n, NULL, 0};
+    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n, cls.clouds, cls.n};
     rp_status st = rp_store_put_cell(req->core->store, name, &cell, NULL, true, &sc, NULL, &err);
     free(items);
     rpd_objects_free(&objs);
     rpd_robots_free(&robs);
-    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath, robots, rpath))
+    rpd_clouds_free(&cls);
+    if (st && (rpd_edit_failed(req, st, &err, shapes, path, objects, opath, robots, rpath) ||
+               rpd_cloud_failed(req, st, &err, clouds, cpath)))
         return false;
     if (st)
         return store_error(req, st, name, 0, 0);
@@ -348,6 +369,12 @@ static uint64_t shapes_reply_bound(const rp_scene *sc, const size_t *idx, size_t
     return bytes;
 }
 
+/* 0 an object of shapes, 1 a robot instance, 2 a point cloud. */
+static int object_kind(const rp_object *o)
+{
+    return rp_object_is_robot(o) ? 1 : rp_object_cloud(o) ? 2 : 0;
+}
+
 bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"scene", "ids", NULL};
@@ -376,7 +403,12 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
     } else {
         /* Refused before the sort when it cannot fit. */
         n = rp_scene_shape_count(sc);
-        if (!rpd_reply_fits(req, w, shapes_reply_bound(sc, NULL, n), 1))
+        uint64_t cloud_bytes = 0; /* 16 bytes of base64 a sphere */
+        for (size_t k = 0; k < rp_scene_object_count(sc); k++) {
+            const rp_cloud *c = rp_object_cloud(rp_scene_object_at(sc, k));
+            cloud_bytes += c ? 16 * (uint64_t)rp_cloud_size(c) : 0;
+        }
+        if (!rpd_reply_fits(req, w, shapes_reply_bound(sc, NULL, n) + cloud_bytes, 1))
             return false;
         idx = malloc((n ? n : 1) * sizeof *idx);
         if (!idx || rp_scene_sorted(sc, idx)) {
@@ -399,24 +431,26 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
         rp_jw_shape(w, &shape);
     }
     rp_jw_object_end(w);
-    size_t n_robots = 0, n_obj = rp_scene_object_count(sc);
+    /* Objects, robot instances and clouds, each kind under its key (left
+     * out when there are none). */
+    static const char *const kinds[] = {"objects", "robots", "clouds"};
+    size_t n_kind[3] = {0, 0, 0}, n_obj = rp_scene_object_count(sc);
     for (size_t k = 0; k < n_obj; k++)
-        n_robots += rp_object_is_robot(rp_scene_object_at(sc, k));
-    for (int robots = 0; robots < 2 && !ids_j; robots++) {
-        if (robots ? n_robots == 0 : n_robots == n_obj)
+        n_kind[object_kind(rp_scene_object_at(sc, k))]++;
+    for (int kind = 0; kind < 3 && !ids_j; kind++) {
+        if (n_kind[kind] == 0)
             continue;
-        if (robots)
-            RP_JW_KEY(w, "robots");
-        else
-            RP_JW_KEY(w, "objects");
+        rp_jw_key(w, kinds[kind]);
         rp_jw_object_begin(w);
         for (size_t k = 0; k < n_obj && !rp_jw_failed(w); k++) {
             const rp_object *o = rp_scene_object_at(sc, k);
-            if (rp_object_is_robot(o) != (robots != 0))
+            if (object_kind(o) != kind)
                 continue;
             rp_jw_key(w, rp_object_name(o));
-            if (robots)
+            if (kind == 1)
                 rp_jw_robot(w, o);
+            else if (kind == 2)
+                rp_jw_cloud(w, rp_object_cloud(o));
             else
                 rp_jw_object(w, sc, o);
         }
@@ -431,12 +465,13 @@ bool rpd_m_scene_get(rpd_req *req, const cJSON *params, rp_jw *w)
 /* scene.put and scene.replace: the same params, content merged or swapped. */
 static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replace)
 {
-    static const char *const keys[] = {"scene",       "shapes", "objects", "robots",
-                                       "if_revision", "create", NULL};
+    static const char *const keys[] = {"scene",  "shapes",      "objects", "robots",
+                                       "clouds", "if_revision", "create",  NULL};
     const char *name;
     uint64_t expected = 0, actual = 0;
     bool has_rev, create;
-    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX], rpath[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], opath[RP_CODEC_PATH_MAX], rpath[RP_CODEC_PATH_MAX],
+        cpath[RP_CODEC_PATH_MAX];
     rp_shape_put *items;
     size_t n;
     if (!rpd_check_keys(req, params, keys) || !scene_name(req, params, &name) ||
@@ -449,15 +484,16 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     const cJSON *shapes = rpd_param(params, "shapes", path);
     const cJSON *objects = rpd_param(params, "objects", opath);
     const cJSON *robots = rpd_param(params, "robots", rpath);
+    const cJSON *clouds = rpd_param(params, "clouds", cpath);
     const rp_scene *cur = rp_store_find(req->core->store, name);
     size_t count =
         members(shapes) + rpd_objects_shape_count(objects) + rpd_robots_shape_count(req, robots);
     size_t now = cur ? rp_scene_shape_count(cur) : 0;
     if (!rpd_charge_shapes(req, count, replace ? count : now + count) ||
-        (replace && !rpd_charge_work(req, now)))
+        (replace && !rpd_charge_work(req, now)) || !charge_clouds(req, clouds))
         return false;
-    /* `shapes` may be left out when `objects` or `robots` is given. */
-    if ((objects || robots) && !shapes) {
+    /* `shapes` may be left out when `objects`, `robots` or `clouds` is given. */
+    if ((objects || robots || clouds) && !shapes) {
         items = NULL;
         n = 0;
     } else if (!shape_map(req, shapes, path, false, &items, &n)) {
@@ -465,10 +501,13 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     }
     rpd_objects objs = {0};
     rpd_robots robs = {0};
+    rpd_clouds cls = {0};
     if ((objects && !rpd_decode_objects(req, objects, opath, &objs)) ||
-        (robots && !rpd_decode_robots(req, robots, rpath, &robs))) {
+        (robots && !rpd_decode_robots(req, robots, rpath, &robs)) ||
+        (clouds && !rpd_decode_clouds(req, clouds, cpath, &cls))) {
         free(items);
         rpd_objects_free(&objs);
+        rpd_robots_free(&robs);
         return false;
     }
     rp_scene *sc;
@@ -479,8 +518,8 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
      * takes the object-aware calls, which also refuse ids its objects own. */
     rp_store *store = req->core->store;
     rp_status st;
-    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n, NULL, 0};
-    if (objects || robots || (cur && rp_scene_object_count(cur)))
+    rp_cell cell = {items, n, objs.objects, objs.n, robs.robots, robs.n, cls.clouds, cls.n};
+    if (objects || robots || clouds || (cur && rp_scene_object_count(cur)))
         st = replace ? rp_store_replace_cell(store, name, &cell, expect, create, &sc, &actual, &err)
                      : rp_store_put_cell(store, name, &cell, expect, create, &sc, &actual, &err);
     else
@@ -489,7 +528,9 @@ static bool scene_write(rpd_req *req, const cJSON *params, rp_jw *w, bool replac
     free(items);
     rpd_objects_free(&objs);
     rpd_robots_free(&robs);
-    if (st && rpd_edit_failed(req, st, &err, shapes, path, objects, opath, robots, rpath))
+    rpd_clouds_free(&cls);
+    if (st && (rpd_edit_failed(req, st, &err, shapes, path, objects, opath, robots, rpath) ||
+               rpd_cloud_failed(req, st, &err, clouds, cpath)))
         return false;
     if (st)
         return store_error(req, st, name, expected, actual);
@@ -640,7 +681,7 @@ static void write_pairs(rp_jw *w, const rp_scene *sc, const query_set *qs,
         RP_JW_KEY(w, "query");
         write_query_id(w, qs, p->query);
         RP_JW_KEY(w, "shape");
-        rp_jw_string(w, rp_scene_id_at(sc, p->shape));
+        rp_jw_scene_id(w, sc, p->shape);
         RP_JW_KEY(w, "distance");
         rp_jw_double(w, p->distance);
         rp_jw_object_end(w);
@@ -752,7 +793,7 @@ bool rpd_m_scene_distance(rpd_req *req, const cJSON *params, rp_jw *w)
         RP_JW_KEY(w, "query");
         write_query_id(w, &qs, res.nearest.query);
         RP_JW_KEY(w, "shape");
-        rp_jw_string(w, rp_scene_id_at(sc, res.nearest.shape));
+        rp_jw_scene_id(w, sc, res.nearest.shape);
         rp_jw_object_end(w);
     } else {
         rp_jw_null(w);
