@@ -1639,7 +1639,7 @@ static void files_of_the_previous_format_are_upgraded(void **state)
     rh_close(c);
     kill_now(d);
     static const char *const files[] = {"journal", "snapshot"};
-    static const char formats[] = {2, 4};
+    static const char formats[] = {2, 5};
     for (int i = 0; i < 2; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);

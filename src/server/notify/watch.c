@@ -266,6 +266,21 @@ static bool encode_objects(rp_jw *w, const rp_change *c, const rp_store *st)
         }
         rp_jw_object_end(w);
     }
+    /* Clouds written: their size, not their points (scene.get has those). */
+    if (c->n_clouds) {
+        RP_JW_KEY(w, "clouds");
+        rp_jw_object_begin(w);
+        for (size_t j = 0; j < c->n_clouds && !rp_jw_failed(w); j++) {
+            rp_jw_key(w, c->clouds[j].name);
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "radius");
+            rp_jw_double(w, rp_cloud_radius(c->clouds[j].cloud));
+            RP_JW_KEY(w, "count");
+            rp_jw_uint(w, rp_cloud_size(c->clouds[j].cloud));
+            rp_jw_object_end(w);
+        }
+        rp_jw_object_end(w);
+    }
     if (c->kind == RP_CHANGE_SCENE_MOVE) {
         const rp_object_move **m = malloc((c->n_moves ? c->n_moves : 1) * sizeof *m);
         if (!m)
@@ -465,7 +480,7 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
     }
     free(order);
     /* The old objects the new content lacks: a search in its sorted names. */
-    size_t n_new = c->n_objects + c->n_robots;
+    size_t n_new = c->n_objects + c->n_robots + c->n_clouds;
     if (n_obj == 0) {
         *n_out = m;
         return out;
@@ -479,6 +494,8 @@ static const char **dropped(const rp_change *c, const rp_shape_put *const *put, 
         names[q] = c->objects[q].name;
     for (size_t q = 0; q < c->n_robots; q++)
         names[c->n_objects + q] = c->robots[q].name;
+    for (size_t q = 0; q < c->n_clouds; q++)
+        names[c->n_objects + c->n_robots + q] = c->clouds[q].name;
     qsort(names, n_new, sizeof *names, cmp_str);
     for (size_t i = 0; i < n_obj; i++) {
         const char *name = rp_object_name(rp_scene_object_at(before, i));

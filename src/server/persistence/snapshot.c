@@ -206,6 +206,10 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         for (size_t j = 0; j < n_obj; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
             len += 4 + strlen(rp_object_name(ob)) + 1 + 12 * 8;
+            if (rp_object_cloud(ob)) {
+                len += 8 + 8 + 12 * (uint64_t)rp_cloud_size(rp_object_cloud(ob));
+                continue;
+            }
             if (rp_object_is_robot(ob)) {
                 const rp_model *m = rp_object_model(ob);
                 len += 4 + strlen(rp_model_name(m)) + 4 + 8 * rp_model_dof(m);
@@ -236,13 +240,28 @@ int rps_write(int fd, const rp_store *st, uint64_t revision, const rps_ids *ids,
         for (size_t j = 0; j < n_obj && !o->err; j++) {
             const rp_object *ob = rp_scene_object_at(sc, j);
             emit_str(o, rp_object_name(ob), strlen(rp_object_name(ob)));
-            uint8_t kind = rp_object_is_robot(ob) ? 1 : rp_object_attached_robot(ob) ? 2 : 0;
+            uint8_t kind = rp_object_is_robot(ob)         ? 1
+                           : rp_object_attached_robot(ob) ? 2
+                           : rp_object_cloud(ob)          ? 3
+                                                          : 0;
             emit(o, &kind, 1);
             rp_transform pose = rp_object_pose(ob);
             for (int r = 0; r < 3; r++)
                 for (int c = 0; c < 3; c++)
                     emit_double(o, pose.r[r][c]);
             emit_vec3(o, pose.t);
+            if (kind == 3) { /* a cloud: radius and centres */
+                const rp_cloud *cl = rp_object_cloud(ob);
+                const float *xyz = rp_cloud_centres(cl);
+                emit_double(o, rp_cloud_radius(cl));
+                emit64(o, rp_cloud_size(cl));
+                for (size_t k = 0; k < 3 * rp_cloud_size(cl) && !o->err; k++) {
+                    uint32_t u;
+                    memcpy(&u, &xyz[k], sizeof u);
+                    emit32(o, u);
+                }
+                continue;
+            }
             if (kind == 1) { /* a robot: its model and joints; its shapes are the model's */
                 const rp_model *m = rp_object_model(ob);
                 emit_str(o, rp_model_name(m), strlen(rp_model_name(m)));
@@ -404,7 +423,7 @@ typedef struct attach_at {
  * `kinds` kinds.  Names rise (last: the previous one's), as the writer puts
  * them: the store keeps scenes sorted, and anything else is not an image it
  * wrote. */
-static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, rp_store *st,
+static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, uint8_t objects, rp_store *st,
                        char *last, const char **why)
 {
     in r = {p, p + n, false};
@@ -454,7 +473,8 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
     attach_at *att = NULL;
     size_t n_att = 0;
     rp_robot_put *robots = NULL;
-    size_t n_objs = 0, n_robots = 0;
+    size_t n_objs = 0, n_robots = 0, n_clouds = 0;
+    rp_cloud_put *clouds = NULL;
     double *joints = NULL;
     rp_shape_put *local = NULL;
     char *lids = NULL;
@@ -464,7 +484,8 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         objs = malloc(n_obj * sizeof *objs);
         robots = malloc(n_obj * sizeof *robots);
         att = malloc(n_obj * sizeof *att);
-        ok = att != NULL;
+        clouds = malloc(n_obj * sizeof *clouds);
+        ok = att != NULL && clouds != NULL;
         joints = malloc(n); /* every joint value fits in the payload's size */
         local = malloc((n / 38 + 1) * sizeof *local);
         lids = malloc(n);
@@ -477,7 +498,7 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         char oname[RP_NAME_MAX + 1];
         const uint8_t *kind = NULL;
         ok = take_str(&r, oname, RP_NAME_MAX) && rp_codec_valid_id(oname) &&
-             (kind = take(&r, 1)) != NULL && *kind <= 2;
+             (kind = take(&r, 1)) != NULL && *kind < objects;
         if (!ok)
             break;
         size_t ol = strlen(oname) + 1;
@@ -489,6 +510,33 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
             for (int c = 0; c < 3; c++)
                 pose.r[a][c] = take_double(&r);
         pose.t = take_vec3(&r);
+        if (*kind == 3) {
+            /* A cloud: its spheres as they were built (their order kept:
+             * rp_cloud_new orders centres by themselves). */
+            double radius = take_double(&r);
+            uint64_t m = take64(&r);
+            if (r.bad || m > (uint64_t)(r.end - r.p) / 12) {
+                ok = false;
+                break;
+            }
+            float *xyz = malloc(m ? 12 * (size_t)m : 1);
+            if (!xyz) {
+                ok = false;
+                break;
+            }
+            for (uint64_t k = 0; k < 3 * m; k++) {
+                uint32_t u = take32(&r);
+                memcpy(&xyz[k], &u, sizeof u);
+            }
+            rp_cloud *cl = NULL;
+            ok = rp_cloud_new(xyz, (size_t)m, radius, 0.0, &cl, NULL) == RP_OK;
+            free(xyz);
+            if (!ok)
+                break;
+            clouds[n_clouds].name = saved;
+            clouds[n_clouds++].cloud = cl;
+            continue;
+        }
         if (*kind == 1) {
             /* A robot instance: its model (loaded before the scenes) and
              * joint vector. */
@@ -556,6 +604,9 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
     if (ok && rev <= n_att)
         ok = false;
     if (!ok || r.p != r.end) {
+        for (size_t k = 0; k < n_clouds; k++)
+            rp_cloud_release(clouds[k].cloud);
+        free(clouds);
         free(att);
         free(puts);
         free(ids);
@@ -568,7 +619,7 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         return false;
     }
     rp_store_set_revision(st, rev - 1 - n_att);
-    rp_cell cell = {puts, count, objs, n_objs, robots, n_robots, NULL, 0};
+    rp_cell cell = {puts, count, objs, n_objs, robots, n_robots, clouds, n_clouds};
     rp_status status = n_obj ? rp_store_put_cell(st, name, &cell, NULL, true, NULL, NULL, NULL)
                              : rp_store_create(st, name, puts, count, NULL);
     for (size_t a = 0; a < n_att && status == RP_OK; a++) {
@@ -582,6 +633,9 @@ static bool load_scene(const uint8_t *p, size_t n, uint8_t kinds, bool objects, 
         if (!status && memcmp(&now, &att[a].pose, sizeof now) != 0)
             status = RP_ERR_INVALID_ARG;
     }
+    for (size_t k = 0; k < n_clouds; k++)
+        rp_cloud_release(clouds[k].cloud);
+    free(clouds);
     free(att);
     free(puts);
     free(ids);
@@ -609,12 +663,15 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
     }
     /* The version comes before the checksum, whose place it decides. */
     uint32_t format = rpj_get32(buf + 8);
-    size_t hlen = format == RPS_FORMAT || format == RPS_FORMAT_V3 || format == RPS_FORMAT_V2
+    size_t hlen = format == RPS_FORMAT || format == RPS_FORMAT_V4 || format == RPS_FORMAT_V3 ||
+                          format == RPS_FORMAT_V2
                       ? FILE_HEADER
                   : format == RPS_FORMAT_V1 ? FILE_HEADER_V1
                                             : 0;
     /* Boxes and half-spaces came with format 3. */
-    uint8_t kinds = format == RPS_FORMAT || format == RPS_FORMAT_V3 ? 4 : 2;
+    uint8_t kinds = format >= RPS_FORMAT_V3 ? 4 : 2;
+    /* Objects came with format 4 (kinds 0-2), clouds (kind 3) with 5. */
+    uint8_t objects = format == RPS_FORMAT ? 4 : format == RPS_FORMAT_V4 ? 3 : 0;
     if (!hlen) {
         out->bad_format = true;
         return fail(out, 8, "snapshot of another format version");
@@ -648,7 +705,7 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
         uint32_t kind = rpj_get32(h);
         uint64_t len = rpj_get64(h + 8);
         /* Format 4 puts the models first, the formats before it the scenes. */
-        bool model_now = format == RPS_FORMAT ? i < n_models : i >= n_scenes;
+        bool model_now = format >= RPS_FORMAT_V4 ? i < n_models : i >= n_scenes;
         if (kind != (model_now ? SECTION_MODEL : SECTION_SCENE) || rpj_get32(h + 4))
             return fail(out, at, "unexpected section");
         if (n - at - SECTION_HEADER < 4 || len > n - at - SECTION_HEADER - 4)
@@ -658,7 +715,7 @@ bool rps_load(const uint8_t *buf, size_t n, rp_store *st, rps_model_fn fn, void 
             return fail(out, at, "section checksum mismatch");
         const char *why = NULL;
         if (kind == SECTION_SCENE) {
-            if (!load_scene(p, (size_t)len, kinds, format == RPS_FORMAT, st, last_scene, &why))
+            if (!load_scene(p, (size_t)len, kinds, objects, st, last_scene, &why))
                 return fail(out, at, why);
             out->scenes++;
             out->shapes +=

@@ -8,7 +8,7 @@
  *
  * Layout (little-endian):
  *
- *   file header, 80 bytes (format 4, and formats 3 and 2 before it):
+ *   file header, 80 bytes (format 5, and formats 4, 3 and 2 before it):
  *        0   8  magic "REPOSES\n"
  *        8   4  format version (RPS_FORMAT)
  *       12   4  reserved, zero
@@ -41,20 +41,24 @@
  *     scene's storage order, the shapes of its own only; then (format 4)
  *     its objects: a count (u64), and per object its name (u32 length,
  *     bytes), its kind (u8: 0 a group of shapes, 1 a robot instance, 2 a
- *     group attached to a robot's link),
+ *     group attached to a robot's link, 3 (format 5) a point cloud),
  *     its pose (a robot's base; 12 doubles: the rotation row by row, then the
  *     translation), then for a group a shape count (u64) and its shapes in
  *     its own frame (id and shape as above) and, attached, the robot's and
  *     the link's names (u32 length, bytes) and its pose in the link's frame
  *     (12 doubles), for a robot its model's name
  *     (u32 length, bytes), a joint count (u32) and the joint values
- *     (doubles); objects and shapes sorted by name and id;
+ *     (doubles), for a cloud its radius (double), its sphere count n
+ *     (u64) and the centres (3n IEEE float32 bit patterns, u32 each) in
+ *     the cloud's order; objects and shapes sorted by name and id;
  *   model payload: name (u32 length, bytes), revision (u64), then the
  *     model.put params that made it, as JSON (u32 length, bytes): models
  *     are rebuilt by the same code path that built them;
  *   trailer, 16 bytes: magic "REPOSEZ\n", u32 zero, u32 CRC-32C of the
  *     magic and zero, so a file cut at a section boundary is caught too.
  *
+ * Format 5 added the cloud kind of object; format 4 is format 5 without
+ * it, and is still read.
  * Format 4 added the objects after each scene's shapes and put the models
  * before the scenes (robot instances in scenes will name models); formats
  * 2 and 3 hold no objects and are still read.
@@ -74,7 +78,8 @@
 
 #include "repose/scene.h"
 
-#define RPS_FORMAT 4u
+#define RPS_FORMAT 5u
+#define RPS_FORMAT_V4 4u
 #define RPS_FORMAT_V3 3u
 #define RPS_FORMAT_V2 2u
 #define RPS_FORMAT_V1 1u
