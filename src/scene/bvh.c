@@ -732,7 +732,6 @@ typedef struct builder {
     rp_bvh *t;
     uint32_t n_nodes;
     double area; /* summed half areas of the nodes built */
-    bool sorted; /* the items are in a spatial order already: halve the run */
 } builder;
 
 /* Orders items by centre[axis], ties by entry index, so that the tree does
@@ -783,7 +782,7 @@ static void select_kth(rp_bvh_item *items, size_t n, size_t k, int axis)
 static void build_node(builder *b, uint32_t at, uint32_t parent, rp_bvh_item *items, size_t n)
 {
     size_t half = n / 2;
-    if (n > 2 && !b->sorted) {
+    if (n > 2) {
         double lo[3], hi[3];
         for (int k = 0; k < 3; k++)
             lo[k] = hi[k] = items[0].centre[k];
@@ -854,7 +853,7 @@ uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *
         return RP_BVH_NIL;
     if (m == 1)
         return shape_ref(items[0].index);
-    builder b = {t, 1, 0.0, false};
+    builder b = {t, 1, 0.0};
     build_node(&b, 0, RP_BVH_NIL, items, m);
     *area = b.area;
     return 0;
@@ -876,6 +875,61 @@ void rp_bvh_install_(rp_scene *sc, uint32_t root, const rp_bvh_item *items, doub
         EN_MUT(&sc->entries, items[i].index)->leaf = items[i].leaf;
 }
 
+/* A cloud's sphere box: shape_box and shape_fbox for a sphere of centre
+ * c (floats) and radius r, without the dispatch (a camera frame builds a
+ * few hundred thousand). */
+static inline fbox cloud_fbox(const float *c, double r)
+{
+    double S = r;
+    for (int k = 0; k < 3; k++)
+        S = MAX2(S, fabs((double)c[k]));
+    double pad = r + (BOX_SLACK * DBL_EPSILON * S + DBL_MIN);
+    fbox f;
+    for (int k = 0; k < 3; k++) {
+        f.lo[k] = float_down((double)c[k] - pad);
+        f.hi[k] = float_up((double)c[k] + pad);
+    }
+    f.r = float_up(pad);
+    return f;
+}
+
+typedef struct cloud_builder {
+    rp_bvh *t;
+    const rp_cloud *c;
+    uint32_t next; /* the next node to take */
+    double area;
+} cloud_builder;
+
+/* The subtree over spheres [lo, lo + n) (split in halves: they are in a
+ * spatial order), its box in *box and height in *height; its reference. */
+static uint32_t cloud_node(cloud_builder *b, size_t lo, size_t n, uint32_t parent, fbox *box,
+                           uint32_t *height)
+{
+    if (n == 1) {
+        *box = cloud_fbox(b->c->xyz + 3 * lo, b->c->radius);
+        *height = 0;
+        return shape_ref((uint32_t)lo);
+    }
+    uint32_t at = b->next++;
+    size_t half = n / 2;
+    fbox other;
+    uint32_t h0, h1;
+    uint32_t c0 = cloud_node(b, lo, half, at, box, &h0);
+    uint32_t c1 = cloud_node(b, lo + half, n - half, at, &other, &h1);
+    fbox_union(box, &other);
+    /* (the nodes' chunks are this cloud's alone: written in place) */
+    rp_bvh_node *node = (rp_bvh_node *)rp_chunks_at(&b->t->nodes, sizeof(rp_bvh_node), at);
+    memcpy(node->lo, box->lo, sizeof node->lo);
+    memcpy(node->hi, box->hi, sizeof node->hi);
+    node->rmax = box->r;
+    node->child[0] = c0;
+    node->child[1] = c1;
+    node->parent = parent;
+    node->height = *height = 1 + MAX2(h0, h1);
+    b->area += half_area(node->lo, node->hi);
+    return at;
+}
+
 bool rp_cloud_tree_build_(rp_cloud *c)
 {
     rp_bvh *t = &c->tree;
@@ -889,23 +943,15 @@ bool rp_cloud_tree_build_(rp_cloud *c)
     if (c->n > RP_BVH_MAX_SHAPES)
         return false;
     size_t bytes = 0;
-    rp_bvh_item *items = malloc(c->n * sizeof *items);
-    if (!items || !rp_chunks_grow(&t->nodes, sizeof(rp_bvh_node), c->n - 1, NULL, NULL, &bytes)) {
-        free(items);
+    if (!rp_chunks_grow(&t->nodes, sizeof(rp_bvh_node), c->n - 1, NULL, NULL, &bytes)) {
         rp_chunks_free(&t->nodes, sizeof(rp_bvh_node), NULL, NULL, &bytes);
         rp_bvh_init_(t);
         return false;
     }
-    for (size_t k = 0; k < c->n; k++) {
-        rp_shape s = rp_cloud_sphere_(c, k);
-        items[k].box = shape_fbox(&s);
-        items[k].index = (uint32_t)k;
-        items[k].leaf = RP_BVH_NIL;
-    }
-    builder b = {t, 1, 0.0, true};
-    build_node(&b, 0, RP_BVH_NIL, items, c->n);
-    free(items);
-    t->root = 0;
+    cloud_builder b = {t, c, 0, 0.0};
+    fbox box;
+    uint32_t h;
+    t->root = cloud_node(&b, 0, c->n, RP_BVH_NIL, &box, &h);
     t->n_nodes = (uint32_t)(c->n - 1);
     t->built_area = b.area;
     c->bytes += bytes;

@@ -17,6 +17,7 @@
  * in name order; the tree walks (bvh.c) visit each cloud's tree after the
  * scene's own.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,19 +27,23 @@
 
 /* ---- Morton keys and the radix sort --------------------------------------------- */
 
+/* The 8 bits of a byte spread to every third bit (24 bits). */
+#define S3(b)                                                                                      \
+    ((((b)&1u) | ((b)&2u) << 2 | ((b)&4u) << 4 | ((b)&8u) << 6 | ((b)&16u) << 8 |                  \
+      ((b)&32u) << 10 | ((b)&64u) << 12 | ((b)&128u) << 14))
+#define S3_4(b) S3(b), S3((b) + 1u), S3((b) + 2u), S3((b) + 3u)
+#define S3_16(b) S3_4(b), S3_4((b) + 4u), S3_4((b) + 8u), S3_4((b) + 12u)
+#define S3_64(b) S3_16(b), S3_16((b) + 16u), S3_16((b) + 32u), S3_16((b) + 48u)
+static const uint32_t spread8[256] = {S3_64(0u), S3_64(64u), S3_64(128u), S3_64(192u)};
+
 /* The low 21 bits of x spread to every third bit. */
-static uint64_t spread21(uint64_t x)
+static inline uint64_t spread21(uint64_t x)
 {
-    x &= 0x1fffffu;
-    x = (x | x << 32) & 0x1f00000000ffffull;
-    x = (x | x << 16) & 0x1f0000ff0000ffull;
-    x = (x | x << 8) & 0x100f00f00f00f00full;
-    x = (x | x << 4) & 0x10c30c30c30c30c3ull;
-    x = (x | x << 2) & 0x1249249249249249ull;
-    return x;
+    return (uint64_t)spread8[x & 0xff] | (uint64_t)spread8[(x >> 8) & 0xff] << 24 |
+           (uint64_t)spread8[(x >> 16) & 0x1f] << 48;
 }
 
-static uint64_t morton(uint64_t x, uint64_t y, uint64_t z)
+static inline uint64_t morton(uint64_t x, uint64_t y, uint64_t z)
 {
     return spread21(x) | spread21(y) << 1 | spread21(z) << 2;
 }
@@ -49,27 +54,29 @@ typedef struct keyed {
 } keyed;
 
 /* Sorts a[0..n) by key, stably (least significant byte first), with b as
- * scratch; the result ends in *out (a or b). */
+ * scratch; the result ends in *out (a or b).  One pass counts every byte
+ * position; a position where all keys agree moves nothing and is skipped
+ * (a cloud a few metres wide in centimetre cells uses four of the eight). */
 static void radix_sort(keyed *a, keyed *b, size_t n, keyed **out)
 {
-    for (int shift = 0; shift < 64; shift += 8) {
-        size_t count[256] = {0};
-        for (size_t i = 0; i < n; i++)
-            count[(a[i].key >> shift) & 0xff]++;
-        bool trivial = false;
-        for (int d = 0; d < 256; d++)
-            if (count[d] == n)
-                trivial = true; /* every key has this byte: nothing moves */
-        if (trivial)
-            continue;
+    static _Thread_local size_t count[8][256];
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++)
+        for (int d = 0; d < 8; d++)
+            count[d][(a[i].key >> (8 * d)) & 0xff]++;
+    for (int d = 0; d < 8; d++) {
+        size_t *c = count[d];
+        if (n == 0 || c[(a[0].key >> (8 * d)) & 0xff] == n)
+            continue; /* every key has this byte */
         size_t pos = 0;
-        for (int d = 0; d < 256; d++) {
-            size_t c = count[d];
-            count[d] = pos;
-            pos += c;
+        for (int v = 0; v < 256; v++) {
+            size_t k = c[v];
+            c[v] = pos;
+            pos += k;
         }
+        int shift = 8 * d;
         for (size_t i = 0; i < n; i++)
-            b[count[(a[i].key >> shift) & 0xff]++] = a[i];
+            b[c[(a[i].key >> shift) & 0xff]++] = a[i];
         keyed *t = a;
         a = b;
         b = t;
@@ -95,52 +102,84 @@ static rp_cloud *cloud_alloc(size_t n)
     return c;
 }
 
+/* floor(x) for |x| < 2^52 without a libm call. */
+static inline double floor_small(double x)
+{
+    double t = (double)(int64_t)x;
+    return t > x ? t - 1.0 : t;
+}
+
 /* Keys for the points: their voxel cells' Morton codes (relative to the
  * lowest cell), or with voxel 0 the points quantised to 2^21 steps over
- * the cloud's box.  RP_ERR_LIMIT when the cells span too far. */
+ * the cloud's box.  RP_ERR_LIMIT when the cells span too far.  (Division
+ * is correctly rounded, hence monotonic: the lowest and highest cells are
+ * those of the lowest and highest coordinates.) */
 static rp_status make_keys(const float *xyz, size_t n, double voxel, keyed *k)
 {
-    double lo[3], hi[3];
+    double lo[3], hi[3], scale[3];
     for (int a = 0; a < 3; a++)
         lo[a] = INFINITY, hi[a] = -INFINITY;
     for (size_t i = 0; i < n; i++)
         for (int a = 0; a < 3; a++) {
             double v = xyz[3 * i + a];
-            if (voxel > 0.0)
-                v = floor(v / voxel);
             lo[a] = v < lo[a] ? v : lo[a];
             hi[a] = v > hi[a] ? v : hi[a];
         }
-    double scale[3];
-    for (int a = 0; a < 3; a++) {
+    bool small = true; /* every cell index below 2^52 in magnitude */
+    for (int a = 0; a < 3 && n; a++) {
         if (voxel > 0.0) {
-            /* (v / voxel overflows only to an infinity, which fails here) */
+            lo[a] = floor(lo[a] / voxel);
+            hi[a] = floor(hi[a] / voxel);
+            /* (an infinite quotient fails here) */
             if (!(hi[a] - lo[a] < (double)RP_CLOUD_MAX_VOXELS))
                 return RP_ERR_LIMIT;
+            small = small && fabs(lo[a]) < 0x1p52 && fabs(hi[a]) < 0x1p52;
             scale[a] = 1.0;
         } else {
             double span = hi[a] - lo[a];
             scale[a] = span > 0.0 ? (double)(RP_CLOUD_MAX_VOXELS - 1) / span : 0.0;
         }
     }
+    const double top = (double)(RP_CLOUD_MAX_VOXELS - 1);
+    if (voxel > 0.0 && small) { /* the usual case: cells in a few metres */
+        /* floor(p / voxel) through a product with the reciprocal, which is
+         * within 3 eps |q| of the quotient: a q further than that from an
+         * integer has the quotient's floor; one closer divides. */
+        double inv = 1.0 / voxel;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t c[3];
+            for (int a = 0; a < 3; a++) {
+                double p = xyz[3 * i + a], q = p * inv, f = floor_small(q), frac = q - f;
+                double tol = 16.0 * DBL_EPSILON * (fabs(q) + 1.0);
+                if (frac < tol || frac > 1.0 - tol)
+                    f = floor_small(p / voxel);
+                c[a] = (uint64_t)(f - lo[a]);
+            }
+            k[i].key = morton(c[0], c[1], c[2]);
+            k[i].index = (uint32_t)i;
+        }
+        return RP_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         uint64_t c[3];
         for (int a = 0; a < 3; a++) {
             double v = xyz[3 * i + a];
-            if (voxel > 0.0)
-                v = floor(v / voxel) - lo[a];
-            else
-                v = (v - lo[a]) * scale[a];
-            if (!(v > 0.0))
-                v = 0.0;
-            if (v > (double)(RP_CLOUD_MAX_VOXELS - 1))
-                v = (double)(RP_CLOUD_MAX_VOXELS - 1);
-            c[a] = (uint64_t)v;
+            v = voxel > 0.0 ? floor(v / voxel) - lo[a] : (v - lo[a]) * scale[a];
+            v = v > 0.0 ? v : 0.0; /* (rounding may step past the ends) */
+            c[a] = (uint64_t)(v < top ? v : top);
         }
         k[i].key = morton(c[0], c[1], c[2]);
         k[i].index = (uint32_t)i;
     }
     return RP_OK;
+}
+
+/* isfinite for a float, on its bits (no conversion to double). */
+static inline bool finite_f(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x7f800000u) != 0x7f800000u;
 }
 
 rp_status rp_cloud_new(const float *xyz, size_t n, double radius, double voxel, rp_cloud **out,
@@ -158,7 +197,7 @@ rp_status rp_cloud_new(const float *xyz, size_t n, double radius, double voxel, 
     if (n > RP_CLOUD_MAX_POINTS)
         return RP_ERR_LIMIT;
     for (size_t i = 0; i < 3 * n; i++)
-        if (!isfinite(xyz[i])) {
+        if (!finite_f(xyz[i])) {
             if (bad)
                 *bad = i / 3;
             return RP_ERR_NONFINITE;
