@@ -28,7 +28,8 @@ case $secs in
 esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
-         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates fuzz_geometry)
+         fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates fuzz_geometry
+         fuzz_base64)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -109,6 +110,8 @@ run_target() {
   fuzz_estimates) args+=(-max_len=2048); inputs+=("$seeds/lines") ;;
   # Bytes read as doubles for four shapes: short inputs, its own seeds.
   fuzz_geometry) args+=(-max_len=256) ;;
+  # Base64 text (and bytes): its own seeds.
+  fuzz_base64) args+=(-max_len=1024) ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do
@@ -121,7 +124,7 @@ run_target() {
 }
 
 # As many targets at once as there are cores (each libFuzzer process is
-# single-threaded): on CI's two cores the thirteen take seven rounds.
+# single-threaded): on CI's two cores the fourteen take seven rounds.
 running=0
 for t in "${targets[@]}"; do
   echo "==> $t for ${secs}s (log: $dir/logs/$t.log)"

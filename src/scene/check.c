@@ -824,7 +824,7 @@ static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
 static rp_status check_first_bp(bp_check *b, const rp_scene *sc, double margin,
                                 rp_check_result *out)
 {
-    if (sc && rp_scene_shape_count(sc)) {
+    if (sc && rp_scene_walkable_(sc)) {
         bool done;
         /* The whole robot in one walk when its shapes fit the lanes (and
          * the margin is >= 0, like the slot spheres' lower bound); else
@@ -1045,7 +1045,7 @@ static rp_status check_min(const rp_model *m, const rp_scene *sc, const rp_shape
      * bounds the scene queries), by blocks. */
     if (b && m->skip && !min_self_bp(b, margin, collect, &self, &has_self, out))
         goto nomem;
-    if (b && !collect && n <= RP_MULTI_MAX && sc && rp_scene_shape_count(sc)) {
+    if (b && !collect && n <= RP_MULTI_MAX && sc && rp_scene_walkable_(sc)) {
         /* The whole robot in one walk, bounded by the self minimum. */
         best = self;
         has = has_self;
@@ -1239,7 +1239,7 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
      * has the broadphase and fits them (and the margin is >= 0, like the
      * slot spheres' lower bound); otherwise one by one. */
     size_t group = 1;
-    if (m->bounds && nl <= RP_MULTI_MAX && margin >= 0 && scene && rp_scene_shape_count(scene)) {
+    if (m->bounds && nl <= RP_MULTI_MAX && margin >= 0 && scene && rp_scene_walkable_(scene)) {
         size_t g = gate_count(m);
         group = g ? RP_MULTI_MAX / g : 1;
         group = group > RP_ROBOTS_MAX ? RP_ROBOTS_MAX : group;

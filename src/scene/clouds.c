@@ -343,22 +343,43 @@ const rp_shape *rp_scene_cloud_shape_(const rp_scene *sc, size_t e, rp_shape *bu
     return buf;
 }
 
+/* The id of storage index e, into buf (n bytes) when it must be made
+ * (a cloud's sphere: "name/k"), or into *heap when it does not fit (the
+ * caller frees it); NULL when out of memory. */
+static const char *index_id(const rp_scene *sc, size_t e, char *buf, size_t n, char **heap)
+{
+    const rp_object *o;
+    size_t k = rp_scene_cloud_member(sc, e, &o);
+    if (k == SIZE_MAX)
+        return RP_ENTRY(sc, e)->id;
+    size_t need = strlen(o->name) + 2 + 20;
+    if (need > n) {
+        if (!(*heap = malloc(need)))
+            return NULL;
+        buf = *heap;
+        n = need;
+    }
+    snprintf(buf, n, "%s/%zu", o->name, k);
+    return buf;
+}
+
 int rp_scene_index_cmp_(const rp_scene *sc, size_t a, size_t b)
 {
     if (a < sc->count && b < sc->count)
         return strcmp(RP_ENTRY(sc, a)->id, RP_ENTRY(sc, b)->id);
-    /* A cloud's sphere k is "name/k": compare the strings. */
-    char sa[160], sb[160];
-    const char *ia = sa, *ib = sb;
+    /* A cloud's sphere k is "name/k": compare the strings (a tie between
+     * distances, rare: made here rather than stored). */
+    char sa[160], sb[160], *ha = NULL, *hb = NULL;
+    const char *ia = index_id(sc, a, sa, sizeof sa, &ha), *ib = index_id(sc, b, sb, sizeof sb, &hb);
+    /* (Out of memory: storage order, a total order all the same.) */
+    int c = ia && ib ? strcmp(ia, ib) : (a > b) - (a < b);
+    free(ha);
+    free(hb);
+    return c;
+}
+
+bool rp_cloud_index_ignored_(const rp_scene *sc, size_t e)
+{
     const rp_object *o;
-    size_t k;
-    if ((k = rp_scene_cloud_member(sc, a, &o)) != SIZE_MAX)
-        snprintf(sa, sizeof sa, "%s/%zu", o->name, k);
-    else
-        ia = RP_ENTRY(sc, a)->id;
-    if ((k = rp_scene_cloud_member(sc, b, &o)) != SIZE_MAX)
-        snprintf(sb, sizeof sb, "%s/%zu", o->name, k);
-    else
-        ib = RP_ENTRY(sc, b)->id;
-    return strcmp(ia, ib);
+    return rp_scene_cloud_member(sc, e, &o) != SIZE_MAX && rp_tag_ignored_(o->tag);
 }

@@ -71,11 +71,10 @@ static rp_status query_subset(const rp_scene *sc, const rp_query *q, rp_query_re
         const rp_shape *qs = &q->shapes[qi];
         for (size_t k = 0; k < q->n_subset; k++) {
             size_t e = q->subset[k];
-            if (rp_ignored_(RP_ENTRY(sc, e)))
+            if (rp_ignored_at_(sc, e) || rp_cloud_index_ignored_(sc, e))
                 continue;
             rp_shape buf;
-            rp_pair p = {qi, e,
-                         rp_shape_signed_distance(qs, rp_entry_shape_(RP_ENTRY(sc, e), &buf))};
+            rp_pair p = {qi, e, rp_shape_signed_distance(qs, rp_scene_shape_(sc, e, &buf))};
             if (!q->no_nearest && (!out->has_min || pair_cmp(sc, &p, &out->nearest) < 0)) {
                 out->nearest = p;
                 out->has_min = true;

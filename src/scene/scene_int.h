@@ -178,6 +178,9 @@ static inline bool rp_excl_has_(const size_t *v, size_t n, size_t e)
     return false;
 }
 
+/* Whether storage index e is a sphere of a cloud the ignore list names. */
+bool rp_cloud_index_ignored_(const rp_scene *sc, size_t e);
+
 /* Compares the ids of storage indices a and b as strcmp would (a cloud's
  * sphere k is "name/k"). */
 int rp_scene_index_cmp_(const rp_scene *sc, size_t a, size_t b);
@@ -334,6 +337,13 @@ static inline const rp_shape *rp_scene_shape_(const rp_scene *sc, size_t e, rp_s
     if (__builtin_expect(e < sc->count, 1))
         return rp_entry_shape_(RP_ENTRY(sc, e), buf);
     return rp_scene_cloud_shape_(sc, e, buf);
+}
+
+/* Whether the scene holds anything a walk could meet: shapes of its own
+ * or the spheres of a cloud. */
+static inline bool rp_scene_walkable_(const rp_scene *sc)
+{
+    return sc->count || (sc->objects && sc->objects->cloud_spheres);
 }
 
 /* Whether storage index e is an entry an ignore list leaves out (a cloud's
