@@ -82,6 +82,8 @@ SEMANTIC_REASONS = (
     # objects and robots in scenes: names that refer to what the scene holds
     "is no link of the robot's model",  # scene.attach link of the instance's model
     "is not attached",              # scene.detach of a free object
+    "is taken by a shape of the scene's own",  # a name the scene already uses
+    "or a point cloud",             # scene.move of a cloud
 )
 
 

@@ -289,8 +289,8 @@ bool rpd_edit_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const c
                                     "or one given twice");
     if (e->what == RP_EDIT_MOVE && st == RP_ERR_INVALID_ARG)
         return !rpd_fail_path(req, path,
-                              "names a robot instance (robots move by params.robots), or an "
-                              "object given twice");
+                              "names a robot instance (robots move by params.robots) or a "
+                              "point cloud (put it again), or an object given twice");
     if (robot && st == RP_ERR_NONFINITE && e->shape == SIZE_MAX)
         return !rpd_fail_path(req, path, "joint values must be finite");
     switch (st) {
