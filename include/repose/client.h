@@ -324,6 +324,45 @@ RP_API rp_client_error_kind rp_client_scene_move_robots(
     const char *const *object_names, const rp_transform *object_poses, size_t n_objects,
     const uint64_t *if_revision, uint64_t *revision, rp_client_error *err);
 
+/* ---- typed helpers: point clouds ----------------------------------------------
+ *
+ * A point cloud is a set of spheres of one radius, one per point or per
+ * occupied voxel, put and replaced whole by name (proto/PROTOCOL.md, Point
+ * clouds).  Its spheres are the scene shapes "name/k", k from 0 in the
+ * order of their centres (a Morton order), and queries, checks and motions
+ * report hits by those ids.  A cloud is read with scene.get (its `clouds`:
+ * radius, count and points_f32, the centres in sphere order), left out of
+ * a query or check by naming it in `ignore`, and removed by name with
+ * scene.remove, all through rp_client_call; this helper puts one.  Cloud
+ * names share the namespace of objects and robot instances: a put of a
+ * cloud replaces whatever bore its name. */
+
+/// scene.put {scene, clouds: {name: {radius, voxel?, count: n, points_f32}},
+/// create?, if_revision?}: puts the cloud `name` of the n points xyz[0..3n)
+/// (x, y, z of each point in turn, metres), replacing the cloud of that name
+/// whole.  The points are sent as they are, in single precision, as the
+/// base64 of their little-endian float32 bytes (16 characters a point,
+/// whatever the host's byte order); `count` n lets the server check that
+/// none went missing.  `radius` (metres, >= 0) is every sphere's; `voxel`
+/// (metres) > 0 merges the points of each cell of that size into one
+/// sphere at their centroid, 0 gives one sphere per point.  `create` makes
+/// a missing scene.  if_revision and *revision as for rp_client_scene_move
+/// (the scene's new revision; reset to 0 on entry).  xyz may be NULL when n
+/// is 0 (an empty cloud).  Refused with RP_CLIENT_ARG before anything is
+/// sent: a NULL scene or name, a string that is not valid UTF-8, a NULL xyz
+/// (n > 0), a coordinate that is NaN or infinite (the error names it, e.g.
+/// "xyz[7] (point 2, y) is NaN; ..."), a radius or voxel that is NaN or
+/// infinite.  The server's answers: a missing scene without `create` is
+/// RP_CLIENT_RPC -32001; a negative radius or voxel, or a name that clashes
+/// with a shape of the scene's own, -32602 with data.path (e.g.
+/// "params.clouds.cam.radius"); more points than max_shapes_per_scene
+/// allows, -32004.
+RP_API rp_client_error_kind rp_client_scene_put_cloud(rp_client *c, const char *scene,
+                                                      const char *name, const float *xyz, size_t n,
+                                                      double radius, double voxel, bool create,
+                                                      const uint64_t *if_revision,
+                                                      uint64_t *revision, rp_client_error *err);
+
 /// Pipelining: sends one request without waiting for its reply and stores
 /// its id in *id_out (when not NULL).  Ids are 1, 2, 3, ... per client.
 /// While the socket cannot take more bytes the client reads (and keeps)

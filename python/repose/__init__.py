@@ -9,13 +9,15 @@
 
 Every protocol method is a method of :class:`Client` (``.`` becomes ``_``);
 errors are :class:`ReposeError` subclasses; :func:`pose` builds a pose
-(translation and quaternion) for objects and checks.  Standard library
-only; numpy arrays are accepted wherever the protocol takes numbers.
+(translation and quaternion) for objects and checks; :func:`cloud_points`
+reads the centres of a point cloud scene.get returned.  Standard library
+only; numpy arrays are accepted wherever the protocol takes numbers (a
+cloud's points as packed float32).
 """
 
 from .client import Client, Notification, Pending, Pipeline, Watch
 from .methods import pose
-from .wire import RawJSON, encode_request, number_rows
+from .wire import RawJSON, cloud_points, encode_request, number_rows
 from .errors import (AlreadyExists, ConnectionLost, InternalError, InvalidParams, InvalidRequest,
                      LimitExceeded, MethodNotFound, NotFound, ParseError, ProtocolError,
                      ReposeError, RevisionConflict, ShuttingDown, StorageError, Unauthorized)
@@ -24,7 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Notification", "Pending", "Pipeline", "Watch", "encode_request", "RawJSON",
-    "number_rows", "pose",
+    "number_rows", "pose", "cloud_points",
     "ReposeError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
     "InternalError", "NotFound", "AlreadyExists", "RevisionConflict", "LimitExceeded",
     "Unauthorized", "ShuttingDown", "StorageError", "ConnectionLost", "ProtocolError",

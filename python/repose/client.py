@@ -23,11 +23,12 @@ class Notification(dict):
     """A server notification: ``method`` (``"scene.changed"``,
     ``"scene.deleted"``, ``"scene.resync"``) and ``params`` (``watch``,
     ``scene``, ``revision``, and for scene.changed ``put`` and ``removed``,
-    and when objects or robots changed ``objects`` ({name: {"pose",
-    "shapes"}} a put or replace wrote), ``robots`` ({name: {"model",
-    "joints", "base"}} a put or replace wrote) or ``moved`` (what a
-    scene.move gave: {name: pose} for an object, {name: {"joints",
-    "base"}} for a robot))."""
+    and when objects, robots or clouds changed ``objects`` ({name:
+    {"pose", "shapes"}} a put or replace wrote), ``robots`` ({name:
+    {"model", "joints", "base"}} a put or replace wrote), ``clouds``
+    ({name: {"radius", "count"}} a put or replace wrote: not the points,
+    which scene_get gives) or ``moved`` (what a scene.move gave: {name:
+    pose} for an object, {name: {"joints", "base"}} for a robot))."""
 
     @property
     def method(self) -> str:

@@ -6,10 +6,14 @@ from both sides when an extent is zero; a half-space, which has no end, as a
 two-sided square in its boundary plane, centred where the plane is nearest
 the centre of the other shapes' bounding box and max(10 m, 4 x that box's
 diagonal) across), one node and one mesh per shape, named by its id; scene
-shapes in one colour and robot links (posed with model.fk) in another.
-Positions are world coordinates in metres (glTF's unit), normals unit
-length, triangles counter-clockwise seen from the side their normals face,
-indices 32-bit.  Standard library only.
+shapes in one colour and robot links (posed with model.fk) in another.  A
+point cloud is one node and one mesh named after the cloud: a POINTS
+primitive (mode 0) of its spheres' centres in sphere order (vertex k is
+``"name/k"``), in a third colour, the radius and count in the mesh's
+``extras`` (glTF points have no size); an empty cloud is a node without a
+mesh, with those extras.  Positions are world coordinates in metres (glTF's unit), normals
+unit length, triangles counter-clockwise seen from the side their normals
+face, indices 32-bit.  Standard library only.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import struct
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import NotFound
+from .wire import cloud_points
 
 Vec = Tuple[float, float, float]
 Mesh = Tuple[List[Vec], List[Vec], List[int]]  # positions, normals, triangle indices
@@ -31,6 +36,7 @@ HALFSPACE_SCALE = 4.0  # ... and at least this many diagonals of the other shape
 
 SCENE_COLOUR = [0.62, 0.64, 0.68, 1.0]
 ROBOT_COLOUR = [0.95, 0.55, 0.10, 1.0]
+CLOUD_COLOUR = [0.20, 0.60, 0.90, 1.0]
 
 GLB_MAGIC = 0x46546C67  # "glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -267,14 +273,28 @@ def shape_bounds(shape: Mapping[str, Any]) -> Optional[Tuple[Vec, Vec]]:
     return lo, hi
 
 
-def halfspace_square(shapes: Iterable[Mapping[str, Any]]) -> Tuple[Vec, float]:
-    """Where to_glb draws half-spaces: the centre of the bounded shapes'
-    bounding box (the origin when there are none) and the square's side,
-    max(HALFSPACE_MIN_SIZE, HALFSPACE_SCALE x that box's diagonal)."""
+def cloud_bounds(centres: Sequence[Sequence[float]],
+                 radius: float) -> Optional[Tuple[Vec, Vec]]:
+    """The axis-aligned bounds (lo, hi) of a cloud's spheres (their centres
+    and radius); None for an empty cloud."""
+    if not centres:
+        return None
+    r = float(radius)
+    lo = tuple(min(p[j] for p in centres) - r for j in range(3))
+    hi = tuple(max(p[j] for p in centres) + r for j in range(3))
+    return (lo[0], lo[1], lo[2]), (hi[0], hi[1], hi[2])
+
+
+def halfspace_square(shapes: Iterable[Mapping[str, Any]],
+                     bounds: Iterable[Tuple[Vec, Vec]] = ()) -> Tuple[Vec, float]:
+    """Where to_glb draws half-spaces: the centre of the bounding box of the
+    bounded shapes and of the boxes in `bounds` (the clouds'; the origin
+    when there are none) and the square's side, max(HALFSPACE_MIN_SIZE,
+    HALFSPACE_SCALE x that box's diagonal)."""
     lo = [math.inf] * 3
     hi = [-math.inf] * 3
-    for shape in shapes:
-        b = shape_bounds(shape)
+    boxes = [shape_bounds(shape) for shape in shapes] + list(bounds)
+    for b in boxes:
         if b is not None:
             lo = [min(lo[j], b[0][j]) for j in range(3)]
             hi = [max(hi[j], b[1][j]) for j in range(3)]
@@ -318,12 +338,14 @@ def place(shape: Mapping[str, Any], pose: Mapping[str, Any]) -> Dict[str, Any]:
 
 def to_glb(shapes: Mapping[str, Mapping[str, Any]],
            robot: Optional[Mapping[str, Mapping[str, Any]]] = None,
-           generator: str = "repose") -> bytes:
+           generator: str = "repose",
+           clouds: Optional[Mapping[str, Mapping[str, Any]]] = None) -> bytes:
     """A .glb file: `shapes` ({id: shape}, world coordinates) in the scene
-    colour, `robot` ({name: shape}, world coordinates) in the robot colour.
-    Each half-space is a square in its plane nearest the centre of the other
-    shapes' bounds, scene and robot together, sized to them
-    (halfspace_square)."""
+    colour, `robot` ({name: shape}, world coordinates) in the robot colour,
+    `clouds` ({name: cloud} as scene.get gives them: "radius", "count",
+    "points_f32") as POINTS in the cloud colour.  Each half-space is a
+    square in its plane nearest the centre of the other shapes' bounds,
+    scene, robot and clouds together, sized to them (halfspace_square)."""
     doc: Dict[str, Any] = {
         "asset": {"version": "2.0", "generator": generator},
         "scene": 0,
@@ -334,12 +356,17 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
                                                       "metallicFactor": 0.0}},
             {"name": "robot", "pbrMetallicRoughness": {"baseColorFactor": ROBOT_COLOUR,
                                                       "metallicFactor": 0.0}},
+            {"name": "cloud", "pbrMetallicRoughness": {"baseColorFactor": CLOUD_COLOUR,
+                                                      "metallicFactor": 0.0}},
         ],
         "buffers": [],
     }
     blob = bytearray()
     everything = list(shapes.values()) + list((robot or {}).values())
-    square_centre, square_size = halfspace_square(everything)
+    centres = {name: cloud_points(c, as_list=True) for name, c in (clouds or {}).items()}
+    radii = {name: float(c["radius"]) for name, c in (clouds or {}).items()}
+    square_centre, square_size = halfspace_square(
+        everything, [b for b in (cloud_bounds(centres[n], radii[n]) for n in centres) if b])
 
     def view(data: bytes, target: int) -> int:
         while len(blob) % 4:
@@ -373,10 +400,29 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
         doc["nodes"].append({"name": name, "mesh": len(doc["meshes"]) - 1})
         doc["scenes"][0]["nodes"].append(len(doc["nodes"]) - 1)
 
+    def add_cloud(name: str, pos: List[List[float]], radius: float) -> None:
+        node: Dict[str, Any] = {"name": name}
+        if pos:  # glTF accessors hold at least one element
+            # The centres are float32 already: these are the stored values.
+            lo = [min(p[j] for p in pos) for j in range(3)]
+            hi = [max(p[j] for p in pos) for j in range(3)]
+            pa = accessor(view(b"".join(struct.pack("<3f", *p) for p in pos), 34962), 5126,
+                          len(pos), "VEC3", lo, hi)
+            doc["meshes"].append({"name": name, "extras": {"radius": radius, "count": len(pos)},
+                                  "primitives": [{"attributes": {"POSITION": pa}, "mode": 0,
+                                                  "material": 2}]})
+            node["mesh"] = len(doc["meshes"]) - 1
+        else:
+            node["extras"] = {"radius": radius, "count": 0}
+        doc["nodes"].append(node)
+        doc["scenes"][0]["nodes"].append(len(doc["nodes"]) - 1)
+
     for sid in sorted(shapes):
         add(sid, shapes[sid], 0)
     for rid in sorted(robot or {}):
         add(rid, (robot or {})[rid], 1)
+    for name in sorted(centres):
+        add_cloud(name, centres[name], radii[name])
     while len(blob) % 4:
         blob.append(0)
     if blob:
@@ -396,15 +442,18 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
     return out
 
 
-def scene_shapes(client: Any, scene: str, attempts: int = 5) -> Dict[str, Any]:
+def scene_contents(client: Any, scene: str,
+                   attempts: int = 5) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Every shape of a scene in world coordinates ({id: shape}): its own
     shapes, its objects' as ``"name/id"`` and its robot instances' as
-    ``"name/<model shape id>"``, all at one revision.  A scene.get without
-    ids lists objects in their own frames and robots by model, joints and
-    base, so a scene with either is read again by ids (the daemon places
-    them; a robot's shape ids are its model's, from model.get, which cannot
-    change while the robot uses the model); when the scene changed in
-    between, the read is repeated (ValueError after `attempts`)."""
+    ``"name/<model shape id>"``, and its clouds ({name: {"radius", "count",
+    "points_f32"}}, world coordinates already), all at one revision.  A
+    scene.get without ids lists objects in their own frames and robots by
+    model, joints and base, so a scene with either is read again by ids
+    (the daemon places them; a robot's shape ids are its model's, from
+    model.get, which cannot change while the robot uses the model); when
+    the scene changed in between, the read is repeated (ValueError after
+    `attempts`)."""
     models: Dict[str, List[str]] = {}  # model name: its shape ids
 
     def placed_ids(got: Mapping[str, Any]) -> List[str]:
@@ -420,7 +469,7 @@ def scene_shapes(client: Any, scene: str, attempts: int = 5) -> Dict[str, Any]:
     got = client.scene_get(scene)
     for _ in range(attempts):
         if not got.get("objects") and not got.get("robots"):
-            return got["shapes"]
+            return got["shapes"], got.get("clouds", {})
         try:
             world = client.scene_get(scene, ids=placed_ids(got))
         except NotFound as e:
@@ -429,22 +478,28 @@ def scene_shapes(client: Any, scene: str, attempts: int = 5) -> Dict[str, Any]:
             world = None  # an id (or a robot's model) went in between
             models.clear()
         if world is not None and world["revision"] == got["revision"]:
-            return world["shapes"]
+            return world["shapes"], got.get("clouds", {})
         models.clear()  # a model may have been replaced once no robot used it
         got = client.scene_get(scene)
     if not got.get("objects") and not got.get("robots"):
-        return got["shapes"]
+        return got["shapes"], got.get("clouds", {})
     raise ValueError(f"scene {scene!r} kept changing while it was read")
+
+
+def scene_shapes(client: Any, scene: str, attempts: int = 5) -> Dict[str, Any]:
+    """The shapes of :func:`scene_contents` ({id: shape}, world
+    coordinates), without the clouds."""
+    return scene_contents(client, scene, attempts)[0]
 
 
 def export(client: Any, scene: str, model: Optional[str] = None,
            joints: Any = None) -> bytes:
     """The .glb of a scene as the daemon holds it, with a kinematic model's
     shapes posed at `joints` (model.fk) when a model is given.  An object's
-    shapes are exported in world coordinates, as ``"name/id"``, and a robot
+    shapes are exported in world coordinates, as ``"name/id"``, a robot
     instance's where its joints and base put them, as ``"name/<model shape
-    id>"``."""
-    shapes = scene_shapes(client, scene)
+    id>"``, and a cloud as the points of its centres, named after it."""
+    shapes, clouds = scene_contents(client, scene)
     robot = None
     if model is not None:
         info = client.model_get(model)
@@ -455,4 +510,4 @@ def export(client: Any, scene: str, model: Optional[str] = None,
         poses = client.model_fk(model, joints)["links"]
         robot = {f"{model}/{s['id']}": place(s["shape"], poses[s["link"]])
                  for s in info["shapes"]}
-    return to_glb(shapes, robot)
+    return to_glb(shapes, robot, clouds=clouds)

@@ -24,13 +24,24 @@ the same three methods, and move with ``scene_move(scene, robots={name:
 {"joints": ..., "base": ...}})``, beside objects or alone.  Robot and object
 names share one namespace: ``ignore=`` and :meth:`Methods.scene_remove` take
 either.
+
+Point clouds (spheres of one radius, one per point or per occupied voxel,
+replaced whole by name; proto/PROTOCOL.md, Point clouds) go as
+``clouds={name: {"points": points, "radius": r, "voxel": v}}`` (voxel
+optional) in the same three methods.  ``points`` is an (N, 3) numpy array
+(sent as base64 float32, ``points_f32``) or a list of [x, y, z] rows (sent
+as JSON up to :data:`repose.wire.CLOUD_JSON_MAX_POINTS` rows, as
+``points_f32`` beyond); a cloud from scene.get ({"radius", "count",
+"points_f32"}) can be put back as it is, and :func:`repose.cloud_points`
+reads its centres.  A cloud's spheres are the scene shapes ``"name/k"``;
+its name shares the objects' namespace (``ignore=``, scene_remove).
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .wire import number_rows
+from .wire import encode_cloud, number_rows
 
 Shape = Mapping[str, Any]
 Pose = Mapping[str, Any]
@@ -38,6 +49,7 @@ JointVector = Union[Sequence[float], Mapping[str, float], Any]  # list, dict or 
 Object = Mapping[str, Any]  # {"pose": Pose (optional), "shapes": {id: Shape}}
 Robot = Mapping[str, Any]  # {"model": name, "joints": JointVector (opt.), "base": Pose (opt.)}
 RobotMove = Mapping[str, Any]  # {"joints": JointVector (optional), "base": Pose (optional)}
+Cloud = Mapping[str, Any]  # {"points": (N, 3) array or rows, "radius": r, "voxel": v (optional)}
 
 
 def pose(translation: Optional[Sequence[float]] = None,
@@ -70,6 +82,18 @@ def _names(names: Optional[Iterable[str]]) -> Optional[List[str]]:
     if isinstance(names, str):
         return [names]
     return list(names)
+
+
+def _clouds(clouds: Optional[Mapping[str, Cloud]], method: str) -> Optional[Dict[str, Any]]:
+    """The clouds param: each cloud's points encoded by
+    :func:`repose.wire.encode_cloud`; None stays None.  A ValueError names
+    the method and the value's path."""
+    if clouds is None:
+        return None
+    try:
+        return {name: encode_cloud(c, f"params.clouds.{name}") for name, c in clouds.items()}
+    except ValueError as e:
+        raise ValueError(f"{method}: {e}") from None
 
 
 def _params(**kw: Any) -> Dict[str, Any]:
@@ -132,12 +156,14 @@ class Methods:
 
     def scene_create(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
                      objects: Optional[Mapping[str, Object]] = None,
-                     robots: Optional[Mapping[str, Robot]] = None) -> Any:
-        """Creates a scene ({id: shape}, ``objects`` {name: {"pose", "shapes"}}
-        and ``robots`` {name: {"model", "joints", "base"}}); returns ``scene``
-        and ``revision``."""
+                     robots: Optional[Mapping[str, Robot]] = None,
+                     clouds: Optional[Mapping[str, Cloud]] = None) -> Any:
+        """Creates a scene ({id: shape}, ``objects`` {name: {"pose", "shapes"}},
+        ``robots`` {name: {"model", "joints", "base"}} and ``clouds`` {name:
+        {"points", "radius", "voxel"}}); returns ``scene`` and ``revision``."""
         return self._call("scene.create", _params(scene=scene, shapes=shapes, objects=objects,
-                                                  robots=robots))
+                                                  robots=robots,
+                                                  clouds=_clouds(clouds, "scene.create")))
 
     def scene_delete(self, scene: str) -> Any:
         """Deletes a scene; returns ``scene``, ``deleted`` and the ``revision`` it took."""
@@ -151,46 +177,56 @@ class Methods:
         """``scene``, ``revision`` and ``shapes`` ({id: shape}, sorted by id).
         Without ``ids``: the scene's own shapes, ``objects`` ({name:
         {"pose": {"matrix": ...}, "shapes": {local id: shape}}}) when it has
-        any, and ``robots`` ({name: {"model", "joints": [values in the
-        model's joint order], "base": {"matrix": ...}}}) when it has any;
-        with ``ids``, any shape, an object's or a robot's in world
-        coordinates as ``"name/id"``."""
+        any, ``robots`` ({name: {"model", "joints": [values in the
+        model's joint order], "base": {"matrix": ...}}}) when it has any,
+        and ``clouds`` ({name: {"radius", "count", "points_f32"}}: read the
+        centres with :func:`repose.cloud_points`, put it back as it is)
+        when it has any; with ``ids``, any shape, an object's or a robot's
+        in world coordinates as ``"name/id"``."""
         return self._call("scene.get", _params(scene=scene, ids=None if ids is None else list(ids)))
 
     def scene_put(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
                   objects: Optional[Mapping[str, Object]] = None,
                   robots: Optional[Mapping[str, Robot]] = None,
+                  clouds: Optional[Mapping[str, Cloud]] = None,
                   if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
-        """Inserts or replaces shapes, ``objects`` ({name: {"pose", "shapes"}})
-        and ``robots`` ({name: {"model", "joints", "base"}}; joints a list, a
-        numpy array or {joint name: value}), each object or robot replacing
-        the one of that name whole, all or nothing; returns the new
+        """Inserts or replaces shapes, ``objects`` ({name: {"pose", "shapes"}}),
+        ``robots`` ({name: {"model", "joints", "base"}}; joints a list, a
+        numpy array or {joint name: value}) and ``clouds`` ({name:
+        {"points": (N, 3) array or [x, y, z] rows, "radius", "voxel"}}), each
+        object, robot or cloud replacing the one of that name whole, all or
+        nothing; returns the new
         ``revision``.  ``if_revision`` makes it a compare-and-set
         (:class:`RevisionConflict`).  An unknown model is :class:`NotFound`
         (``data["kind"] == "model"``); a frame-indexed model or a wrong joint
-        count :class:`InvalidParams` at its path."""
+        count :class:`InvalidParams` at its path, and so is a bad cloud
+        (``params.clouds.cam.radius``); a cloud point that is NaN or not
+        finite in float32 is a ValueError before anything is sent."""
         return self._call("scene.put", _params(scene=scene, shapes=shapes, objects=objects,
-                                               robots=robots, if_revision=if_revision,
-                                               create=create))
+                                               robots=robots, clouds=_clouds(clouds, "scene.put"),
+                                               if_revision=if_revision, create=create))
 
     def scene_remove(self, scene: str, ids: Iterable[str], *,
                      if_revision: Optional[int] = None) -> Any:
-        """Removes shapes by id, and objects and robot instances by name
-        (with their shapes); returns ``revision`` and ``removed`` (how many
-        were there).  An object's or a robot's own shape ``"name/id"`` is
-        refused (:class:`InvalidParams`): remove or put it instead."""
+        """Removes shapes by id, and objects, robot instances and clouds by
+        name (with their shapes); returns ``revision`` and ``removed`` (how
+        many were there).  An object's, a robot's or a cloud's own shape
+        ``"name/id"`` is refused (:class:`InvalidParams`): remove or put it
+        instead."""
         return self._call("scene.remove", _params(scene=scene, ids=list(ids),
                                                   if_revision=if_revision))
 
     def scene_replace(self, scene: str, shapes: Optional[Mapping[str, Shape]] = None, *,
                       objects: Optional[Mapping[str, Object]] = None,
                       robots: Optional[Mapping[str, Robot]] = None,
+                      clouds: Optional[Mapping[str, Cloud]] = None,
                       if_revision: Optional[int] = None, create: Optional[bool] = None) -> Any:
-        """Swaps the whole content of a scene (its shapes, ``objects`` and
-        ``robots``) atomically; returns the new ``revision``."""
+        """Swaps the whole content of a scene (its shapes, ``objects``,
+        ``robots`` and ``clouds``) atomically; returns the new ``revision``."""
         return self._call("scene.replace", _params(scene=scene, shapes=shapes, objects=objects,
-                                                   robots=robots, if_revision=if_revision,
-                                                   create=create))
+                                                   robots=robots,
+                                                   clouds=_clouds(clouds, "scene.replace"),
+                                                   if_revision=if_revision, create=create))
 
     def scene_move(self, scene: str, objects: Optional[Mapping[str, Pose]] = None, *,
                    robots: Optional[Mapping[str, RobotMove]] = None,
@@ -227,8 +263,8 @@ class Methods:
                        ignore: Optional[Iterable[str]] = None) -> Any:
         """Nearest scene shape to ``shape`` (or to any of ``shapes``): ``distance``,
         ``nearest``, ``revision``; with ``max_distance`` also every closer ``pairs``.
-        ``ignore``: names of objects or robot instances whose shapes are left
-        out."""
+        ``ignore``: names of objects, robot instances or clouds whose shapes
+        are left out."""
         return self._call("scene.distance", _params(
             scene=scene, shape=shape, shapes=shapes,
             ids=None if ids is None else list(ids), max_distance=max_distance,
@@ -240,8 +276,8 @@ class Methods:
                     first_only: Optional[bool] = None,
                     ignore: Optional[Iterable[str]] = None) -> Any:
         """``violates`` and the violating ``pairs`` closer than ``margin``;
-        ``ignore``: names of objects or robot instances whose shapes are left
-        out."""
+        ``ignore``: names of objects, robot instances or clouds whose shapes
+        are left out."""
         return self._call("scene.check", _params(
             scene=scene, shape=shape, shapes=shapes, margin=margin,
             ids=None if ids is None else list(ids), first_only=first_only,
@@ -299,7 +335,7 @@ class Methods:
         """Checks one configuration (``joints`` for a kinematic model, else
         ``frames``) against ``scene`` and itself: ``valid``, ``revision``, and
         what ``report`` asks for (``"first"``, ``"closest"``, ``"all"``).
-        ``ignore``: names of the scene's objects or robot instances to leave
+        ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
         return self._call("check", _params(model=model, scene=scene, joints=joints, frames=frames,
@@ -314,7 +350,7 @@ class Methods:
                     **options: Any) -> Any:
         """Checks many configurations: ``joints`` (a list of joint vectors, or an
         n x dof numpy array) or ``configurations``; ``results`` in order.
-        ``ignore``: names of the scene's objects or robot instances to leave
+        ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
         if joints is not None:
@@ -332,7 +368,7 @@ class Methods:
         """Checks the motion through the waypoints ``path`` (two or more joint
         vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
         ``"certified"``: ``valid`` and, when not, where it first fails.
-        ``ignore``: names of the scene's objects or robot instances to leave
+        ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
         path = number_rows(path, "check.motion: params.path")

@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: MIT
-"""Request lines: compact JSON, NaN refused, large number tables formatted fast."""
+"""Request lines: compact JSON, NaN refused, large number tables formatted
+fast, point clouds packed as base64 float32."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
-from typing import Any, Dict, Optional
+import struct
+from typing import Any, Dict, List, Mapping, Optional
+
+# A list of more points than this goes as points_f32 (see encode_cloud).
+CLOUD_JSON_MAX_POINTS = 1024
 
 
 def _jsonable(o: Any) -> Any:
@@ -118,3 +124,145 @@ def encode_request(rid: int, method: str, params: Optional[Dict[str, Any]]) -> b
     return text.encode("utf-8") + b"\n"
 
 
+
+
+def _f32_from_array(points: Any, where: str) -> bytes:
+    """The little-endian float32 bytes of an (N, 3) numpy array of any
+    numeric dtype and any memory layout; ValueError for another shape or a
+    value that is not finite in float32 (NaN, infinite, or beyond
+    float32's range), naming it (``where[row][column]``)."""
+    import numpy  # the caller gave a numpy array: numpy is there
+
+    a = numpy.asarray(points)
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise ValueError(f"{where} must be an (N, 3) array of x, y, z rows, not of shape "
+                         f"{a.shape}")
+    with numpy.errstate(over="ignore", invalid="ignore"):
+        f = a.astype("<f4", order="C")
+    bad = ~numpy.isfinite(f)
+    if bad.any():
+        i, j = (int(k) for k in numpy.argwhere(bad)[0])
+        raise ValueError(f"{where}[{i}][{j}] is {float(a[i, j])!r}, not a finite float32 "
+                         f"(row {i})")
+    return f.tobytes()
+
+
+def _f32_from_rows(rows: List[List[Any]], where: str) -> bytes:
+    """The little-endian float32 bytes of x, y, z rows; ValueError naming
+    the first value that is not a number or not finite in float32."""
+    flat: List[float] = []
+    for i, r in enumerate(rows):
+        for j, v in enumerate(r):
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}[{i}][{j}] is {v!r}, not a number (row {i})") from None
+            if not math.isfinite(x):
+                raise ValueError(f"{where}[{i}][{j}] is {x!r}, not a finite float32 (row {i})")
+            flat.append(x)
+    try:
+        return struct.pack(f"<{len(flat)}f", *flat)
+    except OverflowError:  # beyond float32's range: find it
+        for k, x in enumerate(flat):
+            try:
+                struct.pack("<f", x)
+            except OverflowError:
+                i, j = divmod(k, 3)
+                raise ValueError(f"{where}[{i}][{j}] is {x!r}, beyond float32's range "
+                                 f"(row {i})") from None
+        raise
+
+
+def _rows(points: Any, where: str) -> List[List[Any]]:
+    """x, y, z rows from a list (or any iterable, or an object with tolist())
+    of rows; ValueError for a row without 3 numbers."""
+    rows = points.tolist() if hasattr(points, "tolist") else list(points)
+    rows = [r.tolist() if hasattr(r, "tolist") else list(r) for r in rows]
+    for i, r in enumerate(rows):
+        if len(r) != 3:
+            raise ValueError(f"{where}[{i}] has {len(r)} numbers, not 3 (x, y, z)")
+    return rows
+
+
+def _is_array(points: Any) -> bool:
+    """A numpy array (or one like it: a dtype and astype)."""
+    return hasattr(points, "dtype") and hasattr(points, "astype")
+
+
+def encode_cloud(cloud: Mapping[str, Any], where: str = "cloud") -> Dict[str, Any]:
+    """A point cloud as scene.put reads it (proto/PROTOCOL.md, Point clouds):
+    ``cloud`` is {"points": ..., "radius": r, "voxel": v (optional)} and
+    any other member (``count``, or ``points_f32`` instead of ``points``)
+    goes as it is, so a cloud from scene.get can be put back unchanged.
+
+    ``points`` may be
+      - a numpy array of shape (N, 3), of any numeric dtype and layout: sent
+        as ``points_f32`` (base64 of its values cast to little-endian
+        float32, C order) with ``count`` N;
+      - a list (or any iterable, or an object with tolist()) of [x, y, z]
+        rows: sent as JSON ``points`` when it has at most
+        CLOUD_JSON_MAX_POINTS rows (readable, and the daemon's errors name
+        the value), else packed as ``points_f32`` with ``count`` like an
+        array (16 characters a point instead of about 60, no decimal
+        parsing).  The daemon rounds ``points`` to float32 as the packing
+        does, so both give the same spheres.
+    A row without 3 numbers, or a value that is not finite in float32, is a
+    ValueError naming it (``where.points[row][column]``) before anything is
+    sent; ``where`` is the cloud's path in the params."""
+    if "points" not in cloud:
+        return dict(cloud)
+    if "points_f32" in cloud:
+        raise ValueError(f"{where}: give points or points_f32, not both")
+    out = {k: v for k, v in cloud.items() if k != "points"}
+    points = cloud["points"]
+    at = f"{where}.points"
+    if _is_array(points):
+        raw = _f32_from_array(points, at)
+    else:
+        rows = _rows(points, at)
+        if len(rows) <= CLOUD_JSON_MAX_POINTS:
+            out["points"] = rows
+            return out
+        raw = _f32_from_rows(rows, at)
+    out["points_f32"] = base64.b64encode(raw).decode("ascii")
+    out.setdefault("count", len(raw) // 12)
+    return out
+
+
+def cloud_points(cloud: Mapping[str, Any], *, as_list: bool = False) -> Any:
+    """The centres of a cloud's spheres as scene.get gives the cloud
+    ({"radius", "count", "points_f32"}), in sphere order (row k is the
+    sphere ``"name/k"``): an (N, 3) numpy float32 array, or with
+    ``as_list=True`` a list of [x, y, z] Python floats holding the same
+    float32 values exactly (no numpy needed).  A cloud as it is put, with
+    ``points`` (rows or an array), is read too: its points rounded to
+    float32, in the order given.  ValueError for base64 that is not
+    RFC 4648 with padding, a length that is not a multiple of 12 bytes, or
+    a ``count`` that does not match; ImportError without numpy unless
+    ``as_list``."""
+    if "points_f32" in cloud:
+        try:
+            raw = base64.b64decode(cloud["points_f32"], validate=True)
+        except ValueError as e:  # binascii.Error
+            raise ValueError(f"points_f32 is not base64: {e}") from None
+        if len(raw) % 12:
+            raise ValueError(f"points_f32 holds {len(raw)} bytes, not a multiple of 12 "
+                             "(x, y, z float32 triples)")
+    elif "points" in cloud:
+        points = cloud["points"]
+        raw = (_f32_from_array(points, "points") if _is_array(points)
+               else _f32_from_rows(_rows(points, "points"), "points"))
+    else:
+        raise ValueError("a cloud has points_f32 (as scene.get gives it) or points")
+    n = len(raw) // 12
+    if cloud.get("count", n) != n:
+        raise ValueError(f"the cloud holds {n} points, its count says {cloud['count']}")
+    if as_list:
+        flat = struct.unpack(f"<{3 * n}f", raw)
+        return [list(flat[k:k + 3]) for k in range(0, 3 * n, 3)]
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError("repose.cloud_points needs numpy for an array; as_list=True gives "
+                          "lists") from None
+    return numpy.frombuffer(raw, dtype="<f4").astype(numpy.float32).reshape(n, 3)

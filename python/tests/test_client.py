@@ -12,21 +12,25 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import repose  # noqa: E402
+from repose.wire import CLOUD_JSON_MAX_POINTS, encode_cloud  # noqa: E402
 
 try:
     import numpy  # type: ignore
@@ -40,6 +44,12 @@ ARM_SRDF = os.path.join(ROOT, "tests", "data", "arm7.srdf")
 
 def sphere(x, y, z, r):
     return {"sphere": {"center": [x, y, z], "radius": r}}
+
+
+def base64_of(values):
+    """points_f32 text of float values (little-endian float32)."""
+    import base64
+    return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode("ascii")
 
 
 class Daemon:
@@ -387,6 +397,204 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.scene_get("py-rob-np")["robots"]["r"]["joints"], q2.tolist())
         with self.assertRaisesRegex(ValueError, r"params\.robots\.r\.joints\[1\]"):
             c.scene_move("py-rob-np", robots={"r": {"joints": numpy.array([0.0, numpy.nan])}})
+
+    def test_clouds_put_get_query_ignore_and_remove(self) -> None:
+        c = self.client()
+        post = {"capsule": {"a": [2, 0, 0], "b": [2, 0, 1], "radius": 0.25}}
+        # Points that float32 holds exactly, so the centres compare exactly.
+        pts = [[0.5, 0, 0.75], [0.5, 0.125, 0.75], [1, 0, 0.75], [1.0625, 0, 0.75]]
+        cam = {"points": pts, "radius": 0.0625}
+        self.assertEqual(encode_cloud(cam), cam)  # a short list goes as JSON points
+        rev = c.scene_create("py-cloud", {"post": post}, clouds={"cam": cam})["revision"]
+        got = c.scene_get("py-cloud")
+        self.assertEqual((got["revision"], got["shapes"]), (rev, {"post": post}))
+        self.assertEqual(sorted(got["clouds"]), ["cam"])
+        stored = got["clouds"]["cam"]
+        self.assertEqual((stored["radius"], stored["count"]), (0.0625, 4))
+        centres = repose.cloud_points(stored, as_list=True)
+        self.assertEqual(sorted(centres), sorted(pts))
+        # A query names the sphere it hits "cam/k", k its row in points_f32.
+        probe = sphere(1.0625, 0, 1.0, 0.0625)
+        k = centres.index([1.0625, 0, 0.75])
+        d = c.scene_distance("py-cloud", probe)
+        self.assertEqual((d["distance"], d["nearest"]["shape"]), (0.125, f"cam/{k}"))
+        chk = c.scene_check("py-cloud", 0.25, probe)
+        self.assertEqual([p["shape"] for p in chk["pairs"]],
+                         [f"cam/{k}", f"cam/{centres.index([1, 0, 0.75])}"])
+        # ignore leaves the whole cloud out, in queries and checks.
+        d = c.scene_distance("py-cloud", probe, ignore=["cam"])
+        self.assertEqual((d["distance"], d["nearest"]["shape"]), (0.625, "post"))
+        self.assertFalse(c.scene_check("py-cloud", 0.25, probe, ignore="cam")["violates"])
+        c.model_put("py-cloud-m",
+                    links=[{"id": "s", "frame": 0, "shape": sphere(0, 0, 0, 0.0625)}])
+        at = [repose.pose([1.0625, 0, 1.0])]
+        hit = c.check("py-cloud-m", scene="py-cloud", frames=at, report="closest")
+        self.assertEqual((hit["collision"], hit["min_distance"], hit["closest"]["other"]),
+                         (False, 0.125, f"cam/{k}"))
+        hit = c.check("py-cloud-m", scene="py-cloud", frames=at, margin=0.25)
+        self.assertTrue(hit["collision"])
+        free = c.check("py-cloud-m", scene="py-cloud", frames=at, margin=0.25, ignore=["cam"])
+        self.assertEqual((free["collision"], free["closest"]["other"]), (False, "post"))
+        # scene.get's cloud put back as it is gives the same spheres.
+        c.scene_put("py-cloud", clouds=got["clouds"])
+        self.assertEqual(c.scene_get("py-cloud")["clouds"], got["clouds"])
+        # A put replaces the cloud whole (voxels of 0.25 m here: two
+        # centroids); scene.changed carries its radius and count.
+        with c.watch("py-cloud", timeout=10) as w:
+            r = c.scene_put("py-cloud", clouds={"cam": {"points": pts, "radius": 0.0625,
+                                                        "voxel": 0.25}})
+            n = next(w)
+            self.assertEqual(n.params["revision"], r["revision"])
+            self.assertEqual(n.params["clouds"], {"cam": {"radius": 0.0625, "count": 2}})
+        voxels = repose.cloud_points(c.scene_get("py-cloud")["clouds"]["cam"], as_list=True)
+        self.assertEqual(sorted(voxels), [[0.5, 0.0625, 0.75], [1.03125, 0, 0.75]])
+        # The daemon's refusals, at their paths.
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_put("py-cloud", clouds={"cam": {"points": pts, "radius": -1}})
+        self.assertEqual(e.exception.path, "params.clouds.cam.radius")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_put("py-cloud", clouds={"cam": {**got["clouds"]["cam"], "count": 3}})
+        self.assertEqual(e.exception.path, "params.clouds.cam.count")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_put("py-cloud", {"cam/0": sphere(0, 0, 0, 1)})
+        self.assertEqual(e.exception.path, "params.shapes.cam/0")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_remove("py-cloud", ["cam/0"])  # one sphere of the cloud
+        self.assertEqual(e.exception.path, "params.ids[0]")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.scene_move("py-cloud", {"cam": repose.pose([1, 0, 0])})
+        self.assertEqual(e.exception.path, "params.objects.cam")
+        # Refused here, before anything is sent.
+        with self.assertRaisesRegex(ValueError, r"^scene\.put: params\.clouds\.cam\.points"
+                                                r"\[1\]\[2\] is not a finite number"):
+            c.scene_put("py-cloud", clouds={"cam": {"points": [[0, 0, 0], [0, 0, math.nan]],
+                                                    "radius": 0.1}})
+        with self.assertRaisesRegex(ValueError, r"^scene\.put: params\.clouds\.cam\.points"
+                                                r"\[1\] has 2 numbers, not 3"):
+            c.scene_put("py-cloud", clouds={"cam": {"points": [[0, 0, 0], [0, 0]], "radius": 0.1}})
+        with self.assertRaisesRegex(ValueError, "points or points_f32, not both"):
+            c.scene_put("py-cloud", clouds={"cam": {**got["clouds"]["cam"], "points": pts}})
+        self.assertEqual(c.scene_get("py-cloud")["revision"], r["revision"])  # nothing changed
+        # Removal by name takes the cloud and every sphere of it.
+        self.assertEqual(c.scene_remove("py-cloud", ["cam"])["removed"], 1)
+        self.assertNotIn("clouds", c.scene_get("py-cloud"))
+        self.assertEqual(c.scene_distance("py-cloud", probe)["nearest"]["shape"], "post")
+        # scene.replace keeps only the clouds it lists (and needs no shapes).
+        c.scene_replace("py-cloud", clouds={"a": cam, "b": {"points": [], "radius": 0}})
+        got = c.scene_get("py-cloud")
+        self.assertEqual((got["shapes"], sorted(got["clouds"])), ({}, ["a", "b"]))
+        self.assertEqual(repose.cloud_points(got["clouds"]["b"], as_list=True), [])
+        c.scene_replace("py-cloud", clouds={"b": cam})
+        self.assertEqual(sorted(c.scene_get("py-cloud")["clouds"]), ["b"])
+
+    def test_a_long_list_of_points_goes_as_float32(self) -> None:
+        c = self.client()
+        rng = random.Random(7)
+        pts = [[rng.uniform(-2, 2), rng.uniform(-2, 2), rng.uniform(0, 2)] for _ in range(2000)]
+        short = encode_cloud({"points": pts[:CLOUD_JSON_MAX_POINTS], "radius": 0.01})
+        self.assertEqual(sorted(short), ["points", "radius"])
+        long = encode_cloud({"points": pts[:CLOUD_JSON_MAX_POINTS + 1], "radius": 0.01})
+        self.assertEqual(sorted(long), ["count", "points_f32", "radius"])
+        self.assertEqual(long["count"], CLOUD_JSON_MAX_POINTS + 1)
+        # Tuples, and a generator of rows, go too.
+        c.scene_create("py-cloud-long", clouds={"cam": {"points": (tuple(p) for p in pts),
+                                                        "radius": 0.01}})
+        got = c.scene_get("py-cloud-long")["clouds"]["cam"]
+        self.assertEqual(got["count"], 2000)
+        as_f32 = [list(struct.unpack("<3f", struct.pack("<3f", *p))) for p in pts]
+        self.assertEqual(sorted(repose.cloud_points(got, as_list=True)), sorted(as_f32))
+        # The same points as JSON (in two halves of one request's clouds)
+        # give the same float32 centres: the daemon rounds them alike.
+        halves = {"a": {"points": pts[:1000], "radius": 0.01},
+                  "b": {"points": pts[1000:], "radius": 0.01}}
+        c.scene_put("py-cloud-long", clouds=halves)
+        both = c.scene_get("py-cloud-long")["clouds"]
+        self.assertEqual(sorted(repose.cloud_points(both["a"], as_list=True) +
+                                repose.cloud_points(both["b"], as_list=True)), sorted(as_f32))
+        # Refused here, naming the value.
+        bad = [list(p) for p in pts]
+        bad[1500][1] = math.inf
+        with self.assertRaisesRegex(ValueError, r"^scene\.put: params\.clouds\.cam\.points"
+                                                r"\[1500\]\[1\] is inf, not a finite float32"):
+            c.scene_put("py-cloud-long", clouds={"cam": {"points": bad, "radius": 0.01}})
+        bad[1500][1] = 1e39
+        with self.assertRaisesRegex(ValueError, r"points\[1500\]\[1\] is 1e\+39, beyond float32"):
+            c.scene_put("py-cloud-long", clouds={"cam": {"points": bad, "radius": 0.01}})
+        bad[1500][1] = "x"
+        with self.assertRaisesRegex(ValueError, r"points\[1500\]\[1\] is 'x', not a number"):
+            c.scene_put("py-cloud-long", clouds={"cam": {"points": bad, "radius": 0.01}})
+        self.assertEqual(c.scene_get("py-cloud-long")["clouds"]["cam"], got)
+
+    def test_cloud_points_reads_a_cloud_without_numpy(self) -> None:
+        cloud = {"radius": 0.5, "count": 2,
+                 "points_f32": base64_of([0.5, -1, 2, 1e-3, 3, 4])}
+        with mock.patch.dict(sys.modules, {"numpy": None}):  # as if numpy were not installed
+            milli = struct.unpack("<f", struct.pack("<f", 1e-3))[0]  # 1e-3 in float32
+            self.assertEqual(repose.cloud_points(cloud, as_list=True),
+                             [[0.5, -1, 2], [milli, 3, 4]])
+            with self.assertRaisesRegex(ImportError, "as_list=True"):
+                repose.cloud_points(cloud)
+            # A cloud as it is put, with rows: rounded to float32.
+            self.assertEqual(repose.cloud_points({"points": [[0.1, 0, 0]]}, as_list=True),
+                             [[struct.unpack("<f", struct.pack("<f", 0.1))[0], 0, 0]])
+            self.assertEqual(repose.cloud_points({"points_f32": "", "count": 0}, as_list=True), [])
+        with self.assertRaisesRegex(ValueError, "not base64"):
+            repose.cloud_points({"points_f32": "AAAA AAAA"}, as_list=True)
+        with self.assertRaisesRegex(ValueError, "not a multiple of 12"):
+            repose.cloud_points({"points_f32": "AAAAAAAA"}, as_list=True)
+        with self.assertRaisesRegex(ValueError, "holds 2 points, its count says 3"):
+            repose.cloud_points({**cloud, "count": 3}, as_list=True)
+        with self.assertRaisesRegex(ValueError, "points_f32"):
+            repose.cloud_points({"radius": 1}, as_list=True)
+
+    @unittest.skipUnless(numpy is not None, "numpy is not installed")
+    def test_clouds_from_numpy_arrays_of_any_dtype_and_layout(self) -> None:
+        c = self.client()
+        rng = numpy.random.default_rng(11)
+        big = rng.uniform(-3, 3, size=(600, 3))
+        arrays = {
+            "f64": big,
+            "f32": big.astype(numpy.float32),
+            "fortran": numpy.asfortranarray(big),
+            "strided": big[::2, ::-1],  # a view: every other row, columns reversed
+            "f16": big.astype(numpy.float16),
+            "int": numpy.arange(30, dtype=numpy.int32).reshape(10, 3),
+            "big-endian": big.astype(">f8"),
+            "empty": numpy.zeros((0, 3)),
+        }
+        for name, a in arrays.items():
+            sent = encode_cloud({"points": a, "radius": 0.02}, name)
+            self.assertEqual(sorted(sent), ["count", "points_f32", "radius"], name)
+            self.assertEqual(sent["count"], len(a), name)
+        c.scene_create("py-cloud-np", clouds={name: {"points": a, "radius": 0.02}
+                                              for name, a in arrays.items()})
+        got = c.scene_get("py-cloud-np")["clouds"]
+        for name, a in arrays.items():
+            back = repose.cloud_points(got[name])
+            self.assertEqual((back.shape, back.dtype), ((len(a), 3), numpy.float32), name)
+            want = a.astype(numpy.float32)
+            self.assertEqual(sorted(map(tuple, back.tolist())), sorted(map(tuple, want.tolist())),
+                             name)
+            self.assertEqual(back.tolist(), repose.cloud_points(got[name], as_list=True), name)
+        # The centres read back, put back as an array: the same spheres, in
+        # the same order (the order is that of the centres alone).
+        back = repose.cloud_points(got["f64"])
+        c.scene_put("py-cloud-np", clouds={"again": {"points": back, "radius": 0.02}})
+        self.assertEqual(c.scene_get("py-cloud-np")["clouds"]["again"], got["f64"])
+        # Refused here, naming the value.
+        bad = big.copy()
+        bad[42, 2] = numpy.nan
+        with self.assertRaisesRegex(ValueError, r"^scene\.put: params\.clouds\.cam\.points"
+                                                r"\[42\]\[2\] is nan, not a finite float32"):
+            c.scene_put("py-cloud-np", clouds={"cam": {"points": bad, "radius": 0.02}})
+        bad[42, 2] = 1e39  # finite in float64, not in float32
+        with self.assertRaisesRegex(ValueError, r"points\[42\]\[2\] is 1e\+39, not a finite"):
+            c.scene_put("py-cloud-np", clouds={"cam": {"points": bad, "radius": 0.02}})
+        with self.assertRaisesRegex(ValueError, r"must be an \(N, 3\) array.*\(600, 2\)"):
+            c.scene_put("py-cloud-np", clouds={"cam": {"points": big[:, :2], "radius": 0.02}})
+        with self.assertRaisesRegex(ValueError, r"must be an \(N, 3\) array.*\(1800,\)"):
+            c.scene_put("py-cloud-np", clouds={"cam": {"points": big.ravel(), "radius": 0.02}})
+        self.assertNotIn("cam", c.scene_get("py-cloud-np")["clouds"])
 
     def test_pose_helper(self) -> None:
         self.assertEqual(repose.pose(), {})

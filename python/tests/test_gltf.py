@@ -6,7 +6,8 @@ surface), against the real daemon for the scene and the robot.  Boxes and
 half-spaces are checked on hand-made shapes (their meshes, place and
 to_glb): every box vertex on the box's surface, its corners, outward unit
 normals, counter-clockwise winding, flat boxes; a half-space's square in its
-plane, its size and centre, both sides."""
+plane, its size and centre, both sides.  Point clouds are POINTS
+primitives of their centres, bit for bit and in sphere order."""
 
 from __future__ import annotations
 
@@ -79,18 +80,24 @@ def parse_glb(data: bytes):
         for p in m["primitives"]:
             pos = read(p["attributes"]["POSITION"])
             acc = doc["accessors"][p["attributes"]["POSITION"]]
+            assert acc["count"] >= 1, "an accessor with no element"
             for j in range(3):
                 assert acc["min"][j] == min(q[j] for q in pos), "POSITION min is not the minimum"
                 assert acc["max"][j] == max(q[j] for q in pos), "POSITION max is not the maximum"
+            assert 0 <= p["material"] < len(doc["materials"])
+            if p.get("mode", 4) == 0:  # POINTS: positions alone
+                assert "indices" not in p and "NORMAL" not in p["attributes"]
+                continue
+            assert p.get("mode", 4) == 4, "neither triangles nor points"
             nrm = read(p["attributes"]["NORMAL"])
             assert len(nrm) == len(pos)
             assert all(abs(math.sqrt(sum(c * c for c in q)) - 1) < 1e-5 for q in nrm)
             idx = read(p["indices"])
             assert len(idx) % 3 == 0 and idx, "indices are not whole triangles"
             assert max(idx) < len(pos), "an index past the vertices"
-            assert 0 <= p["material"] < len(doc["materials"])
     for n in doc.get("nodes", []):
-        assert 0 <= n["mesh"] < len(doc["meshes"])
+        if "mesh" in n:  # a node without one is an empty cloud
+            assert 0 <= n["mesh"] < len(doc["meshes"]), "a node's mesh is missing"
     for i in doc["scenes"][doc["scene"]].get("nodes", []):
         assert 0 <= i < len(doc["nodes"])
     return doc, read
@@ -237,6 +244,75 @@ class GltfTest(unittest.TestCase):
                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
         self.assertEqual(r.returncode, 1)
         self.assertIn("code -32001", r.stderr)
+
+    def test_clouds_are_points_at_their_centres(self) -> None:
+        rng = random.Random(5)
+        pts = [[rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0, 2)] for _ in range(300)]
+        own = {"sphere": {"center": [3, 0, 0], "radius": 0.5}}
+        self.c.scene_create("clouds", {"own": own},
+                            clouds={"cam": {"points": pts, "radius": 0.01},
+                                    "coarse": {"points": pts, "radius": 0.05, "voxel": 0.25},
+                                    "none": {"points": [], "radius": 0.01}})
+        clouds = self.c.scene_get("clouds")["clouds"]
+        self.assertEqual(gltf.scene_contents(self.c, "clouds"), ({"own": own}, clouds))
+        data = gltf.export(self.c, "clouds")
+        doc, read = parse_glb(data)
+        # Scene shapes, then one node per cloud named after it, sorted.
+        self.assertEqual([n["name"] for n in doc["nodes"]], ["own", "cam", "coarse", "none"])
+        self.assertEqual(doc["materials"][2]["name"], "cloud")
+        nodes = {n["name"]: n for n in doc["nodes"]}
+        for name in ("cam", "coarse"):
+            mesh = doc["meshes"][nodes[name]["mesh"]]
+            self.assertEqual(mesh["name"], name)
+            count = clouds[name]["count"]
+            self.assertEqual(mesh["extras"], {"radius": clouds[name]["radius"], "count": count})
+            (prim,) = mesh["primitives"]
+            self.assertEqual((prim["mode"], prim["material"], sorted(prim["attributes"])),
+                             (0, 2, ["POSITION"]))
+            acc = doc["accessors"][prim["attributes"]["POSITION"]]
+            self.assertEqual((acc["count"], acc["type"], acc["componentType"]),
+                             (count, "VEC3", 5126))
+            self.assertEqual(doc["bufferViews"][acc["bufferView"]]["byteLength"], 12 * count)
+            # Vertex k is sphere name/k: the centres as stored, bit for bit.
+            centres = repose.cloud_points(clouds[name], as_list=True)
+            self.assertEqual([list(p) for p in read(prim["attributes"]["POSITION"])], centres)
+            self.assertEqual(acc["min"], [min(p[j] for p in centres) for j in range(3)])
+            self.assertEqual(acc["max"], [max(p[j] for p in centres) for j in range(3)])
+        self.assertEqual(clouds["cam"]["count"], 300)
+        self.assertLess(clouds["coarse"]["count"], 300)
+        # An empty cloud: a node without a mesh (glTF has no empty accessor).
+        self.assertEqual(nodes["none"], {"name": "none", "extras": {"radius": 0.01, "count": 0}})
+        # The buffer holds every view, each on a 4-byte boundary.
+        end = max(v["byteOffset"] + v["byteLength"] for v in doc["bufferViews"])
+        self.assertEqual(doc["buffers"][0]["byteLength"], end + (-end % 4))
+        # The command line writes the same file.
+        out = os.path.join(tempfile.mkdtemp(), "clouds.glb")
+        r = subprocess.run([sys.executable, "-m", "repose", "export", "clouds", "-o", out,
+                            "--unix", self.d.sock], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.c.scene_delete("clouds")
+
+    def test_a_halfspace_is_drawn_around_the_clouds_too(self) -> None:
+        cloud = {"radius": 0.5, "points": [[10, 20, 0], [14, 20, 3]]}
+        self.assertEqual(gltf.cloud_bounds(cloud["points"], 0.5), ((9.5, 19.5, -0.5),
+                                                                   (14.5, 20.5, 3.5)))
+        self.assertIsNone(gltf.cloud_bounds([], 0.5))
+        floor = {"halfspace": {"normal": [0, 0, 1], "offset": -1}}
+        doc, read = parse_glb(gltf.to_glb({"floor": floor}, clouds={"c": cloud}))
+        self.assertEqual([n["name"] for n in doc["nodes"]], ["floor", "c"])
+        centre, size = gltf.halfspace_square([floor], [gltf.cloud_bounds(cloud["points"], 0.5)])
+        self.assertEqual(centre, (12.0, 20.0, 1.5))
+        self.assertEqual(size, gltf.HALFSPACE_SCALE * math.sqrt(5 * 5 + 1 * 1 + 4 * 4))
+        square = read(doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"])
+        mid = [sum(p[j] for p in square[:4]) / 4 for j in range(3)]
+        for got, want in zip(mid, [12.0, 20.0, -1.0]):  # under the cloud, in the plane
+            self.assertAlmostEqual(got, want, delta=1e-5)  # float32 corners
+        # A cloud given as it is put (points rows) is drawn from them.
+        prim = doc["meshes"][1]["primitives"][0]
+        self.assertEqual(read(prim["attributes"]["POSITION"]), [(10, 20, 0), (14, 20, 3)])
 
     def test_the_checker_catches_broken_files(self) -> None:
         good = gltf.to_glb({"s": self.shapes["ball"]})

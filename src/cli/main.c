@@ -5,6 +5,7 @@
  *   repose-cli [--unix PATH | --host H --port P] [--token-file F | --token T] [--raw]
  *              [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]
  *   repose-cli [OPTIONS] watch SCENE [--since R]
+ *   repose-cli [OPTIONS] cloud put SCENE NAME FILE --radius R [--voxel V] [--create]
  *
  * Without --unix or --host, the Unix socket is $REPOSE_SOCKET, else
  * /tmp/reposed.sock (rp_client_default_unix_path, as the Python client).
@@ -36,8 +37,16 @@
  * daemon sends for the scene as one line of compact JSON, as it arrives,
  * until SIGINT or SIGTERM (exit 0) or the scene is deleted (exit 0 after the
  * scene.deleted line); losing the connection exits 3.
+ *
+ * `cloud put SCENE NAME FILE --radius R [--voxel V] [--create]` puts the
+ * point cloud NAME (proto/PROTOCOL.md, Point clouds) of the points in FILE
+ * (`-`: stdin), lines of x y z (cli_parse_points), through
+ * rp_client_scene_put_cloud (base64 float32 on the wire), and prints the
+ * result as scene.put does.  A FILE that cannot be read or parsed is a
+ * usage error (2), before any connection.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -109,6 +118,8 @@ static void usage(FILE *f)
             "usage: repose-cli [--unix PATH | --host H [--port P]] [--token-file F | --token T]\n"
             "                  [--raw] [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]\n"
             "       repose-cli [OPTIONS] watch SCENE [--since R]\n"
+            "       repose-cli [OPTIONS] cloud put SCENE NAME FILE --radius R [--voxel V] "
+            "[--create]\n"
             "\n"
             "  --unix PATH        Unix socket (default $REPOSE_SOCKET, else %s)\n"
             "  --host H           connect over TCP to H instead\n"
@@ -150,6 +161,12 @@ static void usage(FILE *f)
             "robots='{\"r1\":{\"joints\":{\"arm7_joint1\":0.5}}}'\n"
             "  repose-cli scene.get scene=cell ids='[\"r1/arm7_link1#0\"]'\n"
             "  repose-cli scene.remove scene=cell ids='[\"r1\"]'\n"
+            "A point cloud: spheres of radius R, one per point of FILE (lines of x y z\n"
+            "in metres; - reads stdin) or, with --voxel V, one per occupied cell of V\n"
+            "metres; the scene shapes \"NAME/k\", replaced whole by the next put of\n"
+            "NAME (sent as float32; --create makes a missing scene):\n"
+            "  repose-cli cloud put cell cam points.xyz --radius 0.01 --voxel 0.02\n"
+            "  repose-cli scene.remove scene=cell ids='[\"cam\"]'\n"
             "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE, @@FILE\n"
             "by the text of FILE as a string:\n"
             "  repose-cli scene.put '{\"scene\":\"cell\",\"shapes\":@shapes.json}'\n"
@@ -272,6 +289,43 @@ static int parse_args(int argc, char **argv, options *o)
 }
 
 /* ---- files ----------------------------------------------------------------------- */
+
+/* Reads all of f (NUL-terminated, malloc'ed: the caller frees it), its
+ * length in *len; NULL with errno set. */
+static char *read_all(FILE *f, size_t *len)
+{
+    size_t cap = 1 << 16, used = 0;
+    errno = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (cap - used < 2) {
+            char *nb = cap < SIZE_MAX / 2 ? realloc(buf, 2 * cap) : NULL;
+            if (!nb) {
+                free(buf);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + used, 1, cap - used - 1, f);
+        used += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                int e = errno ? errno : EIO; /* EISDIR for a directory, ... */
+                free(buf);
+                errno = e;
+                return NULL;
+            }
+            break;
+        }
+    }
+    if (buf) {
+        buf[used] = '\0';
+        *len = used;
+    }
+    return buf;
+}
 
 /* ---- output ------------------------------------------------------------------------- */
 
@@ -778,6 +832,124 @@ static int watch_args(char **words, int n, const char **scene, uint64_t *since, 
     return -1;
 }
 
+/* ---- cloud put ----------------------------------------------------------------------- */
+
+/* What `cloud put` was given. */
+typedef struct cloud_opts {
+    const char *scene, *name, *file;
+    double radius, voxel;
+    bool create;
+    float *xyz; /* the file's points, malloc'ed (cli_parse_points) */
+    size_t n;
+} cloud_opts;
+
+/* A finite number for --radius or --voxel, else false. */
+static bool parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+#define CLOUD_USAGE "cloud put SCENE NAME FILE --radius R [--voxel V] [--create]"
+
+/* Reads `put SCENE NAME FILE --radius R [--voxel V] [--create]` from the
+ * words after `cloud`, then the points of FILE.  Returns -1 to go on, else
+ * the exit code after a message. */
+static int cloud_args(char **words, int n, cloud_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    if (n == 0 || strcmp(words[0], "put") != 0) {
+        say("cloud: %s%s%s (usage: " CLOUD_USAGE ")", n ? "unknown command '" : "which command?",
+            n ? words[0] : "", n ? "'" : "");
+        return EXIT_USAGE;
+    }
+    const char *pos[3] = {NULL, NULL, NULL};
+    int npos = 0;
+    bool has_radius = false;
+    for (int i = 1; i < n; i++) {
+        const char *w = words[i];
+        if (strcmp(w, "--create") == 0) {
+            o->create = true;
+        } else if (strcmp(w, "--radius") == 0 || strcmp(w, "--voxel") == 0) {
+            bool radius = w[2] == 'r';
+            if (i + 1 >= n || !parse_double(words[i + 1], radius ? &o->radius : &o->voxel)) {
+                say("cloud put: %s needs a number of metres%s%s%s", w, i + 1 < n ? ", not '" : "",
+                    i + 1 < n ? words[i + 1] : "", i + 1 < n ? "'" : "");
+                return EXIT_USAGE;
+            }
+            has_radius |= radius;
+            i++;
+        } else if ((w[0] != '-' || strcmp(w, "-") == 0) && npos < 3) {
+            pos[npos++] = w;
+        } else {
+            say("cloud put: unexpected '%s' (usage: " CLOUD_USAGE ")", w);
+            return EXIT_USAGE;
+        }
+    }
+    if (npos < 3 || !has_radius) {
+        say("cloud put: %s (usage: " CLOUD_USAGE ")",
+            npos < 3 ? "SCENE, NAME and FILE are needed" : "--radius is needed");
+        return EXIT_USAGE;
+    }
+    o->scene = pos[0];
+    o->name = pos[1];
+    o->file = pos[2];
+    bool in = strcmp(o->file, "-") == 0;
+    FILE *f = in ? stdin : fopen(o->file, "rb");
+    size_t len = 0;
+    char *text = f ? read_all(f, &len) : NULL;
+    int e = errno;
+    if (f && !in)
+        fclose(f);
+    if (!text) {
+        say("cloud put: cannot read %s: %s", in ? "stdin" : o->file, strerror(e));
+        return EXIT_USAGE;
+    }
+    char why[CLI_WHY_MAX];
+    o->xyz = cli_parse_points(text, len, &o->n, why);
+    free(text);
+    if (!o->xyz) {
+        say("cloud put: %s: %s", in ? "stdin" : o->file, why);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* `cloud put`: rp_client_scene_put_cloud, then the result as scene.put
+ * prints it ({"scene", "revision"}).  Returns the exit code. */
+static int run_cloud_put(rp_client *c, const cloud_opts *o)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    uint64_t revision = 0;
+    int code = EXIT_OK;
+    if (rp_client_scene_put_cloud(c, o->scene, o->name, o->xyz, o->n, o->radius, o->voxel,
+                                  o->create, NULL, &revision, &err) != RP_CLIENT_OK) {
+        code = report(&err);
+    } else {
+        cJSON *r = cJSON_CreateObject();
+        char *text = NULL;
+        if (r && cJSON_AddStringToObject(r, "scene", o->scene) &&
+            cJSON_AddNumberToObject(r, "revision", (double)revision))
+            text = cJSON_PrintUnformatted(r);
+        cJSON_Delete(r);
+        if (!text) {
+            say("out of memory");
+            code = EXIT_RPC;
+        } else {
+            print_pretty(stdout, text);
+            fflush(stdout);
+            free(text);
+        }
+    }
+    rp_client_error_free(&err);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -791,11 +963,17 @@ int main(int argc, char **argv)
     bool has_since = false;
     if (watch && (code = watch_args(o.params, o.nparams, &scene, &since, &has_since)) >= 0)
         return code;
+    /* So is `cloud`; its FILE is read before connecting. */
+    bool cloud = o.method && strcmp(o.method, "cloud") == 0;
+    cloud_opts co = {0};
+    if (cloud && (code = cloud_args(o.params, o.nparams, &co)) >= 0)
+        return code;
     /* Bad params are a usage error even when no daemon runs. */
     bool bad = false;
     char why[CLI_WHY_MAX];
     bool help = o.method && strcmp(o.method, "help") == 0 && o.nparams == 0;
-    char *params = o.method && !watch ? cli_words_params(o.params, o.nparams, &bad, why) : NULL;
+    char *params =
+        o.method && !watch && !cloud ? cli_words_params(o.params, o.nparams, &bad, why) : NULL;
     if (bad) {
         say("%s", why);
         return EXIT_USAGE;
@@ -803,6 +981,7 @@ int main(int argc, char **argv)
     rp_client *c = open_client(&o, &code);
     if (!c) {
         free(params);
+        free(co.xyz);
         return code;
     }
     if (o.raw)
@@ -811,11 +990,14 @@ int main(int argc, char **argv)
         code = print_methods(c);
     else if (watch)
         code = run_watch(c, scene, has_since ? &since : NULL);
+    else if (cloud)
+        code = run_cloud_put(c, &co);
     else if (o.method)
         code = run_call(c, o.method, params);
     else
         code = run_lines(c);
     free(params);
+    free(co.xyz);
     rp_client_close(c);
     if (fflush(stdout) != 0 && code == EXIT_OK)
         code = EXIT_RPC;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * repose-cli's params (see params.h): PARAMS-JSON with @FILE and @@FILE
- * substitution, KEY=VALUE words, and the words of a line read from stdin.
+ * substitution, KEY=VALUE words, the words of a line read from stdin, and
+ * the points of a cloud file.
  */
 #define _POSIX_C_SOURCE 200809L /* strndup */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -470,4 +473,102 @@ char *cli_line_params(char *rest, bool *bad, char *why)
     char *out = cli_words_params(words, n, bad, why);
     free(words);
     return out;
+}
+
+/* ---- the points of a cloud file -------------------------------------------------------- */
+
+/* The least double that rounds to a float's infinity: FLT_MAX plus half
+ * its last place, 2^128 - 2^103 (a tie, which goes to the even infinity).
+ * Below it the conversion to float is finite and defined. */
+#define FLOAT_ROUNDS_TO_INFINITY 0x1.ffffffp127
+
+/* A blank between the numbers of a line: any white space but the '\n'
+ * that ends the line. */
+static bool is_blank(char c)
+{
+    return c != '\n' && isspace((unsigned char)c);
+}
+
+float *cli_parse_points(const char *text, size_t len, size_t *n, char *why)
+{
+    why[0] = '\0';
+    *n = 0;
+    const char *nul = memchr(text, '\0', len);
+    size_t cap = 3 * 1024, used = 0;
+    float *xyz = malloc(cap * sizeof *xyz);
+    if (!xyz) {
+        fail(why, "out of memory");
+        return NULL;
+    }
+    long lineno = 0;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            eol = end;
+        lineno++;
+        if (nul && nul < eol) {
+            fail(why, "line %ld: a NUL byte (a cloud file is text: x y z a line)", lineno);
+            free(xyz);
+            return NULL;
+        }
+        while (p < eol && is_blank(*p))
+            p++;
+        int count = 0;
+        double v[3];
+        while (p < eol && *p != '#') {
+            const char *word = p;
+            while (p < eol && !is_blank(*p))
+                p++;
+            int wlen = (int)(p - word > 40 ? 40 : p - word); /* shown in errors */
+            if (count == 3) {
+                fail(why, "line %ld: more than three numbers (x y z): '%.*s'", lineno, wlen, word);
+                free(xyz);
+                return NULL;
+            }
+            /* word starts with no white space, so strtod reads it alone. */
+            char *stop;
+            double d = strtod(word, &stop);
+            if (stop != p) {
+                fail(why, "line %ld: '%.*s' is not a number", lineno, wlen, word);
+                free(xyz);
+                return NULL;
+            }
+            /* The daemon's rule for `points`: finite and within float32's
+             * range once rounded (a value that rounds to FLT_MAX is in). */
+            if (!isfinite(d) || fabs(d) >= FLOAT_ROUNDS_TO_INFINITY) {
+                fail(why, "line %ld: '%.*s' is %s", lineno, wlen, word,
+                     isfinite(d) ? "beyond float32's range" : "not a finite number");
+                free(xyz);
+                return NULL;
+            }
+            v[count++] = d;
+            while (p < eol && is_blank(*p))
+                p++;
+        }
+        /* A '#' after the numbers is taken for a comment too. */
+        if (count != 0 && count != 3) {
+            fail(why, "line %ld: %d number%s, not three (x y z)", lineno, count,
+                 count == 1 ? "" : "s");
+            free(xyz);
+            return NULL;
+        }
+        if (count == 3) {
+            if (cap - used < 3) {
+                float *nx =
+                    cap < SIZE_MAX / 2 / sizeof *xyz ? realloc(xyz, 2 * cap * sizeof *xyz) : NULL;
+                if (!nx) {
+                    fail(why, "out of memory");
+                    free(xyz);
+                    return NULL;
+                }
+                xyz = nx;
+                cap *= 2;
+            }
+            for (int k = 0; k < 3; k++)
+                xyz[used++] = (float)v[k];
+        }
+        p = eol + (eol < end);
+    }
+    *n = used / 3;
+    return xyz;
 }

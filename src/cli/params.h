@@ -9,6 +9,8 @@
  * string; FILE is the rest of the word).  @@FILE must be UTF-8 without NUL
  * bytes.
  *
+ * Also the points of a cloud file, read by main.c, for `cloud put`.
+ *
  * No output and no I/O besides reading @FILE and @@FILE: a refusal comes
  * back as text in `why` for main.c to print, so tests/fuzz/fuzz_cli_params.c
  * can call everything here directly.
@@ -47,5 +49,18 @@ char *cli_line_params(char *rest, bool *bad, char *why);
  * the count and a malloc'ed array in *out (NULL for none; the caller frees
  * it); -1 when out of memory. */
 int cli_split_words(char *p, char ***out);
+
+/* The points of a cloud file (`repose-cli cloud put`, proto/PROTOCOL.md,
+ * Point clouds): text[0..len), with text[len] == '\0', is lines of three
+ * numbers x y z (metres) separated by blanks (any white space but '\n';
+ * so "\r\n" ends a line too); blank lines and lines whose first non-blank
+ * is '#' are skipped.  Each number is read by strtod (in the C locale) as a
+ * double and rounded to float, as the daemon rounds the numbers of JSON
+ * `points`.  Returns x, y, z of the *n points in turn (malloc'ed, the
+ * caller frees it; not NULL for no points), or NULL with the reason in why,
+ * naming the line ("line 3: ..."): a line without exactly three numbers, a
+ * word that is not a number, a value that is not finite or is beyond
+ * float32's range, a NUL byte, or no memory. */
+float *cli_parse_points(const char *text, size_t len, size_t *n, char *why);
 
 #endif /* REPOSE_CLI_PARAMS_H */

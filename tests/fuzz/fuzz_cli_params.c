@@ -24,9 +24,17 @@
  *    is sent as a string;
  *  - a stdin line: METHOD is non-empty without blanks, and the words after
  *    it, rejoined at the blanks between them, are the rest of the line.
+ *
+ * Every input (with or without '@') is also a cloud file for
+ * cli_parse_points: accepted, it holds no NUL byte, gives one point per
+ * line that is neither blank nor a '#' comment, and every coordinate is
+ * finite; refused, it has a non-empty reason.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "fuzz_util.h"
+
+#include <ctype.h>
+#include <math.h>
 
 #include <cjson/cJSON.h>
 
@@ -155,14 +163,43 @@ static void check_line(char *line)
     free(out);
 }
 
+/* cli_parse_points on text[0..len) (text[len] == '\0'), checked. */
+static void check_points(const char *text, size_t len)
+{
+    char why[CLI_WHY_MAX];
+    size_t n = 99;
+    float *xyz = cli_parse_points(text, len, &n, why);
+    if (!xyz) {
+        FUZZ_CHECK(why[0] && memchr(why, '\0', sizeof why), "points refused without a reason");
+        return;
+    }
+    FUZZ_CHECK(!memchr(text, '\0', len), "points with a NUL byte accepted");
+    size_t lines = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && text[i] != '\n' && isspace((unsigned char)text[i]))
+            i++;
+        lines += i < len && text[i] != '\n' && text[i] != '#';
+        while (i < len && text[i] != '\n')
+            i++;
+        i++;
+    }
+    FUZZ_CHECK(n == lines, "%zu points from %zu lines of numbers", n, lines);
+    for (size_t i = 0; i < 3 * n; i++)
+        FUZZ_CHECK(isfinite(xyz[i]), "coordinate %zu is not finite", i);
+    free(xyz);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (memchr(data, '@', size))
-        return 0;
     char *buf = malloc(size + 1);
     FUZZ_CHECK(buf, "out of memory");
     memcpy(buf, data, size);
     buf[size] = '\0';
+    check_points(buf, size);
+    if (memchr(data, '@', size)) {
+        free(buf);
+        return 0;
+    }
     if (memchr(buf, '\0', size)) {
         /* argv words: NUL-terminated strings (empty ones too), the last
          * one possibly unterminated. */

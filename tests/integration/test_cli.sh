@@ -712,15 +712,94 @@ expect_code 0 "robots: scene.remove by name" -- "$CLI" "${S[@]}" scene.remove sc
 expect_grep "$tmp/out" '"removed": 2' "robots: removed by name"
 expect_code 0 "robots: the model can go" -- "$CLI" "${S[@]}" model.delete model=arm2
 
+# ---- point clouds: cloud put from a file and from stdin, get, query, ignore, remove -------------------
+start_daemon clouds
+S=(--unix "$sock")
+# The points of proto/PROTOCOL.md's cloud example, with a comment, a blank
+# line, tabs, a "\r\n" and a comment after the numbers.
+printf '# a scan\n0.5 0 0.8\n\n  0.52\t0 0.8  \r\n0.9 0.1 0.8 # far\n' >"$tmp/scan.xyz"
+expect_code 1 "clouds: no scene without --create" -- "$CLI" "${S[@]}" cloud put cell cam \
+  "$tmp/scan.xyz" --radius 0.01
+expect_grep "$tmp/err" "error -32001: Not found: scene 'cell'" "clouds: the missing scene"
+expect_code 0 "clouds: cloud put --create" -- "$CLI" "${S[@]}" cloud put cell cam "$tmp/scan.xyz" \
+  --radius 0.01 --voxel 0.05 --create
+expect_file "$tmp/out" $'{\n  "scene": "cell",\n  "revision": 1\n}' "clouds: put as scene.put prints"
+expect_code 0 "clouds: scene.get" -- "$CLI" "${S[@]}" scene.get scene=cell
+# Two voxels: 0.5 and 0.52 share one (their centroid), 0.9 is alone.
+expect_file "$tmp/out" '{
+  "scene": "cell",
+  "revision": 1,
+  "shapes": {},
+  "clouds": {
+    "cam": {
+      "radius": 0.01,
+      "count": 2,
+      "points_f32": "XI8CPwAAAADNzEw/ZmZmP83MzD3NzEw/"
+    }
+  }
+}' "clouds: scene.get shows the voxels' centres as points_f32"
+# The centres are float32 (0.51, 0, 0.8) and (0.9, 0.1, 0.8).
+sed -n 's/.*"points_f32": "\(.*\)".*/\1/p' "$tmp/out" | base64 -d | od -An -v -t f4 -w12 |
+  awk '{ printf "%.7g %.7g %.7g\n", $1, $2, $3 }' >"$tmp/centres"
+expect_file "$tmp/centres" $'0.51 0 0.8\n0.9 0.1 0.8' "clouds: the centres decoded"
+# From stdin, one sphere a point (no --voxel), beside a shape of the scene's own.
+expect_code 0 "clouds: a shape of the scene's own" -- "$CLI" "${S[@]}" scene.put scene=cell \
+  shapes='{"post": {"capsule": {"a": [2, 0, 0], "b": [2, 0, 1], "radius": 0.25}}}'
+expect_code 0 "clouds: cloud put from stdin" -- bash -c \
+  "'$CLI' --unix '$sock' cloud put cell cam - --radius 0.01 <'$tmp/scan.xyz'"
+expect_file "$tmp/out" $'{\n  "scene": "cell",\n  "revision": 3\n}' "clouds: put from stdin"
+expect_code 0 "clouds: a count of three" -- "$CLI" "${S[@]}" scene.get scene=cell
+expect_grep "$tmp/out" '"count": 3,' "clouds: one sphere a point"
+expect_code 0 "clouds: scene.distance hits a sphere" -- "$CLI" "${S[@]}" scene.distance scene=cell \
+  shape='{"sphere": {"center": [0.9, 0.1, 0.9], "radius": 0.01}}'
+expect_grep "$tmp/out" '"shape": "cam/[0-2]"' "clouds: the hit is named cam/k"
+expect_code 0 "clouds: scene.distance with ignore" -- "$CLI" "${S[@]}" scene.distance scene=cell \
+  shape='{"sphere": {"center": [0.9, 0.1, 0.9], "radius": 0.01}}' ignore='["cam"]'
+expect_grep "$tmp/out" '"shape": "post"' "clouds: ignore leaves the cloud out"
+# Usage errors: exit 2, nothing sent (even with no daemon).
+printf '0 0 0\n1 1 1\n2 2\n' >"$tmp/short.xyz"
+expect_code 2 "clouds: a line of two numbers" -- "$CLI" "${S[@]}" cloud put cell cam \
+  "$tmp/short.xyz" --radius 0.01
+expect_file "$tmp/err" "repose-cli: cloud put: $tmp/short.xyz: line 3: 2 numbers, not three (x y z)" \
+  "clouds: the line is named"
+expect_code 2 "clouds: a word that is not a number" -- bash -c \
+  "printf '0 0 0\n1 1 x\n' | '$CLI' --unix '$sock' cloud put cell cam - --radius 0.01"
+expect_grep "$tmp/err" "stdin: line 2: 'x' is not a number" "clouds: not a number"
+expect_code 2 "clouds: beyond float32" -- bash -c \
+  "printf '1e39 0 0\n' | '$CLI' --unix '$sock' cloud put cell cam - --radius 0.01"
+expect_grep "$tmp/err" "line 1: '1e39' is beyond float32's range" "clouds: beyond float32"
+expect_code 2 "clouds: no --radius" -- "$CLI" "${S[@]}" cloud put cell cam "$tmp/scan.xyz"
+expect_grep "$tmp/err" "cloud put: --radius is needed" "clouds: --radius is needed"
+expect_code 2 "clouds: a missing file" -- "$CLI" --unix "$tmp/none.sock" cloud put cell cam \
+  "$tmp/none.xyz" --radius 0.01
+expect_grep "$tmp/err" "cannot read $tmp/none.xyz: No such file or directory" "clouds: missing file"
+expect_code 2 "clouds: an unknown command" -- "$CLI" "${S[@]}" cloud get cell cam
+expect_grep "$tmp/err" "cloud: unknown command 'get'" "clouds: unknown command"
+# The daemon's refusal: exit 1, nothing changed.
+expect_code 1 "clouds: a negative radius" -- "$CLI" "${S[@]}" cloud put cell cam "$tmp/scan.xyz" \
+  --radius -1
+expect_grep "$tmp/err" '"path": "params.clouds.cam.radius"' "clouds: the radius's path"
+expect_code 0 "clouds: nothing changed" -- "$CLI" "${S[@]}" scene.get scene=cell
+expect_grep "$tmp/out" '"revision": 3,' "clouds: still at revision 3"
+expect_code 0 "clouds: scene.remove by name" -- "$CLI" "${S[@]}" scene.remove scene=cell \
+  ids='["cam"]'
+expect_grep "$tmp/out" '"removed": 1' "clouds: removed by name"
+expect_code 0 "clouds: gone" -- "$CLI" "${S[@]}" scene.get scene=cell
+if grep -q '"clouds"' "$tmp/out"; then fail "clouds: scene.get still lists clouds"; else ok; fi
+expect_code 0 "clouds: --help" -- "$CLI" --help
+expect_grep "$tmp/out" "cloud put SCENE NAME FILE --radius R \[--voxel V\] \[--create\]" \
+  "clouds: --help shows the command"
+
 # ---- every example of --help runs, in order, against a fresh daemon -----------------------------
 # (the files they name are made in a scratch directory: the test arm as
-# arm.urdf/arm.srdf, one shape in shapes.json)
+# arm.urdf/arm.srdf, one shape in shapes.json, three points in points.xyz)
 start_daemon helpex
 mkdir "$tmp/helpex"
 cp "$DATA/arm7.urdf" "$tmp/helpex/arm.urdf"
 cp "$DATA/arm7.srdf" "$tmp/helpex/arm.srdf"
 printf '%s\n' '{"post":{"capsule":{"a":[0.6,0.2,0],"b":[0.6,0.2,0.8],"radius":0.04}}}' \
   >"$tmp/helpex/shapes.json"
+printf '0.5 0 0.8\n0.52 0 0.8\n0.9 0.1 0.8\n' >"$tmp/helpex/points.xyz"
 "$CLI" --help >"$tmp/help.txt"
 # The example lines (joined across trailing backslashes), one per line.
 awk '/^  repose-cli / { cmd = $0; while (cmd ~ /\\$/ && (getline nxt) > 0) {

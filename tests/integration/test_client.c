@@ -1974,6 +1974,293 @@ static void scene_move_robots_sends_every_digit_with_objects_in_one_revision(voi
     rp_client_close(c);
 }
 
+/* ---- point clouds: scene.put of points_f32 ---------------------------------------------------- */
+
+/* One point's coordinates, compared by their bits. */
+typedef struct point3f {
+    float v[3];
+} point3f;
+/* An array of them is read as x, y, z floats in turn (got[0].v). */
+_Static_assert(sizeof(point3f) == 3 * sizeof(float), "point3f has padding");
+
+static int point_bits_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, sizeof(point3f));
+}
+
+/* The points of clouds.<name> of scene.get `scene`, decoded from its
+ * points_f32 (base64 of little-endian float32 x, y, z), in sphere order:
+ * malloc'ed (the caller frees), their number in *n; its radius in *radius
+ * (when not NULL).  Fails the test when the cloud is missing, its base64
+ * is not strict or count does not match. */
+static point3f *cloud_of(rp_client *c, const char *scene, const char *name, size_t *n,
+                         double *radius)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    cJSON *params = cJSON_CreateObject(), *res = NULL;
+    cJSON_AddStringToObject(params, "scene", scene);
+    expect_kind(rp_client_call_cjson(c, "scene.get", params, &res, &err), RP_CLIENT_OK, &err);
+    const cJSON *cloud =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "clouds"), name);
+    assert_non_null(cloud);
+    if (radius)
+        *radius = cJSON_GetObjectItemCaseSensitive(cloud, "radius")->valuedouble;
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cloud, "points_f32"));
+    assert_non_null(text);
+    size_t len = strlen(text);
+    assert_int_equal(len % 16, 0); /* 12 bytes a point: 16 characters, no padding */
+    *n = len / 16;
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(cloud, "count")->valuedouble, (double)*n);
+    point3f *pts = calloc(*n ? *n : 1, sizeof *pts);
+    assert_non_null(pts);
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char bytes[12];
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t g = 0;
+        for (int k = 0; k < 4; k++) {
+            const char *at = strchr(alphabet, text[i + (size_t)k]);
+            assert_true(at && *at);
+            g = g << 6 | (uint32_t)(at - alphabet);
+        }
+        size_t off = (i / 4 * 3) % 12;
+        bytes[off] = (unsigned char)(g >> 16);
+        bytes[off + 1] = (unsigned char)(g >> 8);
+        bytes[off + 2] = (unsigned char)g;
+        if (off == 9)
+            for (int k = 0; k < 3; k++) {
+                uint32_t u = 0;
+                for (int j = 3; j >= 0; j--)
+                    u = u << 8 | bytes[4 * k + j];
+                memcpy(&pts[i / 16].v[k], &u, sizeof u);
+            }
+    }
+    cJSON_Delete(params);
+    cJSON_Delete(res);
+    rp_client_error_free(&err);
+    return pts;
+}
+
+/* got[0..n) holds the same points as want[0..n), bit for bit, in any order. */
+static void expect_same_points(point3f *got, const float *want, size_t n)
+{
+    point3f *w = malloc((n ? n : 1) * sizeof *w);
+    assert_non_null(w);
+    memcpy(w, want, n * sizeof *w);
+    qsort(w, n, sizeof *w, point_bits_cmp);
+    point3f *g = malloc((n ? n : 1) * sizeof *g);
+    assert_non_null(g);
+    memcpy(g, got, n * sizeof *g);
+    qsort(g, n, sizeof *g, point_bits_cmp);
+    assert_memory_equal(g, w, n * sizeof *g);
+    free(w);
+    free(g);
+}
+
+static void scene_put_cloud_sends_every_bit_and_names_spheres_cloud_k(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, false);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    call_expect(c, "scene.create",
+                "{\"scene\":\"lab\",\"shapes\":{\"post\":{\"capsule\":{\"a\":[2,0,0],\"b\":[2,0,1],"
+                "\"radius\":0.25}}}}",
+                "{\"scene\":\"lab\",\"revision\":1}");
+    /* Numbers that need every bit of a float, negative zero among them. */
+    const float xyz[] = {1.0f / 3, 0.1f, 0.75f, -2.5e-7f, -0.0f, 0.7f,
+                         0.5f,     0.5f, 0.75f, 1.0625f,  0,     0.75f};
+    uint64_t rev = 99;
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, 0.0625, 0, false, NULL, &rev, &err),
+        RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 2);
+    size_t n = 0;
+    double radius = 0;
+    point3f *got = cloud_of(c, "lab", "cam", &n, &radius);
+    assert_int_equal(n, 4);
+    assert_true(radius == 0.0625);
+    expect_same_points(got, xyz, 4);
+    /* A query names the sphere it hits "cam/k", k its row in points_f32. */
+    size_t k = 0;
+    while (k < n && !(got[k].v[0] == 1.0625f && got[k].v[2] == 0.75f))
+        k++;
+    assert_true(k < n);
+    char want[160], *result = NULL;
+    snprintf(
+        want, sizeof want,
+        "{\"revision\":2,\"distance\":0.125,\"nearest\":{\"query\":null,\"shape\":\"cam/%zu\"}}",
+        k);
+    const char *probe =
+        "{\"scene\":\"lab\",\"shape\":{\"sphere\":{\"center\":[1.0625,0,1],\"radius\":0.0625}}";
+    char params[256];
+    snprintf(params, sizeof params, "%s}", probe);
+    call_expect(c, "scene.distance", params, want);
+    /* ignore (through rp_client_call) leaves the whole cloud out. */
+    snprintf(params, sizeof params, "%s,\"ignore\":[\"cam\"]}", probe);
+    call_expect(
+        c, "scene.distance", params,
+        "{\"revision\":2,\"distance\":0.625,\"nearest\":{\"query\":null,\"shape\":\"post\"}}");
+
+    /* The centres read back, put back: the same text, the same numbers. */
+    char *before = NULL;
+    expect_kind(rp_client_call(c, "scene.get", "{\"scene\":\"lab\"}", &before, &err), RP_CLIENT_OK,
+                &err);
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", got[0].v, n, 0.0625, 0, false, NULL, &rev, &err),
+        RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 3);
+    expect_kind(rp_client_call(c, "scene.get", "{\"scene\":\"lab\"}", &result, &err), RP_CLIENT_OK,
+                &err);
+    assert_string_equal(strstr(result, "\"clouds\""), strstr(before, "\"clouds\""));
+    free(before);
+    free(result);
+    free(got);
+
+    /* Voxels of 2 m: the three points in the cell [0, 2)^3 become one
+     * sphere at their centroid (summed in double from 0 in the order
+     * given, then rounded to float), the point at x < 0 another (its -0
+     * then +0: 0 + -0 is +0). */
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, 0.0625, 2, false, NULL, &rev, &err),
+        RP_CLIENT_OK, &err);
+    got = cloud_of(c, "lab", "cam", &n, NULL);
+    assert_int_equal(n, 2);
+    float centroid[6];
+    for (int j = 0; j < 3; j++) {
+        centroid[j] = (float)(0.0 + xyz[3 + j]);
+        centroid[3 + j] = (float)((0.0 + xyz[j] + xyz[6 + j] + xyz[9 + j]) / 3);
+    }
+    expect_same_points(got, centroid, 2);
+    free(got);
+
+    /* if_revision: a stale one conflicts, the current one puts. */
+    uint64_t stale = 3, now = 4;
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, 0.0625, 0, false, &stale, &rev, &err),
+        RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32003);
+    assert_string_equal(err.data, "{\"expected\":3,\"actual\":4}");
+    assert_int_equal(rev, 0);
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, 0.0625, 0, false, &now, &rev, &err),
+        RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 5);
+
+    /* create: a missing scene is made, else -32001. */
+    expect_kind(
+        rp_client_scene_put_cloud(c, "new", "cam", xyz, 1, 0.0625, 0, false, NULL, &rev, &err),
+        RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32001);
+    assert_string_equal(err.data, "{\"kind\":\"scene\",\"name\":\"new\"}");
+    expect_kind(
+        rp_client_scene_put_cloud(c, "new", "cam", xyz, 1, 0.0625, 0, true, NULL, &rev, &err),
+        RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 6);
+    /* An empty cloud: no points at all. */
+    expect_kind(rp_client_scene_put_cloud(c, "new", "none", NULL, 0, 0, 0, false, NULL, &rev, &err),
+                RP_CLIENT_OK, &err);
+    got = cloud_of(c, "new", "none", &n, NULL);
+    assert_int_equal(n, 0);
+    free(got);
+
+    /* The server's refusals, at their paths. */
+    expect_kind(rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, -1, 0, false, NULL, &rev, &err),
+                RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.clouds.cam.radius\""));
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, 0.1, -1, false, NULL, &rev, &err),
+        RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.clouds.cam.voxel\""));
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "post", xyz, 4, 0.1, 0, false, NULL, &rev, &err),
+        RP_CLIENT_RPC, &err);
+    assert_int_equal(err.code, -32602);
+    assert_non_null(strstr(err.data, "\"path\":\"params.clouds.post\""));
+
+    /* Refused here, before anything is sent. */
+    float bad[12];
+    memcpy(bad, xyz, sizeof bad);
+    bad[7] = NAN;
+    expect_kind(rp_client_scene_put_cloud(c, "lab", "cam", bad, 4, 0.1, 0, false, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "xyz[7] (point 2, y) is NaN; a cloud's points are finite");
+    bad[7] = -INFINITY;
+    expect_kind(rp_client_scene_put_cloud(c, "lab", "cam", bad, 4, 0.1, 0, false, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message,
+                        "xyz[7] (point 2, y) is infinite; a cloud's points are finite");
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, INFINITY, 0, false, NULL, &rev, &err),
+        RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "radius is infinite; JSON has no such number");
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", xyz, 4, 0.1, NAN, false, NULL, &rev, &err),
+        RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "voxel is NaN; JSON has no such number");
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "cam", NULL, 4, 0.1, 0, false, NULL, &rev, &err),
+        RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "xyz is NULL");
+    expect_kind(rp_client_scene_put_cloud(c, NULL, "cam", xyz, 4, 0.1, 0, false, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    expect_kind(rp_client_scene_put_cloud(c, "lab", NULL, xyz, 4, 0.1, 0, false, NULL, &rev, &err),
+                RP_CLIENT_ARG, &err);
+    assert_string_equal(err.message, "name is NULL");
+    expect_kind(
+        rp_client_scene_put_cloud(c, "lab", "c\xff", xyz, 4, 0.1, 0, false, NULL, &rev, &err),
+        RP_CLIENT_ARG, &err);
+    assert_non_null(strstr(err.message, "name is not valid UTF-8"));
+    assert_int_equal(rev, 0);
+    /* Nothing was sent: the scenes are at their last puts' revisions. */
+    expect_kind(rp_client_call(c, "scene.list", NULL, &result, &err), RP_CLIENT_OK, &err);
+    assert_non_null(strstr(result, "{\"scene\":\"lab\",\"revision\":5,"));
+    assert_non_null(strstr(result, "{\"scene\":\"new\",\"revision\":7,"));
+    free(result);
+
+    /* Removed by name, with every sphere. */
+    call_expect(c, "scene.remove", "{\"scene\":\"lab\",\"ids\":[\"cam\"]}",
+                "{\"scene\":\"lab\",\"revision\":8,\"removed\":1}");
+    expect_kind(rp_client_call(c, "scene.get", "{\"scene\":\"lab\"}", &result, &err), RP_CLIENT_OK,
+                &err);
+    assert_null(strstr(result, "\"clouds\""));
+    free(result);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
+static void scene_put_cloud_of_many_points_round_trips(void **state)
+{
+    (void)state;
+    rh_daemon *d = start_daemon(NULL);
+    rp_client *c = connect_to(d, false);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    /* Not a multiple of the helper's chunk of points; a fixed sequence. */
+    enum { N = 3 * 1000 + 7 };
+    float *xyz = malloc(3 * N * sizeof *xyz);
+    assert_non_null(xyz);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < 3 * N; i++) {
+        x = x * 1664525u + 1013904223u;
+        xyz[i] = (float)((double)(x >> 8) / (1 << 24) * 8 - 4); /* in [-4, 4) */
+    }
+    uint64_t rev = 0;
+    expect_kind(
+        rp_client_scene_put_cloud(c, "big", "scan", xyz, N, 0.005, 0, true, NULL, &rev, &err),
+        RP_CLIENT_OK, &err);
+    assert_int_equal(rev, 1);
+    size_t n = 0;
+    point3f *got = cloud_of(c, "big", "scan", &n, NULL);
+    assert_int_equal(n, N);
+    expect_same_points(got, xyz, N);
+    free(got);
+    free(xyz);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
 /* ---- watch notifications ------------------------------------------------------------------ */
 
 /* The next notification within the guard; fails otherwise. */
@@ -2344,6 +2631,10 @@ int main(int argc, char **argv)
                                   rh_teardown),
         cmocka_unit_test_teardown(scene_move_robots_sends_every_digit_with_objects_in_one_revision,
                                   rh_teardown),
+        /* point clouds */
+        cmocka_unit_test_teardown(scene_put_cloud_sends_every_bit_and_names_spheres_cloud_k,
+                                  rh_teardown),
+        cmocka_unit_test_teardown(scene_put_cloud_of_many_points_round_trips, rh_teardown),
         /* watch notifications */
         cmocka_unit_test_teardown(notifications_are_queued_between_replies, rh_teardown),
         cmocka_unit_test_teardown(notifications_before_pipelined_replies_are_queued_by_recv,
