@@ -566,7 +566,11 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
             planes -= rp_entry_is_plane_(RP_ENTRY(sc, e));
         }
     }
-    if (sc->count + fresh - gone > sc->store->limits.max_shapes_per_scene) {
+    /* A cloud's spheres count against the limit too (those the scene's
+     * objects hold after the edit). */
+    const rp_objtab *after = ed->set_objects ? ed->objects : sc->objects;
+    size_t spheres = after ? after->cloud_spheres : 0;
+    if (sc->count + fresh - gone + spheres > sc->store->limits.max_shapes_per_scene) {
         st = RP_ERR_LIMIT;
         goto out;
     }

@@ -421,6 +421,8 @@ bool rpd_m_scene_move(rpd_req *req, const cJSON *params, rp_jw *w)
         const rp_object *o = ok ? rp_scene_object_find(sc, c->string) : NULL;
         if (ok && !o)
             ok = rpd_fail_not_found(req, "robot", c->string);
+        else if (ok && rp_object_cloud(o))
+            ok = rpd_fail_path(req, sub, "is a point cloud, not a robot instance: put it again");
         else if (ok && !rp_object_is_robot(o))
             ok = rpd_fail_path(req, sub,
                                "is an object, not a robot instance: move it by "
@@ -556,6 +558,9 @@ bool rpd_m_scene_attach(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_not_found(req, "robot", robot);
     if (st == RP_ERR_NOT_FOUND)
         return rpd_fail_path(req, "params.link", "is no link of the robot's model (see model.get)");
+    if (st == RP_ERR_INVALID_ARG && err.what == RP_EDIT_OBJECT && o && rp_object_cloud(o))
+        return rpd_fail_path(req, "params.object",
+                             "is a point cloud: only objects of shapes are attached");
     if (st == RP_ERR_INVALID_ARG)
         return rpd_fail_path(req, err.what == RP_EDIT_OBJECT ? "params.object" : "params.robot",
                              err.what == RP_EDIT_OBJECT

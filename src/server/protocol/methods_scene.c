@@ -577,12 +577,16 @@ bool rpd_m_scene_remove(rpd_req *req, const cJSON *params, rp_jw *w)
             continue;
         memcpy(owner, ids[k], len);
         owner[len] = 0;
-        if (rp_scene_object_find(sc, owner)) {
+        const rp_object *o = rp_scene_object_find(sc, owner);
+        if (o) {
             char sub[RP_CODEC_PATH_MAX];
             free(ids);
             return rpd_fail_path(req, rp_codec_path_index(sub, path, k),
-                                 "is a shape of an object: remove the object by its name, or put "
-                                 "the object without that shape");
+                                 rp_object_cloud(o)
+                                     ? "is a sphere of a point cloud: remove the cloud by its "
+                                       "name, or put it again without the point"
+                                     : "is a shape of an object: remove the object by its name, "
+                                       "or put the object without that shape");
         }
     }
     rp_status st = rp_store_remove(req->core->store, rp_scene_name(sc), ids, n,
