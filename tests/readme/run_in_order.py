@@ -8,7 +8,7 @@ collide with a later one, and every command must succeed.
 What runs, section by section (README.md):
   - "A session": the request lines of the console block, on one Unix
     connection; the replies must be the ones shown;
-  - "Robots in joint space", "A shared cell: objects and robots", "From the
+  - "Robots in joint space", "A shared cell: objects, robots and point clouds", "From the
     shell: repose-cli", "Watching a scene", "From Python": every line of the sh blocks (the venv and pip
     lines aside: python/tests/install.sh runs those), and the python blocks
     in one interpreter.  `repose-cli watch` runs in the background; the
@@ -34,7 +34,7 @@ import tempfile
 import time
 
 src, reposed, cli = (os.path.abspath(a) for a in sys.argv[1:4])
-RUN = {"A session", "Robots in joint space", "A shared cell: objects and robots",
+RUN = {"A session", "Robots in joint space", "A shared cell: objects, robots and point clouds",
        "From the shell: repose-cli", "Watching a scene", "From Python"}
 failures = []
 
