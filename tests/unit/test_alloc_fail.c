@@ -32,7 +32,10 @@
  * replacing an object's shape set, scene.move, removal by name, replace
  * and create with objects; robot instances put, moved (an attached object
  * following), removed and replaced; scene.attach and scene.detach; a
- * check holding an instance's attached object), model.put/delete, check,
+ * check holding an instance's attached object), point clouds (a put of
+ * clouds, as points and as base64 points_f32 with a voxel, into a scene
+ * with objects; a replace that drops a cloud; a removal of a cloud by
+ * name), model.put/delete, check,
  * check.batch, the reply writer (a reply of several KB; a mutation's reply
  * into an output buffer that is full or not yet allocated) and a batch.  Kinematic cases run on a
  * store that also holds a kinematic model (a tree with fixed, revolute,
@@ -50,7 +53,8 @@
  * replacing a model and adding one that grows the model array),
  * rp_model_extend (kinematic and frame form), rp_model_fk and
  * rp_model_check_joints on a 70-joint chain (more frames and shapes than a
- * check keeps on the stack) and rp_model_check_motion in both modes: an
+ * check keeps on the stack), rp_model_check_motion in both modes, and
+ * rp_cloud_new (with and without a voxel; it touches no store): an
  * error must be RP_ERR_NOMEM with the store (its memory and model pointers
  * included) unchanged, a success the clean result, a retry must work, and
  * nothing may leak.  AF_TRACE=1 in the environment prints every reply that
@@ -118,6 +122,39 @@ static void add_shapes(text *t, const char *prefix, int from, int to, double dx)
         add_shape(t, i, dx, 0.01 * i, 0.0);
     }
     add(t, "}");
+}
+
+/* n points (3n floats) as base64 of little-endian float32, the protocol's
+ * points_f32 (RFC 4648, '=' padding). */
+static void add_points_f32(text *t, const float *xyz, size_t n)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char bytes[12 * 64];
+    assert_true(n <= 64);
+    for (size_t i = 0; i < 3 * n; i++) {
+        uint32_t u;
+        memcpy(&u, &xyz[i], sizeof u);
+        for (int b = 0; b < 4; b++)
+            bytes[4 * i + (size_t)b] = (unsigned char)(u >> (8 * b));
+    }
+    size_t len = 12 * n;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t g = (uint32_t)bytes[i] << 16 | (i + 1 < len ? (uint32_t)bytes[i + 1] << 8 : 0) |
+                     (i + 2 < len ? bytes[i + 2] : 0);
+        add(t, "%c%c%c%c", abc[g >> 18], abc[(g >> 12) & 63],
+            i + 1 < len ? abc[(g >> 6) & 63] : '=', i + 2 < len ? abc[g & 63] : '=');
+    }
+}
+
+/* Cloud points: n points spread over about a metre, in cells of 0.25
+ * that several share (so that a voxel merges some), shifted by dx. */
+static void cloud_points(float *xyz, size_t n, float dx)
+{
+    for (size_t i = 0; i < n; i++) {
+        xyz[3 * i] = dx + 0.0625f * (float)(i % 9);
+        xyz[3 * i + 1] = -0.5f + 0.1f * (float)((i * 7) % 11);
+        xyz[3 * i + 2] = 0.125f * (float)(i % 4);
+    }
 }
 
 /* A model of n links over 3 joint frames and the base, with the first
@@ -524,7 +561,7 @@ typedef struct server {
     rp_jw out;
 } server;
 
-static text setup_lines[5];
+static text setup_lines[6];
 static size_t n_setup_lines;
 /* More for the kinematic cases: model kin (the tree, from JSON). */
 static text kin_setup_lines[4];
@@ -557,6 +594,24 @@ static void build_setup(void)
            "\"shapes\":");
     add_shapes(t, "t", 0, 2, 0.0);
     add(t, "}}}}");
+    /* A scene with clouds: a shape of its own, an object, cloud cam (12
+     * points, voxel 0.25) and cloud lidar (8 points as points_f32). */
+    t = &setup_lines[n_setup_lines++];
+    add(t, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"scene.create\","
+           "\"params\":{\"scene\":\"depth\",\"shapes\":");
+    add_shapes(t, "d", 0, 2, 0.0);
+    add(t, ",\"objects\":{\"box\":{\"shapes\":");
+    add_shapes(t, "k", 0, 2, 0.0);
+    add(t, "}},\"clouds\":{\"cam\":{\"points\":[");
+    float pts[3 * 12];
+    cloud_points(pts, 12, 0.0f);
+    for (size_t i = 0; i < 12; i++)
+        add(t, "%s[%.9g,%.9g,%.9g]", i ? "," : "", (double)pts[3 * i], (double)pts[3 * i + 1],
+            (double)pts[3 * i + 2]);
+    add(t, "],\"radius\":0.02,\"voxel\":0.25},\"lidar\":{\"points_f32\":\"");
+    cloud_points(pts, 8, 2.0f);
+    add_points_f32(t, pts, 8);
+    add(t, "\",\"radius\":0.01}}}}");
     t = &setup_lines[n_setup_lines++];
     add(t, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"model.put\",\"params\":{");
     add_model(t, "arm", 8, 3);
@@ -766,6 +821,15 @@ static void dump_store(const rp_store *st, dump *d)
                 for (int r = 0; r < 3; r++)
                     dump_add(d, " %a %a %a", rel.r[r][0], rel.r[r][1], rel.r[r][2]);
                 dump_vec(d, " rel t", rel.t);
+            }
+            const rp_cloud *cl = rp_object_cloud(o);
+            if (cl) {
+                dump_add(d, " cloud of %zu spheres from %zu points, radius %a voxel %a:",
+                         rp_cloud_size(cl), rp_cloud_input_points(cl), rp_cloud_radius(cl),
+                         rp_cloud_voxel(cl));
+                const float *xyz = rp_cloud_centres(cl);
+                for (size_t k = 0; k < 3 * rp_cloud_size(cl); k++)
+                    dump_add(d, " %a", (double)xyz[k]);
             }
             if (rp_object_is_robot(o)) {
                 const rp_model *m = rp_object_model(o);
@@ -1196,6 +1260,40 @@ static void build_cases(void)
     add_shapes(&c->line, "u", 0, 10, 0.3);
     add(&c->line, "}},{\"jsonrpc\":\"2.0\",\"id\":\"b-3\",\"method\":\"scene.get\","
                   "\"params\":{\"scene\":\"aux\"}}]");
+
+    /* Point clouds: a put of two clouds (points with a voxel, points_f32
+     * without) and a shape into the scene with objects; a replace of the
+     * scene with clouds that drops cam and puts lidar again; cam removed
+     * by name. */
+    c = new_case("scene.put clouds into a scene with objects");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.put\","
+                  "\"params\":{\"scene\":\"yard\",\"shapes\":");
+    add_shapes(&c->line, "p", 4, 6, 0.2);
+    add(&c->line, ",\"clouds\":{\"cam\":{\"points\":[");
+    float pts[3 * 40];
+    cloud_points(pts, 40, -1.0f);
+    for (size_t i = 0; i < 40; i++)
+        add(&c->line, "%s[%.9g,%.9g,%.9g]", i ? "," : "", (double)pts[3 * i],
+            (double)pts[3 * i + 1], (double)pts[3 * i + 2]);
+    add(&c->line, "],\"radius\":0.03,\"voxel\":0.25},\"raw\":{\"points_f32\":\"");
+    cloud_points(pts, 20, 1.5f);
+    add_points_f32(&c->line, pts, 20);
+    add(&c->line, "\",\"radius\":0.01,\"count\":20}}}}");
+
+    c = new_case("scene.replace dropping a cloud");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.replace\","
+                  "\"params\":{\"scene\":\"depth\",\"shapes\":");
+    add_shapes(&c->line, "d", 0, 3, 0.1);
+    add(&c->line, ",\"objects\":{\"box\":{\"shapes\":");
+    add_shapes(&c->line, "k", 0, 1, 0.0);
+    add(&c->line, "}},\"clouds\":{\"lidar\":{\"points_f32\":\"");
+    cloud_points(pts, 10, 2.5f);
+    add_points_f32(&c->line, pts, 10);
+    add(&c->line, "\",\"radius\":0.02,\"voxel\":0.125}}}}");
+
+    c = new_case("scene.remove a cloud by name");
+    add(&c->line, "{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"scene.remove\","
+                  "\"params\":{\"scene\":\"depth\",\"ids\":[\"cam\",\"missing\"]}}");
 
     /* The same batch, and a mutation, as the first reply of a connection:
      * the '[' or '{' that starts the reply allocates the buffer. */
@@ -1686,6 +1784,7 @@ typedef struct fixture {
     rp_model *tree, *chain, *frame;
     rp_model *tree_ext, *chain_ext; /* extensions, owned */
     rp_model *made;                 /* rp_model_extend's result */
+    rp_cloud *cloud;                /* rp_cloud_new's result */
     rp_status st_call;
     rp_check_result check;
     rp_motion_result motion;
@@ -1728,6 +1827,7 @@ static void fixture_open(fixture *f)
 
 static void fixture_close(fixture *f)
 {
+    rp_cloud_release(f->cloud);
     rp_model_free(f->made);
     rp_model_free(f->tree_ext);
     rp_model_free(f->chain_ext);
@@ -1905,6 +2005,37 @@ static void describe_motion(const fixture *f, dump *d)
     }
 }
 
+/* rp_cloud_new on 64 points (several to a cell of 0.25 with the voxel),
+ * one sphere a point without. */
+static void cloud_new(fixture *f, double voxel)
+{
+    float xyz[3 * 64];
+    cloud_points(xyz, 64, -0.3f);
+    f->st_call = rp_cloud_new(xyz, 64, 0.05, voxel, &f->cloud, NULL);
+}
+
+static void call_cloud_new_points(fixture *f)
+{
+    cloud_new(f, 0.0);
+}
+
+static void call_cloud_new_voxel(fixture *f)
+{
+    cloud_new(f, 0.25);
+}
+
+static void describe_cloud(const fixture *f, dump *d)
+{
+    const rp_cloud *c = f->cloud;
+    d->len = 0;
+    d->buf[0] = '\0';
+    dump_add(d, "spheres %zu points %zu radius %a voxel %a bytes %zu\n", rp_cloud_size(c),
+             rp_cloud_input_points(c), rp_cloud_radius(c), rp_cloud_voxel(c), rp_cloud_bytes(c));
+    for (size_t k = 0; k < 3 * rp_cloud_size(c); k++)
+        dump_add(d, " %a", (double)rp_cloud_centres(c)[k]);
+    dump_add(d, "\n");
+}
+
 static const api_case api_cases[] = {
     {"rp_store_model_put kinematic, replacing", true, true, call_put_tree_replace,
      describe_nothing},
@@ -1919,6 +2050,8 @@ static const api_case api_cases[] = {
     {"rp_model_check_joints all", false, false, call_check_all, describe_check},
     {"rp_model_check_motion discrete", false, false, call_motion_discrete, describe_motion},
     {"rp_model_check_motion certified", false, false, call_motion_certified, describe_motion},
+    {"rp_cloud_new, one sphere a point", false, true, call_cloud_new_points, describe_cloud},
+    {"rp_cloud_new, voxels", false, true, call_cloud_new_voxel, describe_cloud},
 };
 
 static dump api_want, api_got, api_store_before, api_store_clean, api_store_after;
@@ -1994,6 +2127,7 @@ static void api_run(const api_case *c, unsigned long n, bool persistent, unsigne
             if (rp_store_model_at(f.st, i) != models[i])
                 fail_msg("%s, failing allocation %lu: model %zu replaced", c->kind, n, i);
         assert_null(f.made);
+        assert_null(f.cloud);
         assert_null(f.check.violations);
         /* Nothing half-done: the same call again gives the clean result. */
         rp_check_result_free(&f.check);
@@ -2072,6 +2206,12 @@ static void model_check_motion_fails_cleanly_at_every_allocation(void **state)
     api_sweep("rp_model_check_motion");
 }
 
+static void cloud_new_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_cloud_new");
+}
+
 /* The wrappers themselves: a test that the harness can fail. */
 static void the_nth_allocation_fails_and_only_that_one(void **state)
 {
@@ -2126,6 +2266,7 @@ int main(void)
         cmocka_unit_test(model_fk_fails_cleanly_at_every_allocation),
         cmocka_unit_test(model_check_joints_fails_cleanly_at_every_allocation),
         cmocka_unit_test(model_check_motion_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(cloud_new_fails_cleanly_at_every_allocation),
         /* requests, one allocation failing */
         cmocka_unit_test(scene_mutations_fail_cleanly_when_any_one_allocation_fails),
         cmocka_unit_test(model_puts_and_deletes_fail_cleanly_when_any_one_allocation_fails),
