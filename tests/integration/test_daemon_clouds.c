@@ -16,8 +16,6 @@
  * (rp_shape_signed_distance per pair), and every model check and motion
  * with the library run in this process on a copy of the scene.
  *
- * The last two tests show problems found while writing these (see their
- * comments): they are skipped unless REPOSE_TEST_KNOWN_BUGS=1.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -2011,31 +2009,12 @@ static void a_big_cloud_is_built_while_another_client_pings(void **state)
     stop_ok(d);
 }
 
-/* ---- known problems ------------------------------------------------------------------------ */
-
-/* The cases below show problems found while these tests were written (see
- * the commit that added them).  They run with REPOSE_TEST_KNOWN_BUGS=1 in
- * the environment and fail then; without it they stop (skipped) where the
- * problem starts, so that the suite stays green until it is fixed. */
-static bool known_bugs_wanted(const char *what)
-{
-    const char *v = getenv("REPOSE_TEST_KNOWN_BUGS");
-    if (v && *v && strcmp(v, "0") != 0)
-        return true;
-    print_message("skipped, a known problem (REPOSE_TEST_KNOWN_BUGS=1 runs it): %s\n", what);
-    return false;
-}
+/* ---- clouds alone, and names ---------------------------------------------------------------- */
 
 /* A scene that holds clouds and nothing else is checked like any other:
  * the arm's first link at joints (0, 0) lies through a cloud's spheres, so
  * every report and every motion mode finds the collision.
- *
- * Known problem: with report "first" (check, check.batch) and in a
- * discrete check.motion the scene's pairs are skipped when the scene has
- * no entries of its own (check_first_bp in src/scene/check.c walks the
- * scene only `if (sc && rp_scene_shape_count(sc))`, a count that leaves
- * the clouds' spheres out): the collision is missed, `valid` true.  The
- * same scene with one far shape of its own is checked right. */
+ * (FIRST once walked a scene only when it had shapes of its own.) */
 static void a_scene_of_clouds_alone_is_checked_with_every_report(void **state)
 {
     (void)state;
@@ -2069,12 +2048,6 @@ static void a_scene_of_clouds_alone_is_checked_with_every_report(void **state)
         assert_false(cJSON_IsTrue(at(result_of(r), "valid")));
         assert_true(strncmp(str_at(result_of(r), "first_invalid.other"), "blob/", 5) == 0);
         cJSON_Delete(r);
-        if (k == 1 && !known_bugs_wanted("report first and discrete motions in a scene of clouds "
-                                         "alone miss the clouds")) {
-            rh_close(c);
-            stop_ok(d);
-            skip();
-        }
         /* Report first, in check and check.batch, and discrete motions. */
         r = rpc(c, "check",
                 "{\"model\":\"arm\",\"scene\":\"%s\",\"joints\":[0,0],\"report\":\"first\"}", sc);
@@ -2114,17 +2087,13 @@ static void a_scene_of_clouds_alone_is_checked_with_every_report(void **state)
     stop_ok(d);
 }
 
-/* Names are one namespace: a cloud named like an existing object or
- * robot instance, or an object or robot named like an existing cloud,
- * is -32602 at the offending key and changes nothing (proto/PROTOCOL.md,
- * Point clouds: "an object, a robot instance, a cloud and the scene's own
- * shape ids never clash: -32602 at the offending key").
- *
- * Known problem (or a reading of the spec to settle): only a clash with
- * a shape id of the scene's own is refused; such a put replaces the
- * object, robot instance or cloud of that name, whatever its kind, as
- * puts of objects and robots under each other's names already do. */
-static void clouds_objects_and_robots_do_not_take_each_others_names(void **state)
+/* Names are one namespace: a cloud may not take a shape id of the
+ * scene's own (-32602 at the key, nothing changed); a put of a cloud under
+ * an object's or a robot instance's name replaces it whole, and an object
+ * or robot put under a cloud's name replaces the cloud, as objects and
+ * robots replace each other (proto/PROTOCOL.md, Point clouds).  Each such
+ * put is one revision. */
+static void clouds_objects_and_robots_replace_each_other_by_name(void **state)
 {
     (void)state;
     rh_daemon *d = start(NULL);
@@ -2136,41 +2105,42 @@ static void clouds_objects_and_robots_do_not_take_each_others_names(void **state
        "\"clouds\":{\"cam\":{\"points\":[[0,0,1]],\"radius\":0.05}}}");
     uint64_t rev = revision_of(c, "cell");
     char *before = scene_text(c, "cell", false);
-    /* The scene's own shape id: refused (also in the bad-input test). */
     cJSON *r = rpc(c, "scene.put",
                    "{\"scene\":\"cell\",\"clouds\":{\"wall\":{\"points\":[[0,0,0]],\"radius\":0.1}}"
                    "}");
     expect_error(r, -32602, "params.clouds.wall");
-    if (!known_bugs_wanted("a cloud put under an object's or a robot's name replaces it")) {
-        free(before);
-        rh_close(c);
-        stop_ok(d);
-        skip();
-    }
-    static const struct {
-        const char *params, *path;
-    } clash[] = {
-        {"{\"scene\":\"cell\",\"clouds\":{\"crate\":{\"points\":[[0,0,0]],\"radius\":0.1}}}",
-         "params.clouds.crate"},
-        {"{\"scene\":\"cell\",\"clouds\":{\"r1\":{\"points\":[[0,0,0]],\"radius\":0.1}}}",
-         "params.clouds.r1"},
-        {"{\"scene\":\"cell\",\"objects\":{\"cam\":{\"shapes\":{}}}}", "params.objects.cam"},
-        {"{\"scene\":\"cell\",\"robots\":{\"cam\":{\"model\":\"arm\"}}}", "params.robots.cam"},
-    };
-    for (size_t i = 0; i < sizeof clash / sizeof clash[0]; i++) {
-        r = rpc(c, "scene.put", "%s", clash[i].params);
-        if (!at(r, "error")) {
-            char *s = show(r), *now = scene_text(c, "cell", false);
-            fail_msg("%s: want -32602 at %s, got %s; the scene is now %s", clash[i].params,
-                     clash[i].path, s, now);
-        }
-        expect_error(r, -32602, clash[i].path);
-        assert_int_equal(revision_of(c, "cell"), rev);
-    }
     char *after = scene_text(c, "cell", false);
     assert_string_equal(before, after);
+    assert_int_equal(revision_of(c, "cell"), rev);
     free(after);
     free(before);
+    static const struct {
+        const char *params, *name, *kind_now, *kind_gone;
+    } swap[] = {
+        {"{\"scene\":\"cell\",\"clouds\":{\"crate\":{\"points\":[[0,0,0]],\"radius\":0.1}}}",
+         "crate", "clouds", "objects"},
+        {"{\"scene\":\"cell\",\"clouds\":{\"r1\":{\"points\":[[0,0,0]],\"radius\":0.1}}}", "r1",
+         "clouds", "robots"},
+        {"{\"scene\":\"cell\",\"objects\":{\"cam\":{\"shapes\":{}}}}", "cam", "objects", "clouds"},
+        {"{\"scene\":\"cell\",\"robots\":{\"crate\":{\"model\":\"arm\"}}}", "crate", "robots",
+         "clouds"},
+    };
+    for (size_t i = 0; i < sizeof swap / sizeof swap[0]; i++) {
+        ok(c, "scene.put", "%s", swap[i].params);
+        assert_int_equal(revision_of(c, "cell"), ++rev);
+        cJSON *g = rpc(c, "scene.get", "{\"scene\":\"cell\"}");
+        const cJSON *res = result_of(g);
+        const cJSON *now = cJSON_GetObjectItemCaseSensitive(res, swap[i].kind_now);
+        const cJSON *gone = cJSON_GetObjectItemCaseSensitive(res, swap[i].kind_gone);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(now, swap[i].name));
+        assert_null(cJSON_GetObjectItemCaseSensitive(gone, swap[i].name));
+        /* No shape of the old one is left under its name. */
+        const cJSON *shapes = cJSON_GetObjectItemCaseSensitive(res, "shapes");
+        for (const cJSON *k = shapes ? shapes->child : NULL; k; k = k->next)
+            assert_false(strncmp(k->string, swap[i].name, strlen(swap[i].name)) == 0 &&
+                         k->string[strlen(swap[i].name)] == '/');
+        cJSON_Delete(g);
+    }
     rh_close(c);
     stop_ok(d);
 }
@@ -2185,9 +2155,8 @@ int main(int argc, char **argv)
         DAEMON_TEST(watchers_hear_of_clouds_without_their_points),
         DAEMON_TEST(clouds_survive_kill_9_through_snapshot_and_journal),
         DAEMON_TEST(a_big_cloud_is_built_while_another_client_pings),
-        /* known problems: skipped unless REPOSE_TEST_KNOWN_BUGS=1 */
         DAEMON_TEST(a_scene_of_clouds_alone_is_checked_with_every_report),
-        DAEMON_TEST(clouds_objects_and_robots_do_not_take_each_others_names),
+        DAEMON_TEST(clouds_objects_and_robots_replace_each_other_by_name),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
