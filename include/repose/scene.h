@@ -360,6 +360,9 @@ RP_API const rp_cloud *rp_object_cloud(const rp_object *o);
 /// protocol names the sphere "cloud/k").  SIZE_MAX for an index of the
 /// scene's own shapes.
 RP_API size_t rp_scene_cloud_member(const rp_scene *sc, size_t index, const rp_object **cloud);
+/// The spheres of all the scene's clouds (their storage indices follow the
+/// rp_scene_shape_count shapes of its own and of its objects).
+RP_API size_t rp_scene_cloud_spheres(const rp_scene *sc);
 RP_API const rp_model *rp_object_model(const rp_object *o);
 RP_API const double *rp_object_joints(const rp_object *o);
 

@@ -335,6 +335,11 @@ size_t rp_scene_cloud_member(const rp_scene *sc, size_t index, const rp_object *
     return SIZE_MAX;
 }
 
+size_t rp_scene_cloud_spheres(const rp_scene *sc)
+{
+    return sc->objects ? sc->objects->cloud_spheres : 0;
+}
+
 const rp_shape *rp_scene_cloud_shape_(const rp_scene *sc, size_t e, rp_shape *buf)
 {
     const rp_object *o = NULL;

@@ -374,7 +374,9 @@ static bool fail_out_of_range(rpd_req *req, const check_setup *cs, const char *c
  * allowed scene exclusions. */
 static uint64_t check_cost(const check_setup *cs)
 {
-    uint64_t w = rp_model_check_work(cs->model, cs->scene ? rp_scene_shape_count(cs->scene) : 0);
+    /* (a cloud's spheres are walked like the scene's shapes) */
+    size_t n = cs->scene ? rp_scene_shape_count(cs->scene) + rp_scene_cloud_spheres(cs->scene) : 0;
+    uint64_t w = rp_model_check_work(cs->model, n);
     return w < UINT64_MAX / 4 ? w : UINT64_MAX / 4; /* room to add to it */
 }
 

@@ -729,7 +729,8 @@ static bool run_query_inner(rpd_req *req, const cJSON *params, const rp_jw *w, r
     q->max_pairs = rpd_max_pairs(w);
     /* A subset is scanned pair by pair; the whole scene is searched through
      * its tree. */
-    uint64_t per_query = idx ? n : rpd_tree_depth(rp_scene_shape_count(sc));
+    uint64_t per_query =
+        idx ? n : rpd_tree_depth(rp_scene_shape_count(sc) + rp_scene_cloud_spheres(sc));
     uint64_t charged = (uint64_t)qs->n * (per_query ? per_query : 1);
     if (!rpd_charge_work(req, charged)) {
         free(idx);
