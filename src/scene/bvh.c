@@ -262,37 +262,37 @@ static void shape_centre(const rp_shape *s, double c[3])
     c[2] = 0.5 * a.z + 0.5 * b.z;
 }
 
-/* The float one step from f towards -infinity (dir < 0) or +infinity, as
- * nextafterf does for the finite and infinite values a rounding can give
- * here (never NaN): the bits of a float's magnitude are ordered like its
- * values, so a step is one unit on them.  Inline: boxes are rounded for
- * every leaf a tree insertion looks at (a libm call cost a tenth of a
- * robot instance's move). */
-static inline float float_step(float f, int dir)
-{
-    if (f == 0.0f)
-        return dir < 0 ? -0x1p-149f : 0x1p-149f; /* the smallest subnormals */
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    bool away = (dir > 0) == (f > 0.0f); /* magnitude grows */
-    if (!away || (b & 0x7fffffffu) != 0x7f800000u)
-        b = away ? b + 1 : b - 1; /* from an infinity towards 0: FLT_MAX */
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-/* Largest float <= x, and smallest float >= x (infinite beyond float range,
- * which keeps boxes conservative). */
-static float float_down(double x)
+/* A float <= x, and a float >= x (infinite beyond float range, which
+ * keeps boxes conservative).  Branch-free: the rounded value f, or f moved
+ * |f| 2^-23 (plus the smallest subnormal, for zero) the other way, chosen
+ * by a compare.  Which way a rounding went is a coin toss, so a branch was
+ * mispredicted half the time, and a box's seven sides are rounded for
+ * every leaf a tree update looks at.  |f| 2^-23 is between one and two
+ * ulps of f (three in the lowest binades, where the step itself rounds),
+ * so the moved value is a float or two past f's neighbour at most (still
+ * on the safe side), or the infinity past the largest float; only at an
+ * infinity does the step fail (inf - inf), and there the next float in is
+ * the largest. */
+static inline float float_down(double x)
 {
     float f = (float)x;
-    return (double)f > x ? float_step(f, -1) : f;
+    float d = f - (__builtin_fabsf(f) * 0x1p-23f + 0x1p-149f);
+    d = f == INFINITY ? FLT_MAX : d;
+    return (double)f > x ? d : f;
 }
 
-static float float_up(double x)
+static inline float float_up(double x)
 {
     float f = (float)x;
-    return (double)f < x ? float_step(f, 1) : f;
+    float u = f + (__builtin_fabsf(f) * 0x1p-23f + 0x1p-149f);
+    u = f == -INFINITY ? -FLT_MAX : u;
+    return (double)f < x ? u : f;
+}
+
+void rp_bvh_round_(double x, float *down, float *up)
+{
+    *down = float_down(x);
+    *up = float_up(x);
 }
 
 /* The shape's padded box in floats: what its parent's box must contain. */
@@ -689,8 +689,19 @@ void rp_bvh_update_(rp_scene *sc, uint32_t e)
     for (int k = 0; k < UPDATE_REFIT_LEVELS && a != RP_BVH_NIL; k++) {
         fbox A = node_fbox(node_at(t, a));
         if (fbox_contains(&A, &L)) {
+            /* Only the nodes below A change: the tree's shape stays (no
+             * rotation), and A's box, which holds them all, stays as it is
+             * (it may be looser than its children's union: boxes need only
+             * contain them), so the refits stop there rather than run to
+             * the root whenever a box shrinks. */
             t->churn++;
-            walk_up(t, &sc->entries, p);
+            for (uint32_t i = p; i != a; i = node_at(t, i)->parent)
+                refit(t, &sc->entries, i);
+            /* (the radius bounds from A up, as above) */
+            for (uint32_t i = a; i != RP_BVH_NIL && node_at(t, i)->rmax < L.r;) {
+                node_mut(t, i)->rmax = L.r;
+                i = node_at(t, i)->parent;
+            }
             return;
         }
         a = node_at(t, a)->parent;

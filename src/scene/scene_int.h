@@ -774,6 +774,10 @@ void rp_bvh_maintain_(rp_scene *sc);
  * violation to stderr. */
 int rp_bvh_check_(const rp_scene *sc);
 
+/* Test-only: the float bounds boxes are rounded to (bvh.c): *down <= x <=
+ * *up, each within two floats of x. */
+void rp_bvh_round_(double x, float *down, float *up);
+
 /* model.c: frees a model (store memory accounting included). */
 void rp_model_free_(rp_model *m);
 

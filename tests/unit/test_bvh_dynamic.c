@@ -11,8 +11,10 @@
  * at 100k shapes, tree included.
  */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 
@@ -660,9 +662,72 @@ static void store_stays_within_150_bytes_per_shape_at_100k(void **state)
     rp_store_free(st);
 }
 
+/* Boxes are rounded outwards to floats without a branch (bvh.c): a float
+ * at or below x and one at or above, at most three floats away, for doubles
+ * of every size, just off floats, zero, subnormals, the ends of the float
+ * range and the infinities. */
+static void box_rounding_is_outward_and_tight(void **state)
+{
+    (void)state;
+    uint64_t seed = 7;
+    for (int i = 0; i < 400000; i++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        double x;
+        switch (i % 5) {
+        case 0: { /* any finite double's bits */
+            uint64_t b = seed;
+            memcpy(&x, &b, sizeof x);
+            if (!isfinite(x))
+                x = (double)(int64_t)seed;
+            break;
+        }
+        case 1: /* a float plus or minus a little */
+        case 2: {
+            float f;
+            uint32_t b = (uint32_t)(seed >> 32);
+            memcpy(&f, &b, sizeof f);
+            if (!isfinite(f))
+                f = 1.0f;
+            double tweak = ldexp((double)(seed & 0xffff) / 65536.0, -30);
+            x = (double)f * (1.0 + (i % 5 == 1 ? tweak : -tweak));
+            break;
+        }
+        case 3: /* around the ends of the float range */
+            x = (seed & 1 ? 1 : -1) * (double)FLT_MAX * (1.0 + ldexp((double)(seed >> 40), -48));
+            break;
+        default: /* tiny: subnormal floats and below */
+            x = (seed & 1 ? 1 : -1) * ldexp((double)(seed >> 12), -52 - 150 + (int)(seed % 20));
+            break;
+        }
+        float d, u;
+        rp_bvh_round_(x, &d, &u);
+        assert_true((double)d <= x && x <= (double)u);
+        /* (two floats away at most; three in the lowest binades, where the
+         * step's own rounding adds one) */
+        float dd = d, uu = u;
+        for (int k = 0; k < 3; k++) {
+            dd = nextafterf(dd, INFINITY);
+            uu = nextafterf(uu, -INFINITY);
+        }
+        assert_true(dd >= (float)x || isinf((float)x));
+        assert_true(uu <= (float)x || isinf((float)x));
+        if ((double)(float)x == x)
+            assert_true(d == (float)x && u == (float)x);
+    }
+    static const double edges[] = {0.0,      -0.0,      INFINITY, -INFINITY, FLT_MAX, -FLT_MAX,
+                                   0x1p-149, -0x1p-149, 0x1p-150, -0x1p-150, 1e300,   -1e300};
+    for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++) {
+        float d, u;
+        rp_bvh_round_(edges[k], &d, &u);
+        assert_true((double)d <= edges[k] && edges[k] <= (double)u);
+        assert_false(isnan(d) || isnan(u));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(box_rounding_is_outward_and_tight),
         cmocka_unit_test(random_interleavings_equal_brute_force_small),
         cmocka_unit_test(random_interleavings_equal_brute_force_medium),
         cmocka_unit_test(random_interleavings_equal_brute_force_large),
