@@ -102,6 +102,8 @@ static rp_cloud *cloud_alloc(size_t n)
     return c;
 }
 
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+
 /* floor(x) for |x| < 2^52 without a libm call. */
 static inline double floor_small(double x)
 {
@@ -142,18 +144,23 @@ static rp_status make_keys(const float *xyz, size_t n, double voxel, keyed *k)
     }
     const double top = (double)(RP_CLOUD_MAX_VOXELS - 1);
     if (voxel > 0.0 && small) { /* the usual case: cells in a few metres */
-        /* floor(p / voxel) through a product with the reciprocal, which is
-         * within 3 eps |q| of the quotient: a q further than that from an
-         * integer has the quotient's floor; one closer divides. */
-        double inv = 1.0 / voxel;
+        /* The cell less the lowest one, floor(p / voxel) - lo, through a
+         * product with the reciprocal: p * inv - lo is within 4 eps M of
+         * p / voxel - lo (M bounds |p / voxel| and |lo|), so where its
+         * fraction is further than that from an integer, truncating it
+         * gives the cell (it is >= 0 there); only the rare value closer
+         * to a cell's edge divides. */
+        double inv = 1.0 / voxel, tol[3];
+        for (int a = 0; a < 3; a++)
+            tol[a] = 16.0 * DBL_EPSILON * (2.0 * MAX2(fabs(lo[a]), fabs(hi[a])) + 4.0);
         for (size_t i = 0; i < n; i++) {
             uint64_t c[3];
             for (int a = 0; a < 3; a++) {
-                double p = xyz[3 * i + a], q = p * inv, f = floor_small(q), frac = q - f;
-                double tol = 16.0 * DBL_EPSILON * (fabs(q) + 1.0);
-                if (frac < tol || frac > 1.0 - tol)
-                    f = floor_small(p / voxel);
-                c[a] = (uint64_t)(f - lo[a]);
+                double p = xyz[3 * i + a], q = p * inv - lo[a];
+                double t = (double)(int64_t)q, frac = q - t;
+                if (__builtin_expect(frac < tol[a] || frac > 1.0 - tol[a], 0))
+                    t = floor_small(p / voxel) - lo[a];
+                c[a] = (uint64_t)t;
             }
             k[i].key = morton(c[0], c[1], c[2]);
             k[i].index = (uint32_t)i;

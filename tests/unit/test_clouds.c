@@ -264,6 +264,39 @@ static void building_keeps_points_and_voxel_centroids(void **state)
         free(got);
         free(xyz);
     }
+    /* Points on the cells' edges and a float either side of them, where a
+     * product with the voxel's reciprocal and the quotient the spec names
+     * may floor differently: the cells are floor(p / v) all the same. */
+    static const double voxels[] = {0.1, 0.01, 0.03, 0.7, 1e-3};
+    for (size_t vi = 0; vi < sizeof voxels / sizeof voxels[0]; vi++) {
+        double v = voxels[vi];
+        size_t n = 0, cap = 3 * 3 * 401 * 3;
+        float *xyz = malloc(cap * sizeof *xyz);
+        assert_non_null(xyz);
+        for (int k = -200; k <= 200; k++) {
+            float edge = (float)(k * v);
+            float near[3] = {nextafterf(edge, -INFINITY), edge, nextafterf(edge, INFINITY)};
+            for (int j = 0; j < 3; j++) {
+                /* each axis in turn on the edge, the others inside cells */
+                for (int a = 0; a < 3; a++) {
+                    xyz[3 * n + a] = (float)(0.5 * v);
+                    xyz[3 * n + (size_t)((a + j) % 3)] = near[j];
+                }
+                n++;
+            }
+        }
+        float *want = NULL, *got = malloc(3 * n * sizeof *got);
+        assert_non_null(got);
+        size_t m = expected_voxels(xyz, n, v, &want);
+        rp_cloud *c = cloud_ok(xyz, n, 0.01, v);
+        assert_int_equal(rp_cloud_size(c), m);
+        memcpy(got, rp_cloud_centres(c), 3 * m * sizeof *got);
+        assert_same_triples(got, want, m);
+        rp_cloud_release(c);
+        free(got);
+        free(want);
+        free(xyz);
+    }
     /* Memory: at most 60 bytes a sphere for 100k random points. */
     size_t n = 100000;
     float *xyz = random_points(&r, n, 5.0);
