@@ -53,6 +53,10 @@ typedef struct rpd_core {
     /* Worker threads exist (--threads > 0): lines on the event loop then
      * get max_loop_work, queries being expected on the workers. */
     bool has_workers;
+    /* The clouds a worker built while it parsed the line the event loop is
+     * running now (rpd_run_parsed sets it; methods_objects.c takes them):
+     * NULL otherwise. */
+    struct rpd_prebuilt *prebuilt;
 
     /* Unsent replies and notifications of all connections (conn.c keeps
      * the count; max_output_bytes caps it), and the most it has been. */

@@ -161,6 +161,16 @@ bool rpd_decode_clouds(rpd_req *req, const cJSON *j, const char *path, rpd_cloud
 void rpd_clouds_free(rpd_clouds *c);
 /* The points of all clouds of params.clouds, counted without decoding. */
 size_t rpd_clouds_point_count(const cJSON *j);
+/* Clouds built ahead (methods_objects.c): a worker that parsed a line for
+ * the event loop builds the clouds of its scene.put/create/replace
+ * requests that decode (as rpd_decode_clouds would take them), and
+ * rpd_decode_clouds, on the loop, takes a cloud built for the member it
+ * decodes instead of building it again.  What was not taken is freed with
+ * the parsed line. */
+struct rpd_parsed;
+void rpd_prebuild_clouds(struct rpd_parsed *p);
+void rpd_prebuilt_free(struct rpd_prebuilt *pb);
+
 /* rpd_edit_failed for a refused cloud (RP_EDIT_CLOUD). */
 bool rpd_cloud_failed(rpd_req *req, rp_status st, const rp_edit_error *e, const cJSON *clouds_j,
                       const char *clouds_path);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "methods.h"
+#include "rpc.h"
 
 #define ID_MAX 128 /* rp_codec_valid_id's longest id */
 
@@ -638,47 +639,52 @@ size_t rpd_clouds_point_count(const cJSON *j)
     return n;
 }
 
-/* points: [[x, y, z], ...] into xyz (room for the array's length). */
-static bool cloud_points_array(rpd_req *req, const cJSON *pj, const char *path, float *xyz,
-                               size_t *n)
+/* points: [[x, y, z], ...] into xyz (room for the array's length), *n of
+ * them; else the reason, with the point (*bad_k) and the coordinate
+ * (*bad_a, -1 for the point itself) it concerns. */
+static const char *points_of_array(const cJSON *pj, float *xyz, size_t *n, size_t *bad_k,
+                                   int *bad_a)
 {
-    char sub[RP_CODEC_PATH_MAX], el[RP_CODEC_PATH_MAX];
     size_t k = 0;
     for (const cJSON *p = pj->child; p; p = p->next, k++) {
-        rp_codec_path_index(sub, path, k);
+        *bad_k = k;
+        *bad_a = -1;
         if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 3)
-            return rpd_fail_path(req, sub, "must be a point [x, y, z]");
+            return "must be a point [x, y, z]";
         int a = 0;
         for (const cJSON *v = p->child; v; v = v->next, a++) {
-            rp_codec_path_index(el, sub, (size_t)a);
+            *bad_a = a;
             if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > FLT_MAX)
-                return rpd_fail_path(req, el,
-                                     "must be a finite number within single precision range");
+                return "must be a finite number within single precision range";
             xyz[3 * k + (size_t)a] = (float)v->valuedouble;
         }
     }
     *n = k;
-    return true;
+    return NULL;
 }
 
-/* points_f32: base64 of little-endian float32 triples into xyz. */
-static bool cloud_points_f32(rpd_req *req, const cJSON *pj, const char *path, float *xyz, size_t *n)
+/* points_f32: base64 of little-endian float32 triples into xyz, *n of
+ * them; else the reason (written into why, RP_CODEC_REASON_MAX bytes, when
+ * it names a point), or NULL with *nomem. */
+static const char *points_of_f32(const cJSON *pj, float *xyz, size_t *n, char *why, bool *nomem)
 {
+    *nomem = false;
     if (!cJSON_IsString(pj) || !pj->valuestring)
-        return rpd_fail_path(req, path, "must be a base64 string of little-endian float32 x,y,z");
+        return "must be a base64 string of little-endian float32 x,y,z";
     size_t len = strlen(pj->valuestring), bytes;
-    const char *why;
+    const char *reason = NULL;
     unsigned char *raw = malloc(rp_base64_decoded_max(len) + 1);
-    if (!raw)
-        return rpd_fail_status(req, RP_ERR_NOMEM);
-    if (!rp_base64_decode(pj->valuestring, len, raw, &bytes, &why)) {
+    if (!raw) {
+        *nomem = true;
+        return NULL;
+    }
+    if (!rp_base64_decode(pj->valuestring, len, raw, &bytes, &reason)) {
         free(raw);
-        return rpd_fail_path(req, path, why);
+        return reason;
     }
     if (bytes % 12) {
         free(raw);
-        return rpd_fail_path(req, path,
-                             "must decode to whole points: 12 bytes (three float32) each");
+        return "must decode to whole points: 12 bytes (three float32) each";
     }
     for (size_t i = 0; i < bytes / 4; i++) {
         uint32_t u = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
@@ -686,15 +692,158 @@ static bool cloud_points_f32(rpd_req *req, const cJSON *pj, const char *path, fl
         memcpy(&xyz[i], &u, sizeof u);
         if (!isfinite(xyz[i])) {
             free(raw);
-            char reason[RP_CODEC_REASON_MAX];
-            rpd_format(reason, sizeof reason, "point %zu has a coordinate that is not finite",
+            rpd_format(why, RP_CODEC_REASON_MAX, "point %zu has a coordinate that is not finite",
                        i / 3);
-            return rpd_fail_path(req, path, reason);
+            return why;
         }
     }
     free(raw);
     *n = bytes / 12;
+    return NULL;
+}
+
+/* points, its error at the path of the point or coordinate. */
+static bool cloud_points_array(rpd_req *req, const cJSON *pj, const char *path, float *xyz,
+                               size_t *n)
+{
+    size_t k = 0;
+    int a = -1;
+    const char *why = points_of_array(pj, xyz, n, &k, &a);
+    if (!why)
+        return true;
+    char sub[RP_CODEC_PATH_MAX], el[RP_CODEC_PATH_MAX];
+    rp_codec_path_index(sub, path, k);
+    return rpd_fail_path(req, a < 0 ? sub : rp_codec_path_index(el, sub, (size_t)a), why);
+}
+
+/* points_f32, its error at its path. */
+static bool cloud_points_f32(rpd_req *req, const cJSON *pj, const char *path, float *xyz, size_t *n)
+{
+    char buf[RP_CODEC_REASON_MAX];
+    bool nomem;
+    const char *why = points_of_f32(pj, xyz, n, buf, &nomem);
+    if (nomem)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    return !why || rpd_fail_path(req, path, why);
+}
+
+/* ---- clouds built ahead, on the worker that parsed the line -------------------------- */
+
+typedef struct prebuilt_cloud {
+    const cJSON *member; /* the cloud's member of params.clouds */
+    rp_cloud *cloud;     /* NULL once taken */
+    size_t points;
+    double radius, voxel;
+} prebuilt_cloud;
+
+struct rpd_prebuilt {
+    size_t n, cap;
+    prebuilt_cloud c[];
+};
+
+void rpd_prebuilt_free(struct rpd_prebuilt *pb)
+{
+    for (size_t k = 0; pb && k < pb->n; k++)
+        rp_cloud_release(pb->c[k].cloud);
+    free(pb);
+}
+
+/* Member `key` of c: a finite number >= 0 (absent: fine unless required,
+ * *out untouched). */
+static bool nonneg_member(const cJSON *c, const char *key, bool required, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!v)
+        return !required;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
+        return false;
+    *out = v->valuedouble;
     return true;
+}
+
+/* Builds the cloud of member c when it decodes; what does not is left for
+ * the loop's decode to report. */
+static void prebuild_one(struct rpd_prebuilt **pb, const cJSON *c)
+{
+    if (!cJSON_IsObject(c))
+        return;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(c, "points");
+    const cJSON *pf = cJSON_GetObjectItemCaseSensitive(c, "points_f32");
+    double radius = 0.0, voxel = 0.0;
+    if (!pa == !pf || (pa && !cJSON_IsArray(pa)) || !nonneg_member(c, "radius", true, &radius) ||
+        !nonneg_member(c, "voxel", false, &voxel))
+        return;
+    size_t cap = cloud_points(c), n = 0, k;
+    int a;
+    char buf[RP_CODEC_REASON_MAX];
+    bool nomem = false;
+    float *xyz = malloc((cap ? cap : 1) * 3 * sizeof *xyz);
+    if (!xyz)
+        return;
+    const char *why =
+        pa ? points_of_array(pa, xyz, &n, &k, &a) : points_of_f32(pf, xyz, &n, buf, &nomem);
+    rp_cloud *cloud = NULL;
+    if (!why && !nomem && rp_cloud_new(xyz, n, radius, voxel, &cloud, NULL) != RP_OK)
+        cloud = NULL;
+    free(xyz);
+    if (!cloud)
+        return;
+    if (!*pb || (*pb)->n == (*pb)->cap) {
+        size_t ncap = *pb ? 2 * (*pb)->cap : 4;
+        struct rpd_prebuilt *g = realloc(*pb, sizeof **pb + ncap * sizeof g->c[0]);
+        if (!g) {
+            rp_cloud_release(cloud);
+            return;
+        }
+        if (!*pb)
+            g->n = 0;
+        g->cap = ncap;
+        *pb = g;
+    }
+    (*pb)->c[(*pb)->n++] = (prebuilt_cloud){c, cloud, n, radius, voxel};
+}
+
+/* The clouds of one request object r, when it is a scene write. */
+static void prebuild_request(struct rpd_prebuilt **pb, const cJSON *r)
+{
+    const cJSON *m = cJSON_IsObject(r) ? cJSON_GetObjectItemCaseSensitive(r, "method") : NULL;
+    if (!cJSON_IsString(m) || !m->valuestring ||
+        (strcmp(m->valuestring, "scene.put") != 0 && strcmp(m->valuestring, "scene.create") != 0 &&
+         strcmp(m->valuestring, "scene.replace") != 0))
+        return;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(r, "params");
+    const cJSON *clouds =
+        cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, "clouds") : NULL;
+    for (const cJSON *c = cJSON_IsObject(clouds) ? clouds->child : NULL; c; c = c->next)
+        prebuild_one(pb, c);
+}
+
+void rpd_prebuild_clouds(struct rpd_parsed *p)
+{
+    const cJSON *root = p->root;
+    if (cJSON_IsArray(root))
+        for (const cJSON *r = root->child; r; r = r->next)
+            prebuild_request(&p->prebuilt, r);
+    else
+        prebuild_request(&p->prebuilt, root);
+}
+
+/* The cloud built ahead for member c with these arguments (taken: the
+ * caller owns it), or NULL; *points its point count. */
+static rp_cloud *take_prebuilt(rpd_req *req, const cJSON *c, double radius, double voxel,
+                               size_t *points)
+{
+    struct rpd_prebuilt *pb = req->core->prebuilt;
+    for (size_t k = 0; pb && k < pb->n; k++) {
+        prebuilt_cloud *e = &pb->c[k];
+        if (e->member != c || !e->cloud || e->radius != radius || e->voxel != voxel)
+            continue;
+        rp_cloud *cloud = e->cloud;
+        e->cloud = NULL;
+        *points = e->points;
+        return cloud;
+    }
+    return NULL;
 }
 
 bool rpd_decode_clouds(rpd_req *req, const cJSON *j, const char *path, rpd_clouds *out)
@@ -745,34 +894,39 @@ bool rpd_decode_clouds(rpd_req *req, const cJSON *j, const char *path, rpd_cloud
             rpd_fail_params(req, &ce);
             goto fail;
         }
-        size_t cap = cloud_points(c), got = 0;
-        float *xyz = malloc((cap ? cap : 1) * 3 * sizeof *xyz);
-        if (!xyz) {
-            rpd_fail_status(req, RP_ERR_NOMEM);
-            goto fail;
-        }
-        bool ok =
-            pa ? cloud_points_array(req, pa, rp_codec_path_key(sub, cp, "points"), xyz, &got)
-               : cloud_points_f32(req, pf, rp_codec_path_key(sub, cp, "points_f32"), xyz, &got);
-        if (!ok) {
-            free(xyz);
-            goto fail;
+        size_t got = 0;
+        rp_cloud *cloud = take_prebuilt(req, c, radius, voxel, &got);
+        float *xyz = NULL;
+        if (!cloud) {
+            size_t cap = cloud_points(c);
+            if (!(xyz = malloc((cap ? cap : 1) * 3 * sizeof *xyz))) {
+                rpd_fail_status(req, RP_ERR_NOMEM);
+                goto fail;
+            }
+            bool ok =
+                pa ? cloud_points_array(req, pa, rp_codec_path_key(sub, cp, "points"), xyz, &got)
+                   : cloud_points_f32(req, pf, rp_codec_path_key(sub, cp, "points_f32"), xyz, &got);
+            if (!ok) {
+                free(xyz);
+                goto fail;
+            }
         }
         /* count (as scene.get writes it): the points, when given. */
         const cJSON *nj = cJSON_GetObjectItemCaseSensitive(c, "count");
         uint64_t count;
         if (nj && !rp_codec_uint(nj, rp_codec_path_key(sub, cp, "count"), &count, &ce)) {
             free(xyz);
+            rp_cloud_release(cloud);
             rpd_fail_params(req, &ce);
             goto fail;
         }
         if (nj && count != got) {
             free(xyz);
+            rp_cloud_release(cloud);
             rpd_fail_path(req, sub, "must be the number of points given");
             goto fail;
         }
-        rp_cloud *cloud;
-        rp_status st = rp_cloud_new(xyz, got, radius, voxel, &cloud, NULL);
+        rp_status st = cloud ? RP_OK : rp_cloud_new(xyz, got, radius, voxel, &cloud, NULL);
         free(xyz);
         if (st == RP_ERR_LIMIT) {
             char reason[RP_CODEC_REASON_MAX];

@@ -774,6 +774,8 @@ void rpd_parsed_free(rpd_parsed *p)
     p->rest = NULL;
     free(p->marked);
     p->marked = NULL;
+    rpd_prebuilt_free(p->prebuilt);
+    p->prebuilt = NULL;
 }
 
 /* Whether a parsed line holds a request that runs on the event loop only
@@ -806,7 +808,9 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     nul_marks marks = {p->marked, p->marked_len, 0};
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
+    core->prebuilt = p->prebuilt;
     handle_root(core, s, &line, p->root, out, p->marked ? &marks : NULL);
+    core->prebuilt = NULL;
     if (out->oom) {
         forget_outcomes(s->outcomes, mark.len);
         reply_line_oom(core, out, &mark, p->root);
@@ -831,6 +835,7 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
     rpd_parsed p;
     if (rpd_parse_line(core, line, len, &p, out)) {
         if (keep && parsed_needs_loop(&p)) {
+            rpd_prebuild_clouds(&p); /* (the loop would hold everyone while it builds) */
             *keep = p;
             return true; /* its time counts where it runs */
         }

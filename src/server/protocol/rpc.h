@@ -29,6 +29,10 @@ typedef struct rpd_parsed {
     char *rest;   /* the text cJSON parsed in that case */
     char *marked; /* a line with \u0000 escapes: the marked copy parsed (rpc.c) */
     size_t marked_len;
+    /* Point clouds of its scene.put/create/replace requests, built by the
+     * worker that parsed it (rpd_prebuild_clouds), so that the event loop
+     * does not spend the build; NULL when none. */
+    struct rpd_prebuilt *prebuilt;
 } rpd_parsed;
 
 /* Checks and parses a line: true with *p filled, or false when it needs
