@@ -59,7 +59,7 @@ typedef struct keyed {
  * (a cloud a few metres wide in centimetre cells uses four of the eight). */
 static void radix_sort(keyed *a, keyed *b, size_t n, keyed **out)
 {
-    static _Thread_local size_t count[8][256];
+    size_t count[8][256]; /* (16 KiB of stack) */
     memset(count, 0, sizeof count);
     for (size_t i = 0; i < n; i++)
         for (int d = 0; d < 8; d++)
