@@ -263,12 +263,18 @@ static void interleaving_run(uint64_t seed, size_t space, int steps)
             assert_int_equal(rp_scene_put(sc, p, k, NULL, NULL), RP_OK);
         } else if (op < 70) {
             /* Moves of existing shapes: small (mostly inside the parent's
-             * box) or large. */
+             * box or an ancestor's: their refits wait for the end of the
+             * put), large, or both in one put (a large one flushes the
+             * waiting refits before it moves nodes). */
             size_t most = n < 2 * max_batch ? n : 2 * max_batch;
             size_t k = n ? 1 + (size_t)(rng_next(&r) % most) : 0;
-            double step_size = rng_next(&r) & 1 ? 1e-3 : 0.5;
+            unsigned mode = (unsigned)(rng_next(&r) % 3);
             for (size_t i = 0; i < k; i++) {
                 size_t e = (size_t)(rng_next(&r) % n);
+                double step_size = mode == 0                 ? 1e-3
+                                   : mode == 1               ? 0.5
+                                   : (rng_next(&r) % 4 == 0) ? 0.5
+                                                             : 0.02;
                 snprintf(ids[i], ID_LEN, "%s", rp_scene_id_at(sc, e));
                 p[i].id = ids[i];
                 p[i].shape = moved_shape(&r, SCENE_SHAPE(sc, e), step_size);
