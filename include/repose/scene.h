@@ -360,6 +360,12 @@ RP_API const rp_cloud *rp_object_cloud(const rp_object *o);
 /// protocol names the sphere "cloud/k").  SIZE_MAX for an index of the
 /// scene's own shapes.
 RP_API size_t rp_scene_cloud_member(const rp_scene *sc, size_t index, const rp_object **cloud);
+/// Writes the id of storage index `index` into buf (cap bytes, always
+/// terminated when cap > 0, cut when short): a shape's id, or "name/k" for
+/// sphere k of cloud `name`.  Returns the id's whole length (snprintf's
+/// rule: a result >= cap means it was cut).
+RP_API size_t rp_scene_id_format(const rp_scene *sc, size_t index, char *buf, size_t cap);
+
 /// The spheres of all the scene's clouds (their storage indices follow the
 /// rp_scene_shape_count shapes of its own and of its objects).
 RP_API size_t rp_scene_cloud_spheres(const rp_scene *sc);

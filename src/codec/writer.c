@@ -1022,13 +1022,11 @@ void rp_jw_cloud(rp_jw *w, const rp_cloud *c)
 
 void rp_jw_scene_id(rp_jw *w, const rp_scene *sc, size_t index)
 {
-    const rp_object *o;
-    size_t k = rp_scene_cloud_member(sc, index, &o);
-    if (k == SIZE_MAX) {
+    if (index < rp_scene_shape_count(sc)) {
         rp_jw_string(w, rp_scene_id_at(sc, index));
         return;
     }
-    char id[RP_NAME_MAX + 32];
-    int len = snprintf(id, sizeof id, "%s/%zu", rp_object_name(o), k);
-    rp_jw_string_n(w, id, len > 0 && (size_t)len < sizeof id ? (size_t)len : strlen(id));
+    char id[RP_NAME_MAX + 32]; /* (a cloud's name is at most RP_NAME_MAX) */
+    size_t len = rp_scene_id_format(sc, index, id, sizeof id);
+    rp_jw_string_n(w, id, len < sizeof id ? len : sizeof id - 1);
 }

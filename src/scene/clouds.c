@@ -355,24 +355,29 @@ const rp_shape *rp_scene_cloud_shape_(const rp_scene *sc, size_t e, rp_shape *bu
     return buf;
 }
 
-/* The id of storage index e, into buf (n bytes) when it must be made
- * (a cloud's sphere: "name/k"), or into *heap when it does not fit (the
- * caller frees it); NULL when out of memory. */
-static const char *index_id(const rp_scene *sc, size_t e, char *buf, size_t n, char **heap)
+size_t rp_scene_id_format(const rp_scene *sc, size_t index, char *buf, size_t cap)
 {
     const rp_object *o;
-    size_t k = rp_scene_cloud_member(sc, e, &o);
-    if (k == SIZE_MAX)
+    size_t k = rp_scene_cloud_member(sc, index, &o);
+    int len = k == SIZE_MAX ? snprintf(buf, cap, "%s", RP_ENTRY(sc, index)->id)
+                            : snprintf(buf, cap, "%s/%zu", o->name, k);
+    return len > 0 ? (size_t)len : 0;
+}
+
+/* The id of storage index e: an entry's own string, or made into buf (n
+ * bytes), or into *heap when it does not fit (the caller frees it); NULL
+ * when out of memory. */
+static const char *index_id(const rp_scene *sc, size_t e, char *buf, size_t n, char **heap)
+{
+    if (e < sc->count)
         return RP_ENTRY(sc, e)->id;
-    size_t need = strlen(o->name) + 2 + 20;
-    if (need > n) {
-        if (!(*heap = malloc(need)))
-            return NULL;
-        buf = *heap;
-        n = need;
-    }
-    snprintf(buf, n, "%s/%zu", o->name, k);
-    return buf;
+    size_t need = rp_scene_id_format(sc, e, buf, n) + 1;
+    if (need <= n)
+        return buf;
+    if (!(*heap = malloc(need)))
+        return NULL;
+    rp_scene_id_format(sc, e, *heap, need);
+    return *heap;
 }
 
 int rp_scene_index_cmp_(const rp_scene *sc, size_t a, size_t b)
