@@ -262,31 +262,49 @@ static void shape_centre(const rp_shape *s, double c[3])
     c[2] = 0.5 * a.z + 0.5 * b.z;
 }
 
-/* A float <= x, and a float >= x (infinite beyond float range, which
- * keeps boxes conservative).  Branch-free: the rounded value f, or f moved
- * |f| 2^-23 (plus the smallest subnormal, for zero) the other way, chosen
- * by a compare.  Which way a rounding went is a coin toss, so a branch was
- * mispredicted half the time, and a box's seven sides are rounded for
- * every leaf a tree update looks at.  |f| 2^-23 is between one and two
- * ulps of f (three in the lowest binades, where the step itself rounds),
- * so the moved value is a float or two past f's neighbour at most (still
- * on the safe side), or the infinity past the largest float; only at an
- * infinity does the step fail (inf - inf), and there the next float in is
- * the largest. */
+/* Floats <= x and >= x, four lanes at a time (GCC vector extensions: two
+ * SSE2 conversions, or one AVX, whatever the target): the nearest float
+ * f, or, where f went past x, its neighbour on the other side, by one step
+ * of its bit pattern (towards zero for the magnitude that is too large,
+ * away from it otherwise; a zero steps to the smallest subnormal of x's
+ * side).  So the result is the float next to x on its side: boxes round
+ * out by one ulp at most, branch-free (which way a rounding went is a coin
+ * toss, and a box's seven sides are rounded for every leaf a tree update
+ * looks at: a branch was mispredicted half the time).  Beyond the float
+ * range the result is the largest float or an infinity, on the safe
+ * side either way. */
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static inline v4f round4(v4d x, bool up)
+{
+    v4f f = __builtin_convertvector(x, v4f);
+    v4d back = __builtin_convertvector(f, v4d);
+    v4i past = __builtin_convertvector(up ? back < x : back > x, v4i);
+    v4i bits, sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+    memcpy(&bits, &f, sizeof bits);
+    v4i zero = f == (v4f){0, 0, 0, 0};
+    /* A zero takes x's sign (the side it must step to); then a step of +-1
+     * on the pattern: towards larger magnitude when f's sign is the side
+     * the rounding must go (negative going down, positive going up). */
+    v4i from = up ? bits & ~(zero & sign) : bits | (zero & sign);
+    v4i away = up ? f >= (v4f){0, 0, 0, 0} : f <= (v4f){0, 0, 0, 0};
+    v4i stepped = from - 1 - (away + away); /* away (-1): from + 1, else from - 1 */
+    v4i out = (past & stepped) | (~past & bits);
+    v4f r;
+    memcpy(&r, &out, sizeof r);
+    return r;
+}
+
 static inline float float_down(double x)
 {
-    float f = (float)x;
-    float d = f - (__builtin_fabsf(f) * 0x1p-23f + 0x1p-149f);
-    d = f == INFINITY ? FLT_MAX : d;
-    return (double)f > x ? d : f;
+    return round4((v4d){x, x, x, x}, false)[0];
 }
 
 static inline float float_up(double x)
 {
-    float f = (float)x;
-    float u = f + (__builtin_fabsf(f) * 0x1p-23f + 0x1p-149f);
-    u = f == -INFINITY ? -FLT_MAX : u;
-    return (double)f < x ? u : f;
+    return round4((v4d){x, x, x, x}, true)[0];
 }
 
 void rp_bvh_round_(double x, float *down, float *up)
@@ -299,12 +317,9 @@ void rp_bvh_round_(double x, float *down, float *up)
 static fbox shape_fbox(const rp_shape *s)
 {
     dbox d = shape_box(s);
-    fbox f;
-    for (int k = 0; k < 3; k++) {
-        f.lo[k] = float_down(d.lo[k]);
-        f.hi[k] = float_up(d.hi[k]);
-    }
-    f.r = float_up(d.r);
+    v4f lo = round4((v4d){d.lo[0], d.lo[1], d.lo[2], d.lo[2]}, false);
+    v4f hi = round4((v4d){d.hi[0], d.hi[1], d.hi[2], d.r}, true);
+    fbox f = {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}, hi[3]};
     return f;
 }
 
@@ -665,53 +680,72 @@ void rp_bvh_insert_(rp_scene *sc, uint32_t e)
  * policy (rebuild.c) still counts each as churn. */
 #define UPDATE_REFIT_LEVELS 8
 
-void rp_bvh_update_(rp_scene *sc, uint32_t e)
+/* Whether node i's box and radius bound hold box b. */
+static bool node_holds(const rp_bvh *t, uint32_t i, const fbox *b)
+{
+    fbox n = node_fbox(node_at(t, i));
+    return fbox_contains(&n, b) && n.r >= b->r;
+}
+
+void rp_bvh_relocate_(rp_scene *sc, uint32_t e)
 {
     rp_shape sbuf;
     rp_bvh *t = &sc->tree;
     uint32_t p = RP_ENTRY(sc, e)->leaf;
     if (p == RP_BVH_NIL)
         return; /* the root: no box to keep */
+    /* Still inside its parent's box, or nudged out of it but inside an
+     * ancestor a few levels up (a robot's link a step further, a part slid
+     * along): rp_bvh_refit_up_ grows the boxes on the way within that
+     * ancestor, instead of a removal and an insertion from the root, which
+     * cost a robot instance's move most of its time. */
     fbox L = shape_fbox(SC_SHAPE(sc, e));
-    fbox parent = node_fbox(node_at(t, p));
-    if (fbox_contains(&parent, &L)) {
-        /* Still inside: ancestors' boxes hold; their radius bounds may have
-         * to grow (each is >= its children's, so stop at one that is). */
+    uint32_t a = p;
+    for (int k = 0; k <= UPDATE_REFIT_LEVELS && a != RP_BVH_NIL; k++) {
+        fbox A = node_fbox(node_at(t, a));
+        if (fbox_contains(&A, &L))
+            return;
+        a = node_at(t, a)->parent;
+    }
+    remove_leaf(t, &sc->entries, e);
+    insert_leaf(t, &sc->entries, e, &L);
+}
+
+void rp_bvh_refit_up_(rp_scene *sc, uint32_t e)
+{
+    rp_shape sbuf;
+    rp_bvh *t = &sc->tree;
+    uint32_t p = RP_ENTRY(sc, e)->leaf;
+    if (p == RP_BVH_NIL)
+        return;
+    fbox L = shape_fbox(SC_SHAPE(sc, e));
+    fbox P = node_fbox(node_at(t, p));
+    if (fbox_contains(&P, &L)) {
+        /* Ancestors' boxes hold; their radius bounds may have to grow (each
+         * is >= its children's, so stop at one that is). */
         for (uint32_t i = p; i != RP_BVH_NIL && node_at(t, i)->rmax < L.r;) {
             node_mut(t, i)->rmax = L.r;
             i = node_at(t, i)->parent;
         }
         return;
     }
-    /* Nudged out of its parent's box but still inside an ancestor a few
-     * levels up (a robot's link a step further, a part slid along): the
-     * boxes on the way are refitted (they grow within that ancestor's)
-     * instead of a removal and an insertion from the root, which cost a
-     * robot instance's move most of its time.  Counted as churn, so that
+    /* The boxes from the parent up are refitted from their children (whose
+     * shapes all hold their new places, rp_bvh_relocate_ having run for
+     * each), until one whose parent still holds it: the tree's shape stays
+     * (no rotation), and that parent may stay looser than its children's
+     * union (boxes need only contain them), so the refits do not run to the
+     * root whenever a box shrinks.  A later moved shape under the boxes
+     * refitted finds them holding it already.  Counted as churn, so that
      * the rebuild policy (rebuild.c) still sees the tree's quality. */
-    uint32_t a = node_at(t, p)->parent;
-    for (int k = 0; k < UPDATE_REFIT_LEVELS && a != RP_BVH_NIL; k++) {
-        fbox A = node_fbox(node_at(t, a));
-        if (fbox_contains(&A, &L)) {
-            /* Only the nodes below A change: the tree's shape stays (no
-             * rotation), and A's box, which holds them all, stays as it is
-             * (it may be looser than its children's union: boxes need only
-             * contain them), so the refits stop there rather than run to
-             * the root whenever a box shrinks. */
-            t->churn++;
-            for (uint32_t i = p; i != a; i = node_at(t, i)->parent)
-                refit(t, &sc->entries, i);
-            /* (the radius bounds from A up, as above) */
-            for (uint32_t i = a; i != RP_BVH_NIL && node_at(t, i)->rmax < L.r;) {
-                node_mut(t, i)->rmax = L.r;
-                i = node_at(t, i)->parent;
-            }
+    t->churn++;
+    for (uint32_t i = p;;) {
+        refit(t, &sc->entries, i);
+        uint32_t q = node_at(t, i)->parent;
+        fbox b = node_fbox(node_at(t, i));
+        if (q == RP_BVH_NIL || node_holds(t, q, &b))
             return;
-        }
-        a = node_at(t, a)->parent;
+        i = q;
     }
-    remove_leaf(t, &sc->entries, e);
-    insert_leaf(t, &sc->entries, e, &L);
 }
 
 void rp_bvh_remove_(rp_scene *sc, uint32_t e)
@@ -899,12 +933,10 @@ static inline fbox cloud_fbox(const float *c, double r)
     for (int k = 0; k < 3; k++)
         S = MAX2(S, fabs((double)c[k]));
     double pad = r + (BOX_SLACK * DBL_EPSILON * S + DBL_MIN);
-    fbox f;
-    for (int k = 0; k < 3; k++) {
-        f.lo[k] = float_down((double)c[k] - pad);
-        f.hi[k] = float_up((double)c[k] + pad);
-    }
-    f.r = float_up(pad);
+    v4d cd = {(double)c[0], (double)c[1], (double)c[2], (double)c[2]};
+    v4f lo = round4(cd - pad, false);
+    v4f hi = round4((v4d){cd[0] + pad, cd[1] + pad, cd[2] + pad, pad}, true);
+    fbox f = {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}, hi[3]};
     return f;
 }
 

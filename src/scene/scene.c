@@ -646,10 +646,8 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
                 planes_drop(sc, e);
                 if (tree)
                     rp_bvh_insert_(sc, e);
-            } else if (!plane && tree) {
-                rp_bvh_update_(sc, e);
             }
-            continue;
+            continue; /* (a moved shape's tree update follows, below) */
         }
         uint32_t e = (uint32_t)sc->count++;
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
@@ -666,6 +664,19 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
             planes_add(sc, e);
         else if (tree)
             rp_bvh_insert_(sc, e);
+    }
+    /* The tree follows the shapes that stayed in it, once they all hold
+     * their new places (rp_bvh_relocate_). */
+    for (int pass = 0; pass < 2 && !bulk && !stale; pass++) {
+        for (size_t k = 0; k < n; k++) {
+            if (last[k] < k || found[k] == SIZE_MAX ||
+                shapes[last[k]].shape.kind == RP_SHAPE_HALFSPACE)
+                continue;
+            if (pass == 0)
+                rp_bvh_relocate_(sc, (uint32_t)found[k]);
+            else
+                rp_bvh_refit_up_(sc, (uint32_t)found[k]);
+        }
     }
     drop_ids(sc, ed->drop, ed->n_drop, !bulk && !stale);
     if (ed->set_objects) {

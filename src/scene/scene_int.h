@@ -744,9 +744,14 @@ uint32_t rp_bvh_height_(const rp_bvh *t);
  * reserved; cannot fail. */
 void rp_bvh_insert_(rp_scene *sc, uint32_t e);
 
-/* Entry e's shape changed: refreshes its ancestors' radius bound, or moves
- * its leaf when the new box leaves its parent's.  Cannot fail. */
-void rp_bvh_update_(rp_scene *sc, uint32_t e);
+/* Entries whose shapes changed, in two passes once every new shape is
+ * stored: rp_bvh_relocate_ for each takes the leaf of one that left the
+ * boxes a few levels above it out and inserts it afresh; then
+ * rp_bvh_refit_up_ for each refits the boxes from its parent up until one
+ * holds them (shapes moved together share the refits), or only raises the
+ * radius bounds.  Cannot fail. */
+void rp_bvh_relocate_(rp_scene *sc, uint32_t e);
+void rp_bvh_refit_up_(rp_scene *sc, uint32_t e);
 
 /* Entry e leaves the tree (before scene.c drops it).  Cannot fail. */
 void rp_bvh_remove_(rp_scene *sc, uint32_t e);
