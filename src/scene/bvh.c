@@ -277,8 +277,10 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 
-static inline v4f round4(v4d x, bool up)
+static inline void round4(const double in[4], bool up, float out4[4])
 {
+    v4d x;
+    memcpy(&x, in, sizeof x);
     v4f f = __builtin_convertvector(x, v4f);
     v4d back = __builtin_convertvector(f, v4d);
     v4i past = __builtin_convertvector(up ? back < x : back > x, v4i);
@@ -292,19 +294,23 @@ static inline v4f round4(v4d x, bool up)
     v4i away = up ? f >= (v4f){0, 0, 0, 0} : f <= (v4f){0, 0, 0, 0};
     v4i stepped = from - 1 - (away + away); /* away (-1): from + 1, else from - 1 */
     v4i out = (past & stepped) | (~past & bits);
-    v4f r;
-    memcpy(&r, &out, sizeof r);
-    return r;
+    memcpy(out4, &out, sizeof out);
 }
 
 static inline float float_down(double x)
 {
-    return round4((v4d){x, x, x, x}, false)[0];
+    double in[4] = {x, x, x, x};
+    float out[4];
+    round4(in, false, out);
+    return out[0];
 }
 
 static inline float float_up(double x)
 {
-    return round4((v4d){x, x, x, x}, true)[0];
+    double in[4] = {x, x, x, x};
+    float out[4];
+    round4(in, true, out);
+    return out[0];
 }
 
 void rp_bvh_round_(double x, float *down, float *up)
@@ -317,9 +323,11 @@ void rp_bvh_round_(double x, float *down, float *up)
 static fbox shape_fbox(const rp_shape *s)
 {
     dbox d = shape_box(s);
-    v4f lo = round4((v4d){d.lo[0], d.lo[1], d.lo[2], d.lo[2]}, false);
-    v4f hi = round4((v4d){d.hi[0], d.hi[1], d.hi[2], d.r}, true);
-    fbox f = {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}, hi[3]};
+    double lo[4] = {d.lo[0], d.lo[1], d.lo[2], d.lo[2]}, hi[4] = {d.hi[0], d.hi[1], d.hi[2], d.r};
+    float l[4], h[4];
+    round4(lo, false, l);
+    round4(hi, true, h);
+    fbox f = {{l[0], l[1], l[2]}, {h[0], h[1], h[2]}, h[3]};
     return f;
 }
 
@@ -651,10 +659,11 @@ size_t rp_bvh_entry_bound_(const rp_bvh *t)
     return (size_t)h + 2 + 4;
 }
 
-bool rp_bvh_stock_(rp_bvh *t, rp_store *st, size_t ops)
+bool rp_bvh_stock_(rp_bvh *t, rp_store *st, size_t ops, size_t extra_chunks)
 {
     size_t per = rp_bvh_touch_bound_(t);
     size_t want = ops > SIZE_MAX / per ? SIZE_MAX : ops * per;
+    want = want > SIZE_MAX - extra_chunks ? SIZE_MAX : want + extra_chunks;
     return rp_chunks_stock(&t->nodes, sizeof(rp_bvh_node), want, &st->bytes);
 }
 
@@ -687,28 +696,58 @@ static bool node_holds(const rp_bvh *t, uint32_t i, const fbox *b)
     return fbox_contains(&n, b) && n.r >= b->r;
 }
 
-void rp_bvh_relocate_(rp_scene *sc, uint32_t e)
+bool rp_bvh_held_(const rp_scene *sc, uint32_t e, const rp_shape *s)
 {
-    rp_shape sbuf;
-    rp_bvh *t = &sc->tree;
-    uint32_t p = RP_ENTRY(sc, e)->leaf;
-    if (p == RP_BVH_NIL)
-        return; /* the root: no box to keep */
+    const rp_bvh *t = &sc->tree;
+    uint32_t a = RP_ENTRY(sc, e)->leaf;
+    if (a == RP_BVH_NIL)
+        return true; /* the root: no box to keep */
     /* Still inside its parent's box, or nudged out of it but inside an
      * ancestor a few levels up (a robot's link a step further, a part slid
      * along): rp_bvh_refit_up_ grows the boxes on the way within that
      * ancestor, instead of a removal and an insertion from the root, which
      * cost a robot instance's move most of its time. */
-    fbox L = shape_fbox(SC_SHAPE(sc, e));
-    uint32_t a = p;
+    fbox L = shape_fbox(s);
     for (int k = 0; k <= UPDATE_REFIT_LEVELS && a != RP_BVH_NIL; k++) {
         fbox A = node_fbox(node_at(t, a));
         if (fbox_contains(&A, &L))
-            return;
+            return true;
         a = node_at(t, a)->parent;
     }
-    remove_leaf(t, &sc->entries, e);
-    insert_leaf(t, &sc->entries, e, &L);
+    return false;
+}
+
+size_t rp_bvh_path_chunks_(const rp_scene *sc, const uint32_t *es, size_t n)
+{
+    const rp_bvh *t = &sc->tree;
+    if (n == 0 || !t->nodes.shared)
+        return 0; /* no copies to stock (rp_chunks_stock) */
+    /* One bit per chunk of the node array, set along each path. */
+    size_t words = ((size_t)t->nodes.n + 63) / 64;
+    uint64_t *seen = calloc(words ? words : 1, sizeof *seen);
+    if (!seen)
+        return SIZE_MAX;
+    size_t distinct = 0;
+    for (size_t k = 0; k < n; k++) {
+        for (uint32_t i = RP_ENTRY(sc, es[k])->leaf; i != RP_BVH_NIL; i = node_at(t, i)->parent) {
+            uint32_t c = i >> RP_CHUNK_SHIFT;
+            uint64_t bit = (uint64_t)1 << (c & 63);
+            distinct += !(seen[c >> 6] & bit);
+            seen[c >> 6] |= bit;
+        }
+    }
+    free(seen);
+    return distinct;
+}
+
+void rp_bvh_reinsert_(rp_scene *sc, uint32_t e)
+{
+    rp_shape sbuf;
+    if (RP_ENTRY(sc, e)->leaf == RP_BVH_NIL && sc->tree.root != shape_ref(e))
+        return; /* not in the tree */
+    fbox L = shape_fbox(SC_SHAPE(sc, e));
+    remove_leaf(&sc->tree, &sc->entries, e);
+    insert_leaf(&sc->tree, &sc->entries, e, &L);
 }
 
 void rp_bvh_refit_up_(rp_scene *sc, uint32_t e)
@@ -729,9 +768,8 @@ void rp_bvh_refit_up_(rp_scene *sc, uint32_t e)
         }
         return;
     }
-    /* The boxes from the parent up are refitted from their children (whose
-     * shapes all hold their new places, rp_bvh_relocate_ having run for
-     * each), until one whose parent still holds it: the tree's shape stays
+    /* The boxes from the parent up are refitted from their children, until
+     * one whose parent still holds it: the tree's shape stays
      * (no rotation), and that parent may stay looser than its children's
      * union (boxes need only contain them), so the refits do not run to the
      * root whenever a box shrinks.  A later moved shape under the boxes
@@ -933,10 +971,12 @@ static inline fbox cloud_fbox(const float *c, double r)
     for (int k = 0; k < 3; k++)
         S = MAX2(S, fabs((double)c[k]));
     double pad = r + (BOX_SLACK * DBL_EPSILON * S + DBL_MIN);
-    v4d cd = {(double)c[0], (double)c[1], (double)c[2], (double)c[2]};
-    v4f lo = round4(cd - pad, false);
-    v4f hi = round4((v4d){cd[0] + pad, cd[1] + pad, cd[2] + pad, pad}, true);
-    fbox f = {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}, hi[3]};
+    double lo[4] = {(double)c[0] - pad, (double)c[1] - pad, (double)c[2] - pad, (double)c[2] - pad};
+    double hi[4] = {(double)c[0] + pad, (double)c[1] + pad, (double)c[2] + pad, pad};
+    float l[4], h[4];
+    round4(lo, false, l);
+    round4(hi, true, h);
+    fbox f = {{l[0], l[1], l[2]}, {h[0], h[1], h[2]}, h[3]};
     return f;
 }
 

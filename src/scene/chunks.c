@@ -131,6 +131,14 @@ bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes)
 {
     if (!v->shared)
         return true; /* every chunk is this table's own */
+    /* Spares must be as long as the chunks they may replace: a short only
+     * chunk may have been lengthened since they were made. */
+    uint32_t len = v->n == 1 ? v->table[0]->len : RP_CHUNK_LEN;
+    bool enough = v->n_spare >= want;
+    for (uint32_t k = 0; enough && k < v->n_spare; k++)
+        enough = v->spare[k]->len >= len;
+    if (enough)
+        return true; /* (no need to look at every chunk: a cache miss each) */
     size_t shared = 0;
     for (uint32_t k = 0; k < v->n; k++)
         shared += v->table[k]->refs > 1;
@@ -138,9 +146,6 @@ bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes)
         v->shared = false; /* the other versions are gone */
     if (want > shared)
         want = shared;
-    /* Spares must be as long as the chunks they may replace: a short only
-     * chunk may have been lengthened since they were made. */
-    uint32_t len = v->n == 1 ? v->table[0]->len : RP_CHUNK_LEN;
     for (uint32_t k = 0; k < v->n_spare;) {
         if (v->spare[k]->len < len) {
             chunk_drop(v->spare[k], size, NULL, NULL, bytes);
@@ -166,6 +171,8 @@ bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes)
     return true;
 }
 
+size_t rp_chunks_unstocked_;
+
 void *rp_chunks_own(rp_chunks *v, size_t size, size_t i, rp_chunk_fn copied, void *ctx)
 {
     size_t k = i >> RP_CHUNK_SHIFT;
@@ -174,9 +181,9 @@ void *rp_chunks_own(rp_chunks *v, size_t size, size_t i, rp_chunk_fn copied, voi
         /* Stocked: see chunks.h.  Running out would be a bug in a bound;
          * rather than write through a shared chunk, try to allocate, and
          * stop if even that fails. */
-        rp_chunk *mine = v->n_spare && v->spare[v->n_spare - 1]->len >= c->len
-                             ? v->spare[--v->n_spare]
-                             : calloc(1, chunk_bytes(size, c->len));
+        bool stocked = v->n_spare && v->spare[v->n_spare - 1]->len >= c->len;
+        rp_chunk *mine = stocked ? v->spare[--v->n_spare] : calloc(1, chunk_bytes(size, c->len));
+        rp_chunks_unstocked_ += !stocked;
         if (!mine) {
             fprintf(stderr, "repose: copy-on-write stock exhausted and out of memory\n");
             abort();

@@ -86,6 +86,10 @@ void rp_chunks_init(rp_chunks *v);
 bool rp_chunks_grow(rp_chunks *v, size_t size, size_t elems, rp_chunk_fn copied, void *ctx,
                     size_t *bytes);
 
+/* Copies rp_chunks_own made without a stocked spare: a bound that fell
+ * short (tests assert it stays 0; only the mutating thread writes it). */
+extern size_t rp_chunks_unstocked_;
+
 /* At least min(want, shared chunks) spares in stock.  All or nothing. */
 bool rp_chunks_stock(rp_chunks *v, size_t size, size_t want, size_t *bytes);
 

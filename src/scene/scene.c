@@ -374,8 +374,11 @@ static bool index_reserve(rp_scene *sc, size_t adds, size_t writes)
 /* Makes room for `total` entries (entry chunks, id index when
  * `index_changes`, tree nodes) and stocks the chunk copies `ops` tree
  * changes can need when another version shares this one's chunks
- * (SIZE_MAX: every chunk, for a full build).  All or nothing. */
-static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
+ * (SIZE_MAX: every chunk, for a full build), and the index's for
+ * index_ops, plus extra_nodes and extra_entries chunks (refits that change
+ * no structure, the entries a mutation writes itself).  All or nothing. */
+static bool reserve_more(rp_scene *sc, size_t total, size_t ops, size_t index_ops,
+                         bool index_changes, size_t extra_nodes, size_t extra_entries)
 {
     rp_store *st = sc->store;
     if (total > RP_BVH_MAX_SHAPES)
@@ -386,15 +389,21 @@ static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
     /* Each tree change is at most one index insertion, or a removal and a
      * renumbering. */
     if (index_changes &&
-        !index_reserve(sc, total - sc->count, ops > SIZE_MAX / 2 ? SIZE_MAX : 2 * ops))
+        !index_reserve(sc, total - sc->count, index_ops > SIZE_MAX / 2 ? SIZE_MAX : 2 * index_ops))
         return false;
-    if (!rp_bvh_reserve_(&sc->tree, st, total) || !rp_bvh_stock_(&sc->tree, st, ops))
+    if (!rp_bvh_reserve_(&sc->tree, st, total) || !rp_bvh_stock_(&sc->tree, st, ops, extra_nodes))
         return false;
     /* Entries are written by the mutation itself (two per change at most:
      * a removal moves the last entry) and by the tree (leaf links). */
     size_t per = rp_bvh_entry_bound_(&sc->tree) + 2;
     size_t want = ops > SIZE_MAX / per ? SIZE_MAX : ops * per;
+    want = want > SIZE_MAX - extra_entries ? SIZE_MAX : want + extra_entries;
     return rp_chunks_stock(&sc->entries, sizeof(scene_entry), want, &st->bytes);
+}
+
+static bool reserve(rp_scene *sc, size_t total, size_t ops, bool index_changes)
+{
+    return reserve_more(sc, total, ops, ops, index_changes, 0, 0);
 }
 
 /* After a mutation: spares beyond one change's worth go (a large change of
@@ -518,6 +527,9 @@ rp_status rp_scene_fill_(rp_scene *sc, const rp_shape_put *shapes, size_t n)
  * cannot fail.  Returns how many went. */
 static size_t drop_ids(rp_scene *sc, const char *const *ids, size_t n, bool tree);
 
+/* What a shape put does to the tree (rp_scene_edit_). */
+enum { TREE_NONE, TREE_REFIT, TREE_REINSERT, TREE_INSERT, TREE_REMOVE };
+
 rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
 {
     const rp_shape_put *shapes = ed->shapes;
@@ -531,9 +543,11 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
     char **ids = calloc(n ? n : 1, sizeof *ids); /* copies for new ids */
     size_t *found = malloc((n ? n : 1) * sizeof *found);
     rp_solid **solids = calloc(n ? n : 1, sizeof *solids); /* for boxes, half-spaces */
+    unsigned char *todo = malloc(n ? n : 1);               /* TREE_* */
+    uint32_t *held_e = malloc((n ? n : 1) * sizeof *held_e);
     rp_bvh_item *build = NULL; /* a full build's scratch, when it is one */
     size_t id_bytes = 0, fresh = 0;
-    if (!hashes || !last || !ids || !found || !solids) {
+    if (!hashes || !last || !ids || !found || !solids || !todo || !held_e) {
         st = RP_ERR_NOMEM;
         goto out;
     }
@@ -605,8 +619,42 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
     /* A bulk load leaves the tree to one rebuild at its end. */
     bool stale = sc->store->bulk_loading;
     bool bulk = !stale && rp_bvh_bulk_(sc->count, fresh);
-    /* Each shape put is at most two tree changes (a move: out and in). */
-    if (!reserve(sc, sc->count + fresh, bulk ? SIZE_MAX : 2 * n + gone, fresh + gone > 0)) {
+    bool tree = !bulk && !stale;
+    /* What each shape put does to the tree (TREE_*).  A shape that stays in
+     * it with a new box that a box near its leaf still holds (a part
+     * nudged, a robot's link a step further: rp_bvh_held_) is refitted
+     * along its leaf's ancestors before any structure changes, so only
+     * their chunks can need copies: counted exactly, where the bound of a
+     * tree change would stock a chunk for every node of two paths and the
+     * rotations on them (hundreds of chunks for a 10-shape object in 100k
+     * shapes, allocated and freed by every move while a reader held the
+     * scene).  Every other shape put is at most two tree changes (out and
+     * in); each writes its own entry besides. */
+    size_t ops = gone, n_held = 0;
+    for (size_t k = 0; k < n; k++) {
+        todo[k] = TREE_NONE;
+        if (last[k] < k)
+            continue; /* a later duplicate: applied through its first occurrence */
+        const rp_shape *shape = &shapes[last[k]].shape;
+        bool plane = shape->kind == RP_SHAPE_HALFSPACE;
+        bool was = found[k] != SIZE_MAX && rp_entry_is_plane_(RP_ENTRY(sc, found[k]));
+        if (!tree) {
+            continue;
+        } else if (found[k] == SIZE_MAX) {
+            todo[k] = plane ? TREE_NONE : TREE_INSERT;
+        } else if (plane != was) {
+            todo[k] = plane ? TREE_REMOVE : TREE_INSERT;
+        } else if (!plane) {
+            bool held = rp_bvh_held_(sc, (uint32_t)found[k], shape);
+            todo[k] = held ? TREE_REFIT : TREE_REINSERT;
+            if (held)
+                held_e[n_held++] = (uint32_t)found[k];
+        }
+        ops += todo[k] == TREE_NONE || todo[k] == TREE_REFIT ? 0 : 2;
+    }
+    size_t path_chunks = rp_bvh_path_chunks_(sc, held_e, n_held);
+    if (path_chunks == SIZE_MAX || !reserve_more(sc, sc->count + fresh, bulk ? SIZE_MAX : ops,
+                                                 2 * n + gone, fresh + gone > 0, path_chunks, n)) {
         st = RP_ERR_NOMEM;
         goto out;
     }
@@ -630,26 +678,21 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
         const rp_shape *shape = &shapes[last[k]].shape;
         rp_solid *so = solids[k];
         solids[k] = NULL;
-        bool plane = shape->kind == RP_SHAPE_HALFSPACE, tree = !bulk && !stale;
+        bool plane = shape->kind == RP_SHAPE_HALFSPACE;
         if (found[k] != SIZE_MAX) {
             uint32_t e = (uint32_t)found[k];
             bool was = rp_entry_is_plane_(RP_ENTRY(sc, e));
-            if (!was && plane && tree)
-                rp_bvh_remove_(sc, e); /* it leaves the tree */
             scene_entry *en = rp_entry_mut_(&sc->entries, e);
             entry_drop_solid(en, &sc->store->bytes);
             entry_set_shape(en, shape, so);
-            if (plane && !was) {
-                en->leaf = RP_BVH_NIL;
-                planes_add(sc, e);
-            } else if (was && !plane) {
+            if (plane && !was)
+                planes_add(sc, e); /* (it leaves the tree below) */
+            else if (was && !plane)
                 planes_drop(sc, e);
-                if (tree)
-                    rp_bvh_insert_(sc, e);
-            }
-            continue; /* (a moved shape's tree update follows, below) */
+            continue; /* (the tree follows below) */
         }
         uint32_t e = (uint32_t)sc->count++;
+        found[k] = e; /* for the tree, below */
         scene_entry *en = rp_entry_mut_(&sc->entries, e);
         entry_set_shape(en, shape, so); /* the slot held no solid (see scene_int.h) */
         en->shape.tag = ed->tags ? ed->tags[last[k]] : 0;
@@ -662,23 +705,31 @@ rp_status rp_scene_edit_(rp_scene *sc, const rp_edit_ *ed, bool commit)
         index_insert(sc, slot, e);
         if (plane)
             planes_add(sc, e);
-        else if (tree)
-            rp_bvh_insert_(sc, e);
     }
-    /* The tree follows the shapes that stayed in it, once they all hold
-     * their new places (rp_bvh_relocate_). */
-    for (int pass = 0; pass < 2 && !bulk && !stale; pass++) {
-        for (size_t k = 0; k < n; k++) {
-            if (last[k] < k || found[k] == SIZE_MAX ||
-                shapes[last[k]].shape.kind == RP_SHAPE_HALFSPACE)
-                continue;
-            if (pass == 0)
-                rp_bvh_relocate_(sc, (uint32_t)found[k]);
+    /* The tree follows: first the refits, while its structure is the one
+     * whose paths were counted, then the changes of structure. */
+    for (size_t k = 0; k < n; k++)
+        if (todo[k] == TREE_REFIT)
+            rp_bvh_refit_up_(sc, (uint32_t)found[k]);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t e = (uint32_t)found[k];
+        if (todo[k] == TREE_REINSERT) {
+            /* The refits above may have grown the boxes around it (shapes
+             * moved together): then it is refitted too, within the stock
+             * of its two tree changes (a refit writes one path). */
+            rp_shape sbuf;
+            if (rp_bvh_held_(sc, e, rp_scene_shape_(sc, e, &sbuf)))
+                rp_bvh_refit_up_(sc, e);
             else
-                rp_bvh_refit_up_(sc, (uint32_t)found[k]);
+                rp_bvh_reinsert_(sc, e);
+        } else if (todo[k] == TREE_INSERT) {
+            rp_bvh_insert_(sc, e);
+        } else if (todo[k] == TREE_REMOVE) {
+            rp_bvh_remove_(sc, e); /* a shape that became a half-space */
+            rp_entry_mut_(&sc->entries, e)->leaf = RP_BVH_NIL;
         }
     }
-    drop_ids(sc, ed->drop, ed->n_drop, !bulk && !stale);
+    drop_ids(sc, ed->drop, ed->n_drop, tree);
     if (ed->set_objects) {
         rp_objtab_release_(sc->objects, sc->store);
         sc->objects = ed->objects;
@@ -714,6 +765,8 @@ out:
     free(hashes);
     free(last);
     free(found);
+    free(todo);
+    free(held_e);
     return st;
 }
 

@@ -693,9 +693,9 @@ void rp_bvh_init_(rp_bvh *t);
 void rp_bvh_free_(rp_bvh *t, rp_store *st);
 
 /* Stocks spare node chunks for `ops` incremental changes (insert, update,
- * remove) of a tree whose nodes another version shares (chunks.h).  All or
- * nothing. */
-bool rp_bvh_stock_(rp_bvh *t, rp_store *st, size_t ops);
+ * remove) of a tree whose nodes another version shares (chunks.h), and
+ * extra_chunks more.  All or nothing. */
+bool rp_bvh_stock_(rp_bvh *t, rp_store *st, size_t ops, size_t extra_chunks);
 
 /* Most chunks of nodes, and of entries (their leaf links), one tree change
  * can write. */
@@ -744,14 +744,21 @@ uint32_t rp_bvh_height_(const rp_bvh *t);
  * reserved; cannot fail. */
 void rp_bvh_insert_(rp_scene *sc, uint32_t e);
 
-/* Entries whose shapes changed, in two passes once every new shape is
- * stored: rp_bvh_relocate_ for each takes the leaf of one that left the
- * boxes a few levels above it out and inserts it afresh; then
- * rp_bvh_refit_up_ for each refits the boxes from its parent up until one
- * holds them (shapes moved together share the refits), or only raises the
- * radius bounds.  Cannot fail. */
-void rp_bvh_relocate_(rp_scene *sc, uint32_t e);
+/* Entries whose shapes changed but stay in the tree (rp_scene_edit_).
+ * Before anything changes, rp_bvh_held_ says whether the new shape s of
+ * entry e is still held by a box a few levels above e's leaf (or e is the
+ * tree's root); rp_bvh_path_chunks_ counts the distinct node chunks on the
+ * paths from the leaves of entries es to the root (SIZE_MAX when out of
+ * memory): the only ones rp_bvh_refit_up_ writes for them, while the
+ * tree's structure stays.  Once the new shapes are stored, rp_bvh_refit_up_
+ * on each held entry refits the boxes from its parent up until one holds
+ * them (shapes moved together share the refits), or only raises radius
+ * bounds; then rp_bvh_reinsert_ takes each other one out and in (two tree
+ * changes).  Cannot fail. */
+bool rp_bvh_held_(const rp_scene *sc, uint32_t e, const rp_shape *s);
+size_t rp_bvh_path_chunks_(const rp_scene *sc, const uint32_t *es, size_t n);
 void rp_bvh_refit_up_(rp_scene *sc, uint32_t e);
+void rp_bvh_reinsert_(rp_scene *sc, uint32_t e);
 
 /* Entry e leaves the tree (before scene.c drops it).  Cannot fail. */
 void rp_bvh_remove_(rp_scene *sc, uint32_t e);

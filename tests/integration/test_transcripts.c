@@ -22,9 +22,9 @@
  * Lines are handled in order on one connection: a sent line is written, an
  * expected line is compared with the next line the server sends.  The
  * comparison is byte for byte, except that the JSON string "*" in an
- * expected line matches any single JSON scalar (string, number, true,
- * false, null) in the reply; it stands for values that change from run to
- * run (run_id, uptime, latency, memory).  After the last line the test
+ * expected line matches any single JSON value in the reply (a scalar, or
+ * an object or array as a whole); it stands for values that change from
+ * run to run (run_id, uptime, latency, memory, sampled timings).  After the last line the test
  * checks that no further line arrives (a short wait), which is how a
  * transcript shows that notifications get no reply.
  *
@@ -127,15 +127,36 @@ static size_t scalar_len(const char *s, size_t n)
     return i;
 }
 
+/* The length of the object or array at s (s[0] is '{' or '['), brackets
+ * balanced outside strings; 0 when it does not end within n. */
+static size_t nested_len(const char *s, size_t n)
+{
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') {
+            size_t k = scalar_len(s + i, n - i);
+            if (k == 0)
+                return 0;
+            i += k - 1;
+        } else if (s[i] == '{' || s[i] == '[') {
+            depth++;
+        } else if ((s[i] == '}' || s[i] == ']') && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
 /* Compares an expected line with a received one; "*" (outside a string)
- * matches one scalar.  On mismatch *at is the offset in the received line. */
+ * matches one value.  On mismatch *at is the offset in the received line. */
 static bool matches(const char *exp, size_t en, const char *got, size_t gn, size_t *at)
 {
     size_t i = 0, j = 0;
     bool in_str = false, esc = false;
     while (i < en) {
         if (!in_str && en - i >= 3 && memcmp(exp + i, "\"*\"", 3) == 0) {
-            size_t k = scalar_len(got + j, gn - j);
+            size_t k = j < gn && (got[j] == '{' || got[j] == '[') ? nested_len(got + j, gn - j)
+                                                                  : scalar_len(got + j, gn - j);
             if (k == 0) {
                 *at = j;
                 return false;

@@ -24,6 +24,9 @@ typedef struct rpd_stats {
     uint64_t http_rejected;       /* connections closed for speaking HTTP */
     uint64_t requests, notifications, errors, batches;
     uint64_t by_method[RPD_STATS_MAX_METHODS];
+    /* A method's handler time, over the calls sampled (one in
+     * RPD_LATENCY_SAMPLE on each thread): the mean in `stats`. */
+    uint64_t method_ns[RPD_STATS_MAX_METHODS], method_timed[RPD_STATS_MAX_METHODS];
     uint64_t errors_by_code[RPD_STATS_CODE_SLOTS]; /* see rpd_stats_code_slot */
     uint64_t limits_hit[RPD_LIMIT_COUNT];          /* indexed by rpd_limit_id */
     uint64_t latency[RPD_LAT_BUCKETS];

@@ -233,6 +233,15 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
         }
     }
     rp_jw_object_end(w);
+    RP_JW_KEY(w, "time_us_by_method");
+    rp_jw_object_begin(w);
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        if (s->method_timed[i]) {
+            rp_jw_key(w, rpd_methods[i].name);
+            rp_jw_double(w, (double)s->method_ns[i] / (double)s->method_timed[i] / 1e3);
+        }
+    }
+    rp_jw_object_end(w);
     RP_JW_KEY(w, "errors_by_code");
     rp_jw_object_begin(w);
     for (int i = 0; i < RPD_STATS_CODE_SLOTS; i++) {

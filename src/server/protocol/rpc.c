@@ -289,7 +289,16 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
         if (err)
             return rpd_fail_storage(r, "%s", why);
     }
+    /* Sampled like the lines' latency: one call in RPD_LATENCY_SAMPLE on
+     * each thread has its handler timed. */
+    static _Thread_local unsigned tick;
+    bool timed = tick++ % RPD_LATENCY_SAMPLE == 0;
+    uint64_t t0 = timed ? rpd_now_ns() : 0;
     bool ok = m->handler(r, params, w);
+    if (timed) {
+        core->stats.method_ns[index] += rpd_now_ns() - t0;
+        core->stats.method_timed[index]++;
+    }
     if (mutates)
         rpd_durable_end(core->durable, r->session);
     if (!ok)
