@@ -45,6 +45,7 @@
 #include <stdbool.h>
 
 #include "repose/geometry.h"
+#include "box_int.h"
 #include "vec.h"
 
 #define BOX_SAFE_MAX 0x1p400
@@ -197,24 +198,43 @@ static seg_box solve_point_box(rp_vec3 x, rp_vec3 h)
     return r;
 }
 
+/* Half the derivative of |x(t) - box|^2 along the segment: the sum over
+ * the axes of e_i (x_i(t) - clamp(x_i(t))).  The squared distance is
+ * convex and continuously differentiable in t (each axis adds the square
+ * of a distance to an interval), so its minimum is where this changes
+ * sign. */
+static inline double slope_at(rp_vec3 x0, rp_vec3 x1, rp_vec3 e, rp_vec3 h, double t)
+{
+    rp_vec3 x = seg_at(x0, x1, e, t), q;
+    (void)clamp_box(x, h, &q);
+    return e.x * (x.x - q.x) + e.y * (x.y - q.y) + e.z * (x.z - q.z);
+}
+
 /* Closest points of segment x0-x1 and the box [-h, h] (its frame). */
 static seg_box solve_seg_box(rp_vec3 x0, rp_vec3 x1, rp_vec3 h)
 {
     seg_box best = {.f = DBL_MAX * 2.0};
     rp_vec3 e = v3_sub(x1, x0);
-    /* Whether they meet decides the branch, by clipping the segment to the
-     * three slabs: the search below only ever approaches the box's
-     * surface, where rounding may leave its points a hair outside (a
-     * segment through a thin box would then look separated by 1e-16). */
+    /* Where the segment crosses each slab's planes: whether it meets the
+     * box decides the branch, by clipping the segment to the three slabs
+     * (the search below only ever approaches the box's surface, where
+     * rounding may leave its points a hair outside: a segment through a
+     * thin box would then look separated by 1e-16), and the crossings
+     * inside (0, 1) are where the squared distance's pieces meet. */
+    double cross[3][2];
+    bool moves[3];
     double lo = 0.0, up = 1.0;
     bool meets = true;
-    for (int i = 0; i < 3 && meets; i++) {
+    for (int i = 0; i < 3; i++) {
         double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i);
-        if (ei == 0.0) {
-            meets = fabs(xi) <= hi;
+        moves[i] = ei != 0.0;
+        if (!moves[i]) {
+            meets = meets && fabs(xi) <= hi;
             continue;
         }
         double ta = (-hi - xi) / ei, tb = (hi - xi) / ei;
+        cross[i][0] = tb;
+        cross[i][1] = ta;
         if (ta > tb) {
             double sw = ta;
             ta = tb;
@@ -222,8 +242,8 @@ static seg_box solve_seg_box(rp_vec3 x0, rp_vec3 x1, rp_vec3 h)
         }
         lo = ta > lo ? ta : lo;
         up = tb < up ? tb : up;
-        meets = lo <= up;
     }
+    meets = meets && lo <= up;
     if (meets) {
         best.f = 0.0;
         best.t = 0.5 * (lo + up);
@@ -237,38 +257,45 @@ static seg_box solve_seg_box(rp_vec3 x0, rp_vec3 x1, rp_vec3 h)
     ts[n++] = 0.0;
     ts[n++] = 1.0;
     for (int i = 0; i < 3; i++) {
-        double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i);
-        if (ei == 0.0)
+        if (!moves[i])
             continue;
-        double ta = (hi - xi) / ei, tb = (-hi - xi) / ei;
-        if (ta > 0.0 && ta < 1.0)
-            ts[n++] = ta;
-        if (tb > 0.0 && tb < 1.0)
-            ts[n++] = tb;
+        for (int j = 0; j < 2; j++)
+            if (cross[i][j] > 0.0 && cross[i][j] < 1.0)
+                ts[n++] = cross[i][j];
     }
     sort_small(ts, n);
-    for (int k = 0; k < n; k++)
-        try_t(x0, x1, e, h, ts[k], &best);
-    for (int k = 0; k + 1 < n && best.f > 0.0; k++) {
-        if (!(ts[k + 1] > ts[k]))
-            continue;
-        rp_vec3 xm = seg_at(x0, x1, e, 0.5 * (ts[k] + ts[k + 1]));
-        double a = 0.0, b = 0.0;
-        for (int i = 0; i < 3; i++) {
-            double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i), mi = comp(xm, i);
-            if (mi > hi) {
-                a += ei * ei;
-                b += ei * (xi - hi);
-            } else if (mi < -hi) {
-                a += ei * ei;
-                b += ei * (xi + hi);
+    /* The first breakpoint where the slope is no longer negative: the
+     * minimum lies at it or in the piece before it, where the squared
+     * distance is one quadratic (its axes outside the box are those of the
+     * piece's midpoint).  Both ends of that piece and its stationary point
+     * are tried, so a slope whose sign rounding flipped at a breakpoint
+     * (where it is then about zero) costs nothing: the breakpoint itself is
+     * a candidate. */
+    int k = 0;
+    while (k < n - 1 && slope_at(x0, x1, e, h, ts[k]) < 0.0)
+        k++;
+    try_t(x0, x1, e, h, ts[k], &best);
+    if (k > 0 && best.f > 0.0) {
+        try_t(x0, x1, e, h, ts[k - 1], &best);
+        if (ts[k] > ts[k - 1]) {
+            rp_vec3 xm = seg_at(x0, x1, e, 0.5 * (ts[k - 1] + ts[k]));
+            double a = 0.0, b = 0.0;
+            for (int i = 0; i < 3; i++) {
+                double ei = comp(e, i), hi = comp(h, i), xi = comp(x0, i), mi = comp(xm, i);
+                if (mi > hi) {
+                    a += ei * ei;
+                    b += ei * (xi - hi);
+                } else if (mi < -hi) {
+                    a += ei * ei;
+                    b += ei * (xi + hi);
+                }
+            }
+            if (a > 0.0) {
+                double t = -b / a;
+                t = t < ts[k - 1] ? ts[k - 1] : t > ts[k] ? ts[k] : t;
+                try_t(x0, x1, e, h, t, &best);
             }
         }
-        if (!(a > 0.0))
-            continue;
-        double t = -b / a;
-        t = t < ts[k] ? ts[k] : t > ts[k + 1] ? ts[k + 1] : t;
-        try_t(x0, x1, e, h, t, &best);
     }
     if (best.f == 0.0)
         penetration(x0, x1, e, h, &best);
@@ -292,10 +319,9 @@ static int pair_scale(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r)
 
 /* Solves core p0-p1 (radius r) against box b: the result in the box frame
  * at 2^scale metres, and the signed distance in metres. */
-static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_box *out,
-                       rp_vec3 axes[3], int *scale_out)
+static inline double core_box_ax(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_box *out,
+                                 const rp_vec3 axes[3], int *scale_out)
 {
-    box_axes(b, axes);
     int scale = pair_scale(b, p0, p1, r);
     rp_vec3 h = b->half_extents, c = b->center;
     double rs = r;
@@ -314,29 +340,47 @@ static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_bo
     return saturate(scale ? ldexp(d, scale) : d);
 }
 
-double rp_sphere_box_signed_distance(const rp_sphere *a, const rp_box *b)
+static double core_box(const rp_box *b, rp_vec3 p0, rp_vec3 p1, double r, seg_box *out,
+                       rp_vec3 axes[3], int *scale_out)
+{
+    box_axes(b, axes);
+    return core_box_ax(b, p0, p1, r, out, axes, scale_out);
+}
+
+double rp_sphere_box_ax_(const rp_sphere *a, const rp_box *b, const rp_vec3 ax[3])
 {
     /* The common case first, as core_box computes it (the same operations,
      * so the same bits): in range, and the centre outside the box. */
     if (pair_scale(b, a->center, a->center, a->radius) == 0) {
-        rp_vec3 ax[3], q;
-        box_axes(b, ax);
+        rp_vec3 q;
         double f = clamp_box(to_frame(ax, a->center, b->center), b->half_extents, &q);
         if (f > 0.0)
             return saturate(sqrt(f) - a->radius);
     }
     seg_box s;
-    rp_vec3 axes[3];
     int scale;
-    return core_box(b, a->center, a->center, a->radius, &s, axes, &scale);
+    return core_box_ax(b, a->center, a->center, a->radius, &s, ax, &scale);
+}
+
+double rp_sphere_box_signed_distance(const rp_sphere *a, const rp_box *b)
+{
+    rp_vec3 ax[3];
+    box_axes(b, ax);
+    return rp_sphere_box_ax_(a, b, ax);
+}
+
+double rp_capsule_box_ax_(const rp_capsule *a, const rp_box *b, const rp_vec3 ax[3])
+{
+    seg_box s;
+    int scale;
+    return core_box_ax(b, a->a, a->b, a->radius, &s, ax, &scale);
 }
 
 double rp_capsule_box_signed_distance(const rp_capsule *a, const rp_box *b)
 {
-    seg_box s;
-    rp_vec3 axes[3];
-    int scale;
-    return core_box(b, a->a, a->b, a->radius, &s, axes, &scale);
+    rp_vec3 ax[3];
+    box_axes(b, ax);
+    return rp_capsule_box_ax_(a, b, ax);
 }
 
 /* A box-frame vector in world coordinates. */

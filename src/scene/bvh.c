@@ -78,6 +78,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "geometry/box_int.h"
 #include "scene_int.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -157,15 +158,12 @@ static double maxabs3(rp_vec3 v)
     return x > y ? (x > z ? x : z) : (y > z ? y : z);
 }
 
-/* A box's extent along the world axes: sum_i |axis_i| h_i per coordinate. */
+/* A box's extent along the world axes (a stored box keeps it: stored). */
 static rp_vec3 box_reach(const rp_box *b)
 {
     rp_vec3 ax[3];
     rp_box_axes(b, ax);
-    rp_vec3 h = b->half_extents;
-    return (rp_vec3){fabs(ax[0].x) * h.x + fabs(ax[1].x) * h.y + fabs(ax[2].x) * h.z,
-                     fabs(ax[0].y) * h.x + fabs(ax[1].y) * h.y + fabs(ax[2].y) * h.z,
-                     fabs(ax[0].z) * h.x + fabs(ax[1].z) * h.y + fabs(ax[2].z) * h.z};
+    return rp_box_reach_(ax, b->half_extents);
 }
 
 /* A half-space's box: the whole space, but for a normal along a coordinate
@@ -196,7 +194,21 @@ static dbox halfspace_box(const rp_halfspace *h)
  * perpendicular to itself of at most twice the box's circumradius |h|
  * (the segment projects to one point of the box's shadow on that plane),
  * and two boxes by one along any axis of at most 2|h_a| + 2|h_b|. */
+static dbox shape_box_reach(const rp_shape *s, const rp_vec3 *kept);
+
 static dbox shape_box(const rp_shape *s)
+{
+    return shape_box_reach(s, NULL);
+}
+
+/* shape_box of a shape the scene stores (a stored box keeps its reach). */
+static inline dbox stored_box(const rp_shape *s)
+{
+    return shape_box_reach(s, s->kind == RP_SHAPE_BOX ? &rp_stored_solid_(s)->reach : NULL);
+}
+
+/* The shape's padded box; a box's reach is *kept when given. */
+static dbox shape_box_reach(const rp_shape *s, const rp_vec3 *kept)
 {
     rp_vec3 a, b, reach = {0, 0, 0};
     double r;
@@ -212,7 +224,7 @@ static dbox shape_box(const rp_shape *s)
         break;
     case RP_SHAPE_BOX:
         a = b = s->box.center;
-        reach = box_reach(&s->box);
+        reach = kept ? *kept : box_reach(&s->box);
         r = 2.0 * (s->box.half_extents.x + s->box.half_extents.y + s->box.half_extents.z);
         break;
     default:
@@ -320,9 +332,20 @@ void rp_bvh_round_(double x, float *down, float *up)
 }
 
 /* The shape's padded box in floats: what its parent's box must contain. */
+static fbox dbox_round(dbox d);
+
 static fbox shape_fbox(const rp_shape *s)
 {
-    dbox d = shape_box(s);
+    return dbox_round(shape_box(s));
+}
+
+static fbox stored_fbox(const rp_shape *s)
+{
+    return dbox_round(stored_box(s));
+}
+
+static fbox dbox_round(dbox d)
+{
     double lo[4] = {d.lo[0], d.lo[1], d.lo[2], d.lo[2]}, hi[4] = {d.hi[0], d.hi[1], d.hi[2], d.r};
     float l[4], h[4];
     round4(lo, false, l);
@@ -382,7 +405,7 @@ static fbox ref_box(const rp_bvh *t, const rp_chunks *en, uint32_t ref, uint32_t
     rp_shape sbuf;
     if (is_shape(ref)) {
         *height = 0;
-        return shape_fbox(EN_SHAPE(en, shape_of(ref)));
+        return stored_fbox(EN_SHAPE(en, shape_of(ref)));
     }
     const rp_bvh_node *n = node_at(t, ref);
     *height = n->height;
@@ -418,7 +441,7 @@ static inline double node_key(const double qlo[3], const double qhi[3], double q
 static inline double shape_key(const double qlo[3], const double qhi[3], double qr,
                                const rp_shape *s)
 {
-    dbox b = shape_box(s);
+    dbox b = stored_box(s);
     double sum = 0.0;
     for (int k = 0; k < 3; k++) {
         double d1 = b.lo[k] - qhi[k], d2 = qlo[k] - b.hi[k];
@@ -677,7 +700,7 @@ bool rp_bvh_share_(rp_bvh *dst, const rp_bvh *src, rp_store *st)
 void rp_bvh_insert_(rp_scene *sc, uint32_t e)
 {
     rp_shape sbuf;
-    fbox L = shape_fbox(SC_SHAPE(sc, e));
+    fbox L = stored_fbox(SC_SHAPE(sc, e));
     insert_leaf(&sc->tree, &sc->entries, e, &L);
 }
 
@@ -745,7 +768,7 @@ void rp_bvh_reinsert_(rp_scene *sc, uint32_t e)
     rp_shape sbuf;
     if (RP_ENTRY(sc, e)->leaf == RP_BVH_NIL && sc->tree.root != shape_ref(e))
         return; /* not in the tree */
-    fbox L = shape_fbox(SC_SHAPE(sc, e));
+    fbox L = stored_fbox(SC_SHAPE(sc, e));
     remove_leaf(&sc->tree, &sc->entries, e);
     insert_leaf(&sc->tree, &sc->entries, e, &L);
 }
@@ -757,7 +780,7 @@ void rp_bvh_refit_up_(rp_scene *sc, uint32_t e)
     uint32_t p = RP_ENTRY(sc, e)->leaf;
     if (p == RP_BVH_NIL)
         return;
-    fbox L = shape_fbox(SC_SHAPE(sc, e));
+    fbox L = stored_fbox(SC_SHAPE(sc, e));
     fbox P = node_fbox(node_at(t, p));
     if (fbox_contains(&P, &L)) {
         /* Ancestors' boxes hold; their radius bounds may have to grow (each
@@ -931,7 +954,7 @@ uint32_t rp_bvh_build_(const rp_chunks *en, uint32_t n, rp_bvh *t, rp_bvh_item *
     for (uint32_t i = 0; i < n; i++) {
         if (rp_entry_is_plane_(EN_AT(en, i)))
             continue;
-        items[m].box = shape_fbox(EN_SHAPE(en, i));
+        items[m].box = stored_fbox(EN_SHAPE(en, i));
         shape_centre(EN_SHAPE(en, i), items[m].centre);
         items[m].index = i;
         items[m++].leaf = RP_BVH_NIL;
@@ -1258,12 +1281,25 @@ static inline bool excluded(const size_t *excl, size_t n, size_t e)
     return rp_excl_has_(excl, n, e);
 }
 
+/* rp_shape_signed_distance(q, s) for a shape s the scene stores: against
+ * a box, with the axes its solid keeps (the same bits). */
+static inline double stored_distance(const rp_shape *q, const rp_shape *s)
+{
+    if (s->kind == RP_SHAPE_BOX) {
+        if (q->kind == RP_SHAPE_SPHERE)
+            return rp_sphere_box_ax_(&q->sphere, &s->box, rp_stored_solid_(s)->axes);
+        if (q->kind == RP_SHAPE_CAPSULE)
+            return rp_capsule_box_ax_(&q->capsule, &s->box, rp_stored_solid_(s)->axes);
+    }
+    return rp_shape_signed_distance(q, s);
+}
+
 /* The distance of q to scene shape s; charges *left what it costs beyond
  * the one unit the caller counted (rp_pair_units_). */
 static inline double dist_units(const rp_shape *q, const rp_shape *s, int64_t *left)
 {
     *left -= (int64_t)rp_pair_units_(q, s) - 1;
-    return rp_shape_signed_distance(q, s);
+    return stored_distance(q, s);
 }
 
 /* Applies the nearest-shape rule of rp_scene_nearest_ to shape e; *extra
@@ -1278,7 +1314,7 @@ static inline void offer(const rp_scene *sc, const rp_shape *q, size_t e, double
     ++*evaluated;
     const rp_shape *s = SC_SHAPE(sc, e);
     *extra += (int64_t)rp_pair_units_(q, s) - 1;
-    double d = rp_shape_signed_distance(q, s);
+    double d = stored_distance(q, s);
     if (d < *best_d || (*found && d == *best_d && rp_scene_index_cmp_(sc, e, *best_idx) < 0)) {
         *best_d = d;
         *best_idx = e;
@@ -1669,7 +1705,7 @@ multi_leaf(const rp_scene *sc, const rp_multi *q, uint64_t mask, size_t e, doubl
     if (mask & (mask - 1)) {
         /* Two queries or more: the shape's own box first (for one, as in
          * rp_scene_below_, the distance costs little more than the box). */
-        dbox d = shape_box(s);
+        dbox d = stored_box(s);
         test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
         mask = pass(q, mask, &b, threshold, false, simd);
     }
@@ -1857,7 +1893,7 @@ robots_leaf(const rp_scene *sc, rp_robots_walk *w, uint64_t gates, size_t e, dou
     rp_shape sbuf;
     if (rp_ignored_at_(sc, e))
         return false;
-    dbox d = shape_box(SC_SHAPE(sc, e));
+    dbox d = stored_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, gate_threshold, false, simd);
     uint64_t want[RP_ROBOTS_MAX] = {0};
@@ -2007,7 +2043,7 @@ robot_leaf_near(const rp_scene *sc, rp_robot_walk *w, uint64_t gates, size_t e, 
     rp_shape sbuf;
     if (rp_ignored_at_(sc, e))
         return;
-    dbox d = shape_box(SC_SHAPE(sc, e));
+    dbox d = stored_box(SC_SHAPE(sc, e));
     test_box b = {{d.lo[0], d.lo[1], d.lo[2]}, {d.hi[0], d.hi[1], d.hi[2]}, d.r};
     gates = pass_ball(&w->gates, gates, &b, *bound + gate_slack, true, simd);
     uint64_t want = 0;

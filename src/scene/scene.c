@@ -75,6 +75,12 @@ static rp_solid *solid_new(const rp_shape *s, size_t *bytes)
         return NULL;
     so->refs = 1;
     so->shape = *s;
+    memset(so->axes, 0, sizeof so->axes);
+    so->reach = (rp_vec3){0, 0, 0};
+    if (s->kind == RP_SHAPE_BOX) {
+        rp_box_axes(&s->box, so->axes);
+        so->reach = rp_box_reach_(so->axes, s->box.half_extents);
+    }
     *bytes += sizeof *so;
     return so;
 }

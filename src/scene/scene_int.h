@@ -7,6 +7,8 @@
 #ifndef REPOSE_SCENE_INT_H
 #define REPOSE_SCENE_INT_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "chunks.h"
@@ -18,7 +20,28 @@
 typedef struct rp_solid {
     uint32_t refs;
     rp_shape shape;
+    /* A box's rotation (rp_box_axes) and extent along the world axes
+     * (rp_box_reach_), kept for the tree and the kernels
+     * (geometry/box_int.h): computed once, not at every leaf a walk
+     * visits. */
+    rp_vec3 axes[3], reach;
 } rp_solid;
+
+/* A box's extent along the world axes from its axes: sum_i |axis_i| h_i
+ * per coordinate. */
+static inline rp_vec3 rp_box_reach_(const rp_vec3 ax[3], rp_vec3 h)
+{
+    return (rp_vec3){fabs(ax[0].x) * h.x + fabs(ax[1].x) * h.y + fabs(ax[2].x) * h.z,
+                     fabs(ax[0].y) * h.x + fabs(ax[1].y) * h.y + fabs(ax[2].y) * h.z,
+                     fabs(ax[0].z) * h.x + fabs(ax[1].z) * h.y + fabs(ax[2].z) * h.z};
+}
+
+/* The solid holding a shape that a scene stores as a box or half-space
+ * (its entry's, or rp_scene_shape_'s answer for it). */
+static inline const rp_solid *rp_stored_solid_(const rp_shape *s)
+{
+    return (const rp_solid *)(const void *)((const char *)s - offsetof(rp_solid, shape));
+}
 
 /* A stored shape in 64 bytes: spheres and capsules in place, boxes and
  * half-spaces (88 bytes as an rp_shape) through a pointer, so that scenes
