@@ -17,7 +17,7 @@ def is_reply(line):
     ok = lambda o: isinstance(o, dict) and ('result' in o or 'error' in o) and 'method' not in o
     return ok(j) or (isinstance(j, list) and j and all(ok(x) for x in j))
 def star(old, new):
-    if old == "*" and not isinstance(new, (dict, list)): return "*"
+    if old == "*": return "*"
     if isinstance(old, dict) and isinstance(new, dict):
         return {k: star(old.get(k), v) for k, v in new.items()}
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):

@@ -39,13 +39,13 @@ typedef struct rp_plan_opts {
     double margin;
     const char *const *ignore; ///< Objects of the scene left out, as for checks.
     size_t n_ignore;
-    uint64_t seed;     ///< The same seed on the same scene version: the same path.
-    double range;      ///< Longest tree extension, Euclidean joint distance
-                       ///< (continuous joints wrap); 0: a fifth of the joint
-                       ///< space's diagonal, at most 4.
-    bool simplify;     ///< Shortcut and drop waypoints (each new edge checked).
-    double max_step;   ///< > 0: split edges so no joint moves more than this.
-    double timeout_ms; ///< Wall-clock budget (0: none).
+    uint64_t seed;       ///< The same seed on the same scene version: the same path.
+    double range;        ///< Longest tree extension, Euclidean joint distance
+                         ///< (continuous joints wrap); 0: a fifth of the joint
+                         ///< space's diagonal, at most 4.
+    bool simplify;       ///< Shortcut and drop waypoints (each new edge checked).
+    double max_step;     ///< > 0: split edges so no joint moves more than this.
+    double timeout_ms;   ///< Wall-clock budget (0: none).
     uint64_t max_states; ///< Most configurations to check (0: no limit).
     /// Polled between steps (may be NULL): nonzero stops the plan
     /// (RP_PLAN_STOPPED), e.g. when the client that asked has gone.
@@ -57,10 +57,10 @@ typedef struct rp_plan_opts {
 /// What a plan found; release with rp_plan_result_free.
 typedef struct rp_plan_result {
     rp_plan_outcome outcome;
-    double *path;     ///< SOLVED: n_points joint vectors, row by row; the first
-    size_t n_points;  ///< is the start as given, the last the goal reached.
-    size_t goal;      ///< SOLVED: the goal reached; GOAL_INVALID: the goal reported.
-    bool limits;      ///< START/GOAL_INVALID: out of limits (joint `limit_joint`),
+    double *path;       ///< SOLVED: n_points joint vectors, row by row; the first
+    size_t n_points;    ///< is the start as given, the last the goal reached.
+    size_t goal;        ///< SOLVED: the goal reached; GOAL_INVALID: the goal reported.
+    bool limits;        ///< START/GOAL_INVALID: out of limits (joint `limit_joint`),
     size_t limit_joint; ///< else in collision (`pair`, as a FIRST check reports it).
     rp_check_pair pair;
     uint64_t iterations;     ///< Samples drawn.

@@ -375,9 +375,9 @@ typedef struct planner {
     rp_check_opts co;
     rp_motion_opts mo;
     rp_plan_result *out;
-    rp_status err;       /* an error that ends the plan */
-    int stopped;         /* an outcome that ends it, or -1 */
-    double *seg;         /* 2 * dof: an edge's waypoints */
+    rp_status err; /* an error that ends the plan */
+    int stopped;   /* an outcome that ends it, or -1 */
+    double *seg;   /* 2 * dof: an edge's waypoints */
 } planner;
 
 static double elapsed_ms(const planner *p)
@@ -603,7 +603,7 @@ static int path_ok(planner *p, const double *path, size_t n)
 static void simplify(planner *p, double *path, size_t *n)
 {
     size_t dof = p->dof, tries = 2 * *n < 200 ? 2 * *n : 200;
-    for (size_t t = 0; t < tries && *n > 2; t++) {
+    for (size_t t = 0; t<tries && * n> 2; t++) {
         size_t i = (size_t)(rng_next(&p->r) % *n), j = (size_t)(rng_next(&p->r) % *n);
         if (i > j) {
             size_t s = i;
@@ -767,8 +767,8 @@ static void search(planner *p, tree *ta, tree *tb, const double *start)
             simplify(p, path, &n);
         if (ok > 0 && p->o->max_step > 0 && p->stopped < 0 && !p->err)
             ok = densify(p, &path, &n, p->o->max_step);
-        if (ok > 0 && !p->err && (p->stopped < 0 || p->stopped == RP_PLAN_TIMEOUT ||
-                                  p->stopped == RP_PLAN_MAX_STATES)) {
+        if (ok > 0 && !p->err &&
+            (p->stopped < 0 || p->stopped == RP_PLAN_TIMEOUT || p->stopped == RP_PLAN_MAX_STATES)) {
             /* Found: a timeout during simplification keeps the valid path
              * it had (densification, when asked, finished). */
             if (p->o->max_step > 0 && p->stopped >= 0) {

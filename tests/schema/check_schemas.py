@@ -84,6 +84,7 @@ SEMANTIC_REASONS = (
     "is not attached",              # scene.detach of a free object
     "is taken by a shape of the scene's own",  # a name the scene already uses
     "or a point cloud",             # scene.move of a cloud
+    "the server's --max-plan-ms",   # plan timeout_ms against a server flag
 )
 
 

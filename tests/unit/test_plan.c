@@ -334,9 +334,8 @@ static void ignore_is_honoured(void **state)
     assert_int_equal(rp_store_create(st, "cell", NULL, 0, NULL), RP_OK);
     rp_shape_put part = P("slab", box(0, 0, 0.05, 1.5));
     rp_object_put obj = {"crate", rp_transform_identity(), &part, 1};
-    assert_int_equal(rp_store_put_objects(st, "cell", NULL, 0, &obj, 1, NULL, false, NULL, NULL,
-                                          NULL),
-                     RP_OK);
+    assert_int_equal(
+        rp_store_put_objects(st, "cell", NULL, 0, &obj, 1, NULL, false, NULL, NULL, NULL), RP_OK);
     const rp_scene *sc = rp_store_find(st, "cell");
     double start[2] = {-0.8, 0}, goal[2] = {0.8, 0};
     rp_plan_opts o = opts_with(RP_MOTION_CERTIFIED, 5);

@@ -8,6 +8,7 @@
 #ifndef REPOSE_SERVER_CORE_H
 #define REPOSE_SERVER_CORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +80,13 @@ typedef struct rpd_core {
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
      * NULL, and only RPD_METHOD_WORKER methods may run. */
     bool worker;
+    /* On a worker: set (nonzero) by the event loop once the connection
+     * whose line this is has closed, so that long work (plan) stops;
+     * NULL on the loop. */
+    const atomic_int *client_gone;
+    /* On a worker: the connection's socket, polled by long work (plan)
+     * for the peer's hang-up; -1 on the loop. */
+    int client_fd;
 } rpd_core;
 
 /* --fsync always: the success replies a connection holds back for its

@@ -58,6 +58,9 @@
     X(max_loop_work, 5000000, 1000, (size_t)1 << 50, "--max-loop-work",                            \
       "work units one request line may spend on the event loop (mutations, model.put, batches "    \
       "mixing mutations with queries; about 100 ms)")                                              \
+    X(max_plan_ms, 10000, 1, 3600000, "--max-plan-ms",                                             \
+      "milliseconds one plan may run (its timeout_ms is at most this; a worker is busy "           \
+      "meanwhile)")                                                                                \
     X(idle_timeout_s, 300, 0, 86400 * 365, "--idle-timeout",                                       \
       "seconds a TCP connection may go without a complete request (0: never)")                     \
     X(auth_timeout_s, 10, 0, 86400, "--auth-timeout",                                              \

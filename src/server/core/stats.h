@@ -35,6 +35,10 @@ typedef struct rpd_stats {
      * installed (a rebuild in place after repeated misses counts here too),
      * and dropped because the scene changed meanwhile. */
     uint64_t rebuilds_installed, rebuilds_dropped;
+    /* plan: requests that ran a planner, those solved, those that timed
+     * out, those stopped because their client had gone, and their time in
+     * microseconds. */
+    uint64_t plans, plans_solved, plans_timeout, plans_stopped, plan_us;
 } rpd_stats;
 
 /* Adds every counter of src to dst (a worker's counts into the server's). */

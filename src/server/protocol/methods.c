@@ -281,6 +281,19 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     RP_JW_KEY(w, "dropped");
     rp_jw_uint(w, s->rebuilds_dropped);
     rp_jw_object_end(w);
+    RP_JW_KEY(w, "plans");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "total");
+    rp_jw_uint(w, s->plans);
+    RP_JW_KEY(w, "solved");
+    rp_jw_uint(w, s->plans_solved);
+    RP_JW_KEY(w, "timeouts");
+    rp_jw_uint(w, s->plans_timeout);
+    RP_JW_KEY(w, "stopped");
+    rp_jw_uint(w, s->plans_stopped);
+    RP_JW_KEY(w, "ms");
+    rp_jw_double(w, (double)s->plan_us / 1e3);
+    rp_jw_object_end(w);
     RP_JW_KEY(w, "memory");
     rp_jw_object_begin(w);
     RP_JW_KEY(w, "store_bytes");
@@ -507,6 +520,7 @@ const rpd_method rpd_methods[] = {
     {"model.list", rpd_m_model_list, RPD_METHOD_WORKER},
     {"model.put", rpd_m_model_put, RPD_METHOD_MUTATES},
     {"ping", m_ping, RPD_METHOD_NOAUTH},
+    {"plan", rpd_m_plan, RPD_METHOD_WORKER},
     {"save", m_save, 0},
     {"scene.attach", rpd_m_scene_attach, RPD_METHOD_MUTATES},
     {"scene.check", rpd_m_scene_check, RPD_METHOD_WORKER},

@@ -198,6 +198,7 @@ bool rpd_m_model_list(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w);
+bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_watch(rpd_req *req, const cJSON *params, rp_jw *w);
 bool rpd_m_scene_unwatch(rpd_req *req, const cJSON *params, rp_jw *w);

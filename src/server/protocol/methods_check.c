@@ -12,25 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_setup.h"
 #include "methods.h"
 #include "server/core/pool.h"
 
-/* What the checks share: the model (extended by the request's attached
- * shapes when there are any), the optional scene, options. */
-typedef struct check_setup {
-    const rp_model *model;
-    rp_model *ext; /* owned extension, or NULL */
-    size_t n_base; /* shapes of the model itself; the rest are attached */
-    const rp_scene *scene;
-    rp_check_opts opts;
-    const char **ignore; /* params.ignore (opts.ignore), owned */
-    char **held;         /* strings the extension's attached shapes point at */
-    size_t n_held;
-    size_t n_frames;
-    bool ignore_limits;
-} check_setup;
-
-static void free_setup(check_setup *cs)
+void rpd_check_setup_free(check_setup *cs)
 {
     rp_model_free(cs->ext);
     cs->ext = NULL;
@@ -252,7 +238,7 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
 /* model, scene, margin, report, ignore_limits, attached, allowed_scene;
  * `joints` (non-NULL: the parameter, e.g. "params.joints"): the request is
  * in joint space, so the model must be kinematic. */
-static bool decode_setup(rpd_req *req, const cJSON *params, const char *joints, check_setup *cs)
+bool rpd_check_setup(rpd_req *req, const cJSON *params, const char *joints, check_setup *cs)
 {
     char path[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
@@ -372,7 +358,7 @@ static bool fail_out_of_range(rpd_req *req, const check_setup *cs, const char *c
 /* Work one configuration may need (rp_model_check_work): each shape
  * against the scene (a tree walk), every self pair when checked, and the
  * allowed scene exclusions. */
-static uint64_t check_cost(const check_setup *cs)
+uint64_t rpd_check_cost(const check_setup *cs)
 {
     /* (a cloud's spheres are walked like the scene's shapes) */
     size_t n = cs->scene ? rp_scene_shape_count(cs->scene) + rp_scene_cloud_spheres(cs->scene) : 0;
@@ -411,8 +397,7 @@ static bool decode_config(rpd_req *req, const check_setup *cs, const cJSON *fram
 
 /* The members of a pair: link, other, kind ("with" for attached shapes),
  * and the distance when asked. */
-static void write_pair_members(rp_jw *w, const check_setup *cs, const rp_check_pair *p,
-                               bool distance)
+void rpd_write_pair_members(rp_jw *w, const check_setup *cs, const rp_check_pair *p, bool distance)
 {
     const rp_model *m = cs->model;
     size_t link = p->link, other = p->other;
@@ -446,7 +431,7 @@ static void write_pair_members(rp_jw *w, const check_setup *cs, const rp_check_p
 static void write_pair(rp_jw *w, const check_setup *cs, const rp_check_pair *p, bool distance)
 {
     rp_jw_object_begin(w);
-    write_pair_members(w, cs, p, distance);
+    rpd_write_pair_members(w, cs, p, distance);
     rp_jw_object_end(w);
 }
 
@@ -485,7 +470,7 @@ static void write_result_members(rp_jw *w, const check_setup *cs, const rp_check
     }
 }
 
-static void write_scene_revision(rp_jw *w, const check_setup *cs)
+void rpd_write_scene_revision(rp_jw *w, const check_setup *cs)
 {
     RP_JW_KEY(w, "scene_revision");
     if (cs->scene)
@@ -496,7 +481,7 @@ static void write_scene_revision(rp_jw *w, const check_setup *cs)
 
 /* Writes "limits": the active joints of q outside their limits; false
  * (nothing written) when there are none. */
-static bool write_limits(rp_jw *w, const rp_model *m, const double *q)
+bool rpd_write_limits(rp_jw *w, const rp_model *m, const double *q)
 {
     size_t i = rp_model_limit_violation(m, q, 0);
     if (i == SIZE_MAX)
@@ -531,12 +516,12 @@ static void write_joint_result(rp_jw *w, const check_setup *cs, const rp_check_r
     rp_jw_bool(w, in_limits && !r->collision);
     write_result_members(w, cs, r);
     if (!cs->ignore_limits)
-        write_limits(w, cs->model, q);
+        rpd_write_limits(w, cs->model, q);
 }
 
 /* The error for a non-finite result of FK (values so large that a link
  * leaves the range of doubles). */
-static bool fail_joint_range(rpd_req *req, const char *path)
+bool rpd_fail_joint_range(rpd_req *req, const char *path)
 {
     return rpd_fail_path(req, path,
                          "moves a link beyond the largest double (a coordinate past 1.8e308 m)");
@@ -550,12 +535,12 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     const cJSON *jj = rpd_param(params, "joints", jpath);
     const cJSON *bj = rpd_param(params, "base", bpath);
     size_t dof = rp_model_dof(cs->model);
-    if (!rpd_charge_work(req, check_cost(cs) + dof))
+    if (!rpd_charge_work(req, rpd_check_cost(cs) + dof))
         return false;
     double *q = malloc((dof ? dof : 1) * sizeof *q);
     if (!q)
         return rpd_fail_status(req, RP_ERR_NOMEM);
-    uint64_t charged = check_cost(cs) + dof;
+    uint64_t charged = rpd_check_cost(cs) + dof;
     rp_work meter = rpd_walk_meter(req, charged, 1.0);
     rp_check_opts opts = cs->opts;
     opts.work = &meter;
@@ -569,14 +554,14 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
         rp_status st =
             rp_model_check_joints(cs->model, cs->scene, bj ? &base : NULL, q, &opts, &res);
         if (st == RP_ERR_NONFINITE)
-            ok = fail_joint_range(req, jpath);
+            ok = rpd_fail_joint_range(req, jpath);
         else
             ok = rpd_walk_settle(req, &meter, charged, st);
     }
     if (ok) {
         rp_jw_object_begin(w);
         write_joint_result(w, cs, &res, q);
-        write_scene_revision(w, cs);
+        rpd_write_scene_revision(w, cs);
         rp_jw_object_end(w);
     }
     rp_check_result_free(&res);
@@ -597,18 +582,18 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     const cJSON *frames = rpd_param(params, "frames", fpath);
     if (joints && frames)
         return rpd_fail_path(req, fpath, "give either frames or joints, not both");
-    if (!decode_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
-        free_setup(&cs);
+    if (!rpd_check_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
+        rpd_check_setup_free(&cs);
         return false;
     }
     if (joints) {
         bool ok = check_joints(req, params, &cs, w);
-        free_setup(&cs);
+        rpd_check_setup_free(&cs);
         return ok;
     }
     const cJSON *base = rpd_param(params, "base", bpath);
     rp_transform *tf = NULL, btf;
-    bool has_base, ok = rpd_charge_work(req, check_cost(&cs));
+    bool has_base, ok = rpd_charge_work(req, rpd_check_cost(&cs));
     if (ok && !(tf = malloc((cs.n_frames ? cs.n_frames : 1) * sizeof *tf)))
         ok = rpd_fail_status(req, RP_ERR_NOMEM);
     if (ok && rp_model_is_kinematic(cs.model))
@@ -619,7 +604,7 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_check_result res;
     memset(&res, 0, sizeof res);
     if (ok) {
-        uint64_t charged = check_cost(&cs);
+        uint64_t charged = rpd_check_cost(&cs);
         rp_work meter = rpd_walk_meter(req, charged, 1.0);
         rp_check_opts opts = cs.opts;
         opts.work = &meter;
@@ -633,12 +618,12 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     if (ok) {
         rp_jw_object_begin(w);
         write_result_members(w, &cs, &res);
-        write_scene_revision(w, &cs);
+        rpd_write_scene_revision(w, &cs);
         rp_jw_object_end(w);
     }
     rp_check_result_free(&res);
     free(tf);
-    free_setup(&cs);
+    rpd_check_setup_free(&cs);
     return ok;
 }
 
@@ -780,7 +765,7 @@ static bool run_batch(rpd_req *req, batch_run *b, rp_jw *w, const char *path)
         else if (sl->fail_st != RP_ERR_NONFINITE)
             ok = rpd_fail_status(req, sl->fail_st);
         else if (b->joints)
-            ok = fail_joint_range(req, cp);
+            ok = rpd_fail_joint_range(req, cp);
         else
             ok = fail_out_of_range(req, cs, cp, sl->fail_link);
     }
@@ -799,7 +784,7 @@ static bool run_batch(rpd_req *req, batch_run *b, rp_jw *w, const char *path)
                 rp_jw_value_raw(w, sw->buf + 1, sw->len - 2);
         }
         rp_jw_array_end(w);
-        write_scene_revision(w, cs);
+        rpd_write_scene_revision(w, cs);
         rp_jw_object_end(w);
     }
     for (size_t s = 0; s < n_slices; s++)
@@ -824,7 +809,7 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     if (n > req->core->limits.max_batch_configurations)
         return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                               req->core->limits.max_batch_configurations);
-    uint64_t cost = check_cost(cs) + dof;
+    uint64_t cost = rpd_check_cost(cs) + dof;
     if (n && cost > UINT64_MAX / n)
         cost = UINT64_MAX / n;
     if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
@@ -892,7 +877,7 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     if (n > req->core->limits.max_batch_configurations)
         return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                               req->core->limits.max_batch_configurations);
-    uint64_t cost = check_cost(cs);
+    uint64_t cost = rpd_check_cost(cs);
     if (n && cost > UINT64_MAX / n)
         cost = UINT64_MAX / n;
     if (!rpd_reply_fits(req, w, n, RPD_MIN_RESULT_BYTES) || !rpd_charge_work(req, cost * n))
@@ -954,12 +939,12 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_path(req, path, "give either configurations or joints, not both");
     if (!joints && rpd_param(params, "base", path))
         return rpd_fail_path(req, path, "with configurations, each one carries its own base");
-    if (!decode_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
-        free_setup(&cs);
+    if (!rpd_check_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
+        rpd_check_setup_free(&cs);
         return false;
     }
     bool ok = joints ? batch_joints(req, params, &cs, w) : batch_frames(req, params, &cs, w);
-    free_setup(&cs);
+    rpd_check_setup_free(&cs);
     return ok;
 }
 
@@ -1057,7 +1042,7 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
                 st = RP_ERR_NONFINITE;
         }
         if (st == RP_ERR_NONFINITE)
-            ok = fail_joint_range(req, jpath);
+            ok = rpd_fail_joint_range(req, jpath);
         else if (st)
             ok = rpd_fail_status(req, st);
     }
@@ -1120,8 +1105,8 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rpd_optional_bool(req, params, "earliest", mo.mode == RP_MOTION_CERTIFIED, &mo.earliest))
         return false;
     mo.fast_reject = mo.mode == RP_MOTION_CERTIFIED && !mo.earliest;
-    if (!decode_setup(req, params, "params.path", &cs)) {
-        free_setup(&cs);
+    if (!rpd_check_setup(req, params, "params.path", &cs)) {
+        rpd_check_setup_free(&cs);
         return false;
     }
     mo.has_margin = cs.opts.has_margin;
@@ -1158,7 +1143,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
      * one that needs more than the budget left is refused before any state
      * is checked; a certified one cannot know its states in advance and is
      * stopped when the budget is spent (rp_motion_opts.max_states). */
-    uint64_t per_state = check_cost(&cs) + dof + RPD_STATE_WORK;
+    uint64_t per_state = rpd_check_cost(&cs) + dof + RPD_STATE_WORK;
     if (ok) {
         mo.max_states = req->line->work_left / per_state;
         uint64_t bound = rp_motion_states_bound(m, q, n, &mo);
@@ -1190,7 +1175,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
                        "states its work budget allows; split the path or raise the tolerance",
                        rpd_limit_name(req->line->work_limit), (unsigned long long)mo.max_states);
         } else if (st == RP_ERR_NONFINITE) {
-            ok = fail_joint_range(req, path);
+            ok = rpd_fail_joint_range(req, path);
         } else if (st == RP_ERR_INVALID_ARG) {
             ok = rpd_fail_path(req, path,
                                "moves too far for a certified check at this tolerance (a step "
@@ -1227,20 +1212,20 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
             if (r.limits) {
                 RP_JW_KEY(w, "kind");
                 rp_jw_string(w, "limits");
-                write_limits(w, m, first);
+                rpd_write_limits(w, m, first);
                 rp_jw_object_end(w);
             } else {
-                write_pair_members(w, &cs, &r.pair, true);
+                rpd_write_pair_members(w, &cs, &r.pair, true);
                 rp_jw_object_end(w);
             }
         }
         RP_JW_KEY(w, "states_checked");
         rp_jw_uint(w, r.states_checked);
-        write_scene_revision(w, &cs);
+        rpd_write_scene_revision(w, &cs);
         rp_jw_object_end(w);
     }
     free(q);
     free(first);
-    free_setup(&cs);
+    rpd_check_setup_free(&cs);
     return ok;
 }

@@ -139,6 +139,7 @@ typedef struct write_req {
 
 static void on_close(uv_handle_t *h);
 static bool start_job(rpd_conn *c, const char *line, size_t len);
+static void job_client_gone(struct rpd_job *j);
 static void on_watch_timer(uv_timer_t *t);
 static void watch_unpend(rpd_conn *c);
 static void start_reading(rpd_conn *c);
@@ -774,9 +775,10 @@ static void on_close(uv_handle_t *h)
         srv->core.stats.conn_tcp--;
     else
         srv->core.stats.conn_unix--;
-    if (c->job)
+    if (c->job) {
         c->state = RPD_CONN_GONE; /* the job's completion frees it */
-    else
+        job_client_gone(c->job);  /* long work (a plan) stops early */
+    } else
         free(c);
     rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
             (unsigned long long)srv->core.stats.conn_current);
@@ -898,7 +900,13 @@ typedef struct rpd_job {
     bool for_loop;
     rpd_parsed parsed;
     rpd_arena_chunks *chunks;
+    atomic_int gone; /* its connection has closed (core.client_gone) */
 } rpd_job;
+
+static void job_client_gone(rpd_job *j)
+{
+    atomic_store(&j->gone, 1);
+}
 
 /* Parses the line; runs it here when it holds queries only, else keeps
  * the parse for the event loop (rpc.h: rpd_line_wants_worker). */
@@ -978,6 +986,10 @@ static bool start_job(rpd_conn *c, const char *line, size_t len)
     j->conn = c;
     j->core = srv->core;
     j->core.worker = true;
+    atomic_init(&j->gone, 0);
+    j->core.client_gone = &j->gone;
+    uv_os_fd_t fd;
+    j->core.client_fd = uv_fileno(&c->h.handle, &fd) == 0 ? (int)fd : -1;
     j->core.store = snap;
     j->core.watch = NULL;
     memset(&j->core.stats, 0, sizeof j->core.stats);
