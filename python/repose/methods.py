@@ -360,6 +360,31 @@ class Methods:
                                                  margin=margin, report=report,
                                                  ignore=_names(ignore), **options))
 
+    def plan(self, model: str, start: Any, goal: Any = None, *, goals: Any = None,
+             scene: Optional[str] = None, edges: Optional[str] = None,
+             timeout_ms: Optional[float] = None, seed: Optional[int] = None,
+             simplify: Optional[bool] = None, max_step: Optional[float] = None,
+             margin: Optional[float] = None, ignore: Optional[Iterable[str]] = None,
+             **options: Any) -> Any:
+        """Plans a path from joint vector ``start`` to ``goal`` (or to any of
+        ``goals``) among ``scene`` with RRT-Connect in the daemon, ``edges``
+        ``"certified"`` (default: every configuration of every edge proven
+        clear) or ``"discrete"``: ``solved``, ``path`` (a list of joint
+        vectors: ``numpy.array(r["path"])`` makes it an array), or ``reason``
+        when not solved; ``stats``.  Vectors may be lists, name-to-value
+        mappings or numpy arrays.  The same ``seed`` against the same scene
+        revision gives the same path.  ``ignore``: names of the scene's
+        objects, robot instances or clouds to leave out."""
+        def vector(v: Any) -> Any:
+            return v.tolist() if hasattr(v, "tolist") else v
+        if goals is not None:
+            goals = number_rows(goals, "plan: params.goals")
+        return self._call("plan", _params(model=model, start=vector(start), goal=vector(goal),
+                                          goals=goals, scene=scene, edges=edges,
+                                          timeout_ms=timeout_ms, seed=seed, simplify=simplify,
+                                          max_step=max_step, margin=margin,
+                                          ignore=_names(ignore), **options))
+
     def check_motion(self, model: str, path: Any, *, scene: Optional[str] = None,
                      mode: Optional[str] = None, resolution: Optional[float] = None,
                      tolerance: Optional[float] = None, earliest: Optional[bool] = None,

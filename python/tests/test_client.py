@@ -633,6 +633,37 @@ class ClientTest(unittest.TestCase):
             c.check_motion("py-arm-obj", path, ignore=["ball"])  # no scene
         self.assertEqual(e.exception.path, "params.ignore")
 
+    def test_plan_through_a_gap(self) -> None:
+        c = self.client()
+        c.model_put("py-puck", joints=[
+            {"name": "x", "type": "prismatic", "parent": "base", "child": "mx",
+             "axis": [1, 0, 0], "limits": {"lower": -1, "upper": 1}},
+            {"name": "y", "type": "prismatic", "parent": "mx", "child": "p",
+             "axis": [0, 1, 0], "limits": {"lower": -1, "upper": 1}}],
+            links=[{"id": "ball", "link": "p", "shape": sphere(0, 0, 0, 0.05)}])
+        box = lambda cy, hy: {"box": {"center": [0, cy, 0], "half_extents": [0.05, hy, 0.2]}}
+        c.scene_create("py-wall", shapes={"low": box(-0.35, 0.85), "high": box(0.95, 0.25)})
+        start, goal = [-0.8, -0.8], [0.8, -0.8]
+        r = c.plan("py-puck", start, goal, scene="py-wall", seed=3)
+        self.assertTrue(r["solved"])
+        self.assertEqual((r["path"][0], r["path"][-1]), (start, goal))
+        self.assertGreaterEqual(len(r["path"]), 3)  # through the gap, not straight
+        for a, b in zip(r["path"], r["path"][1:]):
+            edge = c.check_motion("py-puck", [a, b], scene="py-wall", mode="certified")
+            self.assertTrue(edge["valid"], (a, b))
+        self.assertEqual(c.plan("py-puck", start, goal, scene="py-wall", seed=3)["path"],
+                         r["path"])
+        bad = c.plan("py-puck", start, goals=[[0, -0.5]], scene="py-wall")
+        self.assertEqual((bad["solved"], bad["reason"]), (False, "goal_invalid"))
+        self.assertEqual(bad["violation"]["other"], "low")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.plan("py-puck", start, goal, goals=[goal], scene="py-wall")
+        self.assertEqual(e.exception.path, "params.goals")
+        if numpy is not None:
+            n = c.plan("py-puck", numpy.array(start), goals=numpy.array([goal]), scene="py-wall",
+                       seed=3)
+            self.assertEqual(numpy.array(n["path"]).shape[1], 2)
+
     def test_models_urdf_and_checks(self) -> None:
         c = self.client()
         r = c.model_put("py-frames", links=[{"id": "l", "frame": 0, "shape": sphere(0, 0, 0, 0.1)}])
