@@ -254,6 +254,42 @@ RP_API rp_client_error_kind rp_client_check_motion(rp_client *c, const char *mod
                                                    double resolution, rp_client_motion_result *out,
                                                    rp_client_error *err);
 
+/// Options of rp_client_plan; zeroed: the server's defaults (certified
+/// edges, seed 0, simplification, a 1000 ms timeout, no densification).
+typedef struct rp_client_plan_opts {
+    const char *edges; ///< "certified", "discrete", or NULL
+    double timeout_ms; ///< > 0, or 0 for the server's default
+    uint64_t seed;     ///< the same seed on the same scene revision: the same path
+    bool no_simplify;  ///< keep the path as the trees found it
+    double max_step;   ///< > 0: no joint moves more than this between waypoints
+} rp_client_plan_opts;
+
+/// The outcome of rp_client_plan; free with rp_client_plan_result_free.
+typedef struct rp_client_plan_result {
+    bool solved;
+    double *path;      ///< solved: n_points joint vectors of `dof` values, row after row
+    size_t n_points;   ///< (malloc'ed); NULL and 0 otherwise
+    size_t goal_index; ///< solved: the goal reached
+    char reason[16];   ///< not solved: "start_invalid", "goal_invalid", "timeout",
+                       ///< "max_states" or "stopped"; "" when solved
+    uint64_t revision; ///< the scene revision planned against (0 without a scene)
+    double ms;         ///< the server's time planning
+    uint64_t iterations, nodes, states_checked, edges_checked;
+} rp_client_plan_result;
+
+/// plan from joint vector `start` to any of the n_goals joint vectors
+/// `goals` (row after row; each of `dof` values) among `scene` (may be
+/// NULL) with RRT-Connect in the daemon (proto/PROTOCOL.md, Planning).
+/// opts may be NULL.  A path whose rows are not `dof` numbers is
+/// RP_CLIENT_PROTOCOL.  *out receives the outcome; free it with
+/// rp_client_plan_result_free.
+RP_API rp_client_error_kind rp_client_plan(rp_client *c, const char *model, const char *scene,
+                                           const double *start, const double *goals, size_t n_goals,
+                                           size_t dof, const rp_client_plan_opts *opts,
+                                           rp_client_plan_result *out, rp_client_error *err);
+/// Frees a plan result's path; safe on a zeroed or freed result.
+RP_API void rp_client_plan_result_free(rp_client_plan_result *r);
+
 /* ---- typed helpers: objects ---------------------------------------------------
  *
  * Objects are rigid groups of shapes with a pose (proto/PROTOCOL.md,

@@ -338,3 +338,130 @@ rp_client_error_kind rp_client_check_motion(rp_client *c, const char *model, con
     cJSON_Delete(r);
     return k;
 }
+
+void rp_client_plan_result_free(rp_client_plan_result *r)
+{
+    if (!r)
+        return;
+    free(r->path);
+    r->path = NULL;
+    r->n_points = 0;
+}
+
+/* A stats member of a plan result as a count. */
+static uint64_t plan_count(const cJSON *stats, const char *key)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(stats, key);
+    return is_count(j) ? (uint64_t)j->valuedouble : 0;
+}
+
+rp_client_error_kind rp_client_plan(rp_client *c, const char *model, const char *scene,
+                                    const double *start, const double *goals, size_t n_goals,
+                                    size_t dof, const rp_client_plan_opts *opts,
+                                    rp_client_plan_result *out, rp_client_error *err)
+{
+    rp_client_error_free(err);
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!out)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "out is NULL");
+    if (!start && dof)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "start is NULL");
+    if (n_goals == 0)
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "no goals");
+    rp_client_plan_opts none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    if (!(opts->timeout_ms >= 0) || isinf(opts->timeout_ms) || !(opts->max_step >= 0) ||
+        isinf(opts->max_step))
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0,
+                               "timeout_ms and max_step must be > 0, or 0 for the default");
+    if (opts->seed > (1ull << 53))
+        return rp_client_fail_(err, RP_CLIENT_ARG, 0, "seed must be at most 2^53");
+    rp_client_sb b = {NULL, 0, 0, false};
+    rp_client_error_kind k = put_model_scene(&b, model, scene, err);
+    if (k == RP_CLIENT_OK) {
+        rp_client_sb_puts_(&b, ",\"start\":");
+        k = put_vector(&b, start, dof, "start", SIZE_MAX, err);
+    }
+    if (k == RP_CLIENT_OK)
+        k = put_rows(&b, "goals", goals, n_goals, dof, "goals", err);
+    if (k == RP_CLIENT_OK && opts->edges)
+        k = put_string(&b, "edges", opts->edges, err);
+    if (k == RP_CLIENT_OK) {
+        char num[64];
+        snprintf(num, sizeof num, ",\"seed\":%llu", (unsigned long long)opts->seed);
+        rp_client_sb_puts_(&b, num);
+        if (opts->timeout_ms > 0) {
+            rp_client_sb_puts_(&b, ",\"timeout_ms\":");
+            rp_client_sb_double_(&b, opts->timeout_ms);
+        }
+        if (opts->max_step > 0) {
+            rp_client_sb_puts_(&b, ",\"max_step\":");
+            rp_client_sb_double_(&b, opts->max_step);
+        }
+        if (opts->no_simplify)
+            rp_client_sb_puts_(&b, ",\"simplify\":false");
+    }
+    cJSON *r = NULL;
+    k = finish_call(c, "plan", &b, k, NULL, &r, err);
+    if (k != RP_CLIENT_OK)
+        return k;
+    const cJSON *solved = cJSON_GetObjectItemCaseSensitive(r, "solved");
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(r, "path");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(r, "reason");
+    const cJSON *goal = cJSON_GetObjectItemCaseSensitive(r, "goal_index");
+    const cJSON *rev = cJSON_GetObjectItemCaseSensitive(r, "revision");
+    const cJSON *stats = cJSON_GetObjectItemCaseSensitive(r, "stats");
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(stats, "ms");
+    if (!cJSON_IsBool(solved))
+        k = bad_result(err, "plan", "a boolean \"solved\"");
+    else if (cJSON_IsTrue(solved) && (!cJSON_IsArray(path) || !is_count(goal)))
+        k = bad_result(err, "plan", "a \"path\" and a \"goal_index\"");
+    else if (cJSON_IsFalse(solved) &&
+             (!cJSON_IsString(reason) || strlen(reason->valuestring) >= sizeof out->reason))
+        k = bad_result(err, "plan", "a \"reason\"");
+    else if (!cJSON_IsNumber(ms))
+        k = bad_result(err, "plan", "\"stats\"");
+    size_t n = k == RP_CLIENT_OK && cJSON_IsTrue(solved) ? (size_t)cJSON_GetArraySize(path) : 0;
+    if (n && dof && n > SIZE_MAX / sizeof(double) / dof)
+        k = bad_result(err, "plan", "a path of a sane length");
+    if (k == RP_CLIENT_OK && n) {
+        out->path = malloc(n * (dof ? dof : 1) * sizeof *out->path);
+        if (!out->path)
+            k = rp_client_fail_(err, RP_CLIENT_NOMEM, 0, "out of memory");
+        size_t i = 0;
+        for (const cJSON *row = path->child; row && k == RP_CLIENT_OK; row = row->next, i++) {
+            if (!cJSON_IsArray(row) || (size_t)cJSON_GetArraySize(row) != dof) {
+                k = bad_result(err, "plan", "path rows of dof numbers");
+                break;
+            }
+            size_t d = 0;
+            for (const cJSON *v = row->child; v; v = v->next, d++) {
+                if (!cJSON_IsNumber(v)) {
+                    k = bad_result(err, "plan", "path rows of dof numbers");
+                    break;
+                }
+                out->path[i * dof + d] = v->valuedouble;
+            }
+        }
+        out->n_points = n;
+    }
+    if (k == RP_CLIENT_OK) {
+        out->solved = cJSON_IsTrue(solved);
+        out->goal_index = is_count(goal) ? (size_t)goal->valuedouble : 0;
+        if (!out->solved)
+            memcpy(out->reason, reason->valuestring, strlen(reason->valuestring) + 1);
+        out->revision = is_count(rev) ? (uint64_t)rev->valuedouble : 0;
+        out->ms = ms->valuedouble;
+        out->iterations = plan_count(stats, "iterations");
+        out->nodes = plan_count(stats, "nodes");
+        out->states_checked = plan_count(stats, "states_checked");
+        out->edges_checked = plan_count(stats, "edges_checked");
+    } else {
+        rp_client_plan_result_free(out);
+    }
+    cJSON_Delete(r);
+    return k;
+}

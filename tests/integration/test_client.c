@@ -1385,6 +1385,62 @@ static void check_motion_resolution_bounds_the_discrete_steps(void **state)
     rp_client_close(c);
 }
 
+/* plan around the ball at the hand: from joint1 = -1.5 to 1.5 the straight
+ * way is blocked; the path found has every edge certified by check.motion,
+ * and the same seed gives the same path. */
+static void plan_goes_around_the_ball_and_every_edge_is_clear(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double start[ARM7_DOF], goal[ARM7_DOF];
+    arm7_ready(-1.5, start);
+    arm7_ready(1.5, goal);
+    rp_client_plan_opts o;
+    memset(&o, 0, sizeof o);
+    o.seed = 7;
+    o.timeout_ms = 5000;
+    rp_client_plan_result r, again;
+    expect_kind(rp_client_plan(c, "arm7", "bench", start, goal, 1, ARM7_DOF, &o, &r, &err),
+                RP_CLIENT_OK, &err);
+    assert_true(r.solved);
+    assert_string_equal(r.reason, "");
+    assert_true(r.n_points >= 3);
+    assert_memory_equal(r.path, start, sizeof start);
+    assert_memory_equal(r.path + (r.n_points - 1) * ARM7_DOF, goal, sizeof goal);
+    assert_true(r.revision > 0 && r.edges_checked >= r.n_points - 1 && r.ms >= 0);
+    for (size_t i = 0; i + 1 < r.n_points; i++) {
+        rp_client_motion_result m;
+        expect_kind(rp_client_check_motion(c, "arm7", "bench", r.path + i * ARM7_DOF, 2, ARM7_DOF,
+                                           "certified", 0, &m, &err),
+                    RP_CLIENT_OK, &err);
+        assert_true(m.valid);
+    }
+    expect_kind(rp_client_plan(c, "arm7", "bench", start, goal, 1, ARM7_DOF, &o, &again, &err),
+                RP_CLIENT_OK, &err);
+    assert_int_equal(again.n_points, r.n_points);
+    assert_memory_equal(again.path, r.path, r.n_points * ARM7_DOF * sizeof(double));
+    rp_client_plan_result_free(&again);
+    rp_client_plan_result_free(&r);
+    /* A goal in the ball: not solved, with the reason. */
+    double in_ball[ARM7_DOF];
+    arm7_ready(0, in_ball);
+    expect_kind(rp_client_plan(c, "arm7", "bench", start, in_ball, 1, ARM7_DOF, NULL, &r, &err),
+                RP_CLIENT_OK, &err);
+    assert_false(r.solved);
+    assert_string_equal(r.reason, "goal_invalid");
+    assert_null(r.path);
+    /* Refused before anything is sent. */
+    expect_kind(rp_client_plan(c, "arm7", "bench", start, goal, 0, ARM7_DOF, NULL, &r, &err),
+                RP_CLIENT_ARG, &err);
+    start[2] = NAN;
+    expect_kind(rp_client_plan(c, "arm7", "bench", start, goal, 1, ARM7_DOF, NULL, &r, &err),
+                RP_CLIENT_ARG, &err);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
 /* A resolution with certified (the daemon says so), a negative or NaN one
  * (nothing sent), an unknown mode and a path of one point are refused. */
 static void check_motion_refuses_bad_resolutions_modes_and_paths(void **state)
@@ -2615,6 +2671,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(check_motion_finds_where_a_path_is_blocked_in_both_modes,
                                   rh_teardown),
         cmocka_unit_test_teardown(check_motion_resolution_bounds_the_discrete_steps, rh_teardown),
+        cmocka_unit_test_teardown(plan_goes_around_the_ball_and_every_edge_is_clear, rh_teardown),
         cmocka_unit_test_teardown(check_motion_refuses_bad_resolutions_modes_and_paths,
                                   rh_teardown),
         /* kinematic helpers: errors */
