@@ -8,13 +8,15 @@
  * revision giving the same bytes; invalid start and goal reported with the
  * violation as `check` reports it; a goal set; `ignore` and `attached`
  * honoured; the timeout; refusals with a path; the counters of `stats`;
- * and a client that disconnects mid-plan: its plan stops (counted as
- * stopped, long before its timeout) and the worker serves the next client.
+ * a client that disconnects mid-plan: its plan stops (counted as stopped,
+ * long before its timeout) and the worker serves the next client; and eight
+ * clients planning at once get what each would alone.
  *
  * Usage: test_daemon_plan PATH-TO-REPOSED
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -354,6 +356,73 @@ static void a_plan_stops_when_its_client_goes(void **state)
     stop_ok(d);
 }
 
+/* Eight clients plan at once, each with its own seed; then each seed is
+ * planned again alone: the same bytes (every plan read one version, and no
+ * plan disturbed another). */
+enum { PLANNERS = 8 };
+
+typedef struct planner_client {
+    const rh_daemon *d;
+    int seed;
+    char *path; /* the reply's path, as printed by cJSON */
+} planner_client;
+
+static char *plan_path(rh_conn *c, int seed)
+{
+    char line[512];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"plan\",\"params\":{\"model\":"
+             "\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],\"goal\":[0.8,-0.8],"
+             "\"seed\":%d,\"simplify\":false}}",
+             seed, seed);
+    cJSON *r = call_json(c, line);
+    const cJSON *res = at(r, "result");
+    char *p =
+        res && cJSON_IsTrue(at(res, "solved")) ? cJSON_PrintUnformatted(at(res, "path")) : NULL;
+    cJSON_Delete(r);
+    return p;
+}
+
+static void *planner_main(void *arg)
+{
+    planner_client *pc = arg;
+    rh_conn *c = rh_connect(pc->d, false);
+    if (c) {
+        pc->path = plan_path(c, pc->seed);
+        rh_close(c);
+    }
+    return NULL;
+}
+
+static void concurrent_plans_equal_plans_alone(void **state)
+{
+    (void)state;
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    put_puck_and_wall(c);
+    planner_client pcs[PLANNERS];
+    pthread_t tids[PLANNERS];
+    for (int i = 0; i < PLANNERS; i++) {
+        pcs[i] = (planner_client){d, 100 + i, NULL};
+        assert_int_equal(pthread_create(&tids[i], NULL, planner_main, &pcs[i]), 0);
+    }
+    for (int i = 0; i < PLANNERS; i++)
+        assert_int_equal(pthread_join(tids[i], NULL), 0);
+    for (int i = 0; i < PLANNERS; i++) {
+        assert_non_null(pcs[i].path);
+        char *alone = plan_path(c, pcs[i].seed);
+        assert_non_null(alone);
+        assert_string_equal(alone, pcs[i].path);
+        free(alone);
+        free(pcs[i].path);
+    }
+    cJSON *s = rpc(c, "stats", "{}");
+    assert_int_equal((int)num_at(result_of(s), "plans.solved"), 2 * PLANNERS);
+    cJSON_Delete(s);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +431,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(invalid_ends_goal_sets_ignore_and_attached),
         DAEMON_TEST(bad_plans_are_refused_with_a_path),
         DAEMON_TEST(a_plan_stops_when_its_client_goes),
+        DAEMON_TEST(concurrent_plans_equal_plans_alone),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

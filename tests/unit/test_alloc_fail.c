@@ -74,6 +74,7 @@
 
 #include "alloc_fail.h"
 #include "codec/urdf.h"
+#include "repose/plan.h"
 #include "server/protocol/rpc.h"
 
 /* ---- building request text ------------------------------------------------- */
@@ -1788,6 +1789,7 @@ typedef struct fixture {
     rp_status st_call;
     rp_check_result check;
     rp_motion_result motion;
+    rp_plan_result plan;
     double first[CHAIN_JOINTS];
     rp_transform poses[CHAIN_JOINTS + 1];
 } fixture;
@@ -1832,6 +1834,7 @@ static void fixture_close(fixture *f)
     rp_model_free(f->tree_ext);
     rp_model_free(f->chain_ext);
     rp_check_result_free(&f->check);
+    rp_plan_result_free(&f->plan);
     rp_store_free(f->st);
 }
 
@@ -2005,6 +2008,49 @@ static void describe_motion(const fixture *f, dump *d)
     }
 }
 
+/* rp_model_plan of the tree model (and its attached shapes) among the
+ * cell, from the motion's first waypoint to its last or (a goal set) to
+ * its second and last, at most 20,000 states. */
+static void plan_tree(fixture *f, rp_motion_mode mode, size_t n_goals)
+{
+    rp_plan_opts o;
+    rp_plan_opts_init(&o);
+    o.edges = mode;
+    o.resolution = mode == RP_MOTION_DISCRETE ? 0.05 : 0.0;
+    o.tolerance = mode == RP_MOTION_CERTIFIED ? 1e-4 : 0.0;
+    o.seed = 5;
+    o.max_states = 20000;
+    o.max_step = 0.5;
+    rp_transform base = rp_transform_identity();
+    base.t = V(0.125, -0.25, 0.6);
+    f->st_call = rp_model_plan(f->tree_ext, f->cell, &base, tree_path,
+                               tree_path + (n_goals == 1 ? 8 : 4), n_goals, &o, &f->plan);
+}
+
+static void call_plan_certified(fixture *f)
+{
+    plan_tree(f, RP_MOTION_CERTIFIED, 1);
+}
+static void call_plan_discrete_goals(fixture *f)
+{
+    plan_tree(f, RP_MOTION_DISCRETE, 2);
+}
+
+static void describe_plan(const fixture *f, dump *d)
+{
+    const rp_plan_result *r = &f->plan;
+    d->len = 0;
+    d->buf[0] = '\0';
+    dump_add(d,
+             "outcome %d goal %zu limits %d joint %zu it %llu nodes %llu states %llu edges %llu\n",
+             (int)r->outcome, r->goal, r->limits, r->limit_joint, (unsigned long long)r->iterations,
+             (unsigned long long)r->nodes, (unsigned long long)r->states_checked,
+             (unsigned long long)r->edges_checked);
+    for (size_t i = 0; i < r->n_points * rp_model_dof(f->tree); i++)
+        dump_add(d, " %a", r->path[i]);
+    dump_add(d, "\n");
+}
+
 /* rp_cloud_new on 64 points (several to a cell of 0.25 with the voxel),
  * one sphere a point without. */
 static void cloud_new(fixture *f, double voxel)
@@ -2050,6 +2096,8 @@ static const api_case api_cases[] = {
     {"rp_model_check_joints all", false, false, call_check_all, describe_check},
     {"rp_model_check_motion discrete", false, false, call_motion_discrete, describe_motion},
     {"rp_model_check_motion certified", false, false, call_motion_certified, describe_motion},
+    {"rp_model_plan certified", false, false, call_plan_certified, describe_plan},
+    {"rp_model_plan discrete, goal set", false, false, call_plan_discrete_goals, describe_plan},
     {"rp_cloud_new, one sphere a point", false, true, call_cloud_new_points, describe_cloud},
     {"rp_cloud_new, voxels", false, true, call_cloud_new_voxel, describe_cloud},
 };
@@ -2206,6 +2254,12 @@ static void model_check_motion_fails_cleanly_at_every_allocation(void **state)
     api_sweep("rp_model_check_motion");
 }
 
+static void model_plan_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    api_sweep("rp_model_plan");
+}
+
 static void cloud_new_fails_cleanly_at_every_allocation(void **state)
 {
     (void)state;
@@ -2266,6 +2320,7 @@ int main(void)
         cmocka_unit_test(model_fk_fails_cleanly_at_every_allocation),
         cmocka_unit_test(model_check_joints_fails_cleanly_at_every_allocation),
         cmocka_unit_test(model_check_motion_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(model_plan_fails_cleanly_at_every_allocation),
         cmocka_unit_test(cloud_new_fails_cleanly_at_every_allocation),
         /* requests, one allocation failing */
         cmocka_unit_test(scene_mutations_fail_cleanly_when_any_one_allocation_fails),
