@@ -362,35 +362,55 @@ static void a_plan_stops_when_its_client_goes(void **state)
 enum { PLANNERS = 8 };
 
 typedef struct planner_client {
-    const rh_daemon *d;
+    rh_conn *c; /* connected by the main thread (the harness's pool is not shared) */
     int seed;
-    char *path; /* the reply's path, as printed by cJSON */
+    char *path; /* the reply's path, as printed by cJSON; NULL on any failure */
 } planner_client;
 
-static char *plan_path(rh_conn *c, int seed)
+static char *plan_line(int seed)
 {
-    char line[512];
-    snprintf(line, sizeof line,
+    char *line = malloc(512);
+    assert_non_null(line);
+    snprintf(line, 512,
              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"plan\",\"params\":{\"model\":"
              "\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],\"goal\":[0.8,-0.8],"
              "\"seed\":%d,\"simplify\":false}}",
              seed, seed);
-    cJSON *r = call_json(c, line);
-    const cJSON *res = at(r, "result");
-    char *p =
-        res && cJSON_IsTrue(at(res, "solved")) ? cJSON_PrintUnformatted(at(res, "path")) : NULL;
+    return line;
+}
+
+/* The path of a solved reply (the caller frees), or NULL. */
+static char *path_of(const char *reply, size_t len)
+{
+    cJSON *r = cJSON_ParseWithLength(reply, len);
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "result");
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(res, "path");
+    char *p = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "solved")) && path
+                  ? cJSON_PrintUnformatted(path)
+                  : NULL;
     cJSON_Delete(r);
     return p;
 }
 
+/* A thread: no assertion here (cmocka's are not thread-safe); a failure
+ * leaves path NULL. */
 static void *planner_main(void *arg)
 {
     planner_client *pc = arg;
-    rh_conn *c = rh_connect(pc->d, false);
-    if (c) {
-        pc->path = plan_path(c, pc->seed);
-        rh_close(c);
-    }
+    char *line = malloc(512);
+    if (!line)
+        return NULL;
+    snprintf(line, 512,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"plan\",\"params\":{\"model\":"
+             "\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],\"goal\":[0.8,-0.8],"
+             "\"seed\":%d,\"simplify\":false}}",
+             pc->seed, pc->seed);
+    const char *reply;
+    size_t len;
+    if (rh_send_line(pc->c, line) &&
+        rh_read_line(pc->c, rh_ms(RH_TIMEOUT_MS), &reply, &len) == RH_LINE)
+        pc->path = path_of(reply, len);
+    free(line);
     return NULL;
 }
 
@@ -402,15 +422,19 @@ static void concurrent_plans_equal_plans_alone(void **state)
     put_puck_and_wall(c);
     planner_client pcs[PLANNERS];
     pthread_t tids[PLANNERS];
-    for (int i = 0; i < PLANNERS; i++) {
-        pcs[i] = (planner_client){d, 100 + i, NULL};
+    for (int i = 0; i < PLANNERS; i++)
+        pcs[i] = (planner_client){connect_ok(d, i % 2 == 1), 100 + i, NULL};
+    for (int i = 0; i < PLANNERS; i++)
         assert_int_equal(pthread_create(&tids[i], NULL, planner_main, &pcs[i]), 0);
-    }
     for (int i = 0; i < PLANNERS; i++)
         assert_int_equal(pthread_join(tids[i], NULL), 0);
     for (int i = 0; i < PLANNERS; i++) {
+        rh_close(pcs[i].c);
         assert_non_null(pcs[i].path);
-        char *alone = plan_path(c, pcs[i].seed);
+        char *line = plan_line(pcs[i].seed);
+        const char *reply = call_line(c, line);
+        char *alone = path_of(reply, strlen(reply));
+        free(line);
         assert_non_null(alone);
         assert_string_equal(alone, pcs[i].path);
         free(alone);
