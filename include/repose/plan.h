@@ -80,10 +80,12 @@ RP_API void rp_plan_opts_init(rp_plan_opts *opts);
 /// trees, from the start and from the goals, extended towards random
 /// configurations within the joint limits (continuous joints and
 /// revolute joints without limits wrap around) and towards each other.
-/// Every edge is checked with rp_model_check_motion in opts->edges' mode;
-/// the path returned is checked again edge by edge as it is returned (after
-/// simplification and densification), so each of its segments, linearly
-/// interpolated, is valid.  A continuous joint's values along the path are
+/// Every edge is checked with rp_model_check_motion in opts->edges' mode,
+/// and every segment between two waypoints of the path returned passed
+/// such a check: a tree edge once, as the tree grew (the goals' tree's
+/// edges run the other way in the path: the same segment), shortcuts and
+/// densified pieces as returned, and with wrapping joints every edge again
+/// as returned.  A continuous joint's values along the path are
 /// unwrapped (a step goes the short way round, so a value may leave
 /// [-pi, pi]).  Deterministic: only the timeout and the stop callback
 /// depend on anything but the arguments.

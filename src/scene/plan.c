@@ -25,10 +25,10 @@
  * by the wrapped difference, so each edge goes the short way round and is
  * checked from its parent's raw values.  A path is assembled from the two
  * branches (the goal tree's read backwards, so its edges run the other way
- * than they were checked) and then checked again edge by edge as it will
- * be returned, as are shortcuts and the pieces of a densified edge: the
- * caller gets a path each of whose segments a check passed, not one that
- * is valid because of an argument about reversed or shifted segments.
+ * than they were checked: the same segments).  With wrapping joints the
+ * path's unwrapped values are sums of steps, not the trees' own, so then
+ * every edge is checked again as it will be returned; shortcuts and the
+ * pieces of a densified edge always are.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <float.h>
@@ -77,6 +77,7 @@ typedef struct nn_level {
 struct rp_nn {
     size_t dim;
     bool *wraps;
+    bool any_wrap;
     double *pts; /* n * dim, wrapped coordinates normalised */
     size_t n, cap;
     nn_level lv[NN_LEVELS];
@@ -93,8 +94,10 @@ rp_nn *rp_nn_new(size_t dim, const bool *wraps)
         free(nn);
         return NULL;
     }
-    for (size_t d = 0; d < dim && wraps; d++)
+    for (size_t d = 0; d < dim && wraps; d++) {
         nn->wraps[d] = wraps[d];
+        nn->any_wrap = nn->any_wrap || wraps[d];
+    }
     return nn;
 }
 
@@ -191,6 +194,12 @@ static size_t nn_nodes(size_t n)
     return 2 * leaves;
 }
 
+/* Levels below this hold the last (n mod 2^NN_SCAN_LEVELS) points, which a
+ * query scans in order instead of searching trees: below about a thousand
+ * points a scan costs less than descending ten small trees (plan_bench
+ * --nn measures both ends). */
+#define NN_SCAN_LEVELS 10
+
 bool rp_nn_add(rp_nn *nn, const double *p)
 {
     if (nn->n >= UINT32_MAX - 1)
@@ -203,12 +212,20 @@ bool rp_nn_add(rp_nn *nn, const double *p)
         nn->pts = more;
         nn->cap = cap;
     }
-    /* The first empty level takes the full ones below it and the point. */
+    double *q = nn->pts + nn->n * nn->dim;
+    for (size_t d = 0; d < nn->dim; d++)
+        q[d] = nn->wraps[d] ? wrap_angle(p[d]) : p[d];
+    /* The first empty level takes the full ones below it and the point;
+     * the levels below NN_SCAN_LEVELS are counted, not built. */
     int k = 0;
-    while (k < NN_LEVELS && nn->lv[k].n)
+    while (k < NN_LEVELS && ((nn->n >> k) & 1))
         k++;
     if (k == NN_LEVELS)
         return false;
+    if (k < NN_SCAN_LEVELS) {
+        nn->n++;
+        return true;
+    }
     size_t m = (size_t)1 << k;
     uint32_t *idx = malloc(m * sizeof *idx);
     double *box = malloc(nn_nodes(m) * 2 * (nn->dim ? nn->dim : 1) * sizeof *box);
@@ -217,17 +234,19 @@ bool rp_nn_add(rp_nn *nn, const double *p)
         free(box);
         return false;
     }
-    double *q = nn->pts + nn->n * nn->dim;
-    for (size_t d = 0; d < nn->dim; d++)
-        q[d] = nn->wraps[d] ? wrap_angle(p[d]) : p[d];
+    /* The new tree's points: the scanned ones (the last 2^NN_SCAN_LEVELS
+     * - 1) and the full levels' above them, then the new one. */
     size_t at = 0;
-    for (int j = 0; j < k; j++) {
+    for (int j = NN_SCAN_LEVELS; j < k; j++) {
         memcpy(idx + at, nn->lv[j].idx, nn->lv[j].n * sizeof *idx);
         at += nn->lv[j].n;
         free(nn->lv[j].idx);
         free(nn->lv[j].box);
         memset(&nn->lv[j], 0, sizeof nn->lv[j]);
     }
+    size_t scanned = ((size_t)1 << NN_SCAN_LEVELS) - 1;
+    for (size_t i = nn->n - scanned; i < nn->n; i++)
+        idx[at++] = (uint32_t)i;
     idx[at] = (uint32_t)nn->n++;
     nn->lv[k] = (nn_level){m, idx, box};
     nn_build(nn, &nn->lv[k], 0, 0, m);
@@ -259,6 +278,11 @@ static double nn_box_d2(const rp_nn *nn, const nn_level *l, size_t node, const d
 static double nn_d2(const rp_nn *nn, const double *a, const double *b)
 {
     double s = 0.0;
+    if (!nn->any_wrap) {
+        for (size_t d = 0; d < nn->dim; d++)
+            s += (b[d] - a[d]) * (b[d] - a[d]);
+        return s;
+    }
     for (size_t d = 0; d < nn->dim; d++) {
         double g = nn->wraps[d] ? wrapped_diff(a[d], b[d]) : b[d] - a[d];
         s += g * g;
@@ -308,7 +332,17 @@ size_t rp_nn_nearest(const rp_nn *nn, const double *q, double *d2)
         qq[d] = nn->wraps[d] ? wrap_angle(q[d]) : q[d];
     double best = INFINITY;
     size_t best_i = SIZE_MAX;
-    for (int k = 0; k < NN_LEVELS; k++) {
+    /* The last points, which no tree holds yet, in order: a strict
+     * improvement only, as their indices are the highest. */
+    size_t tail = nn->n & (((size_t)1 << NN_SCAN_LEVELS) - 1);
+    for (size_t i = nn->n - tail; i < nn->n; i++) {
+        double d2i = nn_d2(nn, qq, nn_pt(nn, (uint32_t)i));
+        if (d2i < best) {
+            best = d2i;
+            best_i = i;
+        }
+    }
+    for (int k = NN_SCAN_LEVELS; k < NN_LEVELS; k++) {
         const nn_level *l = &nn->lv[k];
         if (l->n && nn_box_d2(nn, l, 0, qq) <= best)
             nn_search(nn, l, 0, 0, l->n, qq, &best, &best_i);
@@ -375,6 +409,7 @@ typedef struct planner {
     rp_check_opts co;
     rp_motion_opts mo;
     rp_plan_result *out;
+    bool any_wrap; /* some joint wraps */
     rp_status err; /* an error that ends the plan */
     int stopped;   /* an outcome that ends it, or -1 */
     double *seg;   /* 2 * dof: an edge's waypoints */
@@ -597,38 +632,25 @@ static int path_ok(planner *p, const double *path, size_t n)
     return 1;
 }
 
-/* Shortcuts (random pairs of waypoints joined when their edge passes),
- * then drops each waypoint whose neighbours' edge passes.  Stops early,
- * keeping a valid path, when the plan must end. */
+/* Shortcuts, greedily: from each waypoint in turn, the farthest later one
+ * whose straight edge passes replaces everything between them (the first
+ * try from the start is the whole path's straight line).  Failing edges
+ * are cheap (a blocked edge is usually found at its first samples), and a
+ * path from the trees holds few waypoints.  Stops early, keeping a valid
+ * path, when the plan must end. */
 static void simplify(planner *p, double *path, size_t *n)
 {
-    size_t dof = p->dof, tries = 2 * *n < 200 ? 2 * *n : 200;
-    for (size_t t = 0; t<tries && * n> 2; t++) {
-        size_t i = (size_t)(rng_next(&p->r) % *n), j = (size_t)(rng_next(&p->r) % *n);
-        if (i > j) {
-            size_t s = i;
-            i = j;
-            j = s;
-        }
-        if (j < i + 2)
-            continue;
-        int ok = edge_ok(p, path + i * dof, path + j * dof);
-        if (ok < 0)
-            return;
-        if (ok) {
-            memmove(path + (i + 1) * dof, path + j * dof, (*n - j) * dof * sizeof *path);
-            *n -= j - i - 1;
-        }
-    }
-    for (size_t k = 1; k + 1 < *n;) {
-        int ok = edge_ok(p, path + (k - 1) * dof, path + (k + 1) * dof);
-        if (ok < 0)
-            return;
-        if (ok) {
-            memmove(path + k * dof, path + (k + 1) * dof, (*n - k - 1) * dof * sizeof *path);
-            (*n)--;
-        } else {
-            k++;
+    size_t dof = p->dof;
+    for (size_t i = 0; i + 2 < *n; i++) {
+        for (size_t j = *n - 1; j >= i + 2; j--) {
+            int ok = edge_ok(p, path + i * dof, path + j * dof);
+            if (ok < 0)
+                return;
+            if (ok) {
+                memmove(path + (i + 1) * dof, path + j * dof, (*n - j) * dof * sizeof *path);
+                *n -= j - i - 1;
+                break;
+            }
         }
     }
 }
@@ -714,6 +736,7 @@ static rp_status setup(planner *p)
         rp_joint_type ty = rp_model_dof_type(p->m, d);
         if (ty == RP_JOINT_CONTINUOUS || (!has && ty == RP_JOINT_REVOLUTE)) {
             p->wraps[d] = true;
+            p->any_wrap = true;
             lo = -PI;
             hi = PI;
         } else if (!has || !isfinite(lo) || !isfinite(hi)) {
@@ -762,7 +785,14 @@ static void search(planner *p, tree *ta, tree *tb, const double *start)
             p->err = RP_ERR_NOMEM;
             return;
         }
-        int ok = path_ok(p, path, n);
+        /* Each edge of the path is a tree edge: from the start's tree as it
+         * grew, from the goals' the other way (the same segment, which a
+         * certified check proves whole; its junction with the start's tree
+         * is the configuration the goals' tree reached exactly, a bounded
+         * joint's value being set to the target's when reached).  With
+         * wrapped joints the unwrapped values are sums of differences,
+         * not the trees' own: then every edge is checked again as it is. */
+        int ok = p->any_wrap ? path_ok(p, path, n) : 1;
         if (ok > 0 && p->o->simplify)
             simplify(p, path, &n);
         if (ok > 0 && p->o->max_step > 0 && p->stopped < 0 && !p->err)
