@@ -6,7 +6,13 @@
  * Pieces are coarse (a slice of a batch: thousands of checks), so the lock
  * is taken a few times per slice, not per check.
  */
+#define _GNU_SOURCE /* syscall */
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "pool.h"
@@ -48,9 +54,32 @@ static void run_piece(task *t, size_t i)
         pthread_cond_signal(&t->finished);
 }
 
+/* How much lower than the event loop's the worker threads' scheduling
+ * priority is (their nice value, above the process's).  On a machine with
+ * as many busy workers as cores the loop then still gets a core at once:
+ * the scheduler weighs a nice-5 thread about a third of a nice-0 one. */
+#define RPD_WORKER_NICE 5
+
+void rpd_thread_yield_to_loop(void)
+{
+    static _Thread_local bool done;
+    if (done)
+        return;
+    done = true;
+#ifdef __linux__
+    /* Per thread on Linux (a thread id is a process id for setpriority). */
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno == 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)tid, now + RPD_WORKER_NICE);
+#endif
+}
+
 static void *helper(void *arg)
 {
     (void)arg;
+    rpd_thread_yield_to_loop();
     pthread_mutex_lock(&lock);
     for (;;) {
         size_t i;

@@ -27,4 +27,9 @@ int rpd_pool_helpers(void);
  * any order and at the same time: fn must only write what piece i owns. */
 void rpd_parallel_for(size_t n, rpd_pfor_fn fn, void *ctx);
 
+/* Lowers the calling thread's scheduling priority below the event loop's,
+ * once per thread (worker and helper threads call it before their first
+ * piece of work): the loop stays responsive while every core computes. */
+void rpd_thread_yield_to_loop(void);
+
 #endif /* REPOSE_SERVER_POOL_H */

@@ -32,6 +32,7 @@
 #include "server/protocol/arena.h"
 #include "server/persistence/durable.h"
 #include "server/core/log.h"
+#include "server/core/pool.h"
 #include "framer.h"
 #include "server_int.h"
 #include "server/notify/watch.h"
@@ -912,6 +913,7 @@ static void job_client_gone(rpd_job *j)
  * the parse for the event loop (rpc.h: rpd_line_wants_worker). */
 static void job_run(uv_work_t *work)
 {
+    rpd_thread_yield_to_loop();
     rpd_job *j = (rpd_job *)work;
     j->for_loop =
         rpd_process_line_or_keep(&j->core, &j->session, j->line, j->len, &j->out, &j->parsed);
