@@ -84,6 +84,9 @@ typedef struct rpd_core {
      * whose line this is has closed, so that long work (plan) stops;
      * NULL on the loop. */
     const atomic_int *client_gone;
+    /* On the loop: the line running is a light query tried there
+     * (rpc.h, RPD_LIGHT_WORK); set when it needed more than that budget. */
+    bool light, light_overrun;
     /* On a worker: the connection's socket, polled by long work (plan)
      * for the peer's hang-up; -1 on the loop. */
     int client_fd;

@@ -41,6 +41,8 @@ bool rpd_charge_work(rpd_req *req, uint64_t units)
 bool rpd_fail_work(rpd_req *req)
 {
     rpd_core *core = req->core;
+    if (core->light)
+        core->light_overrun = true; /* tried on the loop: a worker runs it again */
     rpd_limit_id id = req->line->work_limit;
     return rpd_fail_limit(req, id,
                           id == RPD_LIMIT_max_loop_work ? core->limits.max_loop_work

@@ -814,6 +814,8 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
         line.work_left = core->limits.max_loop_work;
         line.work_limit = RPD_LIMIT_max_loop_work;
     }
+    if (core->light && RPD_LIGHT_WORK < line.work_left)
+        line.work_left = RPD_LIGHT_WORK; /* (an overrun goes to a worker: conn.c) */
     nul_marks marks = {p->marked, p->marked_len, 0};
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
@@ -889,21 +891,20 @@ static size_t skip_string(const char *p, size_t i, size_t n, bool *plain)
     return 0;
 }
 
-bool rpd_line_wants_worker(const char *line, size_t len)
+/* The method name of the line's (first) request, from a bounded look at
+ * the top-level members before the first nested value: cheap whatever the
+ * line's size, and only a placement decision (the line is parsed and
+ * checked whole where it runs).  *batch says whether the line is an array.
+ * False when the look does not find it. */
+static bool peek_method(const char *line, size_t len, char name[64], bool *batch)
 {
-    /* Parsing a large line takes milliseconds (about 8 ms a megabyte):
-     * a worker does it whatever the line holds. */
-    if (len >= RPD_PARSE_ON_WORKER_BYTES)
-        return true;
-    /* A bounded look at the top-level members before the first nested
-     * value: cheap whatever the line's size, and only a placement decision
-     * (the worker parses and checks the whole line again). */
     size_t n = len < PEEK_BYTES ? len : PEEK_BYTES;
     size_t i = skip_blanks(line, 0, n);
     /* A batch goes by its first member: a worker hands back one that also
      * holds a request of the event loop (rpd_parsed_needs_loop), so a
      * batch of queries never holds the event loop. */
-    if (i < n && line[i] == '[')
+    *batch = i < n && line[i] == '[';
+    if (*batch)
         i = skip_blanks(line, i + 1, n);
     if (i >= n || line[i] != '{')
         return false;
@@ -927,14 +928,11 @@ bool rpd_line_wants_worker(const char *line, size_t len)
                 return false;
             size_t vend = skip_string(line, i, n, &plain);
             size_t vlen = vend ? vend - 2 - i : 0;
-            char name[64];
-            if (!vend || !plain || vlen >= sizeof name)
+            if (!vend || !plain || vlen >= 64)
                 return false;
             memcpy(name, line + i + 1, vlen);
             name[vlen] = '\0';
-            size_t index;
-            const rpd_method *m = rpd_method_find(name, &index);
-            return m && (m->flags & RPD_METHOD_WORKER);
+            return true;
         }
         /* Skip a scalar value; a nested one ends the look. */
         if (line[i] == '{' || line[i] == '[')
@@ -952,6 +950,33 @@ bool rpd_line_wants_worker(const char *line, size_t len)
             return false;
         i++;
     }
+}
+
+bool rpd_line_wants_worker(const char *line, size_t len)
+{
+    /* Parsing a large line takes milliseconds (about 8 ms a megabyte):
+     * a worker does it whatever the line holds. */
+    if (len >= RPD_PARSE_ON_WORKER_BYTES)
+        return true;
+    char name[64];
+    bool batch;
+    if (!peek_method(line, len, name, &batch))
+        return false;
+    size_t index;
+    const rpd_method *m = rpd_method_find(name, &index);
+    return m && (m->flags & RPD_METHOD_WORKER);
+}
+
+bool rpd_line_is_light(const char *line, size_t len)
+{
+    char name[64];
+    bool batch;
+    if (len > RPD_LIGHT_LINE_BYTES || !peek_method(line, len, name, &batch) || batch)
+        return false;
+    /* One configuration or one shape's worth, whose cost the request's own
+     * estimate and metered walks bound (a plan is bounded by its time). */
+    return strcmp(name, "check") == 0 || strcmp(name, "scene.distance") == 0 ||
+           strcmp(name, "scene.check") == 0;
 }
 
 /* ---- HTTP ----------------------------------------------------------------- */

@@ -63,6 +63,16 @@ void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t l
 bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, size_t len,
                               rp_jw *out, rpd_parsed *keep);
 
+/* Light queries on the event loop (proto/PROTOCOL.md, "Queries run on
+ * worker threads"): a single check, scene.distance or scene.check in a
+ * line of at most RPD_LIGHT_LINE_BYTES runs on the event loop when no
+ * worker job is queued, within RPD_LIGHT_WORK work units (about 0.5 ms);
+ * one that needs more (core->light_overrun after the run) is run again on
+ * a worker, and only that answer is sent. */
+#define RPD_LIGHT_LINE_BYTES 4096
+#define RPD_LIGHT_WORK 25000
+bool rpd_line_is_light(const char *line, size_t len);
+
 /* Whether a line should go to a worker thread: a single request, or a
  * batch whose first request, has a "method", found among the top-level
  * members before any nested value in the first 512 bytes, that is a query

@@ -433,6 +433,7 @@ static void refuse_http(rpd_conn *c)
 }
 
 static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed *parsed);
+static bool run_light(rpd_conn *c, const char *line, size_t len);
 
 /* Runs one complete line: HTTP is refused, everything else goes to the
  * JSON-RPC layer, whose parse tree is dropped with the arena right after. */
@@ -450,9 +451,36 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
      * its group's fsync it runs here too, so that its reply is held with
      * the mutation's (and answered -32007 if the group is undone). */
     if (c->srv->threads > 0 && !c->sync_wait && !rpd_session_locked(core, &c->session) &&
-        rpd_line_wants_worker(line, len) && start_job(c, line, len))
-        return;
+        rpd_line_wants_worker(line, len)) {
+        /* A light query while the workers are idle: here, saving the two
+         * thread hand-offs of a job (rpc.h, RPD_LIGHT_WORK). */
+        if (c->srv->jobs == 0 && rpd_line_is_light(line, len) && run_light(c, line, len))
+            return;
+        if (start_job(c, line, len))
+            return;
+    }
     run_line_here(c, line, len, NULL);
+}
+
+/* Runs a light query on the loop within RPD_LIGHT_WORK; false, with
+ * nothing written and the counters as they were, when it needed more (the
+ * caller hands it to a worker). */
+static bool run_light(rpd_conn *c, const char *line, size_t len)
+{
+    rpd_core *core = &c->srv->core;
+    rpd_stats *saved = &c->srv->light_stats;
+    memcpy(saved, &core->stats, sizeof *saved);
+    size_t mark = c->out.len;
+    core->light = true;
+    core->light_overrun = false;
+    rpd_process_line(core, &c->session, line, len, &c->out);
+    core->light = false;
+    rpd_arena_reset();
+    if (!core->light_overrun)
+        return true;
+    c->out.len = mark;
+    memcpy(&core->stats, saved, sizeof *saved);
+    return false;
 }
 
 /* Runs a line on the event loop (run_line, or one a worker parsed and
