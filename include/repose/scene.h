@@ -1022,6 +1022,8 @@ typedef struct rp_motion_opts {
     bool fast_reject;          ///< CERTIFIED: sample the waypoints and segment midpoints
                                ///< first and report a state found there in collision (the
                                ///< same verdict, found sooner) instead of the first contact.
+    bool skip_ends;            ///< The first and last waypoints are known valid (a
+                               ///< planner's states): neither is checked, limits included.
     uint64_t max_states;       ///< Most configurations to evaluate (0: no limit); beyond
                                ///< it the check stops with RP_ERR_LIMIT.
     rp_work *work;             ///< Budget of the scene walks (NULL: none); see rp_work.

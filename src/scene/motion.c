@@ -119,11 +119,19 @@ static void set_invalid(motion *mo, size_t seg, double t)
 
 /* Waypoint limits: the first waypoint (in path order) with a joint out of
  * its limits makes the motion invalid there. */
+/* Whether waypoint k is an end the caller knows valid (skip_ends). */
+static bool is_known_end(const motion *mo, size_t k)
+{
+    return mo->o->skip_ends && (k == 0 || k == mo->n_points - 1);
+}
+
 static bool waypoints_in_limits(motion *mo)
 {
     if (mo->o->ignore_limits)
         return true;
     for (size_t k = 0; k < mo->n_points; k++) {
+        if (is_known_end(mo, k))
+            continue;
         size_t j = rp_model_limit_violation(mo->m, point(mo, k), 0);
         if (j == SIZE_MAX)
             continue;
@@ -293,7 +301,9 @@ static rp_status check_discrete(motion *mo)
      * the last segment). */
     for (size_t k = 0; k < mo->n_points && !bad; k++) {
         bool last = k == mo->n_points - 1;
-        rp_status st = discrete_state(mo, last ? k - 1 : k, last ? 1 : 0, 1, &bad);
+        rp_status st = is_known_end(mo, k)
+                           ? RP_OK
+                           : discrete_state(mo, last ? k - 1 : k, last ? 1 : 0, 1, &bad);
         if (!st && !bad && last)
             st = discrete_flush(mo, &bad);
         if (st)
@@ -620,6 +630,8 @@ static rp_status certified_prescreen(motion *mo, bool *bad)
 {
     *bad = false;
     for (size_t k = 0; k < mo->n_points; k++) {
+        if (is_known_end(mo, k))
+            continue;
         bool last = k == mo->n_points - 1;
         rp_status st = discrete_state(mo, last ? k - 1 : k, last ? 1 : 0, 1, bad);
         if (st || *bad)
@@ -778,7 +790,7 @@ uint64_t rp_motion_states_bound(const rp_model *m, const double *path, size_t n_
     double res = opts->resolution > 0 ? opts->resolution : DEFAULT_RESOLUTION;
     /* Every waypoint, then each segment's interior states; the earliest
      * scan may check the states before a violation a second time. */
-    uint64_t states = n_points;
+    uint64_t states = n_points - (opts->skip_ends ? 2 : 0);
     for (size_t i = 0; i + mo.dof < n_points * mo.dof; i++)
         if (!isfinite(path[i + mo.dof] - path[i]))
             return 0; /* refused as not finite before any state */

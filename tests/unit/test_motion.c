@@ -208,6 +208,45 @@ static rp_model *limited_arm(rp_store *st)
     return put_ok(st, "lim", &d);
 }
 
+/* skip_ends: the first and last waypoints are the caller's (known valid):
+ * a pin at the end waypoint (and within the arm's 0.01 rad of nothing
+ * else) is then not seen, in either mode's sampling, and the states
+ * checked are the interior ones only. */
+static void skip_ends_leaves_the_end_waypoints_unchecked(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_model *m = wand(st);
+    rp_shape_put p = pin("pin", 1.0);
+    assert_int_equal(rp_store_create(st, "s", &p, 1, NULL), RP_OK);
+    rp_scene *sc = rp_store_find(st, "s");
+    double path[2] = {0.0, 1.0};
+    rp_motion_opts o = discrete(0.3);
+    rp_motion_result r = run(m, sc, NULL, path, 2, o, NULL);
+    assert_false(r.valid);
+    assert_int_equal(r.segment, 0);
+    assert_true(r.t == 1.0);
+    o.skip_ends = true;
+    r = run(m, sc, NULL, path, 2, o, NULL);
+    assert_true(r.valid);
+    assert_int_equal(r.states_checked, discrete_count(path, 2, 1, 0.3) - 2);
+    assert_int_equal(rp_motion_states_bound(m, path, 2, &o), r.states_checked);
+    /* Out of limits at an end: not looked at either. */
+    rp_model *lim = limited_arm(st);
+    double far[4] = {2.5, 0.0, 1.5, 0.0};
+    o = discrete(0.05);
+    assert_true(run(lim, NULL, NULL, far, 2, o, NULL).limits);
+    o.skip_ends = true;
+    assert_false(run(lim, NULL, NULL, far, 2, o, NULL).limits);
+    /* Certified: its prescreen skips them too; the certificate itself
+     * starts at the first waypoint (whose distance it needs). */
+    double back[2] = {1.0, 0.5};
+    rp_motion_opts c = certified(1e-5);
+    c.fast_reject = true;
+    assert_false(run(m, sc, NULL, back, 2, c, NULL).valid);
+    rp_store_free(st);
+}
+
 static void waypoints_out_of_limits_make_the_motion_invalid(void **state)
 {
     (void)state;
@@ -1211,6 +1250,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(waypoints_out_of_limits_make_the_motion_invalid),
+        cmocka_unit_test(skip_ends_leaves_the_end_waypoints_unchecked),
         cmocka_unit_test(discrete_finds_a_thin_obstacle_only_at_a_fine_enough_resolution),
         cmocka_unit_test(discrete_counts_every_state_of_a_valid_path),
         cmocka_unit_test(coarse_to_fine_finds_a_middle_obstacle_after_three_states),

@@ -1071,8 +1071,9 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {
-        "model",    "scene",         "path", "mode",          "resolution", "tolerance", "margin",
-        "attached", "allowed_scene", "base", "ignore_limits", "earliest",   "ignore",    NULL};
+        "model",         "scene",    "path",     "mode",          "resolution",
+        "tolerance",     "margin",   "attached", "allowed_scene", "base",
+        "ignore_limits", "earliest", "ignore",   "skip_ends",     NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;
@@ -1105,6 +1106,8 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rpd_optional_bool(req, params, "earliest", mo.mode == RP_MOTION_CERTIFIED, &mo.earliest))
         return false;
     mo.fast_reject = mo.mode == RP_MOTION_CERTIFIED && !mo.earliest;
+    if (!rpd_optional_bool(req, params, "skip_ends", false, &mo.skip_ends))
+        return false;
     if (!rpd_check_setup(req, params, "params.path", &cs)) {
         rpd_check_setup_free(&cs);
         return false;
