@@ -218,6 +218,14 @@ RP_API rp_client_error_kind rp_client_check_joints(rp_client *c, const char *mod
                                                    bool *valid, double *min_distance,
                                                    rp_client_error *err);
 
+/// rp_client_check_joints with report "first": the verdict only (about
+/// half the server's work of the closest pair), what a planner's state
+/// check needs.
+RP_API rp_client_error_kind rp_client_check_joints_first(rp_client *c, const char *model,
+                                                         const char *scene, const double *q,
+                                                         size_t n, bool *valid,
+                                                         rp_client_error *err);
+
 /// check.batch of n_configs joint vectors, each of `dof` values, row after
 /// row in q[0..n_configs*dof) (q may be NULL when that is 0).  valid_out
 /// (n_configs entries; may be NULL when n_configs is 0) receives each
@@ -289,6 +297,28 @@ RP_API rp_client_error_kind rp_client_plan(rp_client *c, const char *model, cons
                                            rp_client_plan_result *out, rp_client_error *err);
 /// Frees a plan result's path; safe on a zeroed or freed result.
 RP_API void rp_client_plan_result_free(rp_client_plan_result *r);
+
+/// A three-way option: the server's default, or yes, or no.
+typedef enum rp_client_tristate {
+    RP_CLIENT_DEFAULT = 0,
+    RP_CLIENT_YES,
+    RP_CLIENT_NO
+} rp_client_tristate;
+
+/// Options of rp_client_check_motion_opts; zeroed: the server's defaults.
+typedef struct rp_client_motion_opts {
+    const char *mode;            ///< "discrete", "certified", or NULL (discrete)
+    double resolution;           ///< discrete: > 0, or 0 for the default (0.01)
+    rp_client_tristate earliest; ///< report the earliest invalid state (certified's
+                                 ///< default) or the first found (discrete's): a
+                                 ///< planner that needs only the verdict says NO
+    bool skip_ends;              ///< the end waypoints are known valid: not checked
+} rp_client_motion_opts;
+
+/// rp_client_check_motion with every option (o may be NULL).
+RP_API rp_client_error_kind rp_client_check_motion_opts(
+    rp_client *c, const char *model, const char *scene, const double *path, size_t n_points,
+    size_t dof, const rp_client_motion_opts *o, rp_client_motion_result *out, rp_client_error *err);
 
 /* ---- typed helpers: objects ---------------------------------------------------
  *

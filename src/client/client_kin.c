@@ -206,9 +206,10 @@ rp_client_error_kind rp_client_model_fk(rp_client *c, const char *model, const d
     return finish_call(c, "model.fk", &b, k, result_json, NULL, err);
 }
 
-rp_client_error_kind rp_client_check_joints(rp_client *c, const char *model, const char *scene,
-                                            const double *q, size_t n, bool *valid,
-                                            double *min_distance, rp_client_error *err)
+/* check of one joint vector; `first`: report "first" (the verdict only). */
+static rp_client_error_kind check_joints(rp_client *c, const char *model, const char *scene,
+                                         const double *q, size_t n, bool first, bool *valid,
+                                         double *min_distance, rp_client_error *err)
 {
     rp_client_error_free(err);
     if (valid)
@@ -225,6 +226,8 @@ rp_client_error_kind rp_client_check_joints(rp_client *c, const char *model, con
         rp_client_sb_puts_(&b, ",\"joints\":");
         k = put_vector(&b, q, n, "q", SIZE_MAX, err);
     }
+    if (k == RP_CLIENT_OK && first)
+        rp_client_sb_puts_(&b, ",\"report\":\"first\"");
     cJSON *r = NULL;
     k = finish_call(c, "check", &b, k, NULL, &r, err);
     if (k != RP_CLIENT_OK)
@@ -233,7 +236,7 @@ rp_client_error_kind rp_client_check_joints(rp_client *c, const char *model, con
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(r, "min_distance");
     if (!cJSON_IsBool(v))
         k = bad_result(err, "check", "a boolean \"valid\"");
-    else if (!cJSON_IsNumber(d) && !cJSON_IsNull(d))
+    else if (!first && !cJSON_IsNumber(d) && !cJSON_IsNull(d))
         k = bad_result(err, "check", "\"min_distance\" (a number or null)");
     if (k == RP_CLIENT_OK) {
         *valid = cJSON_IsTrue(v);
@@ -242,6 +245,20 @@ rp_client_error_kind rp_client_check_joints(rp_client *c, const char *model, con
     }
     cJSON_Delete(r);
     return k;
+}
+
+rp_client_error_kind rp_client_check_joints(rp_client *c, const char *model, const char *scene,
+                                            const double *q, size_t n, bool *valid,
+                                            double *min_distance, rp_client_error *err)
+{
+    return check_joints(c, model, scene, q, n, false, valid, min_distance, err);
+}
+
+rp_client_error_kind rp_client_check_joints_first(rp_client *c, const char *model,
+                                                  const char *scene, const double *q, size_t n,
+                                                  bool *valid, rp_client_error *err)
+{
+    return check_joints(c, model, scene, q, n, true, valid, NULL, err);
 }
 
 rp_client_error_kind rp_client_check_batch_joints(rp_client *c, const char *model,
@@ -288,6 +305,24 @@ rp_client_error_kind rp_client_check_motion(rp_client *c, const char *model, con
                                             const char *mode, double resolution,
                                             rp_client_motion_result *out, rp_client_error *err)
 {
+    rp_client_motion_opts o;
+    memset(&o, 0, sizeof o);
+    o.mode = mode;
+    o.resolution = resolution;
+    return rp_client_check_motion_opts(c, model, scene, path, n_points, dof, &o, out, err);
+}
+
+rp_client_error_kind rp_client_check_motion_opts(rp_client *c, const char *model, const char *scene,
+                                                 const double *path, size_t n_points, size_t dof,
+                                                 const rp_client_motion_opts *o,
+                                                 rp_client_motion_result *out, rp_client_error *err)
+{
+    rp_client_motion_opts none;
+    memset(&none, 0, sizeof none);
+    if (!o)
+        o = &none;
+    const char *mode = o->mode;
+    double resolution = o->resolution;
     rp_client_error_free(err);
     if (out) {
         memset(out, 0, sizeof *out);
@@ -308,6 +343,11 @@ rp_client_error_kind rp_client_check_motion(rp_client *c, const char *model, con
         rp_client_sb_puts_(&b, ",\"resolution\":");
         rp_client_sb_double_(&b, resolution);
     }
+    if (k == RP_CLIENT_OK && o->earliest != RP_CLIENT_DEFAULT)
+        rp_client_sb_puts_(&b, o->earliest == RP_CLIENT_YES ? ",\"earliest\":true"
+                                                            : ",\"earliest\":false");
+    if (k == RP_CLIENT_OK && o->skip_ends)
+        rp_client_sb_puts_(&b, ",\"skip_ends\":true");
     cJSON *r = NULL;
     k = finish_call(c, "check.motion", &b, k, NULL, &r, err);
     if (k != RP_CLIENT_OK)

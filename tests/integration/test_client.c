@@ -1385,6 +1385,59 @@ static void check_motion_resolution_bounds_the_discrete_steps(void **state)
     rp_client_close(c);
 }
 
+/* The planner's options: a check's verdict alone (report "first"), and a
+ * motion whose ends are known valid (skip_ends: two states fewer) or whose
+ * earliest invalid state is not wanted. */
+static void planner_options_reach_the_daemon(void **state)
+{
+    (void)state;
+    rp_client *c = arm7_daemon();
+    arm7_ball_at_hand(c);
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    double q[ARM7_DOF], path[2 * ARM7_DOF];
+    for (int k = 0; k < 2; k++) {
+        arm7_ready(k ? 0.0 : 1.2, q); /* in the ball, then clear of it */
+        bool v1 = true, v2 = !v1;
+        double d;
+        expect_kind(rp_client_check_joints(c, "arm7", "bench", q, ARM7_DOF, &v1, &d, &err),
+                    RP_CLIENT_OK, &err);
+        expect_kind(rp_client_check_joints_first(c, "arm7", "bench", q, ARM7_DOF, &v2, &err),
+                    RP_CLIENT_OK, &err);
+        assert_int_equal(v1, v2);
+        assert_int_equal(v1, k == 0);
+    }
+    arm7_free_edge(path);
+    rp_client_motion_opts o;
+    memset(&o, 0, sizeof o);
+    o.mode = "discrete";
+    rp_client_motion_result all, inner;
+    expect_kind(rp_client_check_motion_opts(c, "arm7", "bench", path, 2, ARM7_DOF, &o, &all, &err),
+                RP_CLIENT_OK, &err);
+    o.skip_ends = true;
+    expect_kind(
+        rp_client_check_motion_opts(c, "arm7", "bench", path, 2, ARM7_DOF, &o, &inner, &err),
+        RP_CLIENT_OK, &err);
+    assert_true(all.valid && inner.valid);
+    assert_int_equal(inner.states_checked, all.states_checked - 2);
+    /* Certified through the ball, with and without the earliest state. */
+    arm7_ready(-1.5, path);
+    arm7_ready(1.5, path + ARM7_DOF);
+    memset(&o, 0, sizeof o);
+    o.mode = "certified";
+    o.earliest = RP_CLIENT_NO;
+    expect_kind(rp_client_check_motion_opts(c, "arm7", "bench", path, 2, ARM7_DOF, &o, &all, &err),
+                RP_CLIENT_OK, &err);
+    o.earliest = RP_CLIENT_YES;
+    expect_kind(
+        rp_client_check_motion_opts(c, "arm7", "bench", path, 2, ARM7_DOF, &o, &inner, &err),
+        RP_CLIENT_OK, &err);
+    assert_false(all.valid);
+    assert_false(inner.valid);
+    assert_true(inner.t <= all.t);
+    rp_client_error_free(&err);
+    rp_client_close(c);
+}
+
 /* plan around the ball at the hand: from joint1 = -1.5 to 1.5 the straight
  * way is blocked; the path found has every edge certified by check.motion,
  * and the same seed gives the same path. */
@@ -2672,6 +2725,7 @@ int main(int argc, char **argv)
                                   rh_teardown),
         cmocka_unit_test_teardown(check_motion_resolution_bounds_the_discrete_steps, rh_teardown),
         cmocka_unit_test_teardown(plan_goes_around_the_ball_and_every_edge_is_clear, rh_teardown),
+        cmocka_unit_test_teardown(planner_options_reach_the_daemon, rh_teardown),
         cmocka_unit_test_teardown(check_motion_refuses_bad_resolutions_modes_and_paths,
                                   rh_teardown),
         /* kinematic helpers: errors */
