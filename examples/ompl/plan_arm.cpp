@@ -5,8 +5,10 @@
 // StateValidityChecker that sends `check` with joints, and a
 // MotionValidator that sends `check.motion` (discrete or certified) for
 // each edge OMPL wants checked.  The plan is then checked once more with a
-// fine discrete check.motion (resolution 1e-3).  Exit 0 when the plan is
-// valid, 1 otherwise, 2 for bad arguments, 3 when reposed cannot be reached.
+// fine discrete check.motion (resolution 1e-3), and the same problem is
+// planned by the daemon itself (`plan`), times printed side by side.  Exit
+// 0 when both plans are valid, 1 otherwise, 2 for bad arguments, 3 when
+// reposed cannot be reached.
 //
 //   plan_arm [--unix PATH] [--mode discrete|certified] [--time S] [--seed N]
 //            [--trivial] [--urdf F [--srdf F]] [--start Q --goal Q]
@@ -101,7 +103,8 @@ public:
         rp_client_error err = RP_CLIENT_ERROR_INIT;
         bool valid = false;
         auto t0 = Clock::now();
-        if (rp_client_check_joints(c_, kModel, kScene, q.data(), dof_, &valid, nullptr, &err) !=
+        // The verdict only (report "first"): all a planner needs.
+        if (rp_client_check_joints_first(c_, kModel, kScene, q.data(), dof_, &valid, &err) !=
             RP_CLIENT_OK)
             die("check", err);
         n_->state_s += seconds(Clock::now() - t0);
@@ -148,8 +151,14 @@ private:
         rp_client_error err = RP_CLIENT_ERROR_INIT;
         rp_client_motion_result r;
         auto t0 = Clock::now();
-        if (rp_client_check_motion(c_, kModel, kScene, path.data(), 2, dof_, mode_, 0.0, &r,
-                                   &err) != RP_CLIENT_OK)
+        // The verdict only (no earliest state), the first state being one
+        // OMPL checked already (skip_ends would also skip the second, which
+        // RRTConnect has not always checked).
+        rp_client_motion_opts o{};
+        o.mode = mode_;
+        o.earliest = RP_CLIENT_NO;
+        if (rp_client_check_motion_opts(c_, kModel, kScene, path.data(), 2, dof_, &o, &r, &err) !=
+            RP_CLIENT_OK)
             die("check.motion", err);
         n_->motion_s += seconds(Clock::now() - t0);
         n_->motions++;
@@ -453,11 +462,41 @@ int main(int argc, char **argv)
         die("check.motion", err);
     std::printf("fine discrete check of the plan (resolution 1e-3, %llu states): %s\n",
                 (unsigned long long)fine.states_checked, fine.valid ? "valid" : "INVALID");
+
+    // The same problem planned by the daemon itself (`plan`: RRT-Connect on
+    // a worker, every edge checked in the same mode), round trip included.
+    rp_client_plan_opts po{};
+    po.edges = mode.c_str();
+    po.timeout_ms = plan_time * 1000.0;
+    po.seed = 1;
+    rp_client_plan_result pr;
+    auto t1 = Clock::now();
+    if (rp_client_plan(c, kModel, kScene, q_start.data(), q_goal.data(), 1, dof, &po, &pr, &err) !=
+        RP_CLIENT_OK)
+        die("plan", err);
+    double plan_s = seconds(Clock::now() - t1);
+    bool plan_ok = pr.solved;
+    if (pr.solved) {
+        rp_client_motion_result pf;
+        if (rp_client_check_motion(c, kModel, kScene, pr.path, pr.n_points, dof, "discrete", 1e-3,
+                                   &pf, &err) != RP_CLIENT_OK)
+            die("check.motion", err);
+        plan_ok = pf.valid;
+        std::printf("reposed plan: solved in %.4f s (%.4f s in the daemon), %zu waypoints, %llu "
+                    "edges checked; fine check %s\n",
+                    plan_s, pr.ms / 1e3, pr.n_points, (unsigned long long)pr.edges_checked,
+                    pf.valid ? "valid" : "INVALID");
+        std::printf("OMPL over the socket / plan in the daemon: %.1fx the time\n",
+                    plan_s > 0 ? solve_s / plan_s : 0.0);
+    } else {
+        std::fprintf(stderr, "plan_arm: the daemon's plan did not solve it (%s)\n", pr.reason);
+    }
+    rp_client_plan_result_free(&pr);
     rp_client_close(c);
     // The daemon counts every client's requests: other clients can only add
     // to what this one sent, so fewer than ours means a call went missing.
     bool counted = checks >= (double)n.states && motions >= (double)n.motions;
     if (!counted)
         std::fprintf(stderr, "plan_arm: the daemon counted fewer calls than this program made\n");
-    return fine.valid && counted ? 0 : 1;
+    return fine.valid && counted && plan_ok ? 0 : 1;
 }
