@@ -1012,9 +1012,11 @@ typedef enum rp_motion_mode {
 
 typedef struct rp_motion_opts {
     rp_motion_mode mode;
-    double resolution; ///< DISCRETE: largest joint step (max-norm); 0 means 0.01.
-    double tolerance;  ///< CERTIFIED: see rp_model_check_motion; 0 means 1e-5 m.
-    bool has_margin;   ///< Use `margin` instead of the model's safety margin.
+    double resolution;  ///< DISCRETE: largest joint step (max-norm); 0 means 0.01.
+    bool resolution_l2; ///< DISCRETE: measure the step by the Euclidean joint distance
+                        ///< (OMPL's, VAMP's) instead of the largest joint change.
+    double tolerance;   ///< CERTIFIED: see rp_model_check_motion; 0 means 1e-5 m.
+    bool has_margin;    ///< Use `margin` instead of the model's safety margin.
     double margin;
     bool ignore_limits;        ///< Do not refuse waypoints outside the joint limits.
     bool earliest;             ///< DISCRETE: report the earliest invalid state along the

@@ -218,8 +218,22 @@ static uint64_t segment_steps(const motion *mo, size_t seg, double res)
 {
     const double *a = point(mo, seg), *b = point(mo, seg + 1);
     double big = 0.0;
-    for (size_t i = 0; i < mo->dof; i++)
-        big = fmax(big, fabs(b[i] - a[i]));
+    if (mo->o->resolution_l2) {
+        /* The Euclidean joint distance (OMPL's and VAMP's): hypot over the
+         * joints, scaled so that no square overflows. */
+        double scale = 0.0;
+        for (size_t i = 0; i < mo->dof; i++)
+            scale = fmax(scale, fabs(b[i] - a[i]));
+        double sum = 0.0;
+        for (size_t i = 0; i < mo->dof && scale > 0.0; i++) {
+            double r = (b[i] - a[i]) / scale;
+            sum += r * r;
+        }
+        big = scale * sqrt(sum);
+    } else {
+        for (size_t i = 0; i < mo->dof; i++)
+            big = fmax(big, fabs(b[i] - a[i]));
+    }
     double n = ceil(big / res);
     if (!(n >= 1.0))
         return 1;
@@ -787,6 +801,7 @@ uint64_t rp_motion_states_bound(const rp_model *m, const double *path, size_t n_
     mo.path = path;
     mo.n_points = n_points;
     mo.dof = m->kin->dof;
+    mo.o = opts;
     double res = opts->resolution > 0 ? opts->resolution : DEFAULT_RESOLUTION;
     /* Every waypoint, then each segment's interior states; the earliest
      * scan may check the states before a violation a second time. */

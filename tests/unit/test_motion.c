@@ -212,6 +212,23 @@ static rp_model *limited_arm(rp_store *st)
  * a pin at the end waypoint (and within the arm's 0.01 rad of nothing
  * else) is then not seen, in either mode's sampling, and the states
  * checked are the interior ones only. */
+/* resolution_l2: steps measured by the Euclidean joint distance: a
+ * diagonal step of (0.3, 0.4) is 0.5 long, 0.4 by the max-norm. */
+static void the_l2_resolution_counts_the_euclidean_joint_step(void **state)
+{
+    (void)state;
+    rp_store *st = rp_store_new(NULL);
+    rp_model *m = limited_arm(st);
+    double path[4] = {0.0, 0.0, 0.3, 0.4};
+    rp_motion_opts o = discrete(0.01);
+    assert_int_equal(rp_motion_states_bound(m, path, 2, &o), 2 + 40 - 1);
+    assert_int_equal(run(m, NULL, NULL, path, 2, o, NULL).states_checked, 2 + 40 - 1);
+    o.resolution_l2 = true;
+    assert_int_equal(rp_motion_states_bound(m, path, 2, &o), 2 + 50 - 1);
+    assert_int_equal(run(m, NULL, NULL, path, 2, o, NULL).states_checked, 2 + 50 - 1);
+    rp_store_free(st);
+}
+
 static void skip_ends_leaves_the_end_waypoints_unchecked(void **state)
 {
     (void)state;
@@ -1251,6 +1268,7 @@ int main(void)
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(waypoints_out_of_limits_make_the_motion_invalid),
         cmocka_unit_test(skip_ends_leaves_the_end_waypoints_unchecked),
+        cmocka_unit_test(the_l2_resolution_counts_the_euclidean_joint_step),
         cmocka_unit_test(discrete_finds_a_thin_obstacle_only_at_a_fine_enough_resolution),
         cmocka_unit_test(discrete_counts_every_state_of_a_valid_path),
         cmocka_unit_test(coarse_to_fine_finds_a_middle_obstacle_after_three_states),

@@ -1070,10 +1070,12 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
 
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {
-        "model",         "scene",    "path",     "mode",          "resolution",
-        "tolerance",     "margin",   "attached", "allowed_scene", "base",
-        "ignore_limits", "earliest", "ignore",   "skip_ends",     NULL};
+    static const char *const keys[] = {"model",  "scene",         "path",
+                                       "mode",   "resolution",    "tolerance",
+                                       "margin", "attached",      "allowed_scene",
+                                       "base",   "ignore_limits", "earliest",
+                                       "ignore", "skip_ends",     "resolution_norm",
+                                       NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;
@@ -1099,6 +1101,19 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         return rpd_fail_path(req, p2, "must be a number > 0 (metres)");
     if (rj && mo.mode != RP_MOTION_DISCRETE)
         return rpd_fail_path(req, path, "only for mode \"discrete\"");
+    char npath[RP_CODEC_PATH_MAX];
+    const cJSON *nj = rpd_param(params, "resolution_norm", npath);
+    if (nj) {
+        const char *norm;
+        if (!rp_codec_string(nj, npath, &norm, &ce))
+            return rpd_fail_params(req, &ce);
+        if (strcmp(norm, "l2") == 0)
+            mo.resolution_l2 = true;
+        else if (strcmp(norm, "max") != 0)
+            return rpd_fail_path(req, npath, "must be \"max\" or \"l2\"");
+        if (mo.mode != RP_MOTION_DISCRETE)
+            return rpd_fail_path(req, npath, "only for mode \"discrete\"");
+    }
     if (tj && mo.mode != RP_MOTION_CERTIFIED)
         return rpd_fail_path(req, p2, "only for mode \"certified\"");
     /* Discrete reports what its coarse-to-fine order finds unless asked;
