@@ -8,7 +8,7 @@
  * the straight motion between them blocked (so that it needs planning);
  * the problems are the same on every run (seeded).
  *
- *     plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn]
+ *     plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] [--unix PATH]
  *
  * For certified and discrete edges, prints the median, p90 and worst time
  * of a solve, the success rate within the timeout, and the median
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kin_common.h"
+#include "repose/client.h"
 #include "repose/plan.h"
 
 static double pct(double *v, size_t n, double p)
@@ -92,12 +93,87 @@ static void nn_figures(size_t dof)
     }
 }
 
+/* The cell as scene.replace params (boxes only: kb_scene_cell exact). */
+static char *cell_params(const kb_scene *cell)
+{
+    size_t cap = 256 + cell->n * 320, len = 0;
+    char *p = kb_alloc(cap, 1);
+    len += (size_t)snprintf(p + len, cap - len,
+                            "{\"scene\":\"plan-cell\",\"create\":true,"
+                            "\"shapes\":{");
+    for (size_t i = 0; i < cell->n; i++) {
+        const rp_shape *sh = &cell->puts[i].shape;
+        if (sh->kind != RP_SHAPE_BOX)
+            kb_die("the cell holds a shape that is not a box");
+        const rp_box *b = &sh->box;
+        len += (size_t)snprintf(
+            p + len, cap - len,
+            "%s\"%s\":{\"box\":{\"center\":[%.17g,%.17g,%.17g],\"half_extents\":[%.17g,%.17g,"
+            "%.17g],\"rotation\":{\"w\":%.17g,\"x\":%.17g,\"y\":%.17g,\"z\":%.17g}}}",
+            i ? "," : "", cell->puts[i].id, b->center.x, b->center.y, b->center.z,
+            b->half_extents.x, b->half_extents.y, b->half_extents.z, b->rotation.w, b->rotation.x,
+            b->rotation.y, b->rotation.z);
+    }
+    snprintf(p + len, cap - len, "}}");
+    return p;
+}
+
+/* The problems through reposed at `path`: medians of the round trip and of
+ * the daemon's own time, per edge mode. */
+static void over_socket(const char *path, const kb_robot *robot, const kb_scene *cell,
+                        const double *q, size_t problems, double timeout)
+{
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    rp_client *c = rp_client_connect_unix(path, 5000, &err);
+    if (!c)
+        kb_die("cannot reach reposed at %s: %s", path, err.message);
+    char *res = NULL;
+    if (rp_client_model_put_urdf(c, "plan-arm", robot->urdf, robot->srdf, &res, &err) !=
+        RP_CLIENT_OK)
+        kb_die("model.put: %s", err.message);
+    free(res);
+    char *params = cell_params(cell);
+    if (rp_client_call(c, "scene.replace", params, NULL, &err) != RP_CLIENT_OK)
+        kb_die("scene.replace: %s", err.message);
+    free(params);
+    size_t dof = robot->dof;
+    printf("  over reposed's Unix socket (%s), round trip included:\n", path);
+    for (int mode = 0; mode < 2; mode++) {
+        double *rt = kb_alloc(problems, sizeof *rt), *in = kb_alloc(problems, sizeof *in);
+        size_t solved = 0;
+        for (size_t p = 0; p < problems; p++) {
+            rp_client_plan_opts o;
+            memset(&o, 0, sizeof o);
+            o.edges = mode ? "discrete" : "certified";
+            o.seed = p + 1;
+            o.timeout_ms = timeout;
+            rp_client_plan_result r;
+            double t0 = kb_now_ns();
+            if (rp_client_plan(c, "plan-arm", "plan-cell", q + 2 * p * dof, q + (2 * p + 1) * dof,
+                               1, dof, &o, &r, &err) != RP_CLIENT_OK)
+                kb_die("plan: %s", err.message);
+            rt[p] = (kb_now_ns() - t0) / 1e6;
+            in[p] = r.ms;
+            solved += r.solved;
+            rp_client_plan_result_free(&r);
+        }
+        double med = pct(rt, problems, 50), p90 = pct(rt, problems, 90);
+        printf("  %-10s %9.2f %9.2f %9s %5zu/%-3zu| daemon's own median %.2f ms\n",
+               mode ? "discrete" : "certified", med, p90, "", solved, problems,
+               pct(in, problems, 50));
+        free(rt);
+        free(in);
+    }
+    rp_client_close(c);
+}
+
 int main(int argc, char **argv)
 {
     size_t problems = 20;
     uint64_t seed = 20261205;
     double timeout = 1000;
     bool nn = false;
+    const char *unix_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--problems") && i + 1 < argc)
             problems = (size_t)atol(argv[++i]);
@@ -107,8 +183,11 @@ int main(int argc, char **argv)
             timeout = atof(argv[++i]);
         else if (!strcmp(argv[i], "--nn"))
             nn = true;
+        else if (!strcmp(argv[i], "--unix") && i + 1 < argc)
+            unix_path = argv[++i];
         else
-            kb_die("usage: plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn]");
+            kb_die("usage: plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] "
+                   "[--unix PATH]");
     }
     rp_store *st = rp_store_new(NULL);
     kb_robot robot;
@@ -153,9 +232,6 @@ int main(int argc, char **argv)
             o.edges = mode ? RP_MOTION_DISCRETE : RP_MOTION_CERTIFIED;
             o.seed = p + 1;
             o.timeout_ms = timeout;
-            o.simplify = getenv("NOSIMP") == NULL;
-            if (getenv("RANGE"))
-                o.range = atof(getenv("RANGE"));
             rp_plan_result res;
             double t0 = kb_now_ns();
             if (rp_model_plan(robot.model, sc, NULL, q + 2 * p * dof, q + (2 * p + 1) * dof, 1, &o,
@@ -180,6 +256,8 @@ int main(int argc, char **argv)
         free(states);
         free(edges);
     }
+    if (unix_path)
+        over_socket(unix_path, &robot, &cell, q, problems, timeout);
     free(q);
     kb_scene_free(&cell);
     kb_robot_free(&robot);

@@ -2,10 +2,9 @@
 /*
  * plan (proto/PROTOCOL.md, Planning): rp_model_plan on a worker, against
  * the store snapshot the line was read with, so the whole plan sees one
- * version of the scene.  It stops at its timeout (at most --max-plan-ms),
- * when the line's work budget is spent (reason "max_states"), or as soon
- * as its client has gone (client_gone, polled between edges): no work
- * outlives the one who asked.
+ * version of the scene.  It stops at its timeout (at most --max-plan-ms:
+ * a plan is priced by its time) or as soon as its client has gone
+ * (client_gone, polled between edges): no work outlives the one who asked.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <math.h>
@@ -223,18 +222,19 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
         ok = rpd_fail_params(req, &ce);
     if (ok && dof == 0)
         ok = rpd_fail_path(req, "params.start", "the model has no moving joint to plan for");
-    /* Each state costs a check, FK and a fixed share, as for check.motion:
-     * the line's budget bounds the states (reason "max_states" past it). */
+    /* A plan is priced by its time, not by states: its timeout (at most
+     * --max-plan-ms) bounds it, checked between edges, and a worker is
+     * what it holds meanwhile.  (The per-state estimate of check.motion
+     * is an upper bound some twenty times a state's real cost for a robot
+     * with self-collision pairs: as a state budget it stopped plans that
+     * had time left.)  One state must still be affordable. */
     uint64_t per_state = rpd_check_cost(&cs) + dof + RPD_STATE_WORK;
-    if (ok) {
-        po.max_states = req->line->work_left / per_state;
-        if (po.max_states == 0)
-            ok = rpd_fail_work(req);
-    }
+    if (ok && req->line->work_left < per_state)
+        ok = rpd_fail_work(req);
     rp_plan_result r;
     memset(&r, 0, sizeof r);
     if (ok) {
-        rp_work meter = rpd_walk_meter(req, 0, 1.0);
+        rp_work meter = {0, 0}; /* (its walks unmetered: the timeout bounds them) */
         po.work = &meter;
         gone_probe probe = {req->core, 0};
         if (req->core->worker) {
@@ -259,10 +259,7 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
             s->plans_solved += r.outcome == RP_PLAN_SOLVED;
             s->plans_timeout += r.outcome == RP_PLAN_TIMEOUT;
             s->plans_stopped += r.outcome == RP_PLAN_STOPPED;
-            uint64_t units = r.states_checked * per_state;
-            units = units > meter.spent ? units : meter.spent;
-            rpd_line *line = req->line;
-            line->work_left = units < line->work_left ? line->work_left - units : 0;
+            req->line->work_left = 0; /* the line's budget went to the plan */
         }
     }
     if (ok) {
