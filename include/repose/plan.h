@@ -19,13 +19,17 @@
 extern "C" {
 #endif
 
+/// Most configurations the two trees of a plan hold together.
+#define RP_PLAN_MAX_NODES 262144
+
 /// How a plan ended.
 typedef enum rp_plan_outcome {
     RP_PLAN_SOLVED,        ///< A path was found; every edge of it is valid.
     RP_PLAN_START_INVALID, ///< The start is out of limits or in collision.
     RP_PLAN_GOAL_INVALID,  ///< Every goal is out of limits or in collision.
     RP_PLAN_TIMEOUT,       ///< timeout_ms passed first.
-    RP_PLAN_MAX_STATES,    ///< max_states were checked first.
+    RP_PLAN_MAX_STATES,    ///< max_states were checked first, or the trees reached
+                           ///< RP_PLAN_MAX_NODES configurations (memory: some 200 bytes each).
     RP_PLAN_STOPPED        ///< The stop callback asked to stop.
 } rp_plan_outcome;
 

@@ -410,6 +410,7 @@ typedef struct planner {
     rp_motion_opts mo;
     rp_plan_result *out;
     bool any_wrap; /* some joint wraps */
+    size_t nodes;  /* in both trees */
     rp_status err; /* an error that ends the plan */
     int stopped;   /* an outcome that ends it, or -1 */
     double *seg;   /* 2 * dof: an edge's waypoints */
@@ -428,7 +429,7 @@ static bool must_stop(planner *p)
     if (p->stopped >= 0 || p->err)
         return true;
     const rp_plan_opts *o = p->o;
-    if (o->max_states && p->out->states_checked >= o->max_states)
+    if ((o->max_states && p->out->states_checked >= o->max_states) || p->nodes >= RP_PLAN_MAX_NODES)
         p->stopped = RP_PLAN_MAX_STATES;
     else if (o->timeout_ms > 0 && elapsed_ms(p) >= o->timeout_ms)
         p->stopped = RP_PLAN_TIMEOUT;
@@ -574,6 +575,7 @@ static int extend(planner *p, tree *t, const double *target, size_t *at)
         p->err = RP_ERR_NOMEM;
         return ENDED;
     }
+    p->nodes++;
     *at = t->n - 1;
     return scale == 1.0 ? REACHED : ADVANCED;
 }
@@ -910,6 +912,8 @@ rp_status rp_model_plan(const rp_model *m, const rp_scene *scene, const rp_trans
     rp_plan_result first_bad = *out;
     size_t bad = SIZE_MAX;
     for (size_t g = 0; g < n_goals; g++) {
+        if (must_stop(&p))
+            break; /* (many goals, little time) */
         if (state_ok(&p, goals + g * dof)) {
             if (!tree_add(&tb, dof, goals + g * dof, UINT32_MAX, 0)) {
                 st = RP_ERR_NOMEM;
@@ -923,6 +927,10 @@ rp_status rp_model_plan(const rp_model *m, const rp_scene *scene, const rp_trans
             bad = g;
             first_bad = *out;
         }
+    }
+    if (p.stopped >= 0) {
+        out->outcome = (rp_plan_outcome)p.stopped;
+        goto done;
     }
     if (tb.n == 0) {
         out->outcome = RP_PLAN_GOAL_INVALID;

@@ -356,6 +356,31 @@ static void a_plan_stops_when_its_client_goes(void **state)
     stop_ok(d);
 }
 
+/* Without workers a plan runs on the event loop, which it holds: its
+ * timeout is cut to a tenth of a second there (far below the 5 s asked). */
+static void a_plan_on_the_event_loop_is_cut_short(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--threads", "0", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false);
+    put_puck_and_wall(c);
+    cJSON *r = rpc(c, "scene.put",
+                   "{\"scene\":\"wall\",\"shapes\":{\"plug\":{\"box\":"
+                   "{\"center\":[0,0.6,0],\"half_extents\":[0.05,0.1,0.2]}}}}");
+    result_of(r);
+    cJSON_Delete(r);
+    r = rpc(c, "plan",
+            "{\"model\":\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],"
+            "\"goal\":[0.8,-0.8],\"timeout_ms\":5000}");
+    assert_string_equal(str_at(result_of(r), "reason"), "timeout");
+    assert_true(num_at(result_of(r), "stats.ms") < 4000);
+    cJSON_Delete(r);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* Eight clients plan at once, each with its own seed; then each seed is
  * planned again alone: the same bytes (every plan read one version, and no
  * plan disturbed another). */
@@ -456,6 +481,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(bad_plans_are_refused_with_a_path),
         DAEMON_TEST(a_plan_stops_when_its_client_goes),
         DAEMON_TEST(concurrent_plans_equal_plans_alone),
+        DAEMON_TEST(a_plan_on_the_event_loop_is_cut_short),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -17,6 +17,9 @@
 #include "methods.h"
 #include "repose/plan.h"
 
+/* The longest a plan may run on the event loop, in milliseconds. */
+#define RPD_LOOP_PLAN_MS 100.0
+
 /* The stop callback of a plan on a worker. */
 typedef struct gone_probe {
     const rpd_core *core;
@@ -180,6 +183,10 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
                    max_ms);
         return rpd_fail_path(req, path, reason);
     }
+    /* On the event loop (--threads 0, or a batch that also holds a
+     * mutation) a plan holds every client: a tenth of a second at most. */
+    if (!req->core->worker && timeout > RPD_LOOP_PLAN_MS)
+        timeout = RPD_LOOP_PLAN_MS;
     po.timeout_ms = timeout;
     const cJSON *sj = rpd_param(params, "seed", path);
     if (sj) {
