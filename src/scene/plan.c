@@ -447,16 +447,30 @@ static int edge_ok(planner *p, const double *a, const double *b)
     memcpy(p->seg, a, p->dof * sizeof *a);
     memcpy(p->seg + p->dof, b, p->dof * sizeof *b);
     rp_motion_opts mo = p->mo;
+    /* One edge may not outrun the plan: at most the states left of
+     * max_states, and, with a timeout, as many as the time left could pay
+     * at four microseconds each (a 57-shape arm's state costs two to
+     * five: the edge stops about when the timeout passes, however fine
+     * the resolution or tolerance; an ordinary edge needs a few hundred). */
+    uint64_t by_states = 0, by_time = 0;
     if (p->o->max_states) {
         uint64_t used = p->out->states_checked;
-        mo.max_states = used < p->o->max_states ? p->o->max_states - used : 1;
+        by_states = used < p->o->max_states ? p->o->max_states - used : 1;
     }
+    if (p->o->timeout_ms > 0) {
+        double left_us = (p->o->timeout_ms - elapsed_ms(p)) * 1e3;
+        double n = left_us / 4.0;
+        by_time = n > 1e3 ? (n < 9e18 ? (uint64_t)n : UINT64_MAX / 2) : 1000;
+    }
+    mo.max_states = by_states && (!by_time || by_states <= by_time) ? by_states : by_time;
     rp_motion_result r;
     rp_status st = rp_model_check_motion(p->m, p->sc, p->base, p->seg, 2, &mo, &r, NULL);
     p->out->edges_checked++;
     if (st == RP_ERR_LIMIT) {
-        p->out->states_checked = p->o->max_states;
-        p->stopped = RP_PLAN_MAX_STATES;
+        bool time = by_time && mo.max_states == by_time;
+        if (!time)
+            p->out->states_checked = p->o->max_states;
+        p->stopped = time ? RP_PLAN_TIMEOUT : RP_PLAN_MAX_STATES;
         return -1;
     }
     if (st == RP_ERR_NONFINITE || st == RP_ERR_INVALID_ARG)

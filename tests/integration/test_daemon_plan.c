@@ -256,8 +256,22 @@ static void invalid_ends_goal_sets_ignore_and_attached(void **state)
             "\"b\":[0,0.15,0],\"radius\":0.02}}}]}");
     assert_string_equal(str_at(result_of(r), "reason"), "timeout");
     cJSON_Delete(r);
+    /* An edge of 10^12 states (a resolution of 1e-12) still ends the plan
+     * about its timeout: each edge gets the states the time left can pay. */
+    r = rpc(c, "plan",
+            "{\"model\":\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],"
+            "\"goal\":[0.8,-0.8],\"edges\":\"discrete\",\"resolution\":1e-12,"
+            "\"timeout_ms\":300}");
+    assert_string_equal(str_at(result_of(r), "reason"), "timeout");
+    assert_true(num_at(result_of(r), "stats.ms") < 30000);
+    cJSON_Delete(r);
+    /* A densification into more than a million waypoints: refused. */
+    r = rpc(c, "plan",
+            "{\"model\":\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],"
+            "\"goal\":[0.8,-0.8],\"max_step\":1e-9}");
+    expect_error(r, -32602, "params.max_step");
     cJSON *s = rpc(c, "stats", "{}");
-    assert_int_equal((int)num_at(result_of(s), "plans.timeouts"), 2);
+    assert_int_equal((int)num_at(result_of(s), "plans.timeouts"), 3);
     cJSON_Delete(s);
     rh_close(c);
     stop_ok(d);

@@ -257,6 +257,10 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
             ok = rpd_walk_settle(req, &meter, 0, st);
         } else if (st == RP_ERR_NONFINITE) {
             ok = rpd_fail_joint_range(req, "params.start");
+        } else if (st == RP_ERR_LIMIT) {
+            ok = rpd_fail_path(req, "params.max_step",
+                               "would split the path into more than a million waypoints: give a "
+                               "larger step");
         } else if (st == RP_ERR_INVALID_ARG) {
             ok = rpd_fail_path(req, "params.model",
                                "has a prismatic joint without limits: nowhere to sample it");
