@@ -268,7 +268,7 @@ static void invalid_ends_goal_sets_ignore_and_attached(void **state)
     /* A densification into more than a million waypoints: refused. */
     r = rpc(c, "plan",
             "{\"model\":\"puck\",\"scene\":\"wall\",\"start\":[-0.8,-0.8],"
-            "\"goal\":[0.8,-0.8],\"max_step\":1e-9}");
+            "\"goal\":[0.8,-0.8],\"max_step\":1e-9,\"ignore\":[\"plug\"]}");
     expect_error(r, -32602, "params.max_step");
     cJSON *s = rpc(c, "stats", "{}");
     assert_int_equal((int)num_at(result_of(s), "plans.timeouts"), 3);
