@@ -23,34 +23,22 @@ import json
 import math
 import os
 import random
-import socket
 import subprocess
-import tempfile
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import rpc_util  # noqa: E402  (the scripts' shared connection and daemon start)
 
 
 def phase(args, kind: str):
-    d = tempfile.mkdtemp(prefix="object-move-bench-")
-    sock = os.path.join(d, "reposed.sock")
-    proc = subprocess.Popen([args.reposed, "--unix", sock, "--tcp", "none"],
-                            stderr=subprocess.DEVNULL)
+    proc, sock, _ = rpc_util.start(args.reposed, log=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sock)
-        f = s.makefile("rwb")
-        ids = iter(range(1, 1 << 62))
+        conn = rpc_util.Conn(sock)
 
         def call(method: str, params: dict) -> dict:
-            f.write((json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method,
-                                 "params": params}) + "\n").encode())
-            f.flush()
-            reply = json.loads(f.readline())
+            reply = conn.call(method, params)
             if "error" in reply:
                 raise SystemExit(f"{method}: {reply['error']}")
             return reply["result"]

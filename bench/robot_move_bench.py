@@ -23,12 +23,13 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
-import tempfile
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import rpc_util  # noqa: E402  (the scripts' shared connection and daemon start)
 
 
 def main() -> None:
@@ -50,25 +51,12 @@ def run_phase(args, kind: str):
     """Round-trip median and the daemon's own p50 for one kind of request,
     on a fresh daemon (its latency histogram then holds that kind only,
     beside a handful of setup lines)."""
-    d = tempfile.mkdtemp(prefix="robot-move-bench-")
-    sock = os.path.join(d, "reposed.sock")
-    proc = subprocess.Popen([args.reposed, "--unix", sock, "--tcp", "none"],
-                            stderr=subprocess.DEVNULL)
+    proc, sock, _ = rpc_util.start(args.reposed, log=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sock)
-        f = s.makefile("rwb")
-        ids = iter(range(1, 1 << 62))
+        conn = rpc_util.Conn(sock)
 
         def call(method: str, params: dict) -> dict:
-            f.write((json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method,
-                                 "params": params}) + "\n").encode())
-            f.flush()
-            reply = json.loads(f.readline())
+            reply = conn.call(method, params)
             if "error" in reply:
                 raise SystemExit(f"{method}: {reply['error']}")
             return reply["result"]
