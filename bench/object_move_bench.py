@@ -9,8 +9,9 @@ script starts, a fresh one for each phase.
 
     python3 bench/object_move_bench.py [--reposed build/release/reposed] [--seconds 3]
 
-Prints, for `ping`, the query alone, and move then query: the medians of
-the round trips, and the daemon's own mean handler times from `stats`
+Prints, for `ping`, the query alone, move then query (two round trips),
+and move and query as one JSON-RPC batch (one line, one round trip; the
+query sees the move): the medians of the round trips, and the daemon's own mean handler times from `stats`
 (`requests.time_us_by_method`, one call in 8 sampled).  The round trips
 are mostly the transport's (compare with ping); the handler times say what
 the server spends.  Figures only: nothing is asserted.
@@ -37,12 +38,7 @@ def phase(args, kind: str):
     try:
         conn = rpc_util.Conn(sock)
 
-        def call(method: str, params: dict) -> dict:
-            reply = conn.call(method, params)
-            if "error" in reply:
-                raise SystemExit(f"{method}: {reply['error']}")
-            return reply["result"]
-
+        call = conn.result
         rng = random.Random(3)
 
         def point():
@@ -81,10 +77,14 @@ def phase(args, kind: str):
         lat = []
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < args.seconds:
-            todo = {"ping": [("ping", {})], "query": [query()], "move": [move(), query()]}[kind]
+            todo = {"ping": [("ping", {})], "query": [query()], "move": [move(), query()],
+                    "batch": [move(), query()]}[kind]
             t = time.perf_counter()
-            for m, p in todo:
-                call(m, p)
+            if kind == "batch":
+                conn.batch(todo)
+            else:
+                for m, p in todo:
+                    call(m, p)
             lat.append(time.perf_counter() - t)
         lat.sort()
         by = call("stats", {})["requests"]["time_us_by_method"]
@@ -103,6 +103,7 @@ def main() -> None:
     ping, _ = phase(args, "ping")
     q_rt, q_by = phase(args, "query")
     m_rt, m_by = phase(args, "move")
+    b_rt, _ = phase(args, "batch")
     q_srv = q_by["scene.distance"]
     mq_srv = m_by["scene.move"] + m_by["scene.distance"]
     print(f"object_move_bench: a 10-shape object in {args.shapes} shapes; medians of round "
@@ -112,6 +113,8 @@ def main() -> None:
           f"{m_by['scene.distance']:.1f})")
     print(f"  ratio (move + query) / query: round trips {m_rt / q_rt:.2f}, server "
           f"{mq_srv / q_srv:.2f}")
+    print(f"  move and query as one batch [move, query]: round trip {b_rt:.1f}, ratio to the "
+          f"query alone {b_rt / q_rt:.2f}")
 
 
 if __name__ == "__main__":

@@ -55,12 +55,7 @@ def run_phase(args, kind: str):
     try:
         conn = rpc_util.Conn(sock)
 
-        def call(method: str, params: dict) -> dict:
-            reply = conn.call(method, params)
-            if "error" in reply:
-                raise SystemExit(f"{method}: {reply['error']}")
-            return reply["result"]
-
+        call = conn.result
         rng = random.Random(2)
         data = os.path.join(ROOT, "tests", "data")
         with open(os.path.join(data, "arm7.urdf")) as u, open(os.path.join(data, "arm7.srdf")) as r:

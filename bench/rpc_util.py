@@ -44,6 +44,32 @@ class Conn:
             if "id" in r:
                 return r
 
+    def result(self, method, params=None):
+        """call() for a request that must succeed: its result, or the
+        script stops with the error."""
+        reply = self.call(method, params)
+        if "error" in reply:
+            raise SystemExit(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def batch(self, calls):
+        """Sends [(method, params), ...] as one JSON-RPC batch (one line)
+        and returns the results in request order, stopping the script at an
+        error."""
+        reqs = [{"jsonrpc": "2.0", "id": k, "method": m, "params": p}
+                for k, (m, p) in enumerate(calls)]
+        self.send(reqs)
+        while True:
+            r = self.line()
+            if isinstance(r, list):
+                break
+        out = [None] * len(calls)
+        for item in r:
+            if "error" in item:
+                raise SystemExit(f"{calls[item['id']][0]}: {item['error']}")
+            out[item["id"]] = item["result"]
+        return out
+
 
 def start(binary, extra=(), log=None):
     """Starts reposed on a scratch Unix socket (no TCP) and waits until it

@@ -58,7 +58,9 @@
  *     goes (the last node moves into its slot), then the same walk up.
  *   - Move (a put of an existing id): when the new shape's box fits inside
  *     its parent's box, only the radius bounds of the ancestors are raised
- *     if needed; otherwise remove and insert.
+ *     if needed; when a box a few levels up still holds it, the boxes below
+ *     that one are refitted, the parent's widened by a margin (widen);
+ *     otherwise remove and insert.
  *   The walks stop at the first ancestor that does not change: O(log n)
  *   per shape.
  *   - Full builds (rp_bvh_build_): median splits along the
@@ -763,6 +765,37 @@ size_t rp_bvh_path_chunks_(const rp_scene *sc, const uint32_t *es, size_t n)
     return distinct;
 }
 
+/* Node p's box grown to hold the box L of a shape below it widened by
+ * MOVE_MARGIN times L's largest side.  A shape that moved out of its
+ * parent's box is likely to move again, and the refit left it on the rim
+ * of that box (the box was fitted to it): without the margin its next
+ * nudge outwards leaves the box again.  A 10-shape object nudged by <= 5
+ * mm in 100k shapes took 4.96 us per move without it and 2.60 us with a
+ * margin of half a side (0.81 reinsertions and 3.3 refits per move with a
+ * quarter, none and 1.6 with a half or more); queries cost the same (2.0
+ * us).  Only the parent widens: the refits above take it in, and the next
+ * refit from the children (a structure change below, a rebuild) makes it
+ * tight again. */
+#define MOVE_MARGIN 0.5f
+static void widen(rp_bvh *t, uint32_t p, const fbox *L)
+{
+    float m = 0.0f;
+    for (int k = 0; k < 3; k++)
+        m = MAX2(m, L->hi[k] - L->lo[k]);
+    m *= MOVE_MARGIN;
+    if (!(m > 0.0f) || m == INFINITY)
+        return;
+    fbox b = node_fbox(node_at(t, p));
+    for (int k = 0; k < 3; k++) {
+        /* (rounded to nearest: either way the box holds L) */
+        b.lo[k] = MIN2(b.lo[k], L->lo[k] - m);
+        b.hi[k] = MAX2(b.hi[k], L->hi[k] + m);
+    }
+    rp_bvh_node *w = node_mut(t, p);
+    memcpy(w->lo, b.lo, sizeof b.lo);
+    memcpy(w->hi, b.hi, sizeof b.hi);
+}
+
 void rp_bvh_reinsert_(rp_scene *sc, uint32_t e)
 {
     rp_shape sbuf;
@@ -799,13 +832,15 @@ void rp_bvh_refit_up_(rp_scene *sc, uint32_t e)
      * refitted finds them holding it already.  Counted as churn, so that
      * the rebuild policy (rebuild.c) still sees the tree's quality. */
     t->churn++;
+    refit(t, &sc->entries, p);
+    widen(t, p, &L);
     for (uint32_t i = p;;) {
-        refit(t, &sc->entries, i);
         uint32_t q = node_at(t, i)->parent;
         fbox b = node_fbox(node_at(t, i));
         if (q == RP_BVH_NIL || node_holds(t, q, &b))
             return;
         i = q;
+        refit(t, &sc->entries, i);
     }
 }
 

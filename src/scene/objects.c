@@ -398,7 +398,7 @@ void rp_ignore_close_(void)
 typedef struct plan {
     rp_shape_put *world;
     uint32_t *tags;
-    char **wid; /* the ids of world[] this plan made (NULL: the caller's) */
+    char **wid; /* blocks of ids of world[] this plan made (NULL: none there) */
     size_t n_world, cap_world;
     char **drop;
     size_t n_drop, cap_drop;
@@ -450,18 +450,30 @@ static char *member_id(const char *name, const char *id)
     return s;
 }
 
-/* Appends the world shapes of object o (tag o->tag). */
+/* Appends the world shapes of object o (tag o->tag), their "name/id" ids
+ * in one block (held by the first one's wid). */
 static rp_status add_members(plan *p, const rp_object *o)
 {
+    size_t a = strlen(o->name), bytes = 0;
+    for (size_t k = 0; k < o->n_shapes; k++)
+        bytes += a + strlen(o->shapes[k].id) + 2;
+    char *pool = malloc(bytes ? bytes : 1);
+    if (!pool)
+        return RP_ERR_NOMEM;
     for (size_t k = 0; k < o->n_shapes; k++) {
-        char *id = member_id(o->name, o->shapes[k].id);
-        if (!id)
-            return RP_ERR_NOMEM;
+        char *id = pool;
+        size_t b = strlen(o->shapes[k].id);
+        memcpy(pool, o->name, a);
+        pool[a] = '/';
+        memcpy(pool + a + 1, o->shapes[k].id, b + 1);
+        pool += a + b + 2;
         rp_shape w = o->world ? o->world[k] : rp_transform_shape(&o->pose, &o->shapes[k].shape);
         p->world[p->n_world] = (rp_shape_put){id, w};
-        p->wid[p->n_world] = id;
+        p->wid[p->n_world] = k == 0 ? id : NULL;
         p->tags[p->n_world++] = o->tag;
     }
+    if (o->n_shapes == 0)
+        free(pool);
     return RP_OK;
 }
 

@@ -289,10 +289,12 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
         if (err)
             return rpd_fail_storage(r, "%s", why);
     }
-    /* Sampled like the lines' latency: one call in RPD_LATENCY_SAMPLE on
-     * each thread has its handler timed. */
-    static _Thread_local unsigned tick;
-    bool timed = tick++ % RPD_LATENCY_SAMPLE == 0;
+    /* Sampled like the lines' latency: one call of each method in
+     * RPD_LATENCY_SAMPLE on each thread has its handler timed (counted per
+     * method: with one count, a client alternating two methods would have
+     * only one of them ever timed). */
+    static _Thread_local unsigned tick[RPD_STATS_MAX_METHODS];
+    bool timed = tick[index]++ % RPD_LATENCY_SAMPLE == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
     bool ok = m->handler(r, params, w);
     if (timed) {
