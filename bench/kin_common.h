@@ -64,7 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codec/urdf.h"
+#include "urdf/urdf.h"
 #include "repose/scene.h"
 
 #define KB_MAX_DOF 16

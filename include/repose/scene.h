@@ -759,6 +759,27 @@ typedef struct rp_model_error {
 /// receives the model.
 RP_API rp_status rp_store_model_put(rp_store *st, const char *name, const rp_model_def *def,
                                     rp_model **out, rp_model_error *err);
+/// Why rp_store_model_put_urdf refused a document or the model it defines.
+typedef struct rp_urdf_problem {
+    bool in_srdf;       ///< The problem is in the SRDF document.
+    unsigned long line; ///< 1-based line in that document; 0 when unknown.
+    char where[256];    ///< The element, e.g. "joint[j3].limit"; "" for the document
+                        ///< as a whole, "name" for a bad model name.
+    char reason[256];   ///< A sentence, e.g. "joint 'j3' (line 40): axis must be non-zero".
+} rp_urdf_problem;
+
+/// Model `name` from a URDF document (urdf_len bytes, not necessarily
+/// NUL-terminated) and optionally an SRDF one (srdf NULL: none), as the
+/// daemon's model.put with "urdf" and "srdf" makes it (proto/URDF.md says
+/// what is read and how): shapes "LINK#k", the SRDF's disabled pairs, and
+/// with no SRDF every joint's (parent, child) pair allowed; safety margin 0,
+/// self-collision checked.  Then as rp_store_model_put.  RP_ERR_INVALID_ARG
+/// for a bad name, a malformed or unsupported document, or a model it
+/// refuses, with *err (may be NULL) saying where and why; RP_ERR_NOMEM;
+/// RP_ERR_IN_USE.  On error nothing changes.
+RP_API rp_status rp_store_model_put_urdf(rp_store *st, const char *name, const char *urdf,
+                                         size_t urdf_len, const char *srdf, size_t srdf_len,
+                                         rp_model **out, rp_urdf_problem *err);
 /// Finds a model; NULL when missing.  Valid until deleted or replaced.
 RP_API rp_model *rp_store_model_find(const rp_store *st, const char *name);
 /// Deletes a model.  RP_ERR_NOT_FOUND when missing, RP_ERR_IN_USE while a

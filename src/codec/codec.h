@@ -23,6 +23,8 @@
 
 #include "repose/geometry.h"
 #include "repose/scene.h" /* rp_joint_def, rp_model_def */
+#include "util/ids.h"
+#include "util/utf8.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,9 +34,7 @@ extern "C" {
 #define RP_CODEC_PATH_MAX 256
 #define RP_CODEC_REASON_MAX 160
 
-/* Names: 1..128 chars.  Scene and model names use [A-Za-z0-9_.-] and may
- * not start with '.'; shape and link ids use [A-Za-z0-9_.:/#-]. */
-#define RP_NAME_MAX 128
+/* Names: RP_NAME_MAX and their characters are in util/ids.h. */
 
 /* Tolerance for unit quaternions and rotation matrices (absolute, on
  * unit-scale quantities), as in the protocol. */
@@ -101,8 +101,6 @@ bool rp_codec_pose(const cJSON *j, const char *path, rp_transform *out, rp_codec
  * into the cJSON tree. */
 bool rp_codec_name(const cJSON *j, const char *path, const char **out, rp_codec_err *err);
 bool rp_codec_id(const cJSON *j, const char *path, const char **out, rp_codec_err *err);
-bool rp_codec_valid_name(const char *s);
-bool rp_codec_valid_id(const char *s);
 
 /* A finite number; a finite number >= 0; a boolean; a non-negative integer
  * that a double represents exactly (<= 2^53). */
@@ -129,13 +127,8 @@ bool rp_codec_object_keys(const cJSON *j, const char *path, const char *const *a
  * win. */
 rp_status rp_codec_object_unique(const cJSON *j, const char *path, rp_codec_err *err);
 
-/* Length of s[0..n) without a UTF-8 sequence that a cut at n split: cutting
- * a valid UTF-8 string there then leaves valid UTF-8. */
-size_t rp_utf8_trim(const char *s, size_t n);
-
-/* Copies src into dst (cap bytes, cap >= 1) and NUL-terminates, cut at a
- * character boundary when it does not fit.  dst and src may overlap. */
-void rp_utf8_copy(char *dst, size_t cap, const char *src);
+/* rp_utf8_trim and rp_utf8_copy (cutting reasons and paths at characters)
+ * are in util/utf8.h. */
 
 /* ---- pre-scan ------------------------------------------------------------ */
 

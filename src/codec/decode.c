@@ -51,34 +51,6 @@
 
 /* ---- errors and paths ------------------------------------------------- */
 
-/* Length of s[0..n) after dropping a UTF-8 sequence that truncation cut in
- * half, so that a truncated path or reason is still valid UTF-8 (it ends up
- * in a JSON reply). */
-size_t rp_utf8_trim(const char *s, size_t n)
-{
-    size_t i = n, back = 0;
-    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
-        i--;
-        back++;
-    }
-    if (i == 0)
-        return back ? 0 : n;
-    unsigned char lead = (unsigned char)s[i - 1];
-    if (lead < 0x80)
-        return n;
-    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    return back + 1 == want ? n : i - 1;
-}
-
-void rp_utf8_copy(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = rp_utf8_trim(src, cap - 1);
-    memmove(dst, src, n);
-    dst[n] = '\0';
-}
-
 bool rp_codec_fail(rp_codec_err *err, const char *path, const char *fmt, ...)
 {
     if (!err)
@@ -207,43 +179,7 @@ bool rp_codec_string(const cJSON *j, const char *path, const char **out, rp_code
     return true;
 }
 
-/* ---- names and ids --------------------------------------------------- */
-
-/* Bit 1: allowed in names; bit 2: allowed in ids. */
-static const unsigned char name_chars[128] = {
-    ['-'] = 3, ['.'] = 3, ['_'] = 3, [':'] = 2, ['/'] = 2, ['#'] = 2, ['0'] = 3, ['1'] = 3,
-    ['2'] = 3, ['3'] = 3, ['4'] = 3, ['5'] = 3, ['6'] = 3, ['7'] = 3, ['8'] = 3, ['9'] = 3,
-    ['A'] = 3, ['B'] = 3, ['C'] = 3, ['D'] = 3, ['E'] = 3, ['F'] = 3, ['G'] = 3, ['H'] = 3,
-    ['I'] = 3, ['J'] = 3, ['K'] = 3, ['L'] = 3, ['M'] = 3, ['N'] = 3, ['O'] = 3, ['P'] = 3,
-    ['Q'] = 3, ['R'] = 3, ['S'] = 3, ['T'] = 3, ['U'] = 3, ['V'] = 3, ['W'] = 3, ['X'] = 3,
-    ['Y'] = 3, ['Z'] = 3, ['a'] = 3, ['b'] = 3, ['c'] = 3, ['d'] = 3, ['e'] = 3, ['f'] = 3,
-    ['g'] = 3, ['h'] = 3, ['i'] = 3, ['j'] = 3, ['k'] = 3, ['l'] = 3, ['m'] = 3, ['n'] = 3,
-    ['o'] = 3, ['p'] = 3, ['q'] = 3, ['r'] = 3, ['s'] = 3, ['t'] = 3, ['u'] = 3, ['v'] = 3,
-    ['w'] = 3, ['x'] = 3, ['y'] = 3, ['z'] = 3,
-};
-
-static bool valid_chars(const char *s, unsigned char bit)
-{
-    if (!s)
-        return false;
-    size_t i = 0;
-    for (; s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (i >= RP_NAME_MAX || c >= 128 || !(name_chars[c] & bit))
-            return false;
-    }
-    return i > 0;
-}
-
-bool rp_codec_valid_name(const char *s)
-{
-    return valid_chars(s, 1) && s[0] != '.';
-}
-
-bool rp_codec_valid_id(const char *s)
-{
-    return valid_chars(s, 2);
-}
+/* ---- names and ids (their rules: util/ids.c) --------------------------- */
 
 bool rp_codec_name(const cJSON *j, const char *path, const char **out, rp_codec_err *err)
 {

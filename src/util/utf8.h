@@ -12,6 +12,7 @@
 #define REPOSE_UTIL_UTF8_H
 
 #include <stddef.h>
+#include <string.h>
 
 /* Length of the well-formed sequence starting at p[0], or 0 when it is
  * invalid or cut off by the end of the buffer (n >= 1 bytes left).  Stops
@@ -55,6 +56,36 @@ static inline size_t rp_utf8_invalid_at_(const unsigned char *s, size_t n)
         i += len;
     }
     return n;
+}
+
+/* Length of s[0..n) without a UTF-8 sequence that a cut at n split: cutting
+ * a valid UTF-8 string there then leaves valid UTF-8 (a truncated path or
+ * reason ends up in a JSON reply). */
+static inline size_t rp_utf8_trim(const char *s, size_t n)
+{
+    size_t i = n, back = 0;
+    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0)
+        return back ? 0 : n;
+    unsigned char lead = (unsigned char)s[i - 1];
+    if (lead < 0x80)
+        return n;
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return back + 1 == want ? n : i - 1;
+}
+
+/* Copies src into dst (cap bytes, cap >= 1) and NUL-terminates, cut at a
+ * character boundary when it does not fit.  dst and src may overlap. */
+static inline void rp_utf8_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = rp_utf8_trim(src, cap - 1);
+    memmove(dst, src, n);
+    dst[n] = '\0';
 }
 
 #endif /* REPOSE_UTIL_UTF8_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the URDF + SRDF import (src/codec/urdf.c, rp_urdf_parse).
+ * Fuzz target: the URDF + SRDF import (src/urdf/urdf.c, rp_urdf_parse).
  *
  * The input up to its first NUL byte is the URDF; the bytes after that NUL,
  * when there is one, are the SRDF.  Each input is parsed without limits
@@ -27,7 +27,7 @@
 #include "fuzz_util.h"
 
 #include "codec/codec.h"
-#include "codec/urdf.h"
+#include "urdf/urdf.h"
 
 /* Upper bound of the 1-based line numbers in doc[0..n): expat counts CR,
  * LF and CR LF as one line break each. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <repose/geometry.h>
+#include <repose/scene.h>
 #include <repose/status.h>
 
 static int failures;
@@ -49,6 +50,24 @@ int main(void)
     const char *msg = rp_status_str(st);
     printf("  rp_status_str(%d) = \"%s\"\n", (int)st, msg ? msg : "(null)");
     check(msg != NULL && msg[0] != '\0', "rp_status_str(error) is non-empty");
+
+    /* A robot from URDF text through the installed library (libexpat
+     * behind it): one revolute joint, a sphere on each link. */
+    static const char urdf[] =
+        "<robot name='r'><link name='a'><collision><geometry><sphere radius='0.1'/></geometry>"
+        "</collision></link><link name='b'><collision><origin xyz='0.5 0 0'/><geometry>"
+        "<sphere radius='0.1'/></geometry></collision></link><joint name='j' type='revolute'>"
+        "<parent link='a'/><child link='b'/><axis xyz='0 0 1'/>"
+        "<limit lower='-1' upper='1' effort='1' velocity='1'/></joint></robot>";
+    rp_store *store = rp_store_new(NULL);
+    rp_model *m = NULL;
+    rp_urdf_problem why;
+    st = rp_store_model_put_urdf(store, "r", urdf, sizeof urdf - 1, NULL, 0, &m, &why);
+    check(st == RP_OK && m != NULL, "rp_store_model_put_urdf == RP_OK");
+    check(m && rp_model_dof(m) == 1, "the URDF's robot has one joint");
+    st = rp_store_model_put_urdf(store, "bad", "<robot", 6, NULL, 0, NULL, &why);
+    check(st == RP_ERR_INVALID_ARG && why.reason[0] != '\0', "a broken URDF is refused");
+    rp_store_free(store);
 
     if (failures) {
         fprintf(stderr, "consumer: %d check(s) failed\n", failures);

@@ -73,7 +73,7 @@
 #include "test_joints.h"
 
 #include "alloc_fail.h"
-#include "codec/urdf.h"
+#include "urdf/urdf.h"
 #include "repose/plan.h"
 #include "server/protocol/rpc.h"
 
@@ -1775,6 +1775,51 @@ static void urdf_parse_fails_cleanly_at_every_allocation(void **state)
     }
 }
 
+/* rp_store_model_put_urdf with the n-th allocation failing, once or from
+ * then on: RP_ERR_NOMEM with the store as it was (no model, the same
+ * revision), or the model put; nothing leaks either way. */
+static void urdf_import_fails_cleanly_at_every_allocation(void **state)
+{
+    (void)state;
+    long live0 = af_live();
+    rp_store *st = rp_store_new(NULL);
+    assert_non_null(st);
+    af_arm(0, false);
+    assert_int_equal(rp_store_model_put_urdf(st, "m", urdf_doc, strlen(urdf_doc), srdf_doc,
+                                             strlen(srdf_doc), NULL, NULL),
+                     RP_OK);
+    unsigned long k = af_calls();
+    af_disarm();
+    assert_int_equal(rp_store_model_delete(st, "m"), RP_OK);
+    for (int persistent = 0; persistent <= 1; persistent++) {
+        unsigned long errors = 0;
+        for (unsigned long n = 1; n <= k; n++) {
+            uint64_t rev = rp_store_revision(st);
+            rp_urdf_problem why;
+            af_arm(n, persistent);
+            rp_status s = rp_store_model_put_urdf(st, "m", urdf_doc, strlen(urdf_doc), srdf_doc,
+                                                  strlen(srdf_doc), NULL, &why);
+            af_disarm();
+            if (s == RP_OK) {
+                assert_int_equal(rp_model_dof(rp_store_model_find(st, "m")), 2);
+                assert_int_equal(rp_store_model_delete(st, "m"), RP_OK);
+            } else {
+                if (s != RP_ERR_NOMEM)
+                    fail_msg("allocation %lu failing: status %d, %s", n, (int)s, why.reason);
+                assert_null(rp_store_model_find(st, "m"));
+                assert_true(rp_store_revision(st) == rev);
+                errors++;
+            }
+        }
+        print_message("%-40s %4lu allocations: %4lu errors%s\n", "rp_store_model_put_urdf", k,
+                      errors, persistent ? " (persistent)" : "");
+        total_points += k;
+    }
+    rp_store_free(st);
+    if (af_live() != live0)
+        fail_msg("rp_store_model_put_urdf: %ld blocks leaked", af_live() - live0);
+}
+
 /* ---- kinematic models in process ----------------------------------------------- */
 
 /* What one in-process run works on (built with allocation working) and
@@ -2314,6 +2359,7 @@ int main(void)
         cmocka_unit_test(the_nth_allocation_fails_and_only_that_one),
         /* URDF import */
         cmocka_unit_test(urdf_parse_fails_cleanly_at_every_allocation),
+        cmocka_unit_test(urdf_import_fails_cleanly_at_every_allocation),
         /* kinematic calls in process */
         cmocka_unit_test(store_model_put_of_kinematic_models_fails_cleanly_at_every_allocation),
         cmocka_unit_test(model_extend_fails_cleanly_at_every_allocation),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for src/codec/urdf.c and urdf_geom.c: the def a URDF (+ SRDF)
+ * Unit tests for src/urdf/urdf.c and urdf_geom.c: the def a URDF (+ SRDF)
  * becomes, field by field; the capsules that stand in for cylinders; boxes
  * as exact boxes placed by their origin (vertex by vertex), zero edges
  * included, and a model of boxes checked against a scene; every refusal
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 
 #include "codec/codec.h"
-#include "codec/urdf.h"
-#include "codec/urdf_int.h"
+#include "urdf/urdf.h"
+#include "urdf/urdf_int.h"
 
 #ifndef REPOSE_TEST_DATA
 #error "REPOSE_TEST_DATA (tests/data) must be defined by the build"
@@ -1122,6 +1122,98 @@ static void store_errors_map_back_to_lines(void **state)
     rp_urdf_free(u);
 }
 
+/* rp_store_model_put_urdf, the library's import: the same model as the
+ * parse and put above, with and without the SRDF (adjacent pairs then);
+ * refusals say where and why and leave the store as it was. */
+static void library_import_puts_the_same_model(void **state)
+{
+    (void)state;
+    size_t ulen, slen;
+    char *urdf = read_file("arm7.urdf", &ulen);
+    char *srdf = read_file("arm7.srdf", &slen);
+    rp_urdf *u = NULL;
+    assert_int_equal(rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, NULL), RP_URDF_OK);
+    rp_store *st = rp_store_new(NULL);
+    rp_model *ref = NULL, *m = NULL, *bare = NULL;
+    assert_int_equal(rp_store_model_put(st, "ref", rp_urdf_def(u), &ref, NULL), RP_OK);
+    rp_urdf_problem err;
+    assert_int_equal(rp_store_model_put_urdf(st, "arm7", urdf, ulen, srdf, slen, &m, &err), RP_OK);
+    assert_non_null(m);
+    assert_ptr_equal(rp_store_model_find(st, "arm7"), m);
+    assert_int_equal(rp_model_dof(m), rp_model_dof(ref));
+    assert_int_equal(rp_model_link_count(m), rp_model_link_count(ref));
+    assert_int_equal(rp_model_tree_link_count(m), rp_model_tree_link_count(ref));
+    assert_int_equal(rp_model_allowed_count(m), rp_model_allowed_count(ref));
+    for (size_t i = 0; i < rp_model_dof(m); i++)
+        assert_string_equal(rp_model_dof_name(m, i), rp_model_dof_name(ref, i));
+    /* The same verdict and distance at a configuration. */
+    const double pi = 3.14159265358979323846;
+    double q[8] = {0, -pi / 4, 0, -3 * pi / 4, 0, pi / 2, pi / 4, 0.04};
+    rp_check_opts opts = {.report = RP_REPORT_CLOSEST};
+    rp_check_result a = {0}, b = {0};
+    assert_int_equal(rp_model_check_joints(m, NULL, NULL, q, &opts, &a), RP_OK);
+    assert_int_equal(rp_model_check_joints(ref, NULL, NULL, q, &opts, &b), RP_OK);
+    assert_true(a.has_min && b.has_min);
+    assert_memory_equal(&a.closest.distance, &b.closest.distance, sizeof(double));
+    rp_check_result_free(&a);
+    rp_check_result_free(&b);
+    /* Without the SRDF, every joint's (parent, child) pair is allowed. */
+    assert_int_equal(rp_store_model_put_urdf(st, "bare", urdf, ulen, NULL, 0, &bare, &err), RP_OK);
+    rp_urdf *au = NULL, *nu = NULL;
+    rp_model *adj = NULL, *none = NULL;
+    rp_urdf_opts with = {.allow_adjacent = true};
+    assert_int_equal(rp_urdf_parse(urdf, ulen, NULL, 0, &with, &au, NULL), RP_URDF_OK);
+    assert_int_equal(rp_urdf_parse(urdf, ulen, NULL, 0, NULL, &nu, NULL), RP_URDF_OK);
+    assert_int_equal(rp_store_model_put(st, "adj", rp_urdf_def(au), &adj, NULL), RP_OK);
+    assert_int_equal(rp_store_model_put(st, "none", rp_urdf_def(nu), &none, NULL), RP_OK);
+    rp_check_opts all = {.report = RP_REPORT_ALL};
+    rp_check_result c = {0};
+    assert_int_equal(rp_model_check_joints(bare, NULL, NULL, q, &all, &a), RP_OK);
+    assert_int_equal(rp_model_check_joints(adj, NULL, NULL, q, &all, &b), RP_OK);
+    assert_int_equal(rp_model_check_joints(none, NULL, NULL, q, &all, &c), RP_OK);
+    assert_int_equal(a.n_violations, b.n_violations);
+    assert_true(c.n_violations > a.n_violations); /* the joints' own pairs count there */
+    rp_check_result_free(&a);
+    rp_check_result_free(&b);
+    rp_check_result_free(&c);
+    rp_urdf_free(au);
+    rp_urdf_free(nu);
+
+    /* Refusals: a malformed document, a model the store refuses, a bad
+     * name; none changes the store. */
+    uint64_t rev = rp_store_revision(st);
+    const char *broken = "<robot name='r'>\n<link name='a'>\n<collision><geometry>"
+                         "<sphere radius='-1'/></geometry></collision></link></robot>";
+    assert_int_equal(rp_store_model_put_urdf(st, "x", broken, strlen(broken), NULL, 0, NULL, &err),
+                     RP_ERR_INVALID_ARG);
+    assert_false(err.in_srdf);
+    assert_int_equal(err.line, 3);
+    assert_true(strstr(err.where, "link[a]") == err.where);
+    assert_true(strlen(err.reason) > 0);
+    const char *orphan = "<robot name='r'>\n<link name='a'/>\n<joint name='j' type='fixed'>"
+                         "<parent link='a'/><child link='c'/></joint>\n</robot>";
+    assert_int_equal(rp_store_model_put_urdf(st, "x", orphan, strlen(orphan), NULL, 0, NULL, &err),
+                     RP_ERR_INVALID_ARG);
+    assert_string_equal(err.reason, "joint 'j' (line 3): child link 'c' is not defined");
+    assert_int_equal(rp_store_model_put_urdf(st, ".x", urdf, ulen, NULL, 0, NULL, &err),
+                     RP_ERR_INVALID_ARG);
+    assert_string_equal(err.where, "name");
+    const char *bad_srdf = "<robot name='r'><disable_collisions link1='nope' link2='arm7_link1'/>"
+                           "</robot>";
+    assert_int_equal(
+        rp_store_model_put_urdf(st, "x", urdf, ulen, bad_srdf, strlen(bad_srdf), NULL, &err),
+        RP_ERR_INVALID_ARG);
+    assert_true(err.in_srdf);
+    assert_null(rp_store_model_find(st, "x"));
+    assert_int_equal(rp_store_revision(st), rev);
+    assert_int_equal(rp_store_model_put_urdf(st, "y", NULL, 0, NULL, 0, NULL, NULL),
+                     RP_ERR_INVALID_ARG);
+    rp_store_free(st);
+    rp_urdf_free(u);
+    free(urdf);
+    free(srdf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1147,6 +1239,7 @@ int main(void)
         cmocka_unit_test(arm7_parses_with_its_srdf),
         cmocka_unit_test(arm7_is_a_valid_model_clear_at_ready),
         cmocka_unit_test(store_errors_map_back_to_lines),
+        cmocka_unit_test(library_import_puts_the_same_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/urdf.h"
+#include "urdf/urdf.h"
 #include "server/persistence/durable.h"
 #include "methods.h"
 
@@ -526,61 +526,12 @@ static bool fail_model_json(rpd_req *req, const rp_model_def *def, const rp_mode
  * names the element and its line. */
 static bool fail_model_urdf(rpd_req *req, const put_scratch *s, const rp_model_error *me)
 {
-    const rp_model_def *def = &s->def;
     char reason[RP_CODEC_REASON_MAX];
-    const char *path = "params.urdf";
-    const rp_joint_def *j = me->index < def->n_joints ? &def->joints[me->index] : NULL;
-    unsigned long jl = rp_urdf_joint_line(s->urdf, me->index);
-    switch (me->problem) {
-    case RP_MODEL_UNKNOWN_JOINT_LINK:
-        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): %s link '%s' is not defined",
-                   j->name, jl, me->element ? "child" : "parent",
-                   me->element ? j->child : j->parent);
-        break;
-    case RP_MODEL_TWO_PARENTS:
-        rpd_format(reason, sizeof reason,
-                   "joint '%s' (line %lu): link '%s' is already the child of another joint",
-                   j->name, jl, j->child);
-        break;
-    case RP_MODEL_SELF_JOINT:
-        rpd_format(reason, sizeof reason, "joint '%s' (line %lu) joins link '%s' to itself",
-                   j->name, jl, j->parent);
-        break;
-    case RP_MODEL_CYCLE:
-        rpd_format(reason, sizeof reason,
-                   "joint '%s' (line %lu) closes a cycle: link '%s' is not reachable from the root",
-                   j->name, jl, j->child);
-        break;
-    case RP_MODEL_NO_ROOT:
-        rpd_format(reason, sizeof reason, "every link is a joint's child: there is no root");
-        break;
-    case RP_MODEL_TWO_ROOTS:
-        rpd_format(reason, sizeof reason,
-                   "link '%s' (line %lu) is a second root: no joint has it as its child",
-                   def->link_names[me->index], rp_urdf_link_line(s->urdf, me->index));
-        break;
-    case RP_MODEL_DUPLICATE_JOINT:
-        rpd_format(reason, sizeof reason, "joint '%s' (line %lu) is defined twice", j->name, jl);
-        break;
-    case RP_MODEL_BAD_AXIS:
-        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): axis must be non-zero", j->name,
-                   jl);
-        break;
-    case RP_MODEL_BAD_LIMITS:
-        rpd_format(reason, sizeof reason, "joint '%s' (line %lu): limits need lower <= upper",
-                   j->name, jl);
-        break;
-    case RP_MODEL_BAD_MIMIC:
-        rpd_format(reason, sizeof reason,
-                   "joint '%s' (line %lu): mimic must name another moving joint (no cycles)",
-                   j->name, jl);
-        break;
-    case RP_MODEL_UNKNOWN_PAIR_LINK:
+    if (me->problem == RP_MODEL_UNKNOWN_PAIR_LINK)
         return rpd_fail_path(req, "params.allowed_pairs", "names a link the URDF does not define");
-    default:
-        return fail_model_json(req, def, me);
-    }
-    return rpd_fail_path(req, path, reason);
+    if (!rp_urdf_model_reason(s->urdf, &s->def, me, reason, sizeof reason))
+        return fail_model_json(req, &s->def, me);
+    return rpd_fail_path(req, "params.urdf", reason);
 }
 
 /* model.put with "urdf": the document (and "srdf") into s->def. */

@@ -4,7 +4,7 @@
  * URDF attributes write them, and <origin> transforms.  urdf_elems.c calls
  * these while it reads a document.
  */
-#include "codec/urdf_int.h"
+#include "urdf/urdf_int.h"
 
 #include <math.h>
 #include <stdlib.h>

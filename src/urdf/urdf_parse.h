@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codec/urdf.h"
+#include "urdf/urdf.h"
 #include "util/strtab.h"
 
 /* Bytes of document text quoted in a reason before "..." cuts it, and the

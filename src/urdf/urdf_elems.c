@@ -12,10 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
-#include "codec/urdf_int.h"
-#include "codec/urdf_parse.h"
+#include "util/ids.h"
+#include "urdf/urdf_int.h"
+#include "urdf/urdf_parse.h"
 #include "util/grow.h"
+
+/* x in the fewest significant digits that read back as x ("0.1", not
+ * "0.10000000000000001"), for messages. */
+static void shortest(char *buf, size_t cap, double x)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
 
 /* Strings are copied into blocks of this many bytes (more for a longer one). */
 #define STRING_BLOCK 16384
@@ -447,8 +458,8 @@ static void open_joint_child(ctx *c, elem e, const XML_Char **atts)
         if (d->lower > d->upper) {
             /* Shortest round-trip decimals: "0.1", not "0.10000000000000001". */
             char lo[32], hi[32];
-            rp_format_double(lo, d->lower);
-            rp_format_double(hi, d->upper);
+            shortest(lo, sizeof lo, d->lower);
+            shortest(hi, sizeof hi, d->upper);
             rp_urdf_fail_(c, "lower %s is greater than upper %s", lo, hi);
         }
         d->has_limits = true;

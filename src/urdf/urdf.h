@@ -88,6 +88,13 @@ unsigned long rp_urdf_link_line(const rp_urdf *u, size_t link_name_index);
 unsigned long rp_urdf_shape_line(const rp_urdf *u, size_t shape_index);
 unsigned long rp_urdf_pair_line(const rp_urdf *u, size_t allowed_pair_index);
 
+/* Why rp_store_model_put refused u's def (or a def with u's joints and
+ * links and more allowed pairs) with *me, as a sentence naming the joint or
+ * link and its line, into buf[0..cap).  False for the problems that a def
+ * read from a document cannot have (the caller words those). */
+bool rp_urdf_model_reason(const rp_urdf *u, const rp_model_def *def, const rp_model_error *me,
+                          char *buf, size_t cap);
+
 /* Frees everything the parse made; the def and its strings go with it.
  * rp_urdf_free(NULL) does nothing. */
 void rp_urdf_free(rp_urdf *u);

@@ -53,7 +53,7 @@
  * change the attributes the elements carry.  The limits in
  * rp_urdf_opts are checked as elements arrive.
  */
-#include "codec/urdf.h"
+#include "urdf/urdf.h"
 
 #include <expat.h>
 #include <stdarg.h>
@@ -61,8 +61,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
-#include "codec/urdf_parse.h"
+#include "util/ids.h"
+#include "urdf/urdf_parse.h"
 #include "util/utf8.h"
 
 /* Bytes handed to expat per call: XML_Parse takes an int length. */
@@ -463,4 +463,66 @@ void rp_urdf_free(rp_urdf *u)
     free(u->def_joints);
     free(u->def_pairs);
     free(u);
+}
+
+bool rp_urdf_model_reason(const rp_urdf *u, const rp_model_def *def, const rp_model_error *me,
+                          char *buf, size_t cap)
+{
+    const rp_joint_def *j = me->index < def->n_joints ? &def->joints[me->index] : NULL;
+    unsigned long jl = rp_urdf_joint_line(u, me->index);
+    bool joint = j != NULL;
+    switch (me->problem) {
+    case RP_MODEL_UNKNOWN_JOINT_LINK:
+        if (joint)
+            snprintf(buf, cap, "joint '%s' (line %lu): %s link '%s' is not defined", j->name, jl,
+                     me->element ? "child" : "parent", me->element ? j->child : j->parent);
+        return joint;
+    case RP_MODEL_TWO_PARENTS:
+        if (joint)
+            snprintf(buf, cap,
+                     "joint '%s' (line %lu): link '%s' is already the child of another joint",
+                     j->name, jl, j->child);
+        return joint;
+    case RP_MODEL_SELF_JOINT:
+        if (joint)
+            snprintf(buf, cap, "joint '%s' (line %lu) joins link '%s' to itself", j->name, jl,
+                     j->parent);
+        return joint;
+    case RP_MODEL_CYCLE:
+        if (joint)
+            snprintf(buf, cap,
+                     "joint '%s' (line %lu) closes a cycle: link '%s' is not reachable from the "
+                     "root",
+                     j->name, jl, j->child);
+        return joint;
+    case RP_MODEL_NO_ROOT:
+        snprintf(buf, cap, "every link is a joint's child: there is no root");
+        return true;
+    case RP_MODEL_TWO_ROOTS:
+        if (me->index >= def->n_link_names)
+            return false;
+        snprintf(buf, cap, "link '%s' (line %lu) is a second root: no joint has it as its child",
+                 def->link_names[me->index], rp_urdf_link_line(u, me->index));
+        return true;
+    case RP_MODEL_DUPLICATE_JOINT:
+        if (joint)
+            snprintf(buf, cap, "joint '%s' (line %lu) is defined twice", j->name, jl);
+        return joint;
+    case RP_MODEL_BAD_AXIS:
+        if (joint)
+            snprintf(buf, cap, "joint '%s' (line %lu): axis must be non-zero", j->name, jl);
+        return joint;
+    case RP_MODEL_BAD_LIMITS:
+        if (joint)
+            snprintf(buf, cap, "joint '%s' (line %lu): limits need lower <= upper", j->name, jl);
+        return joint;
+    case RP_MODEL_BAD_MIMIC:
+        if (joint)
+            snprintf(buf, cap,
+                     "joint '%s' (line %lu): mimic must name another moving joint (no cycles)",
+                     j->name, jl);
+        return joint;
+    default:
+        return false;
+    }
 }
