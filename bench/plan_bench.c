@@ -9,8 +9,9 @@
  * the problems are the same on every run (seeded).
  *
  *     plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] [--unix PATH]
+ *                [--edges certified|discrete]
  *
- * For certified and discrete edges, prints the median, p90 and worst time
+ * For certified and discrete edges (or the one --edges names), prints the median, p90 and worst time
  * of a solve, the success rate within the timeout, and the median
  * iterations, nodes, states and edges checked.  --nn prints the nearest
  * neighbour structure's cost per query at 1k, 10k and 100k points of the
@@ -121,7 +122,8 @@ static char *cell_params(const kb_scene *cell)
 /* The problems through reposed at `path`: medians of the round trip and of
  * the daemon's own time, per edge mode. */
 static void over_socket(const char *path, const kb_robot *robot, const kb_scene *cell,
-                        const double *q, size_t problems, double timeout)
+                        const double *q, size_t problems, double timeout, int first_mode,
+                        int last_mode)
 {
     rp_client_error err = RP_CLIENT_ERROR_INIT;
     rp_client *c = rp_client_connect_unix(path, 5000, &err);
@@ -138,7 +140,7 @@ static void over_socket(const char *path, const kb_robot *robot, const kb_scene 
     free(params);
     size_t dof = robot->dof;
     printf("  over reposed's Unix socket (%s), round trip included:\n", path);
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = first_mode; mode <= last_mode; mode++) {
         double *rt = kb_alloc(problems, sizeof *rt), *in = kb_alloc(problems, sizeof *in);
         size_t solved = 0;
         for (size_t p = 0; p < problems; p++) {
@@ -174,6 +176,7 @@ int main(int argc, char **argv)
     double timeout = 1000;
     bool nn = false;
     const char *unix_path = NULL;
+    int first_mode = 0, last_mode = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--problems") && i + 1 < argc)
             problems = (size_t)atol(argv[++i]);
@@ -185,9 +188,13 @@ int main(int argc, char **argv)
             nn = true;
         else if (!strcmp(argv[i], "--unix") && i + 1 < argc)
             unix_path = argv[++i];
+        else if (!strcmp(argv[i], "--edges") && i + 1 < argc && !strcmp(argv[i + 1], "certified"))
+            first_mode = last_mode = 0, i++;
+        else if (!strcmp(argv[i], "--edges") && i + 1 < argc && !strcmp(argv[i + 1], "discrete"))
+            first_mode = last_mode = 1, i++;
         else
             kb_die("usage: plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] "
-                   "[--unix PATH]");
+                   "[--unix PATH] [--edges certified|discrete]");
     }
     rp_store *st = rp_store_new(NULL);
     kb_robot robot;
@@ -220,7 +227,7 @@ int main(int argc, char **argv)
            dof, rp_model_link_count(robot.model), problems, (unsigned long long)seed, timeout);
     printf("  %-10s %9s %9s %9s %8s | %7s %7s %9s %7s\n", "edges", "median_ms", "p90_ms",
            "worst_ms", "solved", "iters", "nodes", "states", "edges");
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = first_mode; mode <= last_mode; mode++) {
         double *ms = kb_alloc(problems, sizeof *ms), *it = kb_alloc(problems, sizeof *it);
         double *nodes = kb_alloc(problems, sizeof *nodes),
                *states = kb_alloc(problems, sizeof *states);
@@ -257,7 +264,7 @@ int main(int argc, char **argv)
         free(edges);
     }
     if (unix_path)
-        over_socket(unix_path, &robot, &cell, q, problems, timeout);
+        over_socket(unix_path, &robot, &cell, q, problems, timeout, first_mode, last_mode);
     free(q);
     kb_scene_free(&cell);
     kb_robot_free(&robot);

@@ -1700,12 +1700,14 @@ pass(const rp_multi *q, uint64_t mask, const test_box *b, double threshold, bool
 
 void rp_balls_set_(rp_balls *q, size_t k, rp_vec3 c, double r)
 {
-    rp_shape s = rp_shape_from_sphere((rp_sphere){c, r});
-    dbox b = shape_box(&s);
+    /* shape_box's radius bound of the sphere (c, r), bit for bit, without
+     * the rest of its box (a check sets one per robot shape and state). */
+    double S = maxabs3(c);
+    S = S > r ? S : r;
     q->c[0][k] = c.x;
     q->c[1][k] = c.y;
     q->c[2][k] = c.z;
-    q->r[k] = b.r;
+    q->r[k] = r + (BOX_SLACK * DBL_EPSILON * S + DBL_MIN);
 }
 
 static inline __attribute__((always_inline)) uint64_t pass_ball(const rp_balls *q, uint64_t mask,

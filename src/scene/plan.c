@@ -439,14 +439,17 @@ static bool must_stop(planner *p)
 }
 
 /* Whether the edge a-b is valid: 1 yes, 0 no, -1 the plan ends (p->err
- * or p->stopped). */
-static int edge_ok(planner *p, const double *a, const double *b)
+ * or p->stopped).  known_ends: a and b are states already checked bit for
+ * bit (waypoints of a path whose every waypoint was), so only the states
+ * between them are. */
+static int edge_ok(planner *p, const double *a, const double *b, bool known_ends)
 {
     if (must_stop(p))
         return -1;
     memcpy(p->seg, a, p->dof * sizeof *a);
     memcpy(p->seg + p->dof, b, p->dof * sizeof *b);
     rp_motion_opts mo = p->mo;
+    mo.skip_ends = known_ends;
     /* One edge may not outrun the plan: at most the states left of
      * max_states, and, with a timeout, as many as the time left could pay
      * at four microseconds each (a 57-shape arm's state costs two to
@@ -580,7 +583,7 @@ static int extend(planner *p, tree *t, const double *target, size_t *at)
         /* The target itself when reached (a bounded joint's value exactly). */
         q[d] = scale == 1.0 && !p->wraps[d] ? target[d] : from[d] + step[d] * scale;
     }
-    int ok = edge_ok(p, from, q);
+    int ok = edge_ok(p, from, q, false);
     if (ok < 0)
         return ENDED;
     if (ok == 0)
@@ -637,19 +640,21 @@ static bool assemble(planner *p, const tree *ta, size_t a, const tree *tb, size_
     return true;
 }
 
-/* 1: every edge of path[0..n) passes; 0: one fails; -1: the plan ends. */
+/* 1: every edge of path[0..n) passes, its waypoints included; 0: one
+ * fails; -1: the plan ends. */
 static int path_ok(planner *p, const double *path, size_t n)
 {
     for (size_t i = 0; i + 1 < n; i++) {
-        int ok = edge_ok(p, path + i * p->dof, path + (i + 1) * p->dof);
+        int ok = edge_ok(p, path + i * p->dof, path + (i + 1) * p->dof, false);
         if (ok <= 0)
             return ok;
     }
     return 1;
 }
 
-/* Shortcuts, greedily: from each waypoint in turn, the farthest later one
- * whose straight edge passes replaces everything between them (the first
+/* Shortcuts, greedily: from each waypoint in turn (each a state checked
+ * as it is: a tree node, or checked again by path_ok), the farthest later
+ * one whose straight edge passes replaces everything between them (the first
  * try from the start is the whole path's straight line).  Failing edges
  * are cheap (a blocked edge is usually found at its first samples), and a
  * path from the trees holds few waypoints.  Stops early, keeping a valid
@@ -659,7 +664,7 @@ static void simplify(planner *p, double *path, size_t *n)
     size_t dof = p->dof;
     for (size_t i = 0; i + 2 < *n; i++) {
         for (size_t j = *n - 1; j >= i + 2; j--) {
-            int ok = edge_ok(p, path + i * dof, path + j * dof);
+            int ok = edge_ok(p, path + i * dof, path + j * dof, true);
             if (ok < 0)
                 return;
             if (ok) {
