@@ -582,6 +582,58 @@ static void tcp_sessions_are_locked_until_auth_with_the_token(void **state)
     assert_non_null(strstr(f->out.buf, "\"result\""));
 }
 
+/* Small flat lines take a fast parse (rpc.c, flat_parse) and everything
+ * else the general one; the replies, errors included, must not tell them
+ * apart.  A line padded with blanks past the fast parse's 256 bytes takes
+ * the general path: each line's reply is compared with its padded twin's
+ * (ids and members as the fast parse reads them, and what it must leave
+ * to the general path: escapes, fractions, exponents, leading zeros,
+ * 16-digit numbers, literals run on, trailing data, nesting; not errors
+ * at the end of the line, whose offset the padding moves). */
+static void fast_and_general_parses_answer_alike(void **state)
+{
+    fixture *f = *state;
+    static const char *const lines[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+        "{ \"jsonrpc\" : \"2.0\" , \"id\" : -0 , \"method\" : \"ping\" }",
+        "{\"jsonrpc\":\"2.0\",\"id\":-123456789012345,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1234567890123456,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":2147483648,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"a b\",\"method\":\"ping\",\"params\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0041\",\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1e3,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":-,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":truex,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} x",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":7}",
+        "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pong\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\",\"extra\":false}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}",
+        "{}",
+        "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xc3\xa9ng\"}",
+    };
+    static char fast[1 << 16], padded[512];
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+        size_t n = strlen(lines[k]);
+        assert_true(n < 200);
+        snprintf(fast, sizeof fast, "%s", call(f, lines[k]));
+        memcpy(padded, lines[k], n);
+        memset(padded + n, ' ', 300 - n);
+        padded[300] = '\0';
+        const char *general = call(f, padded);
+        if (strcmp(fast, general) != 0)
+            fail_msg("line %zu: %s\n  fast:    %s  general: %s", k, lines[k], fast, general);
+    }
+}
+
 static void method_table_is_sorted_for_binary_search(void **state)
 {
     (void)state;
@@ -874,6 +926,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(stats_count_requests_by_method_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(tcp_sessions_are_locked_until_auth_with_the_token, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(fast_and_general_parses_answer_alike, setup, teardown),
         cmocka_unit_test(method_table_is_sorted_for_binary_search),
         cmocka_unit_test_setup_teardown(only_mutations_are_refused_while_shutting_down, setup,
                                         teardown),

@@ -87,6 +87,9 @@ typedef struct rpd_core {
     /* On the loop: the line running is a light query tried there
      * (rpc.h, RPD_LIGHT_WORK); set when it needed more than that budget. */
     bool light, light_overrun;
+    /* While light: what the line added to the per-method and latency
+     * counters (rpc.c notes it), for taking a dropped try back. */
+    rpd_stats_line light_line;
     /* On a worker: the connection's socket, polled by long work (plan)
      * for the peer's hang-up; -1 on the loop. */
     int client_fd;

@@ -27,6 +27,17 @@ uint64_t rpd_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t rpd_now_coarse_ns(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#else
+    return rpd_now_ns();
+#endif
+}
+
 void rpd_stats_add(rpd_stats *dst, const rpd_stats *src)
 {
     /* Every member is a uint64_t counter. */
@@ -62,6 +73,36 @@ void rpd_stats_latency(rpd_stats *s, uint64_t ns)
 {
     s->latency[bucket_of(ns)]++;
     s->latency_count++;
+}
+
+void rpd_stats_mark_take(const rpd_stats *s, rpd_stats_mark *m)
+{
+    m->requests = s->requests;
+    m->notifications = s->notifications;
+    m->errors = s->errors;
+    m->batches = s->batches;
+    memcpy(m->errors_by_code, s->errors_by_code, sizeof m->errors_by_code);
+    memcpy(m->limits_hit, s->limits_hit, sizeof m->limits_hit);
+}
+
+void rpd_stats_mark_undo(rpd_stats *s, const rpd_stats_mark *m, const rpd_stats_line *l)
+{
+    s->requests = m->requests;
+    s->notifications = m->notifications;
+    s->errors = m->errors;
+    s->batches = m->batches;
+    memcpy(s->errors_by_code, m->errors_by_code, sizeof m->errors_by_code);
+    memcpy(s->limits_hit, m->limits_hit, sizeof m->limits_hit);
+    if (l->called)
+        s->by_method[l->method]--;
+    if (l->timed) {
+        s->method_timed[l->method]--;
+        s->method_ns[l->method] -= l->method_ns;
+    }
+    if (l->sampled) {
+        s->latency[bucket_of(l->latency_ns)]--;
+        s->latency_count--;
+    }
 }
 
 uint64_t rpd_stats_quantile(const rpd_stats *s, double q)

@@ -4,6 +4,7 @@
 #ifndef REPOSE_SERVER_STATS_H
 #define REPOSE_SERVER_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,11 +42,41 @@ typedef struct rpd_stats {
     uint64_t plans, plans_solved, plans_timeout, plans_stopped, plan_us;
 } rpd_stats;
 
+/* What a light query tried on the loop can change in the counters, so
+ * that a try whose answer is dropped (conn.c, run_light) is taken back
+ * without a copy of all of rpd_stats (5 KB, mostly the latency histogram
+ * and the per-method arrays): the request counters and the error and
+ * limit counts are saved before the try (rpd_stats_mark); its method's
+ * count and sampled time and its latency sample are noted by rpc.c as it
+ * adds them, while core->light is set (rpd_stats_line). */
+typedef struct rpd_stats_mark {
+    uint64_t requests, notifications, errors, batches;
+    uint64_t errors_by_code[RPD_STATS_CODE_SLOTS];
+    uint64_t limits_hit[RPD_LIMIT_COUNT];
+} rpd_stats_mark;
+
+typedef struct rpd_stats_line {
+    bool called;  /* by_method[method] was counted */
+    bool timed;   /* and method_timed[method], with method_ns */
+    bool sampled; /* a latency sample of latency_ns was recorded */
+    size_t method;
+    uint64_t method_ns, latency_ns;
+} rpd_stats_line;
+
+void rpd_stats_mark_take(const rpd_stats *s, rpd_stats_mark *m);
+/* Puts the counters back as they were when m was taken, before the line
+ * that l describes ran. */
+void rpd_stats_mark_undo(rpd_stats *s, const rpd_stats_mark *m, const rpd_stats_line *l);
+
 /* Adds every counter of src to dst (a worker's counts into the server's). */
 void rpd_stats_add(rpd_stats *dst, const rpd_stats *src);
 
 /* Monotonic clock in ns. */
 uint64_t rpd_now_ns(void);
+/* The same clock at the resolution of the kernel's tick (a few ms), where
+ * the system has one that is cheaper to read (CLOCK_MONOTONIC_COARSE):
+ * for time slices of tens of milliseconds, checked at every line. */
+uint64_t rpd_now_coarse_ns(void);
 
 /* Fills out with n random bytes from the kernel; without its generator
  * (early boot) with the clock, the pid and a counter: for ids that only

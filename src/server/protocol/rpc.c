@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,17 @@ static bool valid_id(const cJSON *id)
            cJSON_IsNull(id);
 }
 
+/* Whether the strings a and b are equal: strcmp inline, for the member
+ * names of every request, which are short. */
+static bool same_name(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
 /* The members of a request, found in one pass. */
 typedef struct envelope {
     const cJSON *jsonrpc, *id, *method, *params;
@@ -189,16 +201,16 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
         const cJSON **slot = NULL;
         switch (k[0]) {
         case 'j':
-            slot = strcmp(k, "jsonrpc") == 0 ? &env->jsonrpc : NULL;
+            slot = same_name(k, "jsonrpc") ? &env->jsonrpc : NULL;
             break;
         case 'i':
-            slot = strcmp(k, "id") == 0 ? &env->id : NULL;
+            slot = same_name(k, "id") ? &env->id : NULL;
             break;
         case 'm':
-            slot = strcmp(k, "method") == 0 ? &env->method : NULL;
+            slot = same_name(k, "method") ? &env->method : NULL;
             break;
         case 'p':
-            slot = strcmp(k, "params") == 0 ? &env->params : NULL;
+            slot = same_name(k, "params") ? &env->params : NULL;
             break;
         default:
             break;
@@ -225,7 +237,7 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
                       cut ? "…" : "");
         return false;
     }
-    if (!cJSON_IsString(env->jsonrpc) || strcmp(env->jsonrpc->valuestring, "2.0") != 0) {
+    if (!cJSON_IsString(env->jsonrpc) || !same_name(env->jsonrpc->valuestring, "2.0")) {
         rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
         return false;
     }
@@ -297,9 +309,16 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     bool timed = tick[index]++ % RPD_LATENCY_SAMPLE == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
     bool ok = m->handler(r, params, w);
+    uint64_t ns = timed ? rpd_now_ns() - t0 : 0;
     if (timed) {
-        core->stats.method_ns[index] += rpd_now_ns() - t0;
+        core->stats.method_ns[index] += ns;
         core->stats.method_timed[index]++;
+    }
+    if (core->light) { /* noted, for taking a dropped try back (conn.c) */
+        core->light_line.called = true;
+        core->light_line.timed = timed;
+        core->light_line.method = index;
+        core->light_line.method_ns = ns;
     }
     if (mutates)
         rpd_durable_end(core->durable, r->session);
@@ -699,6 +718,165 @@ static cJSON *parse_without_joints(const char *line, size_t len, rp_num_rows *ro
     return root;
 }
 
+/* ---- the flat fast parse ---------------------------------------------------- */
+
+/* Most lines of a busy client are small objects of plain scalars (ping,
+ * hello, stats): for them the pre-scan, cJSON's parse and its allocations
+ * cost more than the request itself.  flat_parse reads such a line into
+ * nodes of its own, the very tree cJSON builds for it, and gives up on
+ * anything else (nested values, escapes, bytes outside printable ASCII,
+ * fractions, exponents and long numbers, other blanks): such a line takes
+ * the general path.  So it accepts only lines that the pre-scan and cJSON
+ * accept (one level of nesting, strict numbers), and every error reply
+ * still comes from the general path. */
+#define FLAT_MAX_BYTES 256
+#define FLAT_MAX_MEMBERS 8
+
+typedef struct flat_tree {
+    cJSON root;
+    cJSON member[FLAT_MAX_MEMBERS];
+    char text[FLAT_MAX_BYTES]; /* the line, its strings ended in place */
+} flat_tree;
+
+/* The blanks is_blank allows around the value (cJSON skips them too). */
+static bool flat_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+static size_t flat_skip(const char *t, size_t i, size_t n)
+{
+    while (i < n && flat_blank(t[i]))
+        i++;
+    return i;
+}
+
+/* Whether a scalar may end before t[k]: the line ends, a blank, ',' or
+ * '}'.  Anything else (1.5, 1e3, 01, true1) goes to the general path. */
+static bool flat_delimited(const char *t, size_t k, size_t n)
+{
+    return k == n || flat_blank(t[k]) || t[k] == ',' || t[k] == '}';
+}
+
+/* The string at t[i] == '"', printable ASCII without escapes, ended in
+ * place (its closing quote becomes '\0'): the index after it, or 0. */
+static size_t flat_string(char *t, size_t i, size_t n)
+{
+    for (i++; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c == '"') {
+            t[i] = '\0';
+            return i + 1;
+        }
+        if (c < 0x20 || c > 0x7e || c == '\\')
+            return 0;
+    }
+    return 0;
+}
+
+/* A strict JSON integer of at most 15 digits at t[i], filled into j as
+ * cJSON's parse_number fills it (such a double is exact, as strtod's is):
+ * the index after it, or 0. */
+static size_t flat_integer(const char *t, size_t i, size_t n, cJSON *j)
+{
+    size_t d = i + (t[i] == '-'), k = d;
+    double v = 0;
+    while (k < n && k - d <= 15 && t[k] >= '0' && t[k] <= '9')
+        v = v * 10 + (t[k++] - '0');
+    size_t digits = k - d;
+    if (digits == 0 || digits > 15 || (t[d] == '0' && digits > 1) || !flat_delimited(t, k, n))
+        return 0;
+    v = t[i] == '-' ? -v : v; /* "-0" is -0.0, as strtod says */
+    j->type = cJSON_Number;
+    j->valuedouble = v;
+    j->valueint = v >= INT_MAX ? INT_MAX : v <= (double)INT_MIN ? INT_MIN : (int)v;
+    return k;
+}
+
+/* true, false or null at t[i], filled into j as cJSON does: the index
+ * after it, or 0. */
+static size_t flat_literal(const char *t, size_t i, size_t n, cJSON *j)
+{
+    static const struct {
+        const char *word;
+        size_t len;
+        int type, valueint;
+    } lits[] = {
+        {"true", 4, cJSON_True, 1}, {"false", 5, cJSON_False, 0}, {"null", 4, cJSON_NULL, 0}};
+    for (size_t k = 0; k < sizeof lits / sizeof lits[0]; k++)
+        if (n - i >= lits[k].len && memcmp(t + i, lits[k].word, lits[k].len) == 0 &&
+            flat_delimited(t, i + lits[k].len, n)) {
+            j->type = lits[k].type;
+            j->valueint = lits[k].valueint;
+            return i + lits[k].len;
+        }
+    return 0;
+}
+
+/* One member's value at t[i] into m: the index after it, or 0. */
+static size_t flat_value(char *t, size_t i, size_t n, cJSON *m)
+{
+    if (t[i] == '"') {
+        m->type = cJSON_String;
+        m->valuestring = t + i + 1;
+        return flat_string(t, i, n);
+    }
+    if (t[i] == '-' || (t[i] >= '0' && t[i] <= '9'))
+        return flat_integer(t, i, n, m);
+    return flat_literal(t, i, n, m);
+}
+
+/* Parses a line that is one object of at most FLAT_MAX_MEMBERS plain
+ * scalar members into f, linked as cJSON links them (the first member's
+ * prev is the last); false leaves the line to the general path. */
+static bool flat_parse(const char *line, size_t len, flat_tree *f)
+{
+    if (len > FLAT_MAX_BYTES)
+        return false;
+    char *t = f->text;
+    memcpy(t, line, len);
+    size_t n = len, i = flat_skip(t, 0, n), count = 0;
+    if (i >= n || t[i] != '{')
+        return false;
+    memset(&f->root, 0, sizeof f->root);
+    f->root.type = cJSON_Object;
+    i = flat_skip(t, i + 1, n);
+    bool more = i >= n || t[i] != '}';
+    if (!more)
+        i++;
+    while (more) {
+        if (count == FLAT_MAX_MEMBERS || i >= n || t[i] != '"')
+            return false;
+        cJSON *m = &f->member[count];
+        memset(m, 0, sizeof *m);
+        m->string = t + i + 1;
+        i = flat_string(t, i, n);
+        i = i ? flat_skip(t, i, n) : n;
+        if (i >= n || t[i] != ':')
+            return false;
+        i = flat_skip(t, i + 1, n);
+        if (i >= n || !(i = flat_value(t, i, n, m)))
+            return false;
+        if (count) {
+            f->member[count - 1].next = m;
+            m->prev = &f->member[count - 1];
+        }
+        count++;
+        i = flat_skip(t, i, n);
+        if (i >= n || (t[i] != ',' && t[i] != '}'))
+            return false;
+        more = t[i] == ',';
+        i = flat_skip(t, i + 1, n);
+    }
+    if (flat_skip(t, i, n) != n)
+        return false;
+    if (count) {
+        f->root.child = &f->member[0];
+        f->member[0].prev = &f->member[count - 1];
+    }
+    return true;
+}
+
 bool rpd_parse_line(rpd_core *core, const char *line, size_t len, rpd_parsed *p, rp_jw *out)
 {
     memset(p, 0, sizeof *p);
@@ -774,7 +952,7 @@ void rpd_parsed_free(rpd_parsed *p)
 {
     /* A tree in an arena goes with its chunks (arena.h): its nodes need
      * no walk (millions for a large model.put). */
-    if (!rpd_arena_owns_trees())
+    if (!p->borrowed && !rpd_arena_owns_trees())
         cJSON_Delete(p->root);
     p->root = NULL;
     if (p->has_rows) {
@@ -846,7 +1024,14 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
     bool timed = !is_blank(line, len) && (core->lines++ % RPD_LATENCY_SAMPLE) == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
     rpd_parsed p;
-    if (rpd_parse_line(core, line, len, &p, out)) {
+    flat_tree flat;
+    if (!keep && core->limits.max_json_depth >= 1 && flat_parse(line, len, &flat)) {
+        /* (A worker's line, which may be kept, takes the general path.) */
+        memset(&p, 0, sizeof p);
+        p.root = &flat.root;
+        p.borrowed = true;
+        rpd_run_parsed(core, s, &p, out);
+    } else if (rpd_parse_line(core, line, len, &p, out)) {
         if (keep && parsed_needs_loop(&p)) {
             rpd_prebuild_clouds(&p); /* (the loop would hold everyone while it builds) */
             *keep = p;
@@ -854,8 +1039,14 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
         }
         rpd_run_parsed(core, s, &p, out);
     }
-    if (timed)
-        rpd_stats_latency(&core->stats, rpd_now_ns() - t0);
+    if (timed) {
+        uint64_t ns = rpd_now_ns() - t0;
+        rpd_stats_latency(&core->stats, ns);
+        if (core->light) { /* noted, as in dispatch */
+            core->light_line.sampled = true;
+            core->light_line.latency_ns = ns;
+        }
+    }
     return false;
 }
 
@@ -954,19 +1145,36 @@ static bool peek_method(const char *line, size_t len, char name[64], bool *batch
     }
 }
 
-bool rpd_line_wants_worker(const char *line, size_t len)
+/* A single check, scene.distance or scene.check: one configuration or one
+ * shape's worth, whose cost the request's own estimate and metered walks
+ * bound (a plan is bounded by its time). */
+static bool light_method(const char *name)
+{
+    return strcmp(name, "check") == 0 || strcmp(name, "scene.distance") == 0 ||
+           strcmp(name, "scene.check") == 0;
+}
+
+rpd_place rpd_line_place(const char *line, size_t len)
 {
     /* Parsing a large line takes milliseconds (about 8 ms a megabyte):
      * a worker does it whatever the line holds. */
     if (len >= RPD_PARSE_ON_WORKER_BYTES)
-        return true;
+        return RPD_PLACE_WORKER;
     char name[64];
     bool batch;
     if (!peek_method(line, len, name, &batch))
-        return false;
+        return RPD_PLACE_LOOP;
     size_t index;
     const rpd_method *m = rpd_method_find(name, &index);
-    return m && (m->flags & RPD_METHOD_WORKER);
+    if (!m || !(m->flags & RPD_METHOD_WORKER))
+        return RPD_PLACE_LOOP;
+    return !batch && len <= RPD_LIGHT_LINE_BYTES && light_method(name) ? RPD_PLACE_LIGHT
+                                                                       : RPD_PLACE_WORKER;
+}
+
+bool rpd_line_wants_worker(const char *line, size_t len)
+{
+    return rpd_line_place(line, len) != RPD_PLACE_LOOP;
 }
 
 bool rpd_line_is_light(const char *line, size_t len)
@@ -975,10 +1183,7 @@ bool rpd_line_is_light(const char *line, size_t len)
     bool batch;
     if (len > RPD_LIGHT_LINE_BYTES || !peek_method(line, len, name, &batch) || batch)
         return false;
-    /* One configuration or one shape's worth, whose cost the request's own
-     * estimate and metered walks bound (a plan is bounded by its time). */
-    return strcmp(name, "check") == 0 || strcmp(name, "scene.distance") == 0 ||
-           strcmp(name, "scene.check") == 0;
+    return light_method(name);
 }
 
 /* ---- HTTP ----------------------------------------------------------------- */

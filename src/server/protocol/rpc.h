@@ -33,6 +33,9 @@ typedef struct rpd_parsed {
      * worker that parsed it (rpd_prebuild_clouds), so that the event loop
      * does not spend the build; NULL when none. */
     struct rpd_prebuilt *prebuilt;
+    /* The tree is not cJSON's: the nodes of the flat fast parse
+     * (rpc.c, flat_parse), which live on its caller's stack. */
+    bool borrowed;
 } rpd_parsed;
 
 /* Checks and parses a line: true with *p filled, or false when it needs
@@ -82,6 +85,12 @@ bool rpd_line_is_light(const char *line, size_t len);
  * the parsed line back to the event loop, which runs it there. */
 #define RPD_PARSE_ON_WORKER_BYTES ((size_t)64 << 10)
 bool rpd_line_wants_worker(const char *line, size_t len);
+
+/* Where a line runs, from one look at it: the answers of
+ * rpd_line_wants_worker (false: LOOP) and, for a line it sends to a worker,
+ * of rpd_line_is_light (LIGHT), without peeking at the line twice. */
+typedef enum rpd_place { RPD_PLACE_LOOP, RPD_PLACE_WORKER, RPD_PLACE_LIGHT } rpd_place;
+rpd_place rpd_line_place(const char *line, size_t len);
 
 /* Appends the error line sent for an overlong request line (id null);
  * `limit` is the limit that applied, `max` its value. */

@@ -450,13 +450,14 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
      * runs here as it would without workers.  Behind a mutation waiting for
      * its group's fsync it runs here too, so that its reply is held with
      * the mutation's (and answered -32007 if the group is undone). */
-    if (c->srv->threads > 0 && !c->sync_wait && !rpd_session_locked(core, &c->session) &&
-        rpd_line_wants_worker(line, len)) {
+    if (c->srv->threads > 0 && !c->sync_wait && !rpd_session_locked(core, &c->session)) {
+        /* One look at the line decides (rpd_line_place). */
+        rpd_place place = rpd_line_place(line, len);
         /* A light query while the workers are idle: here, saving the two
          * thread hand-offs of a job (rpc.h, RPD_LIGHT_WORK). */
-        if (c->srv->jobs == 0 && rpd_line_is_light(line, len) && run_light(c, line, len))
+        if (place == RPD_PLACE_LIGHT && c->srv->jobs == 0 && run_light(c, line, len))
             return;
-        if (start_job(c, line, len))
+        if (place != RPD_PLACE_LOOP && start_job(c, line, len))
             return;
     }
     run_line_here(c, line, len, NULL);
@@ -468,8 +469,9 @@ static void run_line(rpd_conn *c, const char *line, size_t len)
 static bool run_light(rpd_conn *c, const char *line, size_t len)
 {
     rpd_core *core = &c->srv->core;
-    rpd_stats *saved = &c->srv->light_stats;
-    memcpy(saved, &core->stats, sizeof *saved);
+    rpd_stats_mark saved; /* not all of rpd_stats: see rpd_stats_mark */
+    rpd_stats_mark_take(&core->stats, &saved);
+    memset(&core->light_line, 0, sizeof core->light_line);
     size_t mark = c->out.len;
     core->light = true;
     core->light_overrun = false;
@@ -479,7 +481,7 @@ static bool run_light(rpd_conn *c, const char *line, size_t len)
     if (!core->light_overrun)
         return true;
     c->out.len = mark;
-    memcpy(&core->stats, saved, sizeof *saved);
+    rpd_stats_mark_undo(&core->stats, &saved, &core->light_line);
     return false;
 }
 
@@ -550,7 +552,9 @@ static bool over_output_limits(rpd_conn *c)
 static void process_lines(rpd_conn *c)
 {
     rpd_core *core = &c->srv->core;
-    uint64_t slice_end = rpd_now_ns() + RPD_SLICE_NS;
+    /* The slice is measured on the coarse clock: it is read before every
+     * line, and its tick is small beside RPD_SLICE_NS. */
+    uint64_t slice_end = rpd_now_coarse_ns() + RPD_SLICE_NS;
     bool held = c->sync_wait; /* from an earlier turn: wait for its fsync */
     for (;;) {
         while (!conn_closing(c) && !c->job && !held) {
@@ -558,7 +562,8 @@ static void process_lines(rpd_conn *c)
                 c->paused = true;
                 break;
             }
-            if (rpd_now_ns() >= slice_end && rpd_framer_pending(&c->in) > 0) {
+            /* (The clock is read only when a line is waiting.) */
+            if (rpd_framer_pending(&c->in) > 0 && rpd_now_coarse_ns() >= slice_end) {
                 conn_yield(c);
                 break;
             }

@@ -78,7 +78,6 @@ struct rpd_server {
     rpd_conn *conns;         /* doubly linked list */
     int threads;             /* worker threads (0: queries on the loop) */
     uint64_t jobs;           /* queries running on workers */
-    rpd_stats light_stats;   /* the counters before a light query tried on the loop (conn.c) */
     bool rebuilding;         /* a tree rebuild runs on a worker (conn.c) */
     uv_timer_t watch_timer;  /* writes batched notifications (RPD_WATCH_BATCH_MS) */
     uint64_t watch_now_ns;   /* the clock before the current watch flush (conn.c) */
