@@ -9,13 +9,16 @@
  * the problems are the same on every run (seeded).
  *
  *     plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] [--unix PATH]
- *                [--edges certified|discrete]
+ *                [--edges certified|discrete] [--dump DIR]
  *
  * For certified and discrete edges (or the one --edges names), prints the median, p90 and worst time
  * of a solve, the success rate within the timeout, and the median
  * iterations, nodes, states and edges checked.  --nn prints the nearest
  * neighbour structure's cost per query at 1k, 10k and 100k points of the
- * arm's joint space.  Figures only: nothing is asserted.
+ * arm's joint space.  --dump DIR writes the cell as scene.replace params
+ * (DIR/cell.json) and the problems, one per line as "START GOAL" JSON
+ * arrays (DIR/problems.txt), for bench/ompl_vs_plan.sh.  Figures only:
+ * nothing is asserted.
  */
 #include <math.h>
 #include <stdio.h>
@@ -169,6 +172,34 @@ static void over_socket(const char *path, const kb_robot *robot, const kb_scene 
     rp_client_close(c);
 }
 
+/* --dump: the cell and the problems for another planner (see the top). */
+static void dump_problems(const char *dir, const kb_scene *cell, const double *q, size_t problems,
+                          size_t dof)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cell.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        kb_die("cannot write %s", path);
+    char *params = cell_params(cell);
+    fprintf(f, "%s\n", params);
+    free(params);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/problems.txt", dir);
+    if (!(f = fopen(path, "w")))
+        kb_die("cannot write %s", path);
+    for (size_t p = 0; p < problems; p++) {
+        for (int end = 0; end < 2; end++) {
+            const double *x = q + (2 * p + (size_t)end) * dof;
+            fputc('[', f);
+            for (size_t d = 0; d < dof; d++)
+                fprintf(f, "%s%.17g", d ? "," : "", x[d]);
+            fputs(end ? "]\n" : "] ", f);
+        }
+    }
+    fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     size_t problems = 20;
@@ -177,6 +208,7 @@ int main(int argc, char **argv)
     bool nn = false;
     const char *unix_path = NULL;
     int first_mode = 0, last_mode = 1;
+    const char *dump = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--problems") && i + 1 < argc)
             problems = (size_t)atol(argv[++i]);
@@ -188,13 +220,15 @@ int main(int argc, char **argv)
             nn = true;
         else if (!strcmp(argv[i], "--unix") && i + 1 < argc)
             unix_path = argv[++i];
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
+            dump = argv[++i];
         else if (!strcmp(argv[i], "--edges") && i + 1 < argc && !strcmp(argv[i + 1], "certified"))
             first_mode = last_mode = 0, i++;
         else if (!strcmp(argv[i], "--edges") && i + 1 < argc && !strcmp(argv[i + 1], "discrete"))
             first_mode = last_mode = 1, i++;
         else
             kb_die("usage: plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] "
-                   "[--unix PATH] [--edges certified|discrete]");
+                   "[--unix PATH] [--edges certified|discrete] [--dump DIR]");
     }
     rp_store *st = rp_store_new(NULL);
     kb_robot robot;
@@ -221,6 +255,10 @@ int main(int argc, char **argv)
                 while (!clear(&robot, sc, x));
             }
         } while (!straight_blocked(&robot, sc, a, b));
+    }
+    if (dump) {
+        dump_problems(dump, &cell, q, problems, dof);
+        return 0;
     }
     printf("plan_bench: arm7 (%zu joints, %zu shapes) in the 20-box cell; %zu problems (seed "
            "%llu), timeout %.0f ms, in process\n",

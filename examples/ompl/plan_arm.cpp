@@ -11,7 +11,7 @@
 // reposed cannot be reached.
 //
 //   plan_arm [--unix PATH] [--mode discrete|certified] [--time S] [--seed N]
-//            [--trivial] [--urdf F [--srdf F]] [--start Q --goal Q]
+//            [--trivial] [--urdf F [--srdf F]] [--start Q --goal Q] [--cell F]
 //
 // The state space is the model's joints within their limits (model.get), so
 // any robot works.  Q is a joint vector as JSON ('[0.5, -1, 0]'); without
@@ -22,6 +22,10 @@
 // The validity calls are counted here, by this program; the daemon's
 // `stats` counts the requests of every client, so it is only checked to be
 // at least as many (another planner may share the daemon).
+//
+// --cell F puts the scene of file F instead of the post: F holds the
+// params of a scene.replace ({"scene": NAME, "create": true, "shapes": ...};
+// bench/ompl_vs_plan.sh writes the planning benchmark's cell that way).
 //
 // --trivial plans the same problem with checkers that accept everything
 // (no daemon calls while planning), to show what the checks cost.
@@ -62,7 +66,8 @@ namespace og = ompl::geometric;
 namespace {
 
 const char *const kModel = "ompl-arm";
-const char *const kScene = "ompl-cell";
+// The scene planned in: ours (below), or the one --cell names.
+static std::string g_scene = "ompl-cell";
 // The first joint's swing between the derived start and goal, as a fraction
 // of its half range, and for an unbounded joint in radians.
 const double kSwing = 0.4;
@@ -104,7 +109,7 @@ public:
         bool valid = false;
         auto t0 = Clock::now();
         // The verdict only (report "first"): all a planner needs.
-        if (rp_client_check_joints_first(c_, kModel, kScene, q.data(), dof_, &valid, &err) !=
+        if (rp_client_check_joints_first(c_, kModel, g_scene.c_str(), q.data(), dof_, &valid, &err) !=
             RP_CLIENT_OK)
             die("check", err);
         n_->state_s += seconds(Clock::now() - t0);
@@ -157,7 +162,7 @@ private:
         rp_client_motion_opts o{};
         o.mode = mode_;
         o.earliest = RP_CLIENT_NO;
-        if (rp_client_check_motion_opts(c_, kModel, kScene, path.data(), 2, dof_, &o, &r, &err) !=
+        if (rp_client_check_motion_opts(c_, kModel, g_scene.c_str(), path.data(), 2, dof_, &o, &r, &err) !=
             RP_CLIENT_OK)
             die("check.motion", err);
         n_->motion_s += seconds(Clock::now() - t0);
@@ -258,7 +263,7 @@ int main(int argc, char **argv)
     std::string urdf_path = std::string(REPOSE_SOURCE_DIR) + "/tests/data/arm7.urdf";
     std::string srdf_path;
     bool urdf_given = false, srdf_given = false;
-    std::string start_arg, goal_arg;
+    std::string start_arg, goal_arg, cell_path;
     double plan_time = 10.0;
     unsigned long seed = 1;
     bool trivial = false;
@@ -291,10 +296,12 @@ int main(int argc, char **argv)
             start_arg = next();
         else if (a == "--goal")
             goal_arg = next();
+        else if (a == "--cell")
+            cell_path = next();
         else {
             std::fprintf(stderr, "usage: plan_arm [--unix PATH] [--mode discrete|certified] "
                                  "[--time S] [--seed N] [--trivial] [--urdf F [--srdf F]] "
-                                 "[--start Q --goal Q]\n");
+                                 "[--start Q --goal Q] [--cell F]\n");
             return 2;
         }
     }
@@ -331,12 +338,25 @@ int main(int argc, char **argv)
         die("model.put", err);
     // A post in front of the arm, a lamp above it and a shelf behind (the
     // scene of examples/rrt_connect.py).
-    const char *cell =
+    std::string cell =
         "{\"scene\":\"ompl-cell\",\"create\":true,\"shapes\":{"
         "\"post\":{\"capsule\":{\"a\":[0.65,0,0],\"b\":[0.65,0,0.7],\"radius\":0.1}},"
         "\"lamp\":{\"sphere\":{\"center\":[0.45,0,0.95],\"radius\":0.12}},"
         "\"shelf\":{\"capsule\":{\"a\":[-0.2,0.55,0.75],\"b\":[-0.2,-0.55,0.75],\"radius\":0.04}}}}";
-    if (rp_client_call(c, "scene.replace", cell, nullptr, &err) != RP_CLIENT_OK)
+    if (!cell_path.empty()) {
+        cell = slurp(cell_path);
+        cJSON *j = cJSON_Parse(cell.c_str());
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "scene");
+        if (!cJSON_IsString(name)) {
+            std::fprintf(stderr, "plan_arm: %s: not scene.replace params with a \"scene\"\n",
+                         cell_path.c_str());
+            cJSON_Delete(j);
+            return 2;
+        }
+        g_scene = name->valuestring;
+        cJSON_Delete(j);
+    }
+    if (rp_client_call(c, "scene.replace", cell.c_str(), nullptr, &err) != RP_CLIENT_OK)
         die("scene.replace", err);
 
     // The state space: the model's joints within their limits (model.get).
@@ -457,7 +477,7 @@ int main(int argc, char **argv)
         flat.insert(flat.end(), q.begin(), q.end());
     }
     rp_client_motion_result fine;
-    if (rp_client_check_motion(c, kModel, kScene, flat.data(), plan.getStateCount(), dof,
+    if (rp_client_check_motion(c, kModel, g_scene.c_str(), flat.data(), plan.getStateCount(), dof,
                                "discrete", 1e-3, &fine, &err) != RP_CLIENT_OK)
         die("check.motion", err);
     std::printf("fine discrete check of the plan (resolution 1e-3, %llu states): %s\n",
@@ -471,14 +491,14 @@ int main(int argc, char **argv)
     po.seed = 1;
     rp_client_plan_result pr;
     auto t1 = Clock::now();
-    if (rp_client_plan(c, kModel, kScene, q_start.data(), q_goal.data(), 1, dof, &po, &pr, &err) !=
+    if (rp_client_plan(c, kModel, g_scene.c_str(), q_start.data(), q_goal.data(), 1, dof, &po, &pr, &err) !=
         RP_CLIENT_OK)
         die("plan", err);
     double plan_s = seconds(Clock::now() - t1);
     bool plan_ok = pr.solved;
     if (pr.solved) {
         rp_client_motion_result pf;
-        if (rp_client_check_motion(c, kModel, kScene, pr.path, pr.n_points, dof, "discrete", 1e-3,
+        if (rp_client_check_motion(c, kModel, g_scene.c_str(), pr.path, pr.n_points, dof, "discrete", 1e-3,
                                    &pf, &err) != RP_CLIENT_OK)
             die("check.motion", err);
         plan_ok = pf.valid;

@@ -104,6 +104,19 @@ grep -q "fine discrete check of the plan .*: valid" "$tmp/planar.out" || fail "p
 grep -q "^3 joints; start \[1.5, -0.5, 0.5\], goal \[-1.5, 0.5, -0.5\]" "$tmp/given.out" ||
   fail "--start/--goal not used"
 
+# --cell: the scene of a file, under its own name (here one that swallows
+# the arm, so the start is in collision), and a file that is no scene.
+echo '{"scene":"engulfed","create":true,"shapes":{"blob":{"sphere":{"center":[0,0,0.5],"radius":5}}}}' \
+  >"$tmp/cell.json"
+code=0
+"$plan" --cell "$tmp/cell.json" >"$tmp/cell.out" 2>&1 || code=$?
+[[ $code -eq 1 ]] && grep -q "the start is in collision" "$tmp/cell.out" ||
+  { cat "$tmp/cell.out"; fail "--cell: exit $code"; }
+echo '{"shapes":{}}' >"$tmp/nocell.json"
+code=0
+"$plan" --cell "$tmp/nocell.json" >"$tmp/cell.out" 2>&1 || code=$?
+[[ $code -eq 2 ]] || { cat "$tmp/cell.out"; fail "--cell without a scene name: exit $code"; }
+
 # Wrong arguments: exit 2 with a message naming the problem.
 code=0
 "$plan" --start '[0, 0]' --goal '[0, 0]' >"$tmp/err.out" 2>&1 || code=$?
