@@ -9,7 +9,7 @@
  * the problems are the same on every run (seeded).
  *
  *     plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] [--unix PATH]
- *                [--edges certified|discrete] [--dump DIR]
+ *                [--edges certified|discrete] [--dump DIR] [--range R]
  *
  * For certified and discrete edges (or the one --edges names), prints the median, p90 and worst time
  * of a solve, the success rate within the timeout, and the median
@@ -209,6 +209,7 @@ int main(int argc, char **argv)
     const char *unix_path = NULL;
     int first_mode = 0, last_mode = 1;
     const char *dump = NULL;
+    double range = 0; /* the planner's default */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--problems") && i + 1 < argc)
             problems = (size_t)atol(argv[++i]);
@@ -220,6 +221,8 @@ int main(int argc, char **argv)
             nn = true;
         else if (!strcmp(argv[i], "--unix") && i + 1 < argc)
             unix_path = argv[++i];
+        else if (!strcmp(argv[i], "--range") && i + 1 < argc)
+            range = atof(argv[++i]);
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
             dump = argv[++i];
         else if (!strcmp(argv[i], "--edges") && i + 1 < argc && !strcmp(argv[i + 1], "certified"))
@@ -228,7 +231,7 @@ int main(int argc, char **argv)
             first_mode = last_mode = 1, i++;
         else
             kb_die("usage: plan_bench [--problems N] [--seed S] [--timeout-ms T] [--nn] "
-                   "[--unix PATH] [--edges certified|discrete] [--dump DIR]");
+                   "[--unix PATH] [--edges certified|discrete] [--dump DIR] [--range R]");
     }
     rp_store *st = rp_store_new(NULL);
     kb_robot robot;
@@ -277,6 +280,7 @@ int main(int argc, char **argv)
             o.edges = mode ? RP_MOTION_DISCRETE : RP_MOTION_CERTIFIED;
             o.seed = p + 1;
             o.timeout_ms = timeout;
+            o.range = range;
             rp_plan_result res;
             double t0 = kb_now_ns();
             if (rp_model_plan(robot.model, sc, NULL, q + 2 * p * dof, q + (2 * p + 1) * dof, 1, &o,
