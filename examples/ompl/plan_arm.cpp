@@ -323,6 +323,21 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "plan_arm: --mode is discrete or certified\n");
         return 2;
     }
+    // The cell file, read before anything is sent.
+    std::string cell_text;
+    if (!cell_path.empty()) {
+        cell_text = slurp(cell_path);
+        cJSON *j = cJSON_Parse(cell_text.c_str());
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "scene");
+        if (!cJSON_IsString(name)) {
+            std::fprintf(stderr, "plan_arm: %s: not scene.replace params with a \"scene\"\n",
+                         cell_path.c_str());
+            cJSON_Delete(j);
+            return 2;
+        }
+        g_scene = name->valuestring;
+        cJSON_Delete(j);
+    }
     ompl::msg::setLogLevel(ompl::msg::LOG_WARN);
     ompl::RNG::setSeed(seed);
 
@@ -343,19 +358,8 @@ int main(int argc, char **argv)
         "\"post\":{\"capsule\":{\"a\":[0.65,0,0],\"b\":[0.65,0,0.7],\"radius\":0.1}},"
         "\"lamp\":{\"sphere\":{\"center\":[0.45,0,0.95],\"radius\":0.12}},"
         "\"shelf\":{\"capsule\":{\"a\":[-0.2,0.55,0.75],\"b\":[-0.2,-0.55,0.75],\"radius\":0.04}}}}";
-    if (!cell_path.empty()) {
-        cell = slurp(cell_path);
-        cJSON *j = cJSON_Parse(cell.c_str());
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "scene");
-        if (!cJSON_IsString(name)) {
-            std::fprintf(stderr, "plan_arm: %s: not scene.replace params with a \"scene\"\n",
-                         cell_path.c_str());
-            cJSON_Delete(j);
-            return 2;
-        }
-        g_scene = name->valuestring;
-        cJSON_Delete(j);
-    }
+    if (!cell_text.empty())
+        cell = cell_text;
     if (rp_client_call(c, "scene.replace", cell.c_str(), nullptr, &err) != RP_CLIENT_OK)
         die("scene.replace", err);
 
