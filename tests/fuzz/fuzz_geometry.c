@@ -99,6 +99,17 @@ static double maxabs(rp_vec3 v)
     return fmax(fabs(v.x), fmax(fabs(v.y), fabs(v.z)));
 }
 
+/* |v|, scaled by its largest component so that no square underflows or
+ * overflows. */
+static double norm3(rp_vec3 v)
+{
+    double m = maxabs(v);
+    if (!(m > 0.0) || !isfinite(m))
+        return m;
+    double x = v.x / m, y = v.y / m, z = v.z / m;
+    return m * sqrt(x * x + y * y + z * z);
+}
+
 static const char *const kind_names[] = {"sphere", "capsule", "box", "halfspace"};
 
 static bool finite3(rp_vec3 v)
@@ -223,10 +234,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (S < 1e150 && S > 1e-150) {
             rp_vec3 dc = {s.center.x - b.center.x, s.center.y - b.center.y,
                           s.center.z - b.center.z};
-            double to_c = sqrt(dc.x * dc.x + dc.y * dc.y + dc.z * dc.z);
-            double ball =
-                sqrt(b.half_extents.x * b.half_extents.x + b.half_extents.y * b.half_extents.y +
-                     b.half_extents.z * b.half_extents.z);
+            /* (Scaled norms: a difference of 1e-163 has a square below the
+             * smallest double, and an unscaled norm would come out 0.) */
+            double to_c = norm3(dc), ball = norm3(b.half_extents);
             double slack = 64 * DBL_EPSILON * S;
             FUZZ_CHECK(d <= to_c - s.radius + slack, "sphere-box %g above the centre's %g", d,
                        to_c - s.radius);
