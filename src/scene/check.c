@@ -192,14 +192,6 @@ typedef struct bp_check {
     double *px, *py, *pz;
 } bp_check;
 
-static inline rp_vec3 xf_point(const rp_transform *tf, rp_vec3 p)
-{
-    rp_vec3 q = {tf->r[0][0] * p.x + tf->r[0][1] * p.y + tf->r[0][2] * p.z + tf->t.x,
-                 tf->r[1][0] * p.x + tf->r[1][1] * p.y + tf->r[1][2] * p.z + tf->t.y,
-                 tf->r[2][0] * p.x + tf->r[2][1] * p.y + tf->r[2][2] * p.z + tf->t.z};
-    return q;
-}
-
 /* Places the slot spheres.  False (take the plain path) when a sphere
  * reaches beyond 1e300, where sums of coordinates could overflow: then
  * every shape is inside it and finite, which the lazy placement relies on. */
@@ -210,7 +202,7 @@ static bool bp_setup(bp_check *b, const rp_model *m, const rp_transform *base,
     b->slots = m->frame_count + 1;
     for (size_t s = 0; s < b->slots; s++) {
         b->tf[s] = s == 0 ? (base ? base : identity) : &frames[s - 1];
-        b->wc[s] = xf_point(b->tf[s], m->bounds[s].c);
+        b->wc[s] = rp_xf_point_(b->tf[s], m->bounds[s].c);
         double big = fmax(fmax(fabs(b->wc[s].x), fabs(b->wc[s].y)), fabs(b->wc[s].z));
         b->size[s] = big + m->bounds[s].r;
         if (!(b->size[s] < 1e300))
@@ -241,16 +233,7 @@ static inline const rp_shape *placed_shape(const bp_check *b, size_t k)
     if (!(b->state[k] & PLACED)) {
         const rp_link *l = &b->m->links[k];
         const rp_transform *tf = b->tf[l->frame + 1];
-        rp_shape *out = &b->w[k];
-        *out = l->shape;
-        if (l->shape.kind == RP_SHAPE_CAPSULE) {
-            out->capsule.a = xf_point(tf, l->shape.capsule.a);
-            out->capsule.b = xf_point(tf, l->shape.capsule.b);
-        } else if (l->shape.kind == RP_SHAPE_SPHERE) {
-            out->sphere.center = xf_point(tf, l->shape.sphere.center);
-        } else {
-            *out = rp_transform_shape(tf, &l->shape);
-        }
+        rp_place_shape_(tf, &l->shape, &b->w[k]);
         b->state[k] |= PLACED;
     }
     return &b->w[k];
@@ -264,7 +247,7 @@ static void slot_balls(bp_check *b, size_t s)
     const rp_model *m = b->m;
     const rp_transform *tf = b->tf[s];
     for (uint32_t p = m->slot_first[s]; p < m->slot_first[s + 1]; p++) {
-        rp_vec3 c = xf_point(tf, m->balls[m->slot_shapes[p]].c);
+        rp_vec3 c = rp_xf_point_(tf, m->balls[m->slot_shapes[p]].c);
         b->px[p] = c.x;
         b->py[p] = c.y;
         b->pz[p] = c.z;

@@ -46,6 +46,31 @@ static inline int rp_link_points_(const rp_shape *s, rp_vec3 p[8], double *radiu
     }
 }
 
+/* tf applied to point p: rp_transform_point's arithmetic, inline. */
+static inline rp_vec3 rp_xf_point_(const rp_transform *tf, rp_vec3 p)
+{
+    rp_vec3 q = {tf->r[0][0] * p.x + tf->r[0][1] * p.y + tf->r[0][2] * p.z + tf->t.x,
+                 tf->r[1][0] * p.x + tf->r[1][1] * p.y + tf->r[1][2] * p.z + tf->t.y,
+                 tf->r[2][0] * p.x + tf->r[2][1] * p.y + tf->r[2][2] * p.z + tf->t.z};
+    return q;
+}
+
+/* *out = rp_transform_shape(tf, local), the same bits, with the robot's
+ * usual shapes (spheres, capsules) placed inline: a check places its
+ * shapes at every state it looks at. */
+static inline void rp_place_shape_(const rp_transform *tf, const rp_shape *local, rp_shape *out)
+{
+    *out = *local;
+    if (local->kind == RP_SHAPE_SPHERE) {
+        out->sphere.center = rp_xf_point_(tf, local->sphere.center);
+    } else if (local->kind == RP_SHAPE_CAPSULE) {
+        out->capsule.a = rp_xf_point_(tf, local->capsule.a);
+        out->capsule.b = rp_xf_point_(tf, local->capsule.b);
+    } else {
+        *out = rp_transform_shape(tf, local);
+    }
+}
+
 /* A world link shape's finiteness probe: x - x summed over the coordinates
  * that moved (NaN when one is infinite); 0 when all are finite. */
 static inline double rp_link_probe_(const rp_shape *w)

@@ -526,15 +526,7 @@ static const rp_shape *shape_now(certifier *c, size_t i)
                                  : c->mo->base ? c->mo->base
                                                : &identity;
         rp_shape *w = &c->mo->world[i];
-        if (l->shape.kind == RP_SHAPE_SPHERE) {
-            /* (what rp_transform_shape does, without copying the shape
-             * twice: most robot shapes are spheres) */
-            w->kind = RP_SHAPE_SPHERE;
-            w->sphere.center = rp_transform_point(fr, l->shape.sphere.center);
-            w->sphere.radius = l->shape.sphere.radius;
-        } else {
-            *w = rp_transform_shape(fr, &l->shape);
-        }
+        rp_place_shape_(fr, &l->shape, w);
         if (rp_link_probe_(w) != 0.0)
             return NULL;
         c->stamp[i] = c->state;

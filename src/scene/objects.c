@@ -437,16 +437,24 @@ static void fail_at(plan *p, rp_edit_what what, size_t index, size_t shape)
         *p->err = (rp_edit_error){what, index, shape};
 }
 
+/* Writes "name/id" (a = strlen(name)) at dst; the bytes written, its NUL
+ * included. */
+static size_t write_member_id(char *dst, const char *name, size_t a, const char *id)
+{
+    size_t b = strlen(id);
+    memcpy(dst, name, a);
+    dst[a] = '/';
+    memcpy(dst + a + 1, id, b + 1);
+    return a + b + 2;
+}
+
 /* "name/id", or NULL. */
 static char *member_id(const char *name, const char *id)
 {
-    size_t a = strlen(name), b = strlen(id);
-    char *s = malloc(a + b + 2);
-    if (s) {
-        memcpy(s, name, a);
-        s[a] = '/';
-        memcpy(s + a + 1, id, b + 1);
-    }
+    size_t a = strlen(name);
+    char *s = malloc(a + strlen(id) + 2);
+    if (s)
+        write_member_id(s, name, a, id);
     return s;
 }
 
@@ -454,26 +462,22 @@ static char *member_id(const char *name, const char *id)
  * in one block (held by the first one's wid). */
 static rp_status add_members(plan *p, const rp_object *o)
 {
+    if (o->n_shapes == 0)
+        return RP_OK;
     size_t a = strlen(o->name), bytes = 0;
     for (size_t k = 0; k < o->n_shapes; k++)
         bytes += a + strlen(o->shapes[k].id) + 2;
-    char *pool = malloc(bytes ? bytes : 1);
+    char *pool = malloc(bytes);
     if (!pool)
         return RP_ERR_NOMEM;
     for (size_t k = 0; k < o->n_shapes; k++) {
         char *id = pool;
-        size_t b = strlen(o->shapes[k].id);
-        memcpy(pool, o->name, a);
-        pool[a] = '/';
-        memcpy(pool + a + 1, o->shapes[k].id, b + 1);
-        pool += a + b + 2;
+        pool += write_member_id(pool, o->name, a, o->shapes[k].id);
         rp_shape w = o->world ? o->world[k] : rp_transform_shape(&o->pose, &o->shapes[k].shape);
         p->world[p->n_world] = (rp_shape_put){id, w};
         p->wid[p->n_world] = k == 0 ? id : NULL;
         p->tags[p->n_world++] = o->tag;
     }
-    if (o->n_shapes == 0)
-        free(pool);
     return RP_OK;
 }
 

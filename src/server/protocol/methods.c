@@ -543,24 +543,12 @@ const rpd_method rpd_methods[] = {
 };
 const size_t rpd_method_count = sizeof rpd_methods / sizeof rpd_methods[0];
 
-/* strcmp for the short names of the table, inline: the lookup runs twice
- * for every line (its placement, then its dispatch), and a library call
- * per probe was a measurable share of a ping. */
-static int name_cmp(const char *a, const char *b)
-{
-    while (*a && *a == *b) {
-        a++;
-        b++;
-    }
-    return (unsigned char)*a - (unsigned char)*b;
-}
-
 const rpd_method *rpd_method_find(const char *name, size_t *index)
 {
     size_t lo = 0, hi = rpd_method_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp(rpd_methods[mid].name, name);
+        int c = rpd_name_cmp(rpd_methods[mid].name, name);
         if (c == 0) {
             *index = mid;
             return &rpd_methods[mid];

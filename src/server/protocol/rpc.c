@@ -163,17 +163,6 @@ static bool valid_id(const cJSON *id)
            cJSON_IsNull(id);
 }
 
-/* Whether the strings a and b are equal: strcmp inline, for the member
- * names of every request, which are short. */
-static bool same_name(const char *a, const char *b)
-{
-    while (*a && *a == *b) {
-        a++;
-        b++;
-    }
-    return *a == *b;
-}
-
 /* The members of a request, found in one pass. */
 typedef struct envelope {
     const cJSON *jsonrpc, *id, *method, *params;
@@ -201,16 +190,16 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
         const cJSON **slot = NULL;
         switch (k[0]) {
         case 'j':
-            slot = same_name(k, "jsonrpc") ? &env->jsonrpc : NULL;
+            slot = rpd_name_cmp(k, "jsonrpc") == 0 ? &env->jsonrpc : NULL;
             break;
         case 'i':
-            slot = same_name(k, "id") ? &env->id : NULL;
+            slot = rpd_name_cmp(k, "id") == 0 ? &env->id : NULL;
             break;
         case 'm':
-            slot = same_name(k, "method") ? &env->method : NULL;
+            slot = rpd_name_cmp(k, "method") == 0 ? &env->method : NULL;
             break;
         case 'p':
-            slot = same_name(k, "params") ? &env->params : NULL;
+            slot = rpd_name_cmp(k, "params") == 0 ? &env->params : NULL;
             break;
         default:
             break;
@@ -237,7 +226,7 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
                       cut ? "…" : "");
         return false;
     }
-    if (!cJSON_IsString(env->jsonrpc) || !same_name(env->jsonrpc->valuestring, "2.0")) {
+    if (!cJSON_IsString(env->jsonrpc) || rpd_name_cmp(env->jsonrpc->valuestring, "2.0") != 0) {
         rpd_error_set(e, RPD_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
         return false;
     }
@@ -1175,15 +1164,6 @@ rpd_place rpd_line_place(const char *line, size_t len)
 bool rpd_line_wants_worker(const char *line, size_t len)
 {
     return rpd_line_place(line, len) != RPD_PLACE_LOOP;
-}
-
-bool rpd_line_is_light(const char *line, size_t len)
-{
-    char name[64];
-    bool batch;
-    if (len > RPD_LIGHT_LINE_BYTES || !peek_method(line, len, name, &batch) || batch)
-        return false;
-    return light_method(name);
 }
 
 /* ---- HTTP ----------------------------------------------------------------- */

@@ -74,7 +74,6 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
  * a worker, and only that answer is sent. */
 #define RPD_LIGHT_LINE_BYTES 4096
 #define RPD_LIGHT_WORK 25000
-bool rpd_line_is_light(const char *line, size_t len);
 
 /* Whether a line should go to a worker thread: a single request, or a
  * batch whose first request, has a "method", found among the top-level
@@ -86,9 +85,9 @@ bool rpd_line_is_light(const char *line, size_t len);
 #define RPD_PARSE_ON_WORKER_BYTES ((size_t)64 << 10)
 bool rpd_line_wants_worker(const char *line, size_t len);
 
-/* Where a line runs, from one look at it: the answers of
- * rpd_line_wants_worker (false: LOOP) and, for a line it sends to a worker,
- * of rpd_line_is_light (LIGHT), without peeking at the line twice. */
+/* Where a line runs, from one look at it: LOOP when rpd_line_wants_worker
+ * says no; LIGHT for a light query (above) it would send to a worker;
+ * WORKER otherwise. */
 typedef enum rpd_place { RPD_PLACE_LOOP, RPD_PLACE_WORKER, RPD_PLACE_LIGHT } rpd_place;
 rpd_place rpd_line_place(const char *line, size_t len);
 
