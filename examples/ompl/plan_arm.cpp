@@ -11,7 +11,8 @@
 // reposed cannot be reached.
 //
 //   plan_arm [--unix PATH] [--mode discrete|certified] [--time S] [--seed N]
-//            [--trivial] [--urdf F [--srdf F]] [--start Q --goal Q] [--cell F]
+//            [--trivial] [--simplify] [--urdf F [--srdf F]] [--start Q --goal Q]
+//            [--cell F]
 //
 // The state space is the model's joints within their limits (model.get), so
 // any robot works.  Q is a joint vector as JSON ('[0.5, -1, 0]'); without
@@ -26,6 +27,10 @@
 // --cell F puts the scene of file F instead of the post: F holds the
 // params of a scene.replace ({"scene": NAME, "create": true, "shapes": ...};
 // bench/ompl_vs_plan.sh writes the planning benchmark's cell that way).
+//
+// --simplify has OMPL simplify its path (SimpleSetup::simplifySolution,
+// timed with the solve) and `plan` simplify its own; without it neither
+// does, so both sides always do the same kind of work.
 //
 // --trivial plans the same problem with checkers that accept everything
 // (no daemon calls while planning), to show what the checks cost.
@@ -266,7 +271,7 @@ int main(int argc, char **argv)
     std::string start_arg, goal_arg, cell_path;
     double plan_time = 10.0;
     unsigned long seed = 1;
-    bool trivial = false;
+    bool trivial = false, simplify = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -286,6 +291,8 @@ int main(int argc, char **argv)
             seed = std::strtoul(next().c_str(), nullptr, 10);
         else if (a == "--trivial")
             trivial = true;
+        else if (a == "--simplify")
+            simplify = true;
         else if (a == "--urdf") {
             urdf_path = next();
             urdf_given = true;
@@ -300,8 +307,8 @@ int main(int argc, char **argv)
             cell_path = next();
         else {
             std::fprintf(stderr, "usage: plan_arm [--unix PATH] [--mode discrete|certified] "
-                                 "[--time S] [--seed N] [--trivial] [--urdf F [--srdf F]] "
-                                 "[--start Q --goal Q] [--cell F]\n");
+                                 "[--time S] [--seed N] [--trivial] [--simplify] "
+                                 "[--urdf F [--srdf F]] [--start Q --goal Q] [--cell F]\n");
             return 2;
         }
     }
@@ -439,8 +446,6 @@ int main(int argc, char **argv)
     auto t0 = Clock::now();
     ob::PlannerStatus solved = ss.solve(plan_time);
     double solve_s = seconds(Clock::now() - t0);
-    double checks = requests_of(c, "check") - checks_before;
-    double motions = requests_of(c, "check.motion") - motions_before;
     if (solved == ob::PlannerStatus::INVALID_START || solved == ob::PlannerStatus::INVALID_GOAL) {
         std::fprintf(stderr, "plan_arm: the %s is in collision or outside the limits (%s): "
                              "give --start and --goal\n",
@@ -459,6 +464,18 @@ int main(int argc, char **argv)
     std::printf("%s: RRTConnect solved in %.4f s, %zu waypoints\n",
                 trivial ? "trivial checker" : ("repose, " + mode + " edges").c_str(), solve_s,
                 plan.getStateCount());
+    if (simplify) {
+        // OMPL's own shortcutting and smoothing, through the same checkers:
+        // what `plan` does with simplify, so its time counts in the solve.
+        auto t_s = Clock::now();
+        ss.simplifySolution();
+        double simplify_s = seconds(Clock::now() - t_s);
+        solve_s += simplify_s;
+        std::printf("simplified in %.4f s to %zu waypoints: %.4f s in all\n", simplify_s,
+                    plan.getStateCount(), solve_s);
+    }
+    double checks = requests_of(c, "check") - checks_before;
+    double motions = requests_of(c, "check.motion") - motions_before;
     std::printf("validity: %lu check (%.4f s), %lu check.motion (%.4f s): %.1f%% of the solve "
                 "time waiting for reposed\n",
                 n.states, n.state_s, n.motions, n.motion_s,
@@ -493,6 +510,7 @@ int main(int argc, char **argv)
     po.edges = mode.c_str();
     po.timeout_ms = plan_time * 1000.0;
     po.seed = 1;
+    po.no_simplify = !simplify; // as OMPL's path: simplified only with --simplify
     rp_client_plan_result pr;
     auto t1 = Clock::now();
     if (rp_client_plan(c, kModel, g_scene.c_str(), q_start.data(), q_goal.data(), 1, dof, &po, &pr, &err) !=

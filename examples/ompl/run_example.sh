@@ -59,6 +59,15 @@ all=$(sed -n 's/^daemon counted \([0-9]*\) check .*/\1/p' "$tmp/busy.out")
 [[ -n $own && -n $all && $all -gt $own ]] || fail "the busy client's checks were not counted ($own, $all)"
 echo "run_example: a planner next to a busy client: ok ($own own check calls, $all in all)"
 
+# --simplify: OMPL simplifies its path through the same checkers (their
+# calls counted with the solve's), and `plan` simplifies its own.
+"$plan" --simplify --seed 3 >"$tmp/simp.out" 2>&1 || { cat "$tmp/simp.out"; fail "--simplify"; }
+grep -q "^simplified in [0-9.]* s to [0-9]* waypoints" "$tmp/simp.out" ||
+  { cat "$tmp/simp.out"; fail "--simplify did not simplify"; }
+grep -q "fine discrete check of the plan .*: valid" "$tmp/simp.out" || fail "simplified plan not valid"
+grep -q "^reposed plan: solved .*fine check valid" "$tmp/simp.out" || fail "plan with simplify not valid"
+echo "run_example: --simplify: ok"
+
 # Two planners on one daemon: each must succeed although the daemon-wide
 # request counts include the other's calls.
 "$plan" --seed 3 >"$tmp/a.out" 2>&1 &
