@@ -17,6 +17,13 @@
 static int dispatch(void *ctx, const rp_change *change)
 {
     rpd_core *core = ctx;
+    /* --nats: a mutation validated to be published stops here, before
+     * anything changes; it is made when the stream brings it back
+     * (docs/ARCHITECTURE.md, Replicas). */
+    if (core->proposing) {
+        core->proposal_seen = true;
+        return -1;
+    }
     for (size_t i = 0; i < core->n_subscribers; i++)
         if (core->subscribers[i].fn(core->subscribers[i].ctx, change) != 0)
             return -1; /* the first subscriber refused: no one else hears of it */

@@ -77,6 +77,14 @@ typedef struct rpd_core {
     bool changes_held;
     /* --data-dir: the journal (durable.h); NULL keeps everything in memory. */
     struct rpd_durable *durable;
+    /* --nats: this replica's link to the shared stream (replica/replica.h);
+     * NULL for a lone daemon.  proposing: a mutation is being validated to
+     * be published (the commit hook refuses it and sets proposal_seen);
+     * applying: a stream message is being applied (rpd_apply_message). */
+    struct rpd_replica *replica;
+    bool proposing, proposal_seen, applying;
+    /* The last stream sequence this replica applied (its store's data). */
+    uint64_t applied;
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
      * NULL, and only RPD_METHOD_WORKER methods may run. */
     bool worker;
@@ -120,6 +128,11 @@ typedef struct rpd_session {
     unsigned lagging;          /* how many of them wait for output to drain */
     uint64_t group_epoch1;     /* --fsync always: 1 + the group its last record joined */
     rpd_outcomes *outcomes;    /* where success replies are recorded, or NULL */
+    /* --nats: the proposal this connection waits for (0: none), and the id
+     * of the request to answer when it is applied (JSON text; NULL for a
+     * notification).  The connection runs no further line meanwhile. */
+    uint64_t repl_token;
+    char *repl_id;
 } rpd_session;
 
 /* Whether this session must auth before using other methods. */

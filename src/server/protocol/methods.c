@@ -561,8 +561,11 @@ const rpd_method *rpd_method_find(const char *name, size_t *index)
     return NULL;
 }
 
-bool rpd_apply_record(rpd_core *core, const char *method, const char *json, size_t len, char *why,
-                      size_t cap)
+/* A stream message or journal record through its method's handler, as a
+ * request acknowledged once (every limit lifted).  With out, the reply to
+ * request `id` (JSON text) is written there, a line of its own. */
+static bool apply(rpd_core *core, const char *method, const char *json, size_t len, const char *id,
+                  rp_jw *out, char *why, size_t cap)
 {
     size_t index;
     const rpd_method *m = rpd_method_find(method, &index);
@@ -576,21 +579,71 @@ bool rpd_apply_record(rpd_core *core, const char *method, const char *json, size
         snprintf(why, cap, "%s: params are not a JSON object", method);
         return false;
     }
+    cJSON *id_json = id ? cJSON_Parse(id) : NULL;
     rpd_session session;
     memset(&session, 0, sizeof session);
     rpd_req req;
     memset(&req, 0, sizeof req);
-    rpd_line line = {UINT64_MAX, RPD_LIMIT_max_request_work, NULL};
+    rpd_line line = {UINT64_MAX, RPD_LIMIT_max_request_work, NULL, false};
     req.core = core;
     req.session = &session;
     req.line = &line;
     rp_jw w;
     rp_jw_init(&w);
-    bool ok = m->handler(&req, params, &w);
+    bool was = core->applying;
+    core->applying = true;
+    if (out && id_json) {
+        rpd_write_envelope(&w, id_json, false);
+        if (!rp_jw_reserve(&w, 512))
+            w.oom = true;
+    }
+    bool ok = !w.oom && m->handler(&req, params, &w);
+    core->applying = was;
+    if (out && id_json) {
+        if (ok) {
+            rp_jw_object_end(&w);
+            rp_jw_raw(out, w.buf, w.len);
+        } else {
+            if (w.oom && !req.err.code)
+                rpd_fail(&req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+            rpd_write_error(core, out, id_json, &req.err);
+        }
+        rp_jw_end_line(out);
+    }
     rp_jw_free(&w);
     cJSON_Delete(params);
+    cJSON_Delete(id_json);
     if (!ok)
         snprintf(why, cap, "%s does not apply: %s", method, req.err.message);
+    return ok;
+}
+
+bool rpd_apply_record(rpd_core *core, const char *method, const char *json, size_t len, char *why,
+                      size_t cap)
+{
+    return apply(core, method, json, len, NULL, NULL, why, cap);
+}
+
+bool rpd_apply_message(rpd_core *core, uint64_t seq, const char *method, const char *json,
+                       size_t len, const char *id, rp_jw *out, char *why, size_t cap)
+{
+    /* The mutation takes revision seq (a message that does not apply
+     * takes none: revisions then skip its sequence). */
+    if (rp_store_revision(core->store) < seq - 1)
+        rp_store_set_revision(core->store, seq - 1);
+    bool ok = method ? apply(core, method, json, len, id, out, why, cap)
+                     : (snprintf(why, cap, "the message names no method"), false);
+    if (!ok && out && id && !method) {
+        rpd_req req;
+        memset(&req, 0, sizeof req);
+        req.core = core;
+        rpd_fail(&req, RPD_INTERNAL_ERROR, "Internal error: %s", why);
+        cJSON *id_json = cJSON_Parse(id);
+        rpd_write_error(core, out, id_json, &req.err);
+        rp_jw_end_line(out);
+        cJSON_Delete(id_json);
+    }
+    core->applied = seq;
     return ok;
 }
 

@@ -35,6 +35,16 @@ const char *rpd_method_suggest(const char *name);
 bool rpd_apply_record(rpd_core *core, const char *method, const char *json, size_t len, char *why,
                       size_t cap);
 
+/* --nats: applies stream message seq (a mutation's method and params as
+ * its proposer sent them) as rpd_apply_record does, taking revision seq.
+ * With id (the JSON text of the request's id, on the replica that
+ * proposed it), the reply, success or error, is written to out as a line
+ * of its own.  False with why when it did not apply (then it changed
+ * nothing: every replica finds the same, the message being the same and
+ * the stores equal).  core->applied becomes seq either way. */
+bool rpd_apply_message(rpd_core *core, uint64_t seq, const char *method, const char *json,
+                       size_t len, const char *id, rp_jw *out, char *why, size_t cap);
+
 /* Fails with -32602 unless params (may be NULL = omitted) is an object whose
  * keys are all in `allowed` (NULL-terminated), each once. */
 bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowed);

@@ -57,6 +57,7 @@ typedef struct rpd_line {
     uint64_t work_left;
     rpd_limit_id work_limit;
     const struct rp_num_rows *batch_joints;
+    bool in_batch; /* the line is a batch (rpc.c) */
 } rpd_line;
 
 /* One request: the shared state, its connection's session, its line, and
@@ -69,6 +70,9 @@ typedef struct rpd_req {
     /* Where the reply began and where its envelope (up to "result":)
      * ended, in the line's output (rpc.c, for session->outcomes). */
     size_t reply_at, reply_head_end;
+    /* --nats: the mutation was published; its reply comes when the stream
+     * brings it back (session->repl_token), so nothing is written now. */
+    bool deferred;
 } rpd_req;
 
 /* A handler writes its result value into w and returns true, or fills

@@ -22,6 +22,7 @@
 #include "methods.h"
 #include "rpc.h"
 #include "server/notify/watch.h"
+#include "server/replica/replica.h"
 
 /* When a line frees at least this much of the store (a scene of ~30,000
  * shapes or more deleted or replaced), free heap pages go back to the
@@ -249,6 +250,60 @@ static bool check_envelope(const cJSON *req, envelope *env, const cJSON **id, bo
  * '\n' that may end the line. */
 #define RPD_MUTATION_REPLY_BYTES 512
 
+void rpd_reply_proposal_failed(rpd_core *core, rp_jw *out, const char *id, bool conflict,
+                               const char *reason)
+{
+    rpd_error e;
+    rpd_req r;
+    memset(&r, 0, sizeof r);
+    r.core = core;
+    if (conflict)
+        rpd_fail(&r, RPD_REVISION_CONFLICT, "Revision conflict: %s", reason);
+    else
+        rpd_fail_storage(&r, "replication: %s", reason);
+    e = r.err;
+    rpd_write_error_id_text(core, out, id, strlen(id), &e);
+    rp_jw_end_line(out);
+}
+
+/* --nats: publishes the mutation its handler validated (the commit hook
+ * refused it, so nothing changed; docs/ARCHITECTURE.md, Replicas): its
+ * params as sent, which every replica applies from the stream in order
+ * (rpd_apply_message).  The reply is written then; the session waits for
+ * it (r->deferred, session->repl_token). */
+static bool propose(rpd_req *r, const rpd_method *m, const cJSON *id, const cJSON *params)
+{
+    rpd_core *core = r->core;
+    r->err.code = 0;
+    r->err.data = RPD_DATA_NONE;
+    char *text = params ? cJSON_PrintUnformatted(params) : NULL;
+    char *id_text = id ? cJSON_PrintUnformatted(id) : NULL;
+    size_t id_len = id_text ? strlen(id_text) : 0;
+    char *id_copy = id_text ? malloc(id_len + 1) : NULL;
+    if (id_copy)
+        memcpy(id_copy, id_text, id_len + 1);
+    if ((params && !text) || (id && !id_copy)) {
+        cJSON_free(text);
+        cJSON_free(id_text);
+        free(id_copy);
+        return rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+    }
+    cJSON_free(id_text);
+    char why[RP_CODEC_REASON_MAX];
+    uint64_t token = 0;
+    bool sent = rpd_replica_propose(core->replica, m->name, text ? text : "{}",
+                                    text ? strlen(text) : 2, &token, why, sizeof why);
+    cJSON_free(text);
+    if (!sent) {
+        free(id_copy);
+        return rpd_fail_storage(r, "replication: %s", why);
+    }
+    r->session->repl_token = token;
+    r->session->repl_id = id_copy;
+    r->deferred = true;
+    return true;
+}
+
 /* Runs the handler of method m (or fills r->err) and writes the response
  * object into w.  Returns false when the request failed. */
 static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON *id,
@@ -297,7 +352,23 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     static _Thread_local unsigned tick[RPD_STATS_MAX_METHODS];
     bool timed = tick[index]++ % RPD_LATENCY_SAMPLE == 0;
     uint64_t t0 = timed ? rpd_now_ns() : 0;
+    /* --nats: the mutation is validated here as it would run, up to its
+     * commit, which refuses it; then it is published (propose). */
+    bool proposing = (m->flags & RPD_METHOD_MUTATES) && core->replica && !core->applying;
+    if (proposing && r->line->in_batch)
+        return rpd_fail(r, RPD_INVALID_REQUEST,
+                        "Invalid Request: with --nats a mutation goes on a line of its own, "
+                        "not in a batch");
+    if (proposing) {
+        core->proposing = true;
+        core->proposal_seen = false;
+    }
     bool ok = m->handler(r, params, w);
+    if (proposing) {
+        core->proposing = false;
+        if (core->proposal_seen)
+            return propose(r, m, id, params);
+    }
     uint64_t ns = timed ? rpd_now_ns() - t0 : 0;
     if (timed) {
         core->stats.method_ns[index] += ns;
@@ -415,6 +486,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
     r.err.code = 0;
     r.err.data = RPD_DATA_NONE;
     r.reply_at = r.reply_head_end = 0;
+    r.deferred = false;
     core->stats.requests++;
 
     /* Before the envelope: its messages quote member names, which must not
@@ -466,9 +538,9 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
         rp_jw_set_limit(w, limit);
         return !notify;
     }
-    if (notify) {
+    if (notify || r.deferred) {
         discard_room(w, &mark);
-        rp_jw_rewind(w, &mark); /* executed; the reply is dropped */
+        rp_jw_rewind(w, &mark); /* executed (or published); no reply now */
         return false;
     }
     if (s->outcomes)
@@ -632,6 +704,7 @@ static void handle_root(rpd_core *core, rpd_session *s, rpd_line *line, const cJ
     }
     rp_jw mark = *out;
     rp_jw_array_begin(out);
+    line->in_batch = true;
     bool any = false;
     for (const cJSON *r = root->child; r && !out->oom; r = r->next)
         any |= handle_request(core, s, line, r, out, nul);
@@ -978,7 +1051,7 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     /* On the event loop, while workers take the queries, a line gets the
      * smaller max_loop_work: it holds every other client meanwhile. */
     rpd_line line = {core->limits.max_request_work, RPD_LIMIT_max_request_work,
-                     p->has_rows ? &p->rows : NULL};
+                     p->has_rows ? &p->rows : NULL, false};
     if (!core->worker && core->has_workers && core->limits.max_loop_work < line.work_left) {
         line.work_left = core->limits.max_loop_work;
         line.work_limit = RPD_LIMIT_max_loop_work;

@@ -106,6 +106,12 @@ void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);
 void rpd_reply_undone(rpd_core *core, const char *held, size_t n, size_t base,
                       const rpd_outcomes *o, rp_jw *out, const char *reason);
 
+/* --nats: the reply to request `id` (JSON text) whose proposal was not
+ * published: -32003 when JetStream refused an expected sequence
+ * (conflict), else -32007 with the engine's reason; a line of its own. */
+void rpd_reply_proposal_failed(rpd_core *core, rp_jw *out, const char *id, bool conflict,
+                               const char *reason);
+
 /* Whether a request line is the start of an HTTP request (a request line
  * such as "POST / HTTP/1.1" of one of the nine HTTP/1.1 methods, or the
  * HTTP/2 preface "PRI * HTTP/2.0", in any case and with any spaces or tabs

@@ -36,6 +36,8 @@
 #include "framer.h"
 #include "server_int.h"
 #include "server/notify/watch.h"
+#include "server/protocol/methods.h"
+#include "server/replica/replica.h"
 
 /* A connection's life.  Transitions (all in this file):
  *
@@ -557,7 +559,8 @@ static void process_lines(rpd_conn *c)
     uint64_t slice_end = rpd_now_coarse_ns() + RPD_SLICE_NS;
     bool held = c->sync_wait; /* from an earlier turn: wait for its fsync */
     for (;;) {
-        while (!conn_closing(c) && !c->job && !held) {
+        /* (repl_token: a mutation it sent waits for the stream.) */
+        while (!conn_closing(c) && !c->job && !held && !c->session.repl_token) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
@@ -612,7 +615,9 @@ static void process_lines(rpd_conn *c)
         }
         break;
     }
-    if ((c->paused || conn_closing(c) || c->yielded || c->job || c->sync_wait) && c->reading) {
+    if ((c->paused || conn_closing(c) || c->yielded || c->job || c->sync_wait ||
+         c->session.repl_token) &&
+        c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
@@ -804,6 +809,7 @@ static void on_close(uv_handle_t *h)
     rpd_core_freed(&srv->core, c->out.cap); /* whatever its size: the connection is gone */
     rp_jw_free(&c->out);
     free(c->outcomes.v);
+    free(c->session.repl_id); /* a proposal's reply now has no one to go to */
     srv->core.stats.conn_current--;
     if (c->session.is_tcp)
         srv->core.stats.conn_tcp--;
@@ -1204,6 +1210,68 @@ bool rpd_conns_resume(rpd_server *srv)
         }
     }
     return any;
+}
+
+/* ---- --nats: the stream applied --------------------------------------------------- */
+
+/* Most events taken per loop turn: the rest wait for the next one. */
+#define REPLICA_DRAIN_MAX 1024
+
+static rpd_conn *waiting_for(rpd_server *srv, uint64_t token)
+{
+    if (!token)
+        return NULL;
+    for (rpd_conn *c = srv->conns; c; c = c->next)
+        if (c->session.repl_token == token)
+            return c;
+    return NULL;
+}
+
+/* The connection's proposal is answered: its next lines may run. */
+static void proposal_done(rpd_conn *c)
+{
+    free(c->session.repl_id);
+    c->session.repl_id = NULL;
+    c->session.repl_token = 0;
+    if (!uv_is_closing(&c->h.handle))
+        conn_yield(c); /* the resume handle runs it, after this drain */
+}
+
+bool rpd_conns_replica_drain(rpd_server *srv)
+{
+    rpd_core *core = &srv->core;
+    if (!core->replica)
+        return true;
+    rpd_replica_event e;
+    for (int n = 0; n < REPLICA_DRAIN_MAX; n++) {
+        if (!rpd_replica_next(core->replica, &e)) {
+            rpd_server_flush_watchers(srv);
+            return true;
+        }
+        rpd_conn *c = waiting_for(srv, e.token);
+        bool answer = c && c->session.repl_id && !uv_is_closing(&c->h.handle);
+        char why[RP_CODEC_REASON_MAX];
+        if (e.kind == RPD_REPLICA_MESSAGE) {
+            if (e.seq <= core->applied) {
+                rpd_log(RPD_LOG_WARN, "replication: message %llu again (applied %llu); skipped",
+                        (unsigned long long)e.seq, (unsigned long long)core->applied);
+            } else if (!rpd_apply_message(core, e.seq, e.method, e.params, e.len,
+                                          answer ? c->session.repl_id : NULL,
+                                          answer ? &c->out : NULL, why, sizeof why)) {
+                rpd_log(RPD_LOG_DEBUG, "replication: message %llu changed nothing: %s",
+                        (unsigned long long)e.seq, why);
+            }
+            rpd_arena_reset();
+            rpd_server_maintain(srv); /* a mutation may have asked for a tree rebuild */
+        } else if (answer) {
+            rpd_reply_proposal_failed(core, &c->out, c->session.repl_id, e.conflict, e.reason);
+        }
+        if (c)
+            proposal_done(c);
+        rpd_replica_event_free(&e);
+    }
+    rpd_server_flush_watchers(srv);
+    return false;
 }
 
 void rpd_conns_sync_done(rpd_server *srv, uint64_t epoch)

@@ -28,6 +28,10 @@ void rpd_conn_sweep(rpd_server *srv);
 /* Runs every connection that yielded its time slice once more; true when
  * some yielded again. */
 bool rpd_conns_resume(rpd_server *srv);
+/* --nats: applies what the replica queued, in order, answering the
+ * connections that wait for their proposals; false when it stopped at its
+ * budget with more queued. */
+bool rpd_conns_replica_drain(rpd_server *srv);
 /* --fsync always: the connections waiting on journal groups before
  * `epoch` (rpd_durable_group_epoch) learn how they ended; their replies
  * go out, or become -32007 for an undone group. */

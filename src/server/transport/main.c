@@ -43,6 +43,15 @@ static void usage(FILE *to)
             "                                  where the damage starts), cut short, missing or\n"
             "                                  another snapshot's (start from the snapshot);\n"
             "                                  the refusal says what this drops\n"
+            "  --nats URL[,URL...]             share the store with other replicas through\n"
+            "                                  NATS JetStream (docs/ARCHITECTURE.md,\n"
+            "                                  Replicas); needs --store\n"
+            "  --store NAME                    with --nats: the store's name (its stream\n"
+            "                                  is REPOSE_NAME)\n"
+            "  --nats-creds FILE               with --nats: a NATS credentials file\n"
+            "  --nats-tls-ca FILE              with --nats: verify the servers with these CAs\n"
+            "  --nats-tls-cert FILE, --nats-tls-key FILE\n"
+            "                                  with --nats: a client certificate\n"
             "  --help                          this text\n"
             "  --version                       print the version\n"
             "\n"
@@ -92,7 +101,10 @@ int main(int argc, char **argv)
         bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
                            strcmp(a, "--log-level") == 0 || strcmp(a, "--data-dir") == 0 ||
                            strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0 ||
-                           strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0;
+                           strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0 ||
+                           strcmp(a, "--nats") == 0 || strcmp(a, "--store") == 0 ||
+                           strcmp(a, "--nats-creds") == 0 || strcmp(a, "--nats-tls-ca") == 0 ||
+                           strcmp(a, "--nats-tls-cert") == 0 || strcmp(a, "--nats-tls-key") == 0;
         if (!v && (takes_value || rpd_limits_is_flag(a))) {
             fprintf(stderr, "reposed: %s needs a value (see --help)\n", a);
             return 2;
@@ -138,6 +150,18 @@ int main(int argc, char **argv)
                 return 2;
             }
             cfg.data_dir = v;
+        } else if (strcmp(a, "--nats") == 0) {
+            cfg.nats = v;
+        } else if (strcmp(a, "--store") == 0) {
+            cfg.store = v;
+        } else if (strcmp(a, "--nats-creds") == 0) {
+            cfg.nats_creds = v;
+        } else if (strcmp(a, "--nats-tls-ca") == 0) {
+            cfg.nats_tls_ca = v;
+        } else if (strcmp(a, "--nats-tls-cert") == 0) {
+            cfg.nats_tls_cert = v;
+        } else if (strcmp(a, "--nats-tls-key") == 0) {
+            cfg.nats_tls_key = v;
         } else if (strcmp(a, "--snapshot-after") == 0) {
             char *end;
             errno = 0;
@@ -169,6 +193,27 @@ int main(int argc, char **argv)
                 cfg.repair    ? "--repair"
                 : fsync_given ? "--fsync"
                               : "--snapshot-after");
+        return 2;
+    }
+    if ((cfg.store || cfg.nats_creds || cfg.nats_tls_ca || cfg.nats_tls_cert || cfg.nats_tls_key) &&
+        !cfg.nats) {
+        fprintf(stderr, "reposed: --store and the --nats-* options need --nats\n");
+        return 2;
+    }
+    if (cfg.nats && (!cfg.store || !*cfg.nats)) {
+        fprintf(stderr, "reposed: --nats needs a URL and --store NAME (the store the replicas "
+                        "share)\n");
+        return 2;
+    }
+    if (!cfg.nats_tls_cert != !cfg.nats_tls_key) {
+        fprintf(stderr, "reposed: --nats-tls-cert and --nats-tls-key go together\n");
+        return 2;
+    }
+    if (cfg.nats && cfg.data_dir) {
+        /* A replica's data directory is a cache stamped with stream
+         * sequences: not in this version yet. */
+        fprintf(stderr, "reposed: --nats with --data-dir is not supported yet: a replica keeps "
+                        "its store in memory and rebuilds it from the stream at start\n");
         return 2;
     }
     /* Read (and clear) the socket-activation variables once, before anything

@@ -33,6 +33,7 @@
 #include "server/core/pool.h"
 #include "server_int.h"
 #include "server/notify/watch.h"
+#include "server/replica/replica.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
 
@@ -417,6 +418,12 @@ static void maybe_finish(rpd_server *srv)
     close_if_open((uv_handle_t *)&srv->sweep);
     rpd_conn_watch_close(srv);
     close_if_open((uv_handle_t *)&srv->resume);
+    if (srv->repl_started) {
+        /* The library's threads stop first: none may wake a closed handle. */
+        rpd_replica_close(srv->core.replica);
+        srv->core.replica = NULL;
+        close_if_open((uv_handle_t *)&srv->repl_async);
+    }
     /* Closing the last handle of a signal restores its default action; a
      * SIGTERM, SIGINT or SIGQUIT then (a second stop request while workers
      * finish) would kill the process instead of letting it end cleanly.
@@ -740,6 +747,50 @@ static void watch_later(rpd_server *srv)
     rpd_server_start_resume(srv);
 }
 
+/* ---- --nats: replicas ------------------------------------------------------------------ */
+
+/* From a nats.c thread: something was queued for the loop. */
+static void on_replica_wake(void *ctx)
+{
+    rpd_server *srv = ctx;
+    uv_async_send(&srv->repl_async);
+}
+
+static void on_replica_async(uv_async_t *h)
+{
+    rpd_server *srv = h->data;
+    if (!rpd_conns_replica_drain(srv))
+        uv_async_send(&srv->repl_async); /* more queued: the next loop turn */
+}
+
+/* Opens the replica and applies the stream as it was at start before
+ * anything listens, so that the first reads see the shared store. */
+static bool start_replica(rpd_server *srv)
+{
+    const rpd_config *cfg = &srv->cfg;
+    uv_async_init(srv->loop, &srv->repl_async, on_replica_async);
+    srv->repl_async.data = srv;
+    srv->repl_started = true;
+    rpd_replica_opts o = {cfg->nats,         cfg->store,         cfg->nats_creds,
+                          cfg->nats_tls_ca,  cfg->nats_tls_cert, cfg->nats_tls_key,
+                          srv->core.applied, on_replica_wake,    srv};
+    char why[400];
+    srv->core.replica = rpd_replica_open(&o, why, sizeof why);
+    if (!srv->core.replica) {
+        rpd_log(RPD_LOG_ERROR, "--nats %s: %s", cfg->nats, why);
+        return false;
+    }
+    rpd_replica_info info;
+    rpd_replica_info_get(srv->core.replica, &info);
+    rpd_log(RPD_LOG_INFO, "replica of store %s (stream %s, %d copies): catching up to %llu",
+            info.store, info.stream, info.copies, (unsigned long long)info.start_last);
+    while (srv->core.applied < info.start_last && !srv->stopping)
+        uv_run(srv->loop, UV_RUN_ONCE);
+    rpd_log(RPD_LOG_INFO, "replica caught up: revision %llu",
+            (unsigned long long)srv->core.applied);
+    return !srv->stopping;
+}
+
 /* ---- run ------------------------------------------------------------------------ */
 
 static void make_run_id(char out[33])
@@ -813,7 +864,7 @@ int rpd_server_run(const rpd_config *cfg)
     start_group_commit(&srv);
 
     int code = 0;
-    if (start_listeners(&srv)) {
+    if ((!cfg->nats || start_replica(&srv)) && start_listeners(&srv)) {
         rpd_log(RPD_LOG_INFO, "ready (run_id %s)", srv.core.run_id);
         notify_ready(&srv);
         uv_run(srv.loop, UV_RUN_DEFAULT);

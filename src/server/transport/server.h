@@ -34,6 +34,9 @@ typedef struct rpd_config {
     int fsync;               /* rpd_fsync (durable.h) */
     bool repair;             /* cut a corrupt journal at the damage instead of refusing */
     uint64_t snapshot_after; /* journal bytes before a background snapshot */
+    /* --nats: replicas sharing the store through NATS JetStream (NULL: a
+     * lone daemon); the store's name and the client's options. */
+    const char *nats, *store, *nats_creds, *nats_tls_ca, *nats_tls_cert, *nats_tls_key;
 } rpd_config;
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */

@@ -91,6 +91,8 @@ struct rpd_server {
     bool group_started;
     uv_work_t snap_work; /* a background snapshot (durable.h) */
     struct rpd_snap_job *snap_job;
+    uv_async_t repl_async; /* --nats: the replica queued something (replica.h) */
+    bool repl_started;
 };
 
 /* server.c, for conn.c: a connection is gone (a shutdown may wait for
