@@ -61,6 +61,9 @@
     X(max_plan_ms, 10000, 1, 3600000, "--max-plan-ms",                                             \
       "milliseconds one plan may run (its timeout_ms is at most this; a worker is busy "           \
       "meanwhile)")                                                                                \
+    X(max_wait_ms, 5000, 0, 3600000, "--max-wait-ms",                                              \
+      "milliseconds a query with min_revision waits for the store to reach that revision (then "   \
+      "-32004; 0: no wait)")                                                                       \
     X(idle_timeout_s, 300, 0, 86400 * 365, "--idle-timeout",                                       \
       "seconds a TCP connection may go without a complete request (0: never)")                     \
     X(auth_timeout_s, 10, 0, 86400, "--auth-timeout",                                              \

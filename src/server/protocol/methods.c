@@ -13,12 +13,25 @@
 #include "methods.h"
 #include "util/names.h"
 #include "server/notify/watch.h"
+#include "server/replica/replica.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
 
 bool rpd_check_keys(rpd_req *req, const cJSON *params, const char *const *allowed)
 {
     rp_codec_err ce;
+    /* Every query takes min_revision too (the JSON-RPC layer reads it). */
+    const char *with[64];
+    if (req->query && params && cJSON_GetObjectItemCaseSensitive(params, "min_revision")) {
+        size_t n = 0;
+        while (allowed[n] && n < 62) {
+            with[n] = allowed[n];
+            n++;
+        }
+        with[n++] = "min_revision";
+        with[n] = NULL;
+        allowed = with;
+    }
     if (params && !rp_codec_object_keys(params, "params", allowed, &ce))
         return rpd_fail_params(req, &ce);
     return true;
@@ -151,6 +164,43 @@ static bool m_ping(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
+/* --nats: the replica's state (null for a lone daemon), for hello and
+ * stats (proto/PROTOCOL.md, Replication). */
+static void write_replication(rp_jw *w, const rpd_core *c)
+{
+    if (!c->replica) {
+        rp_jw_null(w);
+        return;
+    }
+    rpd_replica_info info;
+    rpd_replica_info_get(c->replica, &info);
+    uint64_t last = info.stream_last > c->applied ? info.stream_last : c->applied;
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "engine");
+    rp_jw_string(w, "nats-jetstream");
+    RP_JW_KEY(w, "store");
+    rp_jw_string(w, info.store);
+    RP_JW_KEY(w, "stream");
+    rp_jw_string(w, info.stream);
+    RP_JW_KEY(w, "copies");
+    rp_jw_int(w, info.copies);
+    RP_JW_KEY(w, "applied");
+    rp_jw_uint(w, c->applied);
+    RP_JW_KEY(w, "stream_last");
+    rp_jw_uint(w, last);
+    RP_JW_KEY(w, "lag");
+    rp_jw_uint(w, last - c->applied);
+    RP_JW_KEY(w, "connected");
+    rp_jw_bool(w, info.connected);
+    RP_JW_KEY(w, "proposed");
+    rp_jw_uint(w, info.proposed);
+    RP_JW_KEY(w, "publish_retries");
+    rp_jw_uint(w, info.retried);
+    RP_JW_KEY(w, "publish_failures");
+    rp_jw_uint(w, info.published_failed);
+    rp_jw_object_end(w);
+}
+
 static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {NULL};
@@ -186,6 +236,8 @@ static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
     else
         rp_jw_null(w);
     rp_jw_object_end(w);
+    RP_JW_KEY(w, "replication");
+    write_replication(w, req->core);
     rp_jw_object_end(w);
     return true;
 }
@@ -354,6 +406,8 @@ static bool m_stats(rpd_req *req, const cJSON *params, rp_jw *w)
     } else {
         rp_jw_null(w);
     }
+    RP_JW_KEY(w, "replication");
+    write_replication(w, c);
     rp_jw_object_end(w);
     return true;
 }

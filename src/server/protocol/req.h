@@ -73,6 +73,8 @@ typedef struct rpd_req {
     /* --nats: the mutation was published; its reply comes when the stream
      * brings it back (session->repl_token), so nothing is written now. */
     bool deferred;
+    /* The method is no mutation: params may hold min_revision. */
+    bool query;
 } rpd_req;
 
 /* A handler writes its result value into w and returns true, or fills

@@ -325,6 +325,27 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     if (core->worker && !(m->flags & RPD_METHOD_WORKER))
         return rpd_fail(r, RPD_INTERNAL_ERROR, "Internal error: %s cannot run on a worker thread",
                         m->name);
+    r->query = !(m->flags & RPD_METHOD_MUTATES);
+    /* min_revision (queries): the connection waited for the store to reach
+     * it before the line ran (conn.c), up to max_wait_ms; still short of
+     * it, the request is refused. */
+    const cJSON *want =
+        r->query && params ? cJSON_GetObjectItemCaseSensitive(params, "min_revision") : NULL;
+    if (want) {
+        double v = cJSON_IsNumber(want) ? want->valuedouble : -1.0;
+        if (!(v >= 0 && v <= 9007199254740992.0 && v == (double)(uint64_t)v))
+            return rpd_fail_path(r, "params.min_revision", "must be an integer from 0 to 2^53");
+        uint64_t have = rp_store_revision(core->store);
+        if ((uint64_t)v > have) {
+            rpd_fail_limit(r, RPD_LIMIT_max_wait_ms, core->limits.max_wait_ms);
+            rpd_format(r->err.message, sizeof r->err.message,
+                       "Limit exceeded: max_wait_ms (max %llu): min_revision %llu not reached "
+                       "(the store is at revision %llu)",
+                       (unsigned long long)core->limits.max_wait_ms, (unsigned long long)v,
+                       (unsigned long long)have);
+            return false;
+        }
+    }
     r->reply_at = w->len;
     rpd_write_envelope(w, id, false);
     r->reply_head_end = w->len;
@@ -487,6 +508,7 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
     r.err.data = RPD_DATA_NONE;
     r.reply_at = r.reply_head_end = 0;
     r.deferred = false;
+    r.query = false;
     core->stats.requests++;
 
     /* Before the envelope: its messages quote member names, which must not
@@ -1115,6 +1137,41 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
 {
     (void)rpd_process_line_or_keep(core, s, line, len, out, NULL);
+}
+
+/* ---- min_revision ------------------------------------------------------------ */
+
+static uint64_t request_min_revision(const cJSON *req)
+{
+    const cJSON *p = cJSON_IsObject(req) ? cJSON_GetObjectItemCaseSensitive(req, "params") : NULL;
+    const cJSON *v = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "min_revision") : NULL;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= 9007199254740992.0))
+        return 0;
+    return (uint64_t)v->valuedouble;
+}
+
+uint64_t rpd_line_min_revision(const char *line, size_t len)
+{
+    static const char key[] = "min_revision";
+    bool found = false;
+    for (const char *p = line; !found && (p = memchr(p, 'm', len - (size_t)(p - line)));) {
+        found = (size_t)(line + len - p) >= sizeof key - 1 && memcmp(p, key, sizeof key - 1) == 0;
+        p++;
+    }
+    if (!found)
+        return 0;
+    cJSON *root = cJSON_ParseWithLength(line, len);
+    uint64_t most = 0;
+    if (cJSON_IsArray(root)) {
+        for (const cJSON *r = root->child; r; r = r->next) {
+            uint64_t v = request_min_revision(r);
+            most = v > most ? v : most;
+        }
+    } else {
+        most = request_min_revision(root);
+    }
+    cJSON_Delete(root);
+    return most;
 }
 
 /* ---- worker placement ------------------------------------------------------- */

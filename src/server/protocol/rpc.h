@@ -106,6 +106,11 @@ void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);
 void rpd_reply_undone(rpd_core *core, const char *held, size_t n, size_t base,
                       const rpd_outcomes *o, rp_jw *out, const char *reason);
 
+/* The largest min_revision a line's requests ask for (0: none, or not
+ * readable: the requests then answer for themselves).  A cheap look for
+ * the key first; the line is parsed only when it holds it. */
+uint64_t rpd_line_min_revision(const char *line, size_t len);
+
 /* --nats: the reply to request `id` (JSON text) whose proposal was not
  * published: -32003 when JetStream refused an expected sequence
  * (conflict), else -32007 with the engine's reason; a line of its own. */

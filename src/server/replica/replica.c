@@ -173,7 +173,8 @@ static void on_disconnected(natsConnection *nc, void *closure)
     (void)nc;
     rpd_replica *r = closure;
     atomic_store(&r->connected, false);
-    rpd_log(RPD_LOG_WARN, "replication: disconnected from NATS; writes are refused until it is back");
+    rpd_log(RPD_LOG_WARN,
+            "replication: disconnected from NATS; writes are refused until it is back");
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -310,15 +311,17 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
     natsOptions_SetDisconnectedCB(r->opts, on_disconnected, r);
     natsOptions_SetReconnectedCB(r->opts, on_reconnected, r);
     natsOptions_SetName(r->opts, "reposed");
-    if (o->creds && (s = natsOptions_SetUserCredentialsFromFiles(r->opts, o->creds, NULL)) != NATS_OK) {
+    if (o->creds &&
+        (s = natsOptions_SetUserCredentialsFromFiles(r->opts, o->creds, NULL)) != NATS_OK) {
         fail(why, cap, "--nats-creds", s, 0);
         goto failed_opts;
     }
     if (o->tls_ca || o->tls_cert) {
         if ((s = natsOptions_SetSecure(r->opts, true)) != NATS_OK ||
-            (o->tls_ca && (s = natsOptions_LoadCATrustedCertificates(r->opts, o->tls_ca)) != NATS_OK) ||
-            (o->tls_cert &&
-             (s = natsOptions_LoadCertificatesChain(r->opts, o->tls_cert, o->tls_key)) != NATS_OK)) {
+            (o->tls_ca &&
+             (s = natsOptions_LoadCATrustedCertificates(r->opts, o->tls_ca)) != NATS_OK) ||
+            (o->tls_cert && (s = natsOptions_LoadCertificatesChain(r->opts, o->tls_cert,
+                                                                   o->tls_key)) != NATS_OK)) {
             fail(why, cap, "NATS TLS options", s, 0);
             goto failed_opts;
         }
@@ -388,8 +391,9 @@ bool rpd_replica_writable(rpd_replica *r, char *why, size_t cap)
 {
     if (atomic_load(&r->connected))
         return true;
-    snprintf(why, cap, "this replica is cut off from NATS (reconnecting): writes are refused, "
-                       "reads go on");
+    snprintf(why, cap,
+             "this replica is cut off from NATS (reconnecting): writes are refused, "
+             "reads go on");
     return false;
 }
 

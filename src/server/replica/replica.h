@@ -26,13 +26,13 @@ typedef struct rpd_replica rpd_replica;
 typedef void (*rpd_replica_wake_fn)(void *ctx);
 
 typedef struct rpd_replica_opts {
-    const char *urls;  /* comma-separated NATS URLs */
-    const char *store; /* the store's name: letters, digits, '-' and '_' */
-    const char *creds; /* NULL, or a NATS credentials file */
-    const char *tls_ca;        /* NULL, or the CA certificates to verify the servers with */
-    const char *tls_cert;      /* NULL, or a client certificate (with tls_key) */
+    const char *urls;     /* comma-separated NATS URLs */
+    const char *store;    /* the store's name: letters, digits, '-' and '_' */
+    const char *creds;    /* NULL, or a NATS credentials file */
+    const char *tls_ca;   /* NULL, or the CA certificates to verify the servers with */
+    const char *tls_cert; /* NULL, or a client certificate (with tls_key) */
     const char *tls_key;
-    uint64_t applied;          /* the last revision already in the store (0: none) */
+    uint64_t applied; /* the last revision already in the store (0: none) */
     rpd_replica_wake_fn wake;
     void *wake_ctx;
 } rpd_replica_opts;
@@ -83,7 +83,7 @@ void rpd_replica_event_free(rpd_replica_event *e);
 typedef struct rpd_replica_info {
     const char *store;
     char stream[80];
-    int copies;          /* the stream's replicas */
+    int copies; /* the stream's replicas */
     bool connected;
     uint64_t stream_last; /* the last sequence heard of (applied + what is queued or pending) */
     uint64_t proposed, published_failed, retried;

@@ -106,6 +106,11 @@ typedef struct rpd_conn {
     uint64_t watch_flushed_ns;      /* last write of notifications (rpd_now_ns) */
     bool watch_pending;             /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
+    /* A line whose min_revision the store had not reached: it runs when the
+     * store does, or at wait_until (uv_now ms); no later line runs first. */
+    char *wait_line;
+    size_t wait_len;
+    uint64_t wait_revision, wait_until;
     uv_shutdown_t shutdown_req;
     rpd_session session;
 } rpd_conn;
@@ -526,6 +531,8 @@ static void run_line_here(rpd_conn *c, const char *line, size_t len, rpd_parsed 
     if (c->sync_wait)
         c->sync_end = c->out.len;
     rpd_server_maintain(c->srv); /* a mutation may have asked for a tree rebuild */
+    if (c->srv->waiters && c->wait_line == NULL)
+        rpd_conns_wake_waiters(c->srv); /* it may have reached another's min_revision */
     /* After auth, the full request size applies. */
     if (c->in.max_line < core->limits.max_request_bytes && !rpd_session_locked(core, &c->session))
         c->in.max_line = core->limits.max_request_bytes;
@@ -549,6 +556,81 @@ static bool over_output_limits(rpd_conn *c)
     return uv_is_closing(&c->h.handle);
 }
 
+/* ---- min_revision: lines that wait for the store --------------------------------- */
+
+void rpd_conns_wake_waiters(rpd_server *srv);
+
+static void on_wait_timer(uv_timer_t *t)
+{
+    rpd_conns_wake_waiters(t->data);
+}
+
+/* A line asking for a min_revision beyond the store's: kept, to run once
+ * the store gets there (the replica applies it, or a client here writes
+ * it) or max_wait_ms has passed.  True when it waits. */
+static bool begin_wait(rpd_conn *c, const char *line, size_t len)
+{
+    rpd_server *srv = c->srv;
+    rpd_core *core = &srv->core;
+    uint64_t want = rpd_line_min_revision(line, len);
+    rpd_arena_reset();
+    if (!want || want <= rp_store_revision(core->store) || !core->limits.max_wait_ms ||
+        core->shutting_down)
+        return false;
+    char *copy = malloc(len ? len : 1);
+    if (!copy)
+        return false; /* it runs now, and answers -32004 */
+    memcpy(copy, line, len);
+    c->wait_line = copy;
+    c->wait_len = len;
+    c->wait_revision = want;
+    c->wait_until = uv_now(srv->loop) + core->limits.max_wait_ms;
+    if (srv->waiters++ == 0)
+        uv_timer_start(&srv->wait_timer, on_wait_timer, 2, 2);
+    return true;
+}
+
+static void end_wait(rpd_conn *c)
+{
+    rpd_server *srv = c->srv;
+    free(c->wait_line);
+    c->wait_line = NULL;
+    if (--srv->waiters == 0)
+        uv_timer_stop(&srv->wait_timer);
+}
+
+void rpd_conns_wake_waiters(rpd_server *srv)
+{
+    static bool waking; /* (a line run here ends in run_line_here, which calls this) */
+    if (!srv->waiters || waking)
+        return;
+    waking = true;
+    uint64_t now = uv_now(srv->loop), have = rp_store_revision(srv->core.store);
+    rpd_conn *next;
+    for (rpd_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (!c->wait_line || (have < c->wait_revision && now < c->wait_until &&
+                              !srv->core.shutting_down && !conn_closing(c)))
+            continue;
+        char *line = c->wait_line;
+        size_t len = c->wait_len;
+        c->wait_line = NULL; /* (end_wait frees it after the run) */
+        run_line(c, line, len);
+        c->wait_line = line;
+        end_wait(c);
+        if (!uv_is_closing(&c->h.handle))
+            conn_yield(c); /* its next lines, and the reply's flush, at the next turn */
+    }
+    waking = false;
+}
+
+void rpd_conns_wait_timer_init(rpd_server *srv)
+{
+    uv_timer_init(srv->loop, &srv->wait_timer);
+    srv->wait_timer.data = srv;
+    uv_unref((uv_handle_t *)&srv->wait_timer); /* never keeps the loop alive */
+}
+
 /* Runs complete buffered lines until the input is used up, backpressure
  * says stop, or the time slice is over, writing the replies as it goes. */
 static void process_lines(rpd_conn *c)
@@ -560,7 +642,7 @@ static void process_lines(rpd_conn *c)
     bool held = c->sync_wait; /* from an earlier turn: wait for its fsync */
     for (;;) {
         /* (repl_token: a mutation it sent waits for the stream.) */
-        while (!conn_closing(c) && !c->job && !held && !c->session.repl_token) {
+        while (!conn_closing(c) && !c->job && !held && !c->session.repl_token && !c->wait_line) {
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
@@ -574,6 +656,8 @@ static void process_lines(rpd_conn *c)
             size_t len;
             rpd_frame_status st = rpd_framer_next(&c->in, &line, &len);
             if (st == RPD_FRAME_LINE) {
+                if (begin_wait(c, line, len))
+                    break;
                 run_line(c, line, len);
                 if (over_output_limits(c))
                     return;
@@ -616,7 +700,7 @@ static void process_lines(rpd_conn *c)
         break;
     }
     if ((c->paused || conn_closing(c) || c->yielded || c->job || c->sync_wait ||
-         c->session.repl_token) &&
+         c->session.repl_token || c->wait_line) &&
         c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
@@ -810,6 +894,8 @@ static void on_close(uv_handle_t *h)
     rp_jw_free(&c->out);
     free(c->outcomes.v);
     free(c->session.repl_id); /* a proposal's reply now has no one to go to */
+    if (c->wait_line)
+        end_wait(c);
     srv->core.stats.conn_current--;
     if (c->session.is_tcp)
         srv->core.stats.conn_tcp--;
@@ -1246,6 +1332,7 @@ bool rpd_conns_replica_drain(rpd_server *srv)
     for (int n = 0; n < REPLICA_DRAIN_MAX; n++) {
         if (!rpd_replica_next(core->replica, &e)) {
             rpd_server_flush_watchers(srv);
+            rpd_conns_wake_waiters(srv);
             return true;
         }
         rpd_conn *c = waiting_for(srv, e.token);
@@ -1271,6 +1358,7 @@ bool rpd_conns_replica_drain(rpd_server *srv)
         rpd_replica_event_free(&e);
     }
     rpd_server_flush_watchers(srv);
+    rpd_conns_wake_waiters(srv);
     return false;
 }
 

@@ -32,6 +32,12 @@ bool rpd_conns_resume(rpd_server *srv);
  * connections that wait for their proposals; false when it stopped at its
  * budget with more queued. */
 bool rpd_conns_replica_drain(rpd_server *srv);
+/* Runs the lines that waited for min_revision whose revision the store
+ * reached, or whose max_wait_ms is over (they then answer -32004). */
+void rpd_conns_wake_waiters(rpd_server *srv);
+/* Sets up the timer behind max_wait_ms (server start; maybe_finish closes
+ * it). */
+void rpd_conns_wait_timer_init(rpd_server *srv);
 /* --fsync always: the connections waiting on journal groups before
  * `epoch` (rpd_durable_group_epoch) learn how they ended; their replies
  * go out, or become -32007 for an undone group. */

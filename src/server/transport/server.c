@@ -416,6 +416,7 @@ static void maybe_finish(rpd_server *srv)
     if (srv->group_started)
         close_if_open((uv_handle_t *)&srv->group);
     close_if_open((uv_handle_t *)&srv->sweep);
+    close_if_open((uv_handle_t *)&srv->wait_timer);
     rpd_conn_watch_close(srv);
     close_if_open((uv_handle_t *)&srv->resume);
     if (srv->repl_started) {
@@ -860,6 +861,7 @@ int rpd_server_run(const rpd_config *cfg)
     srv.sweep.data = &srv;
     uv_timer_start(&srv.sweep, on_sweep, RPD_SWEEP_MS, RPD_SWEEP_MS);
     uv_unref((uv_handle_t *)&srv.sweep); /* never keeps the loop alive */
+    rpd_conns_wait_timer_init(&srv);
     start_sync_timer(&srv);
     start_group_commit(&srv);
 

@@ -93,6 +93,10 @@ struct rpd_server {
     struct rpd_snap_job *snap_job;
     uv_async_t repl_async; /* --nats: the replica queued something (replica.h) */
     bool repl_started;
+    /* Connections whose line waits for min_revision (conn.c), and the timer
+     * that ends their waits at max_wait_ms (running only while there are). */
+    size_t waiters;
+    uv_timer_t wait_timer;
 };
 
 /* server.c, for conn.c: a connection is gone (a shutdown may wait for
