@@ -4,7 +4,7 @@
 #
 #   bash scripts/deps.sh run    building and running reposed and repose-cli
 #                               (scripts/run.sh): compilers, cmake, libuv,
-#                               cJSON, expat; about what the Dockerfile's
+#                               cJSON, expat, nats.c; about what the Dockerfile's
 #                               build stage installs
 #   bash scripts/deps.sh [all]  everything: the above, and what the tests,
 #                               the Python client, the OMPL example and the
@@ -16,13 +16,15 @@
 # already installed.
 set -euo pipefail
 
-run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev)
+run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev
+  libnats-dev) # replicas (--nats): the nats.c client
 test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
   python3-numpy python3-venv python3-pip # the Python client (python/) and its tests
   libompl-dev # examples/ompl (built only when found)
   clang libclang-rt-14-dev # clang and libFuzzer: scripts/fuzz.sh
-  clang-format-14) # the house style, .clang-format (tests/scripts/check_format.sh)
+  clang-format-14 # the house style, .clang-format (tests/scripts/check_format.sh)
+  nats-server) # the replicas' tests start real NATS servers (test_daemon_replicas)
 
 list=false dry=false set=all
 for a in "$@"; do

@@ -14,6 +14,11 @@
 #                       Unix-only, with no token.
 #   REPOSED_DATA_DIR    where the store is kept, passed as --data-dir
 #                       (default /var/lib/reposed, a volume; empty: memory only)
+#   REPOSED_NATS        NATS URLs: run as a replica of a store shared through
+#                       NATS JetStream, passed as --nats with
+#   REPOSED_STORE       the store's name (--store; required with REPOSED_NATS).
+#                       A replica keeps its store in memory (REPOSED_DATA_DIR
+#                       is not passed) and rebuilds it from the stream at start.
 #
 # Other reposed flags follow the image name: docker run ... reposed --log-level debug.
 # --unix and --tcp there are refused: the health check could not follow them.
@@ -24,6 +29,8 @@ unix=${REPOSED_UNIX:-/run/reposed/reposed.sock}
 tcp=${REPOSED_TCP:-0.0.0.0:7411}
 token=${REPOSED_TOKEN_FILE-/run/secrets/reposed_token}
 data=${REPOSED_DATA_DIR-/var/lib/reposed}
+nats=${REPOSED_NATS:-}
+store=${REPOSED_STORE:-}
 
 if [ "${1:-}" = healthcheck ]; then
   # Prefer the Unix socket; ping needs no token on either listener.  Docker
@@ -59,6 +66,14 @@ for a in "$@"; do
     --data-dir | --data-dir=*) data= ;;
   esac
 done
+if [ -n "$nats" ]; then
+  if [ -z "$store" ]; then
+    echo "docker-entrypoint: REPOSED_NATS is set: set REPOSED_STORE to the store's name too" >&2
+    exit 2
+  fi
+  data= # a replica's store lives in memory, rebuilt from the stream
+  set -- --nats "$nats" --store "$store" "$@"
+fi
 if [ -n "$data" ]; then
   set -- --data-dir "$data" "$@"
 fi

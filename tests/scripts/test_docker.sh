@@ -47,6 +47,7 @@ entry_run() {
   : >"$tmp/calls"
   code=0
   env -u REPOSED_UNIX -u REPOSED_TCP -u REPOSED_TOKEN_FILE -u REPOSED_DATA_DIR \
+    -u REPOSED_NATS -u REPOSED_STORE \
     PATH="$tmp/fake:$PATH" "${envs[@]}" "$sh" "$entry" "$@" >"$tmp/out" 2>&1 || code=$?
 }
 printf 'tok\n' >"$tmp/token"
@@ -68,6 +69,13 @@ for sh in sh bash; do
   [[ $code -eq 0 ]] || fail "$sh: REPOSED_TCP=none: exit $code"
   [[ $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --data-dir /var/lib/reposed" ]] ||
     fail "$sh: REPOSED_TCP=none ran: $(cat "$tmp/calls")"
+  # A replica: --nats and --store, and no --data-dir.
+  entry_run "$sh" REPOSED_TCP=none REPOSED_NATS=nats://n1:4222,nats://n2:4222 REPOSED_STORE=plant --
+  [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --nats nats://n1:4222,nats://n2:4222 --store plant" ]] ||
+    fail "$sh: a replica ran: $(cat "$tmp/calls")"
+  entry_run "$sh" REPOSED_TCP=none REPOSED_NATS=nats://n1:4222 --
+  [[ $code -eq 2 && ! -s $tmp/calls ]] && grep -q REPOSED_STORE "$tmp/out" ||
+    fail "$sh: REPOSED_NATS without REPOSED_STORE: exit $code"
   # A token file that exists is passed on; so are other flags.
   entry_run "$sh" REPOSED_TOKEN_FILE="$tmp/token" REPOSED_DATA_DIR= -- --log-level debug
   [[ $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp 0.0.0.0:7411 --token-file $tmp/token --log-level debug" ]] ||
