@@ -190,6 +190,10 @@ static void on_reconnected(natsConnection *nc, void *closure)
 static bool fail(char *why, size_t cap, const char *what, natsStatus s, jsErrCode jerr)
 {
     const char *last = nats_GetLastError(NULL);
+    /* The library prefixes its source position: "(conn.c:2088): ...". */
+    const char *cut = last && last[0] == '(' ? strstr(last, "): ") : NULL;
+    if (cut)
+        last = cut + 3;
     if (jerr)
         snprintf(why, cap, "%s: %s (JetStream error %d)", what, last ? last : natsStatus_GetText(s),
                  (int)jerr);
@@ -221,7 +225,7 @@ static bool set_servers(rpd_replica *r, const char *urls, char *why, size_t cap)
 /* Binds the stream when it exists with settings this replica can use;
  * creates it otherwise, with as many copies as the cluster takes (3, 2,
  * then 1: a single server refuses more than one). */
-static bool stream_ready(rpd_replica *r, char *why, size_t cap)
+static bool stream_ready(rpd_replica *r, int want, char *why, size_t cap)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
@@ -245,7 +249,7 @@ static bool stream_ready(rpd_replica *r, char *why, size_t cap)
     if (s != NATS_NOT_FOUND)
         return fail(why, cap, "looking up the stream", s, jerr);
     const char *subjects[1] = {r->subject};
-    for (int copies = 3; copies >= 1; copies--) {
+    for (int copies = want ? want : 3; copies >= 1; copies--) {
         jsStreamConfig sc;
         jsStreamConfig_Init(&sc);
         sc.Name = r->stream;
@@ -262,9 +266,11 @@ static bool stream_ready(rpd_replica *r, char *why, size_t cap)
             jsStreamInfo_Destroy(si);
             return true;
         }
-        /* Too many copies for this cluster (or a lone server): fewer. */
-        if (jerr != JSStreamReplicasNotSupportedErr && jerr != JSInsufficientResourcesErr &&
-            jerr != JSClusterNoPeersErr && jerr != JSStreamReplicasNotUpdatableErr)
+        /* Too many copies for this cluster (or a lone server): fewer,
+         * unless a number was asked for. */
+        if (want ||
+            (jerr != JSStreamReplicasNotSupportedErr && jerr != JSInsufficientResourcesErr &&
+             jerr != JSClusterNoPeersErr && jerr != JSStreamReplicasNotUpdatableErr))
             break;
     }
     return fail(why, cap, "creating the stream", s, jerr);
@@ -340,7 +346,7 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
         fail(why, cap, "JetStream", s, 0);
         goto failed;
     }
-    if (!stream_ready(r, why, cap))
+    if (!stream_ready(r, o->copies, why, cap))
         goto failed;
     jsSubOptions so;
     jsSubOptions_Init(&so);

@@ -32,6 +32,8 @@ typedef struct rpd_replica_opts {
     const char *tls_ca;   /* NULL, or the CA certificates to verify the servers with */
     const char *tls_cert; /* NULL, or a client certificate (with tls_key) */
     const char *tls_key;
+    int copies;       /* the stream's replicas when it is created; 0: as many as the
+                         cluster takes, up to 3 */
     uint64_t applied; /* the last revision already in the store (0: none) */
     rpd_replica_wake_fn wake;
     void *wake_ctx;

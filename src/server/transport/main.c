@@ -48,6 +48,9 @@ static void usage(FILE *to)
             "                                  Replicas); needs --store\n"
             "  --store NAME                    with --nats: the store's name (its stream\n"
             "                                  is REPOSE_NAME)\n"
+            "  --nats-copies N                 with --nats: the stream's replicas when this\n"
+            "                                  replica creates it, 1 to 5 (default: as many\n"
+            "                                  as the cluster takes, up to 3)\n"
             "  --nats-creds FILE               with --nats: a NATS credentials file\n"
             "  --nats-tls-ca FILE              with --nats: verify the servers with these CAs\n"
             "  --nats-tls-cert FILE, --nats-tls-key FILE\n"
@@ -103,8 +106,9 @@ int main(int argc, char **argv)
                            strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0 ||
                            strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0 ||
                            strcmp(a, "--nats") == 0 || strcmp(a, "--store") == 0 ||
-                           strcmp(a, "--nats-creds") == 0 || strcmp(a, "--nats-tls-ca") == 0 ||
-                           strcmp(a, "--nats-tls-cert") == 0 || strcmp(a, "--nats-tls-key") == 0;
+                           strcmp(a, "--nats-creds") == 0 || strcmp(a, "--nats-copies") == 0 ||
+                           strcmp(a, "--nats-tls-ca") == 0 || strcmp(a, "--nats-tls-cert") == 0 ||
+                           strcmp(a, "--nats-tls-key") == 0;
         if (!v && (takes_value || rpd_limits_is_flag(a))) {
             fprintf(stderr, "reposed: %s needs a value (see --help)\n", a);
             return 2;
@@ -154,6 +158,14 @@ int main(int argc, char **argv)
             cfg.nats = v;
         } else if (strcmp(a, "--store") == 0) {
             cfg.store = v;
+        } else if (strcmp(a, "--nats-copies") == 0) {
+            char *end;
+            long k = strtol(v, &end, 10);
+            if (end == v || *end || k < 1 || k > 5) {
+                fprintf(stderr, "reposed: --nats-copies must be an integer from 1 to 5\n");
+                return 2;
+            }
+            cfg.nats_copies = (int)k;
         } else if (strcmp(a, "--nats-creds") == 0) {
             cfg.nats_creds = v;
         } else if (strcmp(a, "--nats-tls-ca") == 0) {
@@ -195,7 +207,8 @@ int main(int argc, char **argv)
                               : "--snapshot-after");
         return 2;
     }
-    if ((cfg.store || cfg.nats_creds || cfg.nats_tls_ca || cfg.nats_tls_cert || cfg.nats_tls_key) &&
+    if ((cfg.store || cfg.nats_creds || cfg.nats_copies || cfg.nats_tls_ca || cfg.nats_tls_cert ||
+         cfg.nats_tls_key) &&
         !cfg.nats) {
         fprintf(stderr, "reposed: --store and the --nats-* options need --nats\n");
         return 2;

@@ -772,9 +772,16 @@ static bool start_replica(rpd_server *srv)
     uv_async_init(srv->loop, &srv->repl_async, on_replica_async);
     srv->repl_async.data = srv;
     srv->repl_started = true;
-    rpd_replica_opts o = {cfg->nats,         cfg->store,         cfg->nats_creds,
-                          cfg->nats_tls_ca,  cfg->nats_tls_cert, cfg->nats_tls_key,
-                          srv->core.applied, on_replica_wake,    srv};
+    rpd_replica_opts o = {.urls = cfg->nats,
+                          .store = cfg->store,
+                          .creds = cfg->nats_creds,
+                          .tls_ca = cfg->nats_tls_ca,
+                          .tls_cert = cfg->nats_tls_cert,
+                          .tls_key = cfg->nats_tls_key,
+                          .copies = cfg->nats_copies,
+                          .applied = srv->core.applied,
+                          .wake = on_replica_wake,
+                          .wake_ctx = srv};
     char why[400];
     srv->core.replica = rpd_replica_open(&o, why, sizeof why);
     if (!srv->core.replica) {

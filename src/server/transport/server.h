@@ -37,6 +37,7 @@ typedef struct rpd_config {
     /* --nats: replicas sharing the store through NATS JetStream (NULL: a
      * lone daemon); the store's name and the client's options. */
     const char *nats, *store, *nats_creds, *nats_tls_ca, *nats_tls_cert, *nats_tls_key;
+    int nats_copies; /* the stream's replicas when this replica creates it (0: auto) */
 } rpd_config;
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */
