@@ -93,8 +93,7 @@ static bool find_nats_server(void)
         if (executable(env))
             snprintf(nats_bin, sizeof nats_bin, "%s", env);
         else
-            snprintf(nats_why, sizeof nats_why, "$NATS_SERVER (%s) is not an executable file",
-                     env);
+            snprintf(nats_why, sizeof nats_why, "$NATS_SERVER (%s) is not an executable file", env);
         return nats_bin[0] != '\0';
     }
     static const char *const fixed[] = {"/usr/bin/nats-server", "/usr/sbin/nats-server",
@@ -305,8 +304,8 @@ static bool nats_spawn(nats_srv *s)
         if (nats_reap(s, 0))
             return false;
         if (rh_now_ms() >= deadline) {
-            fprintf(stderr, "nats-server did not accept connections on port %d in %d ms\n",
-                    s->port, rh_ms(RH_TIMEOUT_MS));
+            fprintf(stderr, "nats-server did not accept connections on port %d in %d ms\n", s->port,
+                    rh_ms(RH_TIMEOUT_MS));
             nats_kill(s, SIGKILL);
             return false;
         }
@@ -411,9 +410,8 @@ static const char *default_wait(void)
  * the test unless it comes up; max_wait NULL: default_wait(). */
 static rh_daemon *replica(const nats_srv *s, const char *store, const char *max_wait)
 {
-    const char *extra[] = {"--nats",        s->url,
-                           "--store",       store,
-                           "--max-wait-ms", max_wait ? max_wait : default_wait(),
+    const char *extra[] = {"--nats", s->url,          "--store",
+                           store,    "--max-wait-ms", max_wait ? max_wait : default_wait(),
                            NULL};
     rh_opts o = {NULL, "none", extra, false};
     rh_daemon *d = start_with(&o);
@@ -618,7 +616,8 @@ static void expect_same_store(rh_conn *ca, rh_conn *cb, uint64_t rev)
     assert_true(stat_num(ca, "result.revision") == stat_num(cb, "result.revision"));
 }
 
-#define MODEL_LINKS "[{\"id\":\"l\",\"frame\":0,\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":0.5}}}]"
+#define MODEL_LINKS                                                                                \
+    "[{\"id\":\"l\",\"frame\":0,\"shape\":{\"sphere\":{\"center\":[0,0,0],\"radius\":0.5}}}]"
 
 /* ---- writes through one replica, reads through another ---------------------------------- */
 
@@ -632,7 +631,8 @@ static void write_through_a_read_through_b(void **state)
     rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
     rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
 
-    uint64_t rev = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"b0\":" SPH "}}", 0));
+    uint64_t rev =
+        ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"b0\":" SPH "}}", 0));
     assert_true(rev >= 1);
     cJSON *g = get_scene(cb, "s", rev);
     assert_true(num_at(g, "result.revision") >= (double)rev);
@@ -658,7 +658,8 @@ static void write_through_a_read_through_b(void **state)
 
     /* The other way: a write through B, read through A.  B answers after
      * applying it, so B has it at once too. */
-    uint64_t rb = ok_revision(rpc(cb, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"from_b\":" SPH "}}", 99));
+    uint64_t rb =
+        ok_revision(rpc(cb, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"from_b\":" SPH "}}", 99));
     assert_true(rb > rev);
     g = get_scene(cb, "s", 0);
     assert_true(num_at(g, "result.revision") == (double)rb);
@@ -671,7 +672,8 @@ static void write_through_a_read_through_b(void **state)
     assert_int_equal(cJSON_GetArraySize(at(g, "result.shapes")), n + 2);
     cJSON_Delete(g);
     /* And a scene created through B. */
-    uint64_t rc = ok_revision(rpc(cb, "scene.create", "{\"scene\":\"t\",\"shapes\":{\"x\":" SPH "}}", 7));
+    uint64_t rc =
+        ok_revision(rpc(cb, "scene.create", "{\"scene\":\"t\",\"shapes\":{\"x\":" SPH "}}", 7));
     g = get_scene(ca, "t", rc);
     expect_shape(g, "x", 7);
     cJSON_Delete(g);
@@ -907,7 +909,8 @@ static void watch_on_b_sees_a_writes_in_order(void **state)
     assert_true(cJSON_IsTrue(at(p, "result.pong")));
     cJSON_Delete(p);
     /* B's own write, and A's delete of the scene, reach the watch too. */
-    uint64_t rb = ok_revision(rpc(cb, "scene.put", "{\"scene\":\"w\",\"shapes\":{\"q\":" SPH "}}", 5));
+    uint64_t rb =
+        ok_revision(rpc(cb, "scene.put", "{\"scene\":\"w\",\"shapes\":{\"q\":" SPH "}}", 5));
     cJSON *put = cJSON_CreateObject();
     cJSON_AddItemToObject(put, "q", sphere_json(5));
     expect_changed(cb, watch, "w", rb, put, cJSON_CreateArray());
@@ -952,7 +955,8 @@ static void late_replica_catches_up(void **state)
     rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
     rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
 
-    uint64_t last = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s1\",\"shapes\":{\"a\":" SPH "}}", 1));
+    uint64_t last =
+        ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s1\",\"shapes\":{\"a\":" SPH "}}", 1));
     int n = rh_wrapped() ? 4 : 15;
     for (int k = 0; k < n; k++) {
         rh_conn *c = k % 2 ? ca : cb;
@@ -980,7 +984,8 @@ static void late_replica_catches_up(void **state)
     expect_same_result(rpc(ca, "model.get", "{\"model\":\"m\"}"),
                        rpc(cc, "model.get", "{\"model\":\"m\"}"), "model.get m");
     /* And it takes part: its write reaches the others. */
-    uint64_t rc = ok_revision(rpc(cc, "scene.put", "{\"scene\":\"s2\",\"shapes\":{\"from_c\":" SPH "}}", 9));
+    uint64_t rc =
+        ok_revision(rpc(cc, "scene.put", "{\"scene\":\"s2\",\"shapes\":{\"from_c\":" SPH "}}", 9));
     assert_true(rc > last);
     cJSON *g = get_scene(cb, "s2", rc);
     expect_shape(g, "from_c", 9);
@@ -1005,7 +1010,8 @@ static void restart_catches_up(void **state)
     rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
     rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
 
-    uint64_t last = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"x0\":" SPH "}}", 0));
+    uint64_t last =
+        ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"x0\":" SPH "}}", 0));
     cJSON *g = get_scene(cb, "s", last);
     expect_shape(g, "x0", 0);
     cJSON_Delete(g);
@@ -1034,7 +1040,8 @@ static void restart_catches_up(void **state)
     expect_same_result(get_scene(ca, "s", 0), get_scene(cb, "s", 0), "s");
     expect_same_result(get_scene(ca, "t", 0), get_scene(cb, "t", 0), "t");
     /* The restarted replica writes too. */
-    uint64_t rb = ok_revision(rpc(cb, "scene.put", "{\"scene\":\"t\",\"shapes\":{\"again\":" SPH "}}", 8));
+    uint64_t rb =
+        ok_revision(rpc(cb, "scene.put", "{\"scene\":\"t\",\"shapes\":{\"again\":" SPH "}}", 8));
     assert_true(rb > last);
     g = get_scene(ca, "t", rb);
     expect_shape(g, "again", 8);
@@ -1073,7 +1080,8 @@ static void batch_with_mutation_refused(void **state)
     rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
     rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
 
-    uint64_t r = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"a\":" SPH "}}", 0));
+    uint64_t r =
+        ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"a\":" SPH "}}", 0));
     int ip = next_id++, ig = next_id++, ic = next_id++, in = next_id++;
     char line[1024];
     snprintf(line, sizeof line,
@@ -1108,7 +1116,8 @@ static void batch_with_mutation_refused(void **state)
     assert_null(cJSON_GetObjectItemCaseSensitive(at(g, "result.shapes"), "x"));
     cJSON_Delete(g);
     cJSON_Delete(error_code(rpc(ca, "scene.get", "{\"scene\":\"t\"}"), -32001));
-    uint64_t r2 = ok_revision(rpc(ca, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"y\":" SPH "}}", 6));
+    uint64_t r2 =
+        ok_revision(rpc(ca, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"y\":" SPH "}}", 6));
     assert_int_equal(r2, r + 1);
     g = get_scene(cb, "s", r2);
     assert_null(cJSON_GetObjectItemCaseSensitive(at(g, "result.shapes"), "x"));
@@ -1150,9 +1159,9 @@ static void min_revision_errors(void **state)
     assert_string_equal(str_at(e, "error.data.limit"), "max_wait_ms");
     assert_true(num_at(e, "error.data.max") == 200);
     cJSON_Delete(e);
-    e = error_code(rpc(ca, "scene.get", "{\"scene\":\"s\",\"min_revision\":%llu}",
-                       (unsigned long long)r + 1),
-                   -32004);
+    e = error_code(
+        rpc(ca, "scene.get", "{\"scene\":\"s\",\"min_revision\":%llu}", (unsigned long long)r + 1),
+        -32004);
     assert_string_equal(str_at(e, "error.data.limit"), "max_wait_ms");
     cJSON_Delete(e);
     /* The connection goes on. */
@@ -1164,8 +1173,7 @@ static void min_revision_errors(void **state)
                  "params.min_revision");
     expect_error(rpc(ca, "scene.get", "{\"scene\":\"s\",\"min_revision\":1.5}"), -32602,
                  "params.min_revision");
-    expect_error(rpc(ca, "scene.list", "{\"min_revision\":null}"), -32602,
-                 "params.min_revision");
+    expect_error(rpc(ca, "scene.list", "{\"min_revision\":null}"), -32602, "params.min_revision");
     /* Mutations do not take it; nothing changes. */
     expect_error(rpc(ca, "scene.put",
                      "{\"scene\":\"s\",\"min_revision\":%llu,\"shapes\":{\"x\":" SPH "}}",
@@ -1213,20 +1221,21 @@ static void bad_configuration(void **state)
     expect_run(no_store, 2, "--store");
     const char *no_nats[] = {"--unix", sock, "--tcp", "none", "--store", "x", NULL};
     expect_run(no_nats, 2, "--nats");
-    const char *dotted[] = {"--unix", sock,      "--tcp",   "none",
-                            "--nats", nowhere, "--store", "a.b", NULL};
+    const char *dotted[] = {"--unix", sock,      "--tcp", "none", "--nats",
+                            nowhere,  "--store", "a.b",   NULL};
     expect_run(dotted, 1, "--store");
-    const char *spaced[] = {"--unix", sock,      "--tcp",   "none",
-                            "--nats", nowhere, "--store", "has space", NULL};
+    const char *spaced[] = {"--unix", sock,      "--tcp",     "none", "--nats",
+                            nowhere,  "--store", "has space", NULL};
     expect_run(spaced, 1, "--store");
     const char *empty[] = {"--unix", sock, "--tcp", "none", "--nats", nowhere, "--store", "", NULL};
-    int code = rh_run(empty, (char[4096]){0}, 4096, rh_ms(RH_TIMEOUT_MS));
+    char out[4096];
+    int code = rh_run(empty, out, sizeof out, rh_ms(RH_TIMEOUT_MS));
     assert_true(code == 1 || code == 2);
-    const char *unreachable[] = {"--unix", sock,      "--tcp",   "none",
-                                 "--nats", nowhere, "--store", "x", NULL};
+    const char *unreachable[] = {"--unix", sock,      "--tcp", "none", "--nats",
+                                 nowhere,  "--store", "x",     NULL};
     expect_run(unreachable, 1, "connecting to NATS");
-    const char *with_data[] = {"--unix", sock,    "--tcp",      "none", "--nats", nowhere,
-                               "--store", "x",    "--data-dir", data,   NULL};
+    const char *with_data[] = {"--unix",  sock, "--tcp",      "none", "--nats", nowhere,
+                               "--store", "x",  "--data-dir", data,   NULL};
     expect_run(with_data, 2, "--data-dir");
     /* None of them left a socket behind. */
     assert_int_equal(access(sock, F_OK), -1);
@@ -1306,7 +1315,8 @@ static void nats_down_refuses_writes_serves_reads(void **state)
     rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
     rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
 
-    uint64_t r = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"a\":" SPH "}}", 0));
+    uint64_t r =
+        ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"a\":" SPH "}}", 0));
     r = ok_revision(rpc(ca, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"b\":" SPH "}}", 1));
     cJSON_Delete(get_scene(cb, "s", r));
     cJSON *before = get_scene(ca, "s", 0);
