@@ -262,6 +262,8 @@ void rpd_reply_proposal_failed(rpd_core *core, rp_jw *out, const char *id, bool 
     else
         rpd_fail_storage(&r, "replication: %s", reason);
     e = r.err;
+    if (!conflict) /* not "nothing was changed": a send may have been stored */
+        rpd_format(e.message, sizeof e.message, "Storage failure: replication: %s", reason);
     rpd_write_error_id_text(core, out, id, strlen(id), &e);
     rp_jw_end_line(out);
 }

@@ -113,7 +113,9 @@ uint64_t rpd_line_min_revision(const char *line, size_t len);
 
 /* --nats: the reply to request `id` (JSON text) whose proposal was not
  * published: -32003 when JetStream refused an expected sequence
- * (conflict), else -32007 with the engine's reason; a line of its own. */
+ * (conflict), else -32007 with the engine's reason, which says nothing of
+ * whether it changed anything (an earlier send may have been stored, and
+ * is then applied: the client reads the revision); a line of its own. */
 void rpd_reply_proposal_failed(rpd_core *core, rp_jw *out, const char *id, bool conflict,
                                const char *reason);
 

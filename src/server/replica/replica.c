@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Replicas on NATS JetStream (replica.h).  Threads: the event loop calls
- * every function here; nats.c's own threads call the callbacks (on_msg,
- * on_pub_error and the connection's), which only queue events under the
- * mutex and wake the loop.  The order of the stream is kept because the
- * ordered consumer delivers on one thread, in order, and the queue is a
- * FIFO.
+ * every public function here; the consumer thread (consume) reads the
+ * stream and queues its messages; nats.c's own threads call the
+ * callbacks (on_pub_error and the connection's).  Threads other than the
+ * loop only queue events under the mutex and wake the loop.  The order
+ * of the stream is kept because one thread takes the messages, checks
+ * that each is the next sequence, and the queue is a FIFO.
+ *
+ * Both directions heal themselves, because the library does not always:
+ * - the consumer thread subscribes again from the last sequence it took
+ *   when the subscription fails, or when it has been silent while the
+ *   stream holds more (an ordered consumer whose server died was seen to
+ *   stop for good);
+ * - a proposal whose message has not come back within RESEND_MS is
+ *   published again with the same message id (JetStream stores it once;
+ *   an asynchronous publish whose acknowledgement was lost was seen never
+ *   to report anything), and after RESEND_TRIES it fails.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "replica.h"
@@ -16,23 +27,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/core/log.h"
 
 /* How long JetStream remembers message ids (de-duplication of retried
  * publishes): far longer than any retry here takes. */
 #define DEDUP_WINDOW_NS (120LL * 1000 * 1000 * 1000)
-/* A publish whose acknowledgement did not come is sent again (same id)
- * this many times before its proposal fails. */
-#define PUBLISH_TRIES 3
-/* Headers of a message: the method it applies, and the try. */
+/* A proposal not back from the stream after RESEND_MS is published again
+ * (same id); after RESEND_TRIES sends it fails.  Together longer than a
+ * leader election (seconds). */
+#define RESEND_MS 1000
+#define RESEND_TRIES 15
+/* The consumer thread: how long one wait for a message is, and how long
+ * it may be silent while the stream holds more before it subscribes
+ * again. */
+#define WAIT_MS 250
+#define STALL_MS 2000
+/* The header naming the method a message applies. */
 #define HDR_METHOD "Repose-Method"
-#define HDR_TRY "Repose-Try"
 
 typedef struct node {
     struct node *next;
     rpd_replica_event e;
 } node;
+
+/* A proposal not yet back from the stream (the loop's). */
+typedef struct proposal {
+    uint64_t token;
+    char *method, *params;
+    size_t len;
+    uint64_t sent_ms;
+    int tries;
+    char last_error[120]; /* what the last send met, for the final failure */
+} proposal;
 
 struct rpd_replica {
     char store[64];
@@ -43,7 +71,6 @@ struct rpd_replica {
     natsOptions *opts;
     natsConnection *nc;
     jsCtx *js;
-    natsSubscription *sub;
     rpd_replica_wake_fn wake;
     void *wake_ctx;
     uint64_t next_token;
@@ -54,6 +81,15 @@ struct rpd_replica {
     uint64_t start_last; /* the stream's last sequence when this replica started */
     pthread_mutex_t mu;
     node *head, *tail; /* the queue, under mu */
+    /* The consumer thread and what it has taken (its own). */
+    pthread_t consumer;
+    bool consumer_started;
+    atomic_bool closing;
+    natsSubscription *sub;
+    uint64_t delivered;
+    /* The loop's proposals in flight. */
+    proposal *inflight;
+    size_t n_inflight, cap_inflight;
 };
 
 bool rpd_replica_name_ok(const char *name)
@@ -95,24 +131,48 @@ static uint64_t token_of(const rpd_replica *r, const char *id)
 
 /* ---- nats.c threads ---------------------------------------------------------- */
 
-static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+static uint64_t now_ms(void)
 {
-    (void)nc;
-    (void)sub;
-    rpd_replica *r = closure;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Queues a stream message (the consumer thread); false when it is not
+ * the next one (a repeat is dropped, a gap makes the caller subscribe
+ * again). */
+static bool take(rpd_replica *r, natsMsg *msg, bool *gap)
+{
     jsMsgMetaData *meta = NULL;
+    *gap = false;
+    if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
+        natsMsg_Destroy(msg);
+        return false; /* not a stream message (a status): nothing to take */
+    }
+    uint64_t seq = meta->Sequence.Stream, pending = meta->NumPending;
+    jsMsgMetaData_Destroy(meta);
+    if (seq <= r->delivered) {
+        natsMsg_Destroy(msg);
+        return false; /* had it: a subscription made again from an older point */
+    }
+    if (r->delivered && seq != r->delivered + 1) {
+        /* Messages missing in between: taken again from where we are (a
+         * stream trimmed past them would deliver from its first message,
+         * which this replica cannot catch up with yet: it is logged). */
+        rpd_log(RPD_LOG_WARN, "replication: stream message %llu after %llu; reading it again",
+                (unsigned long long)seq, (unsigned long long)r->delivered);
+        natsMsg_Destroy(msg);
+        *gap = true;
+        return false;
+    }
     node *n = calloc(1, sizeof *n);
-    if (!n || natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
-        /* Without it the stream cannot be followed in order: losing a
-         * message would diverge silently, so the replica stops instead. */
-        rpd_log(RPD_LOG_ERROR, "replication: cannot read a stream message (%s); exiting",
-                n ? "no metadata" : "out of memory");
+    if (!n) {
+        rpd_log(RPD_LOG_ERROR, "replication: out of memory taking a stream message; exiting");
         abort();
     }
     n->e.kind = RPD_REPLICA_MESSAGE;
-    n->e.seq = meta->Sequence.Stream;
-    n->e.pending = meta->NumPending;
-    jsMsgMetaData_Destroy(meta);
+    n->e.seq = seq;
+    n->e.pending = pending;
     const char *method = NULL, *id = NULL;
     if (natsMsgHeader_Get(msg, HDR_METHOD, &method) == NATS_OK && method)
         n->e.method = strdup(method);
@@ -127,44 +187,114 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void
     }
     memcpy(n->e.params, natsMsg_GetData(msg), n->e.len);
     n->e.params[n->e.len] = '\0';
-    atomic_store(&r->stream_last, n->e.seq + n->e.pending);
+    atomic_store(&r->stream_last, seq + pending);
     natsMsg_Destroy(msg);
+    r->delivered = seq;
     push(r, n);
+    return true;
+}
+
+/* A subscription to the stream from the message after `delivered`. */
+static natsStatus subscribe(rpd_replica *r, natsSubscription **sub, jsErrCode *jerr)
+{
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = r->stream;
+    so.Ordered = true;
+    if (r->delivered) {
+        so.Config.DeliverPolicy = js_DeliverByStartSequence;
+        so.Config.OptStartSeq = r->delivered + 1;
+    } else {
+        so.Config.DeliverPolicy = js_DeliverAll;
+    }
+    *jerr = 0;
+    return js_SubscribeSync(sub, r->js, r->subject, NULL, &so, jerr);
+}
+
+/* The stream's last sequence, or 0 when it cannot be had now. */
+static uint64_t stream_last_seq(rpd_replica *r)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    if (js_GetStreamInfo(&si, r->js, r->stream, NULL, &jerr) != NATS_OK)
+        return 0;
+    uint64_t last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return last;
+}
+
+static void *consume(void *arg)
+{
+    rpd_replica *r = arg;
+    natsSubscription *sub = r->sub;
+    uint64_t last_msg = now_ms(), last_look = last_msg;
+    while (!atomic_load(&r->closing)) {
+        if (!sub) {
+            jsErrCode jerr;
+            if (subscribe(r, &sub, &jerr) != NATS_OK) {
+                sub = NULL;
+                nats_Sleep(WAIT_MS);
+                continue;
+            }
+            last_msg = last_look = now_ms();
+        }
+        natsMsg *msg = NULL;
+        natsStatus st = natsSubscription_NextMsg(&msg, sub, WAIT_MS);
+        bool again = false;
+        if (st == NATS_OK) {
+            bool gap;
+            if (take(r, msg, &gap))
+                last_msg = now_ms();
+            again = gap;
+        } else if (st == NATS_TIMEOUT) {
+            /* Silent: fine while the stream holds nothing new. */
+            uint64_t t = now_ms();
+            if (t - last_msg >= STALL_MS && t - last_look >= STALL_MS) {
+                last_look = t;
+                uint64_t last = stream_last_seq(r);
+                again = last > r->delivered;
+                if (again)
+                    rpd_log(RPD_LOG_WARN,
+                            "replication: the stream is at %llu and nothing came after %llu for "
+                            "%d ms; reading it again",
+                            (unsigned long long)last, (unsigned long long)r->delivered, STALL_MS);
+            }
+        } else {
+            again = true; /* the subscription broke (its server, the connection) */
+        }
+        if (again) {
+            natsSubscription_Destroy(sub);
+            sub = NULL;
+        }
+    }
+    natsSubscription_Destroy(sub);
+    return NULL;
 }
 
 static void on_pub_error(jsCtx *js, jsPubAckErr *pae, void *closure)
 {
+    (void)js;
     rpd_replica *r = closure;
-    const char *id = NULL, *tries = NULL;
-    natsMsgHeader_Get(pae->Msg, "Nats-Msg-Id", &id);
-    natsMsgHeader_Get(pae->Msg, HDR_TRY, &tries);
-    uint64_t token = token_of(r, id);
-    int tried = tries ? atoi(tries) : 1;
     /* No acknowledgement (lost, or the leader changed): the message may be
-     * stored or not; sent again with the same id it is stored once. */
-    if (pae->Err == NATS_TIMEOUT && tried < PUBLISH_TRIES) {
-        char t[16];
-        snprintf(t, sizeof t, "%d", tried + 1);
-        natsMsgHeader_Set(pae->Msg, HDR_TRY, t);
-        if (js_PublishMsgAsync(js, &pae->Msg, NULL) == NATS_OK) {
-            atomic_fetch_add(&r->retried, 1);
-            return;
-        }
-    }
-    atomic_fetch_add(&r->failed, 1);
+     * stored or not; the loop sends it again (rpd_replica_tick). */
+    if (pae->Err == NATS_TIMEOUT)
+        return;
+    /* Any other error (no responders while the stream elects a leader,
+     * most often) is told to the loop, which sends it again until its
+     * tries are used up (rpd_replica_next): writes pause, then go on. */
+    const char *id = NULL;
+    natsMsgHeader_Get(pae->Msg, "Nats-Msg-Id", &id);
     node *n = calloc(1, sizeof *n);
     if (!n) {
         rpd_log(RPD_LOG_ERROR, "replication: out of memory reporting a failed publish; exiting");
         abort();
     }
     n->e.kind = RPD_REPLICA_FAILED;
-    n->e.token = token;
+    n->e.token = token_of(r, id);
     n->e.conflict = pae->ErrCode == JSStreamWrongLastSequenceErr;
-    snprintf(n->e.reason, sizeof n->e.reason, "%s%s%s",
-             pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err),
-             pae->Err == NATS_TIMEOUT ? " (no acknowledgement; the mutation may still be applied)"
-                                      : "",
-             "");
+    n->e.retry = !n->e.conflict;
+    snprintf(n->e.reason, sizeof n->e.reason, "%s",
+             pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err));
     push(r, n);
 }
 
@@ -348,21 +478,18 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
     }
     if (!stream_ready(r, o->copies, why, cap))
         goto failed;
-    jsSubOptions so;
-    jsSubOptions_Init(&so);
-    so.Stream = r->stream;
-    so.Ordered = true;
-    if (o->applied) {
-        so.Config.DeliverPolicy = js_DeliverByStartSequence;
-        so.Config.OptStartSeq = o->applied + 1;
-    } else {
-        so.Config.DeliverPolicy = js_DeliverAll;
-    }
+    r->delivered = o->applied;
     jsErrCode jerr = 0;
-    if ((s = js_Subscribe(&r->sub, r->js, r->subject, on_msg, r, NULL, &so, &jerr)) != NATS_OK) {
+    if ((s = subscribe(r, &r->sub, &jerr)) != NATS_OK) {
         fail(why, cap, "consuming the stream", s, jerr);
         goto failed;
     }
+    if (pthread_create(&r->consumer, NULL, consume, r) != 0) {
+        snprintf(why, cap, "cannot start the thread that reads the stream");
+        natsSubscription_Destroy(r->sub);
+        goto failed;
+    }
+    r->consumer_started = true;
     return r;
 failed:
     jsCtx_Destroy(r->js);
@@ -378,10 +505,9 @@ void rpd_replica_close(rpd_replica *r)
 {
     if (!r)
         return;
-    if (r->sub) {
-        natsSubscription_Unsubscribe(r->sub);
-        natsSubscription_Destroy(r->sub);
-    }
+    atomic_store(&r->closing, true);
+    if (r->consumer_started)
+        pthread_join(r->consumer, NULL); /* it destroys its subscription */
     natsConnection_Close(r->nc);
     jsCtx_Destroy(r->js);
     natsConnection_Destroy(r->nc);
@@ -389,6 +515,11 @@ void rpd_replica_close(rpd_replica *r)
     rpd_replica_event e;
     while (rpd_replica_next(r, &e))
         rpd_replica_event_free(&e);
+    for (size_t i = 0; i < r->n_inflight; i++) {
+        free(r->inflight[i].method);
+        free(r->inflight[i].params);
+    }
+    free(r->inflight);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -401,6 +532,24 @@ bool rpd_replica_writable(rpd_replica *r, char *why, size_t cap)
              "this replica is cut off from NATS (reconnecting): writes are refused, "
              "reads go on");
     return false;
+}
+
+/* Publishes proposal p (again, for a resend: the same message id). */
+static natsStatus publish(rpd_replica *r, const proposal *p)
+{
+    natsMsg *m = NULL;
+    natsStatus s = natsMsg_Create(&m, r->subject, NULL, p->params, (int)p->len);
+    if (s == NATS_OK)
+        s = natsMsgHeader_Set(m, HDR_METHOD, p->method);
+    char id[40];
+    snprintf(id, sizeof id, "%s-%llu", r->rid, (unsigned long long)p->token);
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MsgId = id;
+    if (s == NATS_OK)
+        s = js_PublishMsgAsync(r->js, &m, &po);
+    natsMsg_Destroy(m); /* NULL once the library took it */
+    return s;
 }
 
 bool rpd_replica_propose(rpd_replica *r, const char *method, const char *params, size_t len,
@@ -416,43 +565,120 @@ bool rpd_replica_propose(rpd_replica *r, const char *method, const char *params,
                  len, (long long)max);
         return false;
     }
-    natsMsg *m = NULL;
-    natsStatus s = natsMsg_Create(&m, r->subject, NULL, params, (int)len);
-    if (s == NATS_OK)
-        s = natsMsgHeader_Set(m, HDR_METHOD, method);
-    uint64_t t = r->next_token;
-    char id[40];
-    snprintf(id, sizeof id, "%s-%llu", r->rid, (unsigned long long)t);
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MsgId = id;
-    if (s == NATS_OK)
-        s = js_PublishMsgAsync(r->js, &m, &po);
+    if (r->n_inflight == r->cap_inflight) {
+        size_t cap2 = r->cap_inflight ? 2 * r->cap_inflight : 16;
+        proposal *more = realloc(r->inflight, cap2 * sizeof *more);
+        if (!more) {
+            snprintf(why, cap, "out of memory");
+            return false;
+        }
+        r->inflight = more;
+        r->cap_inflight = cap2;
+    }
+    proposal p = {r->next_token, strdup(method), malloc(len ? len : 1), len, now_ms(), 1, ""};
+    if (!p.method || !p.params) {
+        free(p.method);
+        free(p.params);
+        snprintf(why, cap, "out of memory");
+        return false;
+    }
+    memcpy(p.params, params, len);
+    natsStatus s = publish(r, &p);
     if (s != NATS_OK) {
-        natsMsg_Destroy(m);
+        free(p.method);
+        free(p.params);
         return fail(why, cap, "publishing the mutation", s, 0);
     }
+    r->inflight[r->n_inflight++] = p;
     r->next_token++;
     r->proposed++;
-    *token = t;
+    *token = p.token;
     return true;
+}
+
+/* Forgets proposal `token` (it came back, or failed). */
+static void settle(rpd_replica *r, uint64_t token)
+{
+    for (size_t i = 0; i < r->n_inflight; i++) {
+        if (r->inflight[i].token != token)
+            continue;
+        free(r->inflight[i].method);
+        free(r->inflight[i].params);
+        r->inflight[i] = r->inflight[--r->n_inflight];
+        return;
+    }
+}
+
+void rpd_replica_tick(rpd_replica *r)
+{
+    uint64_t t = now_ms();
+    for (size_t i = 0; i < r->n_inflight;) {
+        proposal *p = &r->inflight[i];
+        if (t - p->sent_ms < RESEND_MS) {
+            i++;
+            continue;
+        }
+        if (p->tries < RESEND_TRIES && atomic_load(&r->connected) && publish(r, p) == NATS_OK) {
+            p->tries++;
+            p->sent_ms = t;
+            atomic_fetch_add(&r->retried, 1);
+            i++;
+            continue;
+        }
+        if (p->tries < RESEND_TRIES) {
+            i++; /* cut off now: tried again at the next tick */
+            continue;
+        }
+        node *n = calloc(1, sizeof *n);
+        if (!n) {
+            i++;
+            continue;
+        }
+        n->e.kind = RPD_REPLICA_FAILED;
+        n->e.token = p->token;
+        snprintf(n->e.reason, sizeof n->e.reason,
+                 "not stored by JetStream after %d sends in %d s%s%.60s", RESEND_TRIES,
+                 RESEND_TRIES * RESEND_MS / 1000, p->last_error[0] ? "; last: " : "",
+                 p->last_error);
+        settle(r, p->token); /* (moves another into slot i) */
+        push(r, n);
+    }
 }
 
 bool rpd_replica_next(rpd_replica *r, rpd_replica_event *e)
 {
-    pthread_mutex_lock(&r->mu);
-    node *n = r->head;
-    if (n) {
-        r->head = n->next;
-        if (!r->head)
-            r->tail = NULL;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        node *n = r->head;
+        if (n) {
+            r->head = n->next;
+            if (!r->head)
+                r->tail = NULL;
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (!n)
+            return false;
+        *e = n->e;
+        free(n);
+        if (e->kind == RPD_REPLICA_FAILED && e->retry) {
+            /* Sent again by the tick while it has tries left. */
+            proposal *p = NULL;
+            for (size_t i = 0; i < r->n_inflight && !p; i++)
+                if (r->inflight[i].token == e->token)
+                    p = &r->inflight[i];
+            if (!p)
+                continue; /* settled meanwhile (its message came back) */
+            snprintf(p->last_error, sizeof p->last_error, "%.100s", e->reason);
+            if (p->tries < RESEND_TRIES)
+                continue;
+            snprintf(e->reason, sizeof e->reason, "%.100s after %d sends", p->last_error, p->tries);
+        }
+        if (e->kind == RPD_REPLICA_FAILED)
+            atomic_fetch_add(&r->failed, 1);
+        if (e->token)
+            settle(r, e->token);
+        return true;
     }
-    pthread_mutex_unlock(&r->mu);
-    if (!n)
-        return false;
-    *e = n->e;
-    free(n);
-    return true;
 }
 
 void rpd_replica_event_free(rpd_replica_event *e)

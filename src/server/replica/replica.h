@@ -55,9 +55,9 @@ void rpd_replica_close(rpd_replica *r);
 /* Publishes a mutation (its method and its params as JSON text) with a
  * message id of this replica; *token (nonzero) comes back with the
  * message when it is applied (rpd_replica_event), or with a failure when
- * the publish failed for good.  A publish whose acknowledgement is lost
- * is sent again with the same id (JetStream drops duplicates).  False
- * with why when it cannot be sent now (disconnected, too large). */
+ * the publish failed for good.  One that does not come back is sent
+ * again with the same id (rpd_replica_tick; JetStream drops duplicates).
+ * False with why when it cannot be sent now (disconnected, too large). */
 bool rpd_replica_propose(rpd_replica *r, const char *method, const char *params, size_t len,
                          uint64_t *token, char *why, size_t cap);
 
@@ -75,8 +75,14 @@ typedef struct rpd_replica_event {
     size_t len;
     uint64_t token;   /* this replica's proposal, or 0 */
     bool conflict;    /* FAILED: JetStream refused an expected sequence */
+    bool retry;       /* (inside replica.c: a send failed, to be sent again) */
     char reason[200]; /* FAILED: the engine's error */
 } rpd_replica_event;
+
+/* Publishes again the proposals whose messages have not come back for a
+ * while (same message id: stored once), and fails those tried too often
+ * (a FAILED event); the loop calls it every few hundred milliseconds. */
+void rpd_replica_tick(rpd_replica *r);
 
 /* Takes the next queued event (the loop): false when none is queued. */
 bool rpd_replica_next(rpd_replica *r, rpd_replica_event *e);

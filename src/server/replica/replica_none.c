@@ -36,6 +36,11 @@ bool rpd_replica_propose(rpd_replica *r, const char *method, const char *params,
     return false;
 }
 
+void rpd_replica_tick(rpd_replica *r)
+{
+    (void)r;
+}
+
 bool rpd_replica_next(rpd_replica *r, rpd_replica_event *e)
 {
     (void)r;

@@ -424,6 +424,7 @@ static void maybe_finish(rpd_server *srv)
         rpd_replica_close(srv->core.replica);
         srv->core.replica = NULL;
         close_if_open((uv_handle_t *)&srv->repl_async);
+        close_if_open((uv_handle_t *)&srv->repl_timer);
     }
     /* Closing the last handle of a signal restores its default action; a
      * SIGTERM, SIGINT or SIGQUIT then (a second stop request while workers
@@ -764,6 +765,13 @@ static void on_replica_async(uv_async_t *h)
         uv_async_send(&srv->repl_async); /* more queued: the next loop turn */
 }
 
+static void on_replica_timer(uv_timer_t *t)
+{
+    rpd_server *srv = t->data;
+    if (srv->core.replica)
+        rpd_replica_tick(srv->core.replica);
+}
+
 /* Opens the replica and applies the stream as it was at start before
  * anything listens, so that the first reads see the shared store. */
 static bool start_replica(rpd_server *srv)
@@ -771,6 +779,10 @@ static bool start_replica(rpd_server *srv)
     const rpd_config *cfg = &srv->cfg;
     uv_async_init(srv->loop, &srv->repl_async, on_replica_async);
     srv->repl_async.data = srv;
+    uv_timer_init(srv->loop, &srv->repl_timer);
+    srv->repl_timer.data = srv;
+    uv_timer_start(&srv->repl_timer, on_replica_timer, 250, 250);
+    uv_unref((uv_handle_t *)&srv->repl_timer); /* never keeps the loop alive */
     srv->repl_started = true;
     rpd_replica_opts o = {.urls = cfg->nats,
                           .store = cfg->store,

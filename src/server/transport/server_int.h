@@ -92,6 +92,7 @@ struct rpd_server {
     uv_work_t snap_work; /* a background snapshot (durable.h) */
     struct rpd_snap_job *snap_job;
     uv_async_t repl_async; /* --nats: the replica queued something (replica.h) */
+    uv_timer_t repl_timer; /* --nats: proposals not back are sent again (rpd_replica_tick) */
     bool repl_started;
     /* Connections whose line waits for min_revision (conn.c), and the timer
      * that ends their waits at max_wait_ms (running only while there are). */
