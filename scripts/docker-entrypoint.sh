@@ -17,8 +17,8 @@
 #   REPOSED_NATS        NATS URLs: run as a replica of a store shared through
 #                       NATS JetStream, passed as --nats with
 #   REPOSED_STORE       the store's name (--store; required with REPOSED_NATS).
-#                       A replica keeps its store in memory (REPOSED_DATA_DIR
-#                       is not passed) and rebuilds it from the stream at start.
+#                       REPOSED_DATA_DIR is its cache of the stream: a
+#                       restart reads only what it missed.
 #
 # Other reposed flags follow the image name: docker run ... reposed --log-level debug.
 # --unix and --tcp there are refused: the health check could not follow them.
@@ -71,7 +71,6 @@ if [ -n "$nats" ]; then
     echo "docker-entrypoint: REPOSED_NATS is set: set REPOSED_STORE to the store's name too" >&2
     exit 2
   fi
-  data= # a replica's store lives in memory, rebuilt from the stream
   set -- --nats "$nats" --store "$store" "$@"
 fi
 if [ -n "$data" ]; then

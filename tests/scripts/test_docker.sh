@@ -69,9 +69,9 @@ for sh in sh bash; do
   [[ $code -eq 0 ]] || fail "$sh: REPOSED_TCP=none: exit $code"
   [[ $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --data-dir /var/lib/reposed" ]] ||
     fail "$sh: REPOSED_TCP=none ran: $(cat "$tmp/calls")"
-  # A replica: --nats and --store, and no --data-dir.
+  # A replica: --nats and --store, its data directory a cache.
   entry_run "$sh" REPOSED_TCP=none REPOSED_NATS=nats://n1:4222,nats://n2:4222 REPOSED_STORE=plant --
-  [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --nats nats://n1:4222,nats://n2:4222 --store plant" ]] ||
+  [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --data-dir /var/lib/reposed --nats nats://n1:4222,nats://n2:4222 --store plant" ]] ||
     fail "$sh: a replica ran: $(cat "$tmp/calls")"
   entry_run "$sh" REPOSED_TCP=none REPOSED_NATS=nats://n1:4222 --
   [[ $code -eq 2 && ! -s $tmp/calls ]] && grep -q REPOSED_STORE "$tmp/out" ||

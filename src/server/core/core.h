@@ -85,6 +85,9 @@ typedef struct rpd_core {
     bool proposing, proposal_seen, applying;
     /* The last stream sequence this replica applied (its store's data). */
     uint64_t applied;
+    /* Revisions may skip numbers (a replica's: stream sequences that
+     * changed nothing take none), also in its journal's replay. */
+    bool revision_gaps;
     /* A worker's copy of the core (conn.c): store is a snapshot, watch is
      * NULL, and only RPD_METHOD_WORKER methods may run. */
     bool worker;

@@ -6,7 +6,9 @@
  * Adding a method: one row in rpd_methods (kept sorted by name), one handler,
  * one test.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/persistence/durable.h"
@@ -14,6 +16,7 @@
 #include "util/names.h"
 #include "server/notify/watch.h"
 #include "server/replica/replica.h"
+#include "server/core/log.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
 
@@ -651,8 +654,29 @@ static bool apply(rpd_core *core, const char *method, const char *json, size_t l
         if (!rp_jw_reserve(&w, 512))
             w.oom = true;
     }
-    bool ok = !w.oom && m->handler(&req, params, &w);
+    /* A replica's stream message, with a data directory: its record goes
+     * to the journal as any request's (a journal replay, before the
+     * replica exists, writes none). */
+    bool journal = core->durable && core->replica;
+    char jwhy[RP_CODEC_REASON_MAX];
+    int jerr = journal ? rpd_durable_begin(core->durable, jwhy, sizeof jwhy) : 0;
+    if (jerr)
+        rpd_fail_storage(&req, "%s", jerr == ENOMEM ? "out of memory" : jwhy);
+    bool ok = !jerr && !w.oom && m->handler(&req, params, &w);
+    if (journal && !jerr)
+        rpd_durable_end(core->durable, &session);
     core->applying = was;
+    if (!ok && core->replica && req.err.code == RPD_STORAGE) {
+        /* Stopped by a replica's data directory (its journal could not be
+         * written): applying the stream without it would leave the cache
+         * behind the store, and the next start would replay a journal with
+         * a hole.  Stop instead; the stream keeps everything. */
+        rpd_log(RPD_LOG_ERROR,
+                "replication: %s; stopping (the stream keeps every mutation: fix "
+                "the data directory or start without it)",
+                req.err.message);
+        exit(1);
+    }
     if (out && id_json) {
         if (ok) {
             rp_jw_object_end(&w);

@@ -389,8 +389,11 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     bool ok = m->handler(r, params, w);
     if (proposing) {
         core->proposing = false;
-        if (core->proposal_seen)
+        if (core->proposal_seen) {
+            if (mutates)
+                rpd_durable_end(core->durable, r->session);
             return propose(r, m, id, params);
+        }
     }
     uint64_t ns = timed ? rpd_now_ns() - t0 : 0;
     if (timed) {

@@ -78,7 +78,8 @@ struct rpd_replica {
     atomic_uint_fast64_t stream_last;
     atomic_uint_fast64_t failed, retried;
     uint64_t proposed;
-    uint64_t start_last; /* the stream's last sequence when this replica started */
+    uint64_t start_last;  /* the stream's last sequence when this replica started */
+    uint64_t start_first; /* and its first (0 for a new stream) */
     pthread_mutex_t mu;
     node *head, *tail; /* the queue, under mu */
     /* The consumer thread and what it has taken (its own). */
@@ -373,6 +374,7 @@ static bool stream_ready(rpd_replica *r, int want, char *why, size_t cap)
                      r->stream, r->subject);
         r->copies = (int)c->Replicas;
         r->start_last = si->State.LastSeq;
+        r->start_first = si->State.FirstSeq;
         jsStreamInfo_Destroy(si);
         return ok;
     }
@@ -478,6 +480,20 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
     }
     if (!stream_ready(r, o->copies, why, cap))
         goto failed;
+    if (o->applied > r->start_last) {
+        snprintf(why, cap,
+                 "the store here is at revision %llu but stream %s ends at %llu: the data "
+                 "directory belongs to another stream (move it away to start from the stream)",
+                 (unsigned long long)o->applied, r->stream, (unsigned long long)r->start_last);
+        goto failed;
+    }
+    if (r->start_last && r->start_first > o->applied + 1) {
+        snprintf(why, cap,
+                 "stream %s starts at %llu: the messages after revision %llu, which the store "
+                 "here holds, were trimmed, and this version cannot catch up past them",
+                 r->stream, (unsigned long long)r->start_first, (unsigned long long)o->applied);
+        goto failed;
+    }
     r->delivered = o->applied;
     jsErrCode jerr = 0;
     if ((s = subscribe(r, &r->sub, &jerr)) != NATS_OK) {

@@ -45,7 +45,8 @@ static void usage(FILE *to)
             "                                  the refusal says what this drops\n"
             "  --nats URL[,URL...]             share the store with other replicas through\n"
             "                                  NATS JetStream (docs/ARCHITECTURE.md,\n"
-            "                                  Replicas); needs --store\n"
+            "                                  Replicas); needs --store; --data-dir is then\n"
+            "                                  a cache of the stream\n"
             "  --store NAME                    with --nats: the store's name (its stream\n"
             "                                  is REPOSE_NAME)\n"
             "  --nats-copies N                 with --nats: the stream's replicas when this\n"
@@ -222,11 +223,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "reposed: --nats-tls-cert and --nats-tls-key go together\n");
         return 2;
     }
-    if (cfg.nats && cfg.data_dir) {
-        /* A replica's data directory is a cache stamped with stream
-         * sequences: not in this version yet. */
-        fprintf(stderr, "reposed: --nats with --data-dir is not supported yet: a replica keeps "
-                        "its store in memory and rebuilds it from the stream at start\n");
+    if (cfg.nats && cfg.data_dir && cfg.fsync == (int)RPD_FSYNC_ALWAYS) {
+        /* The stream is a replica's durable copy; its data directory is a
+         * cache that lets a restart replay only what it missed. */
+        fprintf(stderr, "reposed: --nats with --fsync always: the stream keeps every "
+                        "acknowledged mutation; a replica's --data-dir is a cache (everysec or "
+                        "no)\n");
         return 2;
     }
     /* Read (and clear) the socket-activation variables once, before anything

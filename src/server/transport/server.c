@@ -777,6 +777,9 @@ static void on_replica_timer(uv_timer_t *t)
 static bool start_replica(rpd_server *srv)
 {
     const rpd_config *cfg = &srv->cfg;
+    /* With --data-dir the store holds the stream up to its revision (the
+     * sequences after it that changed nothing change nothing again). */
+    srv->core.applied = rp_store_revision(srv->core.store);
     uv_async_init(srv->loop, &srv->repl_async, on_replica_async);
     srv->repl_async.data = srv;
     uv_timer_init(srv->loop, &srv->repl_timer);
@@ -841,6 +844,7 @@ int rpd_server_run(const rpd_config *cfg)
 
     /* The journal is replayed before anything listens (and before the
      * arena: the replay's parse trees are freed one by one). */
+    srv.core.revision_gaps = cfg->nats != NULL;
     if (cfg->data_dir) {
         if (!rpd_durable_open(cfg->data_dir, (rpd_fsync)cfg->fsync, cfg->repair, &srv.core,
                               rpd_apply_record)) {
