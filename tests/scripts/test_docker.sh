@@ -134,6 +134,40 @@ json.dump(out, open(os.path.join(tmp, "compose.json"), "w"))
 PY
 echo "test_docker: compose.yaml: ok"
 
+# ---- examples/compose-replicas.yaml: three replicas on a 3-node NATS cluster -------------
+python3 - "$src/examples/compose-replicas.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+svc = doc["services"]
+nats = sorted(n for n in svc if n.startswith("nats-"))
+reps = sorted(n for n in svc if n.startswith("reposed-"))
+assert len(nats) == 3 and len(reps) == 3, (nats, reps)
+names = set()
+for n in nats:
+    cmd = svc[n]["command"]
+    assert "-js" in cmd, n
+    names.add(cmd[cmd.index("-n") + 1])
+    routes = set(cmd[cmd.index("--routes") + 1].split(","))
+    assert routes == {f"nats://{m}:6222" for m in nats if m != n}, (n, routes)
+assert len(names) == 3, "JetStream needs a distinct server name per node"
+urls = {f"nats://{m}:4222" for m in nats}
+stores, vols = set(), []
+for r in reps:
+    s = svc[r]
+    env = s["environment"]
+    assert set(env["REPOSED_NATS"].split(",")) == urls, r
+    assert env["REPOSED_TCP"] == "none", r
+    stores.add(env["REPOSED_STORE"])
+    assert s["build"]["context"] == ".." and s["image"] == "reposed", r
+    assert set(s["depends_on"]) == set(nats), r
+    vols += [v.split(":")[0] for v in s["volumes"]]
+assert len(stores) == 1, "the replicas must share one store"
+assert len(vols) == len(set(vols)), "each replica needs its own socket and data volumes"
+for v in vols + [svc[n]["volumes"][0].split(":")[0] for n in nats]:
+    assert v in doc["volumes"], f"volume {v} is not declared"
+PY
+echo "test_docker: compose-replicas.yaml: ok"
+
 # ---- the compose services, run without Docker --------------------------------------------
 mkdir -p "$tmp/bin" "$tmp/run" "$tmp/data"
 ln -s "$reposed" "$tmp/bin/reposed"
