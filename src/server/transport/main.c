@@ -49,6 +49,9 @@ static void usage(FILE *to)
             "                                  a cache of the stream\n"
             "  --store NAME                    with --nats: the store's name (its stream\n"
             "                                  is REPOSE_NAME)\n"
+            "  --nats-wait                     with --nats: when NATS or the stream cannot be\n"
+            "                                  reached at start, try again every second\n"
+            "                                  (default: exit 1)\n"
             "  --nats-copies N                 with --nats: the stream's replicas when this\n"
             "                                  replica creates it, 1 to 5 (default: as many\n"
             "                                  as the cluster takes, up to 3)\n"
@@ -96,6 +99,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--repair") == 0) {
             cfg.repair = true;
+            continue;
+        }
+        if (strcmp(a, "--nats-wait") == 0) {
+            cfg.nats_wait = true;
             continue;
         }
         if (strcmp(a, "--version") == 0) {
@@ -208,8 +215,8 @@ int main(int argc, char **argv)
                               : "--snapshot-after");
         return 2;
     }
-    if ((cfg.store || cfg.nats_creds || cfg.nats_copies || cfg.nats_tls_ca || cfg.nats_tls_cert ||
-         cfg.nats_tls_key) &&
+    if ((cfg.store || cfg.nats_creds || cfg.nats_copies || cfg.nats_wait || cfg.nats_tls_ca ||
+         cfg.nats_tls_cert || cfg.nats_tls_key) &&
         !cfg.nats) {
         fprintf(stderr, "reposed: --store and the --nats-* options need --nats\n");
         return 2;

@@ -772,6 +772,11 @@ static void on_replica_timer(uv_timer_t *t)
         rpd_replica_tick(srv->core.replica);
 }
 
+static void on_retry_timer(uv_timer_t *t)
+{
+    (void)t; /* (it stops by itself: the wait loop sees it inactive) */
+}
+
 /* Opens the replica and applies the stream as it was at start before
  * anything listens, so that the first reads see the shared store. */
 static bool start_replica(rpd_server *srv)
@@ -798,9 +803,27 @@ static bool start_replica(rpd_server *srv)
                           .wake = on_replica_wake,
                           .wake_ctx = srv};
     char why[400];
-    srv->core.replica = rpd_replica_open(&o, why, sizeof why);
+    uv_timer_t retry;
+    uv_timer_init(srv->loop, &retry);
+    for (unsigned tries = 0;; tries++) {
+        srv->core.replica = rpd_replica_open(&o, why, sizeof why);
+        if (srv->core.replica || !cfg->nats_wait || srv->stopping)
+            break;
+        /* --nats-wait: again in a second; the loop runs meanwhile, so a
+         * SIGTERM still stops the daemon. */
+        if (tries == 0)
+            rpd_log(RPD_LOG_WARN, "--nats %s: %s; trying again every second (--nats-wait)",
+                    cfg->nats, why);
+        uv_timer_start(&retry, on_retry_timer, 1000, 0);
+        while (uv_is_active((uv_handle_t *)&retry) && !srv->stopping)
+            uv_run(srv->loop, UV_RUN_ONCE);
+        uv_timer_stop(&retry);
+    }
+    uv_close((uv_handle_t *)&retry, NULL);
+    uv_run(srv->loop, UV_RUN_NOWAIT); /* (the close callback) */
     if (!srv->core.replica) {
-        rpd_log(RPD_LOG_ERROR, "--nats %s: %s", cfg->nats, why);
+        if (!srv->stopping)
+            rpd_log(RPD_LOG_ERROR, "--nats %s: %s", cfg->nats, why);
         return false;
     }
     rpd_replica_info info;

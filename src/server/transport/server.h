@@ -38,6 +38,7 @@ typedef struct rpd_config {
      * lone daemon); the store's name and the client's options. */
     const char *nats, *store, *nats_creds, *nats_tls_ca, *nats_tls_cert, *nats_tls_key;
     int nats_copies; /* the stream's replicas when this replica creates it (0: auto) */
+    bool nats_wait;  /* NATS unreachable at start: try again every second instead of exiting */
 } rpd_config;
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */
