@@ -380,8 +380,8 @@ static bool dispatch(rpd_req *r, const rpd_method *m, size_t index, const cJSON 
     bool proposing = (m->flags & RPD_METHOD_MUTATES) && core->replica && !core->applying;
     if (proposing && r->line->in_batch)
         return rpd_fail(r, RPD_INVALID_REQUEST,
-                        "Invalid Request: with --nats a mutation goes on a line of its own, "
-                        "not in a batch");
+                        "Invalid Request: with --nats a mutation may not share a batch with "
+                        "an array (send it on a line of its own)");
     if (proposing) {
         core->proposing = true;
         core->proposal_seen = false;
@@ -1142,6 +1142,62 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
 void rpd_process_line(rpd_core *core, rpd_session *s, const char *line, size_t len, rp_jw *out)
 {
     (void)rpd_process_line_or_keep(core, s, line, len, out, NULL);
+}
+
+/* ---- --nats: batches that hold mutations ---------------------------------------- */
+
+void rpd_batch_free(char **elems, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(elems[i]);
+    free(elems);
+}
+
+bool rpd_batch_split(const char *line, size_t len, char ***elems_out, size_t *n_out)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len || line[i] != '[')
+        return false;
+    cJSON *root = cJSON_ParseWithLength(line, len);
+    if (!cJSON_IsArray(root) || !root->child) {
+        cJSON_Delete(root);
+        return false;
+    }
+    size_t n = 0;
+    bool mutates = false;
+    for (const cJSON *r = root->child; r; r = r->next, n++) {
+        if (cJSON_IsArray(r)) {
+            cJSON_Delete(root);
+            return false; /* answered as a batch (a line of its own would be one) */
+        }
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "method");
+        size_t index;
+        const rpd_method *def = cJSON_IsString(m) ? rpd_method_find(m->valuestring, &index) : NULL;
+        mutates |= def && (def->flags & RPD_METHOD_MUTATES);
+    }
+    char **elems = mutates ? calloc(n, sizeof *elems) : NULL;
+    bool ok = elems != NULL;
+    size_t k = 0;
+    for (const cJSON *r = root->child; r && ok; r = r->next, k++) {
+        char *text = cJSON_PrintUnformatted(r);
+        size_t tl = text ? strlen(text) : 0;
+        elems[k] = text ? malloc(tl + 1) : NULL;
+        if (elems[k])
+            memcpy(elems[k], text, tl + 1);
+        ok = elems[k] != NULL;
+        cJSON_free(text);
+    }
+    cJSON_Delete(root);
+    if (!ok) {
+        if (elems)
+            rpd_batch_free(elems, n);
+        return false;
+    }
+    *elems_out = elems;
+    *n_out = n;
+    return true;
 }
 
 /* ---- min_revision ------------------------------------------------------------ */

@@ -106,6 +106,15 @@ void rpd_reply_error_line(rpd_core *core, rp_jw *out, const rpd_error *e);
 void rpd_reply_undone(rpd_core *core, const char *held, size_t n, size_t base,
                       const rpd_outcomes *o, rp_jw *out, const char *reason);
 
+/* --nats: a batch line that holds a mutation, as the texts of its
+ * requests (malloc'ed; free with rpd_batch_free), which the connection
+ * runs one after the other as lines of their own, each mutation waiting
+ * for the stream, and answers with their replies as one array (conn.c).
+ * False, with nothing allocated, for any other line, or a batch holding
+ * an array (answered as a batch, its mutations -32600). */
+bool rpd_batch_split(const char *line, size_t len, char ***elems, size_t *n);
+void rpd_batch_free(char **elems, size_t n);
+
 /* The largest min_revision a line's requests ask for (0: none, or not
  * readable: the requests then answer for themselves).  A cheap look for
  * the key first; the line is parsed only when it holds it. */

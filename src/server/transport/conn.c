@@ -106,6 +106,9 @@ typedef struct rpd_conn {
     uint64_t watch_flushed_ns;      /* last write of notifications (rpd_now_ns) */
     bool watch_pending;             /* in srv->watch_pending: notifications wait for the timer */
     struct rpd_conn *watch_next;
+    /* --nats: a batch line holding mutations, run a request at a time
+     * (rpd_batch_split; conn_batch below). */
+    struct conn_batch *batch;
     /* A line whose min_revision the store had not reached: it runs when the
      * store does, or at wait_until (uv_now ms); no later line runs first. */
     char *wait_line;
@@ -556,6 +559,92 @@ static bool over_output_limits(rpd_conn *c)
     return uv_is_closing(&c->h.handle);
 }
 
+/* ---- --nats: batches holding mutations ------------------------------------------------ */
+
+/* The requests of a batch line run as lines of their own, each mutation
+ * waiting for the stream (proto/PROTOCOL.md, Replication); their replies
+ * are gathered in `out` (the array so far) and written as one line when
+ * the last has run. */
+typedef struct conn_batch {
+    char **elems;
+    size_t n, next;
+    rp_jw out;
+    bool any;
+} conn_batch;
+
+/* Adds one request's reply line (none for a notification) to the array. */
+static void batch_add(conn_batch *b, const rp_jw *reply)
+{
+    size_t n = reply->len;
+    while (n && reply->buf[n - 1] == '\n')
+        n--;
+    if (!n)
+        return;
+    rp_jw_raw(&b->out, b->any ? "," : "[", 1);
+    b->any = true;
+    rp_jw_raw(&b->out, reply->buf, n);
+}
+
+static void batch_free(rpd_conn *c)
+{
+    if (!c->batch)
+        return;
+    rpd_batch_free(c->batch->elems, c->batch->n);
+    rp_jw_free(&c->batch->out);
+    free(c->batch);
+    c->batch = NULL;
+}
+
+/* Runs the batch's requests until one waits for the stream or the last has
+ * run; then the array goes out. */
+static void batch_step(rpd_conn *c)
+{
+    conn_batch *b = c->batch;
+    rpd_core *core = &c->srv->core;
+    while (b->next < b->n && !c->session.repl_token && !uv_is_closing(&c->h.handle)) {
+        const char *e = b->elems[b->next++];
+        rp_jw reply;
+        rp_jw_init(&reply);
+        rpd_process_line(core, &c->session, e, strlen(e), &reply);
+        rpd_arena_reset();
+        batch_add(b, &reply);
+        rp_jw_free(&reply);
+    }
+    if (b->next < b->n || c->session.repl_token)
+        return;
+    if (b->any) {
+        rp_jw_raw(&c->out, b->out.buf, b->out.len);
+        rp_jw_raw(&c->out, "]\n", 2);
+    }
+    batch_free(c);
+}
+
+/* Takes a batch line that holds a mutation (with --nats); true when it
+ * was taken (it then runs through batch_step). */
+static bool batch_begin(rpd_conn *c, const char *line, size_t len)
+{
+    char **elems;
+    size_t n;
+    if (!c->srv->core.replica)
+        return false;
+    bool split = rpd_batch_split(line, len, &elems, &n);
+    rpd_arena_reset();
+    if (!split)
+        return false;
+    conn_batch *b = calloc(1, sizeof *b);
+    if (!b) {
+        rpd_batch_free(elems, n);
+        return false; /* answered as a batch: its mutations get -32600 */
+    }
+    b->elems = elems;
+    b->n = n;
+    rp_jw_init(&b->out);
+    c->batch = b;
+    c->srv->core.stats.batches++;
+    batch_step(c);
+    return true;
+}
+
 /* ---- min_revision: lines that wait for the store --------------------------------- */
 
 void rpd_conns_wake_waiters(rpd_server *srv);
@@ -643,6 +732,12 @@ static void process_lines(rpd_conn *c)
     for (;;) {
         /* (repl_token: a mutation it sent waits for the stream.) */
         while (!conn_closing(c) && !c->job && !held && !c->session.repl_token && !c->wait_line) {
+            if (c->batch) { /* the rest of a batch whose mutation came back */
+                batch_step(c);
+                if (over_output_limits(c))
+                    return;
+                continue;
+            }
             if (backlog(c) >= core->limits.write_pause_bytes) {
                 c->paused = true;
                 break;
@@ -658,7 +753,8 @@ static void process_lines(rpd_conn *c)
             if (st == RPD_FRAME_LINE) {
                 if (begin_wait(c, line, len))
                     break;
-                run_line(c, line, len);
+                if (!batch_begin(c, line, len))
+                    run_line(c, line, len);
                 if (over_output_limits(c))
                     return;
                 continue;
@@ -894,6 +990,7 @@ static void on_close(uv_handle_t *h)
     rp_jw_free(&c->out);
     free(c->outcomes.v);
     free(c->session.repl_id); /* a proposal's reply now has no one to go to */
+    batch_free(c);
     if (c->wait_line)
         end_wait(c);
     srv->core.stats.conn_current--;
@@ -1338,21 +1435,28 @@ bool rpd_conns_replica_drain(rpd_server *srv)
         rpd_conn *c = waiting_for(srv, e.token);
         bool answer = c && c->session.repl_id && !uv_is_closing(&c->h.handle);
         char why[RP_CODEC_REASON_MAX];
+        /* In a batch, the reply joins its array (batch_add). */
+        rp_jw scratch;
+        rp_jw_init(&scratch);
+        rp_jw *dst = answer && c->batch ? &scratch : answer ? &c->out : NULL;
         if (e.kind == RPD_REPLICA_MESSAGE) {
             if (e.seq <= core->applied) {
                 rpd_log(RPD_LOG_WARN, "replication: message %llu again (applied %llu); skipped",
                         (unsigned long long)e.seq, (unsigned long long)core->applied);
             } else if (!rpd_apply_message(core, e.seq, e.method, e.params, e.len,
-                                          answer ? c->session.repl_id : NULL,
-                                          answer ? &c->out : NULL, why, sizeof why)) {
+                                          answer ? c->session.repl_id : NULL, dst, why,
+                                          sizeof why)) {
                 rpd_log(RPD_LOG_DEBUG, "replication: message %llu changed nothing: %s",
                         (unsigned long long)e.seq, why);
             }
             rpd_arena_reset();
             rpd_server_maintain(srv); /* a mutation may have asked for a tree rebuild */
         } else if (answer) {
-            rpd_reply_proposal_failed(core, &c->out, c->session.repl_id, e.conflict, e.reason);
+            rpd_reply_proposal_failed(core, dst, c->session.repl_id, e.conflict, e.reason);
         }
+        if (answer && c->batch)
+            batch_add(c->batch, &scratch);
+        rp_jw_free(&scratch);
         if (c)
             proposal_done(c);
         rpd_replica_event_free(&e);
