@@ -27,6 +27,7 @@
 #include "journal.h"
 #include "server/core/limits.h"
 #include "snapshot.h"
+#include "image.h"
 #include "server/core/log.h"
 #include "server/core/stats.h"
 
@@ -701,10 +702,7 @@ static void snap_job_free(rpd_snap_job *j)
 {
     if (!j)
         return;
-    for (size_t i = 0; i < j->n_models; i++)
-        free(j->jsons[i]);
-    free(j->jsons);
-    free(j->models);
+    rpd_image_models_free(j->models, j->jsons, j->n_models);
     rp_store_free(j->snap);
     if (j->jfd >= 0) {
         close(j->jfd);
@@ -750,28 +748,10 @@ rpd_snap_job *rpd_durable_snapshot_begin(rpd_durable *d, rp_store *st)
 }
 
 /* Every model of the snapshot as the model.put params that make it
- * (the journal's record of a model.put); 0 or ENOMEM. */
+ * (image.h); 0 or ENOMEM. */
 static int job_models(rpd_snap_job *j)
 {
-    size_t nm = rp_store_model_count(j->snap);
-    if (!(j->models = calloc(nm ? nm : 1, sizeof *j->models)) ||
-        !(j->jsons = calloc(nm ? nm : 1, sizeof *j->jsons)))
-        return ENOMEM;
-    for (size_t i = 0; i < nm; i++) {
-        const rp_model *m = rp_store_model_at(j->snap, i);
-        rp_jw w;
-        rp_jw_init(&w);
-        rp_jw_model_def(&w, rp_model_name(m), rp_model_definition(m));
-        size_t len = 0;
-        char *json = rp_jw_failed(&w) ? NULL : rp_jw_detach(&w, &len);
-        rp_jw_free(&w);
-        if (!json)
-            return ENOMEM;
-        /* The name lives in the model, which the store snapshot holds. */
-        j->jsons[j->n_models] = json;
-        j->models[j->n_models++] = (rps_model){rp_model_name(m), rp_model_revision(m), json, len};
-    }
-    return 0;
+    return rpd_image_models(j->snap, &j->models, &j->jsons, &j->n_models);
 }
 
 void rpd_durable_snapshot_run(rpd_snap_job *j)
