@@ -44,6 +44,9 @@
  * again. */
 #define WAIT_MS 250
 #define STALL_MS 2000
+/* Gaps in a row (the stream's first message after the one wanted) after
+ * which the messages are taken to be gone. */
+#define LOST_GAPS 5
 /* The header naming the method a message applies. */
 #define HDR_METHOD "Repose-Method"
 
@@ -66,6 +69,7 @@ struct rpd_replica {
     char store[64];
     char stream[80];
     char subject[96];
+    char snap_stream[96], snap_subject[112];
     char rid[17]; /* this replica's part of message ids: 16 hex digits */
     int copies;
     natsOptions *opts;
@@ -229,6 +233,7 @@ static void *consume(void *arg)
     rpd_replica *r = arg;
     natsSubscription *sub = r->sub;
     uint64_t last_msg = now_ms(), last_look = last_msg;
+    unsigned gaps = 0;
     while (!atomic_load(&r->closing)) {
         if (!sub) {
             jsErrCode jerr;
@@ -244,9 +249,26 @@ static void *consume(void *arg)
         bool again = false;
         if (st == NATS_OK) {
             bool gap;
-            if (take(r, msg, &gap))
+            if (take(r, msg, &gap)) {
                 last_msg = now_ms();
+                gaps = 0;
+            }
             again = gap;
+            if (gap && ++gaps == LOST_GAPS) {
+                /* The stream was trimmed past this replica while it ran:
+                 * what it missed is gone, and only a start from the
+                 * published snapshot can catch up. */
+                node *n = calloc(1, sizeof *n);
+                if (n) {
+                    n->e.kind = RPD_REPLICA_LOST;
+                    snprintf(n->e.reason, sizeof n->e.reason,
+                             "the stream no longer holds the messages after %llu (trimmed "
+                             "past this replica)",
+                             (unsigned long long)r->delivered);
+                    push(r, n);
+                }
+                break;
+            }
         } else if (st == NATS_TIMEOUT) {
             /* Silent: fine while the stream holds nothing new. */
             uint64_t t = now_ms();
@@ -424,6 +446,8 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
     snprintf(r->store, sizeof r->store, "%s", o->store);
     snprintf(r->stream, sizeof r->stream, "REPOSE_%s", o->store);
     snprintf(r->subject, sizeof r->subject, "repose.%s.m", o->store);
+    snprintf(r->snap_stream, sizeof r->snap_stream, "REPOSE_%s_SNAP", o->store);
+    snprintf(r->snap_subject, sizeof r->snap_subject, "repose.%s.snap", o->store);
     unsigned char raw[8];
     FILE *f = fopen("/dev/urandom", "rb");
     if (!f || fread(raw, 1, sizeof raw, f) != sizeof raw) {
@@ -480,32 +504,6 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
     }
     if (!stream_ready(r, o->copies, why, cap))
         goto failed;
-    if (o->applied > r->start_last) {
-        snprintf(why, cap,
-                 "the store here is at revision %llu but stream %s ends at %llu: the data "
-                 "directory belongs to another stream (move it away to start from the stream)",
-                 (unsigned long long)o->applied, r->stream, (unsigned long long)r->start_last);
-        goto failed;
-    }
-    if (r->start_last && r->start_first > o->applied + 1) {
-        snprintf(why, cap,
-                 "stream %s starts at %llu: the messages after revision %llu, which the store "
-                 "here holds, were trimmed, and this version cannot catch up past them",
-                 r->stream, (unsigned long long)r->start_first, (unsigned long long)o->applied);
-        goto failed;
-    }
-    r->delivered = o->applied;
-    jsErrCode jerr = 0;
-    if ((s = subscribe(r, &r->sub, &jerr)) != NATS_OK) {
-        fail(why, cap, "consuming the stream", s, jerr);
-        goto failed;
-    }
-    if (pthread_create(&r->consumer, NULL, consume, r) != 0) {
-        snprintf(why, cap, "cannot start the thread that reads the stream");
-        natsSubscription_Destroy(r->sub);
-        goto failed;
-    }
-    r->consumer_started = true;
     return r;
 failed:
     jsCtx_Destroy(r->js);
@@ -515,6 +513,43 @@ failed_opts:
     pthread_mutex_destroy(&r->mu);
     free(r);
     return NULL;
+}
+
+bool rpd_replica_trimmed_past(const rpd_replica *r, uint64_t applied)
+{
+    return r->start_last && r->start_first > applied + 1;
+}
+
+bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
+{
+    if (applied > r->start_last) {
+        snprintf(why, cap,
+                 "the store here is at revision %llu but stream %s ends at %llu: the data "
+                 "directory belongs to another stream (move it away to start from the stream)",
+                 (unsigned long long)applied, r->stream, (unsigned long long)r->start_last);
+        return false;
+    }
+    if (rpd_replica_trimmed_past(r, applied)) {
+        snprintf(why, cap,
+                 "stream %s starts at %llu: the messages after revision %llu, which the store "
+                 "here holds, were trimmed (a replica starting with an empty store loads the "
+                 "snapshot another replica published: move the data directory away)",
+                 r->stream, (unsigned long long)r->start_first, (unsigned long long)applied);
+        return false;
+    }
+    r->delivered = applied;
+    jsErrCode jerr = 0;
+    natsStatus s = subscribe(r, &r->sub, &jerr);
+    if (s != NATS_OK)
+        return fail(why, cap, "consuming the stream", s, jerr);
+    if (pthread_create(&r->consumer, NULL, consume, r) != 0) {
+        snprintf(why, cap, "cannot start the thread that reads the stream");
+        natsSubscription_Destroy(r->sub);
+        r->sub = NULL;
+        return false;
+    }
+    r->consumer_started = true;
+    return true;
 }
 
 void rpd_replica_close(rpd_replica *r)
@@ -538,6 +573,175 @@ void rpd_replica_close(rpd_replica *r)
     free(r->inflight);
     pthread_mutex_destroy(&r->mu);
     free(r);
+}
+
+/* ---- published snapshots ------------------------------------------------------- */
+
+#define HDR_SNAP_REV "Repose-Snap-Revision"
+#define HDR_SNAP_PART "Repose-Snap-Part"
+#define HDR_SNAP_ID "Repose-Snap-Id"
+
+/* The snapshot stream, REPOSE_<store>_SNAP, created when missing (by a
+ * publisher) with the main stream's copies. */
+static bool snap_stream_ready(rpd_replica *r, bool create, char *why, size_t cap)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetStreamInfo(&si, r->js, r->snap_stream, NULL, &jerr);
+    if (s == NATS_OK) {
+        jsStreamInfo_Destroy(si);
+        return true;
+    }
+    if (s != NATS_NOT_FOUND || !create)
+        return s == NATS_NOT_FOUND ? (snprintf(why, cap, "no snapshot was published (no stream %s)",
+                                               r->snap_stream),
+                                      false)
+                                   : fail(why, cap, "looking up the snapshot stream", s, jerr);
+    const char *subjects[1] = {r->snap_subject};
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = r->snap_stream;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Replicas = r->copies > 0 ? r->copies : 1;
+    if ((s = js_AddStream(&si, r->js, &sc, NULL, &jerr)) != NATS_OK)
+        return fail(why, cap, "creating the snapshot stream", s, jerr);
+    jsStreamInfo_Destroy(si);
+    return true;
+}
+
+bool rpd_replica_publish_snapshot(rpd_replica *r, uint64_t revision, const uint8_t *img, size_t n,
+                                  uint64_t trim_keep, char *why, size_t cap)
+{
+    if (!snap_stream_ready(r, true, why, cap))
+        return false;
+    int64_t max = natsConnection_GetMaxPayload(r->nc);
+    size_t part = max > 8192 ? (size_t)max - 4096 : 4096;
+    size_t parts = n / part + (n % part != 0);
+    parts = parts ? parts : 1;
+    unsigned char raw[8];
+    FILE *f = fopen("/dev/urandom", "rb");
+    bool rnd = f && fread(raw, 1, sizeof raw, f) == sizeof raw;
+    if (f)
+        fclose(f);
+    if (!rnd) {
+        snprintf(why, cap, "no random bytes for the snapshot's id");
+        return false;
+    }
+    char id[17], rev[24], which[48];
+    for (int i = 0; i < 8; i++)
+        snprintf(id + 2 * i, 3, "%02x", raw[i]);
+    snprintf(rev, sizeof rev, "%llu", (unsigned long long)revision);
+    uint64_t first = 0;
+    for (size_t k = 0; k < parts; k++) {
+        size_t off = k * part, len = n - off < part ? n - off : part;
+        natsMsg *m = NULL;
+        natsStatus s = natsMsg_Create(&m, r->snap_subject, NULL, (const char *)img + off, (int)len);
+        snprintf(which, sizeof which, "%zu/%zu", k + 1, parts);
+        if (s == NATS_OK)
+            s = natsMsgHeader_Set(m, HDR_SNAP_REV, rev);
+        if (s == NATS_OK)
+            s = natsMsgHeader_Set(m, HDR_SNAP_PART, which);
+        if (s == NATS_OK)
+            s = natsMsgHeader_Set(m, HDR_SNAP_ID, id);
+        jsPubAck *ack = NULL;
+        jsErrCode jerr = 0;
+        if (s == NATS_OK)
+            s = js_PublishMsg(&ack, r->js, m, NULL, &jerr);
+        natsMsg_Destroy(m);
+        if (s != NATS_OK) {
+            jsPubAck_Destroy(ack);
+            return fail(why, cap, "publishing the snapshot", s, jerr);
+        }
+        if (k == 0)
+            first = ack->Sequence;
+        jsPubAck_Destroy(ack);
+    }
+    /* The older snapshots go; then, asked for, the stream's messages that
+     * the snapshot holds, but for the last trim_keep of them (replicas
+     * behind by fewer still read on; one behind by more starts again from
+     * the snapshot). */
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Stream.Purge.Sequence = first;
+    jsErrCode jerr = 0;
+    natsStatus s = js_PurgeStream(r->js, r->snap_stream, &o, &jerr);
+    if (s != NATS_OK)
+        rpd_log(RPD_LOG_WARN, "replication: older snapshots not purged: %s", natsStatus_GetText(s));
+    if (trim_keep && revision > trim_keep) {
+        jsOptions_Init(&o);
+        o.Stream.Purge.Sequence = revision - trim_keep + 1;
+        if ((s = js_PurgeStream(r->js, r->stream, &o, &jerr)) != NATS_OK)
+            return fail(why, cap, "trimming the stream", s, jerr);
+    }
+    return true;
+}
+
+bool rpd_replica_fetch_snapshot(rpd_replica *r, uint64_t *revision, uint8_t **img, size_t *n,
+                                char *why, size_t cap)
+{
+    if (!snap_stream_ready(r, false, why, cap))
+        return false;
+    natsMsg *last = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetLastMsg(&last, r->js, r->snap_stream, r->snap_subject, NULL, &jerr);
+    if (s != NATS_OK)
+        return fail(why, cap, "reading the last snapshot", s, jerr);
+    const char *rev = NULL, *part = NULL, *id = NULL;
+    natsMsgHeader_Get(last, HDR_SNAP_REV, &rev);
+    natsMsgHeader_Get(last, HDR_SNAP_PART, &part);
+    natsMsgHeader_Get(last, HDR_SNAP_ID, &id);
+    unsigned long long k = 0, parts = 0;
+    char want_id[17] = "";
+    if (id)
+        snprintf(want_id, sizeof want_id, "%s", id);
+    uint64_t last_seq = natsMsg_GetSequence(last);
+    bool ok = rev && part && id && sscanf(part, "%llu/%llu", &k, &parts) == 2 && k == parts &&
+              parts >= 1 && parts <= last_seq;
+    *revision = ok ? strtoull(rev, NULL, 10) : 0;
+    natsMsg_Destroy(last);
+    if (!ok) {
+        snprintf(why, cap, "the last message of %s is not the end of a snapshot", r->snap_stream);
+        return false;
+    }
+    size_t cap_buf = 0, len = 0;
+    uint8_t *buf = NULL;
+    for (uint64_t seq = last_seq - parts + 1; seq <= last_seq; seq++) {
+        natsMsg *m = NULL;
+        if ((s = js_GetMsg(&m, r->js, r->snap_stream, seq, NULL, &jerr)) != NATS_OK) {
+            free(buf);
+            return fail(why, cap, "reading a snapshot part", s, jerr);
+        }
+        const char *mid = NULL;
+        natsMsgHeader_Get(m, HDR_SNAP_ID, &mid);
+        int dl = natsMsg_GetDataLength(m);
+        if (!mid || strcmp(mid, want_id) != 0 || dl < 0) {
+            natsMsg_Destroy(m);
+            free(buf);
+            snprintf(why, cap, "snapshot %s is missing part %llu", want_id,
+                     (unsigned long long)(seq - (last_seq - parts)));
+            return false;
+        }
+        if (len + (size_t)dl > cap_buf) {
+            size_t grown = (len + (size_t)dl) * 2;
+            uint8_t *more = realloc(buf, grown);
+            if (!more) {
+                natsMsg_Destroy(m);
+                free(buf);
+                snprintf(why, cap, "out of memory");
+                return false;
+            }
+            buf = more;
+            cap_buf = grown;
+        }
+        memcpy(buf + len, natsMsg_GetData(m), (size_t)dl);
+        len += (size_t)dl;
+        natsMsg_Destroy(m);
+    }
+    *img = buf;
+    *n = len;
+    return true;
 }
 
 bool rpd_replica_writable(rpd_replica *r, char *why, size_t cap)

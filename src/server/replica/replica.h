@@ -42,11 +42,33 @@ typedef struct rpd_replica_opts {
 /* Whether name may name a store (and so a stream and a subject). */
 bool rpd_replica_name_ok(const char *name);
 
-/* Connects, creates the stream (file storage, as many copies as the
+/* Connects, and creates the stream (file storage, as many copies as the
  * cluster gives, up to 3) or binds it when it exists with compatible
- * settings, and starts consuming it after opts->applied.  NULL with why
- * when the servers cannot be reached or the stream cannot be used. */
+ * settings; rpd_replica_start then consumes it.  NULL with why when the
+ * servers cannot be reached or the stream cannot be used. */
 rpd_replica *rpd_replica_open(const rpd_replica_opts *opts, char *why, size_t cap);
+
+/* Whether the stream was trimmed past revision `applied` (its messages
+ * after it are gone). */
+bool rpd_replica_trimmed_past(const rpd_replica *r, uint64_t applied);
+
+/* Starts consuming the stream after revision `applied` (what the store
+ * holds); false with why when the store is ahead of the stream (another
+ * stream's data) or the stream was trimmed past it. */
+bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap);
+
+/* Publishes an image of the store (persistence/image.h) taken at
+ * `revision` as the store's latest snapshot, to the stream
+ * REPOSE_<store>_SNAP, in parts that fit NATS messages, then purges the
+ * older snapshots and, with trim_keep > 0, the main stream's messages up
+ * to revision - trim_keep.  Blocking: a worker thread's.  False with why. */
+bool rpd_replica_publish_snapshot(rpd_replica *r, uint64_t revision, const uint8_t *img, size_t n,
+                                  uint64_t trim_keep, char *why, size_t cap);
+
+/* The latest published snapshot: its revision and image (malloc'ed);
+ * false with why when there is none or it is incomplete. */
+bool rpd_replica_fetch_snapshot(rpd_replica *r, uint64_t *revision, uint8_t **img, size_t *n,
+                                char *why, size_t cap);
 
 /* Stops consuming, waits for the library's threads and frees everything
  * (what is still queued is dropped).  NULL is fine. */
@@ -63,7 +85,8 @@ bool rpd_replica_propose(rpd_replica *r, const char *method, const char *params,
 
 typedef enum rpd_replica_event_kind {
     RPD_REPLICA_MESSAGE, /* a stream message to apply, in stream order */
-    RPD_REPLICA_FAILED   /* a proposal (token) that was not published */
+    RPD_REPLICA_FAILED,  /* a proposal (token) that was not published */
+    RPD_REPLICA_LOST     /* the stream lost messages this replica had not read (reason) */
 } rpd_replica_event_kind;
 
 typedef struct rpd_replica_event {

@@ -19,6 +19,44 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *opts, char *why, size_t ca
     return NULL;
 }
 
+bool rpd_replica_trimmed_past(const rpd_replica *r, uint64_t applied)
+{
+    (void)r;
+    (void)applied;
+    return false;
+}
+
+bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
+{
+    (void)r;
+    (void)applied;
+    snprintf(why, cap, "no NATS client");
+    return false;
+}
+
+bool rpd_replica_publish_snapshot(rpd_replica *r, uint64_t revision, const uint8_t *img, size_t n,
+                                  uint64_t trim_keep, char *why, size_t cap)
+{
+    (void)r;
+    (void)revision;
+    (void)img;
+    (void)n;
+    (void)trim_keep;
+    snprintf(why, cap, "no NATS client");
+    return false;
+}
+
+bool rpd_replica_fetch_snapshot(rpd_replica *r, uint64_t *revision, uint8_t **img, size_t *n,
+                                char *why, size_t cap)
+{
+    (void)r;
+    (void)revision;
+    (void)img;
+    (void)n;
+    snprintf(why, cap, "no NATS client");
+    return false;
+}
+
 void rpd_replica_close(rpd_replica *r)
 {
     (void)r;

@@ -1430,7 +1430,15 @@ bool rpd_conns_replica_drain(rpd_server *srv)
         if (!rpd_replica_next(core->replica, &e)) {
             rpd_server_flush_watchers(srv);
             rpd_conns_wake_waiters(srv);
+            rpd_server_replica_publish_maybe(srv);
             return true;
+        }
+        if (e.kind == RPD_REPLICA_LOST) {
+            rpd_log(RPD_LOG_ERROR,
+                    "replication: %s; stopping: started again, this replica "
+                    "loads the published snapshot",
+                    e.reason);
+            exit(1);
         }
         rpd_conn *c = waiting_for(srv, e.token);
         bool answer = c && c->session.repl_id && !uv_is_closing(&c->h.handle);

@@ -52,6 +52,13 @@ static void usage(FILE *to)
             "  --nats-wait                     with --nats: when NATS or the stream cannot be\n"
             "                                  reached at start, try again every second\n"
             "                                  (default: exit 1)\n"
+            "  --snapshot-publish N            with --nats: publish a snapshot of the store\n"
+            "                                  every N stream messages (0: never, the\n"
+            "                                  default), for replicas that join after the\n"
+            "                                  stream was trimmed\n"
+            "  --nats-trim KEEP                with --snapshot-publish: after each snapshot,\n"
+            "                                  trim the stream but for its last KEEP\n"
+            "                                  messages before it (0: never, the default)\n"
             "  --nats-copies N                 with --nats: the stream's replicas when this\n"
             "                                  replica creates it, 1 to 5 (default: as many\n"
             "                                  as the cluster takes, up to 3)\n"
@@ -115,6 +122,7 @@ int main(int argc, char **argv)
                            strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0 ||
                            strcmp(a, "--nats") == 0 || strcmp(a, "--store") == 0 ||
                            strcmp(a, "--nats-creds") == 0 || strcmp(a, "--nats-copies") == 0 ||
+                           strcmp(a, "--snapshot-publish") == 0 || strcmp(a, "--nats-trim") == 0 ||
                            strcmp(a, "--nats-tls-ca") == 0 || strcmp(a, "--nats-tls-cert") == 0 ||
                            strcmp(a, "--nats-tls-key") == 0;
         if (!v && (takes_value || rpd_limits_is_flag(a))) {
@@ -166,6 +174,18 @@ int main(int argc, char **argv)
             cfg.nats = v;
         } else if (strcmp(a, "--store") == 0) {
             cfg.store = v;
+        } else if (strcmp(a, "--snapshot-publish") == 0 || strcmp(a, "--nats-trim") == 0) {
+            char *end;
+            errno = 0;
+            unsigned long long k = strtoull(v, &end, 10);
+            if (errno || end == v || *end || *v == '-' || k > (1ull << 50)) {
+                fprintf(stderr, "reposed: %s must be a number of messages from 0 to 2^50\n", a);
+                return 2;
+            }
+            if (a[2] == 's')
+                cfg.snapshot_publish = k;
+            else
+                cfg.nats_trim = k;
         } else if (strcmp(a, "--nats-copies") == 0) {
             char *end;
             long k = strtol(v, &end, 10);
@@ -215,8 +235,13 @@ int main(int argc, char **argv)
                               : "--snapshot-after");
         return 2;
     }
-    if ((cfg.store || cfg.nats_creds || cfg.nats_copies || cfg.nats_wait || cfg.nats_tls_ca ||
-         cfg.nats_tls_cert || cfg.nats_tls_key) &&
+    if (cfg.nats_trim && !cfg.snapshot_publish) {
+        fprintf(stderr, "reposed: --nats-trim needs --snapshot-publish (a replica that falls "
+                        "behind the trimmed stream starts from the published snapshot)\n");
+        return 2;
+    }
+    if ((cfg.store || cfg.nats_creds || cfg.nats_copies || cfg.nats_wait || cfg.snapshot_publish ||
+         cfg.nats_tls_ca || cfg.nats_tls_cert || cfg.nats_tls_key) &&
         !cfg.nats) {
         fprintf(stderr, "reposed: --store and the --nats-* options need --nats\n");
         return 2;

@@ -34,6 +34,7 @@
 #include "server_int.h"
 #include "server/notify/watch.h"
 #include "server/replica/replica.h"
+#include "server/persistence/image.h"
 
 /* ---- listeners ---------------------------------------------------------------- */
 
@@ -772,6 +773,107 @@ static void on_replica_timer(uv_timer_t *t)
         rpd_replica_tick(srv->core.replica);
 }
 
+/* A replica whose stream was trimmed past its (empty) store starts from
+ * the snapshot another replica published (--snapshot-publish). */
+static bool load_published_snapshot(rpd_server *srv, char *why, size_t cap)
+{
+    uint64_t revision;
+    uint8_t *img;
+    size_t n;
+    char inner[300];
+    if (!rpd_replica_fetch_snapshot(srv->core.replica, &revision, &img, &n, inner, sizeof inner)) {
+        snprintf(why, cap, "%s", inner);
+        return false;
+    }
+    uint64_t t0 = rpd_now_ns();
+    bool ok = rpd_image_load(&srv->core, img, n, rpd_apply_record, &revision, inner, sizeof inner);
+    free(img);
+    if (!ok) {
+        snprintf(why, cap, "the published snapshot does not load: %s", inner);
+        return false;
+    }
+    srv->core.applied = revision;
+    rpd_log(RPD_LOG_INFO,
+            "replica: loaded the published snapshot of revision %llu (%zu bytes, "
+            "%.0f ms)",
+            (unsigned long long)revision, n, (double)(rpd_now_ns() - t0) / 1e6);
+    /* The data directory starts again from it (its journal lacks the
+     * scenes the image brought). */
+    if (srv->core.durable &&
+        rpd_durable_save(srv->core.durable, srv->core.store, inner, sizeof inner) != 0) {
+        snprintf(why, cap, "the data directory cannot take it: %s", inner);
+        return false;
+    }
+    return true;
+}
+
+/* --snapshot-publish: an image of the store, built and published by a
+ * worker from a store snapshot (the loop goes on). */
+typedef struct publish_job {
+    uv_work_t work;
+    rpd_server *srv;
+    rp_store *snap;
+    uint64_t revision;
+    bool ok;
+    size_t bytes;
+    char why[300];
+} publish_job;
+
+static void publish_run(uv_work_t *w)
+{
+    publish_job *j = (publish_job *)w;
+    uint8_t *img = NULL;
+    int err = rpd_image_build(j->snap, j->revision, &img, &j->bytes);
+    if (err) {
+        snprintf(j->why, sizeof j->why, "building the image: %s", strerror(err));
+        return;
+    }
+    j->ok = rpd_replica_publish_snapshot(j->srv->core.replica, j->revision, img, j->bytes,
+                                         j->srv->cfg.nats_trim, j->why, sizeof j->why);
+    free(img);
+}
+
+static void publish_done(uv_work_t *w, int status)
+{
+    publish_job *j = (publish_job *)w;
+    rpd_server *srv = j->srv;
+    srv->publishing = false;
+    if (status == 0 && j->ok)
+        rpd_log(RPD_LOG_INFO, "replica: snapshot of revision %llu published (%zu bytes)",
+                (unsigned long long)j->revision, j->bytes);
+    else
+        rpd_log(RPD_LOG_WARN, "replica: snapshot of revision %llu not published: %s",
+                (unsigned long long)j->revision, status ? "cancelled" : j->why);
+    rp_store_free(j->snap);
+    free(j);
+}
+
+void rpd_server_replica_publish_maybe(rpd_server *srv)
+{
+    uint64_t every = srv->cfg.snapshot_publish;
+    rpd_core *core = &srv->core;
+    if (!every || srv->publishing || srv->stopping || !core->replica ||
+        core->applied < srv->published_at + every)
+        return;
+    publish_job *j = calloc(1, sizeof *j);
+    rp_store *snap = j ? rp_store_snapshot(core->store) : NULL;
+    if (!snap) {
+        free(j);
+        return; /* out of memory: the next message tries again */
+    }
+    j->srv = srv;
+    j->snap = snap;
+    j->revision = rp_store_revision(core->store);
+    j->work.data = j;
+    srv->published_at = core->applied;
+    if (uv_queue_work(srv->loop, &j->work, publish_run, publish_done) != 0) {
+        rp_store_free(snap);
+        free(j);
+        return;
+    }
+    srv->publishing = true;
+}
+
 static void on_retry_timer(uv_timer_t *t)
 {
     (void)t; /* (it stops by itself: the wait loop sees it inactive) */
@@ -824,6 +926,16 @@ static bool start_replica(rpd_server *srv)
     if (!srv->core.replica) {
         if (!srv->stopping)
             rpd_log(RPD_LOG_ERROR, "--nats %s: %s", cfg->nats, why);
+        return false;
+    }
+    if (rpd_replica_trimmed_past(srv->core.replica, srv->core.applied) &&
+        !rp_store_scene_count(srv->core.store) && !rp_store_model_count(srv->core.store) &&
+        !load_published_snapshot(srv, why, sizeof why)) {
+        rpd_log(RPD_LOG_ERROR, "--nats %s: the stream was trimmed and %s", cfg->nats, why);
+        return false;
+    }
+    if (!rpd_replica_start(srv->core.replica, srv->core.applied, why, sizeof why)) {
+        rpd_log(RPD_LOG_ERROR, "--nats %s: %s", cfg->nats, why);
         return false;
     }
     rpd_replica_info info;

@@ -39,6 +39,8 @@ typedef struct rpd_config {
     const char *nats, *store, *nats_creds, *nats_tls_ca, *nats_tls_cert, *nats_tls_key;
     int nats_copies; /* the stream's replicas when this replica creates it (0: auto) */
     bool nats_wait;  /* NATS unreachable at start: try again every second instead of exiting */
+    uint64_t snapshot_publish; /* publish a snapshot every this many stream messages (0: never) */
+    uint64_t nats_trim; /* after one, trim the stream but for this many messages (0: never) */
 } rpd_config;
 
 /* Runs the daemon until SIGTERM/SIGINT; returns the process exit code. */

@@ -94,6 +94,10 @@ struct rpd_server {
     uv_async_t repl_async; /* --nats: the replica queued something (replica.h) */
     uv_timer_t repl_timer; /* --nats: proposals not back are sent again (rpd_replica_tick) */
     bool repl_started;
+    /* --snapshot-publish: one publication at a time, and the stream
+     * sequence the last one was started at. */
+    bool publishing;
+    uint64_t published_at;
     /* Connections whose line waits for min_revision (conn.c), and the timer
      * that ends their waits at max_wait_ms (running only while there are). */
     size_t waiters;
@@ -113,5 +117,8 @@ void rpd_server_start_resume(rpd_server *srv);
 void rpd_server_flush_watchers(rpd_server *srv);
 void rpd_server_maintain(rpd_server *srv);
 void rpd_server_snapshot_maybe(rpd_server *srv);
+/* --snapshot-publish: starts publishing an image of the store when the
+ * replica has applied that many messages since the last one. */
+void rpd_server_replica_publish_maybe(rpd_server *srv);
 
 #endif /* REPOSE_SERVER_SERVER_INT_H */
