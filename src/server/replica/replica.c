@@ -573,6 +573,7 @@ void rpd_replica_close(rpd_replica *r)
     free(r->inflight);
     pthread_mutex_destroy(&r->mu);
     free(r);
+    nats_Close(); /* the library's own threads and memory (one replica per process) */
 }
 
 /* ---- published snapshots ------------------------------------------------------- */
@@ -920,4 +921,5 @@ void rpd_replica_info_get(rpd_replica *r, rpd_replica_info *info)
     info->published_failed = atomic_load(&r->failed);
     info->retried = atomic_load(&r->retried);
     info->start_last = r->start_last;
+    info->start_first = r->start_first;
 }

@@ -118,7 +118,8 @@ typedef struct rpd_replica_info {
     bool connected;
     uint64_t stream_last; /* the last sequence heard of (applied + what is queued or pending) */
     uint64_t proposed, published_failed, retried;
-    uint64_t start_last; /* the stream's last sequence when it was opened */
+    uint64_t start_last;  /* the stream's last sequence when it was opened */
+    uint64_t start_first; /* and its first (above start_last: it held no message) */
 } rpd_replica_info;
 void rpd_replica_info_get(rpd_replica *r, rpd_replica_info *info);
 

@@ -406,7 +406,8 @@ static void notify_ready(rpd_server *srv)
  * then returns. */
 static void maybe_finish(rpd_server *srv)
 {
-    if (!srv->stopping || srv->conns)
+    /* (A snapshot being published uses the replica: it ends first.) */
+    if (!srv->stopping || srv->conns || srv->publishing)
         return;
     if (srv->grace_started)
         close_if_open((uv_handle_t *)&srv->grace);
@@ -846,6 +847,7 @@ static void publish_done(uv_work_t *w, int status)
                 (unsigned long long)j->revision, status ? "cancelled" : j->why);
     rp_store_free(j->snap);
     free(j);
+    maybe_finish(srv); /* a stop may have waited for it */
 }
 
 void rpd_server_replica_publish_maybe(rpd_server *srv)
@@ -942,7 +944,9 @@ static bool start_replica(rpd_server *srv)
     rpd_replica_info_get(srv->core.replica, &info);
     rpd_log(RPD_LOG_INFO, "replica of store %s (stream %s, %d copies): catching up to %llu",
             info.store, info.stream, info.copies, (unsigned long long)info.start_last);
-    while (srv->core.applied < info.start_last && !srv->stopping)
+    /* (A stream whose messages were all purged has none to wait for.) */
+    while (srv->core.applied < info.start_last && info.start_first <= info.start_last &&
+           !srv->stopping)
         uv_run(srv->loop, UV_RUN_ONCE);
     rpd_log(RPD_LOG_INFO, "replica caught up: revision %llu",
             (unsigned long long)srv->core.applied);
