@@ -16,7 +16,7 @@
  * - a proposal whose message has not come back within RESEND_MS is
  *   published again with the same message id (JetStream stores it once;
  *   an asynchronous publish whose acknowledgement was lost was seen never
- *   to report anything), and after RESEND_TRIES it fails.
+ *   to report anything), and after RESEND_TRIES seconds it fails.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "replica.h"
@@ -35,8 +35,9 @@
  * publishes): far longer than any retry here takes. */
 #define DEDUP_WINDOW_NS (120LL * 1000 * 1000 * 1000)
 /* A proposal not back from the stream after RESEND_MS is published again
- * (same id); after RESEND_TRIES sends it fails.  Together longer than a
- * leader election (seconds). */
+ * (same id), while connected; RESEND_TRIES * RESEND_MS after its first
+ * send it fails, connected or not.  Longer than a leader election
+ * (seconds). */
 #define RESEND_MS 1000
 #define RESEND_TRIES 15
 /* The consumer thread: how long one wait for a message is, and how long
@@ -60,7 +61,7 @@ typedef struct proposal {
     uint64_t token;
     char *method, *params;
     size_t len;
-    uint64_t sent_ms;
+    uint64_t first_ms, sent_ms;
     int tries;
     char last_error[120]; /* what the last send met, for the final failure */
 } proposal;
@@ -85,7 +86,9 @@ struct rpd_replica {
     uint64_t start_last;  /* the stream's last sequence when this replica started */
     uint64_t start_first; /* and its first (0 for a new stream) */
     pthread_mutex_t mu;
-    node *head, *tail; /* the queue, under mu */
+    node *head, *tail;        /* the queue, under mu */
+    pthread_cond_t closed_cv; /* closed (under mu): the connection's last callback ran */
+    bool closed;
     /* The consumer thread and what it has taken (its own). */
     pthread_t consumer;
     bool consumer_started;
@@ -338,6 +341,18 @@ static void on_reconnected(natsConnection *nc, void *closure)
     rpd_log(RPD_LOG_INFO, "replication: reconnected to NATS");
 }
 
+/* The connection's last callback: after it none comes, so the replica may
+ * be freed (rpd_replica_close waits for it). */
+static void on_closed(natsConnection *nc, void *closure)
+{
+    (void)nc;
+    rpd_replica *r = closure;
+    pthread_mutex_lock(&r->mu);
+    r->closed = true;
+    pthread_cond_signal(&r->closed_cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* ---- the loop -------------------------------------------------------------- */
 
 static bool fail(char *why, size_t cap, const char *what, natsStatus s, jsErrCode jerr)
@@ -443,6 +458,7 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
         return NULL;
     }
     pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->closed_cv, NULL);
     snprintf(r->store, sizeof r->store, "%s", o->store);
     snprintf(r->stream, sizeof r->stream, "REPOSE_%s", o->store);
     snprintf(r->subject, sizeof r->subject, "repose.%s.m", o->store);
@@ -472,6 +488,7 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
     natsOptions_SetReconnectWait(r->opts, 250);
     natsOptions_SetDisconnectedCB(r->opts, on_disconnected, r);
     natsOptions_SetReconnectedCB(r->opts, on_reconnected, r);
+    natsOptions_SetClosedCB(r->opts, on_closed, r);
     natsOptions_SetName(r->opts, "reposed");
     if (o->creds &&
         (s = natsOptions_SetUserCredentialsFromFiles(r->opts, o->creds, NULL)) != NATS_OK) {
@@ -510,6 +527,7 @@ failed:
     natsConnection_Destroy(r->nc);
 failed_opts:
     natsOptions_Destroy(r->opts);
+    pthread_cond_destroy(&r->closed_cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
     return NULL;
@@ -560,6 +578,15 @@ void rpd_replica_close(rpd_replica *r)
     if (r->consumer_started)
         pthread_join(r->consumer, NULL); /* it destroys its subscription */
     natsConnection_Close(r->nc);
+    /* Callbacks come on the library's thread, after Close returns: wait
+     * for the last (at most a few seconds, should it never come). */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&r->mu);
+    while (!r->closed && pthread_cond_timedwait(&r->closed_cv, &r->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&r->mu);
     jsCtx_Destroy(r->js);
     natsConnection_Destroy(r->nc);
     natsOptions_Destroy(r->opts);
@@ -571,6 +598,7 @@ void rpd_replica_close(rpd_replica *r)
         free(r->inflight[i].params);
     }
     free(r->inflight);
+    pthread_cond_destroy(&r->closed_cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
     nats_Close(); /* the library's own threads and memory (one replica per process) */
@@ -796,7 +824,8 @@ bool rpd_replica_propose(rpd_replica *r, const char *method, const char *params,
         r->inflight = more;
         r->cap_inflight = cap2;
     }
-    proposal p = {r->next_token, strdup(method), malloc(len ? len : 1), len, now_ms(), 1, ""};
+    uint64_t t0 = now_ms();
+    proposal p = {r->next_token, strdup(method), malloc(len ? len : 1), len, t0, t0, 1, ""};
     if (!p.method || !p.params) {
         free(p.method);
         free(p.params);
@@ -839,14 +868,17 @@ void rpd_replica_tick(rpd_replica *r)
             i++;
             continue;
         }
-        if (p->tries < RESEND_TRIES && atomic_load(&r->connected) && publish(r, p) == NATS_OK) {
+        /* Given up after RESEND_TRIES seconds, connected or not (cut off
+         * from NATS, the client is answered rather than kept waiting). */
+        bool over = t - p->first_ms >= (uint64_t)RESEND_TRIES * RESEND_MS;
+        if (!over && atomic_load(&r->connected) && publish(r, p) == NATS_OK) {
             p->tries++;
             p->sent_ms = t;
             atomic_fetch_add(&r->retried, 1);
             i++;
             continue;
         }
-        if (p->tries < RESEND_TRIES) {
+        if (!over) {
             i++; /* cut off now: tried again at the next tick */
             continue;
         }
@@ -858,8 +890,8 @@ void rpd_replica_tick(rpd_replica *r)
         n->e.kind = RPD_REPLICA_FAILED;
         n->e.token = p->token;
         snprintf(n->e.reason, sizeof n->e.reason,
-                 "not stored by JetStream after %d sends in %d s%s%.60s", RESEND_TRIES,
-                 RESEND_TRIES * RESEND_MS / 1000, p->last_error[0] ? "; last: " : "",
+                 "not stored by JetStream in %d s (%d sends)%s%.60s",
+                 RESEND_TRIES * RESEND_MS / 1000, p->tries, p->last_error[0] ? "; last: " : "",
                  p->last_error);
         settle(r, p->token); /* (moves another into slot i) */
         push(r, n);
@@ -882,17 +914,13 @@ bool rpd_replica_next(rpd_replica *r, rpd_replica_event *e)
         *e = n->e;
         free(n);
         if (e->kind == RPD_REPLICA_FAILED && e->retry) {
-            /* Sent again by the tick while it has tries left. */
-            proposal *p = NULL;
-            for (size_t i = 0; i < r->n_inflight && !p; i++)
+            /* Sent again by the tick, which gives up in time; what it met
+             * goes into the reason then. */
+            for (size_t i = 0; i < r->n_inflight; i++)
                 if (r->inflight[i].token == e->token)
-                    p = &r->inflight[i];
-            if (!p)
-                continue; /* settled meanwhile (its message came back) */
-            snprintf(p->last_error, sizeof p->last_error, "%.100s", e->reason);
-            if (p->tries < RESEND_TRIES)
-                continue;
-            snprintf(e->reason, sizeof e->reason, "%.100s after %d sends", p->last_error, p->tries);
+                    snprintf(r->inflight[i].last_error, sizeof r->inflight[i].last_error, "%.100s",
+                             e->reason);
+            continue;
         }
         if (e->kind == RPD_REPLICA_FAILED)
             atomic_fetch_add(&r->failed, 1);
