@@ -14,10 +14,12 @@ same load goes to:
   R3, 3 rep.   three replicas on that cluster, writers spread over them
 
 and prints mutations per second with p50/p99 acknowledgement latency.
-Then, on the R3 cluster: the lag of a second replica while 1000 puts/s go
-through the first, the time a new replica takes to catch up a stream of
---catchup messages, and query throughput (scene.distance) with 1 and 3
-replicas.  Needs nats-server (Debian: nats-server).  Figures only; nothing
+Then, on the R3 cluster: the lag of a second replica while puts go through
+the first as fast as one client sends them (up to 1000/s), and query
+throughput (scene.distance) with 1 and 3 replicas.  Last, on one
+nats-server: --catchup puts (default a million), the time a new replica
+takes to replay them, and the time one takes from a published snapshot
+after the stream was trimmed.  Needs nats-server (Debian: nats-server).  Figures only; nothing
 here is a test.
 """
 import argparse
@@ -157,7 +159,7 @@ def main():
     ap.add_argument("--reposed", default="build/release/reposed")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--catchup", type=int, default=100000)
+    ap.add_argument("--catchup", type=int, default=1000000)
     a = ap.parse_args()
     if not shutil.which("nats-server"):
         sys.exit("replica_bench: needs nats-server (Debian: nats-server)")
@@ -222,30 +224,51 @@ def main():
             print(f"  queries on {len(socks)} replica(s), 4 Python clients: "
                   f"{count[0] / a.seconds:.0f}/s")
 
-        # Catch-up: a stream of --catchup messages, then a new replica.
-        c = Conn(r[0][1])
-        c.result("scene.create", {"scene": "bulk"})
-        t0 = time.time()
-        for k in range(a.catchup):
-            c.send({"jsonrpc": "2.0", "id": k, "method": "scene.put", "params": {
-                "scene": "bulk", "shapes": {f"s{k % 1000}": {"sphere": {
-                    "center": [k % 11, 0, 0], "radius": 0.25}}}}})
-            if k % 64 == 63:
-                for _ in range(64):
-                    c.line()
-        for _ in range(a.catchup % 64):
-            c.line()
-        fill = time.time() - t0
-        t0 = time.time()
-        late = start(a.reposed, ["--nats", three.urls(), "--store", "b3"], log)
-        took = time.time() - t0
-        last = Conn(late[1]).result("stats")["replication"]["applied"]
-        print(f"  catch-up: {a.catchup} puts written in {fill:.1f} s (pipelined, one "
-              f"replica); a new replica applied {last} messages and listened after "
-              f"{took:.2f} s")
-        stop_all(r + [late])
+        stop_all(r)
     finally:
         three.stop()
+
+    # Catch-up (one nats-server): --catchup puts from 8 writers, then a new
+    # replica that replays the whole stream, then one that starts from a
+    # published snapshot after the stream was trimmed.
+    one = Nats(1)
+    try:
+        a0 = start(a.reposed, ["--nats", one.urls(), "--store", "cu"], log)
+        Conn(a0[1]).result("scene.create", {"scene": "bulk"})
+        t0 = time.time()
+
+        def fill(k):
+            c = Conn(a0[1])
+            for i in range(k, a.catchup, 8):
+                c.result("scene.put", {"scene": "bulk", "shapes": {f"s{i % 1000}": {"sphere": {
+                    "center": [i % 11, 0, 0], "radius": 0.25}}}})
+
+        ts = [threading.Thread(target=fill, args=(k,)) for k in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        fill_s = time.time() - t0
+        t0 = time.time()
+        d = start(a.reposed, ["--nats", one.urls(), "--store", "cu"], log, wait_s=600)
+        took = time.time() - t0
+        applied = Conn(d[1]).result("stats")["replication"]["applied"]
+        print(f"  catch-up: {a.catchup} puts in {fill_s:.1f} s (8 writers, R1); a new replica "
+              f"replayed {applied} messages and listened after {took:.2f} s")
+        pub = start(a.reposed, ["--nats", one.urls(), "--store", "cu", "--snapshot-publish", "1",
+                                "--nats-trim", "1000"], log, wait_s=600)
+        Conn(pub[1]).result("scene.put", {"scene": "bulk", "shapes": {
+            "last": {"sphere": {"center": [0, 0, 0], "radius": 1}}}})
+        time.sleep(3)  # (the snapshot and the trim)
+        t0 = time.time()
+        e = start(a.reposed, ["--nats", one.urls(), "--store", "cu"], log, wait_s=600)
+        took = time.time() - t0
+        applied = Conn(e[1]).result("stats")["replication"]["applied"]
+        print(f"  after a trim, a new replica loaded the published snapshot, read the rest "
+              f"(applied {applied}) and listened after {took:.2f} s")
+        stop_all([a0, d, pub, e])
+    finally:
+        one.stop()
 
 
 if __name__ == "__main__":

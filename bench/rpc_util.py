@@ -71,14 +71,15 @@ class Conn:
         return out
 
 
-def start(binary, extra=(), log=None):
-    """Starts reposed on a scratch Unix socket (no TCP) and waits until it
-    answers; returns (process, socket path, scratch directory)."""
+def start(binary, extra=(), log=None, wait_s=5.0):
+    """Starts reposed on a scratch Unix socket (no TCP) and waits (up to
+    wait_s) until it answers; returns (process, socket path, scratch
+    directory)."""
     tmp = tempfile.mkdtemp(prefix="repose-bench-")
     sock = os.path.join(tmp, "s.sock")
     p = subprocess.Popen([binary, "--unix", sock, "--tcp", "none", *extra],
                          stdout=log, stderr=log)
-    for _ in range(500):
+    for _ in range(int(wait_s * 100)):
         if os.path.exists(sock):
             try:
                 Conn(sock).s.close()

@@ -854,7 +854,7 @@ void rpd_server_replica_publish_maybe(rpd_server *srv)
 {
     uint64_t every = srv->cfg.snapshot_publish;
     rpd_core *core = &srv->core;
-    if (!every || srv->publishing || srv->stopping || !core->replica ||
+    if (!every || !srv->caught_up || srv->publishing || srv->stopping || !core->replica ||
         core->applied < srv->published_at + every)
         return;
     publish_job *j = calloc(1, sizeof *j);
@@ -950,6 +950,10 @@ static bool start_replica(rpd_server *srv)
         uv_run(srv->loop, UV_RUN_ONCE);
     rpd_log(RPD_LOG_INFO, "replica caught up: revision %llu",
             (unsigned long long)srv->core.applied);
+    /* Snapshots are published from here on (not of every step of the
+     * catch-up), the first after --snapshot-publish more messages. */
+    srv->caught_up = true;
+    srv->published_at = srv->core.applied;
     return !srv->stopping;
 }
 

@@ -96,7 +96,7 @@ struct rpd_server {
     bool repl_started;
     /* --snapshot-publish: one publication at a time, and the stream
      * sequence the last one was started at. */
-    bool publishing;
+    bool publishing, caught_up;
     uint64_t published_at;
     /* Connections whose line waits for min_revision (conn.c), and the timer
      * that ends their waits at max_wait_ms (running only while there are). */
