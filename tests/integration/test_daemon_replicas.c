@@ -681,15 +681,34 @@ static void expect_same_store(rh_conn *ca, rh_conn *cb, uint64_t rev)
 
 /* ---- writes through one replica, reads through another ---------------------------------- */
 
+/* The setup most tests share: a nats-server of their own, a fresh store
+ * and two replicas of it, connected. */
+typedef struct pair {
+    nats_srv *ns;
+    char store[64];
+    rh_daemon *a, *b;
+    rh_conn *ca, *cb;
+} pair;
+
+static pair two_replicas(void)
+{
+    pair t;
+    need_nats();
+    t.ns = nats_start();
+    fresh_store(t.store, sizeof t.store);
+    t.a = replica(t.ns, t.store, NULL);
+    t.b = replica(t.ns, t.store, NULL);
+    t.ca = connect_ok(t.a, false);
+    t.cb = connect_ok(t.b, false);
+    return t;
+}
+
 static void write_through_a_read_through_b(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t rev =
         ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"b0\":" SPH "}}", 0));
@@ -747,12 +766,9 @@ static void write_through_a_read_through_b(void **state)
 static void revisions_equal_and_state_equal(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
 
     /* Writes alternate between the replicas; each replica first reads up
      * to the last write (min_revision), so that what it validates against
@@ -809,12 +825,9 @@ static void revisions_equal_and_state_equal(void **state)
 static void if_revision_conflict_across_replicas(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t w = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"c\"}"));
     cJSON *model = cJSON_CreateObject(); /* the winners' shapes */
@@ -922,12 +935,9 @@ static void expect_changed(rh_conn *c, uint64_t watch, const char *scene, uint64
 static void watch_on_b_sees_a_writes_in_order(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t r0 = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"w\"}"));
     cJSON_Delete(get_scene(cb, "w", r0));
@@ -1007,12 +1017,11 @@ static void expect_caught_up(const rh_daemon *d, uint64_t rev)
 static void late_replica_catches_up(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    nats_srv *ns = t.ns;
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
+    const char *store = t.store;
 
     uint64_t last =
         ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s1\",\"shapes\":{\"a\":" SPH "}}", 1));
@@ -1062,12 +1071,11 @@ static void late_replica_catches_up(void **state)
 static void restart_catches_up(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    nats_srv *ns = t.ns;
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
+    const char *store = t.store;
 
     uint64_t last =
         ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"x0\":" SPH "}}", 0));
@@ -1136,12 +1144,9 @@ static const cJSON *batch_member(const cJSON *reply, int id)
 static void batch_with_mutations(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t r =
         ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"a\":" SPH "}}", 0));
@@ -1401,12 +1406,10 @@ static void hello_reports_replication(void **state)
 static void nats_down_refuses_writes_serves_reads(void **state)
 {
     (void)state;
-    need_nats();
-    nats_srv *ns = nats_start();
-    char store[64];
-    fresh_store(store, sizeof store);
-    rh_daemon *a = replica(ns, store, NULL), *b = replica(ns, store, NULL);
-    rh_conn *ca = connect_ok(a, false), *cb = connect_ok(b, false);
+    pair t = two_replicas();
+    nats_srv *ns = t.ns;
+    rh_daemon *a = t.a, *b = t.b;
+    rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t r =
         ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"a\":" SPH "}}", 0));

@@ -27,50 +27,18 @@ import threading
 import time
 import urllib.request
 
+import replica_util
+from replica_util import Conn, fail, free_port, wait_until
 
-def fail(msg):
-    print(f"test_replica_cluster: FAIL: {msg}", flush=True)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+replica_util.NAME = "test_replica_cluster"
 
 
-def wait_until(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
 
 
-class Conn:
-    def __init__(self, path, timeout=60):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.settimeout(timeout)
-        self.s.connect(path)
-        self.f = self.s.makefile("rwb")
 
-    def call(self, method, params=None):
-        req = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        self.f.write(json.dumps(req).encode() + b"\n")
-        self.f.flush()
-        line = self.f.readline()
-        if not line:
-            raise EOFError("connection closed")
-        return json.loads(line)
 
-    def result(self, method, params=None):
-        r = self.call(method, params)
-        if "error" in r:
-            fail(f"{method}: {r['error']}")
-        return r["result"]
+
+
 
 
 class Cluster:

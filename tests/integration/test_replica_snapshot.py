@@ -14,7 +14,6 @@ A replica C whose data directory holds only the first revisions (the
 stream has been trimmed past them since) must refuse to start, naming the
 trim.  Exit 0 on success, 1 on failure, 77 (skipped) without nats-server.
 """
-import json
 import os
 import shutil
 import socket
@@ -23,44 +22,18 @@ import sys
 import tempfile
 import time
 
+import replica_util
+from replica_util import Conn, fail, free_port, wait_until
 
-def fail(msg):
-    print(f"test_replica_snapshot: FAIL: {msg}", flush=True)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+replica_util.NAME = "test_replica_snapshot"
 
 
-def wait_until(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
 
 
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.settimeout(60)
-        self.s.connect(path)
-        self.f = self.s.makefile("rwb")
 
-    def result(self, method, params=None):
-        self.f.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
-                                 "params": params or {}}).encode() + b"\n")
-        self.f.flush()
-        r = json.loads(self.f.readline())
-        if "error" in r:
-            fail(f"{method}: {r['error']}")
-        return r["result"]
+
+
+
 
 
 def replica(binary, tmp, name, url, extra=()):
