@@ -409,6 +409,14 @@ static bool stream_ready(rpd_replica *r, int want, char *why, size_t cap)
                      "stream %s exists with settings a store cannot use (it needs file storage, "
                      "limits retention and the subject %s)",
                      r->stream, r->subject);
+        else if (want && c->Replicas != want) {
+            /* Another replica made the store with other options. */
+            snprintf(why, cap,
+                     "stream %s exists with %d copies; --nats-copies asks for %d (leave it out to "
+                     "bind the stream as it is)",
+                     r->stream, (int)c->Replicas, want);
+            ok = false;
+        }
         r->copies = (int)c->Replicas;
         r->start_last = si->State.LastSeq;
         r->start_first = si->State.FirstSeq;
