@@ -159,7 +159,8 @@ def main():
             fail(f"--nats-copies against an existing stream: exit {code}, log:\n{log}")
 
         # A publish whose acknowledgement is lost.
-        proxy = DropProxy(port, b"repose.drop.m")
+        # (HPUB: the publish itself, not a consumer request naming the subject)
+        proxy = DropProxy(port, b"HPUB repose.drop.m ")
         p, sock = run(binary, tmp, "drop", f"nats://127.0.0.1:{proxy.port}",
                       ["--store", "drop"])
         procs.append(p)
