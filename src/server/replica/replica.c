@@ -453,6 +453,23 @@ static bool stream_ready(rpd_replica *r, int want, char *why, size_t cap)
     return fail(why, cap, "creating the stream", s, jerr);
 }
 
+/* Closes the connection and waits for its last callback (on_closed),
+ * which comes on the library's thread after Close returns (at most a few
+ * seconds, should it never come): only then may r be freed. */
+static void close_connection(rpd_replica *r)
+{
+    natsConnection_Close(r->nc);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&r->mu);
+    while (!r->closed && pthread_cond_timedwait(&r->closed_cv, &r->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&r->mu);
+    jsCtx_Destroy(r->js);
+    natsConnection_Destroy(r->nc);
+}
+
 rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
 {
     if (!rpd_replica_name_ok(o->store)) {
@@ -531,8 +548,7 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *o, char *why, size_t cap)
         goto failed;
     return r;
 failed:
-    jsCtx_Destroy(r->js);
-    natsConnection_Destroy(r->nc);
+    close_connection(r); /* (its callbacks use r: they end first) */
 failed_opts:
     natsOptions_Destroy(r->opts);
     pthread_cond_destroy(&r->closed_cv);
@@ -585,18 +601,7 @@ void rpd_replica_close(rpd_replica *r)
     atomic_store(&r->closing, true);
     if (r->consumer_started)
         pthread_join(r->consumer, NULL); /* it destroys its subscription */
-    natsConnection_Close(r->nc);
-    /* Callbacks come on the library's thread, after Close returns: wait
-     * for the last (at most a few seconds, should it never come). */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 5;
-    pthread_mutex_lock(&r->mu);
-    while (!r->closed && pthread_cond_timedwait(&r->closed_cv, &r->mu, &until) == 0)
-        ;
-    pthread_mutex_unlock(&r->mu);
-    jsCtx_Destroy(r->js);
-    natsConnection_Destroy(r->nc);
+    close_connection(r);
     natsOptions_Destroy(r->opts);
     rpd_replica_event e;
     while (rpd_replica_next(r, &e))
