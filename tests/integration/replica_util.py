@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 """What the replica tests in Python share (test_replica_cluster.py,
-test_replica_snapshot.py): failing with a message, a free port, waiting
-for a condition, and a JSON-RPC connection over a Unix socket."""
+test_replica_snapshot.py, test_replica_faults.py): failing with a message,
+a free port, waiting for a condition, one nats-server, stopping what was
+started, and a JSON-RPC connection over a Unix socket."""
 import json
+import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -38,6 +41,28 @@ def accepts(port):
         return True
     except OSError:
         return False
+
+
+def start_nats(tmp):
+    """One nats-server with JetStream on a free port of 127.0.0.1, its
+    storage under tmp; (process, port) once it accepts connections."""
+    port = free_port()
+    p = subprocess.Popen(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(port),
+                          "-sd", os.path.join(tmp, "js")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: accepts(port), 30, "nats-server")
+    return p, port
+
+
+def stop_all(procs):
+    """SIGTERM to every process still running, SIGKILL after 20 s."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 class Conn:

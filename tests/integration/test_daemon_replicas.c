@@ -703,11 +703,19 @@ static pair two_replicas(void)
     return t;
 }
 
+/* Closes the pair's connections and stops its replicas (exit 0 each). */
+static void pair_end(pair *t)
+{
+    rh_close(t->ca);
+    rh_close(t->cb);
+    stop_ok(t->a);
+    stop_ok(t->b);
+}
+
 static void write_through_a_read_through_b(void **state)
 {
     (void)state;
     pair t = two_replicas();
-    rh_daemon *a = t.a, *b = t.b;
     rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t rev =
@@ -757,17 +765,13 @@ static void write_through_a_read_through_b(void **state)
     expect_shape(g, "x", 7);
     cJSON_Delete(g);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 static void revisions_equal_and_state_equal(void **state)
 {
     (void)state;
     pair t = two_replicas();
-    rh_daemon *a = t.a, *b = t.b;
     rh_conn *ca = t.ca, *cb = t.cb;
 
     /* Writes alternate between the replicas; each replica first reads up
@@ -814,10 +818,7 @@ static void revisions_equal_and_state_equal(void **state)
     assert_true(stat_num(ca, "result.revision") == (double)last);
     assert_true(stat_num(cb, "result.replication.applied") == (double)last);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 /* ---- if_revision across replicas -------------------------------------------------------- */
@@ -826,7 +827,6 @@ static void if_revision_conflict_across_replicas(void **state)
 {
     (void)state;
     pair t = two_replicas();
-    rh_daemon *a = t.a, *b = t.b;
     rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t w = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"c\"}"));
@@ -895,10 +895,7 @@ static void if_revision_conflict_across_replicas(void **state)
     cJSON_Delete(g);
     cJSON_Delete(model);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 /* ---- watches ---------------------------------------------------------------------------- */
@@ -936,7 +933,6 @@ static void watch_on_b_sees_a_writes_in_order(void **state)
 {
     (void)state;
     pair t = two_replicas();
-    rh_daemon *a = t.a, *b = t.b;
     rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t r0 = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"w\"}"));
@@ -995,10 +991,7 @@ static void watch_on_b_sees_a_writes_in_order(void **state)
     cJSON_Delete(d);
     free(revs);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 /* ---- replicas that start late or again -------------------------------------------------- */
@@ -1073,7 +1066,7 @@ static void restart_catches_up(void **state)
     (void)state;
     pair t = two_replicas();
     nats_srv *ns = t.ns;
-    rh_daemon *a = t.a, *b = t.b;
+    rh_daemon *b = t.b;
     rh_conn *ca = t.ca, *cb = t.cb;
     const char *store = t.store;
 
@@ -1093,9 +1086,9 @@ static void restart_catches_up(void **state)
     last = ok_revision(rpc(ca, "scene.remove", "{\"scene\":\"s\",\"ids\":[\"x0\"]}"));
     last = ok_revision(rpc(ca, "scene.create", "{\"scene\":\"t\",\"shapes\":{\"y\":" SPH "}}", 42));
 
-    b = replica(ns, store, NULL);
+    b = t.b = replica(ns, store, NULL);
     expect_caught_up(b, last);
-    cb = connect_ok(b, false);
+    cb = t.cb = connect_ok(b, false);
     g = get_scene(cb, "s", 0);
     assert_int_equal(cJSON_GetArraySize(at(g, "result.shapes")), n);
     expect_shape(g, "x1", 1);
@@ -1114,10 +1107,7 @@ static void restart_catches_up(void **state)
     expect_shape(g, "again", 8);
     cJSON_Delete(g);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 /* ---- refusals --------------------------------------------------------------------------- */
@@ -1145,7 +1135,6 @@ static void batch_with_mutations(void **state)
 {
     (void)state;
     pair t = two_replicas();
-    rh_daemon *a = t.a, *b = t.b;
     rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t r =
@@ -1219,10 +1208,7 @@ static void batch_with_mutations(void **state)
     cJSON_Delete(g);
     expect_same_store(ca, cb, r2);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 static void min_revision_errors(void **state)
@@ -1408,7 +1394,7 @@ static void nats_down_refuses_writes_serves_reads(void **state)
     (void)state;
     pair t = two_replicas();
     nats_srv *ns = t.ns;
-    rh_daemon *a = t.a, *b = t.b;
+    rh_daemon *a = t.a;
     rh_conn *ca = t.ca, *cb = t.cb;
 
     uint64_t r =
@@ -1519,10 +1505,7 @@ static void nats_down_refuses_writes_serves_reads(void **state)
     assert_true(cJSON_IsTrue(at(h, "result.replication.connected")));
     cJSON_Delete(h);
 
-    rh_close(ca);
-    rh_close(cb);
-    stop_ok(a);
-    stop_ok(b);
+    pair_end(&t);
 }
 
 /* A write published just before NATS goes (here: the server is stopped,

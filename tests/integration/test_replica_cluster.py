@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import time
 import urllib.request
 
 import replica_util
-from replica_util import Conn, fail, free_port, wait_until
+from replica_util import Conn, accepts, fail, free_port, wait_until
 
 replica_util.NAME = "test_replica_cluster"
 
@@ -51,7 +50,7 @@ class Cluster:
         for i in range(3):
             self.start(i)
         for p in self.ports:
-            wait_until(lambda p=p: self.accepts(p), 30, f"nats-server on {p}")
+            wait_until(lambda p=p: accepts(p), 30, f"nats-server on {p}")
         wait_until(self.healthy, 60, "the JetStream cluster")
 
     def args(self, i):
@@ -68,14 +67,6 @@ class Cluster:
     def kill(self, i):
         self.procs[i].kill()
         self.procs[i].wait()
-
-    @staticmethod
-    def accepts(port):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return True
-        except OSError:
-            return False
 
     def jsz(self, i):
         url = f"http://127.0.0.1:{self.mports[i]}/jsz?accounts=1&streams=1"

@@ -27,7 +27,7 @@ import tempfile
 import threading
 
 import replica_util
-from replica_util import Conn, accepts, fail, free_port, wait_until
+from replica_util import Conn, fail, start_nats, stop_all, wait_until
 
 replica_util.NAME = "test_replica_faults"
 
@@ -131,11 +131,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="repose-faults-")
     procs = []
     try:
-        port = free_port()
-        procs.append(subprocess.Popen(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(port),
-                                       "-sd", os.path.join(tmp, "js")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_until(lambda: accepts(port), 30, "nats-server")
+        nats, port = start_nats(tmp)
+        procs.append(nats)
         url = f"nats://127.0.0.1:{port}"
 
         # A stream with a store's name and other settings.
@@ -201,13 +198,7 @@ def main():
               f"({st['publish_retries']} resends)",
               flush=True)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        stop_all(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

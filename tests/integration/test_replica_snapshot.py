@@ -16,14 +16,13 @@ trim.  Exit 0 on success, 1 on failure, 77 (skipped) without nats-server.
 """
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import replica_util
-from replica_util import Conn, fail, free_port, wait_until
+from replica_util import Conn, fail, start_nats, stop_all, wait_until
 
 replica_util.NAME = "test_replica_snapshot"
 
@@ -61,20 +60,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="repose-snap-")
     procs = []
     try:
-        port = free_port()
-        nats = subprocess.Popen(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(port),
-                                 "-sd", os.path.join(tmp, "js")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        nats, port = start_nats(tmp)
         procs.append(nats)
-
-        def accepts():
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                return True
-            except OSError:
-                return False
-
-        wait_until(accepts, 30, "nats-server")
         url = f"nats://127.0.0.1:{port}"
         a, sa = replica(binary, tmp, "a", url, ["--snapshot-publish", "25", "--nats-trim", "10"])
         procs.append(a)
@@ -121,13 +108,7 @@ def main():
         print("test_replica_snapshot: ok: b loaded the published snapshot and equals a; c "
               "refused its stale data directory", flush=True)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        stop_all(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

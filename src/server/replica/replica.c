@@ -390,6 +390,30 @@ static bool set_servers(rpd_replica *r, const char *urls, char *why, size_t cap)
     return true;
 }
 
+/* Creates stream `name` on `subject`: file storage, limits retention,
+ * `copies` replicas and `dedup_ns` of message-id de-duplication (0: the
+ * server's default).  *jerr: JetStream's error code. */
+static natsStatus add_stream(rpd_replica *r, const char *name, const char *subject, int copies,
+                             int64_t dedup_ns, jsErrCode *jerr)
+{
+    const char *subjects[1] = {subject};
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = name;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Retention = js_LimitsPolicy;
+    sc.Replicas = copies;
+    if (dedup_ns)
+        sc.Duplicates = dedup_ns;
+    jsStreamInfo *si = NULL;
+    *jerr = 0;
+    natsStatus s = js_AddStream(&si, r->js, &sc, NULL, jerr);
+    jsStreamInfo_Destroy(si);
+    return s;
+}
+
 /* Binds the stream when it exists with settings this replica can use;
  * creates it otherwise, with as many copies as the cluster takes (3, 2,
  * then 1: a single server refuses more than one). */
@@ -425,22 +449,10 @@ static bool stream_ready(rpd_replica *r, int want, char *why, size_t cap)
     }
     if (s != NATS_NOT_FOUND)
         return fail(why, cap, "looking up the stream", s, jerr);
-    const char *subjects[1] = {r->subject};
     for (int copies = want ? want : 3; copies >= 1; copies--) {
-        jsStreamConfig sc;
-        jsStreamConfig_Init(&sc);
-        sc.Name = r->stream;
-        sc.Subjects = subjects;
-        sc.SubjectsLen = 1;
-        sc.Storage = js_FileStorage;
-        sc.Retention = js_LimitsPolicy;
-        sc.Replicas = copies;
-        sc.Duplicates = DEDUP_WINDOW_NS;
-        jerr = 0;
-        s = js_AddStream(&si, r->js, &sc, NULL, &jerr);
+        s = add_stream(r, r->stream, r->subject, copies, DEDUP_WINDOW_NS, &jerr);
         if (s == NATS_OK) {
             r->copies = copies;
-            jsStreamInfo_Destroy(si);
             return true;
         }
         /* Too many copies for this cluster (or a lone server): fewer,
@@ -634,22 +646,15 @@ static bool snap_stream_ready(rpd_replica *r, bool create, char *why, size_t cap
         jsStreamInfo_Destroy(si);
         return true;
     }
-    if (s != NATS_NOT_FOUND || !create)
-        return s == NATS_NOT_FOUND ? (snprintf(why, cap, "no snapshot was published (no stream %s)",
-                                               r->snap_stream),
-                                      false)
-                                   : fail(why, cap, "looking up the snapshot stream", s, jerr);
-    const char *subjects[1] = {r->snap_subject};
-    jsStreamConfig sc;
-    jsStreamConfig_Init(&sc);
-    sc.Name = r->snap_stream;
-    sc.Subjects = subjects;
-    sc.SubjectsLen = 1;
-    sc.Storage = js_FileStorage;
-    sc.Replicas = r->copies > 0 ? r->copies : 1;
-    if ((s = js_AddStream(&si, r->js, &sc, NULL, &jerr)) != NATS_OK)
+    if (s != NATS_NOT_FOUND)
+        return fail(why, cap, "looking up the snapshot stream", s, jerr);
+    if (!create) {
+        snprintf(why, cap, "no snapshot was published (no stream %s)", r->snap_stream);
+        return false;
+    }
+    s = add_stream(r, r->snap_stream, r->snap_subject, r->copies > 0 ? r->copies : 1, 0, &jerr);
+    if (s != NATS_OK)
         return fail(why, cap, "creating the snapshot stream", s, jerr);
-    jsStreamInfo_Destroy(si);
     return true;
 }
 
