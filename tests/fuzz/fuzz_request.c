@@ -451,6 +451,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!before_current)
             dump_store(core.store, &before);
         before_current = true;
+        /* The connection's own looks at a line (conn.c): min_revision, and
+         * (--nats) a batch holding a mutation split into its requests,
+         * each of which must be one request (an object or a scalar, never
+         * a batch). */
+        (void)rpd_line_min_revision(p, len);
+        char **elems;
+        size_t n_elems;
+        if (rpd_batch_split(p, len, &elems, &n_elems)) {
+            FUZZ_CHECK(n_elems > 0, "a batch split into nothing");
+            for (size_t k = 0; k < n_elems; k++)
+                FUZZ_CHECK(elems[k][0] != '[', "a batch split into a batch: %s", elems[k]);
+            rpd_batch_free(elems, n_elems);
+        }
         bool on_worker = rpd_line_wants_worker(p, len) && !rpd_session_locked(&core, &session);
         if (on_worker) {
             /* What the daemon's worker would do (conn.c start_job). */
