@@ -1397,7 +1397,8 @@ bool rpd_conns_resume(rpd_server *srv)
 
 /* ---- --nats: the stream applied --------------------------------------------------- */
 
-/* Most events taken per loop turn: the rest wait for the next one. */
+/* Most events taken per loop turn (and at most RPD_SLICE_NS of them):
+ * the rest wait for the next one. */
 #define REPLICA_DRAIN_MAX 1024
 
 static rpd_conn *waiting_for(rpd_server *srv, uint64_t token)
@@ -1426,7 +1427,11 @@ bool rpd_conns_replica_drain(rpd_server *srv)
     if (!core->replica)
         return true;
     rpd_replica_event e;
-    for (int n = 0; n < REPLICA_DRAIN_MAX; n++) {
+    /* Like a connection's lines, at most a time slice per loop turn: a
+     * replica far behind (large mutations, many of them) lets the other
+     * clients in between. */
+    uint64_t slice_end = rpd_now_coarse_ns() + RPD_SLICE_NS;
+    for (int n = 0; n < REPLICA_DRAIN_MAX && (n == 0 || rpd_now_coarse_ns() < slice_end); n++) {
         if (!rpd_replica_next(core->replica, &e)) {
             rpd_server_flush_watchers(srv);
             rpd_conns_wake_waiters(srv);
