@@ -11,8 +11,9 @@ thousand shapes (an image of several NATS messages) and 200 puts through
 A, replica B starts with an empty store: it must load the snapshot and
 read the rest of the stream, ending equal to A (every scene and model).
 A replica C whose data directory holds only the first revisions (the
-stream has been trimmed past them since) must refuse to start, naming the
-trim.  Exit 0 on success, 1 on failure, 77 (skipped) without nats-server.
+stream has been trimmed past them since) replaces that stale cache by the
+published snapshot and ends equal to A too; restarted, it starts from its
+directory again with no snapshot to load.  Exit 0 on success, 1 on failure, 77 (skipped) without nats-server.
 """
 import os
 import shutil
@@ -25,14 +26,6 @@ import replica_util
 from replica_util import Conn, fail, start_nats, stop_all, wait_until
 
 replica_util.NAME = "test_replica_snapshot"
-
-
-
-
-
-
-
-
 
 
 def replica(binary, tmp, name, url, extra=()):
@@ -98,15 +91,35 @@ def main():
         cb.result("stats", {"min_revision": last["revision"]})
         if everything(ca) != everything(cb):
             fail("replica b differs from replica a")
-        # C: its directory is behind the trimmed stream.
-        c, _ = replica(binary, tmp, "c2", url, ["--data-dir", os.path.join(tmp, "c-data")])
-        if c.wait(30) != 1:
-            fail(f"replica c started on a data directory behind a trimmed stream ({c.returncode})")
+        # C: its directory is behind the trimmed stream; it heals.
+        c, sc = replica(binary, tmp, "c2", url, ["--data-dir", os.path.join(tmp, "c-data")])
+        procs.append(c)
+        if c.poll() is not None:
+            fail("replica c exited: " + open(os.path.join(tmp, "c2.log")).read())
         clog = open(os.path.join(tmp, "c2.log")).read()
-        if "trimmed" not in clog:
-            fail("replica c's refusal does not say the stream was trimmed:\n" + clog)
+        if "replaced by the published snapshot" not in clog:
+            fail("replica c did not replace its stale data directory:\n" + clog)
+        cc = Conn(sc)
+        cc.result("stats", {"min_revision": last["revision"]})
+        if everything(ca) != everything(cc):
+            fail("replica c differs from replica a after healing")
+        # Its directory now holds the published state: stopped and started
+        # again it needs no snapshot, only the stream's tail.
+        extra = ca.result("scene.put", {"scene": "cell", "shapes": {
+            "after": {"sphere": {"center": [0, 0, 9], "radius": 1}}}})
+        cc.result("stats", {"min_revision": extra["revision"]})
+        c.terminate()
+        if c.wait(30) != 0:
+            fail("replica c did not stop cleanly after healing")
+        c, sc = replica(binary, tmp, "c3", url, ["--data-dir", os.path.join(tmp, "c-data")])
+        procs.append(c)
+        c3log = open(os.path.join(tmp, "c3.log")).read()
+        if c.poll() is not None or "published snapshot" in c3log:
+            fail("replica c's healed directory did not start it by itself:\n" + c3log)
+        if everything(ca) != everything(Conn(sc)):
+            fail("replica c differs from replica a after its restart")
         print("test_replica_snapshot: ok: b loaded the published snapshot and equals a; c "
-              "refused its stale data directory", flush=True)
+              "replaced its stale data directory by it, and restarts from it", flush=True)
     finally:
         stop_all(procs)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1398,6 +1398,12 @@ static bool open_journal(rpd_durable *d, const snapinfo *si, bool repair, int *f
     return false;
 }
 
+void rpd_durable_set_loading(rpd_durable *d, bool on)
+{
+    if (d)
+        d->replaying = on;
+}
+
 /* The end of the replay environment load_journal sets up. */
 static void replay_done(rpd_durable *d, rpd_core *core, const rpd_core *saved,
                         const rp_store_limits *store_limits)

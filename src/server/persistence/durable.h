@@ -125,6 +125,10 @@ int rpd_durable_group_result(const rpd_durable *d, uint64_t first, uint64_t last
  * the calling thread, blocking it for the write.  0 or an errno, with why
  * (for the log or a -32007 reason). */
 int rpd_durable_save(rpd_durable *d, rp_store *st, char *why, size_t cap);
+/* While on, the store's changes are not journalled: the store is being
+ * filled from a whole image (a replica's published snapshot, server.c)
+ * that an rpd_durable_save writes afterwards. */
+void rpd_durable_set_loading(rpd_durable *d, bool on);
 /* Whether session s has records in the group waiting for its fsync: its
  * replies are held, and a save now (which fsyncs that group first) would
  * split them between two groups; m_save refuses instead. */

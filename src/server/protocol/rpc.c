@@ -72,6 +72,19 @@ bool rpd_core_init(rpd_core *core, const rpd_limits *limits)
     return true;
 }
 
+bool rpd_core_reset_store(rpd_core *core)
+{
+    rp_store_limits sl = {core->limits.max_shapes_per_scene, core->limits.max_halfspaces_per_scene};
+    rp_store *fresh = rp_store_new(&sl);
+    if (!fresh)
+        return false;
+    rp_store_defer_rebuilds(fresh, core->has_workers); /* as server.c set the old one */
+    rp_store_free(core->store);
+    core->store = fresh;
+    rpd_changes_init(core);
+    return true;
+}
+
 void rpd_core_free(rpd_core *core)
 {
     rp_store_free(core->store);

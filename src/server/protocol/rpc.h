@@ -18,6 +18,10 @@
  * the daemon points cJSON at its arena itself (arena.h). */
 bool rpd_core_init(rpd_core *core, const rpd_limits *limits);
 void rpd_core_free(rpd_core *core);
+/* Replaces the store by an empty one with the same limits and commit hook
+ * (a replica's stale data directory, server.c); only before anything
+ * listens.  false when out of memory (the old store stays). */
+bool rpd_core_reset_store(rpd_core *core);
 
 /* A request line parsed (rpd_parse_line) and not yet run: a worker parses
  * a large line and hands it to the event loop this way (conn.c), so that

@@ -586,8 +586,8 @@ bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
     if (rpd_replica_trimmed_past(r, applied)) {
         snprintf(why, cap,
                  "stream %s starts at %llu: the messages after revision %llu, which the store "
-                 "here holds, were trimmed (a replica starting with an empty store loads the "
-                 "snapshot another replica published: move the data directory away)",
+                 "here holds, were trimmed, and no snapshot published by a replica "
+                 "(--snapshot-publish) holds them either",
                  r->stream, (unsigned long long)r->start_first, (unsigned long long)applied);
         return false;
     }

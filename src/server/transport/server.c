@@ -774,8 +774,14 @@ static void on_replica_timer(uv_timer_t *t)
         rpd_replica_tick(srv->core.replica);
 }
 
-/* A replica whose stream was trimmed past its (empty) store starts from
- * the snapshot another replica published (--snapshot-publish). */
+/* A replica whose stream was trimmed past its store starts from the
+ * snapshot another replica published (--snapshot-publish).  A store the
+ * data directory brought is then a stale cache of the stream: it is
+ * replaced, but only once a published snapshot newer than it is in hand
+ * (without one the daemon refuses to start and the directory stays as it
+ * was).  The directory is first emptied (an empty snapshot, the journal
+ * cut), so that a crash in the middle leaves a directory that starts from
+ * the published snapshot again, never old and new scenes mixed. */
 static bool load_published_snapshot(rpd_server *srv, char *why, size_t cap)
 {
     uint64_t revision;
@@ -786,8 +792,33 @@ static bool load_published_snapshot(rpd_server *srv, char *why, size_t cap)
         snprintf(why, cap, "%s", inner);
         return false;
     }
+    if (rp_store_scene_count(srv->core.store) || rp_store_model_count(srv->core.store)) {
+        if (revision <= srv->core.applied) {
+            free(img);
+            snprintf(why, cap,
+                     "the newest published snapshot (revision %llu) is not newer than the "
+                     "data directory's store (revision %llu)",
+                     (unsigned long long)revision, (unsigned long long)srv->core.applied);
+            return false;
+        }
+        rpd_log(RPD_LOG_WARN,
+                "replica: the data directory's store (revision %llu) is behind the trimmed "
+                "stream; it is replaced by the published snapshot of revision %llu",
+                (unsigned long long)srv->core.applied, (unsigned long long)revision);
+        if (!rpd_core_reset_store(&srv->core) ||
+            (srv->core.durable &&
+             rpd_durable_save(srv->core.durable, srv->core.store, inner, sizeof inner) != 0)) {
+            free(img);
+            snprintf(why, cap, "the data directory cannot be emptied: %s",
+                     srv->core.durable ? inner : "out of memory");
+            return false;
+        }
+        srv->core.applied = 0;
+    }
     uint64_t t0 = rpd_now_ns();
+    rpd_durable_set_loading(srv->core.durable, true); /* (saved whole below) */
     bool ok = rpd_image_load(&srv->core, img, n, rpd_apply_record, &revision, inner, sizeof inner);
+    rpd_durable_set_loading(srv->core.durable, false);
     free(img);
     if (!ok) {
         snprintf(why, cap, "the published snapshot does not load: %s", inner);
@@ -931,7 +962,6 @@ static bool start_replica(rpd_server *srv)
         return false;
     }
     if (rpd_replica_trimmed_past(srv->core.replica, srv->core.applied) &&
-        !rp_store_scene_count(srv->core.store) && !rp_store_model_count(srv->core.store) &&
         !load_published_snapshot(srv, why, sizeof why)) {
         rpd_log(RPD_LOG_ERROR, "--nats %s: the stream was trimmed and %s", cfg->nats, why);
         return false;
