@@ -8,8 +8,10 @@ Starts three nats-server processes clustered on this machine and three
 reposed replicas of one store (a stream with three copies).  Four writers,
 each on its own scene through a different replica, put one shape at a time
 for SECONDS (default 30) while the stream's leader is killed with SIGKILL
-and restarted, twice, and one reposed replica is killed with SIGKILL and
-started again.  Then every replica must hold every acknowledged put, the
+and restarted, twice, and one reposed replica (the one with a --data-dir)
+is killed with SIGKILL and started again: it must start from its data
+directory (a store revision above 0 before it reads the stream) and catch
+up.  Then every replica must hold every acknowledged put, the
 same scenes bit for bit, have applied the whole stream, and each writer's
 revisions must rise.  A write refused meanwhile is allowed (and counted);
 one acknowledged and missing, or replicas that differ, fail the test.
@@ -17,6 +19,7 @@ Exit 0 on success, 1 on failure, 77 (skipped) without nats-server.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,14 +33,6 @@ import replica_util
 from replica_util import Conn, accepts, fail, free_port, wait_until
 
 replica_util.NAME = "test_replica_cluster"
-
-
-
-
-
-
-
-
 
 
 class Cluster:
@@ -104,11 +99,13 @@ class Cluster:
 
 
 class Replica:
-    def __init__(self, binary, tmp, k, urls):
+    def __init__(self, binary, tmp, k, urls, data_dir=None):
         self.sock = os.path.join(tmp, f"r{k}.sock")
         self.log = os.path.join(tmp, f"r{k}.log")
         self.cmd = [binary, "--unix", self.sock, "--tcp", "none", "--nats", urls,
                     "--store", "cluster", "--nats-copies", "3"]
+        if data_dir:
+            self.cmd += ["--data-dir", data_dir]
         self.p = None
         self.start()
 
@@ -151,7 +148,9 @@ def main():
     cluster, replicas = None, []
     try:
         cluster = Cluster(tmp)
-        replicas = [Replica(binary, tmp, k, cluster.urls()) for k in range(3)]
+        replicas = [Replica(binary, tmp, k, cluster.urls(),
+                            os.path.join(tmp, "r2-data") if k == 2 else None)
+                    for k in range(3)]
         acked, refused, lock = {}, [], threading.Lock()
         stop = time.time() + seconds
         revs = {}
@@ -202,7 +201,13 @@ def main():
         print("killing replica 2 with SIGKILL and starting it again", flush=True)
         replicas[2].kill9()
         time.sleep(step / 4)
+        logged = len(open(replicas[2].log).read())
         replicas[2].start()
+        restart_log = open(replicas[2].log).read()[logged:]
+        m = re.search(r"store revision (\d+)", restart_log)
+        if not m or int(m.group(1)) == 0:
+            fail("the killed replica did not start from its data directory:\n" + restart_log)
+        from_dir = int(m.group(1))
         for t in threads:
             t.join(120)
         if any(t.is_alive() for t in threads):
@@ -227,7 +232,8 @@ def main():
             if mine != sorted(set(mine)):
                 fail(f"writer {k}'s revisions do not rise: {mine[:20]}")
         print(f"test_replica_cluster: ok: {len(acked)} writes acknowledged, {len(refused)} "
-              f"refused, on every replica; applied {sorted(applied)}; refusals: "
+              f"refused, on every replica; applied {sorted(applied)}; the killed replica "
+              f"restarted from revision {from_dir} of its data directory; refusals: "
               f"{sorted(set(m[:90] for m in refused))[:3]}", flush=True)
         for r in replicas:
             r.stop()
