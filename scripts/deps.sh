@@ -17,7 +17,8 @@
 set -euo pipefail
 
 run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev
-  libnats-dev) # replicas (--nats): the nats.c client
+  libnats-dev # replicas (--nats): the nats.c client
+  libassimp-dev) # URDF <mesh> files (src/mesh): STL, OBJ, Collada
 test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
   python3-numpy python3-venv python3-pip # the Python client (python/) and its tests

@@ -29,7 +29,7 @@ esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
          fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates fuzz_geometry
-         fuzz_base64)
+         fuzz_base64 fuzz_mesh)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -112,6 +112,8 @@ run_target() {
   fuzz_geometry) args+=(-max_len=256) ;;
   # Base64 text (and bytes): its own seeds.
   fuzz_base64) args+=(-max_len=1024) ;;
+  # A format byte and a mesh file (STL, OBJ, Collada): its own seeds.
+  fuzz_mesh) args+=(-max_len=8192 -dict=tests/fuzz/xml.dict) ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do

@@ -680,6 +680,15 @@ typedef struct rp_joint_def {
     double offset;
 } rp_joint_def;
 
+/// A link whose mesh collision geometry was covered with spheres (URDF
+/// <mesh>, proto/URDF.md "Meshes"): what the cover is, for model.get.
+typedef struct rp_mesh_cover {
+    const char *link; ///< The link (a name of link_names).
+    size_t spheres;   ///< Its shapes "LINK#s0".. that cover the meshes.
+    size_t triangles; ///< Triangles of the link's meshes.
+    double overshoot; ///< Estimated largest distance from the cover to the meshes, metres.
+} rp_mesh_cover;
+
 /// What rp_store_model_put stores.  Two forms:
 ///
 /// Frame-indexed: `links` are shapes on joint frames (rp_link.frame), the
@@ -715,6 +724,8 @@ typedef struct rp_model_def {
     const char *const *allowed_scene; ///< 2*n_allowed_scene: (link id or name, scene
     size_t n_allowed_scene;           ///< shape id, or the name of an object or robot
                                       ///< instance: all its shapes) pairs that may touch.
+    const rp_mesh_cover *mesh_covers; ///< n_mesh_covers links covered from meshes (kept and
+    size_t n_mesh_covers;             ///< reported only; the shapes are in links), or NULL.
 } rp_model_def;
 
 /// Why rp_store_model_put refused a definition (with RP_ERR_INVALID_ARG).

@@ -328,6 +328,9 @@ void rp_jw_joint_def(rp_jw *w, const rp_joint_def *j);
  * kinematic tree with its links in order (tree_links), shapes, joints and
  * default positions; the journal's record of a model (persistence). */
 void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d);
+/* The member "mesh_covers": [{link, spheres, triangles, overshoot}] of a
+ * model whose links were covered from meshes; nothing when none. */
+void rp_jw_mesh_covers(rp_jw *w, const rp_model_def *d);
 /* Writes a cJSON value (used to echo request ids). */
 void rp_jw_cjson(rp_jw *w, const cJSON *j);
 

@@ -942,6 +942,28 @@ void rp_jw_link(rp_jw *w, const rp_link *l, const char *link)
     rp_jw_object_end(w);
 }
 
+void rp_jw_mesh_covers(rp_jw *w, const rp_model_def *d)
+{
+    if (d->n_mesh_covers) {
+        RP_JW_KEY(w, "mesh_covers");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < d->n_mesh_covers; i++) {
+            const rp_mesh_cover *c = &d->mesh_covers[i];
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "link");
+            rp_jw_string(w, c->link);
+            RP_JW_KEY(w, "spheres");
+            rp_jw_uint(w, c->spheres);
+            RP_JW_KEY(w, "triangles");
+            rp_jw_uint(w, c->triangles);
+            RP_JW_KEY(w, "overshoot");
+            rp_jw_double(w, c->overshoot);
+            rp_jw_object_end(w);
+        }
+        rp_jw_array_end(w);
+    }
+}
+
 void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
 {
     bool kin = d->shape_links != NULL || d->n_joints > 0;
@@ -977,6 +999,7 @@ void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
     rp_jw_double(w, d->safety_margin);
     RP_JW_KEY(w, "self_collision");
     rp_jw_bool(w, d->self_collision);
+    rp_jw_mesh_covers(w, d);
     rp_jw_object_end(w);
 }
 

@@ -62,6 +62,7 @@ static rp_model_def *lay_out(layout *l, const rp_model_def *src)
     rp_link *links = TAKE(l, rp_link, src->n_links);
     rp_joint_def *joints = TAKE(l, rp_joint_def, src->n_joints);
     double *values = src->n_defaults ? TAKE(l, double, src->n_defaults) : NULL;
+    rp_mesh_cover *covers = src->n_mesh_covers ? TAKE(l, rp_mesh_cover, src->n_mesh_covers) : NULL;
     if (d) {
         *d = *src;
         d->links = links;
@@ -73,6 +74,14 @@ static rp_model_def *lay_out(layout *l, const rp_model_def *src)
             memcpy(joints, src->joints, src->n_joints * sizeof *joints);
         if (values)
             memcpy(values, src->default_values, src->n_defaults * sizeof *values);
+        d->mesh_covers = covers;
+        if (covers)
+            memcpy(covers, src->mesh_covers, src->n_mesh_covers * sizeof *covers);
+    }
+    for (size_t i = 0; i < src->n_mesh_covers; i++) {
+        const char *link = str(l, src->mesh_covers[i].link);
+        if (covers)
+            covers[i].link = link;
     }
     for (size_t i = 0; i < src->n_links; i++) {
         const char *id = str(l, src->links[i].id);

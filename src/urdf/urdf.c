@@ -340,8 +340,21 @@ static void parse_doc(ctx *c, const char *doc, size_t len)
 /* ---- the result ------------------------------------------------------------- */
 
 /* Fills u->def from the records. */
-static bool build_def(rp_urdf *u)
+static void free_def_arrays(rp_urdf *u)
 {
+    free(u->def_links);
+    free(u->def_shape_links);
+    free(u->def_link_names);
+    free(u->def_joints);
+    free(u->def_pairs);
+    u->def_links = NULL;
+    u->def_shape_links = u->def_link_names = u->def_pairs = NULL;
+    u->def_joints = NULL;
+}
+
+bool rp_urdf_build_def_(rp_urdf *u)
+{
+    free_def_arrays(u); /* (again after rp_urdf_add_spheres) */
     size_t ns = u->n_shapes, nl = u->n_links, nj = u->n_joints, np = u->n_pairs;
     u->def_links = malloc((ns ? ns : 1) * sizeof *u->def_links);
     u->def_shape_links = malloc((ns ? ns : 1) * sizeof *u->def_shape_links);
@@ -377,6 +390,8 @@ static bool build_def(rp_urdf *u)
         .n_link_names = nl,
         .joints = u->def_joints,
         .n_joints = nj,
+        .mesh_covers = u->covers,
+        .n_mesh_covers = u->n_covers,
     };
     return true;
 }
@@ -408,7 +423,7 @@ rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf
     c.srdf = false;
     if (c.status == RP_URDF_OK && c.opts->allow_adjacent)
         rp_urdf_add_adjacent_(&c);
-    if (c.status == RP_URDF_OK && !build_def(u))
+    if (c.status == RP_URDF_OK && !rp_urdf_build_def_(u))
         rp_urdf_fail_nomem_(&c);
     if (c.status != RP_URDF_OK) {
         rp_urdf_free(u);
@@ -421,6 +436,16 @@ rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf
 const rp_model_def *rp_urdf_def(const rp_urdf *u)
 {
     return &u->def;
+}
+
+size_t rp_urdf_mesh_count(const rp_urdf *u)
+{
+    return u->n_meshes;
+}
+
+const rp_urdf_mesh *rp_urdf_mesh_at(const rp_urdf *u, size_t i)
+{
+    return i < u->n_meshes ? &u->meshes[i] : NULL;
 }
 
 unsigned long rp_urdf_joint_line(const rp_urdf *u, size_t i)
@@ -457,11 +482,9 @@ void rp_urdf_free(rp_urdf *u)
         next = b->next;
         free(b);
     }
-    free(u->def_links);
-    free(u->def_shape_links);
-    free(u->def_link_names);
-    free(u->def_joints);
-    free(u->def_pairs);
+    free(u->meshes);
+    free(u->covers);
+    free_def_arrays(u);
     free(u);
 }
 

@@ -95,6 +95,55 @@ unsigned long rp_urdf_pair_line(const rp_urdf *u, size_t allowed_pair_index);
 bool rp_urdf_model_reason(const rp_urdf *u, const rp_model_def *def, const rp_model_error *me,
                           char *buf, size_t cap);
 
+/* A <collision> whose geometry is a <mesh>: it makes no shape until
+ * rp_urdf_add_spheres gives its link the spheres that cover it (the
+ * caller reads the file named uri, src/mesh/mesh.h, and spherizes it,
+ * include/repose/spherize.h). */
+typedef struct rp_urdf_mesh {
+    const char *link;    /* the link's name */
+    size_t collision;    /* the <collision>'s index among the link's */
+    const char *uri;     /* the filename attribute as written */
+    rp_vec3 scale;       /* the scale attribute (1 1 1 when absent) */
+    rp_transform origin; /* the collision's <origin>: mesh frame -> link frame */
+    unsigned long line;  /* of the <collision> */
+} rp_urdf_mesh;
+
+/* Longest mesh filename accepted, in bytes. */
+#define RP_URDF_URI_MAX 1024
+
+size_t rp_urdf_mesh_count(const rp_urdf *u);
+const rp_urdf_mesh *rp_urdf_mesh_at(const rp_urdf *u, size_t i);
+
+/* Gives link `link` the n spheres (in the link frame) as shapes
+ * "LINK#sJ" (J from 0, after any it already has) and rebuilds the def
+ * (rp_urdf_def's pointers change).  RP_URDF_LIMIT when the model would
+ * exceed max_shapes shapes (0: no limit), RP_URDF_INVALID for a link u
+ * lacks or a sphere that is not valid, RP_URDF_NOMEM. */
+rp_urdf_status rp_urdf_add_spheres(rp_urdf *u, const char *link, const rp_sphere *s, size_t n,
+                                   size_t max_shapes);
+
+/* A mesh file as a client sent it: the URDF's filename and the bytes. */
+typedef struct rp_urdf_mesh_file {
+    const char *uri;
+    const void *bytes;
+    size_t len;
+} rp_urdf_mesh_file;
+
+/* Covers every link that has <mesh> collisions with spheres: reads each
+ * mesh from files[] (by its uri as written; each uri once), scales it and
+ * applies the collision's origin, spherizes all of a link's triangles
+ * together (include/repose/spherize.h: max_spheres, max_overshoot) and
+ * adds the spheres with rp_urdf_add_spheres.  max_triangles bounds the
+ * triangles of one file and max_shapes the model's shapes (0: no limit).
+ * The def's mesh_covers then say what each covered link got (in document
+ * order).  On failure err names the
+ * collision ("link[L].collision[k].geometry.mesh") and says why: a file not
+ * sent, one that cannot be read, a limit. */
+struct rp_spherize_opts;
+rp_urdf_status rp_urdf_cover_meshes(rp_urdf *u, const rp_urdf_mesh_file *files, size_t n_files,
+                                    const struct rp_spherize_opts *opts, size_t max_triangles,
+                                    size_t max_shapes, rp_urdf_error *err);
+
 /* Frees everything the parse made; the def and its strings go with it.
  * rp_urdf_free(NULL) does nothing. */
 void rp_urdf_free(rp_urdf *u);

@@ -238,6 +238,7 @@ static void open_collision(ctx *c)
     c->coll.has_origin = c->coll.has_geometry = false;
     c->coll.kind = E_SKIP;
     c->coll.origin = rp_transform_identity();
+    c->coll.mesh_uri = NULL;
 }
 
 /* <origin xyz rpy>, each defaulting to zeros, as a transform. */
@@ -296,9 +297,19 @@ static void open_shape(ctx *c, elem e, const XML_Char **atts)
         d[0] = s.x, d[1] = s.y, d[2] = s.z;
         break;
     }
-    default:
-        rp_urdf_fail_(c, "meshes are not supported; use sphere, capsule, cylinder or box geometry "
-                         "(a \"spherized\" URDF)");
+    default: { /* E_MESH */
+        const char *uri = get_attr(c, atts, "filename", true);
+        if (!uri)
+            break;
+        if (!*uri || strlen(uri) > RP_URDF_URI_MAX) {
+            bad_attr(c, "filename", uri, "must be 1 to 1024 bytes");
+            break;
+        }
+        if (!vec3_attr(c, atts, "scale", false, (rp_vec3){1, 1, 1}, &c->coll.mesh_scale))
+            break;
+        c->coll.mesh_uri = keep(c, uri);
+        break;
+    }
     }
 }
 
@@ -328,8 +339,22 @@ static void close_collision(ctx *c)
     rp_urdf *u = c->u;
     if (c->coll.kind == E_SKIP) {
         rp_urdf_fail_at_(c, c->coll.line,
-                         c->coll.has_geometry ? "<geometry> has no sphere, cylinder, capsule or box"
-                                              : "<geometry> is required");
+                         c->coll.has_geometry
+                             ? "<geometry> has no sphere, cylinder, capsule, box or mesh"
+                             : "<geometry> is required");
+        return;
+    }
+    if (c->coll.kind == E_MESH) {
+        if (!c->coll.mesh_uri)
+            return; /* (the parse failed on it) */
+        rp_urdf_mesh *m = room(c, u->meshes, &u->cap_meshes, u->n_meshes, sizeof *m);
+        if (!m)
+            return;
+        u->meshes = m;
+        const link_rec *l = &u->links[c->link];
+        u->meshes[u->n_meshes++] = (rp_urdf_mesh){l->name,          l->n_collisions - 1,
+                                                  c->coll.mesh_uri, c->coll.mesh_scale,
+                                                  c->coll.origin,   c->coll.line};
         return;
     }
     rp_shape shape = collision_shape(c);
@@ -610,4 +635,47 @@ void rp_urdf_close_(ctx *c, elem e)
         close_collision(c);
     else if (e == E_JOINT)
         close_joint(c);
+}
+
+/* ---- spheres of mesh collisions ------------------------------------------------ */
+
+rp_urdf_status rp_urdf_add_spheres(rp_urdf *u, const char *link, const rp_sphere *s, size_t n,
+                                   size_t max_shapes)
+{
+    rp_urdf_error scratch;
+    static const rp_urdf_opts no_opts;
+    ctx c = {.u = u, .opts = &no_opts, .err = &scratch};
+    size_t li = find_link(u, link);
+    if (li == SIZE_MAX)
+        return RP_URDF_INVALID;
+    if (max_shapes && (u->n_shapes > max_shapes || n > max_shapes - u->n_shapes))
+        return RP_URDF_LIMIT;
+    size_t first = 0; /* J continues after the link's spheres so far */
+    size_t prefix = strlen(u->links[li].name);
+    for (size_t i = 0; i < u->n_shapes; i++)
+        if (u->shapes[i].name == u->links[li].name &&
+            strncmp(u->shapes[i].link.id + prefix, "#s", 2) == 0)
+            first++;
+    for (size_t j = 0; j < n; j++) {
+        rp_shape shape = rp_shape_from_sphere(s[j]);
+        if (rp_shape_validate(&shape) != RP_OK)
+            return RP_URDF_INVALID;
+        char id[RP_NAME_MAX + 48];
+        snprintf(id, sizeof id, "%s#s%zu", u->links[li].name, first + j);
+        shape_rec *p = room(&c, u->shapes, &u->cap_shapes, u->n_shapes, sizeof *p);
+        if (!p)
+            return RP_URDF_NOMEM;
+        u->shapes = p;
+        const char *kept = keep(&c, id);
+        if (!kept)
+            return RP_URDF_NOMEM;
+        unsigned long line = u->links[li].line;
+        for (size_t m = 0; m < u->n_meshes; m++)
+            if (u->meshes[m].link == u->links[li].name) {
+                line = u->meshes[m].line;
+                break;
+            }
+        u->shapes[u->n_shapes++] = (shape_rec){{kept, -1, shape}, u->links[li].name, line};
+    }
+    return rp_urdf_build_def_(u) ? RP_URDF_OK : RP_URDF_NOMEM;
 }

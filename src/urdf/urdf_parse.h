@@ -68,6 +68,10 @@ struct rp_urdf {
     size_t n_shapes, cap_shapes;
     pair_rec *pairs;
     size_t n_pairs, cap_pairs;
+    rp_urdf_mesh *meshes; /* <mesh> collisions, in document order */
+    size_t n_meshes, cap_meshes;
+    rp_mesh_cover *covers; /* rp_urdf_cover_meshes' (the def's mesh_covers) */
+    size_t n_covers;
     rp_strtab link_tab, joint_tab; /* names -> indices into links, joints */
     str_block *strings;
     /* The def's arrays, built from the records at the end. */
@@ -124,6 +128,8 @@ typedef struct ctx {
         elem kind; /* E_SPHERE.. E_BOX, or E_SKIP before the shape */
         double dims[3];
         rp_transform origin;
+        const char *mesh_uri; /* E_MESH: filename (kept in u's strings) */
+        rp_vec3 mesh_scale;
     } coll;          /* the open <collision> */
     joint_rec joint; /* the open <joint> */
     unsigned seen;   /* its children seen, bit (e - E_J_PARENT) */
@@ -160,6 +166,10 @@ void rp_urdf_tables_init_(rp_urdf *u);
 /* Element e (named `name`, with expat's attribute list) starts / ends. */
 void rp_urdf_open_(ctx *c, elem e, const char *name, const XML_Char **atts);
 void rp_urdf_close_(ctx *c, elem e);
+
+/* (Re)builds u->def's arrays from the records (urdf.c); false when out
+ * of memory. */
+bool rp_urdf_build_def_(rp_urdf *u);
 
 /* opts.allow_adjacent: appends (parent, child) of every joint whose two
  * links exist, after the SRDF's pairs. */

@@ -845,11 +845,11 @@ static void urdf_refusals(void **state)
          HEAD LINK("a") LINK("b")
              JOINT("j1", "revolute", "a", "b", "<limit lower=\"2\" upper=\"1\"/>") "</robot>\n",
          NULL, -32602, "params.urdf.joint[j1].limit", "greater than upper"},
-        {"mesh collision",
+        {"mesh collision without its file",
          HEAD LINK("a") "<link name=\"forearm\"><collision><geometry><mesh filename=\"f.stl\"/>"
                         "</geometry></collision></link>\n" JOINT("j1", "revolute", "a", "forearm",
                                                                  LIM) "</robot>\n",
-         NULL, -32602, "params.urdf.link[forearm].collision[0].geometry.mesh", "mesh"},
+         NULL, -32602, "params.meshes", "f.stl"},
         {"floating joint",
          HEAD LINK("a") LINK("b") JOINT("j1", "floating", "a", "b", "") "</robot>\n", NULL, -32602,
          "params.urdf.joint[j1]", "floating"},

@@ -89,9 +89,10 @@ SEMANTIC_REASONS = (
 
 
 def semantic_path(path):
-    """-32602 about the content of a URDF or SRDF document: the schema sees
-    only a string."""
-    return path in ("params.urdf", "params.srdf") or path.startswith(("params.urdf.", "params.srdf."))
+    """-32602 about the content of a URDF or SRDF document or of the mesh
+    files it names: the schema sees only strings."""
+    return path in ("params.urdf", "params.srdf", "params.meshes") or path.startswith(
+        ("params.urdf.", "params.srdf.", "params.meshes."))
 
 
 SERVER_NOTIFICATIONS = ("scene.changed", "scene.deleted", "scene.resync")

@@ -600,10 +600,16 @@ typedef struct refusal {
 
 static const refusal refusals[] = {
     {ROBOT("<link name='forearm'><collision><geometry><sphere radius='1'/></geometry></collision>"
-           "<collision>\n<geometry>\n<mesh filename='f.stl'/></geometry></collision></link>"),
+           "<collision>\n<geometry>\n<mesh/></geometry></collision></link>"),
      NULL, RP_URDF_INVALID, false, 3, "link[forearm].collision[1].geometry.mesh",
-     "link[forearm].collision[1].geometry.mesh: meshes are not supported; use sphere, capsule, "
-     "cylinder or box geometry (a \"spherized\" URDF)"},
+     "link[forearm].collision[1].geometry.mesh: the filename attribute is required"},
+    {ROBOT("<link name='a'><collision><geometry><mesh filename=''/></geometry></collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.mesh",
+     "filename=\"\" must be 1 to 1024 bytes"},
+    {ROBOT("<link name='a'><collision><geometry><mesh filename='m.stl' scale='1 1'/></geometry>"
+           "</collision></link>"),
+     NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.mesh",
+     "scale=\"1 1\" must be three finite numbers"},
     {JOINT("name='j' type='floating'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
      "joint[j]: type \"floating\" is not supported: use revolute, continuous, prismatic or fixed"},
     {JOINT("name='j' type='planar'", AB), NULL, RP_URDF_INVALID, false, 1, "joint[j]",
@@ -712,7 +718,7 @@ static const refusal refusals[] = {
      "link[a].collision[0]: <geometry> is required"},
     {ROBOT("<link name='a'>\n<collision><geometry><cone/></geometry></collision></link>"), NULL,
      RP_URDF_INVALID, false, 2, "link[a].collision[0]",
-     "<geometry> has no sphere, cylinder, capsule or box"},
+     "<geometry> has no sphere, cylinder, capsule, box or mesh"},
     {ROBOT("<link name='a'><collision><geometry><sphere radius='1'/><sphere radius='2'/>"
            "</geometry></collision></link>"),
      NULL, RP_URDF_INVALID, false, 1, "link[a].collision[0].geometry.sphere",

@@ -58,6 +58,7 @@ typedef struct rpd_core {
      * running now (rpd_run_parsed sets it; methods_objects.c takes them):
      * NULL otherwise. */
     struct rpd_prebuilt *prebuilt;
+    struct rpd_prebuilt_models *prebuilt_models; /* the same for model.put with meshes */
 
     /* Unsent replies and notifications of all connections (conn.c keeps
      * the count; max_output_bytes caps it), and the most it has been. */

@@ -12,6 +12,7 @@
 #include "urdf/urdf.h"
 #include "server/persistence/durable.h"
 #include "methods.h"
+#include "methods_mesh.h"
 
 /* Highest joint frame index a model may use: bounds the frames array. */
 #define RPD_MAX_FRAME 1023
@@ -323,6 +324,7 @@ typedef struct put_scratch {
     const char **default_names;
     double *default_values;
     const char **tree_links;
+    rp_mesh_cover *covers;
     rp_urdf *urdf;
 } put_scratch;
 
@@ -383,7 +385,47 @@ static void put_scratch_free(put_scratch *s)
     free(s->default_names);
     free(s->default_values);
     free(s->tree_links);
+    free(s->covers);
     rp_urdf_free(s->urdf);
+}
+
+/* params.mesh_covers (JSON form): what model.get reports of a model whose
+ * links were covered from meshes, given back as it was (a snapshot's
+ * model.put).  Kept and reported only. */
+static bool decode_mesh_covers(rpd_req *req, const cJSON *params, put_scratch *s)
+{
+    char path[RP_CODEC_PATH_MAX];
+    const cJSON *j = rpd_param(params, "mesh_covers", path);
+    if (!j)
+        return true;
+    static const char what[] = "must be an array of {link, spheres, triangles, overshoot}";
+    if (!cJSON_IsArray(j))
+        return rpd_fail_path(req, path, what);
+    size_t n = (size_t)cJSON_GetArraySize(j), k = 0;
+    if (n > req->core->limits.max_model_links)
+        return rpd_fail_limit(req, RPD_LIMIT_max_model_links, req->core->limits.max_model_links);
+    s->covers = calloc(n ? n : 1, sizeof *s->covers);
+    if (!s->covers)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    for (const cJSON *c = j->child; c; c = c->next, k++) {
+        char sub[RP_CODEC_PATH_MAX];
+        rp_codec_path_index(sub, path, k);
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(c, "link");
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(c, "spheres");
+        const cJSON *tr = cJSON_GetObjectItemCaseSensitive(c, "triangles");
+        const cJSON *ov = cJSON_GetObjectItemCaseSensitive(c, "overshoot");
+        if (!cJSON_IsObject(c) || cJSON_GetArraySize(c) != 4 || !cJSON_IsString(l) ||
+            !cJSON_IsNumber(sp) || !cJSON_IsNumber(tr) || !cJSON_IsNumber(ov) ||
+            !(sp->valuedouble >= 0 && sp->valuedouble <= 1e15) ||
+            !(tr->valuedouble >= 0 && tr->valuedouble <= 1e15) ||
+            !(ov->valuedouble >= 0 && ov->valuedouble <= 1e300))
+            return rpd_fail_path(req, sub, what);
+        s->covers[k] = (rp_mesh_cover){l->valuestring, (size_t)sp->valuedouble,
+                                       (size_t)tr->valuedouble, ov->valuedouble};
+    }
+    s->def.mesh_covers = s->covers;
+    s->def.n_mesh_covers = n;
+    return true;
 }
 
 /* params.tree_links: the links of the tree, in order (a definition
@@ -548,13 +590,29 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
     bool adjacent = srdf == NULL;
     if (!rpd_optional_bool(req, params, "allow_adjacent", adjacent, &adjacent))
         return false;
-    rp_urdf_opts opts = {req->core->limits.max_model_links, req->core->limits.max_model_links,
-                         req->core->limits.max_allowed_pairs, adjacent};
-    rp_urdf_error ue;
-    rp_urdf_status us =
-        rp_urdf_parse(urdf, strlen(urdf), srdf, srdf ? strlen(srdf) : 0, &opts, &s->urdf, &ue);
-    if (us == RP_URDF_NOMEM)
+    /* Parsed, and its meshes covered, by a worker ahead of the loop
+     * (methods_mesh.c) or here. */
+    rpd_urdf_outcome o;
+    if (!rpd_prebuilt_model_take(req->core->prebuilt_models, params, &o)) {
+        rp_urdf_opts opts;
+        rpd_urdf_opts(&req->core->limits, srdf,
+                      cJSON_GetObjectItemCaseSensitive(params, "allow_adjacent"), &opts);
+        rpd_urdf_build(params, urdf, srdf, &opts, req->core->limits.max_model_links,
+                       req->line->work_left, &o);
+        if (o.kind == RPD_URDF_OK && !rpd_charge_work(req, o.work)) {
+            rpd_urdf_outcome_free(&o);
+            return false;
+        }
+    }
+    s->urdf = o.u;
+    if (o.kind == RPD_URDF_NOMEM)
         return rpd_fail_status(req, RP_ERR_NOMEM);
+    if (o.kind == RPD_URDF_BAD_PARAM)
+        return rpd_fail_path(req, o.path, o.reason);
+    if (o.kind == RPD_URDF_WORK)
+        return rpd_work_fits(req, o.work);
+    rp_urdf_status us = o.us;
+    rp_urdf_error ue = o.ue;
     if (us == RP_URDF_LIMIT) {
         rpd_limit_id id = ue.limit_name && strcmp(ue.limit_name, "max_allowed_pairs") == 0
                               ? RPD_LIMIT_max_allowed_pairs
@@ -638,6 +696,9 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
                                        "tree_links",
                                        "urdf",
                                        "srdf",
+                                       "meshes",
+                                       "spherize",
+                                       "mesh_covers",
                                        "allow_adjacent",
                                        "safety_margin",
                                        "allowed_pairs",
@@ -672,12 +733,14 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     for (const cJSON *c = cJSON_IsArray(links) ? links->child : NULL; c && !kinematic; c = c->next)
         kinematic = cJSON_GetObjectItemCaseSensitive(c, "link") != NULL;
     static const char *const only_kin[] = {"srdf", "allow_adjacent", "default_positions", NULL};
-    static const char *const not_urdf[] = {"links", "joints", "tree_links", NULL};
+    static const char *const not_urdf[] = {"links", "joints", "tree_links", "mesh_covers", NULL};
     for (const char *const *k = only_kin; *k; k++)
         if (!kinematic && rpd_param(params, *k, path))
             return rpd_fail_path(req, path, "only for kinematic models (with joints or a urdf)");
-    if (!urdf && rpd_param(params, "srdf", path))
-        return rpd_fail_path(req, path, "needs a urdf");
+    static const char *const only_urdf[] = {"srdf", "meshes", "spherize", NULL};
+    for (const char *const *k = only_urdf; *k; k++)
+        if (!urdf && rpd_param(params, *k, path))
+            return rpd_fail_path(req, path, "needs a urdf");
     for (const char *const *k = not_urdf; *k; k++)
         if (urdf && rpd_param(params, *k, path))
             return rpd_fail_path(req, path, "not with a urdf: the document defines them");
@@ -695,7 +758,8 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
         s.def.shape_links = s.shape_links;
         s.def.joints = s.joints;
         s.def.allowed_pairs = s.pairs;
-        ok = ok && add_adjacent(req, params, &s) && decode_tree_links(req, params, &s);
+        ok = ok && add_adjacent(req, params, &s) && decode_tree_links(req, params, &s) &&
+             decode_mesh_covers(req, params, &s);
         /* A tree without joints or shapes is still kinematic. */
         static const char *const no_links[1] = {NULL};
         if (ok && !s.def.shape_links)
@@ -865,6 +929,7 @@ bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_bool(w, rp_model_self_collision(m));
     RP_JW_KEY(w, "frames");
     rp_jw_uint(w, rp_model_frame_count(m));
+    rp_jw_mesh_covers(w, rp_model_definition(m));
     rp_jw_object_end(w);
     return true;
 }

@@ -20,6 +20,7 @@
 #include "arena.h"
 #include "server/persistence/durable.h"
 #include "methods.h"
+#include "methods_mesh.h"
 #include "rpc.h"
 #include "server/notify/watch.h"
 #include "server/replica/replica.h"
@@ -1067,6 +1068,8 @@ void rpd_parsed_free(rpd_parsed *p)
     p->marked = NULL;
     rpd_prebuilt_free(p->prebuilt);
     p->prebuilt = NULL;
+    rpd_prebuilt_models_free(p->prebuilt_models);
+    p->prebuilt_models = NULL;
 }
 
 /* Whether a parsed line holds a request that runs on the event loop only
@@ -1102,8 +1105,10 @@ void rpd_run_parsed(rpd_core *core, rpd_session *s, rpd_parsed *p, rp_jw *out)
     size_t store_before = rp_store_memory(core->store);
     rp_jw mark = *out;
     core->prebuilt = p->prebuilt;
+    core->prebuilt_models = p->prebuilt_models;
     handle_root(core, s, &line, p->root, out, p->marked ? &marks : NULL);
     core->prebuilt = NULL;
+    core->prebuilt_models = NULL;
     if (out->oom) {
         forget_outcomes(s->outcomes, mark.len);
         reply_line_oom(core, out, &mark, p->root);
@@ -1136,6 +1141,7 @@ bool rpd_process_line_or_keep(rpd_core *core, rpd_session *s, const char *line, 
     } else if (rpd_parse_line(core, line, len, &p, out)) {
         if (keep && parsed_needs_loop(&p)) {
             rpd_prebuild_clouds(&p); /* (the loop would hold everyone while it builds) */
+            rpd_prebuild_models(&p, &core->limits);
             *keep = p;
             return true; /* its time counts where it runs */
         }
@@ -1347,6 +1353,19 @@ static bool light_method(const char *name)
            strcmp(name, "scene.check") == 0;
 }
 
+/* Whether the line holds the text "meshes" in quotes (a look, not a
+ * parse: a false hit only sends a line to a worker). */
+static bool has_meshes_key(const char *line, size_t len)
+{
+    static const char key[] = "\"meshes\"";
+    const size_t n = sizeof key - 1;
+    for (const char *p = line; len >= n && (p = memchr(p, '"', len - n + 1 - (size_t)(p - line)));
+         p++)
+        if (memcmp(p, key, n) == 0)
+            return true;
+    return false;
+}
+
 rpd_place rpd_line_place(const char *line, size_t len)
 {
     /* Parsing a large line takes milliseconds (about 8 ms a megabyte):
@@ -1358,6 +1377,10 @@ rpd_place rpd_line_place(const char *line, size_t len)
     if (!peek_method(line, len, name, &batch))
         return RPD_PLACE_LOOP;
     size_t index;
+    /* A model.put with meshes: a worker reads and covers them first
+     * (methods_mesh.c), whatever the line's size. */
+    if ((batch || strcmp(name, "model.put") == 0) && has_meshes_key(line, len))
+        return RPD_PLACE_WORKER;
     const rpd_method *m = rpd_method_find(name, &index);
     if (!m || !(m->flags & RPD_METHOD_WORKER))
         return RPD_PLACE_LOOP;

@@ -37,6 +37,9 @@ typedef struct rpd_parsed {
      * worker that parsed it (rpd_prebuild_clouds), so that the event loop
      * does not spend the build; NULL when none. */
     struct rpd_prebuilt *prebuilt;
+    /* Its model.put requests with meshes, built the same way
+     * (rpd_prebuild_models, methods_mesh.h); NULL when none. */
+    struct rpd_prebuilt_models *prebuilt_models;
     /* The tree is not cJSON's: the nodes of the flat fast parse
      * (rpc.c, flat_parse), which live on its caller's stack. */
     bool borrowed;
