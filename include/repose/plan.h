@@ -56,6 +56,10 @@ typedef struct rp_plan_opts {
     int (*stop)(void *ctx);
     void *stop_ctx;
     rp_work *work; ///< Budget of the scene walks (NULL: none); see rp_work.
+    /// Per active joint (rp_model_dof of them), or NULL: a frozen joint stays
+    /// at the start's value (a plan for a group of joints, the others
+    /// fixed); every goal must hold that value too (else RP_ERR_INVALID_ARG).
+    const bool *frozen;
 } rp_plan_opts;
 
 /// What a plan found; release with rp_plan_result_free.

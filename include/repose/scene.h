@@ -689,6 +689,34 @@ typedef struct rp_mesh_cover {
     double overshoot; ///< Estimated largest distance from the cover to the meshes, metres.
 } rp_mesh_cover;
 
+/// A named set of joints (an SRDF <group>, proto/URDF.md "SRDF"): the
+/// joints a check, a motion or a plan with `group` moves.  Names of joints
+/// of the tree; the group moves those that are active (neither fixed,
+/// mimic nor passive).
+typedef struct rp_group_def {
+    const char *name;
+    const char *const *joints;
+    size_t n_joints;
+} rp_group_def;
+
+/// A named configuration of a group (an SRDF <group_state>): values of
+/// active joints; the others keep their defaults.
+typedef struct rp_state_def {
+    const char *name;
+    const char *group; ///< A group of the definition.
+    const char *const *joints;
+    const double *values;
+    size_t n_joints;
+} rp_state_def;
+
+/// An SRDF <end_effector>: kept and reported.
+typedef struct rp_end_effector_def {
+    const char *name;
+    const char *parent_link;  ///< A link of the tree.
+    const char *group;        ///< A group of the definition.
+    const char *parent_group; ///< A group of the definition, or NULL.
+} rp_end_effector_def;
+
 /// What rp_store_model_put stores.  Two forms:
 ///
 /// Frame-indexed: `links` are shapes on joint frames (rp_link.frame), the
@@ -726,6 +754,15 @@ typedef struct rp_model_def {
                                       ///< instance: all its shapes) pairs that may touch.
     const rp_mesh_cover *mesh_covers; ///< n_mesh_covers links covered from meshes (kept and
     size_t n_mesh_covers;             ///< reported only; the shapes are in links), or NULL.
+    /* Kinematic form: what an SRDF adds. */
+    const rp_group_def *groups; ///< n_groups groups, names unique.
+    size_t n_groups;
+    const rp_state_def *states; ///< n_states named states, (name, group) unique.
+    size_t n_states;
+    const rp_end_effector_def *end_effectors; ///< n_end_effectors, names unique.
+    size_t n_end_effectors;
+    const char *const *passive_joints; ///< n_passive joints no group moves.
+    size_t n_passive;
 } rp_model_def;
 
 /// Why rp_store_model_put refused a definition (with RP_ERR_INVALID_ARG).
@@ -753,7 +790,15 @@ typedef enum rp_model_problem {
                                   ///< chains form a cycle, or multiplier/offset not finite.
     RP_MODEL_UNKNOWN_DEFAULT,     ///< default_names[index] is no active joint.
     RP_MODEL_BAD_DEFAULT,         ///< default_values[index] not finite.
-    RP_MODEL_UNKNOWN_SCENE_LINK   ///< allowed_scene pair `index` names no link.
+    RP_MODEL_UNKNOWN_SCENE_LINK,  ///< allowed_scene pair `index` names no link.
+    RP_MODEL_BAD_GROUP,           ///< groups[index]: joint `element` names no joint of the
+                                  ///< tree, or the name repeats an earlier group's.
+    RP_MODEL_BAD_STATE,           ///< states[index]: its group is unknown (element SIZE_MAX),
+                                  ///< joint `element` is no active joint or its value is not
+                                  ///< finite, or (name, group) repeats.
+    RP_MODEL_BAD_END_EFFECTOR,    ///< end_effectors[index]: an unknown link or group, or a
+                                  ///< repeated name.
+    RP_MODEL_BAD_PASSIVE          ///< passive_joints[index] names no joint of the tree.
 } rp_model_problem;
 
 /// Where a refused definition went wrong.

@@ -331,6 +331,11 @@ void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d);
 /* The member "mesh_covers": [{link, spheres, triangles, overshoot}] of a
  * model whose links were covered from meshes; nothing when none. */
 void rp_jw_mesh_covers(rp_jw *w, const rp_model_def *d);
+/* The members "groups" {name: [joint]}, "states" [{name, group, joints
+ * {joint: value}}], "end_effectors" [{name, parent_link, group,
+ * parent_group?}] and "passive_joints" [joint] of a model with an SRDF;
+ * each only when not empty. */
+void rp_jw_model_srdf(rp_jw *w, const rp_model_def *d);
 /* Writes a cJSON value (used to echo request ids). */
 void rp_jw_cjson(rp_jw *w, const cJSON *j);
 

@@ -964,6 +964,70 @@ void rp_jw_mesh_covers(rp_jw *w, const rp_model_def *d)
     }
 }
 
+void rp_jw_model_srdf(rp_jw *w, const rp_model_def *d)
+{
+    if (d->n_groups) {
+        RP_JW_KEY(w, "groups");
+        rp_jw_object_begin(w);
+        for (size_t g = 0; g < d->n_groups; g++) {
+            rp_jw_key(w, d->groups[g].name);
+            rp_jw_array_begin(w);
+            for (size_t i = 0; i < d->groups[g].n_joints; i++)
+                rp_jw_string(w, d->groups[g].joints[i]);
+            rp_jw_array_end(w);
+        }
+        rp_jw_object_end(w);
+    }
+    if (d->n_states) {
+        RP_JW_KEY(w, "states");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < d->n_states; i++) {
+            const rp_state_def *t = &d->states[i];
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "name");
+            rp_jw_string(w, t->name);
+            RP_JW_KEY(w, "group");
+            rp_jw_string(w, t->group);
+            RP_JW_KEY(w, "joints");
+            rp_jw_object_begin(w);
+            for (size_t k = 0; k < t->n_joints; k++) {
+                rp_jw_key(w, t->joints[k]);
+                rp_jw_double(w, t->values[k]);
+            }
+            rp_jw_object_end(w);
+            rp_jw_object_end(w);
+        }
+        rp_jw_array_end(w);
+    }
+    if (d->n_end_effectors) {
+        RP_JW_KEY(w, "end_effectors");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < d->n_end_effectors; i++) {
+            const rp_end_effector_def *e = &d->end_effectors[i];
+            rp_jw_object_begin(w);
+            RP_JW_KEY(w, "name");
+            rp_jw_string(w, e->name);
+            RP_JW_KEY(w, "parent_link");
+            rp_jw_string(w, e->parent_link);
+            RP_JW_KEY(w, "group");
+            rp_jw_string(w, e->group);
+            if (e->parent_group) {
+                RP_JW_KEY(w, "parent_group");
+                rp_jw_string(w, e->parent_group);
+            }
+            rp_jw_object_end(w);
+        }
+        rp_jw_array_end(w);
+    }
+    if (d->n_passive) {
+        RP_JW_KEY(w, "passive_joints");
+        rp_jw_array_begin(w);
+        for (size_t i = 0; i < d->n_passive; i++)
+            rp_jw_string(w, d->passive_joints[i]);
+        rp_jw_array_end(w);
+    }
+}
+
 void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
 {
     bool kin = d->shape_links != NULL || d->n_joints > 0;
@@ -1000,6 +1064,7 @@ void rp_jw_model_def(rp_jw *w, const char *name, const rp_model_def *d)
     RP_JW_KEY(w, "self_collision");
     rp_jw_bool(w, d->self_collision);
     rp_jw_mesh_covers(w, d);
+    rp_jw_model_srdf(w, d);
     rp_jw_object_end(w);
 }
 

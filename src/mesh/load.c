@@ -118,8 +118,9 @@ static rp_status walk(const struct aiScene *sc, rp_mesh_data *out, tally *t, boo
                 o[1] = a->b1 * x + a->b2 * y + a->b3 * z + a->b4;
                 o[2] = a->c1 * x + a->c2 * y + a->c3 * z + a->c4;
                 if (!isfinite(o[0]) || !isfinite(o[1]) || !isfinite(o[2]))
-                    st = refuse(why, cap, "a vertex is not finite (or overflows once "
-                                                "the file's transforms are applied)");
+                    st = refuse(why, cap,
+                                "a vertex is not finite (or overflows once "
+                                "the file's transforms are applied)");
             }
             for (unsigned f = 0; f < m->mNumFaces; f++) {
                 const struct aiFace *face = &m->mFaces[f];
@@ -225,8 +226,8 @@ static rp_status parse_here(const void *bytes, size_t n, const char *uri, size_t
     bool binary_stl = false;
     if (strcmp(fmt, "stl") == 0 && n >= 84) {
         const unsigned char *b = bytes;
-        uint64_t count = (uint64_t)b[80] | (uint64_t)b[81] << 8 | (uint64_t)b[82] << 16 |
-                         (uint64_t)b[83] << 24;
+        uint64_t count =
+            (uint64_t)b[80] | (uint64_t)b[81] << 8 | (uint64_t)b[82] << 16 | (uint64_t)b[83] << 24;
         binary_stl = 84 + 50 * count == n;
     }
     if (!binary_stl && memchr(bytes, 0, n))
@@ -247,7 +248,9 @@ static rp_status parse_here(const void *bytes, size_t n, const char *uri, size_t
         char e[160];
         library_error(e, sizeof e);
         snprintf(why, cap, "the %s file cannot be read: %s",
-                 strcmp(fmt, "dae") == 0 ? "Collada" : strcmp(fmt, "obj") == 0 ? "OBJ" : "STL",
+                 strcmp(fmt, "dae") == 0   ? "Collada"
+                 : strcmp(fmt, "obj") == 0 ? "OBJ"
+                                           : "STL",
                  e);
         st = RP_ERR_INVALID_ARG;
     } else {
@@ -338,7 +341,8 @@ static void child(int fd, const void *bytes, size_t n, const char *uri, size_t m
 {
     /* A crash here ends this process, plainly: none of the parent's
      * handlers (a sanitizer's, a fuzzer's, the caller's) runs in it. */
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM, SIGXCPU, SIGTERM, SIGINT, SIGPIPE};
+    static const int fatal[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL, SIGABRT,
+                                SIGALRM, SIGXCPU, SIGTERM, SIGINT, SIGPIPE};
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -393,7 +397,7 @@ rp_status rp_mesh_parse(const void *bytes, size_t n, const char *uri, size_t max
     if (pipe2(fds, O_CLOEXEC) != 0) {
         snprintf(why, cap, "cannot start the mesh reader: %s", strerror(errno));
         return errno == ENOMEM || errno == EMFILE || errno == ENFILE ? RP_ERR_NOMEM
-                                                                       : RP_ERR_INVALID_ARG;
+                                                                     : RP_ERR_INVALID_ARG;
     }
     pid_t pid = fork();
     if (pid < 0) {

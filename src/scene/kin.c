@@ -538,6 +538,60 @@ static rp_status set_defaults(rp_kin *k, const compiler *c, const size_t *dof_of
     return RP_OK;
 }
 
+/* The SRDF side of the definition (groups, states, end effectors,
+ * passive joints): names that must be the tree's, values that must be
+ * finite.  Kept by the model's copy of the def (model_def.c) and read from
+ * there; nothing here is compiled. */
+static size_t group_find(const rp_model_def *def, const char *name, size_t before)
+{
+    for (size_t g = 0; g < before; g++)
+        if (name && def->groups[g].name && strcmp(def->groups[g].name, name) == 0)
+            return g;
+    return SIZE_MAX;
+}
+
+static rp_status check_srdf(const compiler *c, const size_t *dof_of, rp_model_error *err)
+{
+    const rp_model_def *def = c->def;
+    for (size_t g = 0; g < def->n_groups; g++) {
+        const rp_group_def *gd = &def->groups[g];
+        if (!gd->name || group_find(def, gd->name, g) != SIZE_MAX)
+            return fail(err, RP_MODEL_BAD_GROUP, g, SIZE_MAX);
+        for (size_t i = 0; i < gd->n_joints; i++)
+            if (!gd->joints[i] || names_find(&c->joints, gd->joints[i]) == SIZE_MAX)
+                return fail(err, RP_MODEL_BAD_GROUP, g, i);
+    }
+    for (size_t p = 0; p < def->n_passive; p++)
+        if (!def->passive_joints[p] || names_find(&c->joints, def->passive_joints[p]) == SIZE_MAX)
+            return fail(err, RP_MODEL_BAD_PASSIVE, p, 0);
+    for (size_t s = 0; s < def->n_states; s++) {
+        const rp_state_def *sd = &def->states[s];
+        if (!sd->name || group_find(def, sd->group, def->n_groups) == SIZE_MAX)
+            return fail(err, RP_MODEL_BAD_STATE, s, SIZE_MAX);
+        for (size_t t = 0; t < s; t++)
+            if (strcmp(def->states[t].name, sd->name) == 0 &&
+                strcmp(def->states[t].group, sd->group) == 0)
+                return fail(err, RP_MODEL_BAD_STATE, s, SIZE_MAX);
+        for (size_t i = 0; i < sd->n_joints; i++) {
+            size_t j = sd->joints[i] ? names_find(&c->joints, sd->joints[i]) : SIZE_MAX;
+            if (j == SIZE_MAX || dof_of[j] == SIZE_MAX || !isfinite(sd->values[i]))
+                return fail(err, RP_MODEL_BAD_STATE, s, i);
+        }
+    }
+    for (size_t e = 0; e < def->n_end_effectors; e++) {
+        const rp_end_effector_def *ed = &def->end_effectors[e];
+        bool dup = false;
+        for (size_t f = 0; f < e && ed->name; f++)
+            dup |= strcmp(def->end_effectors[f].name, ed->name) == 0;
+        if (!ed->name || dup || !ed->parent_link ||
+            names_find(&c->links, ed->parent_link) == SIZE_MAX ||
+            group_find(def, ed->group, def->n_groups) == SIZE_MAX ||
+            (ed->parent_group && group_find(def, ed->parent_group, def->n_groups) == SIZE_MAX))
+            return fail(err, RP_MODEL_BAD_END_EFFECTOR, e, 0);
+    }
+    return RP_OK;
+}
+
 /* Frames in walk order: a link's frame and offset follow from its parent
  * joint's, which the walk visited first.  Each moving joint starts a frame
  * (k->moving); a fixed one keeps its parent's, with an offset. */
@@ -664,7 +718,8 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
     if (!keep_names(k, &c, &used) || !(dof_of = malloc((nj ? nj : 1) * sizeof *dof_of)))
         goto out;
     copy_joints(k, &c, &used, dof_of);
-    if ((st = set_defaults(k, &c, dof_of, err)) || (st = place_frames(k, &c, dof_of, err)))
+    if ((st = set_defaults(k, &c, dof_of, err)) || (st = check_srdf(&c, dof_of, err)) ||
+        (st = place_frames(k, &c, dof_of, err)))
         goto out;
     m->frame_count = nf;
     st = RP_ERR_NOMEM;

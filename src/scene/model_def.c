@@ -78,6 +78,42 @@ static rp_model_def *lay_out(layout *l, const rp_model_def *src)
         if (covers)
             memcpy(covers, src->mesh_covers, src->n_mesh_covers * sizeof *covers);
     }
+    rp_group_def *groups = src->n_groups ? TAKE(l, rp_group_def, src->n_groups) : NULL;
+    rp_state_def *states = src->n_states ? TAKE(l, rp_state_def, src->n_states) : NULL;
+    rp_end_effector_def *effs =
+        src->n_end_effectors ? TAKE(l, rp_end_effector_def, src->n_end_effectors) : NULL;
+    if (d) {
+        d->groups = groups;
+        d->states = states;
+        d->end_effectors = effs;
+    }
+    for (size_t i = 0; i < src->n_groups; i++) {
+        const rp_group_def *g = &src->groups[i];
+        const char *name = str(l, g->name);
+        const char *const *members = strs(l, g->joints, g->n_joints);
+        if (groups)
+            groups[i] = (rp_group_def){name, members, g->n_joints};
+    }
+    for (size_t i = 0; i < src->n_states; i++) {
+        const rp_state_def *t = &src->states[i];
+        double *vals = t->n_joints ? TAKE(l, double, t->n_joints) : NULL;
+        if (vals)
+            memcpy(vals, t->values, t->n_joints * sizeof *vals);
+        const char *name = str(l, t->name), *group = str(l, t->group);
+        const char *const *names = strs(l, t->joints, t->n_joints);
+        if (states)
+            states[i] = (rp_state_def){name, group, names, vals, t->n_joints};
+    }
+    for (size_t i = 0; i < src->n_end_effectors; i++) {
+        const rp_end_effector_def *e = &src->end_effectors[i];
+        const char *name = str(l, e->name), *link = str(l, e->parent_link);
+        const char *group = str(l, e->group), *pg = str(l, e->parent_group);
+        if (effs)
+            effs[i] = (rp_end_effector_def){name, link, group, pg};
+    }
+    const char *const *passive = strs(l, src->passive_joints, src->n_passive);
+    if (d)
+        d->passive_joints = passive;
     for (size_t i = 0; i < src->n_mesh_covers; i++) {
         const char *link = str(l, src->mesh_covers[i].link);
         if (covers)

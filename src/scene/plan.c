@@ -746,12 +746,17 @@ void rp_plan_result_free(rp_plan_result *r)
     r->n_points = 0;
 }
 
-/* Bounds, wrapping and the default range from the model. */
-static rp_status setup(planner *p)
+/* Bounds, wrapping and the default range from the model; a frozen joint
+ * is sampled at the start's value only. */
+static rp_status setup(planner *p, const double *start)
 {
     size_t dof = p->dof;
     double extent = 0.0;
     for (size_t d = 0; d < dof; d++) {
+        if (p->o->frozen && p->o->frozen[d]) {
+            p->lo[d] = p->hi[d] = start[d];
+            continue;
+        }
         double lo, hi;
         bool has = rp_model_dof_limits(p->m, d, &lo, &hi);
         rp_joint_type ty = rp_model_dof_type(p->m, d);
@@ -864,6 +869,10 @@ rp_status rp_model_plan(const rp_model *m, const rp_scene *scene, const rp_trans
     for (size_t g = 0; g < n_goals * dof; g++)
         if (!isfinite(goals[g]))
             return RP_ERR_NONFINITE;
+    for (size_t g = 0; opts->frozen && g < n_goals; g++)
+        for (size_t d = 0; d < dof; d++)
+            if (opts->frozen[d] && goals[g * dof + d] != start[d])
+                return RP_ERR_INVALID_ARG; /* a goal that moves a frozen joint */
 
     planner p;
     memset(&p, 0, sizeof p);
@@ -905,7 +914,7 @@ rp_status rp_model_plan(const rp_model *m, const rp_scene *scene, const rp_trans
         st = RP_ERR_NOMEM;
         goto done;
     }
-    if ((st = setup(&p)))
+    if ((st = setup(&p, start)))
         goto done;
     if (!tree_init(&ta, &p)) {
         st = RP_ERR_NOMEM;

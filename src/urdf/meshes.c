@@ -30,8 +30,7 @@ fail(rp_urdf_error *err, rp_urdf_status st, const rp_urdf_mesh *m, const char *f
     return st;
 }
 
-static const rp_urdf_mesh_file *find_file(const rp_urdf_mesh_file *files, size_t n,
-                                          const char *uri)
+static const rp_urdf_mesh_file *find_file(const rp_urdf_mesh_file *files, size_t n, const char *uri)
 {
     for (size_t i = 0; i < n; i++)
         if (files[i].uri && strcmp(files[i].uri, uri) == 0)
@@ -110,8 +109,8 @@ rp_urdf_status rp_urdf_cover_meshes(rp_urdf *u, const rp_urdf_mesh_file *files, 
             }
             rp_mesh_data md;
             char why[256];
-            rp_status ps = rp_mesh_parse(f->bytes, f->len, m->uri, max_triangles, &md, why,
-                                         sizeof why);
+            rp_status ps =
+                rp_mesh_parse(f->bytes, f->len, m->uri, max_triangles, &md, why, sizeof why);
             if (ps == RP_ERR_NOMEM) {
                 st = RP_URDF_NOMEM;
                 break;
@@ -128,8 +127,8 @@ rp_urdf_status rp_urdf_cover_meshes(rp_urdf *u, const rp_urdf_mesh_file *files, 
             }
             if (max_triangles && nt + md.n_triangles > max_triangles) {
                 rp_mesh_data_free(&md);
-                st = fail(err, RP_URDF_LIMIT, m, "link %s: its meshes have more than %zu triangles", link,
-                          max_triangles);
+                st = fail(err, RP_URDF_LIMIT, m, "link %s: its meshes have more than %zu triangles",
+                          link, max_triangles);
                 err->limit_max = max_triangles;
                 err->limit_name = "max_mesh_triangles";
                 break;

@@ -212,6 +212,15 @@ static const struct {
     {E_JOINT, "limit", E_J_LIMIT},
     {E_JOINT, "mimic", E_J_MIMIC},
     {E_SROBOT, "disable_collisions", E_DISABLE},
+    {E_SROBOT, "group", E_GROUP},
+    {E_GROUP, "joint", E_G_MEMBER},
+    {E_GROUP, "link", E_G_MEMBER},
+    {E_GROUP, "chain", E_G_MEMBER},
+    {E_GROUP, "group", E_G_MEMBER},
+    {E_SROBOT, "group_state", E_STATE},
+    {E_STATE, "joint", E_S_JOINT},
+    {E_SROBOT, "end_effector", E_EEF},
+    {E_SROBOT, "passive_joint", E_PASSIVE},
 };
 
 /* What element `name` is here, given the open elements. */
@@ -342,6 +351,10 @@ static void parse_doc(ctx *c, const char *doc, size_t len)
 /* Fills u->def from the records. */
 static void free_def_arrays(rp_urdf *u)
 {
+    free(u->def_groups);
+    free(u->def_states);
+    u->def_groups = NULL;
+    u->def_states = NULL;
     free(u->def_links);
     free(u->def_shape_links);
     free(u->def_link_names);
@@ -392,7 +405,27 @@ bool rp_urdf_build_def_(rp_urdf *u)
         .n_joints = nj,
         .mesh_covers = u->covers,
         .n_mesh_covers = u->n_covers,
+        .end_effectors = u->effs,
+        .n_end_effectors = u->n_effs,
+        .passive_joints = u->passive,
+        .n_passive = u->n_passive,
     };
+    if (u->n_groups && !(u->def_groups = malloc(u->n_groups * sizeof *u->def_groups)))
+        return false;
+    for (size_t g = 0; g < u->n_groups; g++)
+        u->def_groups[g] =
+            (rp_group_def){u->groups[g].name, u->groups[g].joints, u->groups[g].n_joints};
+    if (u->n_states && !(u->def_states = malloc(u->n_states * sizeof *u->def_states)))
+        return false;
+    for (size_t i = 0; i < u->n_states; i++) {
+        const state_rec *r = &u->states[i];
+        u->def_states[i] = (rp_state_def){r->name, r->group, u->state_joints + r->first,
+                                          u->state_values + r->first, r->n};
+    }
+    u->def.groups = u->def_groups;
+    u->def.n_groups = u->n_groups;
+    u->def.states = u->def_states;
+    u->def.n_states = u->n_states;
     return true;
 }
 
@@ -421,6 +454,8 @@ rp_urdf_status rp_urdf_parse(const char *urdf, size_t urdf_len, const char *srdf
     if (c.status == RP_URDF_OK && srdf)
         parse_doc(&c, srdf, srdf_len);
     c.srdf = false;
+    if (c.status == RP_URDF_OK)
+        rp_urdf_resolve_srdf_(&c);
     if (c.status == RP_URDF_OK && c.opts->allow_adjacent)
         rp_urdf_add_adjacent_(&c);
     if (c.status == RP_URDF_OK && !rp_urdf_build_def_(u))
@@ -484,6 +519,16 @@ void rp_urdf_free(rp_urdf *u)
     }
     free(u->meshes);
     free(u->covers);
+    for (size_t g = 0; g < u->n_groups; g++)
+        free(u->groups[g].joints);
+    free(u->members);
+    free(u->groups);
+    free(u->states);
+    free(u->state_joints);
+    free(u->state_values);
+    free(u->effs);
+    free(u->eff_lines);
+    free(u->passive);
     free_def_arrays(u);
     free(u);
 }

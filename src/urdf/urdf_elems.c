@@ -566,6 +566,405 @@ static void open_disable(ctx *c, const XML_Char **atts)
     add_pair(c, names[0], names[1], (unsigned long)XML_GetCurrentLineNumber(c->xp));
 }
 
+/* ---- SRDF: groups, named states, end effectors, passive joints ----------------- */
+
+static size_t find_joint(const rp_urdf *u, const char *name)
+{
+    size_t slot;
+    if (!rp_strtab_find_(&u->joint_tab, name, rp_strhash_(name), &slot))
+        return SIZE_MAX;
+    return u->joint_tab.slots[slot];
+}
+
+static size_t find_group(const rp_urdf *u, const char *name)
+{
+    for (size_t g = 0; g < u->n_groups; g++)
+        if (strcmp(u->groups[g].name, name) == 0)
+            return g;
+    return SIZE_MAX;
+}
+
+/* An SRDF name (a group's, a state's, an end effector's): the id syntax. */
+static const char *srdf_name(ctx *c, const XML_Char **atts, const char *key)
+{
+    const char *s = get_attr(c, atts, key, true);
+    if (s && !valid_urdf_name(s)) {
+        bad_attr(c, key, s, R_NAME);
+        return NULL;
+    }
+    return s;
+}
+
+static void open_group(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    c->group = SIZE_MAX;
+    const char *name = attr(atts, "name");
+    if (name && valid_urdf_name(name))
+        rp_urdf_push_path_(c, "group[%s]", name);
+    else
+        rp_urdf_push_path_(c, "group[#%zu]", c->n_group_elems);
+    c->n_group_elems++;
+    if (!(name = srdf_name(c, atts, "name")))
+        return;
+    size_t g = find_group(u, name);
+    if (g != SIZE_MAX) {
+        rp_urdf_fail_(c, "group \"%s\" is defined twice (first at line %lu)", name,
+                      u->groups[g].line);
+        return;
+    }
+    group_rec *p = room(c, u->groups, &u->cap_groups, u->n_groups, sizeof *p);
+    if (!p)
+        return;
+    u->groups = p;
+    const char *kept = keep(c, name);
+    if (!kept)
+        return;
+    c->group = u->n_groups++;
+    u->groups[c->group] = (group_rec){
+        kept, (unsigned long)XML_GetCurrentLineNumber(c->xp), u->n_members, 0, NULL, 0, 0};
+}
+
+static void open_member(ctx *c, const char *elname, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    rp_urdf_push_path_(c, ".%s", elname);
+    if (c->group == SIZE_MAX)
+        return;
+    member_rec m = {M_JOINT, NULL, NULL, (unsigned long)XML_GetCurrentLineNumber(c->xp)};
+    if (strcmp(elname, "chain") == 0) {
+        m.kind = M_CHAIN;
+        const char *base = get_attr(c, atts, "base_link", true);
+        const char *tip = base ? get_attr(c, atts, "tip_link", true) : NULL;
+        if (!tip)
+            return;
+        size_t bi = find_link(u, base), ti = find_link(u, tip);
+        if (bi == SIZE_MAX || ti == SIZE_MAX) {
+            bad_attr(c, bi == SIZE_MAX ? "base_link" : "tip_link", bi == SIZE_MAX ? base : tip,
+                     "is not a link of the URDF");
+            return;
+        }
+        m.a = u->links[bi].name;
+        m.b = u->links[ti].name;
+    } else {
+        const char *name = get_attr(c, atts, "name", true);
+        if (!name)
+            return;
+        if (strcmp(elname, "joint") == 0) {
+            size_t j = find_joint(u, name);
+            if (j == SIZE_MAX) {
+                bad_attr(c, "name", name, "is not a joint of the URDF");
+                return;
+            }
+            m.a = u->joints[j].def.name;
+        } else if (strcmp(elname, "link") == 0) {
+            m.kind = M_LINK;
+            size_t l = find_link(u, name);
+            if (l == SIZE_MAX) {
+                bad_attr(c, "name", name, "is not a link of the URDF");
+                return;
+            }
+            m.a = u->links[l].name;
+        } else {
+            m.kind = M_GROUP; /* may be defined further on: resolved at the end */
+            if (!valid_urdf_name(name)) {
+                bad_attr(c, "name", name, R_NAME);
+                return;
+            }
+            if (!(m.a = keep(c, name)))
+                return;
+        }
+    }
+    member_rec *p = room(c, u->members, &u->cap_members, u->n_members, sizeof *p);
+    if (!p)
+        return;
+    u->members = p;
+    u->members[u->n_members++] = m;
+    u->groups[c->group].n++;
+}
+
+static void open_state(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    c->state = SIZE_MAX;
+    const char *name = attr(atts, "name");
+    if (name && valid_urdf_name(name))
+        rp_urdf_push_path_(c, "group_state[%s]", name);
+    else
+        rp_urdf_push_path_(c, "group_state[#%zu]", c->n_state_elems);
+    c->n_state_elems++;
+    const char *group;
+    if (!(name = srdf_name(c, atts, "name")) || !(group = srdf_name(c, atts, "group")))
+        return;
+    for (size_t i = 0; i < u->n_states; i++)
+        if (strcmp(u->states[i].name, name) == 0 && strcmp(u->states[i].group, group) == 0) {
+            rp_urdf_fail_(c, "state \"%s\" of group \"%s\" is defined twice (first at line %lu)",
+                          name, group, u->states[i].line);
+            return;
+        }
+    state_rec *p = room(c, u->states, &u->cap_states, u->n_states, sizeof *p);
+    if (!p)
+        return;
+    u->states = p;
+    const char *kn = keep(c, name), *kg = kn ? keep(c, group) : NULL;
+    if (!kg)
+        return;
+    c->state = u->n_states++;
+    u->states[c->state] =
+        (state_rec){kn, kg, (unsigned long)XML_GetCurrentLineNumber(c->xp), u->n_state_joints, 0};
+}
+
+static void open_state_joint(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    rp_urdf_push_path_(c, ".joint");
+    if (c->state == SIZE_MAX)
+        return;
+    const char *name = get_attr(c, atts, "name", true);
+    double v;
+    if (!name || !num_attr(c, atts, "value", true, 0, &v))
+        return; /* (one number: repose's joints have one degree of freedom) */
+    size_t j = find_joint(u, name);
+    if (j == SIZE_MAX) {
+        bad_attr(c, "name", name, "is not a joint of the URDF");
+        return;
+    }
+    state_rec *st = &u->states[c->state];
+    for (size_t i = st->first; i < st->first + st->n; i++)
+        if (u->state_joints[i] == u->joints[j].def.name) {
+            bad_attr(c, "name", name, "is given twice in this state");
+            return;
+        }
+    const char **pj = room(c, u->state_joints, &u->cap_state_joints, u->n_state_joints, sizeof *pj);
+    if (!pj)
+        return;
+    u->state_joints = pj;
+    double *pv = room(c, u->state_values, &u->cap_state_values, u->n_state_joints, sizeof *pv);
+    if (!pv)
+        return;
+    u->state_values = pv;
+    u->state_joints[u->n_state_joints] = u->joints[j].def.name;
+    u->state_values[u->n_state_joints++] = v;
+    st->n++;
+}
+
+static void open_eef(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    const char *name = attr(atts, "name");
+    if (name && valid_urdf_name(name))
+        rp_urdf_push_path_(c, "end_effector[%s]", name);
+    else
+        rp_urdf_push_path_(c, "end_effector[#%zu]", c->n_eef_elems);
+    c->n_eef_elems++;
+    const char *group, *link, *pg = NULL;
+    if (!(name = srdf_name(c, atts, "name")) || !(group = srdf_name(c, atts, "group")) ||
+        !(link = get_attr(c, atts, "parent_link", true)))
+        return;
+    if (attr(atts, "parent_group") && !(pg = srdf_name(c, atts, "parent_group")))
+        return;
+    size_t l = find_link(u, link);
+    if (l == SIZE_MAX) {
+        bad_attr(c, "parent_link", link, "is not a link of the URDF");
+        return;
+    }
+    for (size_t e = 0; e < u->n_effs; e++)
+        if (strcmp(u->effs[e].name, name) == 0) {
+            rp_urdf_fail_(c, "end effector \"%s\" is defined twice", name);
+            return;
+        }
+    rp_end_effector_def *p = room(c, u->effs, &u->cap_effs, u->n_effs, sizeof *p);
+    if (!p)
+        return;
+    u->effs = p;
+    unsigned long *pl = room(c, u->eff_lines, &u->cap_eff_lines, u->n_effs, sizeof *pl);
+    if (!pl)
+        return;
+    u->eff_lines = pl;
+    const char *kn = keep(c, name), *kg = kn ? keep(c, group) : NULL;
+    const char *kp = kg && pg ? keep(c, pg) : NULL;
+    if (!kg || (pg && !kp))
+        return;
+    u->eff_lines[u->n_effs] = (unsigned long)XML_GetCurrentLineNumber(c->xp);
+    u->effs[u->n_effs++] = (rp_end_effector_def){kn, u->links[l].name, kg, kp};
+}
+
+static void open_passive(ctx *c, const XML_Char **atts)
+{
+    rp_urdf *u = c->u;
+    rp_urdf_push_path_(c, "passive_joint[#%zu]", c->n_passive_elems++);
+    const char *name = get_attr(c, atts, "name", true);
+    if (!name)
+        return;
+    size_t j = find_joint(u, name);
+    if (j == SIZE_MAX) {
+        bad_attr(c, "name", name, "is not a joint of the URDF");
+        return;
+    }
+    const char **p = room(c, u->passive, &u->cap_passive, u->n_passive, sizeof *p);
+    if (!p)
+        return;
+    u->passive = p;
+    u->passive[u->n_passive++] = u->joints[j].def.name;
+}
+
+/* Adds joint index j to the set `in` (by URDF joint order). */
+static void mark_joint(bool *in, size_t j)
+{
+    if (j != SIZE_MAX)
+        in[j] = true;
+}
+
+/* The joint whose child is link `name`, or SIZE_MAX. */
+static size_t parent_joint(const rp_urdf *u, const char *name)
+{
+    for (size_t j = 0; j < u->n_joints; j++)
+        if (strcmp(u->joints[j].def.child, name) == 0)
+            return j;
+    return SIZE_MAX;
+}
+
+/* Fails the parse at `line` of the SRDF with c->path set to `where` for
+ * the moment (the documents are read: no element is open). */
+PRINTF_LIKE(4, 5)
+static void fail_srdf_at(ctx *c, const char *where, unsigned long line, const char *fmt, ...)
+{
+    char reason[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    bool was = c->srdf;
+    c->srdf = true;
+    snprintf(c->path, sizeof c->path, "%s", where);
+    rp_urdf_fail_at_(c, line, "%s", reason);
+    c->path[0] = '\0';
+    c->srdf = was;
+}
+
+static void fail_group(ctx *c, const group_rec *g, unsigned long line, const char *what,
+                       const char *a, const char *b)
+{
+    char where[160];
+    snprintf(where, sizeof where, "group[%s]", g->name);
+    if (b)
+        fail_srdf_at(c, where, line,
+                     "chain: base_link \"%s\" is not an ancestor of tip_link \"%s\"", a, b);
+    else
+        fail_srdf_at(c, where, line, "subgroup \"%s\" %s", a, what ? what : "");
+}
+
+/* The joints of group g into in[] (marks), its subgroups first; false
+ * when the parse failed. */
+static bool resolve_group(ctx *c, size_t g, bool *in)
+{
+    rp_urdf *u = c->u;
+    group_rec *gr = &u->groups[g];
+    for (size_t k = gr->first; k < gr->first + gr->n; k++) {
+        const member_rec *m = &u->members[k];
+        switch (m->kind) {
+        case M_JOINT:
+            mark_joint(in, find_joint(u, m->a));
+            break;
+        case M_LINK: /* a link stands for the joint that moves it */
+            mark_joint(in, parent_joint(u, m->a));
+            break;
+        case M_CHAIN: {
+            const char *at = m->b;
+            size_t steps = 0;
+            while (strcmp(at, m->a) != 0) {
+                size_t j = parent_joint(u, at);
+                if (j == SIZE_MAX || ++steps > u->n_joints) {
+                    fail_group(c, gr, m->line, NULL, m->a, m->b);
+                    return false;
+                }
+                in[j] = true;
+                at = u->joints[j].def.parent;
+            }
+            break;
+        }
+        case M_GROUP: {
+            size_t sub = find_group(u, m->a);
+            if (sub == SIZE_MAX) {
+                fail_group(c, gr, m->line, "is no group of the SRDF", m->a, NULL);
+                return false;
+            }
+            if (u->groups[sub].mark == 1) {
+                fail_group(c, gr, m->line, "contains this group again", m->a, NULL);
+                return false;
+            }
+            if (u->groups[sub].mark == 0) {
+                u->groups[sub].mark = 1;
+                bool *sin = calloc(u->n_joints + 1, sizeof *sin);
+                if (!sin) {
+                    rp_urdf_fail_nomem_(c);
+                    return false;
+                }
+                bool ok = resolve_group(c, sub, sin);
+                free(sin);
+                if (!ok)
+                    return false;
+            }
+            for (size_t i = 0; i < u->groups[sub].n_joints; i++)
+                mark_joint(in, find_joint(u, u->groups[sub].joints[i]));
+            break;
+        }
+        }
+    }
+    gr->mark = 2;
+    size_t n = 0;
+    for (size_t j = 0; j < u->n_joints; j++)
+        n += in[j];
+    free(gr->joints);
+    gr->joints = malloc((n ? n : 1) * sizeof *gr->joints);
+    if (!gr->joints) {
+        rp_urdf_fail_nomem_(c);
+        return false;
+    }
+    gr->n_joints = 0;
+    for (size_t j = 0; j < u->n_joints; j++)
+        if (in[j])
+            gr->joints[gr->n_joints++] = u->joints[j].def.name;
+    return true;
+}
+
+void rp_urdf_resolve_srdf_(ctx *c)
+{
+    rp_urdf *u = c->u;
+    for (size_t g = 0; g < u->n_groups && c->status == RP_URDF_OK; g++) {
+        if (u->groups[g].mark == 2)
+            continue;
+        bool *in = calloc(u->n_joints + 1, sizeof *in);
+        if (!in) {
+            rp_urdf_fail_nomem_(c);
+            return;
+        }
+        u->groups[g].mark = 1;
+        resolve_group(c, g, in);
+        free(in);
+    }
+    /* States and end effectors name groups of the SRDF. */
+    for (size_t i = 0; i < u->n_states && c->status == RP_URDF_OK; i++)
+        if (find_group(u, u->states[i].group) == SIZE_MAX) {
+            char where[160];
+            snprintf(where, sizeof where, "group_state[%s]", u->states[i].name);
+            fail_srdf_at(c, where, u->states[i].line, "group \"%s\" is no group of the SRDF",
+                         u->states[i].group);
+        }
+    for (size_t e = 0; e < u->n_effs && c->status == RP_URDF_OK; e++) {
+        const rp_end_effector_def *d = &u->effs[e];
+        const char *bad = find_group(u, d->group) == SIZE_MAX ? d->group
+                          : d->parent_group && find_group(u, d->parent_group) == SIZE_MAX
+                              ? d->parent_group
+                              : NULL;
+        if (bad) {
+            char where[160];
+            snprintf(where, sizeof where, "end_effector[%s]", d->name);
+            fail_srdf_at(c, where, u->eff_lines[e], "group \"%s\" is no group of the SRDF", bad);
+        }
+    }
+}
+
 /* The where of a limit hit here is the joint whose pair did not fit. */
 void rp_urdf_add_adjacent_(ctx *c)
 {
@@ -621,6 +1020,24 @@ void rp_urdf_open_(ctx *c, elem e, const char *name, const XML_Char **atts)
         break;
     case E_DISABLE:
         open_disable(c, atts);
+        break;
+    case E_GROUP:
+        open_group(c, atts);
+        break;
+    case E_G_MEMBER:
+        open_member(c, name, atts);
+        break;
+    case E_STATE:
+        open_state(c, atts);
+        break;
+    case E_S_JOINT:
+        open_state_joint(c, atts);
+        break;
+    case E_EEF:
+        open_eef(c, atts);
+        break;
+    case E_PASSIVE:
+        open_passive(c, atts);
         break;
     default:
         rp_urdf_push_path_(c, ".%s", name);

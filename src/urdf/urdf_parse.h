@@ -52,6 +52,32 @@ typedef struct pair_rec {
     unsigned long line; /* SRDF line; 0 for an adjacency pair */
 } pair_rec;
 
+/* SRDF <group> members, <group_state> joints, <end_effector>s, resolved
+ * into the def's groups and states once the documents are read
+ * (rp_urdf_resolve_srdf_). */
+typedef enum member_kind { M_JOINT, M_LINK, M_CHAIN, M_GROUP } member_kind;
+typedef struct member_rec {
+    member_kind kind;
+    const char *a, *b; /* name; or chain base, tip */
+    unsigned long line;
+} member_rec;
+
+typedef struct group_rec {
+    const char *name;
+    unsigned long line;
+    size_t first, n; /* members[first..first+n) */
+    /* Resolved: joint names (into u's strings), in URDF joint order. */
+    const char **joints;
+    size_t n_joints;
+    int mark; /* resolution: 0 new, 1 in progress, 2 done */
+} group_rec;
+
+typedef struct state_rec {
+    const char *name, *group;
+    unsigned long line;
+    size_t first, n; /* state_joints / state_values[first..first+n) */
+} state_rec;
+
 typedef struct str_block {
     struct str_block *next;
     size_t used, cap;
@@ -72,6 +98,23 @@ struct rp_urdf {
     size_t n_meshes, cap_meshes;
     rp_mesh_cover *covers; /* rp_urdf_cover_meshes' (the def's mesh_covers) */
     size_t n_covers;
+    member_rec *members;
+    size_t n_members, cap_members;
+    group_rec *groups;
+    size_t n_groups, cap_groups;
+    state_rec *states;
+    size_t n_states, cap_states;
+    const char **state_joints;
+    double *state_values;
+    size_t n_state_joints, cap_state_joints, cap_state_values;
+    rp_end_effector_def *effs;
+    unsigned long *eff_lines;
+    size_t n_effs, cap_effs, cap_eff_lines;
+    const char **passive;
+    size_t n_passive, cap_passive;
+    /* The def's SRDF arrays, built from the records at the end. */
+    rp_group_def *def_groups;
+    rp_state_def *def_states;
     rp_strtab link_tab, joint_tab; /* names -> indices into links, joints */
     str_block *strings;
     /* The def's arrays, built from the records at the end. */
@@ -101,6 +144,12 @@ typedef enum elem {
     E_J_LIMIT,
     E_J_MIMIC,
     E_DISABLE,
+    E_GROUP,
+    E_G_MEMBER, /* <joint>, <link>, <chain> or <group> in a <group> */
+    E_STATE,
+    E_S_JOINT,
+    E_EEF,
+    E_PASSIVE,
     E_SKIP
 } elem;
 
@@ -121,7 +170,9 @@ typedef struct ctx {
     size_t path_len[MAX_DEPTH]; /* strlen(path) before stack[i] was entered */
     char path[256];             /* the `where` of the innermost open element */
     size_t n_link_elems, n_joint_elems, n_disable;
-    size_t link; /* the open <link>: index into u->links */
+    size_t n_group_elems, n_state_elems, n_eef_elems, n_passive_elems;
+    size_t group, state; /* the open SRDF <group> / <group_state>: SIZE_MAX when refused */
+    size_t link;         /* the open <link>: index into u->links */
     struct {
         unsigned long line;
         bool has_origin, has_geometry;
@@ -166,6 +217,10 @@ void rp_urdf_tables_init_(rp_urdf *u);
 /* Element e (named `name`, with expat's attribute list) starts / ends. */
 void rp_urdf_open_(ctx *c, elem e, const char *name, const XML_Char **atts);
 void rp_urdf_close_(ctx *c, elem e);
+
+/* After both documents: the groups' members resolved into joint names
+ * (chains walked, subgroups merged, cycles refused). */
+void rp_urdf_resolve_srdf_(ctx *c);
 
 /* (Re)builds u->def's arrays from the records (urdf.c); false when out
  * of memory. */

@@ -57,8 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static int direct = -1;
     if (direct < 0)
         direct = getenv("FUZZ_MESH_DIRECT") != NULL;
-    rp_status (*parse)(const void *, size_t, const char *, size_t, rp_mesh_data *, char *,
-                       size_t) = direct ? rp_mesh_parse_direct : rp_mesh_parse;
+    rp_status (*parse)(const void *, size_t, const char *, size_t, rp_mesh_data *, char *, size_t) =
+        direct ? rp_mesh_parse_direct : rp_mesh_parse;
     rp_status st = parse(data + 1, size - 1, uri, LIMIT, &m, why, sizeof why);
     FUZZ_CHECK(st == RP_OK || st == RP_ERR_INVALID_ARG || st == RP_ERR_NOMEM, "status %d", st);
     if (st != RP_OK) {
@@ -74,12 +74,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < 3 * m.n_vertices; i++)
         FUZZ_CHECK(isfinite(m.vertices[i]), "coordinate %zu not finite", i);
     rp_status st2 = parse(data + 1, size - 1, uri, LIMIT, &again, why2, sizeof why2);
-    FUZZ_CHECK(st2 == RP_OK && again.n_vertices == m.n_vertices &&
-                   again.n_triangles == m.n_triangles &&
-                   memcmp(again.vertices, m.vertices, 3 * m.n_vertices * sizeof *m.vertices) == 0 &&
-                   memcmp(again.triangles, m.triangles,
-                          3 * m.n_triangles * sizeof *m.triangles) == 0,
-               "a second read differs");
+    FUZZ_CHECK(
+        st2 == RP_OK && again.n_vertices == m.n_vertices && again.n_triangles == m.n_triangles &&
+            memcmp(again.vertices, m.vertices, 3 * m.n_vertices * sizeof *m.vertices) == 0 &&
+            memcmp(again.triangles, m.triangles, 3 * m.n_triangles * sizeof *m.triangles) == 0,
+        "a second read differs");
     rp_mesh_data_free(&again);
     rp_mesh_data_free(&m);
     return 0;

@@ -534,6 +534,14 @@ static void urdf_matches_link_by_link_and_json_twin(void **state)
         cJSON_AddItemToObject(p, "links", ls);
         cJSON_AddItemToObject(p, "allowed_pairs", cJSON_Duplicate(at(g, "allowed_pairs"), true));
         cJSON_AddItemToObject(p, "default_positions", cJSON_Duplicate(defaults, true));
+        /* What the SRDF adds, in model.get's form, which the JSON form takes. */
+        static const char *const srdf_keys[] = {"groups", "states", "end_effectors",
+                                                "passive_joints"};
+        for (size_t k = 0; k < 4; k++)
+            if (at(g, srdf_keys[k]))
+                cJSON_AddItemToObject(p, srdf_keys[k], cJSON_Duplicate(at(g, srdf_keys[k]), true));
+        assert_non_null(at(g, "groups"));
+        assert_non_null(at(g, "states"));
         expect_ok(rpcj(c, "model.put", p), "model.put json twin");
         /* model.get of the twin says the same, but for the name and ids. */
         cJSON *g2r = rpct(c, "model.get", "{\"model\":\"arm_json\"}");
@@ -2373,6 +2381,144 @@ static void motion_through_nonfinite_states(void **state)
     stop_ok(d);
 }
 
+/* ---- SRDF groups and named states ----------------------------------------------- */
+
+/* A check, a batch, a motion and a plan given through params.group (the
+ * group's joints only) or a state's name answer exactly what the same
+ * requests with full joint vectors answer: the other joints at their
+ * defaults, the state's values over them. */
+static void groups_and_states_equal_full_vectors(void **state)
+{
+    (void)state;
+    char *urdf = read_data("arm7.urdf"), *srdf = read_data("arm7.srdf");
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    expect_ok(put_urdf(c, "arm", urdf, srdf, ""), "model.put urdf+srdf");
+    expect_ok(rpct(c, "scene.create",
+                   "{\"scene\":\"cell\",\"shapes\":{\"wall\":{\"box\":{\"center\":[0.45,0,0.5],"
+                   "\"half_extents\":[0.05,0.5,0.5]}}}}"),
+              "scene.create");
+    cJSON *gr = rpct(c, "model.get", "{\"model\":\"arm\"}");
+    const cJSON *g = result_of(gr, "model.get");
+    const cJSON *arm = at(at(g, "groups"), "arm7_arm");
+    assert_int_equal(cJSON_GetArraySize(arm), 8); /* seven revolute joints and a fixed one */
+    const cJSON *ready = at(cJSON_GetArrayItem(at(g, "states"), 0), "joints");
+    double finger = num_at(at(g, "default_positions"), "arm7_finger_joint1");
+    /* The named state against its values. */
+    textbuf full = {0};
+    tb_printf(&full, "[");
+    for (int i = 1; i <= 7; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "arm7_joint%d", i);
+        tb_printf(&full, "%.17g,", num_at(ready, key));
+    }
+    tb_printf(&full, "%.17g]", finger);
+    cJSON *a = rpct(c, "check", "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":\"ready\"}");
+    cJSON *b = rpcf(c, "check", "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":%s}", full.p);
+    assert_same(result_of(a, "check ready"), result_of(b, "check full"), "state and vector", -1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* Group vectors against full ones, some in contact with the wall. */
+    uint64_t seed = 7;
+    textbuf gb = {0}, fb = {0}, gp = {0}, fp = {0};
+    tb_printf(&gb, "[");
+    tb_printf(&fb, "[");
+    for (int k = 0; k < 24; k++) {
+        double q[7];
+        for (int i = 0; i < 7; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            q[i] = ((double)(seed >> 11) / 9007199254740992.0 - 0.5) * 2.5;
+        }
+        q[3] = -1.5 - fabs(q[3]) * 0.5; /* joint4 lies in [-3.07, -0.07] */
+        textbuf gv = {0}, fv = {0};
+        tb_printf(&gv, "[");
+        tb_printf(&fv, "[");
+        for (int i = 0; i < 7; i++) {
+            tb_printf(&gv, "%s%.17g", i ? "," : "", q[i]);
+            tb_printf(&fv, "%.17g,", q[i]);
+        }
+        tb_printf(&gv, "]");
+        tb_printf(&fv, "%.17g]", finger);
+        a = rpcf(c, "check",
+                 "{\"model\":\"arm\",\"scene\":\"cell\",\"group\":\"arm7_arm\",\"report\":"
+                 "\"all\",\"joints\":%s}",
+                 gv.p);
+        b = rpcf(c, "check",
+                 "{\"model\":\"arm\",\"scene\":\"cell\",\"report\":\"all\",\"joints\":%s}", fv.p);
+        assert_same(result_of(a, "group check"), result_of(b, "full check"), "group and full", k);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        tb_printf(&gb, "%s%s", k ? "," : "", gv.p);
+        tb_printf(&fb, "%s%s", k ? "," : "", fv.p);
+        if (k < 4) {
+            tb_printf(&gp, "%s%s", k ? "," : "[", gv.p);
+            tb_printf(&fp, "%s%s", k ? "," : "[", fv.p);
+        }
+        free(gv.p);
+        free(fv.p);
+    }
+    tb_printf(&gb, "]");
+    tb_printf(&fb, "]");
+    tb_printf(&gp, "]");
+    tb_printf(&fp, "]");
+    /* check.batch (the table read straight from the text, spread over the
+     * defaults) and check.motion. */
+    a = rpcf(c, "check.batch",
+             "{\"model\":\"arm\",\"scene\":\"cell\",\"group\":\"arm7_arm\",\"joints\":%s}", gb.p);
+    b = rpcf(c, "check.batch", "{\"model\":\"arm\",\"scene\":\"cell\",\"joints\":%s}", fb.p);
+    assert_same(result_of(a, "group batch"), result_of(b, "full batch"), "batches", -1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    a = rpcf(c, "check.motion",
+             "{\"model\":\"arm\",\"scene\":\"cell\",\"group\":\"arm7_arm\",\"mode\":"
+             "\"discrete\",\"path\":%s}",
+             gp.p);
+    b = rpcf(c, "check.motion",
+             "{\"model\":\"arm\",\"scene\":\"cell\",\"mode\":\"discrete\",\"path\":%s}", fp.p);
+    assert_same(result_of(a, "group motion"), result_of(b, "full motion"), "motions", -1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* A plan for the group keeps the finger where the start has it. */
+    a = rpct(c, "plan",
+             "{\"model\":\"arm\",\"group\":\"arm7_arm\",\"start\":\"ready\",\"goal\":"
+             "[0.5,0.2,0,-1.2,0,1.2,0],\"seed\":3}");
+    const cJSON *path = at(result_of(a, "group plan"), "path");
+    assert_true(cJSON_GetArraySize(path) >= 2);
+    for (const cJSON *pt = path->child; pt; pt = pt->next)
+        assert_true(cJSON_GetArrayItem(pt, 7)->valuedouble == finger);
+    cJSON_Delete(a);
+    /* Refusals, each at its path. */
+    expect_error_word(rpct(c, "check", "{\"model\":\"arm\",\"group\":\"nope\",\"joints\":[0]}"),
+                      -32602, "params.group", "no group", "unknown group");
+    expect_error_word(
+        rpct(c, "check",
+             "{\"model\":\"arm\",\"group\":\"arm7_arm\",\"joints\":[0,0,0,-1,0,1,0,0]}"),
+        -32602, "params.joints", "group arm7_arm", "a full vector with group");
+    expect_error_word(rpct(c, "check", "{\"model\":\"arm\",\"joints\":\"steady\"}"), -32602,
+                      "params.joints", "no named state", "unknown state");
+    expect_error_word(
+        rpct(c, "check.batch",
+             "{\"model\":\"arm\",\"group\":\"arm7_arm\",\"joints\":[[0,0,0,-1,0,1]]}"),
+        -32602, "params.joints[0]", "group arm7_arm", "a short table row");
+    expect_error_word(rpct(c, "plan",
+                           "{\"model\":\"arm\",\"group\":\"arm7_arm\",\"start\":\"ready\","
+                           "\"goal\":{\"arm7_finger_joint1\":0.01}}"),
+                      -32602, "params.goal", "does not hold", "a goal moving a frozen joint");
+    expect_error_word(
+        rpct(c, "model.fk", "{\"model\":\"arm\",\"joints\":\"ready\",\"group\":\"x\"}"), -32602,
+        "params.group", NULL, "group on model.fk");
+    cJSON_Delete(gr);
+    free(gb.p);
+    free(fb.p);
+    free(gp.p);
+    free(fp.p);
+    free(full.p);
+    free(urdf);
+    free(srdf);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -2397,6 +2543,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(deep_and_many_attached_shapes_refused),
         DAEMON_TEST(motion_through_nonfinite_states),
         DAEMON_TEST(batch_table_fast_path_equals_general_path),
+        DAEMON_TEST(groups_and_states_equal_full_vectors),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -280,8 +280,8 @@ static void assert_mesh_covered(const rp_model_def *d, const rp_urdf_mesh *m,
                                     a * v[0].y + b * v[1].y + c * v[2].y,
                                     a * v[0].z + b * v[1].z + c * v[2].z};
                 if (!covered(d, m->link, p))
-                    fail_msg("%s: a point of triangle %zu of %s is outside its spheres", m->link,
-                             t, m->uri);
+                    fail_msg("%s: a point of triangle %zu of %s is outside its spheres", m->link, t,
+                             m->uri);
             }
     }
     rp_mesh_data_free(&md);

@@ -993,7 +993,7 @@ static void adjacent_pairs_follow_srdf_pairs(void **state)
                              "<child link='nowhere'/></joint>"
                              "<joint name='j3' type='fixed'><parent link='b'/><child link='c'/>"
                              "</joint>");
-    const char *srdf = "<robot name='r'>\n<group name='g'><link name='x'/></group>\n"
+    const char *srdf = "<robot name='r'>\n<group name='g'><link name='c'/></group>\n"
                        "<disable_collisions link1='c' link2='a' reason='Never'/></robot>";
     rp_urdf_opts opts = {.allow_adjacent = true};
     rp_urdf *u = parse_ok_opts(urdf, srdf, &opts);
@@ -1131,6 +1131,142 @@ static void store_errors_map_back_to_lines(void **state)
 /* rp_store_model_put_urdf, the library's import: the same model as the
  * parse and put above, with and without the SRDF (adjacent pairs then);
  * refusals say where and why and leave the store as it was. */
+/* ---- SRDF groups, states, end effectors, passive joints -------------------------- */
+
+/* A chain a-b-c-d (j1, j2 revolute; j3 fixed) with a branch b-e (j4). */
+#define TREE4                                                                                      \
+    ROBOT("<link name='a'/><link name='b'/><link name='c'/><link name='d'/><link name='e'/>"       \
+          "<joint name='j1' type='revolute'><parent link='a'/><child link='b'/>"                   \
+          "<limit lower='-1' upper='1'/></joint>"                                                  \
+          "<joint name='j2' type='revolute'><parent link='b'/><child link='c'/>"                   \
+          "<limit lower='-1' upper='1'/></joint>"                                                  \
+          "<joint name='j3' type='fixed'><parent link='c'/><child link='d'/></joint>"              \
+          "<joint name='j4' type='revolute'><parent link='b'/><child link='e'/>"                   \
+          "<limit lower='-1' upper='1'/></joint>")
+
+static const rp_group_def *group_named(const rp_model_def *d, const char *name)
+{
+    for (size_t g = 0; g < d->n_groups; g++)
+        if (strcmp(d->groups[g].name, name) == 0)
+            return &d->groups[g];
+    fail_msg("no group %s", name);
+    return NULL;
+}
+
+static void assert_group(const rp_model_def *d, const char *name, const char *joints)
+{
+    const rp_group_def *g = group_named(d, name);
+    char got[256] = "";
+    for (size_t i = 0; i < g->n_joints; i++) {
+        strcat(got, i ? " " : "");
+        strcat(got, g->joints[i]);
+    }
+    assert_string_equal(got, joints);
+}
+
+static void srdf_groups_states_and_end_effectors(void **state)
+{
+    (void)state;
+    const char *srdf =
+        "<robot name='r'>\n"
+        "<group name='arm'><chain base_link='a' tip_link='d'/></group>\n"
+        "<group name='side'><link name='e'/></group>\n"
+        "<group name='both'><group name='arm'/><group name='side'/><joint name='j1'/></group>\n"
+        "<group name='later'><group name='tail'/></group>\n"
+        "<group name='tail'><joint name='j4'/></group>\n"
+        "<group_state name='ready' group='arm'><joint name='j1' value='0.5'/>"
+        "<joint name='j2' value='-0.25'/></group_state>\n"
+        "<group_state name='ready' group='side'><joint name='j4' value='1'/></group_state>\n"
+        "<end_effector name='tool' parent_link='d' group='side' parent_group='arm'/>\n"
+        "<passive_joint name='j4'/>\n"
+        "</robot>";
+    rp_urdf *u = parse_ok_opts(TREE4, srdf, NULL);
+    const rp_model_def *d = rp_urdf_def(u);
+    assert_int_equal(d->n_groups, 5);
+    assert_group(d, "arm", "j1 j2 j3"); /* a chain: every joint on the path, fixed ones too */
+    assert_group(d, "side", "j4");      /* a link: the joint that moves it */
+    assert_group(d, "both", "j1 j2 j3 j4");
+    assert_group(d, "later", "j4"); /* a subgroup defined further on */
+    assert_int_equal(d->n_states, 2);
+    assert_string_equal(d->states[0].name, "ready");
+    assert_string_equal(d->states[0].group, "arm");
+    assert_int_equal(d->states[0].n_joints, 2);
+    assert_string_equal(d->states[0].joints[1], "j2");
+    assert_true(d->states[0].values[1] == -0.25);
+    assert_string_equal(d->states[1].group, "side");
+    assert_int_equal(d->n_end_effectors, 1);
+    assert_string_equal(d->end_effectors[0].parent_link, "d");
+    assert_string_equal(d->end_effectors[0].parent_group, "arm");
+    assert_int_equal(d->n_passive, 1);
+    assert_string_equal(d->passive_joints[0], "j4");
+    /* The store takes it, and keeps it in the model's definition. */
+    rp_store *st = rp_store_new(NULL);
+    rp_model *m;
+    rp_model_error me;
+    assert_int_equal(rp_store_model_put(st, "r", d, &m, &me), RP_OK);
+    const rp_model_def *kept = rp_model_definition(m);
+    assert_int_equal(kept->n_groups, 5);
+    assert_string_equal(kept->groups[2].joints[3], "j4");
+    assert_true(kept->states[0].values[0] == 0.5);
+    assert_string_equal(kept->end_effectors[0].name, "tool");
+    /* A state naming a joint that does not move is the store's refusal. */
+    rp_state_def bad_state = {"s", "arm", (const char *const[]){"j3"}, (const double[]){0}, 1};
+    rp_model_def d2 = *d;
+    d2.states = &bad_state;
+    d2.n_states = 1;
+    assert_int_equal(rp_store_model_put(st, "r2", &d2, &m, &me), RP_ERR_INVALID_ARG);
+    assert_int_equal(me.problem, RP_MODEL_BAD_STATE);
+    assert_int_equal(me.element, 0);
+    rp_store_free(st);
+    rp_urdf_free(u);
+}
+
+static void srdf_group_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *srdf, *where, *reason;
+    } cases[] = {
+        {"<group name='g'><chain base_link='d' tip_link='a'/></group>", "group[g]",
+         "base_link \"d\" is not an ancestor of tip_link \"a\""},
+        {"<group name='g'><chain base_link='e' tip_link='d'/></group>", "group[g]",
+         "is not an ancestor"},
+        {"<group name='g'><group name='nope'/></group>", "group[g]",
+         "subgroup \"nope\" is no group of the SRDF"},
+        {"<group name='g'><group name='h'/></group><group name='h'><group name='g'/></group>",
+         "group[", "contains this group again"},
+        {"<group name='g'><joint name='jx'/></group>", "group[g].joint",
+         "name=\"jx\" is not a joint of the URDF"},
+        {"<group name='g'/><group name='g'/>", "group[g]", "is defined twice"},
+        {"<group name='g'/><group_state name='s' group='h'/>", "group_state[s]",
+         "group \"h\" is no group of the SRDF"},
+        {"<group name='g'/><group_state name='s' group='g'><joint name='j1' value='x'/>"
+         "</group_state>",
+         "group_state[s].joint", "is not a finite number"},
+        {"<group name='g'/><group_state name='s' group='g'><joint name='j1' value='1'/>"
+         "<joint name='j1' value='2'/></group_state>",
+         "group_state[s].joint", "is given twice"},
+        {"<group name='g'/><end_effector name='e' parent_link='zz' group='g'/>", "end_effector[e]",
+         "parent_link=\"zz\" is not a link of the URDF"},
+        {"<group name='g'/><end_effector name='e' parent_link='a' group='h'/>", "end_effector[e]",
+         "group \"h\" is no group of the SRDF"},
+        {"<passive_joint name='q'/>", "passive_joint[#0]", "is not a joint of the URDF"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char srdf[1024];
+        snprintf(srdf, sizeof srdf, "<robot name='r'>%s</robot>", cases[i].srdf);
+        rp_urdf *u = NULL;
+        rp_urdf_error err;
+        rp_urdf_status st = rp_urdf_parse(TREE4, strlen(TREE4), srdf, strlen(srdf), NULL, &u, &err);
+        if (st != RP_URDF_INVALID || !err.in_srdf ||
+            strncmp(err.where, cases[i].where, strlen(cases[i].where)) != 0 ||
+            !strstr(err.reason, cases[i].reason) || err.line == 0)
+            fail_msg("case %zu: status %d in_srdf %d line %lu where \"%s\" reason \"%s\"", i,
+                     (int)st, err.in_srdf, err.line, err.where, err.reason);
+        assert_null(u);
+    }
+}
+
 static void library_import_puts_the_same_model(void **state)
 {
     (void)state;
@@ -1246,6 +1382,8 @@ int main(void)
         cmocka_unit_test(arm7_is_a_valid_model_clear_at_ready),
         cmocka_unit_test(store_errors_map_back_to_lines),
         cmocka_unit_test(library_import_puts_the_same_model),
+        cmocka_unit_test(srdf_groups_states_and_end_effectors),
+        cmocka_unit_test(srdf_group_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@ typedef struct check_setup {
     size_t n_held;
     size_t n_frames;
     bool ignore_limits;
+    size_t *group_dofs; /* params.group's active joints (req->group_dofs), owned */
 } check_setup;
 
 /* model, scene, margin, report, ignore_limits, ignore, attached,

@@ -18,6 +18,8 @@
 
 void rpd_check_setup_free(check_setup *cs)
 {
+    free(cs->group_dofs);
+    cs->group_dofs = NULL;
     rp_model_free(cs->ext);
     cs->ext = NULL;
     free(cs->ignore);
@@ -235,6 +237,61 @@ static bool decode_extension(rpd_req *req, const cJSON *params, check_setup *cs)
     return ok;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* params.group (proto/PROTOCOL.md, "Groups and named states"): a group of
+ * the model; its active joints, less the passive ones, in model order,
+ * become req->group_dofs. */
+static bool decode_group(rpd_req *req, const cJSON *params, const char *joints, check_setup *cs)
+{
+    char path[RP_CODEC_PATH_MAX];
+    rp_codec_err ce;
+    const cJSON *gj = rpd_param(params, "group", path);
+    if (!gj)
+        return true;
+    const char *name;
+    if (!rp_codec_name(gj, path, &name, &ce))
+        return rpd_fail_params(req, &ce);
+    if (!joints)
+        return rpd_fail_path(req, path, "takes joint vectors (a kinematic model's \"joints\")");
+    const rp_model_def *def = rp_model_definition(cs->model);
+    const rp_group_def *g = NULL;
+    for (size_t i = 0; def && i < def->n_groups && !g; i++)
+        if (strcmp(def->groups[i].name, name) == 0)
+            g = &def->groups[i];
+    if (!g)
+        return rpd_fail_path(req, path, "is no group of the model (model.get lists its groups)");
+    cs->group_dofs = malloc((g->n_joints ? g->n_joints : 1) * sizeof *cs->group_dofs);
+    if (!cs->group_dofs)
+        return rpd_fail_status(req, RP_ERR_NOMEM);
+    size_t n = 0;
+    for (size_t i = 0; i < g->n_joints; i++) {
+        size_t d = rp_model_dof_find(cs->model, g->joints[i]);
+        bool passive = false;
+        for (size_t p = 0; p < def->n_passive && !passive; p++)
+            passive = strcmp(def->passive_joints[p], g->joints[i]) == 0;
+        if (d != SIZE_MAX && !passive)
+            cs->group_dofs[n++] = d;
+    }
+    qsort(cs->group_dofs, n, sizeof *cs->group_dofs, cmp_size);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || cs->group_dofs[u - 1] != cs->group_dofs[i])
+            cs->group_dofs[u++] = cs->group_dofs[i];
+    if (!u)
+        return rpd_fail_path(req, path,
+                             "the group moves no active joint (its joints are fixed, mimic or "
+                             "passive)");
+    req->group_dofs = cs->group_dofs;
+    req->n_group_dofs = u;
+    req->group = g->name;
+    return true;
+}
+
 /* model, scene, margin, report, ignore_limits, attached, allowed_scene;
  * `joints` (non-NULL: the parameter, e.g. "params.joints"): the request is
  * in joint space, so the model must be kinematic. */
@@ -250,6 +307,8 @@ bool rpd_check_setup(rpd_req *req, const cJSON *params, const char *joints, chec
         return rpd_fail_path(req, joints,
                              "needs a kinematic model (one defined by joints or a URDF); this "
                              "model takes frame poses (\"frames\")");
+    if (!decode_group(req, params, joints, cs))
+        return false;
     cs->n_base = rp_model_link_count(cs->model);
     cs->n_frames = rp_model_frame_count(cs->model);
     const cJSON *sj = rpd_param(params, "scene", path);
@@ -290,33 +349,87 @@ bool rpd_check_setup(rpd_req *req, const cJSON *params, const char *joints, chec
     return decode_extension(req, params, cs);
 }
 
+/* A named state of m (a string where a joint vector goes): its values
+ * over the defaults.  With params.group the group's state of that name;
+ * else the one state of that name. */
+static bool decode_state(rpd_req *req, const rp_model *m, const char *name, const char *path,
+                         double *q)
+{
+    const rp_model_def *def = rp_model_definition(m);
+    const rp_state_def *found = NULL;
+    size_t count = 0;
+    for (size_t i = 0; def && i < def->n_states; i++) {
+        const rp_state_def *t = &def->states[i];
+        if (strcmp(t->name, name) != 0 || (req->group && strcmp(t->group, req->group) != 0))
+            continue;
+        found = t;
+        count++;
+    }
+    char reason[RP_CODEC_REASON_MAX];
+    if (!found) {
+        rpd_format(reason, sizeof reason,
+                   "\"%.40s\" is no named state of the model%s%.40s (model.get lists them); a "
+                   "joint vector is an array of values, an object {joint: value} or a state's "
+                   "name",
+                   name, req->group ? " for group " : "", req->group ? req->group : "");
+        return rpd_fail_path(req, path, reason);
+    }
+    if (count > 1) {
+        rpd_format(reason, sizeof reason,
+                   "state \"%.60s\" is defined for several groups: give params.group", name);
+        return rpd_fail_path(req, path, reason);
+    }
+    rp_model_default_joints(m, q);
+    for (size_t k = 0; k < found->n_joints; k++) {
+        size_t d = rp_model_dof_find(m, found->joints[k]);
+        if (d != SIZE_MAX) /* (the store checked: always) */
+            q[d] = found->values[k];
+    }
+    return true;
+}
+
 /* A joint vector at `path`: an array of the active joints' values in the
- * model's order, or an object {joint: value} (others: defaults). */
+ * model's order (with params.group: of the group's joints, the others at
+ * their defaults), an object {joint: value} (others: defaults), or the
+ * name of a state. */
 bool rpd_decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, const char *path,
                              double *q)
 {
     size_t dof = rp_model_dof(m);
     rp_codec_err ce;
     char sub[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+    if (cJSON_IsString(j))
+        return decode_state(req, m, j->valuestring, path, q);
     if (cJSON_IsArray(j)) {
         size_t n = (size_t)cJSON_GetArraySize(j);
-        if (n != dof) {
-            rpd_format(
-                reason, sizeof reason,
-                "must hold %zu values (the model's joints, as model.get lists them), not %zu", dof,
-                n);
+        size_t want = req->group_dofs ? req->n_group_dofs : dof;
+        if (n != want) {
+            if (req->group_dofs)
+                rpd_format(reason, sizeof reason,
+                           "must hold %zu values (the active joints of group %.60s, in the "
+                           "model's order), not %zu",
+                           want, req->group, n);
+            else
+                rpd_format(reason, sizeof reason,
+                           "must hold %zu values (the model's joints, as model.get lists "
+                           "them), not %zu",
+                           dof, n);
             return rpd_fail_path(req, path, reason);
         }
+        if (req->group_dofs)
+            rp_model_default_joints(m, q);
         size_t k = 0;
-        for (const cJSON *c = j->child; c; c = c->next, k++)
-            if (!rp_codec_number(c, rp_codec_path_index(sub, path, k), &q[k], &ce))
+        for (const cJSON *c = j->child; c; c = c->next, k++) {
+            size_t at = req->group_dofs ? req->group_dofs[k] : k;
+            if (!rp_codec_number(c, rp_codec_path_index(sub, path, k), &q[at], &ce))
                 return rpd_fail_params(req, &ce);
+        }
         return true;
     }
     if (!cJSON_IsObject(j))
         return rpd_fail_path(req, path,
-                             j ? "must be an array of joint values or an object "
-                                 "{joint name: value}"
+                             j ? "must be an array of joint values, an object "
+                                 "{joint name: value} or the name of a state"
                                : "is required");
     rp_status st = rp_codec_object_unique(j, path, &ce);
     if (st == RP_ERR_NOMEM)
@@ -571,9 +684,9 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 
 bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model",    "scene",         "base",   "frames",
-                                       "joints",   "margin",        "report", "ignore_limits",
-                                       "attached", "allowed_scene", "ignore", NULL};
+    static const char *const keys[] = {
+        "model",         "scene",    "base",          "frames", "joints", "margin", "report",
+        "ignore_limits", "attached", "allowed_scene", "ignore", "group",  NULL};
     check_setup cs;
     char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys))
@@ -817,6 +930,35 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     size_t d1 = dof ? dof : 1;
     rp_transform base;
     bool ok = !bj || rp_codec_pose(bj, bpath, &base, &ce) || rpd_fail_params(req, &ce);
+    if (ok && table && n && req->group_dofs) {
+        /* Rows of the group's joints: spread over the defaults. */
+        if (table->width != req->n_group_dofs) {
+            char cp[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+            rpd_format(reason, sizeof reason,
+                       "must hold %zu values (the active joints of group %.60s, in the model's "
+                       "order), not %zu",
+                       req->n_group_dofs, req->group, table->width);
+            return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
+        }
+        double *q = malloc(n * d1 * sizeof *q);
+        if (!q)
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        for (size_t k = 0; k < n; k++) {
+            rp_model_default_joints(cs->model, &q[k * d1]);
+            for (size_t i = 0; i < req->n_group_dofs; i++)
+                q[k * d1 + req->group_dofs[i]] = table->v[k * table->width + i];
+        }
+        batch_run b = {.cs = cs,
+                       .joints = true,
+                       .q = q,
+                       .d1 = d1,
+                       .base = bj ? &base : NULL,
+                       .n = n,
+                       .charged = cost * n};
+        ok = run_batch(req, &b, w, path);
+        free(q);
+        return ok;
+    }
     if (ok && table && n && table->width != dof) {
         /* What decode_joint_vector says of the first vector (all are as long). */
         char cp[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
@@ -928,8 +1070,8 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {
-        "model",  "scene",         "configurations", "joints",        "base",   "margin",
-        "report", "ignore_limits", "attached",       "allowed_scene", "ignore", NULL};
+        "model",         "scene",    "configurations", "joints", "base",  "margin", "report",
+        "ignore_limits", "attached", "allowed_scene",  "ignore", "group", NULL};
     check_setup cs;
     char path[RP_CODEC_PATH_MAX];
     if (!rpd_check_keys(req, params, keys))
@@ -1070,12 +1212,11 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
 
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model",  "scene",         "path",
-                                       "mode",   "resolution",    "tolerance",
-                                       "margin", "attached",      "allowed_scene",
-                                       "base",   "ignore_limits", "earliest",
-                                       "ignore", "skip_ends",     "resolution_norm",
-                                       NULL};
+    static const char *const keys[] = {
+        "model",         "scene",    "path",     "mode",          "resolution",
+        "tolerance",     "margin",   "attached", "allowed_scene", "base",
+        "ignore_limits", "earliest", "ignore",   "skip_ends",     "resolution_norm",
+        "group",         NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;

@@ -105,8 +105,7 @@ static bool decode_spherize(const cJSON *j, mesh_inputs *in, rpd_urdf_outcome *o
 }
 
 /* params.meshes: {filename: base64}; every key a filename the URDF names. */
-static bool decode_meshes(const cJSON *j, const rp_urdf *u, mesh_inputs *in,
-                          rpd_urdf_outcome *o)
+static bool decode_meshes(const cJSON *j, const rp_urdf *u, mesh_inputs *in, rpd_urdf_outcome *o)
 {
     if (!j) {
         if (rp_urdf_mesh_count(u)) {
@@ -236,8 +235,8 @@ static void prebuild_request(struct rpd_prebuilt_models **pbp, const cJSON *r,
     if (!cJSON_IsString(m) || strcmp(m->valuestring, "model.put") != 0)
         return;
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(r, "params");
-    const cJSON *urdf = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, "urdf")
-                                               : NULL;
+    const cJSON *urdf =
+        cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, "urdf") : NULL;
     const cJSON *meshes = urdf ? cJSON_GetObjectItemCaseSensitive(params, "meshes") : NULL;
     const cJSON *srdf = urdf ? cJSON_GetObjectItemCaseSensitive(params, "srdf") : NULL;
     const cJSON *adj = urdf ? cJSON_GetObjectItemCaseSensitive(params, "allow_adjacent") : NULL;

@@ -325,6 +325,13 @@ typedef struct put_scratch {
     double *default_values;
     const char **tree_links;
     rp_mesh_cover *covers;
+    rp_group_def *groups;
+    const char **group_joints; /* every group's, one array */
+    rp_state_def *states;
+    const char **state_joints;
+    double *state_values;
+    rp_end_effector_def *effs;
+    const char **passive;
     rp_urdf *urdf;
 } put_scratch;
 
@@ -386,6 +393,13 @@ static void put_scratch_free(put_scratch *s)
     free(s->default_values);
     free(s->tree_links);
     free(s->covers);
+    free(s->groups);
+    free(s->group_joints);
+    free(s->states);
+    free(s->state_joints);
+    free(s->state_values);
+    free(s->effs);
+    free(s->passive);
     rp_urdf_free(s->urdf);
 }
 
@@ -425,6 +439,148 @@ static bool decode_mesh_covers(rpd_req *req, const cJSON *params, put_scratch *s
     }
     s->def.mesh_covers = s->covers;
     s->def.n_mesh_covers = n;
+    return true;
+}
+
+/* A string member `key` of object o at path (required unless optional;
+ * absent optional: NULL, true). */
+static bool string_member(rpd_req *req, const cJSON *o, const char *path, const char *key,
+                          bool optional, const char **out)
+{
+    char sub[RP_CODEC_PATH_MAX];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = NULL;
+    if (!v && optional)
+        return true;
+    if (!cJSON_IsString(v))
+        return rpd_fail_path(req, rp_codec_path_key(sub, path, key),
+                             v ? "must be a string" : "is required");
+    *out = v->valuestring;
+    return true;
+}
+
+/* The JSON form of what an SRDF adds (model.get writes it back the same
+ * way): groups {name: [joint]}, states [{name, group, joints {joint:
+ * value}}], end_effectors [{name, parent_link, group, parent_group?}],
+ * passive_joints [joint].  Names are checked by the store. */
+static bool decode_srdf_json(rpd_req *req, const cJSON *params, put_scratch *s)
+{
+    char path[RP_CODEC_PATH_MAX], sub[RP_CODEC_PATH_MAX], sub2[RP_CODEC_PATH_MAX];
+    size_t cap = req->core->limits.max_model_links;
+    const cJSON *j = rpd_param(params, "groups", path);
+    if (j) {
+        if (!cJSON_IsObject(j))
+            return rpd_fail_path(req, path, "must be an object {group: [joint names]}");
+        size_t ng = (size_t)cJSON_GetArraySize(j), nj = 0;
+        for (const cJSON *g = j->child; g; g = g->next) {
+            if (!cJSON_IsArray(g))
+                return rpd_fail_path(req, rp_codec_path_key(sub, path, g->string),
+                                     "must be an array of joint names");
+            nj += (size_t)cJSON_GetArraySize(g);
+        }
+        if (ng > cap || nj > cap * 8)
+            return rpd_fail_limit(req, RPD_LIMIT_max_model_links, cap);
+        s->groups = calloc(ng ? ng : 1, sizeof *s->groups);
+        s->group_joints = calloc(nj ? nj : 1, sizeof *s->group_joints);
+        if (!s->groups || !s->group_joints)
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        size_t k = 0, at = 0;
+        for (const cJSON *g = j->child; g; g = g->next, k++) {
+            rp_codec_path_key(sub, path, g->string);
+            s->groups[k] = (rp_group_def){g->string, s->group_joints + at, 0};
+            size_t i = 0;
+            for (const cJSON *n = g->child; n; n = n->next, i++) {
+                if (!cJSON_IsString(n))
+                    return rpd_fail_path(req, rp_codec_path_index(sub2, sub, i),
+                                         "must be a joint name");
+                s->group_joints[at++] = n->valuestring;
+                s->groups[k].n_joints++;
+            }
+        }
+        s->def.groups = s->groups;
+        s->def.n_groups = ng;
+    }
+    if ((j = rpd_param(params, "states", path))) {
+        if (!cJSON_IsArray(j))
+            return rpd_fail_path(req, path, "must be an array of {name, group, joints}");
+        size_t ns = (size_t)cJSON_GetArraySize(j), nj = 0;
+        for (const cJSON *t = j->child; t; t = t->next)
+            nj += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "joints"));
+        if (ns > cap || nj > cap * 8)
+            return rpd_fail_limit(req, RPD_LIMIT_max_model_links, cap);
+        s->states = calloc(ns ? ns : 1, sizeof *s->states);
+        s->state_joints = calloc(nj ? nj : 1, sizeof *s->state_joints);
+        s->state_values = calloc(nj ? nj : 1, sizeof *s->state_values);
+        if (!s->states || !s->state_joints || !s->state_values)
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        size_t k = 0, at = 0;
+        for (const cJSON *t = j->child; t; t = t->next, k++) {
+            rp_codec_path_index(sub, path, k);
+            rp_state_def *d = &s->states[k];
+            if (!cJSON_IsObject(t))
+                return rpd_fail_path(req, sub, "must be an object {name, group, joints}");
+            if (!string_member(req, t, sub, "name", false, &d->name) ||
+                !string_member(req, t, sub, "group", false, &d->group))
+                return false;
+            const cJSON *jj = cJSON_GetObjectItemCaseSensitive(t, "joints");
+            rp_codec_path_key(sub2, sub, "joints");
+            if (!cJSON_IsObject(jj))
+                return rpd_fail_path(req, sub2, "must be an object {joint: value}");
+            d->joints = s->state_joints + at;
+            d->values = s->state_values + at;
+            for (const cJSON *v = jj->child; v; v = v->next) {
+                char vp[RP_CODEC_PATH_MAX];
+                rp_codec_err ce;
+                if (!rp_codec_number(v, rp_codec_path_key(vp, sub2, v->string),
+                                     &s->state_values[at], &ce))
+                    return rpd_fail_params(req, &ce);
+                s->state_joints[at++] = v->string;
+                d->n_joints++;
+            }
+        }
+        s->def.states = s->states;
+        s->def.n_states = ns;
+    }
+    if ((j = rpd_param(params, "end_effectors", path))) {
+        if (!cJSON_IsArray(j))
+            return rpd_fail_path(req, path,
+                                 "must be an array of {name, parent_link, group, parent_group?}");
+        size_t ne = (size_t)cJSON_GetArraySize(j), k = 0;
+        if (ne > cap)
+            return rpd_fail_limit(req, RPD_LIMIT_max_model_links, cap);
+        if (!(s->effs = calloc(ne ? ne : 1, sizeof *s->effs)))
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        for (const cJSON *e = j->child; e; e = e->next, k++) {
+            rp_codec_path_index(sub, path, k);
+            rp_end_effector_def *d = &s->effs[k];
+            if (!cJSON_IsObject(e))
+                return rpd_fail_path(req, sub, "must be an object");
+            if (!string_member(req, e, sub, "name", false, &d->name) ||
+                !string_member(req, e, sub, "parent_link", false, &d->parent_link) ||
+                !string_member(req, e, sub, "group", false, &d->group) ||
+                !string_member(req, e, sub, "parent_group", true, &d->parent_group))
+                return false;
+        }
+        s->def.end_effectors = s->effs;
+        s->def.n_end_effectors = ne;
+    }
+    if ((j = rpd_param(params, "passive_joints", path))) {
+        if (!cJSON_IsArray(j))
+            return rpd_fail_path(req, path, "must be an array of joint names");
+        size_t np = (size_t)cJSON_GetArraySize(j), k = 0;
+        if (np > cap)
+            return rpd_fail_limit(req, RPD_LIMIT_max_model_links, cap);
+        if (!(s->passive = calloc(np ? np : 1, sizeof *s->passive)))
+            return rpd_fail_status(req, RP_ERR_NOMEM);
+        for (const cJSON *n = j->child; n; n = n->next, k++) {
+            if (!cJSON_IsString(n))
+                return rpd_fail_path(req, rp_codec_path_index(sub, path, k),
+                                     "must be a joint name");
+            s->passive[k] = n->valuestring;
+        }
+        s->def.passive_joints = s->passive;
+        s->def.n_passive = np;
+    }
     return true;
 }
 
@@ -493,8 +649,70 @@ static bool fail_second_root(rpd_req *req, const rp_model_def *def, size_t index
 }
 
 /* Where a problem of rp_store_model_put points in a JSON definition. */
+/* The store's refusal of what an SRDF adds: the JSON form's path into
+ * path and a reason naming the group, state, end effector or joint; false
+ * for other problems. */
+static bool srdf_problem(const rp_model_def *def, const rp_model_error *me, char *path,
+                         char *reason, size_t cap)
+{
+    char p1[RP_CODEC_PATH_MAX];
+    switch (me->problem) {
+    case RP_MODEL_BAD_GROUP: {
+        const rp_group_def *g = &def->groups[me->index];
+        rp_codec_path_key(p1, "params.groups", g->name ? g->name : "");
+        if (me->element == SIZE_MAX) {
+            snprintf(path, RP_CODEC_PATH_MAX, "%s", p1);
+            snprintf(reason, cap, "group \"%s\" is defined twice", g->name ? g->name : "");
+        } else {
+            rp_codec_path_index(path, p1, me->element);
+            snprintf(reason, cap, "group \"%s\": \"%s\" is no joint of the tree", g->name,
+                     g->joints[me->element] ? g->joints[me->element] : "");
+        }
+        return true;
+    }
+    case RP_MODEL_BAD_STATE: {
+        const rp_state_def *t = &def->states[me->index];
+        rp_codec_path_index(p1, "params.states", me->index);
+        if (me->element == SIZE_MAX) {
+            rp_codec_path_key(path, p1, "group");
+            snprintf(reason, cap,
+                     "state \"%s\": group \"%s\" is no group of the model, or the state is "
+                     "defined twice for it",
+                     t->name ? t->name : "", t->group ? t->group : "");
+        } else {
+            char p2[RP_CODEC_PATH_MAX];
+            rp_codec_path_key(p2, p1, "joints");
+            rp_codec_path_key(path, p2, t->joints[me->element] ? t->joints[me->element] : "");
+            snprintf(reason, cap,
+                     "state \"%s\": joint \"%s\" is no active joint (moving, not a mimic), or "
+                     "its value is not finite",
+                     t->name, t->joints[me->element] ? t->joints[me->element] : "");
+        }
+        return true;
+    }
+    case RP_MODEL_BAD_END_EFFECTOR:
+        rp_codec_path_index(path, "params.end_effectors", me->index);
+        snprintf(reason, cap,
+                 "end effector \"%s\": an unknown parent_link or group, or a name given twice",
+                 def->end_effectors[me->index].name ? def->end_effectors[me->index].name : "");
+        return true;
+    case RP_MODEL_BAD_PASSIVE:
+        rp_codec_path_index(path, "params.passive_joints", me->index);
+        snprintf(reason, cap, "\"%s\" is no joint of the tree",
+                 def->passive_joints[me->index] ? def->passive_joints[me->index] : "");
+        return true;
+    default:
+        return false;
+    }
+}
+
 static bool fail_model_json(rpd_req *req, const rp_model_def *def, const rp_model_error *me)
 {
+    {
+        char path[RP_CODEC_PATH_MAX], why[RP_CODEC_REASON_MAX];
+        if (srdf_problem(def, me, path, why, sizeof why))
+            return rpd_fail_path(req, path, why);
+    }
     char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
     const rp_joint_def *j = def->joints ? &def->joints[me->index] : NULL;
     rp_codec_path_index(p1, "params.joints", me->index);
@@ -571,6 +789,9 @@ static bool fail_model_urdf(rpd_req *req, const put_scratch *s, const rp_model_e
     char reason[RP_CODEC_REASON_MAX];
     if (me->problem == RP_MODEL_UNKNOWN_PAIR_LINK)
         return rpd_fail_path(req, "params.allowed_pairs", "names a link the URDF does not define");
+    char path[RP_CODEC_PATH_MAX];
+    if (srdf_problem(&s->def, me, path, reason, sizeof reason))
+        return rpd_fail_path(req, "params.srdf", reason);
     if (!rp_urdf_model_reason(s->urdf, &s->def, me, reason, sizeof reason))
         return fail_model_json(req, &s->def, me);
     return rpd_fail_path(req, "params.urdf", reason);
@@ -690,22 +911,11 @@ static bool add_adjacent(rpd_req *req, const cJSON *params, put_scratch *s)
 
 bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model",
-                                       "links",
-                                       "joints",
-                                       "tree_links",
-                                       "urdf",
-                                       "srdf",
-                                       "meshes",
-                                       "spherize",
-                                       "mesh_covers",
-                                       "allow_adjacent",
-                                       "safety_margin",
-                                       "allowed_pairs",
-                                       "allowed_scene",
-                                       "self_collision",
-                                       "default_positions",
-                                       NULL};
+    static const char *const keys[] = {
+        "model",         "links",         "joints",         "tree_links",        "urdf",
+        "srdf",          "meshes",        "spherize",       "mesh_covers",       "groups",
+        "states",        "end_effectors", "passive_joints", "allow_adjacent",    "safety_margin",
+        "allowed_pairs", "allowed_scene", "self_collision", "default_positions", NULL};
     const char *name;
     char path[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
@@ -732,8 +942,12 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
     bool kinematic = urdf || joints || rpd_param(params, "tree_links", path);
     for (const cJSON *c = cJSON_IsArray(links) ? links->child : NULL; c && !kinematic; c = c->next)
         kinematic = cJSON_GetObjectItemCaseSensitive(c, "link") != NULL;
-    static const char *const only_kin[] = {"srdf", "allow_adjacent", "default_positions", NULL};
-    static const char *const not_urdf[] = {"links", "joints", "tree_links", "mesh_covers", NULL};
+    static const char *const only_kin[] = {
+        "srdf",   "allow_adjacent", "default_positions", "groups",
+        "states", "end_effectors",  "passive_joints",    NULL};
+    static const char *const not_urdf[] = {"links",          "joints",      "tree_links",
+                                           "groups",         "states",      "end_effectors",
+                                           "passive_joints", "mesh_covers", NULL};
     for (const char *const *k = only_kin; *k; k++)
         if (!kinematic && rpd_param(params, *k, path))
             return rpd_fail_path(req, path, "only for kinematic models (with joints or a urdf)");
@@ -759,7 +973,7 @@ bool rpd_m_model_put(rpd_req *req, const cJSON *params, rp_jw *w)
         s.def.joints = s.joints;
         s.def.allowed_pairs = s.pairs;
         ok = ok && add_adjacent(req, params, &s) && decode_tree_links(req, params, &s) &&
-             decode_mesh_covers(req, params, &s);
+             decode_mesh_covers(req, params, &s) && decode_srdf_json(req, params, &s);
         /* A tree without joints or shapes is still kinematic. */
         static const char *const no_links[1] = {NULL};
         if (ok && !s.def.shape_links)
@@ -930,6 +1144,7 @@ bool rpd_m_model_get(rpd_req *req, const cJSON *params, rp_jw *w)
     RP_JW_KEY(w, "frames");
     rp_jw_uint(w, rp_model_frame_count(m));
     rp_jw_mesh_covers(w, rp_model_definition(m));
+    rp_jw_model_srdf(w, rp_model_definition(m));
     rp_jw_object_end(w);
     return true;
 }

@@ -133,7 +133,7 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
     static const char *const keys[] = {
         "model",      "scene",     "start",    "goal",     "goals",         "planner", "edges",
         "resolution", "tolerance", "margin",   "attached", "allowed_scene", "ignore",  "base",
-        "timeout_ms", "seed",      "simplify", "max_step", "range",         NULL};
+        "timeout_ms", "seed",      "simplify", "max_step", "range",         "group",   NULL};
     char path[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     if (!rpd_check_keys(req, params, keys))
@@ -222,6 +222,30 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
         ok = rpd_decode_joint_vector(req, m, stj, path, start);
     if (ok)
         ok = decode_goals(req, params, m, &goals, &n_goals);
+    /* params.group: the other joints stay where the start has them. */
+    bool *frozen = NULL;
+    if (ok && req->group_dofs) {
+        frozen = malloc(d1 * sizeof *frozen);
+        if (!frozen)
+            ok = rpd_fail_status(req, RP_ERR_NOMEM);
+        for (size_t d = 0; ok && d < dof; d++)
+            frozen[d] = true;
+        for (size_t i = 0; ok && i < req->n_group_dofs; i++)
+            frozen[req->group_dofs[i]] = false;
+        for (size_t g = 0; ok && g < n_goals; g++)
+            for (size_t d = 0; ok && d < dof; d++)
+                if (frozen[d] && goals[g * d1 + d] != start[d]) {
+                    char reason[RP_CODEC_REASON_MAX];
+                    rpd_format(reason, sizeof reason,
+                               "moves joint %.60s, which group %.60s does not hold, away from "
+                               "the start's value",
+                               rp_model_dof_name(m, d), req->group);
+                    ok = rpd_fail_path(
+                        req, rpd_param(params, "goal", path) ? "params.goal" : "params.goals",
+                        reason);
+                }
+        po.frozen = frozen;
+    }
     char bpath[RP_CODEC_PATH_MAX];
     const cJSON *bj = rpd_param(params, "base", bpath);
     rp_transform base;
@@ -323,6 +347,7 @@ bool rpd_m_plan(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_plan_result_free(&r);
     free(start);
     free(goals);
+    free(frozen);
     rpd_check_setup_free(&cs);
     return ok;
 }

@@ -75,6 +75,12 @@ typedef struct rpd_req {
     bool deferred;
     /* The method is no mutation: params may hold min_revision. */
     bool query;
+    /* params.group of a check, a motion or a plan (rpd_check_setup): the
+     * model's active joints it moves, ascending; joint vectors given as
+     * arrays hold these only (rpd_decode_joint_vector).  NULL: all. */
+    const size_t *group_dofs;
+    size_t n_group_dofs;
+    const char *group;
 } rpd_req;
 
 /* A handler writes its result value into w and returns true, or fills

@@ -528,6 +528,9 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
     r.reply_at = r.reply_head_end = 0;
     r.deferred = false;
     r.query = false;
+    r.group_dofs = NULL;
+    r.n_group_dofs = 0;
+    r.group = NULL;
     core->stats.requests++;
 
     /* Before the envelope: its messages quote member names, which must not
