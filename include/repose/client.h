@@ -200,6 +200,110 @@ RP_API rp_client_error_kind rp_client_model_put_urdf(rp_client *c, const char *m
                                                      const char *urdf, const char *srdf,
                                                      char **result_json, rp_client_error *err);
 
+/* ---- a URDF with mesh files -------------------------------------------------
+ *
+ * A URDF's <collision> geometry may be <mesh filename="..."/> (STL, OBJ,
+ * Collada).  The daemon never reads the client's files: model.put takes the
+ * bytes of each file, base64, in `meshes` under the filename exactly as the
+ * URDF writes it, and `spherize` {max_spheres, max_overshoot} for the cover
+ * of spheres it makes of them (proto/PROTOCOL.md, model.put; proto/URDF.md).
+ * These functions find the files as ROS tools do:
+ *
+ *  - package://NAME/PATH: the first DIR of the search path where
+ *    DIR/NAME/PATH exists; else the first DIR whose last component is NAME
+ *    with DIR/PATH existing.  The search path is the directories the
+ *    caller gives, in order, then those of the environment variable
+ *    ROS_PACKAGE_PATH (colon-separated);
+ *  - file:///ABS: the file /ABS (as written, no %-decoding);
+ *  - /ABS: as it is;
+ *  - any other path: relative to the directory of the URDF file;
+ *  - other schemes (http://, model://) are refused.
+ *
+ * Only the meshes of <collision>s count, as the daemon reads them
+ * (<link> children of the root <robot>): <visual> meshes are skipped, as
+ * are xacro macros and unknown elements.  A filename that cannot be
+ * resolved is RP_CLIENT_ARG with a message naming the filename, its link
+ * and what was tried, e.g. "package://arm/meshes/l3.stl (link link3): not
+ * found under /a, /b". */
+
+/// One mesh file of a URDF's collision geometry, resolved.
+typedef struct rp_client_mesh_file {
+    char *uri;            ///< the filename attribute as written (XML references decoded):
+                          ///< model.put's key for the file
+    char *link;           ///< the link of the first <collision> that names it
+    unsigned long line;   ///< the line of that <mesh> in the URDF
+    char *path;           ///< the file it resolves to
+    unsigned char *bytes; ///< the file's contents when read (else NULL), len bytes
+    size_t len;           ///< (bytes[len] is a NUL not counted in len)
+} rp_client_mesh_file;
+
+/// Resolves one mesh filename `uri` as the rules above say, for a URDF
+/// at urdf_path (NULL: in the current directory), searching package_path[0
+/// .. n_dirs) then $ROS_PACKAGE_PATH.  On success *path receives the file's
+/// path (malloc'ed, the caller frees it).  RP_CLIENT_ARG when nothing is
+/// found (the message says where it looked), RP_CLIENT_NOMEM.
+RP_API rp_client_error_kind rp_client_resolve_mesh_uri(const char *uri, const char *urdf_path,
+                                                       const char *const *package_path,
+                                                       size_t n_dirs, char **path,
+                                                       rp_client_error *err);
+
+/// Finds every distinct <mesh filename> of the collisions of the URDF
+/// document urdf[0..urdf_len) (the text of the file urdf_path, which only
+/// anchors relative filenames; NULL: the current directory) and resolves
+/// each as rp_client_resolve_mesh_uri does; with `read`, reads each file's
+/// bytes too.  On success *files receives the *n_files files in document
+/// order, each filename once (malloc'ed: free with
+/// rp_client_mesh_files_free; not NULL even when there are none).  Nothing
+/// is sent anywhere.  RP_CLIENT_ARG for a filename that cannot be
+/// resolved or read, and for XML too broken to follow ("line 7: </geometry>
+/// closes <collision>"); RP_CLIENT_NOMEM.
+RP_API rp_client_error_kind rp_client_resolve_meshes(const char *urdf, size_t urdf_len,
+                                                     const char *urdf_path,
+                                                     const char *const *package_path, size_t n_dirs,
+                                                     bool read, rp_client_mesh_file **files,
+                                                     size_t *n_files, rp_client_error *err);
+
+/// Frees the n files of rp_client_resolve_meshes (and their strings).  NULL
+/// is a no-op.
+RP_API void rp_client_mesh_files_free(rp_client_mesh_file *files, size_t n);
+
+/// A URDF file with its SRDF and its meshes, and how to cover them.
+typedef struct rp_client_urdf_files {
+    const char *urdf_path;           ///< the URDF file (required)
+    const char *srdf_path;           ///< an SRDF file, or NULL
+    const char *const *package_path; ///< directories for package:// filenames, searched in
+                                     ///< order before $ROS_PACKAGE_PATH (NULL when none)
+    size_t n_package_path;           ///< how many
+    size_t max_spheres;   ///< spherize.max_spheres (spheres per link, 1..1024; the daemon
+                          ///< checks); 0: not sent (the daemon's default, 16)
+    double max_overshoot; ///< spherize.max_overshoot (metres, finite, >= 0); 0: not sent
+} rp_client_urdf_files;
+
+/// Adds to the params object `params` (a cJSON object, e.g. {"model":"arm"}
+/// with other model.put params) the members of a model.put from files:
+/// "urdf" (the URDF's text), "srdf" (when srdf_path is given), "meshes"
+/// {filename: base64 of the file} (when the URDF's collisions have meshes)
+/// and "spherize" {max_spheres?, max_overshoot?} (when either is set).  The
+/// documents must be UTF-8 text.  RP_CLIENT_ARG, with params unchanged, for
+/// params that already hold one of those members, a file that cannot be
+/// read, a mesh that cannot be resolved (see rp_client_resolve_meshes) or a
+/// max_overshoot that is negative or not finite; RP_CLIENT_NOMEM.
+RP_API rp_client_error_kind rp_client_urdf_params(const rp_client_urdf_files *src,
+                                                  struct cJSON *params, rp_client_error *err);
+
+/// model.put {"model", "urdf", "srdf"?, "meshes"?, "spherize"?} from files
+/// (rp_client_urdf_params), one call.  On success *result_json (when not
+/// NULL) receives the result as the server wrote it (malloc'ed, caller
+/// frees); model.get then lists the covers as "mesh_covers".  Local
+/// failures as rp_client_urdf_params (nothing is sent); a file the daemon
+/// cannot read as a mesh, or a document it refuses, is RP_CLIENT_RPC -32602
+/// with data.path inside "params.urdf" (e.g.
+/// "params.urdf.link[link3].collision[0].geometry.mesh").
+RP_API rp_client_error_kind rp_client_model_put_urdf_files(rp_client *c, const char *model,
+                                                           const rp_client_urdf_files *src,
+                                                           char **result_json,
+                                                           rp_client_error *err);
+
 /// model.fk: the pose of every link of `model` at the joint vector q[0..n)
 /// (q may be NULL when n is 0).  *result_json (when not NULL) receives the
 /// result as the server wrote it: {"model", "revision", "links": {link name:

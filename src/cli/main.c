@@ -6,6 +6,8 @@
  *              [--timeout MS] [METHOD [PARAMS-JSON | KEY=VALUE...]]
  *   repose-cli [OPTIONS] watch SCENE [--since R]
  *   repose-cli [OPTIONS] cloud put SCENE NAME FILE --radius R [--voxel V] [--create]
+ *   repose-cli [OPTIONS] model.put [PARAMS-JSON | KEY=VALUE...] --urdf FILE [--srdf FILE]
+ *              [--package-path DIR]... [--max-spheres N] [--max-overshoot M]
  *
  * Without --unix or --host, the Unix socket is $REPOSE_SOCKET, else
  * /tmp/reposed.sock (rp_client_default_unix_path, as the Python client).
@@ -44,6 +46,14 @@
  * rp_client_scene_put_cloud (base64 float32 on the wire), and prints the
  * result as scene.put does.  A FILE that cannot be read or parsed is a
  * usage error (2), before any connection.
+ *
+ * `model.put ... --urdf FILE` sends a URDF file with the bytes of the mesh
+ * files its collisions name (rp_client_urdf_params: package:// filenames
+ * are looked for under each --package-path DIR, then $ROS_PACKAGE_PATH;
+ * other paths relative to FILE's directory), its SRDF with --srdf, and
+ * the spherize options; the other words are the params as usual (the
+ * model's name, safety_margin, ...).  A file or mesh that cannot be found
+ * or read is a usage error (2), before any connection.
  */
 #include <errno.h>
 #include <math.h>
@@ -120,6 +130,9 @@ static void usage(FILE *f)
             "       repose-cli [OPTIONS] watch SCENE [--since R]\n"
             "       repose-cli [OPTIONS] cloud put SCENE NAME FILE --radius R [--voxel V] "
             "[--create]\n"
+            "       repose-cli [OPTIONS] model.put [PARAMS-JSON | KEY=VALUE...] --urdf FILE\n"
+            "                  [--srdf FILE] [--package-path DIR]... [--max-spheres N]\n"
+            "                  [--max-overshoot M]\n"
             "\n"
             "  --unix PATH        Unix socket (default $REPOSE_SOCKET, else %s)\n"
             "  --host H           connect over TCP to H instead\n"
@@ -167,6 +180,21 @@ static void usage(FILE *f)
             "NAME (sent as float32; --create makes a missing scene):\n"
             "  repose-cli cloud put cell cam points.xyz --radius 0.01 --voxel 0.02\n"
             "  repose-cli scene.remove scene=cell ids='[\"cam\"]'\n"
+            "A URDF whose collisions are meshes (STL, OBJ, Collada): --urdf sends the\n"
+            "file with the bytes of every mesh its <collision>s name, which the daemon\n"
+            "covers with spheres (LINK#s0, LINK#s1, ...; model.get lists mesh_covers).\n"
+            "package://PKG/PATH is PKG/PATH under a --package-path DIR (or DIR/PATH\n"
+            "when DIR is named PKG), then under $ROS_PACKAGE_PATH's directories; a\n"
+            "relative filename is relative to the URDF's directory.  --max-spheres N\n"
+            "(1..1024, default 16) is the spheres per link, --max-overshoot M (metres)\n"
+            "asks for the fewest spheres that stay within M of the mesh:\n"
+            "  repose-cli model.put model=mesh_arm \\\n"
+            "      --urdf tests/data/mesh_arm/mesh_arm_description/urdf/mesh_arm.urdf \\\n"
+            "      --package-path tests/data/mesh_arm --max-spheres 24\n"
+            "  repose-cli model.put '{\"model\":\"mesh_arm\",\"safety_margin\":0.01}' \\\n"
+            "      --urdf tests/data/mesh_arm/mesh_arm_description/urdf/mesh_arm.urdf \\\n"
+            "      --srdf tests/data/mesh_arm/mesh_arm_description/srdf/mesh_arm.srdf \\\n"
+            "      --package-path tests/data/mesh_arm --max-overshoot 0.01\n"
             "In PARAMS-JSON, @FILE as a value is replaced by the JSON in FILE, @@FILE\n"
             "by the text of FILE as a string:\n"
             "  repose-cli scene.put '{\"scene\":\"cell\",\"shapes\":@shapes.json}'\n"
@@ -183,7 +211,8 @@ static void usage(FILE *f)
     fprintf(f, "\n"
                "Environment: REPOSE_SOCKET (the Unix socket when neither --unix nor --host\n"
                "is given), REPOSE_TOKEN_FILE (the token file over TCP when neither\n"
-               "--token-file nor --token is given).\n");
+               "--token-file nor --token is given), ROS_PACKAGE_PATH (directories searched\n"
+               "for package:// mesh filenames after --package-path).\n");
 }
 
 /* Parses a decimal int in [lo, hi]; false when s is not one. */
@@ -590,6 +619,12 @@ static int run_call(rp_client *c, const char *method, const char *params)
         code = report(&err);
         if (k == RP_CLIENT_RPC && err.code == RPC_METHOD_NOT_FOUND)
             suggest_method(c, method);
+        /* A URDF with meshes sent as text (urdf=@@FILE): the daemon asks for
+         * the files, which --urdf reads. */
+        if (k == RP_CLIENT_RPC && strcmp(method, "model.put") == 0 && err.data &&
+            strstr(err.data, "\"params.meshes\""))
+            say("to send a URDF with its mesh files, give it as --urdf FILE "
+                "[--package-path DIR] (see --help)");
     } else {
         print_pretty(stdout, result);
         fflush(stdout);
@@ -950,6 +985,43 @@ static int run_cloud_put(rp_client *c, const cloud_opts *o)
     return code;
 }
 
+/* ---- model.put --urdf ------------------------------------------------------------ */
+
+/* Replaces *params (the params JSON from the other words, or NULL) by the
+ * same object with the URDF's files added (rp_client_urdf_params).
+ * Returns -1 to go on, else the exit code after a message. */
+static int urdf_params(const cli_urdf_flags *f, char **params)
+{
+    cJSON *obj = *params ? cJSON_Parse(*params) : cJSON_CreateObject();
+    free(*params);
+    *params = NULL;
+    if (!obj) {
+        say("out of memory");
+        return EXIT_RPC;
+    }
+    rp_client_urdf_files src = {f->urdf,           f->srdf,        f->package_path,
+                                f->n_package_path, f->max_spheres, f->max_overshoot};
+    rp_client_error err = RP_CLIENT_ERROR_INIT;
+    int code = -1;
+    if (rp_client_urdf_params(&src, obj, &err) != RP_CLIENT_OK) {
+        say("model.put: %s", err.message);
+        code = err.kind == RP_CLIENT_ARG ? EXIT_USAGE : EXIT_RPC;
+    } else {
+        char *text = cJSON_PrintUnformatted(obj);
+        if (!text) {
+            say("out of memory");
+            code = EXIT_RPC;
+        } else {
+            /* cJSON's allocator is malloc here (the library never changes
+             * its hooks), and the caller frees params with free(). */
+            *params = text;
+        }
+    }
+    cJSON_Delete(obj);
+    rp_client_error_free(&err);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -972,12 +1044,28 @@ int main(int argc, char **argv)
     bool bad = false;
     char why[CLI_WHY_MAX];
     bool help = o.method && strcmp(o.method, "help") == 0 && o.nparams == 0;
+    /* model.put --urdf FILE: its files are read before connecting too. */
+    cli_urdf_flags uf = {0};
+    if (o.method && strcmp(o.method, "model.put") == 0) {
+        int left = cli_take_urdf_flags(o.params, o.nparams, &uf, why);
+        if (left < 0) {
+            say("model.put: %s", why);
+            return EXIT_USAGE;
+        }
+        o.nparams = left;
+    }
     char *params =
         o.method && !watch && !cloud ? cli_words_params(o.params, o.nparams, &bad, why) : NULL;
     if (bad) {
         say("%s", why);
+        free(uf.package_path);
         return EXIT_USAGE;
     }
+    if (uf.urdf && (code = urdf_params(&uf, &params)) >= 0) {
+        free(uf.package_path);
+        return code;
+    }
+    free(uf.package_path);
     rp_client *c = open_client(&o, &code);
     if (!c) {
         free(params);

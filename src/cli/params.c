@@ -434,6 +434,94 @@ int cli_split_words(char *p, char ***out)
     return n;
 }
 
+/* ---- model.put --urdf ------------------------------------------------------------ */
+
+int cli_take_urdf_flags(char **words, int n, cli_urdf_flags *f, char *why)
+{
+    memset(f, 0, sizeof *f);
+    why[0] = '\0';
+    int kept = 0;
+    bool spheres_set = false, overshoot_set = false;
+    for (int i = 0; i < n; i++) {
+        const char *w = words[i];
+        if (strncmp(w, "--", 2) != 0) {
+            words[kept++] = words[i];
+            continue;
+        }
+        bool known = strcmp(w, "--urdf") == 0 || strcmp(w, "--srdf") == 0 ||
+                     strcmp(w, "--package-path") == 0 || strcmp(w, "--max-spheres") == 0 ||
+                     strcmp(w, "--max-overshoot") == 0;
+        if (!known) {
+            fail(why,
+                 "unknown flag '%s' (model.put takes --urdf FILE, --srdf FILE, --package-path "
+                 "DIR, --max-spheres N, --max-overshoot M)",
+                 w);
+            goto refuse;
+        }
+        if (i + 1 >= n || !*words[i + 1]) {
+            fail(why, "%s needs a value", w);
+            goto refuse;
+        }
+        const char *v = words[++i];
+        if (strcmp(w, "--package-path") == 0) {
+            const char **more =
+                realloc(f->package_path, (f->n_package_path + 1) * sizeof *f->package_path);
+            if (!more) {
+                fail(why, "out of memory");
+                goto refuse;
+            }
+            f->package_path = more;
+            f->package_path[f->n_package_path++] = v;
+            continue;
+        }
+        if (strcmp(w, "--urdf") == 0 || strcmp(w, "--srdf") == 0) {
+            const char **slot = w[2] == 'u' ? &f->urdf : &f->srdf;
+            if (*slot) {
+                fail(why, "%s is given twice", w);
+                goto refuse;
+            }
+            *slot = v;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        if (strcmp(w, "--max-spheres") == 0) {
+            unsigned long s = strtoul(v, &end, 10);
+            if (spheres_set) {
+                fail(why, "--max-spheres is given twice");
+                goto refuse;
+            }
+            if (errno || end == v || *end || v[0] == '-' || s < 1 || s > 1024) {
+                fail(why, "--max-spheres must be 1..1024 (spheres per link), not '%s'", v);
+                goto refuse;
+            }
+            spheres_set = true;
+            f->max_spheres = (size_t)s;
+        } else {
+            double d = strtod(v, &end);
+            if (overshoot_set) {
+                fail(why, "--max-overshoot is given twice");
+                goto refuse;
+            }
+            if (errno || end == v || *end || !isfinite(d) || !(d >= 0)) {
+                fail(why, "--max-overshoot must be a distance >= 0 in metres, not '%s'", v);
+                goto refuse;
+            }
+            overshoot_set = true;
+            f->max_overshoot = d;
+        }
+    }
+    if (!f->urdf && (f->srdf || f->n_package_path || spheres_set || overshoot_set)) {
+        fail(why, "--srdf, --package-path, --max-spheres and --max-overshoot go with --urdf FILE");
+        goto refuse;
+    }
+    return kept;
+refuse:
+    free(f->package_path);
+    memset(f, 0, sizeof *f);
+    return -1;
+}
+
 /* ---- lines from stdin ---------------------------------------------------------------- */
 
 bool cli_split_line(char *line, char **method, char **rest)

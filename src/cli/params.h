@@ -63,4 +63,25 @@ int cli_split_words(char *p, char ***out);
  * float32's range, a NUL byte, or no memory. */
 float *cli_parse_points(const char *text, size_t len, size_t *n, char *why);
 
+/* The flags of `model.put ... --urdf FILE`: a URDF file sent with its
+ * SRDF and the bytes of its mesh files (rp_client_urdf_params). */
+typedef struct cli_urdf_flags {
+    const char *urdf;          /* --urdf FILE; NULL when not given */
+    const char *srdf;          /* --srdf FILE */
+    const char **package_path; /* --package-path DIR, each in order (malloc'ed; free it) */
+    size_t n_package_path;
+    size_t max_spheres;   /* --max-spheres N (1..1024); 0 when not given */
+    double max_overshoot; /* --max-overshoot M (metres, finite, >= 0); 0 when not given */
+} cli_urdf_flags;
+
+/* Takes the flags above (each "--flag VALUE", two words) out of the n
+ * words after `model.put`, moving the other words, in order, to the front
+ * of words[].  Returns how many words are left (the params: PARAMS-JSON
+ * or KEY=VALUE), or -1 with the reason in why (CLI_WHY_MAX bytes) for a
+ * flag without a value, a bad number, a flag given twice (but
+ * --package-path, which adds a directory each time), another word starting
+ * with "--", or a flag other than --urdf without --urdf.  *f is zeroed
+ * first; on -1 nothing needs freeing. */
+int cli_take_urdf_flags(char **words, int n, cli_urdf_flags *f, char *why);
+
 #endif /* REPOSE_CLI_PARAMS_H */

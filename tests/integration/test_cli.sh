@@ -800,6 +800,8 @@ cp "$DATA/arm7.srdf" "$tmp/helpex/arm.srdf"
 printf '%s\n' '{"post":{"capsule":{"a":[0.6,0.2,0],"b":[0.6,0.2,0.8],"radius":0.04}}}' \
   >"$tmp/helpex/shapes.json"
 printf '0.5 0 0.8\n0.52 0 0.8\n0.9 0.1 0.8\n' >"$tmp/helpex/points.xyz"
+# The URDF-with-meshes examples name tests/data/mesh_arm, as from the repository's root.
+mkdir "$tmp/helpex/tests" && ln -s "$DATA" "$tmp/helpex/tests/data"
 "$CLI" --help >"$tmp/help.txt"
 # The example lines (joined across trailing backslashes), one per line.
 awk '/^  repose-cli / { cmd = $0; while (cmd ~ /\\$/ && (getline nxt) > 0) {
