@@ -10,12 +10,15 @@
 Every protocol method is a method of :class:`Client` (``.`` becomes ``_``);
 errors are :class:`ReposeError` subclasses; :func:`pose` builds a pose
 (translation and quaternion) for objects and checks; :func:`cloud_points`
-reads the centres of a point cloud scene.get returned.  Standard library
+reads the centres of a point cloud scene.get returned;
+:meth:`Client.load_urdf` sends a URDF with the mesh files its collisions
+name (:func:`read_urdf_meshes` finds them).  Standard library
 only; numpy arrays are accepted wherever the protocol takes numbers (a
 cloud's points as packed float32).
 """
 
 from .client import Client, Notification, Pending, Pipeline, Watch
+from .meshes import MeshNotFound, read_urdf_meshes
 from .methods import pose
 from .wire import RawJSON, cloud_points, encode_request, number_rows
 from .errors import (AlreadyExists, ConnectionLost, InternalError, InvalidParams, InvalidRequest,
@@ -26,7 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Notification", "Pending", "Pipeline", "Watch", "encode_request", "RawJSON",
-    "number_rows", "pose", "cloud_points",
+    "number_rows", "pose", "cloud_points", "MeshNotFound", "read_urdf_meshes",
     "ReposeError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
     "InternalError", "NotFound", "AlreadyExists", "RevisionConflict", "LimitExceeded",
     "Unauthorized", "ShuttingDown", "StorageError", "ConnectionLost", "ProtocolError",

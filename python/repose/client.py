@@ -9,9 +9,11 @@ import json
 import os
 import select
 import socket
-from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
+from typing import (Any, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple,
+                    Union)
 
 from .errors import ConnectionLost, ProtocolError, ReposeError, error_from_reply
+from .meshes import PathLike, read_urdf_meshes
 from .methods import Methods
 from .wire import encode_request
 
@@ -377,17 +379,40 @@ class Client(Methods):
                 return Notification(msg)
             raise ProtocolError(f"a reply with no request outstanding: {line[:200]!r}")
 
-    def load_urdf(self, model: str, urdf_path: str, srdf_path: Optional[str] = None,
-                  **options: Any) -> Any:
+    def load_urdf(self, model: str, urdf_path: PathLike, srdf_path: Optional[PathLike] = None,
+                  *, package_path: Union[PathLike, Iterable[PathLike], None] = (),
+                  spherize: Optional[Mapping[str, Any]] = None, **options: Any) -> Any:
         """Reads a URDF file (and an SRDF file) and sends them with ``model.put``;
-        ``options`` are model.put's other params (``allow_adjacent``, ...)."""
+        ``options`` are model.put's other params (``allow_adjacent``, ...).
+
+        The mesh files the URDF's ``<collision>`` elements name (``<mesh
+        filename>``; ``<visual>`` meshes are not sent) are read here and sent
+        in ``meshes``, base64, under their filenames as written:
+        ``package://NAME/rest`` is looked up in ``package_path`` (a directory
+        or a list of them), then in $ROS_PACKAGE_PATH's entries, as DIR/NAME/rest
+        or, for a DIR named NAME, DIR/rest; ``file:///abs`` and absolute paths
+        are themselves; a relative path is relative to the URDF's folder.  A
+        file not found raises :class:`repose.MeshNotFound` (a
+        FileNotFoundError naming the URI, the link and the directories
+        tried) before anything is sent.  ``spherize`` ({``max_spheres``,
+        ``max_overshoot``}) is the daemon's sphere budget per link; the
+        daemon reports its covers in model_get's ``mesh_covers``.  A
+        ``meshes`` option given here is sent as given, its files not read."""
         with open(urdf_path, encoding="utf-8") as f:
             urdf = f.read()
         srdf = None
         if srdf_path is not None:
             with open(srdf_path, encoding="utf-8") as f:
                 srdf = f.read()
-        return self.model_put(model, urdf=urdf, srdf=srdf, **options)
+        given = options.pop("meshes", None)
+        meshes = read_urdf_meshes(urdf_path, package_path, urdf=urdf,
+                                  skip=given.keys() if isinstance(given, Mapping) else ())
+        if isinstance(given, Mapping):
+            meshes.update(given)
+        elif given is not None:
+            meshes = given  # not a mapping: the daemon says what is wrong with it
+        return self.model_put(model, urdf=urdf, srdf=srdf, meshes=meshes or None,
+                              spherize=spherize, **options)
 
     def close(self) -> None:
         """Closes the connection (its watches end with it)."""
