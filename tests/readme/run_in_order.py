@@ -8,7 +8,7 @@ collide with a later one, and every command must succeed.
 What runs, section by section (README.md):
   - "A session": the request lines of the console block, on one Unix
     connection; the replies must be the ones shown;
-  - "Robots in joint space", "A shared cell: objects, robots and point clouds", "From the
+  - "Robots in joint space", "Your robot", "A shared cell: objects, robots and point clouds", "From the
     shell: repose-cli", "Watching a scene", "From Python": every line of the sh blocks (the venv and pip
     lines aside: python/tests/install.sh runs those), and the python blocks
     in one interpreter.  `repose-cli watch` runs in the background; the
@@ -34,7 +34,8 @@ import tempfile
 import time
 
 src, reposed, cli = (os.path.abspath(a) for a in sys.argv[1:4])
-RUN = {"A session", "Robots in joint space", "A shared cell: objects, robots and point clouds",
+RUN = {"A session", "Robots in joint space", "Your robot",
+       "A shared cell: objects, robots and point clouds",
        "From the shell: repose-cli", "Watching a scene", "From Python"}
 failures = []
 
@@ -87,6 +88,10 @@ os.chmod(token, 0o600)
 bindir = os.path.join(tmp, "bin")
 os.makedirs(bindir)
 os.symlink(cli, os.path.join(bindir, "repose-cli"))
+# repose-spherize ("Your robot") is built next to repose-cli.
+spherize = os.path.join(os.path.dirname(cli), "repose-spherize")
+if os.path.exists(spherize):
+    os.symlink(spherize, os.path.join(bindir, "repose-spherize"))
 log_path = os.path.join(tmp, "log")
 with open(log_path, "w") as log:
     daemon = subprocess.Popen([reposed, "--unix", sock, "--tcp", "127.0.0.1:0",
