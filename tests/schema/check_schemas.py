@@ -66,6 +66,8 @@ SEMANTIC_REASONS = (
     "beyond the largest double",    # a pose or joint vector moving a link past +-DBL_MAX
     # kinematic models: the joint tree, and names that refer to the stored model
     "is no active joint",           # a joint vector's key is no joint of that model
+    "is no group of the model",     # params.group names no group of the stored model
+    "is no named state of the model",  # a joint vector names no state of the stored model
     "names no active joint",        # default_positions key is no joint of the tree
     "names no link of the model",   # attached link / touch_links / allowed_scene
     "is already a shape id",        # attached id taken by the model
