@@ -11,8 +11,9 @@
  *      area sampling misses, pull a sphere towards them).  When the mesh is
  *      closed (every edge on an even number of triangles), also the inside:
  *      the centres of a grid of some 2048 cells over the bounding box that
- *      ray parity puts inside (add_interior).  The overshoot counts the
- *      inner sides of the spheres too, so a solid is best filled, not lined.
+ *      ray parity puts inside (add_interior), so that balls fill a solid
+ *      instead of lining its surface.  The overshoot of a closed mesh
+ *      counts only what the cover reaches beyond the solid.
  *   3. Cluster the samples for k = 1, 2, ... spheres (k-centre: the largest
  *      radius is what sets the overshoot of a cover of a surface).  Each k
  *      starts from the k-1 balls plus a new centre at the sample farthest
@@ -37,9 +38,9 @@
  *   clustering gives 0.47 m with 16); the cover with the smallest estimated
  *   overshoot wins (the first on a tie).  A budget sees every candidate of
  *   a smaller power-of-two budget, so from one such budget to any larger
- *   one the overshoot cannot grow.  With max_overshoot > 0 the balls of
- *   step 3 are estimated for each k and step 4 runs once, from them, for
- *   the first k that meets the goal (or the budget).
+ *   one the overshoot cannot grow.  With max_overshoot > 0 step 4 runs for
+ *   k = 1, 2, 3, ... (both seeds each) until a cover meets the goal; when
+ *   none does, the best of them is returned.
  *
  * Why the cover is airtight.  A triangle with corners a, b, c is the image
  * of the parameter triangle {(u, v): u, v >= 0, u + v <= 1} under
@@ -273,6 +274,7 @@ typedef struct sctx {
 
     rp_vec3 *samples; /* step 2: surface samples, then interior ones */
     size_t ns, ns_surf;
+    int closed; /* the mesh bounds a solid (add_interior): parity tells inside */
 
     leaf *leaves; /* step 4: grown on demand */
     size_t nleaves, leaves_cap;
@@ -689,9 +691,13 @@ static void make_lattice(sctx *s)
     }
 }
 
+static int solid_inside(const sctx *s, rp_vec3 p);
+
 /* The estimated overshoot of the balls b[0..k) (r < 0: absent): over the
- * lattice points of each sphere inside no other ball, the largest distance
- * to the mesh. */
+ * lattice points of each sphere inside no other ball (points of the
+ * cover's boundary), the largest distance to the mesh; for a closed mesh,
+ * only of those outside the solid it bounds (a boundary point inside the
+ * link reaches no further than the link does). */
 static double estimate(const sctx *s, const ball *b, size_t k)
 {
     double worst2 = 0.0;
@@ -703,8 +709,11 @@ static double estimate(const sctx *s, const ball *b, size_t k)
             int inside = 0;
             for (size_t j = 0; j < k && !inside; j++)
                 inside = j != i && b[j].r > 0.0 && dist2(x, b[j].c) < b[j].r * b[j].r;
-            if (!inside)
-                worst2 = max2(worst2, mesh_d2(s, x, worst2));
+            if (inside)
+                continue;
+            double d2 = mesh_d2(s, x, worst2);
+            if (d2 > worst2 && !(s->closed && solid_inside(s, x)))
+                worst2 = d2; /* (the parity only for a point that would raise it) */
         }
     }
     return sqrt(worst2);
@@ -831,6 +840,20 @@ static size_t crossings(const sctx *s, rp_vec3 o, rp_vec3 d)
     return hits;
 }
 
+/* Whether p is inside the solid a closed mesh bounds: the parity of
+ * crossings by a majority of three rays in skew directions (against rays
+ * through an edge). */
+static int solid_inside(const sctx *s, rp_vec3 p)
+{
+    static const rp_vec3 rays[3] = {{0.5773502691896258, 0.5773502691896257, 0.5773502691896259},
+                                    {-0.2672612419124244, 0.8017837257372732, -0.5345224838248488},
+                                    {0.8164965809277261, -0.4082482904638631, -0.408248290463863}};
+    int odd = 0;
+    for (int r = 0; r < 3; r++)
+        odd += (int)(crossings(s, p, rays[r]) & 1);
+    return odd >= 2;
+}
+
 /* Adds points of the inside of a closed mesh to the samples: the centres
  * of a grid of some INTERIOR_SAMPLES cells over the bounding box that an
  * odd number of triangles surrounds (parity of crossings, by a majority of
@@ -845,6 +868,7 @@ static rp_status add_interior(sctx *s, size_t nv)
     rp_status st = is_closed(s, nv, &closed);
     if (st || !closed)
         return st;
+    s->closed = 1;
     rp_vec3 ext = v3_sub(s->hi, s->lo);
     double vol = ext.x * ext.y * ext.z;
     if (!(vol > 0.0))
@@ -863,19 +887,13 @@ static rp_status add_interior(sctx *s, size_t nv)
     if (!grown)
         return RP_ERR_NOMEM;
     s->samples = grown;
-    static const rp_vec3 rays[3] = {{0.5773502691896258, 0.5773502691896257, 0.5773502691896259},
-                                    {-0.2672612419124244, 0.8017837257372732, -0.5345224838248488},
-                                    {0.8164965809277261, -0.4082482904638631, -0.408248290463863}};
     for (size_t i = 0; i < nx; i++) {
         for (size_t j = 0; j < ny; j++) {
             for (size_t k = 0; k < nz; k++) {
                 rp_vec3 p = v3(s->lo.x + ext.x * ((double)i + 0.5) / (double)nx,
                                s->lo.y + ext.y * ((double)j + 0.5) / (double)ny,
                                s->lo.z + ext.z * ((double)k + 0.5) / (double)nz);
-                int odd = 0;
-                for (int r = 0; r < 3; r++)
-                    odd += (int)(crossings(s, p, rays[r]) & 1);
-                if (odd >= 2)
+                if (solid_inside(s, p))
                     s->samples[s->ns++] = p;
             }
         }
@@ -1100,7 +1118,9 @@ static rp_status cover(sctx *s, const ball *seed, size_t k, ball *work, uint32_t
             work[j].r = -1.0;
             continue;
         }
-        work[j].r = max2(cov[j] < 0.0 ? 0.0 : inflate(cov[j], s->m), fill[j]);
+        /* The surface's reach sets the radius (the cover's promise); a
+         * ball that holds only interior samples is kept at their reach. */
+        work[j].r = cov[j] < 0.0 ? fill[j] : inflate(cov[j], s->m);
         out[n].center = work[j].c;
         out[n].radius = work[j].r;
         n++;
@@ -1282,8 +1302,9 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
     for (;;) {
         int more = cl.k < budget && cluster_step(&s, &cl);
         int last = !more || cl.k == budget;
-        int want =
-            last || (goal > 0.0 ? estimate(&s, cl.best, cl.k) <= goal : is_candidate(cl.k, budget));
+        /* With a goal every k is a candidate (the fewest spheres that meet
+         * it); without, the powers of two and the budget. */
+        int want = last || goal > 0.0 || is_candidate(cl.k, budget);
         if (want && cl.k != covered_k) {
             size_t n;
             double over;
@@ -1291,7 +1312,7 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
             if (st)
                 goto done;
             covered_k = cl.k;
-            if (goal == 0.0) {
+            {
                 size_t g = grid_seeds(&s, cl.k, gridb);
                 size_t n2 = 0;
                 double over2 = INFINITY;
@@ -1306,15 +1327,20 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
                     over = over2;
                 }
             }
-            if (over < best_over) {
+            /* The best so far; with a goal, the first that meets it ends
+             * the search (else the best of all, as without one). */
+            int met = goal > 0.0 && over <= goal;
+            if (over < best_over || met) {
                 rp_sphere *t = best;
                 best = cand;
                 cand = t;
                 best_n = n;
                 best_over = over;
             }
+            if (met)
+                break;
         }
-        if (last || (want && goal > 0.0))
+        if (last)
             break;
     }
     out->spheres = best;

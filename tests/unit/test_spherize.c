@@ -350,6 +350,15 @@ static void a_goal_stops_early(void **state)
     print_message("torus: goal 0.2 -> %zu spheres (overshoot %.4f); no goal -> %zu (%.4f)\n",
                   a.n_spheres, a.overshoot, b.n_spheres, b.overshoot);
     assert_true(a.n_spheres < b.n_spheres);
+    assert_true(a.overshoot <= 0.2);
+    assert_int_equal(uncovered(&m, a.spheres, a.n_spheres), 0);
+    rp_spherize_result_free(&a);
+    /* A goal no cover meets gives the best cover found, no worse than the
+     * search without a goal (which sees fewer candidates). */
+    rp_spherize_opts tight = {32, 1e-9};
+    assert_int_equal(rp_spherize(&tm, &tight, &a), RP_OK);
+    print_message("torus: goal 1e-9 -> %zu spheres (overshoot %.4f)\n", a.n_spheres, a.overshoot);
+    assert_true(a.overshoot <= b.overshoot);
     assert_int_equal(uncovered(&m, a.spheres, a.n_spheres), 0);
     rp_spherize_result_free(&a);
     rp_spherize_result_free(&b);
