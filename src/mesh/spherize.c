@@ -21,8 +21,9 @@
  *      Lloyd-like loop: samples to the nearest centre, each cluster's centre
  *      to the centre of its minimum enclosing ball (Welzl, move-to-front);
  *      the best round (smallest largest radius) is kept.
- *   4. Cover (cover()): split every triangle into pieces no longer than a
- *      quarter of the seed balls' mean radius (fewer when there would be
+ *   4. Cover (cover()): split every triangle (by bisection across its
+ *      longest edge) into pieces no longer than a quarter of the seed
+ *      balls' mean radius (fewer when there would be
  *      more than LEAF_CAP pieces), give each piece (and interior sample) to
  *      the ball it makes grow least, refit each ball to its pieces' corners
  *      and samples (REFINE_PASSES times), give the pieces out once more and
@@ -44,10 +45,13 @@
  *
  * Why the cover is airtight.  A triangle with corners a, b, c is the image
  * of the parameter triangle {(u, v): u, v >= 0, u + v <= 1} under
- * P(u, v) = a + u (b - a) + v (c - a).  A triangle is split on the grid of
- * step 2^-d in (u, v): its 4^d cells tile the parameter triangle exactly
- * (their corners are dyadic, so exact doubles), hence their images tile the
- * mesh triangle exactly, degenerate triangles included.  Each piece is given
+ * P(u, v) = a + u (b - a) + v (c - a).  A triangle is split by repeated
+ * bisection in (u, v): a piece is halved through the midpoint of one of
+ * its edges, from the opposite corner.  The halves tile the piece exactly,
+ * and every corner is dyadic (the midpoint of two dyadic pairs; at most
+ * 48 bisections deep), so an exact double: the pieces tile the parameter
+ * triangle exactly, hence their images tile the mesh triangle exactly,
+ * degenerate triangles included.  Each piece is given
  * wholly to one sphere, whose radius is at least the distance from its
  * centre to each exact corner P(u, v) of each of its pieces; the ball being
  * convex, it then holds each piece.  Only the rounding remains, bounded with
@@ -91,7 +95,6 @@
 #define REFINE_PASSES 2       /* refits of the balls to their pieces (step 4) */
 #define LEAF_FRACTION 0.25    /* piece length / mean ball radius */
 #define LEAF_CAP 32768        /* most pieces from splitting (every triangle is one at least) */
-#define LEAF_MAX_DEPTH 10     /* 4^10 pieces per triangle at most */
 #define LATTICE 192           /* surface points per sphere for the estimate */
 #define BVH_LEAF 4            /* triangles per leaf of the distance tree */
 #define INTERIOR_SAMPLES 2048 /* grid cells over the bounding box of a closed mesh */
@@ -903,33 +906,74 @@ static rp_status add_interior(sctx *s, size_t nv)
 
 /* ---- step 4: the cover ------------------------------------------------------ */
 
-static int leaf_depth(double edge, double h)
+/* A piece of a triangle in its parameters (u, v): corners with dyadic
+ * coordinates, so exact doubles (each bisection adds one bit; at most
+ * BISECT_MAX_DEPTH of them). */
+typedef struct ppiece {
+    double u[3], v[3];
+    int depth;
+} ppiece;
+
+#define BISECT_MAX_DEPTH 48
+
+/* Splits triangle t into pieces whose edges are at most h long (in
+ * space): each split halves a piece through the midpoint of the edge that
+ * is longest in space, from the opposite corner.  The halves tile the
+ * piece exactly in (u, v), and a long thin triangle is cut across its
+ * length only, not into 4^d cells as a grid would.  With out NULL the
+ * pieces are only counted.  Returns their number. */
+static size_t split_triangle(const sctx *s, size_t t, double h, leaf *out)
 {
-    int d = 0;
-    while (d < LEAF_MAX_DEPTH && edge > h * ldexp(1.0, d))
-        d++;
-    return d;
+    rp_vec3 a, b, c;
+    tri_corners(s, t, &a, &b, &c);
+    rp_vec3 ab = v3_sub(b, a), ac = v3_sub(c, a);
+    ppiece stack[BISECT_MAX_DEPTH + 2];
+    int top = 0;
+    stack[top++] = (ppiece){{0.0, 1.0, 0.0}, {0.0, 0.0, 1.0}, 0};
+    size_t n = 0;
+    double h2 = h * h;
+    while (top > 0) {
+        ppiece pc = stack[--top];
+        rp_vec3 q[3];
+        for (int i = 0; i < 3; i++)
+            q[i] = pc.depth == 0 ? (i == 0   ? a
+                                    : i == 1 ? b
+                                             : c)
+                                 : param_point(a, ab, ac, pc.u[i], pc.v[i]);
+        double e[3] = {dist2(q[1], q[2]), dist2(q[2], q[0]), dist2(q[0], q[1])};
+        int k = e[0] >= e[1] && e[0] >= e[2] ? 0 : e[1] >= e[2] ? 1 : 2;
+        if (!(e[k] > h2) || pc.depth >= BISECT_MAX_DEPTH) {
+            if (out) {
+                out[n].p[0] = q[0];
+                out[n].p[1] = q[1];
+                out[n].p[2] = q[2];
+            }
+            n++;
+            continue;
+        }
+        /* Edge k is opposite corner k: split it at its midpoint m. */
+        int i = (k + 1) % 3, j = (k + 2) % 3;
+        double mu = 0.5 * (pc.u[i] + pc.u[j]), mv = 0.5 * (pc.v[i] + pc.v[j]);
+        ppiece h1 = pc, hb = pc;
+        h1.u[j] = mu, h1.v[j] = mv;
+        hb.u[i] = mu, hb.v[i] = mv;
+        h1.depth = hb.depth = pc.depth + 1;
+        stack[top++] = hb;
+        stack[top++] = h1;
+    }
+    return n;
 }
 
-static double longest_edge(rp_vec3 a, rp_vec3 b, rp_vec3 c)
-{
-    return sqrt(max3(dist2(a, b), dist2(b, c), dist2(c, a)));
-}
-
-/* Splits every triangle into 4^d pieces on the dyadic grid of its
- * parameter triangle (file comment), d the least making the pieces' edges
- * at most h (h doubled until there are at most LEAF_CAP pieces, or each
- * triangle is one piece). */
+/* Step 4's pieces: every triangle split into pieces whose edges are at
+ * most h (h doubled until there are at most LEAF_CAP pieces, or each
+ * triangle is one). */
 static rp_status make_leaves(sctx *s, double h)
 {
     size_t total;
     for (;;) {
         total = 0;
-        for (size_t t = 0; t < s->nt; t++) {
-            rp_vec3 a, b, c;
-            tri_corners(s, t, &a, &b, &c);
-            total += (size_t)1 << (2 * leaf_depth(longest_edge(a, b, c), h));
-        }
+        for (size_t t = 0; t < s->nt && total <= LEAF_CAP; t++)
+            total += split_triangle(s, t, h, NULL);
         if (total <= LEAF_CAP || total == s->nt)
             break;
         h *= 2.0;
@@ -950,39 +994,8 @@ static rp_status make_leaves(sctx *s, double h)
         }
     }
     size_t n = 0;
-    for (size_t t = 0; t < s->nt; t++) {
-        rp_vec3 a, b, c;
-        tri_corners(s, t, &a, &b, &c);
-        int d = leaf_depth(longest_edge(a, b, c), h);
-        if (d == 0) {
-            leaf *lf = &s->leaves[n++];
-            lf->p[0] = a;
-            lf->p[1] = b;
-            lf->p[2] = c;
-            continue;
-        }
-        rp_vec3 ab = v3_sub(b, a), ac = v3_sub(c, a);
-        int g = 1 << d;
-        double step = ldexp(1.0, -d);
-        for (int i = 0; i < g; i++) {
-            for (int j = 0; i + j < g; j++) {
-                double u0 = i * step, u1 = (i + 1) * step, w0 = j * step, w1 = (j + 1) * step;
-                rp_vec3 p00 = param_point(a, ab, ac, u0, w0);
-                rp_vec3 p10 = param_point(a, ab, ac, u1, w0);
-                rp_vec3 p01 = param_point(a, ab, ac, u0, w1);
-                leaf *lf = &s->leaves[n++];
-                lf->p[0] = p00;
-                lf->p[1] = p10;
-                lf->p[2] = p01;
-                if (i + j + 1 < g) {
-                    lf = &s->leaves[n++];
-                    lf->p[0] = p10;
-                    lf->p[1] = param_point(a, ab, ac, u1, w1);
-                    lf->p[2] = p01;
-                }
-            }
-        }
-    }
+    for (size_t t = 0; t < s->nt; t++)
+        n += split_triangle(s, t, h, s->leaves + n);
     s->nleaves = n;
     return RP_OK;
 }
