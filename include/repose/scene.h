@@ -700,7 +700,8 @@ typedef struct rp_group_def {
 } rp_group_def;
 
 /// A named configuration of a group (an SRDF <group_state>): values of
-/// active joints; the others keep their defaults.
+/// joints of the tree (those of joints that do not move are kept, not
+/// applied); the others keep their defaults.
 typedef struct rp_state_def {
     const char *name;
     const char *group; ///< A group of the definition.
@@ -794,8 +795,8 @@ typedef enum rp_model_problem {
     RP_MODEL_BAD_GROUP,           ///< groups[index]: joint `element` names no joint of the
                                   ///< tree, or the name repeats an earlier group's.
     RP_MODEL_BAD_STATE,           ///< states[index]: its group is unknown (element SIZE_MAX),
-                                  ///< joint `element` is no active joint or its value is not
-                                  ///< finite, or (name, group) repeats.
+                                  ///< joint `element` is no joint of the tree or its value is
+                                  ///< not finite, or (name, group) repeats.
     RP_MODEL_BAD_END_EFFECTOR,    ///< end_effectors[index]: an unknown link or group, or a
                                   ///< repeated name.
     RP_MODEL_BAD_PASSIVE          ///< passive_joints[index] names no joint of the tree.

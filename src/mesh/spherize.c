@@ -32,8 +32,13 @@
  *   5. Estimate the overshoot on a Fibonacci lattice of each sphere
  *      (estimate()), the exact point-triangle distance through a bounding
  *      volume tree of the triangles.
+ *   3b. For a closed mesh, medial seeds (medial_seeds): balls centred
+ *      inside, of radius their distance to the surface plus one slack, the
+ *      least slack for which a greedy set cover of the surface samples
+ *      needs at most k of them (a rounded link's best cover sits on its
+ *      axis, which clustering does not find).
  *   With max_overshoot 0, step 4 runs for k = 1, 2, 4, ..., and the budget,
- *   each from two seeds: the clustered balls and the balls around the
+ *   each from two seeds (three from k = 4 on, with the medial ones): the clustered balls and the balls around the
  *   cells of a grid of at most k cells over the bounding box (grid_seeds:
  *   what fills a box best: 0.18 m for the unit cube with 8 spheres, where
  *   clustering gives 0.47 m with 16); the cover with the smallest estimated
@@ -1079,7 +1084,7 @@ static double inflate(double reach, double m)
 /* Step 4 from the clustered balls seed[0..k): the final spheres into
  * out[0..*n_out) and their estimated overshoot into *overshoot.  cnt has
  * k + 1 entries of scratch. */
-static rp_status cover(sctx *s, const ball *seed, size_t k, ball *work, uint32_t *cnt,
+static rp_status cover(sctx *s, const ball *seed, size_t k, int passes, ball *work, uint32_t *cnt,
                        rp_sphere *out, size_t *n_out, double *overshoot)
 {
     size_t n_in = s->ns - s->ns_surf;
@@ -1098,7 +1103,7 @@ static rp_status cover(sctx *s, const ball *seed, size_t k, ball *work, uint32_t
     if (st)
         return st;
     double reach;
-    for (int pass = 0; pass < REFINE_PASSES; pass++) {
+    for (int pass = 0; pass < passes; pass++) {
         for (size_t i = 0; i < s->nleaves; i++)
             s->leaf_asg[i] = least_growth(&s->leaves[i], work, k, &reach);
         for (size_t i = 0; i < n_in; i++)
@@ -1142,6 +1147,126 @@ static rp_status cover(sctx *s, const ball *seed, size_t k, ball *work, uint32_t
     *n_out = n;
     *overshoot = estimate(s, work, k);
     return RP_OK;
+}
+
+/* ---- step 3b: seeds on the medial axis of a closed mesh ------------------------ */
+
+/* Balls centred inside the solid, each of radius its centre's distance to
+ * the surface plus one slack delta: for a solid, good covers sit on its
+ * medial axis (a rounded cylinder's on its axis, where a ball bulges out
+ * by about slice^2 / 8r, where a ball centred on the surface bulges out by
+ * its whole radius), which neither clustering the samples nor a grid
+ * finds.  For k balls, the least delta (bisection) for which a greedy set
+ * cover of the surface samples needs at most k of them gives the seeds;
+ * surface samples are candidates too (radius delta), for rims and thin
+ * parts where no deep ball fits.  Quality only, like every seed. */
+#define MEDIAL_CANDIDATES 384
+#define MEDIAL_SURFACE 1024
+#define MEDIAL_WORDS (MEDIAL_SURFACE / 64)
+
+typedef struct medial {
+    size_t nc, np;
+    rp_vec3 c[MEDIAL_CANDIDATES];
+    double d[MEDIAL_CANDIDATES];                   /* distance to the surface */
+    float need[MEDIAL_CANDIDATES][MEDIAL_SURFACE]; /* slack that covers sample p */
+    uint64_t row[MEDIAL_CANDIDATES][MEDIAL_WORDS];
+} medial;
+
+static medial *medial_new(const sctx *s)
+{
+    size_t n_in = s->ns - s->ns_surf;
+    if (!s->closed || n_in == 0 || s->ns_surf == 0)
+        return NULL;
+    medial *md = calloc(1, sizeof *md);
+    if (!md)
+        return NULL;
+    size_t n_deep = n_in < 2 * MEDIAL_CANDIDATES / 3 ? n_in : 2 * MEDIAL_CANDIDATES / 3;
+    size_t n_surf = MEDIAL_CANDIDATES - n_deep;
+    if (n_surf > s->ns_surf)
+        n_surf = s->ns_surf;
+    md->nc = n_deep + n_surf;
+    md->np = s->ns_surf < MEDIAL_SURFACE ? s->ns_surf : MEDIAL_SURFACE;
+    for (size_t i = 0; i < md->nc; i++) {
+        md->c[i] = i < n_deep ? s->samples[s->ns_surf + i * n_in / n_deep]
+                              : s->samples[(i - n_deep) * s->ns_surf / n_surf];
+        md->d[i] = i < n_deep ? sqrt(mesh_d2(s, md->c[i], 0.0)) : 0.0; /* (exact: no early stop) */
+    }
+    for (size_t i = 0; i < md->nc; i++)
+        for (size_t q = 0; q < md->np; q++) {
+            rp_vec3 p = s->samples[q * s->ns_surf / md->np];
+            md->need[i][q] = (float)(sqrt(dist2(p, md->c[i])) - md->d[i]);
+        }
+    return md;
+}
+
+/* The greedy cover at slack delta with at most k balls (their candidates
+ * into pick[]); how many it took, or k + 1 when k do not cover. */
+static size_t medial_greedy(medial *md, double delta, size_t k, size_t *pick)
+{
+    uint64_t covered[MEDIAL_WORDS] = {0};
+    size_t words = (md->np + 63) / 64;
+    for (size_t i = 0; i < md->nc; i++) {
+        memset(md->row[i], 0, sizeof md->row[i]);
+        for (size_t q = 0; q < md->np; q++)
+            if (md->need[i][q] <= delta)
+                md->row[i][q / 64] |= (uint64_t)1 << (q % 64);
+    }
+    size_t left = md->np;
+    for (size_t n = 0; n < k; n++) {
+        size_t best = SIZE_MAX, gain = 0;
+        for (size_t i = 0; i < md->nc; i++) {
+            size_t g = 0;
+            for (size_t w = 0; w < words; w++)
+                g += (size_t)__builtin_popcountll(md->row[i][w] & ~covered[w]);
+            if (g > gain) {
+                gain = g;
+                best = i;
+            }
+        }
+        if (best == SIZE_MAX)
+            return k + 1;
+        pick[n] = best;
+        for (size_t w = 0; w < words; w++)
+            covered[w] |= md->row[best][w];
+        left -= gain;
+        if (left == 0)
+            return n + 1;
+    }
+    return k + 1;
+}
+
+/* Up to k medial seeds into b; how many (0: none). */
+static size_t medial_seeds(medial *md, size_t k, ball *b)
+{
+    if (!md || k == 0)
+        return 0;
+    size_t *pick = malloc(k * sizeof *pick), *got = malloc(k * sizeof *got);
+    size_t n = 0;
+    if (pick && got) {
+        double lo = 0.0, hi = 0.0;
+        for (size_t i = 0; i < md->nc; i++)
+            for (size_t q = 0; q < md->np; q++)
+                hi = max2(hi, (double)md->need[i][q]);
+        n = medial_greedy(md, hi, k, got);
+        for (int it = 0; it < 14 && n <= k; it++) {
+            double mid = 0.5 * (lo + hi);
+            size_t m = medial_greedy(md, mid, k, pick);
+            if (m <= k) {
+                hi = mid;
+                n = m;
+                memcpy(got, pick, m * sizeof *got);
+            } else {
+                lo = mid;
+            }
+        }
+        if (n > k)
+            n = 0;
+        for (size_t j = 0; j < n; j++)
+            b[j] = (ball){md->c[got[j]], md->d[got[j]] + hi};
+    }
+    free(pick);
+    free(got);
+    return n;
 }
 
 /* Seeds from a grid over the bounding box: at most c cells, as near cubes
@@ -1277,6 +1402,7 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
     ball *work = NULL;
     rp_sphere *best = NULL, *cand = NULL, *cand2 = NULL;
     ball *gridb = NULL;
+    medial *med = NULL;
     size_t best_n = 0;
     double best_over = INFINITY;
     st = make_samples(&s);
@@ -1307,6 +1433,7 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
         !best || !cand || !cand2 || !gridb || !s.in_asg)
         goto done;
     make_lattice(&s);
+    med = medial_new(&s); /* (NULL: no medial seeds; out of memory too) */
 
     /* With a goal: the first k whose clustered balls meet it, or the last.
      * Without: the best of the candidates, and of the last k when the
@@ -1321,7 +1448,7 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
         if (want && cl.k != covered_k) {
             size_t n;
             double over;
-            st = cover(&s, cl.best, cl.k, work, cl.cnt, cand, &n, &over);
+            st = cover(&s, cl.best, cl.k, REFINE_PASSES, work, cl.cnt, cand, &n, &over);
             if (st)
                 goto done;
             covered_k = cl.k;
@@ -1329,7 +1456,26 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
                 size_t g = grid_seeds(&s, cl.k, gridb);
                 size_t n2 = 0;
                 double over2 = INFINITY;
-                st = g > 0 ? cover(&s, gridb, g, work, cl.cnt, cand2, &n2, &over2) : RP_OK;
+                st = g > 0 ? cover(&s, gridb, g, REFINE_PASSES, work, cl.cnt, cand2, &n2, &over2)
+                           : RP_OK;
+                if (st)
+                    goto done;
+                if (g > 0 && over2 < over) {
+                    rp_sphere *t = cand;
+                    cand = cand2;
+                    cand2 = t;
+                    n = n2;
+                    over = over2;
+                }
+                /* The medial seeds, as placed (a refit would pull them off
+                 * the axis towards the surface); from 4 balls on, where
+                 * they pay for the cover each costs (every candidate k >= 4,
+                 * so a budget still sees each candidate of a smaller
+                 * power-of-two budget). */
+                g = cl.k >= 4 ? medial_seeds(med, cl.k, gridb) : 0;
+                over2 = INFINITY;
+                st = g > 0 ? cover(&s, gridb, g, 0, work, cl.cnt, cand2, &n2, &over2) : RP_OK;
+
                 if (st)
                     goto done;
                 if (g > 0 && over2 < over) {
@@ -1362,6 +1508,7 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
     best = NULL;
     st = RP_OK;
 done:
+    free(med);
     free(best);
     free(cand);
     free(cand2);

@@ -550,7 +550,7 @@ static size_t group_find(const rp_model_def *def, const char *name, size_t befor
     return SIZE_MAX;
 }
 
-static rp_status check_srdf(const compiler *c, const size_t *dof_of, rp_model_error *err)
+static rp_status check_srdf(const compiler *c, rp_model_error *err)
 {
     const rp_model_def *def = c->def;
     for (size_t g = 0; g < def->n_groups; g++) {
@@ -572,9 +572,13 @@ static rp_status check_srdf(const compiler *c, const size_t *dof_of, rp_model_er
             if (strcmp(def->states[t].name, sd->name) == 0 &&
                 strcmp(def->states[t].group, sd->group) == 0)
                 return fail(err, RP_MODEL_BAD_STATE, s, SIZE_MAX);
+        /* A joint that does not move (fixed, or a mimic) may have a value:
+         * SRDFs are shared by URDFs that fix different joints (VAMP's
+         * Panda fixes the fingers its SRDF's "open" state names).  Such a
+         * value is kept and not applied. */
         for (size_t i = 0; i < sd->n_joints; i++) {
             size_t j = sd->joints[i] ? names_find(&c->joints, sd->joints[i]) : SIZE_MAX;
-            if (j == SIZE_MAX || dof_of[j] == SIZE_MAX || !isfinite(sd->values[i]))
+            if (j == SIZE_MAX || !isfinite(sd->values[i]))
                 return fail(err, RP_MODEL_BAD_STATE, s, i);
         }
     }
@@ -718,7 +722,7 @@ rp_status rp_kin_compile_(rp_model *m, const rp_model_def *def, rp_model_error *
     if (!keep_names(k, &c, &used) || !(dof_of = malloc((nj ? nj : 1) * sizeof *dof_of)))
         goto out;
     copy_joints(k, &c, &used, dof_of);
-    if ((st = set_defaults(k, &c, dof_of, err)) || (st = check_srdf(&c, dof_of, err)) ||
+    if ((st = set_defaults(k, &c, dof_of, err)) || (st = check_srdf(&c, err)) ||
         (st = place_frames(k, &c, dof_of, err)))
         goto out;
     m->frame_count = nf;

@@ -1209,8 +1209,14 @@ static void srdf_groups_states_and_end_effectors(void **state)
     assert_string_equal(kept->groups[2].joints[3], "j4");
     assert_true(kept->states[0].values[0] == 0.5);
     assert_string_equal(kept->end_effectors[0].name, "tool");
-    /* A state naming a joint that does not move is the store's refusal. */
-    rp_state_def bad_state = {"s", "arm", (const char *const[]){"j3"}, (const double[]){0}, 1};
+    /* A state naming no joint of the tree is the store's refusal; one naming
+     * a joint that does not move (j3, fixed) is kept (and not applied). */
+    rp_state_def fixed_state = {"s", "arm", (const char *const[]){"j3"}, (const double[]){0}, 1};
+    rp_model_def d3 = *d;
+    d3.states = &fixed_state;
+    d3.n_states = 1;
+    assert_int_equal(rp_store_model_put(st, "r3", &d3, &m, &me), RP_OK);
+    rp_state_def bad_state = {"s", "arm", (const char *const[]){"jz"}, (const double[]){0}, 1};
     rp_model_def d2 = *d;
     d2.states = &bad_state;
     d2.n_states = 1;

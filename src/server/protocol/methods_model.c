@@ -684,8 +684,8 @@ static bool srdf_problem(const rp_model_def *def, const rp_model_error *me, char
             rp_codec_path_key(p2, p1, "joints");
             rp_codec_path_key(path, p2, t->joints[me->element] ? t->joints[me->element] : "");
             snprintf(reason, cap,
-                     "state \"%s\": joint \"%s\" is no active joint (moving, not a mimic), or "
-                     "its value is not finite",
+                     "state \"%s\": joint \"%s\" is no joint of the tree, or its value is not "
+                     "finite",
                      t->name, t->joints[me->element] ? t->joints[me->element] : "");
         }
         return true;
