@@ -201,40 +201,11 @@ static char *read_text(const char *path, size_t *len)
     FILE *f = in ? stdin : fopen(path, "rb");
     if (!f)
         return NULL;
-    size_t cap = 1 << 16, used = 0;
-    char *buf = malloc(cap);
-    int e = buf ? 0 : ENOMEM;
-    while (buf) {
-        if (cap - used < 2) {
-            char *nb = cap < SIZE_MAX / 2 ? realloc(buf, 2 * cap) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                e = ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + used, 1, cap - used - 1, f);
-        used += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                e = errno ? errno : EIO;
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-    }
+    char *buf = (char *)rp_client_read_stream_(f, len);
+    int e = errno;
     if (!in)
         fclose(f);
-    if (!buf) {
-        errno = e;
-        return NULL;
-    }
-    buf[used] = '\0';
-    *len = used;
+    errno = e;
     return buf;
 }
 

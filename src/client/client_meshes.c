@@ -187,13 +187,8 @@ static char *dir_of(const char *urdf_path)
     return strndup(urdf_path, (size_t)(slash - urdf_path));
 }
 
-/* Reads the whole file at path (malloc'ed, NUL-terminated, its length in
- * *len); NULL with errno set. */
-static unsigned char *slurp(const char *path, size_t *len)
+unsigned char *rp_client_read_stream_(FILE *f, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     size_t cap = 1 << 16, used = 0;
     unsigned char *buf = malloc(cap);
     int e = 0;
@@ -222,13 +217,26 @@ static unsigned char *slurp(const char *path, size_t *len)
     }
     if (!buf && !e)
         e = ENOMEM;
-    fclose(f);
     if (!buf) {
         errno = e;
         return NULL;
     }
     buf[used] = '\0';
     *len = used;
+    return buf;
+}
+
+/* Reads the whole file at path (malloc'ed, NUL-terminated, its length in
+ * *len); NULL with errno set. */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    unsigned char *buf = rp_client_read_stream_(f, len);
+    int e = errno;
+    fclose(f);
+    errno = e;
     return buf;
 }
 

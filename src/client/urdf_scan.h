@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* One <collision> of a link. */
 typedef struct rp_urdf_scan_collision {
@@ -56,5 +57,10 @@ bool rp_urdf_scan_(const char *doc, size_t len, rp_urdf_scan *out, char *why, si
 
 /* Frees what rp_urdf_scan_ made and zeroes *s.  Safe on a zeroed scan. */
 void rp_urdf_scan_free_(rp_urdf_scan *s);
+
+/* Reads stream f to its end (malloc'ed, NUL-terminated, its length in
+ * *len; f is not closed); NULL with errno set (client_meshes.c, also for
+ * repose-spherize). */
+unsigned char *rp_client_read_stream_(FILE *f, size_t *len);
 
 #endif /* REPOSE_CLIENT_URDF_SCAN_H */

@@ -1376,6 +1376,26 @@ static void clus_free(clus *cl)
     free(cl->near2);
 }
 
+/* Covers from seeds b[0..g) (nothing when g is 0) into *spare; when it
+ * beats *cand's overshoot *over, the two swap and *n, *over follow. */
+static rp_status try_seeds(sctx *s, const ball *b, size_t g, int passes, ball *work, uint32_t *cnt,
+                           rp_sphere **cand, rp_sphere **spare, size_t *n, double *over)
+{
+    if (g == 0)
+        return RP_OK;
+    size_t n2 = 0;
+    double over2 = INFINITY;
+    rp_status st = cover(s, b, g, passes, work, cnt, *spare, &n2, &over2);
+    if (st || !(over2 < *over))
+        return st;
+    rp_sphere *t = *cand;
+    *cand = *spare;
+    *spare = t;
+    *n = n2;
+    *over = over2;
+    return RP_OK;
+}
+
 /* The candidates for the final cover with max_overshoot 0: 1, 2, 4, ... and
  * the budget. */
 static int is_candidate(size_t k, size_t budget)
@@ -1452,40 +1472,18 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
             if (st)
                 goto done;
             covered_k = cl.k;
-            {
-                size_t g = grid_seeds(&s, cl.k, gridb);
-                size_t n2 = 0;
-                double over2 = INFINITY;
-                st = g > 0 ? cover(&s, gridb, g, REFINE_PASSES, work, cl.cnt, cand2, &n2, &over2)
-                           : RP_OK;
-                if (st)
-                    goto done;
-                if (g > 0 && over2 < over) {
-                    rp_sphere *t = cand;
-                    cand = cand2;
-                    cand2 = t;
-                    n = n2;
-                    over = over2;
-                }
-                /* The medial seeds, as placed (a refit would pull them off
-                 * the axis towards the surface); from 4 balls on, where
-                 * they pay for the cover each costs (every candidate k >= 4,
-                 * so a budget still sees each candidate of a smaller
-                 * power-of-two budget). */
-                g = cl.k >= 4 ? medial_seeds(med, cl.k, gridb) : 0;
-                over2 = INFINITY;
-                st = g > 0 ? cover(&s, gridb, g, 0, work, cl.cnt, cand2, &n2, &over2) : RP_OK;
-
-                if (st)
-                    goto done;
-                if (g > 0 && over2 < over) {
-                    rp_sphere *t = cand;
-                    cand = cand2;
-                    cand2 = t;
-                    n = n2;
-                    over = over2;
-                }
-            }
+            /* The grid's seeds, then the medial ones as placed (a refit
+             * would pull them off the axis towards the surface), from 4
+             * balls on, where they pay for the cover each costs (every
+             * candidate k >= 4, so a budget still sees each candidate of a
+             * smaller power-of-two budget). */
+            st = try_seeds(&s, gridb, grid_seeds(&s, cl.k, gridb), REFINE_PASSES, work, cl.cnt,
+                           &cand, &cand2, &n, &over);
+            if (!st)
+                st = try_seeds(&s, gridb, cl.k >= 4 ? medial_seeds(med, cl.k, gridb) : 0, 0, work,
+                               cl.cnt, &cand, &cand2, &n, &over);
+            if (st)
+                goto done;
             /* The best so far; with a goal, the first that meets it ends
              * the search (else the best of all, as without one). */
             int met = goal > 0.0 && over <= goal;
