@@ -2381,6 +2381,48 @@ static void motion_through_nonfinite_states(void **state)
     stop_ok(d);
 }
 
+/* ---- meshes over the work limit ------------------------------------------------- */
+
+/* A URDF's meshes are priced before they are read and covered (bytes, then
+ * triangles), by the worker that does it: over max_request_work the reply
+ * names that limit, and the daemon answers the next request. */
+static void meshes_over_the_work_limit_refused(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-request-work", "2000", NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false);
+    /* A binary STL of 20 triangles: 1084 bytes to read, 20 x 250 to cover. */
+    unsigned char stl[84 + 50 * 20];
+    memset(stl, 0, sizeof stl);
+    stl[80] = 20;
+    for (int t = 0; t < 20; t++) {
+        float v[12] = {0, 0, 1, (float)t, 0, 0, (float)t + 1, 0, 0, (float)t, 1, 0};
+        memcpy(stl + 84 + 50 * t, v, sizeof v);
+    }
+    char b64[2 * sizeof stl];
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < sizeof stl; i += 3) {
+        uint32_t x = (uint32_t)stl[i] << 16 | (i + 1 < sizeof stl ? (uint32_t)stl[i + 1] << 8 : 0) |
+                     (i + 2 < sizeof stl ? stl[i + 2] : 0);
+        b64[o++] = a[x >> 18 & 63];
+        b64[o++] = a[x >> 12 & 63];
+        b64[o++] = i + 1 < sizeof stl ? a[x >> 6 & 63] : '=';
+        b64[o++] = i + 2 < sizeof stl ? a[x & 63] : '=';
+    }
+    b64[o] = '\0';
+    cJSON *r = rpcf(c, "model.put",
+                    "{\"model\":\"m\",\"urdf\":\"<robot name='r'><link name='a'><collision>"
+                    "<geometry><mesh filename='m.stl'/></geometry></collision></link></robot>\","
+                    "\"meshes\":{\"m.stl\":\"%s\"}}",
+                    b64);
+    expect_error_word(r, -32004, NULL, "max_request_work", "meshes over the work limit");
+    expect_ok(rpct(c, "ping", NULL), "ping after the refusal");
+    rh_close(c);
+    stop_ok(d);
+}
+
 /* ---- SRDF groups and named states ----------------------------------------------- */
 
 /* A check, a batch, a motion and a plan given through params.group (the
@@ -2544,6 +2586,7 @@ int main(int argc, char **argv)
         DAEMON_TEST(motion_through_nonfinite_states),
         DAEMON_TEST(batch_table_fast_path_equals_general_path),
         DAEMON_TEST(groups_and_states_equal_full_vectors),
+        DAEMON_TEST(meshes_over_the_work_limit_refused),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -205,8 +205,8 @@ void rpd_urdf_build(const cJSON *params, const char *urdf, const char *srdf,
                 o->kind = RPD_URDF_NOMEM;
             else if (o->us == RP_URDF_LIMIT && o->ue.limit_name &&
                      strcmp(o->ue.limit_name, "max_mesh_triangles") == 0) {
-                o->kind = RPD_URDF_WORK; /* the budget's triangles */
-                o->work = budget + 1;
+                o->kind = RPD_URDF_WORK; /* more triangles than the budget holds */
+                o->work = read + (uint64_t)(max_tri + 1) * WORK_MESH_TRIANGLE;
             } else if (o->us != RP_URDF_OK)
                 o->kind = RPD_URDF_DOCUMENT;
         }

@@ -814,7 +814,8 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
     /* Parsed, and its meshes covered, by a worker ahead of the loop
      * (methods_mesh.c) or here. */
     rpd_urdf_outcome o;
-    if (!rpd_prebuilt_model_take(req->core->prebuilt_models, params, &o)) {
+    bool prebuilt = rpd_prebuilt_model_take(req->core->prebuilt_models, params, &o);
+    if (!prebuilt) {
         rp_urdf_opts opts;
         rpd_urdf_opts(&req->core->limits, srdf,
                       cJSON_GetObjectItemCaseSensitive(params, "allow_adjacent"), &opts);
@@ -830,6 +831,17 @@ static bool decode_urdf(rpd_req *req, const cJSON *params, put_scratch *s)
         return rpd_fail_status(req, RP_ERR_NOMEM);
     if (o.kind == RPD_URDF_BAD_PARAM)
         return rpd_fail_path(req, o.path, o.reason);
+    if (o.kind == RPD_URDF_WORK && prebuilt) {
+        /* A worker priced it against max_request_work: that is the limit
+         * to name (the loop's smaller budget never applied to it). */
+        rpd_fail_limit(req, RPD_LIMIT_max_request_work, req->core->limits.max_request_work);
+        rpd_format(req->err.message, sizeof req->err.message,
+                   "Limit exceeded: max_request_work (max %llu work units per request line; "
+                   "reading and covering these meshes needs more, priced by their bytes and "
+                   "triangles): send smaller or fewer meshes, or raise --max-request-work",
+                   (unsigned long long)req->core->limits.max_request_work);
+        return false;
+    }
     if (o.kind == RPD_URDF_WORK)
         return rpd_work_fits(req, o.work);
     rp_urdf_status us = o.us;
