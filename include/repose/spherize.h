@@ -51,10 +51,9 @@ typedef struct rp_trimesh {
 /// What rp_spherize aims for.
 typedef struct rp_spherize_opts {
     size_t max_spheres;   ///< Budget, >= 1 (0: RP_SPHERIZE_DEFAULT_SPHERES).
-    double max_overshoot; ///< Metres, finite and >= 0.  A goal: the fewest spheres whose
-                          ///< estimated overshoot is at most this are used (0: use the
-                          ///< whole budget for the smallest overshoot).  See
-                          ///< rp_spherize for how closely the result meets it.
+    double max_overshoot; ///< Metres, finite and >= 0.  A goal: the first cover of 1, 2,
+                          ///< 4, ... spheres (and the budget) whose estimated overshoot
+                          ///< is at most this (0: the best cover within the budget).
 } rp_spherize_opts;
 
 /// A sphere cover; free it with rp_spherize_result_free.
@@ -76,18 +75,17 @@ typedef struct rp_spherize_result {
 /// sphere is sampled at 192 points of a Fibonacci lattice, points inside
 /// another sphere are dropped and the exact distance from each remaining
 /// point to the mesh is taken; the estimate can fall short of the true
-/// maximum by up to about the lattice spacing (some 0.26 radii).  Points
-/// of a sphere inside a closed mesh count too (the mesh is its triangles):
-/// for a solid the best covers fill it.
+/// maximum by up to about the lattice spacing (some 0.26 radii).  For a
+/// closed mesh (every edge on an even number of triangles) only points
+/// outside the solid it bounds count: a point of the cover's boundary
+/// inside the link reaches no further than the link.
 ///
 /// With max_overshoot 0 the cover with the smallest estimated overshoot
 /// among 1, 2, 4, ... spheres and the budget is returned (it may use fewer
 /// spheres than the budget): raising the budget from a power of two never
-/// raises the overshoot.  With max_overshoot > 0 the number of spheres is
-/// chosen on a cheaper estimate of the same kind (balls fitted to surface
-/// samples before the final cover); the reported overshoot, that of the
-/// final cover, can therefore exceed max_overshoot slightly, and does
-/// exceed it when the budget cannot reach it.
+/// raises the overshoot.  With max_overshoot > 0 the same candidates are
+/// tried in order and the first whose overshoot meets the goal is
+/// returned; when none does, the best of them.
 ///
 /// Cost, on one core: some 110 ms for a mesh of 20,000 triangles and 16
 /// spheres, 60 ms with 4, 190 ms with 32 (at most 6,100 sampled points are

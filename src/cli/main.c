@@ -187,7 +187,7 @@ static void usage(FILE *f)
             "when DIR is named PKG), then under $ROS_PACKAGE_PATH's directories; a\n"
             "relative filename is relative to the URDF's directory.  --max-spheres N\n"
             "(1..1024, default 16) is the spheres per link, --max-overshoot M (metres)\n"
-            "asks for the fewest spheres that stay within M of the mesh:\n"
+            "asks for the first of 1, 2, 4, ... spheres that stay within M of the mesh:\n"
             "  repose-cli model.put model=mesh_arm \\\n"
             "      --urdf tests/data/mesh_arm/mesh_arm_description/urdf/mesh_arm.urdf \\\n"
             "      --package-path tests/data/mesh_arm --max-spheres 24\n"

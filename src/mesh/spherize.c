@@ -44,9 +44,9 @@
  *   clustering gives 0.47 m with 16); the cover with the smallest estimated
  *   overshoot wins (the first on a tie).  A budget sees every candidate of
  *   a smaller power-of-two budget, so from one such budget to any larger
- *   one the overshoot cannot grow.  With max_overshoot > 0 step 4 runs for
- *   k = 1, 2, 3, ... (both seeds each) until a cover meets the goal; when
- *   none does, the best of them is returned.
+ *   one the overshoot cannot grow.  With max_overshoot > 0 the same
+ *   candidates run in order until a cover meets the goal; when none does,
+ *   the best of them is returned.
  *
  * Why the cover is airtight.  A triangle with corners a, b, c is the image
  * of the parameter triangle {(u, v): u, v >= 0, u + v <= 1} under
@@ -1462,9 +1462,9 @@ rp_status rp_spherize(const rp_trimesh *mesh, const rp_spherize_opts *opts, rp_s
     for (;;) {
         int more = cl.k < budget && cluster_step(&s, &cl);
         int last = !more || cl.k == budget;
-        /* With a goal every k is a candidate (the fewest spheres that meet
-         * it); without, the powers of two and the budget. */
-        int want = last || goal > 0.0 || is_candidate(cl.k, budget);
+        /* The candidates: the powers of two and the budget (with a goal,
+         * until one meets it: each costs three covers). */
+        int want = last || is_candidate(cl.k, budget);
         if (want && cl.k != covered_k) {
             size_t n;
             double over;
