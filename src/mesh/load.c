@@ -105,7 +105,7 @@ static rp_status walk(const struct aiScene *sc, rp_mesh_data *out, tally *t, boo
                 t->verts += m->mNumVertices;
                 if (max_triangles && t->tris > max_triangles) {
                     snprintf(why, cap, "the file has more than %zu triangles", max_triangles);
-                    st = RP_ERR_INVALID_ARG;
+                    st = RP_ERR_LIMIT;
                 }
                 continue;
             }
@@ -418,7 +418,8 @@ rp_status rp_mesh_parse(const void *bytes, size_t n, const char *uri, size_t max
     char text[256] = "";
     if (got && h.status != RP_OK) {
         got = h.why_len < sizeof text && read_all(fds[0], text, h.why_len);
-        st = h.status == RP_ERR_NOMEM ? RP_ERR_NOMEM : RP_ERR_INVALID_ARG;
+        st = h.status == RP_ERR_NOMEM || h.status == RP_ERR_LIMIT ? (rp_status)h.status
+                                                                  : RP_ERR_INVALID_ARG;
         if (got)
             snprintf(why, cap, "%s", text);
     } else if (got) {

@@ -39,9 +39,9 @@ const char *rp_mesh_format(const char *uri);
  * back through a pipe, three vertices a triangle.  rp_mesh_parse_direct is
  * the same reader in the calling process, with shared vertices.
  * Refuses (RP_ERR_INVALID_ARG, with a sentence in why) an unknown format,
- * a file the library cannot read, one without triangles, one with more
- * than max_triangles triangles (0: no limit), and non-finite coordinates;
- * RP_ERR_NOMEM when out of memory.  Thread-safe (the library's calls are
+ * a file the library cannot read, one without triangles, and non-finite
+ * coordinates; RP_ERR_LIMIT a file with more than max_triangles triangles
+ * (0: no limit); RP_ERR_NOMEM when out of memory.  Thread-safe (the library's calls are
  * serialised: its C interface keeps the last error in a global). */
 rp_status rp_mesh_parse(const void *bytes, size_t n, const char *uri, size_t max_triangles,
                         rp_mesh_data *out, char *why, size_t cap);

@@ -116,7 +116,7 @@ rp_urdf_status rp_urdf_cover_meshes(rp_urdf *u, const rp_urdf_mesh_file *files, 
                 break;
             }
             if (ps != RP_OK) {
-                bool limit = strstr(why, "more than") != NULL && strstr(why, "triangles");
+                bool limit = ps == RP_ERR_LIMIT;
                 st = fail(err, limit ? RP_URDF_LIMIT : RP_URDF_INVALID, m, "mesh \"%.80s\": %.160s",
                           m->uri, why);
                 if (limit) {

@@ -473,6 +473,16 @@ const rp_model_def *rp_urdf_def(const rp_urdf *u)
     return &u->def;
 }
 
+size_t rp_urdf_srdf_count(const rp_urdf *u)
+{
+    size_t n[] = {u->n_groups,       u->n_members, u->n_states,
+                  u->n_state_joints, u->n_effs,    u->n_passive};
+    size_t most = 0;
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        most = n[i] > most ? n[i] : most;
+    return most;
+}
+
 size_t rp_urdf_mesh_count(const rp_urdf *u)
 {
     return u->n_meshes;

@@ -111,6 +111,11 @@ typedef struct rp_urdf_mesh {
 /* Longest mesh filename accepted, in bytes. */
 #define RP_URDF_URI_MAX 1024
 
+/* The largest count of one kind of SRDF element read (groups, group
+ * members, states, state joints, end effectors, passive joints): each kind
+ * counts against opts.max_links as links and joints do. */
+size_t rp_urdf_srdf_count(const rp_urdf *u);
+
 size_t rp_urdf_mesh_count(const rp_urdf *u);
 const rp_urdf_mesh *rp_urdf_mesh_at(const rp_urdf *u, size_t i);
 

@@ -584,6 +584,20 @@ static size_t find_group(const rp_urdf *u, const char *name)
     return SIZE_MAX;
 }
 
+/* Whether one more SRDF element of a kind (groups, group members, states,
+ * state joints, end effectors, passive joints: `count` so far) fits under
+ * max_links, as links and joints do; else the parse fails with the limit.
+ * So the work of resolving groups is bounded by the limit too. */
+static bool srdf_room(ctx *c, size_t count, const char *what)
+{
+    size_t max =
+        c->opts->max_links && c->opts->max_links < MAX_COUNT ? c->opts->max_links : MAX_COUNT;
+    if (count < max)
+        return true;
+    rp_urdf_fail_limit_(c, max, "max_model_links", "more than %zu %s", max, what);
+    return false;
+}
+
 /* An SRDF name (a group's, a state's, an end effector's): the id syntax. */
 static const char *srdf_name(ctx *c, const XML_Char **atts, const char *key)
 {
@@ -605,7 +619,7 @@ static void open_group(ctx *c, const XML_Char **atts)
     else
         rp_urdf_push_path_(c, "group[#%zu]", c->n_group_elems);
     c->n_group_elems++;
-    if (!(name = srdf_name(c, atts, "name")))
+    if (!srdf_room(c, u->n_groups, "groups") || !(name = srdf_name(c, atts, "name")))
         return;
     size_t g = find_group(u, name);
     if (g != SIZE_MAX) {
@@ -629,7 +643,7 @@ static void open_member(ctx *c, const char *elname, const XML_Char **atts)
 {
     rp_urdf *u = c->u;
     rp_urdf_push_path_(c, ".%s", elname);
-    if (c->group == SIZE_MAX)
+    if (c->group == SIZE_MAX || !srdf_room(c, u->n_members, "group members"))
         return;
     member_rec m = {M_JOINT, NULL, NULL, (unsigned long)XML_GetCurrentLineNumber(c->xp)};
     if (strcmp(elname, "chain") == 0) {
@@ -694,7 +708,8 @@ static void open_state(ctx *c, const XML_Char **atts)
         rp_urdf_push_path_(c, "group_state[#%zu]", c->n_state_elems);
     c->n_state_elems++;
     const char *group;
-    if (!(name = srdf_name(c, atts, "name")) || !(group = srdf_name(c, atts, "group")))
+    if (!srdf_room(c, u->n_states, "group states") || !(name = srdf_name(c, atts, "name")) ||
+        !(group = srdf_name(c, atts, "group")))
         return;
     for (size_t i = 0; i < u->n_states; i++)
         if (strcmp(u->states[i].name, name) == 0 && strcmp(u->states[i].group, group) == 0) {
@@ -718,7 +733,7 @@ static void open_state_joint(ctx *c, const XML_Char **atts)
 {
     rp_urdf *u = c->u;
     rp_urdf_push_path_(c, ".joint");
-    if (c->state == SIZE_MAX)
+    if (c->state == SIZE_MAX || !srdf_room(c, u->n_state_joints, "joints of group states"))
         return;
     const char *name = get_attr(c, atts, "name", true);
     double v;
@@ -758,8 +773,8 @@ static void open_eef(ctx *c, const XML_Char **atts)
         rp_urdf_push_path_(c, "end_effector[#%zu]", c->n_eef_elems);
     c->n_eef_elems++;
     const char *group, *link, *pg = NULL;
-    if (!(name = srdf_name(c, atts, "name")) || !(group = srdf_name(c, atts, "group")) ||
-        !(link = get_attr(c, atts, "parent_link", true)))
+    if (!srdf_room(c, u->n_effs, "end effectors") || !(name = srdf_name(c, atts, "name")) ||
+        !(group = srdf_name(c, atts, "group")) || !(link = get_attr(c, atts, "parent_link", true)))
         return;
     if (attr(atts, "parent_group") && !(pg = srdf_name(c, atts, "parent_group")))
         return;
@@ -793,7 +808,8 @@ static void open_passive(ctx *c, const XML_Char **atts)
 {
     rp_urdf *u = c->u;
     rp_urdf_push_path_(c, "passive_joint[#%zu]", c->n_passive_elems++);
-    const char *name = get_attr(c, atts, "name", true);
+    const char *name =
+        srdf_room(c, u->n_passive, "passive joints") ? get_attr(c, atts, "name", true) : NULL;
     if (!name)
         return;
     size_t j = find_joint(u, name);
@@ -815,13 +831,12 @@ static void mark_joint(bool *in, size_t j)
         in[j] = true;
 }
 
-/* The joint whose child is link `name`, or SIZE_MAX. */
-static size_t parent_joint(const rp_urdf *u, const char *name)
+/* The joint whose child is link `name` (parent_of: per link, built once
+ * by rp_urdf_resolve_srdf_), or SIZE_MAX. */
+static size_t parent_joint(const rp_urdf *u, const size_t *parent_of, const char *name)
 {
-    for (size_t j = 0; j < u->n_joints; j++)
-        if (strcmp(u->joints[j].def.child, name) == 0)
-            return j;
-    return SIZE_MAX;
+    size_t l = find_link(u, name);
+    return l == SIZE_MAX ? SIZE_MAX : parent_of[l];
 }
 
 /* Fails the parse at `line` of the SRDF with c->path set to `where` for
@@ -856,7 +871,7 @@ static void fail_group(ctx *c, const group_rec *g, unsigned long line, const cha
 
 /* The joints of group g into in[] (marks), its subgroups first; false
  * when the parse failed. */
-static bool resolve_group(ctx *c, size_t g, bool *in)
+static bool resolve_group(ctx *c, const size_t *parent_of, size_t g, bool *in)
 {
     rp_urdf *u = c->u;
     group_rec *gr = &u->groups[g];
@@ -867,13 +882,13 @@ static bool resolve_group(ctx *c, size_t g, bool *in)
             mark_joint(in, find_joint(u, m->a));
             break;
         case M_LINK: /* a link stands for the joint that moves it */
-            mark_joint(in, parent_joint(u, m->a));
+            mark_joint(in, parent_joint(u, parent_of, m->a));
             break;
         case M_CHAIN: {
             const char *at = m->b;
             size_t steps = 0;
             while (strcmp(at, m->a) != 0) {
-                size_t j = parent_joint(u, at);
+                size_t j = parent_joint(u, parent_of, at);
                 if (j == SIZE_MAX || ++steps > u->n_joints) {
                     fail_group(c, gr, m->line, NULL, m->a, m->b);
                     return false;
@@ -900,7 +915,7 @@ static bool resolve_group(ctx *c, size_t g, bool *in)
                     rp_urdf_fail_nomem_(c);
                     return false;
                 }
-                bool ok = resolve_group(c, sub, sin);
+                bool ok = resolve_group(c, parent_of, sub, sin);
                 free(sin);
                 if (!ok)
                     return false;
@@ -931,18 +946,35 @@ static bool resolve_group(ctx *c, size_t g, bool *in)
 void rp_urdf_resolve_srdf_(ctx *c)
 {
     rp_urdf *u = c->u;
+    if (!u->n_groups && !u->n_states && !u->n_effs)
+        return;
+    /* Each link's parent joint (the first joint naming it as child: the
+     * store refuses a second), so that a chain costs its length. */
+    size_t *parent_of = malloc((u->n_links + 1) * sizeof *parent_of);
+    if (!parent_of) {
+        rp_urdf_fail_nomem_(c);
+        return;
+    }
+    for (size_t l = 0; l < u->n_links; l++)
+        parent_of[l] = SIZE_MAX;
+    for (size_t j = u->n_joints; j-- > 0;) {
+        size_t l = find_link(u, u->joints[j].def.child);
+        if (l != SIZE_MAX)
+            parent_of[l] = j;
+    }
     for (size_t g = 0; g < u->n_groups && c->status == RP_URDF_OK; g++) {
         if (u->groups[g].mark == 2)
             continue;
         bool *in = calloc(u->n_joints + 1, sizeof *in);
         if (!in) {
             rp_urdf_fail_nomem_(c);
-            return;
+            break;
         }
         u->groups[g].mark = 1;
-        resolve_group(c, g, in);
+        resolve_group(c, parent_of, g, in);
         free(in);
     }
+    free(parent_of);
     /* States and end effectors name groups of the SRDF. */
     for (size_t i = 0; i < u->n_states && c->status == RP_URDF_OK; i++)
         if (find_group(u, u->states[i].group) == SIZE_MAX) {

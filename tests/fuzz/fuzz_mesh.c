@@ -7,7 +7,7 @@
  * The first input byte picks the format the file's name says (STL, OBJ,
  * Collada, or a name with no known extension); the rest is the file.  The
  * reader runs with a triangle limit.  Invariants: it returns RP_OK,
- * RP_ERR_INVALID_ARG or RP_ERR_NOMEM only; a refusal leaves the result
+ * RP_ERR_INVALID_ARG, RP_ERR_LIMIT or RP_ERR_NOMEM only; a refusal leaves the result
  * empty and gives a non-empty printable-ASCII reason; an accepted file
  * has 1..limit triangles, every index below the vertex count, every
  * coordinate finite; reading the same bytes twice gives the same soup.
@@ -60,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rp_status (*parse)(const void *, size_t, const char *, size_t, rp_mesh_data *, char *, size_t) =
         direct ? rp_mesh_parse_direct : rp_mesh_parse;
     rp_status st = parse(data + 1, size - 1, uri, LIMIT, &m, why, sizeof why);
-    FUZZ_CHECK(st == RP_OK || st == RP_ERR_INVALID_ARG || st == RP_ERR_NOMEM, "status %d", st);
+    FUZZ_CHECK(st == RP_OK || st == RP_ERR_INVALID_ARG || st == RP_ERR_LIMIT || st == RP_ERR_NOMEM,
+               "status %d", st);
     if (st != RP_OK) {
         FUZZ_CHECK(!m.vertices && !m.triangles && !m.n_vertices && !m.n_triangles,
                    "a refusal left a result");

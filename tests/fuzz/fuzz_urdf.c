@@ -20,7 +20,8 @@
  *    limits exactly on revolute and prismatic joints, lower <= upper; a
  *    line for every link, joint and shape; an adjacency pair per joint
  *    whose links exist;
- *  - the limits are exact: max_shapes/max_links/max_pairs equal to the
+ *  - the limits are exact (max_links counting links, joints and each kind of
+ *    SRDF element): max_shapes/max_links/max_pairs equal to the
  *    counts accept the document, one less refuses it with RP_URDF_LIMIT
  *    (and the other limits off).
  */
@@ -193,6 +194,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_def(u);
     const rp_model_def *d = rp_urdf_def(u);
     size_t links = d->n_link_names > d->n_joints ? d->n_link_names : d->n_joints;
+    if (rp_urdf_srdf_count(u) > links) /* (SRDF elements count against it too) */
+        links = rp_urdf_srdf_count(u);
     size_t shapes = d->n_links, pairs = d->n_allowed;
     rp_urdf_free(u);
 

@@ -57,6 +57,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "codec/codec.h"
+
 #include "daemon_util.h"
 #include "harness.h"
 
@@ -2401,17 +2403,8 @@ static void meshes_over_the_work_limit_refused(void **state)
         memcpy(stl + 84 + 50 * t, v, sizeof v);
     }
     char b64[2 * sizeof stl];
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < sizeof stl; i += 3) {
-        uint32_t x = (uint32_t)stl[i] << 16 | (i + 1 < sizeof stl ? (uint32_t)stl[i + 1] << 8 : 0) |
-                     (i + 2 < sizeof stl ? stl[i + 2] : 0);
-        b64[o++] = a[x >> 18 & 63];
-        b64[o++] = a[x >> 12 & 63];
-        b64[o++] = i + 1 < sizeof stl ? a[x >> 6 & 63] : '=';
-        b64[o++] = i + 2 < sizeof stl ? a[x & 63] : '=';
-    }
-    b64[o] = '\0';
+    rp_base64_encode(stl, sizeof stl, b64);
+    b64[rp_base64_encoded_len(sizeof stl)] = '\0';
     cJSON *r = rpcf(c, "model.put",
                     "{\"model\":\"m\",\"urdf\":\"<robot name='r'><link name='a'><collision>"
                     "<geometry><mesh filename='m.stl'/></geometry></collision></link></robot>\","

@@ -1273,6 +1273,29 @@ static void srdf_group_refusals(void **state)
     }
 }
 
+/* SRDF elements count against max_links as links and joints do (their
+ * resolution's work is bounded by it). */
+static void srdf_elements_within_the_link_limit(void **state)
+{
+    (void)state;
+    const char *six = "<robot name='r'><group name='g0'/><group name='g1'/><group name='g2'/>"
+                      "<group name='g3'/><group name='g4'/><group name='g5'/></robot>";
+    rp_urdf_opts opts = {.max_links = 5};
+    rp_urdf *u = NULL;
+    rp_urdf_error err;
+    assert_int_equal(rp_urdf_parse(TREE4, strlen(TREE4), six, strlen(six), &opts, &u, &err),
+                     RP_URDF_LIMIT);
+    assert_null(u);
+    assert_string_equal(err.limit_name, "max_model_links");
+    assert_int_equal(err.limit_max, 5);
+    assert_true(strstr(err.reason, "more than 5 groups") != NULL);
+    opts.max_links = 6;
+    assert_int_equal(rp_urdf_parse(TREE4, strlen(TREE4), six, strlen(six), &opts, &u, &err),
+                     RP_URDF_OK);
+    assert_int_equal(rp_urdf_def(u)->n_groups, 6);
+    rp_urdf_free(u);
+}
+
 static void library_import_puts_the_same_model(void **state)
 {
     (void)state;
@@ -1390,6 +1413,7 @@ int main(void)
         cmocka_unit_test(library_import_puts_the_same_model),
         cmocka_unit_test(srdf_groups_states_and_end_effectors),
         cmocka_unit_test(srdf_group_refusals),
+        cmocka_unit_test(srdf_elements_within_the_link_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
