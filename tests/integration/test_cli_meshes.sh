@@ -20,35 +20,9 @@ SRDF="$PKG/srdf/mesh_arm.srdf"
 LINKS="base link1 link2 link3 link4 link5 link6 link7 tool"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/repose-cli-meshes.XXXXXX")
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/cli_checks.sh"
 # Only what a test sets: a user's ROS_PACKAGE_PATH would find packages.
 unset ROS_PACKAGE_PATH
-
-failures=0
-checks=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-ok() { checks=$((checks + 1)); }
-
-# expect_code WANT DESCRIPTION -- CMD...: runs CMD (stdout to $tmp/out,
-# stderr to $tmp/err) and checks its exit code.
-expect_code() {
-  local want=$1 what=$2
-  shift 3
-  local got=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$what: exit $got, want $want"
-    sed 's/^/  stdout: /' "$tmp/out" >&2
-    sed 's/^/  stderr: /' "$tmp/err" >&2
-  else
-    ok
-  fi
-}
 
 # expect_grep FILE PATTERN DESCRIPTION (a fixed string)
 expect_grep() {

@@ -349,6 +349,22 @@ bool rpd_check_setup(rpd_req *req, const cJSON *params, const char *joints, chec
     return decode_extension(req, params, cs);
 }
 
+/* Why an array of n joint values is not a joint vector of a model with
+ * dof active joints (or of params.group's joints) into reason; true. */
+static bool joint_count_reason(const rpd_req *req, size_t dof, size_t n, char *reason)
+{
+    if (req->group_dofs)
+        rpd_format(reason, RP_CODEC_REASON_MAX,
+                   "must hold %zu values (the active joints of group %.60s, in the model's "
+                   "order), not %zu",
+                   req->n_group_dofs, req->group, n);
+    else
+        rpd_format(reason, RP_CODEC_REASON_MAX,
+                   "must hold %zu values (the model's joints, as model.get lists them), not %zu",
+                   dof, n);
+    return true;
+}
+
 /* A named state of m (a string where a joint vector goes): its values
  * over the defaults.  With params.group the group's state of that name;
  * else the one state of that name. */
@@ -403,19 +419,8 @@ bool rpd_decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, co
     if (cJSON_IsArray(j)) {
         size_t n = (size_t)cJSON_GetArraySize(j);
         size_t want = req->group_dofs ? req->n_group_dofs : dof;
-        if (n != want) {
-            if (req->group_dofs)
-                rpd_format(reason, sizeof reason,
-                           "must hold %zu values (the active joints of group %.60s, in the "
-                           "model's order), not %zu",
-                           want, req->group, n);
-            else
-                rpd_format(reason, sizeof reason,
-                           "must hold %zu values (the model's joints, as model.get lists "
-                           "them), not %zu",
-                           dof, n);
+        if (n != want && joint_count_reason(req, dof, n, reason))
             return rpd_fail_path(req, path, reason);
-        }
         if (req->group_dofs)
             rp_model_default_joints(m, q);
         size_t k = 0;
@@ -930,44 +935,14 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     size_t d1 = dof ? dof : 1;
     rp_transform base;
     bool ok = !bj || rp_codec_pose(bj, bpath, &base, &ce) || rpd_fail_params(req, &ce);
-    if (ok && table && n && req->group_dofs) {
-        /* Rows of the group's joints: spread over the defaults. */
-        if (table->width != req->n_group_dofs) {
-            char cp[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
-            rpd_format(reason, sizeof reason,
-                       "must hold %zu values (the active joints of group %.60s, in the model's "
-                       "order), not %zu",
-                       req->n_group_dofs, req->group, table->width);
-            return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
-        }
-        double *q = malloc(n * d1 * sizeof *q);
-        if (!q)
-            return rpd_fail_status(req, RP_ERR_NOMEM);
-        for (size_t k = 0; k < n; k++) {
-            rp_model_default_joints(cs->model, &q[k * d1]);
-            for (size_t i = 0; i < req->n_group_dofs; i++)
-                q[k * d1 + req->group_dofs[i]] = table->v[k * table->width + i];
-        }
-        batch_run b = {.cs = cs,
-                       .joints = true,
-                       .q = q,
-                       .d1 = d1,
-                       .base = bj ? &base : NULL,
-                       .n = n,
-                       .charged = cost * n};
-        ok = run_batch(req, &b, w, path);
-        free(q);
-        return ok;
-    }
-    if (ok && table && n && table->width != dof) {
+    if (ok && table && n) {
         /* What decode_joint_vector says of the first vector (all are as long). */
+        size_t want = req->group_dofs ? req->n_group_dofs : dof;
         char cp[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
-        rpd_format(reason, sizeof reason,
-                   "must hold %zu values (the model's joints, as model.get lists them), not %zu",
-                   dof, table->width);
-        return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
+        if (table->width != want && joint_count_reason(req, dof, table->width, reason))
+            return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
     }
-    if (ok && table && dof) {
+    if (ok && table && dof && !req->group_dofs) {
         batch_run b = {.cs = cs,
                        .joints = true,
                        .q = table->v,
@@ -980,6 +955,13 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     double *q = malloc((n ? n : 1) * d1 * sizeof *q);
     if (!q)
         return rpd_fail_status(req, RP_ERR_NOMEM);
+    /* Rows of the group's joints from the table, spread over the defaults;
+     * or the vectors of the tree. */
+    for (size_t k = 0; ok && table && k < n; k++) {
+        rp_model_default_joints(cs->model, &q[k * d1]);
+        for (size_t i = 0; i < req->n_group_dofs; i++)
+            q[k * d1 + req->group_dofs[i]] = table->v[k * table->width + i];
+    }
     size_t k = 0;
     for (const cJSON *c = table ? NULL : jj->child; c && ok; c = c->next, k++) {
         char cp[RP_CODEC_PATH_MAX];
