@@ -463,6 +463,29 @@ class MeshRobotTest(unittest.TestCase):
         self.assertEqual(e.exception.path,
                          "params.meshes.package://my_robot/meshes/visual_only.dae")
 
+    def test_the_spherized_arm_is_drawn(self) -> None:
+        """tests/data/mesh_arm, covered, at its "ready" state, as a .glb a
+        viewer opens (REPOSE_ARTIFACT_DIR when set, else a scratch folder):
+        one mesh node per sphere of each covered link."""
+        from repose import gltf
+        from test_gltf import parse_glb
+        pkg = os.path.join(ROOT, "tests", "data", "mesh_arm")
+        desc = os.path.join(pkg, "mesh_arm_description")
+        c = self.client()
+        c.load_urdf("py-mesh-arm", os.path.join(desc, "urdf", "mesh_arm.urdf"),
+                    os.path.join(desc, "srdf", "mesh_arm.srdf"), package_path=[pkg])
+        info = c.model_get("py-mesh-arm")
+        spheres = sum(cv["spheres"] for cv in info["mesh_covers"])
+        c.call("scene.create", {"scene": "py-mesh-arm"})
+        data = gltf.export(c, "py-mesh-arm", model="py-mesh-arm", joints="ready")
+        doc, _ = parse_glb(data)
+        names = [n.get("name", "") for n in doc.get("nodes", [])]
+        self.assertEqual(sum("#s" in n for n in names), spheres)
+        out = os.environ.get("REPOSE_ARTIFACT_DIR") or self.tmp
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "mesh_arm_spheres.glb"), "wb") as f:
+            f.write(data)
+
 
 if __name__ == "__main__":
     unittest.main()
