@@ -38,7 +38,7 @@ FROM debian:12-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev \
-        libnats-dev libassimp-dev \
+        libnats-dev libassimp-dev libsleef-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the library, the daemon and the cli need (no tests, no benches).
@@ -64,6 +64,7 @@ RUN mkdir -p /stage/bin /stage/lib \
 FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libuv1 libcjson1 libexpat1 libnats3.4 libassimp5 \
+        libsleef3 \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /run/reposed /var/lib/reposed \
  && chown 10001:10001 /run/reposed /var/lib/reposed \

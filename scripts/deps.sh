@@ -4,7 +4,7 @@
 #
 #   bash scripts/deps.sh run    building and running reposed and repose-cli
 #                               (scripts/run.sh): compilers, cmake, libuv,
-#                               cJSON, expat, nats.c; about what the Dockerfile's
+#                               cJSON, expat, nats.c, assimp, SLEEF; about what the Dockerfile's
 #                               build stage installs
 #   bash scripts/deps.sh [all]  everything: the above, and what the tests,
 #                               the Python client, the OMPL example and the
@@ -18,7 +18,8 @@ set -euo pipefail
 
 run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev
   libnats-dev # replicas (--nats): the nats.c client
-  libassimp-dev) # URDF <mesh> files (src/mesh): STL, OBJ, Collada
+  libassimp-dev # URDF <mesh> files (src/mesh): STL, OBJ, Collada
+  libsleef-dev) # forward kinematics' deterministic vector sin/cos (src/scene/simd.c)
 test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
   python3-numpy python3-venv python3-pip # the Python client (python/) and its tests

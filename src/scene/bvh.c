@@ -1604,34 +1604,6 @@ void rp_multi_set_(rp_multi *q, size_t k, const rp_shape *s)
     q->r[k] = b.r;
 }
 
-/* -1: not chosen yet; 0 portable; 1 AVX2. */
-static int simd_mode = -1;
-
-void rp_simd_force_(int on)
-{
-#ifdef RP_HAVE_AVX2_PATH
-    simd_mode = on && __builtin_cpu_supports("avx2");
-#else
-    (void)on;
-    simd_mode = 0;
-#endif
-}
-
-int rp_simd_enabled_(void)
-{
-    int m = __atomic_load_n(&simd_mode, __ATOMIC_RELAXED);
-    if (m < 0) {
-#ifdef RP_HAVE_AVX2_PATH
-        const char *env = getenv("REPOSE_SIMD");
-        m = !(env && strcmp(env, "0") == 0) && __builtin_cpu_supports("avx2");
-#else
-        m = 0;
-#endif
-        __atomic_store_n(&simd_mode, m, __ATOMIC_RELAXED);
-    }
-    return m;
-}
-
 /* The box a node or a shape offers the queries: sides, and the radius bound
  * of the penetration key (node_key, shape_key). */
 typedef struct test_box {

@@ -23,15 +23,17 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "simd.h"
 
 /* ---- rigid transforms ---------------------------------------------------------- */
 
 /* R = Rz(yaw) * Ry(pitch) * Rx(roll): URDF's fixed-axis roll, pitch, yaw. */
 static rp_transform origin_transform(rp_vec3 xyz, rp_vec3 rpy)
 {
-    double cr = cos(rpy.x), sr = sin(rpy.x);
-    double cp = cos(rpy.y), sp = sin(rpy.y);
-    double cy = cos(rpy.z), sy = sin(rpy.z);
+    double cr, sr, cp, sp, cy, sy;
+    rp_sincos_(rpy.x, &sr, &cr);
+    rp_sincos_(rpy.y, &sp, &cp);
+    rp_sincos_(rpy.z, &sy, &cy);
     rp_transform t;
     t.r[0][0] = cy * cp;
     t.r[0][1] = cy * sp * sr - sy * cr;
@@ -72,9 +74,10 @@ static inline void mix_columns(rp_transform *p, int u, int w, double c, double s
 }
 
 /* p = p * motion(joint, v), in place: the joint's rotation about its axis
- * (Rodrigues; a two-column mix for an axis along x, y or z), or for a
- * prismatic joint a translation by v * axis. */
-static inline void apply_motion(const rp_kin_joint *j, double v, rp_transform *p)
+ * (Rodrigues; a two-column mix for an axis along x, y or z) with s, c =
+ * sin v, cos v, or for a prismatic joint a translation by v * axis. */
+static inline void apply_motion(const rp_kin_joint *j, double v, double s, double c,
+                                rp_transform *p)
 {
     if (j->type == RP_JOINT_PRISMATIC) {
         rp_vec3 d = {j->axis.x * v, j->axis.y * v, j->axis.z * v};
@@ -83,7 +86,6 @@ static inline void apply_motion(const rp_kin_joint *j, double v, rp_transform *p
         p->t.z += p->r[2][0] * d.x + p->r[2][1] * d.y + p->r[2][2] * d.z;
         return;
     }
-    double c = cos(v), s = sin(v);
     /* Rotation about axis k mixes the other two columns u, w:
      * [u w] <- [u w] * [[c, -s], [s, c]]; constant indices per case. */
     switch (j->axis_kind) {
@@ -111,23 +113,44 @@ static inline void apply_motion(const rp_kin_joint *j, double v, rp_transform *p
     }
 }
 
+/* Joint values whose sines and cosines are computed in one call. */
+#define TRIG_CHUNK 64
+
+/* frames[f] for f in [f0, f0 + n), n <= TRIG_CHUNK: the joint values
+ * first, then their sines and cosines in one rp_sincos_n_ call (vector
+ * lanes, the same bits as one at a time; prismatic joints' values go
+ * through it too and are not used), then the products. */
+static void frames_chunk(const rp_model *m, const rp_transform *base, const double *q, size_t f0,
+                         size_t n, rp_transform *frames)
+{
+    const rp_kin_joint *moving = m->kin->moving;
+    double v[TRIG_CHUNK], s[TRIG_CHUNK], c[TRIG_CHUNK];
+    for (size_t i = 0; i < n; i++) {
+        const rp_kin_joint *j = &moving[f0 + i];
+        v[i] = j->mult * q[j->src] + j->off;
+    }
+    rp_sincos_n_(v, s, c, n);
+    for (size_t i = 0; i < n; i++) {
+        const rp_kin_joint *j = &moving[f0 + i];
+        const rp_transform *parent = j->parent < 0 ? base : &frames[j->parent];
+        rp_transform p;
+        compose(parent, &j->pre, &p);
+        apply_motion(j, v[i], s[i], c[i], &p);
+        frames[f0 + i] = p;
+    }
+}
+
 void rp_kin_frames_(const rp_model *m, const rp_transform *base, const double *q,
                     rp_transform *frames)
 {
-    const rp_kin *k = m->kin;
     rp_transform identity;
     if (!base) {
         identity = rp_transform_identity();
         base = &identity;
     }
-    for (size_t f = 0; f < m->frame_count; f++) {
-        const rp_kin_joint *j = &k->moving[f];
-        const rp_transform *parent = j->parent < 0 ? base : &frames[j->parent];
-        rp_transform p;
-        compose(parent, &j->pre, &p);
-        apply_motion(j, j->mult * q[j->src] + j->off, &p);
-        frames[f] = p;
-    }
+    size_t nf = m->frame_count;
+    for (size_t f0 = 0; f0 < nf; f0 += TRIG_CHUNK)
+        frames_chunk(m, base, q, f0, nf - f0 < TRIG_CHUNK ? nf - f0 : TRIG_CHUNK, frames);
 }
 
 /* ---- compilation --------------------------------------------------------------- */

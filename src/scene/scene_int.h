@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "chunks.h"
+#include "simd.h" /* rp_simd_force_, rp_simd_enabled_: which box tests run with AVX2 */
 #include "repose/scene.h"
 #include "util/strtab.h" /* rp_strhash_ */
 
@@ -642,11 +643,6 @@ void rp_scene_below_robots_(const rp_scene *sc, rp_robots_walk *w, double gate_t
 void rp_scene_nearest_robot_(const rp_scene *sc, rp_robot_walk *w, uint64_t active,
                              const double *bound, double gate_slack, rp_multi_visit_fn fn,
                              void *ctx);
-
-/* Which box tests run with AVX2: 1 when the CPU has it (the default), 0
- * for the portable code.  Tests force each in turn; results are the same. */
-void rp_simd_force_(int on);
-int rp_simd_enabled_(void);
 
 /* rp_scene_put / rp_scene_remove without the check that the scene is the
  * store's current, unshared version (the store's own calls: a scene being

@@ -92,7 +92,7 @@ for f in "$scratch"/readme_example_*.c; do
     daemon_pid=
     continue
   fi
-  ${CC:-cc} -std=c11 -Wall -Wextra -Werror ${CFLAGS:-} -I"$src/include" "$f" "$lib" -lexpat -lm -o "$exe"
+  ${CC:-cc} -std=c11 -Wall -Wextra -Werror ${CFLAGS:-} -I"$src/include" "$f" "$lib" -lexpat -lsleef -lm -o "$exe"
   "$exe" | tee "$exe.out"
   test -s "$exe.out"
 done

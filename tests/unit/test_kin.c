@@ -1507,6 +1507,19 @@ static void fk_matches_long_double_reference_on_random_trees(void **state)
             rtree_fk(&t, b, q, want);
             rp_transform got[MAXL];
             assert_int_equal(rp_model_fk(m, b, q, got), RP_OK);
+            /* The same bits at every dispatch level (the vector sin/cos
+             * lanes and the scalar one are one SLEEF family). */
+            int was = rp_simd_level_();
+            for (int lv = RP_SIMD_PORTABLE; lv <= RP_SIMD_AVX512; lv++) {
+                rp_simd_force_level_(lv);
+                rp_transform again[MAXL];
+                assert_int_equal(rp_model_fk(m, b, q, again), RP_OK);
+                for (int k = 0; k < t.n; k++)
+                    if (memcmp(&again[k], &got[k], sizeof got[k]))
+                        fail_msg("tree %d link %d: level %s differs", tree, k,
+                                 rp_simd_level_name_(lv));
+            }
+            rp_simd_force_level_(was);
             /* Scale: the longest chain could reach this far. */
             double scale = 1 + (b ? fabs(b->t.x) + fabs(b->t.y) + fabs(b->t.z) : 0);
             for (int k = 1; k < t.n; k++)
@@ -1560,8 +1573,10 @@ static void batch_checks_equal_lone_checks(void **state)
     (void)state;
     static const int sizes[] = {5, 200, 2000};
     long checks = 0, collisions = 0, stopped = 0, nonfinite_other = 0;
-    for (int simd = 0; simd < 2; simd++) {
-        rp_simd_force_(simd);
+    for (int simd = 0; simd <= RP_SIMD_AVX512; simd++) {
+        /* portable, AVX2, AVX-512 (capped by the CPU: a level it lacks
+         * runs the best one it has again) */
+        rp_simd_force_level_(simd);
         for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
             test_rng rng = {1234u + (uint64_t)z};
             rp_store *st = rp_store_new(NULL);

@@ -17,6 +17,7 @@
 #include "server/notify/watch.h"
 #include "server/replica/replica.h"
 #include "server/core/log.h"
+#include "scene/simd.h" /* hello: the sincos family and simd level */
 
 /* ---- shared helpers -------------------------------------------------------- */
 
@@ -241,6 +242,16 @@ static bool m_hello(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_object_end(w);
     RP_JW_KEY(w, "replication");
     write_replication(w, req->core);
+    /* How joint-space answers are computed on this host: two daemons give
+     * the same bits when their sincos families agree (the simd level never
+     * changes a result; docs/ARCHITECTURE.md, "Exact and fast"). */
+    RP_JW_KEY(w, "kinematics");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "sincos");
+    rp_jw_string(w, rp_sincos_family_());
+    RP_JW_KEY(w, "simd");
+    rp_jw_string(w, rp_simd_level_name_(rp_simd_level_()));
+    rp_jw_object_end(w);
     rp_jw_object_end(w);
     return true;
 }
