@@ -2,7 +2,8 @@
 /*
  * fcl_box_bench — sphere-box and capsule-box distance: repose's exact
  * kernels (rp_sphere_box_signed_distance, rp_capsule_box_signed_distance)
- * against FCL 0.7's fcl::distance on the same pairs, nanoseconds per call.
+ * against FCL 0.7's fcl::distance on the same pairs, nanoseconds per call;
+ * and capsule-capsule, kernel against kernel (below).
  * Optional: built only when FCL is installed (bench/CMakeLists.txt).
  *
  * Pairs (fixed seed, generated up front): boxes with centres in [0, 1]^3,
@@ -17,12 +18,23 @@
  * reported.  The separated pairs' distances are compared: they must agree
  * to 1e-6 m (FCL's GJK tolerance), and the count that do not is printed.
  *
+ * Capsule-capsule: rp_capsule_capsule_signed_distance against FCL's own
+ * kernel, fcl::detail::capsuleCapsuleDistance (what fcl::distance calls for
+ * two capsules, without the dispatch), on geometry_bench's pairs (the same
+ * seed and draws: ends uniform in [0, 1]^3, axes of random direction and
+ * length in [0, 0.3] m, radii in [0, 0.05] m).  FCL gets each capsule as
+ * its radius, length and pose (centre, z along the axis), made up front.
+ * The two kernels alternate pass by pass in one run, each over every pair;
+ * the median pass is reported.  FCL's distance of overlapping capsules is
+ * a signed depth as ours: every pair is compared.
+ *
  * Usage: fcl_box_bench [--pairs N] [--passes N]
  */
 #include <fcl/geometry/shape/box.h>
 #include <fcl/geometry/shape/capsule.h>
 #include <fcl/geometry/shape/sphere.h>
 #include <fcl/narrowphase/collision_object.h>
+#include <fcl/narrowphase/detail/primitive_shape_algorithm/capsule_capsule.h>
 #include <fcl/narrowphase/distance.h>
 
 #include <algorithm>
@@ -148,7 +160,7 @@ double fcl_d(const Pair &p)
     return res.min_distance;
 }
 
-template <class F> double time_pass(const std::vector<Pair> &v, F f)
+template <class V, class F> double time_pass(const V &v, F f)
 {
     auto t0 = std::chrono::steady_clock::now();
     double sum = 0;
@@ -196,6 +208,103 @@ void run(const char *name, bool spheres, size_t n, int passes)
     }
 }
 
+/* geometry_bench.c's draw, for the same pairs (its rng_capsule). */
+rp_capsule bench_capsule(uint64_t *st)
+{
+    auto u = [st]() {
+        uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        return (double)(z >> 11) * 0x1p-53;
+    };
+    rp_capsule c;
+    c.a = rp_vec3{u(), u(), u()};
+    rp_vec3 d;
+    for (;;) {
+        double x = 2.0 * u() - 1.0, y = 2.0 * u() - 1.0, z = 2.0 * u() - 1.0;
+        double n2 = x * x + y * y + z * z;
+        if (n2 > 1e-6 && n2 <= 1.0) {
+            double inv = 1.0 / std::sqrt(n2);
+            d = rp_vec3{x * inv, y * inv, z * inv};
+            break;
+        }
+    }
+    double len = 0.3 * u();
+    c.b = rp_vec3{c.a.x + len * d.x, c.a.y + len * d.y, c.a.z + len * d.z};
+    c.radius = 0.05 * u();
+    return c;
+}
+
+double cap_len(const rp_capsule &c)
+{
+    double x = c.b.x - c.a.x, y = c.b.y - c.a.y, z = c.b.z - c.a.z;
+    return std::sqrt(x * x + y * y + z * z);
+}
+
+/* Each side's pairs in its own arrays, as each library would keep them. */
+struct OurPairs {
+    std::vector<rp_capsule> a, b;
+};
+struct FclPairs {
+    std::vector<fcl::Capsuled> a, b;
+    std::vector<fcl::Transform3d> ta, tb;
+};
+
+template <class P, class F> double time_pairs(const P &p, size_t n, F f)
+{
+    auto t0 = std::chrono::steady_clock::now();
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += f(p, i);
+    auto t1 = std::chrono::steady_clock::now();
+    g_sink = sum;
+    return std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)n;
+}
+
+void run_capsule_kernels(size_t n, int passes)
+{
+    uint64_t st = 0x5eed0f2e905e2024ull; /* geometry_bench's SEED */
+    OurPairs o;
+    FclPairs f;
+    for (size_t i = 0; i < n; i++) {
+        /* geometry_bench draws two spheres (four values each) before the
+         * pair's two capsules. */
+        for (int k = 0; k < 8; k++)
+            st += 0x9e3779b97f4a7c15ull;
+        rp_capsule a = bench_capsule(&st), b = bench_capsule(&st);
+        o.a.push_back(a);
+        o.b.push_back(b);
+        f.a.emplace_back(a.radius, cap_len(a));
+        f.b.emplace_back(b.radius, cap_len(b));
+        f.ta.push_back(capsule_tf(a));
+        f.tb.push_back(capsule_tf(b));
+    }
+    auto ours = [](const OurPairs &p, size_t i) {
+        return rp_capsule_capsule_signed_distance(&p.a[i], &p.b[i]);
+    };
+    auto theirs = [](const FclPairs &p, size_t i) {
+        double d;
+        fcl::Vector3d w1, w2;
+        fcl::detail::capsuleCapsuleDistance(p.a[i], p.ta[i], p.b[i], p.tb[i], &d, &w1, &w2);
+        return d;
+    };
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = std::max(worst, std::fabs(ours(o, i) - theirs(f, i)));
+    std::vector<double> tr, tf;
+    for (int i = 0; i < passes; i++) {
+        for (int rep = 0; rep < 20; rep++) {
+            tr.push_back(time_pairs(o, n, ours));
+            tf.push_back(time_pairs(f, n, theirs));
+        }
+    }
+    double r = median(tr), t = median(tf);
+    std::printf("%-12s pairs %zu  repose %8.1f ns  fcl kernel %8.1f ns  fcl/repose %5.2fx  "
+                "largest difference %.2g m\n",
+                "capsule-capsule", n, r, t, t / r, worst);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -214,5 +323,6 @@ int main(int argc, char **argv)
     }
     run("sphere-box", true, pairs, passes);
     run("capsule-box", false, pairs, passes);
+    run_capsule_kernels(pairs, passes);
     return 0;
 }

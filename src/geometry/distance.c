@@ -82,11 +82,66 @@ typedef struct core_result {
 #define SAFE_MAX 0x1p200
 #define SAFE_MIN 0x1p-200
 
+/* Branch-free selects.  The pair's case (which edge of the parameter
+ * square, if any, holds the minimum) is random in the hot loops, and a
+ * mispredicted branch costs more than the kernel's arithmetic; compilers
+ * turn these ternaries into branches, so on x86-64 they are written with
+ * SSE2's max, min, compare and mask operations, which compute exactly what
+ * the portable ternaries do (a select or a max never rounds). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+typedef __m128d mask;
+static inline double clamp01(double x)
+{
+    /* max(x, 0) then min(., 1): maxsd returns its second operand for a
+     * NaN x, so NaN (which valid input cannot produce) maps to 0. */
+    __m128d m = _mm_max_sd(_mm_set_sd(x), _mm_setzero_pd());
+    return _mm_cvtsd_f64(_mm_min_sd(m, _mm_set_sd(1.0)));
+}
+static inline mask le_mask(double a, double b)
+{
+    return _mm_cmple_sd(_mm_set_sd(a), _mm_set_sd(b));
+}
+static inline mask or_mask(mask a, mask b)
+{
+    return _mm_or_pd(a, b);
+}
+/* m ? a : b */
+static inline double pick(mask m, double a, double b)
+{
+    return _mm_cvtsd_f64(_mm_or_pd(_mm_and_pd(m, _mm_set_sd(a)), _mm_andnot_pd(m, _mm_set_sd(b))));
+}
+/* sqrt of x >= 0: the instruction, without the test for a negative x that
+ * libm's errno makes compilers put before it. */
+static inline double sqrt_nn(double x)
+{
+    return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(x)));
+}
+#else
+typedef bool mask;
 static inline double clamp01(double x)
 {
     /* NaN cannot reach here from valid input, but would map to 0. */
-    return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0;
+    double m = x > 0.0 ? x : 0.0;
+    return m < 1.0 ? m : 1.0;
 }
+static inline mask le_mask(double a, double b)
+{
+    return a <= b;
+}
+static inline mask or_mask(mask a, mask b)
+{
+    return a | b;
+}
+static inline double pick(mask m, double a, double b)
+{
+    return m ? a : b;
+}
+static inline double sqrt_nn(double x)
+{
+    return sqrt(x);
+}
+#endif
 
 /* num/den clamped to [0,1]; 0 when den is 0 (a degenerate segment, where any
  * parameter gives the same point). */
@@ -106,35 +161,34 @@ static ALWAYS_INLINE void solve(core_kind kind, rp_vec3 w, rp_vec3 u, rp_vec3 v,
     } else if (kind == CORES_SEGMENT_SEGMENT) {
         double a = v3_dot(u, u), c = v3_dot(v, v);
         double wu = v3_dot(w, u), wv = v3_dot(w, v), uv = v3_dot(u, v);
-        /* Reciprocals off the critical path.  A subnormal a or c gives an
-         * infinite reciprocal; clamp01 below turns the resulting inf into 1
-         * and NaN (0 * inf) into 0, both valid parameters of a segment that
-         * is a point at this scale.  (tc * ic is only used when 0 < tc < c,
-         * so it is finite there.) */
-        double ia = a > 0.0 ? 1.0 / a : 0.0, ic = c > 0.0 ? 1.0 / c : 0.0;
+        /* Reciprocals off the critical path (they run beside the division
+         * for s).  A subnormal a or c gives an infinite reciprocal;
+         * clamp01 below turns the resulting inf into 1 and NaN (0 * inf)
+         * into 0, both valid parameters of a segment that is a point at
+         * this scale.  (tc * ic is only used when 0 < tc < c, so it is
+         * finite there.) */
+        double ia = pick(le_mask(a, 0.0), 0.0, 1.0 / a);
+        double ic = pick(le_mask(c, 0.0), 0.0, 1.0 / c);
         /* s: minimiser over [0,1] of the distance from P(s) to the line
          * through Q (see the top of the file).  B == 0 exactly when the
          * segments are parallel or one is a point; any s is then as good
-         * as another for this step. */
+         * as another for this step, and 0 is taken (the quotient, NaN
+         * then, is not used). */
         rp_vec3 B = v3_cross(u, v);
         double bb = v3_dot(B, B);
-        if (bb > 0.0)
-            s = clamp01(v3_dot(v3_cross(w, v), B) / bb);
+        s = pick(le_mask(bb, 0.0), 0.0, clamp01(v3_dot(v3_cross(w, v), B) / bb));
         /* t: the closest point of Q's line to P(s), t*c = (s*u - w).v.
          * When it falls off the segment, the optimum lies on that edge of
          * the unit square (the squared distance is convex, and its minimum
          * over the strip s in [0,1] lies beyond the edge): fix t there and
-         * minimise over s instead, as a point-to-segment projection. */
+         * minimise over s instead, as a point-to-segment projection.  The
+         * cases are picked by selects, not branches: random pairs fall in
+         * each at random. */
         double tc = s * uv - wv;
-        if (tc <= 0.0) {
-            t = 0.0;
-            s = clamp01(wu * ia);
-        } else if (tc >= c) {
-            t = 1.0;
-            s = clamp01((wu + uv) * ia);
-        } else {
-            t = tc * ic;
-        }
+        mask lo = le_mask(tc, 0.0), hi = le_mask(c, tc);
+        double s_edge = clamp01(pick(lo, wu, pick(hi, wu + uv, wu)) * ia);
+        t = pick(lo, 0.0, pick(hi, 1.0, tc * ic));
+        s = pick(or_mask(lo, hi), s_edge, s);
     }
     r->s = s;
     r->t = t;
@@ -247,7 +301,7 @@ static ALWAYS_INLINE double signed_distance(core_kind kind, const rp_vec3 *p0, c
     if (m <= SAFE_MAX && (m >= SAFE_MIN || m == 0.0) && rr <= DBL_MAX) {
         core_result r;
         solve(kind, w, u, v, &r);
-        return sqrt(r.d2) - rr;
+        return sqrt_nn(r.d2) - rr;
     }
     return signed_distance_rescaled(kind, p0, p1, q0, q1, ra, rb);
 }

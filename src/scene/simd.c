@@ -121,8 +121,8 @@ const char *rp_sincos_family_(void)
 
 void rp_sincos_(double x, double *s, double *c)
 {
-    Sleef_double_2 r = use_fma() ? Sleef_finz_sincosd1_u10purecfma(x)
-                                 : Sleef_cinz_sincosd1_u10purec(x);
+    Sleef_double_2 r =
+        use_fma() ? Sleef_finz_sincosd1_u10purecfma(x) : Sleef_cinz_sincosd1_u10purec(x);
     *s = r.x;
     *c = r.y;
 }

@@ -27,10 +27,10 @@ static size_t inputs(double *x, size_t cap)
         double r = ranges[i % (sizeof ranges / sizeof ranges[0])];
         x[n++] = rng_uniform(&rng, -r, r);
     }
-    static const double special[] = {0.0,    -0.0,     DBL_TRUE_MIN, -DBL_TRUE_MIN, DBL_MIN,
-                                     1e-300, 1e-9,     1e15,         -1e15,         1e22,
-                                     1e300,  -1e300,   DBL_MAX,      -DBL_MAX,      355.0,
-                                     103993, 6.283185, 1.5707963267948966};
+    static const double special[] = {
+        0.0,     -0.0,     DBL_TRUE_MIN, -DBL_TRUE_MIN, DBL_MIN,  1e-300,
+        1e-9,    1e15,     -1e15,        1e22,          1e300,    -1e300,
+        DBL_MAX, -DBL_MAX, 355.0,        103993,        6.283185, 1.5707963267948966};
     for (size_t i = 0; i < sizeof special / sizeof special[0] && n < cap; i++)
         x[n++] = special[i];
     /* k * pi/2 and the eight doubles either side, k up to 1000. */
@@ -50,7 +50,8 @@ static size_t inputs(double *x, size_t cap)
 static long double ulps(double got, long double want)
 {
     double g = fabs(got);
-    long double ulp = g < DBL_MIN ? (long double)DBL_TRUE_MIN : (long double)(nextafter(g, INFINITY) - g);
+    long double ulp =
+        g < DBL_MIN ? (long double)DBL_TRUE_MIN : (long double)(nextafter(g, INFINITY) - g);
     return fabsl((long double)got - want) / ulp;
 }
 
