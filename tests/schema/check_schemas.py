@@ -87,6 +87,11 @@ SEMANTIC_REASONS = (
     "is taken by a shape of the scene's own",  # a name the scene already uses
     "or a point cloud",             # scene.move of a cloud
     "the server's --max-plan-ms",   # plan timeout_ms against a server flag
+    # joints_f64 / path_f64 (binary joint arrays): the pattern sees base64
+    # characters, not the doubles they hold nor the model's joint count
+    "not a multiple of the row length",  # values per row = the model's (or group's) joints
+    "is not finite",                # a NaN or an infinity inside the binary
+    "one waypoint a row",           # path_f64: at least two rows of the model's joints
 )
 
 

@@ -453,6 +453,172 @@ bool rpd_decode_joint_vector(rpd_req *req, const rp_model *m, const cJSON *j, co
     return true;
 }
 
+/* ---- binary joint arrays: joints_f64, path_f64 -------------------------------------- */
+
+/* proto/PROTOCOL.md, "Binary joint arrays": base64 (RFC 4648, '='
+ * padding) of little-endian float64 values, row after row, each row a
+ * joint vector as an array gives it (with params.group, the group's
+ * joints).  How many values the text holds follows from its length, so a
+ * request is counted, limited and priced as its JSON twin would be before
+ * a byte of it is decoded. */
+
+/* The float64 values base64 string j at `path` holds, from its length
+ * alone, into *values; false with the request failed when j is no string,
+ * or its length is no base64 length or no whole number of float64s. */
+static bool f64_count(rpd_req *req, const cJSON *j, const char *path, size_t *values)
+{
+    if (!cJSON_IsString(j) || !j->valuestring)
+        return rpd_fail_path(req, path,
+                             "must be a base64 string (RFC 4648, '=' padding) of little-endian "
+                             "float64 values");
+    const char *s = j->valuestring;
+    size_t len = strlen(s);
+    if (len % 4)
+        return rpd_fail_path(req, path, "must be base64 whose length is a multiple of 4");
+    size_t pad = len && s[len - 1] == '=' ? 1 + (len > 1 && s[len - 2] == '=') : 0;
+    size_t bytes = len / 4 * 3 - pad;
+    if (bytes % 8) {
+        char reason[RP_CODEC_REASON_MAX];
+        rpd_format(reason, sizeof reason,
+                   "must decode to whole float64 values (8 bytes each), not %zu bytes", bytes);
+        return rpd_fail_path(req, path, reason);
+    }
+    *values = bytes / 8;
+    return true;
+}
+
+/* What a row holds, for reasons: the model's joints or the group's. */
+static const char *row_what(const rpd_req *req, char *buf, size_t cap)
+{
+    if (req->group_dofs)
+        rpd_format(buf, cap, "the active joints of group %.60s, in the model's order", req->group);
+    else
+        rpd_format(buf, cap, "the model's joints, as model.get lists them");
+    return buf;
+}
+
+/* `values` (f64_count) as rows of `width` into *rows: false with the
+ * request failed unless they make a whole number of at least `min_rows`
+ * rows (`what` names a row in the reason: "configuration", "waypoint"). */
+static bool f64_rows(rpd_req *req, const char *path, size_t values, size_t width, size_t min_rows,
+                     const char *what, size_t *rows)
+{
+    char reason[RP_CODEC_REASON_MAX], row[RP_CODEC_REASON_MAX / 2];
+    if (width == 0)
+        return rpd_fail_path(req, path,
+                             "cannot hold rows of no values (the model has no active joints): "
+                             "give the JSON form");
+    if (values % width) {
+        rpd_format(reason, sizeof reason,
+                   "holds %zu value%s, not a multiple of the row length %zu (%s)", values,
+                   values == 1 ? "" : "s", width, row_what(req, row, sizeof row));
+        return rpd_fail_path(req, path, reason);
+    }
+    if (values / width < min_rows) {
+        rpd_format(reason, sizeof reason,
+                   "holds %zu row%s of %zu values; give at least %zu (one %s a row)",
+                   values / width, values / width == 1 ? "" : "s", width, min_rows, what);
+        return rpd_fail_path(req, path, reason);
+    }
+    *rows = values / width;
+    return true;
+}
+
+/* Decodes base64 string j, counted by f64_count (`values` of them), into a
+ * malloc'ed array, rows of `width`; NULL with the request failed for text
+ * that is not base64 or a value that is not finite (named by its row and
+ * joint, both from 0, or by its joint alone when `single`). */
+static double *f64_decode(rpd_req *req, const cJSON *j, const char *path, size_t values,
+                          size_t width, bool single)
+{
+    const char *s = j->valuestring, *why = NULL;
+    size_t len = strlen(s), room = rp_base64_decoded_max(len), got = 0;
+    size_t n = (room > values * 8 ? room : values * 8) / 8 + 1;
+    double *v = malloc(n * sizeof *v);
+    if (!v) {
+        rpd_fail_status(req, RP_ERR_NOMEM);
+        return NULL;
+    }
+    /* The bytes land in v itself; each value is then read from its own
+     * eight bytes, little-endian, whatever the host's order. */
+    unsigned char *raw = (unsigned char *)v;
+    if (!rp_base64_decode(s, len, raw, &got, &why) || got != values * 8) {
+        free(v);
+        rpd_fail_path(req, path, why ? why : "must be base64");
+        return NULL;
+    }
+    for (size_t i = 0; i < values; i++) {
+        const unsigned char *b = raw + 8 * i;
+        uint64_t u = 0;
+        for (int k = 7; k >= 0; k--)
+            u = u << 8 | b[k];
+        memcpy(&v[i], &u, sizeof u);
+        if (!isfinite(v[i])) {
+            char reason[RP_CODEC_REASON_MAX];
+            if (single)
+                rpd_format(reason, sizeof reason, "joint %zu is not finite", i);
+            else
+                rpd_format(reason, sizeof reason, "row %zu joint %zu is not finite", i / width,
+                           i % width);
+            free(v);
+            rpd_fail_path(req, path, reason);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* `rows` rows of values v into joint vectors q (each rp_model_dof values,
+ * at least one): whole vectors as they are, or params.group's values over
+ * the defaults, as rpd_decode_joint_vector places an array. */
+static void place_rows(const rpd_req *req, const rp_model *m, const double *v, size_t rows,
+                       double *q)
+{
+    size_t dof = rp_model_dof(m), d1 = dof ? dof : 1;
+    for (size_t k = 0; k < rows; k++) {
+        if (!req->group_dofs) {
+            memcpy(&q[k * d1], &v[k * dof], dof * sizeof *q);
+            continue;
+        }
+        rp_model_default_joints(m, &q[k * d1]);
+        for (size_t i = 0; i < req->n_group_dofs; i++)
+            q[k * d1 + req->group_dofs[i]] = v[k * req->n_group_dofs + i];
+    }
+}
+
+/* joints_f64 of check and model.fk at `path`: one joint vector into q. */
+static bool decode_f64_vector(rpd_req *req, const rp_model *m, const cJSON *j, const char *path,
+                              double *q)
+{
+    size_t dof = rp_model_dof(m), want = req->group_dofs ? req->n_group_dofs : dof, n;
+    char reason[RP_CODEC_REASON_MAX];
+    if (!f64_count(req, j, path, &n))
+        return false;
+    if (n != want && joint_count_reason(req, dof, n, reason))
+        return rpd_fail_path(req, path, reason);
+    double *v = f64_decode(req, j, path, n, want, true);
+    if (!v)
+        return false;
+    place_rows(req, m, v, 1, q);
+    free(v);
+    return true;
+}
+
+/* The members of a request that give its joints in two forms: both is an
+ * error at the binary one's path; *bin (and *json) the one given, or NULL. */
+static bool one_of(rpd_req *req, const cJSON *params, const char *key, const char *key_f64,
+                   const cJSON **json, const cJSON **bin)
+{
+    char p1[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
+    *json = rpd_param(params, key, p1);
+    *bin = rpd_param(params, key_f64, p2);
+    if (*json && *bin) {
+        rpd_format(reason, sizeof reason, "give either %s or %s, not both", key, key_f64);
+        return rpd_fail_path(req, p2, reason);
+    }
+    return true;
+}
+
 /* The error for a pose that moved a link beyond the range of doubles
  * (RP_ERR_NONFINITE from rp_model_check): the path names the pose that
  * did it, under `config_path` ("params" or "params.configurations[k]"). */
@@ -645,12 +811,22 @@ bool rpd_fail_joint_range(rpd_req *req, const char *path)
                          "moves a link beyond the largest double (a coordinate past 1.8e308 m)");
 }
 
-/* check in joint space. */
+/* rpd_fail_joint_range for row k of params.joints_f64 (at `path`). */
+static bool fail_row_range(rpd_req *req, const char *path, size_t k)
+{
+    char reason[RP_CODEC_REASON_MAX];
+    rpd_format(reason, sizeof reason,
+               "row %zu moves a link beyond the largest double (a coordinate past 1.8e308 m)", k);
+    return rpd_fail_path(req, path, reason);
+}
+
+/* check in joint space: params.joints, or params.joints_f64. */
 static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_jw *w)
 {
     char jpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
-    const cJSON *jj = rpd_param(params, "joints", jpath);
+    const cJSON *jf = rpd_param(params, "joints_f64", jpath);
+    const cJSON *jj = jf ? NULL : rpd_param(params, "joints", jpath);
     const cJSON *bj = rpd_param(params, "base", bpath);
     size_t dof = rp_model_dof(cs->model);
     if (!rpd_charge_work(req, rpd_check_cost(cs) + dof))
@@ -663,7 +839,8 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     rp_check_opts opts = cs->opts;
     opts.work = &meter;
     rp_transform base;
-    bool ok = rpd_decode_joint_vector(req, cs->model, jj, jpath, q);
+    bool ok = jf ? decode_f64_vector(req, cs->model, jf, jpath, q)
+                 : rpd_decode_joint_vector(req, cs->model, jj, jpath, q);
     if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
         ok = rpd_fail_params(req, &ce);
     rp_check_result res;
@@ -690,17 +867,25 @@ static bool check_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {
-        "model",         "scene",    "base",          "frames", "joints", "margin", "report",
-        "ignore_limits", "attached", "allowed_scene", "ignore", "group",  NULL};
+        "model",  "scene",         "base",     "frames",        "joints", "joints_f64", "margin",
+        "report", "ignore_limits", "attached", "allowed_scene", "ignore", "group",      NULL};
     check_setup cs;
     char fpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
-    if (!rpd_check_keys(req, params, keys))
+    const cJSON *jj, *jf;
+    if (!rpd_check_keys(req, params, keys) ||
+        !one_of(req, params, "joints", "joints_f64", &jj, &jf))
         return false;
-    bool joints = rpd_param(params, "joints", fpath) != NULL;
+    bool joints = jj || jf;
     const cJSON *frames = rpd_param(params, "frames", fpath);
     if (joints && frames)
-        return rpd_fail_path(req, fpath, "give either frames or joints, not both");
-    if (!rpd_check_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
+        return rpd_fail_path(req, fpath,
+                             jf ? "give either frames or joints_f64, not both"
+                                : "give either frames or joints, not both");
+    if (!rpd_check_setup(req, params,
+                         jf       ? "params.joints_f64"
+                         : joints ? "params.joints"
+                                  : NULL,
+                         &cs)) {
         rpd_check_setup_free(&cs);
         return false;
     }
@@ -717,7 +902,8 @@ bool rpd_m_check(rpd_req *req, const cJSON *params, rp_jw *w)
     if (ok && rp_model_is_kinematic(cs.model))
         ok = frames
                  ? rpd_fail_path(req, fpath, "a kinematic model takes \"joints\", not frame poses")
-                 : rpd_fail_path(req, "params.joints", "is required (a joint vector)");
+                 : rpd_fail_path(req, "params.joints",
+                                 "is required (a joint vector, or joints_f64 in binary)");
     ok = ok && decode_config(req, &cs, frames, base, fpath, bpath, tf, &btf, &has_base);
     rp_check_result res;
     memset(&res, 0, sizeof res);
@@ -767,6 +953,7 @@ typedef struct batch_slice {
 typedef struct batch_run {
     const check_setup *cs;
     bool joints;
+    bool binary;     /* joints from params.joints_f64: errors name rows, not paths */
     const double *q; /* joints: n vectors of d1 */
     size_t d1;
     const rp_transform *base;   /* joints: one base for all, or NULL */
@@ -882,6 +1069,8 @@ static bool run_batch(rpd_req *req, batch_run *b, rp_jw *w, const char *path)
             ok = rpd_walk_stopped(req, &spent, b->charged);
         else if (sl->fail_st != RP_ERR_NONFINITE)
             ok = rpd_fail_status(req, sl->fail_st);
+        else if (b->binary)
+            ok = fail_row_range(req, path, sl->fail_k);
         else if (b->joints)
             ok = rpd_fail_joint_range(req, cp);
         else
@@ -911,19 +1100,33 @@ static bool run_batch(rpd_req *req, batch_run *b, rp_jw *w, const char *path)
     return ok;
 }
 
-/* check.batch in joint space: params.joints is an array of joint vectors. */
+/* check.batch in joint space: params.joints, an array of joint vectors,
+ * or params.joints_f64, rows of joint values in binary.  Every form ends
+ * in one table of joint vectors and one batch_run. */
 static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_jw *w)
 {
-    char path[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
+    char path[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX], cp[RP_CODEC_PATH_MAX];
+    char reason[RP_CODEC_REASON_MAX];
     rp_codec_err ce;
-    const cJSON *jj = rpd_param(params, "joints", path);
+    const cJSON *fj = rpd_param(params, "joints_f64", path);
+    const cJSON *jj = fj ? NULL : rpd_param(params, "joints", path);
     const cJSON *bj = rpd_param(params, "base", bpath);
-    if (!cJSON_IsArray(jj))
-        return rpd_fail_path(req, path, "must be an array of joint vectors");
+    size_t dof = rp_model_dof(cs->model), want = req->group_dofs ? req->n_group_dofs : dof;
     /* The table rpc.c read straight from the text, when it did ("[]" in
-     * its place here). */
+     * its place here); or the rows of joints_f64, counted from the text's
+     * length here and decoded once they are priced. */
     const rp_num_rows *table = req->line->batch_joints;
-    size_t n = table ? table->rows : (size_t)cJSON_GetArraySize(jj), dof = rp_model_dof(cs->model);
+    rp_num_rows bin = {0};
+    if (fj) {
+        if (!f64_count(req, fj, path, &bin.n) ||
+            !f64_rows(req, path, bin.n, want, 1, "configuration", &bin.rows))
+            return false;
+        bin.width = want;
+        table = &bin;
+    } else if (!cJSON_IsArray(jj)) {
+        return rpd_fail_path(req, path, "must be an array of joint vectors");
+    }
+    size_t n = table ? table->rows : (size_t)cJSON_GetArraySize(jj);
     if (n > req->core->limits.max_batch_configurations)
         return rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                               req->core->limits.max_batch_configurations);
@@ -935,43 +1138,35 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     size_t d1 = dof ? dof : 1;
     rp_transform base;
     bool ok = !bj || rp_codec_pose(bj, bpath, &base, &ce) || rpd_fail_params(req, &ce);
-    if (ok && table && n) {
-        /* What decode_joint_vector says of the first vector (all are as long). */
-        size_t want = req->group_dofs ? req->n_group_dofs : dof;
-        char cp[RP_CODEC_PATH_MAX], reason[RP_CODEC_REASON_MAX];
-        if (table->width != want && joint_count_reason(req, dof, table->width, reason))
-            return rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
-    }
+    if (ok && fj)
+        ok = (bin.v = f64_decode(req, fj, path, bin.n, want, false)) != NULL;
+    /* What decode_joint_vector says of the first vector (all are as long). */
+    if (ok && table && n && table->width != want &&
+        joint_count_reason(req, dof, table->width, reason))
+        ok = rpd_fail_path(req, rp_codec_path_index(cp, path, 0), reason);
+    /* The table as it is when its rows are whole vectors; else rows of the
+     * group's joints spread over the defaults, or the vectors of the tree. */
+    double *q = NULL;
+    const double *vectors = NULL;
     if (ok && table && dof && !req->group_dofs) {
-        batch_run b = {.cs = cs,
-                       .joints = true,
-                       .q = table->v,
-                       .d1 = d1,
-                       .base = bj ? &base : NULL,
-                       .n = n,
-                       .charged = cost * n};
-        return run_batch(req, &b, w, path);
-    }
-    double *q = malloc((n ? n : 1) * d1 * sizeof *q);
-    if (!q)
-        return rpd_fail_status(req, RP_ERR_NOMEM);
-    /* Rows of the group's joints from the table, spread over the defaults;
-     * or the vectors of the tree. */
-    for (size_t k = 0; ok && table && k < n; k++) {
-        rp_model_default_joints(cs->model, &q[k * d1]);
-        for (size_t i = 0; i < req->n_group_dofs; i++)
-            q[k * d1 + req->group_dofs[i]] = table->v[k * table->width + i];
-    }
-    size_t k = 0;
-    for (const cJSON *c = table ? NULL : jj->child; c && ok; c = c->next, k++) {
-        char cp[RP_CODEC_PATH_MAX];
-        ok = rpd_decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k),
-                                     &q[k * d1]);
+        vectors = table->v;
+    } else if (ok && !(q = malloc((n ? n : 1) * d1 * sizeof *q))) {
+        ok = rpd_fail_status(req, RP_ERR_NOMEM);
+    } else if (ok && table) {
+        place_rows(req, cs->model, table->v, n, q);
+        vectors = q;
+    } else if (ok) {
+        size_t k = 0;
+        for (const cJSON *c = jj->child; c && ok; c = c->next, k++)
+            ok = rpd_decode_joint_vector(req, cs->model, c, rp_codec_path_index(cp, path, k),
+                                         &q[k * d1]);
+        vectors = q;
     }
     if (ok) {
         batch_run b = {.cs = cs,
                        .joints = true,
-                       .q = q,
+                       .binary = fj != NULL,
+                       .q = vectors,
                        .d1 = d1,
                        .base = bj ? &base : NULL,
                        .n = n,
@@ -979,6 +1174,7 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
         ok = run_batch(req, &b, w, path);
     }
     free(q);
+    free(bin.v);
     return ok;
 }
 
@@ -991,11 +1187,11 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     if (configs && rp_model_is_kinematic(cs->model))
         return rpd_fail_path(
             req, path, "a kinematic model takes \"joints\", not configurations of frame poses");
+    if (!cJSON_IsArray(configs) && !configs && rp_model_is_kinematic(cs->model))
+        return rpd_fail_path(req, "params.joints",
+                             "is required (joint vectors, or joints_f64 in binary)");
     if (!cJSON_IsArray(configs))
-        return rpd_fail_path(req,
-                             configs                            ? path
-                             : rp_model_is_kinematic(cs->model) ? "params.joints"
-                                                                : path,
+        return rpd_fail_path(req, path,
                              configs ? "must be an array of configurations" : "is required");
     size_t n = (size_t)cJSON_GetArraySize(configs);
     if (n > req->core->limits.max_batch_configurations)
@@ -1051,19 +1247,28 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {
-        "model",         "scene",    "configurations", "joints", "base",  "margin", "report",
-        "ignore_limits", "attached", "allowed_scene",  "ignore", "group", NULL};
+    static const char *const keys[] = {"model",         "scene",    "configurations", "joints",
+                                       "joints_f64",    "base",     "margin",         "report",
+                                       "ignore_limits", "attached", "allowed_scene",  "ignore",
+                                       "group",         NULL};
     check_setup cs;
     char path[RP_CODEC_PATH_MAX];
-    if (!rpd_check_keys(req, params, keys))
+    const cJSON *jj, *jf;
+    if (!rpd_check_keys(req, params, keys) ||
+        !one_of(req, params, "joints", "joints_f64", &jj, &jf))
         return false;
-    bool joints = rpd_param(params, "joints", path) != NULL;
+    bool joints = jj || jf;
     if (joints && rpd_param(params, "configurations", path))
-        return rpd_fail_path(req, path, "give either configurations or joints, not both");
+        return rpd_fail_path(req, path,
+                             jf ? "give either configurations or joints_f64, not both"
+                                : "give either configurations or joints, not both");
     if (!joints && rpd_param(params, "base", path))
         return rpd_fail_path(req, path, "with configurations, each one carries its own base");
-    if (!rpd_check_setup(req, params, joints ? "params.joints" : NULL, &cs)) {
+    if (!rpd_check_setup(req, params,
+                         jf       ? "params.joints_f64"
+                         : joints ? "params.joints"
+                                  : NULL,
+                         &cs)) {
         rpd_check_setup_free(&cs);
         return false;
     }
@@ -1133,10 +1338,12 @@ static void write_pose(rp_jw *w, const rp_transform *t)
 
 bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model", "joints", "base", NULL};
+    static const char *const keys[] = {"model", "joints", "joints_f64", "base", NULL};
     char jpath[RP_CODEC_PATH_MAX], bpath[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
-    if (!rpd_check_keys(req, params, keys))
+    const cJSON *jj, *jf;
+    if (!rpd_check_keys(req, params, keys) ||
+        !one_of(req, params, "joints", "joints_f64", &jj, &jf))
         return false;
     const rp_model *m = rpd_existing_model(req, params);
     if (!m)
@@ -1144,7 +1351,7 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
     if (!rp_model_is_kinematic(m))
         return rpd_fail_path(req, "params.model",
                              "needs a kinematic model (one defined by joints or a URDF)");
-    const cJSON *jj = rpd_param(params, "joints", jpath);
+    rpd_param(params, jf ? "joints_f64" : "joints", jpath);
     const cJSON *bj = rpd_param(params, "base", bpath);
     size_t dof = rp_model_dof(m), nl = rp_model_tree_link_count(m);
     if (!rpd_charge_work(req, dof + nl) || !rpd_reply_fits(req, w, nl, RPD_MIN_PAIR_BYTES))
@@ -1154,7 +1361,8 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
     bool ok = q && poses;
     if (!ok)
         ok = rpd_fail_status(req, RP_ERR_NOMEM);
-    ok = ok && rpd_decode_joint_vector(req, m, jj, jpath, q);
+    ok = ok && (jf ? decode_f64_vector(req, m, jf, jpath, q)
+                   : rpd_decode_joint_vector(req, m, jj, jpath, q));
     if (ok && bj && !rp_codec_pose(bj, bpath, &base, &ce))
         ok = rpd_fail_params(req, &ce);
     if (ok) {
@@ -1198,11 +1406,12 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
         "model",         "scene",    "path",     "mode",          "resolution",
         "tolerance",     "margin",   "attached", "allowed_scene", "base",
         "ignore_limits", "earliest", "ignore",   "skip_ends",     "resolution_norm",
-        "group",         NULL};
+        "group",         "path_f64", NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;
-    if (!rpd_check_keys(req, params, keys))
+    const cJSON *pj, *pf;
+    if (!rpd_check_keys(req, params, keys) || !one_of(req, params, "path", "path_f64", &pj, &pf))
         return false;
     rp_motion_opts mo;
     memset(&mo, 0, sizeof mo);
@@ -1246,7 +1455,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     mo.fast_reject = mo.mode == RP_MOTION_CERTIFIED && !mo.earliest;
     if (!rpd_optional_bool(req, params, "skip_ends", false, &mo.skip_ends))
         return false;
-    if (!rpd_check_setup(req, params, "params.path", &cs)) {
+    if (!rpd_check_setup(req, params, pf ? "params.path_f64" : "params.path", &cs)) {
         rpd_check_setup_free(&cs);
         return false;
     }
@@ -1257,22 +1466,34 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     mo.n_ignore = cs.opts.n_ignore;
     const rp_model *m = cs.model;
     size_t dof = rp_model_dof(m), d1 = dof ? dof : 1;
-    const cJSON *pj = rpd_param(params, "path", path);
+    rpd_param(params, pf ? "path_f64" : "path", path);
     const cJSON *bj = rpd_param(params, "base", p2);
     bool ok = true;
-    size_t n = cJSON_IsArray(pj) ? (size_t)cJSON_GetArraySize(pj) : 0;
-    if (!cJSON_IsArray(pj) || n < 2)
+    /* path_f64: its waypoints counted from the text's length, decoded once
+     * limited, as path's are (proto/PROTOCOL.md, "Binary joint arrays"). */
+    size_t n = cJSON_IsArray(pj) ? (size_t)cJSON_GetArraySize(pj) : 0, values = 0;
+    size_t want = req->group_dofs ? req->n_group_dofs : dof;
+    if (pf)
+        ok = f64_count(req, pf, path, &values) &&
+             f64_rows(req, path, values, want, 2, "waypoint", &n);
+    else if (!cJSON_IsArray(pj) || n < 2)
         ok = rpd_fail_path(req, path,
                            pj ? "must be an array of two or more joint vectors" : "is required");
-    else if (n > req->core->limits.max_batch_configurations)
+    if (ok && n > req->core->limits.max_batch_configurations)
         ok = rpd_fail_limit(req, RPD_LIMIT_max_batch_configurations,
                             req->core->limits.max_batch_configurations);
     double *q = ok ? malloc(n * d1 * sizeof *q) : NULL;
     double *first = ok ? malloc(d1 * sizeof *first) : NULL;
     if (ok && (!q || !first))
         ok = rpd_fail_status(req, RP_ERR_NOMEM);
+    double *v = ok && pf ? f64_decode(req, pf, path, values, want, false) : NULL;
+    if (ok && pf && !v)
+        ok = false;
+    else if (ok && pf)
+        place_rows(req, m, v, n, q);
+    free(v);
     size_t k = 0;
-    for (const cJSON *c = ok ? pj->child : NULL; c && ok; c = c->next, k++) {
+    for (const cJSON *c = ok && !pf ? pj->child : NULL; c && ok; c = c->next, k++) {
         char cp[RP_CODEC_PATH_MAX];
         ok = rpd_decode_joint_vector(req, m, c, rp_codec_path_index(cp, path, k), &q[k * d1]);
     }
