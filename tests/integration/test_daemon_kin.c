@@ -31,6 +31,11 @@
  *     model.fk against poses computed by hand, check.motion discrete and
  *     certified against an analytically computed contact, motion refusals
  *     and the work limit, frame-indexed models given joints.
+ *   - joints_f64 / path_f64 (binary joint arrays): random configurations
+ *     of arm7, some in collision, answer check (with and without group),
+ *     check.batch (both, each report), check.motion and model.fk with the
+ *     same reply bytes as the JSON joints; each refusal at its path; rows
+ *     limited and priced as JSON rows, a 64 KiB line on a worker.
  *   - Bad input of every kind against the new methods (wrong types, huge
  *     numbers, NaN-like strings, duplicate keys, empty arrays, deep
  *     nesting, 0-dof models, models with fixed joints only): a -32602 with
@@ -2554,6 +2559,454 @@ static void groups_and_states_equal_full_vectors(void **state)
     stop_ok(d);
 }
 
+/* ---- binary joint arrays: joints_f64 and path_f64 ----------------------------------- */
+
+/* The base64 text of n doubles, little-endian (proto/PROTOCOL.md, "Binary
+ * joint arrays"), whatever the host's byte order; the caller frees it. */
+static char *f64_text(const double *v, size_t n)
+{
+    unsigned char *raw = malloc(n * 8 + 1);
+    assert_non_null(raw);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, &v[i], sizeof u);
+        for (int k = 0; k < 8; k++)
+            raw[8 * i + (size_t)k] = (unsigned char)(u >> (8 * k));
+    }
+    size_t len = rp_base64_encoded_len(n * 8);
+    char *s = malloc(len + 1);
+    assert_non_null(s);
+    rp_base64_encode(raw, n * 8, s);
+    s[len] = '\0';
+    free(raw);
+    return s;
+}
+
+/* n doubles as a JSON array, each printed to read back to the same bits. */
+static void json_row(textbuf *t, const double *v, size_t n)
+{
+    tb_printf(t, "[");
+    for (size_t i = 0; i < n; i++)
+        tb_printf(t, "%s%.17g", i ? "," : "", v[i]);
+    tb_printf(t, "]");
+}
+
+/* `rows` rows of `width` as a JSON table. */
+static void json_table(textbuf *t, const double *v, size_t rows, size_t width)
+{
+    tb_printf(t, "[");
+    for (size_t r = 0; r < rows; r++) {
+        tb_printf(t, "%s", r ? "," : "");
+        json_row(t, &v[r * width], width);
+    }
+    tb_printf(t, "]");
+}
+
+/* Sends the request `method` with params "{<head>,KEY:VALUE<tail>}" twice,
+ * once with the JSON form (json_key: json_value) and once with the binary
+ * one (bin_key: "bin_value"), under the same id, and asserts that the two
+ * reply lines are the same bytes; returns the reply (the caller deletes
+ * it). */
+static cJSON *same_reply(rh_conn *c, const char *method, const char *head, const char *json_key,
+                         const char *json_value, const char *bin_key, const char *bin_value,
+                         const char *tail, const char *what)
+{
+    textbuf a = {0}, b = {0};
+    int id = next_id++;
+    tb_printf(&a, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":{%s\"%s\":%s%s}}",
+              id, method, head, json_key, json_value, tail);
+    tb_printf(&b,
+              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":{%s\"%s\":\"%s\"%s}}",
+              id, method, head, bin_key, bin_value, tail);
+    const char *r = rh_call(c, a.p);
+    assert_non_null(r);
+    char *json_reply = strdup(r);
+    assert_non_null(json_reply);
+    r = rh_call(c, b.p);
+    assert_non_null(r);
+    if (strcmp(json_reply, r) != 0)
+        fail_msg("%s: the binary form answers otherwise:\n  json   %.600s\n  binary %.600s", what,
+                 json_reply, r);
+    cJSON *j = cJSON_Parse(r);
+    assert_non_null(j);
+    free(json_reply);
+    free(a.p);
+    free(b.p);
+    return j;
+}
+
+/* Random configurations of the test arm (tests/data/arm7.urdf), some in
+ * the wall, some outside the joint limits, given as JSON numbers and as
+ * joints_f64 / path_f64: check (with and without params.group), check.batch
+ * (with and without it, each report), check.motion (both modes) and
+ * model.fk answer the same bytes. */
+static void joints_f64_answers_as_json_joints(void **state)
+{
+    (void)state;
+    enum { DOF = 8, ARM = 7 };
+    int rows = rh_wrapped() ? 24 : 200;
+    char *urdf = read_data("arm7.urdf"), *srdf = read_data("arm7.srdf");
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    expect_ok(put_urdf(c, "arm", urdf, srdf, ""), "model.put urdf+srdf");
+    expect_ok(rpct(c, "scene.create",
+                   "{\"scene\":\"cell\",\"shapes\":{\"wall\":{\"box\":{\"center\":[0.45,0,0.5],"
+                   "\"half_extents\":[0.05,0.5,0.5]}},\"ball\":{\"sphere\":{\"center\":[0.3,0.3,"
+                   "0.6],\"radius\":0.1}},\"rod\":{\"capsule\":{\"a\":[-0.4,0,0],\"b\":[-0.4,0,"
+                   "1],\"radius\":0.05}}}}"),
+              "scene.create");
+    uint64_t seed = 0xf64f64ULL;
+    double *q = malloc((size_t)rows * DOF * sizeof *q), *g = malloc((size_t)rows * ARM * sizeof *g);
+    assert_non_null(q);
+    assert_non_null(g);
+    for (int k = 0; k < rows; k++) {
+        for (int i = 0; i < ARM; i++)
+            q[k * DOF + i] = (urand(&seed) - 0.5) * 3.0;
+        q[k * DOF + 3] = -1.5 - urand(&seed) * (k % 5 == 0 ? 2.5 : 1.4); /* joint4; some below */
+        q[k * DOF + ARM] = urand(&seed) * 0.04;                          /* the finger */
+        memcpy(&g[k * ARM], &q[k * DOF], ARM * sizeof *g);
+    }
+    q[1] = -0.0;
+    q[2] = 5e-324;
+    /* check, one configuration at a time, every report. */
+    static const char *const reports[] = {"first", "closest", "all"};
+    int collisions = 0, clear = 0;
+    for (int k = 0; k < (rh_wrapped() ? 6 : 40); k++) {
+        textbuf jv = {0}, gv = {0};
+        json_row(&jv, &q[k * DOF], DOF);
+        json_row(&gv, &g[k * ARM], ARM);
+        char *bin = f64_text(&q[k * DOF], DOF), *gbin = f64_text(&g[k * ARM], ARM);
+        char tail[64];
+        snprintf(tail, sizeof tail, ",\"report\":\"%s\"", reports[k % 3]);
+        cJSON *r = same_reply(c, "check", "\"model\":\"arm\",\"scene\":\"cell\",", "joints", jv.p,
+                              "joints_f64", bin, tail, "check");
+        if (cJSON_IsTrue(at(result_of(r, "check"), "collision")))
+            collisions++;
+        else
+            clear++;
+        cJSON_Delete(r);
+        cJSON_Delete(same_reply(c, "check",
+                                "\"model\":\"arm\",\"scene\":\"cell\",\"group\":\"arm7_arm\",",
+                                "joints", gv.p, "joints_f64", gbin, tail, "check with group"));
+        cJSON_Delete(same_reply(c, "model.fk", "\"model\":\"arm\",", "joints", jv.p, "joints_f64",
+                                bin, ",\"base\":{\"translation\":[0.5,-0.25,1]}", "model.fk"));
+        free(jv.p);
+        free(gv.p);
+        free(bin);
+        free(gbin);
+    }
+    assert_true(collisions > 0 && clear > 0);
+
+    /* check.batch: the whole table, and a short one (one slice). */
+    size_t sizes[] = {(size_t)rows, 3};
+    for (size_t s = 0; s < 2; s++) {
+        size_t n = sizes[s];
+        textbuf jt = {0}, gt = {0};
+        json_table(&jt, q, n, DOF);
+        json_table(&gt, g, n, ARM);
+        char *bin = f64_text(q, n * DOF), *gbin = f64_text(g, n * ARM);
+        for (int rep = 0; rep < 3; rep++) {
+            char tail[64];
+            snprintf(tail, sizeof tail, ",\"report\":\"%s\"", reports[rep]);
+            cJSON *r = same_reply(c, "check.batch", "\"model\":\"arm\",\"scene\":\"cell\",",
+                                  "joints", jt.p, "joints_f64", bin, tail, "check.batch");
+            assert_int_equal(cJSON_GetArraySize(at(result_of(r, "check.batch"), "results")),
+                             (int)n);
+            cJSON_Delete(r);
+            cJSON_Delete(same_reply(
+                c, "check.batch", "\"model\":\"arm\",\"scene\":\"cell\",\"group\":\"arm7_arm\",",
+                "joints", gt.p, "joints_f64", gbin, tail, "check.batch with group"));
+        }
+        free(jt.p);
+        free(gt.p);
+        free(bin);
+        free(gbin);
+    }
+
+    /* check.motion through the first waypoints, both modes, with group too. */
+    static const char *const modes[] = {",\"mode\":\"discrete\",\"resolution\":0.05",
+                                        ",\"mode\":\"certified\",\"tolerance\":0.001",
+                                        ",\"mode\":\"discrete\",\"earliest\":true"};
+    for (size_t m = 0; m < 3; m++) {
+        size_t n = 2 + m * 2;
+        textbuf jt = {0}, gt = {0};
+        json_table(&jt, q, n, DOF);
+        json_table(&gt, g, n, ARM);
+        char *bin = f64_text(q, n * DOF), *gbin = f64_text(g, n * ARM);
+        cJSON_Delete(same_reply(c, "check.motion", "\"model\":\"arm\",\"scene\":\"cell\",", "path",
+                                jt.p, "path_f64", bin, modes[m], "check.motion"));
+        cJSON_Delete(same_reply(c, "check.motion",
+                                "\"model\":\"arm\",\"scene\":\"cell\",\"group\":\"arm7_arm\",",
+                                "path", gt.p, "path_f64", gbin, modes[m], "check.motion group"));
+        free(jt.p);
+        free(gt.p);
+        free(bin);
+        free(gbin);
+    }
+
+    /* In a JSON-RPC batch (one line, one budget) as alone. */
+    textbuf line = {0};
+    char *bin = f64_text(q, 4 * DOF);
+    tb_printf(&line,
+              "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"check.batch\",\"params\":{\"model\":"
+              "\"arm\",\"scene\":\"cell\",\"joints_f64\":\"%s\"}},{\"jsonrpc\":\"2.0\",\"id\":2,"
+              "\"method\":\"ping\"}]",
+              bin);
+    cJSON *r = call_json(c, line.p);
+    assert_true(cJSON_IsArray(r));
+    assert_int_equal(cJSON_GetArraySize(at(cJSON_GetArrayItem(r, 0), "result.results")), 4);
+    cJSON_Delete(r);
+    free(line.p);
+    free(bin);
+    free(q);
+    free(g);
+    free(urdf);
+    free(srdf);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* A request's params with `key` set to the base64 text of v[0..n). */
+static char *with_f64(const char *head, const char *key, const double *v, size_t n,
+                      const char *tail)
+{
+    char *bin = f64_text(v, n);
+    textbuf t = {0};
+    tb_printf(&t, "{%s\"%s\":\"%s\"%s}", head, key, bin, tail);
+    free(bin);
+    return t.p;
+}
+
+static void slide_model(rh_conn *c)
+{
+    expect_ok(rpct(c, "model.put",
+                   "{\"model\":\"slide\",\"joints\":[{\"name\":\"j1\",\"type\":\"prismatic\","
+                   "\"parent\":\"base\",\"child\":\"l1\",\"limits\":{\"lower\":-1e308,"
+                   "\"upper\":1e308}},{\"name\":\"j2\",\"type\":\"revolute\",\"parent\":\"l1\","
+                   "\"child\":\"l2\",\"origin\":{\"xyz\":[1e308,0,0]},\"axis\":[0,0,1]}],"
+                   "\"links\":[{\"id\":\"a\",\"link\":\"l1\",\"shape\":" S01 "},{\"id\":\"b\","
+                   "\"link\":\"l2\",\"shape\":" S01 "}]}"),
+              "slide");
+    expect_ok(rpct(c, "model.put",
+                   "{\"model\":\"flat\",\"links\":[{\"id\":\"a\",\"frame\":0,"
+                   "\"shape\":" S01 "}]}"),
+              "flat");
+}
+
+/* Every refusal of joints_f64 and path_f64, at the member's path, with
+ * its reason; nothing changes and the daemon answers on. */
+static void joints_f64_refused_at_their_path(void **state)
+{
+    (void)state;
+    const double nan = NAN, inf = INFINITY;
+    const double one[] = {0.5}, three[] = {0, 0, 0.5}, bad_row[] = {0, 0, nan, 0},
+                 inf_vec[] = {0, inf}, bad_path[] = {0, 0, 1, 1, 0, -inf}, pair[] = {0.25, -0.5},
+                 far[] = {0, 0, 1e308, 0}, nan_one[] = {nan, 0};
+    char *p[] = {
+        with_f64("\"model\":\"planar\",", "joints_f64", one, 1, ""),
+        with_f64("\"model\":\"planar\",", "joints_f64", three, 3, ""),
+        with_f64("\"model\":\"planar\",", "joints_f64", bad_row, 4, ""),
+        with_f64("\"model\":\"planar\",", "joints_f64", inf_vec, 2, ""),
+        with_f64("\"model\":\"planar\",", "path_f64", bad_path, 6, ""),
+        with_f64("\"model\":\"planar\",", "path_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",\"joints\":[0.25,-0.5],", "joints_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",\"joints\":[[0.25,-0.5]],", "joints_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",\"joints\":[0.25,-0.5],", "joints_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",\"path\":[[0,0],[1,1]],", "path_f64", bad_path, 4, ""),
+        with_f64("\"model\":\"planar\",\"configurations\":[],", "joints_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",\"frames\":[],", "joints_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",", "joints_f64", one, 1, ""),
+        with_f64("\"model\":\"planar\",", "joints_f64", nan_one, 2, ""),
+        with_f64("\"model\":\"slide\",", "joints_f64", far, 4, ""),
+        with_f64("\"model\":\"slide\",", "joints_f64", far + 2, 2, ""),
+        with_f64("\"model\":\"flat\",", "joints_f64", one, 1, ""),
+        with_f64("\"model\":\"flat\",", "path_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",\"scene\":\"nowhere\",", "joints_f64", pair, 2, ""),
+        with_f64("\"model\":\"planar\",", "joints_f64", pair, 2, ",\"group\":\"arm\""),
+    };
+    const param_case cases[] = {
+        {"check", "{\"model\":\"planar\",\"joints_f64\":5}", -32602, "params.joints_f64",
+         "base64 string"},
+        {"check.batch", "{\"model\":\"planar\",\"joints_f64\":null}", -32602, "params.joints_f64",
+         "base64 string"},
+        {"check", "{\"model\":\"planar\",\"joints_f64\":\"AAAA*AAAAAAAAAAAAAAAAA==\"}", -32602,
+         "params.joints_f64", "must be base64 (A-Z"},
+        {"check", "{\"model\":\"planar\",\"joints_f64\":\"AAAA=AAAAAAAAAAAAAAAAA==\"}", -32602,
+         "params.joints_f64", "padding only at the end"},
+        {"check.batch", "{\"model\":\"planar\",\"joints_f64\":\"AAAAAAAAAAAAAAAAAAAAAB==\"}",
+         -32602, "params.joints_f64", "unused bits"},
+        {"check.batch", "{\"model\":\"planar\",\"joints_f64\":\"AAAAA\"}", -32602,
+         "params.joints_f64", "length is a multiple of 4"},
+        {"check.batch", "{\"model\":\"planar\",\"joints_f64\":\"AAAAAAAAAAAAAAAA\"}", -32602,
+         "params.joints_f64", "whole float64 values (8 bytes each), not 12 bytes"},
+        {"check", p[0], -32602, "params.joints_f64", "must hold 2 values"},
+        {"check.batch", p[1], -32602, "params.joints_f64",
+         "holds 3 values, not a multiple of the row length 2"},
+        {"check.batch", "{\"model\":\"planar\",\"joints_f64\":\"\"}", -32602, "params.joints_f64",
+         "give at least 1"},
+        {"check.batch", p[2], -32602, "params.joints_f64", "row 1 joint 0 is not finite"},
+        {"check", p[3], -32602, "params.joints_f64", "joint 1 is not finite"},
+        {"check.motion", p[4], -32602, "params.path_f64", "row 2 joint 1 is not finite"},
+        {"check.motion", p[5], -32602, "params.path_f64", "give at least 2"},
+        {"check", p[6], -32602, "params.joints_f64", "give either joints or joints_f64"},
+        {"check.batch", p[7], -32602, "params.joints_f64", "give either joints or joints_f64"},
+        {"model.fk", p[8], -32602, "params.joints_f64", "give either joints or joints_f64"},
+        {"check.motion", p[9], -32602, "params.path_f64", "give either path or path_f64"},
+        {"check.batch", p[10], -32602, "params.configurations", "joints_f64, not both"},
+        {"check", p[11], -32602, "params.frames", "joints_f64, not both"},
+        {"check", "{\"model\":\"planar\"}", -32602, "params.joints", "required"},
+        {"check.batch", "{\"model\":\"planar\"}", -32602, "params.joints", "joints_f64"},
+        {"check.motion", "{\"model\":\"planar\"}", -32602, "params.path", "required"},
+        {"model.fk", "{\"model\":\"planar\"}", -32602, "params.joints", "required"},
+        {"model.fk", p[12], -32602, "params.joints_f64", "must hold 2 values"},
+        {"model.fk", p[13], -32602, "params.joints_f64", "joint 0 is not finite"},
+        {"check.batch", p[14], -32602, "params.joints_f64",
+         "row 1 moves a link beyond the largest double"},
+        {"check", p[15], -32602, "params.joints_f64", "beyond the largest double"},
+        {"check", p[16], -32602, "params.joints_f64", "needs a kinematic model"},
+        {"check.motion", p[17], -32602, "params.path_f64", "needs a kinematic model"},
+        {"check", p[18], -32001, NULL, NULL},
+        {"check", p[19], -32602, "params.group", "no group"},
+        /* A model without joints: one empty vector, but no rows of nothing. */
+        {"check", "{\"model\":\"rigid\",\"joints_f64\":\"\"}", 0, NULL, NULL},
+        {"model.fk", "{\"model\":\"rigid\",\"joints_f64\":\"\"}", 0, NULL, NULL},
+        {"check.batch", "{\"model\":\"rigid\",\"joints_f64\":\"\"}", -32602, "params.joints_f64",
+         "no active joints"},
+        {"check.motion", "{\"model\":\"rigid\",\"path_f64\":\"\"}", -32602, "params.path_f64",
+         "no active joints"},
+    };
+    rh_daemon *d = start(NULL);
+    rh_conn *c = connect_ok(d, false);
+    put_outsider_models(c);
+    slide_model(c);
+    run_param_cases(c, cases, sizeof cases / sizeof cases[0]);
+    /* The JSON form of the slide's far row names its path. */
+    expect_error_word(rpct(c, "check.batch", "{\"model\":\"slide\",\"joints\":[[0,0],[1e308,0]]}"),
+                      -32602, "params.joints[1]", "beyond the largest double", "json far row");
+    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
+        free(p[k]);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+}
+
+/* The rows of joints_f64 count and cost what the JSON rows do, refused
+ * with the same reply before anything is decoded: max_batch_configurations,
+ * max_request_work on a worker, max_loop_work in a line that runs on the
+ * event loop; and a check.batch line of 64 KiB and more goes to a worker
+ * (proto/PROTOCOL.md, "The event loop's budget") like its JSON twin. */
+static void joints_f64_limited_and_priced_as_json_joints(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-batch-configurations",
+                                        "3000",
+                                        "--max-request-work",
+                                        "10000",
+                                        "--max-loop-work",
+                                        "2000",
+                                        "--threads",
+                                        "2",
+                                        NULL};
+    rh_daemon *d = start(extra);
+    rh_conn *c = connect_ok(d, false);
+    put_planar(c, "planar", "");
+    create_post_scene(c);
+    enum { MAX_ROWS = 3001 };
+    double *q = malloc(MAX_ROWS * 2 * sizeof *q);
+    assert_non_null(q);
+    uint64_t seed = 99;
+    for (size_t i = 0; i < MAX_ROWS * 2; i++)
+        q[i] = (urand(&seed) - 0.5) * 4.0;
+    const size_t sizes[] = {1, 10, 100, 1000, 3000, 3001};
+    bool accepted = false, priced_out = false, too_many = false;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        textbuf jt = {0};
+        json_table(&jt, q, n, 2);
+        char *bin = f64_text(q, n * 2);
+        cJSON *r = same_reply(c, "check.batch", "\"model\":\"planar\",\"scene\":\"cell\",",
+                              "joints", jt.p, "joints_f64", bin, "", "priced batch");
+        const cJSON *lj = at(r, "error.data.limit");
+        const char *limit = cJSON_IsString(lj) ? lj->valuestring : NULL;
+        if (at(r, "result"))
+            accepted = true;
+        else if (limit && strcmp(limit, "max_request_work") == 0)
+            priced_out = true;
+        else if (limit && strcmp(limit, "max_batch_configurations") == 0)
+            too_many = n == 3001;
+        else
+            fail_msg("%zu rows: %s", n, show(r));
+        cJSON_Delete(r);
+        /* The same waypoints in a motion: limited alike. */
+        if (n == 3001 || n == 10) {
+            r = same_reply(c, "check.motion", "\"model\":\"planar\",", "path", jt.p, "path_f64",
+                           bin, ",\"resolution\":10", "limited motion");
+            assert_true(
+                n == 10 ? at(r, "result") != NULL
+                        : strcmp(str_at(r, "error.data.limit"), "max_batch_configurations") == 0);
+            cJSON_Delete(r);
+        }
+        free(jt.p);
+        free(bin);
+    }
+    assert_true(accepted && priced_out && too_many);
+
+    /* A line of more than 64 KiB (4500 rows of 2 values: 96 KB of base64,
+     * priced at more than max_loop_work) runs on a worker, with
+     * max_request_work, as its JSON twin does... */
+    rh_close(c);
+    stop_ok(d);
+    static const char *const loop_extra[] = {"--max-loop-work", "2000", "--threads", "2", NULL};
+    d = start(loop_extra);
+    c = connect_ok(d, false);
+    put_planar(c, "planar", "");
+    enum { BIG = 4500 };
+    double *bq = malloc(BIG * 2 * sizeof *bq);
+    assert_non_null(bq);
+    for (size_t i = 0; i < BIG * 2; i++)
+        bq[i] = (urand(&seed) - 0.5) * 4.0;
+    char *bbin = f64_text(bq, BIG * 2);
+    assert_true(strlen(bbin) > ((size_t)64 << 10));
+    textbuf jt = {0};
+    json_table(&jt, bq, BIG, 2);
+    cJSON *r = same_reply(c, "check.batch", "\"model\":\"planar\",", "joints", jt.p, "joints_f64",
+                          bbin, "", "a big line");
+    assert_int_equal(cJSON_GetArraySize(at(result_of(r, "big batch"), "results")), BIG);
+    cJSON_Delete(r);
+    /* ...while in a line that holds a mutation, which the event loop runs,
+     * both are refused with max_loop_work before anything is decoded. */
+    textbuf a = {0}, b = {0};
+    tb_printf(&a,
+              "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":"
+              "\"s1\"}},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check.batch\",\"params\":{"
+              "\"model\":\"planar\",\"joints\":%s}}]",
+              jt.p);
+    tb_printf(&b,
+              "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.create\",\"params\":{\"scene\":"
+              "\"s2\"}},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"check.batch\",\"params\":{"
+              "\"model\":\"planar\",\"joints_f64\":\"%s\"}}]",
+              bbin);
+    cJSON *ra = call_json(c, a.p), *rb = call_json(c, b.p);
+    const cJSON *ea = at(cJSON_GetArrayItem(ra, 1), "error"),
+                *eb = at(cJSON_GetArrayItem(rb, 1), "error");
+    assert_non_null(ea);
+    assert_non_null(eb);
+    assert_string_equal(str_at(ea, "data.limit"), "max_loop_work");
+    assert_true(json_same(ea, eb));
+    cJSON_Delete(ra);
+    cJSON_Delete(rb);
+    free(a.p);
+    free(b.p);
+    free(jt.p);
+    free(bbin);
+    free(bq);
+    free(q);
+    expect_pong(c);
+    rh_close(c);
+    stop_ok(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -2580,6 +3033,9 @@ int main(int argc, char **argv)
         DAEMON_TEST(batch_table_fast_path_equals_general_path),
         DAEMON_TEST(groups_and_states_equal_full_vectors),
         DAEMON_TEST(meshes_over_the_work_limit_refused),
+        DAEMON_TEST(joints_f64_answers_as_json_joints),
+        DAEMON_TEST(joints_f64_refused_at_their_path),
+        DAEMON_TEST(joints_f64_limited_and_priced_as_json_joints),
     };
     return run_daemon_tests(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
