@@ -12,7 +12,8 @@
  * (default 7) of pass time / configurations, after one untimed warm-up
  * pass; min and max are the fastest and slowest passes.  Cases:
  *   frames       rp_kin_frames_ (internal, model_int.h): the 9 frame poses a
- *                check needs, nothing else;
+ *                check needs, nothing else; "batches of 32": rp_kin_frames_n_,
+ *                32 configurations a call (check.batch's forward kinematics);
  *   fk           rp_model_fk: input check + frames + the pose of all 12
  *                tree links (what model.fk returns);
  *   place        rp_model_check_joints, no scene, self collision off: FK +
@@ -86,6 +87,7 @@ static volatile double g_sink;
 
 typedef enum kcase {
     K_FRAMES,
+    K_FRAMES_N, /* rp_kin_frames_n_, BATCH_N configurations a call */
     K_FK,
     K_CHECK, /* rp_model_check_joints */
     K_BATCH  /* rp_model_check_joints_batch, BATCH_N configurations a call */
@@ -118,6 +120,7 @@ __attribute__((noinline)) static double run_pass(kcase kc, const rp_model *m, co
                                                  size_t dof, size_t *collisions)
 {
     rp_transform frames[RP_STACK_FRAMES], poses[RP_STACK_FRAMES];
+    static rp_transform batch_frames[BATCH_N * RP_STACK_FRAMES];
     rp_check_opts opts = {rep, false, 0.0, NULL, NULL, 0};
     size_t coll = 0;
     double sink = 0.0;
@@ -127,6 +130,11 @@ __attribute__((noinline)) static double run_pass(kcase kc, const rp_model *m, co
         if (kc == K_FRAMES) {
             rp_kin_frames_(m, NULL, qk, frames);
             sink += frames[0].t.x;
+        } else if (kc == K_FRAMES_N) {
+            size_t nb = n - k < BATCH_N ? n - k : BATCH_N;
+            rp_kin_frames_n_(m, NULL, qk, nb, batch_frames);
+            sink += batch_frames[0].t.x;
+            k += nb - 1;
         } else if (kc == K_FK) {
             if (rp_model_fk(m, NULL, qk, poses) != RP_OK)
                 kb_die("rp_model_fk failed");
@@ -607,8 +615,11 @@ int main(int argc, char **argv)
     const rp_model *m = robot.model, *m0 = noself.model;
     size_t dof = robot.dof;
 
-    kb_scene table, rnd, cell_boxes, cell_caps;
+    kb_scene table, rnd, cell_boxes, cell_caps, cage, rnd1k, surf;
     kb_scene_tabletop(&table);
+    kb_scene_cage(&cage);
+    kb_scene_random(&rnd1k, m, 1000, radius, bubble);
+    kb_scene_surfaces(&surf, 10000);
     kb_scene_random(&rnd, m, KB_RANDOM_SHAPES, radius, bubble);
     kb_scene_cell(&cell_boxes, true);
     kb_scene_cell(&cell_caps, false);
@@ -616,6 +627,9 @@ int main(int argc, char **argv)
     rp_scene *sc_rnd = kb_scene_create(st, "random", &rnd);
     rp_scene *sc_cell_boxes = kb_scene_create(st, "cell-boxes", &cell_boxes);
     rp_scene *sc_cell_caps = kb_scene_create(st, "cell-capsules", &cell_caps);
+    rp_scene *sc_cage = kb_scene_create(st, "cage", &cage);
+    rp_scene *sc_rnd1k = kb_scene_create(st, "random-1k", &rnd1k);
+    rp_scene *sc_surf = kb_scene_create(st, "surfaces-10k", &surf);
     size_t tb_caps = 0;
     for (size_t i = 0; i < table.n; i++)
         tb_caps += table.puts[i].shape.kind == RP_SHAPE_CAPSULE;
@@ -645,6 +659,7 @@ int main(int argc, char **argv)
             print_row(name, time_case(kc, model, sc, rep, q, n_configs, dof, passes), coll);       \
     } while (0)
     ROW("frames (rp_kin_frames_)", K_FRAMES, m, NULL, RP_REPORT_FIRST, false);
+    ROW("frames, batches of 32 (rp_kin_frames_n_)", K_FRAMES_N, m, NULL, RP_REPORT_FIRST, false);
     ROW("fk (rp_model_fk)", K_FK, m, NULL, RP_REPORT_FIRST, false);
     ROW("place (no scene, -self)", K_CHECK, m0, NULL, RP_REPORT_FIRST, true);
     ROW("self (no scene) first", K_CHECK, m, NULL, RP_REPORT_FIRST, true);
@@ -652,11 +667,11 @@ int main(int argc, char **argv)
     struct {
         const char *name;
         const rp_scene *sc;
-    } scenes[4] = {{"tabletop", sc_table},
-                   {"random", sc_rnd},
-                   {"cell-boxes", sc_cell_boxes},
-                   {"cell-capsules", sc_cell_caps}};
-    for (int s = 0; s < 4; s++) {
+    } scenes[7] = {
+        {"tabletop", sc_table},          {"random", sc_rnd}, {"cell-boxes", sc_cell_boxes},
+        {"cell-capsules", sc_cell_caps}, {"cage", sc_cage},  {"random-1k", sc_rnd1k},
+        {"surfaces-10k", sc_surf}};
+    for (int s = 0; s < 7; s++) {
         char name[64];
         snprintf(name, sizeof name, "%s first", scenes[s].name);
         ROW(name, K_CHECK, m, scenes[s].sc, RP_REPORT_FIRST, true);
@@ -758,6 +773,9 @@ int main(int argc, char **argv)
     kb_scene_free(&rnd);
     kb_scene_free(&cell_boxes);
     kb_scene_free(&cell_caps);
+    kb_scene_free(&cage);
+    kb_scene_free(&rnd1k);
+    kb_scene_free(&surf);
     rp_store_free(st);
     kb_robot_free(&robot);
     kb_robot_free(&noself);

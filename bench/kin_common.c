@@ -241,6 +241,58 @@ void kb_scene_cell(kb_scene *s, bool exact)
         box(s, x0, y0, -0.5 + h * k / 5.0, w, d, t, 0.0);
 }
 
+void kb_scene_cage(kb_scene *s)
+{
+    scene_reserve(s, 14);
+    for (int ring = 0; ring < 2; ring++)
+        for (int k = 0; k < 7; k++) {
+            double a = 6.283185307179586 * (k + 0.5 * ring) / 7.0;
+            scene_add(s, 'g', sphere(0.75 * cos(a), 0.75 * sin(a), ring ? 0.75 : 0.15, 0.05));
+        }
+}
+
+void kb_scene_surfaces(kb_scene *s, size_t n)
+{
+    /* Axis-aligned boxes (centre, size) of kb_scene_cell, unturned: the
+     * table top, the six boxes on it, the shelf's two sides, back and six
+     * boards. */
+    static const double box[][6] = {
+        {0.6, 0.0, -0.02, 0.9, 1.6, 0.04},      {0.55, -0.45, 0.075, 0.30, 0.20, 0.15},
+        {0.75, 0.35, 0.025, 0.40, 0.30, 0.05},  {0.45, 0.25, 0.05, 0.20, 0.15, 0.10},
+        {0.85, -0.10, 0.125, 0.10, 0.10, 0.25}, {0.95, -0.55, 0.10, 0.25, 0.25, 0.20},
+        {0.40, -0.10, 0.06, 0.15, 0.30, 0.12},  {-0.6, 0.6, 0.25, 0.02, 0.3, 1.5},
+        {0.2, 0.6, 0.25, 0.02, 0.3, 1.5},       {-0.2, 0.75, 0.25, 0.8, 0.02, 1.5},
+        {-0.2, 0.6, -0.5, 0.8, 0.3, 0.02},      {-0.2, 0.6, -0.2, 0.8, 0.3, 0.02},
+        {-0.2, 0.6, 0.1, 0.8, 0.3, 0.02},       {-0.2, 0.6, 0.4, 0.8, 0.3, 0.02},
+        {-0.2, 0.6, 0.7, 0.8, 0.3, 0.02},       {-0.2, 0.6, 1.0, 0.8, 0.3, 0.02},
+    };
+    size_t nb = sizeof box / sizeof box[0];
+    double area[sizeof box / sizeof box[0]], total = 0.0;
+    for (size_t b = 0; b < nb; b++) {
+        const double *e = &box[b][3];
+        area[b] = 2.0 * (e[0] * e[1] + e[1] * e[2] + e[0] * e[2]);
+        total += area[b];
+    }
+    kb_rng rng = {KB_SEED_SURFACES};
+    scene_reserve(s, n);
+    for (size_t i = 0; i < n; i++) {
+        /* A box by area, a face by area, a point on it. */
+        double pick = kb_unit(&rng) * total;
+        size_t b = 0;
+        while (b + 1 < nb && pick >= area[b])
+            pick -= area[b++];
+        const double *c = box[b], *e = &box[b][3];
+        double p[3];
+        for (int a = 0; a < 3; a++)
+            p[a] = c[a] + (kb_unit(&rng) - 0.5) * e[a];
+        double fa[3] = {e[1] * e[2], e[0] * e[2], e[0] * e[1]};
+        double f = kb_unit(&rng) * (fa[0] + fa[1] + fa[2]);
+        int axis = f < fa[0] ? 0 : f < fa[0] + fa[1] ? 1 : 2;
+        p[axis] = c[axis] + (kb_unit(&rng) < 0.5 ? -0.5 : 0.5) * e[axis];
+        scene_add(s, 's', sphere(p[0], p[1], p[2], 0.01));
+    }
+}
+
 void kb_scene_tabletop(kb_scene *s)
 {
     kb_rng rng = {KB_SEED_TABLE};

@@ -79,6 +79,7 @@
 #define KB_SEED_RANDOM UINT64_C(0x4a2d0b5eed000002)
 #define KB_SEED_CONFIGS UINT64_C(0xc0f165eed0000003)
 #define KB_SEED_EDGES UINT64_C(0xed9e55eed0000004)
+#define KB_SEED_SURFACES UINT64_C(0x5a2face5eed00005)
 
 /* splitmix64 */
 typedef struct kb_rng {
@@ -124,6 +125,14 @@ void kb_scene_tabletop(kb_scene *s);
 void kb_scene_cell(kb_scene *s, bool exact);
 /* The robot is needed to keep shapes off its base. */
 void kb_scene_random(kb_scene *s, const rp_model *m, size_t n, double radius, double bubble);
+/* Scene "cage": 14 spheres (r 5 cm) on two rings of 7 around the robot's
+ * shoulder axis, 0.75 m from it, at z = 0.15 and 0.75: the few shapes a
+ * planner's workcell often has near the arm (issue 27's 14-sphere cage). */
+void kb_scene_cage(kb_scene *s);
+/* Scene "surfaces": n spheres (r 1 cm) spread uniformly by area over the
+ * surfaces of the cell's table top, six boxes and bookshelf boards (as if
+ * a depth camera had sampled them; fixed seed). */
+void kb_scene_surfaces(kb_scene *s, size_t n);
 void kb_scene_free(kb_scene *s);
 /* Creates the scene in the store and builds its tree; dies on error. */
 rp_scene *kb_scene_create(rp_store *st, const char *name, const kb_scene *s);

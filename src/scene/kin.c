@@ -153,6 +153,34 @@ void rp_kin_frames_(const rp_model *m, const rp_transform *base, const double *q
         frames_chunk(m, base, q, f0, nf - f0 < TRIG_CHUNK ? nf - f0 : TRIG_CHUNK, frames);
 }
 
+void rp_kin_frames_n_(const rp_model *m, const rp_transform *base, const double *q, size_t n,
+                      rp_transform *frames)
+{
+    size_t nf = m->frame_count, dof = m->kin->dof, r = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (nf && nf <= RP_KIN4_MAX_FRAMES && rp_simd_level_() >= RP_SIMD_AVX2) {
+        rp_transform identity = rp_transform_identity();
+        const rp_kin_joint *moving = m->kin->moving;
+        double v[4 * RP_KIN4_MAX_FRAMES], s[4 * RP_KIN4_MAX_FRAMES], c[4 * RP_KIN4_MAX_FRAMES];
+        for (; r + 4 <= n; r += 4) {
+            /* The values lane by lane, their sines and cosines in one call
+             * (the same bits as one by one), then the products. */
+            for (size_t f = 0; f < nf; f++) {
+                const rp_kin_joint *j = &moving[f];
+                for (size_t l = 0; l < 4; l++)
+                    v[4 * f + l] = j->mult * q[(r + l) * dof + j->src] + j->off;
+            }
+            rp_sincos_n_(v, s, c, 4 * nf);
+            rp_transform *const out[4] = {frames + r * nf, frames + (r + 1) * nf,
+                                          frames + (r + 2) * nf, frames + (r + 3) * nf};
+            rp_kin_frames4_avx2_(m, base ? base : &identity, v, s, c, out);
+        }
+    }
+#endif
+    for (; r < n; r++)
+        rp_kin_frames_(m, base, q + r * dof, frames + r * nf);
+}
+
 /* ---- compilation --------------------------------------------------------------- */
 
 /* Names by index for the strtab (util/strtab.h). */
@@ -969,6 +997,7 @@ static rp_status batch_run(const rp_model *m, const rp_scene *scene, const rp_tr
             if (!all_finite(qj, dof)) {
                 /* The ones before it first, as one by one would. */
                 size_t f = 0;
+                rp_kin_frames_n_(m, base, q + r0 * dof, j, frames);
                 if (j && (st = rp_model_check_first_many_(m, scene, base, frames, j, margin,
                                                           &out[r0], &f))) {
                     *failed = r0 + f;
@@ -981,8 +1010,8 @@ static rp_status batch_run(const rp_model *m, const rp_scene *scene, const rp_tr
                 free(frames);
                 return st;
             }
-            rp_kin_frames_(m, base, qj, frames + j * nf);
         }
+        rp_kin_frames_n_(m, base, q + r0 * dof, k, frames);
         size_t f = 0;
         st = rp_model_check_first_many_(m, scene, base, frames, k, margin, &out[r0], &f);
         if (st)

@@ -243,6 +243,17 @@ void rp_kin_release_(rp_kin *k);
 /* kin.c: poses of the frames for joint vector q (finite values). */
 void rp_kin_frames_(const rp_model *m, const rp_transform *base, const double *q,
                     rp_transform *frames);
+/* kin.c: the same for n vectors (q + r * dof, finite values) into frames +
+ * r * frame_count: the bits of rp_kin_frames_ for each, four at a time in
+ * AVX2 lanes where the CPU has it. */
+void rp_kin_frames_n_(const rp_model *m, const rp_transform *base, const double *q, size_t n,
+                      rp_transform *frames);
+/* kin_avx2.c: frames of four configurations whose joint values (v), sines
+ * and cosines are given lane by lane (v[4 * f + lane] for frame f); base is
+ * not NULL; frame_count <= RP_KIN4_MAX_FRAMES. */
+#define RP_KIN4_MAX_FRAMES 32
+void rp_kin_frames4_avx2_(const rp_model *m, const rp_transform *base, const double *v,
+                          const double *sn, const double *cs, rp_transform *const out[4]);
 
 /* model.c: malloc counted in m->bytes; never asks for 0 bytes. */
 void *rp_model_alloc_(rp_model *m, size_t size);

@@ -161,6 +161,9 @@ static rp_status discrete_flush(motion *mo, bool *bad)
     if (!n)
         return RP_OK;
     rp_check_result r[RP_ROBOTS_MAX];
+    /* The queued states' frames together (four at a time in AVX2 lanes,
+     * the bits of one by one). */
+    rp_kin_frames_n_(mo->m, mo->base, mo->q_joints, n, mo->q_frames);
     rp_status st = rp_model_check_first_many_(mo->m, mo->sc, mo->base, mo->q_frames, n, mo->margin,
                                               r, &failed);
     size_t valid = st ? failed : n; /* results before it are valid */
@@ -207,7 +210,6 @@ static rp_status discrete_state(motion *mo, size_t seg, uint64_t idx, uint64_t n
     double t = (double)idx / (double)n;
     double *q = mo->q_joints + j * mo->dof;
     lerp(point(mo, seg), point(mo, seg + 1), t, mo->dof, q);
-    rp_kin_frames_(mo->m, mo->base, q, mo->q_frames + j * mo->m->frame_count);
     mo->q_seg[j] = seg;
     mo->q_idx[j] = idx;
     mo->q_n[j] = n;

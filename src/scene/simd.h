@@ -19,9 +19,10 @@
 /* Dispatch levels, best last. */
 enum { RP_SIMD_PORTABLE = 0, RP_SIMD_AVX2 = 1, RP_SIMD_AVX512 = 2 };
 
-/* The level in force: the best the CPU has, unless the environment
- * variable REPOSE_SIMD (read once) says portable (or 0), avx2 or avx512,
- * or a test forced one. */
+/* The level in force: AVX2 when the CPU has it (simd.c says why not
+ * AVX-512), unless the environment variable REPOSE_SIMD (read once) says
+ * portable (or 0), avx2 or avx512, or a test forced one; always capped by
+ * what the CPU has. */
 int rp_simd_level_(void);
 /* Forces a level (capped by what the CPU has); returns the level set.  For
  * tests and benchmarks; not to be called while checks run on other

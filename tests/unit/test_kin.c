@@ -17,6 +17,7 @@
 
 #include "repose/scene.h"
 #include "scene/scene_int.h" /* rp_simd_force_ */
+#include "scene/model_int.h" /* rp_kin_frames_n_ */
 #include "test_joints.h"
 
 #ifndef M_PI
@@ -1546,6 +1547,53 @@ static void fk_matches_long_double_reference_on_random_trees(void **state)
     rp_store_free(st);
 }
 
+/* rp_kin_frames_n_ (a batch's forward kinematics: four configurations per
+ * AVX2 lane set, the rest one by one) gives rp_kin_frames_'s bits for every
+ * configuration, at every level, for batches of 1 to 11 (lane groups and
+ * tails), on random trees with prismatic, mimic and general-axis joints. */
+static void batched_frames_equal_single_frames(void **state)
+{
+    (void)state;
+    test_rng rng = {77};
+    rp_store *st = rp_store_new(NULL);
+    long compared = 0;
+    int was = rp_simd_level_();
+    for (int tree = 0; tree < 120; tree++) {
+        rtree t;
+        random_tree(&rng, &t, 0, false);
+        rp_model_def d = rtree_def(&t);
+        rp_model *m = put_ok(st, "r", &d);
+        size_t nf = rp_model_frame_count(m), dof = rp_model_dof(m);
+        enum { N = 11 };
+        double q[N * MAXL];
+        for (int c = 0; c < N; c++)
+            random_q(&rng, &t, q + c * dof);
+        rp_transform base =
+            pose(rng_uniform(&rng, -3, 3), rng_uniform(&rng, -3, 3), rng_uniform(&rng, -3, 3),
+                 rng_uniform(&rng, -1, 1), rng_uniform(&rng, -1, 1), rng_uniform(&rng, -1, 1), 0.5);
+        const rp_transform *b = tree % 2 ? &base : NULL;
+        rp_transform want[N * MAXL], got[N * MAXL];
+        rp_simd_force_level_(RP_SIMD_PORTABLE);
+        for (int c = 0; c < N; c++)
+            rp_kin_frames_(m, b, q + c * dof, want + c * nf);
+        for (int lv = RP_SIMD_PORTABLE; lv <= RP_SIMD_AVX512; lv++) {
+            rp_simd_force_level_(lv);
+            for (size_t n = 1; n <= N; n++) {
+                memset(got, 0xa5, sizeof got);
+                rp_kin_frames_n_(m, b, q, n, got);
+                for (size_t k = 0; k < n * nf; k++, compared++)
+                    if (memcmp(&got[k], &want[k], sizeof got[k]))
+                        fail_msg("tree %d level %s batch %zu: frame %zu of configuration %zu "
+                                 "differs",
+                                 tree, rp_simd_level_name_(lv), n, k % nf, k / nf);
+            }
+        }
+    }
+    rp_simd_force_level_(was);
+    printf("%ld batched frames equal to single ones\n", compared);
+    rp_store_free(st);
+}
+
 /* rp_model_check_joints_batch: every result equal, bit for bit, to what
  * rp_model_check_joints gives for that vector alone (FIRST's pair
  * included: configurations sharing a walk meet their pairs in the order
@@ -2177,6 +2225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         /* forward kinematics by hand */
         cmocka_unit_test(planar_arm_poses_match_hand_computation),
+        cmocka_unit_test(batched_frames_equal_single_frames),
         cmocka_unit_test(prismatic_joint_translates_along_its_normalised_axis),
         cmocka_unit_test(mimic_joints_follow_their_source_through_chains),
         cmocka_unit_test(fixed_joints_share_frames_and_offset_poses),
