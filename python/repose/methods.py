@@ -8,7 +8,11 @@ returns a :class:`repose.Pending`).  A method's name is the protocol's with
 and an argument left at ``None`` is not sent (the daemon's default
 applies).  Shapes are dicts as the protocol writes them, e.g.
 ``{"sphere": {"center": [0, 0, 1], "radius": 0.5}}``; joint vectors, paths
-and batches may be lists or numpy arrays.
+and batches may be lists or numpy arrays.  A numpy array of joint values
+(1-D for one vector, 2-D rows x joints for a batch or a path) goes in
+binary, as ``joints_f64`` / ``path_f64`` (little-endian float64 in base64,
+proto/PROTOCOL.md, Binary joint arrays): no decimal text either way, and
+the same doubles, so the same results bit for bit; lists go as JSON.
 
 Objects (rigid groups of shapes with a pose) go as ``objects={name:
 {"pose": pose, "shapes": {id: shape}}}`` in scene_create, scene_put and
@@ -41,7 +45,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .wire import encode_cloud, number_rows
+from .wire import encode_cloud, f64_rows, number_rows
 
 Shape = Mapping[str, Any]
 Pose = Mapping[str, Any]
@@ -323,7 +327,12 @@ class Methods:
         return self._call("model.list", None)
 
     def model_fk(self, model: str, joints: JointVector, *, base: Optional[Pose] = None) -> Any:
-        """Forward kinematics: every link's world pose at ``joints``."""
+        """Forward kinematics: every link's world pose at ``joints`` (a list,
+        {joint name: value}, a state's name, or a 1-D numpy array, sent as
+        ``joints_f64``)."""
+        binary = f64_rows(joints, 1, "model.fk: params.joints")
+        if binary is not None:
+            return self._call("model.fk", _params(model=model, joints_f64=binary, base=base))
         return self._call("model.fk", _params(model=model, joints=joints, base=base))
 
     # ---- checks ------------------------------------------------------------------
@@ -337,7 +346,13 @@ class Methods:
         what ``report`` asks for (``"first"``, ``"closest"``, ``"all"``).
         ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
-        instance)."""
+        instance).  ``joints`` as a 1-D numpy array goes as ``joints_f64``
+        (binary float64); with ``group=`` it holds the group's joints."""
+        binary = f64_rows(joints, 1, "check: params.joints")
+        if binary is not None:
+            return self._call("check", _params(model=model, scene=scene, joints_f64=binary,
+                                               frames=frames, base=base, margin=margin,
+                                               report=report, ignore=_names(ignore), **options))
         return self._call("check", _params(model=model, scene=scene, joints=joints, frames=frames,
                                            base=base, margin=margin, report=report,
                                            ignore=_names(ignore), **options))
@@ -349,10 +364,17 @@ class Methods:
                     report: Optional[str] = None, ignore: Optional[Iterable[str]] = None,
                     **options: Any) -> Any:
         """Checks many configurations: ``joints`` (a list of joint vectors, or an
-        n x dof numpy array) or ``configurations``; ``results`` in order.
+        n x dof numpy array, sent as ``joints_f64``: binary float64 rows, the
+        same results as the list) or ``configurations``; ``results`` in order.
         ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
+        binary = f64_rows(joints, 2, "check.batch: params.joints")
+        if binary is not None:
+            return self._call("check.batch", _params(model=model, scene=scene, joints_f64=binary,
+                                                     configurations=configurations, base=base,
+                                                     margin=margin, report=report,
+                                                     ignore=_names(ignore), **options))
         if joints is not None:
             joints = number_rows(joints, "check.batch: params.joints")
         return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
@@ -391,11 +413,19 @@ class Methods:
                      margin: Optional[float] = None, ignore: Optional[Iterable[str]] = None,
                      **options: Any) -> Any:
         """Checks the motion through the waypoints ``path`` (two or more joint
-        vectors, or a numpy array), ``mode`` ``"discrete"`` (default) or
-        ``"certified"``: ``valid`` and, when not, where it first fails.
+        vectors, or a waypoints x dof numpy array, sent as ``path_f64``),
+        ``mode`` ``"discrete"`` (default) or ``"certified"``: ``valid`` and,
+        when not, where it first fails.
         ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
+        binary = f64_rows(path, 2, "check.motion: params.path")
+        if binary is not None:
+            return self._call("check.motion", _params(model=model, path_f64=binary, scene=scene,
+                                                      mode=mode, resolution=resolution,
+                                                      tolerance=tolerance, earliest=earliest,
+                                                      margin=margin, ignore=_names(ignore),
+                                                      **options))
         path = number_rows(path, "check.motion: params.path")
         return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
                                                   resolution=resolution, tolerance=tolerance,

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Request lines: compact JSON, NaN refused, large number tables formatted
-fast, point clouds packed as base64 float32."""
+fast, point clouds packed as base64 float32, numpy joint arrays as base64
+float64 (joints_f64, path_f64)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,37 @@ def number_rows(rows: Any, name: str = "rows") -> Any:
                 raise ValueError(f"{name}[{i}][{j}] is {cells[j]} (row {i}): JSON has no NaN "
                                  "or infinity")
     return RawJSON(text)
+
+
+def f64_rows(x: Any, ndim: int, name: str = "joints") -> Optional[str]:
+    """The text of ``joints_f64`` / ``path_f64`` (proto/PROTOCOL.md, Binary
+    joint arrays) for a numpy array ``x`` of ``ndim`` dimensions (1: one
+    joint vector; 2: rows x joints, a table or a path) and a real numeric
+    dtype (any float or integer dtype): base64 of its values as
+    little-endian float64, row-major, whatever ``x``'s dtype and memory
+    layout (``numpy.ascontiguousarray(x, dtype="<f8").tobytes()``; float32
+    and float16 values convert exactly).  ``None`` for anything else (lists,
+    mappings, state names, empty arrays, other shapes or dtypes): those go
+    as JSON.  numpy is imported only when ``x`` is an array.  A NaN or an
+    infinity is a ValueError naming it (``name[row][column] is nan (row
+    row)``) before anything is sent."""
+    if not _is_array(x) or getattr(x, "ndim", None) != ndim:
+        return None
+    try:
+        import numpy
+    except ImportError:  # an array-like without numpy: the JSON form
+        return None
+    a = numpy.asarray(x)
+    if a.dtype.kind not in "fiu" or a.size == 0:
+        return None
+    f = numpy.ascontiguousarray(a, dtype="<f8")
+    bad = ~numpy.isfinite(f)
+    if bad.any():
+        at = tuple(int(k) for k in numpy.argwhere(bad)[0])
+        where = name + "".join(f"[{k}]" for k in at)
+        row = f" (row {at[0]})" if ndim == 2 else ""
+        raise ValueError(f"{where} is {float(a[at])!r}{row}: joint values must be finite")
+    return base64.b64encode(f.tobytes()).decode("ascii")
 
 
 def encode_request(rid: int, method: str, params: Optional[Dict[str, Any]]) -> bytes:

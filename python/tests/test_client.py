@@ -722,6 +722,116 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.model_fk("py-arm-np", numpy.float64(0.5) * numpy.ones(dof)),
                          c.model_fk("py-arm-np", [0.5] * dof))
 
+    @unittest.skipUnless(numpy is not None, "numpy is not installed")
+    def test_numpy_joint_arrays_go_as_f64_and_answer_as_lists(self) -> None:
+        # A numpy array of joint values goes as joints_f64 / path_f64 (binary
+        # float64); a list as JSON numbers: the same doubles, so the same
+        # results, whatever the array's dtype and layout.
+        c = self.client()
+        c.load_urdf("py-arm-f64", ARM_URDF, ARM_SRDF)
+        c.scene_create("py-f64", {"wall": {"box": {"center": [0.45, 0, 0.5],
+                                                   "half_extents": [0.05, 0.5, 0.5]}},
+                                  "ball": sphere(0.3, 0.3, 0.6, 0.1)})
+        dof = len(c.model_get("py-arm-f64")["joints"])
+        rng = numpy.random.default_rng(64)
+        q = rng.uniform(-1.5, 1.5, size=(60, dof))
+        q[:, 3] = rng.uniform(-3.0, -0.1, size=60)  # joint4's range, and beyond
+        q[:, 7] = rng.uniform(0, 0.04, size=60)     # the finger
+        q[0, 1] = -0.0
+        sent = []
+        real_call = c._call
+
+        def spy(method, params):
+            sent.append((method, sorted(params or {})))
+            return real_call(method, params)
+
+        c._call = spy  # type: ignore[method-assign]
+
+        def same(method, binary_key, array, as_list, **kw):
+            """The method with the array and with its list (as `joints=`, or
+            positional for model_fk and check_motion): the array went in
+            binary, the list as JSON, and the results are equal."""
+            def run(value):
+                if method in ("model_fk", "check_motion"):
+                    return getattr(c, method)("py-arm-f64", value, **kw)
+                return getattr(c, method)("py-arm-f64", joints=value, **kw)
+            a = run(array)
+            self.assertIn(binary_key, sent[-1][1], f"{method} sent {sent[-1]}")
+            b = run(as_list)
+            self.assertNotIn(binary_key, sent[-1][1], f"{method} sent {sent[-1]}")
+            self.assertEqual(a, b, method)
+            return a
+
+        # check.batch: 2-D rows x dof, every report; some configurations collide.
+        for report in ("first", "closest", "all"):
+            same("check_batch", "joints_f64", q, q.tolist(), scene="py-f64", report=report)
+        results = c.check_batch("py-arm-f64", joints=q, scene="py-f64")["results"]
+        self.assertTrue(any(x["collision"] for x in results))
+        self.assertTrue(any(not x["collision"] for x in results))
+        # float32 (converted exactly), a strided slice, Fortran order, integers.
+        q32 = q.astype(numpy.float32)
+        same("check_batch", "joints_f64", q32, q32.astype(float).tolist(), scene="py-f64")
+        wide = numpy.repeat(q, 2, axis=1)  # every column twice: [:, ::2] is q again
+        sliced = wide[::3, ::2]
+        self.assertFalse(sliced.flags["C_CONTIGUOUS"])
+        same("check_batch", "joints_f64", sliced, q[::3].tolist(), scene="py-f64")
+        same("check_batch", "joints_f64", numpy.asfortranarray(q), q.tolist(), scene="py-f64")
+        ints = numpy.zeros((3, dof), dtype=numpy.int32)
+        ints[:, 3] = -1
+        same("check_batch", "joints_f64", ints, ints.tolist())
+        # With a group: rows of its joints.
+        g = q[:, :7]
+        same("check_batch", "joints_f64", g, g.tolist(), scene="py-f64", group="arm7_arm")
+        # check, model.fk: 1-D, also float32 and a strided row.
+        for k in range(6):
+            same("check", "joints_f64", q[k], q[k].tolist(), scene="py-f64", report="all")
+            same("check", "joints_f64", g[k], g[k].tolist(), scene="py-f64", group="arm7_arm")
+            same("model_fk", "joints_f64", q[k], q[k].tolist())
+        same("check", "joints_f64", q32[1], q32[1].astype(float).tolist(), scene="py-f64")
+        same("check", "joints_f64", wide[4, ::2], q[4].tolist(), scene="py-f64")
+        same("model_fk", "joints_f64", wide[2, ::2], q[2].tolist(),
+             base=repose.pose([0.5, 0, 1]))
+        # check.motion: 2-D waypoints, both modes, and a group's.
+        same("check_motion", "path_f64", q[:3], q[:3].tolist(), scene="py-f64", resolution=0.05)
+        same("check_motion", "path_f64", q[:3], q[:3].tolist(), scene="py-f64", mode="certified")
+        same("check_motion", "path_f64", g[:3], g[:3].tolist(), scene="py-f64", group="arm7_arm")
+        same("check_motion", "path_f64", wide[:4, ::2], q[:4].tolist(), scene="py-f64")
+        # The daemon's refusals name the binary member.
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.check_batch("py-arm-f64", joints=q[:, :5])
+        self.assertEqual(e.exception.path, "params.joints_f64")
+        self.assertIn("not a multiple of the row length", str(e.exception))
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.check_motion("py-arm-f64", q[:1])
+        self.assertEqual(e.exception.path, "params.path_f64")
+        # NaN never leaves the client.
+        bad = q[:4].copy()
+        bad[2, 5] = numpy.inf
+        with self.assertRaisesRegex(ValueError, r"^check\.batch: params\.joints\[2\]\[5\] is inf"):
+            c.check_batch("py-arm-f64", joints=bad)
+        with self.assertRaisesRegex(ValueError, r"^check: params\.joints\[5\] is inf"):
+            c.check("py-arm-f64", joints=bad[2])
+        # Empty arrays, 1-D tables and lists keep the JSON form.
+        self.assertEqual(c.check_batch("py-arm-f64", joints=numpy.zeros((0, dof))),
+                         {"results": [], "scene_revision": None})
+        self.assertIsNone(repose.f64_rows(q[0], 2))
+        self.assertIsNone(repose.f64_rows(q.tolist(), 2))
+        self.assertIsNone(repose.f64_rows(numpy.array([["a", "b"]]), 2))
+        self.assertEqual(repose.f64_rows(numpy.array([[0.5, 0], [0, 0.1]]), 2),
+                         "AAAAAAAA4D8AAAAAAAAAAAAAAAAAAAAAmpmZmZmZuT8=")
+
+    def test_joint_lists_need_no_numpy(self) -> None:
+        c = self.client()
+        c.load_urdf("py-arm-nonp", ARM_URDF, ARM_SRDF)
+        dof = len(c.model_get("py-arm-nonp")["joints"])
+        rows = [[0.1 * k] * dof for k in range(3)]
+        with mock.patch.dict(sys.modules, {"numpy": None}):  # as if numpy were not installed
+            self.assertIsNone(repose.f64_rows(rows, 2))
+            self.assertEqual(len(c.check_batch("py-arm-nonp", joints=rows)["results"]), 3)
+            self.assertIn("valid", c.check_motion("py-arm-nonp", rows))
+            self.assertIn("valid", c.check("py-arm-nonp", joints=rows[1]))
+            self.assertIn("links", c.model_fk("py-arm-nonp", rows[1]))
+
     def test_number_tables_are_sent_exactly(self) -> None:
         import random as _random
         rng = _random.Random(3)
