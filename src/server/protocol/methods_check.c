@@ -1187,7 +1187,7 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     if (configs && rp_model_is_kinematic(cs->model))
         return rpd_fail_path(
             req, path, "a kinematic model takes \"joints\", not configurations of frame poses");
-    if (!cJSON_IsArray(configs) && !configs && rp_model_is_kinematic(cs->model))
+    if (!configs && rp_model_is_kinematic(cs->model))
         return rpd_fail_path(req, "params.joints",
                              "is required (joint vectors, or joints_f64 in binary)");
     if (!cJSON_IsArray(configs))
