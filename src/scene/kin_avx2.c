@@ -88,9 +88,10 @@ static inline void motion(const rp_kin_joint *j, __m256d v, __m256d s, __m256d c
     }
     __m256d x = bc(j->axis.x), y = bc(j->axis.y), z = bc(j->axis.z), k = sub(bc(1.0), c);
     __m256d kx = mul(k, x), ky = mul(k, y), kz = mul(k, z);
-    __m256d m[3][3] = {{add(c, mul(kx, x)), sub(mul(kx, y), mul(s, z)), add(mul(kx, z), mul(s, y))},
-                       {add(mul(kx, y), mul(s, z)), add(c, mul(ky, y)), sub(mul(ky, z), mul(s, x))},
-                       {sub(mul(kx, z), mul(s, y)), add(mul(ky, z), mul(s, x)), add(c, mul(kz, z))}};
+    __m256d m[3][3] = {
+        {add(c, mul(kx, x)), sub(mul(kx, y), mul(s, z)), add(mul(kx, z), mul(s, y))},
+        {add(mul(kx, y), mul(s, z)), add(c, mul(ky, y)), sub(mul(ky, z), mul(s, x))},
+        {sub(mul(kx, z), mul(s, y)), add(mul(ky, z), mul(s, x)), add(c, mul(kz, z))}};
     for (int i = 0; i < 3; i++) {
         __m256d a0 = p->v[3 * i], a1 = p->v[3 * i + 1], a2 = p->v[3 * i + 2];
         for (int q = 0; q < 3; q++)
