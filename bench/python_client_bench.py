@@ -8,9 +8,14 @@
   is installed: the median of 30;
 - the same 1000 configurations as 1000 pipelined `check` calls.
 
-    python3 bench/python_client_bench.py [--unix /tmp/reposed.sock]
+    python3 bench/python_client_bench.py [--unix /tmp/reposed.sock] [--shapes N]
 
-Uses the test arm (tests/data/arm7.urdf) and a table scene; prints medians.
+Uses the test arm (tests/data/arm7.urdf) and a table scene: a capsule
+along the table's edge, plus N - 1 small spheres and capsules on the
+table in front of the robot (default N = 100, fixed seed; --shapes 1 is
+the single capsule earlier notes measured); prints medians.  With numpy,
+check_batch sends the array as `joints_f64` (base64 float64), the list as
+JSON numbers.
 """
 
 from __future__ import annotations
@@ -35,12 +40,24 @@ except ImportError:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--unix", default=None)
+    ap.add_argument("--shapes", type=int, default=100)
     a = ap.parse_args()
     c = repose.Client(a.unix)
     c.load_urdf("bench-arm", os.path.join(ROOT, "tests/data/arm7.urdf"),
                 os.path.join(ROOT, "tests/data/arm7.srdf"))
-    c.scene_replace("bench-table", {"top": {"capsule": {"a": [0.5, -0.6, 0.1], "b": [0.5, 0.6, 0.1],
-                                                        "radius": 0.05}}}, create=True)
+    shapes = {"top": {"capsule": {"a": [0.5, -0.6, 0.1], "b": [0.5, 0.6, 0.1], "radius": 0.05}}}
+    srng = random.Random(7)
+    for i in range(a.shapes - 1):
+        x, y, z = srng.uniform(0.3, 1.0), srng.uniform(-0.7, 0.7), srng.uniform(0.0, 0.3)
+        r = srng.uniform(0.01, 0.05)
+        if i % 2:
+            shapes[f"s{i}"] = {"sphere": {"center": [x, y, z], "radius": r}}
+        else:
+            shapes[f"s{i}"] = {"capsule": {"a": [x, y, z], "b": [x + srng.uniform(-0.1, 0.1),
+                                                                  y + srng.uniform(-0.1, 0.1), z],
+                                           "radius": r}}
+    c.scene_replace("bench-table", shapes, create=True)
+    print(f"scene: {len(shapes)} shapes")
     info = c.model_get("bench-arm")
     lim = [info["limits"][j] for j in info["joints"]]
     rng = random.Random(1)
