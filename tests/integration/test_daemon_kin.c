@@ -2338,6 +2338,20 @@ static void deep_and_many_attached_shapes_refused(void **state)
 
 /* ---- motions through non-finite states ------------------------------------------------------- */
 
+/* Model "slide": a prismatic joint of range +-1e308 and a revolute joint
+ * 1e308 m out along x, one small shape on each link. */
+static void slide_put(rh_conn *c)
+{
+    expect_ok(rpct(c, "model.put",
+                   "{\"model\":\"slide\",\"joints\":[{\"name\":\"j1\",\"type\":\"prismatic\","
+                   "\"parent\":\"base\",\"child\":\"l1\",\"limits\":{\"lower\":-1e308,"
+                   "\"upper\":1e308}},{\"name\":\"j2\",\"type\":\"revolute\",\"parent\":\"l1\","
+                   "\"child\":\"l2\",\"origin\":{\"xyz\":[1e308,0,0]},\"axis\":[0,0,1]}],"
+                   "\"links\":[{\"id\":\"a\",\"link\":\"l1\",\"shape\":" S01 "},{\"id\":\"b\","
+                   "\"link\":\"l2\",\"shape\":" S01 "}]}"),
+              "slide");
+}
+
 /* Two motions whose states leave the range of doubles although every
  * waypoint is finite: a segment from -1e308 to 1e308 (its length, 2e308,
  * overflows), and a base 1e308 out with a link 1e308 further.  Discrete
@@ -2353,14 +2367,7 @@ static void motion_through_nonfinite_states(void **state)
     (void)state;
     rh_daemon *d = start(NULL);
     rh_conn *c = connect_ok(d, false);
-    expect_ok(rpct(c, "model.put",
-                   "{\"model\":\"slide\",\"joints\":[{\"name\":\"j1\",\"type\":\"prismatic\","
-                   "\"parent\":\"base\",\"child\":\"l1\",\"limits\":{\"lower\":-1e308,"
-                   "\"upper\":1e308}},{\"name\":\"j2\",\"type\":\"revolute\",\"parent\":\"l1\","
-                   "\"child\":\"l2\",\"origin\":{\"xyz\":[1e308,0,0]},\"axis\":[0,0,1]}],"
-                   "\"links\":[{\"id\":\"a\",\"link\":\"l1\",\"shape\":" S01 "},{\"id\":\"b\","
-                   "\"link\":\"l2\",\"shape\":" S01 "}]}"),
-              "slide");
+    slide_put(c);
     static const char *const motions[] = {
         "{\"model\":\"slide\",\"path\":[[-1e308,0],[1e308,0]]",
         "{\"model\":\"slide\",\"path\":[[0,0],[1,0]],\"base\":{\"translation\":[1e308,0,0]}",
@@ -2780,14 +2787,7 @@ static char *with_f64(const char *head, const char *key, const double *v, size_t
 
 static void slide_model(rh_conn *c)
 {
-    expect_ok(rpct(c, "model.put",
-                   "{\"model\":\"slide\",\"joints\":[{\"name\":\"j1\",\"type\":\"prismatic\","
-                   "\"parent\":\"base\",\"child\":\"l1\",\"limits\":{\"lower\":-1e308,"
-                   "\"upper\":1e308}},{\"name\":\"j2\",\"type\":\"revolute\",\"parent\":\"l1\","
-                   "\"child\":\"l2\",\"origin\":{\"xyz\":[1e308,0,0]},\"axis\":[0,0,1]}],"
-                   "\"links\":[{\"id\":\"a\",\"link\":\"l1\",\"shape\":" S01 "},{\"id\":\"b\","
-                   "\"link\":\"l2\",\"shape\":" S01 "}]}"),
-              "slide");
+    slide_put(c);
     expect_ok(rpct(c, "model.put",
                    "{\"model\":\"flat\",\"links\":[{\"id\":\"a\",\"frame\":0,"
                    "\"shape\":" S01 "}]}"),
