@@ -455,7 +455,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * (--nats) a batch holding a mutation split into its requests,
          * each of which must be one request (an object or a scalar, never
          * a batch). */
-        (void)rpd_line_min_revision(p, len);
+        /* The text's bound may only skip the parse when the parse would
+         * find nothing beyond `have`: asked at 0 the line's largest
+         * min_revision comes back (parsed); asked at it, 0; asked just
+         * below it, it again. */
+        uint64_t want = rpd_line_min_revision(p, len, 0);
+        if (want) {
+            FUZZ_CHECK(rpd_line_min_revision(p, len, want) == 0,
+                       "min_revision %llu not reached by have = itself", (unsigned long long)want);
+            FUZZ_CHECK(rpd_line_min_revision(p, len, want - 1) == want,
+                       "min_revision %llu lost at have = %llu", (unsigned long long)want,
+                       (unsigned long long)(want - 1));
+        }
         char **elems;
         size_t n_elems;
         if (rpd_batch_split(p, len, &elems, &n_elems)) {

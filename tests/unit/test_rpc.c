@@ -896,6 +896,62 @@ static void a_change_writes_each_id_once_sorted_with_the_last_shape(void **state
     free(w);
 }
 
+/* rpd_line_min_revision: the text's bound skips the parse only when the
+ * parse would find nothing beyond `have`; escaped keys, fractions and
+ * exponents go to the parse; base64 and numbers cost one look. */
+static uint64_t min_rev(const char *line, uint64_t have)
+{
+    return rpd_line_min_revision(line, strlen(line), have);
+}
+
+static void min_revision_is_read_from_the_text_or_the_parse(void **state)
+{
+    (void)state;
+    const char *plain = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"scene.list\","
+                        "\"params\":{\"min_revision\" : 42}}";
+    assert_int_equal(min_rev(plain, 0), 42);
+    assert_int_equal(min_rev(plain, 41), 42);
+    assert_int_equal(min_rev(plain, 42), 0);
+    assert_int_equal(min_rev(plain, 1000), 0);
+    /* A batch: the largest. */
+    const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":"
+                        "{\"min_revision\":7}},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\","
+                        "\"params\":{\"min_revision\":\n9}}]";
+    assert_int_equal(min_rev(batch, 0), 9);
+    assert_int_equal(min_rev(batch, 8), 9);
+    assert_int_equal(min_rev(batch, 9), 0);
+    /* A key written with escapes is not looked for: such a line does not
+     * wait, and its request answers -32004 itself if the store is behind
+     * (PROTOCOL.md, max_wait_ms). */
+    const char *escaped = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":"
+                          "{\"min\\u005frevision\":5}}";
+    assert_int_equal(min_rev(escaped, 0), 0);
+    /* An escape elsewhere: the parse reads the key. */
+    const char *other = "{\"jsonrpc\":\"2.0\",\"id\":\"a\\nb\",\"method\":\"ping\",\"params\":"
+                        "{\"min_revision\":6}}";
+    assert_int_equal(min_rev(other, 0), 6);
+    assert_int_equal(min_rev(other, 6), 0);
+    /* An exponent or a fraction: the parse decides (5e2 is 500). */
+    const char *expo = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":"
+                       "{\"min_revision\":5e2}}";
+    assert_int_equal(min_rev(expo, 10), 500);
+    assert_int_equal(min_rev(expo, 500), 0);
+    /* A nested key raises the text's bound but is not a request's: the
+     * parse says 0. */
+    const char *nested = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":"
+                         "{\"x\":{\"min_revision\":77}}}";
+    assert_int_equal(min_rev(nested, 3), 0);
+    /* Inside a string (escaped quotes): not a member. */
+    const char *in_string = "{\"jsonrpc\":\"2.0\",\"id\":\"\\\"min_revision\\\":8\","
+                            "\"method\":\"ping\"}";
+    assert_int_equal(min_rev(in_string, 0), 0);
+    /* Not numbers, negatives, none. */
+    assert_int_equal(min_rev("{\"params\":{\"min_revision\":\"9\"}}", 0), 0);
+    assert_int_equal(min_rev("{\"params\":{\"min_revision\":-9}}", 0), 0);
+    assert_int_equal(min_rev("{\"params\":{\"joints_f64\":\"mmmmAAAAmmmm\"}}", 0), 0);
+    assert_int_equal(min_rev("", 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -936,6 +992,7 @@ int main(void)
         cmocka_unit_test(work_budget_is_per_line),
         cmocka_unit_test(every_status_maps_to_a_protocol_code),
         cmocka_unit_test(a_change_writes_each_id_once_sorted_with_the_last_shape),
+        cmocka_unit_test(min_revision_is_read_from_the_text_or_the_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1233,8 +1233,52 @@ static uint64_t request_min_revision(const cJSON *req)
     return (uint64_t)v->valuedouble;
 }
 
-uint64_t rpd_line_min_revision(const char *line, size_t len)
+/* An upper bound of the min_revision members of a line without
+ * backslashes (so without escaped keys, and without strings holding a
+ * quote): the largest plain integer written after a "min_revision" key
+ * and its colon (every member is such a text; a key of a nested object
+ * can only raise the bound), UINT64_MAX when a number there has a
+ * fraction, an exponent or too many digits (cJSON decides those), 0 when
+ * there is none.  The key is found by its '_', which base64 and numbers
+ * never hold: a line of binary joints or numbers costs one memchr pass. */
+static uint64_t min_revision_bound(const char *line, size_t len)
 {
+    static const char key[] = "\"min_revision\"";
+    const size_t klen = sizeof key - 1, under = 4; /* key[4] == '_' */
+    const char *end = line + len;
+    uint64_t most = 0;
+    for (const char *p = line; (p = memchr(p, '_', (size_t)(end - p))) != NULL; p++) {
+        if ((size_t)(p - line) < under || (size_t)(end - (p - under)) < klen ||
+            memcmp(p - under, key, klen) != 0)
+            continue;
+        const char *q = p - under + klen;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q == end || *q != ':')
+            continue; /* not a member's key */
+        for (q++; q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n');)
+            q++;
+        uint64_t v = 0;
+        size_t digits = 0;
+        for (; q < end && *q >= '0' && *q <= '9'; q++, digits++) {
+            if (digits >= 18)
+                return UINT64_MAX;
+            v = v * 10 + (uint64_t)(*q - '0');
+        }
+        if (digits && q < end && (*q == '.' || *q == 'e' || *q == 'E'))
+            return UINT64_MAX;
+        /* Not a number, or negative: the member asks for nothing. */
+        most = v > most ? v : most;
+    }
+    return most;
+}
+
+uint64_t rpd_line_min_revision(const char *line, size_t len, uint64_t have)
+{
+    /* Without backslashes the text tells the bound exactly enough: when it
+     * is not beyond the store, nothing waits and nothing is parsed. */
+    if (!memchr(line, '\\', len) && min_revision_bound(line, len) <= have)
+        return 0;
     static const char key[] = "min_revision";
     bool found = false;
     for (const char *p = line; !found && (p = memchr(p, 'm', len - (size_t)(p - line)));) {
@@ -1254,7 +1298,7 @@ uint64_t rpd_line_min_revision(const char *line, size_t len)
         most = request_min_revision(root);
     }
     cJSON_Delete(root);
-    return most;
+    return most > have ? most : 0;
 }
 
 /* ---- worker placement ------------------------------------------------------- */

@@ -122,10 +122,12 @@ void rpd_reply_undone(rpd_core *core, const char *held, size_t n, size_t base,
 bool rpd_batch_split(const char *line, size_t len, char ***elems, size_t *n);
 void rpd_batch_free(char **elems, size_t n);
 
-/* The largest min_revision a line's requests ask for (0: none, or not
- * readable: the requests then answer for themselves).  A cheap look for
- * the key first; the line is parsed only when it holds it. */
-uint64_t rpd_line_min_revision(const char *line, size_t len);
+/* The largest min_revision a line's requests ask for when it is beyond
+ * `have` (the store's revision), else 0 (0 also when there is none, or the
+ * line is not readable: the requests then answer for themselves).  A
+ * cheap look at the text first (rpc.c): the line is parsed only when it
+ * may ask for more than `have`. */
+uint64_t rpd_line_min_revision(const char *line, size_t len, uint64_t have);
 
 /* --nats: the reply to request `id` (JSON text) whose proposal was not
  * published: -32003 when JetStream refused an expected sequence

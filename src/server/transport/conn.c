@@ -661,10 +661,9 @@ static bool begin_wait(rpd_conn *c, const char *line, size_t len)
 {
     rpd_server *srv = c->srv;
     rpd_core *core = &srv->core;
-    uint64_t want = rpd_line_min_revision(line, len);
+    uint64_t want = rpd_line_min_revision(line, len, rp_store_revision(core->store));
     rpd_arena_reset();
-    if (!want || want <= rp_store_revision(core->store) || !core->limits.max_wait_ms ||
-        core->shutting_down)
+    if (!want || !core->limits.max_wait_ms || core->shutting_down)
         return false;
     char *copy = malloc(len ? len : 1);
     if (!copy)
