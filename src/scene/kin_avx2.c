@@ -8,8 +8,14 @@
  * scalar frames bit for bit; test_kin compares them at every level.
  */
 #include <immintrin.h>
+#include <stddef.h>
 
 #include "model_int.h"
+
+/* The stores below write an rp_transform as 12 doubles in a row. */
+_Static_assert(sizeof(rp_transform) == 12 * sizeof(double) &&
+                   offsetof(rp_transform, t) == 9 * sizeof(double),
+               "rp_transform is r[3][3] then t, 12 doubles without padding");
 
 /* 12 lanes-of-4 per frame: r[0][0..2], r[1][0..2], r[2][0..2], t.x, t.y,
  * t.z. */
@@ -116,17 +122,22 @@ void rp_kin_frames4_avx2_(const rp_model *m, const rp_transform *base, const dou
         compose_bc(j->parent < 0 ? &b : &f[j->parent], &j->pre, &f[k]);
         motion(j, _mm256_loadu_pd(v + 4 * k), _mm256_loadu_pd(sn + 4 * k),
                _mm256_loadu_pd(cs + 4 * k), &f[k]);
-        double lane[12][4];
-        for (int e = 0; e < 12; e++)
-            _mm256_storeu_pd(lane[e], f[k].v[e]);
-        for (int l = 0; l < 4; l++) {
-            rp_transform *t = &out[l][k];
-            for (int i = 0; i < 3; i++)
-                for (int q = 0; q < 3; q++)
-                    t->r[i][q] = lane[3 * i + q][l];
-            t->t.x = lane[9][l];
-            t->t.y = lane[10][l];
-            t->t.z = lane[11][l];
+        /* An rp_transform is the 12 doubles r[0][0..2], r[1][0..2],
+         * r[2][0..2], t in the order of v[]: three 4x4 transposes give
+         * each lane's 12 values, four at a time. */
+        for (int g = 0; g < 3; g++) {
+            __m256d a = f[k].v[4 * g], b2 = f[k].v[4 * g + 1], c = f[k].v[4 * g + 2],
+                    d = f[k].v[4 * g + 3];
+            __m256d ab_lo = _mm256_unpacklo_pd(a, b2), ab_hi = _mm256_unpackhi_pd(a, b2);
+            __m256d cd_lo = _mm256_unpacklo_pd(c, d), cd_hi = _mm256_unpackhi_pd(c, d);
+            __m256d l0 = _mm256_permute2f128_pd(ab_lo, cd_lo, 0x20);
+            __m256d l1 = _mm256_permute2f128_pd(ab_hi, cd_hi, 0x20);
+            __m256d l2 = _mm256_permute2f128_pd(ab_lo, cd_lo, 0x31);
+            __m256d l3 = _mm256_permute2f128_pd(ab_hi, cd_hi, 0x31);
+            _mm256_storeu_pd((double *)&out[0][k] + 4 * g, l0);
+            _mm256_storeu_pd((double *)&out[1][k] + 4 * g, l1);
+            _mm256_storeu_pd((double *)&out[2][k] + 4 * g, l2);
+            _mm256_storeu_pd((double *)&out[3][k] + 4 * g, l3);
         }
     }
 }
