@@ -371,7 +371,10 @@ class Methods:
         instance)."""
         binary = f64_rows(joints, 2, "check.batch: params.joints")
         if binary is not None:
+            # rows: the array's own count, so that rows of the wrong length
+            # are refused, never read as other configurations.
             return self._call("check.batch", _params(model=model, scene=scene, joints_f64=binary,
+                                                     rows=len(joints),
                                                      configurations=configurations, base=base,
                                                      margin=margin, report=report,
                                                      ignore=_names(ignore), **options))
@@ -421,7 +424,8 @@ class Methods:
         instance)."""
         binary = f64_rows(path, 2, "check.motion: params.path")
         if binary is not None:
-            return self._call("check.motion", _params(model=model, path_f64=binary, scene=scene,
+            return self._call("check.motion", _params(model=model, path_f64=binary,
+                                                      rows=len(path), scene=scene,
                                                       mode=mode, resolution=resolution,
                                                       tolerance=tolerance, earliest=earliest,
                                                       margin=margin, ignore=_names(ignore),

@@ -796,11 +796,20 @@ class ClientTest(unittest.TestCase):
         same("check_motion", "path_f64", q[:3], q[:3].tolist(), scene="py-f64", mode="certified")
         same("check_motion", "path_f64", g[:3], g[:3].tolist(), scene="py-f64", group="arm7_arm")
         same("check_motion", "path_f64", wide[:4, ::2], q[:4].tolist(), scene="py-f64")
-        # The daemon's refusals name the binary member.
+        # Rows of the wrong length are refused, also when their values
+        # would make a whole number of rows of the right length (8 rows of
+        # 7 values are 7 rows of 8): the client sends the array's row
+        # count as params.rows.
         with self.assertRaises(repose.InvalidParams) as e:
             c.check_batch("py-arm-f64", joints=q[:, :5])
-        self.assertEqual(e.exception.path, "params.joints_f64")
-        self.assertIn("not a multiple of the row length", str(e.exception))
+        self.assertEqual(e.exception.path, "params.rows")
+        self.assertIn("holds 300 values", str(e.exception))
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.check_batch("py-arm-f64", joints=q[:dof, :dof - 1])
+        self.assertEqual(e.exception.path, "params.rows")
+        with self.assertRaises(repose.InvalidParams) as e:
+            c.check_motion("py-arm-f64", q[:dof, :dof - 1])
+        self.assertEqual(e.exception.path, "params.rows")
         with self.assertRaises(repose.InvalidParams) as e:
             c.check_motion("py-arm-f64", q[:1])
         self.assertEqual(e.exception.path, "params.path_f64")

@@ -2802,7 +2802,7 @@ static void joints_f64_refused_at_their_path(void **state)
     const double nan = NAN, inf = INFINITY;
     const double one[] = {0.5}, three[] = {0, 0, 0.5}, bad_row[] = {0, 0, nan, 0},
                  inf_vec[] = {0, inf}, bad_path[] = {0, 0, 1, 1, 0, -inf}, pair[] = {0.25, -0.5},
-                 far[] = {0, 0, 1e308, 0}, nan_one[] = {nan, 0};
+                 far[] = {0, 0, 1e308, 0}, nan_one[] = {nan, 0}, four[] = {0, 0, 0.5, 0.5};
     char *p[] = {
         with_f64("\"model\":\"planar\",", "joints_f64", one, 1, ""),
         with_f64("\"model\":\"planar\",", "joints_f64", three, 3, ""),
@@ -2824,6 +2824,13 @@ static void joints_f64_refused_at_their_path(void **state)
         with_f64("\"model\":\"flat\",", "path_f64", pair, 2, ""),
         with_f64("\"model\":\"planar\",\"scene\":\"nowhere\",", "joints_f64", pair, 2, ""),
         with_f64("\"model\":\"planar\",", "joints_f64", pair, 2, ",\"group\":\"arm\""),
+        /* params.rows: the rows the client meant (4 values are 2 rows of
+         * 2, not 1 or 3). */
+        with_f64("\"model\":\"planar\",", "joints_f64", four, 4, ",\"rows\":1"),
+        with_f64("\"model\":\"planar\",", "path_f64", four, 4, ",\"rows\":3"),
+        with_f64("\"model\":\"planar\",", "joints_f64", four, 4, ",\"rows\":2"),
+        with_f64("\"model\":\"planar\",", "path_f64", four, 4, ",\"rows\":2"),
+        with_f64("\"model\":\"planar\",", "joints_f64", four, 4, ",\"rows\":1.5"),
     };
     const param_case cases[] = {
         {"check", "{\"model\":\"planar\",\"joints_f64\":5}", -32602, "params.joints_f64",
@@ -2868,6 +2875,15 @@ static void joints_f64_refused_at_their_path(void **state)
         {"check.motion", p[17], -32602, "params.path_f64", "needs a kinematic model"},
         {"check", p[18], -32001, NULL, NULL},
         {"check", p[19], -32602, "params.group", "no group"},
+        {"check.batch", p[20], -32602, "params.rows", "is 1, but joints_f64 holds 4 values"},
+        {"check.motion", p[21], -32602, "params.rows", "is 3, but path_f64 holds 4 values"},
+        {"check.batch", p[22], 0, NULL, NULL},
+        {"check.motion", p[23], 0, NULL, NULL},
+        {"check.batch", p[24], -32602, "params.rows", "integer >= 1"},
+        {"check.batch", "{\"model\":\"planar\",\"joints\":[[0,0]],\"rows\":1}", -32602,
+         "params.rows", "only with joints_f64"},
+        {"check.motion", "{\"model\":\"planar\",\"path\":[[0,0],[0,1]],\"rows\":2}", -32602,
+         "params.rows", "only with path_f64"},
         /* A model without joints: one empty vector, but no rows of nothing. */
         {"check", "{\"model\":\"rigid\",\"joints_f64\":\"\"}", 0, NULL, NULL},
         {"model.fk", "{\"model\":\"rigid\",\"joints_f64\":\"\"}", 0, NULL, NULL},

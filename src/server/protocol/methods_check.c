@@ -499,11 +499,31 @@ static const char *row_what(const rpd_req *req, char *buf, size_t cap)
 
 /* `values` (f64_count) as rows of `width` into *rows: false with the
  * request failed unless they make a whole number of at least `min_rows`
- * rows (`what` names a row in the reason: "configuration", "waypoint"). */
-static bool f64_rows(rpd_req *req, const char *path, size_t values, size_t width, size_t min_rows,
-                     const char *what, size_t *rows)
+ * rows (`what` names a row in the reason: "configuration", "waypoint"),
+ * and as many as params.rows says when it is given. */
+static bool f64_rows(rpd_req *req, const cJSON *params, const char *path, size_t values,
+                     size_t width, size_t min_rows, const char *what, size_t *rows)
 {
     char reason[RP_CODEC_REASON_MAX], row[RP_CODEC_REASON_MAX / 2];
+    /* params.rows: the rows the client meant.  Without it, a table whose
+     * rows have the wrong length can still hold a whole number of rows of
+     * the right one (8 rows of 7 values are 7 rows of 8) and be read as
+     * other configurations; with it, that is an error. */
+    char rpath[RP_CODEC_PATH_MAX];
+    const cJSON *rj = rpd_param(params, "rows", rpath);
+    if (rj) {
+        double d = cJSON_IsNumber(rj) ? rj->valuedouble : -1.0;
+        if (!(d >= 1 && d <= 9007199254740992.0 && d == (double)(uint64_t)d))
+            return rpd_fail_path(req, rpath,
+                                 "must be an integer >= 1 (the rows of the binary table)");
+        if (width && (uint64_t)d * width != values) {
+            rpd_format(reason, sizeof reason,
+                       "is %.0f, but %s holds %zu values: %.0f rows of %zu (%s) are %.0f values", d,
+                       path + strlen("params."), values, d, width, row_what(req, row, sizeof row),
+                       d * (double)width);
+            return rpd_fail_path(req, rpath, reason);
+        }
+    }
     if (width == 0)
         return rpd_fail_path(req, path,
                              "cannot hold rows of no values (the model has no active joints): "
@@ -1119,7 +1139,7 @@ static bool batch_joints(rpd_req *req, const cJSON *params, check_setup *cs, rp_
     rp_num_rows bin = {0};
     if (fj) {
         if (!f64_count(req, fj, path, &bin.n) ||
-            !f64_rows(req, path, bin.n, want, 1, "configuration", &bin.rows))
+            !f64_rows(req, params, path, bin.n, want, 1, "configuration", &bin.rows))
             return false;
         bin.width = want;
         table = &bin;
@@ -1247,10 +1267,10 @@ static bool batch_frames(rpd_req *req, const cJSON *params, check_setup *cs, rp_
 
 bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {"model",         "scene",    "configurations", "joints",
-                                       "joints_f64",    "base",     "margin",         "report",
-                                       "ignore_limits", "attached", "allowed_scene",  "ignore",
-                                       "group",         NULL};
+    static const char *const keys[] = {
+        "model",         "scene",  "configurations", "joints",        "joints_f64",
+        "base",          "margin", "report",         "ignore_limits", "attached",
+        "allowed_scene", "ignore", "group",          "rows",          NULL};
     check_setup cs;
     char path[RP_CODEC_PATH_MAX];
     const cJSON *jj, *jf;
@@ -1258,6 +1278,8 @@ bool rpd_m_check_batch(rpd_req *req, const cJSON *params, rp_jw *w)
         !one_of(req, params, "joints", "joints_f64", &jj, &jf))
         return false;
     bool joints = jj || jf;
+    if (!jf && rpd_param(params, "rows", path))
+        return rpd_fail_path(req, path, "only with joints_f64 (a JSON table shows its rows)");
     if (joints && rpd_param(params, "configurations", path))
         return rpd_fail_path(req, path,
                              jf ? "give either configurations or joints_f64, not both"
@@ -1402,17 +1424,21 @@ bool rpd_m_model_fk(rpd_req *req, const cJSON *params, rp_jw *w)
 
 bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
 {
-    static const char *const keys[] = {
-        "model",         "scene",    "path",     "mode",          "resolution",
-        "tolerance",     "margin",   "attached", "allowed_scene", "base",
-        "ignore_limits", "earliest", "ignore",   "skip_ends",     "resolution_norm",
-        "group",         "path_f64", NULL};
+    static const char *const keys[] = {"model",  "scene",         "path",
+                                       "mode",   "resolution",    "tolerance",
+                                       "margin", "attached",      "allowed_scene",
+                                       "base",   "ignore_limits", "earliest",
+                                       "ignore", "skip_ends",     "resolution_norm",
+                                       "group",  "path_f64",      "rows",
+                                       NULL};
     char path[RP_CODEC_PATH_MAX], p2[RP_CODEC_PATH_MAX];
     rp_codec_err ce;
     check_setup cs;
     const cJSON *pj, *pf;
     if (!rpd_check_keys(req, params, keys) || !one_of(req, params, "path", "path_f64", &pj, &pf))
         return false;
+    if (!pf && rpd_param(params, "rows", path))
+        return rpd_fail_path(req, path, "only with path_f64 (a JSON path shows its waypoints)");
     rp_motion_opts mo;
     memset(&mo, 0, sizeof mo);
     const cJSON *modej = rpd_param(params, "mode", path);
@@ -1475,7 +1501,7 @@ bool rpd_m_check_motion(rpd_req *req, const cJSON *params, rp_jw *w)
     size_t want = req->group_dofs ? req->n_group_dofs : dof;
     if (pf)
         ok = f64_count(req, pf, path, &values) &&
-             f64_rows(req, path, values, want, 2, "waypoint", &n);
+             f64_rows(req, params, path, values, want, 2, "waypoint", &n);
     else if (!cJSON_IsArray(pj) || n < 2)
         ok = rpd_fail_path(req, path,
                            pj ? "must be an array of two or more joint vectors" : "is required");
