@@ -53,13 +53,19 @@ namespace {
 
 uint64_t g_state = 0x5eed0f2e905e2024ull;
 
-double unit()
+/* splitmix64 in [0, 1) from *st (bench_rng.h's rng_unit, draw for draw). */
+double unit_from(uint64_t *st)
 {
-    uint64_t z = (g_state += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     return (double)(z >> 11) * 0x1p-53;
+}
+
+double unit()
+{
+    return unit_from(&g_state);
 }
 
 double uniform(double lo, double hi)
@@ -211,13 +217,7 @@ void run(const char *name, bool spheres, size_t n, int passes)
 /* geometry_bench.c's draw, for the same pairs (its rng_capsule). */
 rp_capsule bench_capsule(uint64_t *st)
 {
-    auto u = [st]() {
-        uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        return (double)(z >> 11) * 0x1p-53;
-    };
+    auto u = [st]() { return unit_from(st); };
     rp_capsule c;
     c.a = rp_vec3{u(), u(), u()};
     rp_vec3 d;

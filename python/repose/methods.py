@@ -105,6 +105,19 @@ def _params(**kw: Any) -> Dict[str, Any]:
     return {k: v for k, v in kw.items() if v is not None}
 
 
+def _joint_members(key: str, value: Any, ndim: int, name: str,
+                   rows: bool = False) -> Dict[str, Any]:
+    """The members that carry joint values under ``key``: a numpy array of
+    ``ndim`` dimensions in binary (``key_f64``; a table with its row count,
+    ``rows``, so that rows of the wrong length are refused, never read as
+    other rows), anything else as JSON (with ``rows``, a table of numbers
+    formatted by :func:`number_rows`)."""
+    binary = f64_rows(value, ndim, name)
+    if binary is not None:
+        return {key + "_f64": binary, "rows": len(value) if ndim == 2 else None}
+    return {key: number_rows(value, name) if rows else value}
+
+
 class Methods:
     """The protocol's methods over ``_call(method, params)``."""
 
@@ -330,10 +343,9 @@ class Methods:
         """Forward kinematics: every link's world pose at ``joints`` (a list,
         {joint name: value}, a state's name, or a 1-D numpy array, sent as
         ``joints_f64``)."""
-        binary = f64_rows(joints, 1, "model.fk: params.joints")
-        if binary is not None:
-            return self._call("model.fk", _params(model=model, joints_f64=binary, base=base))
-        return self._call("model.fk", _params(model=model, joints=joints, base=base))
+        return self._call("model.fk", _params(
+            model=model, base=base,
+            **_joint_members("joints", joints, 1, "model.fk: params.joints")))
 
     # ---- checks ------------------------------------------------------------------
 
@@ -348,14 +360,10 @@ class Methods:
         out (needs ``scene``; a robot checking its own model ignores its own
         instance).  ``joints`` as a 1-D numpy array goes as ``joints_f64``
         (binary float64); with ``group=`` it holds the group's joints."""
-        binary = f64_rows(joints, 1, "check: params.joints")
-        if binary is not None:
-            return self._call("check", _params(model=model, scene=scene, joints_f64=binary,
-                                               frames=frames, base=base, margin=margin,
-                                               report=report, ignore=_names(ignore), **options))
-        return self._call("check", _params(model=model, scene=scene, joints=joints, frames=frames,
-                                           base=base, margin=margin, report=report,
-                                           ignore=_names(ignore), **options))
+        return self._call("check", _params(
+            model=model, scene=scene, frames=frames, base=base, margin=margin, report=report,
+            ignore=_names(ignore), **_joint_members("joints", joints, 1, "check: params.joints"),
+            **options))
 
     def check_batch(self, model: str, *, scene: Optional[str] = None,
                     joints: Optional[Any] = None,
@@ -369,21 +377,11 @@ class Methods:
         ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
-        binary = f64_rows(joints, 2, "check.batch: params.joints")
-        if binary is not None:
-            # rows: the array's own count, so that rows of the wrong length
-            # are refused, never read as other configurations.
-            return self._call("check.batch", _params(model=model, scene=scene, joints_f64=binary,
-                                                     rows=len(joints),
-                                                     configurations=configurations, base=base,
-                                                     margin=margin, report=report,
-                                                     ignore=_names(ignore), **options))
-        if joints is not None:
-            joints = number_rows(joints, "check.batch: params.joints")
-        return self._call("check.batch", _params(model=model, scene=scene, joints=joints,
-                                                 configurations=configurations, base=base,
-                                                 margin=margin, report=report,
-                                                 ignore=_names(ignore), **options))
+        return self._call("check.batch", _params(
+            model=model, scene=scene, configurations=configurations, base=base, margin=margin,
+            report=report, ignore=_names(ignore),
+            **_joint_members("joints", joints, 2, "check.batch: params.joints", rows=True),
+            **options))
 
     def plan(self, model: str, start: Any, goal: Any = None, *, goals: Any = None,
              scene: Optional[str] = None, edges: Optional[str] = None,
@@ -422,16 +420,7 @@ class Methods:
         ``ignore``: names of the scene's objects, robot instances or clouds to leave
         out (needs ``scene``; a robot checking its own model ignores its own
         instance)."""
-        binary = f64_rows(path, 2, "check.motion: params.path")
-        if binary is not None:
-            return self._call("check.motion", _params(model=model, path_f64=binary,
-                                                      rows=len(path), scene=scene,
-                                                      mode=mode, resolution=resolution,
-                                                      tolerance=tolerance, earliest=earliest,
-                                                      margin=margin, ignore=_names(ignore),
-                                                      **options))
-        path = number_rows(path, "check.motion: params.path")
-        return self._call("check.motion", _params(model=model, path=path, scene=scene, mode=mode,
-                                                  resolution=resolution, tolerance=tolerance,
-                                                  earliest=earliest, margin=margin,
-                                                  ignore=_names(ignore), **options))
+        return self._call("check.motion", _params(
+            model=model, scene=scene, mode=mode, resolution=resolution, tolerance=tolerance,
+            earliest=earliest, margin=margin, ignore=_names(ignore),
+            **_joint_members("path", path, 2, "check.motion: params.path", rows=True), **options))

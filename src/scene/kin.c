@@ -113,6 +113,13 @@ static inline void apply_motion(const rp_kin_joint *j, double v, double s, doubl
     }
 }
 
+/* The value of moving joint j (its own, or its mimic source's scaled and
+ * offset) in joint vector q. */
+static inline double joint_value(const rp_kin_joint *j, const double *q)
+{
+    return j->mult * q[j->src] + j->off;
+}
+
 /* Joint values whose sines and cosines are computed in one call. */
 #define TRIG_CHUNK 64
 
@@ -127,7 +134,7 @@ static void frames_chunk(const rp_model *m, const rp_transform *base, const doub
     double v[TRIG_CHUNK], s[TRIG_CHUNK], c[TRIG_CHUNK];
     for (size_t i = 0; i < n; i++) {
         const rp_kin_joint *j = &moving[f0 + i];
-        v[i] = j->mult * q[j->src] + j->off;
+        v[i] = joint_value(j, q);
     }
     rp_sincos_n_(v, s, c, n);
     for (size_t i = 0; i < n; i++) {
@@ -157,7 +164,7 @@ void rp_kin_frames_n_(const rp_model *m, const rp_transform *base, const double 
                       rp_transform *frames)
 {
     size_t nf = m->frame_count, dof = m->kin->dof, r = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef RP_SIMD_X86
     if (nf && nf <= RP_KIN4_MAX_FRAMES && rp_simd_level_() >= RP_SIMD_AVX2) {
         rp_transform identity = rp_transform_identity();
         const rp_kin_joint *moving = m->kin->moving;
@@ -168,7 +175,7 @@ void rp_kin_frames_n_(const rp_model *m, const rp_transform *base, const double 
             for (size_t f = 0; f < nf; f++) {
                 const rp_kin_joint *j = &moving[f];
                 for (size_t l = 0; l < 4; l++)
-                    v[4 * f + l] = j->mult * q[(r + l) * dof + j->src] + j->off;
+                    v[4 * f + l] = joint_value(j, q + (r + l) * dof);
             }
             rp_sincos_n_(v, s, c, 4 * nf);
             rp_transform *const out[4] = {frames + r * nf, frames + (r + 1) * nf,

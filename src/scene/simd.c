@@ -26,10 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RP_X86 1
-#endif
-
 #ifndef REPOSE_SINCOS_FMA
 #define REPOSE_SINCOS_FMA 0
 #endif
@@ -45,7 +41,7 @@ static int fma_family = -1;
 
 int rp_simd_best_level_(void)
 {
-#ifdef RP_X86
+#ifdef RP_SIMD_X86
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
         __builtin_cpu_supports("fma"))
         return RP_SIMD_AVX512;
@@ -111,7 +107,7 @@ static int use_fma(void)
     int f = __atomic_load_n(&fma_family, __ATOMIC_RELAXED);
     if (f < 0) {
         f = 0;
-#ifdef RP_X86
+#ifdef RP_SIMD_X86
         f = REPOSE_SINCOS_FMA && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
 #endif
         __atomic_store_n(&fma_family, f, __ATOMIC_RELAXED);
@@ -136,7 +132,7 @@ void rp_sincos_n_(const double *x, double *s, double *c, size_t n)
 {
     int fma = use_fma();
     size_t done = 0;
-#ifdef RP_X86
+#ifdef RP_SIMD_X86
     int level = rp_simd_level_();
     if (level >= RP_SIMD_AVX512 && n >= 8) {
         done = n & ~(size_t)7;

@@ -16,6 +16,12 @@
 
 #include <stddef.h>
 
+/* The vector bodies exist: x86-64 with GCC or clang (CMakeLists.txt
+ * compiles simd_avx2.c, simd_avx512.c and kin_avx2.c there). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RP_SIMD_X86 1
+#endif
+
 /* Dispatch levels, best last. */
 enum { RP_SIMD_PORTABLE = 0, RP_SIMD_AVX2 = 1, RP_SIMD_AVX512 = 2 };
 

@@ -349,19 +349,24 @@ bool rpd_check_setup(rpd_req *req, const cJSON *params, const char *joints, chec
     return decode_extension(req, params, cs);
 }
 
+/* What a joint vector holds, for reasons: the model's joints or
+ * params.group's. */
+static const char *row_what(const rpd_req *req, char *buf, size_t cap)
+{
+    if (req->group_dofs)
+        rpd_format(buf, cap, "the active joints of group %.60s, in the model's order", req->group);
+    else
+        rpd_format(buf, cap, "the model's joints, as model.get lists them");
+    return buf;
+}
+
 /* Why an array of n joint values is not a joint vector of a model with
  * dof active joints (or of params.group's joints) into reason; true. */
 static bool joint_count_reason(const rpd_req *req, size_t dof, size_t n, char *reason)
 {
-    if (req->group_dofs)
-        rpd_format(reason, RP_CODEC_REASON_MAX,
-                   "must hold %zu values (the active joints of group %.60s, in the model's "
-                   "order), not %zu",
-                   req->n_group_dofs, req->group, n);
-    else
-        rpd_format(reason, RP_CODEC_REASON_MAX,
-                   "must hold %zu values (the model's joints, as model.get lists them), not %zu",
-                   dof, n);
+    char what[RP_CODEC_REASON_MAX / 2];
+    rpd_format(reason, RP_CODEC_REASON_MAX, "must hold %zu values (%s), not %zu",
+               req->group_dofs ? req->n_group_dofs : dof, row_what(req, what, sizeof what), n);
     return true;
 }
 
@@ -485,16 +490,6 @@ static bool f64_count(rpd_req *req, const cJSON *j, const char *path, size_t *va
     }
     *values = bytes / 8;
     return true;
-}
-
-/* What a row holds, for reasons: the model's joints or the group's. */
-static const char *row_what(const rpd_req *req, char *buf, size_t cap)
-{
-    if (req->group_dofs)
-        rpd_format(buf, cap, "the active joints of group %.60s, in the model's order", req->group);
-    else
-        rpd_format(buf, cap, "the model's joints, as model.get lists them");
-    return buf;
 }
 
 /* `values` (f64_count) as rows of `width` into *rows: false with the

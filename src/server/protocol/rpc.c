@@ -1233,26 +1233,39 @@ static uint64_t request_min_revision(const cJSON *req)
     return (uint64_t)v->valuedouble;
 }
 
+/* The next bare min_revision in line[from .. len), found by its '_'
+ * (base64 and numbers never hold one, so a line of binary joints or of
+ * numbers costs one memchr pass); NULL when there is none. */
+static const char *next_key(const char *line, size_t len, const char *from)
+{
+    static const char key[] = "min_revision";
+    const size_t klen = sizeof key - 1, under = 3; /* key[3] == '_' */
+    const char *end = line + len;
+    if ((size_t)(end - from) < klen)
+        return NULL;
+    for (const char *p = from + under; p < end && (p = memchr(p, '_', (size_t)(end - p))); p++)
+        if ((size_t)(end - (p - under)) >= klen && memcmp(p - under, key, klen) == 0)
+            return p - under;
+    return NULL;
+}
+
 /* An upper bound of the min_revision members of a line without
  * backslashes (so without escaped keys, and without strings holding a
- * quote): the largest plain integer written after a "min_revision" key
- * and its colon (every member is such a text; a key of a nested object
- * can only raise the bound), UINT64_MAX when a number there has a
+ * quote): the largest plain integer written after a quoted "min_revision"
+ * key and its colon (every member is such a text; a key of a nested
+ * object can only raise the bound), UINT64_MAX when a number there has a
  * fraction, an exponent or too many digits (cJSON decides those), 0 when
- * there is none.  The key is found by its '_', which base64 and numbers
- * never hold: a line of binary joints or numbers costs one memchr pass. */
+ * there is none. */
 static uint64_t min_revision_bound(const char *line, size_t len)
 {
-    static const char key[] = "\"min_revision\"";
-    const size_t klen = sizeof key - 1, under = 4; /* key[4] == '_' */
+    const size_t klen = sizeof "min_revision" - 1;
     const char *end = line + len;
     uint64_t most = 0;
-    for (const char *p = line; (p = memchr(p, '_', (size_t)(end - p))) != NULL; p++) {
-        if ((size_t)(p - line) < under || (size_t)(end - (p - under)) < klen ||
-            memcmp(p - under, key, klen) != 0)
+    for (const char *k = next_key(line, len, line); k; k = next_key(line, len, k + 1)) {
+        const char *q = k + klen;
+        if (k == line || k[-1] != '"' || q == end || *q != '"')
             continue;
-        const char *q = p - under + klen;
-        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+        for (q++; q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n');)
             q++;
         if (q == end || *q != ':')
             continue; /* not a member's key */
@@ -1276,16 +1289,11 @@ static uint64_t min_revision_bound(const char *line, size_t len)
 uint64_t rpd_line_min_revision(const char *line, size_t len, uint64_t have)
 {
     /* Without backslashes the text tells the bound exactly enough: when it
-     * is not beyond the store, nothing waits and nothing is parsed. */
-    if (!memchr(line, '\\', len) && min_revision_bound(line, len) <= have)
-        return 0;
-    static const char key[] = "min_revision";
-    bool found = false;
-    for (const char *p = line; !found && (p = memchr(p, 'm', len - (size_t)(p - line)));) {
-        found = (size_t)(line + len - p) >= sizeof key - 1 && memcmp(p, key, sizeof key - 1) == 0;
-        p++;
-    }
-    if (!found)
+     * is not beyond the store, nothing waits and nothing is parsed.  With
+     * them, a line whose text names no min_revision is not parsed either
+     * (a key written with escapes is not looked for). */
+    if (memchr(line, '\\', len) ? !next_key(line, len, line)
+                                : min_revision_bound(line, len) <= have)
         return 0;
     cJSON *root = cJSON_ParseWithLength(line, len);
     uint64_t most = 0;
