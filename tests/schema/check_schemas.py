@@ -92,6 +92,7 @@ SEMANTIC_REASONS = (
     "not a multiple of the row length",  # values per row = the model's (or group's) joints
     "is not finite",                # a NaN or an infinity inside the binary
     "one waypoint a row",           # path_f64: at least two rows of the model's joints
+    "_f64 holds",                   # rows against the binary table's values
 )
 
 
