@@ -664,6 +664,7 @@ int main(int argc, char **argv)
     ROW("place (no scene, -self)", K_CHECK, m0, NULL, RP_REPORT_FIRST, true);
     ROW("self (no scene) first", K_CHECK, m, NULL, RP_REPORT_FIRST, true);
     ROW("self (no scene) closest", K_CHECK, m, NULL, RP_REPORT_CLOSEST, true);
+    ROW("self (no scene) first, batches of 32", K_BATCH, m, NULL, RP_REPORT_FIRST, true);
     struct {
         const char *name;
         const rp_scene *sc;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "simd.h"
 #include "util/grow.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -800,6 +801,173 @@ static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
     return report_first(out, f.best >> 16, RP_PAIR_SELF, f.best & 0xffffu, f.best_d);
 }
 
+/* The float centres of a batch (rp_pairs_near_f32_): lane c of ball p at
+ * x[p * RP_LANES + c], then the slot spheres' centres (slot s at
+ * n_links + s); relative to an origin o. */
+typedef struct lane_balls {
+    float *x, *y, *z;
+} lane_balls;
+
+/* The slot poses of a batch by lane: t[j][c] is entry j of lane c's pose
+ * (r[0][0..2], t.x, r[1][0..2], t.y, r[2][0..2], t.z). */
+typedef struct lane_pose {
+    double t[12][RP_LANES];
+} lane_pose;
+
+/* Lanes c0 .. c0 + 3 of one centre: rp_xf_point_'s arithmetic in its
+ * order, minus the origin, rounded to float (the portable and AVX2 forms
+ * give the same bits). */
+static void lane_centre_portable(const lane_pose *lp, rp_vec3 l, rp_vec3 o, float *x, float *y,
+                                 float *z)
+{
+    for (size_t c = 0; c < RP_LANES; c++) {
+        x[c] =
+            (float)(lp->t[0][c] * l.x + lp->t[1][c] * l.y + lp->t[2][c] * l.z + lp->t[3][c] - o.x);
+        y[c] =
+            (float)(lp->t[4][c] * l.x + lp->t[5][c] * l.y + lp->t[6][c] * l.z + lp->t[7][c] - o.y);
+        z[c] = (float)(lp->t[8][c] * l.x + lp->t[9][c] * l.y + lp->t[10][c] * l.z + lp->t[11][c] -
+                       o.z);
+    }
+}
+
+#ifdef RP_HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static void
+lane_centre_avx2(const lane_pose *lp, rp_vec3 l, rp_vec3 o, float *x, float *y, float *z)
+{
+    __m256d lx = _mm256_set1_pd(l.x), ly = _mm256_set1_pd(l.y), lz = _mm256_set1_pd(l.z);
+    double oc[3] = {o.x, o.y, o.z};
+    float *out[3] = {x, y, z};
+    for (int a = 0; a < 3; a++) {
+        const double(*t)[RP_LANES] = &lp->t[4 * a];
+        __m256d org = _mm256_set1_pd(oc[a]);
+        for (size_t c = 0; c < RP_LANES; c += 4) {
+            __m256d v = _mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(&t[0][c]), lx),
+                                      _mm256_mul_pd(_mm256_loadu_pd(&t[1][c]), ly));
+            v = _mm256_add_pd(v, _mm256_mul_pd(_mm256_loadu_pd(&t[2][c]), lz));
+            v = _mm256_sub_pd(_mm256_add_pd(v, _mm256_loadu_pd(&t[3][c])), org);
+            _mm_storeu_ps(out[a] + c, _mm256_cvtpd_ps(v));
+        }
+    }
+}
+#endif
+
+/* The balls of slot s in every lane of lb. */
+static void lane_centres(const rp_model *m, bp_check *const *b, size_t k, size_t s, rp_vec3 o,
+                         lane_balls *lb)
+{
+    lane_pose lp;
+    for (size_t c = 0; c < RP_LANES; c++) {
+        const rp_transform *tf = b[c < k ? c : 0]->tf[s]; /* unused lanes: lane 0's pose */
+        for (int a = 0; a < 3; a++) {
+            lp.t[4 * a][c] = tf->r[a][0];
+            lp.t[4 * a + 1][c] = tf->r[a][1];
+            lp.t[4 * a + 2][c] = tf->r[a][2];
+        }
+        lp.t[3][c] = tf->t.x;
+        lp.t[7][c] = tf->t.y;
+        lp.t[11][c] = tf->t.z;
+    }
+    for (uint32_t p = m->slot_first[s]; p < m->slot_first[s + 1]; p++) {
+        rp_vec3 l = m->balls[m->slot_shapes[p]].c;
+        float *x = lb->x + (size_t)p * RP_LANES, *y = lb->y + (size_t)p * RP_LANES,
+              *z = lb->z + (size_t)p * RP_LANES;
+#ifdef RP_HAVE_AVX2_PATH
+        if (rp_simd_enabled_()) {
+            lane_centre_avx2(&lp, l, o, x, y, z);
+            continue;
+        }
+#endif
+        lane_centre_portable(&lp, l, o, x, y, z);
+    }
+}
+
+/* FIRST's self pairs of k <= RP_LANES configurations at once, with the
+ * configurations across the float filter's lanes (simd.c has its bound):
+ * the slot spheres of each block first, as first_self_bp's slot_lb, then
+ * the block's ball pairs, and each lane a pair keeps is decided by the
+ * exact kernel, as first_visit does.  FIRST reports the smallest key of
+ * the pairs below the margin, and every pair below it is kept, so
+ * deciding the kept ones in any order gives first_self_bp's result bit
+ * for bit.  False (nothing written) when the batch is beyond the filter's
+ * range: the caller takes first_self_bp. */
+static bool first_self_lanes(bp_check *const *b, size_t k, double margin, lane_balls *lb,
+                             first_sink *sinks)
+{
+    const rp_model *m = b[0]->m;
+    size_t slots = b[0]->slots, nl = m->n_links;
+    /* Coordinates relative to the first configuration's base slot; R
+     * bounds them (each slot sphere holds its balls) and the radius sums
+     * (twice the largest slot sphere); the slack is the batch's largest. */
+    rp_vec3 o = b[0]->wc[0];
+    double R = 0.0, size = 0.0, ball_r = 0.0;
+    for (size_t c = 0; c < k; c++)
+        for (size_t s = 0; s < slots; s++) {
+            rp_vec3 w = b[c]->wc[s];
+            double far = fabs(w.x - o.x), fy = fabs(w.y - o.y), fz = fabs(w.z - o.z);
+            far = far > fy ? far : fy;
+            far = far > fz ? far : fz;
+            far += m->bounds[s].r;
+            R = R > far ? R : far;
+            size = size > b[c]->size[s] ? size : b[c]->size[s];
+            ball_r = ball_r > m->bounds[s].r ? ball_r : m->bounds[s].r;
+        }
+    /* (the last term: the rounding of the centres' world coordinates) */
+    R = ((R > 2.0 * ball_r ? R : 2.0 * ball_r) + 1e-12 * size) * (1.0 + 0x1p-40);
+    double at = margin + 1e-13 * (2.0 * size + 1.0);
+    if (!(R <= RP_F32_RANGE && fabs(at) <= RP_F32_RANGE))
+        return false;
+    float at_up = rp_f32_up_(at), err = rp_f32_filter_err_(R, at);
+    for (size_t c = 0; c < k; c++)
+        sinks[c] = (first_sink){{first_limit, first_visit}, margin, UINT32_MAX, 0.0};
+    /* The slot spheres (unused lanes: lane 0's), then which lanes of each
+     * block they leave. */
+    for (size_t s = 0; s < slots; s++)
+        for (size_t c = 0; c < RP_LANES; c++) {
+            rp_vec3 w = b[c < k ? c : 0]->wc[s];
+            size_t at_p = (nl + s) * RP_LANES + c;
+            lb->x[at_p] = (float)(w.x - o.x);
+            lb->y[at_p] = (float)(w.y - o.y);
+            lb->z[at_p] = (float)(w.z - o.z);
+        }
+    uint32_t all = ((uint32_t)1 << k) - 1, keep[256];
+    bool centred[RP_BOUND_SLOTS] = {false};
+    for (size_t g0 = 0; g0 < m->n_blocks; g0 += 256) {
+        size_t ng = m->n_blocks - g0 < 256 ? m->n_blocks - g0 : 256;
+        uint32_t gates[256];
+        rp_pairs_near_f32_(lb->x, lb->y, lb->z, m->gate_a + g0, m->gate_b + g0, m->gate_r + g0, ng,
+                           at_up, err, gates);
+        for (size_t g = 0; g < ng; g++) {
+            uint32_t lanes = gates[g] & all;
+            if (!lanes)
+                continue;
+            size_t blk = g0 + g;
+            uint32_t ends[2] = {m->blocks[blk].u, m->blocks[blk].v};
+            for (int e = 0; e < 2; e++)
+                if (!centred[ends[e]]) {
+                    lane_centres(m, b, k, ends[e], o, lb);
+                    centred[ends[e]] = true;
+                }
+            /* The block's pairs through the filter, 256 at a time; each
+             * lane kept is decided exactly. */
+            for (uint32_t i0 = m->block_pair_first[blk]; i0 < m->block_pair_first[blk + 1];
+                 i0 += 256) {
+                uint32_t n = m->block_pair_first[blk + 1] - i0;
+                n = n < 256 ? n : 256;
+                rp_pairs_near_f32_(lb->x, lb->y, lb->z, m->pair_a + i0, m->pair_b + i0,
+                                   m->pair_r + i0, n, at_up, err, keep);
+                for (uint32_t i = 0; i < n; i++)
+                    for (uint32_t near = keep[i] & lanes; near; near &= near - 1) {
+                        size_t c = (size_t)__builtin_ctz(near);
+                        size_t la = m->slot_shapes[m->pair_a[i0 + i]],
+                               lbi = m->slot_shapes[m->pair_b[i0 + i]];
+                        first_visit(&sinks[c].base, b[c], la < lbi ? la : lbi, la < lbi ? lbi : la);
+                    }
+            }
+        }
+    }
+    return true;
+}
+
 /* FIRST with the broadphase: the same pairs in the same order as
  * check_first.  Each slot walks the scene's tree once for its shapes
  * (first_scene_bp); self pairs go by blocks (first_self_bp).  Shapes are
@@ -1218,17 +1386,20 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
     size_t nl = m->n_links, nf = m->frame_count;
     for (size_t r = 0; r < n; r++)
         memset(&out[r], 0, sizeof out[r]);
-    /* Lanes for up to RP_ROBOTS_MAX configurations at a time when the model
-     * has the broadphase and fits them (and the margin is >= 0, like the
-     * slot spheres' lower bound); otherwise one by one. */
+    rp_check_opts opts = {.report = RP_REPORT_FIRST, .has_margin = true, .margin = margin};
+    /* Configurations go RP_LANES at a time when the model has the
+     * broadphase: scene pairs in walks of up to RP_ROBOTS_MAX of them (when
+     * the model fits the lanes and the margin is >= 0, like the slot
+     * spheres' lower bound), self pairs through the float filter.  Otherwise
+     * one by one. */
+    bool walk = scene && rp_scene_walkable_(scene);
     size_t group = 1;
-    if (m->bounds && nl <= RP_MULTI_MAX && margin >= 0 && scene && rp_scene_walkable_(scene)) {
+    if (walk && m->bounds && nl <= RP_MULTI_MAX && margin >= 0) {
         size_t g = gate_count(m);
         group = g ? RP_MULTI_MAX / g : 1;
         group = group > RP_ROBOTS_MAX ? RP_ROBOTS_MAX : group;
     }
-    rp_check_opts opts = {.report = RP_REPORT_FIRST, .has_margin = true, .margin = margin};
-    if (group < 2) {
+    if (!m->bounds || n < 2 || (walk && group < 2)) {
         for (size_t r = 0; r < n; r++) {
             rp_status st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r]);
             if (st) {
@@ -1238,23 +1409,27 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
         }
         return RP_OK;
     }
-    /* Per configuration of a group: world shapes, placement state, ball
-     * centres. */
+    /* Per configuration of a batch: world shapes, placement state, ball
+     * centres; then the float centres of the batch. */
     size_t per = nl * sizeof(rp_shape) + 3 * nl * sizeof(double) + nl;
     per = (per + 15) & ~(size_t)15; /* each configuration's block aligned for rp_shape */
-    unsigned char *scratch = malloc(group * per);
+    size_t lane_n = (nl + m->frame_count + 1) * RP_LANES; /* balls, then slot spheres */
+    size_t lane_bytes = 3 * lane_n * sizeof(float);
+    unsigned char *scratch = malloc(RP_LANES * per + lane_bytes);
     if (!scratch) {
         *failed = 0;
         return RP_ERR_NOMEM;
     }
+    float *lanes_mem = (float *)(scratch + RP_LANES * per);
+    lane_balls lb = {lanes_mem, lanes_mem + lane_n, lanes_mem + 2 * lane_n};
     rp_transform identity = rp_transform_identity();
-    bp_check bpc[RP_ROBOTS_MAX], *bp[RP_ROBOTS_MAX];
-    size_t idx[RP_ROBOTS_MAX];
+    bp_check bpc[RP_LANES], *bp[RP_LANES];
+    size_t idx[RP_LANES];
     rp_status st = RP_OK;
     for (size_t r = 0; r < n && st == RP_OK;) {
-        /* A group of configurations in the broadphase's range... */
+        /* A batch of configurations in the broadphase's range... */
         size_t k = 0;
-        for (; r < n && k < group; r++) {
+        for (; r < n && k < RP_LANES; r++) {
             bp_check *b = &bpc[k];
             if (!bp_setup(b, m, base, frames + r * nf, &identity))
                 break;
@@ -1270,21 +1445,43 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
             idx[k++] = r;
         }
         if (!k) {
-            /* ...or one beyond it, alone (after the group before it, so
+            /* ...or one beyond it, alone (after the batch before it, so
              * that results before a failure are all valid). */
             if ((st = rp_model_check(m, scene, base, frames + r * nf, nf, &opts, &out[r])))
                 *failed = r;
             r++;
             continue;
         }
-        first_robot f[RP_ROBOTS_MAX];
-        first_scene_robots(bp, k, scene, margin, f);
+        /* Scene pairs first (they come first in FIRST's order), then the
+         * self pairs of the configurations without one. */
+        first_robot f[RP_LANES];
+        for (size_t j = 0; j < k; j++)
+            f[j].hit = false;
+        for (size_t g0 = 0; walk && g0 < k; g0 += group)
+            first_scene_robots(bp + g0, k - g0 < group ? k - g0 : group, scene, margin, f + g0);
+        bp_check *selfb[RP_LANES];
+        size_t selfj[RP_LANES], ns = 0;
         for (size_t j = 0; j < k && st == RP_OK; j++) {
-            rp_check_result *o = &out[idx[j]];
-            st = f[j].hit ? report_first(o, f[j].k, RP_PAIR_SCENE, f[j].index, f[j].distance)
-                          : first_self_bp(bp[j], margin, o);
+            if (f[j].hit) {
+                st = report_first(&out[idx[j]], f[j].k, RP_PAIR_SCENE, f[j].index, f[j].distance);
+                if (st)
+                    *failed = idx[j];
+            } else {
+                selfb[ns] = bp[j];
+                selfj[ns++] = j;
+            }
+        }
+        first_sink sinks[RP_LANES];
+        bool lanes = st == RP_OK && ns > 0 && first_self_lanes(selfb, ns, margin, &lb, sinks);
+        for (size_t q = 0; q < ns && st == RP_OK; q++) {
+            rp_check_result *o = &out[idx[selfj[q]]];
+            if (!lanes)
+                st = first_self_bp(selfb[q], margin, o);
+            else if (sinks[q].best != UINT32_MAX)
+                st = report_first(o, sinks[q].best >> 16, RP_PAIR_SELF, sinks[q].best & 0xffffu,
+                                  sinks[q].best_d);
             if (st)
-                *failed = idx[j];
+                *failed = idx[selfj[q]];
         }
     }
     free(scratch);

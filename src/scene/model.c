@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "simd.h"
 #include "util/grow.h"
 
 _Thread_local uint64_t rp_build_steps_;
@@ -132,6 +133,13 @@ static void model_destroy(rp_model *m)
     free(m->slot_ball_r);
     free(m->blocks);
     free(m->block_masks);
+    free(m->pair_a);
+    free(m->pair_b);
+    free(m->pair_r);
+    free(m->block_pair_first);
+    free(m->gate_a);
+    free(m->gate_b);
+    free(m->gate_r);
     for (size_t i = 0; i < m->n_strs; i++)
         free(m->strs[i]);
     free(m->strs);
@@ -497,6 +505,53 @@ static void drop_bounds(rp_model *m, size_t slots)
     m->slot_ball_r = NULL;
 }
 
+/* The eligible pairs of each block as lists (pair_a, pair_b, pair_r,
+ * block_pair_first), in the blocks' row order, and the blocks' slot sphere
+ * pairs (gate_a, gate_b, gate_r).  False when out of memory. */
+static bool build_pair_lists(rp_model *m)
+{
+    size_t np = 0;
+    for (size_t k = 0; k < m->n_blocks; k++) {
+        const rp_pair_block *blk = &m->blocks[k];
+        size_t rows = m->slot_first[blk->u + 1] - m->slot_first[blk->u];
+        for (size_t w = 0; w < rows * blk->words; w++)
+            np += (size_t)__builtin_popcountll(m->block_masks[blk->masks + w]);
+    }
+    m->block_pair_first = model_alloc(m, (m->n_blocks + 1) * sizeof *m->block_pair_first);
+    m->pair_a = model_alloc(m, (np ? np : 1) * sizeof *m->pair_a);
+    m->pair_b = model_alloc(m, (np ? np : 1) * sizeof *m->pair_b);
+    m->pair_r = model_alloc(m, (np ? np : 1) * sizeof *m->pair_r);
+    size_t nb = m->n_blocks ? m->n_blocks : 1;
+    m->gate_a = model_alloc(m, nb * sizeof *m->gate_a);
+    m->gate_b = model_alloc(m, nb * sizeof *m->gate_b);
+    m->gate_r = model_alloc(m, nb * sizeof *m->gate_r);
+    if (!m->block_pair_first || !m->pair_a || !m->pair_b || !m->pair_r || !m->gate_a ||
+        !m->gate_b || !m->gate_r)
+        return false;
+    size_t at = 0;
+    for (size_t k = 0; k < m->n_blocks; k++) {
+        const rp_pair_block *blk = &m->blocks[k];
+        m->block_pair_first[k] = (uint32_t)at;
+        m->gate_a[k] = (uint16_t)(m->n_links + blk->u);
+        m->gate_b[k] = (uint16_t)(m->n_links + blk->v);
+        m->gate_r[k] = rp_f32_up_((m->bounds[blk->u].r + m->bounds[blk->v].r) * (1.0 + 0x1p-50));
+        const uint64_t *masks = &m->block_masks[blk->masks];
+        for (uint32_t a = m->slot_first[blk->u]; a < m->slot_first[blk->u + 1];
+             a++, masks += blk->words)
+            for (uint32_t w = 0; w < blk->words; w++)
+                for (uint64_t bits = masks[w]; bits; bits &= bits - 1) {
+                    uint32_t p = m->slot_first[blk->v] + 64 * w + (uint32_t)__builtin_ctzll(bits);
+                    m->pair_a[at] = (uint16_t)a;
+                    m->pair_b[at] = (uint16_t)p;
+                    /* The sum, nudged past its own rounding, then rounded up. */
+                    m->pair_r[at++] =
+                        rp_f32_up_((m->slot_ball_r[a] + m->slot_ball_r[p]) * (1.0 + 0x1p-50));
+                }
+    }
+    m->block_pair_first[m->n_blocks] = (uint32_t)at;
+    return true;
+}
+
 /* The self pairs in blocks, one per slot pair with at least one eligible
  * pair (cell[u * slots + v], u <= v, set), each a bit matrix of its slots'
  * shapes (m->blocks, m->block_masks).  False when out of memory. */
@@ -534,7 +589,7 @@ static bool build_pair_blocks(rp_model *m, size_t slots, const unsigned char *ce
                                                                             << (col % 64);
             }
     }
-    return true;
+    return build_pair_lists(m);
 }
 
 /* The broadphase of model_int.h: a bounding sphere per slot and per shape,

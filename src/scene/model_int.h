@@ -198,6 +198,17 @@ struct rp_model {
     struct rp_pair_block *blocks;
     size_t n_blocks;
     uint64_t *block_masks;
+    /* The same eligible pairs as lists, for the float filter of batches
+     * (check.c): block k's pairs are pair_a/pair_b/pair_r[block_pair_first[k]
+     * .. block_pair_first[k + 1]), balls by their slot_shapes position, and
+     * pair_r their radii's sum rounded up to a float. */
+    uint16_t *pair_a, *pair_b;
+    float *pair_r;
+    uint32_t *block_pair_first;
+    /* Per block its slot spheres as such a pair (slot s at position
+     * n_links + s), for the filter's gates. */
+    uint16_t *gate_a, *gate_b;
+    float *gate_r;
     /* Allowed (link, scene id) pairs as given (strings into chars), and per
      * shape the scene ids it may touch: scene_ids[as_first[k] .. as_first[k+1]). */
     const char **as_pairs; /* 2 * n_as_pairs */

@@ -145,3 +145,90 @@ void rp_sincos_n_(const double *x, double *s, double *c, size_t n)
     for (size_t i = done; i < n; i++)
         rp_sincos_(x[i], &s[i], &c[i]);
 }
+
+/* ---- the float32 pair filter ----------------------------------------------------
+ *
+ * A batch of configurations asks, for every eligible ball pair of the
+ * robot, in which configurations the two balls may come within `at` of
+ * touching.  Asked in float with the configurations across the lanes, a
+ * pair costs one or two vector instructions per step for sixteen
+ * configurations.  A float answer is only a filter: a lane it keeps goes
+ * on to the exact double kernels, so keeping too many costs time and never
+ * changes a result; dropping a lane whose balls come within `at` could.
+ * So a lane is dropped only when the float computation proves the balls
+ * far, with this bound (u = 2^-24, the float unit roundoff; every
+ * operation is IEEE single precision, round to nearest, never fused):
+ *
+ *   Coordinates.  Callers subtract an origin o from the double centres C
+ *   in double and round to float: every coordinate X~ is within
+ *   (u + 2^-53 (1 + u))|C - o| <= c1 u R of C - o, c1 = 1 + 2^-28, R
+ *   bounding every |C - o| and every radius sum r below.
+ *   Differences.  e = A~ - B~ (exact, in real numbers) is within
+ *   2 c1 u R of the exact difference d of the centres in each component,
+ *   so | |e| - |d| | <= 2 sqrt(3) c1 u R <= 3.4642 u R.  The computed
+ *   components dx~ = fl(A~x - B~x) are within u|e_x| of e's.
+ *   Squares.  d2 = fl(fl(fl(dx~^2) + fl(dy~^2)) + fl(dz~^2)) is at most
+ *   (1 + gamma_3)(1 + u)^2 |e|^2, gamma_3 = 3u / (1 - 3u).  The limit
+ *   L = fl(fl(T * T) * K) with K = 1 + 2^-21 = 1 + 8u is at least
+ *   T^2 (1 - u)^2 (1 + 8u) > T^2 (1 + gamma_3)(1 + u)^2 for T >= 0, so
+ *   dropping (d2 > L) gives |e| > T: the relative errors of the
+ *   subtractions, squares and sums are all inside K.
+ *   Threshold.  at_up >= at and r~ >= r (both rounded up), so
+ *   t~ = fl(at_up + r~) >= at + r - u (|at| + r) (1 + 3u), and
+ *   T = fl(t~ + err) >= t~ + err - u |t~ + err|
+ *     >= at + r + err (1 - u) - 2u (|at| + r) (1 + 3u).
+ *   Decision.  Dropping then gives |d| >= |e| - 3.4642 u R > T - 3.4642 u R
+ *   >= at + r + err (1 - u) - (5.4642 R + 2 |at|) u (1 + 3u), which is
+ *   > at + r whenever err >= (5.4642 R + 2 |at|) u (1 + 5u).
+ *   rp_f32_filter_err_ takes (5.47 R + 2.01 |at|) u (1 + 2^-20) + 1e-20,
+ *   rounded up; the last term covers squares that underflow (components
+ *   below 1e-19 lose their low bits, by at most 1e-45 each).  The bound is
+ *   close to what rounding reaches: two balls near each other far from the
+ *   origin, on a diagonal, whose coordinates all round by half an ulp the
+ *   wrong way, come out 3.46 u R farther apart than they are; test_simd
+ *   builds such pairs and shows that half the bound drops pairs it must
+ *   keep.
+ *   Range.  With R and |at| at most RP_F32_RANGE (1e15), no square or sum
+ *   overflows a float (3.4e38); callers beyond it use the double filters.
+ *
+ * test_simd checks the bound against long double distances. */
+
+double rp_f32_bound_scale_ = 1.0;
+
+static void pairs_near_f32_portable(const float *x, const float *y, const float *z,
+                                    const uint16_t *a, const uint16_t *b, const float *r, size_t n,
+                                    float at_up, float err, uint32_t *keep)
+{
+    for (size_t i = 0; i < n; i++) {
+        float lim = rp_f32_pair_limit_(at_up, r[i], err);
+        const float *ax = x + (size_t)a[i] * RP_LANES, *ay = y + (size_t)a[i] * RP_LANES,
+                    *az = z + (size_t)a[i] * RP_LANES;
+        const float *bx = x + (size_t)b[i] * RP_LANES, *by = y + (size_t)b[i] * RP_LANES,
+                    *bz = z + (size_t)b[i] * RP_LANES;
+        uint32_t k = 0;
+        for (unsigned c = 0; c < RP_LANES; c++) {
+            float dx = ax[c] - bx[c], dy = ay[c] - by[c], dz = az[c] - bz[c];
+            float d2 = (dx * dx + dy * dy) + dz * dz;
+            k |= (uint32_t)(d2 <= lim) << c;
+        }
+        keep[i] = k;
+    }
+}
+
+void rp_pairs_near_f32_(const float *x, const float *y, const float *z, const uint16_t *a,
+                        const uint16_t *b, const float *r, size_t n, float at_up, float err,
+                        uint32_t *keep)
+{
+#ifdef RP_SIMD_X86
+    int level = rp_simd_level_();
+    if (level >= RP_SIMD_AVX512) {
+        rp_pairs_near_f32_avx512_(x, y, z, a, b, r, n, at_up, err, keep);
+        return;
+    }
+    if (level >= RP_SIMD_AVX2) {
+        rp_pairs_near_f32_avx2_(x, y, z, a, b, r, n, at_up, err, keep);
+        return;
+    }
+#endif
+    pairs_near_f32_portable(x, y, z, a, b, r, n, at_up, err, keep);
+}
