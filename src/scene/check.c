@@ -801,6 +801,10 @@ static rp_status first_self_bp(bp_check *b, double margin, rp_check_result *out)
     return report_first(out, f.best >> 16, RP_PAIR_SELF, f.best & 0xffffu, f.best_d);
 }
 
+/* Fewer configurations than this go one by one (first_self_bp): sixteen
+ * lanes for a handful of configurations cost more than they save. */
+#define LANES_MIN 8
+
 /* The float centres of a batch (rp_pairs_near_f32_): lane c of ball p at
  * x[p * RP_LANES + c], then the slot spheres' centres (slot s at
  * n_links + s); relative to an origin o. */
@@ -1472,7 +1476,8 @@ rp_status rp_model_check_first_many_(const rp_model *m, const rp_scene *scene,
             }
         }
         first_sink sinks[RP_LANES];
-        bool lanes = st == RP_OK && ns > 0 && first_self_lanes(selfb, ns, margin, &lb, sinks);
+        bool lanes =
+            st == RP_OK && ns >= LANES_MIN && first_self_lanes(selfb, ns, margin, &lb, sinks);
         for (size_t q = 0; q < ns && st == RP_OK; q++) {
             rp_check_result *o = &out[idx[selfj[q]]];
             if (!lanes)
