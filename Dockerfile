@@ -94,5 +94,6 @@ STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
     CMD ["docker-entrypoint", "healthcheck"]
 ENTRYPOINT ["docker-entrypoint"]
-# Arguments after the image name go to reposed (e.g. --log-level debug).
+# Arguments after the image name go to reposed (e.g. --log-level debug);
+# -e REPOSED_LOG_FORMAT=json makes every log line one JSON object.
 CMD []

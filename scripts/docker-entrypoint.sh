@@ -19,6 +19,9 @@
 #   REPOSED_STORE       the store's name (--store; required with REPOSED_NATS).
 #                       REPOSED_DATA_DIR is its cache of the stream: a
 #                       restart reads only what it missed.
+#   REPOSED_LOG_FORMAT  text or json, passed as --log-format (default: not
+#                       passed, text): json writes one object a line for
+#                       log collectors (docs/ARCHITECTURE.md, "Logs").
 #
 # Other reposed flags follow the image name: docker run ... reposed --log-level debug.
 # --unix and --tcp there are refused: the health check could not follow them.
@@ -94,5 +97,8 @@ MSG
     exit 2
   fi
   set -- --token-file "$token" "$@"
+fi
+if [ -n "${REPOSED_LOG_FORMAT:-}" ]; then
+  set -- --log-format "$REPOSED_LOG_FORMAT" "$@"
 fi
 exec reposed --unix "$unix" --tcp "$tcp" "$@"

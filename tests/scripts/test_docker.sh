@@ -80,6 +80,10 @@ for sh in sh bash; do
   entry_run "$sh" REPOSED_TOKEN_FILE="$tmp/token" REPOSED_DATA_DIR= -- --log-level debug
   [[ $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp 0.0.0.0:7411 --token-file $tmp/token --log-level debug" ]] ||
     fail "$sh: with a token file ran: $(cat "$tmp/calls")"
+  # JSON logs from the environment.
+  entry_run "$sh" REPOSED_TCP=none REPOSED_LOG_FORMAT=json --
+  [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --log-format json --data-dir /var/lib/reposed" ]] ||
+    fail "$sh: REPOSED_LOG_FORMAT=json ran: $(cat "$tmp/calls")"
   # --token-file given after the image name: the entrypoint's own check is moot.
   entry_run "$sh" REPOSED_TOKEN_FILE="$tmp/no-token" -- --token-file "$tmp/token"
   [[ $code -eq 0 && $(cat "$tmp/calls") == *"--token-file $tmp/token"* ]] ||

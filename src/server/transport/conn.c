@@ -93,6 +93,7 @@ typedef struct rpd_conn {
     bool yielded;          /* used up its time slice; the loop resumes it (rpd_conns_resume) */
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
+    uint64_t number;       /* core.stats.conn_total when it was accepted (logs) */
     size_t input_counted;  /* this connection's share of srv->input_bytes */
     size_t output_counted; /* its share of core.output_bytes (conn.c, count_output) */
     struct rpd_job *job;   /* the query running on a worker; lines wait for it */
@@ -997,13 +998,21 @@ static void on_close(uv_handle_t *h)
         srv->core.stats.conn_tcp--;
     else
         srv->core.stats.conn_unix--;
+    if (rpd_log_enabled(RPD_LOG_DEBUG)) {
+        char fields[160];
+        snprintf(fields, sizeof fields,
+                 "\"connection\":%llu,\"transport\":\"%s\",\"open\":%llu,\"seconds\":%.3f",
+                 (unsigned long long)c->number, c->session.is_tcp ? "tcp" : "unix",
+                 (unsigned long long)srv->core.stats.conn_current,
+                 (double)(uv_now(srv->loop) - c->connected_ms) / 1e3);
+        rpd_log_event(RPD_LOG_DEBUG, "connection.close", fields, "client disconnected (%llu open)",
+                      (unsigned long long)srv->core.stats.conn_current);
+    }
     if (c->job) {
         c->state = RPD_CONN_GONE; /* the job's completion frees it */
         job_client_gone(c->job);  /* long work (a plan) stops early */
     } else
         free(c);
-    rpd_log(RPD_LOG_DEBUG, "client disconnected (%llu open)",
-            (unsigned long long)srv->core.stats.conn_current);
     rpd_server_conn_closed(srv);
 }
 
@@ -1043,11 +1052,17 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
         conn_close(c);
         return;
     }
-    core->stats.conn_total++;
+    c->number = ++core->stats.conn_total;
     if (is_tcp)
         uv_tcp_nodelay(&c->h.tcp, 1);
-    rpd_log(RPD_LOG_DEBUG, "%s client connected (%llu open)", is_tcp ? "tcp" : "unix",
-            (unsigned long long)core->stats.conn_current);
+    if (rpd_log_enabled(RPD_LOG_DEBUG)) {
+        char fields[160];
+        snprintf(fields, sizeof fields, "\"connection\":%llu,\"transport\":\"%s\",\"open\":%llu",
+                 (unsigned long long)c->number, is_tcp ? "tcp" : "unix",
+                 (unsigned long long)core->stats.conn_current);
+        rpd_log_event(RPD_LOG_DEBUG, "connection.open", fields, "%s client connected (%llu open)",
+                      is_tcp ? "tcp" : "unix", (unsigned long long)core->stats.conn_current);
+    }
 
     /* TCP and Unix clients have separate limits, so that remote clients
      * cannot take every slot and lock out local ones. */

@@ -27,6 +27,7 @@ static void usage(FILE *to)
             "  --insecure-tcp                  allow a non-loopback --tcp address without a\n"
             "                                  token\n"
             "  --log-level LEVEL               error, warn, info (default) or debug\n"
+            "  --log-format FORMAT             text (default) or json: one JSON object a line\n"
             "  --threads N                     worker threads for queries (default: one per\n"
             "                                  CPU, at most %d; 0 runs them on the event loop)\n"
             "  --data-dir DIR                  keep the store on disk in DIR (created if\n"
@@ -117,11 +118,12 @@ int main(int argc, char **argv)
             return 0;
         }
         bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
-                           strcmp(a, "--log-level") == 0 || strcmp(a, "--data-dir") == 0 ||
-                           strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0 ||
-                           strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0 ||
-                           strcmp(a, "--nats") == 0 || strcmp(a, "--store") == 0 ||
-                           strcmp(a, "--nats-creds") == 0 || strcmp(a, "--nats-copies") == 0 ||
+                           strcmp(a, "--log-level") == 0 || strcmp(a, "--log-format") == 0 ||
+                           strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
+                           strcmp(a, "--token-file") == 0 || strcmp(a, "--threads") == 0 ||
+                           strcmp(a, "--snapshot-after") == 0 || strcmp(a, "--nats") == 0 ||
+                           strcmp(a, "--store") == 0 || strcmp(a, "--nats-creds") == 0 ||
+                           strcmp(a, "--nats-copies") == 0 ||
                            strcmp(a, "--snapshot-publish") == 0 || strcmp(a, "--nats-trim") == 0 ||
                            strcmp(a, "--nats-tls-ca") == 0 || strcmp(a, "--nats-tls-cert") == 0 ||
                            strcmp(a, "--nats-tls-key") == 0;
@@ -152,6 +154,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             rpd_log_set_level((rpd_log_level)level);
+        } else if (strcmp(a, "--log-format") == 0) {
+            int f = rpd_log_parse_format(v);
+            if (f < 0) {
+                fprintf(stderr, "reposed: --log-format must be text or json\n");
+                return 2;
+            }
+            rpd_log_set_format((rpd_log_format)f);
         } else if (strcmp(a, "--token-file") == 0) {
             cfg.token_file = v;
         } else if (strcmp(a, "--threads") == 0) {

@@ -138,6 +138,17 @@ static void format_tcp(const struct sockaddr_storage *addr, char *out, size_t si
     }
 }
 
+/* The line scripts wait for, "listening on TRANSPORT ADDRESS" (event
+ * "listening", fields transport and address). */
+static void log_listening(const char *transport, const char *address, size_t len)
+{
+    char fields[600], addr[560];
+    rpd_log_json_string(address, len, addr, sizeof addr);
+    snprintf(fields, sizeof fields, "\"transport\":\"%s\",\"address\":%s", transport, addr);
+    rpd_log_event(RPD_LOG_ALWAYS, "listening", fields, "listening on %s %.*s", transport, (int)len,
+                  address);
+}
+
 /* Logs the line scripts wait for: "listening on tcp HOST:PORT". */
 static void log_tcp_listening(uv_tcp_t *tcp)
 {
@@ -147,7 +158,7 @@ static void log_tcp_listening(uv_tcp_t *tcp)
     char text[96];
     uv_tcp_getsockname(tcp, (struct sockaddr *)&bound, &len);
     format_tcp(&bound, text, sizeof text);
-    rpd_log(RPD_LOG_ALWAYS, "listening on tcp %s", text);
+    log_listening("tcp", text, strlen(text));
 }
 
 /* Logs "listening on unix PATH"; an abstract name is shown with '@'. */
@@ -160,7 +171,7 @@ static void log_unix_listening(uv_pipe_t *pipe)
     path[len] = '\0';
     if (len > 0 && path[0] == '\0')
         path[0] = '@';
-    rpd_log(RPD_LOG_ALWAYS, "listening on unix %.*s", (int)len, path);
+    log_listening("unix", path, len);
 }
 
 /* Reads the auth token: the file must not be readable by others (the token
@@ -276,7 +287,7 @@ static bool listen_unix(rpd_server *srv)
         return false;
     }
     chmod(path, 0660);
-    rpd_log(RPD_LOG_ALWAYS, "listening on unix %s", path);
+    log_listening("unix", path, strlen(path));
     return true;
 }
 
@@ -668,10 +679,10 @@ static void begin_shutdown(rpd_server *srv, int signum)
         on_grace_expired(&srv->grace);
         return;
     }
-    rpd_log(RPD_LOG_INFO, "received %s; shutting down",
-            signum == SIGTERM  ? "SIGTERM"
-            : signum == SIGINT ? "SIGINT"
-                               : "SIGQUIT");
+    const char *name = signum == SIGTERM ? "SIGTERM" : signum == SIGINT ? "SIGINT" : "SIGQUIT";
+    char fields[64];
+    snprintf(fields, sizeof fields, "\"signal\":\"%s\"", name);
+    rpd_log_event(RPD_LOG_INFO, "shutdown", fields, "received %s; shutting down", name);
     notify("STOPPING=1\nSTATUS=Shutting down");
     srv->stopping = true;
     srv->core.shutting_down = true;
@@ -1063,7 +1074,10 @@ int rpd_server_run(const rpd_config *cfg)
 
     int code = 0;
     if ((!cfg->nats || start_replica(&srv)) && start_listeners(&srv)) {
-        rpd_log(RPD_LOG_INFO, "ready (run_id %s)", srv.core.run_id);
+        char fields[160];
+        snprintf(fields, sizeof fields, "\"run_id\":\"%s\",\"version\":\"%s\",\"pid\":%ld",
+                 srv.core.run_id, RPD_VERSION, (long)getpid());
+        rpd_log_event(RPD_LOG_INFO, "ready", fields, "ready (run_id %s)", srv.core.run_id);
         notify_ready(&srv);
         uv_run(srv.loop, UV_RUN_DEFAULT);
     } else {
@@ -1098,9 +1112,12 @@ int rpd_server_run(const rpd_config *cfg)
     if (code == 0) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        rpd_log(RPD_LOG_INFO, "stopped (cpu: user %.2f s, system %.2f s)",
-                (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-                (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+        double user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+               sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        char fields[96];
+        snprintf(fields, sizeof fields, "\"cpu_user_s\":%.2f,\"cpu_system_s\":%.2f", user, sys);
+        rpd_log_event(RPD_LOG_INFO, "stopped", fields, "stopped (cpu: user %.2f s, system %.2f s)",
+                      user, sys);
     }
     return code;
 }
