@@ -28,6 +28,13 @@
 #       -v "$PWD/token:/run/secrets/reposed_token:ro" reposed
 # Clients then call `auth` with the token first (repose-cli --token-file).
 #
+# HTTP (/metrics for Prometheus, /healthz) is off unless REPOSED_HTTP names
+# an address, e.g. -e REPOSED_HTTP=0.0.0.0:9464 -p 127.0.0.1:9464:9464: the
+# entrypoint then passes --http and, for an address other than loopback
+# (which a published port needs), --insecure-http.  No port is EXPOSEd for
+# it: `-p` publishes it when it is on.  With a token file, /metrics wants
+# "Authorization: Bearer TOKEN".
+#
 # Health: `docker inspect --format '{{.State.Health.Status}}' reposed`
 # (`repose-cli ping` inside the container, on REPOSED_UNIX, or on REPOSED_TCP
 # when the Unix socket is off).  `docker stop` sends SIGTERM: reposed flushes
@@ -38,7 +45,7 @@ FROM debian:12-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev \
-        libnats-dev libassimp-dev libsleef-dev \
+        libnats-dev libassimp-dev libsleef-dev libwebsockets-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the library, the daemon and the cli need (no tests, no benches).
@@ -64,7 +71,7 @@ RUN mkdir -p /stage/bin /stage/lib \
 FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libuv1 libcjson1 libexpat1 libnats3.4 libassimp5 \
-        libsleef3 \
+        libsleef3 libwebsockets17 libwebsockets-evlib-uv \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /run/reposed /var/lib/reposed \
  && chown 10001:10001 /run/reposed /var/lib/reposed \

@@ -4,7 +4,8 @@
 #
 #   bash scripts/deps.sh run    building and running reposed and repose-cli
 #                               (scripts/run.sh): compilers, cmake, libuv,
-#                               cJSON, expat, nats.c, assimp, SLEEF; about what the Dockerfile's
+#                               cJSON, expat, nats.c, assimp, SLEEF,
+#                               libwebsockets; about what the Dockerfile's
 #                               build stage installs
 #   bash scripts/deps.sh [all]  everything: the above, and what the tests,
 #                               the Python client, the OMPL example and the
@@ -19,14 +20,16 @@ set -euo pipefail
 run_packages=(build-essential cmake pkg-config libuv1-dev libcjson-dev libexpat1-dev
   libnats-dev # replicas (--nats): the nats.c client
   libassimp-dev # URDF <mesh> files (src/mesh): STL, OBJ, Collada
-  libsleef-dev) # forward kinematics' deterministic vector sin/cos (src/scene/simd.c)
+  libsleef-dev # forward kinematics' deterministic vector sin/cos (src/scene/simd.c)
+  libwebsockets-dev) # --http (src/server/http): HTTP on the daemon's libuv loop
 test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   python3-yaml # tests/scripts/test_docker.sh reads examples/compose.yaml
   python3-numpy python3-venv python3-pip # the Python client (python/) and its tests
   libompl-dev # examples/ompl (built only when found)
   clang libclang-rt-14-dev # clang and libFuzzer: scripts/fuzz.sh
   clang-format-14 # the house style, .clang-format (tests/scripts/check_format.sh)
-  nats-server) # the replicas' tests start real NATS servers (test_daemon_replicas)
+  nats-server # the replicas' tests start real NATS servers (test_daemon_replicas)
+  python3-prometheus-client) # /metrics read by a real Prometheus parser (test_http_metrics)
 
 list=false dry=false set=all
 for a in "$@"; do

@@ -19,6 +19,10 @@
 #   REPOSED_STORE       the store's name (--store; required with REPOSED_NATS).
 #                       REPOSED_DATA_DIR is its cache of the stream: a
 #                       restart reads only what it missed.
+#   REPOSED_HTTP        HOST:PORT for --http (/metrics, /healthz; default:
+#                       off); a host other than loopback adds --insecure-http
+#                       (a published port needs 0.0.0.0: publish it on the
+#                       host's loopback, -p 127.0.0.1:PORT:PORT, or set a token)
 #   REPOSED_LOG_FORMAT  text or json, passed as --log-format (default: not
 #                       passed, text): json writes one object a line for
 #                       log collectors (docs/ARCHITECTURE.md, "Logs").
@@ -97,6 +101,12 @@ MSG
     exit 2
   fi
   set -- --token-file "$token" "$@"
+fi
+if [ -n "${REPOSED_HTTP:-}" ]; then
+  case ${REPOSED_HTTP%:*} in
+    127.* | localhost | '[::1]') set -- --http "$REPOSED_HTTP" "$@" ;;
+    *) set -- --http "$REPOSED_HTTP" --insecure-http "$@" ;;
+  esac
 fi
 if [ -n "${REPOSED_LOG_FORMAT:-}" ]; then
   set -- --log-format "$REPOSED_LOG_FORMAT" "$@"

@@ -84,6 +84,14 @@ for sh in sh bash; do
   entry_run "$sh" REPOSED_TCP=none REPOSED_LOG_FORMAT=json --
   [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --log-format json --data-dir /var/lib/reposed" ]] ||
     fail "$sh: REPOSED_LOG_FORMAT=json ran: $(cat "$tmp/calls")"
+  # HTTP from the environment: loopback as it is, any other host with
+  # --insecure-http.
+  entry_run "$sh" REPOSED_TCP=none REPOSED_HTTP=127.0.0.1:9464 --
+  [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --http 127.0.0.1:9464 --data-dir /var/lib/reposed" ]] ||
+    fail "$sh: REPOSED_HTTP=127.0.0.1:9464 ran: $(cat "$tmp/calls")"
+  entry_run "$sh" REPOSED_TCP=none REPOSED_HTTP=0.0.0.0:9464 --
+  [[ $code -eq 0 && $(cat "$tmp/calls") == "reposed --unix /run/reposed/reposed.sock --tcp none --http 0.0.0.0:9464 --insecure-http --data-dir /var/lib/reposed" ]] ||
+    fail "$sh: REPOSED_HTTP=0.0.0.0:9464 ran: $(cat "$tmp/calls")"
   # --token-file given after the image name: the entrypoint's own check is moot.
   entry_run "$sh" REPOSED_TOKEN_FILE="$tmp/no-token" -- --token-file "$tmp/token"
   [[ $code -eq 0 && $(cat "$tmp/calls") == *"--token-file $tmp/token"* ]] ||

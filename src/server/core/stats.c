@@ -60,7 +60,7 @@ static int bucket_of(uint64_t ns)
 }
 
 /* Largest duration that falls in bucket b. */
-static uint64_t bucket_upper(int b)
+uint64_t rpd_stats_bucket_upper(int b)
 {
     if (b < RPD_LAT_SUB)
         return (uint64_t)b;
@@ -73,6 +73,7 @@ void rpd_stats_latency(rpd_stats *s, uint64_t ns)
 {
     s->latency[bucket_of(ns)]++;
     s->latency_count++;
+    s->latency_sum_ns += ns;
 }
 
 void rpd_stats_mark_take(const rpd_stats *s, rpd_stats_mark *m)
@@ -102,6 +103,7 @@ void rpd_stats_mark_undo(rpd_stats *s, const rpd_stats_mark *m, const rpd_stats_
     if (l->sampled) {
         s->latency[bucket_of(l->latency_ns)]--;
         s->latency_count--;
+        s->latency_sum_ns -= l->latency_ns;
     }
 }
 
@@ -113,9 +115,9 @@ uint64_t rpd_stats_quantile(const rpd_stats *s, double q)
     for (int b = 0; b < RPD_LAT_BUCKETS; b++) {
         seen += s->latency[b];
         if (seen >= rank)
-            return bucket_upper(b);
+            return rpd_stats_bucket_upper(b);
     }
-    return bucket_upper(RPD_LAT_BUCKETS - 1);
+    return rpd_stats_bucket_upper(RPD_LAT_BUCKETS - 1);
 }
 
 static const int codes[RPD_STATS_CODE_SLOTS] = {

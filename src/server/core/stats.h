@@ -31,7 +31,7 @@ typedef struct rpd_stats {
     uint64_t errors_by_code[RPD_STATS_CODE_SLOTS]; /* see rpd_stats_code_slot */
     uint64_t limits_hit[RPD_LIMIT_COUNT];          /* indexed by rpd_limit_id */
     uint64_t latency[RPD_LAT_BUCKETS];
-    uint64_t latency_count;
+    uint64_t latency_count, latency_sum_ns;
     /* Tree rebuilds handed to a worker (scene.h, rp_store_rebuild_take):
      * installed (a rebuild in place after repeated misses counts here too),
      * and dropped because the scene changed meanwhile. */
@@ -85,6 +85,8 @@ uint64_t rpd_now_coarse_ns(void);
 void rpd_random_bytes(void *out, size_t n);
 
 void rpd_stats_latency(rpd_stats *s, uint64_t ns);
+/* The largest duration (ns) that falls in latency bucket b. */
+uint64_t rpd_stats_bucket_upper(int b);
 /* Latency at quantile q in [0,1], in ns (upper edge of its bucket); 0 when
  * nothing was recorded. */
 uint64_t rpd_stats_quantile(const rpd_stats *s, double q);

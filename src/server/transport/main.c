@@ -26,6 +26,10 @@ static void usage(FILE *to)
             "                                  PATH (one line; not world-readable)\n"
             "  --insecure-tcp                  allow a non-loopback --tcp address without a\n"
             "                                  token\n"
+            "  --http HOST:PORT|none           HTTP listener: GET /metrics (Prometheus; the\n"
+            "                                  token as Authorization: Bearer) and GET\n"
+            "                                  /healthz (default none; port 0 = any)\n"
+            "  --insecure-http                 allow a non-loopback --http address\n"
             "  --log-level LEVEL               error, warn, info (default) or debug\n"
             "  --log-format FORMAT             text (default) or json: one JSON object a line\n"
             "  --threads N                     worker threads for queries (default: one per\n"
@@ -105,6 +109,10 @@ int main(int argc, char **argv)
             cfg.insecure_tcp = true;
             continue;
         }
+        if (strcmp(a, "--insecure-http") == 0) {
+            cfg.insecure_http = true;
+            continue;
+        }
         if (strcmp(a, "--repair") == 0) {
             cfg.repair = true;
             continue;
@@ -118,12 +126,12 @@ int main(int argc, char **argv)
             return 0;
         }
         bool takes_value = strcmp(a, "--unix") == 0 || strcmp(a, "--tcp") == 0 ||
-                           strcmp(a, "--log-level") == 0 || strcmp(a, "--log-format") == 0 ||
-                           strcmp(a, "--data-dir") == 0 || strcmp(a, "--fsync") == 0 ||
-                           strcmp(a, "--token-file") == 0 || strcmp(a, "--threads") == 0 ||
-                           strcmp(a, "--snapshot-after") == 0 || strcmp(a, "--nats") == 0 ||
-                           strcmp(a, "--store") == 0 || strcmp(a, "--nats-creds") == 0 ||
-                           strcmp(a, "--nats-copies") == 0 ||
+                           strcmp(a, "--http") == 0 || strcmp(a, "--log-level") == 0 ||
+                           strcmp(a, "--log-format") == 0 || strcmp(a, "--data-dir") == 0 ||
+                           strcmp(a, "--fsync") == 0 || strcmp(a, "--token-file") == 0 ||
+                           strcmp(a, "--threads") == 0 || strcmp(a, "--snapshot-after") == 0 ||
+                           strcmp(a, "--nats") == 0 || strcmp(a, "--store") == 0 ||
+                           strcmp(a, "--nats-creds") == 0 || strcmp(a, "--nats-copies") == 0 ||
                            strcmp(a, "--snapshot-publish") == 0 || strcmp(a, "--nats-trim") == 0 ||
                            strcmp(a, "--nats-tls-ca") == 0 || strcmp(a, "--nats-tls-cert") == 0 ||
                            strcmp(a, "--nats-tls-key") == 0;
@@ -147,6 +155,8 @@ int main(int argc, char **argv)
             cfg.unix_path = strcmp(v, "none") == 0 ? NULL : v;
         } else if (strcmp(a, "--tcp") == 0) {
             cfg.tcp = strcmp(v, "none") == 0 ? NULL : v;
+        } else if (strcmp(a, "--http") == 0) {
+            cfg.http = strcmp(v, "none") == 0 ? NULL : v;
         } else if (strcmp(a, "--log-level") == 0) {
             int level = rpd_log_parse_level(v);
             if (level < 0) {

@@ -29,6 +29,8 @@
 #include "server/protocol/methods.h"
 #include "server/persistence/durable.h"
 #include "server/core/log.h"
+#include "addr.h"
+#include "server/http/http.h"
 #include "sd.h"
 #include "server/core/pool.h"
 #include "server_int.h"
@@ -71,50 +73,12 @@ static rpd_listener *add_listener(rpd_server *srv, bool is_tcp)
     return l;
 }
 
-/* Splits "HOST:PORT" ("[v6]:PORT" for IPv6) and resolves numeric hosts and
- * "localhost". */
-static int parse_tcp(const char *spec, struct sockaddr_storage *addr)
-{
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host)
-        return UV_EINVAL;
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || colon[1] == '\0' || port < 0 || port > 65535)
-        return UV_EINVAL;
-    if (strcmp(host, "localhost") == 0)
-        strcpy(host, "127.0.0.1");
-    size_t n = strlen(host);
-    if (host[0] == '[' && host[n - 1] == ']') {
-        host[n - 1] = '\0';
-        return uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)addr);
-    }
-    return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr);
-}
-
-/* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104 (an IPv4 loopback address on an
- * IPv6 socket, as a passed socket may be bound). */
-static bool is_loopback(const struct sockaddr_storage *addr)
-{
-    if (addr->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
-        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-    }
-    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
-    static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    static const unsigned char v4mapped_127[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127};
-    return memcmp(&a->sin6_addr, one, 16) == 0 || memcmp(&a->sin6_addr, v4mapped_127, 13) == 0;
-}
-
 /* The TCP policy, for our own and for passed sockets: a non-loopback address
  * needs a token file or --insecure-tcp.  WHAT names the socket in the error. */
 static bool tcp_allowed(const rpd_server *srv, const struct sockaddr_storage *addr,
                         const char *what)
 {
-    if (srv->core.token || srv->cfg.insecure_tcp || is_loopback(addr))
+    if (srv->core.token || srv->cfg.insecure_tcp || rpd_addr_is_loopback(addr))
         return true;
     rpd_log(RPD_LOG_ERROR,
             "refusing to listen on tcp %s without --token-file: anyone who can reach "
@@ -214,7 +178,7 @@ static bool listen_tcp(rpd_server *srv)
 {
     struct sockaddr_storage addr;
     memset(&addr, 0, sizeof addr);
-    int rc = parse_tcp(srv->cfg.tcp, &addr);
+    int rc = rpd_addr_parse(srv->cfg.tcp, &addr);
     if (rc < 0) {
         rpd_log(RPD_LOG_ERROR, "--tcp %s: expected HOST:PORT with a numeric address", srv->cfg.tcp);
         return false;
@@ -368,6 +332,7 @@ static void close_listeners(rpd_server *srv)
 {
     for (int i = 0; i < srv->n_listeners; i++)
         close_if_open(&srv->listeners[i].h.handle);
+    rpd_http_stop(srv->http);
     if (srv->unix_path_created)
         unlink(srv->unix_path_created);
 }
@@ -409,6 +374,43 @@ static void notify_ready(rpd_server *srv)
     uv_timer_start(&srv->watchdog, on_watchdog, ms, ms);
     uv_unref((uv_handle_t *)&srv->watchdog);
     rpd_log(RPD_LOG_INFO, "systemd watchdog: pinging every %llu ms", (unsigned long long)ms);
+}
+
+/* ---- HTTP ------------------------------------------------------------------------ */
+
+/* /healthz: ready unless shutting down, unable to write the journal, or a
+ * replica away from NATS or still catching up with the stream. */
+static bool http_ready(void *ctx, char *why, size_t cap)
+{
+    rpd_server *srv = ctx;
+    const char *reason = NULL;
+    if (srv->stopping) {
+        reason = "shutting down";
+    } else if (srv->core.durable) {
+        rpd_durable_stats ds;
+        rpd_durable_stats_get(srv->core.durable, &ds);
+        if (ds.failing)
+            reason = "the journal cannot be written: mutations are refused";
+    }
+    if (!reason && srv->core.replica) {
+        rpd_replica_info info;
+        rpd_replica_info_get(srv->core.replica, &info);
+        if (!info.connected)
+            reason = "not connected to NATS";
+        else if (!srv->caught_up)
+            reason = "catching up with the stream";
+    }
+    if (reason)
+        snprintf(why, cap, "%s", reason);
+    return reason == NULL;
+}
+
+static bool start_http(rpd_server *srv)
+{
+    if (!srv->cfg.http)
+        return true;
+    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv};
+    return rpd_http_start(srv->loop, &srv->core, &hc, &srv->http);
 }
 
 /* ---- shutdown ------------------------------------------------------------------- */
@@ -1073,7 +1075,7 @@ int rpd_server_run(const rpd_config *cfg)
     start_group_commit(&srv);
 
     int code = 0;
-    if ((!cfg->nats || start_replica(&srv)) && start_listeners(&srv)) {
+    if ((!cfg->nats || start_replica(&srv)) && start_listeners(&srv) && start_http(&srv)) {
         char fields[160];
         snprintf(fields, sizeof fields, "\"run_id\":\"%s\",\"version\":\"%s\",\"pid\":%ld",
                  srv.core.run_id, RPD_VERSION, (long)getpid());
@@ -1087,6 +1089,7 @@ int rpd_server_run(const rpd_config *cfg)
         maybe_finish(&srv);
         uv_run(srv.loop, UV_RUN_DEFAULT);
     }
+    rpd_http_free(srv.http, srv.loop);
     int rc = uv_loop_close(srv.loop);
     if (rc != 0) {
         rpd_log(RPD_LOG_ERROR, "event loop did not close cleanly: %s", uv_strerror(rc));

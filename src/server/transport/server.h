@@ -25,6 +25,8 @@ typedef struct rpd_config {
     const char *tcp;        /* "HOST:PORT"; NULL: no TCP */
     const char *token_file; /* NULL: no auth */
     bool insecure_tcp;      /* allow a non-loopback TCP address without a token */
+    const char *http;       /* --http "HOST:PORT": /metrics, /healthz (NULL: off) */
+    bool insecure_http;     /* allow a non-loopback --http address */
     /* Sockets passed by systemd; when non-NULL with n > 0 they replace
      * unix_path and tcp.  Borrowed: must outlive rpd_server_run. */
     const rpd_sd_fds *activation;

@@ -102,6 +102,7 @@ struct rpd_server {
      * that ends their waits at max_wait_ms (running only while there are). */
     size_t waiters;
     uv_timer_t wait_timer;
+    struct rpd_http *http; /* --http (server/http/http.h) */
 };
 
 /* server.c, for conn.c: a connection is gone (a shutdown may wait for

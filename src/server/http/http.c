@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HTTP listener (http.h).  libwebsockets parses HTTP on our libuv loop
+ * (its libuv event library with our loop as a foreign loop, so every
+ * callback runs on the loop thread that owns the counters); this file
+ * routes the requests, applies the token, and writes the answers.
+ *
+ * Answers are small and made whole when the request arrives, then written
+ * when the socket is writable, in pieces of at most CHUNK bytes.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <libwebsockets.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "metrics.h"
+#include "server/core/log.h"
+#include "server/transport/addr.h"
+
+/* Bytes handed to lws_write at once. */
+#define CHUNK 16384
+/* An HTTP connection with nothing to read or write for this long closes. */
+#define IDLE_SECS 30
+
+struct rpd_http {
+    struct lws_context *ctx;
+    struct lws_context *live; /* lws writes NULL here once the context is gone */
+    struct lws_vhost *vhost;
+    rpd_core *core;
+    rpd_http_config cfg;
+    uint64_t open, total, refused;
+};
+
+/* One HTTP connection's answer in progress. */
+typedef struct answer {
+    rp_jw body;
+    size_t sent;
+    bool ready; /* body initialised (between bind and drop) */
+} answer;
+
+static rpd_http *of(struct lws *wsi)
+{
+    return lws_context_user(lws_get_context(wsi));
+}
+
+/* Compares in time that depends only on the token's length. */
+static bool token_ok(const rpd_core *core, const char *got, size_t got_len)
+{
+    unsigned char diff = (unsigned char)(got_len != core->token_len);
+    for (size_t i = 0; i < core->token_len; i++) {
+        unsigned char g = i < got_len ? (unsigned char)got[i] : 0;
+        diff |= (unsigned char)(g ^ (unsigned char)core->token[i]);
+    }
+    return diff == 0;
+}
+
+/* "Authorization: Bearer TOKEN" when the daemon has a token. */
+static bool authorized(struct lws *wsi, const rpd_core *core)
+{
+    if (!core->token)
+        return true;
+    char h[600];
+    int n = lws_hdr_copy(wsi, h, sizeof h, WSI_TOKEN_HTTP_AUTHORIZATION);
+    static const char bearer[] = "Bearer ";
+    if (n <= (int)sizeof bearer - 1 || strncmp(h, bearer, sizeof bearer - 1) != 0)
+        return false;
+    return token_ok(core, h + sizeof bearer - 1, (size_t)n - (sizeof bearer - 1));
+}
+
+/* Starts the answer: its headers now, its body when writable.  Non-zero
+ * closes the connection. */
+static int respond(struct lws *wsi, answer *a, unsigned status, const char *type)
+{
+    if (rp_jw_failed(&a->body))
+        return -1;
+    uint8_t buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+    if (lws_add_http_common_headers(wsi, status, type, a->body.len, &p, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
+                                     (const unsigned char *)"no-store", 8, &p, end))
+        return -1;
+    if (status == HTTP_STATUS_UNAUTHORIZED &&
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
+                                     (const unsigned char *)"Bearer realm=\"reposed\"", 22, &p,
+                                     end))
+        return -1;
+    if (lws_finalize_write_http_header(wsi, start, &p, end))
+        return -1;
+    a->sent = 0;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+static int plain(struct lws *wsi, answer *a, unsigned status, const char *text)
+{
+    rp_jw_reset(&a->body);
+    rp_jw_raw(&a->body, text, strlen(text));
+    return respond(wsi, a, status, "text/plain; charset=utf-8");
+}
+
+static int healthz(struct lws *wsi, rpd_http *h, answer *a)
+{
+    char why[200] = "";
+    bool ready = h->cfg.ready(h->cfg.ready_ctx, why, sizeof why);
+    rp_jw_reset(&a->body);
+    rp_jw_object_begin(&a->body);
+    RP_JW_KEY(&a->body, "ready");
+    rp_jw_bool(&a->body, ready);
+    if (!ready) {
+        RP_JW_KEY(&a->body, "reason");
+        rp_jw_string(&a->body, why);
+    }
+    rp_jw_object_end(&a->body);
+    rp_jw_raw(&a->body, "\n", 1);
+    return respond(wsi, a, ready ? HTTP_STATUS_OK : HTTP_STATUS_SERVICE_UNAVAILABLE,
+                   "application/json");
+}
+
+static int metrics(struct lws *wsi, rpd_http *h, answer *a)
+{
+    char why[8];
+    rpd_metrics_extra x = {h->open, h->total, h->refused,
+                           h->cfg.ready(h->cfg.ready_ctx, why, sizeof why)};
+    rp_jw_reset(&a->body);
+    rpd_metrics_write(h->core, &x, &a->body);
+    return respond(wsi, a, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* A request: its path (without the query) in uri. */
+static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
+{
+    bool get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
+    bool head = lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0;
+    if (!get && !head) {
+        /* Other methods carry bodies, which lws would wait for: answered
+         * at once, and the connection closed. */
+        h->refused++;
+        lws_return_http_status(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+                               "405 Method Not Allowed: reposed serves GET here");
+        return -1;
+    }
+    if (strcmp(uri, "/healthz") == 0)
+        return healthz(wsi, h, a);
+    if (strcmp(uri, "/metrics") == 0) {
+        if (!authorized(wsi, h->core)) {
+            h->refused++;
+            return plain(wsi, a, HTTP_STATUS_UNAUTHORIZED,
+                         "401 Unauthorized: send the daemon's token as "
+                         "\"Authorization: Bearer TOKEN\"\n");
+        }
+        return metrics(wsi, h, a);
+    }
+    h->refused++;
+    return plain(wsi, a, HTTP_STATUS_NOT_FOUND,
+                 "404 Not Found: reposed serves GET /metrics and GET /healthz here\n");
+}
+
+static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                   size_t len)
+{
+    answer *a = user;
+    rpd_http *h = of(wsi);
+    switch (reason) {
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+        /* A connection: counted until its wsi goes (marked, since lws
+         * destroys other wsis too, the listener's among them). */
+        lws_set_opaque_user_data(wsi, h);
+        h->open++;
+        h->total++;
+        break;
+    case LWS_CALLBACK_WSI_DESTROY:
+        if (lws_get_opaque_user_data(wsi) == h) {
+            lws_set_opaque_user_data(wsi, NULL);
+            h->open--;
+        }
+        break;
+    case LWS_CALLBACK_HTTP_BIND_PROTOCOL: /* around each request */
+        if (a && !a->ready) {
+            rp_jw_init(&a->body);
+            a->ready = true;
+        }
+        break;
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+        if (a && a->ready) {
+            rp_jw_free(&a->body);
+            a->ready = false;
+        }
+        break;
+    case LWS_CALLBACK_HTTP:
+        if (!a)
+            return -1;
+        lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, IDLE_SECS);
+        return route(wsi, h, a, (const char *)in);
+    case LWS_CALLBACK_HTTP_BODY:
+        return 0; /* no path takes a body: it is read and dropped */
+    case LWS_CALLBACK_HTTP_WRITEABLE: {
+        if (!a)
+            return -1;
+        if (lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0)
+            a->sent = a->body.len; /* HEAD: the headers only */
+        size_t left = a->body.len - a->sent, n = left < CHUNK ? left : CHUNK;
+        bool last = n == left;
+        if (n) {
+            uint8_t *buf = malloc(LWS_PRE + n);
+            if (!buf)
+                return -1;
+            memcpy(buf + LWS_PRE, a->body.buf + a->sent, n);
+            int w = lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP);
+            free(buf);
+            if (w != (int)n)
+                return -1;
+            a->sent += n;
+        }
+        if (!last) {
+            lws_callback_on_writable(wsi);
+            return 0;
+        }
+        rp_jw_reset(&a->body);
+        /* Keep-alive: the connection waits for the next request. */
+        return lws_http_transaction_completed(wsi) ? -1 : 0;
+    }
+    default:
+        break;
+    }
+    (void)len;
+    return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
+static const struct lws_protocols protocols[] = {
+    {"http", on_http, sizeof(answer), 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+/* libwebsockets' own warnings and errors, as our log lines (event
+ * "http"). */
+static void lws_line(int level, const char *line)
+{
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+    /* lws prefixes a time stamp and a level letter: "[...] E: text" */
+    const char *text = strstr(line, "] ");
+    text = text && (size_t)(text - line) < n ? text + 2 : line;
+    rpd_log_event(level & LLL_ERR ? RPD_LOG_ERROR : RPD_LOG_WARN, "http", NULL, "http: %.*s",
+                  (int)(n - (size_t)(text - line)), text);
+}
+
+bool rpd_http_start(uv_loop_t *loop, rpd_core *core, const rpd_http_config *cfg, rpd_http **out)
+{
+    *out = NULL;
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof addr);
+    if (rpd_addr_parse(cfg->addr, &addr) < 0) {
+        rpd_log(RPD_LOG_ERROR, "--http %s: expected HOST:PORT with a numeric address", cfg->addr);
+        return false;
+    }
+    if (!cfg->insecure && !rpd_addr_is_loopback(&addr)) {
+        rpd_log(RPD_LOG_ERROR,
+                "refusing to serve http on %s: only a loopback address unless --insecure-http "
+                "(the viewer's page and WebSocket carry the scenes; reach it through an SSH "
+                "tunnel instead)",
+                cfg->addr);
+        return false;
+    }
+    char host[64];
+    int port;
+    if (addr.ss_family == AF_INET6) {
+        uv_ip6_name((const struct sockaddr_in6 *)&addr, host, sizeof host);
+        port = ntohs(((const struct sockaddr_in6 *)&addr)->sin6_port);
+    } else {
+        uv_ip4_name((const struct sockaddr_in *)&addr, host, sizeof host);
+        port = ntohs(((const struct sockaddr_in *)&addr)->sin_port);
+    }
+    rpd_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        rpd_log(RPD_LOG_ERROR, "out of memory starting http");
+        return false;
+    }
+    h->core = core;
+    h->cfg = *cfg;
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_line);
+
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof info);
+    void *loops[1] = {loop};
+    info.foreign_loops = loops;
+    info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    info.user = h;
+    info.pcontext = &h->live;
+    info.timeout_secs = IDLE_SECS;
+    info.keepalive_timeout = IDLE_SECS;
+    h->ctx = h->live = lws_create_context(&info);
+    if (!h->ctx) {
+        rpd_log(RPD_LOG_ERROR, "--http %s: libwebsockets could not start", cfg->addr);
+        *out = h;
+        return false;
+    }
+    memset(&info, 0, sizeof info);
+    info.port = port; /* 0: the kernel picks one (lws_get_vhost_listen_port reads it) */
+    info.iface = host;
+    info.protocols = protocols;
+    info.vhost_name = "reposed";
+    info.options = addr.ss_family == AF_INET6
+                       ? LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY | LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE
+                       : LWS_SERVER_OPTION_DISABLE_IPV6;
+    info.timeout_secs = IDLE_SECS;
+    info.keepalive_timeout = IDLE_SECS;
+    h->vhost = lws_create_vhost(h->ctx, &info);
+    int bound = h->vhost ? lws_get_vhost_listen_port(h->vhost) : -1;
+    if (!h->vhost || bound <= 0) {
+        rpd_log(RPD_LOG_ERROR, "cannot listen on http %s", cfg->addr);
+        lws_context_destroy(h->ctx);
+        h->ctx = NULL;
+        *out = h; /* freed by rpd_http_free once the loop has closed its handles */
+        return false;
+    }
+    char where[96], quoted[128], fields[200];
+    snprintf(where, sizeof where, addr.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, bound);
+    rpd_log_json_string(where, strlen(where), quoted, sizeof quoted);
+    snprintf(fields, sizeof fields, "\"transport\":\"http\",\"address\":%s", quoted);
+    rpd_log_event(RPD_LOG_ALWAYS, "listening", fields, "listening on http %s", where);
+    *out = h;
+    return true;
+}
+
+void rpd_http_stop(rpd_http *h)
+{
+    if (!h || !h->ctx)
+        return;
+    lws_context_destroy(h->ctx);
+    h->ctx = NULL;
+}
+
+void rpd_http_free(rpd_http *h, uv_loop_t *loop)
+{
+    if (!h)
+        return;
+    rpd_http_stop(h);
+    if (h->live) {
+        /* On a foreign loop the first destroy closes the handles; the
+         * second, once the loop has run them out, frees the context. */
+        lws_context_destroy(h->live);
+        uv_run(loop, UV_RUN_DEFAULT);
+    }
+    free(h);
+}

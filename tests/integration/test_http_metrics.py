@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: MIT
+"""reposed --http: GET /metrics parsed by a real Prometheus text parser
+(Debian's python3-prometheus-client), its counters rising as requests are
+made over the Unix socket; GET /healthz; the token on /metrics; 404 and
+405; the loopback rule; malformed HTTP and a client that sends half a
+request, with the daemon answering on its socket meanwhile.
+
+Usage: test_http_metrics.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a
+valgrind command line) runs every daemon under it.
+Exit 77 (skipped) without prometheus_client."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+NAME = "test_http_metrics"
+WRAP = os.environ.get("REPOSE_DAEMON_WRAPPER", "").split()
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    print(f"{NAME}: SKIP: python3-prometheus-client is not installed")
+    sys.exit(77)
+
+
+def fail(msg):
+    print(f"{NAME}: FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+class Daemon:
+    def __init__(self, reposed, tmp, *extra):
+        self.sock = os.path.join(tmp, "s")
+        self.err = open(os.path.join(tmp, "err"), "w+")
+        self.p = subprocess.Popen([*WRAP, reposed, "--unix", self.sock, "--tcp", "none", "--http",
+                                   "127.0.0.1:0", *extra], stderr=self.err)
+        end = time.time() + 120
+        self.port = None
+        while time.time() < end and self.port is None:
+            self.err.seek(0)
+            m = re.search(r"listening on http 127\.0\.0\.1:(\d+)", self.err.read())
+            if m:
+                self.port = int(m.group(1))
+            elif self.p.poll() is not None:
+                fail(f"reposed exited: {self.log()}")
+            else:
+                time.sleep(0.02)
+        if self.port is None:
+            fail("no 'listening on http' line")
+        while not os.path.exists(self.sock):
+            time.sleep(0.02)
+        self.rpc_sock = socket.socket(socket.AF_UNIX)
+        self.rpc_sock.connect(self.sock)
+        self.buf = b""
+        self.next_id = 1
+
+    def log(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def call(self, method, params=None):
+        req = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        self.next_id += 1
+        if params is not None:
+            req["params"] = params
+        self.rpc_sock.sendall(json.dumps(req).encode() + b"\n")
+        while b"\n" not in self.buf:
+            chunk = self.rpc_sock.recv(65536)
+            if not chunk:
+                fail("the socket closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def get(self, path, headers=None, method="GET"):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c.request(method, path, headers=headers or {})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
+
+    def stop(self):
+        self.rpc_sock.close()
+        self.p.send_signal(signal.SIGTERM)
+        code = self.p.wait(timeout=120)
+        if code != 0:
+            fail(f"reposed exited with {code}: {self.log()}")
+
+
+def scrape(d, headers=None):
+    status, hdrs, body = d.get("/metrics", headers)
+    if status != 200:
+        fail(f"/metrics: {status} {body[:200]!r}")
+    if not hdrs.get("content-type", "").startswith("text/plain; version=0.0.4"):
+        fail(f"/metrics content type {hdrs.get('content-type')!r}")
+    samples = {}
+    kinds = {}
+    for fam in text_string_to_metric_families(body.decode("utf-8")):
+        kinds[fam.name] = fam.type
+        for s in fam.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples, kinds
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def main():
+    reposed = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Daemon(reposed, tmp, "--data-dir", os.path.join(tmp, "data"))
+        status, hdrs, body = d.get("/healthz")
+        if status != 200 or json.loads(body) != {"ready": True}:
+            fail(f"/healthz: {status} {body!r}")
+        before, kinds = scrape(d)
+        for fam, kind in (("repose_requests", "counter"), ("repose_request_duration_seconds",
+                                                           "histogram"),
+                          ("repose_connections", "gauge"), ("repose_scenes", "gauge"),
+                          ("repose_limits_hit", "counter"), ("repose_memory_bytes", "gauge"),
+                          ("repose_journal_bytes", "gauge"), ("repose_ready", "gauge"),
+                          ("repose_method_duration_seconds", "summary")):
+            if kinds.get(fam) != kind:
+                fail(f"family {fam}: {kinds.get(fam)} (want {kind})")
+        if value(before, "repose_ready") != 1 or value(before, "repose_scenes") != 0:
+            fail("ready / scenes before")
+        # Requests over the socket move the counters.
+        for _ in range(40):
+            if d.call("ping").get("result") != {"pong": True}:
+                fail("ping")
+        r = d.call("scene.create", {"scene": "lab", "shapes": {
+            "a": {"sphere": {"center": [0, 0, 0], "radius": 1}},
+            "b": {"capsule": {"a": [2, 0, 0], "b": [3, 0, 0], "radius": 0.5}}}})
+        if "result" not in r:
+            fail(f"scene.create: {r}")
+        if d.call("no.such.method").get("error", {}).get("code") != -32601:
+            fail("unknown method")
+        after, _ = scrape(d)
+        pings = (value(after, "repose_requests_total", method="ping") or 0) - (
+            value(before, "repose_requests_total", method="ping") or 0)
+        if pings != 40:
+            fail(f"ping counter rose by {pings}")
+        if value(after, "repose_scenes") != 1 or value(after, "repose_shapes") != 2:
+            fail(f"scenes {value(after, 'repose_scenes')} shapes {value(after, 'repose_shapes')}")
+        if value(after, "repose_request_errors_total", code="-32601") != 1:
+            fail("the -32601 error was not counted")
+        if value(after, "repose_connections", transport="unix") != 1:
+            fail("the unix connection is not counted")
+        if value(after, "repose_journal_records") < 1:
+            fail("the journal record of scene.create is not counted")
+        # The histogram is cumulative and ends at its count.
+        buckets = sorted((float(dict(k[1])["le"]), v) for k, v in after.items()
+                         if k[0] == "repose_request_duration_seconds_bucket")
+        counts = [v for _, v in buckets]
+        if counts != sorted(counts) or buckets[-1][0] != float("inf") or \
+                buckets[-1][1] != value(after, "repose_request_duration_seconds_count"):
+            fail(f"histogram buckets {buckets}")
+        if value(after, "repose_request_duration_seconds_count") < 5:
+            fail("too few latency samples (one line in 8 is sampled)")
+        # 404, 405, HEAD.
+        if d.get("/nope")[0] != 404 or d.get("/metrics", method="POST")[0] != 405:
+            fail("404 / 405")
+        status, hdrs, body = d.get("/metrics", method="HEAD")
+        if status != 200 or body != b"" or int(hdrs.get("content-length", 0)) == 0:
+            fail(f"HEAD /metrics: {status} {hdrs} {body!r}")
+        # Malformed HTTP, and a client that sends half a request: the
+        # socket keeps answering.
+        for junk in (b"\x00\x01\x02garbage\r\n\r\n", b"GET /metrics HTTP/9.9\r\n\r\n",
+                     b"GET " + b"/" * 10000 + b" HTTP/1.1\r\n\r\n",
+                     b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 2000 + b"\r\n"):
+            s = socket.create_connection(("127.0.0.1", d.port), 5)
+            s.sendall(junk)
+            s.settimeout(5)
+            try:
+                s.recv(4096)
+            except (socket.timeout, ConnectionResetError):
+                pass
+            s.close()
+            if d.call("ping").get("result") != {"pong": True}:
+                fail(f"ping after {junk[:20]!r}")
+        half = socket.create_connection(("127.0.0.1", d.port), 5)
+        half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        if d.call("ping").get("result") != {"pong": True}:
+            fail("ping while an HTTP request is half sent")
+        mid, _ = scrape(d)
+        if value(mid, "repose_connections", transport="http") < 2:
+            fail("the half-sent request's connection is not counted")
+        half.close()
+        refused = value(mid, "repose_http_refused_total")
+        d.stop()
+
+    # The token: /metrics needs it, /healthz does not.
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = os.path.join(tmp, "token")
+        with open(tok, "w") as f:
+            f.write("s3cret-token\n")
+        os.chmod(tok, 0o600)
+        d = Daemon(reposed, tmp, "--token-file", tok)
+        if d.get("/healthz")[0] != 200:
+            fail("/healthz with a token file needs no token")
+        for h in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"},
+                  {"Authorization": "Bearer s3cret-tokenX"}):
+            status, hdrs, _ = d.get("/metrics", h)
+            if status != 401 or "bearer" not in hdrs.get("www-authenticate", "").lower():
+                fail(f"/metrics with {h}: {status}")
+        samples, _ = scrape(d, {"Authorization": "Bearer s3cret-token"})
+        if value(samples, "repose_http_refused_total") != 4:
+            fail(f"refused {value(samples, 'repose_http_refused_total')}")
+        d.stop()
+
+    # Only loopback unless --insecure-http.
+    with tempfile.TemporaryDirectory() as tmp:
+        sock = os.path.join(tmp, "s")
+        for spec, want in (("0.0.0.0:0", b"--insecure-http"), ("nope", b"HOST:PORT"),
+                           ("[::]:0", b"--insecure-http")):
+            r = subprocess.run([*WRAP, reposed, "--unix", sock, "--tcp", "none", "--http", spec],
+                               stderr=subprocess.PIPE, timeout=120)
+            if r.returncode != 1 or want not in r.stderr or os.path.exists(sock):
+                fail(f"--http {spec}: {r.returncode} {r.stderr!r}")
+        p = subprocess.Popen([*WRAP, reposed, "--unix", sock, "--tcp", "none", "--http",
+                              "0.0.0.0:0", "--insecure-http"], stderr=subprocess.PIPE)
+        line = b""
+        end = time.time() + 120
+        while b"listening on http" not in line and time.time() < end:
+            line = p.stderr.readline()
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=120)
+        if b"listening on http 0.0.0.0:" not in line or p.returncode != 0:
+            fail(f"--http 0.0.0.0:0 --insecure-http: {p.returncode} {line!r}")
+    print(f"{NAME}: /metrics parsed ({len(after)} samples), counters rose with 40 pings, "
+          f"token and loopback rules hold, {refused} refusals counted")
+
+
+if __name__ == "__main__":
+    main()
