@@ -29,7 +29,7 @@ esac
 dir=build/fuzz
 targets=(fuzz_framer fuzz_prescan fuzz_codec fuzz_request fuzz_client_reply fuzz_cli_params
          fuzz_sd_env fuzz_urdf fuzz_numbers fuzz_journal fuzz_snapshot fuzz_estimates fuzz_geometry
-         fuzz_base64 fuzz_mesh)
+         fuzz_base64 fuzz_mesh fuzz_http)
 
 # ---- clang and libFuzzer ------------------------------------------------------
 have_libfuzzer() {
@@ -114,6 +114,8 @@ run_target() {
   fuzz_base64) args+=(-max_len=1024) ;;
   # A format byte and a mesh file (STL, OBJ, Collada): its own seeds.
   fuzz_mesh) args+=(-max_len=8192 -dict=tests/fuzz/xml.dict) ;;
+  # HTTP requests on a real connection (first byte: token and pieces); its seeds.
+  fuzz_http) args+=(-max_len=4096 -dict=tests/fuzz/http.dict) ;;
   *) args+=(-max_len=4096 -dict=tests/fuzz/json.dict); inputs+=("$seeds/lines") ;;
   esac
   for extra in tests/fuzz/seeds/$t tests/fuzz/regressions/$t; do

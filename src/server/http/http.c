@@ -326,6 +326,11 @@ bool rpd_http_start(uv_loop_t *loop, rpd_core *core, const rpd_http_config *cfg,
     return true;
 }
 
+uint64_t rpd_http_open(const rpd_http *h)
+{
+    return h ? h->open : 0;
+}
+
 void rpd_http_stop(rpd_http *h)
 {
     if (!h || !h->ctx)

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -37,6 +38,8 @@ bool rpd_http_start(uv_loop_t *loop, rpd_core *core, const rpd_http_config *cfg,
  * as the loop goes on running (libwebsockets may call back meanwhile).
  * Again, or NULL: a no-op. */
 void rpd_http_stop(rpd_http *h);
+/* Open HTTP connections (repose_connections{transport="http"}). */
+uint64_t rpd_http_open(const rpd_http *h);
 /* Frees what is left once the loop has stopped (running it again while
  * libwebsockets closes its last handles), before uv_loop_close.  NULL is
  * a no-op. */
