@@ -4,9 +4,11 @@
  * libwebsockets' HTTP parser under it), over a real TCP connection on a
  * libuv loop, as the daemon runs it.
  *
- * The first byte chooses whether the daemon has a token ("s3cret"; odd
- * bytes) and how the rest is sent: whole, or in pieces of 1 + (byte % 61)
- * bytes with the loop run between them.  The rest goes to a fresh
+ * The first byte chooses whether the daemon has a token ("s3cret"; bit
+ * 0), how the rest is sent (bit 1: in pieces of 1 + (byte % 61) bytes
+ * with the loop run between them, else whole), and whether a WebSocket is
+ * opened on /ws first, the rest then being its frames (bit 2; the
+ * bridge's daemon end is held open and unanswered).  The rest goes to a fresh
  * connection to the listener, whose write side is then shut; the loop runs
  * until the server has closed the connection or a step budget is spent.
  * Invariants:
@@ -55,6 +57,20 @@ static bool always_ready(void *ctx, char *why, size_t cap)
     return true;
 }
 
+/* /ws: the daemon's ends of the bridges, held open (nothing answers)
+ * until the input is done, then closed. */
+static int held[64];
+static size_t n_held;
+
+static void hold_ws(void *ctx, int fd)
+{
+    (void)ctx;
+    if (n_held < sizeof held / sizeof held[0])
+        held[n_held++] = fd;
+    else
+        close(fd);
+}
+
 static void setup(void)
 {
     static bool done;
@@ -68,7 +84,7 @@ static void setup(void)
     FUZZ_CHECK(pipe(fds) == 0, "pipe");
     int saved = dup(2);
     dup2(fds[1], 2);
-    rpd_http_config cfg = {"127.0.0.1:0", false, always_ready, NULL};
+    rpd_http_config cfg = {"127.0.0.1:0", false, always_ready, NULL, hold_ws, NULL};
     bool ok = rpd_http_start(&loop, &core, &cfg, &http);
     fflush(stderr);
     dup2(saved, 2);
@@ -195,12 +211,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     core.token = tokened ? token : NULL;
     core.token_len = tokened ? strlen(token) : 0;
     int fd = connect_client();
-    char got[65536];
+    static char got[65536];
     size_t len = 0;
+    bool ws = data[0] & 4;
+    if (ws) {
+        /* A WebSocket opened first; the input is then its frames. */
+        static const char up[] = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                                 "Connection: Upgrade\r\n"
+                                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                 "Sec-WebSocket-Version: 13\r\n\r\n";
+        send_all(fd, (const uint8_t *)up, sizeof up - 1, sizeof up, got, sizeof got, &len);
+        for (int i = 0; i < 2000 && len < 12; i++)
+            (void)pump(fd, got, sizeof got, &len, 1);
+        FUZZ_CHECK(len >= 12 && memcmp(got, "HTTP/1.1 101", 12) == 0,
+                   "the WebSocket upgrade was not taken: %.*s", (int)(len < 60 ? len : 60), got);
+    }
     send_all(fd, data + 1, size - 1, piece, got, sizeof got, &len);
     shutdown(fd, SHUT_WR);
     (void)pump(fd, got, sizeof got, &len, 3000);
     close(fd);
+    for (size_t i = 0; i < n_held; i++)
+        close(held[i]);
+    n_held = 0;
     /* The server sees the close and drops the connection. */
     for (int i = 0; i < 2000 && rpd_http_open(http) > 0; i++) {
         uv_run(&loop, UV_RUN_NOWAIT);
@@ -211,7 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(rpd_http_open(http) == 0, "%llu HTTP connections left open",
                (unsigned long long)rpd_http_open(http));
-    check_answer(got, len, tokened && !has_token(data + 1, size - 1));
+    check_answer(got, len, tokened && !has_token(data + 1, size - 1) && !ws);
     if (runs++ % 16 == 0) {
         core.token = NULL;
         healthz_answers();

@@ -28,8 +28,14 @@ except ImportError:
     sys.exit(77)
 
 
+STARTED = []  # daemons to kill when a check fails
+
+
 def fail(msg):
     print(f"{NAME}: FAIL: {msg}", flush=True)
+    for p in STARTED:
+        if p.poll() is None:
+            p.kill()
     sys.exit(1)
 
 
@@ -39,6 +45,7 @@ class Daemon:
         self.err = open(os.path.join(tmp, "err"), "w+")
         self.p = subprocess.Popen([*WRAP, reposed, "--unix", self.sock, "--tcp", "none", "--http",
                                    "127.0.0.1:0", *extra], stderr=self.err)
+        STARTED.append(self.p)
         end = time.time() + 120
         self.port = None
         while time.time() < end and self.port is None:
@@ -238,4 +245,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        for p in STARTED:
+            if p.poll() is None:
+                p.kill()
+        raise

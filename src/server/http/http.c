@@ -15,18 +15,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "codec/codec.h"
 #include "metrics.h"
 #include "server/core/log.h"
 #include "server/transport/addr.h"
 
-/* Bytes handed to lws_write at once. */
+/* Bytes handed to lws_write at once (an HTTP body piece, a WebSocket
+ * message fragment). */
 #define CHUNK 16384
+/* Lines from the daemon held for a slow WebSocket before the bridge stops
+ * reading (the daemon's own write limits then apply), and bytes written
+ * to the daemon not yet taken before the WebSocket stops being read. */
+#define WS_OUT_MAX (4u << 20)
+#define WS_IN_QUEUE_MAX (1u << 20)
 /* An HTTP connection with nothing to read or write for this long closes. */
 #define IDLE_SECS 30
 
 struct rpd_http {
+    uv_loop_t *loop;
     struct lws_context *ctx;
     struct lws_context *live; /* lws writes NULL here once the context is gone */
     struct lws_vhost *vhost;
@@ -35,12 +44,36 @@ struct rpd_http {
     uint64_t open, total, refused;
 };
 
-/* One HTTP connection's answer in progress. */
+typedef struct ws_bridge ws_bridge;
+
+/* One HTTP connection's answer in progress, or its WebSocket's bridge. */
 typedef struct answer {
     rp_jw body;
     size_t sent;
     bool ready; /* body initialised (between bind and drop) */
+    ws_bridge *ws;
 } answer;
+
+/* A WebSocket on /ws, bridged to a JSON-RPC connection of the daemon
+ * through a socket pair (the daemon's end went to cfg.adopt): each
+ * message received is written as one line, each line read back is sent as
+ * one text message.  Freed when both sides are done: the WebSocket gone
+ * and the pipe closed. */
+struct ws_bridge {
+    uv_pipe_t pipe;
+    rpd_http *h;
+    struct lws *wsi;
+    rp_jw in;  /* the message being received */
+    char *out; /* lines from the daemon: out[sent .. len) not sent yet */
+    size_t len, cap, sent;
+    size_t frag;    /* bytes of the line at `sent` already sent as fragments */
+    bool reading;   /* uv_read_start is on */
+    bool rx_paused; /* lws_rx_flow_control off while the pipe's queue drains */
+    bool eof;       /* the daemon closed its end */
+    bool closing;   /* uv_close called */
+    bool pipe_done; /* its close callback ran */
+    bool ws_done;   /* the WebSocket has gone */
+};
 
 static rpd_http *of(struct lws *wsi)
 {
@@ -158,6 +191,217 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
                  "404 Not Found: reposed serves GET /metrics and GET /healthz here\n");
 }
 
+/* ---- the WebSocket bridge ------------------------------------------------------- */
+
+static void bridge_free(ws_bridge *b)
+{
+    rp_jw_free(&b->in);
+    free(b->out);
+    free(b);
+}
+
+static void bridge_closed(uv_handle_t *hd)
+{
+    ws_bridge *b = hd->data;
+    b->pipe_done = true;
+    if (b->ws_done)
+        bridge_free(b);
+}
+
+static void bridge_close(ws_bridge *b)
+{
+    if (b->closing)
+        return;
+    b->closing = true;
+    uv_close((uv_handle_t *)&b->pipe, bridge_closed);
+}
+
+/* The WebSocket has gone: the daemon sees its end close. */
+static void bridge_drop_ws(ws_bridge *b)
+{
+    b->wsi = NULL;
+    b->ws_done = true;
+    if (b->pipe_done)
+        bridge_free(b);
+    else
+        bridge_close(b);
+}
+
+static void bridge_alloc(uv_handle_t *hd, size_t want, uv_buf_t *buf)
+{
+    ws_bridge *b = hd->data;
+    (void)want;
+    if (b->cap - b->len < 65536) {
+        if (b->sent > 0) { /* drop what was sent */
+            memmove(b->out, b->out + b->sent, b->len - b->sent);
+            b->len -= b->sent;
+            b->sent = 0;
+        }
+        if (b->cap - b->len < 65536) {
+            size_t cap = b->cap ? b->cap * 2 : 131072;
+            char *p = realloc(b->out, cap);
+            if (!p) {
+                buf->base = NULL;
+                buf->len = 0;
+                return;
+            }
+            b->out = p;
+            b->cap = cap;
+        }
+    }
+    buf->base = b->out + b->len;
+    buf->len = b->cap - b->len;
+}
+
+static void bridge_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    ws_bridge *b = st->data;
+    (void)buf;
+    if (n > 0) {
+        b->len += (size_t)n;
+        if (b->len - b->sent > WS_OUT_MAX && b->reading) {
+            uv_read_stop(st); /* the daemon's write limits take it from here */
+            b->reading = false;
+        }
+    } else if (n < 0) {
+        /* The daemon closed the connection (or out of memory): what is
+         * held goes out, then the WebSocket closes. */
+        uv_read_stop(st);
+        b->reading = false;
+        b->eof = true;
+    }
+    if (b->wsi)
+        lws_callback_on_writable(b->wsi);
+}
+
+typedef struct bridge_write {
+    uv_write_t req;
+    ws_bridge *b;
+    char data[];
+} bridge_write;
+
+static void bridge_wrote(uv_write_t *req, int status)
+{
+    bridge_write *w = (bridge_write *)req;
+    ws_bridge *b = w->b;
+    (void)status; /* a failed write: the read side sees the end */
+    free(w);
+    if (b->rx_paused && b->wsi && !b->closing &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&b->pipe) < WS_IN_QUEUE_MAX / 2) {
+        b->rx_paused = false;
+        lws_rx_flow_control(b->wsi, 1);
+    }
+}
+
+/* A whole message: one line for the daemon (line breaks in it are
+ * whitespace to JSON, so they become spaces). */
+static bool bridge_send_line(ws_bridge *b)
+{
+    size_t n = b->in.len;
+    bridge_write *w = malloc(sizeof *w + n + 1);
+    if (!w)
+        return false;
+    w->b = b;
+    for (size_t i = 0; i < n; i++) {
+        char c = b->in.buf[i];
+        w->data[i] = c == '\n' || c == '\r' ? ' ' : c;
+    }
+    w->data[n] = '\n';
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)(n + 1));
+    if (uv_write(&w->req, (uv_stream_t *)&b->pipe, &buf, 1, bridge_wrote) < 0) {
+        free(w);
+        return false;
+    }
+    rp_jw_reset(&b->in);
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&b->pipe) > WS_IN_QUEUE_MAX) {
+        b->rx_paused = true;
+        lws_rx_flow_control(b->wsi, 0);
+    }
+    return true;
+}
+
+/* Opens the bridge for a WebSocket just established. */
+static ws_bridge *bridge_open(rpd_http *h, struct lws *wsi)
+{
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+        return NULL;
+    ws_bridge *b = calloc(1, sizeof *b);
+    if (!b || uv_pipe_init(h->loop, &b->pipe, 0) < 0) {
+        free(b);
+        close(fds[0]);
+        close(fds[1]);
+        return NULL;
+    }
+    b->pipe.data = b;
+    b->h = h;
+    b->wsi = wsi;
+    rp_jw_init(&b->in);
+    if (uv_pipe_open(&b->pipe, fds[1]) < 0 ||
+        uv_read_start((uv_stream_t *)&b->pipe, bridge_alloc, bridge_read) < 0) {
+        close(fds[0]);
+        bridge_drop_ws(b);
+        return NULL;
+    }
+    b->reading = true;
+    h->cfg.adopt(h->cfg.adopt_ctx, fds[0]);
+    return b;
+}
+
+/* Sends the next line (or a fragment of it); -1 closes the WebSocket. */
+static int bridge_writable(struct lws *wsi, ws_bridge *b)
+{
+    char *start = b->len > b->sent ? b->out + b->sent : NULL; /* (out may be NULL) */
+    char *nl = start ? memchr(start, '\n', b->len - b->sent) : NULL;
+    if (!nl) {
+        if (b->eof) {
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, (unsigned char *)"closed", 6);
+            return -1;
+        }
+        return 0;
+    }
+    size_t line = (size_t)(nl - start), left = line - b->frag, n = left < CHUNK ? left : CHUNK;
+    bool first = b->frag == 0, last = n == left;
+    uint8_t *buf = malloc(LWS_PRE + n + 1);
+    if (!buf)
+        return -1;
+    memcpy(buf + LWS_PRE, start + b->frag, n);
+    int flags = (first ? LWS_WRITE_TEXT : LWS_WRITE_CONTINUATION) | (last ? 0 : LWS_WRITE_NO_FIN);
+    int w = lws_write(wsi, buf + LWS_PRE, n, (enum lws_write_protocol)flags);
+    free(buf);
+    if (w < (int)n)
+        return -1;
+    if (last) {
+        b->sent += line + 1;
+        b->frag = 0;
+    } else {
+        b->frag += n;
+    }
+    if (!b->reading && !b->eof && !b->closing && b->len - b->sent < WS_OUT_MAX / 2 &&
+        uv_read_start((uv_stream_t *)&b->pipe, bridge_alloc, bridge_read) == 0)
+        b->reading = true;
+    if (b->sent < b->len || b->eof)
+        lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* A WebSocket upgrade goes only to /ws, and from a browser only from a
+ * page of this origin (a page elsewhere must not drive the daemon through
+ * its visitor's browser); clients that are not browsers send no Origin. */
+static bool ws_allowed(struct lws *wsi)
+{
+    char uri[64], origin[256], host[256];
+    if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/ws") != 0)
+        return false;
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0)
+        return true;
+    if (lws_hdr_copy(wsi, origin, sizeof origin, WSI_TOKEN_ORIGIN) <= 0 ||
+        lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0)
+        return false;
+    const char *o = strstr(origin, "://");
+    return o && strcmp(o + 3, host) == 0;
+}
+
 static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                    size_t len)
 {
@@ -172,6 +416,10 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
         h->total++;
         break;
     case LWS_CALLBACK_WSI_DESTROY:
+        if (a && a->ws) { /* (when lws did not say CLOSED first) */
+            bridge_drop_ws(a->ws);
+            a->ws = NULL;
+        }
         if (lws_get_opaque_user_data(wsi) == h) {
             lws_set_opaque_user_data(wsi, NULL);
             h->open--;
@@ -196,6 +444,45 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
         return route(wsi, h, a, (const char *)in);
     case LWS_CALLBACK_HTTP_BODY:
         return 0; /* no path takes a body: it is read and dropped */
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+        if (strcmp((const char *)in, "websocket") != 0 || !ws_allowed(wsi)) {
+            h->refused++;
+            lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN,
+                                   "403 Forbidden: WebSocket only at /ws, from this origin");
+            return 1;
+        }
+        return 0;
+    case LWS_CALLBACK_ESTABLISHED:
+        if (!a || !(a->ws = bridge_open(h, wsi)))
+            return -1;
+        return 0;
+    case LWS_CALLBACK_RECEIVE:
+        if (!a || !a->ws)
+            return -1;
+        if (lws_frame_is_binary(wsi)) {
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE,
+                             (unsigned char *)"text messages only", 18);
+            return -1;
+        }
+        rp_jw_raw(&a->ws->in, in, len);
+        if (rp_jw_failed(&a->ws->in) || a->ws->in.len > h->core->limits.max_request_bytes) {
+            /* (the daemon's limit for a line, checked before it is whole) */
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
+                             (unsigned char *)"over max_request_bytes", 22);
+            return -1;
+        }
+        if (lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi) &&
+            !bridge_send_line(a->ws))
+            return -1;
+        return 0;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        return a && a->ws ? bridge_writable(wsi, a->ws) : 0;
+    case LWS_CALLBACK_CLOSED:
+        if (a && a->ws) {
+            bridge_drop_ws(a->ws);
+            a->ws = NULL;
+        }
+        break;
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         if (!a)
             return -1;
@@ -281,6 +568,7 @@ bool rpd_http_start(uv_loop_t *loop, rpd_core *core, const rpd_http_config *cfg,
     }
     h->core = core;
     h->cfg = *cfg;
+    h->loop = loop;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_line);
 
     struct lws_context_creation_info info;

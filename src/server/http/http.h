@@ -2,7 +2,8 @@
 /*
  * reposed --http HOST:PORT: an HTTP listener on the daemon's libuv loop,
  * served by libwebsockets (its libuv event library, on our loop): GET
- * /metrics (Prometheus text, metrics.h) and GET /healthz.  The paths, the
+ * /metrics (Prometheus text, metrics.h), GET /healthz, and a WebSocket at
+ * /ws speaking the daemon's JSON-RPC, one message a request.  The paths, the
  * token rule and the answers are in proto/PROTOCOL.md, "HTTP"; why
  * libwebsockets is in docs/ARCHITECTURE.md, "HTTP".
  */
@@ -28,6 +29,10 @@ typedef struct rpd_http_config {
     bool insecure;    /* allow a host other than loopback */
     rpd_http_ready_fn ready;
     void *ready_ctx;
+    /* /ws: hands the daemon its end of a WebSocket's bridge, a socket pair
+     * carrying one JSON-RPC line per message (rpd_conn_adopt_ws). */
+    void (*adopt)(void *ctx, int fd);
+    void *adopt_ctx;
 } rpd_http_config;
 
 /* Starts listening; false (logged) when the address is malformed, not

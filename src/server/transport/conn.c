@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/protocol/arena.h"
 #include "server/persistence/durable.h"
@@ -94,6 +95,7 @@ typedef struct rpd_conn {
     uint64_t linger_since; /* uv_now() when lingering started */
     uint64_t connected_ms, last_line_ms, last_read_ms; /* uv_now() of those events */
     uint64_t number;       /* core.stats.conn_total when it was accepted (logs) */
+    const char *transport; /* "tcp", "unix" or "ws" (a WebSocket of --http, on a pipe) */
     size_t input_counted;  /* this connection's share of srv->input_bytes */
     size_t output_counted; /* its share of core.output_bytes (conn.c, count_output) */
     struct rpd_job *job;   /* the query running on a worker; lines wait for it */
@@ -197,8 +199,7 @@ static void shed_output(rpd_server *srv)
         rpd_log(RPD_LOG_WARN,
                 "unsent output of all clients over %zu bytes; disconnecting the %s client "
                 "holding the most (%zu bytes)",
-                core->limits.max_output_bytes, victim->session.is_tcp ? "tcp" : "unix",
-                victim->output_counted);
+                core->limits.max_output_bytes, victim->transport, victim->output_counted);
         conn_close(victim); /* counts its output out */
     }
 }
@@ -438,7 +439,7 @@ static void refuse_http(rpd_conn *c)
     rpd_log(RPD_LOG_WARN,
             "%s client sent an HTTP request; closing it (reposed speaks newline-delimited "
             "JSON-RPC, and a web page must not be able to drive it)",
-            c->session.is_tcp ? "tcp" : "unix");
+            c->transport);
     rp_jw_raw(&c->out, rpd_http_reply, strlen(rpd_http_reply));
     close_after_replies(c);
 }
@@ -1002,7 +1003,7 @@ static void on_close(uv_handle_t *h)
         char fields[160];
         snprintf(fields, sizeof fields,
                  "\"connection\":%llu,\"transport\":\"%s\",\"open\":%llu,\"seconds\":%.3f",
-                 (unsigned long long)c->number, c->session.is_tcp ? "tcp" : "unix",
+                 (unsigned long long)c->number, c->transport,
                  (unsigned long long)srv->core.stats.conn_current,
                  (double)(uv_now(srv->loop) - c->connected_ms) / 1e3);
         rpd_log_event(RPD_LOG_DEBUG, "connection.close", fields, "client disconnected (%llu open)",
@@ -1016,15 +1017,20 @@ static void on_close(uv_handle_t *h)
     rpd_server_conn_closed(srv);
 }
 
-void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
+/* A connection accepted on `listener`, or (listener NULL) the daemon's end
+ * fd of a WebSocket bridge, a TCP client by its rules (http.c). */
+static void conn_open(rpd_server *srv, uv_stream_t *listener, int fd, bool is_tcp)
 {
     rpd_core *core = &srv->core;
     rpd_conn *c = calloc(1, sizeof *c);
     if (!c) {
         rpd_log(RPD_LOG_ERROR, "out of memory accepting a connection");
+        if (!listener)
+            close(fd);
         return;
     }
     c->srv = srv;
+    c->transport = !listener ? "ws" : is_tcp ? "tcp" : "unix";
     c->session.is_tcp = is_tcp;
     c->session.owner = c;
     /* A connection that must auth first gets the small pre-auth line limit,
@@ -1033,10 +1039,13 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
                                 ? core->limits.max_request_bytes_before_auth
                                 : core->limits.max_request_bytes);
     rp_jw_init(&c->out);
-    int rc = is_tcp ? uv_tcp_init(srv->loop, &c->h.tcp) : uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    int rc = is_tcp && listener ? uv_tcp_init(srv->loop, &c->h.tcp)
+                                : uv_pipe_init(srv->loop, &c->h.pipe, 0);
     if (rc < 0) {
         rpd_framer_free(&c->in);
         free(c);
+        if (!listener)
+            close(fd);
         return;
     }
     c->h.handle.data = c;
@@ -1048,20 +1057,22 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
     uint64_t *open = is_tcp ? &core->stats.conn_tcp : &core->stats.conn_unix;
     (*open)++;
     c->connected_ms = c->last_line_ms = c->last_read_ms = uv_now(srv->loop);
-    if (uv_accept(listener, &c->h.stream) < 0) {
+    if (listener ? uv_accept(listener, &c->h.stream) < 0 : uv_pipe_open(&c->h.pipe, fd) < 0) {
+        if (!listener)
+            close(fd);
         conn_close(c);
         return;
     }
     c->number = ++core->stats.conn_total;
-    if (is_tcp)
+    if (is_tcp && listener)
         uv_tcp_nodelay(&c->h.tcp, 1);
     if (rpd_log_enabled(RPD_LOG_DEBUG)) {
         char fields[160];
         snprintf(fields, sizeof fields, "\"connection\":%llu,\"transport\":\"%s\",\"open\":%llu",
-                 (unsigned long long)c->number, is_tcp ? "tcp" : "unix",
+                 (unsigned long long)c->number, c->transport,
                  (unsigned long long)core->stats.conn_current);
         rpd_log_event(RPD_LOG_DEBUG, "connection.open", fields, "%s client connected (%llu open)",
-                      is_tcp ? "tcp" : "unix", (unsigned long long)core->stats.conn_current);
+                      c->transport, (unsigned long long)core->stats.conn_current);
     }
 
     /* TCP and Unix clients have separate limits, so that remote clients
@@ -1078,6 +1089,16 @@ void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
         return;
     }
     start_reading(c);
+}
+
+void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp)
+{
+    conn_open(srv, listener, -1, is_tcp);
+}
+
+void rpd_conn_adopt_ws(rpd_server *srv, int fd)
+{
+    conn_open(srv, NULL, fd, true);
 }
 
 /* Closes TCP connections past their timeouts: idle_timeout_s without a

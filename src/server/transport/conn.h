@@ -17,6 +17,11 @@ typedef struct rpd_conn rpd_conn;
 
 /* Accepts a client on `listener`. */
 void rpd_conn_accept(rpd_server *srv, uv_stream_t *listener, bool is_tcp);
+/* A WebSocket client of --http: fd is the daemon's end of the socket pair
+ * http.c bridges the WebSocket's messages through (one message a line).
+ * It is a TCP client by the rules (token, timeouts, connection limit) and
+ * counts among them.  Takes fd (closed on failure). */
+void rpd_conn_adopt_ws(rpd_server *srv, int fd);
 /* Closes every connection now (the shutdown grace period is over). */
 void rpd_conns_close(rpd_server *srv);
 /* Shutdown: every connection stops reading, answers the lines it holds,

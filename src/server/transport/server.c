@@ -405,11 +405,16 @@ static bool http_ready(void *ctx, char *why, size_t cap)
     return reason == NULL;
 }
 
+static void http_adopt(void *ctx, int fd)
+{
+    rpd_conn_adopt_ws(ctx, fd);
+}
+
 static bool start_http(rpd_server *srv)
 {
     if (!srv->cfg.http)
         return true;
-    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv};
+    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv, http_adopt, srv};
     return rpd_http_start(srv->loop, &srv->core, &hc, &srv->http);
 }
 

@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: MIT
+"""reposed --http's WebSocket at /ws: the daemon's JSON-RPC, one message a
+request, with the limits, auth and pricing of a TCP client.
+
+  - requests and replies, a fragmented message, line breaks inside one;
+  - scene.watch on the WebSocket sees a change made over the Unix socket;
+  - with a token file: refused until `auth`, then served;
+  - pricing: a request over --max-request-work gets -32004 as on a socket;
+  - a message over --max-request-bytes closes the WebSocket (1009), a
+    binary one (1003); an upgrade elsewhere than /ws or from another
+    origin gets 403;
+  - a client that asks for large replies and never reads is cut off by
+    --write-kill-bytes while a socket client keeps being answered;
+  - the daemon stops cleanly with WebSockets open.
+
+Usage: test_http_ws.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a valgrind
+command line) runs every daemon under it."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ws_client  # noqa: E402
+
+NAME = "test_http_ws"
+WRAP = os.environ.get("REPOSE_DAEMON_WRAPPER", "").split()
+
+
+STARTED = []  # daemons to kill when a check fails
+
+
+def fail(msg):
+    print(f"{NAME}: FAIL: {msg}", flush=True)
+    for p in STARTED:
+        if p.poll() is None:
+            p.kill()
+    sys.exit(1)
+
+
+class Daemon:
+    def __init__(self, reposed, tmp, *extra):
+        self.sock = os.path.join(tmp, "s")
+        self.err = open(os.path.join(tmp, "err"), "w+")
+        self.p = subprocess.Popen([*WRAP, reposed, "--unix", self.sock, "--tcp", "none",
+                                   "--http", "127.0.0.1:0", *extra], stderr=self.err)
+        STARTED.append(self.p)
+        end = time.time() + 120
+        self.port = None
+        while time.time() < end and self.port is None:
+            self.err.seek(0)
+            m = re.search(r"listening on http 127\.0\.0\.1:(\d+)", self.err.read())
+            if m:
+                self.port = int(m.group(1))
+            elif self.p.poll() is not None:
+                fail(f"reposed exited: {self.log()}")
+            else:
+                time.sleep(0.02)
+        if self.port is None:
+            fail("no 'listening on http' line")
+        while not os.path.exists(self.sock):
+            time.sleep(0.02)
+        self.u = socket.socket(socket.AF_UNIX)
+        self.u.connect(self.sock)
+        self.ubuf = b""
+
+    def log(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def call(self, method, params=None, rid=1):
+        req = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            req["params"] = params
+        self.u.sendall(json.dumps(req).encode() + b"\n")
+        while b"\n" not in self.ubuf:
+            chunk = self.u.recv(1 << 20)
+            if not chunk:
+                fail(f"the socket closed; daemon log: {tail(self)}")
+            self.ubuf += chunk
+        line, self.ubuf = self.ubuf.split(b"\n", 1)
+        return json.loads(line)
+
+    def ws(self, **kw):
+        w, status, _ = ws_client.handshake(self.port, **kw)
+        if w is None:
+            fail(f"upgrade refused: {status}")
+        return w
+
+    def stop(self):
+        self.u.close()
+        self.p.send_signal(signal.SIGTERM)
+        code = self.p.wait(timeout=120)
+        if code != 0:
+            fail(f"reposed exited with {code}: {self.log()}")
+
+
+def rpc(w, method, params=None, rid=1):
+    req = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        req["params"] = params
+    w.send(json.dumps(req))
+    while True:
+        msg = json.loads(w.recv())
+        if msg.get("id") == rid:
+            return msg
+
+
+def closes_with(w, code, what):
+    try:
+        for _ in range(100):
+            w.recv()
+    except ws_client.Closed as e:
+        if e.code != code:
+            fail(f"{what}: closed with {e.code}, want {code}")
+        return
+    fail(f"{what}: not closed")
+
+
+def shapes(n):
+    return {f"s{i}": {"sphere": {"center": [i * 0.1, 0, 0], "radius": 0.04}} for i in range(n)}
+
+
+def tail(d):
+    return d.log()[-600:]
+
+
+def main():
+    reposed = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Daemon(reposed, tmp, "--max-request-bytes", "100000", "--max-request-work", "20000",
+                   "--write-kill-bytes", "2000000", "--write-pause-bytes", "200000")
+        w = d.ws()
+        if rpc(w, "ping").get("result") != {"pong": True}:
+            fail("ping over /ws")
+        w.send_fragments(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}), 7)
+        if json.loads(w.recv()) != {"jsonrpc": "2.0", "id": 2, "result": {"pong": True}}:
+            fail("a fragmented message")
+        w.send('{"jsonrpc":"2.0",\n"id":3,\r\n"method":"ping"}')
+        if json.loads(w.recv()).get("id") != 3:
+            fail("line breaks inside a message")
+        if rpc(w, "no.such", rid=4)["error"]["code"] != -32601:
+            fail("unknown method over /ws")
+        # Live: a watch on the WebSocket, a change over the socket.
+        if "result" not in d.call("scene.create", {"scene": "cell", "shapes": shapes(3)}):
+            fail("scene.create")
+        if "result" not in rpc(w, "scene.watch", {"scene": "cell"}, rid=5):
+            fail("scene.watch over /ws")
+        d.call("scene.put", {"scene": "cell", "shapes": {
+            "new": {"sphere": {"center": [1, 1, 1], "radius": 0.5}}}})
+        note = json.loads(w.recv())
+        if note.get("method") != "scene.changed" or note["params"]["scene"] != "cell":
+            fail(f"no scene.changed on /ws: {note}")
+        # Pricing, as on a socket: 600 shapes are over --max-request-work.
+        q = {"scene": "big", "shapes": shapes(600)}
+        on_ws = rpc(w, "scene.create", q, rid=6)
+        on_sock = d.call("scene.create", q)
+        if on_ws.get("error", {}).get("code") != -32004 or \
+                on_ws["error"] != on_sock.get("error"):
+            fail(f"pricing differs: ws {str(on_ws)[:300]} socket {str(on_sock)[:300]}")
+        # Too large, binary, elsewhere, another origin.
+        w.send(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping",
+                           "params": {"pad": "x" * 120000}}))
+        closes_with(w, 1009, "a message over --max-request-bytes")
+        w = d.ws()
+        w.frame(2, b'{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        closes_with(w, 1003, "a binary message")
+        for kw in ({"path": "/wsx"}, {"path": "/metrics"},
+                   {"headers": {"Origin": "http://evil.example"}}):
+            sock, status, _ = ws_client.handshake(d.port, **kw)
+            if sock is not None or (" 403 " not in status + " " and status != "reset"):
+                fail(f"upgrade {kw}: {status}")
+        w = d.ws(headers={"Origin": f"http://127.0.0.1:{d.port}"})
+        if rpc(w, "ping").get("result") != {"pong": True}:
+            fail("same-origin WebSocket")
+        # A client that asks for large replies and never reads: it is paused
+        # (the daemon stops reading it, the bridge stops reading the daemon,
+        # lws stops reading the client), memory stays bounded, and the
+        # socket client is answered meanwhile.
+        for k in range(5):  # (each put under the limits above)
+            put = {f"{k}-{i}": v for i, v in shapes(300).items()}
+            r = d.call("scene.put", {"scene": "cell", "shapes": put})
+            if "result" not in r:
+                fail(f"scene.put for the big replies: {str(r)[:300]}")
+        hog = d.ws()
+        hog.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hog.s.settimeout(2)
+        sent = 0
+        for i in range(2000):
+            try:
+                hog.send(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "scene.get",
+                                     "params": {"scene": "cell"}}))
+                sent += 1
+            except OSError:
+                break  # its sends block: nothing reads them any more
+            if i % 50 == 0 and d.call("ping").get("result") != {"pong": True}:
+                fail("the socket client starved")
+        time.sleep(1)
+        s = d.call("stats")["result"]
+        answered = s["requests"]["by_method"].get("scene.get", 0)
+        if answered >= sent or answered > 200:
+            fail(f"a client that never reads got {answered} of {sent} scene.get answered")
+        if s["memory"]["output_bytes"] > 2000000:
+            fail(f"unsent output not bounded: {s['memory']}")
+        if rpc(w, "ping", rid=9).get("result") != {"pong": True}:
+            fail("the other WebSocket while one is paused")
+        hog.s.close()
+        end = time.time() + 30
+        while time.time() < end and d.call("stats")["result"]["connections"]["tcp"] != 1:
+            time.sleep(0.05)
+        if d.call("stats")["result"]["connections"]["tcp"] != 1:
+            fail("the paused WebSocket's connection did not go when it closed")
+        d.stop()  # with a WebSocket still open
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = os.path.join(tmp, "token")
+        with open(tok, "w") as f:
+            f.write("s3cret\n")
+        os.chmod(tok, 0o600)
+        d = Daemon(reposed, tmp, "--token-file", tok)
+        w = d.ws()
+        locked = rpc(w, "scene.list")
+        if locked.get("error", {}).get("code") != -32005:
+            fail(f"before auth: {locked}")
+        if rpc(w, "auth", {"token": "wrong"}, rid=2).get("error", {}).get("code") != -32005:
+            fail("a wrong token")
+        if "result" not in rpc(w, "auth", {"token": "s3cret"}, rid=3):
+            fail("auth over /ws")
+        if "result" not in rpc(w, "scene.list", rid=4):
+            fail("after auth")
+        w.close()
+        time.sleep(0.2)
+        s = d.call("stats")["result"]
+        if s["connections"]["tcp"] != 0:
+            fail(f"the closed WebSocket's connection is still open: {s['connections']}")
+        d.stop()
+    print(f"{NAME}: JSON-RPC over /ws with the socket's limits, auth, pricing and watches")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        for p in STARTED:
+            if p.poll() is None:
+                p.kill()
+        raise
