@@ -11,7 +11,6 @@ Exit 77 (skipped) without prometheus_client."""
 import http.client
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -19,8 +18,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from http_daemon import Daemon, fail, run  # noqa: E402
+import http_daemon  # noqa: E402
+
 NAME = "test_http_metrics"
-WRAP = os.environ.get("REPOSE_DAEMON_WRAPPER", "").split()
 try:
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:
@@ -28,80 +30,17 @@ except ImportError:
     sys.exit(77)
 
 
-STARTED = []  # daemons to kill when a check fails
-
-
-def fail(msg):
-    print(f"{NAME}: FAIL: {msg}", flush=True)
-    for p in STARTED:
-        if p.poll() is None:
-            p.kill()
-    sys.exit(1)
-
-
-class Daemon:
-    def __init__(self, reposed, tmp, *extra):
-        self.sock = os.path.join(tmp, "s")
-        self.err = open(os.path.join(tmp, "err"), "w+")
-        self.p = subprocess.Popen([*WRAP, reposed, "--unix", self.sock, "--tcp", "none", "--http",
-                                   "127.0.0.1:0", *extra], stderr=self.err)
-        STARTED.append(self.p)
-        end = time.time() + 120
-        self.port = None
-        while time.time() < end and self.port is None:
-            self.err.seek(0)
-            m = re.search(r"listening on http 127\.0\.0\.1:(\d+)", self.err.read())
-            if m:
-                self.port = int(m.group(1))
-            elif self.p.poll() is not None:
-                fail(f"reposed exited: {self.log()}")
-            else:
-                time.sleep(0.02)
-        if self.port is None:
-            fail("no 'listening on http' line")
-        while not os.path.exists(self.sock):
-            time.sleep(0.02)
-        self.rpc_sock = socket.socket(socket.AF_UNIX)
-        self.rpc_sock.connect(self.sock)
-        self.buf = b""
-        self.next_id = 1
-
-    def log(self):
-        self.err.seek(0)
-        return self.err.read()
-
-    def call(self, method, params=None):
-        req = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        self.next_id += 1
-        if params is not None:
-            req["params"] = params
-        self.rpc_sock.sendall(json.dumps(req).encode() + b"\n")
-        while b"\n" not in self.buf:
-            chunk = self.rpc_sock.recv(65536)
-            if not chunk:
-                fail("the socket closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def get(self, path, headers=None, method="GET"):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        c.request(method, path, headers=headers or {})
-        r = c.getresponse()
-        body = r.read()
-        c.close()
-        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
-
-    def stop(self):
-        self.rpc_sock.close()
-        self.p.send_signal(signal.SIGTERM)
-        code = self.p.wait(timeout=120)
-        if code != 0:
-            fail(f"reposed exited with {code}: {self.log()}")
+def get(d, path, headers=None, method="GET"):
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=10)
+    c.request(method, path, headers=headers or {})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
 
 
 def scrape(d, headers=None):
-    status, hdrs, body = d.get("/metrics", headers)
+    status, hdrs, body = get(d, "/metrics", headers)
     if status != 200:
         fail(f"/metrics: {status} {body[:200]!r}")
     if not hdrs.get("content-type", "").startswith("text/plain; version=0.0.4"):
@@ -123,7 +62,7 @@ def main():
     reposed = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         d = Daemon(reposed, tmp, "--data-dir", os.path.join(tmp, "data"))
-        status, hdrs, body = d.get("/healthz")
+        status, hdrs, body = get(d, "/healthz")
         if status != 200 or json.loads(body) != {"ready": True}:
             fail(f"/healthz: {status} {body!r}")
         before, kinds = scrape(d)
@@ -171,9 +110,9 @@ def main():
         if value(after, "repose_request_duration_seconds_count") < 5:
             fail("too few latency samples (one line in 8 is sampled)")
         # 404, 405, HEAD.
-        if d.get("/nope")[0] != 404 or d.get("/metrics", method="POST")[0] != 405:
+        if get(d, "/nope")[0] != 404 or get(d, "/metrics", method="POST")[0] != 405:
             fail("404 / 405")
-        status, hdrs, body = d.get("/metrics", method="HEAD")
+        status, hdrs, body = get(d, "/metrics", method="HEAD")
         if status != 200 or body != b"" or int(hdrs.get("content-length", 0)) == 0:
             fail(f"HEAD /metrics: {status} {hdrs} {body!r}")
         # Malformed HTTP, and a client that sends half a request: the
@@ -209,11 +148,11 @@ def main():
             f.write("s3cret-token\n")
         os.chmod(tok, 0o600)
         d = Daemon(reposed, tmp, "--token-file", tok)
-        if d.get("/healthz")[0] != 200:
+        if get(d, "/healthz")[0] != 200:
             fail("/healthz with a token file needs no token")
         for h in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"},
                   {"Authorization": "Bearer s3cret-tokenX"}):
-            status, hdrs, _ = d.get("/metrics", h)
+            status, hdrs, _ = get(d, "/metrics", h)
             if status != 401 or "bearer" not in hdrs.get("www-authenticate", "").lower():
                 fail(f"/metrics with {h}: {status}")
         samples, _ = scrape(d, {"Authorization": "Bearer s3cret-token"})
@@ -226,11 +165,11 @@ def main():
         sock = os.path.join(tmp, "s")
         for spec, want in (("0.0.0.0:0", b"--insecure-http"), ("nope", b"HOST:PORT"),
                            ("[::]:0", b"--insecure-http")):
-            r = subprocess.run([*WRAP, reposed, "--unix", sock, "--tcp", "none", "--http", spec],
+            r = subprocess.run([*http_daemon.WRAP, reposed, "--unix", sock, "--tcp", "none", "--http", spec],
                                stderr=subprocess.PIPE, timeout=120)
             if r.returncode != 1 or want not in r.stderr or os.path.exists(sock):
                 fail(f"--http {spec}: {r.returncode} {r.stderr!r}")
-        p = subprocess.Popen([*WRAP, reposed, "--unix", sock, "--tcp", "none", "--http",
+        p = subprocess.Popen([*http_daemon.WRAP, reposed, "--unix", sock, "--tcp", "none", "--http",
                               "0.0.0.0:0", "--insecure-http"], stderr=subprocess.PIPE)
         line = b""
         end = time.time() + 120
@@ -245,10 +184,5 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        for p in STARTED:
-            if p.poll() is None:
-                p.kill()
-        raise
+    http_daemon.NAME = NAME
+    run(main)

@@ -17,87 +17,24 @@ Usage: test_http_ws.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a valgrind
 command line) runs every daemon under it."""
 import json
 import os
-import re
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ws_client  # noqa: E402
+from http_daemon import Daemon, fail, run  # noqa: E402
+import http_daemon  # noqa: E402
 
 NAME = "test_http_ws"
-WRAP = os.environ.get("REPOSE_DAEMON_WRAPPER", "").split()
 
 
-STARTED = []  # daemons to kill when a check fails
-
-
-def fail(msg):
-    print(f"{NAME}: FAIL: {msg}", flush=True)
-    for p in STARTED:
-        if p.poll() is None:
-            p.kill()
-    sys.exit(1)
-
-
-class Daemon:
-    def __init__(self, reposed, tmp, *extra):
-        self.sock = os.path.join(tmp, "s")
-        self.err = open(os.path.join(tmp, "err"), "w+")
-        self.p = subprocess.Popen([*WRAP, reposed, "--unix", self.sock, "--tcp", "none",
-                                   "--http", "127.0.0.1:0", *extra], stderr=self.err)
-        STARTED.append(self.p)
-        end = time.time() + 120
-        self.port = None
-        while time.time() < end and self.port is None:
-            self.err.seek(0)
-            m = re.search(r"listening on http 127\.0\.0\.1:(\d+)", self.err.read())
-            if m:
-                self.port = int(m.group(1))
-            elif self.p.poll() is not None:
-                fail(f"reposed exited: {self.log()}")
-            else:
-                time.sleep(0.02)
-        if self.port is None:
-            fail("no 'listening on http' line")
-        while not os.path.exists(self.sock):
-            time.sleep(0.02)
-        self.u = socket.socket(socket.AF_UNIX)
-        self.u.connect(self.sock)
-        self.ubuf = b""
-
-    def log(self):
-        self.err.seek(0)
-        return self.err.read()
-
-    def call(self, method, params=None, rid=1):
-        req = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            req["params"] = params
-        self.u.sendall(json.dumps(req).encode() + b"\n")
-        while b"\n" not in self.ubuf:
-            chunk = self.u.recv(1 << 20)
-            if not chunk:
-                fail(f"the socket closed; daemon log: {tail(self)}")
-            self.ubuf += chunk
-        line, self.ubuf = self.ubuf.split(b"\n", 1)
-        return json.loads(line)
-
-    def ws(self, **kw):
-        w, status, _ = ws_client.handshake(self.port, **kw)
-        if w is None:
-            fail(f"upgrade refused: {status}")
-        return w
-
-    def stop(self):
-        self.u.close()
-        self.p.send_signal(signal.SIGTERM)
-        code = self.p.wait(timeout=120)
-        if code != 0:
-            fail(f"reposed exited with {code}: {self.log()}")
+def ws(d, **kw):
+    w, status, _ = ws_client.handshake(d.port, **kw)
+    if w is None:
+        fail(f"upgrade refused: {status}")
+    return w
 
 
 def rpc(w, method, params=None, rid=1):
@@ -126,16 +63,13 @@ def shapes(n):
     return {f"s{i}": {"sphere": {"center": [i * 0.1, 0, 0], "radius": 0.04}} for i in range(n)}
 
 
-def tail(d):
-    return d.log()[-600:]
-
 
 def main():
     reposed = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         d = Daemon(reposed, tmp, "--max-request-bytes", "100000", "--max-request-work", "20000",
                    "--write-kill-bytes", "2000000", "--write-pause-bytes", "200000")
-        w = d.ws()
+        w = ws(d)
         if rpc(w, "ping").get("result") != {"pong": True}:
             fail("ping over /ws")
         w.send_fragments(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}), 7)
@@ -167,7 +101,7 @@ def main():
         w.send(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping",
                            "params": {"pad": "x" * 120000}}))
         closes_with(w, 1009, "a message over --max-request-bytes")
-        w = d.ws()
+        w = ws(d)
         w.frame(2, b'{"jsonrpc":"2.0","id":8,"method":"ping"}')
         closes_with(w, 1003, "a binary message")
         for kw in ({"path": "/wsx"}, {"path": "/metrics"},
@@ -175,7 +109,7 @@ def main():
             sock, status, _ = ws_client.handshake(d.port, **kw)
             if sock is not None or (" 403 " not in status + " " and status != "reset"):
                 fail(f"upgrade {kw}: {status}")
-        w = d.ws(headers={"Origin": f"http://127.0.0.1:{d.port}"})
+        w = ws(d, headers={"Origin": f"http://127.0.0.1:{d.port}"})
         if rpc(w, "ping").get("result") != {"pong": True}:
             fail("same-origin WebSocket")
         # A client that asks for large replies and never reads: it is paused
@@ -187,7 +121,7 @@ def main():
             r = d.call("scene.put", {"scene": "cell", "shapes": put})
             if "result" not in r:
                 fail(f"scene.put for the big replies: {str(r)[:300]}")
-        hog = d.ws()
+        hog = ws(d)
         hog.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         hog.s.settimeout(2)
         sent = 0
@@ -223,7 +157,7 @@ def main():
             f.write("s3cret\n")
         os.chmod(tok, 0o600)
         d = Daemon(reposed, tmp, "--token-file", tok)
-        w = d.ws()
+        w = ws(d)
         locked = rpc(w, "scene.list")
         if locked.get("error", {}).get("code") != -32005:
             fail(f"before auth: {locked}")
@@ -243,10 +177,5 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        for p in STARTED:
-            if p.poll() is None:
-                p.kill()
-        raise
+    http_daemon.NAME = NAME
+    run(main)

@@ -28,25 +28,6 @@
 #error "REPOSE_TEST_DATA (tests/data) must be defined by the build"
 #endif
 
-static char *read_file(const char *name, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", REPOSE_TEST_DATA, name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
 typedef struct arm {
     rp_store *st;
     rp_model *m;
@@ -57,8 +38,8 @@ typedef struct arm {
 static void arm_open(arm *a)
 {
     size_t ulen, slen;
-    char *urdf = read_file("arm7.urdf", &ulen);
-    char *srdf = read_file("arm7.srdf", &slen);
+    char *urdf = test_read_data("arm7.urdf", &ulen);
+    char *srdf = test_read_data("arm7.srdf", &slen);
     rp_urdf *u = NULL;
     assert_int_equal(rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, NULL), RP_URDF_OK);
     a->st = rp_store_new(NULL);

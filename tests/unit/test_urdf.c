@@ -67,25 +67,6 @@ static void assert_vec(rp_vec3 got, double x, double y, double z, double tol)
     assert_near(got.z, z, tol);
 }
 
-static char *read_file(const char *name, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", REPOSE_TEST_DATA, name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
 /* ---- the def ------------------------------------------------------------------ */
 
 static const char small_urdf[] =
@@ -1030,8 +1011,8 @@ static void arm7_parses_with_its_srdf(void **state)
 {
     (void)state;
     size_t ulen, slen;
-    char *urdf = read_file("arm7.urdf", &ulen);
-    char *srdf = read_file("arm7.srdf", &slen);
+    char *urdf = test_read_data("arm7.urdf", &ulen);
+    char *srdf = test_read_data("arm7.srdf", &slen);
     rp_urdf *u = NULL;
     rp_urdf_error err;
     rp_urdf_status st = rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, &err);
@@ -1078,8 +1059,8 @@ static void arm7_is_a_valid_model_clear_at_ready(void **state)
 {
     (void)state;
     size_t ulen, slen;
-    char *urdf = read_file("arm7.urdf", &ulen);
-    char *srdf = read_file("arm7.srdf", &slen);
+    char *urdf = test_read_data("arm7.urdf", &ulen);
+    char *srdf = test_read_data("arm7.srdf", &slen);
     rp_urdf *u = NULL;
     assert_int_equal(rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, NULL), RP_URDF_OK);
     rp_store *st = rp_store_new(NULL);
@@ -1300,8 +1281,8 @@ static void library_import_puts_the_same_model(void **state)
 {
     (void)state;
     size_t ulen, slen;
-    char *urdf = read_file("arm7.urdf", &ulen);
-    char *srdf = read_file("arm7.srdf", &slen);
+    char *urdf = test_read_data("arm7.urdf", &ulen);
+    char *srdf = test_read_data("arm7.srdf", &slen);
     rp_urdf *u = NULL;
     assert_int_equal(rp_urdf_parse(urdf, ulen, srdf, slen, NULL, &u, NULL), RP_URDF_OK);
     rp_store *st = rp_store_new(NULL);

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* Fails the test when |got - want| > tol or either is NaN. */
 #define assert_near(got, want, tol)                                                                \
@@ -62,5 +64,28 @@ static inline double rng_uniform(test_rng *r, double lo, double hi)
 {
     return lo + (hi - lo) * ((double)(rng_next(r) >> 11) * 0x1.0p-53);
 }
+
+#ifdef REPOSE_TEST_DATA
+/* The whole of tests/data/NAME, NUL-terminated (its length in *len); fails
+ * the test when it cannot be read.  Free it. */
+static inline char *test_read_data(const char *name, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", REPOSE_TEST_DATA, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+#endif
 
 #endif /* REPOSE_TEST_UTIL_H */
