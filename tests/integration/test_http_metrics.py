@@ -2,8 +2,9 @@
 """reposed --http: GET /metrics parsed by a real Prometheus text parser
 (Debian's python3-prometheus-client), its counters rising as requests are
 made over the Unix socket; GET /healthz; the token on /metrics; 404 and
-405; the loopback rule; malformed HTTP and a client that sends half a
-request, with the daemon answering on its socket meanwhile.
+405; the loopback rule; malformed HTTP, a client that sends half a
+request, and more connections than the cap, with the daemon answering on
+its socket meanwhile.
 
 Usage: test_http_metrics.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a
 valgrind command line) runs every daemon under it.
@@ -138,6 +139,30 @@ def main():
         if value(mid, "repose_connections", transport="http") < 2:
             fail("the half-sent request's connection is not counted")
         half.close()
+        # At most 128 HTTP connections: more are closed at once, and the
+        # socket and a later HTTP client are still served.
+        many = [socket.create_connection(("127.0.0.1", d.port), 5) for _ in range(140)]
+        time.sleep(0.5)
+        shut = 0
+        for s in many:
+            s.settimeout(0.05)
+            try:
+                shut += s.recv(16) == b""
+            except socket.timeout:
+                pass
+            except ConnectionResetError:
+                shut += 1
+        if shut < 12:
+            fail(f"{shut} of 140 HTTP connections closed at once (the cap is 128)")
+        if d.call("ping").get("result") != {"pong": True}:
+            fail("ping with 140 HTTP connections open")
+        for s in many:
+            s.close()
+        end = time.time() + 10
+        while time.time() < end and get(d, "/healthz")[0] != 200:
+            time.sleep(0.05)
+        if get(d, "/healthz")[0] != 200:
+            fail("/healthz after the connections over the cap closed")
         refused = value(mid, "repose_http_refused_total")
         d.stop()
 

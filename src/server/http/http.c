@@ -33,6 +33,8 @@
 #define WS_IN_QUEUE_MAX (1u << 20)
 /* An HTTP connection with nothing to read or write for this long closes. */
 #define IDLE_SECS 30
+/* Open HTTP connections (WebSockets included) at most. */
+#define MAX_CONNECTIONS 128
 
 struct rpd_http {
     uv_loop_t *loop;
@@ -409,6 +411,12 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
     rpd_http *h = of(wsi);
     switch (reason) {
     case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+        if (h->open >= MAX_CONNECTIONS) {
+            /* Past the cap: closed at once, so that HTTP clients cannot
+             * take the descriptors the JSON-RPC ports need. */
+            h->refused++;
+            return -1;
+        }
         /* A connection: counted until its wsi goes (marked, since lws
          * destroys other wsis too, the listener's among them). */
         lws_set_opaque_user_data(wsi, h);
