@@ -88,11 +88,21 @@ def main():
             fail(f"scene.create: {r}")
         if d.call("no.such.method").get("error", {}).get("code") != -32601:
             fail("unknown method")
+        for _ in range(3):  # a bad request: counted by method and code
+            if d.call("scene.create", {"scene": 7}).get("error", {}).get("code") != -32602:
+                fail("scene.create with a number for a name")
         after, _ = scrape(d)
-        pings = (value(after, "repose_requests_total", method="ping") or 0) - (
-            value(before, "repose_requests_total", method="ping") or 0)
+        pings = (value(after, "repose_requests_total", method="ping", code="ok") or 0) - (
+            value(before, "repose_requests_total", method="ping", code="ok") or 0)
         if pings != 40:
             fail(f"ping counter rose by {pings}")
+        if value(after, "repose_requests_total", method="scene.create", code="-32602") != 3 or \
+                value(after, "repose_requests_total", method="scene.create", code="ok") != 1:
+            fail("scene.create by code: "
+                 f"{value(after, 'repose_requests_total', method='scene.create', code='-32602')} "
+                 f"bad, {value(after, 'repose_requests_total', method='scene.create', code='ok')} ok")
+        if value(after, "repose_request_errors_total", code="-32602") != 3:
+            fail("the -32602 errors are not counted by code")
         if value(after, "repose_scenes") != 1 or value(after, "repose_shapes") != 2:
             fail(f"scenes {value(after, 'repose_scenes')} shapes {value(after, 'repose_shapes')}")
         if value(after, "repose_request_errors_total", code="-32601") != 1:

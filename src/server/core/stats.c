@@ -96,6 +96,8 @@ void rpd_stats_mark_undo(rpd_stats *s, const rpd_stats_mark *m, const rpd_stats_
     memcpy(s->limits_hit, m->limits_hit, sizeof m->limits_hit);
     if (l->called)
         s->by_method[l->method]--;
+    if (l->erred)
+        s->method_errors[l->error_method][l->error_slot]--;
     if (l->timed) {
         s->method_timed[l->method]--;
         s->method_ns[l->method] -= l->method_ns;

@@ -29,7 +29,10 @@ typedef struct rpd_stats {
      * RPD_LATENCY_SAMPLE on each thread): the mean in `stats`. */
     uint64_t method_ns[RPD_STATS_MAX_METHODS], method_timed[RPD_STATS_MAX_METHODS];
     uint64_t errors_by_code[RPD_STATS_CODE_SLOTS]; /* see rpd_stats_code_slot */
-    uint64_t limits_hit[RPD_LIMIT_COUNT];          /* indexed by rpd_limit_id */
+    /* Error replies of known methods, by method and code slot (every one
+     * also counts in by_method and errors_by_code). */
+    uint64_t method_errors[RPD_STATS_MAX_METHODS][RPD_STATS_CODE_SLOTS];
+    uint64_t limits_hit[RPD_LIMIT_COUNT]; /* indexed by rpd_limit_id */
     uint64_t latency[RPD_LAT_BUCKETS];
     uint64_t latency_count, latency_sum_ns;
     /* Tree rebuilds handed to a worker (scene.h, rp_store_rebuild_take):
@@ -56,6 +59,9 @@ typedef struct rpd_stats_mark {
 } rpd_stats_mark;
 
 typedef struct rpd_stats_line {
+    bool erred; /* method_errors[error_method][error_slot] was counted */
+    size_t error_method;
+    int error_slot;
     bool called;  /* by_method[method] was counted */
     bool timed;   /* and method_timed[method], with method_ns */
     bool sampled; /* a latency sample of latency_ns was recorded */

@@ -150,13 +150,31 @@ void rpd_metrics_write(const rpd_core *c, const rpd_metrics_extra *x, rp_jw *w)
         "HTTP requests refused: a missing or wrong token, or an unknown path.",
         (double)x->http_refused);
 
-    family(w, "repose_requests_total", "counter", "Requests answered, by method.");
-    for (size_t i = 0; i < rpd_method_count; i++)
-        if (s->by_method[i])
-            out(w, "repose_requests_total{method=\"%s\"} %llu\n", rpd_methods[i].name,
-                (unsigned long long)s->by_method[i]);
+    family(w, "repose_requests_total", "counter",
+           "Requests of known methods, by method and outcome (code \"ok\", or the error's "
+           "JSON-RPC code).");
+    for (size_t i = 0; i < rpd_method_count; i++) {
+        if (!s->by_method[i])
+            continue;
+        uint64_t failed = 0;
+        for (int k = 0; k < RPD_STATS_CODE_SLOTS; k++) {
+            uint64_t n = s->method_errors[i][k];
+            failed += n;
+            if (!n)
+                continue;
+            if (k == RPD_STATS_OTHER_SLOT)
+                out(w, "repose_requests_total{method=\"%s\",code=\"other\"} %llu\n",
+                    rpd_methods[i].name, (unsigned long long)n);
+            else
+                out(w, "repose_requests_total{method=\"%s\",code=\"%d\"} %llu\n",
+                    rpd_methods[i].name, rpd_stats_slot_code(k), (unsigned long long)n);
+        }
+        out(w, "repose_requests_total{method=\"%s\",code=\"ok\"} %llu\n", rpd_methods[i].name,
+            (unsigned long long)(s->by_method[i] - failed));
+    }
     family(w, "repose_request_errors_total", "counter",
-           "Error replies, by JSON-RPC code (\"other\": a code the protocol does not list).");
+           "Error replies, by JSON-RPC code (\"other\": a code the protocol does not list), "
+           "those of lines without a known method included.");
     for (int i = 0; i < RPD_STATS_CODE_SLOTS; i++)
         if (s->errors_by_code[i]) {
             if (i == RPD_STATS_OTHER_SLOT)

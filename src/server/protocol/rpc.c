@@ -565,6 +565,15 @@ static bool handle_request(rpd_core *core, rpd_session *s, rpd_line *line, const
         ok = false;
     }
     if (!ok) {
+        if (m) {
+            int slot = rpd_stats_code_slot(r.err.code);
+            core->stats.method_errors[index][slot]++;
+            if (core->light) { /* (taken back with a dropped try, conn.c) */
+                core->light_line.erred = true;
+                core->light_line.error_method = index;
+                core->light_line.error_slot = slot;
+            }
+        }
         /* Discard whatever the handler wrote; the error object itself may
          * go past max_reply_bytes by its own few hundred bytes.  What was
          * discarded still counts against the line's room: so a batch of
