@@ -190,7 +190,8 @@ static void check_answer(const char *got, size_t len, bool tokened)
 static void healthz_answers(void)
 {
     int fd = connect_client();
-    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const char req[] =
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     char got[4096];
     size_t len = 0;
     send_all(fd, (const uint8_t *)req, sizeof req - 1, sizeof req, got, sizeof got, &len);
@@ -216,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool ws = data[0] & 4;
     if (ws) {
         /* A WebSocket opened first; the input is then its frames. */
-        static const char up[] = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+        static const char up[] = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
                                  "Connection: Upgrade\r\n"
                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                                  "Sec-WebSocket-Version: 13\r\n\r\n";

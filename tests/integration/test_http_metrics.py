@@ -120,6 +120,23 @@ def main():
             fail(f"histogram buckets {buckets}")
         if value(after, "repose_request_duration_seconds_count") < 5:
             fail("too few latency samples (one line in 8 is sampled)")
+        # Another site's name as Host (DNS rebinding): 403; a GET with a
+        # body is answered whole.
+        if get(d, "/metrics", {"Host": "evil.example"})[0] != 403 or \
+                get(d, "/healthz", {"Host": f"localhost:{d.port}"})[0] != 200:
+            fail("the Host rule")
+        s = socket.create_connection(("127.0.0.1", d.port), 5)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n"
+                  b"Connection: close\r\n\r\nhello")
+        got = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
+        if not got.startswith(b"HTTP/1.1 200") or not got.endswith(b'{"ready":true}\n'):
+            fail(f"GET with a body: {got!r}")
         # 404, 405, HEAD.
         if get(d, "/nope")[0] != 404 or get(d, "/metrics", method="POST")[0] != 405:
             fail("404 / 405")

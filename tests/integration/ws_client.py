@@ -27,9 +27,11 @@ def handshake(port, path="/ws", headers=None, timeout=10):
     when it closed the connection before its answer could be read)."""
     s = socket.create_connection(("127.0.0.1", port), timeout)
     key = base64.b64encode(os.urandom(16)).decode()
-    lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Upgrade: websocket",
+    headers = dict(headers or {})
+    host = headers.pop("Host", f"127.0.0.1:{port}")
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Upgrade: websocket",
              "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
-    for k, v in (headers or {}).items():
+    for k, v in headers.items():
         lines.append(f"{k}: {v}")
     s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     buf = b""

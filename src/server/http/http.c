@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,8 +30,8 @@
 /* Lines from the daemon held for a slow WebSocket before the bridge stops
  * reading (the daemon's own write limits then apply), and bytes written
  * to the daemon not yet taken before the WebSocket stops being read. */
-#define WS_OUT_MAX (4u << 20)
-#define WS_IN_QUEUE_MAX (1u << 20)
+#define WS_OUT_MAX (256u << 10)
+#define WS_IN_QUEUE_MAX (256u << 10)
 /* An HTTP connection with nothing to read or write for this long closes. */
 #define IDLE_SECS 30
 /* Open HTTP connections (WebSockets included) at most. */
@@ -65,10 +66,9 @@ struct ws_bridge {
     uv_pipe_t pipe;
     rpd_http *h;
     struct lws *wsi;
-    rp_jw in;  /* the message being received */
     char *out; /* lines from the daemon: out[sent .. len) not sent yet */
     size_t len, cap, sent;
-    size_t frag;    /* bytes of the line at `sent` already sent as fragments */
+    bool in_msg;    /* a line is going out in fragments (its end not sent yet) */
     bool reading;   /* uv_read_start is on */
     bool rx_paused; /* lws_rx_flow_control off while the pipe's queue drains */
     bool eof;       /* the daemon closed its end */
@@ -164,11 +164,43 @@ static int metrics(struct lws *wsi, rpd_http *h, answer *a)
     return respond(wsi, a, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+/* DNS rebinding: a page of another site whose name was made to resolve
+ * to 127.0.0.1 sends that name as Host.  Unless --insecure-http, only
+ * loopback names are served (a request without Host, from a tool, is). */
+static bool host_ok(struct lws *wsi, const rpd_http *h)
+{
+    if (h->cfg.insecure || lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0)
+        return true;
+    char host[256];
+    if (lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0)
+        return false;
+    if (host[0] == '[') {
+        char *end = strchr(host, ']');
+        if (!end)
+            return false;
+        *end = '\0';
+        return strcmp(host + 1, "::1") == 0;
+    }
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    if (strcasecmp(host, "localhost") == 0)
+        return true;
+    struct in_addr a;
+    return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 /* A request: its path (without the query) in uri. */
 static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
 {
     bool get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
     bool head = lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0;
+    if (!host_ok(wsi, h)) {
+        h->refused++;
+        return plain(wsi, a, HTTP_STATUS_FORBIDDEN,
+                     "403 Forbidden: Host is not a loopback name (use --insecure-http to serve "
+                     "other names)\n");
+    }
     if (!get && !head) {
         /* Other methods carry bodies, which lws would wait for: answered
          * at once, and the connection closed. */
@@ -197,7 +229,6 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
 
 static void bridge_free(ws_bridge *b)
 {
-    rp_jw_free(&b->in);
     free(b->out);
     free(b);
 }
@@ -295,31 +326,33 @@ static void bridge_wrote(uv_write_t *req, int status)
     }
 }
 
-/* A whole message: one line for the daemon (line breaks in it are
- * whitespace to JSON, so they become spaces). */
-static bool bridge_send_line(ws_bridge *b)
+/* Message bytes as they arrive, straight to the daemon (so that its line
+ * limits, the small one before auth included, apply as they would on a
+ * socket); `end` closes the line.  Line breaks in a message are
+ * whitespace to JSON, so they become spaces.  After the daemon has closed
+ * its end, what comes is dropped. */
+static void bridge_send(ws_bridge *b, const char *data, size_t n, bool end)
 {
-    size_t n = b->in.len;
+    if (b->eof || b->closing || (n == 0 && !end))
+        return;
     bridge_write *w = malloc(sizeof *w + n + 1);
     if (!w)
-        return false;
+        return; /* (the line is cut short: the daemon answers a parse error) */
     w->b = b;
-    for (size_t i = 0; i < n; i++) {
-        char c = b->in.buf[i];
-        w->data[i] = c == '\n' || c == '\r' ? ' ' : c;
-    }
-    w->data[n] = '\n';
-    uv_buf_t buf = uv_buf_init(w->data, (unsigned)(n + 1));
+    for (size_t i = 0; i < n; i++)
+        w->data[i] = data[i] == '\n' || data[i] == '\r' ? ' ' : data[i];
+    if (end)
+        w->data[n] = '\n';
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)(n + end));
     if (uv_write(&w->req, (uv_stream_t *)&b->pipe, &buf, 1, bridge_wrote) < 0) {
         free(w);
-        return false;
+        return; /* the read side sees the end */
     }
-    rp_jw_reset(&b->in);
-    if (uv_stream_get_write_queue_size((uv_stream_t *)&b->pipe) > WS_IN_QUEUE_MAX) {
+    if (!b->rx_paused &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&b->pipe) > WS_IN_QUEUE_MAX) {
         b->rx_paused = true;
         lws_rx_flow_control(b->wsi, 0);
     }
-    return true;
 }
 
 /* Opens the bridge for a WebSocket just established. */
@@ -338,9 +371,13 @@ static ws_bridge *bridge_open(rpd_http *h, struct lws *wsi)
     b->pipe.data = b;
     b->h = h;
     b->wsi = wsi;
-    rp_jw_init(&b->in);
-    if (uv_pipe_open(&b->pipe, fds[1]) < 0 ||
-        uv_read_start((uv_stream_t *)&b->pipe, bridge_alloc, bridge_read) < 0) {
+    if (uv_pipe_open(&b->pipe, fds[1]) < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        bridge_drop_ws(b);
+        return NULL;
+    }
+    if (uv_read_start((uv_stream_t *)&b->pipe, bridge_alloc, bridge_read) < 0) {
         close(fds[0]);
         bridge_drop_ws(b);
         return NULL;
@@ -350,35 +387,35 @@ static ws_bridge *bridge_open(rpd_http *h, struct lws *wsi)
     return b;
 }
 
-/* Sends the next line (or a fragment of it); -1 closes the WebSocket. */
+/* Sends what the daemon wrote, as it comes: a line is one message, sent
+ * in fragments of at most CHUNK bytes, the last one at its end, so that no
+ * line needs to be whole (or fit the buffer) before it goes.  -1 closes
+ * the WebSocket. */
 static int bridge_writable(struct lws *wsi, ws_bridge *b)
 {
-    char *start = b->len > b->sent ? b->out + b->sent : NULL; /* (out may be NULL) */
-    char *nl = start ? memchr(start, '\n', b->len - b->sent) : NULL;
-    if (!nl) {
+    size_t avail = b->len - b->sent;
+    if (avail == 0) {
         if (b->eof) {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, (unsigned char *)"closed", 6);
             return -1;
         }
         return 0;
     }
-    size_t line = (size_t)(nl - start), left = line - b->frag, n = left < CHUNK ? left : CHUNK;
-    bool first = b->frag == 0, last = n == left;
+    const char *start = b->out + b->sent;
+    size_t scan = avail < CHUNK ? avail : CHUNK;
+    const char *nl = memchr(start, '\n', scan);
+    size_t n = nl ? (size_t)(nl - start) : scan;
     uint8_t *buf = malloc(LWS_PRE + n + 1);
     if (!buf)
         return -1;
-    memcpy(buf + LWS_PRE, start + b->frag, n);
-    int flags = (first ? LWS_WRITE_TEXT : LWS_WRITE_CONTINUATION) | (last ? 0 : LWS_WRITE_NO_FIN);
+    memcpy(buf + LWS_PRE, start, n);
+    int flags = (b->in_msg ? LWS_WRITE_CONTINUATION : LWS_WRITE_TEXT) | (nl ? 0 : LWS_WRITE_NO_FIN);
     int w = lws_write(wsi, buf + LWS_PRE, n, (enum lws_write_protocol)flags);
     free(buf);
     if (w < (int)n)
         return -1;
-    if (last) {
-        b->sent += line + 1;
-        b->frag = 0;
-    } else {
-        b->frag += n;
-    }
+    b->sent += n + (nl ? 1 : 0);
+    b->in_msg = !nl;
     if (!b->reading && !b->eof && !b->closing && b->len - b->sent < WS_OUT_MAX / 2 &&
         uv_read_start((uv_stream_t *)&b->pipe, bridge_alloc, bridge_read) == 0)
         b->reading = true;
@@ -451,9 +488,10 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
         lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, IDLE_SECS);
         return route(wsi, h, a, (const char *)in);
     case LWS_CALLBACK_HTTP_BODY:
-        return 0; /* no path takes a body: it is read and dropped */
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        return 0; /* no path takes a body: it is read and dropped (the answer is on its way) */
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
-        if (strcmp((const char *)in, "websocket") != 0 || !ws_allowed(wsi)) {
+        if (strcmp((const char *)in, "websocket") != 0 || !ws_allowed(wsi) || !host_ok(wsi, h)) {
             h->refused++;
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN,
                                    "403 Forbidden: WebSocket only at /ws, from this origin");
@@ -472,16 +510,8 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
                              (unsigned char *)"text messages only", 18);
             return -1;
         }
-        rp_jw_raw(&a->ws->in, in, len);
-        if (rp_jw_failed(&a->ws->in) || a->ws->in.len > h->core->limits.max_request_bytes) {
-            /* (the daemon's limit for a line, checked before it is whole) */
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE,
-                             (unsigned char *)"over max_request_bytes", 22);
-            return -1;
-        }
-        if (lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi) &&
-            !bridge_send_line(a->ws))
-            return -1;
+        bridge_send(a->ws, in, len,
+                    lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi));
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return a && a->ws ? bridge_writable(wsi, a->ws) : 0;

@@ -147,7 +147,7 @@ void rpd_metrics_write(const rpd_core *c, const rpd_metrics_extra *x, rp_jw *w)
         "Socket connections closed for speaking HTTP to a JSON-RPC port.",
         (double)s->http_rejected);
     one(w, "repose_http_refused_total", "counter",
-        "HTTP requests refused: a missing or wrong token, or an unknown path.",
+        "HTTP requests refused (401, 403, 404, 405) and connections over the cap.",
         (double)x->http_refused);
 
     family(w, "repose_requests_total", "counter",
