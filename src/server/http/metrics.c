@@ -47,6 +47,15 @@ static void one(rp_jw *w, const char *name, const char *type, const char *help, 
     out(w, "%s %.17g\n", name, v);
 }
 
+/* The `code` label of error slot k: the JSON-RPC code, or "other". */
+static const char *code_label(int k, char buf[16])
+{
+    if (k == RPD_STATS_OTHER_SLOT)
+        return "other";
+    snprintf(buf, 16, "%d", rpd_stats_slot_code(k));
+    return buf;
+}
+
 /* Bucket edges of repose_request_duration_seconds, in seconds. */
 static const double edges[] = {1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
                                2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0,  2.5,  5.0,    10.0};
@@ -162,12 +171,9 @@ void rpd_metrics_write(const rpd_core *c, const rpd_metrics_extra *x, rp_jw *w)
             failed += n;
             if (!n)
                 continue;
-            if (k == RPD_STATS_OTHER_SLOT)
-                out(w, "repose_requests_total{method=\"%s\",code=\"other\"} %llu\n",
-                    rpd_methods[i].name, (unsigned long long)n);
-            else
-                out(w, "repose_requests_total{method=\"%s\",code=\"%d\"} %llu\n",
-                    rpd_methods[i].name, rpd_stats_slot_code(k), (unsigned long long)n);
+            char code[16];
+            out(w, "repose_requests_total{method=\"%s\",code=\"%s\"} %llu\n", rpd_methods[i].name,
+                code_label(k, code), (unsigned long long)n);
         }
         out(w, "repose_requests_total{method=\"%s\",code=\"ok\"} %llu\n", rpd_methods[i].name,
             (unsigned long long)(s->by_method[i] - failed));
@@ -177,12 +183,9 @@ void rpd_metrics_write(const rpd_core *c, const rpd_metrics_extra *x, rp_jw *w)
            "those of lines without a known method included.");
     for (int i = 0; i < RPD_STATS_CODE_SLOTS; i++)
         if (s->errors_by_code[i]) {
-            if (i == RPD_STATS_OTHER_SLOT)
-                out(w, "repose_request_errors_total{code=\"other\"} %llu\n",
-                    (unsigned long long)s->errors_by_code[i]);
-            else
-                out(w, "repose_request_errors_total{code=\"%d\"} %llu\n", rpd_stats_slot_code(i),
-                    (unsigned long long)s->errors_by_code[i]);
+            char code[16];
+            out(w, "repose_request_errors_total{code=\"%s\"} %llu\n", code_label(i, code),
+                (unsigned long long)s->errors_by_code[i]);
         }
     one(w, "repose_notifications_total", "counter", "JSON-RPC notifications received.",
         (double)s->notifications);
