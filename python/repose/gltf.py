@@ -1,19 +1,21 @@
 # SPDX-License-Identifier: MIT
 """Scenes as glTF 2.0 binary (.glb), so that any glTF viewer shows what the
-daemon holds: each shape tessellated (spheres as UV spheres, capsules as a
-cylinder with two hemispheres, boxes as six flat faces, a rectangle drawn
-from both sides when an extent is zero; a half-space, which has no end, as a
-two-sided square in its boundary plane, centred where the plane is nearest
-the centre of the other shapes' bounding box and max(10 m, 4 x that box's
-diagonal) across), one node and one mesh per shape, named by its id; scene
-shapes in one colour and robot links (posed with model.fk) in another.  A
-point cloud is one node and one mesh named after the cloud: a POINTS
-primitive (mode 0) of its spheres' centres in sphere order (vertex k is
-``"name/k"``), in a third colour, the radius and count in the mesh's
+daemon holds.  Each shape is drawn with the daemon's one tessellation (its
+``tessellation`` method, which the browser viewer draws with too): spheres
+and capsules by the round template (a cylinder with two hemispheres), boxes
+by the box template (six flat faces; a rectangle drawn from both sides when
+an extent is zero), a half-space, which has no end, by the square template:
+a two-sided square in its boundary plane, centred where the plane is
+nearest the centre of the other shapes' bounding box and max(10 m, 4 x that
+box's diagonal) across.  One node and one mesh per shape, named by its id;
+scene shapes in one colour and robot links (posed with model.fk) in
+another.  A point cloud is one node and one mesh named after the cloud: a
+POINTS primitive (mode 0) of its spheres' centres in sphere order (vertex k
+is ``"name/k"``), in a third colour, the radius and count in the mesh's
 ``extras`` (glTF points have no size); an empty cloud is a node without a
-mesh, with those extras.  Positions are world coordinates in metres (glTF's unit), normals
-unit length, triangles counter-clockwise seen from the side their normals
-face, indices 32-bit.  Standard library only.
+mesh, with those extras.  Positions are world coordinates in metres
+(glTF's unit), normals unit length, triangles counter-clockwise seen from
+the side their normals face, indices 32-bit.  Standard library only.
 """
 
 from __future__ import annotations
@@ -132,46 +134,57 @@ def _frame(axis: Vec) -> Tuple[Vec, Vec, Vec]:
     return u, v, w
 
 
-def capsule_mesh(a: Vec, b: Vec, r: float, segments: int = 24, rings: int = 8) -> Mesh:
-    """A capsule of radius r around segment a-b (a sphere when a == b): rows
-    of `segments` vertices from the pole below a to the pole above b."""
+class Tessellation:
+    """The daemon's one tessellation (its ``tessellation`` method): unit
+    templates that every shape is drawn by, here as in the viewer.  Build it
+    with :meth:`of` (from a connected client) or from the method's result."""
+
+    def __init__(self, result: Mapping[str, Any]) -> None:
+        r = result["round"]
+        self.directions: List[Vec] = [_vec(d) for d in r["directions"]]
+        self.ends: List[int] = [int(e) for e in r["ends"]]
+        self.round_triangles: List[int] = [int(i) for t in r["triangles"] for i in t]
+        self.box_corners: List[Vec] = [_vec(c) for c in result["box"]["corners"]]
+        self.box_normals: List[Vec] = [_vec(n) for n in result["box"]["normals"]]
+        self.box_triangles: List[int] = [int(i) for t in result["box"]["triangles"] for i in t]
+        self.square_corners: List[Vec] = [_vec(c) for c in result["square"]["corners"]]
+        self.square_normals: List[Vec] = [_vec(n) for n in result["square"]["normals"]]
+        self.square_triangles: List[int] = [int(i) for t in result["square"]["triangles"]
+                                            for i in t]
+        if len(self.ends) != len(self.directions):
+            raise ValueError("a tessellation's round template needs one end per direction")
+
+    @classmethod
+    def of(cls, client: Any, **resolution: int) -> "Tessellation":
+        """The daemon's templates (``segments``, ``rings`` as its method takes them)."""
+        return cls(client.tessellation(**resolution))
+
+
+def capsule_mesh(tess: Tessellation, a: Vec, b: Vec, r: float) -> Mesh:
+    """A capsule of radius r around segment a-b (a sphere when a == b): the
+    round template placed in a frame with w along b - a (rows of vertices
+    from the pole below a to the pole above b)."""
     u, v, w = _frame(_sub(b, a))
-    rows: List[Tuple[Vec, float, float]] = []  # (centre, cos(lat) scale, sin(lat))
-    for i in range(rings + 1):  # the hemisphere at a: latitude -90..0
-        lat = -math.pi / 2 + (math.pi / 2) * i / rings
-        rows.append((a, math.cos(lat), math.sin(lat)))
-    for i in range(rings + 1):  # the hemisphere at b: latitude 0..90
-        lat = (math.pi / 2) * i / rings
-        rows.append((b, math.cos(lat), math.sin(lat)))
     pos: List[Vec] = []
     nrm: List[Vec] = []
-    for centre, cl, sl in rows:
-        for k in range(segments):
-            t = 2 * math.pi * k / segments
-            ct, st = math.cos(t), math.sin(t)
-            n = tuple(cl * (ct * u[j] + st * v[j]) + sl * w[j] for j in range(3))
-            nn = _norm(n) or 1.0
-            n = (n[0] / nn, n[1] / nn, n[2] / nn)
-            nrm.append(n)
-            pos.append((centre[0] + r * n[0], centre[1] + r * n[1], centre[2] + r * n[2]))
-    idx: List[int] = []
-    for i in range(len(rows) - 1):
-        for k in range(segments):
-            p0 = i * segments + k
-            p1 = i * segments + (k + 1) % segments
-            q0, q1 = p0 + segments, p1 + segments
-            idx += [p0, p1, q1, p0, q1, q0]
-    return pos, nrm, idx
+    for d, e in zip(tess.directions, tess.ends):
+        n = tuple(d[0] * u[j] + d[1] * v[j] + d[2] * w[j] for j in range(3))
+        nn = _norm(n) or 1.0
+        n = (n[0] / nn, n[1] / nn, n[2] / nn)
+        centre = b if e else a
+        nrm.append(n)
+        pos.append((centre[0] + r * n[0], centre[1] + r * n[1], centre[2] + r * n[2]))
+    return pos, nrm, list(tess.round_triangles)
 
 
-def box_mesh(center: Sequence[float], half_extents: Sequence[float],
+def box_mesh(tess: Tessellation, center: Sequence[float], half_extents: Sequence[float],
              rotation: Optional[Mapping[str, Any]] = None) -> Mesh:
     """The box center + R(rotation) u, |u_i| <= half_extents_i (rotation
-    scaled to a unit quaternion as rp_box_new does; None: the identity):
-    24 vertices, four per face with the face's unit outward normal, and 12
-    triangles counter-clockwise seen from outside.  A zero extent keeps
-    every face: the two across it are the rectangle's two sides, the four
-    around it have no area."""
+    scaled to a unit quaternion as rp_box_new does; None: the identity): the
+    box template's 24 vertices, four per face with the face's unit outward
+    normal, and 12 triangles counter-clockwise seen from outside.  A zero
+    extent keeps every face: the two across it are the rectangle's two
+    sides, the four around it have no area."""
     c = _vec(center)
     h = _vec(half_extents)
     if not all(math.isfinite(x) and x >= 0 for x in h):
@@ -181,33 +194,23 @@ def box_mesh(center: Sequence[float], half_extents: Sequence[float],
     units = [_unit(e, "a box axis")[0] for e in axes]  # unit to the last bit, for the normals
     pos: List[Vec] = []
     nrm: List[Vec] = []
-    idx: List[int] = []
-    for i in range(3):
-        for s in (1.0, -1.0):
-            # In-face axes a, b with e_a x e_b = s e_i: corners in this order
-            # turn counter-clockwise about the outward normal.
-            a, b = ((i + 1) % 3, (i + 2) % 3) if s > 0 else ((i + 2) % 3, (i + 1) % 3)
-            n = (s * units[i][0], s * units[i][1], s * units[i][2])
-            base = len(pos)
-            for sa, sb in ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)):
-                u = [0.0, 0.0, 0.0]
-                u[i], u[a], u[b] = s * h[i], sa * h[a], sb * h[b]
-                pos.append(_add(c, _add(_scale(u[0], axes[0]),
-                                        _add(_scale(u[1], axes[1]), _scale(u[2], axes[2])))))
-                nrm.append(n)
-            idx += [base, base + 1, base + 2, base, base + 2, base + 3]
-    return pos, nrm, idx
+    for k, m in zip(tess.box_corners, tess.box_normals):
+        pos.append(_add(c, _add(_scale(k[0] * h[0], axes[0]),
+                                _add(_scale(k[1] * h[1], axes[1]), _scale(k[2] * h[2], axes[2])))))
+        nrm.append(_add(_scale(m[0], units[0]), _add(_scale(m[1], units[1]),
+                                                      _scale(m[2], units[2]))))
+    return pos, nrm, list(tess.box_triangles)
 
 
-def halfspace_mesh(normal: Sequence[float], offset: float, size: float,
+def halfspace_mesh(tess: Tessellation, normal: Sequence[float], offset: float, size: float,
                    centre: Optional[Sequence[float]] = None) -> Mesh:
-    """The half-space {p : normal . p <= offset} as a square of side `size`
-    in its boundary plane, centred at the plane's point nearest `centre`
-    (None: the origin), drawn from both sides: vertices 0-3 with normal +n
-    and two triangles facing +n (out of the solid), vertices 4-7 at the same
-    places with normal -n and two triangles facing -n.  A normal of any
-    non-zero length is normalised and the offset divided by that length (the
-    same solid, as rp_halfspace_new does)."""
+    """The half-space {p : normal . p <= offset} as the square template of
+    side `size` in its boundary plane, centred at the plane's point nearest
+    `centre` (None: the origin), drawn from both sides: vertices 0-3 with
+    normal +n and two triangles facing +n (out of the solid), vertices 4-7
+    at the same places with normal -n and two triangles facing -n.  A normal
+    of any non-zero length is normalised and the offset divided by that
+    length (the same solid, as rp_halfspace_new does)."""
     n, length = _unit(_vec(normal), "a half-space's normal")
     d = float(offset) / length
     size = float(size)
@@ -217,15 +220,14 @@ def halfspace_mesh(normal: Sequence[float], offset: float, size: float,
     above = _dot(n, c) - d
     c0 = _sub(c, _scale(above, n))
     u, v, _ = _frame(n)  # u x v = n
-    half = size / 2
-    corners = [_add(c0, _add(_scale(su * half, u), _scale(sv * half, v)))
-               for su, sv in ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0))]
-    pos = corners + corners
-    nrm = [n] * 4 + [_scale(-1.0, n)] * 4
-    return pos, nrm, [0, 1, 2, 0, 2, 3, 4, 6, 5, 4, 7, 6]
+    pos = [_add(c0, _add(_scale(k[0] * size, u), _scale(k[1] * size, v)))
+           for k in tess.square_corners]
+    nrm = [_scale(m[2], n) for m in tess.square_normals]
+    return pos, nrm, list(tess.square_triangles)
 
 
-def shape_mesh(shape: Mapping[str, Any], centre: Optional[Sequence[float]] = None,
+def shape_mesh(tess: Tessellation, shape: Mapping[str, Any],
+               centre: Optional[Sequence[float]] = None,
                size: float = HALFSPACE_MIN_SIZE) -> Mesh:
     """The mesh of a protocol shape ({"sphere": ...}, {"capsule": ...},
     {"box": ...} or {"halfspace": ...}); a half-space becomes the square of
@@ -233,16 +235,16 @@ def shape_mesh(shape: Mapping[str, Any], centre: Optional[Sequence[float]] = Non
     if "sphere" in shape:
         s = shape["sphere"]
         c = _vec(s["center"])
-        return capsule_mesh(c, c, float(s["radius"]))
+        return capsule_mesh(tess, c, c, float(s["radius"]))
     if "capsule" in shape:
         s = shape["capsule"]
-        return capsule_mesh(_vec(s["a"]), _vec(s["b"]), float(s["radius"]))
+        return capsule_mesh(tess, _vec(s["a"]), _vec(s["b"]), float(s["radius"]))
     if "box" in shape:
         s = shape["box"]
-        return box_mesh(s["center"], s["half_extents"], s.get("rotation"))
+        return box_mesh(tess, s["center"], s["half_extents"], s.get("rotation"))
     if "halfspace" in shape:
         s = shape["halfspace"]
-        return halfspace_mesh(s["normal"], s["offset"], size, centre)
+        return halfspace_mesh(tess, s["normal"], s["offset"], size, centre)
     raise ValueError(f"not a shape: {shape!r}")
 
 
@@ -336,11 +338,12 @@ def place(shape: Mapping[str, Any], pose: Mapping[str, Any]) -> Dict[str, Any]:
     raise ValueError(f"not a shape: {shape!r}")
 
 
-def to_glb(shapes: Mapping[str, Mapping[str, Any]],
+def to_glb(tess: Tessellation, shapes: Mapping[str, Mapping[str, Any]],
            robot: Optional[Mapping[str, Mapping[str, Any]]] = None,
            generator: str = "repose",
            clouds: Optional[Mapping[str, Mapping[str, Any]]] = None) -> bytes:
-    """A .glb file: `shapes` ({id: shape}, world coordinates) in the scene
+    """A .glb file drawn with the daemon's tessellation `tess`: `shapes`
+    ({id: shape}, world coordinates) in the scene
     colour, `robot` ({name: shape}, world coordinates) in the robot colour,
     `clouds` ({name: cloud} as scene.get gives them: "radius", "count",
     "points_f32") as POINTS in the cloud colour.  Each half-space is a
@@ -384,7 +387,7 @@ def to_glb(shapes: Mapping[str, Mapping[str, Any]],
         return len(doc["accessors"]) - 1
 
     def add(name: str, shape: Mapping[str, Any], material: int) -> None:
-        pos, nrm, idx = shape_mesh(shape, square_centre, square_size)
+        pos, nrm, idx = shape_mesh(tess, shape, square_centre, square_size)
         # Bounds of the float32 values actually stored (glTF requires them).
         fpos = [struct.unpack("<3f", struct.pack("<3f", *p)) for p in pos]
         lo = [min(p[j] for p in fpos) for j in range(3)]
@@ -510,4 +513,4 @@ def export(client: Any, scene: str, model: Optional[str] = None,
         poses = client.model_fk(model, joints)["links"]
         robot = {f"{model}/{s['id']}": place(s["shape"], poses[s["link"]])
                  for s in info["shapes"]}
-    return to_glb(shapes, robot, clouds=clouds)
+    return to_glb(Tessellation.of(client), shapes, robot, clouds=clouds)

@@ -148,6 +148,12 @@ class Methods:
         and with --data-dir the journal and the last snapshot."""
         return self._call("stats", None)
 
+    def tessellation(self, *, segments: Optional[int] = None, rings: Optional[int] = None) -> Any:
+        """The unit templates of the one tessellation of the shapes (``round``,
+        ``box``, ``square``) that the viewer and :mod:`repose.gltf` place per
+        shape; ``segments`` around and ``rings`` per hemisphere of the round one."""
+        return self._call("tessellation", _params(segments=segments, rings=rings))
+
     def save(self) -> Any:
         """Writes a snapshot now (daemon started with --data-dir; the journal
         starts again from it): its revision, size in bytes and duration in ms.

@@ -111,6 +111,19 @@ def seg_dist(p, a, b):
     return math.sqrt(sum((ap[j] - t * ab[j]) ** 2 for j in range(3)))
 
 
+TESS = None  # the daemon's tessellation (setUpModule)
+
+
+def setUpModule() -> None:
+    global TESS
+    d = Daemon()
+    try:
+        with repose.Client(d.sock) as c:
+            TESS = gltf.Tessellation.of(c)
+    finally:
+        assert d.stop() == 0
+
+
 class GltfTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -301,7 +314,7 @@ class GltfTest(unittest.TestCase):
                                                                    (14.5, 20.5, 3.5)))
         self.assertIsNone(gltf.cloud_bounds([], 0.5))
         floor = {"halfspace": {"normal": [0, 0, 1], "offset": -1}}
-        doc, read = parse_glb(gltf.to_glb({"floor": floor}, clouds={"c": cloud}))
+        doc, read = parse_glb(gltf.to_glb(TESS, {"floor": floor}, clouds={"c": cloud}))
         self.assertEqual([n["name"] for n in doc["nodes"]], ["floor", "c"])
         centre, size = gltf.halfspace_square([floor], [gltf.cloud_bounds(cloud["points"], 0.5)])
         self.assertEqual(centre, (12.0, 20.0, 1.5))
@@ -315,7 +328,7 @@ class GltfTest(unittest.TestCase):
         self.assertEqual(read(prim["attributes"]["POSITION"]), [(10, 20, 0), (14, 20, 3)])
 
     def test_the_checker_catches_broken_files(self) -> None:
-        good = gltf.to_glb({"s": self.shapes["ball"]})
+        good = gltf.to_glb(TESS, {"s": self.shapes["ball"]})
         parse_glb(good)
         bad_len = good[:8] + struct.pack("<I", len(good) + 4) + good[12:]
         with self.assertRaises(AssertionError):
@@ -420,7 +433,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
 
     def test_box_vertices_lie_on_the_box_surface(self) -> None:
         for center, h, q in boxes():
-            pos, nrm, idx = gltf.box_mesh(center, h, q)
+            pos, nrm, idx = gltf.box_mesh(TESS, center, h, q)
             self.assertEqual((len(pos), len(nrm), len(idx)), (24, 24, 36))
             self.assertEqual(sorted(set(idx)), list(range(24)))
             back = matrix(conj(q))  # R(q)^-1
@@ -437,7 +450,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
 
     def test_box_corners_are_center_plus_or_minus_rotated_extents(self) -> None:
         for center, h, q in boxes():
-            pos, _, _ = gltf.box_mesh(center, h, q)
+            pos, _, _ = gltf.box_mesh(TESS, center, h, q)
             want = distinct(corners(center, h, q))
             got = distinct(pos)
             self.assertEqual(len(got), len(want), (center, h, q))
@@ -448,7 +461,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
 
     def test_box_normals_are_unit_outward_and_the_faces_counter_clockwise(self) -> None:
         for center, h, q in boxes():
-            pos, nrm, idx = gltf.box_mesh(center, h, q)
+            pos, nrm, idx = gltf.box_mesh(TESS, center, h, q)
             cols = [[row[i] for row in matrix(q)] for i in range(3)]
             for p, n in zip(pos, nrm):
                 self.assertTrue(all(math.isfinite(x) for x in n))
@@ -470,30 +483,53 @@ class BoxAndHalfspaceTest(unittest.TestCase):
 
     def test_a_box_without_rotation_is_axis_aligned(self) -> None:
         shape = {"box": {"center": [1, 2, 3], "half_extents": [0.5, 0.25, 0.125]}}
-        pos, nrm, idx = gltf.shape_mesh(shape)
+        pos, nrm, idx = gltf.shape_mesh(TESS, shape)
         self.assertEqual(sorted(list(p) for p in distinct(pos)),
                          sorted(corners([1, 2, 3], [0.5, 0.25, 0.125], IDENTITY)))
-        self.assertEqual((pos, nrm, idx), gltf.box_mesh([1, 2, 3], [0.5, 0.25, 0.125], IDENTITY))
+        self.assertEqual((pos, nrm, idx), gltf.box_mesh(TESS, [1, 2, 3], [0.5, 0.25, 0.125], IDENTITY))
         self.assertEqual(sorted(set(nrm)), sorted({(s * (i == 0), s * (i == 1), s * (i == 2))
                                                     for i in range(3) for s in (-1.0, 1.0)}))
         # and the capsules' winding is the same: counter-clockwise from outside
-        pos, nrm, idx = gltf.capsule_mesh((0.1, 0.2, 0.3), (0.5, -0.2, 0.9), 0.2)
+        pos, nrm, idx = gltf.capsule_mesh(TESS, (0.1, 0.2, 0.3), (0.5, -0.2, 0.9), 0.2)
         for t in range(0, len(idx), 3):
             a, b, c = (idx[t + k] for k in range(3))
             n = cross(sub(pos[b], pos[a]), sub(pos[c], pos[a]))
             self.assertGreaterEqual(dot(n, nrm[a]), 0.0)
 
+    def test_meshes_are_the_daemons_templates_placed(self) -> None:
+        """One tessellation: the vertex and triangle counts are the
+        templates' whatever the resolution asked of the daemon, and the
+        capsule's vertex k lies along template direction k."""
+        d = Daemon()
+        try:
+            with repose.Client(d.sock) as c:
+                coarse = gltf.Tessellation.of(c, segments=8, rings=2)
+                with self.assertRaises(repose.InvalidParams):
+                    c.tessellation(segments=2)
+        finally:
+            self.assertEqual(d.stop(), 0)
+        self.assertEqual(len(coarse.directions), 8 * 2 * 3)
+        for tess in (TESS, coarse):
+            pos, nrm, idx = gltf.capsule_mesh(tess, (0.0, 0.0, 0.0), (0.0, 0.0, 2.0), 0.5)
+            self.assertEqual((len(pos), len(idx)), (len(tess.directions),
+                                                    len(tess.round_triangles)))
+            for p, dvec, e in zip(pos, tess.directions, tess.ends):
+                # w = +z here: a point's height tells its end and latitude
+                self.assertAlmostEqual(p[2], 2.0 * e + 0.5 * dvec[2], delta=1e-12)
+        self.assertLess(len(gltf.capsule_mesh(coarse, (0, 0, 0), (1, 0, 0), 1)[0]),
+                        len(gltf.capsule_mesh(TESS, (0, 0, 0), (1, 0, 0), 1)[0]))
+
     def test_bad_shapes_are_refused(self) -> None:
         with self.assertRaises(ValueError):
-            gltf.box_mesh([0, 0, 0], [1, -0.1, 1])
+            gltf.box_mesh(TESS, [0, 0, 0], [1, -0.1, 1])
         with self.assertRaises(ValueError):
-            gltf.box_mesh([0, 0, 0], [1, 1, 1], {"w": 0, "x": 0, "y": 0, "z": 0})
+            gltf.box_mesh(TESS, [0, 0, 0], [1, 1, 1], {"w": 0, "x": 0, "y": 0, "z": 0})
         with self.assertRaises(ValueError):
-            gltf.halfspace_mesh([0, 0, 0], 1.0, 10.0)
+            gltf.halfspace_mesh(TESS, [0, 0, 0], 1.0, 10.0)
         with self.assertRaises(ValueError):
-            gltf.halfspace_mesh([0, 0, 1], 1.0, 0.0)
+            gltf.halfspace_mesh(TESS, [0, 0, 1], 1.0, 0.0)
         with self.assertRaises(ValueError):
-            gltf.shape_mesh({"cone": {}})
+            gltf.shape_mesh(TESS, {"cone": {}})
         with self.assertRaises(ValueError):
             gltf.place({"cone": {}}, {"translation": [0, 0, 0], "rotation": IDENTITY})
 
@@ -506,7 +542,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
         for normal, offset, size, centre in cases:
             ln = length(normal)
             n, d = [x / ln for x in normal], offset / ln
-            pos, nrm, idx = gltf.halfspace_mesh(normal, offset, size, centre)
+            pos, nrm, idx = gltf.halfspace_mesh(TESS, normal, offset, size, centre)
             self.assertEqual((len(pos), len(nrm), len(idx)), (8, 8, 12))
             for p in pos:
                 self.assertAlmostEqual(dot(n, p), d, delta=1e-9)
@@ -529,9 +565,9 @@ class BoxAndHalfspaceTest(unittest.TestCase):
             faces = self.check_winding(pos, nrm, idx)
             self.assertEqual(sorted(round(dot(f, n)) for f in faces), [-1, -1, 1, 1])
         # shape_mesh passes the centre and size along
-        self.assertEqual(gltf.shape_mesh({"halfspace": {"normal": [0, 1, 0], "offset": 2}},
+        self.assertEqual(gltf.shape_mesh(TESS, {"halfspace": {"normal": [0, 1, 0], "offset": 2}},
                                          [1, 1, 1], 7.0),
-                         gltf.halfspace_mesh([0, 1, 0], 2, 7.0, [1, 1, 1]))
+                         gltf.halfspace_mesh(TESS, [0, 1, 0], 2, 7.0, [1, 1, 1]))
 
     def test_place_moves_a_rotated_box_like_its_corners(self) -> None:
         box = {"box": {"center": [0.1, -0.3, 0.45], "half_extents": [0.2, 0.05, 0.3],
@@ -546,7 +582,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
         want = [[apply(m, c)[j] + t[j] for j in range(3)]
                 for c in corners(box["box"]["center"], box["box"]["half_extents"],
                                  box["box"]["rotation"])]
-        got = distinct(gltf.shape_mesh(placed)[0])
+        got = distinct(gltf.shape_mesh(TESS, placed)[0])
         self.assertEqual(len(got), 8)
         for p in got:
             self.assertTrue(any(max(abs(p[j] - c[j]) for j in range(3)) <= 1e-12 for c in want))
@@ -572,7 +608,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
         link = {"box": {"center": [0.0, 0.0, 2.0], "half_extents": [0.1, 0.1, 0.2],
                         "rotation": quat([1, 0, 0], 0.3)}}
         shapes = {"crate": crate, "sheet": sheet, "ball": ball, "floor": floor, "wall": wall}
-        doc, read = parse_glb(gltf.to_glb(shapes, {"arm/hand": link}))
+        doc, read = parse_glb(gltf.to_glb(TESS, shapes, {"arm/hand": link}))
         self.assertEqual([n["name"] for n in doc["nodes"]], sorted(shapes) + ["arm/hand"])
         # the bounded shapes' bounds, by hand
         pts = [c for s in (crate, sheet, link) for c in corners(
@@ -603,7 +639,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
                                       ("arm/hand", link, 1)):
             prim = meshes[name]
             self.assertEqual(prim["material"], material)
-            want = gltf.shape_mesh(shape)
+            want = gltf.shape_mesh(TESS, shape)
             got = read(prim["attributes"]["POSITION"])
             self.assertEqual(len(got), 24)
             for p, w in zip(got, want[0]):
@@ -611,7 +647,7 @@ class BoxAndHalfspaceTest(unittest.TestCase):
                     self.assertAlmostEqual(p[j], w[j], delta=1e-6)
             self.assertEqual(read(prim["indices"]), want[2])
         # a half-space alone: 10 m, under the origin
-        doc, read = parse_glb(gltf.to_glb({"floor": {"halfspace": {"normal": [0, 0, 1],
+        doc, read = parse_glb(gltf.to_glb(TESS, {"floor": {"halfspace": {"normal": [0, 0, 1],
                                                                    "offset": -1.0}}}))
         pos = read(doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"])
         self.assertEqual(sorted({tuple(p) for p in pos}),

@@ -18,6 +18,7 @@
 #include "server/replica/replica.h"
 #include "server/core/log.h"
 #include "scene/simd.h" /* hello: the sincos family and simd level */
+#include "repose/tessellate.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
 
@@ -574,6 +575,112 @@ static bool m_save(rpd_req *req, const cJSON *params, rp_jw *w)
     return true;
 }
 
+/* tessellation: the unit templates every drawing of the shapes places
+ * (include/repose/tessellate.h; proto/PROTOCOL.md, tessellation). */
+static bool tess_resolution(rpd_req *req, const cJSON *params, const char *key, int lo, int hi,
+                            int *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!j)
+        return true;
+    /* (the range first: casting a huge double to int is undefined) */
+    if (!cJSON_IsNumber(j) || !(j->valuedouble >= lo && j->valuedouble <= hi) ||
+        j->valuedouble != (double)(int)j->valuedouble) {
+        char path[64], reason[80];
+        snprintf(path, sizeof path, "params.%s", key);
+        snprintf(reason, sizeof reason, "must be an integer from %d to %d", lo, hi);
+        return rpd_fail_path(req, path, reason);
+    }
+    *out = (int)j->valuedouble;
+    return true;
+}
+
+static void tess_points(rp_jw *w, const char *key, const double *p, size_t n)
+{
+    rp_jw_key(w, key);
+    rp_jw_array_begin(w);
+    for (size_t k = 0; k < n && !rp_jw_failed(w); k++) {
+        rp_jw_array_begin(w);
+        for (int j = 0; j < 3; j++)
+            rp_jw_double(w, p[3 * k + (size_t)j]);
+        rp_jw_array_end(w);
+    }
+    rp_jw_array_end(w);
+}
+
+static void tess_triangles(rp_jw *w, const uint32_t *t, size_t n)
+{
+    RP_JW_KEY(w, "triangles");
+    rp_jw_array_begin(w);
+    for (size_t k = 0; k < n && !rp_jw_failed(w); k++) {
+        rp_jw_array_begin(w);
+        for (int j = 0; j < 3; j++)
+            rp_jw_uint(w, t[3 * k + (size_t)j]);
+        rp_jw_array_end(w);
+    }
+    rp_jw_array_end(w);
+}
+
+static bool m_tessellation(rpd_req *req, const cJSON *params, rp_jw *w)
+{
+    static const char *const keys[] = {"segments", "rings", NULL};
+    int segments = RP_TESS_SEGMENTS, rings = RP_TESS_RINGS;
+    if (!rpd_check_keys(req, params, keys) ||
+        !tess_resolution(req, params, "segments", RP_TESS_SEGMENTS_MIN, RP_TESS_SEGMENTS_MAX,
+                         &segments) ||
+        !tess_resolution(req, params, "rings", RP_TESS_RINGS_MIN, RP_TESS_RINGS_MAX, &rings))
+        return false;
+    size_t nv = rp_tess_round_vertices(segments, rings);
+    size_t nt = rp_tess_round_triangles(segments, rings);
+    double *dir = malloc(nv * 3 * sizeof *dir);
+    uint8_t *end = malloc(nv);
+    uint32_t *tri = malloc(nt * 3 * sizeof *tri);
+    if (!dir || !end || !tri) {
+        free(dir);
+        free(end);
+        free(tri);
+        return rpd_fail(req, RPD_INTERNAL_ERROR, "Internal error: out of memory");
+    }
+    rp_tess_round(segments, rings, dir, end, tri);
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "round");
+    rp_jw_object_begin(w);
+    RP_JW_KEY(w, "segments");
+    rp_jw_int(w, segments);
+    RP_JW_KEY(w, "rings");
+    rp_jw_int(w, rings);
+    tess_points(w, "directions", dir, nv);
+    RP_JW_KEY(w, "ends");
+    rp_jw_array_begin(w);
+    for (size_t k = 0; k < nv; k++)
+        rp_jw_int(w, end[k]);
+    rp_jw_array_end(w);
+    tess_triangles(w, tri, nt);
+    rp_jw_object_end(w);
+    free(dir);
+    free(end);
+    free(tri);
+
+    double corner[RP_TESS_BOX_VERTICES * 3], normal[RP_TESS_BOX_VERTICES * 3];
+    uint32_t t[RP_TESS_BOX_TRIANGLES * 3];
+    rp_tess_box(corner, normal, t);
+    RP_JW_KEY(w, "box");
+    rp_jw_object_begin(w);
+    tess_points(w, "corners", corner, RP_TESS_BOX_VERTICES);
+    tess_points(w, "normals", normal, RP_TESS_BOX_VERTICES);
+    tess_triangles(w, t, RP_TESS_BOX_TRIANGLES);
+    rp_jw_object_end(w);
+    rp_tess_square(corner, normal, t);
+    RP_JW_KEY(w, "square");
+    rp_jw_object_begin(w);
+    tess_points(w, "corners", corner, RP_TESS_SQUARE_VERTICES);
+    tess_points(w, "normals", normal, RP_TESS_SQUARE_VERTICES);
+    tess_triangles(w, t, RP_TESS_SQUARE_TRIANGLES);
+    rp_jw_object_end(w);
+    rp_jw_object_end(w);
+    return true;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 const rpd_method rpd_methods[] = {
@@ -607,6 +714,7 @@ const rpd_method rpd_methods[] = {
     {"scene.unwatch", rpd_m_scene_unwatch, 0},
     {"scene.watch", rpd_m_scene_watch, 0},
     {"stats", m_stats, 0},
+    {"tessellation", m_tessellation, RPD_METHOD_WORKER},
     {"violates_margin", m_violates_margin, 0},
 };
 const size_t rpd_method_count = sizeof rpd_methods / sizeof rpd_methods[0];
