@@ -29,7 +29,8 @@ test_packages=(libcmocka-dev valgrind python3 python3-jsonschema systemd curl
   clang libclang-rt-14-dev # clang and libFuzzer: scripts/fuzz.sh
   clang-format-14 # the house style, .clang-format (tests/scripts/check_format.sh)
   nats-server # the replicas' tests start real NATS servers (test_daemon_replicas)
-  python3-prometheus-client) # /metrics read by a real Prometheus parser (test_http_metrics)
+  python3-prometheus-client # /metrics read by a real Prometheus parser (test_http_metrics)
+  chromium chromium-driver python3-selenium fonts-liberation) # the viewer in a real browser (test_viewer)
 
 list=false dry=false set=all
 for a in "$@"; do

@@ -56,8 +56,7 @@ RP_API size_t rp_tess_round_triangles(int segments, int rings);
  * unit direction of vertex k, end[k] its end, tri[3 t .. 3 t + 2] the
  * vertices of triangle t.  Returns the number of vertices.
  */
-RP_API size_t rp_tess_round(int segments, int rings, double *dir, uint8_t *end,
-                            uint32_t *tri);
+RP_API size_t rp_tess_round(int segments, int rings, double *dir, uint8_t *end, uint32_t *tri);
 
 #define RP_TESS_BOX_VERTICES 24
 #define RP_TESS_BOX_TRIANGLES 12

@@ -20,13 +20,22 @@ typedef struct v3 {
     double x, y, z;
 } v3;
 
-static v3 sub(v3 a, v3 b) { return (v3){a.x - b.x, a.y - b.y, a.z - b.z}; }
+static v3 sub(v3 a, v3 b)
+{
+    return (v3){a.x - b.x, a.y - b.y, a.z - b.z};
+}
 static v3 cross(v3 a, v3 b)
 {
     return (v3){a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
-static double dot(v3 a, v3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-static v3 at(const double *p, size_t k) { return (v3){p[3 * k], p[3 * k + 1], p[3 * k + 2]}; }
+static double dot(v3 a, v3 b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+static v3 at(const double *p, size_t k)
+{
+    return (v3){p[3 * k], p[3 * k + 1], p[3 * k + 2]};
+}
 
 /* Signed volume enclosed by triangles (divergence theorem), and checks
  * that each triangle of positive area turns counter-clockwise about the
@@ -53,7 +62,8 @@ static double volume(const double *pos, const double *nrm, const uint32_t *tri, 
 
 static void place_capsule(int segments, int rings, v3 a, v3 b, double r)
 {
-    size_t nv = rp_tess_round_vertices(segments, rings), nt = rp_tess_round_triangles(segments, rings);
+    size_t nv = rp_tess_round_vertices(segments, rings),
+           nt = rp_tess_round_triangles(segments, rings);
     assert_int_equal(nv, (size_t)segments * 2 * (size_t)(rings + 1));
     double *dir = malloc(nv * 3 * sizeof *dir), *pos = malloc(nv * 3 * sizeof *pos),
            *nrm = malloc(nv * 3 * sizeof *nrm);
@@ -147,8 +157,8 @@ static void test_resolutions_outside_the_bounds_are_refused(void **state)
     double dir[3];
     uint8_t end[1];
     uint32_t tri[3];
-    int bad[][2] = {{2, 8}, {24, 0}, {RP_TESS_SEGMENTS_MAX + 1, 8}, {24, RP_TESS_RINGS_MAX + 1},
-                    {-1, -1}};
+    int bad[][2] = {
+        {2, 8}, {24, 0}, {RP_TESS_SEGMENTS_MAX + 1, 8}, {24, RP_TESS_RINGS_MAX + 1}, {-1, -1}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(rp_tess_round_vertices(bad[i][0], bad[i][1]), 0);
         assert_int_equal(rp_tess_round_triangles(bad[i][0], bad[i][1]), 0);

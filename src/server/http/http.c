@@ -5,8 +5,9 @@
  * callback runs on the loop thread that owns the counters); this file
  * routes the requests, applies the token, and writes the answers.
  *
- * Answers are small and made whole when the request arrives, then written
- * when the socket is writable, in pieces of at most CHUNK bytes.
+ * Answers are made whole when the request arrives (or are one of the
+ * embedded viewer files, assets.h), then written when the socket is
+ * writable, in pieces of at most CHUNK bytes.
  */
 #include "http.h"
 
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "assets.h"
 #include "codec/codec.h"
 #include "metrics.h"
 #include "server/core/log.h"
@@ -52,6 +54,8 @@ typedef struct ws_bridge ws_bridge;
 /* One HTTP connection's answer in progress, or its WebSocket's bridge. */
 typedef struct answer {
     rp_jw body;
+    const char *asset; /* an embedded file to send instead of body (NULL: body) */
+    size_t asset_len;
     size_t sent;
     bool ready; /* body initialised (between bind and drop) */
     ws_bridge *ws;
@@ -110,12 +114,18 @@ static bool authorized(struct lws *wsi, const rpd_core *core)
  * closes the connection. */
 static int respond(struct lws *wsi, answer *a, unsigned status, const char *type)
 {
-    if (rp_jw_failed(&a->body))
+    if (!a->asset && rp_jw_failed(&a->body))
         return -1;
+    /* The viewer's files may be kept but are asked again each time (they
+     * change with the daemon); the rest is never stored. */
+    const char *cache = a->asset ? "no-cache" : "no-store";
     uint8_t buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
-    if (lws_add_http_common_headers(wsi, status, type, a->body.len, &p, end) ||
+    if (lws_add_http_common_headers(wsi, status, type, a->asset ? a->asset_len : a->body.len, &p,
+                                    end) ||
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
-                                     (const unsigned char *)"no-store", 8, &p, end))
+                                     (const unsigned char *)cache, (int)strlen(cache), &p, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"x-content-type-options:",
+                                    (const unsigned char *)"nosniff", 7, &p, end))
         return -1;
     if (status == HTTP_STATUS_UNAUTHORIZED &&
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
@@ -131,6 +141,7 @@ static int respond(struct lws *wsi, answer *a, unsigned status, const char *type
 
 static int plain(struct lws *wsi, answer *a, unsigned status, const char *text)
 {
+    a->asset = NULL;
     rp_jw_reset(&a->body);
     rp_jw_raw(&a->body, text, strlen(text));
     return respond(wsi, a, status, "text/plain; charset=utf-8");
@@ -140,6 +151,7 @@ static int healthz(struct lws *wsi, rpd_http *h, answer *a)
 {
     char why[200] = "";
     bool ready = h->cfg.ready(h->cfg.ready_ctx, why, sizeof why);
+    a->asset = NULL;
     rp_jw_reset(&a->body);
     rp_jw_object_begin(&a->body);
     RP_JW_KEY(&a->body, "ready");
@@ -159,6 +171,7 @@ static int metrics(struct lws *wsi, rpd_http *h, answer *a)
     char why[8];
     rpd_metrics_extra x = {h->open, h->total, h->refused,
                            h->cfg.ready(h->cfg.ready_ctx, why, sizeof why)};
+    a->asset = NULL;
     rp_jw_reset(&a->body);
     rpd_metrics_write(h->core, &x, &a->body);
     return respond(wsi, a, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8");
@@ -190,6 +203,26 @@ static bool host_ok(struct lws *wsi, const rpd_http *h)
     return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+/* 405 with the methods that are served (lws_return_http_status cannot
+ * add Allow); the connection then closes. */
+static void not_allowed(struct lws *wsi)
+{
+    static const char text[] = "405 Method Not Allowed: reposed serves GET and HEAD here\n";
+    uint8_t buf[LWS_PRE + 512 + sizeof text], *start = buf + LWS_PRE, *p = start,
+                                              *end = buf + sizeof buf - 1;
+    if (lws_add_http_common_headers(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+                                    "text/plain; charset=utf-8", sizeof text - 1, &p, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_ALLOW, (const unsigned char *)"GET, HEAD",
+                                     9, &p, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const unsigned char *)"close", 5,
+                                     &p, end) ||
+        lws_finalize_http_header(wsi, &p, end) || end - p < (ptrdiff_t)sizeof text)
+        return;
+    memcpy(p, text, sizeof text - 1);
+    p += sizeof text - 1;
+    lws_write(wsi, start, (size_t)(p - start), LWS_WRITE_HTTP_HEADERS);
+}
+
 /* A request: its path (without the query) in uri. */
 static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
 {
@@ -205,8 +238,7 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
         /* Other methods carry bodies, which lws would wait for: answered
          * at once, and the connection closed. */
         h->refused++;
-        lws_return_http_status(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
-                               "405 Method Not Allowed: reposed serves GET here");
+        not_allowed(wsi);
         return -1;
     }
     if (strcmp(uri, "/healthz") == 0)
@@ -220,9 +252,19 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
         }
         return metrics(wsi, h, a);
     }
+    for (size_t i = 0; i < rpd_asset_count; i++)
+        if (strcmp(uri, rpd_assets[i].path) == 0) {
+            /* The viewer needs no token to load: it holds no data, and
+             * asks for the token before /ws gives it any. */
+            rp_jw_reset(&a->body);
+            a->asset = rpd_assets[i].data;
+            a->asset_len = rpd_assets[i].len;
+            return respond(wsi, a, HTTP_STATUS_OK, rpd_assets[i].type);
+        }
     h->refused++;
     return plain(wsi, a, HTTP_STATUS_NOT_FOUND,
-                 "404 Not Found: reposed serves GET /metrics and GET /healthz here\n");
+                 "404 Not Found: reposed serves the viewer at GET /, GET /metrics and GET "
+                 "/healthz here\n");
 }
 
 /* ---- the WebSocket bridge ------------------------------------------------------- */
@@ -524,15 +566,17 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         if (!a)
             return -1;
+        const char *data = a->asset ? a->asset : a->body.buf;
+        size_t total = a->asset ? a->asset_len : a->body.len;
         if (lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0)
-            a->sent = a->body.len; /* HEAD: the headers only */
-        size_t left = a->body.len - a->sent, n = left < CHUNK ? left : CHUNK;
+            a->sent = total; /* HEAD: the headers only */
+        size_t left = total - a->sent, n = left < CHUNK ? left : CHUNK;
         bool last = n == left;
         if (n) {
             uint8_t *buf = malloc(LWS_PRE + n);
             if (!buf)
                 return -1;
-            memcpy(buf + LWS_PRE, a->body.buf + a->sent, n);
+            memcpy(buf + LWS_PRE, data + a->sent, n);
             int w = lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP);
             free(buf);
             if (w != (int)n)
@@ -544,6 +588,7 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
             return 0;
         }
         rp_jw_reset(&a->body);
+        a->asset = NULL;
         /* Keep-alive: the connection waits for the next request. */
         return lws_http_transaction_completed(wsi) ? -1 : 0;
     }
