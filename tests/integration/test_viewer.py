@@ -162,8 +162,8 @@ def main():
         s = wait(drv, "the scene opens", lambda s: s["loaded"] and s["scene"] == "cell")
         if s["counts"] != KINDS or s["owners"] != OWNERS:
             fail(f"drawn {s['counts']} by owner {s['owners']}, want {KINDS} and {OWNERS}")
-        if s["drawn"] != {"round": 7, "box": 2, "halfspace": 1}:
-            fail(f"instances drawn: {s['drawn']}")
+        if s["drawn"] != {"round": 7, "box": 2, "sprite": 0, "halfspace": 1} or s["detail"] != "fine":
+            fail(f"instances drawn: {s['drawn']} ({s['detail']})")
         ids = sorted(SHAPES) + ["table/leg", "table/top"] + [f"r1/{link['id']}" for link in ARM_LINKS]
         world = ok(d, "scene.get", {"scene": "cell", "ids": ids})
         if s["revision"] != world["revision"]:
@@ -207,6 +207,26 @@ def main():
                 time.sleep(0.005)
             lags.append(time.time() - t0)
         print(f"{NAME}: robot moves drawn after {', '.join(f'{x * 1000:.0f}' for x in lags)} ms")
+
+        # Far detail (what a scene past the mesh budget gets, forced here):
+        # a sprite per shape of the scene's and its objects' (the robot
+        # instance keeps its meshes), the same counts, and hover still names
+        # them.
+        drv.get(f"http://127.0.0.1:{d.port}/?far#detail=sprites")
+        wait(drv, "the page reconnects", lambda s: s["connection"] == "connected" and s["scenes"])
+        drv.find_element(By.CSS_SELECTOR, '#scenes li[data-scene="cell"]').click()
+        s = wait(drv, "the scene opens as sprites", lambda s: s["loaded"] and s["scene"] == "cell")
+        if s["counts"] != KINDS or s["detail"] != "sprites" or \
+                s["drawn"] != {"round": 3, "box": 0, "sprite": 6, "halfspace": 1}:
+            fail(f"as sprites: {s['counts']}, {s['detail']}, {s['drawn']}")
+        xy = drv.execute_script("return window.reposeViewer.project(arguments[0])", [0.1, -0.6, 0.3])
+        if drv.execute_script("return window.reposeViewer.pick(arguments[0], arguments[1])",
+                              xy[0], xy[1]) != "crate":
+            fail("picking the crate drawn as a sprite")
+        drv.get(f"http://127.0.0.1:{d.port}/")
+        wait(drv, "the page reconnects", lambda s: s["connection"] == "connected" and s["scenes"])
+        drv.find_element(By.CSS_SELECTOR, '#scenes li[data-scene="cell"]').click()
+        wait(drv, "the scene opens", lambda s: s["loaded"] and s["scene"] == "cell")
 
         # A model picked in the list and checked: at joints clear of
         # everything, no pair; at its default joints its forearm hits the post.

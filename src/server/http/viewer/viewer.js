@@ -17,7 +17,14 @@ const COLOUR = {
 };
 const FINE = { segments: 24, rings: 8 }; // the daemon's default resolution
 const COARSE = { segments: 10, rings: 3 }; // for scenes of many round shapes
-const COARSE_FROM = 20000; // round shapes from which COARSE is drawn
+// Template vertices a frame may draw: past this the scene's shapes are drawn
+// as sprites, one vertex each.  A GPU draws millions of vertices a frame; a
+// software renderer (Chromium's SwiftShader, Mesa's llvmpipe: what a
+// browser without a GPU uses) about 2 million a second, so it gets a
+// smaller budget.  `#detail=mesh` in the address forces meshes,
+// `#detail=sprites` sprites.
+const MESH_BUDGET = 4000000;
+const MESH_BUDGET_SOFTWARE = 60000;
 const HALFSPACE_MIN_SIZE = 10; // as the glTF export: max(10 m, 4 diagonals)
 const HALFSPACE_SCALE = 4;
 const FAR = 1e7; // picking rays stop here (metres)
@@ -187,6 +194,19 @@ function bounds(shape) { // [lo, hi] of a bounded shape, null for a half-space
 
 // ---- instanced batches ------------------------------------------------------------------
 
+// Marks one slot's values of an attribute for upload: the next frame sends
+// the slots that changed, not the whole buffer (a robot moving in a scene of
+// 100,000 shapes re-sends its own few).  Past 256 ranges, the whole buffer.
+function touch(attr, slot, width) {
+  if (!attr.hooked) {
+    attr.hooked = true;
+    attr.onUpload(() => { attr.wholeNext = false; });
+  }
+  if (!attr.wholeNext && attr.updateRanges.length < 256) attr.addUpdateRange(slot * width, width);
+  else { attr.clearUpdateRanges(); attr.wholeNext = true; }
+  attr.needsUpdate = true;
+}
+
 const tmpM = new THREE.Matrix4();
 const tmpQ = new THREE.Quaternion();
 const tmpP = new THREE.Vector3();
@@ -247,6 +267,8 @@ class Batch {
     this.mesh.count = this.items.length;
   }
 
+  get count() { return this.items.length; }
+
   write(item) {
     const s = item.shape;
     if (this.kind === 'round') {
@@ -259,21 +281,111 @@ class Batch {
       tmpM.compose(tmpP.set(a[0], a[1], a[2]), tmpQ, tmpS.set(r, r, r));
       const cap = this.mesh.geometry.getAttribute('capLen');
       cap.setX(item.slot, len / r);
-      cap.needsUpdate = true;
+      touch(cap, item.slot, 1);
     } else {
       const { center: c, half_extents: h } = s.box;
       tmpM.compose(tmpP.set(c[0], c[1], c[2]), quatOf(s.box.rotation),
         tmpS.set(Math.max(h[0], 1e-6), Math.max(h[1], 1e-6), Math.max(h[2], 1e-6)));
     }
     this.mesh.setMatrixAt(item.slot, tmpM);
-    this.mesh.instanceMatrix.needsUpdate = true;
+    touch(this.mesh.instanceMatrix, item.slot, 16);
     this.paint(item);
   }
 
   paint(item) {
     this.mesh.setColorAt(item.slot, item.colour());
-    this.mesh.instanceColor.needsUpdate = true;
+    touch(this.mesh.instanceColor, item.slot, 3);
   }
+}
+
+// Far detail: one sprite per shape, a shaded disc the size of the shape's
+// bounding sphere (a capsule's around its middle, a box's through its
+// corners), for scenes with more shapes than MESH_BUDGET allows as meshes.
+const SPRITE_VERTEX = `
+attribute float radius;
+attribute vec3 tint;
+uniform float scale;
+varying vec3 vTint;
+void main() {
+  vec4 mv = modelViewMatrix * vec4(position, 1.0);
+  gl_Position = projectionMatrix * mv;
+  gl_PointSize = max(2.0, 2.0 * radius * scale / max(-mv.z, 1e-6));
+  vTint = tint;
+}`;
+const SPRITE_FRAGMENT = `
+varying vec3 vTint;
+void main() {
+  vec2 p = gl_PointCoord * 2.0 - 1.0;
+  float d = dot(p, p);
+  if (d > 1.0) discard;
+  vec3 n = vec3(p.x, -p.y, sqrt(1.0 - d));
+  gl_FragColor = vec4(vTint * (0.45 + 0.55 * max(dot(n, normalize(vec3(0.4, 0.5, 0.8))), 0.0)), 1.0);
+}`;
+
+class SpriteBatch {
+  constructor(parent) {
+    this.parent = parent;
+    this.items = [];
+    this.material = new THREE.ShaderMaterial({ vertexShader: SPRITE_VERTEX, fragmentShader: SPRITE_FRAGMENT, uniforms: { scale: { value: 1 } } });
+    this.points = null;
+    this.capacity = 0;
+    this.grow(1024);
+  }
+
+  grow(capacity) {
+    const g = new THREE.BufferGeometry();
+    g.setAttribute('position', new THREE.BufferAttribute(new Float32Array(3 * capacity), 3).setUsage(THREE.DynamicDrawUsage));
+    g.setAttribute('radius', new THREE.BufferAttribute(new Float32Array(capacity), 1).setUsage(THREE.DynamicDrawUsage));
+    g.setAttribute('tint', new THREE.BufferAttribute(new Float32Array(3 * capacity), 3).setUsage(THREE.DynamicDrawUsage));
+    const points = new THREE.Points(g, this.material);
+    points.frustumCulled = false;
+    if (this.points) { this.parent.remove(this.points); this.points.geometry.dispose(); }
+    this.points = points;
+    this.capacity = capacity;
+    this.parent.add(points);
+    this.items.forEach((it) => this.write(it));
+    g.setDrawRange(0, this.items.length);
+  }
+
+  add(item) {
+    if (this.items.length === this.capacity) this.grow(this.capacity * 2);
+    item.slot = this.items.length;
+    this.items.push(item);
+    this.write(item);
+    this.points.geometry.setDrawRange(0, this.items.length);
+  }
+
+  remove(item) {
+    const last = this.items.pop();
+    if (last !== item) {
+      this.items[item.slot] = last;
+      last.slot = item.slot;
+      this.write(last);
+    }
+    item.slot = -1;
+    this.points.geometry.setDrawRange(0, this.items.length);
+  }
+
+  write(item) {
+    const s = item.shape, g = this.points.geometry;
+    let c, r;
+    if (s.sphere) { c = s.sphere.center; r = s.sphere.radius; }
+    else if (s.capsule) { c = scale(0.5, add(s.capsule.a, s.capsule.b)); r = s.capsule.radius + 0.5 * norm(sub(s.capsule.b, s.capsule.a)); }
+    else { c = s.box.center; r = norm(s.box.half_extents); }
+    g.getAttribute('position').setXYZ(item.slot, c[0], c[1], c[2]);
+    g.getAttribute('radius').setX(item.slot, r);
+    touch(g.getAttribute('position'), item.slot, 3);
+    touch(g.getAttribute('radius'), item.slot, 1);
+    this.paint(item);
+  }
+
+  paint(item) {
+    const t = this.points.geometry.getAttribute('tint'), col = item.colour();
+    t.setXYZ(item.slot, col.r, col.g, col.b);
+    touch(t, item.slot, 3);
+  }
+
+  get count() { return this.items.length; }
 }
 
 // ---- picking: a ray against the shapes, exactly enough for a hover ------------------------
@@ -365,6 +477,7 @@ class Viewer {
     this.revision = null;
     this.loaded = false;
     this.items = new Map(); // id -> Item (the scene's world shapes)
+    this.kinds = { sphere: 0, capsule: 0, box: 0, halfspace: 0 }; // items by kind
     this.preview = new Map(); // id -> Item (the checked model's shapes)
     this.groups = new Map(); // name -> {kind, model, ids: Set}
     this.clouds = new Map(); // name -> {radius, count, points (Float32Array), obj}
@@ -393,8 +506,11 @@ class Viewer {
 
   setupScene() {
     const view = $('view');
-    this.renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+    this.renderer = new THREE.WebGLRenderer({ antialias: false });
     this.renderer.setPixelRatio(window.devicePixelRatio || 1);
+    const gl = this.renderer.getContext(), info = gl.getExtension('WEBGL_debug_renderer_info');
+    this.glRenderer = String(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
+    this.software = /swiftshader|llvmpipe|softpipe|software/i.test(this.glRenderer);
     view.appendChild(this.renderer.domElement);
     this.scene = new THREE.Scene();
     this.scene.background = new THREE.Color(0xfbfbfd);
@@ -444,6 +560,7 @@ class Viewer {
     this.renderer.setSize(w, h, false);
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
+    if (this.sprites) this.sprites.material.uniforms.scale.value = h / (2 * Math.tan((this.camera.fov * Math.PI) / 360));
     this.needsRender = true;
   }
 
@@ -451,7 +568,40 @@ class Viewer {
     if (!this.round) {
       this.round = new Batch('round', roundGeometry(this.tess.fine), this.roundMat, this.world);
       this.box = new Batch('box', plainGeometry(this.tess.fine.box), this.boxMat, this.world);
+      this.sprites = new SpriteBatch(this.world);
+      this.detail = 'fine';
+      this.resize();
     }
+  }
+
+  // The detail the scene's shapes are drawn with: the fine template, the
+  // coarse one, or sprites, whichever is the finest within MESH_BUDGET (or
+  // as the address's #detail= says); every drawn shape moves over.
+  chooseDetail() {
+    let round = 0, boxes = 0;
+    for (const it of this.items.values()) {
+      if (it.kind === 'box') boxes++;
+      else if (it.kind === 'sphere' || it.kind === 'capsule') round++;
+    }
+    const verts = (t) => round * t.round.directions.length + boxes * 24;
+    const budget = this.software ? MESH_BUDGET_SOFTWARE : MESH_BUDGET;
+    const forced = /(?:^|[#&])detail=(mesh|sprites)/.exec(location.hash);
+    let want = verts(this.tess.fine) <= budget ? 'fine' : verts(this.tess.coarse) <= budget ? 'coarse' : 'sprites';
+    if (forced) want = forced[1] === 'sprites' ? 'sprites' : 'fine';
+    if (want === this.detail) return;
+    const moving = [...this.items.values()].filter((it) => it.batch);
+    moving.forEach((it) => it.batch.remove(it));
+    if (want !== 'sprites') this.round.setGeometry(roundGeometry(want === 'fine' ? this.tess.fine : this.tess.coarse));
+    this.detail = want;
+    moving.forEach((it) => { it.batch = this.batchFor(it); it.batch.add(it); });
+    this.needsRender = true;
+  }
+
+  batchFor(it) {
+    if (it.kind !== 'box' && it.kind !== 'sphere' && it.kind !== 'capsule') return null;
+    // (robot instances keep their meshes: they are few, and what moves)
+    if (this.detail === 'sprites' && (it.owner === 'scene' || it.owner === 'object')) return this.sprites;
+    return it.kind === 'box' ? this.box : this.round;
   }
 
   // -- connection --
@@ -532,6 +682,7 @@ class Viewer {
   clear() {
     for (const it of this.items.values()) if (it.batch) it.batch.remove(it);
     this.items.clear();
+    this.kinds = { sphere: 0, capsule: 0, box: 0, halfspace: 0 };
     this.groups.clear();
     for (const c of this.clouds.values()) if (c.obj) { this.world.remove(c.obj); c.obj.geometry.dispose(); }
     this.clouds.clear();
@@ -588,8 +739,6 @@ class Viewer {
   }
 
   load(got, world) {
-    const round = Object.values(got.shapes).filter((s) => s.sphere || s.capsule).length + Object.keys(world.shapes).length;
-    this.round.setGeometry(roundGeometry(round >= COARSE_FROM ? this.tess.coarse : this.tess.fine));
     for (const [id, shape] of Object.entries(got.shapes)) this.put(id, shape, 'scene', null);
     for (const [name, o] of Object.entries(got.objects || {})) this.groups.set(name, { kind: 'object', ids: new Set(Object.keys(o.shapes).map((s) => `${name}/${s}`)) });
     for (const [name, r] of Object.entries(got.robots || {})) this.groups.set(name, { kind: 'robot', model: r.model, ids: new Set(this.modelShapes.get(r.model).map((s) => `${name}/${s.id}`)) });
@@ -600,6 +749,7 @@ class Viewer {
       this.put(id, shape, g ? g.kind : 'object', name);
     }
     for (const [name, c] of Object.entries(got.clouds || {})) this.putCloud(name, c);
+    this.chooseDetail();
     this.revision = got.revision;
     this.loaded = true;
     this.drawHalfspaces();
@@ -611,8 +761,9 @@ class Viewer {
     if (old) this.drop(id);
     const it = new Item(id, shape, owner, group);
     this.items.set(id, it);
-    if (it.kind === 'sphere' || it.kind === 'capsule') { it.batch = this.round; this.round.add(it); }
-    else if (it.kind === 'box') { it.batch = this.box; this.box.add(it); }
+    this.kinds[it.kind]++;
+    it.batch = this.batchFor(it);
+    if (it.batch) it.batch.add(it);
     if (this.check && this.check.hot.has(id)) this.setHot(it, true);
     this.needsRender = true;
   }
@@ -622,6 +773,7 @@ class Viewer {
     if (!it) return;
     if (it.batch) it.batch.remove(it);
     this.items.delete(id);
+    this.kinds[it.kind]--;
     this.needsRender = true;
   }
 
@@ -752,6 +904,7 @@ class Viewer {
     if (p.clouds && Object.keys(p.clouds).length) this.rereadClouds(Object.keys(p.clouds));
     this.revision = p.revision;
     this.updates++;
+    if (Object.keys(p.put || {}).length > 1000 || (p.removed || []).length > 1000) this.chooseDetail();
     if (planes || [...(p.removed || [])].some((id) => this.halfspaces.has(id))) this.drawHalfspaces();
     this.status();
     this.pump();
@@ -1073,13 +1226,13 @@ class Viewer {
     if (this.rtt !== null) line(`round trip ${this.rtt.toFixed(1)} ms`);
     if (this.lastUpdateMs !== null) line(`last move drawn ${this.lastUpdateMs.toFixed(0)} ms after its change`);
     if (this.replicaLag !== null) line(`replica lag ${this.replicaLag} revisions`, this.replicaLag ? 'bad' : '');
+    if (this.sceneName && this.detail !== 'fine') line(this.detail === 'sprites' ? 'many shapes: drawn as sprites' : 'many shapes: drawn coarser');
     const k = this.counts();
     $('counts').textContent = this.sceneName ? `${k.sphere} spheres · ${k.capsule} capsules · ${k.box} boxes · ${k.halfspace} half-spaces · ${k.cloud} clouds (${k.cloud_points} points)` : '';
   }
 
-  counts() {
-    const k = { sphere: 0, capsule: 0, box: 0, halfspace: 0, cloud: this.clouds.size, cloud_points: 0 };
-    for (const it of this.items.values()) k[it.kind]++;
+  counts() { // kept as shapes come and go: status() runs at every change
+    const k = { ...this.kinds, cloud: this.clouds.size, cloud_points: 0 };
     for (const c of this.clouds.values()) k.cloud_points += c.points.length / 3;
     return k;
   }
@@ -1112,7 +1265,8 @@ window.reposeViewer = {
     return {
       connection: viewer.conn, scene: viewer.sceneName, revision: viewer.revision, loaded: viewer.loaded,
       scenes: viewer.scenes.map((s) => s.scene), models: viewer.models.map((m) => m.model),
-      counts: viewer.counts(), owners, drawn: { round: viewer.round ? viewer.round.mesh.count : 0, box: viewer.box ? viewer.box.mesh.count : 0, halfspace: viewer.halfspaces.size },
+      counts: viewer.counts(), owners, detail: viewer.detail, renderer: viewer.glRenderer, software: viewer.software,
+      drawn: { round: viewer.round ? viewer.round.count : 0, box: viewer.box ? viewer.box.count : 0, sprite: viewer.sprites ? viewer.sprites.count : 0, halfspace: viewer.halfspaces.size },
       updates: viewer.updates, lastUpdateMs: viewer.lastUpdateMs,
       model: viewer.check ? viewer.check.model : null,
       violations: viewer.check && viewer.check.result ? viewer.check.result.violations || [] : [],
@@ -1128,6 +1282,13 @@ window.reposeViewer = {
   setJoints(values) { return viewer.setJoints(values); },
   measureFps(ms) { return viewer.measureFps(ms); },
   frame() { viewer.frame(); },
+  turn(radians) { // the camera about the vertical through its target
+    const t = viewer.controls.target, p = viewer.camera.position;
+    const x = p.x - t.x, y = p.y - t.y, c = Math.cos(radians), s = Math.sin(radians);
+    p.x = t.x + c * x - s * y;
+    p.y = t.y + s * x + c * y;
+    viewer.controls.update();
+  },
   project(p) { // a world point's place on the canvas, in CSS pixels
     const v = new THREE.Vector3(p[0], p[1], p[2]).project(viewer.camera);
     const c = viewer.renderer.domElement;
