@@ -47,8 +47,7 @@ def main():
     rng = random.Random(7)
     tmp = tempfile.mkdtemp(prefix="repose-viewer-bench-")
     d = Daemon(reposed, tmp)
-    tv.ok(d, "model.put", {"model": "arm", "joints": tv.ARM_JOINTS, "links": tv.ARM_LINKS,
-                           "allow_adjacent": True})
+    tv.ok(d, "model.put", tv.ARM)
     tv.ok(d, "scene.create", {"scene": "big", "robots": {"r1": {"model": "arm"}}})
     all_shapes = shapes(n, rng)
     keys = list(all_shapes)

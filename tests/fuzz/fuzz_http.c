@@ -84,7 +84,7 @@ static void setup(void)
     FUZZ_CHECK(pipe(fds) == 0, "pipe");
     int saved = dup(2);
     dup2(fds[1], 2);
-    rpd_http_config cfg = {"127.0.0.1:0", false, always_ready, NULL, hold_ws, NULL};
+    rpd_http_config cfg = {"127.0.0.1:0", false, always_ready, NULL, hold_ws, NULL, NULL, NULL};
     bool ok = rpd_http_start(&loop, &core, &cfg, &http);
     fflush(stderr);
     dup2(saved, 2);

@@ -2,7 +2,7 @@
 """reposed --http: GET /metrics parsed by a real Prometheus text parser
 (Debian's python3-prometheus-client), its counters rising as requests are
 made over the Unix socket; GET /healthz; the token on /metrics; 404 and
-405; the loopback rule; malformed HTTP, a client that sends half a
+405 (with Allow); the viewer's files; the loopback rule; malformed HTTP, a client that sends half a
 request, and more connections than the cap, with the daemon answering on
 its socket meanwhile.
 
@@ -138,8 +138,25 @@ def main():
         if not got.startswith(b"HTTP/1.1 200") or not got.endswith(b'{"ready":true}\n'):
             fail(f"GET with a body: {got!r}")
         # 404, 405, HEAD.
-        if get(d, "/nope")[0] != 404 or get(d, "/metrics", method="POST")[0] != 405:
-            fail("404 / 405")
+        if get(d, "/nope")[0] != 404:
+            fail("404")
+        status, hdrs, body = get(d, "/metrics", method="POST")
+        if status != 405 or hdrs.get("allow") != "GET, HEAD" or not body.startswith(b"405"):
+            fail(f"POST: {status} {hdrs} {body!r}")
+        # The viewer's page and its files; HEAD of the page.
+        for path, kind in (("/", "text/html"), ("/viewer.js", "text/javascript"),
+                           ("/three.module.js", "text/javascript"),
+                           ("/three.core.js", "text/javascript"),
+                           ("/three-LICENSE.txt", "text/plain")):
+            status, hdrs, body = get(d, path)
+            if status != 200 or not hdrs.get("content-type", "").startswith(kind) or \
+                    int(hdrs.get("content-length", -1)) != len(body) or not body:
+                fail(f"GET {path}: {status} {hdrs}")
+        if b"three.js authors" not in get(d, "/three-LICENSE.txt")[2]:
+            fail("the three.js licence")
+        status, hdrs, body = get(d, "/", method="HEAD")
+        if status != 200 or body or int(hdrs.get("content-length", 0)) < 1000:
+            fail(f"HEAD /: {status} {hdrs} {body!r}")
         status, hdrs, body = get(d, "/metrics", method="HEAD")
         if status != 200 or body != b"" or int(hdrs.get("content-length", 0)) == 0:
             fail(f"HEAD /metrics: {status} {hdrs} {body!r}")
@@ -193,15 +210,15 @@ def main():
         refused = value(mid, "repose_http_refused_total")
         d.stop()
 
-    # The token: /metrics needs it, /healthz does not.
+    # The token: /metrics needs it, /healthz and the viewer's page do not.
     with tempfile.TemporaryDirectory() as tmp:
         tok = os.path.join(tmp, "token")
         with open(tok, "w") as f:
             f.write("s3cret-token\n")
         os.chmod(tok, 0o600)
         d = Daemon(reposed, tmp, "--token-file", tok)
-        if get(d, "/healthz")[0] != 200:
-            fail("/healthz with a token file needs no token")
+        if get(d, "/healthz")[0] != 200 or get(d, "/")[0] != 200:
+            fail("/healthz and / with a token file need no token")
         for h in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"},
                   {"Authorization": "Bearer s3cret-tokenX"}):
             status, hdrs, _ = get(d, "/metrics", h)

@@ -13,12 +13,16 @@ request, with the limits, auth and pricing of a TCP client.
     auth, a huge message is cut off by the daemon's pre-auth line limit;
   - a client that asks for large replies and never reads is cut off by
     --write-kill-bytes while a socket client keeps being answered;
-  - the daemon stops cleanly with WebSockets open.
+  - the daemon stops cleanly with WebSockets open; stopping, it sends a
+    WebSocket the replies to what it had read, whole, before the close,
+    refuses new connections, and a kept-alive /healthz says it stops.
 
 Usage: test_http_ws.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a valgrind
 command line) runs every daemon under it."""
+import http.client
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -82,6 +86,18 @@ def main():
             fail("line breaks inside a message")
         if rpc(w, "no.such", rid=4)["error"]["code"] != -32601:
             fail("unknown method over /ws")
+        # /metrics counts a WebSocket once, as ws (the scrape is the one http).
+        w2 = ws(d)
+        if rpc(w2, "ping").get("result") != {"pong": True}:
+            fail("a second WebSocket")
+        hc = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+        hc.request("GET", "/metrics")
+        conns = {line.split(b'"')[1]: int(line.split()[-1]) for line in hc.getresponse().read().splitlines()
+                 if line.startswith(b"repose_connections{")}
+        hc.close()
+        if conns != {b"tcp": 0, b"unix": 1, b"http": 1, b"ws": 2}:
+            fail(f"repose_connections with two WebSockets: {conns}")
+        w2.close()
         # Live: a watch on the WebSocket, a change over the socket.
         if "result" not in d.call("scene.create", {"scene": "cell", "shapes": shapes(3)}):
             fail("scene.create")
@@ -168,6 +184,60 @@ def main():
             fail("the paused WebSocket's connection did not go when it closed")
         d.stop()  # with a WebSocket still open
 
+    # Stopping: a WebSocket gets the replies to what the daemon had read,
+    # whole, then the close; new connections are refused meanwhile, and a
+    # kept-alive HTTP connection's /healthz says the daemon is stopping.
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Daemon(reposed, tmp)
+        w = ws(d)
+        hc = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+        hc.request("GET", "/healthz")
+        if hc.getresponse().read() != b'{"ready":true}\n':
+            fail("/healthz before the stop")
+        batch = [{"jsonrpc": "2.0", "id": k, "method": "tessellation",
+                  "params": {"segments": 128, "rings": 64}} for k in range(8)]
+        w.send(json.dumps(batch))  # several MiB of replies, unread for now
+        end = time.time() + 60
+        while d.call("stats")["result"]["requests"]["by_method"].get("tessellation", 0) < 8:
+            if time.time() > end:
+                fail("the batch was never read")
+            time.sleep(0.01)
+        d.p.send_signal(signal.SIGTERM)
+        while "shutting down" not in d.log():
+            if time.time() > end:
+                fail("no 'shutting down' in the log")
+            time.sleep(0.01)
+        healthz = None
+        try:
+            hc.request("GET", "/healthz")
+            r = hc.getresponse()
+            healthz = (r.status, r.read())
+        except (OSError, http.client.HTTPException):
+            pass  # (the daemon may have closed it already)
+        if healthz is not None and healthz != (503, b'{"ready":false,"reason":"shutting down"}\n'):
+            fail(f"/healthz while stopping: {healthz}")
+        try:
+            late, _, _ = ws_client.handshake(d.port)
+        except OSError:
+            late = None  # refused or closed: either way, not opened
+        if late is not None:
+            fail("a WebSocket opened while the daemon stops")
+        try:
+            got = json.loads(w.recv())
+        except (ws_client.Closed, OSError) as e:
+            fail(f"the WebSocket closed before the replies: {e!r}")
+        if sorted(r["id"] for r in got) != list(range(8)) or \
+                any(len(r["result"]["round"]["directions"]) != 128 * 2 * 65 for r in got):
+            fail("the batch's replies did not arrive whole")
+        try:
+            w.recv()
+            fail("a message after the last reply")
+        except (ws_client.Closed, OSError):
+            pass
+        if d.p.wait(timeout=120) != 0:
+            fail(f"reposed exited with {d.p.returncode}: {d.log()}")
+        d.u.close()
+
     with tempfile.TemporaryDirectory() as tmp:
         tok = os.path.join(tmp, "token")
         with open(tok, "w") as f:
@@ -178,9 +248,10 @@ def main():
         # Before auth the daemon's small line limit applies to a message as
         # it arrives: a huge one closes the connection, unbuffered.
         big_w = ws(d)
-        big_w.frame(1, b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' +
-                    b"x" * (2 << 20), fin=False)
         try:
+            # (the daemon may cut it off while it is still being sent)
+            big_w.frame(1, b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' +
+                        b"x" * (2 << 20), fin=False)
             for _ in range(10):
                 big_w.recv()
         except (ws_client.Closed, OSError):

@@ -22,6 +22,7 @@ chromium, headless, driven by python3-selenium through chromedriver).
 Usage: test_viewer.py REPOSED ARTIFACT_DIR.  Skips (exit 77) when chromium,
 chromedriver or selenium is missing, unless REPOSE_REQUIRE_BROWSER is set
 (as .ci/run sets it): then that fails."""
+import json
 import math
 import os
 import shutil
@@ -51,17 +52,11 @@ except ImportError:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 
-ARM_JOINTS = [
-    {"name": "j1", "type": "revolute", "parent": "base", "child": "l1",
-     "origin": {"xyz": [0, 0, 0.25]}, "axis": [0, 0, 1], "limits": {"lower": -3, "upper": 3}},
-    {"name": "j2", "type": "revolute", "parent": "l1", "child": "l2",
-     "origin": {"xyz": [0.5, 0, 0]}, "axis": [0, 0, 1], "limits": {"lower": -2, "upper": 2}}]
-ARM_LINKS = [
-    {"id": "base#0", "link": "base", "shape": {"sphere": {"center": [0, 0, 0], "radius": 0.125}}},
-    {"id": "l1#0", "link": "l1",
-     "shape": {"capsule": {"a": [0, 0, 0], "b": [0.5, 0, 0], "radius": 0.0625}}},
-    {"id": "l2#0", "link": "l2",
-     "shape": {"capsule": {"a": [0.0625, 0, 0], "b": [0.375, 0, 0], "radius": 0.0625}}}]
+# The two-joint arm of proto/examples/robots.jsonl (its first line puts it).
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+with open(os.path.join(ROOT, "proto", "examples", "robots.jsonl")) as f:
+    ARM = json.loads(f.readline())["params"]
+ARM_LINKS = ARM["links"]
 
 # The scene the page must draw: 5 shapes of its own, an object of 2, a robot
 # instance of 3 (the arm's), a cloud of 5 points.
@@ -143,8 +138,7 @@ def main():
     os.makedirs(artifacts, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="repose-viewer-")
     d = Daemon(reposed, tmp)
-    ok(d, "model.put", {"model": "arm", "joints": ARM_JOINTS, "links": ARM_LINKS,
-                        "allow_adjacent": True})
+    ok(d, "model.put", ARM)
     ok(d, "scene.create", {"scene": "cell", "shapes": SHAPES, "objects": OBJECTS,
                            "robots": ROBOTS})
     ok(d, "scene.put", {"scene": "cell", "clouds": CLOUD})

@@ -47,6 +47,14 @@ struct rpd_http {
     rpd_core *core;
     rpd_http_config cfg;
     uint64_t open, total, refused;
+    /* Stopping: new connections are refused while the WebSockets' bridges
+     * (bridges of them) deliver their last replies; `drained` then tells
+     * the server (from a timer: never inside an lws callback, since the
+     * server then destroys the context). */
+    bool draining;
+    size_t bridges;
+    uv_timer_t drained;
+    bool drained_started;
 };
 
 typedef struct ws_bridge ws_bridge;
@@ -170,7 +178,7 @@ static int metrics(struct lws *wsi, rpd_http *h, answer *a)
 {
     char why[8];
     rpd_metrics_extra x = {h->open, h->total, h->refused,
-                           h->cfg.ready(h->cfg.ready_ctx, why, sizeof why)};
+                           h->cfg.ready(h->cfg.ready_ctx, why, sizeof why), h->bridges};
     a->asset = NULL;
     rp_jw_reset(&a->body);
     rpd_metrics_write(h->core, &x, &a->body);
@@ -269,10 +277,20 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
 
 /* ---- the WebSocket bridge ------------------------------------------------------- */
 
+static void on_drained(uv_timer_t *t)
+{
+    rpd_http *h = t->data;
+    if (h->cfg.drained)
+        h->cfg.drained(h->cfg.drained_ctx);
+}
+
 static void bridge_free(ws_bridge *b)
 {
+    rpd_http *h = b->h;
     free(b->out);
     free(b);
+    if (--h->bridges == 0 && h->draining && h->drained_started)
+        uv_timer_start(&h->drained, on_drained, 0, 0);
 }
 
 static void bridge_closed(uv_handle_t *hd)
@@ -413,15 +431,18 @@ static ws_bridge *bridge_open(rpd_http *h, struct lws *wsi)
     b->pipe.data = b;
     b->h = h;
     b->wsi = wsi;
+    h->bridges++;
     if (uv_pipe_open(&b->pipe, fds[1]) < 0) {
         close(fds[0]);
         close(fds[1]);
         bridge_drop_ws(b);
+        bridge_close(b); /* (freed once the pipe has closed) */
         return NULL;
     }
     if (uv_read_start((uv_stream_t *)&b->pipe, bridge_alloc, bridge_read) < 0) {
         close(fds[0]);
         bridge_drop_ws(b);
+        bridge_close(b);
         return NULL;
     }
     b->reading = true;
@@ -490,7 +511,7 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
     rpd_http *h = of(wsi);
     switch (reason) {
     case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
-        if (h->open >= MAX_CONNECTIONS) {
+        if (h->open >= MAX_CONNECTIONS || h->draining) {
             /* Past the cap: closed at once, so that HTTP clients cannot
              * take the descriptors the JSON-RPC ports need. */
             h->refused++;
@@ -541,7 +562,7 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
         }
         return 0;
     case LWS_CALLBACK_ESTABLISHED:
-        if (!a || !(a->ws = bridge_open(h, wsi)))
+        if (!a || h->draining || !(a->ws = bridge_open(h, wsi)))
             return -1;
         return 0;
     case LWS_CALLBACK_RECEIVE:
@@ -702,6 +723,22 @@ uint64_t rpd_http_open(const rpd_http *h)
     return h ? h->open : 0;
 }
 
+void rpd_http_drain(rpd_http *h)
+{
+    if (!h || h->draining)
+        return;
+    h->draining = true;
+    if (uv_timer_init(h->loop, &h->drained) == 0) {
+        h->drained.data = h;
+        h->drained_started = true;
+    }
+}
+
+size_t rpd_http_bridges(const rpd_http *h)
+{
+    return h ? h->bridges : 0;
+}
+
 void rpd_http_stop(rpd_http *h)
 {
     if (!h || !h->ctx)
@@ -715,6 +752,8 @@ void rpd_http_free(rpd_http *h, uv_loop_t *loop)
     if (!h)
         return;
     rpd_http_stop(h);
+    if (h->drained_started)
+        uv_close((uv_handle_t *)&h->drained, NULL);
     if (h->live) {
         /* On a foreign loop the first destroy closes the handles; the
          * second, once the loop has run them out, frees the context. */

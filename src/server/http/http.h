@@ -33,12 +33,23 @@ typedef struct rpd_http_config {
      * carrying one JSON-RPC line per message (rpd_conn_adopt_ws). */
     void (*adopt)(void *ctx, int fd);
     void *adopt_ctx;
+    /* Called (from the loop, not inside libwebsockets) when the last
+     * WebSocket bridge has gone after rpd_http_drain. */
+    void (*drained)(void *ctx);
+    void *drained_ctx;
 } rpd_http_config;
 
 /* Starts listening; false (logged) when the address is malformed, not
  * loopback without insecure, or cannot be bound.  Logs "listening on http
  * HOST:PORT".  *out may be set either way: rpd_http_free it. */
 bool rpd_http_start(uv_loop_t *loop, rpd_core *core, const rpd_http_config *cfg, rpd_http **out);
+/* The daemon is stopping: new HTTP connections and WebSockets are closed
+ * as they come, /healthz (on a connection kept alive) says why, and the
+ * open WebSockets go on until the daemon's end of their bridge closes and
+ * what it wrote has been sent; then cfg.drained.  NULL: a no-op. */
+void rpd_http_drain(rpd_http *h);
+/* WebSocket bridges not yet gone (0 for NULL). */
+size_t rpd_http_bridges(const rpd_http *h);
 /* Stops listening and closes every HTTP connection; their handles close
  * as the loop goes on running (libwebsockets may call back meanwhile).
  * Again, or NULL: a no-op. */

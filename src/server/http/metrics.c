@@ -142,9 +142,15 @@ void rpd_metrics_write(const rpd_core *c, const rpd_metrics_extra *x, rp_jw *w)
         (double)(rpd_now_ns() - c->start_ns) / 1e9);
 
     family(w, "repose_connections", "gauge", "Open connections by transport.");
-    out(w, "repose_connections{transport=\"tcp\"} %llu\n", (unsigned long long)s->conn_tcp);
+    /* (clamped: a bridge and its two connections come and go a moment apart) */
+    uint64_t ws_tcp = x->ws_open < s->conn_tcp ? x->ws_open : s->conn_tcp;
+    uint64_t ws_http = x->ws_open < x->http_open ? x->ws_open : x->http_open;
+    out(w, "repose_connections{transport=\"tcp\"} %llu\n",
+        (unsigned long long)(s->conn_tcp - ws_tcp));
     out(w, "repose_connections{transport=\"unix\"} %llu\n", (unsigned long long)s->conn_unix);
-    out(w, "repose_connections{transport=\"http\"} %llu\n", (unsigned long long)x->http_open);
+    out(w, "repose_connections{transport=\"http\"} %llu\n",
+        (unsigned long long)(x->http_open - ws_http));
+    out(w, "repose_connections{transport=\"ws\"} %llu\n", (unsigned long long)x->ws_open);
     family(w, "repose_connections_accepted_total", "counter", "Connections accepted.");
     out(w, "repose_connections_accepted_total{transport=\"socket\"} %llu\n",
         (unsigned long long)s->conn_total);

@@ -17,6 +17,9 @@
 typedef struct rpd_metrics_extra {
     uint64_t http_open, http_total, http_refused;
     bool ready;
+    /* Open WebSockets: each is an HTTP connection and, through its bridge,
+     * a TCP connection of the daemon; counted once, as "ws". */
+    uint64_t ws_open;
 } rpd_metrics_extra;
 
 /* Appends the exposition to w (which grows; rp_jw_failed when out of

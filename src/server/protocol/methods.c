@@ -595,27 +595,18 @@ static bool tess_resolution(rpd_req *req, const cJSON *params, const char *key, 
     return true;
 }
 
-static void tess_points(rp_jw *w, const char *key, const double *p, size_t n)
+/* rows of three numbers under key: from p (doubles) or, when p is NULL, t */
+static void tess_rows(rp_jw *w, const char *key, const double *p, const uint32_t *t, size_t n)
 {
     rp_jw_key(w, key);
     rp_jw_array_begin(w);
-    for (size_t k = 0; k < n && !rp_jw_failed(w); k++) {
+    for (size_t k = 0; k < 3 * n && !rp_jw_failed(w); k += 3) {
         rp_jw_array_begin(w);
-        for (int j = 0; j < 3; j++)
-            rp_jw_double(w, p[3 * k + (size_t)j]);
-        rp_jw_array_end(w);
-    }
-    rp_jw_array_end(w);
-}
-
-static void tess_triangles(rp_jw *w, const uint32_t *t, size_t n)
-{
-    RP_JW_KEY(w, "triangles");
-    rp_jw_array_begin(w);
-    for (size_t k = 0; k < n && !rp_jw_failed(w); k++) {
-        rp_jw_array_begin(w);
-        for (int j = 0; j < 3; j++)
-            rp_jw_uint(w, t[3 * k + (size_t)j]);
+        for (size_t j = k; j < k + 3; j++)
+            if (p)
+                rp_jw_double(w, p[j]);
+            else
+                rp_jw_uint(w, t[j]);
         rp_jw_array_end(w);
     }
     rp_jw_array_end(w);
@@ -649,13 +640,13 @@ static bool m_tessellation(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_jw_int(w, segments);
     RP_JW_KEY(w, "rings");
     rp_jw_int(w, rings);
-    tess_points(w, "directions", dir, nv);
+    tess_rows(w, "directions", dir, NULL, nv);
     RP_JW_KEY(w, "ends");
     rp_jw_array_begin(w);
     for (size_t k = 0; k < nv; k++)
         rp_jw_int(w, end[k]);
     rp_jw_array_end(w);
-    tess_triangles(w, tri, nt);
+    tess_rows(w, "triangles", NULL, tri, nt);
     rp_jw_object_end(w);
     free(dir);
     free(end);
@@ -666,16 +657,16 @@ static bool m_tessellation(rpd_req *req, const cJSON *params, rp_jw *w)
     rp_tess_box(corner, normal, t);
     RP_JW_KEY(w, "box");
     rp_jw_object_begin(w);
-    tess_points(w, "corners", corner, RP_TESS_BOX_VERTICES);
-    tess_points(w, "normals", normal, RP_TESS_BOX_VERTICES);
-    tess_triangles(w, t, RP_TESS_BOX_TRIANGLES);
+    tess_rows(w, "corners", corner, NULL, RP_TESS_BOX_VERTICES);
+    tess_rows(w, "normals", normal, NULL, RP_TESS_BOX_VERTICES);
+    tess_rows(w, "triangles", NULL, t, RP_TESS_BOX_TRIANGLES);
     rp_jw_object_end(w);
     rp_tess_square(corner, normal, t);
     RP_JW_KEY(w, "square");
     rp_jw_object_begin(w);
-    tess_points(w, "corners", corner, RP_TESS_SQUARE_VERTICES);
-    tess_points(w, "normals", normal, RP_TESS_SQUARE_VERTICES);
-    tess_triangles(w, t, RP_TESS_SQUARE_TRIANGLES);
+    tess_rows(w, "corners", corner, NULL, RP_TESS_SQUARE_VERTICES);
+    tess_rows(w, "normals", normal, NULL, RP_TESS_SQUARE_VERTICES);
+    tess_rows(w, "triangles", NULL, t, RP_TESS_SQUARE_TRIANGLES);
     rp_jw_object_end(w);
     rp_jw_object_end(w);
     return true;

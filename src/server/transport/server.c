@@ -332,7 +332,8 @@ static void close_listeners(rpd_server *srv)
 {
     for (int i = 0; i < srv->n_listeners; i++)
         close_if_open(&srv->listeners[i].h.handle);
-    rpd_http_stop(srv->http);
+    /* (its WebSockets get their last replies first: maybe_finish stops it) */
+    rpd_http_drain(srv->http);
     if (srv->unix_path_created)
         unlink(srv->unix_path_created);
 }
@@ -410,11 +411,19 @@ static void http_adopt(void *ctx, int fd)
     rpd_conn_adopt_ws(ctx, fd);
 }
 
+static void maybe_finish(rpd_server *srv);
+
+static void http_drained(void *ctx)
+{
+    maybe_finish(ctx);
+}
+
 static bool start_http(rpd_server *srv)
 {
     if (!srv->cfg.http)
         return true;
-    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv, http_adopt, srv};
+    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv, http_adopt, srv,
+                          http_drained, srv};
     return rpd_http_start(srv->loop, &srv->core, &hc, &srv->http);
 }
 
@@ -425,8 +434,9 @@ static bool start_http(rpd_server *srv)
 static void maybe_finish(rpd_server *srv)
 {
     /* (A snapshot being published uses the replica: it ends first.) */
-    if (!srv->stopping || srv->conns || srv->publishing)
+    if (!srv->stopping || srv->conns || srv->publishing || rpd_http_bridges(srv->http))
         return;
+    rpd_http_stop(srv->http);
     if (srv->grace_started)
         close_if_open((uv_handle_t *)&srv->grace);
     if (srv->watchdog_started)
@@ -676,6 +686,7 @@ static void on_grace_expired(uv_timer_t *t)
 {
     rpd_server *srv = t->data;
     rpd_log(RPD_LOG_WARN, "shutdown grace period over; closing remaining connections");
+    rpd_http_stop(srv->http); /* WebSockets that would not take their last replies */
     rpd_conns_close(srv);
 }
 

@@ -28,6 +28,7 @@ const MESH_BUDGET_SOFTWARE = 60000;
 const HALFSPACE_MIN_SIZE = 10; // as the glTF export: max(10 m, 4 diagonals)
 const HALFSPACE_SCALE = 4;
 const FAR = 1e7; // picking rays stop here (metres)
+const SCENES_SHOWN = 500; // scenes listed at once (a filter finds the rest)
 
 // ---- JSON-RPC over /ws ---------------------------------------------------------------
 
@@ -212,17 +213,51 @@ const tmpQ = new THREE.Quaternion();
 const tmpP = new THREE.Vector3();
 const tmpS = new THREE.Vector3();
 
-class Batch {
+// Items in slots 0 .. count-1 of a drawable's buffers: one added takes the
+// next slot (the buffers grow by doubling), one removed gives its slot to
+// the last.  A subclass makes the buffers (grow), writes a slot (write) and
+// says how many are drawn (shown).
+class Slots {
+  constructor() {
+    this.items = [];
+    this.capacity = 0;
+  }
+
+  add(item) {
+    if (this.items.length === this.capacity) this.grow(Math.max(2 * this.capacity, this.initial));
+    item.slot = this.items.length;
+    this.items.push(item);
+    this.write(item);
+    this.shown(this.items.length);
+  }
+
+  remove(item) {
+    const last = this.items.pop();
+    if (last !== item) {
+      this.items[item.slot] = last;
+      last.slot = item.slot;
+      this.write(last);
+    }
+    item.slot = -1;
+    this.shown(this.items.length);
+  }
+
+  get count() { return this.items.length; }
+}
+
+class Batch extends Slots {
   constructor(kind, geometry, material, parent) {
+    super();
     this.kind = kind; // 'round' or 'box'
     this.geometry = geometry;
     this.material = material;
     this.parent = parent;
-    this.items = [];
     this.mesh = null;
-    this.capacity = 0;
-    this.grow(64);
+    this.initial = 64;
+    this.grow(this.initial);
   }
+
+  shown(n) { this.mesh.count = n; }
 
   grow(capacity) {
     const g = this.geometry.clone();
@@ -247,27 +282,6 @@ class Batch {
     this.geometry = geometry;
     this.grow(this.capacity);
   }
-
-  add(item) {
-    if (this.items.length === this.capacity) this.grow(this.capacity * 2);
-    item.slot = this.items.length;
-    this.items.push(item);
-    this.write(item);
-    this.mesh.count = this.items.length;
-  }
-
-  remove(item) {
-    const last = this.items.pop();
-    if (last !== item) {
-      this.items[item.slot] = last;
-      last.slot = item.slot;
-      this.write(last);
-    }
-    item.slot = -1;
-    this.mesh.count = this.items.length;
-  }
-
-  get count() { return this.items.length; }
 
   write(item) {
     const s = item.shape;
@@ -322,15 +336,17 @@ void main() {
   gl_FragColor = vec4(vTint * (0.45 + 0.55 * max(dot(n, normalize(vec3(0.4, 0.5, 0.8))), 0.0)), 1.0);
 }`;
 
-class SpriteBatch {
+class SpriteBatch extends Slots {
   constructor(parent) {
+    super();
     this.parent = parent;
-    this.items = [];
     this.material = new THREE.ShaderMaterial({ vertexShader: SPRITE_VERTEX, fragmentShader: SPRITE_FRAGMENT, uniforms: { scale: { value: 1 } } });
     this.points = null;
-    this.capacity = 0;
-    this.grow(1024);
+    this.initial = 1024;
+    this.grow(this.initial);
   }
+
+  shown(n) { this.points.geometry.setDrawRange(0, n); }
 
   grow(capacity) {
     const g = new THREE.BufferGeometry();
@@ -345,25 +361,6 @@ class SpriteBatch {
     this.parent.add(points);
     this.items.forEach((it) => this.write(it));
     g.setDrawRange(0, this.items.length);
-  }
-
-  add(item) {
-    if (this.items.length === this.capacity) this.grow(this.capacity * 2);
-    item.slot = this.items.length;
-    this.items.push(item);
-    this.write(item);
-    this.points.geometry.setDrawRange(0, this.items.length);
-  }
-
-  remove(item) {
-    const last = this.items.pop();
-    if (last !== item) {
-      this.items[item.slot] = last;
-      last.slot = item.slot;
-      this.write(last);
-    }
-    item.slot = -1;
-    this.points.geometry.setDrawRange(0, this.items.length);
   }
 
   write(item) {
@@ -384,8 +381,6 @@ class SpriteBatch {
     t.setXYZ(item.slot, col.r, col.g, col.b);
     touch(t, item.slot, 3);
   }
-
-  get count() { return this.items.length; }
 }
 
 // ---- picking: a ray against the shapes, exactly enough for a hover ------------------------
@@ -492,6 +487,9 @@ class Viewer {
     this.rtt = null;
     this.replicaLag = null;
     this.check = null; // {model, info, joints, result}
+    this.opening = 0; // scenes opened (open() of an older one gives up)
+    this.listsAt = 0; // when scene.list and model.list were last read
+    this.filter = '';
     this.needsRender = true;
     this.fpsRun = null;
     this.setupScene();
@@ -661,7 +659,8 @@ class Viewer {
       const t0 = performance.now();
       await this.rpc.call('ping');
       this.rtt = performance.now() - t0;
-      await this.refreshLists();
+      // (a store of thousands of scenes is listed less often)
+      if (performance.now() - this.listsAt > (this.scenes.length > 1000 ? 30000 : 1500)) await this.refreshLists();
       if (this.replicaLag !== null) {
         const hello = await this.rpc.call('hello');
         this.replicaLag = hello.replication ? hello.replication.lag : null;
@@ -672,6 +671,7 @@ class Viewer {
 
   async refreshLists() {
     const [s, m] = await Promise.all([this.rpc.call('scene.list'), this.rpc.call('model.list')]);
+    this.listsAt = performance.now();
     this.scenes = s.scenes;
     this.models = m.models;
     this.drawLists();
@@ -695,6 +695,7 @@ class Viewer {
   }
 
   async open(name) {
+    const gen = ++this.opening; // a later click wins
     if (this.watch !== null) {
       const w = this.watch;
       this.watch = null;
@@ -705,11 +706,16 @@ class Viewer {
     this.drawLists();
     this.queued = [];
     const w = await this.rpc.call('scene.watch', { scene: name });
+    if (gen !== this.opening) {
+      await this.rpc.call('scene.unwatch', { watch: w.watch }).catch(() => {});
+      return;
+    }
     this.watch = w.watch;
     for (let attempt = 0; ; attempt++) {
       const got = await this.rpc.call('scene.get', { scene: name });
       const ids = await this.placedIds(got);
       const world = ids.length ? await this.rpc.call('scene.get', { scene: name, ids }).catch(() => null) : got;
+      if (gen !== this.opening) return;
       if (world && world.revision === got.revision) {
         this.load(got, world);
         break;
@@ -896,6 +902,7 @@ class Viewer {
       this.later(name, now);
     }
     for (const [name, r] of Object.entries(p.robots || {})) {
+      this.modelShapes.delete(r.model); // (put again, it may be another model by that name)
       this.dropGroup(name);
       this.groups.set(name, { kind: 'robot', model: r.model, ids: new Set() });
       this.later(name, now);
@@ -1170,15 +1177,24 @@ class Viewer {
     $('token').addEventListener('keydown', (e) => { if (e.key === 'Enter') this.authenticate(); });
     $('model').addEventListener('change', (e) => this.selectModel(e.target.value).catch((err) => this.report(err)));
     $('check').addEventListener('click', () => this.checkNow());
+    $('filter').addEventListener('input', (e) => { this.filter = e.target.value; this.drawLists(); });
   }
 
   drawLists() {
     const ul = $('scenes');
-    const key = JSON.stringify([this.scenes, this.sceneName]);
+    const key = JSON.stringify([this.scenes, this.sceneName, this.filter]);
     if (ul.dataset.key !== key) {
       ul.dataset.key = key;
       ul.textContent = '';
-      for (const s of this.scenes) {
+      const shown = this.scenes.filter((s) => s.scene.includes(this.filter));
+      $('filter').style.display = this.scenes.length > 20 ? 'block' : 'none';
+      if (shown.length > SCENES_SHOWN) {
+        const more = document.createElement('li');
+        more.className = 'more';
+        more.textContent = `${shown.length - SCENES_SHOWN} more: filter by name`;
+        ul.append(more);
+      }
+      for (const s of shown.slice(0, SCENES_SHOWN)) {
         const li = document.createElement('li');
         li.dataset.scene = s.scene;
         if (s.scene === this.sceneName) li.className = 'open';
