@@ -422,8 +422,8 @@ static bool start_http(rpd_server *srv)
 {
     if (!srv->cfg.http)
         return true;
-    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv, http_adopt, srv,
-                          http_drained, srv};
+    rpd_http_config hc = {srv->cfg.http, srv->cfg.insecure_http, http_ready, srv, http_adopt,
+                          srv,           http_drained,           srv};
     return rpd_http_start(srv->loop, &srv->core, &hc, &srv->http);
 }
 
