@@ -857,7 +857,7 @@ class Viewer {
     if (!lo) return;
     const c = scale(0.5, add(lo, hi)), diag = Math.max(norm(sub(hi, lo)), 0.1);
     this.controls.target.set(c[0], c[1], c[2]);
-    this.camera.position.set(c[0] + 0.9 * diag, c[1] - 1.1 * diag, c[2] + 0.7 * diag);
+    this.camera.position.set(c[0] + 0.55 * diag, c[1] - 0.75 * diag, c[2] + 0.45 * diag);
     this.camera.near = diag / 1000;
     this.camera.far = diag * 100 + 10;
     this.camera.updateProjectionMatrix();
