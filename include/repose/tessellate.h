@@ -74,6 +74,6 @@ RP_API void rp_tess_square(double corner[RP_TESS_SQUARE_VERTICES * 3],
 
 #ifdef __cplusplus
 }
-#endif /* REPOSE_TESSELLATE_H */
+#endif
 
 #endif /* REPOSE_TESSELLATE_H */

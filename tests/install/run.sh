@@ -104,7 +104,7 @@ check_exports() {
 command -v nm >/dev/null 2>&1 || die "nm not found (binutils)"
 inc="$prefix/include/repose"
 check_exports "$libdir/librepose.so" "$inc/status.h" "$inc/geometry.h" "$inc/scene.h" "$inc/plan.h" \
-  "$inc/spherize.h"
+  "$inc/spherize.h" "$inc/tessellate.h"
 check_exports "$libdir/librepose_client.so" "$inc/client.h"
 
 # Checks that the consumer resolves librepose from the prefix (when ldd exists).

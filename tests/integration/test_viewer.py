@@ -10,6 +10,8 @@ chromium, headless, driven by python3-selenium through chromedriver).
     where scene.get over the socket puts it;
   - a robot instance moved over the socket is redrawn where its new joints
     put it, within 1 s (the figure is printed);
+  - a scene opens while its robot moves 100 times a second, and the page
+    then shows the robot's last state;
   - a model picked in the list with its joints set gets checked: the page's
     violating pairs are the socket's `check` at those joints, and the scene
     shape they hit is drawn in the violation colour; at joints clear of
@@ -28,6 +30,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -221,6 +224,43 @@ def main():
         wait(drv, "the page reconnects", lambda s: s["connection"] == "connected" and s["scenes"])
         drv.find_element(By.CSS_SELECTOR, '#scenes li[data-scene="cell"]').click()
         wait(drv, "the scene opens", lambda s: s["loaded"] and s["scene"] == "cell")
+
+        # A scene opened while its robot moves 100 times a second: the
+        # page's two reads (the scene, then its robot's shapes by id) keep
+        # seeing different revisions, and it opens all the same, then
+        # follows the robot to its last state.
+        ok(d, "scene.create", {"scene": "busy", "robots": {"r9": {"model": "arm"}},
+                               "shapes": {f"s{i}": {"sphere": {"center": [i % 50 * 0.1, i // 50 * 0.1, 2],
+                                                               "radius": 0.03}} for i in range(20000)}})
+        stop = threading.Event()
+        moves = []
+
+        def mover():
+            k = 0
+            while not stop.is_set():
+                q = [math.sin(k / 7), math.cos(k / 5)]
+                moves.append(ok(d, "scene.move", {"scene": "busy", "robots": {"r9": {"joints": q}}}))
+                k += 1
+                time.sleep(0.01)
+
+        th = threading.Thread(target=mover)
+        th.start()
+        try:
+            wait(drv, "busy listed", lambda s: "busy" in s["scenes"])
+            drv.find_element(By.CSS_SELECTOR, '#scenes li[data-scene="busy"]').click()
+            s = wait(drv, "the busy scene opens", lambda s: s["loaded"] and s["scene"] == "busy", 60)
+        finally:
+            stop.set()
+            th.join()
+        if s["counts"]["sphere"] != 20001 or s["owners"] != {"scene": 20000, "robot": 3}:
+            fail(f"the busy scene: {s['counts']} {s['owners']}")
+        want = ok(d, "scene.get", {"scene": "busy", "ids": ["r9/l2#0"]})
+        wait(drv, "the busy scene's robot at its last move",
+             lambda s: s["revision"] == want["revision"] and close(drv.execute_script(
+                 "return window.reposeViewer.shape('r9/l2#0')"), want["shapes"]["r9/l2#0"]))
+        print(f"{NAME}: opened a scene while its robot moved ({len(moves)} moves)")
+        drv.find_element(By.CSS_SELECTOR, '#scenes li[data-scene="cell"]').click()
+        wait(drv, "the cell again", lambda s: s["loaded"] and s["scene"] == "cell")
 
         # A model picked in the list and checked: at joints clear of
         # everything, no pair; at its default joints its forearm hits the post.

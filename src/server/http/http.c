@@ -725,8 +725,8 @@ uint64_t rpd_http_open(const rpd_http *h)
 
 void rpd_http_drain(rpd_http *h)
 {
-    if (!h || h->draining)
-        return;
+    if (!h || !h->ctx || h->draining)
+        return; /* (no context: nothing to drain, and no timer to close) */
     h->draining = true;
     if (uv_timer_init(h->loop, &h->drained) == 0) {
         h->drained.data = h;
@@ -758,7 +758,7 @@ void rpd_http_free(rpd_http *h, uv_loop_t *loop)
         /* On a foreign loop the first destroy closes the handles; the
          * second, once the loop has run them out, frees the context. */
         lws_context_destroy(h->live);
-        uv_run(loop, UV_RUN_DEFAULT);
     }
+    uv_run(loop, UV_RUN_DEFAULT); /* (the timer's close too, before h goes) */
     free(h);
 }

@@ -488,6 +488,9 @@ class Viewer {
     this.replicaLag = null;
     this.check = null; // {model, info, joints, result}
     this.opening = 0; // scenes opened (open() of an older one gives up)
+    this.tessReady = new Promise((resolve) => { this.tessArrived = resolve; }); // (opening waits for it)
+    this.choosing = 0; // models picked (selectModel() of an older one gives up)
+    this.detailAt = 0; // shapes when the detail was last chosen
     this.listsAt = 0; // when scene.list and model.list were last read
     this.filter = '';
     this.needsRender = true;
@@ -576,6 +579,7 @@ class Viewer {
   // coarse one, or sprites, whichever is the finest within MESH_BUDGET (or
   // as the address's #detail= says); every drawn shape moves over.
   chooseDetail() {
+    this.detailAt = this.items.size;
     let round = 0, boxes = 0;
     for (const it of this.items.values()) {
       if (it.kind === 'box') boxes++;
@@ -634,6 +638,7 @@ class Viewer {
       const [fine, coarse] = await Promise.all([this.rpc.call('tessellation', FINE), this.rpc.call('tessellation', COARSE)]);
       this.tess = { fine, coarse };
       this.batches();
+      this.tessArrived();
     }
     const hello = await this.rpc.call('hello');
     this.replicaLag = hello.replication ? hello.replication.lag : null;
@@ -696,11 +701,13 @@ class Viewer {
 
   async open(name) {
     const gen = ++this.opening; // a later click wins
+    await this.tessReady;
     if (this.watch !== null) {
       const w = this.watch;
       this.watch = null;
       await this.rpc.call('scene.unwatch', { watch: w }).catch(() => {});
     }
+    if (gen !== this.opening) return;
     this.sceneName = name;
     this.clear();
     this.drawLists();
@@ -716,15 +723,23 @@ class Viewer {
       const ids = await this.placedIds(got);
       const world = ids.length ? await this.rpc.call('scene.get', { scene: name, ids }).catch(() => null) : got;
       if (gen !== this.opening) return;
-      if (world && world.revision === got.revision) {
+      // The placed shapes may be newer than the first read: what changed
+      // in between is queued, and applying it reads those groups again.
+      // (An id gone in between fails the read: then both are read again.)
+      if (world && world.revision >= got.revision) {
         this.load(got, world);
         break;
       }
-      if (attempt === 5) throw new Error(`scene ${name} kept changing while it was read`);
+      if (attempt === 5) {
+        this.watch = null;
+        this.queued = [];
+        await this.rpc.call('scene.unwatch', { watch: w.watch }).catch(() => {});
+        throw new Error(`scene ${name} kept changing while it was read`);
+      }
     }
     const pending = this.queued;
     this.queued = [];
-    for (const m of pending) this.apply(m.params);
+    for (const m of pending) this.notified(m); // (a resync or a deletion among them too)
     this.frame();
     this.checkNow();
   }
@@ -766,6 +781,7 @@ class Viewer {
     const old = this.items.get(id);
     if (old) this.drop(id);
     const it = new Item(id, shape, owner, group);
+    it.hover = id === this.hoverId; // (a moving shape under the mouse stays marked)
     this.items.set(id, it);
     this.kinds[it.kind]++;
     it.batch = this.batchFor(it);
@@ -911,7 +927,7 @@ class Viewer {
     if (p.clouds && Object.keys(p.clouds).length) this.rereadClouds(Object.keys(p.clouds));
     this.revision = p.revision;
     this.updates++;
-    if (Object.keys(p.put || {}).length > 1000 || (p.removed || []).length > 1000) this.chooseDetail();
+    if (Math.abs(this.items.size - this.detailAt) > Math.max(1000, this.detailAt / 10)) this.chooseDetail();
     if (planes || [...(p.removed || [])].some((id) => this.halfspaces.has(id))) this.drawHalfspaces();
     this.status();
     this.pump();
@@ -935,7 +951,11 @@ class Viewer {
       for (const name of names) {
         const g = this.groups.get(name);
         if (!g) continue;
-        if (g.kind === 'robot' && !g.ids.size) g.ids = new Set((await this.modelShapeIds(g.model)).map((s) => `${name}/${s}`));
+        if (g.kind === 'robot' && !g.ids.size) {
+          const sids = await this.modelShapeIds(g.model).catch(() => null);
+          if (!sids) continue; // (the model went: the robot's removal follows)
+          g.ids = new Set(sids.map((s) => `${name}/${s}`));
+        }
         const ids = [...g.ids];
         let world = null;
         if (ids.length) world = await this.rpc.call('scene.get', { scene, ids }).catch(() => null);
@@ -1012,12 +1032,15 @@ class Viewer {
   // -- a model at chosen joints, checked --
 
   async selectModel(name) {
+    const gen = ++this.choosing; // a later pick wins
     this.clearPreview();
     $('joints').textContent = '';
     $('result').textContent = '';
     $('check').disabled = true;
-    if (!name) { this.check = null; return null; }
+    this.check = null;
+    if (!name) return null;
     const info = await this.rpc.call('model.get', { model: name });
+    if (gen !== this.choosing) return null;
     if (!info.kinematic) {
       this.check = null;
       $('result').textContent = 'A frame-indexed model: the viewer checks kinematic models (joints) only.';
