@@ -612,6 +612,18 @@ static void tess_rows(rp_jw *w, const char *key, const double *p, const uint32_t
     rp_jw_array_end(w);
 }
 
+/* key: {corners, normals, triangles}: the box or the square template */
+static void tess_flat(rp_jw *w, const char *key, const double *corner, const double *normal,
+                      size_t nv, const uint32_t *tri, size_t nt)
+{
+    rp_jw_key(w, key);
+    rp_jw_object_begin(w);
+    tess_rows(w, "corners", corner, NULL, nv);
+    tess_rows(w, "normals", normal, NULL, nv);
+    tess_rows(w, "triangles", NULL, tri, nt);
+    rp_jw_object_end(w);
+}
+
 static bool m_tessellation(rpd_req *req, const cJSON *params, rp_jw *w)
 {
     static const char *const keys[] = {"segments", "rings", NULL};
@@ -655,19 +667,9 @@ static bool m_tessellation(rpd_req *req, const cJSON *params, rp_jw *w)
     double corner[RP_TESS_BOX_VERTICES * 3], normal[RP_TESS_BOX_VERTICES * 3];
     uint32_t t[RP_TESS_BOX_TRIANGLES * 3];
     rp_tess_box(corner, normal, t);
-    RP_JW_KEY(w, "box");
-    rp_jw_object_begin(w);
-    tess_rows(w, "corners", corner, NULL, RP_TESS_BOX_VERTICES);
-    tess_rows(w, "normals", normal, NULL, RP_TESS_BOX_VERTICES);
-    tess_rows(w, "triangles", NULL, t, RP_TESS_BOX_TRIANGLES);
-    rp_jw_object_end(w);
+    tess_flat(w, "box", corner, normal, RP_TESS_BOX_VERTICES, t, RP_TESS_BOX_TRIANGLES);
     rp_tess_square(corner, normal, t);
-    RP_JW_KEY(w, "square");
-    rp_jw_object_begin(w);
-    tess_rows(w, "corners", corner, NULL, RP_TESS_SQUARE_VERTICES);
-    tess_rows(w, "normals", normal, NULL, RP_TESS_SQUARE_VERTICES);
-    tess_rows(w, "triangles", NULL, t, RP_TESS_SQUARE_TRIANGLES);
-    rp_jw_object_end(w);
+    tess_flat(w, "square", corner, normal, RP_TESS_SQUARE_VERTICES, t, RP_TESS_SQUARE_TRIANGLES);
     rp_jw_object_end(w);
     return true;
 }
