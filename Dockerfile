@@ -28,7 +28,7 @@
 #       -v "$PWD/token:/run/secrets/reposed_token:ro" reposed
 # Clients then call `auth` with the token first (repose-cli --token-file).
 #
-# HTTP (/metrics for Prometheus, /healthz) is off unless REPOSED_HTTP names
+# HTTP (the viewer at /, /metrics for Prometheus, /healthz) is off unless REPOSED_HTTP names
 # an address, e.g. -e REPOSED_HTTP=0.0.0.0:9464 -p 127.0.0.1:9464:9464: the
 # entrypoint then passes --http and, for an address other than loopback
 # (which a published port needs), --insecure-http.  No port is EXPOSEd for

@@ -19,7 +19,7 @@
 #   REPOSED_STORE       the store's name (--store; required with REPOSED_NATS).
 #                       REPOSED_DATA_DIR is its cache of the stream: a
 #                       restart reads only what it missed.
-#   REPOSED_HTTP        HOST:PORT for --http (/metrics, /healthz; default:
+#   REPOSED_HTTP        HOST:PORT for --http (the viewer, /metrics, /healthz; default:
 #                       off); a host other than loopback adds --insecure-http
 #                       (a published port needs 0.0.0.0: publish it on the
 #                       host's loopback, -p 127.0.0.1:PORT:PORT, or set a token)
