@@ -171,17 +171,18 @@ def main():
                 fail(f"{sid} drawn as {got}, the daemon has {world['shapes'][sid]}")
 
         # Hover: the crate's centre on screen names it.
-        xy = drv.execute_script("return window.reposeViewer.project(arguments[0])", [0.1, -0.6, 0.3])
         canvas = drv.find_element(By.CSS_SELECTOR, "#view canvas")
-        rect = drv.execute_script("const r = arguments[0].getBoundingClientRect();"
-                                  "return [r.width, r.height];", canvas)
-        ActionChains(drv).move_to_element_with_offset(
-            canvas, int(xy[0] - rect[0] / 2), int(xy[1] - rect[1] / 2)).perform()
         end = time.time() + 5
         tip = ""
         while time.time() < end and "crate" not in tip:
+            xy = drv.execute_script("return window.reposeViewer.project(arguments[0])",
+                                    [0.1, -0.6, 0.3])
+            rect = drv.execute_script("const r = arguments[0].getBoundingClientRect();"
+                                      "return [r.width, r.height];", canvas)
+            ActionChains(drv).move_to_element_with_offset(
+                canvas, int(xy[0] - rect[0] / 2), int(xy[1] - rect[1] / 2)).perform()
+            time.sleep(0.05)
             tip = drv.find_element(By.ID, "tip").text
-            time.sleep(0.02)
         if not tip.startswith("crate"):
             fail(f"hovering the crate shows {tip!r}")
         ActionChains(drv).move_by_offset(-int(xy[0]) + 2, -int(xy[1]) + 2).perform()
@@ -216,10 +217,17 @@ def main():
         if s["counts"] != KINDS or s["detail"] != "sprites" or \
                 s["drawn"] != {"round": 3, "box": 0, "sprite": 6, "halfspace": 1}:
             fail(f"as sprites: {s['counts']}, {s['detail']}, {s['drawn']}")
-        xy = drv.execute_script("return window.reposeViewer.project(arguments[0])", [0.1, -0.6, 0.3])
-        if drv.execute_script("return window.reposeViewer.pick(arguments[0], arguments[1])",
-                              xy[0], xy[1]) != "crate":
-            fail("picking the crate drawn as a sprite")
+        # (projected and picked in one script, asked again while the page
+        # may still be settling its camera: a late resize once failed it)
+        end = time.time() + 5
+        picked = None
+        while time.time() < end and picked != "crate":
+            picked = drv.execute_script(
+                "const v = window.reposeViewer, xy = v.project(arguments[0]);"
+                "return v.pick(xy[0], xy[1]);", [0.1, -0.6, 0.3])
+            time.sleep(0.02)
+        if picked != "crate":
+            fail(f"picking the crate drawn as a sprite: {picked!r}, page {state(drv)}")
         drv.get(f"http://127.0.0.1:{d.port}/")
         wait(drv, "the page reconnects", lambda s: s["connection"] == "connected" and s["scenes"])
         drv.find_element(By.CSS_SELECTOR, '#scenes li[data-scene="cell"]').click()
