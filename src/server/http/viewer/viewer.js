@@ -621,6 +621,9 @@ class Viewer {
   }
 
   async start() {
+    // A scene open before the connection (re)started is opened again, unless
+    // a click opened one meanwhile (the list shows before this ends).
+    const opened = this.opening, chosen = this.choosing;
     if (this.token !== null) await this.rpc.call('auth', { token: this.token }).catch(() => {});
     try {
       await this.refreshLists();
@@ -642,8 +645,8 @@ class Viewer {
     }
     const hello = await this.rpc.call('hello');
     this.replicaLag = hello.replication ? hello.replication.lag : null;
-    if (this.sceneName) await this.open(this.sceneName);
-    if (this.check) await this.selectModel(this.check.model).catch(() => {});
+    if (this.sceneName && this.opening === opened) await this.open(this.sceneName);
+    if (this.check && this.choosing === chosen) await this.selectModel(this.check.model).catch(() => {});
   }
 
   async authenticate() {
