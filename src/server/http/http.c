@@ -149,7 +149,6 @@ static int respond(struct lws *wsi, answer *a, unsigned status, const char *type
 
 static int plain(struct lws *wsi, answer *a, unsigned status, const char *text)
 {
-    a->asset = NULL;
     rp_jw_reset(&a->body);
     rp_jw_raw(&a->body, text, strlen(text));
     return respond(wsi, a, status, "text/plain; charset=utf-8");
@@ -159,7 +158,6 @@ static int healthz(struct lws *wsi, rpd_http *h, answer *a)
 {
     char why[200] = "";
     bool ready = h->cfg.ready(h->cfg.ready_ctx, why, sizeof why);
-    a->asset = NULL;
     rp_jw_reset(&a->body);
     rp_jw_object_begin(&a->body);
     RP_JW_KEY(&a->body, "ready");
@@ -179,7 +177,6 @@ static int metrics(struct lws *wsi, rpd_http *h, answer *a)
     char why[8];
     rpd_metrics_extra x = {h->open, h->total, h->refused,
                            h->cfg.ready(h->cfg.ready_ctx, why, sizeof why), h->bridges};
-    a->asset = NULL;
     rp_jw_reset(&a->body);
     rpd_metrics_write(h->core, &x, &a->body);
     return respond(wsi, a, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8");
@@ -236,6 +233,7 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
 {
     bool get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
     bool head = lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0;
+    a->asset = NULL; /* the body, unless an embedded file is asked for */
     if (!host_ok(wsi, h)) {
         h->refused++;
         return plain(wsi, a, HTTP_STATUS_FORBIDDEN,
