@@ -21,7 +21,7 @@ class Closed(Exception):
         self.reason = reason
 
 
-def handshake(port, path="/ws", headers=None, timeout=10):
+def handshake(port, path="/ws", headers=None, timeout=10, upgrade="websocket"):
     """Opens a WebSocket; returns (socket, status line, response headers).
     The socket is None when the server refused the upgrade (status "reset"
     when it closed the connection before its answer could be read)."""
@@ -29,7 +29,7 @@ def handshake(port, path="/ws", headers=None, timeout=10):
     key = base64.b64encode(os.urandom(16)).decode()
     headers = dict(headers or {})
     host = headers.pop("Host", f"127.0.0.1:{port}")
-    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Upgrade: websocket",
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}", f"Upgrade: {upgrade}",
              "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
     for k, v in headers.items():
         lines.append(f"{k}: {v}")

@@ -562,14 +562,23 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
     case LWS_CALLBACK_HTTP_BODY:
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         return 0; /* no path takes a body: it is read and dropped (the answer is on its way) */
-    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
-        if (strcmp((const char *)in, "websocket") != 0 || !ws_allowed(wsi) || !host_ok(wsi, h)) {
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
+        /* `in` is not read: lws 4.1 also calls this after it has refused
+         * an upgrade it does not know and released the headers `in`
+         * points into (fuzz_http found the read after free).  The
+         * header is read again; none left means lws answered the
+         * request already, and the connection is closed. */
+        char up[16];
+        if (lws_hdr_copy(wsi, up, sizeof up, WSI_TOKEN_UPGRADE) <= 0)
+            return -1;
+        if (strcasecmp(up, "websocket") != 0 || !ws_allowed(wsi) || !host_ok(wsi, h)) {
             h->refused++;
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN,
                                    "403 Forbidden: WebSocket only at /ws, from this origin");
             return 1;
         }
         return 0;
+    }
     case LWS_CALLBACK_ESTABLISHED:
         if (!a || h->draining || !(a->ws = bridge_open(h, wsi)))
             return -1;
