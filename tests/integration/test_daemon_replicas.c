@@ -1325,6 +1325,134 @@ static void bad_configuration(void **state)
     assert_int_equal(access(sock, F_OK), -1);
 }
 
+/* Waits (at most timeout_ms) for text in the file at path. */
+static bool file_contains(const char *path, const char *text, int timeout_ms)
+{
+    static char buf[1 << 16];
+    long long deadline = rh_now_ms() + timeout_ms;
+    do {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = '\0';
+            if (strstr(buf, text))
+                return true;
+        }
+        rh_sleep_ms(50);
+    } while (rh_now_ms() < deadline);
+    return false;
+}
+
+/* A data directory ahead of the stream it is started against.  A stream
+ * leader elected a moment ago can report a last sequence below what the
+ * stream had delivered, so the replica reads the stream again for a while
+ * (10 s) before it concludes the directory is another stream's: refused
+ * when the stream stays behind; started when the stream reaches the
+ * directory's revision meanwhile (here by writes, standing in for a
+ * leader that catches up). */
+static void data_dir_ahead_of_stream(void **state)
+{
+    (void)state;
+    need_nats();
+    nats_srv *ns = nats_start();
+    char first[64], other[64], sock[256], data[256], log_path[300];
+    fresh_store(first, sizeof first);
+    fresh_store(other, sizeof other);
+    const char *dir = temp_dir_ok();
+    snprintf(sock, sizeof sock, "%s/r.sock", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(log_path, sizeof log_path, "%s/r.log", dir);
+
+    /* The directory: 3 revisions of `first`. */
+    const char *with_dir[] = {"--nats", ns->url, "--store", first, "--data-dir", data, NULL};
+    rh_opts o = {NULL, "none", with_dir, false};
+    rh_daemon *a = start_with(&o);
+    track(a);
+    rh_conn *ca = connect_ok(a, false);
+    ok_revision(rpc(ca, "scene.create", "{\"scene\":\"s\",\"shapes\":{\"x0\":" SPH "}}", 0));
+    ok_revision(rpc(ca, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"x1\":" SPH "}}", 1));
+    assert_int_equal(
+        ok_revision(rpc(ca, "scene.put", "{\"scene\":\"s\",\"shapes\":{\"x2\":" SPH "}}", 2)), 3);
+    rh_close(ca);
+    stop_ok(a);
+
+    /* `other`: one message. */
+    rh_daemon *b = replica(ns, other, NULL);
+    rh_conn *cb = connect_ok(b, false);
+    assert_int_equal(ok_revision(rpc(cb, "scene.create", "{\"scene\":\"o\"}")), 1);
+
+    /* The directory against `other`: refused after the wait, the
+     * directory left as it was. */
+    const char *args[] = {rh_daemon_path(), "--unix",  sock,  "--tcp",      "none", "--nats",
+                          ns->url,          "--store", other, "--data-dir", data,   NULL};
+    static char out[8192];
+    int code = rh_run(args + 1, out, sizeof out, rh_ms(RH_TIMEOUT_MS));
+    if (code != 1 || !strstr(out, "reading the stream again") ||
+        !strstr(out, "the store here is at revision 3 but stream") ||
+        !strstr(out, "belongs to another stream"))
+        fail_msg("a directory ahead of the stream: exit %d, output:\n%s", code, out);
+    assert_int_equal(access(sock, F_OK), -1);
+
+    /* Again, and the stream reaches revision 3 while it waits. */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0)
+            _exit(127);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char *argv_copy[16];
+        size_t i = 0;
+        for (; args[i]; i++)
+            argv_copy[i] = strdup(args[i]);
+        argv_copy[i] = NULL;
+        execv(argv_copy[0], argv_copy);
+        _exit(127);
+    }
+    if (!file_contains(log_path, "reading the stream again", rh_ms(RH_TIMEOUT_MS))) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fail_msg("no wait for the stream in the log");
+    }
+    ok_revision(rpc(cb, "scene.put", "{\"scene\":\"o\",\"shapes\":{\"y1\":" SPH "}}", 1));
+    assert_int_equal(
+        ok_revision(rpc(cb, "scene.put", "{\"scene\":\"o\",\"shapes\":{\"y2\":" SPH "}}", 2)), 3);
+    bool up = file_contains(log_path, "replica caught up: revision 3\n", rh_ms(RH_TIMEOUT_MS));
+    if (up) {
+        while (access(sock, F_OK) != 0)
+            rh_sleep_ms(20);
+        rh_conn *cc = rh_connect_unix(sock);
+        assert_non_null(cc);
+        /* It holds its directory's store, and applies the stream after it. */
+        uint64_t r4 = ok_revision(
+            rpc(cb, "scene.create", "{\"scene\":\"n\",\"shapes\":{\"y3\":" SPH "}}", 3));
+        cJSON *g = get_scene(cc, "n", r4);
+        expect_shape(g, "y3", 3);
+        cJSON_Delete(g);
+        g = get_scene(cc, "s", 0);
+        expect_shape(g, "x2", 2);
+        cJSON_Delete(g);
+        rh_close(cc);
+    }
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!up) {
+        FILE *f = fopen(log_path, "r");
+        size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+        if (f)
+            fclose(f);
+        out[n] = '\0';
+        fail_msg("the replica did not start once the stream reached it; its log:\n%s", out);
+    }
+    assert_int_equal(rh_exit_code(status), 0);
+    rh_close(cb);
+    stop_ok(b);
+}
+
 /* ---- reporting -------------------------------------------------------------------------- */
 
 static void hello_reports_replication(void **state)
@@ -1594,6 +1722,7 @@ int main(int argc, char **argv)
         REPLICA_TEST(batch_with_mutations),
         REPLICA_TEST(min_revision_errors),
         REPLICA_TEST(bad_configuration),
+        REPLICA_TEST(data_dir_ahead_of_stream),
         REPLICA_TEST(hello_reports_replication),
         REPLICA_TEST(nats_down_refuses_writes_serves_reads),
         REPLICA_TEST(a_write_in_flight_when_nats_dies_is_answered),

@@ -574,6 +574,23 @@ bool rpd_replica_trimmed_past(const rpd_replica *r, uint64_t applied)
     return r->start_last && r->start_first > applied + 1;
 }
 
+bool rpd_replica_reread(rpd_replica *r)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    if (js_GetStreamInfo(&si, r->js, r->stream, NULL, &jerr) != NATS_OK)
+        return false;
+    r->start_last = si->State.LastSeq;
+    r->start_first = si->State.FirstSeq;
+    jsStreamInfo_Destroy(si);
+    return true;
+}
+
+uint64_t rpd_replica_stream_end(const rpd_replica *r)
+{
+    return r->start_last;
+}
+
 bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
 {
     if (applied > r->start_last) {

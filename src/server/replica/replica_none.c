@@ -26,6 +26,18 @@ bool rpd_replica_trimmed_past(const rpd_replica *r, uint64_t applied)
     return false;
 }
 
+bool rpd_replica_reread(rpd_replica *r)
+{
+    (void)r;
+    return false;
+}
+
+uint64_t rpd_replica_stream_end(const rpd_replica *r)
+{
+    (void)r;
+    return 0;
+}
+
 bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
 {
     (void)r;

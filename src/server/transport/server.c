@@ -936,6 +936,10 @@ void rpd_server_replica_publish_maybe(rpd_server *srv)
     srv->publishing = true;
 }
 
+/* How long a replica whose store is ahead of the stream reads the
+ * stream again before it concludes the store is another stream's. */
+#define AHEAD_WAIT_S 10
+
 static void on_retry_timer(uv_timer_t *t)
 {
     (void)t; /* (it stops by itself: the wait loop sees it inactive) */
@@ -982,6 +986,29 @@ static bool start_replica(rpd_server *srv)
         while (uv_is_active((uv_handle_t *)&retry) && !srv->stopping)
             uv_run(srv->loop, UV_RUN_ONCE);
         uv_timer_stop(&retry);
+    }
+    /* A store here ahead of the stream: the data directory belongs to
+     * another stream, or the stream's leader was elected a moment ago and
+     * has not applied its whole log yet, so that its last sequence lags
+     * what the stream had delivered (seen when a replica restarted just
+     * after the NATS node leading the stream was killed).  The stream is
+     * read again every second for a while before the first is concluded
+     * (by rpd_replica_start). */
+    if (srv->core.replica && srv->core.applied > rpd_replica_stream_end(srv->core.replica)) {
+        rpd_log(RPD_LOG_WARN,
+                "--nats %s: the store here is at revision %llu but the stream ends at %llu; "
+                "reading the stream again for up to %d s (a stream leader just elected can lag)",
+                cfg->nats, (unsigned long long)srv->core.applied,
+                (unsigned long long)rpd_replica_stream_end(srv->core.replica), AHEAD_WAIT_S);
+        for (int s = 0; s < AHEAD_WAIT_S && !srv->stopping &&
+                        srv->core.applied > rpd_replica_stream_end(srv->core.replica);
+             s++) {
+            uv_timer_start(&retry, on_retry_timer, 1000, 0);
+            while (uv_is_active((uv_handle_t *)&retry) && !srv->stopping)
+                uv_run(srv->loop, UV_RUN_ONCE);
+            uv_timer_stop(&retry);
+            rpd_replica_reread(srv->core.replica);
+        }
     }
     uv_close((uv_handle_t *)&retry, NULL);
     uv_run(srv->loop, UV_RUN_NOWAIT); /* (the close callback) */
