@@ -103,7 +103,10 @@ class Replica:
         self.sock = os.path.join(tmp, f"r{k}.sock")
         self.log = os.path.join(tmp, f"r{k}.log")
         self.cmd = [binary, "--unix", self.sock, "--tcp", "none", "--nats", urls,
-                    "--store", "cluster", "--nats-copies", "3"]
+                    "--store", "cluster", "--nats-copies", "3",
+                    # (as README's cluster: a replica restarted while the
+                    # cluster elects leaders waits for it instead of exiting)
+                    "--nats-wait"]
         if data_dir:
             self.cmd += ["--data-dir", data_dir]
         self.p = None

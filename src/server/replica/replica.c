@@ -362,6 +362,8 @@ static bool fail(char *why, size_t cap, const char *what, natsStatus s, jsErrCod
     const char *cut = last && last[0] == '(' ? strstr(last, "): ") : NULL;
     if (cut)
         last = cut + 3;
+    if (last && !last[0])
+        last = NULL; /* (left empty by some failures: the status says more) */
     if (jerr)
         snprintf(why, cap, "%s: %s (JetStream error %d)", what, last ? last : natsStatus_GetText(s),
                  (int)jerr);
