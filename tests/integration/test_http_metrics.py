@@ -9,6 +9,7 @@ its socket meanwhile.
 Usage: test_http_metrics.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a
 valgrind command line) runs every daemon under it.
 Exit 77 (skipped) without prometheus_client."""
+import gzip
 import http.client
 import json
 import os
@@ -150,8 +151,29 @@ def main():
                            ("/three-LICENSE.txt", "text/plain")):
             status, hdrs, body = get(d, path)
             if status != 200 or not hdrs.get("content-type", "").startswith(kind) or \
-                    int(hdrs.get("content-length", -1)) != len(body) or not body:
+                    int(hdrs.get("content-length", -1)) != len(body) or not body or \
+                    "content-encoding" in hdrs or hdrs.get("vary") != "Accept-Encoding":
                 fail(f"GET {path}: {status} {hdrs}")
+            # Compressed for a client that takes gzip, the same bytes once
+            # inflated; not for one that refuses it (q=0).
+            for accept, zipped in (("gzip, deflate, br", True), ("*", True),
+                                   ("GZIP;q=0.5", True), ("gzip;q=0", False),
+                                   ("gzip;q=0.000, *", False), ("br", False),
+                                   ("identity", False)):
+                st, zh, zbody = get(d, path, {"Accept-Encoding": accept})
+                if st != 200 or int(zh.get("content-length", -1)) != len(zbody) or \
+                        zh.get("vary") != "Accept-Encoding" or \
+                        (zh.get("content-encoding") == "gzip") != zipped or \
+                        (gzip.decompress(zbody) if zipped else zbody) != body:
+                    fail(f"GET {path} with Accept-Encoding {accept!r}: {st} {zh}")
+                if zipped and len(zbody) >= len(body):
+                    fail(f"GET {path}: gzip is no smaller ({len(zbody)} of {len(body)} bytes)")
+                if zipped:
+                    zipped_len = len(zbody)
+            st, zh, zbody = get(d, path, {"Accept-Encoding": "gzip"}, method="HEAD")
+            if st != 200 or zbody or zh.get("content-encoding") != "gzip" or \
+                    int(zh.get("content-length", -1)) != zipped_len:
+                fail(f"HEAD {path} with gzip: {st} {zh}")
         if b"three.js authors" not in get(d, "/three-LICENSE.txt")[2]:
             fail("the three.js licence")
         status, hdrs, body = get(d, "/", method="HEAD")

@@ -14,6 +14,8 @@ typedef struct rpd_asset {
     const char *type; /* Content-Type */
     const char *data;
     size_t len;
+    const char *gz; /* the same gzip-compressed, for Accept-Encoding: gzip */
+    size_t gz_len;
 } rpd_asset;
 
 extern const rpd_asset rpd_assets[];

@@ -64,6 +64,7 @@ typedef struct answer {
     rp_jw body;
     const char *asset; /* an embedded file to send instead of body (NULL: body) */
     size_t asset_len;
+    bool gzip; /* asset is the file gzip-compressed */
     size_t sent;
     bool ready; /* body initialised (between bind and drop) */
     ws_bridge *ws;
@@ -118,6 +119,46 @@ static bool authorized(struct lws *wsi, const rpd_core *core)
     return token_ok(core, h + sizeof bearer - 1, (size_t)n - (sizeof bearer - 1));
 }
 
+/* Whether a qvalue (RFC 9110 12.4.2) is zero: "0", "0.", "0.0" ... */
+static bool q_zero(const char *q)
+{
+    if (*q++ != '0')
+        return false;
+    if (*q == '.')
+        for (q++; *q == '0'; q++)
+            ;
+    return *q == '\0' || *q == ' ' || *q == '\t' || *q == ';';
+}
+
+/* Whether the request's Accept-Encoding takes gzip (RFC 9110 12.5.3):
+ * gzip or x-gzip named with a weight above 0, or else "*" so.  None, or
+ * one too long to read, means no. */
+static bool accepts_gzip(struct lws *wsi)
+{
+    char v[512];
+    if (lws_hdr_copy(wsi, v, sizeof v, WSI_TOKEN_HTTP_ACCEPT_ENCODING) <= 0)
+        return false;
+    int gzip = -1, star = -1; /* -1 not named, 0 refused (q=0), 1 taken */
+    char *save = NULL;
+    for (char *e = strtok_r(v, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+        e += strspn(e, " \t");
+        size_t n = strcspn(e, " \t;");
+        int taken = 1;
+        for (const char *p = strchr(e, ';'); p; p = strchr(p, ';')) {
+            p++;
+            p += strspn(p, " \t");
+            if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=' && q_zero(p + 2))
+                taken = 0;
+        }
+        if ((n == 4 && strncasecmp(e, "gzip", 4) == 0) ||
+            (n == 6 && strncasecmp(e, "x-gzip", 6) == 0))
+            gzip = taken;
+        else if (n == 1 && e[0] == '*')
+            star = taken;
+    }
+    return gzip >= 0 ? gzip == 1 : star == 1;
+}
+
 /* Starts the answer: its headers now, its body when writable.  Non-zero
  * closes the connection. */
 static int respond(struct lws *wsi, answer *a, unsigned status, const char *type)
@@ -134,6 +175,15 @@ static int respond(struct lws *wsi, answer *a, unsigned status, const char *type
                                      (const unsigned char *)cache, (int)strlen(cache), &p, end) ||
         lws_add_http_header_by_name(wsi, (const unsigned char *)"x-content-type-options:",
                                     (const unsigned char *)"nosniff", 7, &p, end))
+        return -1;
+    /* A file's answer depends on Accept-Encoding (caches must know). */
+    if (a->asset &&
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_VARY,
+                                     (const unsigned char *)"Accept-Encoding", 15, &p, end))
+        return -1;
+    if (a->asset && a->gzip &&
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_ENCODING,
+                                     (const unsigned char *)"gzip", 4, &p, end))
         return -1;
     if (status == HTTP_STATUS_UNAUTHORIZED &&
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
@@ -263,8 +313,9 @@ static int route(struct lws *wsi, rpd_http *h, answer *a, const char *uri)
             /* The viewer needs no token to load: it holds no data, and
              * asks for the token before /ws gives it any. */
             rp_jw_reset(&a->body);
-            a->asset = rpd_assets[i].data;
-            a->asset_len = rpd_assets[i].len;
+            a->gzip = accepts_gzip(wsi) && rpd_assets[i].gz_len < rpd_assets[i].len;
+            a->asset = a->gzip ? rpd_assets[i].gz : rpd_assets[i].data;
+            a->asset_len = a->gzip ? rpd_assets[i].gz_len : rpd_assets[i].len;
             return respond(wsi, a, HTTP_STATUS_OK, rpd_assets[i].type);
         }
     h->refused++;
