@@ -52,7 +52,7 @@
 
 typedef struct transcript {
     char path[1024];
-    char name[256];
+    char name[256 + 8]; /* a file name and " (tcp)" */
     bool tcp;
 } transcript;
 
