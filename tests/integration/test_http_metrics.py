@@ -197,6 +197,57 @@ def main():
             s.close()
             if d.call("ping").get("result") != {"pong": True}:
                 fail(f"ping after {junk[:20]!r}")
+        # One answer a connection, then the close ("Connection: close"):
+        # requests pipelined behind it are not read.  With keep-alive, a
+        # request with a body (or a POST) pipelined behind a GET spun the
+        # event loop for good inside libwebsockets (fuzz_http's finding).
+        h = "Host: 127.0.0.1\r\n"
+        for name, data in (
+                ("a GET with a body", f"GET /healthz HTTP/1.1\r\n{h}\r\n"
+                 f"GET /nope HTTP/1.1\r\n{h}Content-Length: 1\r\n\r\nh"),
+                ("a POST", f"GET /healthz HTTP/1.1\r\n{h}\r\n"
+                 f"POST /metrics HTTP/1.1\r\n{h}Content-Length: 5\r\n\r\nhello"),
+                ("three GETs", f"GET /healthz HTTP/1.1\r\n{h}\r\n" * 3),
+                ("a body before a GET", f"GET /healthz HTTP/1.1\r\n{h}Content-Length: 2\r\n\r\n"
+                 f"hiGET /healthz HTTP/1.1\r\n{h}\r\n")):
+            s = socket.create_connection(("127.0.0.1", d.port), 5)
+            s.sendall(data.encode())
+            s.settimeout(5)
+            got = b""
+            try:
+                while chunk := s.recv(4096):
+                    got += chunk
+            except (socket.timeout, ConnectionResetError) as e:
+                fail(f"pipelined {name}: the connection was not closed ({e}): {got[:200]!r}")
+            s.close()
+            if d.call("ping").get("result") != {"pong": True}:
+                fail(f"ping after pipelined {name}")
+            if got.count(b"HTTP/1.1 ") != 1 or b"connection: close" not in got.lower() or \
+                    b'{"ready":true}' not in got:
+                fail(f"pipelined {name}: not one answer, then the close: {got[:300]!r}")
+        # CONNECT: lws hands it over as a raw socket; 405 and the close
+        # (it was held open for good: 128 of them shut the port out).
+        connects = []
+        for _ in range(130):
+            s = socket.create_connection(("127.0.0.1", d.port), 5)
+            s.sendall(b"CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n")
+            connects.append(s)
+        for s in connects:
+            s.settimeout(5)
+            got = b""
+            try:
+                while chunk := s.recv(4096):
+                    got += chunk
+            except ConnectionResetError:
+                pass
+            except socket.timeout:
+                fail(f"a CONNECT was held open: {got!r}")
+            if got and not got.startswith(b"HTTP/1.1 405 ") or b"Allow: GET, HEAD" not in got \
+                    and got:
+                fail(f"CONNECT: {got!r}")
+            s.close()
+        if get(d, "/healthz")[0] != 200:
+            fail("/healthz after 130 CONNECTs")
         half = socket.create_connection(("127.0.0.1", d.port), 5)
         half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         if d.call("ping").get("result") != {"pong": True}:

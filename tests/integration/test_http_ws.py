@@ -17,7 +17,8 @@ request, with the limits, auth and pricing of a TCP client.
     --write-kill-bytes while a socket client keeps being answered;
   - the daemon stops cleanly with WebSockets open; stopping, it sends a
     WebSocket the replies to what it had read, whole, before the close,
-    refuses new connections, and a kept-alive /healthz says it stops.
+    refuses new connections, and /healthz sent on a connection opened
+    before says it stops.
 
 Usage: test_http_ws.py REPOSED.  REPOSE_DAEMON_WRAPPER (e.g. a valgrind
 command line) runs every daemon under it."""
@@ -43,6 +44,15 @@ def ws(d, **kw):
     if w is None:
         fail(f"upgrade refused: {status}")
     return w
+
+
+def http_get(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path)
+    r = c.getresponse()
+    answer = (r.status, r.read())
+    c.close()
+    return answer
 
 
 def rpc(w, method, params=None, rid=1):
@@ -218,10 +228,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = Daemon(reposed, tmp)
         w = ws(d)
-        hc = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
-        hc.request("GET", "/healthz")
-        if hc.getresponse().read() != b'{"ready":true}\n':
+        if http_get(d.port, "/healthz") != (200, b'{"ready":true}\n'):
             fail("/healthz before the stop")
+        # A connection opened now, its request sent while the daemon stops.
+        early = socket.create_connection(("127.0.0.1", d.port), 30)
+        time.sleep(0.2)  # (accepted before the stop)
         batch = [{"jsonrpc": "2.0", "id": k, "method": "tessellation",
                   "params": {"segments": 128, "rings": 64}} for k in range(8)]
         w.send(json.dumps(batch))  # several MiB of replies, unread for now
@@ -235,15 +246,17 @@ def main():
             if time.time() > end:
                 fail("no 'shutting down' in the log")
             time.sleep(0.01)
-        healthz = None
+        got = b""
         try:
-            hc.request("GET", "/healthz")
-            r = hc.getresponse()
-            healthz = (r.status, r.read())
-        except (OSError, http.client.HTTPException):
+            early.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{d.port}\r\n\r\n".encode())
+            while chunk := early.recv(4096):
+                got += chunk
+        except OSError:
             pass  # (the daemon may have closed it already)
-        if healthz is not None and healthz != (503, b'{"ready":false,"reason":"shutting down"}\n'):
-            fail(f"/healthz while stopping: {healthz}")
+        early.close()
+        if got and (not got.startswith(b"HTTP/1.1 503 ") or
+                    not got.endswith(b'{"ready":false,"reason":"shutting down"}\n')):
+            fail(f"/healthz while stopping: {got!r}")
         try:
             late, _, _ = ws_client.handshake(d.port)
         except OSError:

@@ -67,6 +67,7 @@ typedef struct answer {
     bool gzip; /* asset is the file gzip-compressed */
     size_t sent;
     bool ready; /* body initialised (between bind and drop) */
+    bool done;  /* the answer has gone out: the connection is closed */
     ws_bridge *ws;
 } answer;
 
@@ -185,6 +186,10 @@ static int respond(struct lws *wsi, answer *a, unsigned status, const char *type
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_ENCODING,
                                      (const unsigned char *)"gzip", 4, &p, end))
         return -1;
+    /* One request a connection (see LWS_CALLBACK_HTTP_WRITEABLE). */
+    if (lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const unsigned char *)"close", 5,
+                                     &p, end))
+        return -1;
     if (status == HTTP_STATUS_UNAUTHORIZED &&
         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
                                      (const unsigned char *)"Bearer realm=\"reposed\"", 22, &p,
@@ -193,6 +198,7 @@ static int respond(struct lws *wsi, answer *a, unsigned status, const char *type
     if (lws_finalize_write_http_header(wsi, start, &p, end))
         return -1;
     a->sent = 0;
+    a->done = false;
     lws_callback_on_writable(wsi);
     return 0;
 }
@@ -610,6 +616,18 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
             return -1;
         lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, IDLE_SECS);
         return route(wsi, h, a, (const char *)in);
+    case LWS_CALLBACK_RAW_ADOPT:
+    case LWS_CALLBACK_RAW_RX: {
+        /* lws hands a CONNECT request over as a raw socket, with no timeout
+         * (the connection was held for good): refused, and closed. */
+        static const char refusal[] = "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\n"
+                                      "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        h->refused++;
+        ssize_t sent =
+            send(lws_get_socket_fd(wsi), refusal, sizeof refusal - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)sent; /* (a fresh socket takes it whole; if not, the close says enough) */
+        return -1;
+    }
     case LWS_CALLBACK_HTTP_BODY:
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         return 0; /* no path takes a body: it is read and dropped (the answer is on its way) */
@@ -654,8 +672,8 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
         }
         break;
     case LWS_CALLBACK_HTTP_WRITEABLE: {
-        if (!a)
-            return -1;
+        if (!a || a->done)
+            return -1; /* (lws calls this once what was written has gone) */
         const char *data = a->asset ? a->asset : a->body.buf;
         size_t total = a->asset ? a->asset_len : a->body.len;
         if (lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0)
@@ -679,8 +697,15 @@ static int on_http(struct lws *wsi, enum lws_callback_reasons reason, void *user
         }
         rp_jw_reset(&a->body);
         a->asset = NULL;
-        /* Keep-alive: the connection waits for the next request. */
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
+        /* The connection is closed once the answer has gone, instead of
+         * waiting for another request: with requests pipelined behind an
+         * answer, libwebsockets 4.1 spins the event loop for good when one
+         * of them has a body or closes the connection (fuzz_http; a 90-byte
+         * request froze the daemon).  Closed, a connection never reads
+         * past its first request. */
+        a->done = true;
+        lws_callback_on_writable(wsi);
+        return 0;
     }
     default:
         break;
