@@ -14,7 +14,9 @@ request, with the limits, auth and pricing of a TCP client.
     case is accepted; before
     auth, a huge message is cut off by the daemon's pre-auth line limit;
   - a client that asks for large replies and never reads is cut off by
-    --write-kill-bytes while a socket client keeps being answered;
+    --write-kill-bytes while a socket client keeps being answered; one
+    that then sends 1-byte fragments costs the daemon their bytes, not
+    a write each;
   - the daemon stops cleanly with WebSockets open; stopping, it sends a
     WebSocket the replies to what it had read, whole, before the close,
     refuses new connections, and /healthz sent on a connection opened
@@ -44,6 +46,18 @@ def ws(d, **kw):
     if w is None:
         fail(f"upgrade refused: {status}")
     return w
+
+
+def rss_kb(d):
+    """The daemon's resident size in KiB (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{d.p.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def http_get(port, path):
@@ -220,6 +234,33 @@ def main():
             time.sleep(0.05)
         if d.call("stats")["result"]["connections"]["tcp"] != 1:
             fail("the paused WebSocket's connection did not go when it closed")
+        # Paused the same way, a client sends a message in 1-byte fragments:
+        # they wait for the daemon at their own size (they cost ~200 bytes
+        # apiece, a write each, and 256 KiB of them were let in: 50 MB).
+        frag = ws(d)
+        frag.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        for i in range(300):  # (80 bytes each: well under the bridge's 256 KiB)
+            frag.send(json.dumps({"jsonrpc": "2.0", "id": 500 + i, "method": "scene.get",
+                                  "params": {"scene": "cell"}}))
+        time.sleep(1)
+        before = rss_kb(d)
+        frag.frame(1, b"[", fin=False)
+        burst = bytes([0x00, 0x81, 0, 0, 0, 0, 0x20]) * 10000  # continuations of " "
+        frag.s.settimeout(2)
+        sent = 0
+        try:
+            while sent < 600000:
+                frag.s.sendall(burst)
+                sent += 10000
+        except OSError:
+            pass  # its sends block: the daemon stopped reading them
+        time.sleep(0.5)
+        grown = rss_kb(d) - before
+        if before and not http_daemon.WRAP and grown > 16000:
+            fail(f"{sent} fragments of 1 byte grew the daemon by {grown} KiB")
+        if d.call("ping").get("result") != {"pong": True}:
+            fail("ping after the fragments")
+        frag.s.close()
         d.stop()  # with a WebSocket still open
 
     # Stopping: a WebSocket gets the replies to what the daemon had read,

@@ -82,6 +82,12 @@ struct ws_bridge {
     struct lws *wsi;
     char *out; /* lines from the daemon: out[sent .. len) not sent yet */
     size_t len, cap, sent;
+    /* Message bytes for the daemon: in[0 .. in_len) wait while the write
+     * of `writing` bytes is in flight, so that a fragment costs its bytes
+     * and no more (one write and allocation each made a client's 1-byte
+     * fragments cost 200 bytes apiece). */
+    char *in;
+    size_t in_len, in_cap, writing;
     bool in_msg;    /* a line is going out in fragments (its end not sent yet) */
     bool reading;   /* uv_read_start is on */
     bool rx_paused; /* lws_rx_flow_control off while the pipe's queue drains */
@@ -343,6 +349,7 @@ static void bridge_free(ws_bridge *b)
 {
     rpd_http *h = b->h;
     free(b->out);
+    free(b->in);
     free(b);
     if (--h->bridges == 0 && h->draining && h->drained_started)
         uv_timer_start(&h->drained, on_drained, 0, 0);
@@ -425,17 +432,41 @@ static void bridge_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 typedef struct bridge_write {
     uv_write_t req;
     ws_bridge *b;
-    char data[];
+    char *data;
 } bridge_write;
+
+static void bridge_wrote(uv_write_t *req, int status);
+
+/* Hands what waits in `in` to the pipe, when no write is in flight. */
+static void bridge_flush(ws_bridge *b)
+{
+    if (b->writing || b->in_len == 0 || b->eof || b->closing)
+        return;
+    bridge_write *w = malloc(sizeof *w);
+    if (!w)
+        return; /* (tried again when more comes) */
+    w->b = b;
+    w->data = b->in;
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)b->in_len);
+    if (uv_write(&w->req, (uv_stream_t *)&b->pipe, &buf, 1, bridge_wrote) < 0) {
+        free(w);
+        return; /* the read side sees the end */
+    }
+    b->writing = b->in_len;
+    b->in = NULL;
+    b->in_len = b->in_cap = 0;
+}
 
 static void bridge_wrote(uv_write_t *req, int status)
 {
     bridge_write *w = (bridge_write *)req;
     ws_bridge *b = w->b;
     (void)status; /* a failed write: the read side sees the end */
+    free(w->data);
     free(w);
-    if (b->rx_paused && b->wsi && !b->closing &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&b->pipe) < WS_IN_QUEUE_MAX / 2) {
+    b->writing = 0;
+    bridge_flush(b);
+    if (b->rx_paused && b->wsi && !b->closing && b->writing + b->in_len < WS_IN_QUEUE_MAX / 2) {
         b->rx_paused = false;
         lws_rx_flow_control(b->wsi, 1);
     }
@@ -445,26 +476,31 @@ static void bridge_wrote(uv_write_t *req, int status)
  * limits, the small one before auth included, apply as they would on a
  * socket); `end` closes the line.  Line breaks in a message are
  * whitespace to JSON, so they become spaces.  After the daemon has closed
- * its end, what comes is dropped. */
+ * its end, what comes is dropped.  Past WS_IN_QUEUE_MAX bytes not yet
+ * written, the WebSocket is not read until half have gone. */
 static void bridge_send(ws_bridge *b, const char *data, size_t n, bool end)
 {
     if (b->eof || b->closing || (n == 0 && !end))
         return;
-    bridge_write *w = malloc(sizeof *w + n + 1);
-    if (!w)
-        return; /* (the line is cut short: the daemon answers a parse error) */
-    w->b = b;
-    for (size_t i = 0; i < n; i++)
-        w->data[i] = data[i] == '\n' || data[i] == '\r' ? ' ' : data[i];
-    if (end)
-        w->data[n] = '\n';
-    uv_buf_t buf = uv_buf_init(w->data, (unsigned)(n + end));
-    if (uv_write(&w->req, (uv_stream_t *)&b->pipe, &buf, 1, bridge_wrote) < 0) {
-        free(w);
-        return; /* the read side sees the end */
+    size_t need = b->in_len + n + 1;
+    if (need > b->in_cap) {
+        size_t cap = b->in_cap ? b->in_cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        char *in = realloc(b->in, cap);
+        if (!in)
+            return; /* (the line is cut short: the daemon answers a parse error) */
+        b->in = in;
+        b->in_cap = cap;
     }
-    if (!b->rx_paused &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&b->pipe) > WS_IN_QUEUE_MAX) {
+    char *dst = b->in + b->in_len;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = data[i] == '\n' || data[i] == '\r' ? ' ' : data[i];
+    if (end)
+        dst[n] = '\n';
+    b->in_len += n + end;
+    bridge_flush(b);
+    if (!b->rx_paused && b->writing + b->in_len > WS_IN_QUEUE_MAX) {
         b->rx_paused = true;
         lws_rx_flow_control(b->wsi, 0);
     }
