@@ -26,6 +26,21 @@ def fail(msg):
     sys.exit(1)
 
 
+def read_to_close(s, timeout=5):
+    """Reads a socket until its peer closes it: (the bytes, None), or with
+    "reset" or "timeout" (the peer kept it open) instead of None."""
+    s.settimeout(timeout)
+    got = b""
+    try:
+        while chunk := s.recv(4096):
+            got += chunk
+    except ConnectionResetError:
+        return got, "reset"
+    except socket.timeout:
+        return got, "timeout"
+    return got, None
+
+
 def run(main):
     """Runs main, killing the daemons it started if it raises."""
     try:

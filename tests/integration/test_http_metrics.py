@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_daemon import Daemon, fail, run  # noqa: E402
+from http_daemon import Daemon, fail, read_to_close, run  # noqa: E402
 import http_daemon  # noqa: E402
 
 NAME = "test_http_metrics"
@@ -212,13 +212,9 @@ def main():
                  f"hiGET /healthz HTTP/1.1\r\n{h}\r\n")):
             s = socket.create_connection(("127.0.0.1", d.port), 5)
             s.sendall(data.encode())
-            s.settimeout(5)
-            got = b""
-            try:
-                while chunk := s.recv(4096):
-                    got += chunk
-            except (socket.timeout, ConnectionResetError) as e:
-                fail(f"pipelined {name}: the connection was not closed ({e}): {got[:200]!r}")
+            got, why = read_to_close(s)
+            if why:
+                fail(f"pipelined {name}: the connection was not closed ({why}): {got[:200]!r}")
             s.close()
             if d.call("ping").get("result") != {"pong": True}:
                 fail(f"ping after pipelined {name}")
@@ -233,14 +229,8 @@ def main():
             s.sendall(b"CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n")
             connects.append(s)
         for s in connects:
-            s.settimeout(5)
-            got = b""
-            try:
-                while chunk := s.recv(4096):
-                    got += chunk
-            except ConnectionResetError:
-                pass
-            except socket.timeout:
+            got, why = read_to_close(s)
+            if why == "timeout":
                 fail(f"a CONNECT was held open: {got!r}")
             if got and not got.startswith(b"HTTP/1.1 405 ") or b"Allow: GET, HEAD" not in got \
                     and got:

@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ws_client  # noqa: E402
-from http_daemon import Daemon, fail, run  # noqa: E402
+from http_daemon import Daemon, fail, read_to_close, run  # noqa: E402
 import http_daemon  # noqa: E402
 
 NAME = "test_http_ws"
@@ -178,14 +178,9 @@ def main():
             s.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket---x\r\n"
                       b"Connection: Upgrade\r\nSec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\r\n"
                       b"Sec-WebSocket-Version: 13\r\n\r\n" + extra)
-            got = b""
-            try:
-                while chunk := s.recv(4096):
-                    got += chunk
-            except ConnectionResetError:
-                pass
+            got, why = read_to_close(s, 10)
             s.close()
-            if got and not (got.startswith(b"HTTP/1.") and got[8:13] == b" 403 "):
+            if why == "timeout" or got and not (got.startswith(b"HTTP/1.") and got[8:13] == b" 403 "):
                 fail(f"an unknown upgrade got {got[:100]!r}")
             if d.call("ping").get("result") != {"pong": True}:
                 fail("the daemon after an unknown upgrade")
