@@ -588,11 +588,6 @@ bool rpd_replica_reread(rpd_replica *r)
     return true;
 }
 
-uint64_t rpd_replica_stream_end(const rpd_replica *r)
-{
-    return r->start_last;
-}
-
 bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
 {
     if (applied > r->start_last) {

@@ -53,14 +53,11 @@ rpd_replica *rpd_replica_open(const rpd_replica_opts *opts, char *why, size_t ca
 bool rpd_replica_trimmed_past(const rpd_replica *r, uint64_t applied);
 
 /* Reads the stream's first and last sequence again (after
- * rpd_replica_open read them); false when they cannot be had now.  A
+ * rpd_replica_open read them; rpd_replica_info_get gives them); false
+ * when they cannot be had now.  A
  * stream leader elected a moment ago can report a last sequence below
  * what the stream had delivered, until it has applied its log. */
 bool rpd_replica_reread(rpd_replica *r);
-
-/* The stream's last sequence as last read (rpd_replica_open or
- * rpd_replica_reread). */
-uint64_t rpd_replica_stream_end(const rpd_replica *r);
 
 /* Starts consuming the stream after revision `applied` (what the store
  * holds); false with why when the store is ahead of the stream (another

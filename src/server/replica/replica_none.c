@@ -32,12 +32,6 @@ bool rpd_replica_reread(rpd_replica *r)
     return false;
 }
 
-uint64_t rpd_replica_stream_end(const rpd_replica *r)
-{
-    (void)r;
-    return 0;
-}
-
 bool rpd_replica_start(rpd_replica *r, uint64_t applied, char *why, size_t cap)
 {
     (void)r;

@@ -945,6 +945,24 @@ static void on_retry_timer(uv_timer_t *t)
     (void)t; /* (it stops by itself: the wait loop sees it inactive) */
 }
 
+/* Waits a second at start-up with the loop running, so that a SIGTERM
+ * still stops the daemon meanwhile. */
+static void wait_a_second(rpd_server *srv, uv_timer_t *timer)
+{
+    uv_timer_start(timer, on_retry_timer, 1000, 0);
+    while (uv_is_active((uv_handle_t *)timer) && !srv->stopping)
+        uv_run(srv->loop, UV_RUN_ONCE);
+    uv_timer_stop(timer);
+}
+
+/* The stream's last sequence as the replica last read it. */
+static uint64_t stream_end(rpd_replica *r)
+{
+    rpd_replica_info info;
+    rpd_replica_info_get(r, &info);
+    return info.start_last;
+}
+
 /* Opens the replica and applies the stream as it was at start before
  * anything listens, so that the first reads see the shared store. */
 static bool start_replica(rpd_server *srv)
@@ -977,15 +995,11 @@ static bool start_replica(rpd_server *srv)
         srv->core.replica = rpd_replica_open(&o, why, sizeof why);
         if (srv->core.replica || !cfg->nats_wait || srv->stopping)
             break;
-        /* --nats-wait: again in a second; the loop runs meanwhile, so a
-         * SIGTERM still stops the daemon. */
+        /* --nats-wait: again in a second. */
         if (tries == 0)
             rpd_log(RPD_LOG_WARN, "--nats %s: %s; trying again every second (--nats-wait)",
                     cfg->nats, why);
-        uv_timer_start(&retry, on_retry_timer, 1000, 0);
-        while (uv_is_active((uv_handle_t *)&retry) && !srv->stopping)
-            uv_run(srv->loop, UV_RUN_ONCE);
-        uv_timer_stop(&retry);
+        wait_a_second(srv, &retry);
     }
     /* A store here ahead of the stream: the data directory belongs to
      * another stream, or the stream's leader was elected a moment ago and
@@ -994,19 +1008,16 @@ static bool start_replica(rpd_server *srv)
      * after the NATS node leading the stream was killed).  The stream is
      * read again every second for a while before the first is concluded
      * (by rpd_replica_start). */
-    if (srv->core.replica && srv->core.applied > rpd_replica_stream_end(srv->core.replica)) {
+    if (srv->core.replica && srv->core.applied > stream_end(srv->core.replica)) {
         rpd_log(RPD_LOG_WARN,
                 "--nats %s: the store here is at revision %llu but the stream ends at %llu; "
                 "reading the stream again for up to %d s (a stream leader just elected can lag)",
                 cfg->nats, (unsigned long long)srv->core.applied,
-                (unsigned long long)rpd_replica_stream_end(srv->core.replica), AHEAD_WAIT_S);
+                (unsigned long long)stream_end(srv->core.replica), AHEAD_WAIT_S);
         for (int s = 0; s < AHEAD_WAIT_S && !srv->stopping &&
-                        srv->core.applied > rpd_replica_stream_end(srv->core.replica);
+                        srv->core.applied > stream_end(srv->core.replica);
              s++) {
-            uv_timer_start(&retry, on_retry_timer, 1000, 0);
-            while (uv_is_active((uv_handle_t *)&retry) && !srv->stopping)
-                uv_run(srv->loop, UV_RUN_ONCE);
-            uv_timer_stop(&retry);
+            wait_a_second(srv, &retry);
             rpd_replica_reread(srv->core.replica);
         }
     }
